@@ -1,0 +1,588 @@
+//! The applier: a patch plus current contents in, new contents out —
+//! exactly as `git apply` (no options) computes them.
+//!
+//! Hunks are matched as git matches them: the pre-image (context and
+//! removed lines) must equal the file's lines byte for byte; the search
+//! starts at the hunk's new start line and alternates forward and back
+//! one line at a time; a hunk that starts at line 0 or 1 must match at the
+//! beginning and one without trailing context must match at the end; lines
+//! written by an earlier hunk are never matched again; there is no fuzz.
+//!
+//! Across sections the bookkeeping is git's too: a section that modifies a
+//! path an earlier section wrote sees that result; renames and copies read
+//! the original; a path is free for a new file once an earlier section
+//! deleted or renamed it away. A path's final state is its last write, or
+//! removal if it was only removed.
+
+use super::binary;
+use super::{BinaryHunk, BinaryMethod, Body, FilePatch, FileStatus, Hunk, LineKind, Patch};
+use crate::ErrorCode;
+use std::collections::{BTreeMap, HashMap};
+
+/// A regular file's state: its bytes and whether it is executable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeFile {
+    /// The content.
+    pub data: Vec<u8>,
+    /// Whether the executable bit is set.
+    pub executable: bool,
+}
+
+impl TreeFile {
+    /// A non-executable file with this content.
+    pub fn regular(data: Vec<u8>) -> Self {
+        TreeFile {
+            data,
+            executable: false,
+        }
+    }
+}
+
+/// A failure of the [`Tree`] the applier reads from or the sink it writes
+/// to; carries its own stable code.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", String::from_utf8_lossy(path))]
+pub struct TreeError {
+    /// The stable code (`io`, `path_escape`, …).
+    pub code: ErrorCode,
+    /// The path being read or written.
+    pub path: Vec<u8>,
+    /// The cause.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// Where the applier reads current contents from.
+pub trait Tree {
+    /// The file at `path` (a stripped patch path), or `None` if absent.
+    fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError>;
+
+    /// Whether a file exists at `path`.
+    fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
+        Ok(self.read(path)?.is_some())
+    }
+}
+
+impl Tree for BTreeMap<Vec<u8>, TreeFile> {
+    fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError> {
+        Ok(self.get(path).cloned())
+    }
+    fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
+        Ok(self.contains_key(path))
+    }
+}
+
+/// One result of applying a section: `path` gets `new`, or is removed
+/// when `new` is `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOutcome {
+    /// The path (as in the patch, stripped).
+    pub path: Vec<u8>,
+    /// The new state, or `None` for removal.
+    pub new: Option<TreeFile>,
+}
+
+/// Why a patch does not apply.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// A hunk's pre-image was not found where git would look for it.
+    #[error(
+        "{}: hunk #{hunk} does not apply: {reason}",
+        String::from_utf8_lossy(path)
+    )]
+    Hunk {
+        /// The file.
+        path: Vec<u8>,
+        /// 1-based hunk number within the file's section.
+        hunk: usize,
+        /// What did not match.
+        reason: &'static str,
+    },
+    /// The file is not in the state the section needs.
+    #[error("{}: {reason}", String::from_utf8_lossy(path))]
+    File {
+        /// The file.
+        path: Vec<u8>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The section uses something roundtable does not apply.
+    #[error("{}: {reason}", String::from_utf8_lossy(path))]
+    Unsupported {
+        /// The file.
+        path: Vec<u8>,
+        /// What.
+        reason: &'static str,
+    },
+    /// Reading the tree or writing a result failed.
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+}
+
+impl ApplyError {
+    /// The stable error code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ApplyError::Hunk { .. } | ApplyError::File { .. } => ErrorCode::PatchDoesNotApply,
+            ApplyError::Unsupported { .. } => ErrorCode::UnsupportedPatch,
+            ApplyError::Tree(e) => e.code,
+        }
+    }
+
+    /// The path the failure is about.
+    pub fn path(&self) -> &[u8] {
+        match self {
+            ApplyError::Hunk { path, .. }
+            | ApplyError::File { path, .. }
+            | ApplyError::Unsupported { path, .. } => path,
+            ApplyError::Tree(e) => &e.path,
+        }
+    }
+
+    fn file(path: &[u8], reason: impl Into<String>) -> Self {
+        ApplyError::File {
+            path: path.to_vec(),
+            reason: reason.into(),
+        }
+    }
+}
+
+enum Entry {
+    /// Written by an earlier section; the content is kept only when a later
+    /// section reads it.
+    Written(Option<TreeFile>),
+    /// Deleted by an earlier section.
+    Deleted,
+    /// The source of an earlier rename: still readable, free to recreate.
+    RenamedAway,
+}
+
+/// Apply `patch` to the files of `tree`, handing each result to `sink` in
+/// section order (a rename yields the removal of its source, then the
+/// write of its destination).
+///
+/// Nothing is handed to `sink` for a section until that section has been
+/// computed in full; on error, the caller discards what it received. Only
+/// contents that a later section reads again are kept in memory, so peak
+/// memory is bounded by the largest file, not the size of the change.
+pub fn apply<T: Tree + ?Sized>(
+    patch: &Patch<'_>,
+    tree: &T,
+    sink: &mut dyn FnMut(FileOutcome) -> Result<(), TreeError>,
+) -> Result<(), ApplyError> {
+    // Which section last reads each path through the table (modifications
+    // and deletions read an earlier section's result).
+    let mut last_reader: HashMap<&[u8], usize> = HashMap::new();
+    for (i, fp) in patch.files().iter().enumerate() {
+        if matches!(fp.status(), FileStatus::Modified | FileStatus::Deleted) {
+            if let Some(p) = fp.old_path() {
+                last_reader.insert(p, i);
+            }
+        }
+    }
+    let mut table: HashMap<Vec<u8>, Entry> = HashMap::new();
+
+    for (i, fp) in patch.files().iter().enumerate() {
+        for mode in [fp.old_mode(), fp.new_mode()].into_iter().flatten() {
+            if !mode.is_regular_file() {
+                return Err(ApplyError::Unsupported {
+                    path: fp.path().to_vec(),
+                    reason: "symbolic links and submodules are not applied",
+                });
+            }
+        }
+        let free_for_new =
+            |path: &[u8], table: &HashMap<Vec<u8>, Entry>| -> Result<bool, ApplyError> {
+                Ok(match table.get(path) {
+                    Some(Entry::Written(_)) => false,
+                    Some(Entry::Deleted | Entry::RenamedAway) => true,
+                    None => !tree.exists(path)?,
+                })
+            };
+        let mut status = fp.status();
+        let pre: TreeFile = match status {
+            FileStatus::Added => TreeFile::regular(Vec::new()),
+            FileStatus::Renamed | FileStatus::Copied => {
+                let old = fp.old_path().expect("renames and copies have an old path");
+                tree.read(old)?
+                    .ok_or_else(|| ApplyError::file(old, "does not exist in the tree"))?
+            }
+            FileStatus::Modified | FileStatus::Deleted => {
+                let old = fp
+                    .old_path()
+                    .expect("modifications and deletions have an old path");
+                match table.get(old) {
+                    Some(Entry::Written(Some(content))) => content.clone(),
+                    Some(Entry::Written(None)) => {
+                        unreachable!("kept because a later section reads it")
+                    }
+                    Some(Entry::Deleted) => {
+                        return Err(ApplyError::file(old, "was deleted by an earlier section"))
+                    }
+                    Some(Entry::RenamedAway) | None => match tree.read(old)? {
+                        Some(f) => f,
+                        // A plain diff that only adds lines to a missing
+                        // file creates it (git infers creation the same way).
+                        None if !fp.is_git()
+                            && status == FileStatus::Modified
+                            && fp.hunks().iter().all(|h| h.old_lines() == 0) =>
+                        {
+                            status = FileStatus::Added;
+                            TreeFile::regular(Vec::new())
+                        }
+                        None => return Err(ApplyError::file(old, "does not exist in the tree")),
+                    },
+                }
+            }
+        };
+        if matches!(
+            status,
+            FileStatus::Added | FileStatus::Renamed | FileStatus::Copied
+        ) {
+            let new = fp.new_path().expect("this status has a new path");
+            if !free_for_new(new, &table)? {
+                return Err(ApplyError::file(new, "already exists in the tree"));
+            }
+        }
+
+        let data = match fp.body() {
+            Body::Text(hunks) if hunks.is_empty() => pre.data.clone(),
+            Body::Text(hunks) => apply_hunks(&pre.data, hunks).map_err(|(hunk, reason)| ApplyError::Hunk {
+                path: fp.old_path().unwrap_or(fp.path()).to_vec(),
+                hunk,
+                reason,
+            })?,
+            Body::BinaryMarker(_) => {
+                return Err(ApplyError::file(
+                    fp.path(),
+                    "the binary change carries no data (`Binary files … differ`); regenerate it with `git diff --binary`",
+                ))
+            }
+            Body::Binary { forward, .. } => binary_result(fp, &pre.data, forward)?,
+        };
+
+        if status == FileStatus::Deleted {
+            let old = fp.old_path().expect("deletions have an old path");
+            if !data.is_empty() {
+                return Err(ApplyError::file(
+                    old,
+                    "the deletion leaves content behind (the file has more than the patch removes)",
+                ));
+            }
+            table.insert(old.to_vec(), Entry::Deleted);
+            sink(FileOutcome {
+                path: old.to_vec(),
+                new: None,
+            })?;
+            continue;
+        }
+        if status == FileStatus::Renamed {
+            let old = fp.old_path().expect("renames have an old path");
+            table.insert(old.to_vec(), Entry::RenamedAway);
+            sink(FileOutcome {
+                path: old.to_vec(),
+                new: None,
+            })?;
+        }
+        let new = fp.new_path().expect("non-deletions have a new path");
+        let file = TreeFile {
+            data,
+            executable: fp.new_mode().map_or(pre.executable, |m| m.is_executable()),
+        };
+        let keep = last_reader.get(new).is_some_and(|&j| j > i);
+        table.insert(new.to_vec(), Entry::Written(keep.then(|| file.clone())));
+        sink(FileOutcome {
+            path: new.to_vec(),
+            new: Some(file),
+        })?;
+    }
+    Ok(())
+}
+
+/// Apply `patch` to an in-memory tree and return the whole resulting tree.
+pub fn apply_in_memory(
+    patch: &Patch<'_>,
+    tree: &BTreeMap<Vec<u8>, TreeFile>,
+) -> Result<BTreeMap<Vec<u8>, TreeFile>, ApplyError> {
+    let mut writes: BTreeMap<Vec<u8>, TreeFile> = BTreeMap::new();
+    let mut removes = Vec::new();
+    apply(patch, tree, &mut |o: FileOutcome| {
+        match o.new {
+            Some(f) => {
+                writes.insert(o.path, f);
+            }
+            None => removes.push(o.path),
+        }
+        Ok(())
+    })?;
+    let mut out = tree.clone();
+    for p in removes {
+        out.remove(&p);
+    }
+    out.extend(writes);
+    Ok(out)
+}
+
+fn binary_result(
+    fp: &FilePatch<'_>,
+    pre: &[u8],
+    forward: &BinaryHunk,
+) -> Result<Vec<u8>, ApplyError> {
+    let path = fp.path();
+    let (old_id, new_id) = fp
+        .index()
+        .ok_or_else(|| ApplyError::file(path, "a binary patch needs an `index` line"))?;
+    let hex_len = old_id.len();
+    if new_id.len() != hex_len || !(hex_len == 40 || hex_len == 64) {
+        return Err(ApplyError::file(path, "a binary patch needs full object ids on its `index` line (`git diff --binary` writes them)"));
+    }
+    let is_null = |id: &str| id.bytes().all(|b| b == b'0');
+    let id_of = |data: &[u8]| binary::blob_id(data, hex_len).expect("40 or 64 hex digits");
+    if is_null(old_id) {
+        if !pre.is_empty() {
+            return Err(ApplyError::file(
+                path,
+                "the binary patch expects no pre-image",
+            ));
+        }
+    } else {
+        let found = id_of(pre);
+        if found != old_id {
+            return Err(ApplyError::file(
+                path,
+                format!("the binary pre-image does not match the patch (expected blob {old_id}, found {found})"),
+            ));
+        }
+    }
+    let payload = forward.inflate().map_err(|e| ApplyError::file(path, e))?;
+    let result = match forward.method {
+        BinaryMethod::Literal => payload,
+        BinaryMethod::Delta => {
+            binary::apply_delta(pre, &payload).map_err(|e| ApplyError::file(path, e))?
+        }
+    };
+    if is_null(new_id) {
+        if !result.is_empty() {
+            return Err(ApplyError::file(
+                path,
+                "the binary patch should leave no content",
+            ));
+        }
+    } else {
+        let found = id_of(&result);
+        if found != new_id {
+            return Err(ApplyError::file(
+                path,
+                format!(
+                    "the binary patch produces blob {found}, not the {new_id} its index line names"
+                ),
+            ));
+        }
+    }
+    Ok(result)
+}
+
+#[derive(Clone, Copy)]
+struct ImageLine<'x> {
+    bytes: &'x [u8],
+    patched: bool,
+}
+
+/// A file's lines as a gap buffer: hunks usually apply in order, so moving
+/// the gap to each hunk costs the distance from the previous one, not the
+/// length of the file.
+struct Image<'x> {
+    left: Vec<ImageLine<'x>>,
+    /// Lines after the gap, last line first.
+    right: Vec<ImageLine<'x>>,
+}
+
+impl<'x> Image<'x> {
+    fn new(data: &'x [u8]) -> Self {
+        let mut right: Vec<ImageLine<'x>> = Vec::new();
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', data) {
+            right.push(ImageLine {
+                bytes: &data[start..=end],
+                patched: false,
+            });
+            start = end + 1;
+        }
+        if start < data.len() {
+            right.push(ImageLine {
+                bytes: &data[start..],
+                patched: false,
+            });
+        }
+        right.reverse();
+        Image {
+            left: Vec::new(),
+            right,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.left.len() + self.right.len()
+    }
+
+    fn get(&self, i: usize) -> ImageLine<'x> {
+        if i < self.left.len() {
+            self.left[i]
+        } else {
+            self.right[self.right.len() - 1 - (i - self.left.len())]
+        }
+    }
+
+    fn move_gap(&mut self, pos: usize) {
+        while self.left.len() > pos {
+            let l = self.left.pop().expect("left is longer than pos");
+            self.right.push(l);
+        }
+        while self.left.len() < pos {
+            let l = self.right.pop().expect("pos is within the image");
+            self.left.push(l);
+        }
+    }
+
+    fn replace(&mut self, pos: usize, remove: usize, with: &[&'x [u8]]) {
+        self.move_gap(pos);
+        let keep = self.right.len() - remove;
+        self.right.truncate(keep);
+        self.left.extend(with.iter().map(|&bytes| ImageLine {
+            bytes,
+            patched: true,
+        }));
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        let total: usize = self
+            .left
+            .iter()
+            .chain(&self.right)
+            .map(|l| l.bytes.len())
+            .sum();
+        let mut out = Vec::with_capacity(total);
+        for l in self.left.iter().chain(self.right.iter().rev()) {
+            out.extend_from_slice(l.bytes);
+        }
+        out
+    }
+
+    fn matches(&self, pos: usize, pre: &[&[u8]], match_beginning: bool, match_end: bool) -> bool {
+        let n = self.len();
+        if pos + pre.len() > n
+            || (match_end && pos + pre.len() != n)
+            || (match_beginning && pos != 0)
+        {
+            return false;
+        }
+        pre.iter().enumerate().all(|(k, want)| {
+            let l = self.get(pos + k);
+            !l.patched && l.bytes == *want
+        })
+    }
+
+    /// git's `find_pos`: try `line`, then `line+1`, `line-1`, `line+2`, …
+    fn find(
+        &self,
+        line: usize,
+        pre: &[&[u8]],
+        match_beginning: bool,
+        match_end: bool,
+    ) -> Option<usize> {
+        let n = self.len();
+        let line = if match_beginning {
+            0
+        } else if match_end {
+            n.checked_sub(pre.len()).unwrap_or(n)
+        } else {
+            line.min(n)
+        };
+        if match_beginning || match_end {
+            // Only one position can satisfy an anchored hunk.
+            return self
+                .matches(line, pre, match_beginning, match_end)
+                .then_some(line);
+        }
+        let (mut back, mut fwd) = (line, line);
+        let mut current = line;
+        let mut i = 0usize;
+        loop {
+            if self.matches(current, pre, false, false) {
+                return Some(current);
+            }
+            loop {
+                if back == 0 && fwd == n {
+                    return None;
+                }
+                if i & 1 == 1 {
+                    if back == 0 {
+                        i += 1;
+                        continue;
+                    }
+                    back -= 1;
+                    current = back;
+                } else {
+                    if fwd == n {
+                        i += 1;
+                        continue;
+                    }
+                    fwd += 1;
+                    current = fwd;
+                }
+                break;
+            }
+            i += 1;
+        }
+    }
+}
+
+/// Apply text hunks to `old`, as `git apply` does. On failure, returns the
+/// 1-based number of the hunk that did not apply and why.
+pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'static str)> {
+    let mut image = Image::new(old);
+    let mut pre: Vec<&[u8]> = Vec::new();
+    let mut post: Vec<&[u8]> = Vec::new();
+    for (i, hunk) in hunks.iter().enumerate() {
+        pre.clear();
+        post.clear();
+        let mut trailing = 0usize;
+        for line in hunk.lines() {
+            match line.kind {
+                LineKind::Context => {
+                    pre.push(line.content);
+                    post.push(line.content);
+                    trailing += 1;
+                }
+                LineKind::Delete => {
+                    pre.push(line.content);
+                    trailing = 0;
+                }
+                LineKind::Insert => {
+                    post.push(line.content);
+                    trailing = 0;
+                }
+            }
+        }
+        let match_beginning = hunk.old_start() <= 1;
+        let match_end = trailing == 0;
+        let line = hunk.new_start().saturating_sub(1) as usize;
+        let Some(pos) = image.find(line, &pre, match_beginning, match_end) else {
+            return Err((
+                i + 1,
+                if match_beginning && match_end {
+                    "the file is not exactly the hunk's pre-image"
+                } else if match_beginning {
+                    "the hunk's context is not at the start of the file"
+                } else if match_end {
+                    "the hunk's context is not at the end of the file"
+                } else {
+                    "its context and removed lines are not in the file"
+                },
+            ));
+        };
+        image.replace(pos, pre.len(), &post);
+    }
+    Ok(image.into_bytes())
+}

@@ -1,0 +1,854 @@
+//! The parser: git's diff grammar over bytes, strict.
+//!
+//! Accepted: `diff --git` sections with every extended header git writes,
+//! C-quoted names, `---`/`+++` lines, hunks whose line counts must match
+//! their bodies, `\ No newline at end of file`, `GIT binary patch`
+//! (literal and delta, verified by inflating) and `Binary files … differ`;
+//! plain unified diff sections (`---`/`+++`/`@@`) with a strip level.
+//! Text before the first section (a commit message, a diffstat) is skipped;
+//! after the last section only a `-- ` mail signature may follow. Anything
+//! else is an [`ErrorCode::InvalidPatch`] naming the line and what was
+//! expected; combined diffs (`diff --cc`) are [`ErrorCode::UnsupportedPatch`].
+
+use super::binary;
+use super::quote;
+use super::{
+    BinaryHunk, BinaryMethod, Body, ExtendedHeader, FileName, FilePatch, FileStatus, Hunk,
+    LineKind, LineSpan, Mode, Patch,
+};
+use crate::ErrorCode;
+use std::borrow::Cow;
+
+/// How to read a patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// Leading path components to strip from names (`-p`), default 1:
+    /// `a/src/x.rs` becomes `src/x.rs`. `rename`/`copy` headers, which git
+    /// writes without prefixes, are stripped by one less.
+    pub strip: usize,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions { strip: 1 }
+    }
+}
+
+/// A patch that does not follow the grammar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: expected {expected}, found {found:?}")]
+pub struct ParseError {
+    line: usize,
+    expected: String,
+    found: String,
+    code: ErrorCode,
+}
+
+impl ParseError {
+    pub(crate) fn new(line: usize, expected: impl Into<String>, found: &[u8]) -> Self {
+        const MAX: usize = 120;
+        let shown = &found[..found.len().min(MAX)];
+        let mut found = String::from_utf8_lossy(shown).into_owned();
+        if found.ends_with('\n') {
+            found.pop();
+        }
+        ParseError {
+            line,
+            expected: expected.into(),
+            found,
+            code: ErrorCode::InvalidPatch,
+        }
+    }
+
+    fn unsupported(line: usize, expected: &str, found: &[u8]) -> Self {
+        ParseError {
+            code: ErrorCode::UnsupportedPatch,
+            ..ParseError::new(line, expected, found)
+        }
+    }
+
+    /// The 1-based line number where the input stopped making sense
+    /// (0 for a section built in code).
+    pub fn line(&self) -> usize {
+        self.line
+    }
+    /// What the grammar expected there.
+    pub fn expected(&self) -> &str {
+        &self.expected
+    }
+    /// The offending line (lossily decoded, truncated).
+    pub fn found(&self) -> &str {
+        &self.found
+    }
+    /// `invalid_patch`, or `unsupported_patch` for combined diffs.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+/// Parse `input` as a patch.
+///
+/// The result borrows from `input`: hunk bodies are not copied.
+pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, ParseError> {
+    let mut cur = Cursor {
+        input,
+        pos: 0,
+        line: 1,
+    };
+    let mut files = Vec::new();
+    while let Some(line) = cur.peek() {
+        if line.starts_with(b"diff --git ") {
+            files.push(git_section(&mut cur, options.strip)?);
+        } else if line.starts_with(b"diff --cc ") || line.starts_with(b"diff --combined ") {
+            return Err(ParseError::unsupported(
+                cur.line,
+                "a two-way diff (combined diffs of merges are not applicable)",
+                line,
+            ));
+        } else if line.starts_with(b"--- ")
+            && cur.peek_second().is_some_and(|l| l.starts_with(b"+++ "))
+        {
+            files.push(plain_section(&mut cur, options.strip)?);
+        } else if files.is_empty() {
+            if line.starts_with(b"@@ -") {
+                return Err(ParseError::new(
+                    cur.line,
+                    "a file header (`diff --git` or `---`/`+++`) before the first hunk",
+                    line,
+                ));
+            }
+            cur.advance(line); // preamble: commit message, diffstat, …
+        } else if line == b"-- \n" || line == b"--\n" {
+            break; // mail signature after the last section (git format-patch)
+        } else {
+            return Err(ParseError::new(
+                cur.line,
+                "a new file section (`diff --git` or `---`), or the end of the patch",
+                line,
+            ));
+        }
+    }
+    if files.is_empty() {
+        return Err(ParseError::new(
+            cur.line,
+            "at least one file section (`diff --git` or `---`/`+++`)",
+            b"",
+        ));
+    }
+    Ok(Patch::new(files))
+}
+
+struct Cursor<'a> {
+    input: &'a [u8],
+    pos: usize,
+    /// 1-based number of the line at `pos`.
+    line: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// The line at the cursor, with its newline (if any).
+    fn peek(&self) -> Option<&'a [u8]> {
+        let rest = &self.input[self.pos..];
+        if rest.is_empty() {
+            return None;
+        }
+        Some(match memchr::memchr(b'\n', rest) {
+            Some(i) => &rest[..=i],
+            None => rest,
+        })
+    }
+
+    fn peek_second(&self) -> Option<&'a [u8]> {
+        let first = self.peek()?;
+        let rest = &self.input[self.pos + first.len()..];
+        if rest.is_empty() {
+            return None;
+        }
+        Some(match memchr::memchr(b'\n', rest) {
+            Some(i) => &rest[..=i],
+            None => rest,
+        })
+    }
+
+    fn advance(&mut self, line: &[u8]) {
+        self.pos += line.len();
+        self.line += 1;
+    }
+
+    /// Take the line at the cursor; it must end with a newline.
+    fn take(&mut self, expected: &str) -> Result<&'a [u8], ParseError> {
+        let line = self
+            .peek()
+            .ok_or_else(|| ParseError::new(self.line, expected, b"end of input"))?;
+        if line.last() != Some(&b'\n') {
+            return Err(ParseError::new(
+                self.line,
+                format!("{expected}, ending in a newline (is the patch truncated?)"),
+                line,
+            ));
+        }
+        self.advance(line);
+        Ok(line)
+    }
+
+    fn error(&self, expected: impl Into<String>) -> ParseError {
+        ParseError::new(self.line, expected, self.peek().unwrap_or(b"end of input"))
+    }
+}
+
+fn strip_nl(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
+}
+
+fn git_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>, ParseError> {
+    let start_line = cur.line;
+    let first = cur.take("a `diff --git` line")?;
+    let git_line = &strip_nl(first)[b"diff --git ".len()..];
+
+    let mut headers = Vec::new();
+    while let Some(line) = cur.peek() {
+        let body = strip_nl(line);
+        let header = if let Some(v) = body.strip_prefix(b"old mode ") {
+            ExtendedHeader::OldMode(mode(v).ok_or_else(|| cur.error("an octal file mode"))?)
+        } else if let Some(v) = body.strip_prefix(b"new mode ") {
+            ExtendedHeader::NewMode(mode(v).ok_or_else(|| cur.error("an octal file mode"))?)
+        } else if let Some(v) = body.strip_prefix(b"new file mode ") {
+            ExtendedHeader::NewFileMode(mode(v).ok_or_else(|| cur.error("an octal file mode"))?)
+        } else if let Some(v) = body.strip_prefix(b"deleted file mode ") {
+            ExtendedHeader::DeletedFileMode(mode(v).ok_or_else(|| cur.error("an octal file mode"))?)
+        } else if let Some(v) = body.strip_prefix(b"similarity index ") {
+            ExtendedHeader::Similarity(percent(v).ok_or_else(|| cur.error("a percentage 0-100%"))?)
+        } else if let Some(v) = body.strip_prefix(b"dissimilarity index ") {
+            ExtendedHeader::Dissimilarity(
+                percent(v).ok_or_else(|| cur.error("a percentage 0-100%"))?,
+            )
+        } else if let Some(v) = body.strip_prefix(b"rename from ") {
+            ExtendedHeader::RenameFrom(header_name(v).map_err(|e| cur.error(e))?)
+        } else if let Some(v) = body.strip_prefix(b"rename to ") {
+            ExtendedHeader::RenameTo(header_name(v).map_err(|e| cur.error(e))?)
+        } else if let Some(v) = body.strip_prefix(b"copy from ") {
+            ExtendedHeader::CopyFrom(header_name(v).map_err(|e| cur.error(e))?)
+        } else if let Some(v) = body.strip_prefix(b"copy to ") {
+            ExtendedHeader::CopyTo(header_name(v).map_err(|e| cur.error(e))?)
+        } else if let Some(v) = body.strip_prefix(b"index ") {
+            index(v).ok_or_else(|| cur.error("`index <hex>..<hex>[ <mode>]`"))?
+        } else {
+            break;
+        };
+        cur.take("an extended header line")?;
+        headers.push(header);
+    }
+
+    let mut names = None;
+    let body = if cur.peek().is_some_and(|l| l.starts_with(b"--- ")) {
+        names = Some(file_names(cur)?);
+        Body::Text(hunks(cur)?)
+    } else if cur.peek() == Some(b"GIT binary patch\n") {
+        cur.take("`GIT binary patch`")?;
+        let forward = binary_hunk(cur)?;
+        let reverse = match cur.peek() {
+            Some(l) if l.starts_with(b"literal ") || l.starts_with(b"delta ") => {
+                Some(binary_hunk(cur)?)
+            }
+            _ => None,
+        };
+        Body::Binary { forward, reverse }
+    } else if let Some(marker) = cur
+        .peek()
+        .and_then(|l| l.strip_prefix(b"Binary files "))
+        .and_then(|l| l.strip_suffix(b" differ\n"))
+    {
+        cur.take("`Binary files … differ`")?;
+        Body::BinaryMarker(Cow::Borrowed(marker))
+    } else {
+        if cur.peek().is_some_and(|l| l.starts_with(b"@@ ")) {
+            return Err(cur.error("`---` and `+++` lines before the first hunk"));
+        }
+        Body::Text(Vec::new())
+    };
+
+    resolve(Some(Cow::Borrowed(git_line)), headers, names, body, strip)
+        .map_err(|expected| ParseError::new(start_line, expected, first))
+}
+
+fn plain_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>, ParseError> {
+    let start_line = cur.line;
+    let first = cur.peek().unwrap_or(b"");
+    let names = file_names(cur)?;
+    let hunks = hunks(cur)?;
+    if hunks.is_empty() {
+        return Err(cur.error("a hunk (`@@ -a,b +c,d @@`) after the `---`/`+++` lines"));
+    }
+    resolve(None, Vec::new(), Some(names), Body::Text(hunks), strip)
+        .map_err(|expected| ParseError::new(start_line, expected, first))
+}
+
+fn file_names<'a>(cur: &mut Cursor<'a>) -> Result<[FileName<'a>; 2], ParseError> {
+    let mut one = |prefix: &'static [u8], what: &str| -> Result<FileName<'a>, ParseError> {
+        let line = cur.peek().unwrap_or(b"");
+        let Some(rest) = line.strip_prefix(prefix) else {
+            return Err(cur.error(format!(
+                "a `{}` line",
+                String::from_utf8_lossy(prefix).trim()
+            )));
+        };
+        let rest = strip_nl(rest);
+        let name = if rest.first() == Some(&b'"') {
+            let (name, used) = quote::unquote(rest).map_err(|e| cur.error(e))?;
+            FileName {
+                name: Cow::Owned(name),
+                suffix: Cow::Borrowed(&rest[used..]),
+            }
+        } else {
+            let end = memchr::memchr(b'\t', rest).unwrap_or(rest.len());
+            FileName {
+                name: Cow::Borrowed(&rest[..end]),
+                suffix: Cow::Borrowed(&rest[end..]),
+            }
+        };
+        if name.name.is_empty() {
+            return Err(cur.error(format!("a file name after `{what}`")));
+        }
+        cur.take("a file name line")?;
+        Ok(name)
+    };
+    let old = one(b"--- ", "---")?;
+    let new = one(b"+++ ", "+++")?;
+    Ok([old, new])
+}
+
+fn hunks<'a>(cur: &mut Cursor<'a>) -> Result<Vec<Hunk<'a>>, ParseError> {
+    let mut out: Vec<Hunk<'a>> = Vec::new();
+    while cur.peek().is_some_and(|l| l.starts_with(b"@@ ")) {
+        if let Some(prev) = out.last() {
+            if prev.spans.iter().any(|s| s.no_newline) {
+                return Err(
+                    cur.error("no further hunk after a line marked `\\ No newline at end of file`")
+                );
+            }
+        }
+        out.push(hunk(cur)?);
+    }
+    Ok(out)
+}
+
+fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
+    const HEADER: &str = "a hunk header `@@ -a[,b] +c[,d] @@`";
+    let header = cur.peek().unwrap_or(b"");
+    let (old_start, old_lines, new_start, new_lines, heading) =
+        hunk_header(strip_nl(header)).ok_or_else(|| cur.error(HEADER))?;
+    cur.take(HEADER)?;
+
+    let body_start = cur.pos;
+    let mut spans = Vec::with_capacity((old_lines.max(new_lines) as usize).min(1 << 16));
+    let (mut old_due, mut new_due) = (old_lines, new_lines);
+    let (mut old_closed, mut new_closed) = (false, false);
+    let offset = |pos: usize| -> Result<u32, ParseError> {
+        u32::try_from(pos - body_start)
+            .map_err(|_| ParseError::new(0, "a hunk smaller than 4 GiB", b""))
+    };
+    loop {
+        // A `\ No newline` marker belongs to the line before it, even after
+        // the counts are exhausted.
+        if let Some(line) = cur.peek().filter(|l| l.first() == Some(&b'\\')) {
+            if !line.starts_with(b"\\ ") || line.len() < 12 {
+                return Err(cur.error("`\\ No newline at end of file`"));
+            }
+            let Some(last) = spans.last_mut().filter(|s: &&mut LineSpan| !s.no_newline) else {
+                return Err(cur.error("a hunk line before `\\ No newline at end of file`"));
+            };
+            let last: &mut LineSpan = last;
+            last.no_newline = true;
+            last.len -= 1; // the newline before the marker is not content
+            match last.kind {
+                LineKind::Context => {
+                    old_closed = true;
+                    new_closed = true;
+                }
+                LineKind::Delete => old_closed = true,
+                LineKind::Insert => new_closed = true,
+            }
+            cur.take("`\\ No newline at end of file`")?;
+            continue;
+        }
+        if old_due == 0 && new_due == 0 {
+            break;
+        }
+        let due = || format!("{old_due} more old and {new_due} more new hunk lines");
+        let Some(line) = cur.peek() else {
+            return Err(cur.error(format!("{} (the hunk is cut short)", due())));
+        };
+        let kind = match line[0] {
+            b' ' | b'\n' => LineKind::Context,
+            b'-' => LineKind::Delete,
+            b'+' => LineKind::Insert,
+            _ => {
+                return Err(cur.error(format!(
+                    "a hunk line starting with ' ', '-', '+' or '\\' ({})",
+                    due()
+                )))
+            }
+        };
+        let (uses_old, uses_new) = match kind {
+            LineKind::Context => (true, true),
+            LineKind::Delete => (true, false),
+            LineKind::Insert => (false, true),
+        };
+        if (uses_old && old_due == 0) || (uses_new && new_due == 0) {
+            return Err(cur.error(format!(
+                "{} (this line does not fit the counts in the hunk header)",
+                due()
+            )));
+        }
+        if (uses_old && old_closed) || (uses_new && new_closed) {
+            return Err(
+                cur.error("no further line on a side ended by `\\ No newline at end of file`")
+            );
+        }
+        let content_start = if line[0] == b'\n' {
+            cur.pos
+        } else {
+            cur.pos + 1
+        };
+        cur.take("a hunk line")?;
+        spans.push(LineSpan {
+            start: offset(content_start)?,
+            len: offset(cur.pos)? - offset(content_start)?,
+            kind,
+            no_newline: false,
+        });
+        if uses_old {
+            old_due -= 1;
+        }
+        if uses_new {
+            new_due -= 1;
+        }
+    }
+    Ok(Hunk {
+        old_start,
+        old_lines,
+        new_start,
+        new_lines,
+        heading: Cow::Borrowed(heading),
+        body: Cow::Borrowed(&cur.input[body_start..cur.pos]),
+        spans,
+    })
+}
+
+/// `@@ -a[,b] +c[,d] @@heading` → numbers and heading.
+fn hunk_header(line: &[u8]) -> Option<(u32, u32, u32, u32, &[u8])> {
+    let rest = line.strip_prefix(b"@@ -")?;
+    let (old_start, old_lines, rest) = range(rest)?;
+    let rest = rest.strip_prefix(b" +")?;
+    let (new_start, new_lines, rest) = range(rest)?;
+    let heading = rest.strip_prefix(b" @@")?;
+    Some((old_start, old_lines, new_start, new_lines, heading))
+}
+
+fn range(s: &[u8]) -> Option<(u32, u32, &[u8])> {
+    let (start, rest) = number(s)?;
+    match rest.strip_prefix(b",") {
+        Some(rest) => {
+            let (count, rest) = number(rest)?;
+            Some((start, count, rest))
+        }
+        None => Some((start, 1, rest)),
+    }
+}
+
+fn number(s: &[u8]) -> Option<(u32, &[u8])> {
+    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 10 {
+        return None;
+    }
+    let mut n: u32 = 0;
+    for &d in &s[..digits] {
+        n = n.checked_mul(10)?.checked_add(u32::from(d - b'0'))?;
+    }
+    Some((n, &s[digits..]))
+}
+
+fn mode(s: &[u8]) -> Option<Mode> {
+    if s.is_empty() || s.len() > 7 || !s.iter().all(|b| (b'0'..=b'7').contains(b)) {
+        return None;
+    }
+    Some(Mode(
+        s.iter().fold(0u32, |m, d| m * 8 + u32::from(d - b'0')),
+    ))
+}
+
+fn percent(s: &[u8]) -> Option<u32> {
+    let (n, rest) = number(s)?;
+    (rest == b"%" && n <= 100).then_some(n)
+}
+
+fn is_hex_id(s: &[u8]) -> bool {
+    (1..=64).contains(&s.len())
+        && s.iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+fn index(s: &[u8]) -> Option<ExtendedHeader<'_>> {
+    let dots = s.windows(2).position(|w| w == b"..")?;
+    let old = &s[..dots];
+    let rest = &s[dots + 2..];
+    let (new, mode_part) = match memchr::memchr(b' ', rest) {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    if !is_hex_id(old) || !is_hex_id(new) {
+        return None;
+    }
+    let mode = match mode_part {
+        Some(m) => Some(mode(m)?),
+        None => None,
+    };
+    Some(ExtendedHeader::Index {
+        old: Cow::Borrowed(std::str::from_utf8(old).ok()?),
+        new: Cow::Borrowed(std::str::from_utf8(new).ok()?),
+        mode,
+    })
+}
+
+/// A name in a `rename`/`copy` header: the whole rest of the line,
+/// C-quoted or bare.
+fn header_name(v: &[u8]) -> Result<Cow<'_, [u8]>, &'static str> {
+    if v.first() == Some(&b'"') {
+        let (name, used) = quote::unquote(v)?;
+        if used != v.len() {
+            return Err("nothing after a quoted name");
+        }
+        Ok(Cow::Owned(name))
+    } else if v.is_empty() {
+        Err("a file name")
+    } else {
+        Ok(Cow::Borrowed(v))
+    }
+}
+
+/// Split the names of a `diff --git` line (prefixes kept, unquoted).
+///
+/// Quoted names are unambiguous. Two bare names are split where the two
+/// halves name the same path once their first component (`a/`, `b/`) is
+/// removed, as git does; a rename between bare names with spaces cannot be
+/// split and yields `None` (its names come from the rename headers).
+pub(crate) fn split_git_names(line: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    if line.first() == Some(&b'"') {
+        let (a, used) = quote::unquote(line).ok()?;
+        let rest = line[used..].strip_prefix(b" ")?;
+        let b = if rest.first() == Some(&b'"') {
+            let (b, used) = quote::unquote(rest).ok()?;
+            (used == rest.len()).then_some(b)?
+        } else {
+            rest.to_vec()
+        };
+        return Some((a, b));
+    }
+    if line.last() == Some(&b'"') {
+        let split = line.windows(2).rposition(|w| w == b" \"")?;
+        let (b, used) = quote::unquote(&line[split + 1..]).ok()?;
+        return (split + 1 + used == line.len()).then(|| (line[..split].to_vec(), b));
+    }
+    let tail = |s: &[u8]| -> Vec<u8> {
+        match memchr::memchr(b'/', s) {
+            Some(i) => s[i + 1..].to_vec(),
+            None => s.to_vec(),
+        }
+    };
+    // The common case first: equal halves around the middle space.
+    let mid = line.len() / 2;
+    let candidates = std::iter::once(mid).chain(memchr::memchr_iter(b' ', line));
+    for i in candidates {
+        if line.get(i) != Some(&b' ') {
+            continue;
+        }
+        let (a, b) = (&line[..i], &line[i + 1..]);
+        if !a.is_empty() && !b.is_empty() && tail(a) == tail(b) {
+            return Some((a.to_vec(), b.to_vec()));
+        }
+    }
+    None
+}
+
+/// Remove `n` leading components. `None` when the name has fewer.
+fn strip_components(name: &[u8], n: usize) -> Option<&[u8]> {
+    let mut rest = name;
+    for _ in 0..n {
+        let i = memchr::memchr(b'/', rest)?;
+        rest = &rest[i + 1..];
+        // git squashes repeated slashes
+        while rest.first() == Some(&b'/') {
+            rest = &rest[1..];
+        }
+    }
+    (!rest.is_empty()).then_some(rest)
+}
+
+fn binary_hunk(cur: &mut Cursor<'_>) -> Result<BinaryHunk, ParseError> {
+    const WHAT: &str = "`literal <size>` or `delta <size>`";
+    let line = cur.peek().unwrap_or(b"");
+    let body = strip_nl(line);
+    let (method, size) = if let Some(n) = body.strip_prefix(b"literal ") {
+        (BinaryMethod::Literal, n)
+    } else if let Some(n) = body.strip_prefix(b"delta ") {
+        (BinaryMethod::Delta, n)
+    } else {
+        return Err(cur.error(WHAT));
+    };
+    let size = std::str::from_utf8(size)
+        .ok()
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| cur.error(WHAT))?;
+    let hunk_line = cur.line;
+    cur.take(WHAT)?;
+    let mut deflated = Vec::new();
+    loop {
+        let line = cur.peek().unwrap_or(b"");
+        if line == b"\n" {
+            cur.take("an empty line ending the binary hunk")?;
+            break;
+        }
+        if line.is_empty() {
+            return Err(cur.error("base85 data or an empty line ending the binary hunk"));
+        }
+        binary::decode_line(strip_nl(line), &mut deflated).map_err(|e| cur.error(e))?;
+        cur.take("a base85 data line")?;
+    }
+    // Verify the payload now, so a corrupt binary hunk is refused at parse
+    // time with its line number, not half-way through an apply.
+    binary::inflate(&deflated, size).map_err(|e| ParseError::new(hunk_line, e, line))?;
+    Ok(BinaryHunk {
+        method,
+        size,
+        deflated,
+    })
+}
+
+/// Derive status, paths and modes from a section's syntax, checking that
+/// its parts agree. Shared by the parser and by [`FilePatch::git`].
+pub(crate) fn resolve<'a>(
+    git_line: Option<Cow<'a, [u8]>>,
+    headers: Vec<ExtendedHeader<'a>>,
+    names: Option<[FileName<'a>; 2]>,
+    body: Body<'a>,
+    strip: usize,
+) -> Result<FilePatch<'a>, String> {
+    let mut new_file = None;
+    let mut deleted_file = None;
+    let (mut old_mode, mut new_mode, mut index_mode) = (None, None, None);
+    let (mut rename_from, mut rename_to, mut copy_from, mut copy_to) = (None, None, None, None);
+    let mut seen = std::collections::HashSet::new();
+    for h in &headers {
+        if !seen.insert(std::mem::discriminant(h)) {
+            return Err("each extended header at most once in a section".into());
+        }
+        match h {
+            ExtendedHeader::OldMode(m) => old_mode = Some(*m),
+            ExtendedHeader::NewMode(m) => new_mode = Some(*m),
+            ExtendedHeader::NewFileMode(m) => new_file = Some(*m),
+            ExtendedHeader::DeletedFileMode(m) => deleted_file = Some(*m),
+            ExtendedHeader::RenameFrom(p) => rename_from = Some(p),
+            ExtendedHeader::RenameTo(p) => rename_to = Some(p),
+            ExtendedHeader::CopyFrom(p) => copy_from = Some(p),
+            ExtendedHeader::CopyTo(p) => copy_to = Some(p),
+            ExtendedHeader::Index { mode, .. } => index_mode = *mode,
+            ExtendedHeader::Similarity(_) | ExtendedHeader::Dissimilarity(_) => {}
+        }
+    }
+    let lacks = || {
+        format!(
+            "file names that survive removing {strip} leading pathname component{}",
+            if strip == 1 { "" } else { "s" }
+        )
+    };
+    let stripped = |n: &Cow<'a, [u8]>, k: usize| -> Result<Cow<'a, [u8]>, String> {
+        let s = strip_components(n, k).ok_or_else(lacks)?;
+        Ok(match n {
+            Cow::Borrowed(b) => Cow::Borrowed(&b[b.len() - s.len()..]),
+            Cow::Owned(_) => Cow::Owned(s.to_vec()),
+        })
+    };
+    let file_side = |i: usize| -> Result<Option<Cow<'a, [u8]>>, String> {
+        match &names {
+            Some(n) if n[i].is_dev_null() => Ok(None),
+            Some(n) => stripped(&n[i].name, strip).map(Some),
+            None => Ok(None),
+        }
+    };
+    let (dev_null_old, dev_null_new) = match &names {
+        Some([a, b]) => (a.is_dev_null(), b.is_dev_null()),
+        None => (false, false),
+    };
+    if dev_null_old && dev_null_new {
+        return Err("at most one of `---` and `+++` to be /dev/null".into());
+    }
+    if let Body::Text(h) = &body {
+        if names.is_some() && h.is_empty() {
+            return Err("a hunk after the `---`/`+++` lines".into());
+        }
+    }
+
+    let status;
+    let (mut old_path, mut new_path) = (None, None);
+    if git_line.is_none() {
+        // A plain unified diff: names come from `---`/`+++` only.
+        let (o, n) = (file_side(0)?, file_side(1)?);
+        if dev_null_old {
+            status = FileStatus::Added;
+            new_path = Some(n.ok_or_else(lacks)?);
+        } else if dev_null_new {
+            status = FileStatus::Deleted;
+            old_path = Some(o.ok_or_else(lacks)?);
+        } else {
+            let (o, n) = (o.ok_or_else(lacks)?, n.ok_or_else(lacks)?);
+            // git prefers the old name when the new one merely extends it
+            // (`file` vs `file.orig`), otherwise the new name.
+            let name = if o.len() < n.len() && n.starts_with(&o) {
+                o
+            } else {
+                n
+            };
+            status = FileStatus::Modified;
+            old_path = Some(name.clone());
+            new_path = Some(name);
+        }
+    } else {
+        if new_file.is_some() && deleted_file.is_some() {
+            return Err("a section to be either a new file or a deleted file, not both".into());
+        }
+        let renames = rename_from.is_some() || rename_to.is_some();
+        let copies = copy_from.is_some() || copy_to.is_some();
+        if renames && copies {
+            return Err("a section to be either a rename or a copy, not both".into());
+        }
+        if (renames || copies) && (new_file.is_some() || deleted_file.is_some()) {
+            return Err("a rename or copy not to be a new or deleted file".into());
+        }
+        let header_names = git_line.as_deref().and_then(split_git_names);
+        let header_side = |i: usize| -> Result<Option<Cow<'a, [u8]>>, String> {
+            match &header_names {
+                Some((a, b)) => {
+                    let n = if i == 0 { a } else { b };
+                    Ok(Some(Cow::Owned(
+                        strip_components(n, strip).ok_or_else(lacks)?.to_vec(),
+                    )))
+                }
+                None => Ok(None),
+            }
+        };
+        if renames || copies {
+            let (from, to) = if renames {
+                (rename_from, rename_to)
+            } else {
+                (copy_from, copy_to)
+            };
+            let (Some(from), Some(to)) = (from, to) else {
+                return Err(format!(
+                    "both `{0} from` and `{0} to` headers",
+                    if renames { "rename" } else { "copy" }
+                ));
+            };
+            let k = strip.saturating_sub(1);
+            old_path = Some(stripped(from, k)?);
+            new_path = Some(stripped(to, k)?);
+            status = if renames {
+                FileStatus::Renamed
+            } else {
+                FileStatus::Copied
+            };
+        } else if new_file.is_some() || dev_null_old {
+            status = FileStatus::Added;
+            new_path = Some(file_side(1)?.or(header_side(1)?).ok_or_else(lacks)?);
+        } else if deleted_file.is_some() || dev_null_new {
+            status = FileStatus::Deleted;
+            old_path = Some(file_side(0)?.or(header_side(0)?).ok_or_else(lacks)?);
+        } else {
+            let o = file_side(0)?.or(header_side(0)?).ok_or_else(lacks)?;
+            let n = file_side(1)?.or(header_side(1)?).ok_or_else(lacks)?;
+            if o != n {
+                return Err(
+                    "the same old and new name (a name change needs `rename from`/`rename to`)"
+                        .into(),
+                );
+            }
+            status = FileStatus::Modified;
+            old_path = Some(o);
+            new_path = Some(n);
+        }
+        // The `---`/`+++` names must agree with the header's.
+        if names.is_some() {
+            if new_file.is_some() && !dev_null_old {
+                return Err("`--- /dev/null` for a new file".into());
+            }
+            if deleted_file.is_some() && !dev_null_new {
+                return Err("`+++ /dev/null` for a deleted file".into());
+            }
+            for (side, path) in [(0, &old_path), (1, &new_path)] {
+                if let (Some(named), Some(path)) = (file_side(side)?, path) {
+                    if named != *path {
+                        return Err(format!(
+                            "the `{}` name to match the `diff --git` header",
+                            if side == 0 { "---" } else { "+++" }
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    let (old_mode, new_mode) = match status {
+        FileStatus::Added => {
+            if old_mode.is_some() || new_mode.is_some() {
+                return Err("no `old mode`/`new mode` on a new file".into());
+            }
+            (None, new_file.or(index_mode))
+        }
+        FileStatus::Deleted => {
+            if old_mode.is_some() || new_mode.is_some() {
+                return Err("no `old mode`/`new mode` on a deleted file".into());
+            }
+            (deleted_file.or(index_mode), None)
+        }
+        _ => {
+            if old_mode.is_some() != new_mode.is_some() {
+                return Err("`old mode` and `new mode` together".into());
+            }
+            (old_mode.or(index_mode), new_mode.or(index_mode))
+        }
+    };
+
+    let hunks: &[Hunk<'_>] = match &body {
+        Body::Text(h) => h,
+        _ => &[],
+    };
+    match status {
+        FileStatus::Added if hunks.iter().any(|h| h.old_lines != 0) => {
+            return Err("a new file's hunks to have no old lines".into())
+        }
+        FileStatus::Deleted if hunks.iter().any(|h| h.new_lines != 0) => {
+            return Err("a deleted file's hunks to have no new lines".into())
+        }
+        FileStatus::Modified
+            if hunks.is_empty() && matches!(body, Body::Text(_)) && old_mode == new_mode =>
+        {
+            return Err("a change: mode lines, rename or copy headers, hunks or binary data".into())
+        }
+        _ => {}
+    }
+
+    Ok(FilePatch {
+        git_line,
+        headers,
+        names,
+        body,
+        status,
+        old_path,
+        new_path,
+        old_mode,
+        new_mode,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! Stable error codes shared by every front end.
+//!
+//! Each module has its own typed error (`thiserror`); every variant maps to
+//! exactly one [`ErrorCode`]. The code's snake_case spelling is the stable
+//! contract: it is what the CLI prints, what the C ABI's status values and the
+//! Python exception classes are derived from. Codes are never renamed or
+//! reused.
+
+use serde::Serialize;
+use std::fmt;
+
+/// A stable, machine-readable error code.
+///
+/// The spelling returned by [`ErrorCode::as_str`] never changes once
+/// released; new codes are only ever added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The patch text is malformed: it does not follow the unified/git diff
+    /// grammar (the details name the line and what was expected).
+    InvalidPatch,
+    /// The patch is well formed but does not apply to the current contents:
+    /// a hunk's context is not found, a file to create exists, a file to
+    /// modify is missing, a binary pre-image does not match.
+    PatchDoesNotApply,
+    /// The patch uses a feature roundtable deliberately does not apply
+    /// (symbolic links, submodules, combined diffs of merges).
+    UnsupportedPatch,
+    /// A path would leave the repository root, or names `.git`/`.roundtable`.
+    PathEscape,
+    /// A path is not a valid repository path (empty, not UTF-8, NUL byte…).
+    InvalidPath,
+    /// A patch cannot be reversed (a copy has no inverse in the diff grammar).
+    IrreversiblePatch,
+    /// A call's arguments are invalid (a field is missing, of the wrong type
+    /// or out of range).
+    InvalidArgument,
+    /// The operating system refused a read or write.
+    Io,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::InvalidPatch,
+        ErrorCode::PatchDoesNotApply,
+        ErrorCode::UnsupportedPatch,
+        ErrorCode::PathEscape,
+        ErrorCode::InvalidPath,
+        ErrorCode::IrreversiblePatch,
+        ErrorCode::InvalidArgument,
+        ErrorCode::Io,
+    ];
+
+    /// The stable snake_case spelling of this code.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidPatch => "invalid_patch",
+            ErrorCode::PatchDoesNotApply => "patch_does_not_apply",
+            ErrorCode::UnsupportedPatch => "unsupported_patch",
+            ErrorCode::PathEscape => "path_escape",
+            ErrorCode::InvalidPath => "invalid_path",
+            ErrorCode::IrreversiblePatch => "irreversible_patch",
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::Io => "io",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_and_snake_case() {
+        let mut seen = HashSet::new();
+        for code in ErrorCode::ALL {
+            let s = code.as_str();
+            assert!(seen.insert(s), "duplicate code {s}");
+            assert!(
+                s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{s}"
+            );
+            // serde spelling and as_str agree
+            let json = serde_json::to_string(code).expect("serializes");
+            assert_eq!(json, format!("\"{s}\""));
+        }
+    }
+}

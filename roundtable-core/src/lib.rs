@@ -1,0 +1,46 @@
+//! # roundtable
+//!
+//! roundtable governs the changes AI agents propose to a code repository:
+//! agents propose patches, reviewers and policy decide, the host applies —
+//! atomically, with a record and a way back.
+//!
+//! This crate is the pure core. Today it holds the diff engine, which
+//! everything else builds on:
+//!
+//! - [`diff::parse`] reads git's full diff grammar (extended headers,
+//!   C-quoted names, renames, copies, modes, binary patches) into a typed
+//!   [`diff::Patch`], refusing anything malformed with the line and what was
+//!   expected;
+//! - [`diff::Patch::render`] writes it back byte-for-byte;
+//! - [`diff::apply()`] computes new contents exactly as `git apply` would;
+//! - [`diff::Patch::reverse`] inverts it.
+//!
+//! ```
+//! use roundtable::diff::{self, ParseOptions, TreeFile};
+//! use std::collections::BTreeMap;
+//!
+//! let patch = diff::parse(b"--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-one\n+two\n", &ParseOptions::default())?;
+//! let tree = BTreeMap::from([(b"n.txt".to_vec(), TreeFile::regular(b"one\n".to_vec()))]);
+//! let after = diff::apply_in_memory(&patch, &tree)?;
+//! assert_eq!(after[b"n.txt".as_slice()].data, b"two\n");
+//!
+//! // Applying the reverse patch restores the original.
+//! let back = diff::apply_in_memory(&patch.reverse()?, &after)?;
+//! assert_eq!(back, tree);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Errors are typed per module and each maps to one stable [`ErrorCode`].
+
+// The core is safe Rust: bindings live in their own crates.
+#![forbid(unsafe_code)]
+// Every public item is part of the documented API.
+#![deny(missing_docs)]
+
+pub mod diff;
+mod error;
+pub mod path;
+pub mod workspace;
+
+pub use error::ErrorCode;
+pub use path::{PathError, RepoPath};

@@ -586,3 +586,6 @@ pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'
     }
     Ok(image.into_bytes())
 }
+
+#[cfg(test)]
+mod tests;

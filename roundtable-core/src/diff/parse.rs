@@ -784,8 +784,15 @@ pub(crate) fn resolve<'a>(
             if deleted_file.is_some() && !dev_null_new {
                 return Err("`+++ /dev/null` for a deleted file".into());
             }
-            for (side, path) in [(0, &old_path), (1, &new_path)] {
-                if let (Some(named), Some(path)) = (file_side(side)?, path) {
+        }
+        for (side, path) in [(0, &old_path), (1, &new_path)] {
+            let header = if renames || copies {
+                None
+            } else {
+                header_side(side)?
+            };
+            for named in [file_side(side)?, header].into_iter().flatten() {
+                if let Some(path) = path {
                     if named != *path {
                         return Err(format!(
                             "the `{}` name to match the `diff --git` header",

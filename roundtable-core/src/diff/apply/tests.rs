@@ -1,0 +1,226 @@
+use super::*;
+use crate::diff::{parse, ParseOptions};
+
+fn patch(text: &str) -> Patch<'_> {
+    parse(text.as_bytes(), &ParseOptions::default()).expect("test patch parses")
+}
+
+fn lines(n: std::ops::RangeInclusive<u32>) -> String {
+    n.map(|i| format!("l{i}\n")).collect()
+}
+
+fn hunks_of(text: &str) -> Vec<Hunk<'_>> {
+    // Leak is fine in tests: the hunks borrow the text.
+    let p = parse(text.as_bytes(), &ParseOptions::default()).expect("parses");
+    p.into_files().remove(0).into_owned().hunks().to_vec()
+}
+
+#[test]
+fn exact_position_and_offsets_both_ways() {
+    let h = hunks_of("--- a/f\n+++ b/f\n@@ -4,3 +4,3 @@\n l4\n-l5\n+L5\n l6\n");
+    // In place.
+    assert_eq!(
+        apply_hunks(lines(1..=9).as_bytes(), &h).expect("applies"),
+        lines(1..=9).replace("l5\n", "L5\n").into_bytes()
+    );
+    // Two lines added above: found with a forward offset.
+    let shifted = format!("x\ny\n{}", lines(1..=9));
+    assert_eq!(
+        apply_hunks(shifted.as_bytes(), &h).expect("offset"),
+        shifted.replace("l5\n", "L5\n").into_bytes()
+    );
+    // Two lines removed above: found with a backward offset.
+    let shrunk = lines(3..=9);
+    assert_eq!(
+        apply_hunks(shrunk.as_bytes(), &h).expect("offset"),
+        shrunk.replace("l5\n", "L5\n").into_bytes()
+    );
+    // Context changed: refused, naming the hunk.
+    let changed = lines(1..=9).replace("l6\n", "L6\n");
+    assert_eq!(apply_hunks(changed.as_bytes(), &h).map_err(|e| e.0), Err(1));
+}
+
+#[test]
+fn nearest_match_wins_and_forward_breaks_ties() {
+    // "a b c" appears at lines 1 and 9 (0-based 0 and 8); the hunk says line 5.
+    let text = "a\nb\nc\nx\nx\nx\nx\nx\na\nb\nc\n";
+    let h = hunks_of("--- a/f\n+++ b/f\n@@ -5,3 +5,3 @@\n a\n-b\n+B\n c\n");
+    let out = apply_hunks(text.as_bytes(), &h).expect("applies");
+    // Position 4: forward distance to 8 is 4, backward to 0 is 4; git tries
+    // forward first.
+    assert_eq!(out, b"a\nb\nc\nx\nx\nx\nx\nx\na\nB\nc\n");
+}
+
+#[test]
+fn hunk_at_line_one_must_match_at_the_beginning() {
+    let h = hunks_of("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-l1\n+L1\n l2\n");
+    assert!(apply_hunks(lines(1..=5).as_bytes(), &h).is_ok());
+    let shifted = format!("new\n{}", lines(1..=5));
+    assert_eq!(
+        apply_hunks(shifted.as_bytes(), &h).map_err(|e| e.0),
+        Err(1),
+        "git refuses: not at the start"
+    );
+}
+
+#[test]
+fn hunk_without_trailing_context_must_match_at_the_end() {
+    let h = hunks_of("--- a/f\n+++ b/f\n@@ -4,2 +4,3 @@\n l4\n l5\n+l6\n");
+    assert_eq!(
+        apply_hunks(lines(1..=5).as_bytes(), &h).expect("at end"),
+        lines(1..=6).into_bytes()
+    );
+    let longer = lines(1..=7);
+    assert!(
+        apply_hunks(longer.as_bytes(), &h).is_err(),
+        "git refuses: not at the end"
+    );
+}
+
+#[test]
+fn zero_context_insertion_lands_at_the_end_like_git() {
+    // `git diff -U0` output applied by plain `git apply` (no --unidiff-zero)
+    // appends at the end of the file: no trailing context means "match at
+    // the end". This is git's behaviour, so it is ours.
+    let h = hunks_of("--- a/f\n+++ b/f\n@@ -3,0 +4 @@\n+INSERTED\n");
+    assert_eq!(
+        apply_hunks(lines(1..=4).as_bytes(), &h).expect("applies"),
+        format!("{}INSERTED\n", lines(1..=4)).into_bytes()
+    );
+}
+
+#[test]
+fn lines_written_by_an_earlier_hunk_are_not_matched_again() {
+    // The second hunk's pre-image equals the first hunk's output; git will
+    // not match it against those patched lines, and nowhere else fits.
+    let text = "a\nb\nx\nx\nx\nx\nx\nx\nx\nz\n";
+    let h = hunks_of(
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+q\n b\n x\n@@ -9,2 +9,2 @@\n q\n-b\n+c\n",
+    );
+    assert_eq!(apply_hunks(text.as_bytes(), &h).map_err(|e| e.0), Err(2));
+}
+
+#[test]
+fn line_endings_and_missing_final_newline_are_exact() {
+    let crlf = "one\r\ntwo\r\nthree";
+    let p = patch("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n one\r\n-two\r\n+TWO\r\n three\n\\ No newline at end of file\n");
+    let tree = BTreeMap::from([(b"f".to_vec(), TreeFile::regular(crlf.into()))]);
+    let out = apply_in_memory(&p, &tree).expect("applies");
+    assert_eq!(out[b"f".as_slice()].data, b"one\r\nTWO\r\nthree");
+    // The same patch against LF content does not match.
+    let lf = BTreeMap::from([(
+        b"f".to_vec(),
+        TreeFile::regular(b"one\ntwo\nthree".to_vec()),
+    )]);
+    assert_eq!(
+        apply_in_memory(&p, &lf).map_err(|e| e.code()).err(),
+        Some(ErrorCode::PatchDoesNotApply)
+    );
+    // A final newline where the patch says there is none: refused.
+    let nl = BTreeMap::from([(
+        b"f".to_vec(),
+        TreeFile::regular(b"one\r\ntwo\r\nthree\n".to_vec()),
+    )]);
+    assert!(apply_in_memory(&p, &nl).is_err());
+}
+
+fn tree(files: &[(&str, &str, bool)]) -> BTreeMap<Vec<u8>, TreeFile> {
+    files
+        .iter()
+        .map(|(p, c, x)| {
+            (
+                p.as_bytes().to_vec(),
+                TreeFile {
+                    data: c.as_bytes().to_vec(),
+                    executable: *x,
+                },
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn rename_then_new_file_at_the_old_name() {
+    let p = patch(
+        "diff --git a/a b/b\nsimilarity index 100%\nrename from a\nrename to b\n\
+         diff --git a/a b/a\nnew file mode 100755\n--- /dev/null\n+++ b/a\n@@ -0,0 +1 @@\n+fresh\n",
+    );
+    let out = apply_in_memory(&p, &tree(&[("a", "old\n", false)])).expect("applies");
+    assert_eq!(out, tree(&[("a", "fresh\n", true), ("b", "old\n", false)]));
+}
+
+#[test]
+fn copies_read_the_original_and_later_sections_see_earlier_results() {
+    let p = patch(
+        "--- a/a\n+++ b/a\n@@ -1 +1 @@\n-1\n+2\n\
+         --- a/a\n+++ b/a\n@@ -1 +1 @@\n-2\n+3\n\
+         diff --git a/a b/c\nsimilarity index 100%\ncopy from a\ncopy to c\n",
+    );
+    let out = apply_in_memory(&p, &tree(&[("a", "1\n", false)])).expect("applies");
+    assert_eq!(out, tree(&[("a", "3\n", false), ("c", "1\n", false)]));
+}
+
+#[test]
+fn mode_changes_keep_or_set_the_executable_bit() {
+    let p = patch("diff --git a/s b/s\nold mode 100644\nnew mode 100755\n");
+    let out = apply_in_memory(&p, &tree(&[("s", "x", false)])).expect("applies");
+    assert!(out[b"s".as_slice()].executable);
+    // A content-only change keeps the current bit.
+    let p = patch("--- a/s\n+++ b/s\n@@ -1 +1 @@\n-x\n+y\n");
+    let out = apply_in_memory(&p, &tree(&[("s", "x\n", true)])).expect("applies");
+    assert!(out[b"s".as_slice()].executable);
+}
+
+#[test]
+fn refusals_have_codes_and_paths() {
+    let cases: &[(&str, &[(&str, &str, bool)], ErrorCode, &str)] = &[
+        ("diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n", &[("n", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
+        ("--- a/m\n+++ b/m\n@@ -1 +1 @@\n-x\n+y\n", &[], ErrorCode::PatchDoesNotApply, "does not exist"),
+        ("diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("d", "x\ny\n", false)], ErrorCode::PatchDoesNotApply, "hunk #1"),
+        ("diff --git a/b b/b\nindex 1234567..89abcde 100644\nBinary files a/b and b/b differ\n", &[("b", "x", false)], ErrorCode::PatchDoesNotApply, "no data"),
+        ("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+target\n", &[], ErrorCode::UnsupportedPatch, "symbolic links"),
+        ("diff --git a/r b/s\nsimilarity index 100%\nrename from r\nrename to s\n", &[("r", "", false), ("s", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
+        ("--- a/g\n+++ b/g\n@@ -1 +1 @@\n-x\n+y\ndiff --git a/g b/g\ndeleted file mode 100644\n--- a/g\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("g", "x\n", false)], ErrorCode::PatchDoesNotApply, "hunk #1"),
+    ];
+    for (text, files, code, needle) in cases {
+        let err = apply_in_memory(&patch(text), &tree(files)).expect_err(text);
+        assert_eq!(err.code(), *code, "{text}: {err}");
+        assert!(err.to_string().contains(needle), "{text}: {err}");
+    }
+}
+
+#[test]
+fn binary_patches_verify_blob_ids() {
+    let old = b"\x00\x01old binary".to_vec();
+    let new = b"\x00\x02new binary!".to_vec();
+    let id = |d: &[u8]| binary::blob_id(d, 40).expect("sha1");
+    let make = |old_id: &str| {
+        let mut text = format!(
+            "diff --git a/b b/b\nindex {old_id}..{} 100644\nGIT binary patch\nliteral {}\n",
+            id(&new),
+            new.len()
+        )
+        .into_bytes();
+        binary::encode_lines(&binary::deflate(&new), &mut text);
+        text.extend_from_slice(b"\n");
+        text
+    };
+    let good = make(&id(&old));
+    let p = parse(&good, &ParseOptions::default()).expect("parses");
+    let t = BTreeMap::from([(b"b".to_vec(), TreeFile::regular(old.clone()))]);
+    assert_eq!(
+        apply_in_memory(&p, &t).expect("applies")[b"b".as_slice()].data,
+        new
+    );
+    // The pre-image differs from the one the patch was made against.
+    let t2 = BTreeMap::from([(b"b".to_vec(), TreeFile::regular(b"other".to_vec()))]);
+    let e = apply_in_memory(&p, &t2).expect_err("mismatch");
+    assert!(e.to_string().contains("pre-image does not match"), "{e}");
+    // Abbreviated ids cannot be verified: refused like git.
+    let short = make(&id(&old)[..7]);
+    let p = parse(&short, &ParseOptions::default()).expect("parses");
+    assert!(apply_in_memory(&p, &t)
+        .expect_err("short")
+        .to_string()
+        .contains("full object ids"));
+}

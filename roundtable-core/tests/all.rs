@@ -1,0 +1,3 @@
+//! roundtable-core's integration tests: one binary, one module per area.
+
+mod properties;

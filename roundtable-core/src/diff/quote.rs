@@ -30,7 +30,7 @@ pub(crate) fn write_name(out: &mut Vec<u8>, name: &[u8]) {
             b'\r' => out.extend_from_slice(b"\\r"),
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
-            b if b < 0x20 || b >= 0x7f => {
+            b if !(0x20..0x7f).contains(&b) => {
                 out.push(b'\\');
                 out.push(b'0' + (b >> 6));
                 out.push(b'0' + ((b >> 3) & 7));

@@ -1,0 +1,344 @@
+//! End-to-end tests of the `roundtable` binary: output shapes, exit codes,
+//! and that every refusal leaves the directory exactly as it was.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::Command;
+
+fn roundtable(args: &[&str], stdin: Option<&[u8]>) -> (i32, Value, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_roundtable"));
+    cmd.args(args);
+    let out = if let Some(input) = stdin {
+        use std::io::Write as _;
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("writes");
+        child.wait_with_output().expect("finishes")
+    } else {
+        cmd.output().expect("runs")
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every regular file and symlink under `root`: bytes (or link target) and mode.
+fn snapshot(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("readable") {
+            let path = entry.expect("entry").path();
+            let meta = fs::symlink_metadata(&path).expect("stat");
+            let rel = path
+                .strip_prefix(root)
+                .expect("under root")
+                .display()
+                .to_string();
+            if meta.file_type().is_symlink() {
+                out.insert(
+                    rel,
+                    (
+                        fs::read_link(&path)
+                            .expect("link")
+                            .display()
+                            .to_string()
+                            .into_bytes(),
+                        0o120000,
+                    ),
+                );
+            } else if meta.is_dir() {
+                out.insert(format!("{rel}/"), (Vec::new(), meta.permissions().mode()));
+                stack.push(path);
+            } else {
+                out.insert(
+                    rel,
+                    (fs::read(&path).expect("read"), meta.permissions().mode()),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn scratch(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (p, c) in files {
+        let at = dir.path().join(p);
+        fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+        fs::write(at, c).expect("write");
+    }
+    dir
+}
+
+fn write_patch(dir: &Path, text: &str) -> String {
+    let p = dir.join("change.diff");
+    fs::write(&p, text).expect("write patch");
+    p.display().to_string()
+}
+
+const MODIFY_AND_CREATE: &str = "\
+diff --git a/a.txt b/a.txt
+--- a/a.txt
++++ b/a.txt
+@@ -1,2 +1,2 @@
+ one
+-two
++TWO
+diff --git a/sub/new.sh b/sub/new.sh
+new file mode 100755
+--- /dev/null
++++ b/sub/new.sh
+@@ -0,0 +1 @@
++echo hi
+";
+
+#[test]
+fn parse_prints_the_documented_shape() {
+    let patches = tempfile::tempdir().expect("tempdir");
+    let file = write_patch(patches.path(), MODIFY_AND_CREATE);
+    let (code, json, _) = roundtable(&["patch", "parse", &file], None);
+    assert_eq!(code, 0);
+    let files = json["files"].as_array().expect("files");
+    assert_eq!(files.len(), 2);
+    assert_eq!(files[0]["status"], "modified");
+    assert_eq!(files[0]["old_path"], "a.txt");
+    assert_eq!(
+        files[0]["hunks"][0],
+        serde_json::json!({"old_start": 1, "old_lines": 2, "new_start": 1, "new_lines": 2})
+    );
+    assert_eq!(
+        (
+            files[0]["added_lines"].as_u64(),
+            files[0]["removed_lines"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert_eq!(files[1]["status"], "added");
+    assert_eq!(files[1]["old_path"], Value::Null);
+    assert_eq!(files[1]["new_mode"], "100755");
+    assert_eq!(files[1]["binary"], false);
+    // Standard input works too.
+    let (code, json, _) = roundtable(&["patch", "parse", "-"], Some(MODIFY_AND_CREATE.as_bytes()));
+    assert_eq!((code, json["files"].as_array().map(Vec::len)), (0, Some(2)));
+}
+
+#[test]
+fn malformed_patch_is_a_json_error_with_the_line() {
+    let (code, json, _) = roundtable(
+        &["patch", "parse", "-"],
+        Some(b"--- a/x\n+++ b/x\n@@ -1,3 +1 @@\n-a\n+b\n"),
+    );
+    assert_eq!(code, 1);
+    assert_eq!(json["error"]["code"], "invalid_patch");
+    assert_eq!(json["error"]["details"]["line"], 6);
+    assert!(
+        json["error"]["details"]["expected"]
+            .as_str()
+            .is_some_and(|e| e.contains("2 more old")),
+        "{json}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (code, _, stderr) = roundtable(&["patch", "apply", "x.diff"], None);
+    assert_eq!(code, 2, "missing --root");
+    assert!(stderr.contains("--root"));
+    let (code, _, _) = roundtable(&["patch", "frobnicate"], None);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn apply_and_check() {
+    let root = scratch(&[("a.txt", "one\ntwo\n")]);
+    let patches = tempfile::tempdir().expect("tempdir");
+    let file = write_patch(patches.path(), MODIFY_AND_CREATE);
+    let before = snapshot(root.path());
+    let root_arg = root.path().display().to_string();
+
+    let (code, json, _) = roundtable(
+        &["patch", "apply", "--root", &root_arg, "--check", &file],
+        None,
+    );
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(json["check"], true);
+    assert_eq!(json["changes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(snapshot(root.path()), before, "--check writes nothing");
+
+    let (code, json, _) = roundtable(&["patch", "apply", "--root", &root_arg, &file], None);
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(
+        fs::read_to_string(root.path().join("a.txt")).expect("a"),
+        "one\nTWO\n"
+    );
+    let script = root.path().join("sub/new.sh");
+    assert_eq!(fs::read_to_string(&script).expect("new"), "echo hi\n");
+    assert_eq!(
+        fs::metadata(&script).expect("meta").permissions().mode() & 0o111,
+        0o111
+    );
+    // No staging or backup files are left behind.
+    assert!(
+        snapshot(root.path()).keys().all(|k| !k.contains(".rt-")),
+        "{:?}",
+        snapshot(root.path()).keys()
+    );
+
+    // Applying again is refused (the file to create exists) and changes nothing.
+    let after = snapshot(root.path());
+    let (code, json, _) = roundtable(&["patch", "apply", "--root", &root_arg, &file], None);
+    assert_eq!(code, 1);
+    assert_eq!(json["error"]["code"], "patch_does_not_apply");
+    assert_eq!(snapshot(root.path()), after);
+}
+
+#[test]
+fn a_failing_hunk_in_a_later_file_leaves_every_file_untouched() {
+    let root = scratch(&[
+        ("a.txt", "one\ntwo\n"),
+        ("b.txt", "changed by someone else\n"),
+    ]);
+    let patches = tempfile::tempdir().expect("tempdir");
+    let file = write_patch(
+        patches.path(),
+        &format!("{MODIFY_AND_CREATE}--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-original\n+edited\n"),
+    );
+    let before = snapshot(root.path());
+    let (code, json, _) = roundtable(
+        &[
+            "patch",
+            "apply",
+            "--root",
+            &root.path().display().to_string(),
+            &file,
+        ],
+        None,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(json["error"]["code"], "patch_does_not_apply");
+    assert_eq!(json["error"]["details"]["path"], "b.txt");
+    assert_eq!(json["error"]["details"]["hunk"], 1);
+    assert_eq!(snapshot(root.path()), before);
+}
+
+#[test]
+fn a_failure_while_moving_files_into_place_is_undone() {
+    // `zdir` exists as a non-empty directory, so the new file cannot be
+    // renamed onto it; by then `a.txt` has already been replaced.
+    let root = scratch(&[("a.txt", "one\ntwo\n"), ("zdir/keep", "k\n")]);
+    let patches = tempfile::tempdir().expect("tempdir");
+    let file = write_patch(
+        patches.path(),
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n\
+         diff --git a/zdir b/zdir\nnew file mode 100644\n--- /dev/null\n+++ b/zdir\n@@ -0,0 +1 @@\n+x\n",
+    );
+    let before = snapshot(root.path());
+    let (code, json, _) = roundtable(
+        &[
+            "patch",
+            "apply",
+            "--root",
+            &root.path().display().to_string(),
+            &file,
+        ],
+        None,
+    );
+    assert_eq!(code, 1, "{json}");
+    assert_eq!(json["error"]["code"], "io");
+    assert!(
+        json["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("undone")),
+        "{json}"
+    );
+    assert_eq!(snapshot(root.path()), before);
+}
+
+#[test]
+fn escaping_paths_are_refused_before_anything_is_read() {
+    let root = scratch(&[("a.txt", "one\n"), ("real/f", "x\n")]);
+    std::os::unix::fs::symlink(root.path().join("real"), root.path().join("linkdir"))
+        .expect("symlink");
+    std::os::unix::fs::symlink("a.txt", root.path().join("linkfile")).expect("symlink");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        ("../outside.txt", "path_escape"),
+        ("sub/../../outside.txt", "path_escape"),
+        (".git/config", "path_escape"),
+        ("x/.roundtable/store", "path_escape"),
+        ("linkdir/f", "path_escape"),
+        ("linkfile", "path_escape"),
+        ("a//b", "invalid_path"),
+    ];
+    for (path, want) in cases {
+        let before = snapshot(root.path());
+        let text = format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-x\n+y\n");
+        let file = write_patch(outside.path(), &text);
+        let (code, json, _) = roundtable(
+            &[
+                "patch",
+                "apply",
+                "--root",
+                &root.path().display().to_string(),
+                &file,
+            ],
+            None,
+        );
+        assert_eq!(
+            (code, json["error"]["code"].as_str()),
+            (1, Some(want)),
+            "{path}: {json}"
+        );
+        assert_eq!(snapshot(root.path()), before, "{path}");
+    }
+    // An absolute path is refused with -p0 as well.
+    let file = write_patch(
+        outside.path(),
+        "--- /etc/hostname\n+++ /etc/hostname\n@@ -1 +1 @@\n-x\n+y\n",
+    );
+    let (code, json, _) = roundtable(
+        &[
+            "patch",
+            "apply",
+            "--root",
+            &root.path().display().to_string(),
+            "-p0",
+            &file,
+        ],
+        None,
+    );
+    assert_eq!(
+        (code, json["error"]["code"].as_str()),
+        (1, Some("path_escape")),
+        "{json}"
+    );
+}
+
+#[test]
+fn demo_runs_every_step() {
+    let (code, json, _) = roundtable(&["demo"], None);
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(json["ok"], true);
+    let steps: Vec<&str> = json["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["step"].as_str())
+        .collect();
+    assert_eq!(steps, ["parse", "check", "apply", "refuse_stale", "undo"]);
+}

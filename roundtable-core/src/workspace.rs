@@ -268,14 +268,18 @@ struct Journal {
 }
 
 enum Step {
-    /// `original` was moved aside to `backup`.
-    MovedAside { original: PathBuf, backup: PathBuf },
+    /// `original` was unlinked; its content lives on at `backup`.
+    Removed { original: PathBuf, backup: PathBuf },
     /// An empty directory was removed.
     RemovedDir(PathBuf),
     /// A directory was created.
     CreatedDir(PathBuf),
-    /// A new file was moved into `path`.
-    Placed(PathBuf),
+    /// A new file was renamed onto `path`, replacing the file now at
+    /// `backup` (a hard link to the old content), if there was one.
+    Placed {
+        path: PathBuf,
+        backup: Option<PathBuf>,
+    },
 }
 
 impl Journal {
@@ -283,10 +287,14 @@ impl Journal {
         let mut failures = Vec::new();
         while let Some(step) = self.steps.pop() {
             let result = match &step {
-                Step::Placed(p) => fs::remove_file(p),
+                Step::Placed {
+                    path,
+                    backup: Some(b),
+                } => fs::rename(b, path),
+                Step::Placed { path, backup: None } => fs::remove_file(path),
                 Step::CreatedDir(p) => fs::remove_dir(p),
                 Step::RemovedDir(p) => fs::create_dir(p),
-                Step::MovedAside { original, backup } => fs::rename(backup, original),
+                Step::Removed { original, backup } => fs::rename(backup, original),
             };
             if let Err(e) = result {
                 failures.push(e.to_string());
@@ -299,10 +307,15 @@ impl Journal {
         }
     }
 
-    /// The commit succeeded: delete the moved-aside originals.
+    /// The commit succeeded: drop the backups of the old contents.
     fn finish(self) {
         for step in self.steps {
-            if let Step::MovedAside { backup, .. } = step {
+            if let Step::Removed { backup, .. }
+            | Step::Placed {
+                backup: Some(backup),
+                ..
+            } = step
+            {
                 // Best effort: a leftover backup is harmless and named as such.
                 let _ = fs::remove_file(backup);
             }
@@ -310,16 +323,31 @@ impl Journal {
     }
 }
 
-fn backup_name(original: &Path) -> io::Result<PathBuf> {
+/// Keep the old content of `original` reachable under a fresh name in the
+/// same directory: one hard link, no copy. The original stays in place, so
+/// a replaced file is never missing, even for an instant.
+fn link_backup(original: &Path) -> io::Result<PathBuf> {
+    use std::hash::{BuildHasher as _, Hasher as _};
     let dir = original
         .parent()
         .ok_or_else(|| io::Error::other("no parent directory"))?;
-    // Reserve a unique name, then let the rename replace the placeholder.
-    let placeholder = tempfile::Builder::new()
-        .prefix(".rt-backup-")
-        .tempfile_in(dir)?;
-    let (_, path) = placeholder.keep().map_err(|e| e.error)?;
-    Ok(path)
+    let seed = std::collections::hash_map::RandomState::new();
+    for attempt in 0u32..16 {
+        let mut h = seed.build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u32(attempt);
+        let backup = dir.join(format!(".rt-backup-{:016x}", h.finish()));
+        match fs::hard_link(original, &backup) {
+            Ok(()) => return Ok(backup),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("could not find a free backup name"))
+}
+
+fn is_file(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
 fn commit(
@@ -332,19 +360,19 @@ fn commit(
         let p = p.to_string();
         move |e: io::Error| (p, e)
     };
-    // Move aside every file that is removed or replaced.
-    for path in removes.iter().chain(writes.iter().map(|(p, _)| p)) {
+    // Remove what is removed (git removes before it writes), keeping each
+    // old content under a backup link.
+    for path in removes {
         let original = abs(root, path);
-        match fs::symlink_metadata(&original) {
-            Ok(m) if m.is_file() => {}
-            _ => continue,
+        if !is_file(&original) {
+            continue;
         }
-        let backup = backup_name(&original).map_err(fail(path))?;
-        if let Err(e) = fs::rename(&original, &backup) {
+        let backup = link_backup(&original).map_err(fail(path))?;
+        if let Err(e) = fs::remove_file(&original) {
             let _ = fs::remove_file(&backup);
             return Err(fail(path)(e));
         }
-        journal.steps.push(Step::MovedAside { original, backup });
+        journal.steps.push(Step::Removed { original, backup });
     }
     // Remove directories that the removals left empty, as git does.
     for path in removes {
@@ -356,7 +384,8 @@ fn commit(
             journal.steps.push(Step::RemovedDir(dir.clone()));
         }
     }
-    // Place every new file, creating its directories.
+    // Place every new file, creating its directories; a replaced file is
+    // swapped atomically by the rename.
     for (path, staged) in writes {
         let target = abs(root, &path);
         let mut missing = Vec::new();
@@ -372,11 +401,21 @@ fn commit(
             fs::create_dir(&d).map_err(fail(&path))?;
             journal.steps.push(Step::CreatedDir(d));
         }
-        staged
-            .temp
-            .persist(&target)
-            .map_err(|e| fail(&path)(e.error))?;
-        journal.steps.push(Step::Placed(target));
+        let backup = if is_file(&target) {
+            Some(link_backup(&target).map_err(fail(&path))?)
+        } else {
+            None
+        };
+        if let Err(e) = staged.temp.persist(&target) {
+            if let Some(b) = backup {
+                let _ = fs::remove_file(b);
+            }
+            return Err(fail(&path)(e.error));
+        }
+        journal.steps.push(Step::Placed {
+            path: target,
+            backup,
+        });
     }
     Ok(())
 }

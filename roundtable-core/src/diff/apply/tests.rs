@@ -171,9 +171,12 @@ fn mode_changes_keep_or_set_the_executable_bit() {
     assert!(out[b"s".as_slice()].executable);
 }
 
+/// A refusal case: patch, tree, expected code, text the message contains.
+type RefusalCase<'a> = (&'a str, &'a [(&'a str, &'a str, bool)], ErrorCode, &'a str);
+
 #[test]
 fn refusals_have_codes_and_paths() {
-    let cases: &[(&str, &[(&str, &str, bool)], ErrorCode, &str)] = &[
+    let cases: &[RefusalCase<'_>] = &[
         ("diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n", &[("n", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
         ("--- a/m\n+++ b/m\n@@ -1 +1 @@\n-x\n+y\n", &[], ErrorCode::PatchDoesNotApply, "does not exist"),
         ("diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("d", "x\ny\n", false)], ErrorCode::PatchDoesNotApply, "hunk #1"),

@@ -5,10 +5,12 @@
 //! error exits with status 2.
 
 use clap::{Parser, Subcommand};
-use roundtable::diff::{self, ApplyError, ParseOptions, Patch};
+use roundtable::diff::{self, ApplyError, FileStatus, Mode, ParseOptions, Patch};
 use roundtable::workspace::{self, WorkspaceError};
 use roundtable::ErrorCode;
+use serde::Serialize;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -109,58 +111,126 @@ impl From<WorkspaceError> for Failure {
     }
 }
 
-fn read_input(file: &PathBuf) -> Result<Vec<u8>, Failure> {
-    let result = if file.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
-    } else {
-        std::fs::read(file)
-    };
-    result.map_err(|e| {
+/// A patch's bytes: mapped from a regular file, or read (stdin, pipes).
+enum Input {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for Input {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Mapped(m) => m,
+            Input::Read(v) => v,
+        }
+    }
+}
+
+fn read_input(file: &PathBuf) -> Result<Input, Failure> {
+    let fail = |e: std::io::Error| {
         Failure::new(
             ErrorCode::Io,
             format!("{}: {e}", file.display()),
             json!({"path": file.display().to_string()}),
         )
-    })
+    };
+    if file.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map_err(fail)?;
+        return Ok(Input::Read(buf));
+    }
+    let f = std::fs::File::open(file).map_err(fail)?;
+    let meta = f.metadata().map_err(fail)?;
+    if meta.is_file() && meta.len() >= 1 << 20 {
+        // SAFETY: the map is read-only and private; the patch file is the
+        // user's input for the duration of one command. If another process
+        // truncates it meanwhile the command may be killed by SIGBUS, the
+        // same hazard every mmap-reading tool (grep, git) accepts.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(&f) }.map_err(fail)?;
+        return Ok(Input::Mapped(map));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut &f, &mut buf).map_err(fail)?;
+    Ok(Input::Read(buf))
 }
 
 fn parse_patch(bytes: &[u8], strip: usize) -> Result<Patch<'_>, Failure> {
     Ok(diff::parse(bytes, &ParseOptions { strip })?)
 }
 
-fn patch_json(patch: &Patch<'_>) -> Value {
-    let files: Vec<Value> = patch
-        .files()
-        .iter()
-        .map(|f| {
-            let lossy = |p: Option<&[u8]>| p.map(|p| String::from_utf8_lossy(p).into_owned());
-            json!({
-                "old_path": lossy(f.old_path()),
-                "new_path": lossy(f.new_path()),
-                "status": f.status(),
-                "old_mode": f.old_mode(),
-                "new_mode": f.new_mode(),
-                "binary": f.is_binary(),
-                "hunks": f.hunks().iter().map(|h| json!({
-                    "old_start": h.old_start(),
-                    "old_lines": h.old_lines(),
-                    "new_start": h.new_start(),
-                    "new_lines": h.new_lines(),
-                })).collect::<Vec<_>>(),
-                "added_lines": f.added_lines(),
-                "removed_lines": f.removed_lines(),
-            })
-        })
-        .collect();
-    json!({ "files": files })
+/// One file of `patch parse`'s output.
+#[derive(Serialize)]
+struct FileSummary<'a> {
+    old_path: Option<Cow<'a, str>>,
+    new_path: Option<Cow<'a, str>>,
+    status: FileStatus,
+    old_mode: Option<Mode>,
+    new_mode: Option<Mode>,
+    binary: bool,
+    hunks: Vec<HunkRange>,
+    added_lines: usize,
+    removed_lines: usize,
 }
 
-fn run(command: Command) -> Result<Value, Failure> {
+#[derive(Serialize)]
+struct HunkRange {
+    old_start: u32,
+    old_lines: u32,
+    new_start: u32,
+    new_lines: u32,
+}
+
+fn patch_json(patch: &Patch<'_>) -> Result<String, Failure> {
+    let files: Vec<FileSummary<'_>> = patch
+        .files()
+        .iter()
+        .map(|f| FileSummary {
+            old_path: f.old_path().map(String::from_utf8_lossy),
+            new_path: f.new_path().map(String::from_utf8_lossy),
+            status: f.status(),
+            old_mode: f.old_mode(),
+            new_mode: f.new_mode(),
+            binary: f.is_binary(),
+            hunks: f
+                .hunks()
+                .iter()
+                .map(|h| HunkRange {
+                    old_start: h.old_start(),
+                    old_lines: h.old_lines(),
+                    new_start: h.new_start(),
+                    new_lines: h.new_lines(),
+                })
+                .collect(),
+            added_lines: f.added_lines(),
+            removed_lines: f.removed_lines(),
+        })
+        .collect();
+    #[derive(Serialize)]
+    struct Summary<'a> {
+        files: Vec<FileSummary<'a>>,
+    }
+    to_json(&Summary { files })
+}
+
+/// Serialize a command's result: indented for a terminal, compact for a
+/// program reading a pipe.
+fn to_json(value: &impl Serialize) -> Result<String, Failure> {
+    use std::io::IsTerminal as _;
+    let text = if std::io::stdout().is_terminal() {
+        serde_json::to_string_pretty(value)
+    } else {
+        serde_json::to_string(value)
+    };
+    text.map_err(|e| Failure::new(ErrorCode::Io, e.to_string(), json!({})))
+}
+
+fn run(command: Command) -> Result<String, Failure> {
     match command {
         Command::Patch(PatchCommand::Parse { file, strip }) => {
             let bytes = read_input(&file)?;
-            Ok(patch_json(&parse_patch(&bytes, strip)?))
+            patch_json(&parse_patch(&bytes, strip)?)
         }
         Command::Patch(PatchCommand::Apply {
             root,
@@ -178,31 +248,32 @@ fn run(command: Command) -> Result<Value, Failure> {
                 ));
             }
             let changes = workspace::apply_patch(&root, &patch, check)?;
-            Ok(json!({ "applied": !check, "check": check, "changes": changes }))
+            to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
-        Command::Demo { keep } => demo::run(keep),
+        Command::Demo { keep } => to_json(&demo::run(keep)?),
     }
 }
 
-fn print_json(value: &Value) {
-    let text = serde_json::to_string_pretty(value).expect("JSON values always serialize");
-    #[allow(clippy::print_stdout)] // the CLI's output is its interface
-    {
-        println!("{text}");
-    }
+fn print(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (e.g. `| head`) is not worth a panic.
+    let _ = out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"));
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits 2 on usage errors
     match run(cli.command) {
-        Ok(value) => {
-            print_json(&value);
+        Ok(text) => {
+            print(&text);
             ExitCode::SUCCESS
         }
         Err(f) => {
-            print_json(
-                &json!({"error": {"code": f.code, "message": f.message, "details": f.details}}),
-            );
+            let error =
+                json!({"error": {"code": f.code, "message": f.message, "details": f.details}});
+            print(&to_json(&error).unwrap_or_else(|_| error.to_string()));
             ExitCode::from(1)
         }
     }

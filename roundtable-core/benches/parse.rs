@@ -2,7 +2,8 @@
 //! (the crate the parser was evaluated against; see ARCHITECTURE.md).
 //!
 //! `RT_BENCH_PATCH=/path/to/big.diff cargo bench -p roundtable-core --bench parse`
-//! (`bench/diff_bench.py` builds such a patch and sets the variable).
+//! (`bench/diff_bench.py` builds such a patch and sets the variable;
+//! `RT_BENCH_STRIP` sets `-p`, default 1).
 
 // A benchmark reports on stdout.
 #![allow(clippy::print_stdout)]
@@ -27,10 +28,14 @@ fn main() {
         return;
     };
     let bytes = std::fs::read(&path).expect("RT_BENCH_PATCH is readable");
+    let strip = std::env::var("RT_BENCH_STRIP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let mb = bytes.len() as f64 / 1e6;
 
     let (rt, files) = best_of(5, || {
-        roundtable::diff::parse(&bytes, &roundtable::diff::ParseOptions::default())
+        roundtable::diff::parse(&bytes, &roundtable::diff::ParseOptions { strip })
             .expect("the benchmark patch parses")
             .files()
             .len()

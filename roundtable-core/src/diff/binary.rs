@@ -94,6 +94,21 @@ pub(crate) fn inflate(deflated: &[u8], size: u64) -> Result<Vec<u8>, &'static st
     Ok(out)
 }
 
+/// Check that a zlib stream inflates to exactly `size` bytes, without
+/// keeping the output.
+pub(crate) fn check_inflates_to(deflated: &[u8], size: u64) -> Result<(), &'static str> {
+    let decoder = flate2::read::ZlibDecoder::new(deflated);
+    let produced = std::io::copy(
+        &mut decoder.take(size.saturating_add(1)),
+        &mut std::io::sink(),
+    )
+    .map_err(|_| "binary hunk is not a valid zlib stream")?;
+    if produced != size {
+        return Err("binary hunk inflates to a different size than declared");
+    }
+    Ok(())
+}
+
 /// Deflate `data` with zlib (as git does for binary hunks).
 pub(crate) fn deflate(data: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
@@ -265,5 +280,9 @@ mod tests {
         assert!(inflate(&z, 10).is_err());
         assert!(inflate(&z, 12).is_err());
         assert!(inflate(b"not zlib", 3).is_err());
+        assert!(check_inflates_to(&z, 11).is_ok());
+        assert!(check_inflates_to(&z, 10).is_err());
+        assert!(check_inflates_to(&z, 12).is_err());
+        assert!(check_inflates_to(b"not zlib", 3).is_err());
     }
 }

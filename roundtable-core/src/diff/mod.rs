@@ -532,6 +532,8 @@ pub struct FilePatch<'a> {
     new_path: Option<Cow<'a, [u8]>>,
     old_mode: Option<Mode>,
     new_mode: Option<Mode>,
+    /// The strip level the meaning was derived with.
+    strip: usize,
 }
 
 impl<'a> FilePatch<'a> {
@@ -670,6 +672,7 @@ impl<'a> FilePatch<'a> {
             new_path: self.new_path.map(owned),
             old_mode: self.old_mode,
             new_mode: self.new_mode,
+            strip: self.strip,
         }
     }
 
@@ -693,7 +696,7 @@ impl<'a> FilePatch<'a> {
         };
         let git_line = self.git_line.as_ref().map(|line| {
             // Swap the two names on the `diff --git` line.
-            match parse::split_git_names(line) {
+            match parse::split_git_names(line, self.strip) {
                 Some((a, b)) => {
                     let mut out = Vec::new();
                     quote::write_name(&mut out, &b);
@@ -722,6 +725,7 @@ impl<'a> FilePatch<'a> {
             new_path: self.old_path.clone().map(owned),
             old_mode: self.new_mode,
             new_mode: self.old_mode,
+            strip: self.strip,
         })
     }
 }

@@ -90,11 +90,10 @@ impl ParseError {
 ///
 /// The result borrows from `input`: hunk bodies are not copied.
 pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, ParseError> {
-    let mut cur = Cursor {
-        input,
-        pos: 0,
-        line: 1,
-    };
+    if u32::try_from(input.len()).is_err() {
+        return Err(ParseError::new(1, "a patch smaller than 4 GiB", b""));
+    }
+    let mut cur = Cursor::new(input);
     let mut files = Vec::new();
     while let Some(line) = cur.peek() {
         if line.starts_with(b"diff --git ") {
@@ -117,7 +116,7 @@ pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, P
                     line,
                 ));
             }
-            cur.advance(line); // preamble: commit message, diffstat, …
+            cur.advance(); // preamble: commit message, diffstat, …
         } else if line == b"-- \n" || line == b"--\n" {
             break; // mail signature after the last section (git format-patch)
         } else {
@@ -141,37 +140,41 @@ pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, P
 struct Cursor<'a> {
     input: &'a [u8],
     pos: usize,
+    /// End (exclusive) of the line at `pos`, found once per line.
+    end: usize,
     /// 1-based number of the line at `pos`.
     line: usize,
 }
 
+fn line_end(input: &[u8], from: usize) -> usize {
+    match memchr::memchr(b'\n', &input[from..]) {
+        Some(i) => from + i + 1,
+        None => input.len(),
+    }
+}
+
 impl<'a> Cursor<'a> {
+    fn new(input: &'a [u8]) -> Self {
+        Cursor {
+            input,
+            pos: 0,
+            end: line_end(input, 0),
+            line: 1,
+        }
+    }
+
     /// The line at the cursor, with its newline (if any).
     fn peek(&self) -> Option<&'a [u8]> {
-        let rest = &self.input[self.pos..];
-        if rest.is_empty() {
-            return None;
-        }
-        Some(match memchr::memchr(b'\n', rest) {
-            Some(i) => &rest[..=i],
-            None => rest,
-        })
+        (self.pos < self.input.len()).then(|| &self.input[self.pos..self.end])
     }
 
     fn peek_second(&self) -> Option<&'a [u8]> {
-        let first = self.peek()?;
-        let rest = &self.input[self.pos + first.len()..];
-        if rest.is_empty() {
-            return None;
-        }
-        Some(match memchr::memchr(b'\n', rest) {
-            Some(i) => &rest[..=i],
-            None => rest,
-        })
+        (self.end < self.input.len()).then(|| &self.input[self.end..line_end(self.input, self.end)])
     }
 
-    fn advance(&mut self, line: &[u8]) {
-        self.pos += line.len();
+    fn advance(&mut self) {
+        self.pos = self.end;
+        self.end = line_end(self.input, self.pos);
         self.line += 1;
     }
 
@@ -187,7 +190,7 @@ impl<'a> Cursor<'a> {
                 line,
             ));
         }
-        self.advance(line);
+        self.advance();
         Ok(line)
     }
 
@@ -343,14 +346,21 @@ fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
     let mut spans = Vec::with_capacity((old_lines.max(new_lines) as usize).min(1 << 16));
     let (mut old_due, mut new_due) = (old_lines, new_lines);
     let (mut old_closed, mut new_closed) = (false, false);
-    let offset = |pos: usize| -> Result<u32, ParseError> {
-        u32::try_from(pos - body_start)
-            .map_err(|_| ParseError::new(0, "a hunk smaller than 4 GiB", b""))
-    };
+    // `parse` refuses inputs of 4 GiB and more, so offsets fit in u32.
+    let offset = |pos: usize| (pos - body_start) as u32;
     loop {
+        let Some(line) = cur.peek() else {
+            if old_due == 0 && new_due == 0 {
+                break;
+            }
+            return Err(cur.error(format!(
+                "{old_due} more old and {new_due} more new hunk lines (the hunk is cut short)"
+            )));
+        };
+        let first = line[0];
         // A `\ No newline` marker belongs to the line before it, even after
         // the counts are exhausted.
-        if let Some(line) = cur.peek().filter(|l| l.first() == Some(&b'\\')) {
+        if first == b'\\' {
             if !line.starts_with(b"\\ ") || line.len() < 12 {
                 return Err(cur.error("`\\ No newline at end of file`"));
             }
@@ -374,30 +384,19 @@ fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
         if old_due == 0 && new_due == 0 {
             break;
         }
-        let due = || format!("{old_due} more old and {new_due} more new hunk lines");
-        let Some(line) = cur.peek() else {
-            return Err(cur.error(format!("{} (the hunk is cut short)", due())));
-        };
-        let kind = match line[0] {
-            b' ' | b'\n' => LineKind::Context,
-            b'-' => LineKind::Delete,
-            b'+' => LineKind::Insert,
+        let (kind, uses_old, uses_new) = match first {
+            b' ' | b'\n' => (LineKind::Context, true, true),
+            b'-' => (LineKind::Delete, true, false),
+            b'+' => (LineKind::Insert, false, true),
             _ => {
                 return Err(cur.error(format!(
-                    "a hunk line starting with ' ', '-', '+' or '\\' ({})",
-                    due()
+                    "a hunk line starting with ' ', '-', '+' or '\\' ({old_due} more old and {new_due} more new hunk lines)"
                 )))
             }
         };
-        let (uses_old, uses_new) = match kind {
-            LineKind::Context => (true, true),
-            LineKind::Delete => (true, false),
-            LineKind::Insert => (false, true),
-        };
         if (uses_old && old_due == 0) || (uses_new && new_due == 0) {
             return Err(cur.error(format!(
-                "{} (this line does not fit the counts in the hunk header)",
-                due()
+                "{old_due} more old and {new_due} more new hunk lines (this line does not fit the counts in the hunk header)"
             )));
         }
         if (uses_old && old_closed) || (uses_new && new_closed) {
@@ -405,24 +404,19 @@ fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
                 cur.error("no further line on a side ended by `\\ No newline at end of file`")
             );
         }
-        let content_start = if line[0] == b'\n' {
-            cur.pos
-        } else {
-            cur.pos + 1
-        };
-        cur.take("a hunk line")?;
+        if line[line.len() - 1] != b'\n' {
+            return Err(cur.error("a hunk line ending in a newline (is the patch truncated?)"));
+        }
+        let content_start = if first == b'\n' { cur.pos } else { cur.pos + 1 };
         spans.push(LineSpan {
-            start: offset(content_start)?,
-            len: offset(cur.pos)? - offset(content_start)?,
+            start: offset(content_start),
+            len: (cur.end - content_start) as u32,
             kind,
             no_newline: false,
         });
-        if uses_old {
-            old_due -= 1;
-        }
-        if uses_new {
-            new_due -= 1;
-        }
+        cur.advance();
+        old_due -= u32::from(uses_old);
+        new_due -= u32::from(uses_new);
     }
     Ok(Hunk {
         old_start,
@@ -528,11 +522,12 @@ fn header_name(v: &[u8]) -> Result<Cow<'_, [u8]>, &'static str> {
 
 /// Split the names of a `diff --git` line (prefixes kept, unquoted).
 ///
-/// Quoted names are unambiguous. Two bare names are split where the two
-/// halves name the same path once their first component (`a/`, `b/`) is
-/// removed, as git does; a rename between bare names with spaces cannot be
-/// split and yields `None` (its names come from the rename headers).
-pub(crate) fn split_git_names(line: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+/// Quoted names are unambiguous. Two bare names are split, as git does,
+/// where the two halves name the same path once `strip` leading components
+/// (`a/`, `b/`) are removed from each; a rename between bare names with
+/// spaces cannot be split and yields `None` (its names come from the rename
+/// headers).
+pub(crate) fn split_git_names(line: &[u8], strip: usize) -> Option<(Vec<u8>, Vec<u8>)> {
     if line.first() == Some(&b'"') {
         let (a, used) = quote::unquote(line).ok()?;
         let rest = line[used..].strip_prefix(b" ")?;
@@ -549,12 +544,6 @@ pub(crate) fn split_git_names(line: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
         let (b, used) = quote::unquote(&line[split + 1..]).ok()?;
         return (split + 1 + used == line.len()).then(|| (line[..split].to_vec(), b));
     }
-    let tail = |s: &[u8]| -> Vec<u8> {
-        match memchr::memchr(b'/', s) {
-            Some(i) => s[i + 1..].to_vec(),
-            None => s.to_vec(),
-        }
-    };
     // The common case first: equal halves around the middle space.
     let mid = line.len() / 2;
     let candidates = std::iter::once(mid).chain(memchr::memchr_iter(b' ', line));
@@ -563,8 +552,9 @@ pub(crate) fn split_git_names(line: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
             continue;
         }
         let (a, b) = (&line[..i], &line[i + 1..]);
-        if !a.is_empty() && !b.is_empty() && tail(a) == tail(b) {
-            return Some((a.to_vec(), b.to_vec()));
+        match (strip_components(a, strip), strip_components(b, strip)) {
+            (Some(x), Some(y)) if x == y => return Some((a.to_vec(), b.to_vec())),
+            _ => {}
         }
     }
     None
@@ -617,7 +607,7 @@ fn binary_hunk(cur: &mut Cursor<'_>) -> Result<BinaryHunk, ParseError> {
     }
     // Verify the payload now, so a corrupt binary hunk is refused at parse
     // time with its line number, not half-way through an apply.
-    binary::inflate(&deflated, size).map_err(|e| ParseError::new(hunk_line, e, line))?;
+    binary::check_inflates_to(&deflated, size).map_err(|e| ParseError::new(hunk_line, e, line))?;
     Ok(BinaryHunk {
         method,
         size,
@@ -725,7 +715,7 @@ pub(crate) fn resolve<'a>(
         if (renames || copies) && (new_file.is_some() || deleted_file.is_some()) {
             return Err("a rename or copy not to be a new or deleted file".into());
         }
-        let header_names = git_line.as_deref().and_then(split_git_names);
+        let header_names = git_line.as_deref().and_then(|l| split_git_names(l, strip));
         let header_side = |i: usize| -> Result<Option<Cow<'a, [u8]>>, String> {
             match &header_names {
                 Some((a, b)) => {
@@ -854,6 +844,7 @@ pub(crate) fn resolve<'a>(
         new_path,
         old_mode,
         new_mode,
+        strip,
     })
 }
 

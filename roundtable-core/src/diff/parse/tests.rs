@@ -253,14 +253,16 @@ fn combined_diffs_are_unsupported() {
 
 #[test]
 fn git_names_split_like_git() {
-    let split = |s: &[u8]| {
-        split_git_names(s).map(|(a, b)| {
+    let split_p = |s: &[u8], p: usize| {
+        split_git_names(s, p).map(|(a, b)| {
             (
                 String::from_utf8(a).unwrap_or_default(),
                 String::from_utf8(b).unwrap_or_default(),
             )
         })
     };
+    let split = |s: &[u8]| split_p(s, 1);
+    let split2 = |s: &[u8]| split_p(s, 2);
     assert_eq!(
         split(b"a/x y b/x y"),
         Some(("a/x y".into(), "b/x y".into()))
@@ -274,6 +276,12 @@ fn git_names_split_like_git() {
         split(b"a/plain \"b/q\\\"\""),
         Some(("a/plain".into(), "b/q\"".into()))
     );
+    // With -p2 the halves are compared after two components.
+    assert_eq!(
+        split2(b"a/old/x b/new/x"),
+        Some(("a/old/x".into(), "b/new/x".into()))
+    );
+    assert_eq!(split(b"a/old/x b/new/x"), None);
     // A rename between bare names with spaces is ambiguous.
     assert_eq!(split(b"a/one two b/three four"), None);
 }

@@ -140,12 +140,10 @@ pub fn apply_patch(
         .into_iter()
         .map(|(p, s)| (p, s.expect("staged when not checking")))
         .collect();
-    let mut journal = Journal::default();
+    let mut journal = Journal::new(root);
     match commit(root, &removes, writes, &mut journal) {
-        Ok(()) => {
-            journal.finish();
-            Ok(changes)
-        }
+        // Dropping the journal removes the backups of the old contents.
+        Ok(()) => Ok(changes),
         Err((path, source)) => match journal.undo() {
             Ok(()) => Err(WorkspaceError::Commit { path, source }),
             Err(undo) => Err(WorkspaceError::Undo { path, source, undo }),
@@ -262,9 +260,13 @@ fn stage(root: &Path, path: &RepoPath, file: &TreeFile) -> Result<Staged, TreeEr
 }
 
 /// Every step of a commit, so it can be undone in reverse.
-#[derive(Default)]
 struct Journal {
     steps: Vec<Step>,
+    /// Where old contents are kept (as hard links) until the commit is
+    /// done: a hidden directory at the root, so that directories emptied by
+    /// the change really are empty.
+    backups: Option<tempfile::TempDir>,
+    root: PathBuf,
 }
 
 enum Step {
@@ -283,6 +285,31 @@ enum Step {
 }
 
 impl Journal {
+    fn new(root: &Path) -> Self {
+        Journal {
+            steps: Vec::new(),
+            backups: None,
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// Keep the old content of `original` reachable under a fresh name in
+    /// the backup directory: one hard link, no copy. The original stays in
+    /// place, so a replaced file is never missing, even for an instant.
+    fn link_backup(&mut self, original: &Path) -> io::Result<PathBuf> {
+        if self.backups.is_none() {
+            self.backups = Some(
+                tempfile::Builder::new()
+                    .prefix(".rt-backup-")
+                    .tempdir_in(&self.root)?,
+            );
+        }
+        let dir = self.backups.as_ref().expect("created above").path();
+        let backup = dir.join(self.steps.len().to_string());
+        fs::hard_link(original, &backup)?;
+        Ok(backup)
+    }
+
     fn undo(&mut self) -> Result<(), String> {
         let mut failures = Vec::new();
         while let Some(step) = self.steps.pop() {
@@ -303,47 +330,14 @@ impl Journal {
         if failures.is_empty() {
             Ok(())
         } else {
+            // Old contents that could not be put back stay in the backup
+            // directory: name it so a person can recover them.
+            if let Some(dir) = self.backups.take() {
+                failures.push(format!("old contents are kept in {}", dir.keep().display()));
+            }
             Err(failures.join("; "))
         }
     }
-
-    /// The commit succeeded: drop the backups of the old contents.
-    fn finish(self) {
-        for step in self.steps {
-            if let Step::Removed { backup, .. }
-            | Step::Placed {
-                backup: Some(backup),
-                ..
-            } = step
-            {
-                // Best effort: a leftover backup is harmless and named as such.
-                let _ = fs::remove_file(backup);
-            }
-        }
-    }
-}
-
-/// Keep the old content of `original` reachable under a fresh name in the
-/// same directory: one hard link, no copy. The original stays in place, so
-/// a replaced file is never missing, even for an instant.
-fn link_backup(original: &Path) -> io::Result<PathBuf> {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    let dir = original
-        .parent()
-        .ok_or_else(|| io::Error::other("no parent directory"))?;
-    let seed = std::collections::hash_map::RandomState::new();
-    for attempt in 0u32..16 {
-        let mut h = seed.build_hasher();
-        h.write_u32(std::process::id());
-        h.write_u32(attempt);
-        let backup = dir.join(format!(".rt-backup-{:016x}", h.finish()));
-        match fs::hard_link(original, &backup) {
-            Ok(()) => return Ok(backup),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::other("could not find a free backup name"))
 }
 
 fn is_file(path: &Path) -> bool {
@@ -367,7 +361,7 @@ fn commit(
         if !is_file(&original) {
             continue;
         }
-        let backup = link_backup(&original).map_err(fail(path))?;
+        let backup = journal.link_backup(&original).map_err(fail(path))?;
         if let Err(e) = fs::remove_file(&original) {
             let _ = fs::remove_file(&backup);
             return Err(fail(path)(e));
@@ -402,7 +396,7 @@ fn commit(
             journal.steps.push(Step::CreatedDir(d));
         }
         let backup = if is_file(&target) {
-            Some(link_backup(&target).map_err(fail(&path))?)
+            Some(journal.link_backup(&target).map_err(fail(&path))?)
         } else {
             None
         };

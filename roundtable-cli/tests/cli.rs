@@ -237,39 +237,6 @@ fn a_failing_hunk_in_a_later_file_leaves_every_file_untouched() {
 }
 
 #[test]
-fn a_failure_while_moving_files_into_place_is_undone() {
-    // `zdir` exists as a non-empty directory, so the new file cannot be
-    // renamed onto it; by then `a.txt` has already been replaced.
-    let root = scratch(&[("a.txt", "one\ntwo\n"), ("zdir/keep", "k\n")]);
-    let patches = tempfile::tempdir().expect("tempdir");
-    let file = write_patch(
-        patches.path(),
-        "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n\
-         diff --git a/zdir b/zdir\nnew file mode 100644\n--- /dev/null\n+++ b/zdir\n@@ -0,0 +1 @@\n+x\n",
-    );
-    let before = snapshot(root.path());
-    let (code, json, _) = roundtable(
-        &[
-            "patch",
-            "apply",
-            "--root",
-            &root.path().display().to_string(),
-            &file,
-        ],
-        None,
-    );
-    assert_eq!(code, 1, "{json}");
-    assert_eq!(json["error"]["code"], "io");
-    assert!(
-        json["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("undone")),
-        "{json}"
-    );
-    assert_eq!(snapshot(root.path()), before);
-}
-
-#[test]
 fn escaping_paths_are_refused_before_anything_is_read() {
     let root = scratch(&[("a.txt", "one\n"), ("real/f", "x\n")]);
     std::os::unix::fs::symlink(root.path().join("real"), root.path().join("linkdir"))

@@ -118,6 +118,9 @@ pub fn apply_patch(
         Ok(())
     })?;
     removes.retain(|p| !writes.contains_key(p));
+    for path in writes.keys() {
+        check_room_for(root, path, &removes)?;
+    }
 
     let mut changes: Vec<PathChange> = removes
         .iter()
@@ -186,6 +189,65 @@ fn check_no_symlink(root: &Path, path: &RepoPath) -> Result<(), WorkspaceError> 
             Ok(m) if m.is_dir() => continue,
             // A regular file or nothing: deeper components cannot be links.
             _ => break,
+        }
+    }
+    Ok(())
+}
+
+/// Refuse a write that something on disk stands in the way of, once the
+/// patch's own removals are done: a file where a parent directory must be,
+/// or a directory (with anything the patch does not remove) where the file
+/// goes. Found now, so `--check` and the real apply agree and nothing is
+/// touched.
+fn check_room_for(
+    root: &Path,
+    path: &RepoPath,
+    removes: &BTreeSet<RepoPath>,
+) -> Result<(), WorkspaceError> {
+    let in_the_way = |what: String| {
+        WorkspaceError::Apply(ApplyError::File {
+            path: path.as_str().as_bytes().to_vec(),
+            reason: what,
+        })
+    };
+    let components: Vec<&str> = path.components().collect();
+    for depth in 1..components.len() {
+        let ancestor = components[..depth].join("/");
+        let removed = RepoPath::from_bytes(ancestor.as_bytes()).is_ok_and(|p| removes.contains(&p));
+        match fs::symlink_metadata(root.join(&ancestor)) {
+            Ok(m) if !m.is_dir() && !removed => {
+                return Err(in_the_way(format!(
+                    "`{ancestor}` is a file, so it cannot be a directory"
+                )))
+            }
+            Ok(m) if m.is_dir() => continue,
+            _ => break,
+        }
+    }
+    let target = abs(root, path);
+    if fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+        let mut stack = vec![target];
+        while let Some(dir) = stack.pop() {
+            let entries =
+                fs::read_dir(&dir).map_err(|e| WorkspaceError::Apply(io_error(path, e).into()))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| WorkspaceError::Apply(io_error(path, e).into()))?;
+                let at = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(at);
+                    continue;
+                }
+                let rel = at
+                    .strip_prefix(root)
+                    .unwrap_or(&at)
+                    .to_string_lossy()
+                    .into_owned();
+                if !RepoPath::from_bytes(rel.as_bytes()).is_ok_and(|p| removes.contains(&p)) {
+                    return Err(in_the_way(format!(
+                        "a directory is in the way (it holds `{rel}`)"
+                    )));
+                }
+            }
         }
     }
     Ok(())
@@ -412,4 +474,72 @@ fn commit(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in fs::read_dir(&dir).expect("readable") {
+                let at = entry.expect("entry").path();
+                if at.is_dir() {
+                    stack.push(at.clone());
+                }
+                let rel = at.strip_prefix(root).expect("inside").display().to_string();
+                out.insert(
+                    rel,
+                    if at.is_dir() {
+                        Vec::new()
+                    } else {
+                        fs::read(&at).expect("read")
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    /// A fault in the middle of the commit (a staged file vanishes after
+    /// earlier files were already placed and removed) is undone completely.
+    #[test]
+    fn a_failing_commit_is_undone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        fs::create_dir(root.join("d")).expect("mkdir");
+        fs::write(root.join("a"), "old a").expect("write");
+        fs::write(root.join("d/gone"), "old gone").expect("write");
+        let before = files(root);
+
+        let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
+        let staged = |path: &str, data: &str| {
+            stage(root, &p(path), &TreeFile::regular(data.as_bytes().to_vec())).expect("stages")
+        };
+        let removes = BTreeSet::from([p("d/gone")]);
+        let broken = staged("z/new", "new z");
+        fs::remove_file(&broken.temp).expect("the fault: the staged file disappears");
+        let writes = vec![
+            (p("a"), staged("a", "new a")),
+            (p("b/c"), staged("b/c", "new c")),
+            (p("z/new"), broken),
+        ];
+
+        let mut journal = Journal::new(root);
+        let (path, _) =
+            commit(root, &removes, writes, &mut journal).expect_err("the last write fails");
+        assert_eq!(path, "z/new");
+        // Before undoing: a and b/c were placed, d/gone and d were removed.
+        assert_eq!(fs::read_to_string(root.join("a")).expect("a"), "new a");
+        assert!(!root.join("d").exists());
+        journal.undo().expect("undo succeeds");
+        drop(journal);
+        assert_eq!(
+            files(root),
+            before,
+            "every change undone, no staging or backup left"
+        );
+    }
 }

@@ -288,7 +288,9 @@ pub fn apply<T: Tree + ?Sized>(
         let new = fp.new_path().expect("non-deletions have a new path");
         let file = TreeFile {
             data,
-            executable: fp.new_mode().map_or(pre.executable, |m| m.is_executable()),
+            executable: fp
+                .stated_new_mode()
+                .map_or(pre.executable, |m| m.is_executable()),
         };
         let keep = last_reader.get(new).is_some_and(|&j| j > i);
         table.insert(new.to_vec(), Entry::Written(keep.then(|| file.clone())));

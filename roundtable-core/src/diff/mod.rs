@@ -640,6 +640,15 @@ impl<'a> FilePatch<'a> {
     pub fn new_mode(&self) -> Option<Mode> {
         self.new_mode
     }
+    /// The mode the patch explicitly gives the result (`new mode` or `new
+    /// file mode`). Without one, the result keeps the mode the file has in
+    /// the tree, whatever the `index` line says, as `git apply` does.
+    pub fn stated_new_mode(&self) -> Option<Mode> {
+        self.headers.iter().find_map(|h| match h {
+            ExtendedHeader::NewMode(m) | ExtendedHeader::NewFileMode(m) => Some(*m),
+            _ => None,
+        })
+    }
     /// The `index` line's object ids, when present.
     pub fn index(&self) -> Option<(&str, &str)> {
         self.headers.iter().find_map(|h| match h {

@@ -165,6 +165,11 @@ fn mode_changes_keep_or_set_the_executable_bit() {
     let p = patch("diff --git a/s b/s\nold mode 100644\nnew mode 100755\n");
     let out = apply_in_memory(&p, &tree(&[("s", "x", false)])).expect("applies");
     assert!(out[b"s".as_slice()].executable);
+    // An `index` line's mode does not override the file's: git keeps the
+    // mode on disk unless `new mode` says otherwise.
+    let p = patch("diff --git a/s b/s\nindex 1..2 100755\n--- a/s\n+++ b/s\n@@ -1 +1 @@\n-x\n+y\n");
+    let out = apply_in_memory(&p, &tree(&[("s", "x\n", false)])).expect("applies");
+    assert!(!out[b"s".as_slice()].executable);
     // A content-only change keeps the current bit.
     let p = patch("--- a/s\n+++ b/s\n@@ -1 +1 @@\n-x\n+y\n");
     let out = apply_in_memory(&p, &tree(&[("s", "x\n", true)])).expect("applies");

@@ -540,6 +540,36 @@ impl<'x> Image<'x> {
     }
 }
 
+/// Why a hunk's pre-image was not found (only computed on failure).
+fn mismatch_reason(
+    image: &Image<'_>,
+    line: usize,
+    pre: &[&[u8]],
+    match_beginning: bool,
+    match_end: bool,
+) -> &'static str {
+    // git compares only the pre-image's bytes, so a last line marked
+    // `\ No newline at end of file` also "matches" a line that has one, and
+    // git then drops that newline or glues the next line on. roundtable
+    // refuses instead, and says so.
+    if let Some((last, rest)) = pre.split_last() {
+        if !last.ends_with(b"\n") {
+            let with_newline = [*last, b"\n".as_slice()].concat();
+            let mut fixed: Vec<&[u8]> = rest.to_vec();
+            fixed.push(&with_newline);
+            if image.find(line, &fixed, match_beginning, false).is_some() {
+                return "the hunk says its last line has no final newline, but in the file that line has one";
+            }
+        }
+    }
+    match (match_beginning, match_end) {
+        (true, true) => "the file is not exactly the hunk's pre-image",
+        (true, false) => "its context and removed lines are not at the start of the file, where a hunk starting at line 1 must match",
+        (false, true) => "its context and removed lines are not at the end of the file, where a hunk without trailing context must match",
+        (false, false) => "its context and removed lines are not in the file",
+    }
+}
+
 /// Apply text hunks to `old`, as `git apply` does. On failure, returns the
 /// 1-based number of the hunk that did not apply and why.
 pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'static str)> {
@@ -573,15 +603,7 @@ pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'
         let Some(pos) = image.find(line, &pre, match_beginning, match_end) else {
             return Err((
                 i + 1,
-                if match_beginning && match_end {
-                    "the file is not exactly the hunk's pre-image"
-                } else if match_beginning {
-                    "the hunk's context is not at the start of the file"
-                } else if match_end {
-                    "the hunk's context is not at the end of the file"
-                } else {
-                    "its context and removed lines are not in the file"
-                },
+                mismatch_reason(&image, line, &pre, match_beginning, match_end),
             ));
         };
         image.replace(pos, pre.len(), &post);

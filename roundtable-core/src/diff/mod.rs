@@ -83,12 +83,32 @@ impl<'a> Patch<'a> {
         // Sections are reversed in reverse order, so that (for example) the
         // deletion of a file that reused a renamed file's old name comes
         // before the rename back into that name.
-        self.files
+        let mut files = self
+            .files
             .iter()
             .rev()
             .map(FilePatch::reverse)
-            .collect::<Result<Vec<_>, _>>()
-            .map(Patch::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        // A plain section right after a git section without `---`/`+++`
+        // lines would be read as that section's names: give it a
+        // `diff --git` line of its own.
+        for i in 1..files.len() {
+            if files[i - 1].is_git() && files[i - 1].names.is_none() && !files[i].is_git() {
+                files[i].git_line = files[i].names.as_ref().map(|[a, b]| {
+                    let (a, b) = match (a.is_dev_null(), b.is_dev_null()) {
+                        (true, _) => (&b.name, &b.name),
+                        (_, true) => (&a.name, &a.name),
+                        _ => (&a.name, &b.name),
+                    };
+                    let mut line = Vec::new();
+                    quote::write_quoted(&mut line, a);
+                    line.push(b' ');
+                    quote::write_quoted(&mut line, b);
+                    Cow::Owned(line)
+                });
+            }
+        }
+        Ok(Patch::new(files))
     }
 }
 
@@ -704,13 +724,20 @@ impl<'a> FilePatch<'a> {
             },
         };
         let git_line = self.git_line.as_ref().map(|line| {
-            // Swap the two names on the `diff --git` line.
+            // Swap the two names on the `diff --git` line; names that were
+            // quoted stay quoted, so the line splits the same way.
+            let quoted = line.first() == Some(&b'"') || line.last() == Some(&b'"');
+            let write = if quoted {
+                quote::write_quoted
+            } else {
+                quote::write_name
+            };
             match parse::split_git_names(line, self.strip) {
                 Some((a, b)) => {
                     let mut out = Vec::new();
-                    quote::write_name(&mut out, &b);
+                    write(&mut out, &b);
                     out.push(b' ');
-                    quote::write_name(&mut out, &a);
+                    write(&mut out, &a);
                     Cow::Owned(out)
                 }
                 None => owned(line.clone()),

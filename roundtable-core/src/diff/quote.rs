@@ -18,6 +18,12 @@ pub(crate) fn write_name(out: &mut Vec<u8>, name: &[u8]) {
         out.extend_from_slice(name);
         return;
     }
+    write_quoted(out, name);
+}
+
+/// Append `name` in double quotes with C escapes, whether or not it needs
+/// them (a quoted name is never ambiguous on a `diff --git` line).
+pub(crate) fn write_quoted(out: &mut Vec<u8>, name: &[u8]) {
     out.push(b'"');
     for &b in name {
         match b {

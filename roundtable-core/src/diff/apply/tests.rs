@@ -121,7 +121,13 @@ fn line_endings_and_missing_final_newline_are_exact() {
         b"f".to_vec(),
         TreeFile::regular(b"one\r\ntwo\r\nthree\n".to_vec()),
     )]);
-    assert!(apply_in_memory(&p, &nl).is_err());
+    // git would apply it and drop the newline; roundtable refuses, saying why.
+    let e = apply_in_memory(&p, &nl).expect_err("refused");
+    assert!(
+        e.to_string()
+            .contains("no final newline, but in the file that line has one"),
+        "{e}"
+    );
 }
 
 fn tree(files: &[(&str, &str, bool)]) -> BTreeMap<Vec<u8>, TreeFile> {

@@ -1,0 +1,4 @@
+//! roundtable-cli's integration tests: one binary, one module per area.
+
+mod cli;
+mod differential;

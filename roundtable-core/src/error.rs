@@ -38,6 +38,16 @@ pub enum ErrorCode {
     InvalidArgument,
     /// The operating system refused a read or write.
     Io,
+    /// A change's precondition does not hold: the file's current digest is
+    /// not the expected one, or a file expected to be absent exists.
+    PreconditionFailed,
+    /// An edit plan is malformed (bad JSON shape, overlapping edits, a
+    /// range off the end of a line or inside a character, a blob that does
+    /// not match its digest…).
+    InvalidEditPlan,
+    /// An edit plan's proposal status is not `complete` (`incomplete`,
+    /// `unsupported`, `cancelled`, `errored`): it must not be applied.
+    IncompleteEditPlan,
 }
 
 impl ErrorCode {
@@ -51,6 +61,9 @@ impl ErrorCode {
         ErrorCode::IrreversiblePatch,
         ErrorCode::InvalidArgument,
         ErrorCode::Io,
+        ErrorCode::PreconditionFailed,
+        ErrorCode::InvalidEditPlan,
+        ErrorCode::IncompleteEditPlan,
     ];
 
     /// The stable snake_case spelling of this code.
@@ -64,6 +77,9 @@ impl ErrorCode {
             ErrorCode::IrreversiblePatch => "irreversible_patch",
             ErrorCode::InvalidArgument => "invalid_argument",
             ErrorCode::Io => "io",
+            ErrorCode::PreconditionFailed => "precondition_failed",
+            ErrorCode::InvalidEditPlan => "invalid_edit_plan",
+            ErrorCode::IncompleteEditPlan => "incomplete_edit_plan",
         }
     }
 }

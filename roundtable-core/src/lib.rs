@@ -37,10 +37,14 @@
 // Every public item is part of the documented API.
 #![deny(missing_docs)]
 
+pub mod changeset;
 pub mod diff;
+mod digest;
 mod error;
 pub mod path;
 pub mod workspace;
 
+pub use changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
+pub use digest::{Digest, DigestError, DIGEST_PREFIX};
 pub use error::ErrorCode;
 pub use path::{PathError, RepoPath};

@@ -84,7 +84,9 @@ impl FileChange {
     /// `Some((before, after))` executable bits when the mode changes.
     pub fn mode_change(&self) -> Option<(bool, bool)> {
         match (&self.before, &self.after) {
-            (Some(b), Some(a)) if b.executable != a.executable => Some((b.executable, a.executable)),
+            (Some(b), Some(a)) if b.executable != a.executable => {
+                Some((b.executable, a.executable))
+            }
             _ => None,
         }
     }
@@ -119,5 +121,275 @@ impl Changeset {
     /// Whether nothing changes.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+}
+
+/// Why a changeset could not be built from a patch.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChangesetError {
+    /// A path in the patch is not a valid repository path.
+    #[error(transparent)]
+    Path(#[from] crate::PathError),
+    /// The patch does not apply to the current files.
+    #[error(transparent)]
+    Apply(#[from] crate::diff::ApplyError),
+}
+
+impl ChangesetError {
+    /// The stable error code.
+    pub fn code(&self) -> crate::ErrorCode {
+        match self {
+            ChangesetError::Path(e) => e.code(),
+            ChangesetError::Apply(e) => e.code(),
+        }
+    }
+}
+
+/// Records the state of every file the applier looks at, so each touched
+/// path's precondition is exactly what the patch was applied to.
+struct Recording<'t, T: ?Sized> {
+    tree: &'t T,
+    seen: std::cell::RefCell<std::collections::HashMap<Vec<u8>, Option<FileMeta>>>,
+}
+
+impl<T: crate::diff::Tree + ?Sized> crate::diff::Tree for Recording<'_, T> {
+    fn read(&self, path: &[u8]) -> Result<Option<crate::diff::TreeFile>, crate::diff::TreeError> {
+        let file = self.tree.read(path)?;
+        let meta = file.as_ref().map(|f| FileMeta {
+            digest: Digest::of(&f.data),
+            executable: f.executable,
+        });
+        self.seen.borrow_mut().insert(path.to_vec(), meta);
+        Ok(file)
+    }
+
+    fn exists(&self, path: &[u8]) -> Result<bool, crate::diff::TreeError> {
+        if let Some(seen) = self.seen.borrow().get(path) {
+            return Ok(seen.is_some());
+        }
+        let exists = self.tree.exists(path)?;
+        if !exists {
+            self.seen.borrow_mut().insert(path.to_vec(), None);
+        }
+        Ok(exists)
+    }
+}
+
+impl Changeset {
+    /// The changeset a patch makes to `tree`, reading only the files the
+    /// patch touches. Each touched path's precondition is its state in
+    /// `tree`; its result is its final state by `git apply`'s rules (the
+    /// last write, or removal).
+    pub fn from_patch<T: crate::diff::Tree + ?Sized>(
+        patch: &crate::diff::Patch<'_>,
+        tree: &T,
+    ) -> Result<Changeset, ChangesetError> {
+        use crate::diff::FileStatus;
+        use std::collections::BTreeMap;
+        // Validate every path before reading anything.
+        for fp in patch.files() {
+            for p in [fp.old_path(), fp.new_path()].into_iter().flatten() {
+                RepoPath::from_bytes(p)?;
+            }
+        }
+        let recording = Recording {
+            tree,
+            seen: Default::default(),
+        };
+        let mut finals: BTreeMap<Vec<u8>, Option<FileContent>> = BTreeMap::new();
+        crate::diff::apply(patch, &recording, &mut |o| {
+            let new = o.new.map(|f| FileContent {
+                data: f.data,
+                executable: f.executable,
+            });
+            match (finals.get(&o.path), &new) {
+                // A removal never overrides a write (git writes after it removes).
+                (Some(Some(_)), None) => {}
+                _ => {
+                    finals.insert(o.path, new);
+                }
+            }
+            Ok(())
+        })?;
+
+        // Label each path by the section that touched it last.
+        let mut labels: BTreeMap<Vec<u8>, Operation> = BTreeMap::new();
+        for fp in patch.files() {
+            let path =
+                |p: Option<&[u8]>| RepoPath::from_bytes(p.expect("this status has the path"));
+            match fp.status() {
+                FileStatus::Added => {
+                    labels.insert(fp.path().to_vec(), Operation::Create);
+                }
+                FileStatus::Deleted => {
+                    labels.insert(fp.path().to_vec(), Operation::Delete);
+                }
+                FileStatus::Modified => {
+                    labels.insert(fp.path().to_vec(), Operation::Modify);
+                }
+                FileStatus::Renamed => {
+                    let (from, to) = (path(fp.old_path())?, path(fp.new_path())?);
+                    labels.insert(
+                        from.as_str().as_bytes().to_vec(),
+                        Operation::RenamedAway { to: to.clone() },
+                    );
+                    labels.insert(to.as_str().as_bytes().to_vec(), Operation::Rename { from });
+                }
+                FileStatus::Copied => {
+                    let from = path(fp.old_path())?;
+                    labels.insert(fp.path().to_vec(), Operation::Copy { from });
+                }
+            }
+        }
+
+        let seen = recording.seen.into_inner();
+        let mut files = Vec::with_capacity(finals.len());
+        for (raw, after) in finals {
+            let path = RepoPath::from_bytes(&raw)?;
+            let before = match seen.get(&raw) {
+                Some(meta) => *meta,
+                None => tree
+                    .read(&raw)
+                    .map_err(crate::diff::ApplyError::from)?
+                    .map(|f| FileMeta {
+                        digest: Digest::of(&f.data),
+                        executable: f.executable,
+                    }),
+            };
+            // A label that no longer fits the net effect is replaced by it
+            // (e.g. a rename's source that a later section re-created).
+            let operation = match (labels.remove(&raw), &before, &after) {
+                (Some(op @ (Operation::Delete | Operation::RenamedAway { .. })), Some(_), None) => {
+                    op
+                }
+                (
+                    Some(
+                        op
+                        @ (Operation::Create | Operation::Rename { .. } | Operation::Copy { .. }),
+                    ),
+                    None,
+                    Some(_),
+                ) => op,
+                (Some(Operation::Modify), Some(_), Some(_)) => Operation::Modify,
+                (_, None, Some(_)) => Operation::Create,
+                (_, Some(_), None) => Operation::Delete,
+                (_, _, _) => Operation::Modify,
+            };
+            if before.is_none() && after.is_none() {
+                continue; // created and removed again: no net change
+            }
+            files.push(FileChange {
+                path,
+                operation,
+                before,
+                after,
+            });
+        }
+        Ok(Changeset::new(files).expect("paths come from a map, so each is unique"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::{parse, ParseOptions, TreeFile};
+    use std::collections::BTreeMap;
+
+    fn tree(files: &[(&str, &str)]) -> BTreeMap<Vec<u8>, TreeFile> {
+        files
+            .iter()
+            .map(|(p, c)| {
+                (
+                    p.as_bytes().to_vec(),
+                    TreeFile::regular(c.as_bytes().to_vec()),
+                )
+            })
+            .collect()
+    }
+
+    fn p(s: &str) -> RepoPath {
+        RepoPath::from_bytes(s.as_bytes()).expect("valid")
+    }
+
+    #[test]
+    fn from_patch_records_preconditions_and_results() {
+        let text = b"diff --git a/m b/m\n--- a/m\n+++ b/m\n@@ -1 +1 @@\n-1\n+2\n\
+diff --git a/old b/new\nsimilarity index 100%\nrename from old\nrename to new\n\
+diff --git a/gone b/gone\ndeleted file mode 100644\n--- a/gone\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n\
+diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0,0 +1 @@\n+y\n";
+        let patch = parse(text, &ParseOptions::default()).expect("parses");
+        let t = tree(&[
+            ("m", "1\n"),
+            ("old", "o\n"),
+            ("gone", "x\n"),
+            ("untouched", "u\n"),
+        ]);
+        let cs = Changeset::from_patch(&patch, &t).expect("applies");
+        let meta = |c: &str| {
+            Some(FileMeta {
+                digest: Digest::of(c.as_bytes()),
+                executable: false,
+            })
+        };
+        let content = |c: &str, x: bool| {
+            Some(FileContent {
+                data: c.as_bytes().to_vec(),
+                executable: x,
+            })
+        };
+        assert_eq!(
+            cs.files(),
+            &[
+                FileChange {
+                    path: p("gone"),
+                    operation: Operation::Delete,
+                    before: meta("x\n"),
+                    after: None
+                },
+                FileChange {
+                    path: p("m"),
+                    operation: Operation::Modify,
+                    before: meta("1\n"),
+                    after: content("2\n", false)
+                },
+                FileChange {
+                    path: p("made"),
+                    operation: Operation::Create,
+                    before: None,
+                    after: content("y\n", true)
+                },
+                FileChange {
+                    path: p("new"),
+                    operation: Operation::Rename { from: p("old") },
+                    before: None,
+                    after: content("o\n", false)
+                },
+                FileChange {
+                    path: p("old"),
+                    operation: Operation::RenamedAway { to: p("new") },
+                    before: meta("o\n"),
+                    after: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn from_patch_refuses_bad_paths_and_stale_files() {
+        let patch = parse(
+            b"--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-1\n+2\n",
+            &ParseOptions::default(),
+        )
+        .expect("parses");
+        let e = Changeset::from_patch(&patch, &tree(&[])).expect_err("escape");
+        assert_eq!(e.code(), crate::ErrorCode::PathEscape);
+        let patch = parse(
+            b"--- a/m\n+++ b/m\n@@ -1 +1 @@\n-1\n+2\n",
+            &ParseOptions::default(),
+        )
+        .expect("parses");
+        let e = Changeset::from_patch(&patch, &tree(&[("m", "other\n")])).expect_err("stale");
+        assert_eq!(e.code(), crate::ErrorCode::PatchDoesNotApply);
     }
 }

@@ -95,7 +95,10 @@ mod tests {
     fn spelling_round_trips_and_matches_sha256sum() {
         let d = Digest::of(b"hello\n");
         let s = d.to_string();
-        assert_eq!(s, "blob:sha256:5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+        assert_eq!(
+            s,
+            "blob:sha256:5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+        );
         assert_eq!(s.parse::<Digest>(), Ok(d));
     }
 

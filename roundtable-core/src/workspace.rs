@@ -1,34 +1,39 @@
-//! Applying a patch to a directory on disk, all or nothing.
+//! The workspace: a handle on a repository root through which all file
+//! access goes, and the all-or-nothing apply of a [`Changeset`].
 //!
-//! This is the imperative shell around the pure [`diff::apply`]: it checks
-//! every path before touching anything, computes every result first (each
-//! staged in a temporary file next to its target, so memory stays bounded),
-//! and only then moves the results into place. If any step of that last
-//! phase fails, everything already moved is put back. A refused patch
-//! leaves the directory exactly as it was.
+//! Every path is a [`RepoPath`] and is reached from the root's directory
+//! descriptor one component at a time with `O_NOFOLLOW`: no read or write
+//! follows a symbolic link, whether the link is the file itself or any
+//! directory on the way to it, and nothing outside the root can be named.
 //!
-//! Paths are checked lexically ([`RepoPath`]) and on disk: no component of
-//! a touched path may be a symbolic link.
+//! Applying is all or nothing. Every result is computed first and staged
+//! in a temporary file beside its target (so memory stays bounded by the
+//! largest file); only then are results renamed into place, with the old
+//! contents kept as hard links in a hidden backup directory until the end.
+//! If any step of that last phase fails, everything already done is undone.
+//! A refused change leaves every file exactly as it was.
 
-use crate::diff::{self, ApplyError, FileOutcome, Patch, Tree, TreeError, TreeFile};
-use crate::{ErrorCode, PathError, RepoPath};
+use crate::changeset::{Changeset, ChangesetError, FileContent, FileMeta};
+use crate::diff::{ApplyError, Patch, Tree, TreeError, TreeFile};
+use crate::{Digest, ErrorCode, PathError, RepoPath};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::io::{self, Write as _};
-use std::os::unix::fs::PermissionsExt as _;
+use std::io::{self, Read as _, Write as _};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// Why applying to a directory failed. Nothing was changed.
+/// Why a workspace operation failed. Nothing was changed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkspaceError {
-    /// A path in the patch is not a valid, contained repository path.
+    /// A path is not a valid, contained repository path.
     #[error(transparent)]
     Path(#[from] PathError),
     /// A path passes through (or is) a symbolic link.
     #[error("{path}: passes through the symbolic link {link}")]
     Symlink {
-        /// The patch path.
+        /// The path asked for.
         path: String,
         /// The component that is a link.
         link: String,
@@ -36,6 +41,26 @@ pub enum WorkspaceError {
     /// The patch does not apply.
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// A change's precondition does not hold.
+    #[error("{path}: expected {expected}, found {actual}")]
+    Precondition {
+        /// The path.
+        path: String,
+        /// What the change expects (`blob:sha256:…`, with `+x` when
+        /// executable, or `absent`).
+        expected: String,
+        /// What the file is now.
+        actual: String,
+    },
+    /// The root cannot be opened as a directory.
+    #[error("{root}: {source}")]
+    Root {
+        /// The root given.
+        root: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
     /// Moving results into place failed; every change was undone.
     #[error("{path}: {source} (every change was undone)")]
     Commit {
@@ -65,8 +90,30 @@ impl WorkspaceError {
             WorkspaceError::Path(e) => e.code(),
             WorkspaceError::Symlink { .. } => ErrorCode::PathEscape,
             WorkspaceError::Apply(e) => e.code(),
+            WorkspaceError::Precondition { .. } => ErrorCode::PreconditionFailed,
+            WorkspaceError::Root { .. } => ErrorCode::InvalidArgument,
             WorkspaceError::Commit { .. } | WorkspaceError::Undo { .. } => ErrorCode::Io,
         }
+    }
+}
+
+impl From<ChangesetError> for WorkspaceError {
+    fn from(e: ChangesetError) -> Self {
+        match e {
+            ChangesetError::Path(p) => WorkspaceError::Path(p),
+            ChangesetError::Apply(ApplyError::Tree(t)) => unwrap_tree_error(t),
+            ChangesetError::Apply(a) => WorkspaceError::Apply(a),
+        }
+    }
+}
+
+/// The applier reads through [`Tree`], whose error boxes ours: take it back
+/// out so a symlink is still reported as a symlink.
+fn unwrap_tree_error(t: TreeError) -> WorkspaceError {
+    let TreeError { code, path, source } = t;
+    match source.downcast::<WorkspaceError>() {
+        Ok(ours) => *ours,
+        Err(source) => WorkspaceError::Apply(ApplyError::Tree(TreeError { code, path, source })),
     }
 }
 
@@ -79,86 +126,561 @@ pub struct PathChange {
     pub action: &'static str,
 }
 
-/// Apply `patch` to the directory `root`. With `check`, compute everything
-/// and report what would change, but write nothing.
-pub fn apply_patch(
-    root: &Path,
-    patch: &Patch<'_>,
-    check: bool,
-) -> Result<Vec<PathChange>, WorkspaceError> {
-    // 1. Every path is valid and reaches no symbolic link.
-    for fp in patch.files() {
-        for p in [fp.old_path(), fp.new_path()].into_iter().flatten() {
-            check_no_symlink(root, &RepoPath::from_bytes(p)?)?;
+/// What is at a path, without following links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File { executable: bool },
+    Dir,
+    Other,
+}
+
+/// A directory handle and the name of an entry in it.
+type Located = (Arc<OwnedFd>, String);
+
+/// A handle on a repository root.
+pub struct Workspace {
+    root: PathBuf,
+    dir: Arc<OwnedFd>,
+    /// Directory handles opened while computing one change, so reading a
+    /// thousand files in one directory opens it once. Only on while
+    /// nothing is being written, so it never holds a stale handle.
+    dir_cache: std::sync::Mutex<Option<std::collections::HashMap<String, Arc<OwnedFd>>>>,
+}
+
+/// Turns the directory cache on for its lifetime.
+struct CachedDirs<'w>(&'w Workspace);
+
+impl<'w> CachedDirs<'w> {
+    fn on(ws: &'w Workspace) -> Self {
+        *ws.dir_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Default::default());
+        CachedDirs(ws)
+    }
+}
+
+impl Drop for CachedDirs<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+            .dir_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+fn errno(e: rustix::io::Errno) -> io::Error {
+    io::Error::from(e)
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+impl Workspace {
+    /// Open the workspace rooted at `root` (the root itself may be reached
+    /// through a link; nothing below it is).
+    pub fn open(root: &Path) -> Result<Workspace, WorkspaceError> {
+        let dir = rustix::fs::open(
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| WorkspaceError::Root {
+            root: root.display().to_string(),
+            source: errno(e),
+        })?;
+        Ok(Workspace {
+            root: root.to_path_buf(),
+            dir: Arc::new(dir),
+            dir_cache: Default::default(),
+        })
+    }
+
+    /// The root this workspace was opened at.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory holding `path`'s last component, reached without
+    /// following links; `None` when a directory on the way is missing.
+    fn parent(&self, path: &RepoPath) -> Result<Option<Located>, WorkspaceError> {
+        let components: Vec<&str> = path.components().collect();
+        let (name, dirs) = components.split_last().expect("a RepoPath has a component");
+        let mut at = Arc::clone(&self.dir);
+        let mut cache = self
+            .dir_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut prefix = String::new();
+        for (i, component) in dirs.iter().enumerate() {
+            if i > 0 {
+                prefix.push('/');
+            }
+            prefix.push_str(component);
+            if let Some(fd) = cache.as_ref().and_then(|c| c.get(&prefix)) {
+                at = Arc::clone(fd);
+                continue;
+            }
+            match rustix::fs::openat(&*at, *component, DIR_FLAGS, Mode::empty()) {
+                Ok(fd) => {
+                    at = Arc::new(fd);
+                    if let Some(c) = cache.as_mut() {
+                        c.insert(prefix.clone(), Arc::clone(&at));
+                    }
+                }
+                Err(rustix::io::Errno::NOENT) => return Ok(None),
+                Err(e) => {
+                    return match kind_at(&*at, component) {
+                        // A file where a directory would be: nothing lies below it.
+                        Ok(Some(Kind::File { .. })) => Ok(None),
+                        Ok(Some(Kind::Other)) => Err(WorkspaceError::Symlink {
+                            path: path.to_string(),
+                            link: components[..=i].join("/"),
+                        }),
+                        _ => Err(tree(path, errno(e))),
+                    };
+                }
+            }
+        }
+        Ok(Some((at, (*name).to_owned())))
+    }
+
+    fn kind(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
+        match self.parent(path)? {
+            None => Ok(None),
+            Some((dir, name)) => kind_at(&*dir, &name).map_err(|e| tree(path, e)),
         }
     }
 
-    // 2. Compute every result, staging each write next to its target. A
-    //    path's final state is its last write, or removal if it was only
-    //    removed (git removes first, then writes).
-    let tree = DirTree { root };
-    let mut writes: BTreeMap<RepoPath, Option<Staged>> = BTreeMap::new();
-    let mut removes: BTreeSet<RepoPath> = BTreeSet::new();
-    diff::apply(patch, &tree, &mut |outcome: FileOutcome| {
-        let path = RepoPath::from_bytes(&outcome.path)
-            .map_err(|e| tree_error(&outcome.path, e.code(), e))?;
-        match outcome.new {
-            Some(file) => {
-                let staged = if check {
-                    None
-                } else {
-                    Some(stage(root, &path, &file)?)
-                };
-                writes.insert(path, staged); // drops an earlier staged write
+    /// The file at `path`: its bytes and executable bit, or `None` if
+    /// nothing is there. A symbolic link (at the path or on the way) is
+    /// [`WorkspaceError::Symlink`]; a directory is not a file.
+    pub fn read(&self, path: &RepoPath) -> Result<Option<TreeFile>, WorkspaceError> {
+        let Some((dir, name)) = self.parent(path)? else {
+            return Ok(None);
+        };
+        let fd = match rustix::fs::openat(
+            &*dir,
+            name.as_str(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(rustix::io::Errno::LOOP) => {
+                return Err(WorkspaceError::Symlink {
+                    path: path.to_string(),
+                    link: path.to_string(),
+                })
             }
-            None => {
-                removes.insert(path);
+            Err(e) => return Err(tree(path, errno(e))),
+        };
+        let stat = rustix::fs::fstat(&fd).map_err(|e| tree(path, errno(e)))?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(WorkspaceError::Apply(ApplyError::File {
+                path: path.as_str().as_bytes().to_vec(),
+                reason: "is not a regular file".into(),
+            }));
+        }
+        let mut data = Vec::with_capacity(usize::try_from(stat.st_size).unwrap_or(0));
+        std::fs::File::from(fd)
+            .read_to_end(&mut data)
+            .map_err(|e| tree(path, e))?;
+        Ok(Some(TreeFile {
+            data,
+            executable: stat.st_mode & 0o111 != 0,
+        }))
+    }
+
+    /// The digest and mode of the file at `path`, or `None` if absent.
+    pub fn meta(&self, path: &RepoPath) -> Result<Option<FileMeta>, WorkspaceError> {
+        Ok(self.read(path)?.map(|f| FileMeta {
+            digest: Digest::of(&f.data),
+            executable: f.executable,
+        }))
+    }
+
+    /// Apply `patch`, all or nothing. With `check`, compute everything and
+    /// report what would change, but write nothing.
+    ///
+    /// Unlike [`Changeset::from_patch`] followed by
+    /// [`Workspace::apply_changeset`], this streams: each result is staged
+    /// as soon as it is computed, so memory is bounded by the largest file,
+    /// not by the size of the change.
+    pub fn apply_patch(
+        &self,
+        patch: &Patch<'_>,
+        check: bool,
+    ) -> Result<Vec<PathChange>, WorkspaceError> {
+        for fp in patch.files() {
+            for p in [fp.old_path(), fp.new_path()].into_iter().flatten() {
+                RepoPath::from_bytes(p)?;
+            }
+        }
+        let mut writes: BTreeMap<RepoPath, Option<Staged>> = BTreeMap::new();
+        let mut removes: BTreeSet<RepoPath> = BTreeSet::new();
+        let cached = CachedDirs::on(self);
+        let result = crate::diff::apply(patch, self, &mut |outcome| {
+            let path = RepoPath::from_bytes(&outcome.path)
+                .map_err(|e| boxed(&outcome.path, e.code(), e))?;
+            match outcome.new {
+                Some(file) => {
+                    let staged = if check {
+                        None
+                    } else {
+                        Some(
+                            self.stage(&path, &file.data, file.executable)
+                                .map_err(|e| boxed(&outcome.path, e.code(), e))?,
+                        )
+                    };
+                    writes.insert(path, staged); // drops an earlier staged write
+                }
+                None => {
+                    removes.insert(path);
+                }
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => {}
+            Err(ApplyError::Tree(t)) => return Err(unwrap_tree_error(t)),
+            Err(e) => return Err(e.into()),
+        }
+        // A path's final state is its last write, or removal if it was only
+        // removed (git removes first, then writes).
+        removes.retain(|p| !writes.contains_key(p));
+        let removes: BTreeSet<&RepoPath> = removes.iter().collect();
+        for path in writes.keys() {
+            self.check_room_for(path, &removes)?;
+        }
+        drop(cached); // the commit creates and removes directories
+        let mut changes: Vec<PathChange> = removes
+            .iter()
+            .map(|p| PathChange {
+                path: (*p).clone(),
+                action: "remove",
+            })
+            .chain(writes.keys().map(|p| PathChange {
+                path: p.clone(),
+                action: "write",
+            }))
+            .collect();
+        changes.sort_by(|a, b| a.path.cmp(&b.path));
+        if check {
+            return Ok(changes);
+        }
+        let staged = writes
+            .iter_mut()
+            .map(|(p, s)| (p, s.take().expect("staged when not checking")))
+            .collect();
+        self.commit_staged(&removes, staged)?;
+        Ok(changes)
+    }
+
+    /// Apply `changeset`, all or nothing, after checking every
+    /// precondition against the files as they are now. With `check`, write
+    /// nothing.
+    pub fn apply_changeset(
+        &self,
+        changeset: &Changeset,
+        check: bool,
+    ) -> Result<Vec<PathChange>, WorkspaceError> {
+        for change in changeset.files() {
+            let actual = self.meta(&change.path)?;
+            if actual != change.before {
+                return Err(WorkspaceError::Precondition {
+                    path: change.path.to_string(),
+                    expected: describe(change.before.as_ref()),
+                    actual: describe(actual.as_ref()),
+                });
+            }
+        }
+        let removes: BTreeSet<&RepoPath> = changeset
+            .files()
+            .iter()
+            .filter(|c| c.after.is_none())
+            .map(|c| &c.path)
+            .collect();
+        let writes: Vec<(&RepoPath, &FileContent)> = changeset
+            .files()
+            .iter()
+            .filter_map(|c| c.after.as_ref().map(|a| (&c.path, a)))
+            .collect();
+        for (path, _) in &writes {
+            self.check_room_for(path, &removes)?;
+        }
+        let changes = changeset
+            .files()
+            .iter()
+            .map(|c| PathChange {
+                path: c.path.clone(),
+                action: if c.after.is_some() { "write" } else { "remove" },
+            })
+            .collect();
+        if check {
+            return Ok(changes);
+        }
+        let mut staged = Vec::with_capacity(writes.len());
+        for (path, content) in writes {
+            staged.push((path, self.stage(path, &content.data, content.executable)?));
+        }
+        self.commit_staged(&removes, staged)?;
+        Ok(changes)
+    }
+
+    /// Move staged results into place and remove what is removed; undo
+    /// everything if any step fails.
+    fn commit_staged(
+        &self,
+        removes: &BTreeSet<&RepoPath>,
+        staged: Vec<(&RepoPath, Staged)>,
+    ) -> Result<(), WorkspaceError> {
+        let mut journal = Journal::default();
+        match self.commit(removes, staged, &mut journal) {
+            // Dropping the journal removes the backups of the old contents.
+            Ok(()) => Ok(()),
+            Err((path, source)) => match journal.undo(self) {
+                Ok(()) => Err(WorkspaceError::Commit { path, source }),
+                Err(undo) => Err(WorkspaceError::Undo { path, source, undo }),
+            },
+        }
+    }
+
+    /// Refuse a write that something on disk stands in the way of, once
+    /// the change's own removals are done: a file where a parent directory
+    /// must be, or a directory (holding anything the change keeps) where
+    /// the file goes. Found now, so a check and the real apply agree and
+    /// nothing is touched.
+    fn check_room_for(
+        &self,
+        path: &RepoPath,
+        removes: &BTreeSet<&RepoPath>,
+    ) -> Result<(), WorkspaceError> {
+        let in_the_way = |what: String| {
+            WorkspaceError::Apply(ApplyError::File {
+                path: path.as_str().as_bytes().to_vec(),
+                reason: what,
+            })
+        };
+        let components: Vec<&str> = path.components().collect();
+        for depth in 1..components.len() {
+            let ancestor = RepoPath::from_bytes(components[..depth].join("/").as_bytes())?;
+            match self.kind(&ancestor)? {
+                Some(Kind::Dir) => continue,
+                Some(_) if !removes.contains(&ancestor) => {
+                    return Err(in_the_way(format!(
+                        "`{ancestor}` is a file, so it cannot be a directory"
+                    )))
+                }
+                _ => break,
+            }
+        }
+        if self.kind(path)? == Some(Kind::Dir) {
+            let held =
+                std::fs::read_dir(self.root.join(path.as_str())).map_err(|e| tree(path, e))?;
+            let mut stack: Vec<std::fs::ReadDir> = vec![held];
+            while let Some(entries) = stack.last_mut() {
+                let Some(entry) = entries.next() else {
+                    stack.pop();
+                    continue;
+                };
+                let entry = entry.map_err(|e| tree(path, e))?;
+                let at = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(std::fs::read_dir(&at).map_err(|e| tree(path, e))?);
+                    continue;
+                }
+                let rel = at
+                    .strip_prefix(&self.root)
+                    .unwrap_or(&at)
+                    .to_string_lossy()
+                    .into_owned();
+                if !RepoPath::from_bytes(rel.as_bytes()).is_ok_and(|p| removes.contains(&p)) {
+                    return Err(in_the_way(format!(
+                        "a directory is in the way (it holds `{rel}`)"
+                    )));
+                }
             }
         }
         Ok(())
-    })?;
-    removes.retain(|p| !writes.contains_key(p));
-    for path in writes.keys() {
-        check_room_for(root, path, &removes)?;
     }
 
-    let mut changes: Vec<PathChange> = removes
-        .iter()
-        .map(|p| PathChange {
-            path: p.clone(),
-            action: "remove",
+    /// Write `content` to a temporary file in the nearest existing
+    /// directory on the way to `path` (its parents may not exist yet).
+    fn stage(
+        &self,
+        path: &RepoPath,
+        data: &[u8],
+        executable: bool,
+    ) -> Result<Staged, WorkspaceError> {
+        let components: Vec<&str> = path.components().collect();
+        let mut dir = Arc::clone(&self.dir);
+        for component in &components[..components.len() - 1] {
+            match rustix::fs::openat(&*dir, *component, DIR_FLAGS, Mode::empty()) {
+                Ok(fd) => dir = Arc::new(fd),
+                Err(_) => break, // missing (or to be replaced): stage higher up
+            }
+        }
+        let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
+        let (fd, name) = create_unique(&*dir, ".rt-stage-", |name| {
+            rustix::fs::openat(
+                &*dir,
+                name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                mode,
+            )
         })
-        .chain(writes.keys().map(|p| PathChange {
-            path: p.clone(),
-            action: "write",
-        }))
-        .collect();
-    changes.sort_by(|a, b| a.path.cmp(&b.path));
-    if check {
-        return Ok(changes);
+        .map_err(|e| tree(path, e))?;
+        let staged = Staged {
+            dir: Arc::clone(&dir),
+            name,
+            placed: false,
+        };
+        // The mode is set explicitly: the umask must not decide the bit.
+        rustix::fs::fchmod(&fd, mode).map_err(|e| tree(path, errno(e)))?;
+        let mut file = std::fs::File::from(fd);
+        file.write_all(data).map_err(|e| tree(path, e))?;
+        Ok(staged)
     }
 
-    // 3. Move everything into place, undoing it all if any step fails.
-    let writes: Vec<(RepoPath, Staged)> = writes
-        .into_iter()
-        .map(|(p, s)| (p, s.expect("staged when not checking")))
-        .collect();
-    let mut journal = Journal::new(root);
-    match commit(root, &removes, writes, &mut journal) {
-        // Dropping the journal removes the backups of the old contents.
-        Ok(()) => Ok(changes),
-        Err((path, source)) => match journal.undo() {
-            Ok(()) => Err(WorkspaceError::Commit { path, source }),
-            Err(undo) => Err(WorkspaceError::Undo { path, source, undo }),
-        },
+    fn commit(
+        &self,
+        removes: &BTreeSet<&RepoPath>,
+        staged: Vec<(&RepoPath, Staged)>,
+        journal: &mut Journal,
+    ) -> Result<(), (String, io::Error)> {
+        let fail = |p: &RepoPath| {
+            let p = p.to_string();
+            move |e: io::Error| (p, e)
+        };
+        let located = |p: &RepoPath| -> Result<Option<Located>, (String, io::Error)> {
+            self.parent(p)
+                .map_err(|e| (p.to_string(), io::Error::other(e.to_string())))
+        };
+        // Remove what is removed (git removes before it writes), keeping
+        // each old content under a backup link.
+        for &path in removes {
+            let Some((dir, name)) = located(path)? else {
+                continue;
+            };
+            if !matches!(
+                kind_at(&*dir, &name),
+                Ok(Some(Kind::File { .. }) | Some(Kind::Other))
+            ) {
+                continue;
+            }
+            let backup = journal
+                .link_backup(&self.dir, &dir, &name)
+                .map_err(fail(path))?;
+            rustix::fs::unlinkat(&*dir, name.as_str(), AtFlags::empty())
+                .map_err(|e| fail(path)(errno(e)))?;
+            journal.steps.push(Step::Removed {
+                path: path.clone(),
+                backup,
+            });
+        }
+        // Remove directories that the removals left empty, as git does.
+        for &path in removes {
+            let components: Vec<&str> = path.components().collect();
+            for depth in (1..components.len()).rev() {
+                let Ok(dir_path) = RepoPath::from_bytes(components[..depth].join("/").as_bytes())
+                else {
+                    break;
+                };
+                let Ok(Some((parent, name))) = self.parent(&dir_path) else {
+                    break;
+                };
+                if rustix::fs::unlinkat(&*parent, name.as_str(), AtFlags::REMOVEDIR).is_err() {
+                    break;
+                }
+                journal.steps.push(Step::RemovedDir { path: dir_path });
+            }
+        }
+        // Place every new file, creating its directories; a replaced file
+        // is swapped atomically by the rename.
+        for (path, mut staged) in staged {
+            let components: Vec<&str> = path.components().collect();
+            let mut dir = Arc::clone(&self.dir);
+            for component in &components[..components.len() - 1] {
+                match rustix::fs::openat(&*dir, *component, DIR_FLAGS, Mode::empty()) {
+                    Ok(fd) => dir = Arc::new(fd),
+                    Err(rustix::io::Errno::NOENT) => {
+                        rustix::fs::mkdirat(&*dir, *component, Mode::from_raw_mode(0o755))
+                            .map_err(|e| fail(path)(errno(e)))?;
+                        journal.steps.push(Step::CreatedDir {
+                            parent: Arc::clone(&dir),
+                            name: (*component).to_owned(),
+                        });
+                        let fd = rustix::fs::openat(&*dir, *component, DIR_FLAGS, Mode::empty())
+                            .map_err(|e| fail(path)(errno(e)))?;
+                        dir = Arc::new(fd);
+                    }
+                    Err(e) => return Err(fail(path)(errno(e))),
+                }
+            }
+            let name = components[components.len() - 1].to_owned();
+            let backup = match kind_at(&*dir, &name) {
+                Ok(Some(Kind::File { .. })) => Some(
+                    journal
+                        .link_backup(&self.dir, &dir, &name)
+                        .map_err(fail(path))?,
+                ),
+                _ => None,
+            };
+            if let Err(e) =
+                rustix::fs::renameat(&*staged.dir, staged.name.as_str(), &*dir, name.as_str())
+            {
+                return Err(fail(path)(errno(e)));
+            }
+            staged.placed = true;
+            journal.steps.push(Step::Placed { dir, name, backup });
+        }
+        Ok(())
     }
 }
 
-fn abs(root: &Path, path: &RepoPath) -> PathBuf {
-    root.join(path.as_str())
+impl Tree for Workspace {
+    fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError> {
+        let repo_path = RepoPath::from_bytes(path).map_err(|e| boxed(path, e.code(), e))?;
+        Workspace::read(self, &repo_path).map_err(|e| boxed(path, e.code(), e))
+    }
+
+    fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
+        let repo_path = RepoPath::from_bytes(path).map_err(|e| boxed(path, e.code(), e))?;
+        // A directory does not count: git lets a file be created over one
+        // and the room check above decides whether it may.
+        match self.kind(&repo_path) {
+            Ok(kind) => Ok(matches!(kind, Some(Kind::File { .. }) | Some(Kind::Other))),
+            Err(e) => Err(boxed(path, e.code(), e)),
+        }
+    }
 }
 
-fn tree_error(
+fn describe(meta: Option<&FileMeta>) -> String {
+    match meta {
+        None => "absent".into(),
+        Some(m) if m.executable => format!("{} (executable)", m.digest),
+        Some(m) => m.digest.to_string(),
+    }
+}
+
+fn kind_at(dir: impl AsFd, name: &str) -> io::Result<Option<Kind>> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => Kind::File {
+                executable: st.st_mode & 0o111 != 0,
+            },
+            FileType::Directory => Kind::Dir,
+            _ => Kind::Other,
+        })),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(errno(e)),
+    }
+}
+
+fn boxed(
     path: &[u8],
     code: ErrorCode,
     e: impl std::error::Error + Send + Sync + 'static,
@@ -171,314 +693,192 @@ fn tree_error(
 }
 
 fn io_error(path: &RepoPath, e: io::Error) -> TreeError {
-    tree_error(path.as_str().as_bytes(), ErrorCode::Io, e)
+    boxed(path.as_str().as_bytes(), ErrorCode::Io, e)
 }
 
-/// Refuse a path any of whose existing components is a symbolic link.
-fn check_no_symlink(root: &Path, path: &RepoPath) -> Result<(), WorkspaceError> {
-    let mut at = root.to_path_buf();
-    for component in path.components() {
-        at.push(component);
-        match fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(WorkspaceError::Symlink {
-                    path: path.to_string(),
-                    link: at.strip_prefix(root).unwrap_or(&at).display().to_string(),
-                })
-            }
-            Ok(m) if m.is_dir() => continue,
-            // A regular file or nothing: deeper components cannot be links.
-            _ => break,
-        }
-    }
-    Ok(())
+fn tree(path: &RepoPath, e: io::Error) -> WorkspaceError {
+    WorkspaceError::Apply(ApplyError::Tree(io_error(path, e)))
 }
 
-/// Refuse a write that something on disk stands in the way of, once the
-/// patch's own removals are done: a file where a parent directory must be,
-/// or a directory (with anything the patch does not remove) where the file
-/// goes. Found now, so `--check` and the real apply agree and nothing is
-/// touched.
-fn check_room_for(
-    root: &Path,
-    path: &RepoPath,
-    removes: &BTreeSet<RepoPath>,
-) -> Result<(), WorkspaceError> {
-    let in_the_way = |what: String| {
-        WorkspaceError::Apply(ApplyError::File {
-            path: path.as_str().as_bytes().to_vec(),
-            reason: what,
-        })
-    };
-    let components: Vec<&str> = path.components().collect();
-    for depth in 1..components.len() {
-        let ancestor = components[..depth].join("/");
-        let removed = RepoPath::from_bytes(ancestor.as_bytes()).is_ok_and(|p| removes.contains(&p));
-        match fs::symlink_metadata(root.join(&ancestor)) {
-            Ok(m) if !m.is_dir() && !removed => {
-                return Err(in_the_way(format!(
-                    "`{ancestor}` is a file, so it cannot be a directory"
-                )))
-            }
-            Ok(m) if m.is_dir() => continue,
-            _ => break,
+/// Create something under a fresh random name in `dir`.
+fn create_unique<T>(
+    _dir: impl AsFd,
+    prefix: &str,
+    mut create: impl FnMut(&str) -> rustix::io::Result<T>,
+) -> io::Result<(T, String)> {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let seed = std::collections::hash_map::RandomState::new();
+    for attempt in 0u32..32 {
+        let mut h = seed.build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u32(attempt);
+        let name = format!("{prefix}{:016x}", h.finish());
+        match create(&name) {
+            Ok(t) => return Ok((t, name)),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(errno(e)),
         }
     }
-    let target = abs(root, path);
-    if fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
-        let mut stack = vec![target];
-        while let Some(dir) = stack.pop() {
-            let entries =
-                fs::read_dir(&dir).map_err(|e| WorkspaceError::Apply(io_error(path, e).into()))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| WorkspaceError::Apply(io_error(path, e).into()))?;
-                let at = entry.path();
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push(at);
-                    continue;
-                }
-                let rel = at
-                    .strip_prefix(root)
-                    .unwrap_or(&at)
-                    .to_string_lossy()
-                    .into_owned();
-                if !RepoPath::from_bytes(rel.as_bytes()).is_ok_and(|p| removes.contains(&p)) {
-                    return Err(in_the_way(format!(
-                        "a directory is in the way (it holds `{rel}`)"
-                    )));
-                }
-            }
-        }
-    }
-    Ok(())
+    Err(io::Error::other("could not find a free temporary name"))
 }
 
-/// The directory as the applier's [`Tree`].
-struct DirTree<'r> {
-    root: &'r Path,
-}
-
-impl Tree for DirTree<'_> {
-    fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError> {
-        let repo_path = RepoPath::from_bytes(path).map_err(|e| tree_error(path, e.code(), e))?;
-        let at = abs(self.root, &repo_path);
-        let meta = match fs::symlink_metadata(&at) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(20) => {
-                return Ok(None)
-            }
-            Err(e) => return Err(io_error(&repo_path, e)),
-        };
-        if !meta.is_file() {
-            return Err(tree_error(
-                path,
-                ErrorCode::PatchDoesNotApply,
-                io::Error::other("is not a regular file"),
-            ));
-        }
-        let data = fs::read(&at).map_err(|e| io_error(&repo_path, e))?;
-        Ok(Some(TreeFile {
-            data,
-            executable: meta.permissions().mode() & 0o111 != 0,
-        }))
-    }
-
-    fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
-        let repo_path = RepoPath::from_bytes(path).map_err(|e| tree_error(path, e.code(), e))?;
-        match fs::symlink_metadata(abs(self.root, &repo_path)) {
-            Ok(m) => Ok(!m.is_dir()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(20) => {
-                Ok(false)
-            }
-            Err(e) => Err(io_error(&repo_path, e)),
-        }
-    }
-}
-
-/// A result written to a temporary file, waiting to be renamed into place.
+/// A result written to a temporary file, waiting to be renamed into place;
+/// removed if it never is.
 struct Staged {
-    temp: tempfile::TempPath,
+    dir: Arc<OwnedFd>,
+    name: String,
+    placed: bool,
 }
 
-/// Write `file` to a temporary file in the nearest existing directory on
-/// the way to `path` (its parents may not exist yet).
-fn stage(root: &Path, path: &RepoPath, file: &TreeFile) -> Result<Staged, TreeError> {
-    let target = abs(root, path);
-    let mut dir = target.parent().unwrap_or(root).to_path_buf();
-    while !dir.is_dir() && dir != root {
-        dir.pop();
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.placed {
+            let _ = rustix::fs::unlinkat(&*self.dir, self.name.as_str(), AtFlags::empty());
+        }
     }
-    let mut temp = tempfile::Builder::new()
-        .prefix(".rt-stage-")
-        .tempfile_in(&dir)
-        .map_err(|e| io_error(path, e))?;
-    temp.write_all(&file.data).map_err(|e| io_error(path, e))?;
-    let mode = if file.executable { 0o755 } else { 0o644 };
-    fs::set_permissions(temp.path(), fs::Permissions::from_mode(mode))
-        .map_err(|e| io_error(path, e))?;
-    Ok(Staged {
-        temp: temp.into_temp_path(),
-    })
 }
 
-/// Every step of a commit, so it can be undone in reverse.
+/// Every step of a commit, so it can be undone in reverse, and the backup
+/// directory holding old contents until the commit is done.
+#[derive(Default)]
 struct Journal {
     steps: Vec<Step>,
-    /// Where old contents are kept (as hard links) until the commit is
-    /// done: a hidden directory at the root, so that directories emptied by
-    /// the change really are empty.
-    backups: Option<tempfile::TempDir>,
-    root: PathBuf,
+    /// A hidden directory at the root (so directories emptied by the change
+    /// really are empty), with its name.
+    backups: Option<(Arc<OwnedFd>, Arc<OwnedFd>, String)>,
+    /// Set when undo failed: the backups are the only copy, keep them.
+    keep_backups: bool,
 }
 
 enum Step {
-    /// `original` was unlinked; its content lives on at `backup`.
-    Removed { original: PathBuf, backup: PathBuf },
-    /// An empty directory was removed.
-    RemovedDir(PathBuf),
+    /// The file at `path` was unlinked; its content lives on at `backup`.
+    /// (By path, not directory handle: its directory may be removed and
+    /// re-created by later steps and their undoing.)
+    Removed { path: RepoPath, backup: String },
+    /// The empty directory at `path` was removed.
+    RemovedDir { path: RepoPath },
     /// A directory was created.
-    CreatedDir(PathBuf),
-    /// A new file was renamed onto `path`, replacing the file now at
+    CreatedDir { parent: Arc<OwnedFd>, name: String },
+    /// A new file was renamed onto `name`, replacing the file now at
     /// `backup` (a hard link to the old content), if there was one.
     Placed {
-        path: PathBuf,
-        backup: Option<PathBuf>,
+        dir: Arc<OwnedFd>,
+        name: String,
+        backup: Option<String>,
     },
 }
 
 impl Journal {
-    fn new(root: &Path) -> Self {
-        Journal {
-            steps: Vec::new(),
-            backups: None,
-            root: root.to_path_buf(),
-        }
-    }
-
-    /// Keep the old content of `original` reachable under a fresh name in
-    /// the backup directory: one hard link, no copy. The original stays in
-    /// place, so a replaced file is never missing, even for an instant.
-    fn link_backup(&mut self, original: &Path) -> io::Result<PathBuf> {
+    /// Keep the old content of `name` in `dir` reachable in the backup
+    /// directory: one hard link, no copy.
+    fn link_backup(
+        &mut self,
+        root: &Arc<OwnedFd>,
+        dir: &OwnedFd,
+        name: &str,
+    ) -> io::Result<String> {
         if self.backups.is_none() {
-            self.backups = Some(
-                tempfile::Builder::new()
-                    .prefix(".rt-backup-")
-                    .tempdir_in(&self.root)?,
-            );
+            let ((), dir_name) = create_unique(&**root, ".rt-backup-", |n| {
+                rustix::fs::mkdirat(&**root, n, Mode::from_raw_mode(0o700))
+            })?;
+            let fd = rustix::fs::openat(&**root, dir_name.as_str(), DIR_FLAGS, Mode::empty())
+                .map_err(errno)?;
+            self.backups = Some((Arc::clone(root), Arc::new(fd), dir_name));
         }
-        let dir = self.backups.as_ref().expect("created above").path();
-        let backup = dir.join(self.steps.len().to_string());
-        fs::hard_link(original, &backup)?;
+        let (_, backups, _) = self.backups.as_ref().expect("created above");
+        let backup = self.steps.len().to_string();
+        rustix::fs::linkat(dir, name, &**backups, backup.as_str(), AtFlags::empty())
+            .map_err(errno)?;
         Ok(backup)
     }
 
-    fn undo(&mut self) -> Result<(), String> {
+    fn backup_dir(&self) -> &OwnedFd {
+        &self
+            .backups
+            .as_ref()
+            .expect("a backup exists only with its directory")
+            .1
+    }
+
+    fn undo(&mut self, ws: &Workspace) -> Result<(), String> {
         let mut failures = Vec::new();
+        let parent = |path: &RepoPath| match ws.parent(path) {
+            Ok(Some(found)) => Ok(found),
+            _ => Err(rustix::io::Errno::NOENT),
+        };
         while let Some(step) = self.steps.pop() {
             let result = match &step {
                 Step::Placed {
-                    path,
+                    dir,
+                    name,
                     backup: Some(b),
-                } => fs::rename(b, path),
-                Step::Placed { path, backup: None } => fs::remove_file(path),
-                Step::CreatedDir(p) => fs::remove_dir(p),
-                Step::RemovedDir(p) => fs::create_dir(p),
-                Step::Removed { original, backup } => fs::rename(backup, original),
+                } => rustix::fs::renameat(self.backup_dir(), b.as_str(), &**dir, name.as_str()),
+                Step::Placed {
+                    dir,
+                    name,
+                    backup: None,
+                } => rustix::fs::unlinkat(&**dir, name.as_str(), AtFlags::empty()),
+                Step::CreatedDir { parent, name } => {
+                    rustix::fs::unlinkat(&**parent, name.as_str(), AtFlags::REMOVEDIR)
+                }
+                Step::RemovedDir { path } => parent(path).and_then(|(dir, name)| {
+                    rustix::fs::mkdirat(&*dir, name.as_str(), Mode::from_raw_mode(0o755))
+                }),
+                Step::Removed { path, backup } => parent(path).and_then(|(dir, name)| {
+                    rustix::fs::renameat(self.backup_dir(), backup.as_str(), &*dir, name.as_str())
+                }),
             };
             if let Err(e) = result {
                 failures.push(e.to_string());
             }
         }
         if failures.is_empty() {
-            Ok(())
-        } else {
-            // Old contents that could not be put back stay in the backup
-            // directory: name it so a person can recover them.
-            if let Some(dir) = self.backups.take() {
-                failures.push(format!("old contents are kept in {}", dir.keep().display()));
+            return Ok(());
+        }
+        // Old contents that could not be put back stay in the backup
+        // directory: name it so a person can recover them.
+        self.keep_backups = true;
+        if let Some((_, _, name)) = &self.backups {
+            failures.push(format!("old contents are kept in {name} at the root"));
+        }
+        Err(failures.join("; "))
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if self.keep_backups {
+            return;
+        }
+        if let Some((root, dir, name)) = self.backups.take() {
+            if let Ok(entries) = rustix::fs::Dir::read_from(&*dir) {
+                for entry in entries.flatten() {
+                    let n = entry.file_name().to_string_lossy().into_owned();
+                    if n != "." && n != ".." {
+                        let _ = rustix::fs::unlinkat(&*dir, n.as_str(), AtFlags::empty());
+                    }
+                }
             }
-            Err(failures.join("; "))
+            let _ = rustix::fs::unlinkat(&*root, name.as_str(), AtFlags::REMOVEDIR);
         }
     }
 }
 
-fn is_file(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-}
-
-fn commit(
+/// Apply `patch` to the directory `root`, all or nothing. With `check`,
+/// compute everything and report what would change, but write nothing.
+pub fn apply_patch(
     root: &Path,
-    removes: &BTreeSet<RepoPath>,
-    writes: Vec<(RepoPath, Staged)>,
-    journal: &mut Journal,
-) -> Result<(), (String, io::Error)> {
-    let fail = |p: &RepoPath| {
-        let p = p.to_string();
-        move |e: io::Error| (p, e)
-    };
-    // Remove what is removed (git removes before it writes), keeping each
-    // old content under a backup link.
-    for path in removes {
-        let original = abs(root, path);
-        if !is_file(&original) {
-            continue;
-        }
-        let backup = journal.link_backup(&original).map_err(fail(path))?;
-        if let Err(e) = fs::remove_file(&original) {
-            let _ = fs::remove_file(&backup);
-            return Err(fail(path)(e));
-        }
-        journal.steps.push(Step::Removed { original, backup });
-    }
-    // Remove directories that the removals left empty, as git does.
-    for path in removes {
-        let mut dir = abs(root, path);
-        while dir.pop() && dir != root {
-            if fs::remove_dir(&dir).is_err() {
-                break;
-            }
-            journal.steps.push(Step::RemovedDir(dir.clone()));
-        }
-    }
-    // Place every new file, creating its directories; a replaced file is
-    // swapped atomically by the rename.
-    for (path, staged) in writes {
-        let target = abs(root, &path);
-        let mut missing = Vec::new();
-        let mut dir = target.parent().map(Path::to_path_buf);
-        while let Some(d) = dir {
-            if d == root || d.is_dir() {
-                break;
-            }
-            dir = d.parent().map(Path::to_path_buf);
-            missing.push(d);
-        }
-        for d in missing.into_iter().rev() {
-            fs::create_dir(&d).map_err(fail(&path))?;
-            journal.steps.push(Step::CreatedDir(d));
-        }
-        let backup = if is_file(&target) {
-            Some(journal.link_backup(&target).map_err(fail(&path))?)
-        } else {
-            None
-        };
-        if let Err(e) = staged.temp.persist(&target) {
-            if let Some(b) = backup {
-                let _ = fs::remove_file(b);
-            }
-            return Err(fail(&path)(e.error));
-        }
-        journal.steps.push(Step::Placed {
-            path: target,
-            backup,
-        });
-    }
-    Ok(())
+    patch: &Patch<'_>,
+    check: bool,
+) -> Result<Vec<PathChange>, WorkspaceError> {
+    Workspace::open(root)?.apply_patch(patch, check)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+    use std::fs;
 
     fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();
@@ -513,33 +913,116 @@ mod tests {
         fs::write(root.join("a"), "old a").expect("write");
         fs::write(root.join("d/gone"), "old gone").expect("write");
         let before = files(root);
+        let ws = Workspace::open(root).expect("opens");
 
         let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
-        let staged = |path: &str, data: &str| {
-            stage(root, &p(path), &TreeFile::regular(data.as_bytes().to_vec())).expect("stages")
-        };
-        let removes = BTreeSet::from([p("d/gone")]);
-        let broken = staged("z/new", "new z");
-        fs::remove_file(&broken.temp).expect("the fault: the staged file disappears");
-        let writes = vec![
-            (p("a"), staged("a", "new a")),
-            (p("b/c"), staged("b/c", "new c")),
-            (p("z/new"), broken),
+        let (a, c, z, gone) = (p("a"), p("b/c"), p("z/new"), p("d/gone"));
+        let removes = BTreeSet::from([&gone]);
+        let broken = ws.stage(&z, b"new z", false).expect("stages");
+        rustix::fs::unlinkat(&*broken.dir, broken.name.as_str(), AtFlags::empty())
+            .expect("the fault: the staged file disappears");
+        let staged = vec![
+            (&a, ws.stage(&a, b"new a", false).expect("stages")),
+            (&c, ws.stage(&c, b"new c", false).expect("stages")),
+            (&z, broken),
         ];
 
-        let mut journal = Journal::new(root);
-        let (path, _) =
-            commit(root, &removes, writes, &mut journal).expect_err("the last write fails");
+        let mut journal = Journal::default();
+        let (path, _) = ws
+            .commit(&removes, staged, &mut journal)
+            .expect_err("the last write fails");
         assert_eq!(path, "z/new");
         // Before undoing: a and b/c were placed, d/gone and d were removed.
         assert_eq!(fs::read_to_string(root.join("a")).expect("a"), "new a");
         assert!(!root.join("d").exists());
-        journal.undo().expect("undo succeeds");
+        journal.undo(&ws).expect("undo succeeds");
         drop(journal);
         assert_eq!(
             files(root),
             before,
             "every change undone, no staging or backup left"
         );
+    }
+
+    #[test]
+    fn reads_never_follow_links() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        fs::write(outside.path().join("secret"), "s").expect("write");
+        let root = dir.path();
+        fs::create_dir(root.join("real")).expect("mkdir");
+        fs::write(root.join("real/f"), "f").expect("write");
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).expect("link");
+        std::os::unix::fs::symlink("real", root.join("alias")).expect("link");
+        std::os::unix::fs::symlink("real/f", root.join("flink")).expect("link");
+        std::os::unix::fs::symlink("/", root.join("slash")).expect("link");
+        let ws = Workspace::open(root).expect("opens");
+        let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
+        assert_eq!(
+            ws.read(&p("real/f")).expect("reads").map(|f| f.data),
+            Some(b"f".to_vec())
+        );
+        for path in ["out/secret", "alias/f", "flink", "slash/etc/hostname"] {
+            let e = ws.read(&p(path)).expect_err(path);
+            assert_eq!(e.code(), ErrorCode::PathEscape, "{path}: {e}");
+        }
+        assert!(ws.read(&p("missing/x")).expect("absent").is_none());
+        assert!(ws.read(&p("real/f/below")).expect("below a file").is_none());
+    }
+
+    #[test]
+    fn apply_changeset_checks_every_precondition_first() {
+        use crate::changeset::{FileChange, Operation};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        fs::write(root.join("a"), "a1").expect("write");
+        fs::write(root.join("b"), "b1").expect("write");
+        let ws = Workspace::open(root).expect("opens");
+        let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
+        let meta = |s: &str| {
+            Some(FileMeta {
+                digest: Digest::of(s.as_bytes()),
+                executable: false,
+            })
+        };
+        let change = |path: &str, before: Option<FileMeta>, after: &str| FileChange {
+            path: p(path),
+            operation: Operation::Modify,
+            before,
+            after: Some(FileContent {
+                data: after.as_bytes().to_vec(),
+                executable: false,
+            }),
+        };
+        // b's precondition is stale: nothing at all is written, a included.
+        let stale = Changeset::new(vec![
+            change("a", meta("a1"), "a2"),
+            change("b", meta("b0"), "b2"),
+        ])
+        .expect("unique");
+        let before = files(root);
+        let e = ws.apply_changeset(&stale, false).expect_err("stale");
+        assert_eq!(e.code(), ErrorCode::PreconditionFailed);
+        assert!(e.to_string().starts_with("b: expected blob:sha256:"), "{e}");
+        assert_eq!(files(root), before);
+        // "Must be absent" is a precondition too.
+        let exists = Changeset::new(vec![FileChange {
+            before: None,
+            ..change("a", None, "x")
+        }])
+        .expect("unique");
+        assert!(ws
+            .apply_changeset(&exists, false)
+            .expect_err("exists")
+            .to_string()
+            .contains("expected absent"));
+        // Fresh preconditions: applied.
+        let fresh = Changeset::new(vec![
+            change("a", meta("a1"), "a2"),
+            change("b", meta("b1"), "b2"),
+        ])
+        .expect("unique");
+        ws.apply_changeset(&fresh, false).expect("applies");
+        assert_eq!(fs::read_to_string(root.join("b")).expect("b"), "b2");
     }
 }

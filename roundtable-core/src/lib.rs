@@ -42,9 +42,11 @@ pub mod diff;
 mod digest;
 mod error;
 pub mod path;
+pub mod resource;
 pub mod workspace;
 
 pub use changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
 pub use digest::{Digest, DigestError, DIGEST_PREFIX};
 pub use error::ErrorCode;
 pub use path::{PathError, RepoPath};
+pub use resource::{Resource, ResourceError};

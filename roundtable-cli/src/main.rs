@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use roundtable::diff::{self, ApplyError, FileStatus, Mode, ParseOptions, Patch};
-use roundtable::workspace::{self, WorkspaceError};
+use roundtable::workspace::{Workspace, WorkspaceError};
 use roundtable::ErrorCode;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -32,6 +32,15 @@ enum Command {
     /// Work with unified / git diffs.
     #[command(subcommand)]
     Patch(PatchCommand),
+    /// Work with Opcore edit plans (WorkspaceEdit JSON).
+    #[command(subcommand)]
+    Edit(EditCommand),
+    /// Print the workspace state hash, git HEAD and file count.
+    State {
+        /// The repository root.
+        #[arg(long)]
+        root: PathBuf,
+    },
     /// Run a whole change through roundtable in a fresh temporary repository.
     Demo {
         /// Keep the temporary repository and print its path.
@@ -66,6 +75,21 @@ enum PatchCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum EditCommand {
+    /// Apply an edit plan to a directory, all or nothing.
+    Apply {
+        /// The directory to apply to.
+        #[arg(long)]
+        root: PathBuf,
+        /// Check the plan and its preconditions and report what would change; write nothing.
+        #[arg(long)]
+        check: bool,
+        /// The plan (`-` for standard input).
+        plan: PathBuf,
+    },
+}
+
 /// A refusal: a stable code, a message and structured details.
 pub(crate) struct Failure {
     code: ErrorCode,
@@ -93,6 +117,18 @@ impl From<diff::ParseError> for Failure {
     }
 }
 
+impl From<roundtable::edit::EditError> for Failure {
+    fn from(e: roundtable::edit::EditError) -> Self {
+        Failure::new(e.code(), e.to_string(), e.details())
+    }
+}
+
+impl From<roundtable::state::StateError> for Failure {
+    fn from(e: roundtable::state::StateError) -> Self {
+        Failure::new(e.code(), e.to_string(), json!({}))
+    }
+}
+
 impl From<WorkspaceError> for Failure {
     fn from(e: WorkspaceError) -> Self {
         let details = match &e {
@@ -102,6 +138,11 @@ impl From<WorkspaceError> for Failure {
             WorkspaceError::Apply(a) => json!({"path": String::from_utf8_lossy(a.path())}),
             WorkspaceError::Path(p) => json!({"path": p.path, "reason": p.reason}),
             WorkspaceError::Symlink { path, link } => json!({"path": path, "symlink": link}),
+            WorkspaceError::Precondition {
+                path,
+                expected,
+                actual,
+            } => json!({"path": path, "expected": expected, "actual": actual}),
             WorkspaceError::Commit { path, .. } | WorkspaceError::Undo { path, .. } => {
                 json!({"path": path})
             }
@@ -226,6 +267,17 @@ fn to_json(value: &impl Serialize) -> Result<String, Failure> {
     text.map_err(|e| Failure::new(ErrorCode::Io, e.to_string(), json!({})))
 }
 
+fn open_root(root: &std::path::Path) -> Result<Workspace, Failure> {
+    if !root.is_dir() {
+        return Err(Failure::new(
+            ErrorCode::InvalidArgument,
+            format!("{}: not a directory", root.display()),
+            json!({"field": "root"}),
+        ));
+    }
+    Ok(Workspace::open(root)?)
+}
+
 fn run(command: Command) -> Result<String, Failure> {
     match command {
         Command::Patch(PatchCommand::Parse { file, strip }) => {
@@ -240,15 +292,22 @@ fn run(command: Command) -> Result<String, Failure> {
         }) => {
             let bytes = read_input(&file)?;
             let patch = parse_patch(&bytes, strip)?;
-            if !root.is_dir() {
-                return Err(Failure::new(
-                    ErrorCode::InvalidArgument,
-                    format!("{}: not a directory", root.display()),
-                    json!({"field": "root"}),
-                ));
-            }
-            let changes = workspace::apply_patch(&root, &patch, check)?;
+            let changes = open_root(&root)?.apply_patch(&patch, check)?;
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
+        }
+        Command::Edit(EditCommand::Apply { root, check, plan }) => {
+            let bytes = read_input(&plan)?;
+            let plan = roundtable::edit::parse_plan(&bytes)?;
+            let workspace = open_root(&root)?;
+            let changeset = roundtable::edit::plan_changeset(&plan, &workspace)?;
+            let changes = workspace.apply_changeset(&changeset, check)?;
+            to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
+        }
+        Command::State { root } => {
+            let state = roundtable::state::compute_state(&root)?;
+            to_json(
+                &json!({ "state": state.state, "git_head": state.git_head, "files": state.files }),
+            )
         }
         Command::Demo { keep } => to_json(&demo::run(keep)?),
     }

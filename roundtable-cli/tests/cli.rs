@@ -243,18 +243,30 @@ fn escaping_paths_are_refused_before_anything_is_read() {
         .expect("symlink");
     std::os::unix::fs::symlink("a.txt", root.path().join("linkfile")).expect("symlink");
     let outside = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink("/", root.path().join("slash")).expect("symlink");
     let cases = [
         ("../outside.txt", "path_escape"),
+        ("..", "path_escape"),
+        ("sub/..", "path_escape"),
+        ("sub/../a.txt", "path_escape"),
         ("sub/../../outside.txt", "path_escape"),
         (".git/config", "path_escape"),
         ("x/.roundtable/store", "path_escape"),
         ("linkdir/f", "path_escape"),
         ("linkfile", "path_escape"),
+        ("slash/etc/hostname", "path_escape"),
         ("a//b", "invalid_path"),
+        ("\"nul\\000byte\"", "invalid_path"),
+        // A directory where a file is expected.
+        ("real", "patch_does_not_apply"),
     ];
     for (path, want) in cases {
         let before = snapshot(root.path());
-        let text = format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-x\n+y\n");
+        let text = if let Some(quoted) = path.strip_prefix('"') {
+            format!("--- \"a/{quoted}\n+++ \"b/{quoted}\n@@ -1 +1 @@\n-x\n+y\n")
+        } else {
+            format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-x\n+y\n")
+        };
         let file = write_patch(outside.path(), &text);
         let (code, json, _) = roundtable(
             &[
@@ -308,4 +320,151 @@ fn demo_runs_every_step() {
         .filter_map(|s| s["step"].as_str())
         .collect();
     assert_eq!(steps, ["parse", "check", "apply", "refuse_stale", "undo"]);
+}
+
+/// `blob:sha256:` of `data`, computed by `sha256sum`, independently of the
+/// library under test.
+fn digest(data: &str) -> String {
+    use std::fmt::Write as _;
+    let out = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn();
+    let mut child = out.expect("sha256sum runs");
+    {
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(data.as_bytes())
+            .expect("writes");
+    }
+    let output = child.wait_with_output().expect("finishes");
+    let hex = String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let mut s = String::new();
+    write!(s, "blob:sha256:{hex}").expect("formats");
+    s
+}
+
+#[test]
+fn edit_apply_applies_plans_and_refuses_stale_ones() {
+    let root = scratch(&[("src/a.txt", "héllo wörld\n"), ("old.txt", "o\n")]);
+    let plans = tempfile::tempdir().expect("tempdir");
+    let plan = serde_json::json!({
+        "status": "complete",
+        "documentChanges": [
+            {"path": "src/a.txt", "kind": "modify",
+             "precondition": {"expectedDigest": digest("héllo wörld\n")},
+             "edits": [{"range": {"start": {"line": 0, "char": 6}, "end": {"line": 0, "char": 11}},
+                        "coordinateSystem": "codepoint", "newText": "there"}]},
+            {"path": "old.txt", "kind": "rename", "to": "new.txt",
+             "precondition": {"expectedDigest": digest("o\n")}}
+        ]
+    });
+    let file = plans.path().join("plan.json");
+    fs::write(&file, plan.to_string()).expect("write plan");
+    let file = file.display().to_string();
+    let root_arg = root.path().display().to_string();
+    let before = snapshot(root.path());
+
+    let (code, json, _) = roundtable(
+        &["edit", "apply", "--root", &root_arg, "--check", &file],
+        None,
+    );
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(snapshot(root.path()), before, "--check writes nothing");
+
+    let (code, json, _) = roundtable(&["edit", "apply", "--root", &root_arg, &file], None);
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(
+        fs::read_to_string(root.path().join("src/a.txt")).expect("a"),
+        "héllo there\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.path().join("new.txt")).expect("renamed"),
+        "o\n"
+    );
+    assert!(!root.path().join("old.txt").exists());
+
+    // The same plan again: its preconditions no longer hold.
+    let after = snapshot(root.path());
+    let (code, json, _) = roundtable(&["edit", "apply", "--root", &root_arg, &file], None);
+    assert_eq!(code, 1);
+    assert_eq!(json["error"]["code"], "precondition_failed", "{json}");
+    assert_eq!(json["error"]["details"]["path"], "src/a.txt");
+    assert_eq!(
+        json["error"]["details"]["expected"],
+        digest("héllo wörld\n")
+    );
+    assert_eq!(json["error"]["details"]["actual"], digest("héllo there\n"));
+    assert_eq!(snapshot(root.path()), after);
+
+    // Escapes in a plan are refused before anything is read.
+    for (path, code_want) in [
+        ("../x", "path_escape"),
+        (".git/config", "path_escape"),
+        ("linkdir/f", "path_escape"),
+    ] {
+        if path == "linkdir/f" {
+            std::os::unix::fs::symlink(root.path().join("src"), root.path().join("linkdir"))
+                .expect("symlink");
+        }
+        let bad = serde_json::json!({"status": "complete", "documentChanges": [
+            {"path": path, "kind": "create", "precondition": {"expectedAbsence": true},
+             "edits": [{"range": {"start": {"line": 0, "char": 0}, "end": {"line": 0, "char": 0}}, "coordinateSystem": "utf8", "newText": "x"}]}]});
+        let f = plans.path().join("bad.json");
+        fs::write(&f, bad.to_string()).expect("write");
+        let snap = snapshot(root.path());
+        let (code, json, _) = roundtable(
+            &[
+                "edit",
+                "apply",
+                "--root",
+                &root_arg,
+                &f.display().to_string(),
+            ],
+            None,
+        );
+        assert_eq!(
+            (code, json["error"]["code"].as_str()),
+            (1, Some(code_want)),
+            "{path}: {json}"
+        );
+        assert_eq!(snapshot(root.path()), snap);
+    }
+}
+
+#[test]
+fn state_prints_hash_head_and_count_and_ignores_touch() {
+    let root = scratch(&[("a", "1\n"), ("d/b", "2\n")]);
+    let root_arg = root.path().display().to_string();
+    let (code, first, _) = roundtable(&["state", "--root", &root_arg], None);
+    assert_eq!(code, 0, "{first}");
+    assert_eq!(first["files"], 2);
+    assert_eq!(first["git_head"], Value::Null);
+    assert!(
+        first["state"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("state:sha256:")),
+        "{first}"
+    );
+    // Touching a file changes nothing; changing a byte changes the state.
+    let f = fs::File::options()
+        .append(true)
+        .open(root.path().join("a"))
+        .expect("open");
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .expect("touch");
+    let (_, touched, _) = roundtable(&["state", "--root", &root_arg], None);
+    assert_eq!(touched["state"], first["state"]);
+    fs::write(root.path().join("a"), "1!\n").expect("write");
+    let (_, changed, _) = roundtable(&["state", "--root", &root_arg], None);
+    assert_ne!(changed["state"], first["state"]);
+    let (code, json, _) = roundtable(&["state", "--root", "/nonexistent/root"], None);
+    assert_eq!(code, 1, "{json}");
 }

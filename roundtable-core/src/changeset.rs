@@ -10,6 +10,8 @@
 use crate::{Digest, RepoPath};
 use serde::Serialize;
 
+mod render;
+
 /// A file's state as a precondition: its digest and executable bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct FileMeta {
@@ -134,6 +136,12 @@ pub enum ChangesetError {
     /// The patch does not apply to the current files.
     #[error(transparent)]
     Apply(#[from] crate::diff::ApplyError),
+    /// A file is no longer what the changeset was made against.
+    #[error("{path}: no longer matches the changeset's precondition")]
+    Stale {
+        /// The file.
+        path: RepoPath,
+    },
 }
 
 impl ChangesetError {
@@ -142,6 +150,7 @@ impl ChangesetError {
         match self {
             ChangesetError::Path(e) => e.code(),
             ChangesetError::Apply(e) => e.code(),
+            ChangesetError::Stale { .. } => crate::ErrorCode::PreconditionFailed,
         }
     }
 }
@@ -391,5 +400,108 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
         .expect("parses");
         let e = Changeset::from_patch(&patch, &tree(&[("m", "other\n")])).expect_err("stale");
         assert_eq!(e.code(), crate::ErrorCode::PatchDoesNotApply);
+    }
+
+    /// Rendering a changeset as a diff and applying that diff to the old
+    /// tree gives exactly the changeset's results.
+    #[test]
+    fn renders_as_a_diff_that_applies_to_its_results() {
+        let bin_old: Vec<u8> = (0u8..=255).collect();
+        let bin_new: Vec<u8> = (0u8..=255).rev().collect();
+        let mut before = tree(&[
+            (
+                "m.txt",
+                "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n",
+            ),
+            ("nonl.txt", "a\nb"),
+            ("old name", "moved\nand edited\n"),
+            ("gone", "bye\n"),
+            ("mode.sh", "#!/bin/sh\n"),
+            ("src", "copied\n"),
+        ]);
+        before.insert(b"bin".to_vec(), TreeFile::regular(bin_old.clone()));
+        let meta_of = |t: &BTreeMap<Vec<u8>, TreeFile>, path: &str| {
+            t.get(path.as_bytes()).map(|f| FileMeta {
+                digest: Digest::of(&f.data),
+                executable: f.executable,
+            })
+        };
+        let content = |c: &[u8], x: bool| {
+            Some(FileContent {
+                data: c.to_vec(),
+                executable: x,
+            })
+        };
+        let change = |path: &str, operation: Operation, after: Option<FileContent>| FileChange {
+            path: p(path),
+            operation,
+            before: meta_of(&before, path),
+            after,
+        };
+        let cs = Changeset::new(vec![
+            change(
+                "m.txt",
+                Operation::Modify,
+                content(
+                    b"one\nTWO\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\n",
+                    false,
+                ),
+            ),
+            change("nonl.txt", Operation::Modify, content(b"a\nb\nc\n", false)),
+            change(
+                "old name",
+                Operation::RenamedAway { to: p("new name") },
+                None,
+            ),
+            change(
+                "new name",
+                Operation::Rename {
+                    from: p("old name"),
+                },
+                content(b"moved\nand edited twice\n", false),
+            ),
+            change("gone", Operation::Delete, None),
+            change("made.sh", Operation::Create, content(b"echo made\n", true)),
+            change("empty", Operation::Create, content(b"", false)),
+            change("mode.sh", Operation::Modify, content(b"#!/bin/sh\n", true)),
+            change("bin", Operation::Modify, content(&bin_new, false)),
+            change(
+                "copy",
+                Operation::Copy { from: p("src") },
+                content(b"copied\nand changed\n", false),
+            ),
+        ])
+        .expect("unique paths");
+        let text = cs.render_diff(&before).expect("renders");
+        let patch = parse(&text, &ParseOptions::default())
+            .unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&text)));
+        let after =
+            crate::diff::apply_in_memory(&patch, &before).expect("the rendered diff applies");
+        for c in cs.files() {
+            let got = after.get(c.path.as_str().as_bytes()).map(|f| FileContent {
+                data: f.data.clone(),
+                executable: f.executable,
+            });
+            assert_eq!(
+                got,
+                c.after,
+                "{}\n{}",
+                c.path,
+                String::from_utf8_lossy(&text)
+            );
+        }
+        assert_eq!(
+            after.get(b"src".as_slice()),
+            before.get(b"src".as_slice()),
+            "a copy's source is unchanged"
+        );
+        // A stale tree is refused rather than rendered wrongly.
+        let mut stale = before.clone();
+        stale.insert(
+            b"m.txt".to_vec(),
+            TreeFile::regular(b"changed meanwhile\n".to_vec()),
+        );
+        let e = cs.render_diff(&stale).expect_err("stale");
+        assert_eq!(e.code(), crate::ErrorCode::PreconditionFailed);
     }
 }

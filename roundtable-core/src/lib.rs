@@ -40,9 +40,11 @@
 pub mod changeset;
 pub mod diff;
 mod digest;
+pub mod edit;
 mod error;
 pub mod path;
 pub mod resource;
+pub mod state;
 pub mod workspace;
 
 pub use changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};

@@ -13,7 +13,7 @@
 //! If any step of that last phase fails, everything already done is undone.
 //! A refused change leaves every file exactly as it was.
 
-use crate::changeset::{Changeset, ChangesetError, FileContent, FileMeta};
+use crate::changeset::{Changeset, FileContent, FileMeta};
 use crate::diff::{ApplyError, Patch, Tree, TreeError, TreeFile};
 use crate::{Digest, ErrorCode, PathError, RepoPath};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -93,16 +93,6 @@ impl WorkspaceError {
             WorkspaceError::Precondition { .. } => ErrorCode::PreconditionFailed,
             WorkspaceError::Root { .. } => ErrorCode::InvalidArgument,
             WorkspaceError::Commit { .. } | WorkspaceError::Undo { .. } => ErrorCode::Io,
-        }
-    }
-}
-
-impl From<ChangesetError> for WorkspaceError {
-    fn from(e: ChangesetError) -> Self {
-        match e {
-            ChangesetError::Path(p) => WorkspaceError::Path(p),
-            ChangesetError::Apply(ApplyError::Tree(t)) => unwrap_tree_error(t),
-            ChangesetError::Apply(a) => WorkspaceError::Apply(a),
         }
     }
 }

@@ -1,4 +1,6 @@
 //! roundtable-core's integration tests: one binary, one module per area.
 
+mod edit_plans;
 mod fuzz_replay;
 mod properties;
+mod state;

@@ -61,7 +61,10 @@ fn settled(root: &Path) -> WorkspaceState {
 fn both(root: &Path) -> WorkspaceState {
     let cached = state(root);
     let reference = uncached(root);
-    assert_eq!(cached.state, reference.state, "cached run disagrees with an uncached one");
+    assert_eq!(
+        cached.state, reference.state,
+        "cached run disagrees with an uncached one"
+    );
     assert_eq!(cached.files, reference.files);
     assert_eq!(cached.git_head, reference.git_head);
     cached
@@ -180,7 +183,11 @@ fn a_warm_run_hashes_only_the_changed_file() {
     let dir = tree();
     let root = dir.path();
     for i in 0..50 {
-        write(root, &format!("many/{}/f{i}.txt", i % 7), format!("{i}\n").as_bytes());
+        write(
+            root,
+            &format!("many/{}/f{i}.txt", i % 7),
+            format!("{i}\n").as_bytes(),
+        );
     }
     let base = settled(root);
     assert_eq!(base.files, 56);
@@ -222,11 +229,15 @@ fn the_racy_case_is_still_detected() {
     // Same size, and the mtime set back to the cached value.
     fs::write(&path, b"pub fn g() {}\n").expect("write");
     let file = fs::File::options().write(true).open(&path).expect("open");
-    file.set_modified(before.modified().expect("mtime")).expect("set mtime");
+    file.set_modified(before.modified().expect("mtime"))
+        .expect("set mtime");
     drop(file);
     let after = fs::metadata(&path).expect("stat");
     assert_eq!(after.len(), before.len());
-    assert_eq!(after.modified().expect("mtime"), before.modified().expect("mtime"));
+    assert_eq!(
+        after.modified().expect("mtime"),
+        before.modified().expect("mtime")
+    );
 
     let s = state(root);
     assert_eq!(s.stats.hashed, 1);
@@ -346,7 +357,10 @@ fn cache_modes() {
             cache: CacheMode::Off,
             threads,
         };
-        assert_eq!(compute_state_with(root, opts).expect("state").state, off.state);
+        assert_eq!(
+            compute_state_with(root, opts).expect("state").state,
+            off.state
+        );
     }
 }
 
@@ -362,7 +376,11 @@ fn dot_git_and_dot_roundtable_are_not_state() {
     write(root, ".git/objects/ab/cdef", b"blob");
     // Nested repositories, worktrees and submodules are left out too.
     write(root, "vendor/lib/.git/config", b"x");
-    write(root, "vendor/other/.git", b"gitdir: ../../.git/modules/other\n");
+    write(
+        root,
+        "vendor/other/.git",
+        b"gitdir: ../../.git/modules/other\n",
+    );
     write(root, "src/.roundtable/x", b"x");
     let s = both(root);
     assert_eq!(s.state, base);
@@ -399,7 +417,11 @@ fn symlinks_are_hashed_as_their_target_and_never_followed() {
     std::os::unix::fs::symlink(outside.path().join("file"), root.join("src/file-link"))
         .expect("symlink");
     let linked = both(root);
-    assert_eq!(linked.files, base.files + 2, "links count once, never followed");
+    assert_eq!(
+        linked.files,
+        base.files + 2,
+        "links count once, never followed"
+    );
     assert_eq!(linked.stats.symlinks, 2);
     assert_ne!(linked.state, base.state);
 
@@ -485,8 +507,16 @@ fn json_shape() {
     let s = uncached(dir.path());
     let json = serde_json::to_value(&s).expect("serializes");
     let state = json["state"].as_str().expect("a string");
-    assert!(state.starts_with("state:sha256:") && state.len() == 13 + 64, "{state}");
-    assert_eq!(state.parse::<roundtable::state::StateHash>().expect("parses"), s.state);
+    assert!(
+        state.starts_with("state:sha256:") && state.len() == 13 + 64,
+        "{state}"
+    );
+    assert_eq!(
+        state
+            .parse::<roundtable::state::StateHash>()
+            .expect("parses"),
+        s.state
+    );
     assert_eq!(
         json,
         serde_json::json!({"state": state, "git_head": null, "files": 6})
@@ -543,7 +573,10 @@ fn git(root: &Path, args: &[&str]) -> String {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("utf-8").trim().to_owned()
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
 }
 
 #[test]
@@ -555,7 +588,10 @@ fn git_head_moves_change_the_state() {
     write(root, ".git/info/exclude", b".roundtable/\n");
     let unborn = both(root);
     assert_eq!(unborn.git_head, None, "unborn branch");
-    assert_eq!(unborn.state, no_repo.state, "an unborn repository adds nothing");
+    assert_eq!(
+        unborn.state, no_repo.state,
+        "an unborn repository adds nothing"
+    );
 
     git(root, &["add", "-A"]);
     git(root, &["commit", "-q", "-m", "one"]);
@@ -617,7 +653,10 @@ fn git_worktrees_and_gitdir_files() {
 
     let wt_parent = tempfile::tempdir().expect("tempdir");
     let wt = wt_parent.path().join("wt");
-    git(root, &["worktree", "add", "-q", wt.to_str().expect("utf-8"), "side"]);
+    git(
+        root,
+        &["worktree", "add", "-q", wt.to_str().expect("utf-8"), "side"],
+    );
     assert!(wt.join(".git").is_file(), "a worktree has a .git file");
     let in_wt = both(&wt);
     assert_eq!(in_wt.git_head.as_deref(), Some(side.as_str()));

@@ -42,29 +42,13 @@ impl FromStr for Digest {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let fail = || DigestError(s.chars().take(100).collect());
         let hex = s.strip_prefix(DIGEST_PREFIX).ok_or_else(fail)?;
-        if hex.len() != 64 {
-            return Err(fail());
-        }
-        let mut out = [0u8; 32];
-        for (i, pair) in hex.as_bytes().chunks_exact(2).enumerate() {
-            let nibble = |c: u8| match c {
-                b'0'..=b'9' => Some(c - b'0'),
-                b'a'..=b'f' => Some(c - b'a' + 10),
-                _ => None,
-            };
-            out[i] = (nibble(pair[0]).ok_or_else(fail)? << 4) | nibble(pair[1]).ok_or_else(fail)?;
-        }
-        Ok(Digest(out))
+        crate::hex::decode_32(hex).map(Digest).ok_or_else(fail)
     }
 }
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(DIGEST_PREFIX)?;
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        write!(f, "{DIGEST_PREFIX}{}", crate::hex::encode(&self.0))
     }
 }
 

@@ -42,6 +42,7 @@ pub mod diff;
 mod digest;
 pub mod edit;
 mod error;
+mod hex;
 pub mod path;
 pub mod resource;
 pub mod state;

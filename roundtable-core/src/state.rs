@@ -144,34 +144,13 @@ impl FromStr for StateHash {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let fail = || StateHashError(s.chars().take(100).collect());
         let hex = s.strip_prefix(STATE_PREFIX).ok_or_else(fail)?;
-        if hex.len() != 64 {
-            return Err(fail());
-        }
-        let mut out = [0u8; 32];
-        for (i, pair) in hex.as_bytes().chunks_exact(2).enumerate() {
-            let hi = hex_val(pair[0]).ok_or_else(fail)?;
-            let lo = hex_val(pair[1]).ok_or_else(fail)?;
-            out[i] = (hi << 4) | lo;
-        }
-        Ok(StateHash(out))
-    }
-}
-
-fn hex_val(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+        crate::hex::decode_32(hex).map(StateHash).ok_or_else(fail)
     }
 }
 
 impl fmt::Display for StateHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(STATE_PREFIX)?;
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        write!(f, "{STATE_PREFIX}{}", crate::hex::encode(&self.0))
     }
 }
 

@@ -208,17 +208,7 @@ pub(crate) fn blob_id(data: &[u8], hex_len: usize) -> Option<String> {
         }
         _ => return None,
     };
-    Some(to_hex(&digest))
-}
-
-pub(crate) fn to_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
-    }
-    s
+    Some(crate::hex::encode(&digest))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::path::Path;
 /// count × ( varint:shared  varint:len  [len]suffix      path = previous path[..shared] + suffix
 ///           u64:size  i64:mtime_sec u32:mtime_nsec  i64:ctime_sec u32:ctime_nsec
 ///           u64:inode  u64:device  u32:st_mode  [32]sha256-of-content )
-/// u64: XXH64 (seed 0) of every byte before it
+/// [32]: SHA-256 of every byte before it (corruption detection)
 /// ```
 ///
 /// Records are the regular files, sorted by path bytes, strictly
@@ -32,7 +32,7 @@ const VERSION: u32 = 1;
 const HEADER: usize = 8 + 4 + 4 + 8;
 /// Bytes of a record after its path.
 const FIXED: usize = 8 + 8 + 4 + 8 + 4 + 8 + 8 + 4 + 32;
-const TRAILER: usize = 8;
+const TRAILER: usize = 32;
 
 /// A validated cache file in memory.
 pub(super) struct Loaded {
@@ -224,7 +224,7 @@ fn validate(buf: &[u8]) -> Result<usize, String> {
         return Err("unknown cache flags".into());
     }
     let (body, sum) = buf.split_at(buf.len() - TRAILER);
-    if xxh64(body) != u64_at(sum, 0) {
+    if Digest::of(body).as_bytes() != sum {
         return Err("checksum mismatch (corrupt or truncated)".into());
     }
     let count = u64_at(buf, 16);
@@ -285,8 +285,8 @@ fn serialize(tree: &Tree) -> Vec<u8> {
         out.extend_from_slice(&s.mode.to_le_bytes());
         out.extend_from_slice(e.digest.as_bytes());
     }
-    let sum = xxh64(&out);
-    out.extend_from_slice(&sum.to_le_bytes());
+    let sum = Digest::of(&out);
+    out.extend_from_slice(sum.as_bytes());
     out
 }
 
@@ -315,69 +315,6 @@ pub(super) fn store(root: &Path, tree: &Tree) -> Result<(), String> {
     temp.write_all(&bytes).map_err(|e| show(&e))?;
     temp.persist(dir.join(NAME)).map_err(|e| show(&e.error))?;
     Ok(())
-}
-
-const P1: u64 = 0x9E37_79B1_85EB_CA87;
-const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
-const P3: u64 = 0x1656_67B1_9E37_79F9;
-const P4: u64 = 0x85EB_CA77_C2B2_AE63;
-const P5: u64 = 0x27D4_EB2F_1656_67C5;
-
-fn round(acc: u64, input: u64) -> u64 {
-    acc.wrapping_add(input.wrapping_mul(P2))
-        .rotate_left(31)
-        .wrapping_mul(P1)
-}
-
-fn merge(acc: u64, v: u64) -> u64 {
-    (acc ^ round(0, v)).wrapping_mul(P1).wrapping_add(P4)
-}
-
-/// XXH64 with seed 0: a fast checksum (the cache needs corruption
-/// detection, not a cryptographic hash).
-fn xxh64(data: &[u8]) -> u64 {
-    let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-    let mut rest = data;
-    let mut h = if data.len() >= 32 {
-        let mut v = [P1.wrapping_add(P2), P2, 0, 0u64.wrapping_sub(P1)];
-        while rest.len() >= 32 {
-            for (i, lane) in v.iter_mut().enumerate() {
-                *lane = round(*lane, word(&rest[i * 8..]));
-            }
-            rest = &rest[32..];
-        }
-        let mut h = v[0]
-            .rotate_left(1)
-            .wrapping_add(v[1].rotate_left(7))
-            .wrapping_add(v[2].rotate_left(12))
-            .wrapping_add(v[3].rotate_left(18));
-        for lane in v {
-            h = merge(h, lane);
-        }
-        h
-    } else {
-        P5
-    };
-    h = h.wrapping_add(data.len() as u64);
-    while rest.len() >= 8 {
-        h ^= round(0, word(rest));
-        h = h.rotate_left(27).wrapping_mul(P1).wrapping_add(P4);
-        rest = &rest[8..];
-    }
-    if rest.len() >= 4 {
-        h ^= u64::from(u32_at(rest, 0)).wrapping_mul(P1);
-        h = h.rotate_left(23).wrapping_mul(P2).wrapping_add(P3);
-        rest = &rest[4..];
-    }
-    for &b in rest {
-        h ^= u64::from(b).wrapping_mul(P5);
-        h = h.rotate_left(11).wrapping_mul(P1);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(P2);
-    h ^= h >> 29;
-    h = h.wrapping_mul(P3);
-    h ^ (h >> 32)
 }
 
 #[cfg(test)]
@@ -410,14 +347,6 @@ mod tests {
             written: (0, 0),
             status: CacheStatus::Loaded,
         }
-    }
-
-    #[test]
-    fn xxh64_known_values() {
-        // Reference values of XXH64 with seed 0.
-        assert_eq!(xxh64(b""), 0xEF46_DB37_51D8_E999);
-        assert_eq!(xxh64(b"a"), 0xD24E_C4F1_A98C_6E5B);
-        assert_eq!(xxh64(b"abc"), 0x44BC_2CF5_AD77_0999);
     }
 
     #[test]

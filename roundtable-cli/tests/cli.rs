@@ -468,3 +468,130 @@ fn state_prints_hash_head_and_count_and_ignores_touch() {
     let (code, json, _) = roundtable(&["state", "--root", "/nonexistent/root"], None);
     assert_eq!(code, 1, "{json}");
 }
+
+/// Lay out a fixture's `files` (`{path: {base64, executable}}`) in a fresh
+/// directory.
+fn fixture_tree(files: &Value) -> tempfile::TempDir {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (path, file) in files.as_object().expect("files is an object") {
+        let at = dir.path().join(path);
+        fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(file["base64"].as_str().expect("base64"))
+            .expect("valid base64");
+        fs::write(&at, data).expect("write");
+        let mode = if file["executable"] == true {
+            0o755
+        } else {
+            0o644
+        };
+        fs::set_permissions(&at, fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+    dir
+}
+
+fn fixture_cases(name: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/cases/edit")
+        .join(name);
+    let text = fs::read_to_string(&path).expect("fixture file");
+    let all: Value = serde_json::from_str(&text).expect("fixture JSON");
+    let cases = all["cases"].as_array().expect("cases").clone();
+    assert!(!cases.is_empty(), "{name} has no cases");
+    cases
+}
+
+fn write_plan(dir: &Path, case: &Value) -> String {
+    let file = dir.join("plan.json");
+    match case.get("plan_text") {
+        Some(text) => fs::write(&file, text.as_str().expect("plan_text is a string")),
+        None => fs::write(&file, case["plan"].to_string()),
+    }
+    .expect("write plan");
+    file.display().to_string()
+}
+
+/// Every refusal of the shared edit-plan fixtures, through the CLI on a
+/// real directory: the documented code, and the tree byte-identical after.
+#[test]
+fn every_edit_plan_refusal_leaves_the_tree_as_it_was() {
+    let plans = tempfile::tempdir().expect("tempdir");
+    for case in fixture_cases("refusals.json") {
+        let name = case["name"].as_str().unwrap_or("?");
+        let root = fixture_tree(&case["files"]);
+        let plan = write_plan(plans.path(), &case);
+        let before = snapshot(root.path());
+        for check in [true, false] {
+            let root_arg = root.path().display().to_string();
+            let mut args = vec!["edit", "apply", "--root", root_arg.as_str()];
+            if check {
+                args.push("--check");
+            }
+            args.push(&plan);
+            let (code, json, _) = roundtable(&args, None);
+            let want = &case["expect"]["error"];
+            assert_eq!(code, 1, "{name}: {json}");
+            assert_eq!(json["error"]["code"], want["code"], "{name}: {json}");
+            let needle = want["message_contains"].as_str().unwrap_or_default();
+            assert!(
+                json["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(needle)),
+                "{name}: {json}"
+            );
+            assert_eq!(snapshot(root.path()), before, "{name}: the tree changed");
+        }
+    }
+}
+
+/// The fixtures' successful plans, applied through the CLI: each touched
+/// path ends up with exactly the expected bytes and mode, or is gone.
+#[test]
+fn edit_plan_fixtures_apply_on_disk() {
+    use base64::Engine as _;
+    let plans = tempfile::tempdir().expect("tempdir");
+    for case in fixture_cases("changesets.json") {
+        let name = case["name"].as_str().unwrap_or("?");
+        let root = fixture_tree(&case["files"]);
+        let plan = write_plan(plans.path(), &case);
+        let (code, json, _) = roundtable(
+            &[
+                "edit",
+                "apply",
+                "--root",
+                &root.path().display().to_string(),
+                &plan,
+            ],
+            None,
+        );
+        assert_eq!(code, 0, "{name}: {json}");
+        for change in case["expect"]["changeset"].as_array().expect("changeset") {
+            let at = root.path().join(change["path"].as_str().expect("path"));
+            match change["after"].as_object() {
+                None => assert!(!at.exists(), "{name}: {} should be gone", at.display()),
+                Some(after) => {
+                    let want = match after.get("text") {
+                        Some(t) => t.as_str().expect("text").as_bytes().to_vec(),
+                        None => base64::engine::general_purpose::STANDARD
+                            .decode(after["base64"].as_str().expect("base64"))
+                            .expect("valid base64"),
+                    };
+                    assert_eq!(
+                        fs::read(&at).expect("written"),
+                        want,
+                        "{name}: {}",
+                        at.display()
+                    );
+                    let exec = fs::metadata(&at).expect("meta").permissions().mode() & 0o111 != 0;
+                    assert_eq!(
+                        exec,
+                        after["executable"] == true,
+                        "{name}: mode of {}",
+                        at.display()
+                    );
+                }
+            }
+        }
+    }
+}

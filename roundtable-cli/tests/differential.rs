@@ -23,7 +23,8 @@
 //! touching the tree, and `roundtable patch parse` must describe the patch
 //! as git does (one entry per section, status, paths, hunks, line counts).
 //! When the target is untouched, git's result must also be exactly the
-//! edited tree (which checks the harness itself).
+//! edited tree (which checks the harness itself). Every patch git writes
+//! must also render back byte for byte after parsing.
 //!
 //! Two exceptions to "git is the oracle", both places where git itself
 //! goes wrong and roundtable refuses instead:
@@ -1056,6 +1057,15 @@ fn differential(
     target: &Tree,
 ) -> Result<Applied, String> {
     let patch = fs::read(patch_file).map_err(|e| format!("read {}: {e}", patch_file.display()))?;
+    // Every diff git writes renders back byte for byte.
+    let parsed = roundtable::diff::parse(&patch, &roundtable::diff::ParseOptions::default())
+        .map_err(|e| format!("roundtable cannot parse git's patch: {e}"))?;
+    if parsed.render() != patch {
+        return Err(format!(
+            "parse then render is not byte-identical for git's patch\n{}",
+            lossy(&patch)
+        ));
+    }
     let paths = sections(&patch)
         .into_iter()
         .map(|s| {

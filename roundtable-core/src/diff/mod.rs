@@ -90,22 +90,26 @@ impl<'a> Patch<'a> {
             .map(FilePatch::reverse)
             .collect::<Result<Vec<_>, _>>()?;
         // A plain section right after a git section without `---`/`+++`
-        // lines would be read as that section's names: give it a
-        // `diff --git` line of its own.
+        // lines would be read as that section's names: make it a git
+        // section of its own, with names that strip to its path.
         for i in 1..files.len() {
             if files[i - 1].is_git() && files[i - 1].names.is_none() && !files[i].is_git() {
-                files[i].git_line = files[i].names.as_ref().map(|[a, b]| {
-                    let (a, b) = match (a.is_dev_null(), b.is_dev_null()) {
-                        (true, _) => (&b.name, &b.name),
-                        (_, true) => (&a.name, &a.name),
-                        _ => (&a.name, &b.name),
-                    };
-                    let mut line = Vec::new();
-                    quote::write_quoted(&mut line, a);
-                    line.push(b' ');
-                    quote::write_quoted(&mut line, b);
-                    Cow::Owned(line)
-                });
+                let f = &mut files[i];
+                let path = f.path().to_vec();
+                let named =
+                    |prefix: &[u8]| -> Vec<u8> { [prefix.repeat(f.strip), path.clone()].concat() };
+                let (old, new) = (named(b"a/"), named(b"b/"));
+                let mut line = Vec::new();
+                quote::write_quoted(&mut line, &old);
+                line.push(b' ');
+                quote::write_quoted(&mut line, &new);
+                let side = |name: Vec<u8>, absent: bool| FileName {
+                    name: Cow::Owned(if absent { b"/dev/null".to_vec() } else { name }),
+                    suffix: Cow::Borrowed(b"".as_slice()),
+                };
+                let (old_absent, new_absent) = (f.old_path.is_none(), f.new_path.is_none());
+                f.names = Some([side(old, old_absent), side(new, new_absent)]);
+                f.git_line = Some(Cow::Owned(line));
             }
         }
         Ok(Patch::new(files))

@@ -30,6 +30,16 @@ pub struct FileContent {
     pub executable: bool,
 }
 
+impl FileMeta {
+    /// The digest and mode of a file in a [`Tree`](crate::diff::Tree).
+    pub fn of(file: &crate::diff::TreeFile) -> FileMeta {
+        FileMeta {
+            digest: Digest::of(&file.data),
+            executable: file.executable,
+        }
+    }
+}
+
 impl FileContent {
     /// The digest and mode of this content.
     pub fn meta(&self) -> FileMeta {
@@ -165,10 +175,7 @@ struct Recording<'t, T: ?Sized> {
 impl<T: crate::diff::Tree + ?Sized> crate::diff::Tree for Recording<'_, T> {
     fn read(&self, path: &[u8]) -> Result<Option<crate::diff::TreeFile>, crate::diff::TreeError> {
         let file = self.tree.read(path)?;
-        let meta = file.as_ref().map(|f| FileMeta {
-            digest: Digest::of(&f.data),
-            executable: f.executable,
-        });
+        let meta = file.as_ref().map(FileMeta::of);
         self.seen.borrow_mut().insert(path.to_vec(), meta);
         Ok(file)
     }
@@ -261,10 +268,8 @@ impl Changeset {
                 None => tree
                     .read(&raw)
                     .map_err(crate::diff::ApplyError::from)?
-                    .map(|f| FileMeta {
-                        digest: Digest::of(&f.data),
-                        executable: f.executable,
-                    }),
+                    .as_ref()
+                    .map(FileMeta::of),
             };
             // A label that no longer fits the net effect is replaced by it
             // (e.g. a rename's source that a later section re-created).

@@ -566,7 +566,10 @@ pub fn plan_changeset<T: Tree + ?Sized>(plan: &EditPlan, tree: &T) -> Result<Cha
     let mut failures = Vec::new();
     for change in &plan.changes {
         let file = read(&change.path)?;
-        let actual = file.as_ref().map(|f| Digest::of(&f.data));
+        // Hashed once: the digest is both the precondition check and the
+        // changeset's `before`.
+        let meta = file.as_ref().map(FileMeta::of);
+        let actual = meta.map(|m| m.digest);
         let expected = match change.precondition {
             Precondition::ExpectedDigest(d) => Some(d),
             Precondition::ExpectedAbsence => None,
@@ -589,7 +592,7 @@ pub fn plan_changeset<T: Tree + ?Sized>(plan: &EditPlan, tree: &T) -> Result<Cha
                 });
             }
         }
-        current.push(file);
+        current.push((file, meta));
     }
     if let Some(first) = failures.first() {
         let message = match failures.len() {
@@ -606,11 +609,7 @@ pub fn plan_changeset<T: Tree + ?Sized>(plan: &EditPlan, tree: &T) -> Result<Cha
     }
 
     let mut files = Vec::with_capacity(plan.changes.len() + 1);
-    for (change, file) in plan.changes.iter().zip(current) {
-        let meta = file.as_ref().map(|f| FileMeta {
-            digest: Digest::of(&f.data),
-            executable: f.executable,
-        });
+    for (change, (file, meta)) in plan.changes.iter().zip(current) {
         let executable = file.as_ref().is_some_and(|f| f.executable);
         let old = file.as_ref().map_or(&[][..], |f| &f.data[..]);
         match &change.kind {

@@ -15,7 +15,7 @@
 
 use crate::changeset::{Changeset, FileContent, FileMeta};
 use crate::diff::{ApplyError, Patch, Tree, TreeError, TreeFile};
-use crate::{Digest, ErrorCode, PathError, RepoPath};
+use crate::{ErrorCode, PathError, RepoPath};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read as _, Write as _};
@@ -119,7 +119,7 @@ pub struct PathChange {
 /// What is at a path, without following links.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    File { executable: bool },
+    File,
     Dir,
     Other,
 }
@@ -224,7 +224,7 @@ impl Workspace {
                 Err(e) => {
                     return match kind_at(&*at, component) {
                         // A file where a directory would be: nothing lies below it.
-                        Ok(Some(Kind::File { .. })) => Ok(None),
+                        Ok(Some(Kind::File)) => Ok(None),
                         Ok(Some(Kind::Other)) => Err(WorkspaceError::Symlink {
                             path: path.to_string(),
                             link: components[..=i].join("/"),
@@ -286,10 +286,7 @@ impl Workspace {
 
     /// The digest and mode of the file at `path`, or `None` if absent.
     pub fn meta(&self, path: &RepoPath) -> Result<Option<FileMeta>, WorkspaceError> {
-        Ok(self.read(path)?.map(|f| FileMeta {
-            digest: Digest::of(&f.data),
-            executable: f.executable,
-        }))
+        Ok(self.read(path)?.as_ref().map(FileMeta::of))
     }
 
     /// Apply `patch`, all or nothing. With `check`, compute everything and
@@ -514,7 +511,7 @@ impl Workspace {
             }
         }
         let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
-        let (fd, name) = create_unique(&*dir, ".rt-stage-", |name| {
+        let (fd, name) = create_unique(".rt-stage-", |name| {
             rustix::fs::openat(
                 &*dir,
                 name,
@@ -557,7 +554,7 @@ impl Workspace {
             };
             if !matches!(
                 kind_at(&*dir, &name),
-                Ok(Some(Kind::File { .. }) | Some(Kind::Other))
+                Ok(Some(Kind::File) | Some(Kind::Other))
             ) {
                 continue;
             }
@@ -612,7 +609,7 @@ impl Workspace {
             }
             let name = components[components.len() - 1].to_owned();
             let backup = match kind_at(&*dir, &name) {
-                Ok(Some(Kind::File { .. })) => Some(
+                Ok(Some(Kind::File)) => Some(
                     journal
                         .link_backup(&self.dir, &dir, &name)
                         .map_err(fail(path))?,
@@ -642,7 +639,7 @@ impl Tree for Workspace {
         // A directory does not count: git lets a file be created over one
         // and the room check above decides whether it may.
         match self.kind(&repo_path) {
-            Ok(kind) => Ok(matches!(kind, Some(Kind::File { .. }) | Some(Kind::Other))),
+            Ok(kind) => Ok(matches!(kind, Some(Kind::File) | Some(Kind::Other))),
             Err(e) => Err(boxed(path, e.code(), e)),
         }
     }
@@ -659,9 +656,7 @@ fn describe(meta: Option<&FileMeta>) -> String {
 fn kind_at(dir: impl AsFd, name: &str) -> io::Result<Option<Kind>> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => Kind::File {
-                executable: st.st_mode & 0o111 != 0,
-            },
+            FileType::RegularFile => Kind::File,
             FileType::Directory => Kind::Dir,
             _ => Kind::Other,
         })),
@@ -690,9 +685,8 @@ fn tree(path: &RepoPath, e: io::Error) -> WorkspaceError {
     WorkspaceError::Apply(ApplyError::Tree(io_error(path, e)))
 }
 
-/// Create something under a fresh random name in `dir`.
+/// Create something under a fresh random name (`create` makes it).
 fn create_unique<T>(
-    _dir: impl AsFd,
     prefix: &str,
     mut create: impl FnMut(&str) -> rustix::io::Result<T>,
 ) -> io::Result<(T, String)> {
@@ -768,7 +762,7 @@ impl Journal {
         name: &str,
     ) -> io::Result<String> {
         if self.backups.is_none() {
-            let ((), dir_name) = create_unique(&**root, ".rt-backup-", |n| {
+            let ((), dir_name) = create_unique(".rt-backup-", |n| {
                 rustix::fs::mkdirat(&**root, n, Mode::from_raw_mode(0o700))
             })?;
             let fd = rustix::fs::openat(&**root, dir_name.as_str(), DIR_FLAGS, Mode::empty())
@@ -971,7 +965,7 @@ mod tests {
         let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
         let meta = |s: &str| {
             Some(FileMeta {
-                digest: Digest::of(s.as_bytes()),
+                digest: crate::Digest::of(s.as_bytes()),
                 executable: false,
             })
         };

@@ -6,7 +6,7 @@ use super::{Changeset, ChangesetError, FileChange, Operation};
 use crate::diff::{
     binary, BinaryHunk, Body, ExtendedHeader, FilePatch, Hunk, Line, LineKind, Mode, Patch, Tree,
 };
-use crate::{Digest, RepoPath};
+use crate::RepoPath;
 use similar::{Algorithm, DiffTag};
 use std::borrow::Cow;
 
@@ -122,9 +122,8 @@ impl Changeset {
             .iter()
             .find(|c| &c.path == path)
             .and_then(|c| c.before);
-        let actual = file.as_ref().map(|f| (Digest::of(&f.data), f.executable));
-        if let (Some(want), Some((digest, executable))) = (expected, actual) {
-            if want.digest != digest || want.executable != executable {
+        if let (Some(want), Some(file)) = (expected, &file) {
+            if want != super::FileMeta::of(file) {
                 return Err(ChangesetError::Stale { path: path.clone() });
             }
         }

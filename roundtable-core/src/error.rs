@@ -48,6 +48,28 @@ pub enum ErrorCode {
     /// An edit plan's proposal status is not `complete` (`incomplete`,
     /// `unsupported`, `cancelled`, `errored`): it must not be applied.
     IncompleteEditPlan,
+    /// The named proposal, revision, task, agent or other record does not
+    /// exist.
+    NotFound,
+    /// The actor may not do this: wrong kind (an agent calling a human-only
+    /// tool), not the author, the author voting on their own proposal, an
+    /// unregistered or disabled agent.
+    Forbidden,
+    /// The call lost a race or repeats a record: the expected revision is
+    /// not the latest, the id is taken, a revision was superseded.
+    Conflict,
+    /// The proposal's current status does not allow this operation (the
+    /// details name the status and the statuses that would).
+    IllegalTransition,
+    /// An idempotency key was used before with other arguments (or another
+    /// tool).
+    IdempotencyConflict,
+    /// The store's database failed (locked past the busy timeout, corrupt,
+    /// disk full); the call changed nothing.
+    Database,
+    /// The store was written by a newer roundtable (its schema version is
+    /// higher than this code knows), so it is not opened.
+    IncompatibleStore,
 }
 
 impl ErrorCode {
@@ -64,6 +86,13 @@ impl ErrorCode {
         ErrorCode::PreconditionFailed,
         ErrorCode::InvalidEditPlan,
         ErrorCode::IncompleteEditPlan,
+        ErrorCode::NotFound,
+        ErrorCode::Forbidden,
+        ErrorCode::Conflict,
+        ErrorCode::IllegalTransition,
+        ErrorCode::IdempotencyConflict,
+        ErrorCode::Database,
+        ErrorCode::IncompatibleStore,
     ];
 
     /// The stable snake_case spelling of this code.
@@ -80,6 +109,13 @@ impl ErrorCode {
             ErrorCode::PreconditionFailed => "precondition_failed",
             ErrorCode::InvalidEditPlan => "invalid_edit_plan",
             ErrorCode::IncompleteEditPlan => "incomplete_edit_plan",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::IllegalTransition => "illegal_transition",
+            ErrorCode::IdempotencyConflict => "idempotency_conflict",
+            ErrorCode::Database => "database",
+            ErrorCode::IncompatibleStore => "incompatible_store",
         }
     }
 }

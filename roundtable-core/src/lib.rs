@@ -37,19 +37,30 @@
 // Every public item is part of the documented API.
 #![deny(missing_docs)]
 
+pub mod actor;
 pub mod changeset;
+pub mod clock;
 pub mod diff;
 mod digest;
 pub mod edit;
+mod engine;
 mod error;
 mod hex;
+pub mod id;
+pub mod json;
 pub mod path;
 pub mod resource;
 pub mod state;
+pub mod store;
+pub mod tools;
 pub mod workspace;
 
+pub use actor::{Actor, ActorKind};
 pub use changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
 pub use digest::{Digest, DigestError, DIGEST_PREFIX};
+pub use engine::{Engine, EngineOptions};
 pub use error::ErrorCode;
+pub use id::Id;
 pub use path::{PathError, RepoPath};
 pub use resource::{Resource, ResourceError};
+pub use tools::ToolError;

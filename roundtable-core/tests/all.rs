@@ -4,3 +4,4 @@ mod edit_plans;
 mod fuzz_replay;
 mod properties;
 mod state;
+mod tools;

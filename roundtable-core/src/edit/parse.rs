@@ -9,10 +9,8 @@ use super::{
 };
 use crate::{Digest, ErrorCode, RepoPath};
 use base64::Engine as _;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::fmt;
 
 const BARE_KEYS: &[&str] = &["status", "reason", "baseline", "documentChanges", "blobs"];
 const WRAPPER_KEYS: &[&str] = &["proposal", "blobs"];
@@ -632,78 +630,7 @@ fn repo_path(v: &Value, field: &str) -> Result<RepoPath, EditError> {
     })
 }
 
-// ---- JSON with duplicate keys refused ----
-
 fn strict_json(json: &[u8]) -> Result<Value, EditError> {
-    let mut de = serde_json::Deserializer::from_slice(json);
-    Strict::deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v.0))
+    crate::json::parse_strict(json)
         .map_err(|e| EditError::invalid("", format!("is not valid JSON: {e}")))
-}
-
-/// A JSON value whose objects have no duplicate keys.
-struct Strict(Value);
-
-impl<'de> Deserialize<'de> for Strict {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(StrictVisitor).map(Strict)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(Strict(v)) = seq.next_element()? {
-            out.push(v);
-        }
-        Ok(Value::Array(out))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
-            }
-            let Strict(v) = map.next_value()?;
-            out.insert(key, v);
-        }
-        Ok(Value::Object(out))
-    }
 }

@@ -1,0 +1,175 @@
+//! [`Engine`]: a workspace and its store, and the one entry point every
+//! front end calls — [`Engine::call`].
+
+use crate::actor::Actor;
+use crate::clock::{Clock, SystemClock, Timestamp};
+use crate::id::IdGenerator;
+use crate::store::{Durability, Store, StoreOptions};
+use crate::tools::{self, ToolError, ToolSpec};
+use crate::workspace::Workspace;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How to open an engine.
+#[derive(Clone)]
+pub struct EngineOptions {
+    /// Flush policy for the store.
+    pub durability: Durability,
+    /// How long a write waits for another process's write.
+    pub busy_timeout: Duration,
+    /// The largest patch or edit plan accepted, in bytes.
+    pub max_patch_bytes: usize,
+    /// The most files one revision may touch.
+    pub max_files: usize,
+    /// The clock every timestamp and expiry is read from.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> EngineOptions {
+        EngineOptions {
+            durability: Durability::Full,
+            busy_timeout: Duration::from_secs(10),
+            max_patch_bytes: 16 << 20,
+            max_files: 10_000,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl std::fmt::Debug for EngineOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineOptions")
+            .field("durability", &self.durability)
+            .field("busy_timeout", &self.busy_timeout)
+            .field("max_patch_bytes", &self.max_patch_bytes)
+            .field("max_files", &self.max_files)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A governed workspace: the repository root, its store and the tools.
+///
+/// An engine is `Send + Sync`: one engine may serve several threads (calls
+/// are serialized on its store connection), and several engines — in this
+/// or other processes — may open one workspace at once.
+///
+/// ```
+/// use roundtable::{Actor, Engine, EngineOptions, Id};
+/// use serde_json::json;
+///
+/// let dir = tempfile::tempdir()?;
+/// let engine = Engine::open(dir.path(), EngineOptions::default())?;
+/// let host = Actor::orchestrator(Id::new("host")?);
+/// let out = engine.call("task.create", json!({"task_id": "t1", "title": "Fix the parser"}), &host)?;
+/// assert_eq!(out["task"]["id"], "t1");
+///
+/// // Unknown keys are refused, naming the field.
+/// let err = engine
+///     .call("task.create", json!({"task_id": "t2", "title": "x", "colour": "red"}), &host)
+///     .unwrap_err();
+/// assert_eq!(err.code().as_str(), "invalid_argument");
+/// assert_eq!(err.details()["field"], "colour");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Engine {
+    root: PathBuf,
+    workspace: Workspace,
+    store: Store,
+    options: EngineOptions,
+    ids: IdGenerator,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Open the workspace at `root`, creating its store when absent.
+    pub fn open(root: &Path, options: EngineOptions) -> Result<Engine, ToolError> {
+        if !root.is_dir() {
+            return Err(ToolError::invalid_argument(
+                "root",
+                format!("{} is not a directory", root.display()),
+            ));
+        }
+        let workspace = Workspace::open(root)?;
+        let store = Store::open(
+            root,
+            &StoreOptions {
+                durability: options.durability,
+                busy_timeout: options.busy_timeout,
+            },
+        )?;
+        Ok(Engine {
+            root: root.to_path_buf(),
+            workspace,
+            store,
+            options,
+            ids: IdGenerator::default(),
+        })
+    }
+
+    /// Call `tool` with `args` (a JSON object) as `actor`.
+    ///
+    /// The result is the tool's JSON result; an error is a [`ToolError`]
+    /// with a stable code. A refused call changes nothing.
+    pub fn call(&self, tool: &str, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+        let spec = tools::find(tool).ok_or_else(|| {
+            ToolError::new(
+                crate::ErrorCode::NotFound,
+                format!("there is no tool {tool:?}"),
+                json!({"kind": "tool", "id": tool}),
+            )
+        })?;
+        spec.invoke(self, args, actor)
+    }
+
+    /// [`call`](Engine::call) with the arguments as JSON text, parsed
+    /// strictly (a key given twice is refused).
+    pub fn call_json(&self, tool: &str, args: &[u8], actor: &Actor) -> Result<Value, ToolError> {
+        let args = crate::json::parse_strict(args)
+            .map_err(|e| ToolError::invalid_argument("", format!("not valid JSON: {e}")))?;
+        self.call(tool, args, actor)
+    }
+
+    /// Every tool.
+    pub fn tools() -> &'static [ToolSpec] {
+        tools::TOOLS
+    }
+
+    /// The repository root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The contained view of the repository.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The options the engine was opened with.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// The engine clock's time.
+    pub fn now(&self) -> Timestamp {
+        self.options.clock.now()
+    }
+
+    pub(crate) fn ids(&self) -> &IdGenerator {
+        &self.ids
+    }
+}

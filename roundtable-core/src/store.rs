@@ -1,0 +1,457 @@
+//! The store: SQLite in `<root>/.roundtable/store.db`.
+//!
+//! - WAL journal, a busy timeout, foreign keys on; several processes may
+//!   open one workspace's store at once.
+//! - Versioned migrations: `PRAGMA user_version` is the schema version;
+//!   each migration runs in its own transaction (taken with `BEGIN
+//!   IMMEDIATE`, so two processes opening a new store migrate it once), and
+//!   a database newer than this code is refused, not opened.
+//! - Every write is one `BEGIN IMMEDIATE` transaction ([`Store::write`]),
+//!   and every state change appends its [`event`](append_event) inside it:
+//!   a hash-chained, append-only log with a per-store `seq`.
+//! - Patch and edit-plan bytes live in a content-addressed blob table.
+
+use crate::actor::Actor;
+use crate::clock::Timestamp;
+use crate::{Digest, ErrorCode};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The directory under the root that holds roundtable's own files.
+pub const STORE_DIR: &str = ".roundtable";
+/// The database's file name inside [`STORE_DIR`].
+pub const DB_FILE: &str = "store.db";
+
+/// The migrations, in order: migration `i` takes the schema from version
+/// `i` to `i + 1`. Released migrations are never edited, only appended.
+const MIGRATIONS: &[&str] = &[include_str!("store/v1.sql")];
+
+/// The schema version this code writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// How hard each commit tries to survive a power loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Every commit is flushed to disk before the call returns
+    /// (`synchronous = FULL`).
+    #[default]
+    Full,
+    /// Commits are flushed at WAL checkpoints (`synchronous = NORMAL`): a
+    /// power loss can lose the last commits, never corrupt the store.
+    Normal,
+}
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Flush policy.
+    pub durability: Durability,
+    /// How long a write waits for another process's write to finish.
+    pub busy_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions {
+            durability: Durability::Full,
+            busy_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite refused an operation.
+    #[error("store {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: String,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database's schema is newer than this code.
+    #[error(
+        "store {path} has schema version {found}; this roundtable knows versions up to {known}"
+    )]
+    TooNew {
+        /// The database file.
+        path: String,
+        /// Its `user_version`.
+        found: i64,
+        /// [`SCHEMA_VERSION`].
+        known: i64,
+    },
+    /// The store directory could not be created or is not a directory.
+    #[error("store directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    /// The stable error code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            StoreError::Sqlite { .. } => ErrorCode::Database,
+            StoreError::TooNew { .. } => ErrorCode::IncompatibleStore,
+            StoreError::Dir { .. } => ErrorCode::Io,
+        }
+    }
+}
+
+/// An open store.
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    created: bool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+/// A failed SQLite call, tagged with the database path.
+pub(crate) fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |source| StoreError::Sqlite {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+impl Store {
+    /// Open (creating when absent) the store of the workspace at `root`.
+    pub fn open(root: &Path, options: &StoreOptions) -> Result<Store, StoreError> {
+        let dir = root.join(STORE_DIR);
+        let dir_err = |source| StoreError::Dir {
+            path: dir.display().to_string(),
+            source,
+        };
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(dir_err(std::io::Error::other(
+                    "exists and is not a directory (a link is not followed)",
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(dir_err(e)),
+            },
+            Err(e) => return Err(dir_err(e)),
+        }
+        let path = dir.join(DB_FILE);
+        let err = sqlite_error(&path);
+        let mut conn = Connection::open(&path).map_err(&err)?;
+        conn.busy_timeout(options.busy_timeout).map_err(&err)?;
+        // WAL lets readers run beside a writer, in this and other processes.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(&err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(err(rusqlite::Error::InvalidParameterName(format!(
+                "journal_mode is {mode}, not wal"
+            ))));
+        }
+        let sync = match options.durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
+        ))
+        .map_err(&err)?;
+        let created = migrate(&mut conn, &path)?;
+        drop(err);
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path,
+            created,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether this open created the schema (the store was new).
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Run `f` in one write transaction (`BEGIN IMMEDIATE`: the write lock
+    /// is taken up front, so two writers never deadlock on an upgrade).
+    /// It commits only when `f` succeeds; on error nothing is written.
+    pub(crate) fn write<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let err = sqlite_error(&self.path);
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(&err)?;
+        Ok(out)
+    }
+
+    /// Run `f` in one read transaction: a consistent snapshot.
+    pub(crate) fn read<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let err = sqlite_error(&self.path);
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .map_err(&err)?;
+        let out = f(&tx)?;
+        // Ending a read transaction cannot lose anything.
+        drop(tx);
+        Ok(out)
+    }
+
+    /// Tag a SQLite error with this store's path.
+    #[cfg(test)]
+    pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        sqlite_error(&self.path)
+    }
+}
+
+/// Bring the schema up to [`SCHEMA_VERSION`]; `true` when it was created.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<bool, StoreError> {
+    let err = sqlite_error(path);
+    let mut created = false;
+    loop {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(&err)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.display().to_string(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        if version == SCHEMA_VERSION {
+            return Ok(created);
+        }
+        let index = usize::try_from(version).map_err(|_| StoreError::TooNew {
+            path: path.display().to_string(),
+            found: version,
+            known: SCHEMA_VERSION,
+        })?;
+        tx.execute_batch(MIGRATIONS[index]).map_err(&err)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))
+            .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        created |= version == 0;
+    }
+}
+
+/// Store `data` in the blob table (once per content) and return its digest.
+pub(crate) fn put_blob(tx: &rusqlite::Transaction<'_>, data: &[u8]) -> rusqlite::Result<Digest> {
+    let digest = Digest::of(data);
+    tx.execute(
+        "INSERT OR IGNORE INTO blobs (digest, size, data) VALUES (?1, ?2, ?3)",
+        params![digest.to_string(), data.len() as i64, data],
+    )?;
+    Ok(digest)
+}
+
+/// The bytes stored under `digest`.
+pub(crate) fn get_blob(conn: &Connection, digest: &Digest) -> rusqlite::Result<Option<Vec<u8>>> {
+    conn.query_row(
+        "SELECT data FROM blobs WHERE digest = ?1",
+        [digest.to_string()],
+        |r| r.get(0),
+    )
+    .optional()
+}
+
+/// The digest a chain starts from: the predecessor of event 1.
+pub const GENESIS_DIGEST: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// A state change to record.
+pub(crate) struct NewEvent<'a> {
+    pub kind: &'a str,
+    pub actor: &'a Actor,
+    pub subject: &'a str,
+    pub proposal_id: Option<&'a str>,
+    pub data: Value,
+    pub at: Timestamp,
+}
+
+/// The hashed fields of one stored event.
+pub(crate) struct EventFields<'a> {
+    pub seq: i64,
+    pub kind: &'a str,
+    pub actor_kind: &'a str,
+    pub actor_id: &'a str,
+    pub subject: &'a str,
+    pub proposal_id: Option<&'a str>,
+    /// The event's data as stored (JSON text).
+    pub data: &'a str,
+    pub at: i64,
+    pub prev_digest: &'a str,
+}
+
+impl EventFields<'_> {
+    /// The event's digest: SHA-256 over its canonical JSON (sorted keys),
+    /// which includes its predecessor's digest.
+    pub(crate) fn digest(&self) -> String {
+        let canonical = serde_json::json!({
+            "seq": self.seq,
+            "kind": self.kind,
+            "actor": {"kind": self.actor_kind, "id": self.actor_id},
+            "subject": self.subject,
+            "proposal_id": self.proposal_id,
+            "data": self.data,
+            "at": self.at,
+            "prev_digest": self.prev_digest,
+        });
+        let hash = Sha256::digest(crate::json::canonical(&canonical).as_bytes());
+        format!("sha256:{}", crate::hex::encode(&hash))
+    }
+}
+
+/// Append an event to the chain; returns its `seq`.
+pub(crate) fn append_event(
+    tx: &rusqlite::Transaction<'_>,
+    event: &NewEvent<'_>,
+) -> rusqlite::Result<i64> {
+    let last: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT seq, digest FROM events ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let (seq, prev) = match last {
+        Some((seq, digest)) => (seq + 1, digest),
+        None => (1, GENESIS_DIGEST.to_owned()),
+    };
+    let data = event.data.to_string();
+    let digest = EventFields {
+        seq,
+        kind: event.kind,
+        actor_kind: event.actor.kind.as_str(),
+        actor_id: event.actor.id.as_str(),
+        subject: event.subject,
+        proposal_id: event.proposal_id,
+        data: &data,
+        at: event.at.0,
+        prev_digest: &prev,
+    }
+    .digest();
+    tx.execute(
+        "INSERT INTO events (seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            seq,
+            event.kind,
+            event.actor.kind.as_str(),
+            event.actor.id.as_str(),
+            event.subject,
+            event.proposal_id,
+            data,
+            event.at.0,
+            prev,
+            digest
+        ],
+    )?;
+    Ok(seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_migrates_once_and_refuses_newer_schema() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path(), &StoreOptions::default()).expect("open");
+        assert!(store.created());
+        drop(store);
+        let again = Store::open(dir.path(), &StoreOptions::default()).expect("reopen");
+        assert!(!again.created());
+        again
+            .write(|tx| {
+                tx.execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1))
+                    .map_err(again.err())
+            })
+            .expect("bump version");
+        drop(again);
+        let e = Store::open(dir.path(), &StoreOptions::default()).expect_err("too new");
+        assert_eq!(e.code(), ErrorCode::IncompatibleStore);
+    }
+
+    #[test]
+    fn refuses_a_linked_store_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let elsewhere = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(STORE_DIR)).expect("link");
+        let e = Store::open(dir.path(), &StoreOptions::default()).expect_err("link");
+        assert_eq!(e.code(), ErrorCode::Io);
+        assert!(std::fs::read_dir(elsewhere.path())
+            .expect("ls")
+            .next()
+            .is_none());
+    }
+
+    #[test]
+    fn events_are_append_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path(), &StoreOptions::default()).expect("open");
+        let actor = Actor::orchestrator(crate::id::Id::new("host").expect("id"));
+        store
+            .write(|tx| {
+                append_event(
+                    tx,
+                    &NewEvent {
+                        kind: "test.event",
+                        actor: &actor,
+                        subject: "x",
+                        proposal_id: None,
+                        data: serde_json::json!({}),
+                        at: Timestamp(1),
+                    },
+                )
+                .map_err(store.err())
+            })
+            .expect("append");
+        let e = store
+            .write(|tx| {
+                tx.execute("UPDATE events SET kind = 'forged'", [])
+                    .map_err(store.err())
+            })
+            .expect_err("update refused");
+        assert_eq!(e.code(), ErrorCode::Database);
+        assert!(e.to_string().contains("append-only"), "{e}");
+    }
+}

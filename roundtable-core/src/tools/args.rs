@@ -1,0 +1,295 @@
+//! Argument types: each decodes strictly and describes itself in the
+//! tool's JSON Schema, so the schema and the decoder cannot disagree.
+
+use crate::resource::Resource;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::borrow::Cow;
+
+/// A single-line or Markdown text: trimmed, never blank, at most `MAX`
+/// characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Text<const MAX: usize>(String);
+
+impl<const MAX: usize> Text<MAX> {
+    /// Trim `s` and check it.
+    pub fn new(s: &str) -> Result<Text<MAX>, String> {
+        let t = s.trim();
+        if t.is_empty() {
+            return Err("is blank".into());
+        }
+        let n = t.chars().count();
+        if n > MAX {
+            return Err(format!("is {n} characters; the limit is {MAX}"));
+        }
+        Ok(Text(t.to_owned()))
+    }
+
+    /// The trimmed text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de, const MAX: usize> Deserialize<'de> for Text<MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Text::new(&s).map_err(D::Error::custom)
+    }
+}
+
+impl<const MAX: usize> JsonSchema for Text<MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Text{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX,
+            "pattern": "\\S",
+            "description": "Trimmed; must not be blank."
+        })
+    }
+}
+
+/// A title: one line of up to 200 characters.
+pub type Title = Text<200>;
+/// Markdown prose (summaries, reasons, notes): up to 64 KiB of characters.
+pub type Markdown = Text<65_536>;
+
+/// A role name: `[a-z0-9_-]{1,64}` (`reviewer`, `security`, `maintainer`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Role(String);
+
+impl Role {
+    /// Check `s`.
+    pub fn new(s: &str) -> Result<Role, String> {
+        if s.is_empty() || s.len() > 64 {
+            return Err("a role is 1 to 64 characters".into());
+        }
+        if let Some(c) = s
+            .chars()
+            .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-')))
+        {
+            return Err(format!(
+                "role {s:?} contains {c:?}; roles are lowercase letters, digits, '_' and '-'"
+            ));
+        }
+        Ok(Role(s.to_owned()))
+    }
+
+    /// The role name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Role {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Role::new(&s).map_err(D::Error::custom)
+    }
+}
+
+impl JsonSchema for Role {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Role".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"})
+    }
+}
+
+/// A revision number: 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct RevisionNumber(pub u32);
+
+impl<'de> Deserialize<'de> for RevisionNumber {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match u32::deserialize(d)? {
+            0 => Err(D::Error::custom("revisions are numbered from 1")),
+            n => Ok(RevisionNumber(n)),
+        }
+    }
+}
+
+impl JsonSchema for RevisionNumber {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "RevisionNumber".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": 1, "maximum": u32::MAX})
+    }
+}
+
+/// A page size: 1 to `MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Limit<const MAX: u32>(pub u32);
+
+impl<'de, const MAX: u32> Deserialize<'de> for Limit<MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = u32::deserialize(d)?;
+        if n == 0 || n > MAX {
+            return Err(D::Error::custom(format!(
+                "must be from 1 to {MAX}, not {n}"
+            )));
+        }
+        Ok(Limit(n))
+    }
+}
+
+impl<const MAX: u32> JsonSchema for Limit<MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("Limit{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": 1, "maximum": MAX})
+    }
+}
+
+/// A resource id in its canonical spelling (`file:src/a.rs`,
+/// `directory:.`, `symbol:src/a.rs#Api.fetch`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResourceId(pub Resource);
+
+impl Serialize for ResourceId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResourceId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map(ResourceId).map_err(D::Error::custom)
+    }
+}
+
+impl JsonSchema for ResourceId {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "ResourceId".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": "^(file:|directory:|symbol:)",
+            "description": "file:PATH, directory:PATH (directory:. is the root) or symbol:PATH#NAME"
+        })
+    }
+}
+
+/// Patch text: a unified or git diff, taken byte for byte (never trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PatchText(pub String);
+
+impl<'de> Deserialize<'de> for PatchText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.trim().is_empty() {
+            return Err(D::Error::custom("is blank"));
+        }
+        Ok(PatchText(s))
+    }
+}
+
+impl JsonSchema for PatchText {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "PatchText".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "description": "A unified or git diff (paths stripped of one leading component, as `git apply` does); not trimmed."
+        })
+    }
+}
+
+/// An Opcore edit plan (a JSON object).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct EditPlanJson(pub serde_json::Map<String, serde_json::Value>);
+
+impl<'de> Deserialize<'de> for EditPlanJson {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_json::Map::deserialize(d).map(EditPlanJson)
+    }
+}
+
+impl JsonSchema for EditPlanJson {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "EditPlan".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "description": "An Opcore EditPlan: {status, changes[], blobs?} (see the edit-plan documentation)."
+        })
+    }
+}
+
+/// An opaque page cursor returned as `next_cursor`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct Cursor(pub String);
+
+impl Cursor {
+    /// The cursor after the row with this sort key.
+    pub fn after(seq: i64) -> Cursor {
+        use base64::Engine as _;
+        Cursor(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("s:{seq}")))
+    }
+
+    /// The sort key this cursor continues after; `None` when it is not one
+    /// of ours.
+    pub fn seq(&self) -> Option<i64> {
+        use base64::Engine as _;
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&self.0)
+            .ok()?;
+        let text = std::str::from_utf8(&raw).ok()?;
+        text.strip_prefix("s:")?.parse().ok().filter(|n| *n >= 0)
+    }
+}

@@ -1,0 +1,76 @@
+//! Authorization: every decision is made against the host-supplied actor.
+
+use super::records::Agent;
+use super::{Cx, ToolError};
+use crate::actor::ActorKind;
+use serde_json::json;
+
+impl Cx<'_> {
+    /// `forbidden` unless the actor is of one of these kinds.
+    pub(crate) fn require_kind(&self, kinds: &[ActorKind], tool: &str) -> Result<(), ToolError> {
+        if kinds.contains(&self.actor.kind) {
+            return Ok(());
+        }
+        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        Err(ToolError::forbidden(
+            format!(
+                "{tool} is for {} actors; {} is {}",
+                names.join(" or "),
+                self.actor,
+                self.actor.kind.as_str()
+            ),
+            json!({"actor": self.actor, "allowed_kinds": names}),
+        ))
+    }
+
+    /// The calling agent's record: `forbidden` unless the actor is a
+    /// registered, enabled agent.
+    pub(crate) fn enabled_agent(&self, tool: &str) -> Result<Agent, ToolError> {
+        self.require_kind(&[ActorKind::Agent], tool)?;
+        let agent = Agent::load(self.tx, self.actor.id.as_str())?.ok_or_else(|| {
+            ToolError::forbidden(
+                format!("agent {} is not registered", self.actor.id),
+                json!({"actor": self.actor, "reason": "unregistered"}),
+            )
+        })?;
+        if !agent.enabled {
+            return Err(ToolError::forbidden(
+                format!("agent {} is disabled", self.actor.id),
+                json!({"actor": self.actor, "reason": "disabled"}),
+            ));
+        }
+        Ok(agent)
+    }
+
+    /// Whether the actor is the agent `author`.
+    pub(crate) fn is_author(&self, author: &str) -> bool {
+        self.actor.kind == ActorKind::Agent && self.actor.id.as_str() == author
+    }
+
+    /// `forbidden` unless the actor is the proposal's author (and still an
+    /// enabled agent).
+    pub(crate) fn require_author(&self, author: &str, tool: &str) -> Result<(), ToolError> {
+        if !self.is_author(author) {
+            return Err(ToolError::forbidden(
+                format!(
+                    "only the author ({author}) may call {tool}; the caller is {}",
+                    self.actor
+                ),
+                json!({"actor": self.actor, "author": author, "reason": "not_author"}),
+            ));
+        }
+        self.enabled_agent(tool).map(drop)
+    }
+
+    /// `forbidden` unless the actor is the author or an orchestrator.
+    pub(crate) fn require_author_or_orchestrator(
+        &self,
+        author: &str,
+        tool: &str,
+    ) -> Result<(), ToolError> {
+        if self.actor.kind == ActorKind::Orchestrator {
+            return Ok(());
+        }
+        self.require_author(author, tool)
+    }
+}

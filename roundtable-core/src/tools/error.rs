@@ -1,0 +1,169 @@
+//! [`ToolError`]: the one error shape every tool call returns.
+
+use crate::diff::{self, ApplyError};
+use crate::workspace::WorkspaceError;
+use crate::ErrorCode;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// A refused or failed tool call: a stable [`ErrorCode`], a message for
+/// people and structured details for programs. Serializes as
+/// `{"code", "message", "details"}`. The cause, when there is one, is kept
+/// as the [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error, Serialize)]
+#[error("{message}")]
+pub struct ToolError {
+    code: ErrorCode,
+    message: String,
+    details: Value,
+    #[serde(skip)]
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl ToolError {
+    /// An error with this code, message and details (an object).
+    pub fn new(code: ErrorCode, message: impl Into<String>, details: Value) -> ToolError {
+        ToolError {
+            code,
+            message: message.into(),
+            details,
+            source: None,
+        }
+    }
+
+    /// The same error, keeping `source` as its cause.
+    pub fn with_source(
+        mut self,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> ToolError {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    /// `invalid_argument` naming the field path (`affected_resources[2]`).
+    pub fn invalid_argument(field: &str, reason: impl std::fmt::Display) -> ToolError {
+        let reason = reason.to_string();
+        let message = if field.is_empty() {
+            format!("arguments: {reason}")
+        } else {
+            format!("{field}: {reason}")
+        };
+        ToolError::new(
+            ErrorCode::InvalidArgument,
+            message,
+            json!({"field": field, "reason": reason}),
+        )
+    }
+
+    /// `not_found` for a record of `kind` (`proposal`, `agent`…) named `id`.
+    pub fn not_found(kind: &str, id: &str) -> ToolError {
+        ToolError::new(
+            ErrorCode::NotFound,
+            format!("{kind} {id:?} does not exist"),
+            json!({"kind": kind, "id": id}),
+        )
+    }
+
+    /// `forbidden`, saying why.
+    pub fn forbidden(message: impl Into<String>, details: Value) -> ToolError {
+        ToolError::new(ErrorCode::Forbidden, message, details)
+    }
+
+    /// `conflict`, saying with what.
+    pub fn conflict(message: impl Into<String>, details: Value) -> ToolError {
+        ToolError::new(ErrorCode::Conflict, message, details)
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The structured details (always a JSON object).
+    pub fn details(&self) -> &Value {
+        &self.details
+    }
+
+    /// `{"code", "message", "details"}`.
+    pub fn to_json(&self) -> Value {
+        json!({"code": self.code, "message": self.message, "details": self.details})
+    }
+}
+
+impl From<rusqlite::Error> for ToolError {
+    fn from(e: rusqlite::Error) -> ToolError {
+        ToolError::new(ErrorCode::Database, format!("store: {e}"), json!({})).with_source(e)
+    }
+}
+
+impl From<crate::store::StoreError> for ToolError {
+    fn from(e: crate::store::StoreError) -> ToolError {
+        ToolError::new(e.code(), e.to_string(), json!({})).with_source(e)
+    }
+}
+
+impl From<diff::ParseError> for ToolError {
+    fn from(e: diff::ParseError) -> ToolError {
+        let details = json!({"line": e.line(), "expected": e.expected(), "found": e.found()});
+        ToolError::new(e.code(), e.to_string(), details).with_source(e)
+    }
+}
+
+impl From<crate::edit::EditError> for ToolError {
+    fn from(e: crate::edit::EditError) -> ToolError {
+        ToolError::new(e.code(), e.to_string(), e.details()).with_source(e)
+    }
+}
+
+impl From<crate::state::StateError> for ToolError {
+    fn from(e: crate::state::StateError) -> ToolError {
+        ToolError::new(e.code(), e.to_string(), json!({})).with_source(e)
+    }
+}
+
+fn apply_details(a: &ApplyError) -> Value {
+    match a {
+        ApplyError::Hunk { path, hunk, reason } => {
+            json!({"path": String::from_utf8_lossy(path), "hunk": hunk, "reason": reason})
+        }
+        a => json!({"path": String::from_utf8_lossy(a.path())}),
+    }
+}
+
+impl From<crate::changeset::ChangesetError> for ToolError {
+    fn from(e: crate::changeset::ChangesetError) -> ToolError {
+        use crate::changeset::ChangesetError as C;
+        let details = match &e {
+            C::Path(p) => json!({"path": p.path, "reason": p.reason}),
+            C::Apply(a) => apply_details(a),
+            C::Stale { path } => json!({"path": path}),
+        };
+        ToolError::new(e.code(), e.to_string(), details).with_source(e)
+    }
+}
+
+impl From<WorkspaceError> for ToolError {
+    fn from(e: WorkspaceError) -> ToolError {
+        let details = match &e {
+            WorkspaceError::Apply(a) => apply_details(a),
+            WorkspaceError::Path(p) => json!({"path": p.path, "reason": p.reason}),
+            WorkspaceError::Symlink { path, link } => json!({"path": path, "symlink": link}),
+            WorkspaceError::Precondition {
+                path,
+                expected,
+                actual,
+            } => json!({"path": path, "expected": expected, "actual": actual}),
+            WorkspaceError::Commit { path, .. } | WorkspaceError::Undo { path, .. } => {
+                json!({"path": path})
+            }
+            _ => json!({}),
+        };
+        ToolError::new(e.code(), e.to_string(), details).with_source(e)
+    }
+}

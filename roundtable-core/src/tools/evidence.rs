@@ -1,0 +1,637 @@
+//! Evidence about one revision: votes, decisions, security reviews, human
+//! approval requests and grants, test results.
+//!
+//! Every record names the revision it judges, which must be the proposal's
+//! latest (a superseded revision is `conflict`), and is never changed
+//! afterwards. Evidence is only recorded on open proposals (`pending` or
+//! `in_review`; votes need `in_review`).
+
+use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
+use super::records::{
+    enum_to_sql, Approval, ApprovalRequest, Decision, DecisionValue, Proposal, ProposalStatus,
+    SecurityReviewRecord, TestResult, TestStatus, Verdict, Vote, VoteValue,
+};
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::engine::Engine;
+use crate::id::Id;
+use rusqlite::{params, OptionalExtension as _};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+const OPEN: &[ProposalStatus] = &[ProposalStatus::Pending, ProposalStatus::InReview];
+
+/// Load the proposal and check it is open and `revision` is its latest.
+fn judged(
+    cx: &Cx<'_>,
+    proposal_id: &Id,
+    revision: RevisionNumber,
+    allowed: &[ProposalStatus],
+    tool: &str,
+) -> Result<Proposal, ToolError> {
+    let p = Proposal::load(cx.tx, proposal_id.as_str())?;
+    p.require_status(allowed, tool)?;
+    p.require_latest(revision.0)?;
+    Ok(p)
+}
+
+macro_rules! no_prep {
+    () => {
+        fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+            Ok(())
+        }
+    };
+}
+
+macro_rules! keyed {
+    () => {
+        fn key(args: &Self::Args) -> Option<&Id> {
+            args.idempotency_key.as_ref()
+        }
+    };
+}
+
+/// Arguments of `vote.cast`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VoteCastArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision voted on: must be the latest.
+    pub revision: RevisionNumber,
+    /// The vote.
+    pub vote: VoteValue,
+    /// Why; required for `revise`, `reject` and `veto`.
+    pub reason_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `vote.cast`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VoteRecorded {
+    /// The vote as stored.
+    pub vote: Vote,
+}
+
+/// `vote.cast`.
+pub struct VoteCast;
+
+impl Tool for VoteCast {
+    const NAME: &'static str = "vote.cast";
+    const DESCRIPTION: &'static str = "Vote on the latest revision of an in-review proposal (an enabled agent other than the author). A later vote by the same agent on the same revision supersedes its earlier one; votes are never edited.";
+    const MUTATES: bool = true;
+    type Args = VoteCastArgs;
+    type Output = VoteRecorded;
+    type Prep = ();
+    keyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: VoteCastArgs, (): ()) -> Result<VoteRecorded, ToolError> {
+        let agent = cx.enabled_agent(Self::NAME)?;
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        if p.author == agent.id {
+            return Err(ToolError::forbidden(
+                format!(
+                    "{} is the author of {}; authors do not vote on their own proposals",
+                    agent.id, p.id
+                ),
+                json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
+            ));
+        }
+        p.require_status(&[ProposalStatus::InReview], Self::NAME)?;
+        p.require_latest(args.revision.0)?;
+        if matches!(
+            args.vote,
+            VoteValue::Revise | VoteValue::Reject | VoteValue::Veto
+        ) && args.reason_md.is_none()
+        {
+            return Err(ToolError::invalid_argument(
+                "reason_md",
+                format!("is required with a {} vote", enum_to_sql(&args.vote)),
+            ));
+        }
+        let id = cx.new_id("vote");
+        cx.tx.execute(
+            "INSERT INTO votes (id, proposal_id, revision, agent_id, vote, reason_md, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                id.as_str(),
+                p.id,
+                args.revision.0,
+                agent.id,
+                enum_to_sql(&args.vote),
+                args.reason_md.as_ref().map(|t| t.as_str()),
+                cx.now.0
+            ],
+        )?;
+        cx.event(
+            "vote.cast",
+            id.as_str(),
+            Some(&p.id),
+            json!({"revision": args.revision, "vote": args.vote, "agent_id": agent.id}),
+        )?;
+        let vote = cx.tx.query_row(
+            &format!("SELECT {} FROM votes WHERE id = ?1", Vote::COLUMNS),
+            [id.as_str()],
+            Vote::from_row,
+        )?;
+        Ok(VoteRecorded { vote })
+    }
+}
+
+/// Arguments of `vote.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VoteListArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// Only votes on this revision.
+    pub revision: Option<RevisionNumber>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<Limit<200>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `vote.list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VotePage {
+    /// Votes, oldest first.
+    pub votes: Vec<Vote>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<Cursor>,
+}
+
+/// `vote.list`.
+pub struct VoteList;
+
+impl Tool for VoteList {
+    const NAME: &'static str = "vote.list";
+    const DESCRIPTION: &'static str =
+        "List a proposal's votes oldest first, optionally for one revision.";
+    const MUTATES: bool = false;
+    type Args = VoteListArgs;
+    type Output = VotePage;
+    type Prep = ();
+    no_prep!();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn run(cx: &Cx<'_>, args: VoteListArgs, (): ()) -> Result<VotePage, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = match &args.cursor {
+            None => 0,
+            Some(c) => c.seq().ok_or_else(|| {
+                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
+            })?,
+        };
+        let mut stmt = cx.tx.prepare(&format!(
+            "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (?3 IS NULL OR revision = ?3)
+             ORDER BY seq LIMIT ?4",
+            Vote::COLUMNS
+        ))?;
+        let mut votes = stmt
+            .query_map(
+                params![
+                    p.id,
+                    after,
+                    args.revision.map(|r| r.0),
+                    i64::from(limit) + 1
+                ],
+                Vote::from_row,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let next_cursor = if votes.len() > limit as usize {
+            votes.truncate(limit as usize);
+            votes.last().map(|v| Cursor::after(v.seq))
+        } else {
+            None
+        };
+        Ok(VotePage { votes, next_cursor })
+    }
+}
+
+/// Store a decision on `revision` (its caller writes the event).
+pub(crate) fn insert_decision(
+    cx: &Cx<'_>,
+    p: &Proposal,
+    revision: u32,
+    decision: DecisionValue,
+    reason_md: &str,
+) -> Result<Decision, ToolError> {
+    let id = cx.new_id("dec");
+    cx.tx.execute(
+        "INSERT INTO decisions (id, proposal_id, revision, decision, reason_md, decided_by, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![id.as_str(), p.id, revision, enum_to_sql(&decision), reason_md, cx.actor.to_string(), cx.now.0],
+    )?;
+    Ok(Decision {
+        id: id.to_string(),
+        proposal_id: p.id.clone(),
+        revision,
+        decision,
+        reason_md: reason_md.to_owned(),
+        decided_by: cx.actor.clone(),
+        created_at: cx.now,
+    })
+}
+
+/// Arguments of `decision.record`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRecordArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision decided on: must be the latest.
+    pub revision: RevisionNumber,
+    /// The decision.
+    pub decision: DecisionValue,
+    /// Why.
+    pub reason_md: Markdown,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `decision.record`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DecisionRecorded {
+    /// The decision as stored.
+    pub decision: Decision,
+}
+
+/// `decision.record`.
+pub struct DecisionRecord;
+
+impl Tool for DecisionRecord {
+    const NAME: &'static str = "decision.record";
+    const DESCRIPTION: &'static str = "Record a decision (accept, reject, defer) on the latest revision of an open proposal (orchestrator or human). It is evidence only: use patch.reject to reject the proposal.";
+    const MUTATES: bool = true;
+    type Args = DecisionRecordArgs;
+    type Output = DecisionRecorded;
+    type Prep = ();
+    keyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: DecisionRecordArgs, (): ()) -> Result<DecisionRecorded, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        let decision = insert_decision(
+            cx,
+            &p,
+            args.revision.0,
+            args.decision,
+            args.reason_md.as_str(),
+        )?;
+        cx.event(
+            "decision.recorded",
+            &decision.id,
+            Some(&p.id),
+            json!({"revision": args.revision, "decision": args.decision}),
+        )?;
+        Ok(DecisionRecorded { decision })
+    }
+}
+
+/// Arguments of `security.review`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityReviewArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision reviewed: must be the latest.
+    pub revision: RevisionNumber,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Notes; required with a `fail` verdict.
+    pub note_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `security.review`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SecurityReviewed {
+    /// The review as stored.
+    pub security_review: SecurityReviewRecord,
+}
+
+/// `security.review`.
+pub struct SecurityReview;
+
+impl Tool for SecurityReview {
+    const NAME: &'static str = "security.review";
+    const DESCRIPTION: &'static str = "Record a security review verdict on the latest revision of an open proposal (a human, or an enabled agent with the security role that is not the author).";
+    const MUTATES: bool = true;
+    type Args = SecurityReviewArgs;
+    type Output = SecurityReviewed;
+    type Prep = ();
+    keyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: SecurityReviewArgs, (): ()) -> Result<SecurityReviewed, ToolError> {
+        cx.require_kind(&[ActorKind::Human, ActorKind::Agent], Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        if cx.actor.kind == ActorKind::Agent {
+            let agent = cx.enabled_agent(Self::NAME)?;
+            if !agent.roles.iter().any(|r| r == "security") {
+                return Err(ToolError::forbidden(
+                    format!("agent {} does not have the security role", agent.id),
+                    json!({"actor": cx.actor, "required_role": "security", "reason": "missing_role"}),
+                ));
+            }
+            if agent.id == p.author {
+                return Err(ToolError::forbidden(
+                    format!(
+                        "{} is the author of {}; it cannot review its own proposal",
+                        agent.id, p.id
+                    ),
+                    json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
+                ));
+            }
+        }
+        if args.verdict == Verdict::Fail && args.note_md.is_none() {
+            return Err(ToolError::invalid_argument(
+                "note_md",
+                "is required with a fail verdict",
+            ));
+        }
+        let id = cx.new_id("sec");
+        let note = args.note_md.as_ref().map(|t| t.as_str().to_owned());
+        cx.tx.execute(
+            "INSERT INTO security_reviews (id, proposal_id, revision, verdict, note_md, reviewer, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![id.as_str(), p.id, args.revision.0, enum_to_sql(&args.verdict), note, cx.actor.to_string(), cx.now.0],
+        )?;
+        cx.event(
+            "security.reviewed",
+            id.as_str(),
+            Some(&p.id),
+            json!({"revision": args.revision, "verdict": args.verdict}),
+        )?;
+        Ok(SecurityReviewed {
+            security_review: SecurityReviewRecord {
+                id: id.to_string(),
+                proposal_id: p.id,
+                revision: args.revision.0,
+                verdict: args.verdict,
+                note_md: note,
+                reviewer: cx.actor.clone(),
+                created_at: cx.now,
+            },
+        })
+    }
+}
+
+/// Arguments of `human.request_approval`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HumanRequestApprovalArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision to approve: must be the latest.
+    pub revision: RevisionNumber,
+    /// Why a person should look.
+    pub reason_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `human.request_approval`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ApprovalRequested {
+    /// The request as stored.
+    pub request: ApprovalRequest,
+}
+
+/// `human.request_approval`.
+pub struct HumanRequestApproval;
+
+impl Tool for HumanRequestApproval {
+    const NAME: &'static str = "human.request_approval";
+    const DESCRIPTION: &'static str = "Ask a person to approve the latest revision of an open proposal (the author or an orchestrator).";
+    const MUTATES: bool = true;
+    type Args = HumanRequestApprovalArgs;
+    type Output = ApprovalRequested;
+    type Prep = ();
+    keyed!();
+    no_prep!();
+
+    fn run(
+        cx: &Cx<'_>,
+        args: HumanRequestApprovalArgs,
+        (): (),
+    ) -> Result<ApprovalRequested, ToolError> {
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        cx.require_author_or_orchestrator(&p.author, Self::NAME)?;
+        let id = cx.new_id("hreq");
+        let reason = args.reason_md.as_ref().map(|t| t.as_str().to_owned());
+        cx.tx.execute(
+            "INSERT INTO human_approval_requests (id, proposal_id, revision, reason_md, requested_by, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id.as_str(), p.id, args.revision.0, reason, cx.actor.to_string(), cx.now.0],
+        )?;
+        cx.event(
+            "human.approval_requested",
+            id.as_str(),
+            Some(&p.id),
+            json!({"revision": args.revision}),
+        )?;
+        Ok(ApprovalRequested {
+            request: ApprovalRequest {
+                id: id.to_string(),
+                proposal_id: p.id,
+                revision: args.revision.0,
+                reason_md: reason,
+                requested_by: cx.actor.clone(),
+                created_at: cx.now,
+            },
+        })
+    }
+}
+
+/// Arguments of `human.approve`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HumanApproveArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision approved: must be the latest.
+    pub revision: RevisionNumber,
+    /// The request this answers (it must be for the same revision).
+    pub request_id: Option<Id>,
+    /// Notes.
+    pub note_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `human.approve`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Approved {
+    /// The approval as stored.
+    pub approval: Approval,
+}
+
+/// `human.approve`.
+pub struct HumanApprove;
+
+impl Tool for HumanApprove {
+    const NAME: &'static str = "human.approve";
+    const DESCRIPTION: &'static str =
+        "Approve the latest revision of an open proposal as a person (human actors only).";
+    const MUTATES: bool = true;
+    type Args = HumanApproveArgs;
+    type Output = Approved;
+    type Prep = ();
+    keyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: HumanApproveArgs, (): ()) -> Result<Approved, ToolError> {
+        cx.require_kind(&[ActorKind::Human], Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        if let Some(request_id) = &args.request_id {
+            let request: Option<(String, u32)> = cx
+                .tx
+                .query_row(
+                    "SELECT proposal_id, revision FROM human_approval_requests WHERE id = ?1",
+                    [request_id.as_str()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            match request {
+                None => {
+                    return Err(ToolError::not_found(
+                        "approval request",
+                        request_id.as_str(),
+                    ))
+                }
+                Some((pid, rev)) if pid != p.id || rev != args.revision.0 => {
+                    return Err(ToolError::conflict(
+                        format!("approval request {request_id} is for {pid} revision {rev}"),
+                        json!({"request_id": request_id, "proposal_id": pid, "revision": rev}),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        let id = cx.new_id("happ");
+        let note = args.note_md.as_ref().map(|t| t.as_str().to_owned());
+        let request_id = args.request_id.as_ref().map(|r| r.as_str().to_owned());
+        cx.tx.execute(
+            "INSERT INTO human_approvals (id, proposal_id, revision, request_id, human_id, note_md, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![id.as_str(), p.id, args.revision.0, request_id, cx.actor.id.as_str(), note, cx.now.0],
+        )?;
+        cx.event(
+            "human.approved",
+            id.as_str(),
+            Some(&p.id),
+            json!({"revision": args.revision, "request_id": request_id}),
+        )?;
+        Ok(Approved {
+            approval: Approval {
+                id: id.to_string(),
+                proposal_id: p.id,
+                revision: args.revision.0,
+                request_id,
+                human_id: cx.actor.id.to_string(),
+                note_md: note,
+                created_at: cx.now,
+            },
+        })
+    }
+}
+
+/// Arguments of `test.record`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestRecordArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision tested: must be the latest.
+    pub revision: RevisionNumber,
+    /// The check's name (`unit`, `lint`…).
+    pub name: Title,
+    /// Its outcome.
+    pub status: TestStatus,
+    /// How long it took, in milliseconds.
+    pub duration_ms: Option<u64>,
+    /// Notes or an output excerpt.
+    pub note_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `test.record`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TestRecorded {
+    /// The result as stored.
+    pub test_result: TestResult,
+}
+
+/// `test.record`.
+pub struct TestRecord;
+
+impl Tool for TestRecord {
+    const NAME: &'static str = "test.record";
+    const DESCRIPTION: &'static str = "Record a test or check result for the latest revision of an open proposal (orchestrator only: the host runs the tests).";
+    const MUTATES: bool = true;
+    type Args = TestRecordArgs;
+    type Output = TestRecorded;
+    type Prep = ();
+    keyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: TestRecordArgs, (): ()) -> Result<TestRecorded, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator], Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        let duration = args
+            .duration_ms
+            .map(|d| {
+                i64::try_from(d)
+                    .map_err(|_| ToolError::invalid_argument("duration_ms", "is too large"))
+            })
+            .transpose()?;
+        let id = cx.new_id("test");
+        let note = args.note_md.as_ref().map(|t| t.as_str().to_owned());
+        cx.tx.execute(
+            "INSERT INTO test_results (id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                id.as_str(),
+                p.id,
+                args.revision.0,
+                args.name.as_str(),
+                enum_to_sql(&args.status),
+                duration,
+                note,
+                cx.actor.to_string(),
+                cx.now.0
+            ],
+        )?;
+        cx.event(
+            "test.recorded",
+            id.as_str(),
+            Some(&p.id),
+            json!({"revision": args.revision, "name": args.name, "status": args.status}),
+        )?;
+        Ok(TestRecorded {
+            test_result: TestResult {
+                id: id.to_string(),
+                proposal_id: p.id,
+                revision: args.revision.0,
+                name: args.name.as_str().to_owned(),
+                status: args.status,
+                duration_ms: args.duration_ms,
+                note_md: note,
+                recorded_by: cx.actor.clone(),
+                created_at: cx.now,
+            },
+        })
+    }
+}

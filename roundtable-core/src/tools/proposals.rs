@@ -1,0 +1,821 @@
+//! The proposal lifecycle: create, revise, read, list, request review,
+//! withdraw, reject.
+//!
+//! ```text
+//! pending ──request_review──▶ in_review ──(patch.apply)──▶ applied
+//!    │                            │
+//!    ├──withdraw / patch.reject───┴──▶ withdrawn / rejected
+//! ```
+//!
+//! Revisions are immutable and numbered: `attach_patch` adds revision n+1
+//! (guarded by `expected_revision`) and never overwrites one.
+
+use super::args::{
+    Cursor, EditPlanJson, Limit, Markdown, PatchText, ResourceId, RevisionNumber, Title,
+};
+use super::records::{
+    enum_to_sql, Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus,
+    Revision, Risk,
+};
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::changeset::{Changeset, Operation};
+use crate::engine::Engine;
+use crate::id::Id;
+use rusqlite::params;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// The most resources one revision may declare.
+const MAX_RESOURCES: usize = 1000;
+
+/// A revision computed against the current files, before it is stored.
+pub(crate) struct PreparedRevision {
+    format: &'static str,
+    bytes: Vec<u8>,
+    changeset: Vec<FileSummary>,
+    changeset_digest: String,
+    base_state: String,
+    base_git_head: Option<String>,
+}
+
+/// The summary stored with a revision: each path's operation, precondition
+/// and result.
+pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
+    changeset
+        .files()
+        .iter()
+        .map(|f| {
+            let (operation, other) = match &f.operation {
+                Operation::Create => ("create", None),
+                Operation::Modify => ("modify", None),
+                Operation::Delete => ("delete", None),
+                Operation::Rename { from } => ("rename", Some(from)),
+                Operation::RenamedAway { to } => ("renamed_away", Some(to)),
+                Operation::Copy { from } => ("copy", Some(from)),
+            };
+            FileSummary {
+                path: f.path.to_string(),
+                operation: operation.to_owned(),
+                other_path: other.map(ToString::to_string),
+                before: f.before.map(|m| FileState {
+                    digest: m.digest.to_string(),
+                    executable: m.executable,
+                    size: None,
+                }),
+                after: f.after.as_ref().map(|c| FileState {
+                    digest: crate::Digest::of(&c.data).to_string(),
+                    executable: c.executable,
+                    size: Some(c.data.len() as u64),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// Parse the patch or edit plan and compute its changeset against the
+/// current files (reading only the touched ones).
+fn prepare_revision(
+    engine: &Engine,
+    patch: Option<&PatchText>,
+    edit_plan: Option<&EditPlanJson>,
+) -> Result<PreparedRevision, ToolError> {
+    let limit = engine.options().max_patch_bytes;
+    let too_big = |field: &str, n: usize| {
+        ToolError::invalid_argument(field, format!("is {n} bytes; the limit is {limit}"))
+    };
+    let (format, bytes, changeset) = match (patch, edit_plan) {
+        (Some(_), Some(_)) => {
+            return Err(ToolError::invalid_argument(
+                "edit_plan",
+                "give a patch or an edit_plan, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(ToolError::invalid_argument(
+                "patch",
+                "a patch or an edit_plan is required",
+            ))
+        }
+        (Some(p), None) => {
+            let bytes = p.0.as_bytes().to_vec();
+            if bytes.len() > limit {
+                return Err(too_big("patch", bytes.len()));
+            }
+            let parsed = crate::diff::parse(&bytes, &crate::diff::ParseOptions::default())?;
+            let changeset = Changeset::from_patch(&parsed, engine.workspace())?;
+            ("patch", bytes, changeset)
+        }
+        (None, Some(plan)) => {
+            let bytes = serde_json::to_vec(&plan.0).expect("a JSON object serializes");
+            if bytes.len() > limit {
+                return Err(too_big("edit_plan", bytes.len()));
+            }
+            let parsed = crate::edit::parse_plan(&bytes)?;
+            let changeset = crate::edit::plan_changeset(&parsed, engine.workspace())?;
+            ("edit_plan", bytes, changeset)
+        }
+    };
+    let field = if format == "patch" {
+        "patch"
+    } else {
+        "edit_plan"
+    };
+    if changeset.is_empty() {
+        return Err(ToolError::invalid_argument(field, "changes nothing"));
+    }
+    let max_files = engine.options().max_files;
+    if changeset.files().len() > max_files {
+        return Err(ToolError::invalid_argument(
+            field,
+            format!(
+                "touches {} files; the limit is {max_files}",
+                changeset.files().len()
+            ),
+        ));
+    }
+    let summary = summarize(&changeset);
+    let changeset_digest = {
+        use sha2::{Digest as _, Sha256};
+        let text = serde_json::to_string(&summary).expect("summaries serialize");
+        format!(
+            "sha256:{}",
+            crate::hex::encode(&Sha256::digest(text.as_bytes()))
+        )
+    };
+    let state = crate::state::compute_state(engine.root())?;
+    Ok(PreparedRevision {
+        format,
+        bytes,
+        changeset: summary,
+        changeset_digest,
+        base_state: state.state.to_string(),
+        base_git_head: state.git_head,
+    })
+}
+
+/// Canonical spellings, sorted, each once.
+fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolError> {
+    if resources.len() > MAX_RESOURCES {
+        return Err(ToolError::invalid_argument(
+            "affected_resources",
+            format!(
+                "has {} entries; the limit is {MAX_RESOURCES}",
+                resources.len()
+            ),
+        ));
+    }
+    let mut out: Vec<String> = resources.iter().map(|r| r.0.to_string()).collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn insert_revision(
+    cx: &Cx<'_>,
+    proposal_id: &str,
+    number: u32,
+    prep: &PreparedRevision,
+    resources: &[String],
+    note_md: Option<&str>,
+) -> Result<Revision, ToolError> {
+    let digest = crate::store::put_blob(cx.tx, &prep.bytes)?;
+    cx.tx.execute(
+        "INSERT INTO revisions (proposal_id, number, format, digest, changeset, changeset_digest,
+             affected_resources, base_state, base_git_head, note_md, created_by, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            proposal_id,
+            number,
+            prep.format,
+            digest.to_string(),
+            serde_json::to_string(&prep.changeset).expect("summaries serialize"),
+            prep.changeset_digest,
+            serde_json::to_string(resources).expect("strings serialize"),
+            prep.base_state,
+            prep.base_git_head,
+            note_md,
+            cx.actor.to_string(),
+            cx.now.0
+        ],
+    )?;
+    Revision::load(cx.tx, proposal_id, number)
+}
+
+/// Arguments of `proposal.create`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateArgs {
+    /// The task the proposal belongs to.
+    pub task_id: Id,
+    /// Its title.
+    pub title: Title,
+    /// What it changes and why.
+    pub summary_md: Markdown,
+    /// Its risk level (default `normal`).
+    pub risk: Option<Risk>,
+    /// The change as a unified or git diff (give this or `edit_plan`).
+    pub patch: Option<PatchText>,
+    /// The change as an Opcore edit plan (give this or `patch`).
+    pub edit_plan: Option<EditPlanJson>,
+    /// The resources the change is declared to touch (`file:`,
+    /// `directory:`, `symbol:` ids; at most 1000).
+    pub affected_resources: Option<Vec<ResourceId>>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `proposal.create` and `proposal.attach_patch`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProposalRevised {
+    /// The proposal.
+    pub proposal: Proposal,
+    /// The revision just made.
+    pub revision: Revision,
+}
+
+/// `proposal.create`.
+pub struct Create;
+
+impl Tool for Create {
+    const NAME: &'static str = "proposal.create";
+    const DESCRIPTION: &'static str = "Propose a change (a patch or an edit plan) for a task. The caller, a registered enabled agent, becomes the author. The change must apply to the current files; it becomes revision 1.";
+    const MUTATES: bool = true;
+    type Args = CreateArgs;
+    type Output = ProposalRevised;
+    type Prep = PreparedRevision;
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(
+        engine: &Engine,
+        actor: &Actor,
+        args: &CreateArgs,
+    ) -> Result<PreparedRevision, ToolError> {
+        if actor.kind != ActorKind::Agent {
+            return Err(ToolError::forbidden(
+                format!(
+                    "{} is for agent actors; {actor} is not an agent",
+                    Self::NAME
+                ),
+                json!({"actor": actor, "allowed_kinds": ["agent"]}),
+            ));
+        }
+        prepare_revision(engine, args.patch.as_ref(), args.edit_plan.as_ref())
+    }
+
+    fn run(
+        cx: &Cx<'_>,
+        args: CreateArgs,
+        prep: PreparedRevision,
+    ) -> Result<ProposalRevised, ToolError> {
+        let agent = cx.enabled_agent(Self::NAME)?;
+        let resources = canonical_resources(args.affected_resources.as_deref().unwrap_or(&[]))?;
+        let task_exists: bool = cx.tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+            [args.task_id.as_str()],
+            |r| r.get(0),
+        )?;
+        if !task_exists {
+            return Err(ToolError::not_found("task", args.task_id.as_str()));
+        }
+        let id = cx.new_id("prop");
+        let risk = args.risk.unwrap_or_default();
+        cx.tx.execute(
+            "INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, ?7, ?7)",
+            params![
+                id.as_str(),
+                args.task_id.as_str(),
+                agent.id,
+                args.title.as_str(),
+                args.summary_md.as_str(),
+                enum_to_sql(&risk),
+                cx.now.0
+            ],
+        )?;
+        let revision = insert_revision(cx, id.as_str(), 1, &prep, &resources, None)?;
+        cx.event(
+            "proposal.created",
+            id.as_str(),
+            Some(id.as_str()),
+            json!({
+                "task_id": args.task_id, "risk": risk, "revision": 1,
+                "format": revision.format, "digest": revision.digest,
+                "files": revision.changeset.len(),
+            }),
+        )?;
+        Ok(ProposalRevised {
+            proposal: Proposal::load(cx.tx, id.as_str())?,
+            revision,
+        })
+    }
+}
+
+/// Arguments of `proposal.attach_patch`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachPatchArgs {
+    /// The proposal to revise.
+    pub proposal_id: Id,
+    /// The revision the author is replacing: must be the latest, else
+    /// `conflict` (someone else revised it meanwhile).
+    pub expected_revision: RevisionNumber,
+    /// The new change as a unified or git diff (or give `edit_plan`).
+    pub patch: Option<PatchText>,
+    /// The new change as an Opcore edit plan (or give `patch`).
+    pub edit_plan: Option<EditPlanJson>,
+    /// The declared resources; when absent, the previous revision's.
+    pub affected_resources: Option<Vec<ResourceId>>,
+    /// What changed in this revision, for reviewers.
+    pub note_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// `proposal.attach_patch`.
+pub struct AttachPatch;
+
+impl Tool for AttachPatch {
+    const NAME: &'static str = "proposal.attach_patch";
+    const DESCRIPTION: &'static str = "Attach a new revision (patch or edit plan) to a pending or in-review proposal (author only). Requires expected_revision = the latest revision; earlier revisions are kept unchanged, and evidence for them does not count for the new one.";
+    const MUTATES: bool = true;
+    type Args = AttachPatchArgs;
+    type Output = ProposalRevised;
+    type Prep = PreparedRevision;
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(
+        engine: &Engine,
+        actor: &Actor,
+        args: &AttachPatchArgs,
+    ) -> Result<PreparedRevision, ToolError> {
+        // Refuse a foreign caller before reading any file; `run` checks
+        // everything again inside the transaction.
+        let author = engine
+            .store()
+            .read(|tx| Proposal::load(tx, args.proposal_id.as_str()).map(|p| p.author))?;
+        if !(actor.kind == ActorKind::Agent && actor.id.as_str() == author) {
+            return Err(ToolError::forbidden(
+                format!(
+                    "only the author ({author}) may call {}; the caller is {actor}",
+                    Self::NAME
+                ),
+                json!({"actor": actor, "author": author, "reason": "not_author"}),
+            ));
+        }
+        prepare_revision(engine, args.patch.as_ref(), args.edit_plan.as_ref())
+    }
+
+    fn run(
+        cx: &Cx<'_>,
+        args: AttachPatchArgs,
+        prep: PreparedRevision,
+    ) -> Result<ProposalRevised, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        cx.require_author(&p.author, Self::NAME)?;
+        p.require_status(
+            &[ProposalStatus::Pending, ProposalStatus::InReview],
+            Self::NAME,
+        )?;
+        if args.expected_revision.0 != p.latest_revision {
+            return Err(ToolError::conflict(
+                format!(
+                    "proposal {} is at revision {}, not the expected {}",
+                    p.id, p.latest_revision, args.expected_revision.0
+                ),
+                json!({"proposal_id": p.id, "expected_revision": args.expected_revision, "latest_revision": p.latest_revision}),
+            ));
+        }
+        let resources = match &args.affected_resources {
+            Some(r) => canonical_resources(r)?,
+            None => Revision::load(cx.tx, &p.id, p.latest_revision)?.affected_resources,
+        };
+        let number = p.latest_revision + 1;
+        let note = args.note_md.as_ref().map(|t| t.as_str());
+        let revision = insert_revision(cx, &p.id, number, &prep, &resources, note)?;
+        cx.tx.execute(
+            "UPDATE proposals SET latest_revision = ?2, updated_at = ?3 WHERE id = ?1",
+            params![p.id, number, cx.now.0],
+        )?;
+        cx.event(
+            "proposal.revised",
+            &p.id,
+            Some(&p.id),
+            json!({
+                "revision": number, "previous_revision": p.latest_revision,
+                "format": revision.format, "digest": revision.digest,
+                "files": revision.changeset.len(),
+            }),
+        )?;
+        Ok(ProposalRevised {
+            proposal: Proposal::load(cx.tx, &p.id)?,
+            revision,
+        })
+    }
+}
+
+/// A revision's submitted bytes: patch text as a string, an edit plan as
+/// an object.
+fn revision_content(
+    tx: &rusqlite::Transaction<'_>,
+    revision: &Revision,
+) -> Result<serde_json::Value, ToolError> {
+    let corrupt = |why: String| {
+        ToolError::new(
+            crate::ErrorCode::Database,
+            format!("revision content {}: {why}", revision.digest),
+            json!({"digest": revision.digest}),
+        )
+    };
+    let digest: crate::Digest = revision
+        .digest
+        .parse()
+        .map_err(|e: crate::DigestError| corrupt(e.to_string()))?;
+    let bytes = crate::store::get_blob(tx, &digest)?.ok_or_else(|| corrupt("is missing".into()))?;
+    if crate::Digest::of(&bytes) != digest {
+        return Err(corrupt("does not match its digest".into()));
+    }
+    if revision.format == "edit_plan" {
+        serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))
+    } else {
+        String::from_utf8(bytes)
+            .map(serde_json::Value::String)
+            .map_err(|e| corrupt(e.to_string()))
+    }
+}
+
+/// Arguments of `proposal.get`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision to return in full (default: the latest).
+    pub revision: Option<RevisionNumber>,
+    /// Also return the revision's patch text or edit plan, exactly as
+    /// submitted (default false: patches can be megabytes).
+    pub include_content: Option<bool>,
+}
+
+/// One line of a proposal's revision history.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RevisionEntry {
+    /// The revision's number.
+    pub number: u32,
+    /// `patch` or `edit_plan`.
+    pub format: String,
+    /// Its content digest.
+    pub digest: String,
+    /// Its changeset digest.
+    pub changeset_digest: String,
+    /// When it was made.
+    pub created_at: crate::clock::Timestamp,
+}
+
+/// Result of `proposal.get`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProposalDetail {
+    /// The proposal.
+    pub proposal: Proposal,
+    /// The requested (or latest) revision.
+    pub revision: Revision,
+    /// Every revision, oldest first.
+    pub revisions: Vec<RevisionEntry>,
+    /// With `include_content`: the patch text (a string) or the edit plan
+    /// (an object) of the returned revision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<serde_json::Value>,
+}
+
+/// `proposal.get`.
+pub struct Get;
+
+impl Tool for Get {
+    const NAME: &'static str = "proposal.get";
+    const DESCRIPTION: &'static str =
+        "Read a proposal, one revision in full (default the latest) and its revision history.";
+    const MUTATES: bool = false;
+    type Args = GetArgs;
+    type Output = ProposalDetail;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: GetArgs, (): ()) -> Result<ProposalDetail, ToolError> {
+        let proposal = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        let number = args.revision.map_or(proposal.latest_revision, |r| r.0);
+        let revision = Revision::load(cx.tx, &proposal.id, number)?;
+        let mut stmt = cx.tx.prepare(
+            "SELECT number, format, digest, changeset_digest, created_at FROM revisions
+             WHERE proposal_id = ?1 ORDER BY number",
+        )?;
+        let revisions = stmt
+            .query_map([&proposal.id], |r| {
+                Ok(RevisionEntry {
+                    number: r.get(0)?,
+                    format: r.get(1)?,
+                    digest: r.get(2)?,
+                    changeset_digest: r.get(3)?,
+                    created_at: crate::clock::Timestamp(r.get(4)?),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let content = if args.include_content == Some(true) {
+            Some(revision_content(cx.tx, &revision)?)
+        } else {
+            None
+        };
+        Ok(ProposalDetail {
+            proposal,
+            revision,
+            revisions,
+            content,
+        })
+    }
+}
+
+/// Arguments of `proposal.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    /// Only proposals of this task.
+    pub task_id: Option<Id>,
+    /// Only proposals in this status.
+    pub status: Option<ProposalStatus>,
+    /// Only proposals by this agent.
+    pub author: Option<Id>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<Limit<200>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `proposal.list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProposalPage {
+    /// The proposals, oldest first.
+    pub proposals: Vec<Proposal>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<Cursor>,
+}
+
+/// `proposal.list`.
+pub struct List;
+
+impl Tool for List {
+    const NAME: &'static str = "proposal.list";
+    const DESCRIPTION: &'static str = "List proposals oldest first, filtered by task, status or author, a page at a time (keyset cursor: a page costs the same however many proposals exist).";
+    const MUTATES: bool = false;
+    type Args = ListArgs;
+    type Output = ProposalPage;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ProposalPage, ToolError> {
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = match &args.cursor {
+            None => 0,
+            Some(c) => c.seq().ok_or_else(|| {
+                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
+            })?,
+        };
+        let mut sql = format!("SELECT {} FROM proposals WHERE seq > ?1", Proposal::COLUMNS);
+        let mut values: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(after)];
+        let filters: [(&str, Option<String>); 3] = [
+            ("task_id", args.task_id.map(|t| t.as_str().to_owned())),
+            ("status", args.status.map(|s| s.as_str().to_owned())),
+            ("author", args.author.map(|a| a.as_str().to_owned())),
+        ];
+        for (column, value) in filters {
+            if let Some(v) = value {
+                values.push(Box::new(v));
+                sql.push_str(&format!(" AND {column} = ?{}", values.len()));
+            }
+        }
+        sql.push_str(&format!(" ORDER BY seq LIMIT {}", u64::from(limit) + 1));
+        let mut stmt = cx.tx.prepare(&sql)?;
+        let mut proposals = stmt
+            .query_map(
+                rusqlite::params_from_iter(values.iter()),
+                Proposal::from_row,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let next_cursor = if proposals.len() > limit as usize {
+            proposals.truncate(limit as usize);
+            proposals.last().map(|p| Cursor::after(p.seq))
+        } else {
+            None
+        };
+        Ok(ProposalPage {
+            proposals,
+            next_cursor,
+        })
+    }
+}
+
+/// Move a proposal to `to`, writing its event; returns it as stored.
+fn transition(
+    cx: &Cx<'_>,
+    p: &Proposal,
+    to: ProposalStatus,
+    kind: &str,
+    data: serde_json::Value,
+) -> Result<Proposal, ToolError> {
+    let changed = cx.tx.execute(
+        "UPDATE proposals SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
+        params![p.id, to.as_str(), cx.now.0, p.status.as_str()],
+    )?;
+    assert_eq!(changed, 1, "the row was read in this transaction");
+    let mut data = data;
+    data["from"] = json!(p.status);
+    data["to"] = json!(to);
+    cx.event(kind, &p.id, Some(&p.id), data)?;
+    Proposal::load(cx.tx, &p.id)
+}
+
+/// Arguments of `proposal.request_review`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestReviewArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of the status-changing proposal tools.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProposalChanged {
+    /// The proposal as it is now.
+    pub proposal: Proposal,
+}
+
+/// `proposal.request_review`.
+pub struct RequestReview;
+
+impl Tool for RequestReview {
+    const NAME: &'static str = "proposal.request_review";
+    const DESCRIPTION: &'static str =
+        "Ask for review: pending → in_review (the author or an orchestrator).";
+    const MUTATES: bool = true;
+    type Args = RequestReviewArgs;
+    type Output = ProposalChanged;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: RequestReviewArgs, (): ()) -> Result<ProposalChanged, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        cx.require_author_or_orchestrator(&p.author, Self::NAME)?;
+        p.require_status(&[ProposalStatus::Pending], Self::NAME)?;
+        let proposal = transition(
+            cx,
+            &p,
+            ProposalStatus::InReview,
+            "proposal.review_requested",
+            json!({"revision": p.latest_revision}),
+        )?;
+        Ok(ProposalChanged { proposal })
+    }
+}
+
+/// Arguments of `proposal.withdraw`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// Why.
+    pub reason_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// `proposal.withdraw`.
+pub struct Withdraw;
+
+impl Tool for Withdraw {
+    const NAME: &'static str = "proposal.withdraw";
+    const DESCRIPTION: &'static str =
+        "Withdraw a pending or in-review proposal (the author or an orchestrator).";
+    const MUTATES: bool = true;
+    type Args = WithdrawArgs;
+    type Output = ProposalChanged;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: WithdrawArgs, (): ()) -> Result<ProposalChanged, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        cx.require_author_or_orchestrator(&p.author, Self::NAME)?;
+        p.require_status(
+            &[ProposalStatus::Pending, ProposalStatus::InReview],
+            Self::NAME,
+        )?;
+        let proposal = transition(
+            cx,
+            &p,
+            ProposalStatus::Withdrawn,
+            "proposal.withdrawn",
+            json!({"reason_md": args.reason_md}),
+        )?;
+        Ok(ProposalChanged { proposal })
+    }
+}
+
+/// Arguments of `patch.reject`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// Why it is rejected.
+    pub reason_md: Markdown,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `patch.reject`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Rejected {
+    /// The proposal, now `rejected`.
+    pub proposal: Proposal,
+    /// The `reject` decision recorded on its latest revision.
+    pub decision: Decision,
+}
+
+/// `patch.reject`.
+pub struct Reject;
+
+impl Tool for Reject {
+    const NAME: &'static str = "patch.reject";
+    const DESCRIPTION: &'static str = "Reject a pending or in-review proposal with a reason (orchestrator or human); records a reject decision on its latest revision.";
+    const MUTATES: bool = true;
+    type Args = RejectArgs;
+    type Output = Rejected;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: RejectArgs, (): ()) -> Result<Rejected, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        p.require_status(
+            &[ProposalStatus::Pending, ProposalStatus::InReview],
+            Self::NAME,
+        )?;
+        let decision = super::evidence::insert_decision(
+            cx,
+            &p,
+            p.latest_revision,
+            DecisionValue::Reject,
+            args.reason_md.as_str(),
+        )?;
+        let proposal = transition(
+            cx,
+            &p,
+            ProposalStatus::Rejected,
+            "proposal.rejected",
+            json!({"revision": p.latest_revision, "decision_id": decision.id, "reason_md": args.reason_md}),
+        )?;
+        Ok(Rejected { proposal, decision })
+    }
+}

@@ -1,0 +1,195 @@
+//! Registering agents and tasks: the host's set-up tools.
+
+use super::args::{Markdown, Role, Title};
+use super::records::{Agent, Task};
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::engine::Engine;
+use crate::id::Id;
+use rusqlite::params;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Arguments of `agent.register`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRegisterArgs {
+    /// The agent's id: what its actor's `id` will be.
+    pub agent_id: Id,
+    /// Its roles (at most 32), e.g. `["reviewer"]`; duplicates are refused.
+    #[schemars(length(max = 32))]
+    pub roles: Vec<Role>,
+    /// Whether it may act (default true). Registering again with `false`
+    /// disables it.
+    pub enabled: Option<bool>,
+    /// A name for people.
+    pub display_name: Option<Title>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `agent.register`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AgentRegistered {
+    /// The agent as stored.
+    pub agent: Agent,
+    /// `true` when the agent is new, `false` when an existing one was
+    /// updated (or already had these settings).
+    pub created: bool,
+}
+
+/// `agent.register`: register an agent, or change its roles or enabled flag.
+pub struct AgentRegister;
+
+impl Tool for AgentRegister {
+    const NAME: &'static str = "agent.register";
+    const DESCRIPTION: &'static str = "Register an agent with its roles (orchestrator only). Registering an existing agent updates its roles, enabled flag and display name.";
+    const MUTATES: bool = true;
+    type Args = AgentRegisterArgs;
+    type Output = AgentRegistered;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: Self::Args, (): ()) -> Result<AgentRegistered, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator], Self::NAME)?;
+        if args.roles.len() > 32 {
+            return Err(ToolError::invalid_argument(
+                "roles",
+                format!("has {} roles; the limit is 32", args.roles.len()),
+            ));
+        }
+        let mut roles: Vec<String> = args.roles.iter().map(|r| r.as_str().to_owned()).collect();
+        roles.sort();
+        if let Some(w) = roles.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ToolError::invalid_argument(
+                "roles",
+                format!("names {:?} twice", w[0]),
+            ));
+        }
+        let enabled = args.enabled.unwrap_or(true);
+        let display_name = args.display_name.as_ref().map(|t| t.as_str().to_owned());
+        let roles_json = serde_json::to_string(&roles).expect("strings serialize");
+        let id = args.agent_id.as_str();
+        let existing = Agent::load(cx.tx, id)?;
+        let created = existing.is_none();
+        match &existing {
+            None => {
+                cx.tx.execute(
+                    "INSERT INTO agents (id, roles, enabled, display_name, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                    params![id, roles_json, enabled, display_name, cx.now.0],
+                )?;
+                cx.event(
+                    "agent.registered",
+                    id,
+                    None,
+                    json!({"roles": roles, "enabled": enabled}),
+                )?;
+            }
+            Some(old)
+                if old.roles == roles
+                    && old.enabled == enabled
+                    && old.display_name == display_name => {}
+            Some(old) => {
+                cx.tx.execute(
+                    "UPDATE agents SET roles = ?2, enabled = ?3, display_name = ?4, updated_at = ?5 WHERE id = ?1",
+                    params![id, roles_json, enabled, display_name, cx.now.0],
+                )?;
+                cx.event(
+                    "agent.updated",
+                    id,
+                    None,
+                    json!({
+                        "roles": roles, "enabled": enabled,
+                        "previous": {"roles": old.roles, "enabled": old.enabled},
+                    }),
+                )?;
+            }
+        }
+        let agent = Agent::load(cx.tx, id)?.expect("the agent was just written");
+        Ok(AgentRegistered { agent, created })
+    }
+}
+
+/// Arguments of `task.create`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCreateArgs {
+    /// The task's id; generated when absent. An id in use is `conflict`.
+    pub task_id: Option<Id>,
+    /// Its title.
+    pub title: Title,
+    /// What it is about.
+    pub summary_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `task.create`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TaskCreated {
+    /// The new task.
+    pub task: Task,
+}
+
+/// `task.create`: create a task proposals can belong to.
+pub struct TaskCreate;
+
+impl Tool for TaskCreate {
+    const NAME: &'static str = "task.create";
+    const DESCRIPTION: &'static str =
+        "Create a task that proposals belong to (orchestrator or human).";
+    const MUTATES: bool = true;
+    type Args = TaskCreateArgs;
+    type Output = TaskCreated;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: Self::Args, (): ()) -> Result<TaskCreated, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+        let id = args.task_id.unwrap_or_else(|| cx.new_id("task"));
+        let taken: bool = cx.tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+            [id.as_str()],
+            |r| r.get(0),
+        )?;
+        if taken {
+            return Err(ToolError::conflict(
+                format!("task {id} already exists"),
+                json!({"kind": "task", "id": id}),
+            ));
+        }
+        let summary = args.summary_md.as_ref().map(|t| t.as_str());
+        cx.tx.execute(
+            "INSERT INTO tasks (id, title, summary_md, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id.as_str(), args.title.as_str(), summary, cx.actor.to_string(), cx.now.0],
+        )?;
+        cx.event(
+            "task.created",
+            id.as_str(),
+            None,
+            json!({"title": args.title}),
+        )?;
+        let task = cx.tx.query_row(
+            "SELECT id, title, summary_md, created_by, created_at FROM tasks WHERE id = ?1",
+            [id.as_str()],
+            Task::from_row,
+        )?;
+        Ok(TaskCreated { task })
+    }
+}

@@ -1,17 +1,21 @@
 //! `roundtable` — the command-line front end.
 //!
-//! Every command prints JSON on stdout. A refusal is
-//! `{"error":{"code","message","details"}}` with exit status 1; a usage
-//! error exits with status 2.
+//! Every command prints JSON on stdout (indented on a terminal, compact on
+//! a pipe). A refusal is `{"error":{"code","message","details"}}` — a
+//! [`ToolError`], the one error shape every front end shares — with exit
+//! status 1; a usage error exits with status 2.
+//!
+//! `init`, `call` and `tools` are the tool surface: `call` runs one tool
+//! through [`Engine::call_json`] as the actor given by `--as`.
 
 use clap::{Parser, Subcommand};
-use roundtable::diff::{self, ApplyError, FileStatus, Mode, ParseOptions, Patch};
-use roundtable::workspace::{Workspace, WorkspaceError};
-use roundtable::ErrorCode;
+use roundtable::diff::{self, FileStatus, Mode, ParseOptions, Patch};
+use roundtable::workspace::Workspace;
+use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod demo;
@@ -41,6 +45,45 @@ enum Command {
         #[arg(long)]
         root: PathBuf,
     },
+    /// Create the workspace's store (`<root>/.roundtable/`) when absent and
+    /// print `{"root", "store", "schema_version", "created"}`.
+    ///
+    /// Opening an existing store creates nothing and reports
+    /// `"created": false` (an older store is migrated; a newer one is
+    /// refused as `incompatible_store`).
+    Init {
+        /// The repository root.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+    },
+    /// Call one tool and print its result JSON.
+    ///
+    /// The arguments are a JSON object, parsed strictly: a key given twice,
+    /// an unknown key, a wrong type or a bad value is `invalid_argument`
+    /// naming the field. Opening the workspace creates its store when
+    /// absent. `roundtable tools` lists every tool and its schemas.
+    ///
+    /// Example: roundtable call task.create --as orchestrator:host --args '{"task_id":"t1","title":"Fix it"}'
+    #[command(verbatim_doc_comment)]
+    Call {
+        /// The tool (`proposal.create`, `vote.cast`, ...).
+        tool: String,
+        /// The repository root.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// Who is calling, as KIND:ID, KIND being agent, human or
+        /// orchestrator (`agent:alice`, `human:bob`). A bad spelling is
+        /// an `invalid_argument` error (exit 1), not a usage error.
+        #[arg(long = "as", value_name = "KIND:ID")]
+        actor: String,
+        /// The arguments: inline JSON, `@FILE` to read a file, or `-` to
+        /// read standard input.
+        #[arg(long, value_name = "JSON|@FILE|-", default_value = "{}")]
+        args: String,
+    },
+    /// Print every tool: `[{"name", "description", "mutates",
+    /// "input_schema", "output_schema"}]`.
+    Tools,
     /// Run a whole change through roundtable in a fresh temporary repository.
     Demo {
         /// Keep the temporary repository and print its path.
@@ -90,68 +133,6 @@ enum EditCommand {
     },
 }
 
-/// A refusal: a stable code, a message and structured details.
-pub(crate) struct Failure {
-    code: ErrorCode,
-    message: String,
-    details: Value,
-}
-
-impl Failure {
-    fn new(code: ErrorCode, message: impl Into<String>, details: Value) -> Self {
-        Failure {
-            code,
-            message: message.into(),
-            details,
-        }
-    }
-}
-
-impl From<diff::ParseError> for Failure {
-    fn from(e: diff::ParseError) -> Self {
-        Failure::new(
-            e.code(),
-            e.to_string(),
-            json!({"line": e.line(), "expected": e.expected(), "found": e.found()}),
-        )
-    }
-}
-
-impl From<roundtable::edit::EditError> for Failure {
-    fn from(e: roundtable::edit::EditError) -> Self {
-        Failure::new(e.code(), e.to_string(), e.details())
-    }
-}
-
-impl From<roundtable::state::StateError> for Failure {
-    fn from(e: roundtable::state::StateError) -> Self {
-        Failure::new(e.code(), e.to_string(), json!({}))
-    }
-}
-
-impl From<WorkspaceError> for Failure {
-    fn from(e: WorkspaceError) -> Self {
-        let details = match &e {
-            WorkspaceError::Apply(ApplyError::Hunk { path, hunk, reason }) => {
-                json!({"path": String::from_utf8_lossy(path), "hunk": hunk, "reason": reason})
-            }
-            WorkspaceError::Apply(a) => json!({"path": String::from_utf8_lossy(a.path())}),
-            WorkspaceError::Path(p) => json!({"path": p.path, "reason": p.reason}),
-            WorkspaceError::Symlink { path, link } => json!({"path": path, "symlink": link}),
-            WorkspaceError::Precondition {
-                path,
-                expected,
-                actual,
-            } => json!({"path": path, "expected": expected, "actual": actual}),
-            WorkspaceError::Commit { path, .. } | WorkspaceError::Undo { path, .. } => {
-                json!({"path": path})
-            }
-            _ => json!({}),
-        };
-        Failure::new(e.code(), e.to_string(), details)
-    }
-}
-
 /// A patch's bytes: mapped from a regular file, or read (stdin, pipes).
 enum Input {
     Mapped(memmap2::Mmap),
@@ -168,9 +149,9 @@ impl std::ops::Deref for Input {
     }
 }
 
-fn read_input(file: &PathBuf) -> Result<Input, Failure> {
+fn read_input(file: &Path) -> Result<Input, ToolError> {
     let fail = |e: std::io::Error| {
-        Failure::new(
+        ToolError::new(
             ErrorCode::Io,
             format!("{}: {e}", file.display()),
             json!({"path": file.display().to_string()}),
@@ -197,7 +178,7 @@ fn read_input(file: &PathBuf) -> Result<Input, Failure> {
     Ok(Input::Read(buf))
 }
 
-fn parse_patch(bytes: &[u8], strip: usize) -> Result<Patch<'_>, Failure> {
+fn parse_patch(bytes: &[u8], strip: usize) -> Result<Patch<'_>, ToolError> {
     Ok(diff::parse(bytes, &ParseOptions { strip })?)
 }
 
@@ -223,7 +204,7 @@ struct HunkRange {
     new_lines: u32,
 }
 
-fn patch_json(patch: &Patch<'_>) -> Result<String, Failure> {
+fn patch_json(patch: &Patch<'_>) -> Result<String, ToolError> {
     let files: Vec<FileSummary<'_>> = patch
         .files()
         .iter()
@@ -257,19 +238,19 @@ fn patch_json(patch: &Patch<'_>) -> Result<String, Failure> {
 
 /// Serialize a command's result: indented for a terminal, compact for a
 /// program reading a pipe.
-fn to_json(value: &impl Serialize) -> Result<String, Failure> {
+fn to_json(value: &impl Serialize) -> Result<String, ToolError> {
     use std::io::IsTerminal as _;
     let text = if std::io::stdout().is_terminal() {
         serde_json::to_string_pretty(value)
     } else {
         serde_json::to_string(value)
     };
-    text.map_err(|e| Failure::new(ErrorCode::Io, e.to_string(), json!({})))
+    text.map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
 }
 
-fn open_root(root: &std::path::Path) -> Result<Workspace, Failure> {
+fn open_root(root: &Path) -> Result<Workspace, ToolError> {
     if !root.is_dir() {
-        return Err(Failure::new(
+        return Err(ToolError::new(
             ErrorCode::InvalidArgument,
             format!("{}: not a directory", root.display()),
             json!({"field": "root"}),
@@ -278,8 +259,78 @@ fn open_root(root: &std::path::Path) -> Result<Workspace, Failure> {
     Ok(Workspace::open(root)?)
 }
 
-fn run(command: Command) -> Result<String, Failure> {
+/// The bytes of `--args`: inline JSON, `@FILE`, or `-` for standard input
+/// (`@-` too, as with curl). Neither `@` nor a lone `-` can begin a JSON
+/// object, so the spellings never overlap.
+fn read_args(args: &str) -> Result<Input, ToolError> {
+    if args == "-" {
+        return read_input(Path::new("-"));
+    }
+    if let Some(file) = args.strip_prefix('@') {
+        return read_input(Path::new(file));
+    }
+    Ok(Input::Read(args.as_bytes().to_vec()))
+}
+
+/// `root` made absolute (symlinks resolved) when it exists, for reports.
+fn absolute(root: &Path) -> PathBuf {
+    std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
+}
+
+fn init(root: &Path) -> Result<String, ToolError> {
+    let root = absolute(root);
+    let engine = Engine::open(&root, EngineOptions::default())?;
+    let store = engine.store();
+    to_json(&json!({
+        "root": engine.root().display().to_string(),
+        "store": store.path().display().to_string(),
+        "schema_version": roundtable::store::SCHEMA_VERSION,
+        "created": store.created(),
+    }))
+}
+
+fn call(tool: &str, root: &Path, actor: &str, args: &str) -> Result<String, ToolError> {
+    // Everything that can be refused without the store is checked first, so
+    // a mistyped command does not create a store.
+    let actor = Actor::parse(actor).map_err(|e| ToolError::invalid_argument("--as", e))?;
+    if roundtable::tools::find(tool).is_none() {
+        return Err(ToolError::new(
+            ErrorCode::NotFound,
+            format!("there is no tool {tool:?} (`roundtable tools` lists them)"),
+            json!({"kind": "tool", "id": tool}),
+        ));
+    }
+    let bytes = read_args(args)?;
+    let engine = Engine::open(&absolute(root), EngineOptions::default())?;
+    to_json(&engine.call_json(tool, &bytes, &actor)?)
+}
+
+fn tools() -> Result<String, ToolError> {
+    let tools: Vec<Value> = Engine::tools()
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "mutates": t.mutates,
+                "input_schema": t.input_schema(),
+                "output_schema": t.output_schema(),
+            })
+        })
+        .collect();
+    to_json(&tools)
+}
+
+fn run(command: Command) -> Result<String, ToolError> {
     match command {
+        Command::Init { root } => init(&root),
+        Command::Call {
+            tool,
+            root,
+            actor,
+            args,
+        } => call(&tool, &root, &actor, &args),
+        Command::Tools => tools(),
         Command::Patch(PatchCommand::Parse { file, strip }) => {
             let bytes = read_input(&file)?;
             patch_json(&parse_patch(&bytes, strip)?)
@@ -329,9 +380,8 @@ fn main() -> ExitCode {
             print(&text);
             ExitCode::SUCCESS
         }
-        Err(f) => {
-            let error =
-                json!({"error": {"code": f.code, "message": f.message, "details": f.details}});
+        Err(e) => {
+            let error = json!({"error": e.to_json()});
             print(&to_json(&error).unwrap_or_else(|_| error.to_string()));
             ExitCode::from(1)
         }

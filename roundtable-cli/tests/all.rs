@@ -2,3 +2,4 @@
 
 mod cli;
 mod differential;
+mod tools_cli;

@@ -319,7 +319,10 @@ fn demo_runs_every_step() {
         .iter()
         .filter_map(|s| s["step"].as_str())
         .collect();
-    assert_eq!(steps, ["parse", "check", "apply", "refuse_stale", "undo"]);
+    assert_eq!(
+        steps,
+        ["register", "propose", "revise", "review", "parse", "check", "apply", "refuse_stale", "undo", "audit"]
+    );
 }
 
 /// `blob:sha256:` of `data`, computed by `sha256sum`, independently of the

@@ -5,3 +5,5 @@ mod fuzz_replay;
 mod properties;
 mod state;
 mod tools;
+mod tools_refusals;
+mod tools_scale;

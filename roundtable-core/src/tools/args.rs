@@ -60,8 +60,54 @@ impl<const MAX: usize> JsonSchema for Text<MAX> {
     }
 }
 
-/// A title: one line of up to 200 characters.
-pub type Title = Text<200>;
+/// A title: one line (no line breaks or other control characters) of up
+/// to 200 characters, trimmed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Title(Text<200>);
+
+impl Title {
+    /// Trim `s` and check it.
+    pub fn new(s: &str) -> Result<Title, String> {
+        let t = Text::new(s)?;
+        if t.as_str().chars().any(char::is_control) {
+            return Err("must be one line, without control characters".into());
+        }
+        Ok(Title(t))
+    }
+
+    /// The trimmed title.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl<'de> Deserialize<'de> for Title {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Title::new(&s).map_err(D::Error::custom)
+    }
+}
+
+impl JsonSchema for Title {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Title".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "pattern": "^[^\\u0000-\\u001f\\u007f]+$",
+            "description": "One line; trimmed; must not be blank."
+        })
+    }
+}
 /// Markdown prose (summaries, reasons, notes): up to 64 KiB of characters.
 pub type Markdown = Text<65_536>;
 

@@ -22,15 +22,19 @@ use serde_json::json;
 
 const OPEN: &[ProposalStatus] = &[ProposalStatus::Pending, ProposalStatus::InReview];
 
-/// Load the proposal and check it is open and `revision` is its latest.
+/// Load the proposal, authorize the caller against it, then check it is
+/// open and `revision` is its latest (a caller who may not act learns that
+/// first, not the proposal's state).
 fn judged(
     cx: &Cx<'_>,
     proposal_id: &Id,
     revision: RevisionNumber,
     allowed: &[ProposalStatus],
     tool: &str,
+    authorize: impl FnOnce(&Proposal) -> Result<(), ToolError>,
 ) -> Result<Proposal, ToolError> {
     let p = Proposal::load(cx.tx, proposal_id.as_str())?;
+    authorize(&p)?;
     p.require_status(allowed, tool)?;
     p.require_latest(revision.0)?;
     Ok(p)
@@ -279,7 +283,7 @@ impl Tool for DecisionRecord {
 
     fn run(cx: &Cx<'_>, args: DecisionRecordArgs, (): ()) -> Result<DecisionRecorded, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |_| Ok(()))?;
         let decision = insert_decision(
             cx,
             &p,
@@ -335,8 +339,10 @@ impl Tool for SecurityReview {
 
     fn run(cx: &Cx<'_>, args: SecurityReviewArgs, (): ()) -> Result<SecurityReviewed, ToolError> {
         cx.require_kind(&[ActorKind::Human, ActorKind::Agent], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
-        if cx.actor.kind == ActorKind::Agent {
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |p| {
+            if cx.actor.kind != ActorKind::Agent {
+                return Ok(());
+            }
             let agent = cx.enabled_agent(Self::NAME)?;
             if !agent.roles.iter().any(|r| r == "security") {
                 return Err(ToolError::forbidden(
@@ -353,7 +359,8 @@ impl Tool for SecurityReview {
                     json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
                 ));
             }
-        }
+            Ok(())
+        })?;
         if args.verdict == Verdict::Fail && args.note_md.is_none() {
             return Err(ToolError::invalid_argument(
                 "note_md",
@@ -426,8 +433,9 @@ impl Tool for HumanRequestApproval {
         args: HumanRequestApprovalArgs,
         (): (),
     ) -> Result<ApprovalRequested, ToolError> {
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
-        cx.require_author_or_orchestrator(&p.author, Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |p| {
+            cx.require_author_or_orchestrator(&p.author, Self::NAME)
+        })?;
         let id = cx.new_id("hreq");
         let reason = args.reason_md.as_ref().map(|t| t.as_str().to_owned());
         cx.tx.execute(
@@ -493,7 +501,7 @@ impl Tool for HumanApprove {
 
     fn run(cx: &Cx<'_>, args: HumanApproveArgs, (): ()) -> Result<Approved, ToolError> {
         cx.require_kind(&[ActorKind::Human], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |_| Ok(()))?;
         if let Some(request_id) = &args.request_id {
             let request: Option<(String, u32)> = cx
                 .tx
@@ -589,7 +597,7 @@ impl Tool for TestRecord {
 
     fn run(cx: &Cx<'_>, args: TestRecordArgs, (): ()) -> Result<TestRecorded, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME)?;
+        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |_| Ok(()))?;
         let duration = args
             .duration_ms
             .map(|d| {

@@ -56,9 +56,16 @@ impl Tool for EventsList {
         let limit = args.limit.map_or(100, |l| l.0);
         let since = i64::try_from(args.since_seq.unwrap_or(0))
             .map_err(|_| ToolError::invalid_argument("since_seq", "is too large"))?;
+        // Two spellings, not `(?2 IS NULL OR proposal_id = ?2)`: SQLite
+        // cannot use `events_by_proposal` for the OR, and would scan every
+        // later event to fill one proposal's page.
+        let filter = if args.proposal_id.is_some() {
+            "proposal_id = ?2"
+        } else {
+            "?2 IS NULL"
+        };
         let mut stmt = cx.tx.prepare(&format!(
-            "SELECT {} FROM events WHERE seq > ?1 AND (?2 IS NULL OR proposal_id = ?2)
-             ORDER BY seq LIMIT ?3",
+            "SELECT {} FROM events WHERE seq > ?1 AND {filter} ORDER BY seq LIMIT ?3",
             Event::COLUMNS
         ))?;
         let mut events = stmt

@@ -1,218 +1,141 @@
-//! `roundtable demo`: one governed change, end to end, in a fresh
-//! temporary repository — what exists of the governed path today:
+//! `roundtable demo`: one governed change, end to end, in a fresh temporary
+//! git repository with the embedded store.
 //!
-//! 1. the host registers an author and a reviewer agent and a task;
-//! 2. the author proposes a patch (revision 1), revises it (revision 2) and
-//!    asks for review; the reviewer approves revision 2; the host records a
-//!    passing test;
-//! 3. the host applies the approved revision's stored bytes (after checking
-//!    them against their digest) all-or-nothing;
-//! 4. a second agent's stale patch is refused without touching anything;
-//! 5. the change is undone by applying the reverse patch;
-//! 6. the audit log's hash chain verifies.
-//!
-//! Every step's result is checked; the demo fails if any is wrong.
+//! The host registers an author, two reviewers (one with the `security`
+//! role) and a task; the author claims one function (a symbol) and proposes
+//! a critical change; validation fails (a hunk lies outside the claimed
+//! function, no approvals yet) and the author repairs it with a second
+//! revision; the reviewers approve, the security reviewer passes it, a human
+//! approves; validation passes; the host applies it as one transaction,
+//! shows it, and rolls it back to the exact original bytes; the audit
+//! chain verifies. Every step's result is checked: the demo fails if any is
+//! not what it should be.
 
-use roundtable::diff::{self, ParseOptions};
-use roundtable::{workspace, Actor, Engine, EngineOptions, ErrorCode, Id, ToolError};
+use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, ToolError};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-type Failure = ToolError;
+const LIB_RS: &str = "\
+pub fn greet(name: &str) -> String {
+    format!(\"Hello, {name}\")
+}
 
-/// The author's first revision: only the new function.
+pub fn shout(name: &str) -> String {
+    greet(name).to_uppercase()
+}
+";
+
+/// The author's first revision: it changes `greet` (which it claimed) but
+/// also appends a function outside it.
 const FIRST_PATCH: &str = "\
 --- a/src/lib.rs
 +++ b/src/lib.rs
-@@ -1,3 +1,7 @@
+@@ -1,7 +1,11 @@
  pub fn greet(name: &str) -> String {
-     format!(\"Hello, {name}\")
+-    format!(\"Hello, {name}\")
++    format!(\"Hello, {name}!\")
  }
-+
-+pub fn farewell(name: &str) -> String {
-+    format!(\"Bye, {name}\")
-+}
-";
-
-const LIB_RS: &str = "pub fn greet(name: &str) -> String {\n    format!(\"Hello, {name}\")\n}\n";
-const README: &str = "demo project\n";
-
-const AGENT_PATCH: &str = "\
-diff --git a/src/lib.rs b/src/lib.rs
-index 3b18e51..c0d2a5f 100644
---- a/src/lib.rs
-+++ b/src/lib.rs
-@@ -1,3 +1,7 @@
- pub fn greet(name: &str) -> String {
-     format!(\"Hello, {name}\")
+ 
+ pub fn shout(name: &str) -> String {
+     greet(name).to_uppercase()
  }
 +
 +pub fn farewell(name: &str) -> String {
 +    format!(\"Goodbye, {name}\")
 +}
-diff --git a/README b/README.md
-similarity index 60%
-rename from README
-rename to README.md
-index 1e4e5a1..5a5d2b0 100644
---- a/README
-+++ b/README.md
-@@ -1 +1,2 @@
- demo project
-+Run ./run.sh to try it.
-diff --git a/run.sh b/run.sh
-new file mode 100755
-index 0000000..7c4a013
---- /dev/null
-+++ b/run.sh
-@@ -0,0 +1,2 @@
-+#!/bin/sh
-+cargo test
 ";
 
-/// A second agent's patch, written against the tree before the first
-/// change landed: `README` has since been renamed away.
-const STALE_PATCH: &str = "\
-diff --git a/README b/README
---- a/README
-+++ b/README
-@@ -1 +1 @@
--demo project
-+Demo project
+/// The repair: only the claimed function changes.
+const SECOND_PATCH: &str = "\
+--- a/src/lib.rs
++++ b/src/lib.rs
+@@ -1,3 +1,3 @@
+ pub fn greet(name: &str) -> String {
+-    format!(\"Hello, {name}\")
++    format!(\"Hello, {name}!\")
+ }
 ";
 
-/// Every project file's bytes (roundtable's own `.roundtable/` excluded).
-fn snapshot(root: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).map_err(io)? {
-            let path = entry.map_err(io)?.path();
-            if path.file_name().is_some_and(|n| n == ".roundtable") {
-                // roundtable's own store and cache are not the project's files.
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap_or(&path)
-                    .display()
-                    .to_string();
-                out.insert(rel, fs::read(&path).map_err(io)?);
-            }
-        }
-    }
-    Ok(out)
+fn fail(what: impl Into<String>) -> ToolError {
+    let what = what.into();
+    ToolError::new(
+        ErrorCode::Io,
+        format!("demo check failed: {what}"),
+        json!({"step": what}),
+    )
 }
 
-fn io(e: std::io::Error) -> Failure {
-    Failure::new(ErrorCode::Io, e.to_string(), json!({}))
-}
-
-fn id(s: &str) -> Result<Id, Failure> {
-    Id::new(s).map_err(|e| Failure::new(ErrorCode::InvalidArgument, e.to_string(), json!({})))
-}
-
-fn text<'v>(v: &'v Value, pointer: &str) -> Result<&'v str, Failure> {
-    v.pointer(pointer).and_then(Value::as_str).ok_or_else(|| {
-        Failure::new(
-            ErrorCode::Io,
-            format!("demo check failed: no {pointer} in {v}"),
-            json!({}),
-        )
-    })
-}
-
-/// The governed part: agents, a task, a proposal with two revisions, a
-/// review, a vote and a test result, all through the tool surface.
-/// Returns the approved revision's patch bytes as read back from the store.
-fn govern(engine: &Engine, steps: &mut Vec<Value>) -> Result<String, Failure> {
-    let host = Actor::orchestrator(id("host")?);
-    let author = Actor::agent(id("alice")?);
-    let reviewer = Actor::agent(id("bob")?);
-    engine.call("agent.register", json!({"agent_id": "alice", "roles": ["author"]}), &host)?;
-    engine.call("agent.register", json!({"agent_id": "bob", "roles": ["reviewer"]}), &host)?;
-    engine.call("task.create", json!({"task_id": "farewell", "title": "Say goodbye"}), &host)?;
-    steps.push(json!({"step": "register", "agents": ["alice", "bob"], "task": "farewell"}));
-
-    let created = engine.call(
-        "proposal.create",
-        json!({
-            "task_id": "farewell", "title": "Add farewell()", "summary_md": "Adds `farewell`.",
-            "patch": FIRST_PATCH, "affected_resources": ["file:src/lib.rs"],
-        }),
-        &author,
-    )?;
-    let pid = text(&created, "/proposal/id")?.to_owned();
-    steps.push(json!({"step": "propose", "proposal": pid, "revision": created["revision"]["number"], "digest": created["revision"]["digest"]}));
-
-    // The reviewer cannot vote before review is requested, and the author
-    // can never vote on its own proposal.
-    let early = engine
-        .call("vote.cast", json!({"proposal_id": pid, "revision": 1, "vote": "approve"}), &reviewer)
-        .err()
-        .map(|e| e.code());
-    verify(early == Some(ErrorCode::IllegalTransition), "no vote before review")?;
-
-    let revised = engine.call(
-        "proposal.attach_patch",
-        json!({
-            "proposal_id": pid, "expected_revision": 1, "patch": AGENT_PATCH,
-            "affected_resources": ["directory:."], "note_md": "Also renames README and adds run.sh.",
-        }),
-        &author,
-    )?;
-    verify(revised["proposal"]["latest_revision"] == 2, "revision 2")?;
-    steps.push(json!({"step": "revise", "revision": 2, "digest": revised["revision"]["digest"], "files": revised["revision"]["changeset"]}));
-
-    engine.call("proposal.request_review", json!({"proposal_id": pid}), &author)?;
-    let own = engine
-        .call("vote.cast", json!({"proposal_id": pid, "revision": 2, "vote": "approve"}), &author)
-        .err()
-        .map(|e| e.code());
-    verify(own == Some(ErrorCode::Forbidden), "authors do not vote")?;
-    let stale_vote = engine
-        .call("vote.cast", json!({"proposal_id": pid, "revision": 1, "vote": "approve"}), &reviewer)
-        .err()
-        .map(|e| e.code());
-    verify(stale_vote == Some(ErrorCode::Conflict), "no vote on a superseded revision")?;
-    let vote = engine.call(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 2, "vote": "approve", "reason_md": "Looks right."}),
-        &reviewer,
-    )?;
-    engine.call(
-        "test.record",
-        json!({"proposal_id": pid, "revision": 2, "name": "unit", "status": "passed"}),
-        &host,
-    )?;
-    steps.push(json!({"step": "review", "vote": vote["vote"], "test": "passed"}));
-
-    let got = engine.call(
-        "proposal.get",
-        json!({"proposal_id": pid, "revision": 2, "include_content": true}),
-        &host,
-    )?;
-    Ok(text(&got, "/content")?.to_owned())
-}
-
-fn verify(ok: bool, what: &str) -> Result<(), Failure> {
+fn verify(ok: bool, what: &str) -> Result<(), ToolError> {
     if ok {
         Ok(())
     } else {
-        Err(Failure::new(
-            ErrorCode::Io,
-            format!("demo check failed: {what}"),
-            json!({"step": what}),
-        ))
+        Err(fail(what))
     }
 }
 
-pub(crate) fn run(keep: bool) -> Result<Value, Failure> {
+fn io(e: std::io::Error) -> ToolError {
+    ToolError::new(ErrorCode::Io, e.to_string(), json!({}))
+}
+
+fn id(s: &str) -> Result<Id, ToolError> {
+    Id::new(s).map_err(|e| ToolError::new(ErrorCode::InvalidArgument, e.to_string(), json!({})))
+}
+
+fn text<'v>(v: &'v Value, pointer: &str) -> Result<&'v str, ToolError> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .ok_or_else(|| fail(format!("no {pointer} in the result")))
+}
+
+/// A readable one-line summary of a validation report.
+fn report_line(report: &Value) -> String {
+    let stages = report["stages"].as_array().cloned().unwrap_or_default();
+    if report["valid"] == true {
+        return "valid: every gate passes".into();
+    }
+    let failed: Vec<String> = stages
+        .iter()
+        .filter(|s| s["status"] == "failed")
+        .map(|s| {
+            let first = s["reasons"]
+                .as_array()
+                .and_then(|r| r.iter().find(|r| r.get("message").is_some()))
+                .and_then(|r| r["message"].as_str())
+                .unwrap_or("");
+            format!("{} ({first})", s["name"].as_str().unwrap_or("?"))
+        })
+        .collect();
+    format!("not valid — {}", failed.join("; "))
+}
+
+/// Set up a git repository with one commit, if git is installed.
+fn git_init(root: &Path) -> bool {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    git(&["init", "-q"])
+        && fs::write(root.join(".git/info/exclude"), ".roundtable/\n").is_ok()
+        && git(&["add", "-A"])
+        && git(&[
+            "-c",
+            "user.name=roundtable demo",
+            "-c",
+            "user.email=demo@example.invalid",
+            "commit",
+            "-qm",
+            "initial",
+        ])
+}
+
+/// Run the demo; `say` receives each readable line as it happens.
+pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolError> {
     let dir = tempfile::Builder::new()
         .prefix("roundtable-demo-")
         .tempdir()
@@ -220,74 +143,194 @@ pub(crate) fn run(keep: bool) -> Result<Value, Failure> {
     let root = dir.path();
     fs::create_dir(root.join("src")).map_err(io)?;
     fs::write(root.join("src/lib.rs"), LIB_RS).map_err(io)?;
-    fs::write(root.join("README"), README).map_err(io)?;
-    let before = snapshot(root)?;
+    fs::write(root.join("README.md"), "demo project\n").map_err(io)?;
+    let git = git_init(root);
     let mut steps = Vec::new();
+    let mut step = |name: &str, line: String, data: Value, say: &mut dyn FnMut(&str)| {
+        say(&format!("{:>2}. {name:<9} {line}", steps.len() + 1));
+        let mut data = data;
+        data["step"] = json!(name);
+        steps.push(data);
+    };
+    say(&format!(
+        "roundtable demo: one governed change in {} ({})",
+        root.display(),
+        if git { "a fresh git repository" } else { "git is not installed: a plain directory" }
+    ));
 
     let engine = Engine::open(root, EngineOptions::default())?;
-    let approved = govern(&engine, &mut steps)?;
-    verify(snapshot(root)? == before, "proposing and reviewing wrote no file")?;
+    let host = Actor::orchestrator(id("host")?);
+    let alice = Actor::agent(id("alice")?);
+    let bob = Actor::agent(id("bob")?);
+    let sam = Actor::agent(id("sam")?);
+    let carol = Actor::human(id("carol")?);
+    let call = |tool: &str, args: Value, actor: &Actor| engine.call(tool, args, actor);
 
-    // The host applies the approved revision's stored bytes.
-    let patch = diff::parse(approved.as_bytes(), &ParseOptions::default())?;
-    steps.push(json!({"step": "parse", "files": patch.files().len()}));
-    let planned = workspace::apply_patch(root, &patch, true)?;
-    verify(snapshot(root)? == before, "--check wrote nothing")?;
-    steps.push(json!({"step": "check", "changes": planned}));
-    let applied = workspace::apply_patch(root, &patch, false)?;
-    let after = snapshot(root)?;
-    verify(
-        after.contains_key("README.md") && !after.contains_key("README"),
-        "rename landed",
-    )?;
-    verify(
-        after
-            .get("src/lib.rs")
-            .is_some_and(|c| c.windows(8).any(|w| w == b"farewell")),
-        "modification landed",
-    )?;
-    steps.push(json!({"step": "apply", "changes": applied}));
-
-    // 2. A stale patch is refused and changes nothing.
-    let stale = diff::parse(STALE_PATCH.as_bytes(), &ParseOptions::default())?;
-    let refused = match workspace::apply_patch(root, &stale, false) {
-        Ok(_) => {
-            return Err(Failure::new(
-                ErrorCode::Io,
-                "demo check failed: stale patch applied",
-                json!({}),
-            ))
-        }
-        Err(e) => e,
-    };
-    verify(
-        snapshot(root)? == after,
-        "refused patch left every file as it was",
-    )?;
-    steps.push(
-        json!({"step": "refuse_stale", "code": refused.code(), "message": refused.to_string()}),
+    call("agent.register", json!({"agent_id": "alice", "roles": ["author"]}), &host)?;
+    call("agent.register", json!({"agent_id": "bob", "roles": ["reviewer"]}), &host)?;
+    call("agent.register", json!({"agent_id": "sam", "roles": ["reviewer", "security"]}), &host)?;
+    call("task.create", json!({"task_id": "excited-greeting", "title": "Greet with more enthusiasm"}), &host)?;
+    step(
+        "register",
+        "author alice; reviewers bob and sam (security); human carol approves; task excited-greeting".into(),
+        json!({"agents": ["alice", "bob", "sam"], "human": "carol"}),
+        say,
     );
 
-    // 3. The reverse patch restores the original tree exactly.
-    let reverse = patch
-        .reverse()
-        .map_err(|e| Failure::new(e.code(), e.to_string(), json!({})))?;
-    workspace::apply_patch(root, &reverse, false)?;
-    verify(
-        snapshot(root)? == before,
-        "reverse patch restored the original",
+    // A symbol claim: alice may change `greet`, nothing else.
+    let claim = call(
+        "claim.acquire",
+        json!({"resource_id": "symbol:src/lib.rs#greet", "type": "write", "ttl_s": 900, "task_id": "excited-greeting"}),
+        &alice,
     )?;
-    steps.push(json!({"step": "undo", "restored": true}));
+    let clash = call("claim.acquire", json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 900}), &bob)
+        .err()
+        .map(|e| e.code());
+    verify(clash == Some(ErrorCode::Conflict), "an overlapping write claim is refused")?;
+    step(
+        "claim",
+        format!(
+            "alice holds symbol:src/lib.rs#greet (lines {}-{}), fencing token {}; bob's claim on the whole file is refused (conflict)",
+            claim["claim"]["span"]["start"], claim["claim"]["span"]["end"], claim["claim"]["token"]
+        ),
+        json!({"claim": claim["claim"]}),
+        say,
+    );
 
-    let host = Actor::orchestrator(id("host")?);
-    let chain = engine.call("events.verify", json!({}), &host)?;
+    let created = call(
+        "proposal.create",
+        json!({"task_id": "excited-greeting", "title": "Greet with an exclamation mark",
+               "summary_md": "`greet` ends with `!`.", "risk": "critical", "patch": FIRST_PATCH,
+               "affected_resources": ["symbol:src/lib.rs#greet"]}),
+        &alice,
+    )?;
+    let pid = text(&created, "/proposal/id")?.to_owned();
+    step(
+        "propose",
+        format!("{pid} revision 1 (risk critical): modifies src/lib.rs"),
+        json!({"proposal": pid, "revision": created["revision"]}),
+        say,
+    );
+
+    let first = call("patch.validate", json!({"proposal_id": pid}), &host)?;
+    let coverage_failed = first["stages"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|s| s["name"] == "coverage" && s["status"] == "failed"));
+    verify(first["valid"] == false && coverage_failed, "revision 1 is not covered by the claim")?;
+    step("validate", report_line(&first), json!({"report": first}), say);
+
+    let revised = call(
+        "proposal.attach_patch",
+        json!({"proposal_id": pid, "expected_revision": 1, "patch": SECOND_PATCH,
+               "note_md": "Only `greet` changes now."}),
+        &alice,
+    )?;
+    verify(revised["revision"]["number"] == 2, "revision 2")?;
+    let second = call("patch.validate", json!({"proposal_id": pid}), &host)?;
+    let coverage_passed = second["stages"]
+        .as_array()
+        .is_some_and(|s| s.iter().any(|s| s["name"] == "coverage" && s["status"] == "passed"));
+    verify(coverage_passed, "revision 2 is covered")?;
+    step(
+        "revise",
+        format!("revision 2 changes only greet; {}", report_line(&second)),
+        json!({"revision": revised["revision"], "report": second}),
+        say,
+    );
+
+    let requested = call("proposal.request_review", json!({"proposal_id": pid}), &alice)?;
+    let plan: Vec<String> = requested["review_plan"]
+        .as_array()
+        .map(|needs| {
+            needs
+                .iter()
+                .map(|n| format!("{} ← {}", n["requirement"].as_str().unwrap_or("?"), n["candidates"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    step("review", format!("review plan: {}", plan.join("; ")), json!({"review_plan": requested["review_plan"]}), say);
+
+    let own = call("vote.cast", json!({"proposal_id": pid, "revision": 2, "vote": "approve"}), &alice)
+        .err()
+        .map(|e| e.code());
+    verify(own == Some(ErrorCode::Forbidden), "the author cannot vote")?;
+    call("vote.cast", json!({"proposal_id": pid, "revision": 2, "vote": "approve", "reason_md": "Reads well."}), &bob)?;
+    call("vote.cast", json!({"proposal_id": pid, "revision": 2, "vote": "approve_with_notes", "reason_md": "Fine; no input reaches the format string."}), &sam)?;
+    call("security.review", json!({"proposal_id": pid, "revision": 2, "verdict": "pass", "note_md": "No security impact."}), &sam)?;
+    call("human.approve", json!({"proposal_id": pid, "revision": 2, "note_md": "Ship it."}), &carol)?;
+    let ready = call("patch.validate", json!({"proposal_id": pid}), &host)?;
+    verify(ready["valid"] == true, "valid once approved")?;
+    step(
+        "approve",
+        format!("bob and sam approve revision 2, sam passes the security review, carol approves as a human; {}", report_line(&ready)),
+        json!({"report": ready}),
+        say,
+    );
+
+    let applied = call("patch.apply", json!({"proposal_id": pid, "revision": 2}), &host)?;
+    let tid = text(&applied, "/transaction/id")?.to_owned();
+    let after = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
+    verify(after.contains("Hello, {name}!") && applied["proposal"]["status"] == "applied", "the change landed")?;
+    step(
+        "apply",
+        format!(
+            "transaction {tid}: {} ({} file), proposal applied, claims released: {}",
+            applied["transaction"]["status"].as_str().unwrap_or("?"),
+            applied["transaction"]["file_count"],
+            applied["released_claims"]
+        ),
+        json!({"transaction": applied["transaction"]}),
+        say,
+    );
+
+    let shown = call("transaction.get", json!({"transaction_id": tid}), &host)?;
+    let phases = call("transaction.phases", json!({"transaction_id": tid}), &host)?;
+    let names: Vec<&str> = phases["phases"]
+        .as_array()
+        .map(|p| p.iter().filter_map(|p| p["phase"].as_str()).collect())
+        .unwrap_or_default();
+    let file = &shown["files"][0];
+    step(
+        "show",
+        format!(
+            "{}: {} {} → {}; phases {}",
+            file["path"].as_str().unwrap_or("?"),
+            file["operation"].as_str().unwrap_or("?"),
+            file["before_digest"].as_str().unwrap_or("absent"),
+            file["after_digest"].as_str().unwrap_or("absent"),
+            names.join(" → ")
+        ),
+        json!({"transaction": shown, "phases": phases["phases"]}),
+        say,
+    );
+
+    let rolled = call("transaction.rollback", json!({"transaction_id": tid}), &host)?;
+    let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
+    verify(restored == LIB_RS, "the rollback restored the original bytes")?;
+    step(
+        "rollback",
+        format!(
+            "transaction {} restored src/lib.rs byte for byte; {tid} is rolled_back",
+            text(&rolled, "/transaction/id")?
+        ),
+        json!({"transaction": rolled["transaction"]}),
+        say,
+    );
+
+    let chain = call("events.verify", json!({}), &host)?;
     verify(chain["valid"] == true, "the audit log verifies")?;
-    steps.push(json!({"step": "audit", "events": chain["checked"], "head_digest": chain["head_digest"]}));
+    step(
+        "audit",
+        format!("{} events, hash chain valid, head {}", chain["checked"], chain["head_digest"].as_str().unwrap_or("?")),
+        json!({"events": chain["checked"], "head_digest": chain["head_digest"]}),
+        say,
+    );
 
+    drop(engine);
     let location = if keep {
         Some(dir.keep().display().to_string())
     } else {
         None
     };
-    Ok(json!({"ok": true, "root": location, "steps": steps}))
+    Ok(json!({"ok": true, "root": location, "git": git, "steps": steps}))
 }

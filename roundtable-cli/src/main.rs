@@ -84,11 +84,15 @@ enum Command {
     /// Print every tool: `[{"name", "description", "mutates",
     /// "input_schema", "output_schema"}]`.
     Tools,
-    /// Run a whole change through roundtable in a fresh temporary repository.
+    /// Run a whole governed change in a fresh temporary git repository,
+    /// printing each step.
     Demo {
         /// Keep the temporary repository and print its path.
         #[arg(long)]
         keep: bool,
+        /// Print one JSON document with every step's data instead of lines.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -360,7 +364,14 @@ fn run(command: Command) -> Result<String, ToolError> {
                 &json!({ "state": state.state, "git_head": state.git_head, "files": state.files }),
             )
         }
-        Command::Demo { keep } => to_json(&demo::run(keep)?),
+        Command::Demo { keep, json: false } => {
+            let result = demo::run(keep, &mut |line| print(line))?;
+            Ok(match result["root"].as_str() {
+                Some(root) => format!("ok: every step checked; the repository is kept at {root}"),
+                None => "ok: every step checked".to_owned(),
+            })
+        }
+        Command::Demo { keep, json: true } => to_json(&demo::run(keep, &mut |_| {})?),
     }
 }
 

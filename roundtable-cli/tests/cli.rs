@@ -1,7 +1,7 @@
 //! End-to-end tests of the `roundtable` binary: output shapes, exit codes,
 //! and that every refusal leaves the directory exactly as it was.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
@@ -310,7 +310,7 @@ fn escaping_paths_are_refused_before_anything_is_read() {
 
 #[test]
 fn demo_runs_every_step() {
-    let (code, json, _) = roundtable(&["demo"], None);
+    let (code, json, _) = roundtable(&["demo", "--json"], None);
     assert_eq!(code, 0, "{json}");
     assert_eq!(json["ok"], true);
     let steps: Vec<&str> = json["steps"]
@@ -321,8 +321,40 @@ fn demo_runs_every_step() {
         .collect();
     assert_eq!(
         steps,
-        ["register", "propose", "revise", "review", "parse", "check", "apply", "refuse_stale", "undo", "audit"]
+        ["register", "claim", "propose", "validate", "revise", "review", "approve", "apply", "show", "rollback", "audit"]
     );
+    // The first validation fails on coverage (a hunk outside the claimed
+    // symbol); the repaired revision is covered.
+    let first = &json["steps"][3]["report"];
+    assert_eq!(first["valid"], false);
+    let status = |report: &Value, name: &str| {
+        report["stages"]
+            .as_array()
+            .expect("stages")
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["status"].clone())
+    };
+    assert_eq!(status(first, "coverage"), Some(json!("failed")));
+    assert_eq!(status(&json["steps"][4]["report"], "coverage"), Some(json!("passed")));
+    assert_eq!(json["steps"][6]["report"]["valid"], true);
+    assert_eq!(json["steps"][7]["transaction"]["status"], "applied");
+    assert_eq!(json["steps"][9]["transaction"]["kind"], "rollback");
+}
+
+#[test]
+fn demo_prints_readable_steps() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_roundtable"))
+        .arg("demo")
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("roundtable demo: one governed change in "), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with(" 4. validate  not valid")), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("10. rollback ")), "{text}");
+    assert_eq!(lines.last(), Some(&"ok: every step checked"), "{text}");
 }
 
 /// `blob:sha256:` of `data`, computed by `sha256sum`, independently of the

@@ -10,7 +10,7 @@
 use crate::{Digest, RepoPath};
 use serde::Serialize;
 
-mod render;
+pub(crate) mod render;
 
 /// A file's state as a precondition: its digest and executable bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -76,6 +76,21 @@ pub enum Operation {
         /// The source path.
         from: RepoPath,
     },
+}
+
+impl Operation {
+    /// The stable spelling: `create`, `modify`, `delete`, `rename`,
+    /// `renamed_away`, `copy`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Operation::Create => "create",
+            Operation::Modify => "modify",
+            Operation::Delete => "delete",
+            Operation::Rename { .. } => "rename",
+            Operation::RenamedAway { .. } => "renamed_away",
+            Operation::Copy { .. } => "copy",
+        }
+    }
 }
 
 /// One touched path: what must hold now, and what it becomes.

@@ -91,7 +91,9 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Open the workspace at `root`, creating its store when absent.
+    /// Open the workspace at `root`, creating its store when absent, and
+    /// recover every transaction a crashed applier left `applying` (unless
+    /// another live process holds the apply lock: then it is in flight).
     pub fn open(root: &Path, options: EngineOptions) -> Result<Engine, ToolError> {
         if !root.is_dir() {
             return Err(ToolError::invalid_argument(
@@ -107,13 +109,16 @@ impl Engine {
                 busy_timeout: options.busy_timeout,
             },
         )?;
-        Ok(Engine {
+        let engine = Engine {
             root: root.to_path_buf(),
             workspace,
             store,
             options,
             ids: IdGenerator::default(),
-        })
+        };
+        // Before anything else runs: finish what a crashed applier left.
+        crate::apply::recover(&engine)?;
+        Ok(engine)
     }
 
     /// Call `tool` with `args` (a JSON object) as `actor`.

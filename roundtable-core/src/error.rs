@@ -70,6 +70,23 @@ pub enum ErrorCode {
     /// The store was written by a newer roundtable (its schema version is
     /// higher than this code knows), so it is not opened.
     IncompatibleStore,
+    /// A `symbol:` resource names no symbol in the file's current content.
+    UnknownSymbol,
+    /// A `symbol:` resource names more than one symbol (the details list
+    /// the candidates and their spans).
+    AmbiguousSymbol,
+    /// Symbols are asked for in a file whose language roundtable cannot
+    /// index.
+    UnsupportedLanguage,
+    /// A policy document is malformed (bad TOML, an unknown key, a bad glob;
+    /// the details name the place).
+    InvalidPolicy,
+    /// A claim's resource changed since the claim was acquired (its digest
+    /// is not the claim's base digest), or its fencing token was superseded.
+    StaleClaim,
+    /// A gate of the validation report fails (the details carry the whole
+    /// report).
+    ValidationFailed,
 }
 
 impl ErrorCode {
@@ -93,6 +110,12 @@ impl ErrorCode {
         ErrorCode::IdempotencyConflict,
         ErrorCode::Database,
         ErrorCode::IncompatibleStore,
+        ErrorCode::UnknownSymbol,
+        ErrorCode::AmbiguousSymbol,
+        ErrorCode::UnsupportedLanguage,
+        ErrorCode::InvalidPolicy,
+        ErrorCode::StaleClaim,
+        ErrorCode::ValidationFailed,
     ];
 
     /// The stable snake_case spelling of this code.
@@ -116,6 +139,12 @@ impl ErrorCode {
             ErrorCode::IdempotencyConflict => "idempotency_conflict",
             ErrorCode::Database => "database",
             ErrorCode::IncompatibleStore => "incompatible_store",
+            ErrorCode::UnknownSymbol => "unknown_symbol",
+            ErrorCode::AmbiguousSymbol => "ambiguous_symbol",
+            ErrorCode::UnsupportedLanguage => "unsupported_language",
+            ErrorCode::InvalidPolicy => "invalid_policy",
+            ErrorCode::StaleClaim => "stale_claim",
+            ErrorCode::ValidationFailed => "validation_failed",
         }
     }
 }

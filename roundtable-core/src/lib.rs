@@ -4,8 +4,14 @@
 //! agents propose patches, reviewers and policy decide, the host applies —
 //! atomically, with a record and a way back.
 //!
-//! This crate is the pure core. Today it holds the diff engine, which
-//! everything else builds on:
+//! The entry point is [`Engine`]: a repository root, its store
+//! (`<root>/.roundtable/store.db`) and the tool surface every front end
+//! shares — `engine.call(tool, args, actor)`, with the [`Actor`] supplied by
+//! the host, arguments decoded strictly, every state change one SQL
+//! transaction with its audit event (see [`tools`] for the registry and
+//! [`store`] for the schema).
+//!
+//! Underneath is the diff engine everything else builds on:
 //!
 //! - [`diff::parse`] reads git's full diff grammar (extended headers,
 //!   C-quoted names, renames, copies, modes, binary patches) into a typed
@@ -38,8 +44,11 @@
 #![deny(missing_docs)]
 
 pub mod actor;
+pub mod apply;
 pub mod changeset;
+pub mod claims;
 pub mod clock;
+pub mod coverage;
 pub mod diff;
 mod digest;
 pub mod edit;
@@ -49,9 +58,11 @@ mod hex;
 pub mod id;
 pub mod json;
 pub mod path;
+pub mod policy;
 pub mod resource;
 pub mod state;
 pub mod store;
+pub mod symbols;
 pub mod tools;
 pub mod workspace;
 

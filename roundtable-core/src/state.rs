@@ -98,7 +98,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 use std::fmt;
 use std::io;
-use std::os::fd::{AsFd as _, BorrowedFd};
+use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -330,49 +330,9 @@ pub fn compute_state_with(
     options: impl Into<StateOptions>,
 ) -> Result<WorkspaceState, StateError> {
     let options = options.into();
-    // The root itself may be reached through a link; nothing below it is.
-    let root_fd = match rustix::fs::open(
-        root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOTDIR) => {
-            return Err(StateError::NotADirectory {
-                path: root.to_path_buf(),
-            })
-        }
-        Err(e) => return Err(io_err(root, e.into())),
-    };
-    let threads = match options.threads {
-        0 => std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(8),
-        n => n,
-    };
+    let root_fd = open_root(root)?;
     let git_head = git::read_head(root)?;
-
-    let loaded = match options.cache {
-        CacheMode::ReadWrite => cache::load(root),
-        CacheMode::Off | CacheMode::Rebuild => cache::Loaded::not_used(),
-    };
-
-    let mut attempt = 1;
-    let (tree, mut stats) = loop {
-        match run(root, root_fd.as_fd(), threads, &loaded) {
-            Ok(done) => break done,
-            Err(Failure::Unstable(_)) if attempt < MAX_ATTEMPTS => attempt += 1,
-            Err(Failure::Unstable(path)) => {
-                return Err(StateError::Unstable {
-                    path,
-                    attempts: attempt,
-                })
-            }
-            Err(Failure::Fatal(e)) => return Err(e),
-        }
-    };
-    stats.attempts = attempt;
+    let (tree, mut stats, loaded, threads) = walk_hashed(root, root_fd.as_fd(), &options)?;
     stats.cache = loaded.status.clone();
     let regular = tree.entries.len() - stats.symlinks;
     let dirty = stats.hashed > 0 || loaded.len() != regular || !loaded.is_loaded();
@@ -399,6 +359,77 @@ pub fn compute_state_with(
         files: tree.entries.len(),
         stats,
     })
+}
+
+/// Walk the tree and hash what changed (retrying a walk that something
+/// changed under), with the cache the options ask for.
+fn walk_hashed(
+    root: &Path,
+    root_fd: BorrowedFd<'_>,
+    options: &StateOptions,
+) -> Result<(Tree, StateStats, cache::Loaded, usize), StateError> {
+    let threads = match options.threads {
+        0 => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8),
+        n => n,
+    };
+
+    let loaded = match options.cache {
+        CacheMode::ReadWrite => cache::load(root),
+        CacheMode::Off | CacheMode::Rebuild => cache::Loaded::not_used(),
+    };
+
+    let mut attempt = 1;
+    let (tree, mut stats) = loop {
+        match run(root, root_fd, threads, &loaded) {
+            Ok(done) => break done,
+            Err(Failure::Unstable(_)) if attempt < MAX_ATTEMPTS => attempt += 1,
+            Err(Failure::Unstable(path)) => {
+                return Err(StateError::Unstable {
+                    path,
+                    attempts: attempt,
+                })
+            }
+            Err(Failure::Fatal(e)) => return Err(e),
+        }
+    };
+    stats.attempts = attempt;
+    Ok((tree, stats, loaded, threads))
+}
+
+/// The state hash of only the entries at or under `dir` (`None`: every
+/// entry), without git `HEAD`: the digest a directory claim records. It
+/// reads the stat cache but never writes it, so computing it changes no
+/// file.
+pub fn subtree_state(root: &Path, dir: Option<&crate::RepoPath>) -> Result<StateHash, StateError> {
+    let root_fd = open_root(root)?;
+    let options = StateOptions::default();
+    let (tree, _, _, _) = walk_hashed(root, root_fd.as_fd(), &options)?;
+    let prefix = dir.map(|d| d.as_str().as_bytes());
+    Ok(encode_filtered(&tree, None, |path| match prefix {
+        None => true,
+        Some(p) => {
+            path == p || (path.len() > p.len() && path.starts_with(p) && path[p.len()] == b'/')
+        }
+    }))
+}
+
+/// Open the root (which may itself be reached through a link).
+fn open_root(root: &Path) -> Result<OwnedFd, StateError> {
+    // The root itself may be reached through a link; nothing below it is.
+    match rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOTDIR) => Err(StateError::NotADirectory {
+            path: root.to_path_buf(),
+        }),
+        Err(e) => Err(io_err(root, e.into())),
+    }
 }
 
 fn io_err(path: &Path, source: io::Error) -> StateError {
@@ -563,6 +594,11 @@ fn run(
 /// The state hash of `tree` and `head` (see the module docs for the
 /// encoding).
 fn encode(tree: &Tree, head: Option<&str>) -> StateHash {
+    encode_filtered(tree, head, |_| true)
+}
+
+/// [`encode`] over the entries whose path `keep` accepts.
+fn encode_filtered(tree: &Tree, head: Option<&str>, keep: impl Fn(&[u8]) -> bool) -> StateHash {
     let mut h = sha2::Sha256::new();
     let mut buf = Vec::with_capacity(64 * 1024);
     buf.extend_from_slice(b"roundtable-state\0\x01");
@@ -574,8 +610,9 @@ fn encode(tree: &Tree, head: Option<&str>) -> StateHash {
             buf.extend_from_slice(hex.as_bytes());
         }
     }
-    buf.extend_from_slice(&(tree.entries.len() as u64).to_le_bytes());
-    for e in &tree.entries {
+    let kept = tree.entries.iter().filter(|e| keep(tree.path(e))).count();
+    buf.extend_from_slice(&(kept as u64).to_le_bytes());
+    for e in tree.entries.iter().filter(|e| keep(tree.path(e))) {
         if buf.len() + e.len + 64 > buf.capacity() {
             h.update(&buf);
             buf.clear();

@@ -6,8 +6,8 @@
 //!   each migration runs in its own transaction (taken with `BEGIN
 //!   IMMEDIATE`, so two processes opening a new store migrate it once), and
 //!   a database newer than this code is refused, not opened.
-//! - Every write is one `BEGIN IMMEDIATE` transaction ([`Store::write`]),
-//!   and every state change appends its [`event`](append_event) inside it:
+//! - Every write is one `BEGIN IMMEDIATE` transaction,
+//!   and every state change appends its event inside it:
 //!   a hash-chained, append-only log with a per-store `seq`.
 //! - Patch and edit-plan bytes live in a content-addressed blob table.
 
@@ -28,7 +28,11 @@ pub const DB_FILE: &str = "store.db";
 
 /// The migrations, in order: migration `i` takes the schema from version
 /// `i` to `i + 1`. Released migrations are never edited, only appended.
-const MIGRATIONS: &[&str] = &[include_str!("store/v1.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("store/v1.sql"),
+    include_str!("store/v2.sql"),
+    include_str!("store/v3.sql"),
+];
 
 /// The schema version this code writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -42,7 +46,23 @@ pub enum Durability {
     Full,
     /// Commits are flushed at WAL checkpoints (`synchronous = NORMAL`): a
     /// power loss can lose the last commits, never corrupt the store.
+    /// Applied files are still flushed.
     Normal,
+    /// Nothing is flushed (`synchronous = OFF`, no file syncs): for tests
+    /// and throwaway sandboxes. A process crash is still recovered; a power
+    /// loss can lose or corrupt anything.
+    Off,
+}
+
+impl Durability {
+    /// The stable spelling (`full`, `normal`, `off`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Full => "full",
+            Durability::Normal => "normal",
+            Durability::Off => "off",
+        }
+    }
 }
 
 /// How to open a store.
@@ -169,6 +189,7 @@ impl Store {
         let sync = match options.durability {
             Durability::Full => "FULL",
             Durability::Normal => "NORMAL",
+            Durability::Off => "OFF",
         };
         conn.execute_batch(&format!(
             "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"

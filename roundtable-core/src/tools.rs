@@ -25,12 +25,16 @@ use serde_json::{json, Value};
 
 pub mod args;
 mod auth;
+pub mod claims;
 mod error;
 pub mod evidence;
 pub mod log;
+pub mod policies;
 pub mod proposals;
 pub mod records;
 pub mod setup;
+pub mod transactions;
+pub mod validate;
 
 pub use error::ToolError;
 
@@ -151,6 +155,23 @@ const fn spec<T: Tool>() -> ToolSpec {
     }
 }
 
+/// A mutating tool whose call runs its own transactions (the transaction
+/// engine: the apply lock, the journal, the files, the outcome).
+const fn custom<A: JsonSchema, O: JsonSchema>(
+    name: &'static str,
+    description: &'static str,
+    call: fn(&Engine, Value, &Actor) -> Result<Value, ToolError>,
+) -> ToolSpec {
+    ToolSpec {
+        name,
+        description,
+        mutates: true,
+        input_schema: schema::<A>,
+        output_schema: schema::<O>,
+        call,
+    }
+}
+
 /// Every tool, in a stable order.
 pub static TOOLS: &[ToolSpec] = &[
     spec::<setup::AgentRegister>(),
@@ -169,6 +190,28 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<evidence::HumanRequestApproval>(),
     spec::<evidence::HumanApprove>(),
     spec::<evidence::TestRecord>(),
+    spec::<claims::Acquire>(),
+    spec::<claims::Renew>(),
+    spec::<claims::Release>(),
+    spec::<claims::List>(),
+    spec::<validate::Validate>(),
+    spec::<policies::Set>(),
+    spec::<policies::Activate>(),
+    spec::<policies::Get>(),
+    custom::<transactions::ApplyArgs, transactions::Applied>(
+        "patch.apply",
+        transactions::APPLY,
+        transactions::apply_call,
+    ),
+    custom::<transactions::RollbackArgs, transactions::RolledBack>(
+        "transaction.rollback",
+        transactions::ROLLBACK,
+        transactions::rollback_call,
+    ),
+    spec::<transactions::Get>(),
+    spec::<transactions::List>(),
+    spec::<transactions::PhasesList>(),
+    spec::<transactions::RecoveryCheck>(),
     spec::<log::EventsList>(),
     spec::<log::EventsVerify>(),
 ];
@@ -179,7 +222,7 @@ pub fn find(name: &str) -> Option<&'static ToolSpec> {
 }
 
 /// Decode arguments strictly, naming the field of the first problem.
-fn decode<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+pub(crate) fn decode<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     if !args.is_object() {
         return Err(ToolError::invalid_argument(
             "",
@@ -205,7 +248,7 @@ fn decode<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
 
 /// The digest a replayed call must match: the tool and its decoded
 /// arguments (keys sorted), without the idempotency key itself.
-fn request_digest<A: Serialize>(tool: &str, args: &A) -> String {
+pub(crate) fn request_digest<A: Serialize>(tool: &str, args: &A) -> String {
     use sha2::{Digest as _, Sha256};
     let mut value = serde_json::to_value(args).expect("arguments serialize");
     if let Value::Object(map) = &mut value {
@@ -217,7 +260,7 @@ fn request_digest<A: Serialize>(tool: &str, args: &A) -> String {
 }
 
 /// The stored result of an earlier call with this key, if any.
-fn replay(
+pub(crate) fn replay(
     tx: &rusqlite::Transaction<'_>,
     actor: &Actor,
     key: &Id,
@@ -294,22 +337,34 @@ fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, T
         };
         let out = serde_json::to_value(T::run(&cx, args, prep)?).expect("results serialize");
         if let Some(key) = &key {
-            tx.execute(
-                "INSERT INTO idempotency (actor_kind, actor_id, key, tool, request_digest, result, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                rusqlite::params![
-                    actor.kind.as_str(),
-                    actor.id.as_str(),
-                    key.as_str(),
-                    T::NAME,
-                    request,
-                    out.to_string(),
-                    cx.now.0
-                ],
-            )?;
+            remember(&cx, key, T::NAME, &request, &out)?;
         }
         Ok(out)
     })
+}
+
+/// Store a mutating call's result under its idempotency key.
+pub(crate) fn remember(
+    cx: &Cx<'_>,
+    key: &Id,
+    tool: &str,
+    request: &str,
+    out: &Value,
+) -> Result<(), ToolError> {
+    cx.tx.execute(
+        "INSERT INTO idempotency (actor_kind, actor_id, key, tool, request_digest, result, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        rusqlite::params![
+            cx.actor.kind.as_str(),
+            cx.actor.id.as_str(),
+            key.as_str(),
+            tool,
+            request,
+            out.to_string(),
+            cx.now.0
+        ],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

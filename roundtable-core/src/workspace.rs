@@ -163,6 +163,10 @@ fn errno(e: rustix::io::Errno) -> io::Error {
     io::Error::from(e)
 }
 
+/// Up to this many touched paths, a durable apply flushes each file and
+/// directory itself; beyond, one `syncfs` before and after the renames.
+const PER_FILE_SYNC_LIMIT: usize = 16;
+
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
@@ -318,7 +322,7 @@ impl Workspace {
                         None
                     } else {
                         Some(
-                            self.stage(&path, &file.data, file.executable)
+                            self.stage(&path, &file.data, file.executable, false)
                                 .map_err(|e| boxed(&outcome.path, e.code(), e))?,
                         )
                     };
@@ -374,6 +378,20 @@ impl Workspace {
         changeset: &Changeset,
         check: bool,
     ) -> Result<Vec<PathChange>, WorkspaceError> {
+        self.apply_changeset_with(changeset, check, false)
+    }
+
+    /// [`apply_changeset`](Workspace::apply_changeset), and with `durable`
+    /// flush to disk twice: once after every result is staged (so the
+    /// renames only ever expose complete contents) and once after the
+    /// renames and removals (so they survive a power loss). Each flush is
+    /// one `syncfs` of the root's file system, not one per file.
+    pub fn apply_changeset_with(
+        &self,
+        changeset: &Changeset,
+        check: bool,
+        durable: bool,
+    ) -> Result<Vec<PathChange>, WorkspaceError> {
         for change in changeset.files() {
             let actual = self.meta(&change.path)?;
             if actual != change.before {
@@ -409,12 +427,144 @@ impl Workspace {
         if check {
             return Ok(changes);
         }
+        // A few files are flushed one by one (and then their directories):
+        // cheaper than `syncfs`, whose cost is everything dirty on the file
+        // system. Many files are flushed with one `syncfs` before and one
+        // after the renames.
+        let per_file = durable && changeset.files().len() <= PER_FILE_SYNC_LIMIT;
         let mut staged = Vec::with_capacity(writes.len());
         for (path, content) in writes {
-            staged.push((path, self.stage(path, &content.data, content.executable)?));
+            staged.push((path, self.stage(path, &content.data, content.executable, per_file)?));
+        }
+        if durable && !per_file {
+            self.syncfs(changeset)?;
         }
         self.commit_staged(&removes, staged)?;
+        if per_file {
+            self.sync_parents(changeset)?;
+        } else if durable {
+            self.syncfs(changeset)?;
+        }
         Ok(changes)
+    }
+
+    /// Flush the root's file system (`syncfs`).
+    fn syncfs(&self, changeset: &Changeset) -> Result<(), WorkspaceError> {
+        rustix::fs::syncfs(&*self.dir).map_err(|e| WorkspaceError::Commit {
+            path: changeset
+                .files()
+                .first()
+                .map(|c| c.path.to_string())
+                .unwrap_or_default(),
+            source: errno(e),
+        })
+    }
+
+    /// Flush every directory that holds a touched path (its entries were
+    /// renamed or removed), each once, and the root.
+    fn sync_parents(&self, changeset: &Changeset) -> Result<(), WorkspaceError> {
+        let mut dirs: BTreeSet<String> = BTreeSet::new();
+        for c in changeset.files() {
+            let components: Vec<&str> = c.path.components().collect();
+            for depth in 0..components.len() {
+                dirs.insert(components[..depth].join("/"));
+            }
+        }
+        for dir in dirs {
+            let fd = if dir.is_empty() {
+                Arc::clone(&self.dir)
+            } else {
+                let rp = RepoPath::from_bytes(dir.as_bytes())?;
+                match self.parent(&rp)? {
+                    Some((parent, name)) => {
+                        match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty()) {
+                            Ok(fd) => Arc::new(fd),
+                            // Removed by the change: its parent is flushed too.
+                            Err(_) => continue,
+                        }
+                    }
+                    None => continue,
+                }
+            };
+            rustix::fs::fsync(&*fd).map_err(|e| WorkspaceError::Commit {
+                path: dir.clone(),
+                source: errno(e),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Remove what an interrupted apply may have left next to `paths`:
+    /// staged results (`.rt-stage-*`) in the directories on the way to each
+    /// path, backup directories (`.rt-backup-*`) at the root, and the
+    /// directories on the way to a path that are now empty. Only called
+    /// under the apply lock, when no apply is running. Returns what it
+    /// removed.
+    pub fn remove_leftovers(&self, paths: &[RepoPath]) -> Result<Vec<String>, WorkspaceError> {
+        let mut removed = Vec::new();
+        let mut dirs: BTreeSet<String> = BTreeSet::new();
+        dirs.insert(String::new());
+        for p in paths {
+            let components: Vec<&str> = p.components().collect();
+            for depth in 1..components.len() {
+                dirs.insert(components[..depth].join("/"));
+            }
+        }
+        let io = |p: &str, e: io::Error| WorkspaceError::Commit {
+            path: p.to_owned(),
+            source: e,
+        };
+        for dir in &dirs {
+            let fd = if dir.is_empty() {
+                Arc::clone(&self.dir)
+            } else {
+                let rp = RepoPath::from_bytes(dir.as_bytes())?;
+                match self.parent(&rp)? {
+                    Some((parent, name)) => match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty()) {
+                        Ok(fd) => Arc::new(fd),
+                        Err(_) => continue,
+                    },
+                    None => continue,
+                }
+            };
+            let names: Vec<String> = rustix::fs::Dir::read_from(&*fd)
+                .map_err(|e| io(dir, errno(e)))?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            for name in names {
+                let shown = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+                if name.starts_with(".rt-stage-") {
+                    rustix::fs::unlinkat(&*fd, name.as_str(), AtFlags::empty())
+                        .map_err(|e| io(&shown, errno(e)))?;
+                    removed.push(shown);
+                } else if dir.is_empty() && name.starts_with(".rt-backup-") {
+                    let backups = rustix::fs::openat(&*fd, name.as_str(), DIR_FLAGS, Mode::empty())
+                        .map_err(|e| io(&shown, errno(e)))?;
+                    for entry in rustix::fs::Dir::read_from(&backups).map_err(|e| io(&shown, errno(e)))?.flatten() {
+                        let n = entry.file_name().to_string_lossy().into_owned();
+                        if n != "." && n != ".." {
+                            rustix::fs::unlinkat(&backups, n.as_str(), AtFlags::empty())
+                                .map_err(|e| io(&shown, errno(e)))?;
+                        }
+                    }
+                    rustix::fs::unlinkat(&*fd, name.as_str(), AtFlags::REMOVEDIR)
+                        .map_err(|e| io(&shown, errno(e)))?;
+                    removed.push(shown);
+                }
+            }
+        }
+        // Directories an interrupted apply created and nothing now uses,
+        // deepest first.
+        for dir in dirs.iter().rev().filter(|d| !d.is_empty()) {
+            let rp = RepoPath::from_bytes(dir.as_bytes())?;
+            if let Some((parent, name)) = self.parent(&rp)? {
+                if rustix::fs::unlinkat(&*parent, name.as_str(), AtFlags::REMOVEDIR).is_ok() {
+                    removed.push(format!("{dir}/"));
+                }
+            }
+        }
+        Ok(removed)
     }
 
     /// Move staged results into place and remove what is removed; undo
@@ -501,6 +651,7 @@ impl Workspace {
         path: &RepoPath,
         data: &[u8],
         executable: bool,
+        sync: bool,
     ) -> Result<Staged, WorkspaceError> {
         let components: Vec<&str> = path.components().collect();
         let mut dir = Arc::clone(&self.dir);
@@ -529,6 +680,9 @@ impl Workspace {
         rustix::fs::fchmod(&fd, mode).map_err(|e| tree(path, errno(e)))?;
         let mut file = std::fs::File::from(fd);
         file.write_all(data).map_err(|e| tree(path, e))?;
+        if sync {
+            file.sync_data().map_err(|e| tree(path, e))?;
+        }
         Ok(staged)
     }
 
@@ -902,12 +1056,12 @@ mod tests {
         let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
         let (a, c, z, gone) = (p("a"), p("b/c"), p("z/new"), p("d/gone"));
         let removes = BTreeSet::from([&gone]);
-        let broken = ws.stage(&z, b"new z", false).expect("stages");
+        let broken = ws.stage(&z, b"new z", false, false).expect("stages");
         rustix::fs::unlinkat(&*broken.dir, broken.name.as_str(), AtFlags::empty())
             .expect("the fault: the staged file disappears");
         let staged = vec![
-            (&a, ws.stage(&a, b"new a", false).expect("stages")),
-            (&c, ws.stage(&c, b"new c", false).expect("stages")),
+            (&a, ws.stage(&a, b"new a", false, false).expect("stages")),
+            (&c, ws.stage(&c, b"new c", false, false).expect("stages")),
             (&z, broken),
         ];
 

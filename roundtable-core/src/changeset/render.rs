@@ -13,7 +13,8 @@ use std::borrow::Cow;
 /// Lines of context around each change, as `git diff` writes.
 const CONTEXT: usize = 3;
 
-fn lines(data: &[u8]) -> Vec<&[u8]> {
+/// The lines of `data`, each with its newline (the last may lack one).
+pub(crate) fn lines(data: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', data) {

@@ -167,3 +167,15 @@ impl From<WorkspaceError> for ToolError {
         ToolError::new(e.code(), e.to_string(), details).with_source(e)
     }
 }
+
+impl From<crate::symbols::SymbolError> for ToolError {
+    fn from(e: crate::symbols::SymbolError) -> ToolError {
+        ToolError::new(e.code(), e.to_string(), e.details()).with_source(e)
+    }
+}
+
+impl From<crate::policy::PolicyError> for ToolError {
+    fn from(e: crate::policy::PolicyError) -> ToolError {
+        ToolError::new(e.code(), e.to_string(), e.details()).with_source(e)
+    }
+}

@@ -47,13 +47,11 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
         .files()
         .iter()
         .map(|f| {
-            let (operation, other) = match &f.operation {
-                Operation::Create => ("create", None),
-                Operation::Modify => ("modify", None),
-                Operation::Delete => ("delete", None),
-                Operation::Rename { from } => ("rename", Some(from)),
-                Operation::RenamedAway { to } => ("renamed_away", Some(to)),
-                Operation::Copy { from } => ("copy", Some(from)),
+            let operation = f.operation.name();
+            let other = match &f.operation {
+                Operation::Rename { from } | Operation::Copy { from } => Some(from),
+                Operation::RenamedAway { to } => Some(to),
+                Operation::Create | Operation::Modify | Operation::Delete => None,
             };
             FileSummary {
                 path: f.path.to_string(),
@@ -103,8 +101,7 @@ fn prepare_revision(
             if bytes.len() > limit {
                 return Err(too_big("patch", bytes.len()));
             }
-            let parsed = crate::diff::parse(&bytes, &crate::diff::ParseOptions::default())?;
-            let changeset = Changeset::from_patch(&parsed, engine.workspace())?;
+            let changeset = revision_changeset(engine, "patch", &bytes)?;
             ("patch", bytes, changeset)
         }
         (None, Some(plan)) => {
@@ -112,8 +109,7 @@ fn prepare_revision(
             if bytes.len() > limit {
                 return Err(too_big("edit_plan", bytes.len()));
             }
-            let parsed = crate::edit::parse_plan(&bytes)?;
-            let changeset = crate::edit::plan_changeset(&parsed, engine.workspace())?;
+            let changeset = revision_changeset(engine, "edit_plan", &bytes)?;
             ("edit_plan", bytes, changeset)
         }
     };
@@ -421,33 +417,59 @@ impl Tool for AttachPatch {
     }
 }
 
+fn corrupt(revision: &Revision, why: String) -> ToolError {
+    ToolError::new(
+        crate::ErrorCode::Database,
+        format!("revision content {}: {why}", revision.digest),
+        json!({"digest": revision.digest}),
+    )
+}
+
+/// A revision's submitted bytes, checked against their digest.
+pub(crate) fn revision_bytes(
+    tx: &rusqlite::Transaction<'_>,
+    revision: &Revision,
+) -> Result<Vec<u8>, ToolError> {
+    let digest: crate::Digest = revision
+        .digest
+        .parse()
+        .map_err(|e: crate::DigestError| corrupt(revision, e.to_string()))?;
+    let bytes = crate::store::get_blob(tx, &digest)?
+        .ok_or_else(|| corrupt(revision, "is missing".into()))?;
+    if crate::Digest::of(&bytes) != digest {
+        return Err(corrupt(revision, "does not match its digest".into()));
+    }
+    Ok(bytes)
+}
+
+/// The changeset a revision's stored bytes make against the current files.
+pub(crate) fn revision_changeset(
+    engine: &Engine,
+    format: &str,
+    bytes: &[u8],
+) -> Result<Changeset, ToolError> {
+    if format == "edit_plan" {
+        let plan = crate::edit::parse_plan(bytes)?;
+        Ok(crate::edit::plan_changeset(&plan, engine.workspace())?)
+    } else {
+        let patch = crate::diff::parse(bytes, &crate::diff::ParseOptions::default())?;
+        Ok(Changeset::from_patch(&patch, engine.workspace())?)
+    }
+}
+
 /// A revision's submitted bytes: patch text as a string, an edit plan as
 /// an object.
 fn revision_content(
     tx: &rusqlite::Transaction<'_>,
     revision: &Revision,
 ) -> Result<serde_json::Value, ToolError> {
-    let corrupt = |why: String| {
-        ToolError::new(
-            crate::ErrorCode::Database,
-            format!("revision content {}: {why}", revision.digest),
-            json!({"digest": revision.digest}),
-        )
-    };
-    let digest: crate::Digest = revision
-        .digest
-        .parse()
-        .map_err(|e: crate::DigestError| corrupt(e.to_string()))?;
-    let bytes = crate::store::get_blob(tx, &digest)?.ok_or_else(|| corrupt("is missing".into()))?;
-    if crate::Digest::of(&bytes) != digest {
-        return Err(corrupt("does not match its digest".into()));
-    }
+    let bytes = revision_bytes(tx, revision)?;
     if revision.format == "edit_plan" {
-        serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))
+        serde_json::from_slice(&bytes).map_err(|e| corrupt(revision, e.to_string()))
     } else {
         String::from_utf8(bytes)
             .map(serde_json::Value::String)
-            .map_err(|e| corrupt(e.to_string()))
+            .map_err(|e| corrupt(revision, e.to_string()))
     }
 }
 
@@ -670,16 +692,25 @@ pub struct ProposalChanged {
     pub proposal: Proposal,
 }
 
+/// Result of `proposal.request_review`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReviewRequested {
+    /// The proposal, now `in_review`.
+    pub proposal: Proposal,
+    /// The roles the policy requires for the latest revision and, for each,
+    /// the enabled agents (never the author) that can fill it.
+    pub review_plan: Vec<crate::policy::RoleNeed>,
+}
+
 /// `proposal.request_review`.
 pub struct RequestReview;
 
 impl Tool for RequestReview {
     const NAME: &'static str = "proposal.request_review";
-    const DESCRIPTION: &'static str =
-        "Ask for review: pending → in_review (the author or an orchestrator).";
+    const DESCRIPTION: &'static str = "Ask for review: pending → in_review (the author or an orchestrator). Returns the review plan: the roles the policy requires for the latest revision and the agents that can fill each.";
     const MUTATES: bool = true;
     type Args = RequestReviewArgs;
-    type Output = ProposalChanged;
+    type Output = ReviewRequested;
     type Prep = ();
 
     fn key(args: &Self::Args) -> Option<&Id> {
@@ -690,7 +721,7 @@ impl Tool for RequestReview {
         Ok(())
     }
 
-    fn run(cx: &Cx<'_>, args: RequestReviewArgs, (): ()) -> Result<ProposalChanged, ToolError> {
+    fn run(cx: &Cx<'_>, args: RequestReviewArgs, (): ()) -> Result<ReviewRequested, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         cx.require_author_or_orchestrator(&p.author, Self::NAME)?;
         p.require_status(&[ProposalStatus::Pending], Self::NAME)?;
@@ -701,7 +732,12 @@ impl Tool for RequestReview {
             "proposal.review_requested",
             json!({"revision": p.latest_revision}),
         )?;
-        Ok(ProposalChanged { proposal })
+        let evidence = super::validate::gather(cx, &p.id, None)?;
+        let review_plan = super::validate::plan(cx.engine, &evidence);
+        Ok(ReviewRequested {
+            proposal,
+            review_plan,
+        })
     }
 }
 

@@ -467,6 +467,23 @@ pub struct SecurityReviewRecord {
     pub created_at: Timestamp,
 }
 
+impl SecurityReviewRecord {
+    pub(crate) const COLUMNS: &'static str =
+        "id, proposal_id, revision, verdict, note_md, reviewer, created_at";
+
+    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<SecurityReviewRecord> {
+        Ok(SecurityReviewRecord {
+            id: r.get(0)?,
+            proposal_id: r.get(1)?,
+            revision: r.get(2)?,
+            verdict: enum_from_sql(&r.get::<_, String>(3)?)?,
+            note_md: r.get(4)?,
+            reviewer: actor_from_sql(&r.get::<_, String>(5)?)?,
+            created_at: Timestamp(r.get(6)?),
+        })
+    }
+}
+
 /// A request for a person to approve one revision.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ApprovalRequest {
@@ -501,6 +518,23 @@ pub struct Approval {
     pub note_md: Option<String>,
     /// When.
     pub created_at: Timestamp,
+}
+
+impl Approval {
+    pub(crate) const COLUMNS: &'static str =
+        "id, proposal_id, revision, request_id, human_id, note_md, created_at";
+
+    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Approval> {
+        Ok(Approval {
+            id: r.get(0)?,
+            proposal_id: r.get(1)?,
+            revision: r.get(2)?,
+            request_id: r.get(3)?,
+            human_id: r.get(4)?,
+            note_md: r.get(5)?,
+            created_at: Timestamp(r.get(6)?),
+        })
+    }
 }
 
 /// A test run's outcome.
@@ -538,6 +572,25 @@ pub struct TestResult {
     pub recorded_by: Actor,
     /// When.
     pub created_at: Timestamp,
+}
+
+impl TestResult {
+    pub(crate) const COLUMNS: &'static str =
+        "id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at";
+
+    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<TestResult> {
+        Ok(TestResult {
+            id: r.get(0)?,
+            proposal_id: r.get(1)?,
+            revision: r.get(2)?,
+            name: r.get(3)?,
+            status: enum_from_sql(&r.get::<_, String>(4)?)?,
+            duration_ms: r.get::<_, Option<i64>>(5)?.and_then(|d| u64::try_from(d).ok()),
+            note_md: r.get(6)?,
+            recorded_by: actor_from_sql(&r.get::<_, String>(7)?)?,
+            created_at: Timestamp(r.get(8)?),
+        })
+    }
 }
 
 /// One entry of the audit log.

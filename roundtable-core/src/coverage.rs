@@ -1,0 +1,301 @@
+//! Coverage: whether an author's claims cover every change of a changeset.
+//! Pure: the caller resolves the claims' symbol spans in the current
+//! content and computes each modification's line changes.
+//!
+//! - Creating, deleting, renaming (both paths), copying to a path and
+//!   changing a mode need **file or directory** coverage of the path.
+//! - A content modification needs file or directory coverage, **or** every
+//!   removed line and every insertion point inside claimed symbol spans —
+//!   contained, not merely overlapping: a change that starts inside a
+//!   claimed function and runs past its end is uncovered.
+//!
+//! Every uncovered change is reported, not the first.
+
+use crate::changeset::Operation;
+use crate::claims::{under, Scope};
+use crate::resource::Resource;
+use crate::RepoPath;
+use schemars::JsonSchema;
+use serde::Serialize;
+use similar::{Algorithm, DiffTag};
+
+/// Where a content change touches the old text, in old line numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct LineChanges {
+    /// Old lines removed or replaced (1-based).
+    pub removed: Vec<u32>,
+    /// Insertion points of pure additions: "after old line N" (0 = before
+    /// the first line).
+    pub insertions: Vec<u32>,
+}
+
+/// The line changes turning `before` into `after` (Myers line diff).
+pub fn line_changes(before: &[u8], after: &[u8]) -> LineChanges {
+    let (a, b) = (
+        crate::changeset::render::lines(before),
+        crate::changeset::render::lines(after),
+    );
+    let mut out = LineChanges::default();
+    for op in similar::capture_diff_slices(Algorithm::Myers, &a, &b) {
+        let old = op.old_range();
+        match op.tag() {
+            DiffTag::Equal => {}
+            DiffTag::Delete | DiffTag::Replace => {
+                out.removed.extend(old.map(|i| i as u32 + 1));
+            }
+            DiffTag::Insert => out.insertions.push(old.start as u32),
+        }
+    }
+    out
+}
+
+/// One touched path, as coverage sees it.
+#[derive(Debug, Clone)]
+pub struct Change<'a> {
+    /// The path.
+    pub path: &'a RepoPath,
+    /// What happens to it.
+    pub operation: &'a Operation,
+    /// Whether its executable bit changes.
+    pub mode_change: bool,
+    /// For a content modification, where its lines change.
+    pub lines: Option<&'a LineChanges>,
+}
+
+/// A change the claims do not cover.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Uncovered {
+    /// The path.
+    pub path: String,
+    /// `create`, `modify`, `delete`, `rename`, `renamed_away`, `copy`.
+    pub operation: String,
+    /// What is missing.
+    pub reason: String,
+    /// Removed old lines outside every claimed symbol span.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<u32>,
+    /// Insertion points ("after old line N") outside every claimed span.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub insertions: Vec<u32>,
+}
+
+
+/// Whether some claim covers `path` as a whole file.
+fn file_covered(path: &RepoPath, claims: &[Scope]) -> bool {
+    claims.iter().any(|c| match &c.resource {
+        Resource::File(p) => p == path,
+        Resource::Directory(d) => under(d.as_ref(), path),
+        Resource::Symbol { .. } => false,
+    })
+}
+
+/// Every change of `changes` that `claims` do not cover.
+pub fn uncovered(changes: &[Change<'_>], claims: &[Scope]) -> Vec<Uncovered> {
+    let mut out = Vec::new();
+    for change in changes {
+        if file_covered(change.path, claims) {
+            continue;
+        }
+        let operation = change.operation.name().to_owned();
+        let path = change.path.to_string();
+        let whole = |reason: &str| Uncovered {
+            path: path.clone(),
+            operation: operation.clone(),
+            reason: reason.to_owned(),
+            lines: Vec::new(),
+            insertions: Vec::new(),
+        };
+        match (change.operation, change.lines) {
+            (Operation::Modify, _) if change.mode_change => out.push(whole(
+                "a mode change needs a file or directory claim on the path",
+            )),
+            (Operation::Modify, Some(lines)) => {
+                let spans: Vec<_> = claims
+                    .iter()
+                    .filter_map(|c| match &c.resource {
+                        Resource::Symbol { path, .. } if path == change.path => c.span,
+                        _ => None,
+                    })
+                    .collect();
+                let lines_out: Vec<u32> = lines
+                    .removed
+                    .iter()
+                    .copied()
+                    .filter(|&l| !spans.iter().any(|s| s.contains_line(l)))
+                    .collect();
+                let inserts_out: Vec<u32> = lines
+                    .insertions
+                    .iter()
+                    .copied()
+                    .filter(|&l| !spans.iter().any(|s| s.contains_insertion(l)))
+                    .collect();
+                if !lines_out.is_empty() || !inserts_out.is_empty() {
+                    let reason = if spans.is_empty() {
+                        "no file, directory or symbol claim covers the path"
+                    } else {
+                        "changed lines lie outside every claimed symbol span"
+                    };
+                    out.push(Uncovered {
+                        lines: lines_out,
+                        insertions: inserts_out,
+                        ..whole(reason)
+                    });
+                }
+            }
+            (Operation::Modify, None) => {
+                out.push(whole("no file or directory claim covers the path"))
+            }
+            _ => out.push(whole(&format!(
+                "{} needs a file or directory claim on the path",
+                change.operation.name()
+            ))),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::LineSpan;
+
+    fn path(p: &str) -> RepoPath {
+        p.parse().expect("path")
+    }
+
+    fn claim(id: &str, span: Option<(u32, u32)>) -> Scope {
+        Scope {
+            resource: id.parse().expect("resource"),
+            span: span.map(|(start, end)| LineSpan { start, end }),
+        }
+    }
+
+    #[test]
+    fn line_changes_number_old_lines() {
+        let before = b"a\nb\nc\nd\n";
+        let after = b"a\nB\nc\nnew\nd\n";
+        let c = line_changes(before, after);
+        assert_eq!(c.removed, [2]);
+        assert_eq!(c.insertions, [3]);
+        let appended = line_changes(b"a\n", b"a\nb\n");
+        assert_eq!(appended.insertions, [1]);
+        assert!(appended.removed.is_empty());
+        assert_eq!(line_changes(b"a\n", b"a\n"), LineChanges::default());
+    }
+
+    #[test]
+    fn structural_changes_need_file_or_directory_claims_on_every_path() {
+        let (a, b) = (path("src/a.rs"), path("src/b.rs"));
+        let rename = Operation::Rename { from: a.clone() };
+        let away = Operation::RenamedAway { to: b.clone() };
+        let changes = [
+            Change {
+                path: &b,
+                operation: &rename,
+                mode_change: false,
+                lines: None,
+            },
+            Change {
+                path: &a,
+                operation: &away,
+                mode_change: false,
+                lines: None,
+            },
+        ];
+        // Only the destination is claimed: the source is reported.
+        let report = uncovered(&changes, &[claim("file:src/b.rs", None)]);
+        assert_eq!(report.len(), 1);
+        assert_eq!(report[0].path, "src/a.rs");
+        assert_eq!(report[0].operation, "renamed_away");
+        // A directory claim covers both; a symbol claim never covers a create.
+        assert!(uncovered(&changes, &[claim("directory:src", None)]).is_empty());
+        let create = Operation::Create;
+        let created = [Change {
+            path: &a,
+            operation: &create,
+            mode_change: false,
+            lines: None,
+        }];
+        assert_eq!(
+            uncovered(&created, &[claim("symbol:src/a.rs#f", Some((1, 9)))]).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn modifications_inside_claimed_spans_are_covered_and_overlaps_are_not() {
+        let p = path("src/a.rs");
+        let modify = Operation::Modify;
+        let inside = LineChanges {
+            removed: vec![4, 5],
+            insertions: vec![6],
+        };
+        let f = claim("symbol:src/a.rs#f", Some((3, 9)));
+        let ch = |lines| {
+            [Change {
+                path: &p,
+                operation: &modify,
+                mode_change: false,
+                lines: Some(lines),
+            }]
+        };
+        assert!(uncovered(&ch(&inside), std::slice::from_ref(&f)).is_empty());
+        // Starts inside f, runs past its end: lines 10 and 11 are reported.
+        let past = LineChanges {
+            removed: vec![8, 9, 10, 11],
+            insertions: vec![],
+        };
+        let report = uncovered(&ch(&past), std::slice::from_ref(&f));
+        assert_eq!(report[0].lines, [10, 11]);
+        assert_eq!(
+            report[0].reason,
+            "changed lines lie outside every claimed symbol span"
+        );
+        // An insertion right after the span's last line is outside it.
+        let after_end = LineChanges {
+            removed: vec![],
+            insertions: vec![9],
+        };
+        assert_eq!(uncovered(&ch(&after_end), std::slice::from_ref(&f))[0].insertions, [9]);
+        // Two claimed spans together cover a change across both.
+        let g = claim("symbol:src/a.rs#g", Some((10, 12)));
+        assert!(uncovered(&ch(&past), &[f, g]).is_empty());
+        // A mode change is never covered by symbols.
+        let moded = [Change {
+            path: &p,
+            operation: &modify,
+            mode_change: true,
+            lines: Some(&inside),
+        }];
+        assert_eq!(
+            uncovered(&moded, &[claim("symbol:src/a.rs#f", Some((1, 99)))]).len(),
+            1
+        );
+        assert!(uncovered(&moded, &[claim("file:src/a.rs", None)]).is_empty());
+    }
+
+    #[test]
+    fn every_uncovered_change_is_reported() {
+        let (a, b) = (path("a"), path("b"));
+        let (c, d) = (Operation::Create, Operation::Delete);
+        let changes = [
+            Change {
+                path: &a,
+                operation: &c,
+                mode_change: false,
+                lines: None,
+            },
+            Change {
+                path: &b,
+                operation: &d,
+                mode_change: false,
+                lines: None,
+            },
+        ];
+        let report = uncovered(&changes, &[]);
+        assert_eq!(
+            report.iter().map(|u| u.path.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+    }
+}

@@ -1,0 +1,738 @@
+//! Policy: what a revision needs before it may be applied.
+//!
+//! A policy is a TOML document, parsed strictly ([`Policy::parse`]): an
+//! unknown key, a value of the wrong type, an unknown enum spelling or a
+//! malformed glob is refused with the key and its line and column. Every key
+//! except `version` is optional, and an omitted key keeps its built-in
+//! default, so `version = 1` alone is [`Policy::default()`]. The built-in
+//! default in full is [`DEFAULT_POLICY_TOML`]:
+//!
+//! ```toml
+#![doc = include_str!("policy/default.toml")]
+//! ```
+//!
+//! [`evaluate`] turns a policy and the facts the shell gathered about one
+//! revision ([`PolicyInput`]) into a [`PolicyReport`]: every requirement with
+//! `satisfied | unsatisfied | not_applicable`, the ids of the records that
+//! are its evidence, what is missing and who could supply it. It is pure: no
+//! store, no files, no clock. [`review_plan`] lists the roles a revision
+//! needs and the agents that can fill them; [`scan_secrets`] is the secret
+//! scanner evaluation runs over added lines.
+//!
+//! The rules, all decided on values the evaluation can see:
+//!
+//! - votes judge one revision: a vote on another revision counts only as
+//!   [`CarryOver`] allows, and never a vote on a later revision;
+//! - the author never counts as their own reviewer, and the votes of an
+//!   unknown or disabled agent do not count;
+//! - an agent's latest vote on the most recent revision whose votes count
+//!   for it supersedes its earlier ones;
+//! - role labels are compared exactly (roles are `[a-z0-9_-]`, no case
+//!   folding, no trimming);
+//! - a secret found in an added line makes a security review required; the
+//!   report names the path, line and kind, never the secret.
+
+use crate::tools::args::Role;
+use crate::tools::records::{Risk, VoteValue};
+use crate::ErrorCode;
+use globset::{GlobBuilder, GlobMatcher};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::ops::Range;
+use toml::Spanned;
+
+mod eval;
+mod secrets;
+#[cfg(test)]
+mod tests;
+
+pub use eval::{
+    evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, PolicyInput, PolicyReport,
+    Requirement, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
+};
+pub use secrets::{scan_secrets, SecretFinding, SecretKind};
+
+/// The built-in default policy as a document: what applies when no policy is
+/// activated. It parses to [`Policy::default()`].
+pub const DEFAULT_POLICY_TOML: &str = include_str!("policy/default.toml");
+
+/// The only policy format version this code reads.
+pub const POLICY_VERSION: u32 = 1;
+
+/// The role whose agents may record security reviews.
+pub const SECURITY_ROLE: &str = "security";
+
+/// A parsed, validated policy.
+///
+/// Obtain one with [`Policy::parse`] or [`Policy::default`].
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct Policy {
+    /// The format version (always [`POLICY_VERSION`]).
+    pub version: u32,
+    /// Approvals from reviewers and the votes that block.
+    pub approvals: Approvals,
+    /// Roles required when a touched path matches.
+    pub roles: Vec<RoleRule>,
+    /// When a security review is required.
+    pub security_review: Gate,
+    /// When a person's approval is required.
+    pub human_approval: Gate,
+    /// Checks (`test.record` names) that must pass.
+    pub checks: Checks,
+    /// Secret scanning of added lines.
+    pub secrets: Secrets,
+}
+
+/// The `[approvals]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct Approvals {
+    /// How many eligible reviewers must approve (`approve` or
+    /// `approve_with_notes`); 0 turns the requirement off.
+    pub minimum: u32,
+    /// Votes that block while they stand (default `veto`, `reject`).
+    pub blocking_votes: Vec<VoteValue>,
+    /// Whether votes on an earlier revision count for a later one.
+    pub carry_over: CarryOver,
+    /// Roles whose holders count toward `minimum`; empty means any enabled
+    /// agent that is not the author.
+    pub eligible_roles: Vec<String>,
+}
+
+/// When votes on an earlier revision count for the current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CarryOver {
+    /// Only votes on the current revision count.
+    #[default]
+    Never,
+    /// A vote carries over when its revision's changeset digest equals the
+    /// current revision's.
+    IdenticalChangeset,
+    /// A vote carries over when every path relevant to its reviewer has the
+    /// same change (operation, before and after digest and mode) in both
+    /// revisions. The paths relevant to a reviewer are the touched paths
+    /// (of either revision) that match the globs of the `[[roles]]` rules
+    /// for roles the reviewer holds; all touched paths if there are none.
+    UnchangedResources,
+}
+
+/// A `[[roles]]` rule: a change touching `paths` needs `minimum` approvals
+/// from holders of `role`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct RoleRule {
+    /// The globs; the rule applies when any touched path matches one.
+    pub paths: Vec<PathGlob>,
+    /// The role, compared exactly.
+    pub role: String,
+    /// How many distinct holders must approve (at least 1).
+    pub minimum: u32,
+}
+
+impl RoleRule {
+    /// The rule's requirement id: `role:<role>:<glob>[,<glob>…]`.
+    pub fn requirement_id(&self) -> String {
+        let globs: Vec<&str> = self.paths.iter().map(PathGlob::as_str).collect();
+        format!("role:{}:{}", self.role, globs.join(","))
+    }
+}
+
+/// The `[security_review]` and `[human_approval]` tables: required when the
+/// proposal's risk is listed or a touched path matches.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct Gate {
+    /// Risk levels that require it.
+    pub risk: Vec<Risk>,
+    /// Globs of paths that require it.
+    pub paths: Vec<PathGlob>,
+}
+
+/// The `[checks]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct Checks {
+    /// Names of `test.record` results whose latest result on the revision
+    /// must be `passed`.
+    pub required: Vec<String>,
+}
+
+/// The `[secrets]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct Secrets {
+    /// Scan added lines for private keys, cloud keys and tokens; a finding
+    /// makes a security review required.
+    pub scan: bool,
+}
+
+impl Default for Policy {
+    /// The built-in default: one approval on the current revision from an
+    /// enabled agent who is not the author; `veto` and `reject` block;
+    /// security review for `high` and `critical` risk; human approval for
+    /// `critical`; approvals never carry over; secret scanning on.
+    fn default() -> Policy {
+        Policy {
+            version: POLICY_VERSION,
+            approvals: Approvals {
+                minimum: 1,
+                blocking_votes: default_blocking_votes(),
+                carry_over: CarryOver::Never,
+                eligible_roles: Vec::new(),
+            },
+            roles: Vec::new(),
+            security_review: Gate {
+                risk: default_security_risk(),
+                paths: Vec::new(),
+            },
+            human_approval: Gate {
+                risk: default_human_risk(),
+                paths: Vec::new(),
+            },
+            checks: Checks {
+                required: Vec::new(),
+            },
+            secrets: Secrets { scan: true },
+        }
+    }
+}
+
+fn default_blocking_votes() -> Vec<VoteValue> {
+    vec![VoteValue::Veto, VoteValue::Reject]
+}
+
+fn default_security_risk() -> Vec<Risk> {
+    vec![Risk::High, Risk::Critical]
+}
+
+fn default_human_risk() -> Vec<Risk> {
+    vec![Risk::Critical]
+}
+
+/// A compiled path glob (`src/auth/**`, `**/*.pem`).
+///
+/// `*` and `?` do not cross `/`; `**` spans directories (`**/` also matches
+/// no directory, so `**/*.pem` matches `key.pem`); `{a,b}` alternates;
+/// `[…]` is a class; `\` escapes. Matching is case-sensitive against the
+/// repository-relative path.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    pattern: String,
+    matcher: GlobMatcher,
+}
+
+impl PathGlob {
+    /// Compile `pattern`; the error says why it is not a glob.
+    pub fn new(pattern: &str) -> Result<PathGlob, String> {
+        if pattern.is_empty() {
+            return Err("a glob must not be empty".into());
+        }
+        if pattern.starts_with('/') {
+            return Err(
+                "a glob matches repository-relative paths; it must not start with '/'".into(),
+            );
+        }
+        let glob = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .empty_alternates(false)
+            .build()
+            .map_err(|e| e.kind().to_string())?;
+        Ok(PathGlob {
+            pattern: pattern.to_owned(),
+            matcher: glob.compile_matcher(),
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Whether `path` (repository-relative, `/`-separated) matches.
+    pub fn is_match(&self, path: &str) -> bool {
+        self.matcher.is_match(path)
+    }
+}
+
+impl PartialEq for PathGlob {
+    fn eq(&self, other: &PathGlob) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl Eq for PathGlob {}
+
+impl Serialize for PathGlob {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.pattern)
+    }
+}
+
+impl JsonSchema for PathGlob {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "PathGlob".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "minLength": 1, "description": "A path glob: `*` and `?` stay within a directory, `**` spans directories."})
+    }
+}
+
+/// Why a policy document was refused. Every variant's code is
+/// [`ErrorCode::InvalidPolicy`]; [`PolicyError::details`] names the key and
+/// place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The document is not TOML, or a value has the wrong type or an
+    /// unknown spelling.
+    #[error("policy{}: {message}", at(.key, *.line, *.column))]
+    Syntax {
+        /// What is wrong.
+        message: String,
+        /// The dotted key path (`approvals.carry_over`, `roles[0].role`),
+        /// when known.
+        key: Option<String>,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column (in characters), when known.
+        column: Option<usize>,
+    },
+    /// A key the format does not have.
+    #[error("policy{}: unknown key `{name}`", at(.key, *.line, *.column))]
+    UnknownKey {
+        /// The unknown key's own name.
+        name: String,
+        /// Its dotted path (`approvals.minimun`).
+        key: Option<String>,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+    },
+    /// A path glob that does not compile.
+    #[error("policy{}: invalid glob {glob:?}: {reason}", at(.key, *.line, *.column))]
+    Glob {
+        /// The glob as written.
+        glob: String,
+        /// Why it is refused.
+        reason: String,
+        /// Where it is (`roles[0].paths[1]`).
+        key: Option<String>,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+    },
+    /// A well-typed value the format does not allow (an unsupported
+    /// version, a role rule with `minimum = 0`, `approve` as a blocking
+    /// vote, a duplicate).
+    #[error("policy{}: {message}", at(.key, *.line, *.column))]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// Where it is.
+        key: Option<String>,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// 1-based column, when known.
+        column: Option<usize>,
+    },
+}
+
+fn at(key: &Option<String>, line: Option<usize>, column: Option<usize>) -> String {
+    let mut s = String::new();
+    if let (Some(l), Some(c)) = (line, column) {
+        s.push_str(&format!(" line {l}, column {c}"));
+    }
+    if let Some(k) = key {
+        s.push_str(&format!(" at `{k}`"));
+    }
+    s
+}
+
+impl PolicyError {
+    /// The stable error code: always [`ErrorCode::InvalidPolicy`].
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::InvalidPolicy
+    }
+
+    /// `{"line", "column", "key"}` (plus `"name"` for an unknown key and
+    /// `"glob"` for a bad glob); unknown places are `null`.
+    pub fn details(&self) -> Value {
+        match self {
+            PolicyError::Syntax {
+                key, line, column, ..
+            }
+            | PolicyError::Invalid {
+                key, line, column, ..
+            } => json!({"line": line, "column": column, "key": key}),
+            PolicyError::UnknownKey {
+                name,
+                key,
+                line,
+                column,
+            } => json!({"line": line, "column": column, "key": key, "name": name}),
+            PolicyError::Glob {
+                glob,
+                key,
+                line,
+                column,
+                ..
+            } => json!({"line": line, "column": column, "key": key, "glob": glob}),
+        }
+    }
+
+    /// The 1-based line the error is on, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            PolicyError::Syntax { line, .. }
+            | PolicyError::UnknownKey { line, .. }
+            | PolicyError::Glob { line, .. }
+            | PolicyError::Invalid { line, .. } => *line,
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+/// Where a spanned value is, for an error.
+struct Place<'t> {
+    text: &'t str,
+}
+
+impl Place<'_> {
+    fn invalid(&self, key: String, span: Range<usize>, message: String) -> PolicyError {
+        let (line, column) = line_column(self.text, span.start);
+        PolicyError::Invalid {
+            message,
+            key: Some(key),
+            line: Some(line),
+            column: Some(column),
+        }
+    }
+
+    fn globs(&self, key: &str, raw: Vec<Spanned<String>>) -> Result<Vec<PathGlob>, PolicyError> {
+        let mut out: Vec<PathGlob> = Vec::with_capacity(raw.len());
+        for (i, g) in raw.into_iter().enumerate() {
+            let span = g.span();
+            let pattern = g.into_inner();
+            let glob = PathGlob::new(&pattern).map_err(|reason| {
+                let (line, column) = line_column(self.text, span.start);
+                PolicyError::Glob {
+                    glob: pattern.clone(),
+                    reason,
+                    key: Some(format!("{key}[{i}]")),
+                    line: Some(line),
+                    column: Some(column),
+                }
+            })?;
+            if out.contains(&glob) {
+                return Err(self.invalid(
+                    format!("{key}[{i}]"),
+                    span,
+                    format!("duplicate glob {pattern:?}"),
+                ));
+            }
+            out.push(glob);
+        }
+        Ok(out)
+    }
+}
+
+// The document as written: spans kept where a later check may refuse a value.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    version: Spanned<i64>,
+    #[serde(default)]
+    approvals: RawApprovals,
+    #[serde(default)]
+    roles: Vec<RawRoleRule>,
+    #[serde(default)]
+    security_review: RawGate,
+    #[serde(default)]
+    human_approval: RawGate,
+    #[serde(default)]
+    checks: RawChecks,
+    #[serde(default)]
+    secrets: RawSecrets,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawApprovals {
+    minimum: Option<u32>,
+    blocking_votes: Option<Vec<Spanned<VoteValue>>>,
+    carry_over: Option<CarryOver>,
+    eligible_roles: Option<Vec<Spanned<Role>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoleRule {
+    paths: Spanned<Vec<Spanned<String>>>,
+    role: Spanned<Role>,
+    minimum: Option<Spanned<u32>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawGate {
+    risk: Option<Vec<Spanned<Risk>>>,
+    paths: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawChecks {
+    required: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSecrets {
+    scan: Option<bool>,
+}
+
+fn no_duplicates<T: PartialEq + std::fmt::Debug>(
+    place: &Place<'_>,
+    key: &str,
+    items: &[Spanned<T>],
+) -> Result<(), PolicyError> {
+    for (i, item) in items.iter().enumerate() {
+        if items[..i].iter().any(|e| e.get_ref() == item.get_ref()) {
+            return Err(place.invalid(
+                format!("{key}[{i}]"),
+                item.span(),
+                format!("duplicate value {:?}", item.get_ref()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Policy {
+    /// Parse and validate a policy document.
+    ///
+    /// Refused: malformed TOML, an unknown key, a wrong type, an unknown
+    /// spelling (`risk = ["hgih"]`), a bad glob, `version` other than 1, a
+    /// `[[roles]]` rule without paths or with `minimum = 0`, `approve` or
+    /// `approve_with_notes` as a blocking vote, a duplicate list entry or
+    /// role rule, an empty check name.
+    pub fn parse(text: &str) -> Result<Policy, PolicyError> {
+        let raw = Self::deserialize_raw(text)?;
+        let place = Place { text };
+
+        if *raw.version.get_ref() != i64::from(POLICY_VERSION) {
+            return Err(place.invalid(
+                "version".into(),
+                raw.version.span(),
+                format!(
+                    "unsupported policy version {}; this roundtable reads version {POLICY_VERSION}",
+                    raw.version.get_ref()
+                ),
+            ));
+        }
+
+        let defaults = Policy::default();
+
+        let a = raw.approvals;
+        let blocking_votes = match a.blocking_votes {
+            None => defaults.approvals.blocking_votes,
+            Some(votes) => {
+                no_duplicates(&place, "approvals.blocking_votes", &votes)?;
+                for (i, v) in votes.iter().enumerate() {
+                    if matches!(
+                        v.get_ref(),
+                        VoteValue::Approve | VoteValue::ApproveWithNotes
+                    ) {
+                        return Err(place.invalid(
+                            format!("approvals.blocking_votes[{i}]"),
+                            v.span(),
+                            "an approving vote cannot be a blocking vote".into(),
+                        ));
+                    }
+                }
+                votes.into_iter().map(Spanned::into_inner).collect()
+            }
+        };
+        let eligible_roles = match a.eligible_roles {
+            None => Vec::new(),
+            Some(roles) => {
+                no_duplicates(&place, "approvals.eligible_roles", &roles)?;
+                roles
+                    .into_iter()
+                    .map(|r| r.into_inner().as_str().to_owned())
+                    .collect()
+            }
+        };
+        let approvals = Approvals {
+            minimum: a.minimum.unwrap_or(defaults.approvals.minimum),
+            blocking_votes,
+            carry_over: a.carry_over.unwrap_or_default(),
+            eligible_roles,
+        };
+
+        let mut roles: Vec<RoleRule> = Vec::with_capacity(raw.roles.len());
+        for (i, r) in raw.roles.into_iter().enumerate() {
+            let key = format!("roles[{i}]");
+            let paths_span = r.paths.span();
+            let paths = r.paths.into_inner();
+            if paths.is_empty() {
+                return Err(place.invalid(
+                    format!("{key}.paths"),
+                    paths_span,
+                    "a role rule needs at least one path glob".into(),
+                ));
+            }
+            let paths = place.globs(&format!("{key}.paths"), paths)?;
+            let minimum =
+                match r.minimum {
+                    None => 1,
+                    Some(m) if *m.get_ref() == 0 => return Err(place.invalid(
+                        format!("{key}.minimum"),
+                        m.span(),
+                        "a role rule's minimum is at least 1 (remove the rule to require nothing)"
+                            .into(),
+                    )),
+                    Some(m) => m.into_inner(),
+                };
+            let role_span = r.role.span();
+            let rule = RoleRule {
+                paths,
+                role: r.role.into_inner().as_str().to_owned(),
+                minimum,
+            };
+            if roles
+                .iter()
+                .any(|o| o.requirement_id() == rule.requirement_id())
+            {
+                return Err(place.invalid(
+                    format!("{key}.role"),
+                    role_span,
+                    format!(
+                        "duplicate role rule {:?}: another rule has the same role and paths",
+                        rule.requirement_id()
+                    ),
+                ));
+            }
+            roles.push(rule);
+        }
+
+        let gate = |name: &str, raw: RawGate, default: Gate| -> Result<Gate, PolicyError> {
+            let risk = match raw.risk {
+                None => default.risk,
+                Some(risk) => {
+                    no_duplicates(&place, &format!("{name}.risk"), &risk)?;
+                    risk.into_iter().map(Spanned::into_inner).collect()
+                }
+            };
+            let paths = match raw.paths {
+                None => default.paths,
+                Some(paths) => place.globs(&format!("{name}.paths"), paths)?,
+            };
+            Ok(Gate { risk, paths })
+        };
+        let security_review = gate(
+            "security_review",
+            raw.security_review,
+            defaults.security_review,
+        )?;
+        let human_approval = gate(
+            "human_approval",
+            raw.human_approval,
+            defaults.human_approval,
+        )?;
+
+        let required = match raw.checks.required {
+            None => Vec::new(),
+            Some(names) => {
+                no_duplicates(&place, "checks.required", &names)?;
+                for (i, n) in names.iter().enumerate() {
+                    if n.get_ref().trim().is_empty() || n.get_ref().trim() != n.get_ref() {
+                        return Err(place.invalid(
+                            format!("checks.required[{i}]"),
+                            n.span(),
+                            "a check name is not blank and has no surrounding whitespace".into(),
+                        ));
+                    }
+                }
+                names.into_iter().map(Spanned::into_inner).collect()
+            }
+        };
+
+        Ok(Policy {
+            version: POLICY_VERSION,
+            approvals,
+            roles,
+            security_review,
+            human_approval,
+            checks: Checks { required },
+            secrets: Secrets {
+                scan: raw.secrets.scan.unwrap_or(defaults.secrets.scan),
+            },
+        })
+    }
+
+    fn deserialize_raw(text: &str) -> Result<RawPolicy, PolicyError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| toml_error(text, &e, None))?;
+        serde_path_to_error::deserialize::<_, RawPolicy>(de).map_err(|e| {
+            // `Spanned` values add a private segment to the path; it is not a key.
+            let path = e
+                .path()
+                .to_string()
+                .replace(".$__serde_spanned_private_value", "");
+            let key = (!path.is_empty() && path != ".").then_some(path);
+            toml_error(text, e.inner(), key)
+        })
+    }
+}
+
+fn toml_error(text: &str, e: &toml::de::Error, key: Option<String>) -> PolicyError {
+    let (line, column) = match e.span() {
+        Some(span) => {
+            let (l, c) = line_column(text, span.start);
+            (Some(l), Some(c))
+        }
+        None => (None, None),
+    };
+    let message = e.message().trim_end().to_owned();
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((name, _)) = rest.split_once('`') {
+            return PolicyError::UnknownKey {
+                name: name.to_owned(),
+                key,
+                line,
+                column,
+            };
+        }
+    }
+    PolicyError::Syntax {
+        message,
+        key,
+        line,
+        column,
+    }
+}

@@ -1,0 +1,541 @@
+//! Claims (leases): acquire, renew, release, list.
+//!
+//! A claim records its resource's digest at acquisition and a fencing token
+//! that only grows (one counter per store, never reused). Expiry is computed
+//! from the engine's clock whenever a claim is read: no background job.
+
+use super::args::{Cursor, Limit, ResourceId};
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::claims::{overlaps, ClaimType, LineSpan, Scope};
+use crate::clock::Timestamp;
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::resource::Resource;
+use rusqlite::{params, OptionalExtension as _, Row};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// A claim's digest when its file does not exist (a claim on a file to be
+/// created).
+pub const ABSENT: &str = "absent";
+
+/// Where a claim is in its life, computed at read time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimStatus {
+    /// Held: not released and not expired.
+    Active,
+    /// Its lease ran out; it neither blocks nor covers.
+    Expired,
+    /// Its holder released it.
+    Released,
+}
+
+/// A claim as tools return it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Claim {
+    /// The claim's id.
+    pub id: String,
+    /// The holder.
+    pub agent_id: String,
+    /// The claimed resource, canonical.
+    pub resource_id: String,
+    /// `write`, `read` or `review`.
+    #[serde(rename = "type")]
+    pub claim_type: ClaimType,
+    /// The task it is for, if any.
+    pub task_id: Option<String>,
+    /// The resource's digest at acquisition: `blob:sha256:` of a file (or
+    /// `absent`), of a symbol's span bytes, or the `state:sha256:` of a
+    /// directory's subtree.
+    pub base_digest: String,
+    /// The fencing token: larger for every later acquisition in this store.
+    pub token: i64,
+    /// For a symbol, its line span at acquisition.
+    pub span: Option<LineSpan>,
+    /// When it was acquired.
+    pub acquired_at: Timestamp,
+    /// When it lapses unless renewed.
+    pub expires_at: Timestamp,
+    /// When it was released, if it was.
+    pub released_at: Option<Timestamp>,
+    /// `active`, `expired` or `released`, as of the call.
+    pub status: ClaimStatus,
+    #[serde(skip)]
+    pub(crate) seq: i64,
+}
+
+impl Claim {
+    const COLUMNS: &'static str = "id, agent_id, resource_id, type, task_id, base_digest, token, start_line, end_line, acquired_at, expires_at, released_at, seq";
+
+    fn from_row(r: &Row<'_>, now: Timestamp) -> rusqlite::Result<Claim> {
+        let expires_at = Timestamp(r.get(10)?);
+        let released_at: Option<i64> = r.get(11)?;
+        let span = match (r.get::<_, Option<u32>>(7)?, r.get::<_, Option<u32>>(8)?) {
+            (Some(start), Some(end)) => Some(LineSpan { start, end }),
+            _ => None,
+        };
+        Ok(Claim {
+            id: r.get(0)?,
+            agent_id: r.get(1)?,
+            resource_id: r.get(2)?,
+            claim_type: super::records::enum_from_sql(&r.get::<_, String>(3)?)?,
+            task_id: r.get(4)?,
+            base_digest: r.get(5)?,
+            token: r.get(6)?,
+            span,
+            acquired_at: Timestamp(r.get(9)?),
+            expires_at,
+            released_at: released_at.map(Timestamp),
+            status: if released_at.is_some() {
+                ClaimStatus::Released
+            } else if expires_at <= now {
+                ClaimStatus::Expired
+            } else {
+                ClaimStatus::Active
+            },
+            seq: r.get(12)?,
+        })
+    }
+
+    /// The claim's resource and span.
+    pub(crate) fn scope(&self) -> Result<Scope, ToolError> {
+        let resource: Resource = self.resource_id.parse().map_err(|e: crate::resource::ResourceError| {
+            ToolError::new(
+                crate::ErrorCode::Database,
+                format!("stored claim {} has a bad resource id: {e}", self.id),
+                json!({"claim_id": self.id}),
+            )
+        })?;
+        Ok(Scope {
+            resource,
+            span: self.span,
+        })
+    }
+
+    fn load(cx: &Cx<'_>, id: &str) -> Result<Claim, ToolError> {
+        cx.tx
+            .query_row(
+                &format!("SELECT {} FROM claims WHERE id = ?1", Claim::COLUMNS),
+                [id],
+                |r| Claim::from_row(r, cx.now),
+            )
+            .optional()?
+            .ok_or_else(|| ToolError::not_found("claim", id))
+    }
+}
+
+/// Every active write claim (optionally only one agent's), as of `now`.
+pub(crate) fn live_write_claims(
+    tx: &rusqlite::Transaction<'_>,
+    agent: Option<&str>,
+    now: Timestamp,
+) -> Result<Vec<Claim>, ToolError> {
+    let mut stmt = tx.prepare(&format!(
+        "SELECT {} FROM claims WHERE type = 'write' AND released_at IS NULL AND expires_at > ?1
+         AND (?2 IS NULL OR agent_id = ?2) ORDER BY seq",
+        Claim::COLUMNS
+    ))?;
+    let claims = stmt
+        .query_map(params![now.0, agent], |r| Claim::from_row(r, now))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(claims)
+}
+
+/// A resource's state now: its digest and, for a symbol, its span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResourceState {
+    pub digest: String,
+    pub span: Option<LineSpan>,
+}
+
+/// Read `resource` from the workspace (only what it names).
+pub(crate) fn resource_state(engine: &Engine, resource: &Resource) -> Result<ResourceState, ToolError> {
+    match resource {
+        Resource::File(path) => Ok(ResourceState {
+            digest: match engine.workspace().read(path)? {
+                Some(file) => crate::Digest::of(&file.data).to_string(),
+                None => ABSENT.to_owned(),
+            },
+            span: None,
+        }),
+        Resource::Directory(dir) => Ok(ResourceState {
+            digest: crate::state::subtree_state(engine.root(), dir.as_ref())?.to_string(),
+            span: None,
+        }),
+        Resource::Symbol { path, name } => {
+            let file = engine.workspace().read(path)?.ok_or_else(|| {
+                ToolError::new(
+                    crate::ErrorCode::UnknownSymbol,
+                    format!("{path}: the file does not exist, so it has no symbol {name}"),
+                    json!({"path": path, "symbol": name}),
+                )
+            })?;
+            let symbol = crate::symbols::resolve(path, &file.data, name)?;
+            Ok(ResourceState {
+                digest: crate::Digest::of(&file.data[symbol.start_byte..symbol.end_byte]).to_string(),
+                span: Some(LineSpan {
+                    start: symbol.start_line,
+                    end: symbol.end_line,
+                }),
+            })
+        }
+    }
+}
+
+/// Arguments of `claim.acquire`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AcquireArgs {
+    /// The resource to claim (`file:`, `directory:`, `symbol:`).
+    pub resource_id: ResourceId,
+    /// `write` (exclusive among agents), `read` or `review`.
+    #[serde(rename = "type")]
+    pub claim_type: ClaimType,
+    /// How long the lease lasts, in seconds (1 to 604800, a week).
+    pub ttl_s: Limit<604_800>,
+    /// The task the claim is for.
+    pub task_id: Option<Id>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of the claim tools that change one claim.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ClaimChanged {
+    /// The claim as it is now.
+    pub claim: Claim,
+}
+
+/// `claim.acquire`.
+pub struct Acquire;
+
+impl Tool for Acquire {
+    const NAME: &'static str = "claim.acquire";
+    const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do. Records the resource's digest and a fencing token.";
+    const MUTATES: bool = true;
+    type Args = AcquireArgs;
+    type Output = ClaimChanged;
+    type Prep = ResourceState;
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(engine: &Engine, actor: &Actor, args: &AcquireArgs) -> Result<ResourceState, ToolError> {
+        if actor.kind != ActorKind::Agent {
+            return Err(ToolError::forbidden(
+                format!("{} is for agent actors; {actor} is not an agent", Self::NAME),
+                json!({"actor": actor, "allowed_kinds": ["agent"]}),
+            ));
+        }
+        resource_state(engine, &args.resource_id.0)
+    }
+
+    fn run(cx: &Cx<'_>, args: AcquireArgs, state: ResourceState) -> Result<ClaimChanged, ToolError> {
+        let agent = cx.enabled_agent(Self::NAME)?;
+        if let Some(task) = &args.task_id {
+            let exists: bool = cx.tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+                [task.as_str()],
+                |r| r.get(0),
+            )?;
+            if !exists {
+                return Err(ToolError::not_found("task", task.as_str()));
+            }
+        }
+        let resource_id = args.resource_id.0.to_string();
+        let scope = Scope {
+            resource: args.resource_id.0.clone(),
+            span: state.span,
+        };
+        let mut stmt = cx.tx.prepare(&format!(
+            "SELECT {} FROM claims WHERE released_at IS NULL AND expires_at > ?1
+             AND (type = 'write' OR agent_id = ?2) ORDER BY seq",
+            Claim::COLUMNS
+        ))?;
+        let live = stmt
+            .query_map(params![cx.now.0, agent.id], |r| Claim::from_row(r, cx.now))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        for other in &live {
+            let same_holder = other.agent_id == agent.id;
+            let clash = if same_holder {
+                other.resource_id == resource_id && other.claim_type == args.claim_type
+            } else {
+                args.claim_type == ClaimType::Write
+                    && other.claim_type == ClaimType::Write
+                    && overlaps(&scope, &other.scope()?)
+            };
+            if clash {
+                let message = if same_holder {
+                    format!("{} already holds {} claim {} on {}; renew it", agent.id, other.claim_type.as_str(), other.id, other.resource_id)
+                } else {
+                    format!(
+                        "{} overlaps {}'s write claim {} on {} (until {})",
+                        resource_id, other.agent_id, other.id, other.resource_id, other.expires_at
+                    )
+                };
+                return Err(ToolError::conflict(message, json!({"holder": other})));
+            }
+        }
+        let token: i64 = cx.tx.query_row(
+            "UPDATE counters SET value = value + 1 WHERE name = 'claim_token' RETURNING value",
+            [],
+            |r| r.get(0),
+        )?;
+        let id = cx.new_id("claim");
+        let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
+        let (path, symbol) = match &args.resource_id.0 {
+            Resource::File(p) => (Some(p.to_string()), None),
+            Resource::Directory(d) => (d.as_ref().map(ToString::to_string), None),
+            Resource::Symbol { path, name } => (Some(path.to_string()), Some(name.clone())),
+        };
+        cx.tx.execute(
+            "INSERT INTO claims (id, agent_id, resource_id, path, symbol, start_line, end_line, type, task_id,
+                 base_digest, token, acquired_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            params![
+                id.as_str(),
+                agent.id,
+                resource_id,
+                path,
+                symbol,
+                state.span.map(|s| s.start),
+                state.span.map(|s| s.end),
+                args.claim_type.as_str(),
+                args.task_id.as_ref().map(Id::as_str),
+                state.digest,
+                token,
+                cx.now.0,
+                expires.0
+            ],
+        )?;
+        cx.event(
+            "claim.acquired",
+            id.as_str(),
+            None,
+            json!({"resource_id": resource_id, "type": args.claim_type, "token": token, "expires_at": expires, "base_digest": state.digest}),
+        )?;
+        Ok(ClaimChanged {
+            claim: Claim::load(cx, id.as_str())?,
+        })
+    }
+}
+
+/// `illegal_transition` unless the claim is active.
+fn require_active(claim: &Claim, operation: &str) -> Result<(), ToolError> {
+    if claim.status == ClaimStatus::Active {
+        return Ok(());
+    }
+    let status = super::records::enum_to_sql(&claim.status);
+    Err(ToolError::new(
+        crate::ErrorCode::IllegalTransition,
+        format!("claim {} is {status}; {operation} needs it to be active", claim.id),
+        json!({"claim_id": claim.id, "status": claim.status, "allowed": ["active"], "operation": operation}),
+    ))
+}
+
+/// `forbidden` unless the actor holds the claim (or, when `orchestrator_too`,
+/// is an orchestrator).
+fn require_holder(cx: &Cx<'_>, claim: &Claim, tool: &str, orchestrator_too: bool) -> Result<(), ToolError> {
+    if orchestrator_too && cx.actor.kind == ActorKind::Orchestrator {
+        return Ok(());
+    }
+    if cx.actor.kind == ActorKind::Agent && cx.actor.id.as_str() == claim.agent_id {
+        return Ok(());
+    }
+    Err(ToolError::forbidden(
+        format!("claim {} is held by {}; {} may not call {tool} on it", claim.id, claim.agent_id, cx.actor),
+        json!({"actor": cx.actor, "holder": claim.agent_id, "reason": "not_holder"}),
+    ))
+}
+
+/// Arguments of `claim.renew`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewArgs {
+    /// The claim.
+    pub claim_id: Id,
+    /// The new lease length from now, in seconds (1 to 604800).
+    pub ttl_s: Limit<604_800>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// `claim.renew`.
+pub struct Renew;
+
+impl Tool for Renew {
+    const NAME: &'static str = "claim.renew";
+    const DESCRIPTION: &'static str = "Extend an active claim's lease from now (its holder). An expired or released claim cannot be renewed: acquire a new one (which gets a new fencing token).";
+    const MUTATES: bool = true;
+    type Args = RenewArgs;
+    type Output = ClaimChanged;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: RenewArgs, (): ()) -> Result<ClaimChanged, ToolError> {
+        let claim = Claim::load(cx, args.claim_id.as_str())?;
+        require_holder(cx, &claim, Self::NAME, false)?;
+        cx.enabled_agent(Self::NAME)?;
+        require_active(&claim, Self::NAME)?;
+        let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
+        cx.tx.execute(
+            "UPDATE claims SET expires_at = ?2 WHERE id = ?1",
+            params![claim.id, expires.0],
+        )?;
+        cx.event(
+            "claim.renewed",
+            &claim.id,
+            None,
+            json!({"expires_at": expires, "previous_expires_at": claim.expires_at, "token": claim.token}),
+        )?;
+        Ok(ClaimChanged {
+            claim: Claim::load(cx, &claim.id)?,
+        })
+    }
+}
+
+/// Arguments of `claim.release`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseArgs {
+    /// The claim.
+    pub claim_id: Id,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// `claim.release`.
+pub struct Release;
+
+impl Tool for Release {
+    const NAME: &'static str = "claim.release";
+    const DESCRIPTION: &'static str =
+        "Release an active claim (its holder, or an orchestrator).";
+    const MUTATES: bool = true;
+    type Args = ReleaseArgs;
+    type Output = ClaimChanged;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: ReleaseArgs, (): ()) -> Result<ClaimChanged, ToolError> {
+        let claim = Claim::load(cx, args.claim_id.as_str())?;
+        require_holder(cx, &claim, Self::NAME, true)?;
+        require_active(&claim, Self::NAME)?;
+        cx.tx.execute(
+            "UPDATE claims SET released_at = ?2 WHERE id = ?1",
+            params![claim.id, cx.now.0],
+        )?;
+        cx.event("claim.released", &claim.id, None, json!({"token": claim.token}))?;
+        Ok(ClaimChanged {
+            claim: Claim::load(cx, &claim.id)?,
+        })
+    }
+}
+
+/// Arguments of `claim.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    /// Only this agent's claims.
+    pub agent_id: Option<Id>,
+    /// Only claims on exactly this resource.
+    pub resource_id: Option<ResourceId>,
+    /// Only claims in this status (as of the call).
+    pub status: Option<ClaimStatus>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<Limit<200>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `claim.list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ClaimPage {
+    /// Claims, oldest first.
+    pub claims: Vec<Claim>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<Cursor>,
+}
+
+/// `claim.list`.
+pub struct List;
+
+impl Tool for List {
+    const NAME: &'static str = "claim.list";
+    const DESCRIPTION: &'static str =
+        "List claims oldest first, filtered by agent, resource or status (active, expired, released).";
+    const MUTATES: bool = false;
+    type Args = ListArgs;
+    type Output = ClaimPage;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ClaimPage, ToolError> {
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = match &args.cursor {
+            None => 0,
+            Some(c) => c
+                .seq()
+                .ok_or_else(|| ToolError::invalid_argument("cursor", "is not a cursor this tool returned"))?,
+        };
+        let status = match args.status {
+            None => "",
+            Some(ClaimStatus::Active) => " AND released_at IS NULL AND expires_at > ?4",
+            Some(ClaimStatus::Expired) => " AND released_at IS NULL AND expires_at <= ?4",
+            Some(ClaimStatus::Released) => " AND released_at IS NOT NULL",
+        };
+        // Plain equality (not `?2 IS NULL OR …`) so SQLite can use the
+        // agent index: a page costs O(limit).
+        let agent = if args.agent_id.is_some() { " AND agent_id = ?2" } else { " AND ?2 IS NULL" };
+        let resource = if args.resource_id.is_some() { " AND resource_id = ?3" } else { " AND ?3 IS NULL" };
+        let sql = format!(
+            "SELECT {} FROM claims WHERE seq > ?1{agent}{resource}{status} AND ?4 = ?4 ORDER BY seq LIMIT ?5",
+            Claim::COLUMNS
+        );
+        let mut stmt = cx.tx.prepare(&sql)?;
+        let mut claims = stmt
+            .query_map(
+                params![
+                    after,
+                    args.agent_id.as_ref().map(Id::as_str),
+                    args.resource_id.as_ref().map(|r| r.0.to_string()),
+                    cx.now.0,
+                    i64::from(limit) + 1
+                ],
+                |r| Claim::from_row(r, cx.now),
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let next_cursor = if claims.len() > limit as usize {
+            claims.truncate(limit as usize);
+            claims.last().map(|c| Cursor::after(c.seq))
+        } else {
+            None
+        };
+        Ok(ClaimPage { claims, next_cursor })
+    }
+}

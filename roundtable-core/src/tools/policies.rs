@@ -1,0 +1,330 @@
+//! Policies, versioned in the store: `policy.set` makes a draft,
+//! `policy.activate` retires the active one and activates a draft in one
+//! transaction, `policy.get` reads one. With none active, the built-in
+//! default applies.
+
+use super::args::{Markdown, RevisionNumber};
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::clock::Timestamp;
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::policy::{Policy, DEFAULT_POLICY_TOML};
+use rusqlite::{params, OptionalExtension as _, Row};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// The longest policy document, in characters.
+const MAX_POLICY_CHARS: usize = 256 * 1024;
+
+/// A stored policy version.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PolicyRecord {
+    /// The version number (1, 2, …); `null` for the built-in default.
+    pub version: Option<u32>,
+    /// `draft`, `active`, `retired`, or `builtin` for the default.
+    pub status: String,
+    /// The TOML document.
+    pub document: String,
+    /// `blob:sha256:` of the document.
+    pub digest: String,
+    /// Why it was written.
+    pub note_md: Option<String>,
+    /// Who wrote it (`null` for the default).
+    pub created_by: Option<Actor>,
+    /// When it was written.
+    pub created_at: Option<Timestamp>,
+    /// When it was activated.
+    pub activated_at: Option<Timestamp>,
+    /// When it was retired.
+    pub retired_at: Option<Timestamp>,
+}
+
+impl PolicyRecord {
+    const COLUMNS: &'static str =
+        "version, status, document, digest, note_md, created_by, created_at, activated_at, retired_at";
+
+    fn from_row(r: &Row<'_>) -> rusqlite::Result<PolicyRecord> {
+        Ok(PolicyRecord {
+            version: r.get(0)?,
+            status: r.get(1)?,
+            document: r.get(2)?,
+            digest: r.get(3)?,
+            note_md: r.get(4)?,
+            created_by: Some(super::records::actor_from_sql(&r.get::<_, String>(5)?)?),
+            created_at: Some(Timestamp(r.get(6)?)),
+            activated_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
+            retired_at: r.get::<_, Option<i64>>(8)?.map(Timestamp),
+        })
+    }
+
+    fn builtin() -> PolicyRecord {
+        PolicyRecord {
+            version: None,
+            status: "builtin".into(),
+            document: DEFAULT_POLICY_TOML.into(),
+            digest: crate::Digest::of(DEFAULT_POLICY_TOML.as_bytes()).to_string(),
+            note_md: None,
+            created_by: None,
+            created_at: None,
+            activated_at: None,
+            retired_at: None,
+        }
+    }
+
+    fn load(tx: &rusqlite::Transaction<'_>, version: u32) -> Result<PolicyRecord, ToolError> {
+        tx.query_row(
+            &format!("SELECT {} FROM policies WHERE version = ?1", PolicyRecord::COLUMNS),
+            [version],
+            PolicyRecord::from_row,
+        )
+        .optional()?
+        .ok_or_else(|| ToolError::not_found("policy", &version.to_string()))
+    }
+}
+
+/// The policy in force: the active version, or the built-in default.
+pub(crate) fn effective(tx: &rusqlite::Transaction<'_>) -> Result<(PolicyRecord, Policy), ToolError> {
+    let active = tx
+        .query_row(
+            &format!("SELECT {} FROM policies WHERE status = 'active'", PolicyRecord::COLUMNS),
+            [],
+            PolicyRecord::from_row,
+        )
+        .optional()?;
+    match active {
+        None => Ok((PolicyRecord::builtin(), Policy::default())),
+        Some(record) => {
+            let policy = Policy::parse(&record.document).map_err(|e| {
+                ToolError::new(
+                    crate::ErrorCode::Database,
+                    format!("the active policy (version {:?}) no longer parses: {e}", record.version),
+                    e.details(),
+                )
+            })?;
+            Ok((record, policy))
+        }
+    }
+}
+
+/// A policy document, kept exactly as submitted: not trimmed (unlike other
+/// texts), so the line of an `invalid_policy` error and the stored digest
+/// refer to the caller's own text. Not blank; at most 256 KiB characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct PolicyDocument(String);
+
+impl PolicyDocument {
+    /// The document as submitted.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyDocument {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let s = String::deserialize(d)?;
+        if s.trim().is_empty() {
+            return Err(D::Error::custom("is blank"));
+        }
+        let n = s.chars().count();
+        if n > MAX_POLICY_CHARS {
+            return Err(D::Error::custom(format!(
+                "is {n} characters; the limit is {MAX_POLICY_CHARS}"
+            )));
+        }
+        Ok(PolicyDocument(s))
+    }
+}
+
+impl JsonSchema for PolicyDocument {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PolicyDocument".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_POLICY_CHARS,
+            "pattern": "\\S",
+            "description": "A TOML policy document, stored as given (not trimmed); must not be blank."
+        })
+    }
+}
+
+/// Arguments of `policy.set`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetArgs {
+    /// The policy as a TOML document (see the README for the format).
+    pub document: PolicyDocument,
+    /// Why.
+    pub note_md: Option<Markdown>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `policy.set` and `policy.get`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PolicyResult {
+    /// The policy.
+    pub policy: PolicyRecord,
+}
+
+/// `policy.set`.
+pub struct Set;
+
+impl Tool for Set {
+    const NAME: &'static str = "policy.set";
+    const DESCRIPTION: &'static str = "Store a policy document as a new draft version (orchestrator or human). It is parsed strictly first; it takes effect only when activated.";
+    const MUTATES: bool = true;
+    type Args = SetArgs;
+    type Output = PolicyResult;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, args: &SetArgs) -> Result<(), ToolError> {
+        Policy::parse(args.document.as_str())?;
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: SetArgs, (): ()) -> Result<PolicyResult, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+        let version: u32 = cx.tx.query_row("SELECT COALESCE(MAX(version), 0) + 1 FROM policies", [], |r| r.get(0))?;
+        let document = args.document.as_str();
+        let digest = crate::Digest::of(document.as_bytes()).to_string();
+        cx.tx.execute(
+            "INSERT INTO policies (version, status, document, digest, note_md, created_by, created_at)
+             VALUES (?1, 'draft', ?2, ?3, ?4, ?5, ?6)",
+            params![version, document, digest, args.note_md.as_ref().map(|t| t.as_str()), cx.actor.to_string(), cx.now.0],
+        )?;
+        cx.event("policy.drafted", &format!("policy-{version}"), None, json!({"version": version, "digest": digest}))?;
+        Ok(PolicyResult {
+            policy: PolicyRecord::load(cx.tx, version)?,
+        })
+    }
+}
+
+/// Arguments of `policy.activate`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActivateArgs {
+    /// The draft version to activate.
+    pub version: RevisionNumber,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `policy.activate`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Activated {
+    /// The policy now active.
+    pub policy: PolicyRecord,
+    /// The version it replaced, now retired (`null` when the default was in
+    /// force).
+    pub retired_version: Option<u32>,
+}
+
+/// `policy.activate`.
+pub struct Activate;
+
+impl Tool for Activate {
+    const NAME: &'static str = "policy.activate";
+    const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator or human).";
+    const MUTATES: bool = true;
+    type Args = ActivateArgs;
+    type Output = Activated;
+    type Prep = ();
+
+    fn key(args: &Self::Args) -> Option<&Id> {
+        args.idempotency_key.as_ref()
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: ActivateArgs, (): ()) -> Result<Activated, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+        let target = PolicyRecord::load(cx.tx, args.version.0)?;
+        if target.status != "draft" {
+            return Err(ToolError::new(
+                crate::ErrorCode::IllegalTransition,
+                format!("policy version {} is {}; only a draft can be activated", args.version.0, target.status),
+                json!({"version": args.version, "status": target.status, "allowed": ["draft"], "operation": Self::NAME}),
+            ));
+        }
+        let retired: Option<u32> = cx
+            .tx
+            .query_row("SELECT version FROM policies WHERE status = 'active'", [], |r| r.get(0))
+            .optional()?;
+        if let Some(old) = retired {
+            cx.tx.execute(
+                "UPDATE policies SET status = 'retired', retired_at = ?2 WHERE version = ?1",
+                params![old, cx.now.0],
+            )?;
+        }
+        cx.tx.execute(
+            "UPDATE policies SET status = 'active', activated_at = ?2 WHERE version = ?1",
+            params![args.version.0, cx.now.0],
+        )?;
+        cx.event(
+            "policy.activated",
+            &format!("policy-{}", args.version.0),
+            None,
+            json!({"version": args.version, "retired_version": retired, "digest": target.digest}),
+        )?;
+        Ok(Activated {
+            policy: PolicyRecord::load(cx.tx, args.version.0)?,
+            retired_version: retired,
+        })
+    }
+}
+
+/// Arguments of `policy.get`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetArgs {
+    /// The version to read (default: the policy in force — the active
+    /// version, or the built-in default).
+    pub version: Option<RevisionNumber>,
+}
+
+/// `policy.get`.
+pub struct Get;
+
+impl Tool for Get {
+    const NAME: &'static str = "policy.get";
+    const DESCRIPTION: &'static str =
+        "Read a policy version, or (by default) the policy in force: the active version or the built-in default.";
+    const MUTATES: bool = false;
+    type Args = GetArgs;
+    type Output = PolicyResult;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: GetArgs, (): ()) -> Result<PolicyResult, ToolError> {
+        let policy = match args.version {
+            Some(v) => PolicyRecord::load(cx.tx, v.0)?,
+            None => effective(cx.tx)?.0,
+        };
+        Ok(PolicyResult { policy })
+    }
+}

@@ -1,0 +1,604 @@
+//! The transaction tools: `patch.apply`, `transaction.rollback`, and the
+//! read side (`transaction.get|list|phases|recovery`).
+
+use super::args::{Cursor, Limit, RevisionNumber};
+use super::claims::live_write_claims;
+use super::records::{Proposal, ProposalStatus};
+use super::validate::{gather, validate_with_changeset, StageStatus, ValidationReport};
+use super::{decode, remember, replay, request_digest, Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::apply::{
+    compare, execute, journal, restore_changeset, ApplyLock, JournalFile, PathReport, PathState, Plan,
+    Transaction, TransactionKind, TransactionStatus,
+};
+use crate::claims::{overlaps, Scope};
+use crate::clock::Timestamp;
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::resource::Resource;
+use crate::{ErrorCode, FileMeta, RepoPath};
+use rusqlite::params;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+fn orchestrator_only(actor: &Actor, tool: &str) -> Result<(), ToolError> {
+    if actor.kind == ActorKind::Orchestrator {
+        return Ok(());
+    }
+    Err(ToolError::forbidden(
+        format!("{tool} is for orchestrator actors; {actor} is {}", actor.kind.as_str()),
+        json!({"actor": actor, "allowed_kinds": ["orchestrator"]}),
+    ))
+}
+
+fn read_cx<T>(engine: &Engine, actor: &Actor, f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>) -> Result<T, ToolError> {
+    engine.store().read(|tx| {
+        let cx = Cx {
+            engine,
+            tx,
+            actor,
+            now: engine.now(),
+        };
+        f(&cx)
+    })
+}
+
+/// The before content of every touched path that exists now, checked
+/// against the changeset's preconditions (a file changed since validation
+/// is `precondition_failed`).
+fn snapshot(engine: &Engine, changeset: &crate::Changeset) -> Result<Vec<(RepoPath, Vec<u8>)>, ToolError> {
+    let mut out = Vec::new();
+    for f in changeset.files() {
+        let now = engine.workspace().read(&f.path)?;
+        let meta = now.as_ref().map(FileMeta::of);
+        if meta != f.before {
+            return Err(ToolError::new(
+                ErrorCode::PreconditionFailed,
+                format!("{} changed while the apply was being prepared", f.path),
+                json!({"path": f.path}),
+            ));
+        }
+        if let Some(file) = now {
+            out.push((f.path.clone(), file.data));
+        }
+    }
+    Ok(out)
+}
+
+/// Arguments of `patch.apply`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The exact revision the caller approved: a superseded revision is
+    /// `precondition_failed`.
+    pub revision: RevisionNumber,
+    /// The new transaction's id (generated when absent; an id in use is
+    /// `conflict`).
+    pub transaction_id: Option<Id>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `patch.apply`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Applied {
+    /// The transaction, `applied`.
+    pub transaction: Transaction,
+    /// The proposal, `applied`.
+    pub proposal: Proposal,
+    /// The author's claims released with the change.
+    pub released_claims: Vec<String>,
+    /// The validation report the apply passed.
+    pub validation: ValidationReport,
+}
+
+/// `patch.apply`'s description.
+pub(crate) const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or nothing across the files and the store (orchestrator only). Takes the apply lock, re-validates every gate, journals the before snapshot durably, writes and flushes the files, then marks the transaction and the proposal applied and releases the author's claims on the change. A refusal changes nothing and carries the full validation report: precondition_failed when the revision no longer matches the files or was superseded, validation_failed for any other gate.";
+
+/// `patch.apply`.
+pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+    const NAME: &str = "patch.apply";
+    let args: ApplyArgs = decode(args)?;
+    orchestrator_only(actor, NAME)?;
+    let request = request_digest(NAME, &args);
+    let key = args.idempotency_key.clone();
+    if let Some(key) = &key {
+        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+            return Ok(v);
+        }
+    }
+    let _lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
+    if let Some(key) = &key {
+        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+            return Ok(v);
+        }
+    }
+    let evidence = read_cx(engine, actor, |cx| gather(cx, args.proposal_id.as_str(), Some(args.revision.0)))?;
+    evidence
+        .proposal
+        .require_status(&[ProposalStatus::Pending, ProposalStatus::InReview], NAME)?;
+    let (report, changeset) = validate_with_changeset(engine, &evidence);
+    if !report.valid {
+        let stale = report.revision != report.latest_revision
+            || report
+                .stages
+                .iter()
+                .any(|s| (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed);
+        let failed: Vec<&str> = report
+            .stages
+            .iter()
+            .filter(|s| s.status == StageStatus::Failed)
+            .map(|s| s.name.as_str())
+            .collect();
+        let (code, message) = if stale {
+            (
+                ErrorCode::PreconditionFailed,
+                format!(
+                    "revision {} of {} no longer matches the workspace (failed: {})",
+                    report.revision,
+                    report.proposal_id,
+                    failed.join(", ")
+                ),
+            )
+        } else {
+            (
+                ErrorCode::ValidationFailed,
+                format!(
+                    "revision {} of {} is not valid (failed: {})",
+                    report.revision,
+                    report.proposal_id,
+                    failed.join(", ")
+                ),
+            )
+        };
+        return Err(ToolError::new(code, message, json!({"report": report})));
+    }
+    let changeset = changeset.expect("a valid report has a changeset");
+    let snapshot = snapshot(engine, &changeset)?;
+    let id = args
+        .transaction_id
+        .clone()
+        .unwrap_or_else(|| engine.ids().next("tx", engine.now().0));
+    let touched: Vec<Scope> = changeset
+        .files()
+        .iter()
+        .map(|f| Scope {
+            resource: Resource::File(f.path.clone()),
+            span: None,
+        })
+        .collect();
+    let proposal = evidence.proposal.clone();
+    let plan = Plan {
+        id,
+        kind: TransactionKind::Apply,
+        proposal_id: &proposal.id,
+        revision: args.revision.0,
+        rollback_of: None,
+        changeset,
+        snapshot,
+    };
+    execute(engine, actor, plan, |cx, transaction| {
+        let changed = cx.tx.execute(
+            "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review')",
+            params![proposal.id, cx.now.0],
+        )?;
+        if changed != 1 {
+            return Err(ToolError::conflict(
+                format!("proposal {} changed status during the apply", proposal.id),
+                json!({"proposal_id": proposal.id}),
+            ));
+        }
+        cx.event(
+            "proposal.applied",
+            &proposal.id,
+            Some(&proposal.id),
+            json!({"revision": args.revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
+        )?;
+        let mut released = Vec::new();
+        for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
+            if claim.scope().is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t))) {
+                cx.tx.execute(
+                    "UPDATE claims SET released_at = ?2 WHERE id = ?1",
+                    params![claim.id, cx.now.0],
+                )?;
+                cx.event(
+                    "claim.released",
+                    &claim.id,
+                    None,
+                    json!({"token": claim.token, "transaction_id": transaction.id}),
+                )?;
+                released.push(claim.id);
+            }
+        }
+        let out = Applied {
+            transaction: transaction.clone(),
+            proposal: Proposal::load(cx.tx, &proposal.id)?,
+            released_claims: released,
+            validation: report,
+        };
+        let value = serde_json::to_value(out).expect("results serialize");
+        if let Some(key) = &key {
+            remember(cx, key, NAME, &request, &value)?;
+        }
+        Ok(value)
+    })
+}
+
+/// Arguments of `transaction.rollback`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackArgs {
+    /// The applied transaction to roll back.
+    pub transaction_id: Id,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `transaction.rollback`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RolledBack {
+    /// The new (rollback) transaction, `applied`.
+    pub transaction: Transaction,
+}
+
+/// `transaction.rollback`'s description.
+pub(crate) const ROLLBACK: &str = "Roll back an applied transaction (orchestrator only): restore its before snapshot as a new transaction with the same guarantees, but only if every path it touched still has its after state — otherwise conflict, listing each path with expected and actual digests. Rolling back a rollback re-applies.";
+
+/// `transaction.rollback`.
+pub(crate) fn rollback_call(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+    const NAME: &str = "transaction.rollback";
+    let args: RollbackArgs = decode(args)?;
+    orchestrator_only(actor, NAME)?;
+    let request = request_digest(NAME, &args);
+    let key = args.idempotency_key.clone();
+    if let Some(key) = &key {
+        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+            return Ok(v);
+        }
+    }
+    let _lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
+    if let Some(key) = &key {
+        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+            return Ok(v);
+        }
+    }
+    let (original, files) = engine.store().read(|tx| {
+        let t = Transaction::load(tx, args.transaction_id.as_str())?;
+        let files = journal(tx, &t.id)?;
+        Ok::<_, ToolError>((t, files))
+    })?;
+    if original.status != TransactionStatus::Applied {
+        let status = super::records::enum_to_sql(&original.status);
+        return Err(ToolError::new(
+            ErrorCode::IllegalTransition,
+            format!("transaction {} is {status}; only an applied transaction can be rolled back", original.id),
+            json!({"transaction_id": original.id, "status": original.status, "allowed": ["applied"], "operation": NAME}),
+        ));
+    }
+    let reports = compare(engine, &files)?;
+    let moved: Vec<&PathReport> = reports.iter().filter(|r| r.state != PathState::AtAfter).collect();
+    if !moved.is_empty() {
+        return Err(ToolError::conflict(
+            format!(
+                "{} of the {} paths transaction {} wrote changed since: {}",
+                moved.len(),
+                reports.len(),
+                original.id,
+                moved.iter().map(|r| r.path.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            json!({"transaction_id": original.id, "paths": moved.iter().map(|r| json!({"path": r.path, "expected": r.after, "actual": r.actual})).collect::<Vec<_>>()}),
+        ));
+    }
+    let changeset = restore_changeset(engine, &files, &reports)?;
+    let snapshot = snapshot(engine, &changeset)?;
+    let plan = Plan {
+        id: engine.ids().next("tx", engine.now().0),
+        kind: TransactionKind::Rollback,
+        proposal_id: &original.proposal_id,
+        revision: original.revision,
+        rollback_of: Some(&original.id),
+        changeset,
+        snapshot,
+    };
+    execute(engine, actor, plan, |cx, transaction| {
+        cx.tx.execute(
+            "UPDATE transactions SET status = 'rolled_back' WHERE id = ?1 AND status = 'applied'",
+            [&original.id],
+        )?;
+        cx.event(
+            "transaction.rolled_back",
+            &original.id,
+            Some(&original.proposal_id),
+            json!({"rollback_transaction_id": transaction.id}),
+        )?;
+        let value = serde_json::to_value(RolledBack {
+            transaction: transaction.clone(),
+        })
+        .expect("results serialize");
+        if let Some(key) = &key {
+            remember(cx, key, NAME, &request, &value)?;
+        }
+        Ok(value)
+    })
+}
+
+/// Arguments of the tools that read one transaction.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransactionArgs {
+    /// The transaction.
+    pub transaction_id: Id,
+}
+
+/// Result of `transaction.get`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TransactionDetail {
+    /// The transaction.
+    pub transaction: Transaction,
+    /// Its journal: every touched path with its before and after state.
+    pub files: Vec<JournalFile>,
+}
+
+/// `transaction.get`.
+pub struct Get;
+
+impl Tool for Get {
+    const NAME: &'static str = "transaction.get";
+    const DESCRIPTION: &'static str = "Read a transaction and its journal (every touched path's before and after state).";
+    const MUTATES: bool = false;
+    type Args = TransactionArgs;
+    type Output = TransactionDetail;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<TransactionDetail, ToolError> {
+        let transaction = Transaction::load(cx.tx, args.transaction_id.as_str())?;
+        let files = journal(cx.tx, &transaction.id)?;
+        Ok(TransactionDetail { transaction, files })
+    }
+}
+
+/// Arguments of `transaction.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    /// Only this proposal's transactions.
+    pub proposal_id: Option<Id>,
+    /// Only transactions in this status.
+    pub status: Option<TransactionStatus>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<Limit<200>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `transaction.list`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TransactionPage {
+    /// Transactions, oldest first.
+    pub transactions: Vec<Transaction>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<Cursor>,
+}
+
+/// `transaction.list`.
+pub struct List;
+
+impl Tool for List {
+    const NAME: &'static str = "transaction.list";
+    const DESCRIPTION: &'static str = "List transactions oldest first, filtered by proposal or status.";
+    const MUTATES: bool = false;
+    type Args = ListArgs;
+    type Output = TransactionPage;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<TransactionPage, ToolError> {
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = match &args.cursor {
+            None => 0,
+            Some(c) => c
+                .seq()
+                .ok_or_else(|| ToolError::invalid_argument("cursor", "is not a cursor this tool returned"))?,
+        };
+        let proposal = if args.proposal_id.is_some() { " AND t.proposal_id = ?2" } else { " AND ?2 IS NULL" };
+        let status = if args.status.is_some() { " AND t.status = ?3" } else { " AND ?3 IS NULL" };
+        let mut stmt = cx.tx.prepare(&format!(
+            "SELECT {} FROM transactions t WHERE t.seq > ?1{proposal}{status} ORDER BY t.seq LIMIT ?4",
+            Transaction::COLUMNS
+        ))?;
+        let mut transactions = stmt
+            .query_map(
+                params![
+                    after,
+                    args.proposal_id.as_ref().map(Id::as_str),
+                    args.status.map(|s| super::records::enum_to_sql(&s)),
+                    i64::from(limit) + 1
+                ],
+                Transaction::from_row,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let next_cursor = if transactions.len() > limit as usize {
+            transactions.truncate(limit as usize);
+            transactions.last().map(|t| Cursor::after(t.seq))
+        } else {
+            None
+        };
+        Ok(TransactionPage {
+            transactions,
+            next_cursor,
+        })
+    }
+}
+
+/// One phase of a transaction.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Phase {
+    /// `journaled`, `write`, `written`, `applied`, `recovered`.
+    pub phase: String,
+    /// `done` or `failed`.
+    pub status: String,
+    /// Details.
+    pub detail: Value,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// Result of `transaction.phases`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Phases {
+    /// The phases, in order.
+    pub phases: Vec<Phase>,
+}
+
+/// `transaction.phases`.
+pub struct PhasesList;
+
+impl Tool for PhasesList {
+    const NAME: &'static str = "transaction.phases";
+    const DESCRIPTION: &'static str = "List a transaction's phases in order (journaled, written, applied, failed, recovered).";
+    const MUTATES: bool = false;
+    type Args = TransactionArgs;
+    type Output = Phases;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<Phases, ToolError> {
+        let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
+        let mut stmt = cx.tx.prepare(
+            "SELECT phase, status, detail, at FROM transaction_phases WHERE transaction_id = ?1 ORDER BY seq",
+        )?;
+        let phases = stmt
+            .query_map([&t.id], |r| {
+                let detail: String = r.get(2)?;
+                Ok(Phase {
+                    phase: r.get(0)?,
+                    status: r.get(1)?,
+                    detail: serde_json::from_str(&detail).unwrap_or(Value::Null),
+                    at: Timestamp(r.get(3)?),
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(Phases { phases })
+    }
+}
+
+/// Result of `transaction.recovery`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RecoveryAdvice {
+    /// The transaction.
+    pub transaction_id: String,
+    /// Its stored status.
+    pub status: TransactionStatus,
+    /// Every touched path, compared with the journal now.
+    pub paths: Vec<PathReport>,
+    /// How many paths are at their after state.
+    pub at_after: u64,
+    /// How many are at their before state.
+    pub at_before: u64,
+    /// How many are at neither.
+    pub diverged: u64,
+    /// Whether the files agree with the status (all after for `applied`,
+    /// all before for `failed`, `recovered`, `rolled_back`).
+    pub consistent: bool,
+    /// What can be done now: `rollback`, `recover`, `none`, or `inspect`
+    /// (diverged paths need a person).
+    pub actions: Vec<String>,
+    /// The same, in words.
+    pub advice: String,
+}
+
+/// `transaction.recovery`.
+pub struct RecoveryCheck;
+
+impl Tool for RecoveryCheck {
+    const NAME: &'static str = "transaction.recovery";
+    const DESCRIPTION: &'static str = "Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.";
+    const MUTATES: bool = false;
+    type Args = TransactionArgs;
+    type Output = RecoveryAdvice;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<RecoveryAdvice, ToolError> {
+        let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
+        let files = journal(cx.tx, &t.id)?;
+        let paths = compare(cx.engine, &files)?;
+        let count = |s: PathState| paths.iter().filter(|p| p.state == s).count() as u64;
+        let (at_after, at_before, diverged) = (
+            count(PathState::AtAfter),
+            count(PathState::AtBefore),
+            count(PathState::Diverged),
+        );
+        let total = paths.len() as u64;
+        use TransactionStatus as S;
+        let consistent = match t.status {
+            S::Applied => at_after == total,
+            S::Failed | S::Recovered | S::RolledBack => at_before == total,
+            S::Applying => false,
+        };
+        let (actions, advice): (Vec<&str>, String) = match t.status {
+            S::Applying => (
+                vec!["recover"],
+                format!(
+                    "journaled but not finished: {at_after} paths at after, {at_before} at before, {diverged} diverged; opening the workspace when no applier holds the lock restores the {at_after} paths at after"
+                ),
+            ),
+            S::Applied if at_after == total => (
+                vec!["rollback"],
+                "every path is at its after state: transaction.rollback restores the before snapshot".into(),
+            ),
+            _ if diverged > 0 || (t.status == S::Applied && at_before > 0) => (
+                vec!["inspect"],
+                format!("{diverged} paths match neither state and {at_before} of {total} are back at before: a rollback would be refused; inspect the listed paths"),
+            ),
+            _ if at_before == total => (vec!["none"], "every path is at its before state: nothing to do".into()),
+            _ => (
+                vec!["inspect"],
+                format!("{at_after} paths at after and {at_before} at before: inspect the listed paths"),
+            ),
+        };
+        Ok(RecoveryAdvice {
+            transaction_id: t.id,
+            status: t.status,
+            paths,
+            at_after,
+            at_before,
+            diverged,
+            consistent,
+            actions: actions.into_iter().map(str::to_owned).collect(),
+            advice,
+        })
+    }
+}

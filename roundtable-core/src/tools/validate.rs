@@ -1,0 +1,584 @@
+//! `patch.validate`: the read-only report on one revision.
+//!
+//! It writes no row, no event and no file. It runs every stage and reports
+//! each `passed`, `failed` or `skipped` with reasons — the whole inventory,
+//! not the first failure — and each failure carries what an agent needs to
+//! repair it (expected against actual digests, the uncovered path and
+//! lines, the missing role with candidate agents).
+
+use super::args::RevisionNumber;
+use super::claims::{live_write_claims, resource_state, Claim};
+use super::proposals::{revision_bytes, revision_changeset, summarize};
+use super::records::{
+    Agent, Approval, Proposal, Revision, SecurityReviewRecord, TestResult, Vote,
+};
+use super::{Cx, Tool, ToolError};
+use crate::actor::Actor;
+use crate::changeset::{Changeset, Operation};
+use crate::claims::{overlaps, Scope};
+use crate::coverage::{line_changes, Change, LineChanges};
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::policy::{
+    evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, Policy, PolicyInput, PolicyReport,
+    RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
+};
+use crate::resource::Resource;
+use crate::RepoPath;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use similar::{Algorithm, DiffTag};
+
+/// What the store knows about one revision, read in one snapshot.
+pub(crate) struct Evidence {
+    pub proposal: Proposal,
+    pub revision: Revision,
+    pub revisions: Vec<Revision>,
+    pub bytes: Vec<u8>,
+    pub agents: Vec<Agent>,
+    pub votes: Vec<Vote>,
+    pub reviews: Vec<SecurityReviewRecord>,
+    pub approvals: Vec<Approval>,
+    pub tests: Vec<TestResult>,
+    pub policy: Policy,
+    pub policy_version: Option<u32>,
+    /// The author's live write claims.
+    pub claims: Vec<Claim>,
+    /// Other agents' live write claims.
+    pub others: Vec<Claim>,
+}
+
+fn all<T>(
+    tx: &rusqlite::Transaction<'_>,
+    sql: &str,
+    id: &str,
+    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, ToolError> {
+    let mut stmt = tx.prepare(sql)?;
+    let out = stmt
+        .query_map([id], row)?
+        .collect::<rusqlite::Result<Vec<T>>>()?;
+    Ok(out)
+}
+
+/// Read everything about `proposal_id`'s revision (default the latest).
+pub(crate) fn gather(cx: &Cx<'_>, proposal_id: &str, revision: Option<u32>) -> Result<Evidence, ToolError> {
+    let tx = cx.tx;
+    let proposal = Proposal::load(tx, proposal_id)?;
+    let number = revision.unwrap_or(proposal.latest_revision);
+    let revision = Revision::load(tx, &proposal.id, number)?;
+    let revisions = all(
+        tx,
+        &format!("SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number", Revision::COLUMNS),
+        &proposal.id,
+        Revision::from_row,
+    )?;
+    let bytes = revision_bytes(tx, &revision)?;
+    let mut stmt = tx.prepare(&format!("SELECT {} FROM agents ORDER BY id", Agent::COLUMNS))?;
+    let agents = stmt
+        .query_map([], Agent::from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let by_seq = |table: &str, columns: &str| {
+        format!("SELECT {columns} FROM {table} WHERE proposal_id = ?1 ORDER BY seq")
+    };
+    let votes = all(tx, &by_seq("votes", Vote::COLUMNS), &proposal.id, Vote::from_row)?;
+    let reviews = all(
+        tx,
+        &by_seq("security_reviews", SecurityReviewRecord::COLUMNS),
+        &proposal.id,
+        SecurityReviewRecord::from_row,
+    )?;
+    let approvals = all(
+        tx,
+        &by_seq("human_approvals", Approval::COLUMNS),
+        &proposal.id,
+        Approval::from_row,
+    )?;
+    let tests = all(tx, &by_seq("test_results", TestResult::COLUMNS), &proposal.id, TestResult::from_row)?;
+    let (record, policy) = super::policies::effective(tx)?;
+    let live = live_write_claims(tx, None, cx.now)?;
+    let (claims, others) = live.into_iter().partition(|c| c.agent_id == proposal.author);
+    Ok(Evidence {
+        proposal,
+        revision,
+        revisions,
+        bytes,
+        agents,
+        votes,
+        reviews,
+        approvals,
+        tests,
+        policy,
+        policy_version: record.version,
+        claims,
+        others,
+    })
+}
+
+impl Evidence {
+    /// Run `f` on the policy input for this revision.
+    pub(crate) fn with_input<R>(&self, added: &[AddedLine<'_>], f: impl FnOnce(&PolicyInput<'_>) -> R) -> R {
+        let earlier: Vec<RevisionInfo<'_>> = self.revisions.iter().map(RevisionInfo::from).collect();
+        let agents: Vec<AgentInfo<'_>> = self.agents.iter().map(AgentInfo::from).collect();
+        let votes: Vec<VoteInfo<'_>> = self.votes.iter().map(VoteInfo::from).collect();
+        let reviews: Vec<ReviewInfo<'_>> = self.reviews.iter().map(ReviewInfo::from).collect();
+        let approvals: Vec<ApprovalInfo<'_>> = self.approvals.iter().map(ApprovalInfo::from).collect();
+        let tests: Vec<TestInfo<'_>> = self.tests.iter().map(TestInfo::from).collect();
+        let input = PolicyInput {
+            author: &self.proposal.author,
+            risk: self.proposal.risk,
+            revision: RevisionInfo::from(&self.revision),
+            earlier_revisions: &earlier,
+            agents: &agents,
+            votes: &votes,
+            security_reviews: &reviews,
+            human_approvals: &approvals,
+            test_results: &tests,
+            added_lines: added,
+        };
+        f(&input)
+    }
+}
+
+/// What the current files say about one touched path.
+pub(crate) struct FileFacts {
+    pub path: RepoPath,
+    pub operation: Operation,
+    pub mode_change: bool,
+    /// Old content (the current file, or a rename's or copy's source).
+    pub before: Option<Vec<u8>>,
+    pub after: Option<Vec<u8>>,
+}
+
+/// Read the old content of every touched path of `changeset`.
+pub(crate) fn file_facts(engine: &Engine, changeset: &Changeset) -> Result<Vec<FileFacts>, ToolError> {
+    let ws = engine.workspace();
+    let mut out = Vec::new();
+    for f in changeset.files() {
+        let source = match &f.operation {
+            Operation::Modify => Some(&f.path),
+            Operation::Rename { from } | Operation::Copy { from } => Some(from),
+            _ => None,
+        };
+        let before = match source {
+            Some(p) => ws.read(p)?.map(|t| t.data),
+            None => None,
+        };
+        out.push(FileFacts {
+            path: f.path.clone(),
+            operation: f.operation.clone(),
+            mode_change: f.mode_change().is_some(),
+            before,
+            after: f.after.as_ref().map(|c| c.data.clone()),
+        });
+    }
+    Ok(out)
+}
+
+/// The lines each file gains, numbered in its new content.
+pub(crate) fn added_lines(facts: &[FileFacts]) -> Vec<(String, u32, String)> {
+    let mut out = Vec::new();
+    for f in facts {
+        let Some(after) = &f.after else { continue };
+        let new = crate::changeset::render::lines(after);
+        let old = f
+            .before
+            .as_deref()
+            .map(crate::changeset::render::lines)
+            .unwrap_or_default();
+        for op in similar::capture_diff_slices(Algorithm::Myers, &old, &new) {
+            if matches!(op.tag(), DiffTag::Insert | DiffTag::Replace) {
+                for i in op.new_range() {
+                    let text = String::from_utf8_lossy(new[i]);
+                    let text = text.trim_end_matches(['\n', '\r']).to_owned();
+                    out.push((f.path.to_string(), i as u32 + 1, text));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A stage's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StageStatus {
+    /// The gate holds.
+    Passed,
+    /// The gate does not hold: the reasons say why and what would fix it.
+    Failed,
+    /// The gate does not apply (or could not be run; the reasons say which).
+    Skipped,
+}
+
+/// One stage of the report.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Stage {
+    /// `claims`, `preconditions`, `coverage`, `dry_run`, `policy`,
+    /// `security_review`, `human_approval` or `checks`.
+    pub name: String,
+    /// Its outcome.
+    pub status: StageStatus,
+    /// Why, one JSON object per finding (each with a `message`).
+    pub reasons: Vec<Value>,
+}
+
+impl Stage {
+    fn new(name: &str, reasons: Vec<Value>, skipped: bool) -> Stage {
+        let status = if skipped {
+            StageStatus::Skipped
+        } else if reasons.iter().any(|r| r.get("failed") == Some(&Value::Bool(true))) {
+            StageStatus::Failed
+        } else {
+            StageStatus::Passed
+        };
+        let reasons = reasons
+            .into_iter()
+            .map(|mut r| {
+                if let Value::Object(m) = &mut r {
+                    m.remove("failed");
+                }
+                r
+            })
+            .collect();
+        Stage {
+            name: name.to_owned(),
+            status,
+            reasons,
+        }
+    }
+}
+
+fn fail(message: impl Into<String>, details: Value) -> Value {
+    let mut v = details;
+    if !v.is_object() {
+        v = json!({});
+    }
+    v["message"] = Value::String(message.into());
+    v["failed"] = Value::Bool(true);
+    v
+}
+
+fn note(message: impl Into<String>, details: Value) -> Value {
+    let mut v = details;
+    if !v.is_object() {
+        v = json!({});
+    }
+    v["message"] = Value::String(message.into());
+    v
+}
+
+/// The validation report.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ValidationReport {
+    /// True only when every stage passed or was skipped as not applicable.
+    pub valid: bool,
+    /// The proposal.
+    pub proposal_id: String,
+    /// The revision judged.
+    pub revision: u32,
+    /// The proposal's latest revision (a report on an older one is never
+    /// valid).
+    pub latest_revision: u32,
+    /// The policy version in force (`null`: the built-in default).
+    pub policy_version: Option<u32>,
+    /// Every stage, in order.
+    pub stages: Vec<Stage>,
+    /// The policy evaluation: every requirement with its evidence.
+    pub policy: PolicyReport,
+}
+
+/// Run every stage. Reads the workspace (only the touched files, and the
+/// subtree of a directory claim) and nothing else.
+pub(crate) fn validate(engine: &Engine, ev: &Evidence) -> ValidationReport {
+    validate_with_changeset(engine, ev).0
+}
+
+/// [`validate`], also returning the changeset the stored bytes make against
+/// the current files (when they apply).
+pub(crate) fn validate_with_changeset(
+    engine: &Engine,
+    ev: &Evidence,
+) -> (ValidationReport, Option<Changeset>) {
+    let mut stages = Vec::new();
+    let stored = &ev.revision.changeset;
+
+    // Preconditions: every touched path is as the revision expects.
+    let mut pre = Vec::new();
+    let ws = engine.workspace();
+    for f in stored {
+        let path: RepoPath = match f.path.parse() {
+            Ok(p) => p,
+            Err(e) => {
+                pre.push(fail(format!("{}: {e}", f.path), json!({"path": f.path})));
+                continue;
+            }
+        };
+        let actual = match ws.meta(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                let e = ToolError::from(e);
+                pre.push(fail(e.message(), json!({"path": f.path, "code": e.code()})));
+                continue;
+            }
+        };
+        let expected = f.before.as_ref().map(|b| (b.digest.clone(), b.executable));
+        let actual = actual.map(|m| (m.digest.to_string(), m.executable));
+        if expected != actual {
+            let show = |s: &Option<(String, bool)>| match s {
+                None => "absent".to_owned(),
+                Some((d, x)) => format!("{d}{}", if *x { " +x" } else { "" }),
+            };
+            pre.push(fail(
+                format!("{}: expected {}, found {}", f.path, show(&expected), show(&actual)),
+                json!({"path": f.path, "expected": show(&expected), "actual": show(&actual)}),
+            ));
+        }
+    }
+    let preconditions_hold = pre.is_empty();
+
+    // Dry run: the stored bytes, applied in memory to the current touched
+    // files, give exactly the stored results.
+    let recomputed = revision_changeset(engine, &ev.revision.format, &ev.bytes);
+    let mut dry = Vec::new();
+    let changeset = match recomputed {
+        Ok(c) => {
+            if summarize(&c) != *stored {
+                dry.push(fail(
+                    "applied to the current files, the revision gives other results than when it was made",
+                    json!({}),
+                ));
+            }
+            Some(c)
+        }
+        Err(e) => {
+            dry.push(fail(e.message().to_owned(), json!({"code": e.code(), "details": e.details()})));
+            None
+        }
+    };
+    let facts = match &changeset {
+        Some(c) => match file_facts(engine, c) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                dry.push(fail(e.message().to_owned(), json!({"code": e.code()})));
+                None
+            }
+        },
+        None => None,
+    };
+
+    // Claims: the author's live write claims on the touched paths, each
+    // fresh (its resource unchanged since acquisition); nobody else's live
+    // write claim on them.
+    let touched: Vec<Scope> = stored
+        .iter()
+        .filter_map(|f| f.path.parse().ok())
+        .map(|p: RepoPath| Scope {
+            resource: Resource::File(p),
+            span: None,
+        })
+        .collect();
+    let mut claims = Vec::new();
+    let mut covering: Vec<Scope> = Vec::new();
+    let relevant: Vec<&Claim> = ev
+        .claims
+        .iter()
+        .filter(|c| c.scope().is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t))))
+        .collect();
+    if relevant.is_empty() {
+        claims.push(fail(
+            format!("{} holds no live write claim on the touched paths", ev.proposal.author),
+            json!({"agent_id": ev.proposal.author, "paths": stored.iter().map(|f| &f.path).collect::<Vec<_>>()}),
+        ));
+    }
+    for c in relevant {
+        let Ok(scope) = c.scope() else { continue };
+        match resource_state(engine, &scope.resource) {
+            Ok(now) if now.digest == c.base_digest => {
+                claims.push(note(
+                    format!("claim {} on {} is live and fresh", c.id, c.resource_id),
+                    json!({"claim_id": c.id, "resource_id": c.resource_id, "token": c.token, "expires_at": c.expires_at}),
+                ));
+                covering.push(Scope {
+                    resource: scope.resource,
+                    span: now.span,
+                });
+            }
+            Ok(now) => {
+                claims.push(fail(
+                    format!("claim {} is stale: {} changed since it was acquired", c.id, c.resource_id),
+                    json!({"claim_id": c.id, "resource_id": c.resource_id, "code": "stale_claim",
+                           "expected": c.base_digest, "actual": now.digest}),
+                ));
+                // A stale claim still describes what the author holds.
+                covering.push(Scope {
+                    resource: scope.resource,
+                    span: now.span,
+                });
+            }
+            Err(e) => claims.push(fail(
+                format!("claim {}: {}", c.id, e.message()),
+                json!({"claim_id": c.id, "resource_id": c.resource_id, "code": e.code(), "details": e.details()}),
+            )),
+        }
+    }
+    for o in &ev.others {
+        if o.scope().is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t))) {
+            claims.push(fail(
+                format!("{} holds write claim {} on {}", o.agent_id, o.id, o.resource_id),
+                json!({"holder": o.agent_id, "claim_id": o.id, "resource_id": o.resource_id, "expires_at": o.expires_at}),
+            ));
+        }
+    }
+    stages.push(Stage::new("claims", claims, false));
+    stages.push(Stage::new("preconditions", pre, false));
+
+    // Coverage, from the real line changes.
+    let (coverage, skipped) = match &facts {
+        None => (
+            vec![note("not computed: the revision does not apply to the current files", json!({}))],
+            true,
+        ),
+        Some(facts) => {
+            let lines: Vec<Option<LineChanges>> = facts
+                .iter()
+                .map(|f| match (&f.operation, &f.before, &f.after) {
+                    (Operation::Modify, Some(b), Some(a)) => Some(line_changes(b, a)),
+                    _ => None,
+                })
+                .collect();
+            let changes: Vec<Change<'_>> = facts
+                .iter()
+                .zip(&lines)
+                .map(|(f, l)| Change {
+                    path: &f.path,
+                    operation: &f.operation,
+                    mode_change: f.mode_change,
+                    lines: l.as_ref(),
+                })
+                .collect();
+            let out = crate::coverage::uncovered(&changes, &covering)
+                .into_iter()
+                .map(|u| {
+                    let message = format!("{}: {}", u.path, u.reason);
+                    fail(message, serde_json::to_value(&u).unwrap_or_default())
+                })
+                .collect();
+            (out, false)
+        }
+    };
+    stages.push(Stage::new("coverage", coverage, skipped));
+    stages.push(Stage::new("dry_run", dry, false));
+
+    // Policy.
+    let added = facts.as_deref().map(added_lines).unwrap_or_default();
+    let added: Vec<AddedLine<'_>> = added
+        .iter()
+        .map(|(path, line, text)| AddedLine {
+            path,
+            line: *line,
+            text,
+        })
+        .collect();
+    let report = ev.with_input(&added, |input| evaluate(&ev.policy, input));
+    let group = |name: &str, pick: &dyn Fn(&str) -> bool| {
+        let reqs: Vec<_> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
+        let skipped = reqs.iter().all(|r| r.status == RequirementStatus::NotApplicable);
+        let reasons = reqs
+            .iter()
+            .map(|r| {
+                let details = json!({"requirement": r.id, "status": r.status, "evidence": r.evidence,
+                                     "missing": r.missing, "candidates": r.candidates, "paths": r.paths,
+                                     "findings": r.findings});
+                let message = r.missing.clone().unwrap_or_else(|| format!("{}: {}", r.id, super::records::enum_to_sql(&r.status)));
+                if r.status == RequirementStatus::Unsatisfied {
+                    fail(message, details)
+                } else {
+                    note(message, details)
+                }
+            })
+            .collect();
+        Stage::new(name, reasons, skipped)
+    };
+    let is_policy = |id: &str| {
+        id == "approvals" || id == "no_blocking_votes" || id.starts_with("role:")
+    };
+    stages.push(group("policy", &is_policy));
+    stages.push(group("security_review", &|id| id == "security_review" || id == "secrets"));
+    stages.push(group("human_approval", &|id| id == "human_approval"));
+    stages.push(group("checks", &|id| id.starts_with("check:")));
+
+    let latest = ev.proposal.latest_revision;
+    if ev.revision.number != latest {
+        stages[0].reasons.insert(
+            0,
+            json!({"message": format!("revision {} was superseded by revision {latest}", ev.revision.number)}),
+        );
+        stages[0].status = StageStatus::Failed;
+    }
+    let valid = stages.iter().all(|s| s.status != StageStatus::Failed) && preconditions_hold;
+    let report = ValidationReport {
+        valid,
+        proposal_id: ev.proposal.id.clone(),
+        revision: ev.revision.number,
+        latest_revision: latest,
+        policy_version: ev.policy_version,
+        stages,
+        policy: report,
+    };
+    (report, changeset)
+}
+
+/// The review plan of a revision: the roles policy requires and who can
+/// fill them.
+pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
+    let facts = revision_changeset(engine, &ev.revision.format, &ev.bytes)
+        .and_then(|c| file_facts(engine, &c))
+        .ok();
+    let added = facts.as_deref().map(added_lines).unwrap_or_default();
+    let added: Vec<AddedLine<'_>> = added
+        .iter()
+        .map(|(path, line, text)| AddedLine {
+            path,
+            line: *line,
+            text,
+        })
+        .collect();
+    ev.with_input(&added, |input| review_plan(&ev.policy, input))
+}
+
+/// Arguments of `patch.validate`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision (default: the latest).
+    pub revision: Option<RevisionNumber>,
+}
+
+/// `patch.validate`.
+pub struct Validate;
+
+impl Tool for Validate {
+    const NAME: &'static str = "patch.validate";
+    const DESCRIPTION: &'static str = "Report, without changing anything, whether a revision can land now: claims, preconditions against the current files, coverage, an in-memory dry run, policy, security review, human approval and required checks — every stage with its reasons.";
+    const MUTATES: bool = false;
+    type Args = ValidateArgs;
+    type Output = ValidationReport;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: ValidateArgs, (): ()) -> Result<ValidationReport, ToolError> {
+        let ev = gather(cx, args.proposal_id.as_str(), args.revision.map(|r| r.0))?;
+        Ok(validate(cx.engine, &ev))
+    }
+}

@@ -2,6 +2,7 @@
 
 mod edit_plans;
 mod fuzz_replay;
+mod governance;
 mod properties;
 mod state;
 mod tools;

@@ -9,12 +9,11 @@
 //! through [`Engine::call_json`] as the actor given by `--as`.
 
 use clap::{Parser, Subcommand};
-use roundtable::diff::{self, FileStatus, Mode, ParseOptions, Patch};
+use roundtable::diff::{self, ParseOptions, Patch};
 use roundtable::workspace::Workspace;
 use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
 use serde::Serialize;
-use serde_json::{json, Value};
-use std::borrow::Cow;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -186,58 +185,8 @@ fn parse_patch(bytes: &[u8], strip: usize) -> Result<Patch<'_>, ToolError> {
     Ok(diff::parse(bytes, &ParseOptions { strip })?)
 }
 
-/// One file of `patch parse`'s output.
-#[derive(Serialize)]
-struct FileSummary<'a> {
-    old_path: Option<Cow<'a, str>>,
-    new_path: Option<Cow<'a, str>>,
-    status: FileStatus,
-    old_mode: Option<Mode>,
-    new_mode: Option<Mode>,
-    binary: bool,
-    hunks: Vec<HunkRange>,
-    added_lines: usize,
-    removed_lines: usize,
-}
-
-#[derive(Serialize)]
-struct HunkRange {
-    old_start: u32,
-    old_lines: u32,
-    new_start: u32,
-    new_lines: u32,
-}
-
 fn patch_json(patch: &Patch<'_>) -> Result<String, ToolError> {
-    let files: Vec<FileSummary<'_>> = patch
-        .files()
-        .iter()
-        .map(|f| FileSummary {
-            old_path: f.old_path().map(String::from_utf8_lossy),
-            new_path: f.new_path().map(String::from_utf8_lossy),
-            status: f.status(),
-            old_mode: f.old_mode(),
-            new_mode: f.new_mode(),
-            binary: f.is_binary(),
-            hunks: f
-                .hunks()
-                .iter()
-                .map(|h| HunkRange {
-                    old_start: h.old_start(),
-                    old_lines: h.old_lines(),
-                    new_start: h.new_start(),
-                    new_lines: h.new_lines(),
-                })
-                .collect(),
-            added_lines: f.added_lines(),
-            removed_lines: f.removed_lines(),
-        })
-        .collect();
-    #[derive(Serialize)]
-    struct Summary<'a> {
-        files: Vec<FileSummary<'a>>,
-    }
-    to_json(&Summary { files })
+    to_json(&patch.summary())
 }
 
 /// Serialize a command's result: indented for a terminal, compact for a
@@ -309,21 +258,6 @@ fn call(tool: &str, root: &Path, actor: &str, args: &str) -> Result<String, Tool
     to_json(&engine.call_json(tool, &bytes, &actor)?)
 }
 
-fn tools() -> Result<String, ToolError> {
-    let tools: Vec<Value> = Engine::tools()
-        .iter()
-        .map(|t| {
-            json!({
-                "name": t.name,
-                "description": t.description,
-                "mutates": t.mutates,
-                "input_schema": t.input_schema(),
-                "output_schema": t.output_schema(),
-            })
-        })
-        .collect();
-    to_json(&tools)
-}
 
 fn run(command: Command) -> Result<String, ToolError> {
     match command {
@@ -334,7 +268,7 @@ fn run(command: Command) -> Result<String, ToolError> {
             actor,
             args,
         } => call(&tool, &root, &actor, &args),
-        Command::Tools => tools(),
+        Command::Tools => to_json(&Engine::tools_json()),
         Command::Patch(PatchCommand::Parse { file, strip }) => {
             let bytes = read_input(&file)?;
             patch_json(&parse_patch(&bytes, strip)?)

@@ -39,6 +39,54 @@ impl Default for EngineOptions {
     }
 }
 
+impl EngineOptions {
+    /// Options from JSON, as the C ABI and other hosts pass them:
+    /// `{"durability": "full"|"normal"|"off", "busy_timeout_ms": N,
+    /// "max_patch_bytes": N, "max_files": N}`, every key optional, unknown
+    /// keys refused (`invalid_argument` naming the field).
+    pub fn from_json(value: &Value) -> Result<EngineOptions, ToolError> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Raw {
+            durability: Option<String>,
+            busy_timeout_ms: Option<u64>,
+            max_patch_bytes: Option<usize>,
+            max_files: Option<usize>,
+        }
+        if !value.is_object() {
+            return Err(ToolError::invalid_argument("", "the options must be a JSON object"));
+        }
+        let raw: Raw = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+            let path = e.path().to_string();
+            ToolError::invalid_argument(if path == "." { "" } else { &path }, e.inner())
+        })?;
+        let mut options = EngineOptions::default();
+        if let Some(d) = raw.durability {
+            options.durability = match d.as_str() {
+                "full" => Durability::Full,
+                "normal" => Durability::Normal,
+                "off" => Durability::Off,
+                other => {
+                    return Err(ToolError::invalid_argument(
+                        "durability",
+                        format!("{other:?} is not full, normal or off"),
+                    ))
+                }
+            };
+        }
+        if let Some(ms) = raw.busy_timeout_ms {
+            options.busy_timeout = Duration::from_millis(ms);
+        }
+        if let Some(n) = raw.max_patch_bytes {
+            options.max_patch_bytes = n;
+        }
+        if let Some(n) = raw.max_files {
+            options.max_files = n;
+        }
+        Ok(options)
+    }
+}
+
 impl std::fmt::Debug for EngineOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EngineOptions")
@@ -147,6 +195,25 @@ impl Engine {
     /// Every tool.
     pub fn tools() -> &'static [ToolSpec] {
         tools::TOOLS
+    }
+
+    /// Every tool as JSON: `[{"name", "description", "mutates",
+    /// "input_schema", "output_schema"}]`.
+    pub fn tools_json() -> Value {
+        Value::Array(
+            tools::TOOLS
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "mutates": t.mutates,
+                        "input_schema": t.input_schema(),
+                        "output_schema": t.output_schema(),
+                    })
+                })
+                .collect(),
+        )
     }
 
     /// The repository root.

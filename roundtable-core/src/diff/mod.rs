@@ -35,11 +35,13 @@ pub(crate) mod binary;
 mod parse;
 pub(crate) mod quote;
 mod render;
+mod summary;
 
 pub use apply::{
     apply, apply_hunks, apply_in_memory, ApplyError, FileOutcome, Tree, TreeError, TreeFile,
 };
 pub use parse::{parse, ParseError, ParseOptions};
+pub use summary::{FileSummary, HunkRange, PatchSummary};
 
 use crate::ErrorCode;
 use serde::Serialize;

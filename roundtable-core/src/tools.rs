@@ -32,6 +32,7 @@ pub mod log;
 pub mod policies;
 pub mod proposals;
 pub mod records;
+pub mod review;
 pub mod setup;
 pub mod transactions;
 pub mod validate;
@@ -180,6 +181,11 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<proposals::AttachPatch>(),
     spec::<proposals::Get>(),
     spec::<proposals::List>(),
+    spec::<review::ProposalFiles>(),
+    spec::<review::ProposalDiff>(),
+    spec::<review::ProposalSymbols>(),
+    spec::<review::ProposalCompare>(),
+    spec::<review::ProposalStatusTool>(),
     spec::<proposals::RequestReview>(),
     spec::<proposals::Withdraw>(),
     spec::<proposals::Reject>(),

@@ -59,3 +59,7 @@ CREATE INDEX proposals_by_task_status ON proposals(task_id, status, seq);
 CREATE INDEX proposals_by_author_status ON proposals(author, status, seq);
 CREATE INDEX proposals_by_task_author ON proposals(task_id, author, seq);
 CREATE INDEX proposals_by_task_author_status ON proposals(task_id, author, status, seq);
+
+-- Every revision as a unified diff: the patch itself, or an edit plan
+-- rendered against the files it was made on (what reviewers read).
+ALTER TABLE revisions ADD COLUMN diff_digest TEXT REFERENCES blobs(digest);

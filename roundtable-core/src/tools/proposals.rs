@@ -34,6 +34,8 @@ const MAX_RESOURCES: usize = 1000;
 pub(crate) struct PreparedRevision {
     format: &'static str,
     bytes: Vec<u8>,
+    /// An edit plan rendered as a unified diff (a patch is its own diff).
+    rendered: Option<Vec<u8>>,
     changeset: Vec<FileSummary>,
     changeset_digest: String,
     base_state: String,
@@ -131,6 +133,11 @@ fn prepare_revision(
             ),
         ));
     }
+    let rendered = if format == "edit_plan" {
+        Some(changeset.render_diff(engine.workspace())?)
+    } else {
+        None
+    };
     let summary = summarize(&changeset);
     let changeset_digest = {
         use sha2::{Digest as _, Sha256};
@@ -144,6 +151,7 @@ fn prepare_revision(
     Ok(PreparedRevision {
         format,
         bytes,
+        rendered,
         changeset: summary,
         changeset_digest,
         base_state: state.state.to_string(),
@@ -177,10 +185,14 @@ fn insert_revision(
     note_md: Option<&str>,
 ) -> Result<Revision, ToolError> {
     let digest = crate::store::put_blob(cx.tx, &prep.bytes)?;
+    let diff_digest = match &prep.rendered {
+        Some(diff) => crate::store::put_blob(cx.tx, diff)?,
+        None => digest,
+    };
     cx.tx.execute(
         "INSERT INTO revisions (proposal_id, number, format, digest, changeset, changeset_digest,
-             affected_resources, base_state, base_git_head, note_md, created_by, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             proposal_id,
             number,
@@ -193,7 +205,8 @@ fn insert_revision(
             prep.base_git_head,
             note_md,
             cx.actor.to_string(),
-            cx.now.0
+            cx.now.0,
+            diff_digest.to_string()
         ],
     )?;
     Revision::load(cx.tx, proposal_id, number)
@@ -448,12 +461,21 @@ pub(crate) fn revision_changeset(
     format: &str,
     bytes: &[u8],
 ) -> Result<Changeset, ToolError> {
+    changeset_against(engine.workspace(), format, bytes)
+}
+
+/// The changeset a revision's bytes make against `tree`.
+pub(crate) fn changeset_against<T: crate::diff::Tree + ?Sized>(
+    tree: &T,
+    format: &str,
+    bytes: &[u8],
+) -> Result<Changeset, ToolError> {
     if format == "edit_plan" {
         let plan = crate::edit::parse_plan(bytes)?;
-        Ok(crate::edit::plan_changeset(&plan, engine.workspace())?)
+        Ok(crate::edit::plan_changeset(&plan, tree)?)
     } else {
         let patch = crate::diff::parse(bytes, &crate::diff::ParseOptions::default())?;
-        Ok(Changeset::from_patch(&patch, engine.workspace())?)
+        Ok(Changeset::from_patch(&patch, tree)?)
     }
 }
 

@@ -310,10 +310,13 @@ pub struct Revision {
     pub created_by: Actor,
     /// When.
     pub created_at: Timestamp,
+    /// `blob:sha256:` of the revision as a unified diff: the patch itself,
+    /// or the edit plan rendered against the files it was made on.
+    pub diff_digest: Option<String>,
 }
 
 impl Revision {
-    pub(crate) const COLUMNS: &'static str = "number, format, digest, changeset, changeset_digest, affected_resources, base_state, base_git_head, note_md, created_by, created_at";
+    pub(crate) const COLUMNS: &'static str = "number, format, digest, changeset, changeset_digest, affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest";
 
     pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Revision> {
         Ok(Revision {
@@ -328,6 +331,7 @@ impl Revision {
             note_md: r.get(8)?,
             created_by: actor_from_sql(&r.get::<_, String>(9)?)?,
             created_at: Timestamp(r.get(10)?),
+            diff_digest: r.get(11)?,
         })
     }
 

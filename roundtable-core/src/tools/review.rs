@@ -1,0 +1,784 @@
+//! The read side for reviewers: what a revision changes (`proposal.files`,
+//! `proposal.diff`, `proposal.symbols`), what changed between two revisions
+//! (`proposal.compare`), and whether it can land now and who acts next
+//! (`proposal.status`). All read-only.
+
+use super::args::{Limit, RevisionNumber};
+use super::proposals::changeset_against;
+use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};
+use super::validate::{gather, validate, StageStatus, ValidationReport};
+use super::{Cx, Tool, ToolError};
+use crate::actor::Actor;
+use crate::diff::{FileStatus, FilePatch, Mode, Patch, TreeFile};
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::policy::RequirementStatus;
+use crate::symbols::{Symbol, SymbolKind};
+use crate::{Digest, ErrorCode, RepoPath};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// The revision's unified diff: the patch itself, or the rendered edit plan.
+fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
+    let digest = revision.diff_digest.as_deref().unwrap_or(&revision.digest);
+    let parsed: Digest = digest.parse().map_err(|e: crate::DigestError| {
+        ToolError::new(ErrorCode::Database, e.to_string(), json!({"digest": digest}))
+    })?;
+    let bytes = crate::store::get_blob(tx, &parsed)?.ok_or_else(|| {
+        ToolError::new(
+            ErrorCode::Database,
+            format!("the diff of revision {} ({digest}) is missing", revision.number),
+            json!({"digest": digest}),
+        )
+    })?;
+    if Digest::of(&bytes) != parsed {
+        return Err(ToolError::new(
+            ErrorCode::Database,
+            format!("the diff of revision {} does not match its digest", revision.number),
+            json!({"digest": digest}),
+        ));
+    }
+    Ok(bytes)
+}
+
+fn parse_diff(bytes: &[u8]) -> Result<Patch<'_>, ToolError> {
+    Ok(crate::diff::parse(bytes, &crate::diff::ParseOptions::default())?)
+}
+
+fn load(cx: &Cx<'_>, proposal_id: &Id, revision: Option<RevisionNumber>) -> Result<(Proposal, Revision), ToolError> {
+    let p = Proposal::load(cx.tx, proposal_id.as_str())?;
+    let number = revision.map_or(p.latest_revision, |r| r.0);
+    let r = Revision::load(cx.tx, &p.id, number)?;
+    Ok((p, r))
+}
+
+fn lossy(p: Option<&[u8]>) -> Option<String> {
+    p.map(|p| String::from_utf8_lossy(p).into_owned())
+}
+
+fn status_name(s: FileStatus) -> &'static str {
+    match s {
+        FileStatus::Added => "create",
+        FileStatus::Deleted => "delete",
+        FileStatus::Modified => "modify",
+        FileStatus::Renamed => "rename",
+        FileStatus::Copied => "copy",
+    }
+}
+
+/// Arguments naming one revision of a proposal.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevisionArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision (default: the latest).
+    pub revision: Option<RevisionNumber>,
+}
+
+/// One file of a revision.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct FileEntry {
+    /// The old path (`null` for a created file).
+    pub old_path: Option<String>,
+    /// The new path (`null` for a deleted file).
+    pub new_path: Option<String>,
+    /// `create`, `modify`, `delete`, `rename` or `copy`.
+    pub operation: String,
+    /// The old mode, when it changes or the file is deleted (`100644`…).
+    pub old_mode: Option<String>,
+    /// The new mode, when it changes or the file is created.
+    pub new_mode: Option<String>,
+    /// Whether the executable bit changes.
+    pub mode_change: bool,
+    /// A binary change (line counts do not apply).
+    pub binary: bool,
+    /// Lines added (`null` for binary), as `git apply --numstat` counts.
+    pub added_lines: Option<u64>,
+    /// Lines removed (`null` for binary).
+    pub removed_lines: Option<u64>,
+}
+
+fn file_entry(f: &FilePatch<'_>) -> FileEntry {
+    let mode = |m: Option<Mode>| m.map(|m| format!("{:06o}", m.0));
+    let mode_change = match (f.old_mode(), f.new_mode()) {
+        (Some(a), Some(b)) => a.is_executable() != b.is_executable(),
+        _ => false,
+    };
+    let binary = f.is_binary();
+    FileEntry {
+        old_path: lossy(f.old_path()),
+        new_path: lossy(f.new_path()),
+        operation: status_name(f.status()).to_owned(),
+        old_mode: mode(f.old_mode()),
+        new_mode: mode(f.new_mode()),
+        mode_change,
+        binary,
+        added_lines: (!binary).then_some(f.added_lines() as u64),
+        removed_lines: (!binary).then_some(f.removed_lines() as u64),
+    }
+}
+
+/// Result of `proposal.files`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Files {
+    /// The revision.
+    pub revision: u32,
+    /// Its files, in diff order.
+    pub files: Vec<FileEntry>,
+    /// Totals over text files.
+    pub added_lines: u64,
+    /// Totals over text files.
+    pub removed_lines: u64,
+}
+
+/// `proposal.files`.
+pub struct ProposalFiles;
+
+impl Tool for ProposalFiles {
+    const NAME: &'static str = "proposal.files";
+    const DESCRIPTION: &'static str = "List what a revision changes, file by file: old and new path, operation, mode change, binary flag, and the real numbers of added and removed lines.";
+    const MUTATES: bool = false;
+    type Args = RevisionArgs;
+    type Output = Files;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: RevisionArgs, (): ()) -> Result<Files, ToolError> {
+        let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
+        let bytes = diff_bytes(cx.tx, &revision)?;
+        let patch = parse_diff(&bytes)?;
+        let files: Vec<FileEntry> = patch.files().iter().map(file_entry).collect();
+        Ok(Files {
+            revision: revision.number,
+            added_lines: files.iter().filter_map(|f| f.added_lines).sum(),
+            removed_lines: files.iter().filter_map(|f| f.removed_lines).sum(),
+            files,
+        })
+    }
+}
+
+/// Arguments of `proposal.diff`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision (default: the latest).
+    pub revision: Option<RevisionNumber>,
+    /// Files per page, 1 to 100 (default 20).
+    pub limit: Option<Limit<100>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<super::args::Cursor>,
+}
+
+/// One file's section of the diff, exactly as stored.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DiffSection {
+    /// Its position among the revision's files (from 0).
+    pub index: u64,
+    /// The old path.
+    pub old_path: Option<String>,
+    /// The new path.
+    pub new_path: Option<String>,
+    /// The section's text, byte for byte (when it is UTF-8).
+    pub diff: Option<String>,
+    /// The section's bytes in base64, when they are not UTF-8.
+    pub diff_base64: Option<String>,
+}
+
+/// Result of `proposal.diff`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DiffPage {
+    /// The revision.
+    pub revision: u32,
+    /// How many files the revision changes.
+    pub total_files: u64,
+    /// This page's sections; concatenated over all pages they are the
+    /// revision's diff, which applies.
+    pub files: Vec<DiffSection>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<super::args::Cursor>,
+}
+
+/// `proposal.diff`.
+pub struct ProposalDiff;
+
+impl Tool for ProposalDiff {
+    const NAME: &'static str = "proposal.diff";
+    const DESCRIPTION: &'static str = "A revision as a unified diff (edit plans rendered), paged by file; exact bytes, never redacted.";
+    const MUTATES: bool = false;
+    type Args = DiffArgs;
+    type Output = DiffPage;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: DiffArgs, (): ()) -> Result<DiffPage, ToolError> {
+        let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
+        let bytes = diff_bytes(cx.tx, &revision)?;
+        let patch = parse_diff(&bytes)?;
+        let limit = args.limit.map_or(20, |l| l.0) as usize;
+        let start = match &args.cursor {
+            None => 0,
+            Some(c) => c
+                .seq()
+                .and_then(|s| usize::try_from(s).ok())
+                .ok_or_else(|| ToolError::invalid_argument("cursor", "is not a cursor this tool returned"))?,
+        };
+        let total = patch.files().len();
+        let files = patch
+            .files()
+            .iter()
+            .enumerate()
+            .skip(start)
+            .take(limit)
+            .map(|(i, f)| {
+                let mut out = Vec::new();
+                f.render_into(&mut out);
+                let (diff, diff_base64) = match String::from_utf8(out) {
+                    Ok(s) => (Some(s), None),
+                    Err(e) => {
+                        use base64::Engine as _;
+                        (None, Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())))
+                    }
+                };
+                DiffSection {
+                    index: i as u64,
+                    old_path: lossy(f.old_path()),
+                    new_path: lossy(f.new_path()),
+                    diff,
+                    diff_base64,
+                }
+            })
+            .collect();
+        let next = start + limit;
+        Ok(DiffPage {
+            revision: revision.number,
+            total_files: total as u64,
+            files,
+            next_cursor: (next < total).then(|| super::args::Cursor::after(next as i64)),
+        })
+    }
+}
+
+/// The contents a revision was made against, for its touched paths: from
+/// the blob table when a transaction journaled them, else from the current
+/// files when they still match.
+fn before_tree(engine: &Engine, tx: &rusqlite::Transaction<'_>, changeset: &[ChangeSummary]) -> Result<BTreeMap<Vec<u8>, TreeFile>, ToolError> {
+    let mut tree = BTreeMap::new();
+    for f in changeset {
+        let Some(before) = &f.before else { continue };
+        let digest: Digest = before.digest.parse().map_err(|e: crate::DigestError| {
+            ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
+        })?;
+        let data = match crate::store::get_blob(tx, &digest)? {
+            Some(bytes) => bytes,
+            None => {
+                let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
+                    ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
+                })?;
+                match engine.workspace().read(&path)? {
+                    Some(file) if Digest::of(&file.data) == digest => file.data,
+                    _ => {
+                        return Err(ToolError::new(
+                            ErrorCode::PreconditionFailed,
+                            format!(
+                                "{} is no longer what the revision was made against, and no transaction kept that content",
+                                f.path
+                            ),
+                            json!({"path": f.path, "expected": before.digest}),
+                        ))
+                    }
+                }
+            }
+        };
+        tree.insert(
+            f.path.as_bytes().to_vec(),
+            TreeFile {
+                data,
+                executable: before.executable,
+            },
+        );
+    }
+    Ok(tree)
+}
+
+/// A symbol a change touches.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SymbolChange {
+    /// `added`, `removed`, `modified` or `renamed`.
+    pub change: String,
+    /// The qualified name (after the change; before, for `removed`).
+    pub name: String,
+    /// For `renamed`, the name before.
+    pub old_name: Option<String>,
+    /// `function`, `method`, `type`, …
+    pub kind: SymbolKind,
+    /// Its line span before the change (`[start, end]`, 1-based).
+    pub before: Option<[u32; 2]>,
+    /// Its line span after.
+    pub after: Option<[u32; 2]>,
+}
+
+/// One file's symbol changes.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileSymbols {
+    /// The path (after the change).
+    pub path: String,
+    /// The language, or `null` when no grammar indexes the file.
+    pub language: Option<String>,
+    /// The changes, in order of position.
+    pub symbols: Vec<SymbolChange>,
+}
+
+/// Result of `proposal.symbols`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Symbols {
+    /// The revision.
+    pub revision: u32,
+    /// Per touched file.
+    pub files: Vec<FileSymbols>,
+}
+
+fn span(s: &Symbol) -> [u32; 2] {
+    [s.start_line, s.end_line]
+}
+
+fn last_segment(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// Compare the symbols of one file before and after.
+pub(crate) fn symbol_changes(before: (&[u8], &[Symbol]), after: (&[u8], &[Symbol])) -> Vec<SymbolChange> {
+    let text = |src: &[u8], s: &Symbol| src[s.start_byte..s.end_byte].to_vec();
+    let by_name = |syms: &[Symbol]| {
+        let mut m: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, s) in syms.iter().enumerate() {
+            m.entry(s.name.clone()).or_default().push(i);
+        }
+        m
+    };
+    let (old, new) = (by_name(before.1), by_name(after.1));
+    let mut out = Vec::new();
+    let mut removed: Vec<&Symbol> = Vec::new();
+    let mut added: Vec<&Symbol> = Vec::new();
+    for (name, idx) in &old {
+        match new.get(name) {
+            Some(nidx) => {
+                for (a, b) in idx.iter().zip(nidx) {
+                    let (a, b) = (&before.1[*a], &after.1[*b]);
+                    if text(before.0, a) != text(after.0, b) {
+                        out.push(SymbolChange {
+                            change: "modified".into(),
+                            name: name.clone(),
+                            old_name: None,
+                            kind: a.kind,
+                            before: Some(span(a)),
+                            after: Some(span(b)),
+                        });
+                    }
+                }
+                removed.extend(idx.iter().skip(nidx.len()).map(|i| &before.1[*i]));
+                added.extend(nidx.iter().skip(idx.len()).map(|i| &after.1[*i]));
+            }
+            None => removed.extend(idx.iter().map(|i| &before.1[*i])),
+        }
+    }
+    for (name, nidx) in &new {
+        if !old.contains_key(name) {
+            added.extend(nidx.iter().map(|i| &after.1[*i]));
+        }
+    }
+    // A removed and an added symbol of one kind whose text is the same once
+    // their own names are blanked out: a rename.
+    let blank = |src: &[u8], s: &Symbol| {
+        let t = String::from_utf8_lossy(&text(src, s)).into_owned();
+        t.replacen(last_segment(&s.name), "\u{0}", 1)
+    };
+    let mut renamed_added = vec![false; added.len()];
+    for r in removed {
+        let found = added.iter().enumerate().position(|(i, a)| {
+            !renamed_added[i] && a.kind == r.kind && blank(after.0, a) == blank(before.0, r)
+        });
+        match found {
+            Some(i) => {
+                renamed_added[i] = true;
+                out.push(SymbolChange {
+                    change: "renamed".into(),
+                    name: added[i].name.clone(),
+                    old_name: Some(r.name.clone()),
+                    kind: r.kind,
+                    before: Some(span(r)),
+                    after: Some(span(added[i])),
+                });
+            }
+            None => out.push(SymbolChange {
+                change: "removed".into(),
+                name: r.name.clone(),
+                old_name: None,
+                kind: r.kind,
+                before: Some(span(r)),
+                after: None,
+            }),
+        }
+    }
+    for (i, a) in added.iter().enumerate() {
+        if !renamed_added[i] {
+            out.push(SymbolChange {
+                change: "added".into(),
+                name: a.name.clone(),
+                old_name: None,
+                kind: a.kind,
+                before: None,
+                after: Some(span(a)),
+            });
+        }
+    }
+    out.sort_by_key(|c| (c.after.or(c.before).map_or(0, |s| s[0]), c.name.clone()));
+    out
+}
+
+/// `proposal.symbols`.
+pub struct ProposalSymbols;
+
+impl Tool for ProposalSymbols {
+    const NAME: &'static str = "proposal.symbols";
+    const DESCRIPTION: &'static str = "The functions, methods and types a revision adds, removes, renames or modifies, computed on the content before and after the change.";
+    const MUTATES: bool = false;
+    type Args = RevisionArgs;
+    type Output = Symbols;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: RevisionArgs, (): ()) -> Result<Symbols, ToolError> {
+        let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
+        let bytes = super::proposals::revision_bytes(cx.tx, &revision)?;
+        let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
+        let changeset = changeset_against(&tree, &revision.format, &bytes)?;
+        let mut files = Vec::new();
+        for f in changeset.files() {
+            let source = match &f.operation {
+                crate::changeset::Operation::Rename { from } | crate::changeset::Operation::Copy { from } => {
+                    from.clone()
+                }
+                _ => f.path.clone(),
+            };
+            let Some(language) = crate::symbols::Language::for_path(&f.path) else {
+                files.push(FileSymbols {
+                    path: f.path.to_string(),
+                    language: None,
+                    symbols: Vec::new(),
+                });
+                continue;
+            };
+            if matches!(f.operation, crate::changeset::Operation::RenamedAway { .. }) {
+                continue;
+            }
+            let empty = Vec::new();
+            let old = tree
+                .get(source.as_str().as_bytes())
+                .filter(|_| !matches!(f.operation, crate::changeset::Operation::Create))
+                .map_or(&empty, |t| &t.data);
+            let new = f.after.as_ref().map_or(&empty, |c| &c.data);
+            let old_syms = crate::symbols::index(language, old)?;
+            let new_syms = crate::symbols::index(language, new)?;
+            files.push(FileSymbols {
+                path: f.path.to_string(),
+                language: Some(language.as_str().to_owned()),
+                symbols: symbol_changes((old, &old_syms), (new, &new_syms)),
+            });
+        }
+        Ok(Symbols {
+            revision: revision.number,
+            files,
+        })
+    }
+}
+
+/// Arguments of `proposal.compare`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompareArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The earlier revision.
+    pub from_revision: RevisionNumber,
+    /// The later revision.
+    pub to_revision: RevisionNumber,
+}
+
+/// How one file differs between two revisions.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileInterdiff {
+    /// The path.
+    pub path: String,
+    /// `changed` (both revisions touch it, differently), `only_in_from`
+    /// or `only_in_to`.
+    pub status: String,
+    /// Hunks (header and body) the earlier revision has and the later does
+    /// not.
+    pub removed_hunks: Vec<String>,
+    /// Hunks the later revision has and the earlier does not.
+    pub added_hunks: Vec<String>,
+}
+
+/// Result of `proposal.compare`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Interdiff {
+    /// The earlier revision.
+    pub from_revision: u32,
+    /// The later revision.
+    pub to_revision: u32,
+    /// Whether the two revisions make the identical changeset.
+    pub identical: bool,
+    /// Files the two revisions change differently (files changed
+    /// identically are not listed).
+    pub files: Vec<FileInterdiff>,
+}
+
+fn section_key(f: &FilePatch<'_>) -> String {
+    String::from_utf8_lossy(f.path()).into_owned()
+}
+
+fn hunk_text(h: &crate::diff::Hunk<'_>) -> String {
+    let mut out = Vec::new();
+    h.render_into(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `proposal.compare`.
+pub struct ProposalCompare;
+
+impl Tool for ProposalCompare {
+    const NAME: &'static str = "proposal.compare";
+    const DESCRIPTION: &'static str = "The interdiff of two revisions of one proposal: per file, the hunks one has and the other lacks (compared by content, so shifted line numbers do not count); files both change identically are omitted.";
+    const MUTATES: bool = false;
+    type Args = CompareArgs;
+    type Output = Interdiff;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: CompareArgs, (): ()) -> Result<Interdiff, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        let a = Revision::load(cx.tx, &p.id, args.from_revision.0)?;
+        let b = Revision::load(cx.tx, &p.id, args.to_revision.0)?;
+        let (abytes, bbytes) = (diff_bytes(cx.tx, &a)?, diff_bytes(cx.tx, &b)?);
+        let (apatch, bpatch) = (parse_diff(&abytes)?, parse_diff(&bbytes)?);
+        let summaries = |r: &Revision| -> BTreeMap<String, ChangeSummary> {
+            r.changeset.iter().map(|f| (f.path.clone(), f.clone())).collect()
+        };
+        let (asum, bsum) = (summaries(&a), summaries(&b));
+        let sections = |p: &Patch<'_>| -> BTreeMap<String, Vec<String>> {
+            let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for f in p.files() {
+                let entry = m.entry(section_key(f)).or_default();
+                let mut header = Vec::new();
+                // A section's non-hunk part (headers, binary payload) counts
+                // as one "hunk" so mode and binary changes compare too.
+                let mut whole = Vec::new();
+                f.render_into(&mut whole);
+                let hunks: Vec<String> = f.hunks().iter().map(hunk_text).collect();
+                if hunks.is_empty() {
+                    header.push(String::from_utf8_lossy(&whole).into_owned());
+                }
+                entry.extend(header);
+                entry.extend(hunks);
+            }
+            m
+        };
+        let (ahunks, bhunks) = (sections(&apatch), sections(&bpatch));
+        let mut paths: Vec<&String> = ahunks.keys().chain(bhunks.keys()).collect();
+        paths.sort();
+        paths.dedup();
+        let mut files = Vec::new();
+        for path in paths {
+            if asum.get(path).is_some() && asum.get(path) == bsum.get(path) {
+                continue;
+            }
+            let empty = Vec::new();
+            let (ah, bh) = (ahunks.get(path).unwrap_or(&empty), bhunks.get(path).unwrap_or(&empty));
+            let removed: Vec<String> = ah.iter().filter(|h| !bh.contains(h)).cloned().collect();
+            let added: Vec<String> = bh.iter().filter(|h| !ah.contains(h)).cloned().collect();
+            if removed.is_empty() && added.is_empty() {
+                continue;
+            }
+            let status = match (ahunks.contains_key(path), bhunks.contains_key(path)) {
+                (true, true) => "changed",
+                (true, false) => "only_in_from",
+                _ => "only_in_to",
+            };
+            files.push(FileInterdiff {
+                path: path.clone(),
+                status: status.into(),
+                removed_hunks: removed,
+                added_hunks: added,
+            });
+        }
+        Ok(Interdiff {
+            from_revision: a.number,
+            to_revision: b.number,
+            identical: a.changeset_digest == b.changeset_digest,
+            files,
+        })
+    }
+}
+
+/// Who is expected to act next, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct NextActor {
+    /// `author`, `reviewer`, `security_reviewer`, `human` or
+    /// `orchestrator`.
+    pub actor: String,
+    /// Who can (agent ids; empty when anyone of that kind can).
+    pub candidates: Vec<String>,
+    /// The roles wanted, for reviewers.
+    pub roles: Vec<String>,
+    /// What they are expected to do.
+    pub why: String,
+}
+
+/// Result of `proposal.status`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatusReport {
+    /// The proposal.
+    pub proposal: Proposal,
+    /// Whether the latest revision can be applied now.
+    pub can_land: bool,
+    /// Whether the revision no longer matches the files (its preconditions
+    /// fail or it does not apply): the author must revise.
+    pub stale: bool,
+    /// The validation report of the latest revision (`null` once the
+    /// proposal is closed).
+    pub validation: Option<ValidationReport>,
+    /// Who acts next.
+    pub next: Vec<NextActor>,
+}
+
+/// `proposal.status`.
+pub struct ProposalStatusTool;
+
+/// Arguments of `proposal.status`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {
+    /// The proposal.
+    pub proposal_id: Id,
+}
+
+fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<NextActor> {
+    let actor = |actor: &str, candidates: Vec<String>, roles: Vec<String>, why: String| NextActor {
+        actor: actor.into(),
+        candidates,
+        roles,
+        why,
+    };
+    if p.status == ProposalStatus::Pending {
+        return vec![actor("author", vec![p.author.clone()], vec![], "request review (proposal.request_review)".into())];
+    }
+    let stage_failed = |name: &str| report.stages.iter().any(|s| s.name == name && s.status == StageStatus::Failed);
+    let mut out = Vec::new();
+    if stale {
+        out.push(actor("author", vec![p.author.clone()], vec![], "the files changed since this revision: attach a new revision".into()));
+    } else if stage_failed("claims") || stage_failed("coverage") {
+        out.push(actor("author", vec![p.author.clone()], vec![], "claim what the change touches, or narrow the change (see the claims and coverage stages)".into()));
+    }
+    for r in &report.policy.requirements {
+        if r.status != RequirementStatus::Unsatisfied {
+            continue;
+        }
+        let why = r.missing.clone().unwrap_or_else(|| r.id.clone());
+        let next = if r.id == "no_blocking_votes" {
+            actor("author", vec![p.author.clone()], vec![], format!("answer the blocking votes ({})", r.evidence.join(", ")))
+        } else if r.id == "human_approval" {
+            actor("human", vec![], vec![], why)
+        } else if r.id == "security_review" || r.id == "secrets" {
+            actor("security_reviewer", r.candidates.clone(), vec![crate::policy::SECURITY_ROLE.into()], why)
+        } else if r.id.starts_with("check:") {
+            actor("orchestrator", vec![], vec![], why)
+        } else {
+            let role = r.id.strip_prefix("role:").and_then(|s| s.split(':').next()).map(str::to_owned);
+            actor("reviewer", r.candidates.clone(), role.into_iter().collect(), why)
+        };
+        if !out.contains(&next) {
+            out.push(next);
+        }
+    }
+    if report.valid {
+        out.push(actor("orchestrator", vec![], vec![], "apply it (patch.apply)".into()));
+    }
+    out
+}
+
+impl Tool for ProposalStatusTool {
+    const NAME: &'static str = "proposal.status";
+    const DESCRIPTION: &'static str = "Can this proposal land now, and if not, why: the validation gates of its latest revision, whether the revision is stale against the files, and who is expected to act next (author, reviewer roles, a human, the orchestrator).";
+    const MUTATES: bool = false;
+    type Args = StatusArgs;
+    type Output = StatusReport;
+    type Prep = ();
+
+    fn key(_: &Self::Args) -> Option<&Id> {
+        None
+    }
+
+    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
+        Ok(())
+    }
+
+    fn run(cx: &Cx<'_>, args: StatusArgs, (): ()) -> Result<StatusReport, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        if !matches!(p.status, ProposalStatus::Pending | ProposalStatus::InReview) {
+            return Ok(StatusReport {
+                proposal: p,
+                can_land: false,
+                stale: false,
+                validation: None,
+                next: Vec::new(),
+            });
+        }
+        let evidence = gather(cx, &p.id, None)?;
+        let report = validate(cx.engine, &evidence);
+        let stale = report
+            .stages
+            .iter()
+            .any(|s| (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed);
+        let next = next_actors(&p, &report, stale);
+        Ok(StatusReport {
+            can_land: report.valid,
+            stale,
+            next,
+            validation: Some(report),
+            proposal: p,
+        })
+    }
+}

@@ -399,21 +399,49 @@ fn walk_hashed(
     Ok((tree, stats, loaded, threads))
 }
 
-/// The state hash of only the entries at or under `dir` (`None`: every
-/// entry), without git `HEAD`: the digest a directory claim records. It
-/// reads the stat cache but never writes it, so computing it changes no
-/// file.
+/// The state hash of only the entries under `dir` (`None`: every entry),
+/// without git `HEAD`: the digest a directory claim records. For a
+/// subdirectory only that subtree is walked and hashed (its cost follows
+/// the subtree, not the repository; paths are relative to `dir`); the
+/// whole tree uses the stat cache, read but never written, so computing it
+/// changes no file. A missing `dir`, or one that is not a directory (a
+/// file or a link where it should be), has the state of an empty subtree
+/// marked by what stands there.
 pub fn subtree_state(root: &Path, dir: Option<&crate::RepoPath>) -> Result<StateHash, StateError> {
     let root_fd = open_root(root)?;
-    let options = StateOptions::default();
-    let (tree, _, _, _) = walk_hashed(root, root_fd.as_fd(), &options)?;
-    let prefix = dir.map(|d| d.as_str().as_bytes());
-    Ok(encode_filtered(&tree, None, |path| match prefix {
-        None => true,
-        Some(p) => {
-            path == p || (path.len() > p.len() && path.starts_with(p) && path[p.len()] == b'/')
+    let Some(dir) = dir else {
+        let (tree, _, _, _) = walk_hashed(root, root_fd.as_fd(), &StateOptions::default())?;
+        return Ok(encode(&tree, None));
+    };
+    // Open the directory one component at a time, never through a link.
+    let mut fd = root_fd;
+    for component in dir.components() {
+        match rustix::fs::openat(
+            &fd,
+            component,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(next) => fd = next,
+            Err(Errno::NOENT) => return Ok(marker(b"missing")),
+            Err(Errno::NOTDIR | Errno::LOOP) => return Ok(marker(b"not-a-directory")),
+            Err(e) => return Err(io_err(&root.join(dir.as_str()), e.into())),
         }
-    }))
+    }
+    let options = StateOptions {
+        cache: CacheMode::Off,
+        threads: 0,
+    };
+    let (tree, _, _, _) = walk_hashed(&root.join(dir.as_str()), fd.as_fd(), &options)?;
+    Ok(encode(&tree, None))
+}
+
+/// The state of a subtree that is not a directory.
+fn marker(what: &[u8]) -> StateHash {
+    let mut h = sha2::Sha256::new();
+    h.update(b"roundtable-state\0\x01subtree\0");
+    h.update(what);
+    StateHash(h.finalize().into())
 }
 
 /// Open the root (which may itself be reached through a link).
@@ -594,11 +622,6 @@ fn run(
 /// The state hash of `tree` and `head` (see the module docs for the
 /// encoding).
 fn encode(tree: &Tree, head: Option<&str>) -> StateHash {
-    encode_filtered(tree, head, |_| true)
-}
-
-/// [`encode`] over the entries whose path `keep` accepts.
-fn encode_filtered(tree: &Tree, head: Option<&str>, keep: impl Fn(&[u8]) -> bool) -> StateHash {
     let mut h = sha2::Sha256::new();
     let mut buf = Vec::with_capacity(64 * 1024);
     buf.extend_from_slice(b"roundtable-state\0\x01");
@@ -610,9 +633,8 @@ fn encode_filtered(tree: &Tree, head: Option<&str>, keep: impl Fn(&[u8]) -> bool
             buf.extend_from_slice(hex.as_bytes());
         }
     }
-    let kept = tree.entries.iter().filter(|e| keep(tree.path(e))).count();
-    buf.extend_from_slice(&(kept as u64).to_le_bytes());
-    for e in tree.entries.iter().filter(|e| keep(tree.path(e))) {
+    buf.extend_from_slice(&(tree.entries.len() as u64).to_le_bytes());
+    for e in &tree.entries {
         if buf.len() + e.len + 64 > buf.capacity() {
             h.update(&buf);
             buf.clear();

@@ -8,3 +8,4 @@ mod state;
 mod tools;
 mod tools_refusals;
 mod tools_scale;
+mod transactions;

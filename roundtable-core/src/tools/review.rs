@@ -563,10 +563,25 @@ fn section_key(f: &FilePatch<'_>) -> String {
     String::from_utf8_lossy(f.path()).into_owned()
 }
 
-fn hunk_text(h: &crate::diff::Hunk<'_>) -> String {
+/// A hunk as (what it changes, its text): the key is its lines without the
+/// `@@` header, so a hunk that only moved (an earlier hunk grew or shrank)
+/// compares equal.
+fn hunk_text(h: &crate::diff::Hunk<'_>) -> (Vec<u8>, String) {
+    let mut key = Vec::new();
+    for line in h.lines() {
+        key.push(match line.kind {
+            crate::diff::LineKind::Context => b' ',
+            crate::diff::LineKind::Delete => b'-',
+            crate::diff::LineKind::Insert => b'+',
+        });
+        key.extend_from_slice(line.content);
+        if line.no_newline {
+            key.extend_from_slice(crate::diff::NO_NEWLINE_MARKER);
+        }
+    }
     let mut out = Vec::new();
     h.render_into(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    (key, String::from_utf8_lossy(&out).into_owned())
 }
 
 /// `proposal.compare`.
@@ -598,8 +613,8 @@ impl Tool for ProposalCompare {
             r.changeset.iter().map(|f| (f.path.clone(), f.clone())).collect()
         };
         let (asum, bsum) = (summaries(&a), summaries(&b));
-        let sections = |p: &Patch<'_>| -> BTreeMap<String, Vec<String>> {
-            let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let sections = |p: &Patch<'_>| -> BTreeMap<String, Vec<(Vec<u8>, String)>> {
+            let mut m: BTreeMap<String, Vec<(Vec<u8>, String)>> = BTreeMap::new();
             for f in p.files() {
                 let entry = m.entry(section_key(f)).or_default();
                 let mut header = Vec::new();
@@ -607,9 +622,9 @@ impl Tool for ProposalCompare {
                 // as one "hunk" so mode and binary changes compare too.
                 let mut whole = Vec::new();
                 f.render_into(&mut whole);
-                let hunks: Vec<String> = f.hunks().iter().map(hunk_text).collect();
+                let hunks: Vec<(Vec<u8>, String)> = f.hunks().iter().map(hunk_text).collect();
                 if hunks.is_empty() {
-                    header.push(String::from_utf8_lossy(&whole).into_owned());
+                    header.push((whole.clone(), String::from_utf8_lossy(&whole).into_owned()));
                 }
                 entry.extend(header);
                 entry.extend(hunks);
@@ -622,13 +637,16 @@ impl Tool for ProposalCompare {
         paths.dedup();
         let mut files = Vec::new();
         for path in paths {
-            if asum.get(path).is_some() && asum.get(path) == bsum.get(path) {
+            if asum.contains_key(path) && asum.get(path) == bsum.get(path) {
                 continue;
             }
             let empty = Vec::new();
             let (ah, bh) = (ahunks.get(path).unwrap_or(&empty), bhunks.get(path).unwrap_or(&empty));
-            let removed: Vec<String> = ah.iter().filter(|h| !bh.contains(h)).cloned().collect();
-            let added: Vec<String> = bh.iter().filter(|h| !ah.contains(h)).cloned().collect();
+            let has = |list: &[(Vec<u8>, String)], key: &[u8]| list.iter().any(|(k, _)| k == key);
+            let removed: Vec<String> =
+                ah.iter().filter(|(k, _)| !has(bh, k)).map(|(_, t)| t.clone()).collect();
+            let added: Vec<String> =
+                bh.iter().filter(|(k, _)| !has(ah, k)).map(|(_, t)| t.clone()).collect();
             if removed.is_empty() && added.is_empty() {
                 continue;
             }

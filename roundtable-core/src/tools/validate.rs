@@ -350,6 +350,12 @@ pub(crate) fn validate_with_changeset(
                     json!({}),
                 ));
             }
+            // The files must also leave room for the results (no file where
+            // a directory must be): checked without writing anything.
+            if let Err(e) = engine.workspace().apply_changeset(&c, true) {
+                let e = ToolError::from(e);
+                dry.push(fail(e.message().to_owned(), json!({"code": e.code(), "details": e.details()})));
+            }
             Some(c)
         }
         Err(e) => {

@@ -80,8 +80,9 @@ pub struct Uncovered {
 }
 
 
-/// Whether some claim covers `path` as a whole file.
-fn file_covered(path: &RepoPath, claims: &[Scope]) -> bool {
+/// Whether some claim covers `path` as a whole file (a file or directory
+/// claim), so its line changes do not matter.
+pub fn file_covered(path: &RepoPath, claims: &[Scope]) -> bool {
     claims.iter().any(|c| match &c.resource {
         Resource::File(p) => p == path,
         Resource::Directory(d) => under(d.as_ref(), path),

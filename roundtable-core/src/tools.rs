@@ -23,6 +23,39 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+/// `Tool::key` for a tool whose arguments carry `idempotency_key`.
+macro_rules! keyed {
+    () => {
+        fn key(args: &Self::Args) -> Option<&crate::id::Id> {
+            args.idempotency_key.as_ref()
+        }
+    };
+}
+
+/// `Tool::key` for a read-only tool.
+macro_rules! unkeyed {
+    () => {
+        fn key(_: &Self::Args) -> Option<&crate::id::Id> {
+            None
+        }
+    };
+}
+
+/// A tool with nothing to prepare outside its transaction.
+macro_rules! no_prep {
+    () => {
+        type Prep = ();
+
+        fn prepare(
+            _: &crate::engine::Engine,
+            _: &crate::actor::Actor,
+            _: &Self::Args,
+        ) -> Result<(), crate::tools::ToolError> {
+            Ok(())
+        }
+    };
+}
+
 pub mod args;
 mod auth;
 pub mod claims;

@@ -381,6 +381,23 @@ impl Workspace {
         self.apply_changeset_with(changeset, check, false)
     }
 
+    /// Check, writing nothing, that nothing on disk stands in the way of
+    /// `changeset`'s results (a file where a directory must be, a directory
+    /// holding other files where a file goes). Preconditions are not
+    /// checked here.
+    pub fn check_room(&self, changeset: &Changeset) -> Result<(), WorkspaceError> {
+        let removes: BTreeSet<&RepoPath> = changeset
+            .files()
+            .iter()
+            .filter(|c| c.after.is_none())
+            .map(|c| &c.path)
+            .collect();
+        for c in changeset.files().iter().filter(|c| c.after.is_some()) {
+            self.check_room_for(&c.path, &removes)?;
+        }
+        Ok(())
+    }
+
     /// [`apply_changeset`](Workspace::apply_changeset), and with `durable`
     /// flush to disk twice: once after every result is staged (so the
     /// renames only ever expose complete contents) and once after the

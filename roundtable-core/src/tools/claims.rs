@@ -220,9 +220,7 @@ impl Tool for Acquire {
     type Output = ClaimChanged;
     type Prep = ResourceState;
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
     fn prepare(engine: &Engine, actor: &Actor, args: &AcquireArgs) -> Result<ResourceState, ToolError> {
         if actor.kind != ActorKind::Agent {
@@ -373,15 +371,10 @@ impl Tool for Renew {
     const MUTATES: bool = true;
     type Args = RenewArgs;
     type Output = ClaimChanged;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: RenewArgs, (): ()) -> Result<ClaimChanged, ToolError> {
         let claim = Claim::load(cx, args.claim_id.as_str())?;
@@ -425,15 +418,10 @@ impl Tool for Release {
     const MUTATES: bool = true;
     type Args = ReleaseArgs;
     type Output = ClaimChanged;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: ReleaseArgs, (): ()) -> Result<ClaimChanged, ToolError> {
         let claim = Claim::load(cx, args.claim_id.as_str())?;
@@ -485,15 +473,10 @@ impl Tool for List {
     const MUTATES: bool = false;
     type Args = ListArgs;
     type Output = ClaimPage;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ClaimPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);

@@ -12,8 +12,7 @@ use super::records::{
     SecurityReviewRecord, TestResult, TestStatus, Verdict, Vote, VoteValue,
 };
 use super::{Cx, Tool, ToolError};
-use crate::actor::{Actor, ActorKind};
-use crate::engine::Engine;
+use crate::actor::ActorKind;
 use crate::id::Id;
 use rusqlite::{params, OptionalExtension as _};
 use schemars::JsonSchema;
@@ -38,22 +37,6 @@ fn judged(
     p.require_status(allowed, tool)?;
     p.require_latest(revision.0)?;
     Ok(p)
-}
-
-macro_rules! no_prep {
-    () => {
-        fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-            Ok(())
-        }
-    };
-}
-
-macro_rules! keyed {
-    () => {
-        fn key(args: &Self::Args) -> Option<&Id> {
-            args.idempotency_key.as_ref()
-        }
-    };
 }
 
 /// Arguments of `vote.cast`.
@@ -88,7 +71,6 @@ impl Tool for VoteCast {
     const MUTATES: bool = true;
     type Args = VoteCastArgs;
     type Output = VoteRecorded;
-    type Prep = ();
     keyed!();
     no_prep!();
 
@@ -178,12 +160,9 @@ impl Tool for VoteList {
     const MUTATES: bool = false;
     type Args = VoteListArgs;
     type Output = VotePage;
-    type Prep = ();
     no_prep!();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
     fn run(cx: &Cx<'_>, args: VoteListArgs, (): ()) -> Result<VotePage, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
@@ -277,7 +256,6 @@ impl Tool for DecisionRecord {
     const MUTATES: bool = true;
     type Args = DecisionRecordArgs;
     type Output = DecisionRecorded;
-    type Prep = ();
     keyed!();
     no_prep!();
 
@@ -333,7 +311,6 @@ impl Tool for SecurityReview {
     const MUTATES: bool = true;
     type Args = SecurityReviewArgs;
     type Output = SecurityReviewed;
-    type Prep = ();
     keyed!();
     no_prep!();
 
@@ -424,7 +401,6 @@ impl Tool for HumanRequestApproval {
     const MUTATES: bool = true;
     type Args = HumanRequestApprovalArgs;
     type Output = ApprovalRequested;
-    type Prep = ();
     keyed!();
     no_prep!();
 
@@ -495,7 +471,6 @@ impl Tool for HumanApprove {
     const MUTATES: bool = true;
     type Args = HumanApproveArgs;
     type Output = Approved;
-    type Prep = ();
     keyed!();
     no_prep!();
 
@@ -591,7 +566,6 @@ impl Tool for TestRecord {
     const MUTATES: bool = true;
     type Args = TestRecordArgs;
     type Output = TestRecorded;
-    type Prep = ();
     keyed!();
     no_prep!();
 

@@ -3,8 +3,6 @@
 use super::args::Limit;
 use super::records::Event;
 use super::{Cx, Tool, ToolError};
-use crate::actor::Actor;
-use crate::engine::Engine;
 use crate::id::Id;
 use rusqlite::params;
 use schemars::JsonSchema;
@@ -42,15 +40,10 @@ impl Tool for EventsList {
     const MUTATES: bool = false;
     type Args = EventsListArgs;
     type Output = EventPage;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: EventsListArgs, (): ()) -> Result<EventPage, ToolError> {
         let limit = args.limit.map_or(100, |l| l.0);
@@ -123,15 +116,10 @@ impl Tool for EventsVerify {
     const MUTATES: bool = false;
     type Args = EventsVerifyArgs;
     type Output = ChainReport;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, _: EventsVerifyArgs, (): ()) -> Result<ChainReport, ToolError> {
         let mut stmt = cx.tx.prepare(

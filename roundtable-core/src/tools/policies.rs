@@ -189,9 +189,7 @@ impl Tool for Set {
     type Output = PolicyResult;
     type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
     fn prepare(_: &Engine, _: &Actor, args: &SetArgs) -> Result<(), ToolError> {
         Policy::parse(args.document.as_str())?;
@@ -244,15 +242,10 @@ impl Tool for Activate {
     const MUTATES: bool = true;
     type Args = ActivateArgs;
     type Output = Activated;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: ActivateArgs, (): ()) -> Result<Activated, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
@@ -310,15 +303,10 @@ impl Tool for Get {
     const MUTATES: bool = false;
     type Args = GetArgs;
     type Output = PolicyResult;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: GetArgs, (): ()) -> Result<PolicyResult, ToolError> {
         let policy = match args.version {

@@ -255,9 +255,7 @@ impl Tool for Create {
     type Output = ProposalRevised;
     type Prep = PreparedRevision;
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
     fn prepare(
         engine: &Engine,
@@ -356,9 +354,7 @@ impl Tool for AttachPatch {
     type Output = ProposalRevised;
     type Prep = PreparedRevision;
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
     fn prepare(
         engine: &Engine,
@@ -548,15 +544,10 @@ impl Tool for Get {
     const MUTATES: bool = false;
     type Args = GetArgs;
     type Output = ProposalDetail;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: GetArgs, (): ()) -> Result<ProposalDetail, ToolError> {
         let proposal = Proposal::load(cx.tx, args.proposal_id.as_str())?;
@@ -625,15 +616,10 @@ impl Tool for List {
     const MUTATES: bool = false;
     type Args = ListArgs;
     type Output = ProposalPage;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ProposalPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
@@ -733,15 +719,10 @@ impl Tool for RequestReview {
     const MUTATES: bool = true;
     type Args = RequestReviewArgs;
     type Output = ReviewRequested;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: RequestReviewArgs, (): ()) -> Result<ReviewRequested, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
@@ -785,15 +766,10 @@ impl Tool for Withdraw {
     const MUTATES: bool = true;
     type Args = WithdrawArgs;
     type Output = ProposalChanged;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: WithdrawArgs, (): ()) -> Result<ProposalChanged, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
@@ -843,15 +819,10 @@ impl Tool for Reject {
     const MUTATES: bool = true;
     type Args = RejectArgs;
     type Output = Rejected;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: RejectArgs, (): ()) -> Result<Rejected, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;

@@ -8,7 +8,6 @@ use super::proposals::changeset_against;
 use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};
 use super::validate::{gather, validate, StageStatus, ValidationReport};
 use super::{Cx, Tool, ToolError};
-use crate::actor::Actor;
 use crate::diff::{FileStatus, FilePatch, Mode, Patch, TreeFile};
 use crate::engine::Engine;
 use crate::id::Id;
@@ -143,15 +142,10 @@ impl Tool for ProposalFiles {
     const MUTATES: bool = false;
     type Args = RevisionArgs;
     type Output = Files;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: RevisionArgs, (): ()) -> Result<Files, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
@@ -219,15 +213,10 @@ impl Tool for ProposalDiff {
     const MUTATES: bool = false;
     type Args = DiffArgs;
     type Output = DiffPage;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: DiffArgs, (): ()) -> Result<DiffPage, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
@@ -463,15 +452,10 @@ impl Tool for ProposalSymbols {
     const MUTATES: bool = false;
     type Args = RevisionArgs;
     type Output = Symbols;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: RevisionArgs, (): ()) -> Result<Symbols, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
@@ -593,15 +577,10 @@ impl Tool for ProposalCompare {
     const MUTATES: bool = false;
     type Args = CompareArgs;
     type Output = Interdiff;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: CompareArgs, (): ()) -> Result<Interdiff, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
@@ -763,15 +742,10 @@ impl Tool for ProposalStatusTool {
     const MUTATES: bool = false;
     type Args = StatusArgs;
     type Output = StatusReport;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: StatusArgs, (): ()) -> Result<StatusReport, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;

@@ -3,8 +3,7 @@
 use super::args::{Markdown, Role, Title};
 use super::records::{Agent, Task};
 use super::{Cx, Tool, ToolError};
-use crate::actor::{Actor, ActorKind};
-use crate::engine::Engine;
+use crate::actor::ActorKind;
 use crate::id::Id;
 use rusqlite::params;
 use schemars::JsonSchema;
@@ -48,15 +47,10 @@ impl Tool for AgentRegister {
     const MUTATES: bool = true;
     type Args = AgentRegisterArgs;
     type Output = AgentRegistered;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: Self::Args, (): ()) -> Result<AgentRegistered, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator], Self::NAME)?;
@@ -150,15 +144,10 @@ impl Tool for TaskCreate {
     const MUTATES: bool = true;
     type Args = TaskCreateArgs;
     type Output = TaskCreated;
-    type Prep = ();
 
-    fn key(args: &Self::Args) -> Option<&Id> {
-        args.idempotency_key.as_ref()
-    }
+    keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: Self::Args, (): ()) -> Result<TaskCreated, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;

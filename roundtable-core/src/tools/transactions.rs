@@ -351,15 +351,10 @@ impl Tool for Get {
     const MUTATES: bool = false;
     type Args = TransactionArgs;
     type Output = TransactionDetail;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<TransactionDetail, ToolError> {
         let transaction = Transaction::load(cx.tx, args.transaction_id.as_str())?;
@@ -400,15 +395,10 @@ impl Tool for List {
     const MUTATES: bool = false;
     type Args = ListArgs;
     type Output = TransactionPage;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<TransactionPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
@@ -477,15 +467,10 @@ impl Tool for PhasesList {
     const MUTATES: bool = false;
     type Args = TransactionArgs;
     type Output = Phases;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<Phases, ToolError> {
         let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
@@ -541,15 +526,10 @@ impl Tool for RecoveryCheck {
     const MUTATES: bool = false;
     type Args = TransactionArgs;
     type Output = RecoveryAdvice;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<RecoveryAdvice, ToolError> {
         let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;

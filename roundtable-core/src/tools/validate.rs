@@ -13,7 +13,6 @@ use super::records::{
     Agent, Approval, Proposal, Revision, SecurityReviewRecord, TestResult, Vote,
 };
 use super::{Cx, Tool, ToolError};
-use crate::actor::Actor;
 use crate::changeset::{Changeset, Operation};
 use crate::claims::{overlaps, Scope};
 use crate::coverage::{line_changes, Change, LineChanges};
@@ -174,6 +173,36 @@ pub(crate) fn file_facts(engine: &Engine, changeset: &Changeset) -> Result<Vec<F
         });
     }
     Ok(out)
+}
+
+/// The lines a revision adds, numbered in the new content: read off the
+/// hunks for a patch (no diffing), from a line diff for an edit plan.
+pub(crate) fn revision_added_lines(format: &str, bytes: &[u8], facts: &[FileFacts]) -> Vec<(String, u32, String)> {
+    if format != "patch" {
+        return added_lines(facts);
+    }
+    let Ok(patch) = crate::diff::parse(bytes, &crate::diff::ParseOptions::default()) else {
+        return added_lines(facts);
+    };
+    let mut out = Vec::new();
+    for f in patch.files() {
+        let path = String::from_utf8_lossy(f.path()).into_owned();
+        for h in f.hunks() {
+            let mut line = h.new_start().max(1);
+            for l in h.lines() {
+                match l.kind {
+                    crate::diff::LineKind::Context => line += 1,
+                    crate::diff::LineKind::Insert => {
+                        let text = String::from_utf8_lossy(l.content);
+                        out.push((path.clone(), line, text.trim_end_matches(['\n', '\r']).to_owned()));
+                        line += 1;
+                    }
+                    crate::diff::LineKind::Delete => {}
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The lines each file gains, numbered in its new content.
@@ -352,7 +381,7 @@ pub(crate) fn validate_with_changeset(
             }
             // The files must also leave room for the results (no file where
             // a directory must be): checked without writing anything.
-            if let Err(e) = engine.workspace().apply_changeset(&c, true) {
+            if let Err(e) = engine.workspace().check_room(&c) {
                 let e = ToolError::from(e);
                 dry.push(fail(e.message().to_owned(), json!({"code": e.code(), "details": e.details()})));
             }
@@ -450,7 +479,13 @@ pub(crate) fn validate_with_changeset(
             let lines: Vec<Option<LineChanges>> = facts
                 .iter()
                 .map(|f| match (&f.operation, &f.before, &f.after) {
-                    (Operation::Modify, Some(b), Some(a)) => Some(line_changes(b, a)),
+                    // Lines matter only where no file or directory claim
+                    // covers the file: diff only those.
+                    (Operation::Modify, Some(b), Some(a))
+                        if !crate::coverage::file_covered(&f.path, &covering) =>
+                    {
+                        Some(line_changes(b, a))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -478,7 +513,10 @@ pub(crate) fn validate_with_changeset(
     stages.push(Stage::new("dry_run", dry, false));
 
     // Policy.
-    let added = facts.as_deref().map(added_lines).unwrap_or_default();
+    let added = facts
+        .as_deref()
+        .map(|f| revision_added_lines(&ev.revision.format, &ev.bytes, f))
+        .unwrap_or_default();
     let added: Vec<AddedLine<'_>> = added
         .iter()
         .map(|(path, line, text)| AddedLine {
@@ -542,7 +580,10 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let facts = revision_changeset(engine, &ev.revision.format, &ev.bytes)
         .and_then(|c| file_facts(engine, &c))
         .ok();
-    let added = facts.as_deref().map(added_lines).unwrap_or_default();
+    let added = facts
+        .as_deref()
+        .map(|f| revision_added_lines(&ev.revision.format, &ev.bytes, f))
+        .unwrap_or_default();
     let added: Vec<AddedLine<'_>> = added
         .iter()
         .map(|(path, line, text)| AddedLine {
@@ -573,15 +614,10 @@ impl Tool for Validate {
     const MUTATES: bool = false;
     type Args = ValidateArgs;
     type Output = ValidationReport;
-    type Prep = ();
 
-    fn key(_: &Self::Args) -> Option<&Id> {
-        None
-    }
+    unkeyed!();
 
-    fn prepare(_: &Engine, _: &Actor, _: &Self::Args) -> Result<(), ToolError> {
-        Ok(())
-    }
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: ValidateArgs, (): ()) -> Result<ValidationReport, ToolError> {
         let ev = gather(cx, args.proposal_id.as_str(), args.revision.map(|r| r.0))?;

@@ -5,6 +5,9 @@
 //! [`ToolError`], the one error shape every front end shares — with exit
 //! status 1; a usage error exits with status 2.
 //!
+//! The human commands (`show`, `approve`, `reject`, `status`, `events`;
+//! see `human.rs`) print readable text unless `--json`.
+//!
 //! `init`, `call` and `tools` are the tool surface: `call` runs one tool
 //! through [`Engine::call_json`] as the actor given by `--as`.
 
@@ -18,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod demo;
+mod human;
 
 #[derive(Parser)]
 #[command(
@@ -93,6 +97,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The commands a person uses (readable text; `--json` for JSON).
+    #[command(flatten)]
+    Human(human::HumanCommand),
 }
 
 #[derive(Subcommand)]
@@ -255,7 +262,7 @@ fn call(tool: &str, root: &Path, actor: &str, args: &str) -> Result<String, Tool
     }
     let bytes = read_args(args)?;
     let engine = Engine::open(&absolute(root), EngineOptions::default())?;
-    to_json(&engine.call_json(tool, &bytes, &actor)?)
+    to_json(&human::spinner(tool, || engine.call_json(tool, &bytes, &actor))?)
 }
 
 
@@ -293,7 +300,7 @@ fn run(command: Command) -> Result<String, ToolError> {
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
         Command::State { root } => {
-            let state = roundtable::state::compute_state(&root)?;
+            let state = human::spinner("hashing the tree", || roundtable::state::compute_state(&root))?;
             to_json(
                 &json!({ "state": state.state, "git_head": state.git_head, "files": state.files }),
             )
@@ -306,6 +313,7 @@ fn run(command: Command) -> Result<String, ToolError> {
             })
         }
         Command::Demo { keep, json: true } => to_json(&demo::run(keep, &mut |_| {})?),
+        Command::Human(command) => human::run(command),
     }
 }
 
@@ -320,10 +328,16 @@ fn print(text: &str) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits 2 on usage errors
+    // The human commands report a refusal as readable text unless --json.
+    let readable = matches!(&cli.command, Command::Human(c) if !c.json());
     match run(cli.command) {
         Ok(text) => {
             print(&text);
             ExitCode::SUCCESS
+        }
+        Err(e) if readable => {
+            eprintln!("error: {}", e.message());
+            ExitCode::from(1)
         }
         Err(e) => {
             let error = json!({"error": e.to_json()});

@@ -2,4 +2,5 @@
 
 mod cli;
 mod differential;
+mod human;
 mod tools_cli;

@@ -4,6 +4,7 @@ mod edit_plans;
 mod fuzz_replay;
 mod governance;
 mod properties;
+mod review;
 mod state;
 mod tools;
 mod tools_refusals;

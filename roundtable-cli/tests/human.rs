@@ -1,0 +1,280 @@
+//! Snapshot tests of the human commands (`show`, `status`, `events`), with
+//! and without `--json`, and `approve`/`reject` acting as a person.
+//!
+//! Ids, times, digests and process ids vary from run to run; the insta
+//! filters below replace them, so the snapshots (tests/snapshots/) are
+//! stable. A mismatch fails (CI writes no snapshot: `INSTA_UPDATE=no`
+//! behaviour whenever `CI` is set).
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rt(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_roundtable"))
+        .args(args)
+        .current_dir(root)
+        .env_remove("ROUNDTABLE_HUMAN")
+        .env("USER", "hana")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("UTF-8")
+}
+
+/// A command that must succeed; its stdout.
+fn ok(root: &Path, args: &[&str]) -> String {
+    let out = rt(root, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout(&out)
+}
+
+fn call(root: &Path, tool: &str, actor: &str, args: &str) -> Value {
+    serde_json::from_str(&ok(root, &["call", tool, "--as", actor, "--args", args])).expect("JSON")
+}
+
+const PATCH: &str = r#"--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, world\n"#;
+const PATCH2: &str = r#"--- a/notes.txt\n+++ b/notes.txt\n@@ -1,2 +1,2 @@\n-one\n+ONE\n two\n"#;
+
+/// A workspace with two agents and a security reviewer; one proposal
+/// applied (a transaction), one critical proposal in review with one
+/// approval, a live claim. Its proposal ids: (in review, applied).
+fn scenario(root: &Path) -> (String, String) {
+    std::fs::write(root.join("hello.txt"), "hello\n").expect("write");
+    std::fs::write(root.join("notes.txt"), "one\ntwo\n").expect("write");
+    let host = "orchestrator:host";
+    call(
+        root,
+        "agent.register",
+        host,
+        r#"{"agent_id":"alice","roles":["author"]}"#,
+    );
+    call(
+        root,
+        "agent.register",
+        host,
+        r#"{"agent_id":"bob","roles":["reviewer"]}"#,
+    );
+    call(
+        root,
+        "agent.register",
+        host,
+        r#"{"agent_id":"sam","roles":["reviewer","security"]}"#,
+    );
+    call(
+        root,
+        "task.create",
+        host,
+        r#"{"task_id":"t1","title":"Greet the world"}"#,
+    );
+    for file in ["hello.txt", "notes.txt"] {
+        call(
+            root,
+            "claim.acquire",
+            "agent:alice",
+            &format!(r#"{{"resource_id":"file:{file}","type":"write","ttl_s":3600}}"#),
+        );
+    }
+    let create = |title: &str, risk: &str, patch: &str| {
+        let args = format!(
+            r#"{{"task_id":"t1","title":"{title}","summary_md":"Changes.","risk":"{risk}","patch":"{patch}"}}"#
+        );
+        let made = call(root, "proposal.create", "agent:alice", &args);
+        let pid = made["proposal"]["id"].as_str().expect("id").to_owned();
+        call(
+            root,
+            "proposal.request_review",
+            "agent:alice",
+            &format!(r#"{{"proposal_id":"{pid}"}}"#),
+        );
+        call(
+            root,
+            "vote.cast",
+            "agent:bob",
+            &format!(
+                r#"{{"proposal_id":"{pid}","revision":1,"vote":"approve","reason_md":"Fine."}}"#
+            ),
+        );
+        pid
+    };
+    let applied = create("Uppercase the notes", "normal", PATCH2);
+    call(
+        root,
+        "patch.apply",
+        host,
+        &format!(r#"{{"proposal_id":"{applied}","revision":1}}"#),
+    );
+    let open = create("Say hello to the world", "critical", PATCH);
+    (open, applied)
+}
+
+/// Run `f` with the filters that make outputs stable.
+fn stable(f: impl FnOnce()) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    for (pattern, replacement) in [
+        (r"\b([a-z]+)-[0-9A-HJKMNP-TV-Z]{26}\b", "$1-[id]"),
+        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[time]"),
+        (r"blob:sha256:[0-9a-f]{64}", "blob:sha256:[digest]"),
+        (r"\b[0-9a-f]{64}\b", "[hash]"),
+        (r#""pid": ?\d+"#, r#""pid": [pid]"#),
+        (
+            r#""(started|finished|duration)_ms": ?\d+"#,
+            r#""$1_ms": [ms]"#,
+        ),
+    ] {
+        settings.add_filter(pattern, replacement);
+    }
+    settings.bind(f);
+}
+
+fn pretty(text: &str) -> String {
+    let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    serde_json::to_string_pretty(&v).expect("serializes")
+}
+
+#[test]
+fn show_status_and_events_snapshots_with_and_without_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let (open, applied) = scenario(root);
+    let show = ok(root, &["show", &open]);
+    let show_json = pretty(&ok(root, &["show", &open, "--json"]));
+    let show_applied = ok(root, &["show", &applied]);
+    let status = ok(root, &["status"]);
+    let status_json = pretty(&ok(root, &["status", "--json"]));
+    let events = ok(root, &["events"]);
+    let events_json: Vec<String> = ok(root, &["events", "--json"])
+        .lines()
+        .map(pretty)
+        .collect();
+    stable(|| {
+        insta::assert_snapshot!("show", show);
+        insta::assert_snapshot!("show_json", show_json);
+        insta::assert_snapshot!("show_applied", show_applied);
+        insta::assert_snapshot!("status", status);
+        insta::assert_snapshot!("status_json", status_json);
+        insta::assert_snapshot!("events", events);
+        insta::assert_snapshot!("events_json", events_json.join("\n"));
+    });
+    // Every event, one line each; --since skips the first ones.
+    let count = call(root, "events.verify", "orchestrator:host", "{}")["checked"]
+        .as_u64()
+        .expect("checked");
+    assert_eq!(events.lines().count() as u64, count);
+    let since = ok(root, &["events", "--since", "8"]);
+    assert_eq!(since.lines().count() as u64, count - 8);
+    assert!(since.starts_with("    9 "), "{since}");
+}
+
+#[test]
+fn approve_refuses_an_older_revision_naming_the_latest_and_approves_the_latest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let (open, _) = scenario(root);
+    let revise = format!(
+        r#"{{"proposal_id":"{open}","expected_revision":1,"patch":"--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hi\n"}}"#
+    );
+    call(root, "proposal.attach_patch", "agent:alice", &revise);
+
+    let refused = rt(root, &["approve", &open, "--revision", "1"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(
+        err.contains("revision 1") && err.contains("the latest is revision 2"),
+        "{err}"
+    );
+    let refused = rt(root, &["approve", &open, "--revision", "1", "--json"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&refused)).expect("JSON");
+    assert_eq!(v["error"]["code"], "conflict");
+    assert_eq!(v["error"]["details"]["latest_revision"], 2);
+
+    // $USER is the default person; --as names another.
+    let approved = ok(
+        root,
+        &["approve", &open, "--revision", "2", "--note", "Ship it."],
+    );
+    assert!(
+        approved.starts_with(&format!("approved revision 2 of {open} as human:hana")),
+        "{approved}"
+    );
+    let approvals = call(
+        root,
+        "events.list",
+        "orchestrator:host",
+        &format!(r#"{{"proposal_id":"{open}","limit":1000}}"#),
+    );
+    let last = approvals["events"]
+        .as_array()
+        .expect("events")
+        .last()
+        .cloned()
+        .expect("event");
+    assert_eq!(last["kind"], "human.approved");
+    assert_eq!(last["actor"]["id"], "hana");
+    let agent = rt(
+        root,
+        &["approve", &open, "--revision", "2", "--as", "agent:bob"],
+    );
+    assert_eq!(agent.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&agent.stderr).contains("as a person"));
+
+    let rejected = ok(
+        root,
+        &[
+            "reject",
+            &open,
+            "--reason",
+            "Not now.",
+            "--as",
+            "human:carol",
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_str(&rejected).expect("JSON");
+    assert_eq!(v["proposal"]["status"], "rejected");
+    let status = ok(root, &["status"]);
+    assert!(status.contains("open proposals (0)"), "{status}");
+}
+
+#[test]
+fn events_follow_prints_new_events_as_they_happen() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    call(
+        root,
+        "task.create",
+        "orchestrator:host",
+        r#"{"task_id":"t1","title":"One"}"#,
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_roundtable"))
+        .args(["events", "--follow"])
+        .current_dir(root)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("a line").expect("text");
+    assert!(first.contains("task.created t1"), "{first}");
+    call(
+        root,
+        "task.create",
+        "orchestrator:host",
+        r#"{"task_id":"t2","title":"Two"}"#,
+    );
+    let second = lines.next().expect("a line").expect("text");
+    assert!(second.contains("task.created t2"), "{second}");
+    child.kill().expect("kill");
+    child.wait().expect("reaped");
+}

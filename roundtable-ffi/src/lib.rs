@@ -1,0 +1,464 @@
+//! The C ABI over roundtable-core: `libroundtable.so`, `libroundtable.a`
+//! and `include/roundtable.h` (generated from this crate by cbindgen).
+//!
+//! Conventions (see the header's preamble for the host's view):
+//!
+//! - every fallible export returns an [`rt_status`], `RT_OK` = 0;
+//! - outputs are written only on success; on failure the optional
+//!   `rt_error **err_out` receives a per-call error object;
+//! - every body runs inside [`catching`] or [`guarded`]: a panic becomes `RT_PANIC`, never
+//!   an unwind into C and never an abort;
+//! - NULL or non-UTF-8 input is `RT_INVALID_ARGUMENT` naming the argument;
+//! - every `_free` (and `rt_engine_close`) accepts NULL.
+//!
+//! This is the only crate of the workspace with `unsafe` code; every unsafe
+//! block states why it is sound.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+// The C names (`rt_engine`, `rt_status`, `RT_OK`) are the ABI.
+#![allow(non_camel_case_types)]
+
+mod status;
+
+pub use status::rt_status;
+
+use rt::diff::ParseOptions;
+use rt::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr;
+
+/// The version of this ABI (the functions, their signatures and the status
+/// values). It grows when the ABI changes incompatibly; compare it with
+/// `rt_abi_version()` to detect a header/library mismatch.
+pub const RT_ABI_VERSION: u32 = 1;
+
+/// A governed workspace opened by `rt_engine_open`: a repository root and its
+/// store. Opaque to the host.
+pub struct rt_engine {
+    engine: Engine,
+}
+
+/// A failed call's error: a stable code, a message for people and details
+/// (a JSON object) for programs. Opaque; read it with the `rt_error_*`
+/// accessors and free it with `rt_error_free`.
+pub struct rt_error {
+    status: rt_status,
+    code: CString,
+    message: CString,
+    details: CString,
+}
+
+impl rt_error {
+    fn from_tool(e: &ToolError) -> rt_error {
+        rt_error {
+            status: rt_status::from_code(e.code()),
+            code: cstring(e.code().as_str().to_owned()),
+            message: cstring(e.message().to_owned()),
+            details: cstring(e.details().to_string()),
+        }
+    }
+
+    fn invalid_argument(field: &str, reason: &str) -> rt_error {
+        rt_error::from_tool(&ToolError::invalid_argument(field, reason))
+    }
+
+    fn panic(payload: &(dyn std::any::Any + Send)) -> rt_error {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with no message".to_owned());
+        let details = serde_json::json!({ "panic": what });
+        rt_error {
+            status: rt_status::RT_PANIC,
+            code: cstring("panic".to_owned()),
+            message: cstring(format!("internal error (a bug in roundtable): {what}")),
+            details: cstring(details.to_string()),
+        }
+    }
+}
+
+impl From<ToolError> for rt_error {
+    fn from(e: ToolError) -> rt_error {
+        rt_error::from_tool(&e)
+    }
+}
+
+/// `s` as a C string; a NUL byte (which JSON text never holds, but a message
+/// might) is dropped rather than truncating the string.
+fn cstring(s: String) -> CString {
+    CString::new(s).unwrap_or_else(|e| {
+        let mut bytes = e.into_vec();
+        bytes.retain(|&b| b != 0);
+        CString::new(bytes).expect("every NUL byte was removed")
+    })
+}
+
+/// Run `body` behind the panic boundary: its result, or a panic turned into
+/// an `RT_PANIC` error saying what panicked. Never unwinds.
+fn catching(body: impl FnOnce() -> Result<(), rt_error>) -> Result<(), rt_error> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => Err(rt_error::panic(payload.as_ref())),
+    }
+}
+
+/// Run `body` behind the panic boundary for an export that returns no
+/// status: its value, or `fallback` when it panicked.
+fn guarded<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+/// The status of `result`; an error is written to `err_out` when that is
+/// not NULL (the host frees it with `rt_error_free`).
+///
+/// # Safety
+/// `err_out` is NULL or valid for writing one pointer.
+unsafe fn finish(err_out: *mut *mut rt_error, result: Result<(), rt_error>) -> rt_status {
+    let Err(error) = result else {
+        return rt_status::RT_OK;
+    };
+    let status = error.status;
+    if !err_out.is_null() {
+        // SAFETY: the caller guarantees a non-NULL `err_out` is valid for
+        // writing one pointer.
+        unsafe { err_out.write(Box::into_raw(Box::new(error))) };
+    }
+    status
+}
+
+/// The NUL-terminated UTF-8 string at `p`, or `invalid_argument` naming
+/// `field`.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string that outlives `'a`.
+unsafe fn str_arg<'a>(p: *const c_char, field: &str) -> Result<&'a str, rt_error> {
+    if p.is_null() {
+        return Err(rt_error::invalid_argument(field, "must not be NULL"));
+    }
+    // SAFETY: non-NULL, and the caller guarantees it is NUL-terminated and
+    // lives for 'a.
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    std::str::from_utf8(bytes).map_err(|e| {
+        let reason = format!("is not valid UTF-8 (at byte {})", e.valid_up_to());
+        rt_error::invalid_argument(field, &reason)
+    })
+}
+
+/// Check that an output pointer is not NULL.
+fn out_arg<T>(p: *mut *mut T, field: &str) -> Result<(), rt_error> {
+    if p.is_null() {
+        Err(rt_error::invalid_argument(field, "must not be NULL"))
+    } else {
+        Ok(())
+    }
+}
+
+/// A JSON value as a string the host frees with `rt_string_free`.
+fn json_out(value: &serde_json::Value) -> *mut c_char {
+    cstring(value.to_string()).into_raw()
+}
+
+fn parse_actor(json: &str) -> Result<Actor, rt_error> {
+    let value = rt::json::parse_strict(json.as_bytes())
+        .map_err(|e| rt_error::invalid_argument("actor", &format!("not valid JSON: {e}")))?;
+    serde_json::from_value(value).map_err(|e| {
+        rt_error::invalid_argument(
+            "actor",
+            &format!("{e} (expected {{\"id\": \"...\", \"kind\": \"agent\"|\"human\"|\"orchestrator\"}})"),
+        )
+    })
+}
+
+/// Open the workspace at `root` (an existing directory), creating its store
+/// (`<root>/.roundtable/`) when absent and finishing any transaction a
+/// crashed applier left half done.
+///
+/// - `root`: a NUL-terminated UTF-8 path; required.
+/// - `options_json`: NULL for the defaults, or a JSON object
+///   `{"durability": "full"|"normal"|"off", "busy_timeout_ms": N,
+///   "max_patch_bytes": N, "max_files": N}` (every key optional, unknown
+///   keys refused).
+/// - `engine_out`: required; on success receives the engine, which the
+///   caller owns and closes with `rt_engine_close`. Untouched on failure.
+/// - `err_out`: NULL, or receives an error the caller frees with
+///   `rt_error_free` — only on failure.
+///
+/// Thread safety: may be called from any thread; several engines, in this
+/// or other processes, may open one workspace at once.
+///
+/// # Safety
+/// Each pointer is NULL or valid: `root` and `options_json` NUL-terminated
+/// strings, `engine_out` and `err_out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn rt_engine_open(
+    root: *const c_char,
+    options_json: *const c_char,
+    engine_out: *mut *mut rt_engine,
+    err_out: *mut *mut rt_error,
+) -> rt_status {
+    let result = catching(|| {
+        // SAFETY: the caller guarantees `root` is NULL or NUL-terminated.
+        let root = unsafe { str_arg(root, "root") }?;
+        let options = if options_json.is_null() {
+            EngineOptions::default()
+        } else {
+            // SAFETY: non-NULL, and the caller guarantees it is NUL-terminated.
+            let text = unsafe { str_arg(options_json, "options") }?;
+            let value = rt::json::parse_strict(text.as_bytes()).map_err(|e| {
+                rt_error::invalid_argument("options", &format!("not valid JSON: {e}"))
+            })?;
+            EngineOptions::from_json(&value)?
+        };
+        out_arg(engine_out, "engine_out")?;
+        let engine = Engine::open(Path::new(root), options)?;
+        let handle = Box::into_raw(Box::new(rt_engine { engine }));
+        // SAFETY: checked non-NULL above; the caller guarantees it is
+        // writable. The host owns the box until `rt_engine_close`.
+        unsafe { engine_out.write(handle) };
+        Ok(())
+    });
+    // SAFETY: the caller guarantees `err_out` is NULL or writable.
+    unsafe { finish(err_out, result) }
+}
+
+/// Call the tool `tool` (e.g. `"proposal.create"`) with the arguments
+/// `args_json` (a JSON object, parsed strictly: unknown keys and repeated
+/// keys are refused) as the actor `actor_json` (`{"id": "...", "kind":
+/// "agent"|"human"|"orchestrator"}`, supplied by the host, never by the
+/// agent).
+///
+/// - `engine`, `tool`, `args_json`, `actor_json`, `result_json_out`:
+///   required (NULL is `RT_INVALID_ARGUMENT`); strings are NUL-terminated
+///   UTF-8.
+/// - `result_json_out`: on success receives the tool's result as JSON text,
+///   which the caller owns and frees with `rt_string_free`. Untouched on
+///   failure.
+/// - `err_out`: NULL, or receives an error the caller frees with
+///   `rt_error_free` — only on failure. A refused call changes nothing.
+///
+/// Thread safety: one engine may be used from several threads at once
+/// (calls are serialized on its store connection); do not call it while
+/// another thread closes the engine.
+///
+/// # Safety
+/// `engine` is NULL or an open engine from `rt_engine_open`; each other
+/// pointer is NULL or valid (strings NUL-terminated, outputs writable).
+#[no_mangle]
+pub unsafe extern "C" fn rt_engine_call(
+    engine: *mut rt_engine,
+    tool: *const c_char,
+    args_json: *const c_char,
+    actor_json: *const c_char,
+    result_json_out: *mut *mut c_char,
+    err_out: *mut *mut rt_error,
+) -> rt_status {
+    let result = catching(|| {
+        // SAFETY: the caller guarantees a non-NULL `engine` is an open engine
+        // that is not closed during this call; only shared access is taken
+        // (`Engine` is `Sync`).
+        let Some(handle) = (unsafe { engine.as_ref() }) else {
+            return Err(rt_error::invalid_argument("engine", "must not be NULL"));
+        };
+        // SAFETY: the caller guarantees each is NULL or NUL-terminated and
+        // lives through this call.
+        let (tool, args, actor) = unsafe {
+            (
+                str_arg(tool, "tool")?,
+                str_arg(args_json, "args")?,
+                str_arg(actor_json, "actor")?,
+            )
+        };
+        let actor = parse_actor(actor)?;
+        out_arg(result_json_out, "result_json_out")?;
+        let result = handle.engine.call_json(tool, args.as_bytes(), &actor)?;
+        // SAFETY: checked non-NULL above; the caller guarantees it is
+        // writable. The host owns the string until `rt_string_free`.
+        unsafe { result_json_out.write(json_out(&result)) };
+        Ok(())
+    });
+    // SAFETY: the caller guarantees `err_out` is NULL or writable.
+    unsafe { finish(err_out, result) }
+}
+
+/// Close an engine and free it. NULL is accepted (nothing happens).
+///
+/// Thread safety: call it once, after every other call on this engine has
+/// returned; the handle is invalid afterwards.
+///
+/// # Safety
+/// `engine` is NULL or an engine from `rt_engine_open` not yet closed.
+#[no_mangle]
+pub unsafe extern "C" fn rt_engine_close(engine: *mut rt_engine) {
+    if engine.is_null() {
+        return;
+    }
+    // SAFETY: `engine` came from `Box::into_raw` in `rt_engine_open` and the
+    // caller guarantees it is closed once, with no call in flight.
+    let handle = unsafe { Box::from_raw(engine) };
+    // A panic while closing is contained: there is no status to report it.
+    guarded((), move || drop(handle));
+}
+
+/// Parse the patch text `patch` (`len` bytes, need not be NUL-terminated;
+/// `-p1` paths) and describe what it touches: `{"files": [{"old_path",
+/// "new_path", "status", "old_mode", "new_mode", "binary", "hunks",
+/// "added_lines", "removed_lines"}]}`. A malformed patch is
+/// `RT_INVALID_PATCH` with the line and what was expected in the details.
+///
+/// - `patch`: may be NULL only when `len` is 0.
+/// - `result_json_out`: required; on success receives JSON text the caller
+///   frees with `rt_string_free`. Untouched on failure.
+/// - `err_out`: NULL, or receives an error the caller frees with
+///   `rt_error_free` — only on failure.
+///
+/// Thread safety: may be called from any thread; touches no engine.
+///
+/// # Safety
+/// `patch` is NULL or valid for reading `len` bytes; the outputs are NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rt_patch_parse(
+    patch: *const u8,
+    len: usize,
+    result_json_out: *mut *mut c_char,
+    err_out: *mut *mut rt_error,
+) -> rt_status {
+    let result = catching(|| {
+        let bytes: &[u8] = if patch.is_null() {
+            if len != 0 {
+                return Err(rt_error::invalid_argument(
+                    "patch",
+                    &format!("is NULL but len is {len}"),
+                ));
+            }
+            &[]
+        } else {
+            // SAFETY: non-NULL, and the caller guarantees it is readable for
+            // `len` bytes (so `len` fits in isize) through this call.
+            unsafe { std::slice::from_raw_parts(patch, len) }
+        };
+        out_arg(result_json_out, "result_json_out")?;
+        let parsed = rt::diff::parse(bytes, &ParseOptions::default()).map_err(ToolError::from)?;
+        let summary = serde_json::to_value(parsed.summary()).map_err(|e| {
+            ToolError::new(
+                ErrorCode::Io,
+                format!("summary: {e}"),
+                serde_json::json!({}),
+            )
+        })?;
+        // SAFETY: checked non-NULL above; the caller guarantees it is
+        // writable. The host owns the string until `rt_string_free`.
+        unsafe { result_json_out.write(json_out(&summary)) };
+        Ok(())
+    });
+    // SAFETY: the caller guarantees `err_out` is NULL or writable.
+    unsafe { finish(err_out, result) }
+}
+
+/// Free a string returned by roundtable (a `result_json_out`). NULL is
+/// accepted.
+///
+/// Thread safety: any thread may free a string, once.
+///
+/// # Safety
+/// `s` is NULL or a string from roundtable not yet freed; never a string
+/// from `rt_error_*` or `rt_version`.
+#[no_mangle]
+pub unsafe extern "C" fn rt_string_free(s: *mut c_char) {
+    if s.is_null() {
+        return;
+    }
+    // SAFETY: `s` came from `CString::into_raw` and is freed once.
+    let s = unsafe { CString::from_raw(s) };
+    guarded((), move || drop(s));
+}
+
+/// The error's stable snake_case code (`"not_found"`, `"invalid_argument"`…;
+/// `"panic"` for `RT_PANIC`): the same spelling as the Rust `ErrorCode` and
+/// the Python exception classes. Lives until `rt_error_free`; NULL when
+/// `err` is NULL.
+///
+/// Thread safety: any thread, while no thread frees `err`.
+///
+/// # Safety
+/// `err` is NULL or an error from roundtable not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn rt_error_code(err: *const rt_error) -> *const c_char {
+    // SAFETY: the caller guarantees `err` is NULL or a live error.
+    let err = unsafe { err.as_ref() };
+    guarded(ptr::null(), || err.map_or(ptr::null(), |e| e.code.as_ptr()))
+}
+
+/// The error's message, for people (e.g. `"tool: must not be NULL"`).
+/// Lives until `rt_error_free`; NULL when `err` is NULL.
+///
+/// Thread safety: any thread, while no thread frees `err`.
+///
+/// # Safety
+/// `err` is NULL or an error from roundtable not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn rt_error_message(err: *const rt_error) -> *const c_char {
+    // SAFETY: the caller guarantees `err` is NULL or a live error.
+    let err = unsafe { err.as_ref() };
+    guarded(ptr::null(), || {
+        err.map_or(ptr::null(), |e| e.message.as_ptr())
+    })
+}
+
+/// The error's details as JSON text, always an object (e.g.
+/// `{"field":"tool","reason":"must not be NULL"}`). Lives until
+/// `rt_error_free`; NULL when `err` is NULL.
+///
+/// Thread safety: any thread, while no thread frees `err`.
+///
+/// # Safety
+/// `err` is NULL or an error from roundtable not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn rt_error_details_json(err: *const rt_error) -> *const c_char {
+    // SAFETY: the caller guarantees `err` is NULL or a live error.
+    let err = unsafe { err.as_ref() };
+    guarded(ptr::null(), || {
+        err.map_or(ptr::null(), |e| e.details.as_ptr())
+    })
+}
+
+/// Free an error and the strings its accessors returned. NULL is accepted.
+///
+/// Thread safety: an error is immutable; it may be read from several
+/// threads, and is freed once.
+///
+/// # Safety
+/// `err` is NULL or an error from roundtable not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn rt_error_free(err: *mut rt_error) {
+    if err.is_null() {
+        return;
+    }
+    // SAFETY: `err` came from `Box::into_raw` in `finish` and is freed once.
+    let err = unsafe { Box::from_raw(err) };
+    guarded((), move || drop(err));
+}
+
+/// roundtable's version (`"0.1.0"`): a static string, never freed.
+///
+/// Thread safety: any thread.
+#[no_mangle]
+pub extern "C" fn rt_version() -> *const c_char {
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    guarded(ptr::null(), || VERSION.as_ptr().cast())
+}
+
+/// The ABI version this library implements (`RT_ABI_VERSION` of its
+/// header).
+///
+/// Thread safety: any thread.
+#[no_mangle]
+pub extern "C" fn rt_abi_version() -> u32 {
+    guarded(0, || RT_ABI_VERSION)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,119 @@
+//! Unit tests of the ABI's conventions, calling the exports from Rust.
+
+use super::*;
+use std::ffi::CStr;
+
+/// Read a C string returned by an accessor.
+fn text(p: *const c_char) -> String {
+    assert!(!p.is_null());
+    // SAFETY: the accessors return NUL-terminated strings that live as long
+    // as their error, which the caller has not freed yet.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// The code and details of an error, then free it.
+fn take(err: *mut rt_error) -> (String, String, serde_json::Value) {
+    // SAFETY: `err` is a live error from an export.
+    let (code, message, details) = unsafe {
+        (
+            text(rt_error_code(err)),
+            text(rt_error_message(err)),
+            text(rt_error_details_json(err)),
+        )
+    };
+    // SAFETY: freed once.
+    unsafe { rt_error_free(err) };
+    let details = serde_json::from_str(&details).expect("details are JSON");
+    (code, message, details)
+}
+
+#[test]
+fn a_panic_becomes_rt_panic_with_an_error() {
+    let result = catching(|| panic!("boom"));
+    let mut err: *mut rt_error = ptr::null_mut();
+    // SAFETY: `err` is writable.
+    let status = unsafe { finish(&mut err, result) };
+    assert_eq!(status, rt_status::RT_PANIC);
+    let (code, message, details) = take(err);
+    assert_eq!(code, "panic");
+    assert!(message.contains("boom"), "{message}");
+    assert_eq!(details["panic"], "boom");
+    assert_eq!(guarded(7, || panic!("again")), 7);
+}
+
+#[test]
+fn null_and_non_utf8_arguments_are_invalid_argument() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = CString::new(dir.path().to_str().expect("utf-8")).expect("no NUL");
+    let mut engine: *mut rt_engine = ptr::null_mut();
+    let mut err: *mut rt_error = ptr::null_mut();
+    // SAFETY: valid strings and writable outputs.
+    let status = unsafe { rt_engine_open(root.as_ptr(), ptr::null(), &mut engine, &mut err) };
+    assert_eq!(status, rt_status::RT_OK);
+    assert!(err.is_null());
+
+    let bad = [0xffu8, 0xfe, 0];
+    let actor = c"{\"id\":\"host\",\"kind\":\"orchestrator\"}";
+    let mut out: *mut c_char = ptr::null_mut();
+    // SAFETY: every pointer is NULL or valid.
+    let status = unsafe {
+        rt_engine_call(
+            engine,
+            bad.as_ptr().cast(),
+            c"{}".as_ptr(),
+            actor.as_ptr(),
+            &mut out,
+            &mut err,
+        )
+    };
+    assert_eq!(status, rt_status::RT_INVALID_ARGUMENT);
+    assert!(out.is_null(), "no output on failure");
+    let (code, _, details) = take(err);
+    assert_eq!(code, "invalid_argument");
+    assert_eq!(details["field"], "tool");
+
+    // SAFETY: as above; a NULL err_out is allowed.
+    let status = unsafe {
+        rt_engine_call(
+            engine,
+            c"agent.list".as_ptr(),
+            ptr::null(),
+            actor.as_ptr(),
+            &mut out,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(status, rt_status::RT_INVALID_ARGUMENT);
+    assert!(out.is_null());
+
+    // SAFETY: closed once; NULLs are accepted by every free.
+    unsafe {
+        rt_engine_close(engine);
+        rt_engine_close(ptr::null_mut());
+        rt_string_free(ptr::null_mut());
+        rt_error_free(ptr::null_mut());
+        assert!(rt_error_code(ptr::null()).is_null());
+    }
+}
+
+#[test]
+fn patch_parse_describes_the_patch() {
+    let patch = b"--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-one\n+two\n";
+    let mut out: *mut c_char = ptr::null_mut();
+    // SAFETY: `patch` is readable for its length; `out` is writable.
+    let status = unsafe { rt_patch_parse(patch.as_ptr(), patch.len(), &mut out, ptr::null_mut()) };
+    assert_eq!(status, rt_status::RT_OK);
+    let json: serde_json::Value = serde_json::from_str(&text(out)).expect("JSON");
+    assert_eq!(json["files"][0]["new_path"], "n.txt");
+    // SAFETY: freed once.
+    unsafe { rt_string_free(out) };
+    // SAFETY: NULL with a non-zero length is refused before any read.
+    let status = unsafe { rt_patch_parse(ptr::null(), 3, &mut out, ptr::null_mut()) };
+    assert_eq!(status, rt_status::RT_INVALID_ARGUMENT);
+}
+
+#[test]
+fn versions() {
+    assert_eq!(rt_abi_version(), RT_ABI_VERSION);
+    assert_eq!(text(rt_version()), env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,569 @@
+/*
+ * C tests of libroundtable, through include/roundtable.h only: a full
+ * governed change, every error path, and four threads sharing one engine.
+ * Built with -Wall -Wextra -Werror by scripts/test-ffi and run under
+ * valgrind. Prints "N passed, N failed" last; exits 1 on any failure.
+ */
+#define _GNU_SOURCE
+#include "roundtable.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                   \
+  do {                                                                     \
+    if (cond) {                                                            \
+      passed++;                                                            \
+    } else {                                                               \
+      failed++;                                                            \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+      fprintf(stderr, __VA_ARGS__);                                        \
+      fputc('\n', stderr);                                                 \
+    }                                                                      \
+  } while (0)
+
+/* ---- a small JSON path reader (the results are compact JSON) ---------- */
+
+static const char *skip_ws(const char *p) {
+  while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+  return p;
+}
+
+/* p at '"': returns the byte after the closing quote. */
+static const char *skip_string(const char *p) {
+  for (p++; *p && *p != '"'; p++)
+    if (*p == '\\' && p[1]) p++;
+  return *p ? p + 1 : p;
+}
+
+/* p at a value: returns the byte after it. */
+static const char *skip_value(const char *p) {
+  p = skip_ws(p);
+  if (*p == '"') return skip_string(p);
+  if (*p == '{' || *p == '[') {
+    int depth = 0;
+    while (*p) {
+      if (*p == '"') {
+        p = skip_string(p);
+        continue;
+      }
+      if (*p == '{' || *p == '[') depth++;
+      if (*p == '}' || *p == ']') {
+        depth--;
+        if (depth == 0) return p + 1;
+      }
+      p++;
+    }
+    return p;
+  }
+  while (*p && *p != ',' && *p != '}' && *p != ']') p++;
+  return p;
+}
+
+/* The value of `key` in the object at `obj`, or NULL. */
+static const char *member(const char *obj, const char *key, size_t key_len) {
+  obj = skip_ws(obj);
+  if (*obj != '{') return NULL;
+  const char *p = skip_ws(obj + 1);
+  while (*p == '"') {
+    const char *name = p + 1;
+    const char *end = skip_string(p);
+    size_t len = (size_t)(end - 1 - name);
+    p = skip_ws(end);
+    if (*p != ':') return NULL;
+    p = skip_ws(p + 1);
+    if (len == key_len && strncmp(name, key, len) == 0) return p;
+    p = skip_ws(skip_value(p));
+    if (*p != ',') return NULL;
+    p = skip_ws(p + 1);
+  }
+  return NULL;
+}
+
+/* The value at a dotted path ("proposal.id"), or NULL. */
+static const char *at(const char *json, const char *path) {
+  const char *v = json;
+  while (v && *path) {
+    const char *dot = strchr(path, '.');
+    size_t len = dot ? (size_t)(dot - path) : strlen(path);
+    v = member(v, path, len);
+    path += len + (dot ? 1 : 0);
+  }
+  return v;
+}
+
+/* The string at `path`, copied into `buf` (no unescaping: ids need none). */
+static const char *str_at(const char *json, const char *path, char *buf, size_t size) {
+  const char *v = at(json, path);
+  buf[0] = '\0';
+  if (!v || *v != '"') return buf;
+  const char *end = skip_string(v);
+  size_t len = (size_t)(end - v - 2);
+  if (len >= size) len = size - 1;
+  memcpy(buf, v + 1, len);
+  buf[len] = '\0';
+  return buf;
+}
+
+static int is_true(const char *json, const char *path) {
+  const char *v = at(json, path);
+  return v && strncmp(v, "true", 4) == 0;
+}
+
+/* ---- calling the engine ---------------------------------------------- */
+
+static const char *HOST = "{\"id\":\"host\",\"kind\":\"orchestrator\"}";
+static const char *ALICE = "{\"id\":\"alice\",\"kind\":\"agent\"}";
+static const char *BOB = "{\"id\":\"bob\",\"kind\":\"agent\"}";
+static const char *SAM = "{\"id\":\"sam\",\"kind\":\"agent\"}";
+static const char *CAROL = "{\"id\":\"carol\",\"kind\":\"human\"}";
+
+/* Call and expect success: returns the result (free with rt_string_free), or
+ * NULL after reporting the error. */
+static char *ok_call(rt_engine *e, const char *tool, const char *args, const char *actor) {
+  char *out = NULL;
+  rt_error *err = NULL;
+  rt_status s = rt_engine_call(e, tool, args, actor, &out, &err);
+  CHECK(s == RT_OK, "%s: status %u: %s: %s %s", tool, (unsigned)s, rt_error_code(err),
+        rt_error_message(err), rt_error_details_json(err));
+  CHECK(s != RT_OK || err == NULL, "%s: err_out written on success", tool);
+  rt_error_free(err);
+  return out;
+}
+
+/* Call and expect `want` with the error code `code`; the message must be
+ * readable (non-empty) and contain `needle` when given; the details must be
+ * a JSON object; the result must stay untouched. */
+static void err_call(rt_engine *e, const char *tool, const char *args, const char *actor,
+                     rt_status want, const char *code, const char *needle) {
+  char *sentinel = (char *)"untouched";
+  char *out = sentinel;
+  rt_error *err = NULL;
+  rt_status s = rt_engine_call(e, tool, args, actor, &out, &err);
+  CHECK(s == want, "%s: status %u, want %u (%s: %s)", tool ? tool : "(NULL)", (unsigned)s,
+        (unsigned)want, rt_error_code(err), rt_error_message(err));
+  CHECK(out == sentinel, "%s: result written on failure", tool ? tool : "(NULL)");
+  CHECK(err != NULL, "no error object");
+  if (err) {
+    const char *c = rt_error_code(err), *m = rt_error_message(err), *d = rt_error_details_json(err);
+    CHECK(c && strcmp(c, code) == 0, "code %s, want %s", c, code);
+    CHECK(m && *m, "empty message");
+    CHECK(!needle || (m && strstr(m, needle)), "message %s lacks %s", m, needle);
+    CHECK(d && d[0] == '{', "details %s", d);
+  }
+  rt_error_free(err);
+  /* The same failure with a NULL err_out: the status alone. */
+  out = sentinel;
+  s = rt_engine_call(e, tool, args, actor, &out, NULL);
+  CHECK(s == want && out == sentinel, "with NULL err_out: %u", (unsigned)s);
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL, "fopen %s: %s", path, strerror(errno));
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static int file_equals(const char *dir, const char *name, const char *text) {
+  char path[4096], buf[8192];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strcmp(buf, text) == 0;
+}
+
+static void remove_tree(const char *dir) {
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* A scratch repository with src/lib.rs; returns a malloc'd path. */
+static char *scratch_repo(const char *lib_rs) {
+  const char *tmp = getenv("TMPDIR");
+  char tmpl[4096];
+  snprintf(tmpl, sizeof tmpl, "%s/rt-c-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  char *dir = mkdtemp(tmpl);
+  CHECK(dir != NULL, "mkdtemp: %s", strerror(errno));
+  if (!dir) exit(1);
+  char src[4200];
+  snprintf(src, sizeof src, "%s/src", dir);
+  mkdir(src, 0755);
+  write_file(dir, "src/lib.rs", lib_rs);
+  write_file(dir, "README.md", "demo project\n");
+  return strdup(dir);
+}
+
+static rt_engine *open_engine(const char *root, const char *options) {
+  rt_engine *e = NULL;
+  rt_error *err = NULL;
+  rt_status s = rt_engine_open(root, options, &e, &err);
+  CHECK(s == RT_OK && e != NULL, "rt_engine_open: %u %s", (unsigned)s, rt_error_message(err));
+  rt_error_free(err);
+  return e;
+}
+
+/* ---- the governed change (the sequence of roundtable demo) ------------ */
+
+static const char *LIB_RS =
+    "pub fn greet(name: &str) -> String {\n"
+    "    format!(\"Hello, {name}\")\n"
+    "}\n"
+    "\n"
+    "pub fn shout(name: &str) -> String {\n"
+    "    greet(name).to_uppercase()\n"
+    "}\n";
+
+static const char *LIB_RS_AFTER =
+    "pub fn greet(name: &str) -> String {\n"
+    "    format!(\"Hello, {name}!\")\n"
+    "}\n"
+    "\n"
+    "pub fn shout(name: &str) -> String {\n"
+    "    greet(name).to_uppercase()\n"
+    "}\n";
+
+/* Revision 1 changes `greet` but also appends a function outside the claim
+ * (JSON-escaped: it is pasted into the arguments). */
+static const char *FIRST_PATCH =
+    "--- a/src/lib.rs\\n+++ b/src/lib.rs\\n@@ -1,7 +1,11 @@\\n"
+    " pub fn greet(name: &str) -> String {\\n"
+    "-    format!(\\\"Hello, {name}\\\")\\n"
+    "+    format!(\\\"Hello, {name}!\\\")\\n"
+    " }\\n \\n"
+    " pub fn shout(name: &str) -> String {\\n"
+    "     greet(name).to_uppercase()\\n"
+    " }\\n"
+    "+\\n"
+    "+pub fn farewell(name: &str) -> String {\\n"
+    "+    format!(\\\"Goodbye, {name}\\\")\\n"
+    "+}\\n";
+
+static const char *SECOND_PATCH =
+    "--- a/src/lib.rs\\n+++ b/src/lib.rs\\n@@ -1,3 +1,3 @@\\n"
+    " pub fn greet(name: &str) -> String {\\n"
+    "-    format!(\\\"Hello, {name}\\\")\\n"
+    "+    format!(\\\"Hello, {name}!\\\")\\n"
+    " }\\n";
+
+static char args_buf[8192];
+static const char *args(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args_buf, sizeof args_buf, fmt, ap);
+  va_end(ap);
+  return args_buf;
+}
+
+#define FREE_CALL(e, tool, a, actor) rt_string_free(ok_call(e, tool, a, actor))
+
+static void test_governed_change(void) {
+  char *root = scratch_repo(LIB_RS);
+  rt_engine *e = open_engine(root, NULL);
+  if (!e) return;
+  char pid[256], tid[256], rid[256];
+
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"alice\",\"roles\":[\"author\"]}", HOST);
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"bob\",\"roles\":[\"reviewer\"]}", HOST);
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"sam\",\"roles\":[\"reviewer\",\"security\"]}", HOST);
+  FREE_CALL(e, "task.create", "{\"task_id\":\"excited-greeting\",\"title\":\"Greet with more enthusiasm\"}", HOST);
+
+  char *claim = ok_call(e, "claim.acquire",
+                        "{\"resource_id\":\"symbol:src/lib.rs#greet\",\"type\":\"write\",\"ttl_s\":900,"
+                        "\"task_id\":\"excited-greeting\"}",
+                        ALICE);
+  CHECK(claim && at(claim, "claim.token"), "claim: %s", claim);
+  rt_string_free(claim);
+  /* An overlapping write claim is refused. */
+  err_call(e, "claim.acquire", "{\"resource_id\":\"file:src/lib.rs\",\"type\":\"write\",\"ttl_s\":900}", BOB,
+           RT_CONFLICT, "conflict", NULL);
+
+  char *created = ok_call(
+      e, "proposal.create",
+      args("{\"task_id\":\"excited-greeting\",\"title\":\"Greet with an exclamation mark\","
+           "\"summary_md\":\"`greet` ends with `!`.\",\"risk\":\"critical\",\"patch\":\"%s\","
+           "\"affected_resources\":[\"symbol:src/lib.rs#greet\"]}",
+           FIRST_PATCH),
+      ALICE);
+  if (!created) goto done;
+  str_at(created, "proposal.id", pid, sizeof pid);
+  rt_string_free(created);
+  CHECK(pid[0], "no proposal id");
+
+  char *first = ok_call(e, "patch.validate", args("{\"proposal_id\":\"%s\"}", pid), HOST);
+  CHECK(first && !is_true(first, "valid"), "revision 1 must not be valid: %s", first);
+  rt_string_free(first);
+
+  /* A foreign agent cannot revise alice's proposal. */
+  err_call(e, "proposal.attach_patch",
+           args("{\"proposal_id\":\"%s\",\"expected_revision\":1,\"patch\":\"%s\"}", pid, SECOND_PATCH), BOB,
+           RT_FORBIDDEN, "forbidden", NULL);
+
+  char *revised = ok_call(e, "proposal.attach_patch",
+                          args("{\"proposal_id\":\"%s\",\"expected_revision\":1,\"patch\":\"%s\","
+                               "\"note_md\":\"Only `greet` changes now.\"}",
+                               pid, SECOND_PATCH),
+                          ALICE);
+  CHECK(revised && strncmp(at(revised, "revision.number"), "2", 1) == 0, "revision 2: %s", revised);
+  rt_string_free(revised);
+
+  FREE_CALL(e, "proposal.request_review", args("{\"proposal_id\":\"%s\"}", pid), ALICE);
+  /* The author cannot vote on their own proposal. */
+  err_call(e, "vote.cast", args("{\"proposal_id\":\"%s\",\"revision\":2,\"vote\":\"approve\"}", pid), ALICE,
+           RT_FORBIDDEN, "forbidden", NULL);
+  FREE_CALL(e, "vote.cast",
+            args("{\"proposal_id\":\"%s\",\"revision\":2,\"vote\":\"approve\",\"reason_md\":\"Reads well.\"}", pid),
+            BOB);
+  FREE_CALL(e, "vote.cast",
+            args("{\"proposal_id\":\"%s\",\"revision\":2,\"vote\":\"approve_with_notes\","
+                 "\"reason_md\":\"Fine; no input reaches the format string.\"}",
+                 pid),
+            SAM);
+  FREE_CALL(e, "security.review",
+            args("{\"proposal_id\":\"%s\",\"revision\":2,\"verdict\":\"pass\",\"note_md\":\"No security impact.\"}",
+                 pid),
+            SAM);
+  FREE_CALL(e, "human.approve", args("{\"proposal_id\":\"%s\",\"revision\":2,\"note_md\":\"Ship it.\"}", pid),
+            CAROL);
+
+  char *ready = ok_call(e, "patch.validate", args("{\"proposal_id\":\"%s\"}", pid), HOST);
+  CHECK(ready && is_true(ready, "valid"), "valid once approved: %s", ready);
+  rt_string_free(ready);
+
+  char *applied = ok_call(e, "patch.apply", args("{\"proposal_id\":\"%s\",\"revision\":2}", pid), HOST);
+  if (!applied) goto done;
+  str_at(applied, "transaction.id", tid, sizeof tid);
+  char status[64];
+  str_at(applied, "proposal.status", status, sizeof status);
+  CHECK(strcmp(status, "applied") == 0, "proposal status %s", status);
+  rt_string_free(applied);
+  CHECK(file_equals(root, "src/lib.rs", LIB_RS_AFTER), "the change landed");
+
+  /* Applying twice is refused by the state machine. */
+  err_call(e, "patch.apply", args("{\"proposal_id\":\"%s\",\"revision\":2}", pid), HOST, RT_ILLEGAL_TRANSITION,
+           "illegal_transition", NULL);
+
+  FREE_CALL(e, "transaction.get", args("{\"transaction_id\":\"%s\"}", tid), HOST);
+  char *rolled = ok_call(e, "transaction.rollback", args("{\"transaction_id\":\"%s\"}", tid), HOST);
+  CHECK(rolled && *str_at(rolled, "transaction.id", rid, sizeof rid), "rollback: %s", rolled);
+  rt_string_free(rolled);
+  CHECK(file_equals(root, "src/lib.rs", LIB_RS), "the rollback restored the original bytes");
+
+  char *chain = ok_call(e, "events.verify", "{}", HOST);
+  CHECK(chain && is_true(chain, "valid"), "the audit log verifies: %s", chain);
+  rt_string_free(chain);
+
+done:
+  rt_engine_close(e);
+  remove_tree(root);
+  free(root);
+}
+
+/* ---- error paths ------------------------------------------------------ */
+
+static void test_error_paths(void) {
+  char *root = scratch_repo(LIB_RS);
+  rt_engine *e = open_engine(root, "{\"durability\":\"normal\"}");
+  if (!e) return;
+  const char bad_utf8[] = {'a', (char)0xff, (char)0xfe, 0};
+  char *out = NULL;
+  rt_error *err = NULL;
+
+  /* NULL handle and NULL / non-UTF-8 strings: invalid_argument naming the argument. */
+  err_call(NULL, "agent.list", "{}", HOST, RT_INVALID_ARGUMENT, "invalid_argument", "engine");
+  err_call(e, NULL, "{}", HOST, RT_INVALID_ARGUMENT, "invalid_argument", "tool");
+  err_call(e, "agent.list", NULL, HOST, RT_INVALID_ARGUMENT, "invalid_argument", "args");
+  err_call(e, "agent.list", "{}", NULL, RT_INVALID_ARGUMENT, "invalid_argument", "actor");
+  err_call(e, bad_utf8, "{}", HOST, RT_INVALID_ARGUMENT, "invalid_argument", "UTF-8");
+  err_call(e, "agent.list", bad_utf8, HOST, RT_INVALID_ARGUMENT, "invalid_argument", "args");
+  err_call(e, "agent.list", "{}", bad_utf8, RT_INVALID_ARGUMENT, "invalid_argument", "actor");
+  /* A NULL result pointer. */
+  rt_status s = rt_engine_call(e, "agent.list", "{}", HOST, NULL, &err);
+  CHECK(s == RT_INVALID_ARGUMENT && err && strstr(rt_error_message(err), "result_json_out"), "NULL result: %u",
+        (unsigned)s);
+  rt_error_free(err);
+  err = NULL;
+
+  /* Unknown tool, bad JSON, unknown keys, repeated keys. */
+  err_call(e, "no.such.tool", "{}", HOST, RT_NOT_FOUND, "not_found", "no.such.tool");
+  err_call(e, "agent.list", "{not json", HOST, RT_INVALID_ARGUMENT, "invalid_argument", "JSON");
+  err_call(e, "task.create", "{\"task_id\":\"t\",\"title\":\"x\",\"colour\":\"red\"}", HOST, RT_INVALID_ARGUMENT,
+           "invalid_argument", "colour");
+  err_call(e, "task.create", "{\"task_id\":\"t\",\"task_id\":\"u\",\"title\":\"x\"}", HOST, RT_INVALID_ARGUMENT,
+           "invalid_argument", NULL);
+
+  /* Bad actors: not JSON, unknown kind, extra key. */
+  err_call(e, "agent.list", "{}", "host", RT_INVALID_ARGUMENT, "invalid_argument", "actor");
+  err_call(e, "agent.list", "{}", "{\"id\":\"x\",\"kind\":\"robot\"}", RT_INVALID_ARGUMENT, "invalid_argument",
+           "actor");
+  err_call(e, "agent.list", "{}", "{\"id\":\"x\",\"kind\":\"agent\",\"admin\":true}", RT_INVALID_ARGUMENT,
+           "invalid_argument", "actor");
+
+  /* Foreign actors: an unregistered agent proposes; an agent registers agents. */
+  FREE_CALL(e, "task.create", "{\"task_id\":\"t1\",\"title\":\"A task\"}", HOST);
+  err_call(e, "proposal.create",
+           args("{\"task_id\":\"t1\",\"title\":\"x\",\"summary_md\":\"x\",\"patch\":\"%s\"}", SECOND_PATCH),
+           "{\"id\":\"mallory\",\"kind\":\"agent\"}", RT_FORBIDDEN, "forbidden", NULL);
+  err_call(e, "agent.register", "{\"agent_id\":\"mallory\",\"roles\":[\"author\"]}",
+           "{\"id\":\"mallory\",\"kind\":\"agent\"}", RT_FORBIDDEN, "forbidden", NULL);
+  err_call(e, "proposal.get", "{\"proposal_id\":\"prop-missing\"}", HOST, RT_NOT_FOUND, "not_found", NULL);
+
+  /* rt_engine_open: NULL / non-UTF-8 / missing root, bad options, NULL engine_out. */
+  rt_engine *e2 = (rt_engine *)&out; /* a sentinel that must stay untouched */
+  struct {
+    const char *root, *options, *code, *needle;
+    rt_status want;
+  } opens[] = {
+      {NULL, NULL, "invalid_argument", "root", RT_INVALID_ARGUMENT},
+      {bad_utf8, NULL, "invalid_argument", "root", RT_INVALID_ARGUMENT},
+      {"/nonexistent/rt-c-test", NULL, "invalid_argument", "root", RT_INVALID_ARGUMENT},
+      {root, "{\"durability\":\"sometimes\"}", "invalid_argument", "durability", RT_INVALID_ARGUMENT},
+      {root, "{\"colour\":1}", "invalid_argument", "colour", RT_INVALID_ARGUMENT},
+      {root, "[]", "invalid_argument", "object", RT_INVALID_ARGUMENT},
+      {root, "{oops", "invalid_argument", "JSON", RT_INVALID_ARGUMENT},
+      {root, bad_utf8, "invalid_argument", "options", RT_INVALID_ARGUMENT},
+  };
+  for (size_t i = 0; i < sizeof opens / sizeof opens[0]; i++) {
+    err = NULL;
+    s = rt_engine_open(opens[i].root, opens[i].options, &e2, &err);
+    CHECK(s == opens[i].want, "open %zu: %u", i, (unsigned)s);
+    CHECK(e2 == (rt_engine *)&out, "open %zu: engine_out written on failure", i);
+    CHECK(err && strcmp(rt_error_code(err), opens[i].code) == 0, "open %zu: code %s", i, rt_error_code(err));
+    CHECK(err && strstr(rt_error_message(err), opens[i].needle), "open %zu: message %s", i, rt_error_message(err));
+    rt_error_free(err);
+  }
+  err = NULL;
+  s = rt_engine_open(root, NULL, NULL, &err);
+  CHECK(s == RT_INVALID_ARGUMENT && err && strstr(rt_error_message(err), "engine_out"), "NULL engine_out");
+  rt_error_free(err);
+
+  /* rt_patch_parse: a summary, a malformed patch, NULL with a length. */
+  const char patch[] = "--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-one\n+two\n";
+  out = NULL;
+  s = rt_patch_parse((const uint8_t *)patch, strlen(patch), &out, NULL);
+  CHECK(s == RT_OK && out && strstr(out, "\"new_path\":\"n.txt\""), "parse: %s", out);
+  rt_string_free(out);
+  const char broken[] = "--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-one\n+two\n+three\n";
+  err = NULL;
+  out = NULL;
+  s = rt_patch_parse((const uint8_t *)broken, strlen(broken), &out, &err);
+  CHECK(s == RT_INVALID_PATCH && out == NULL, "malformed patch: %u", (unsigned)s);
+  CHECK(err && strcmp(rt_error_code(err), "invalid_patch") == 0 && strstr(rt_error_details_json(err), "\"line\""),
+        "parse error: %s", rt_error_details_json(err));
+  rt_error_free(err);
+  err = NULL;
+  s = rt_patch_parse(NULL, 3, &out, &err);
+  CHECK(s == RT_INVALID_ARGUMENT && out == NULL, "NULL patch: %u", (unsigned)s);
+  rt_error_free(err);
+  /* NULL with length 0 is the empty patch, which has no file: invalid_patch. */
+  out = NULL;
+  s = rt_patch_parse(NULL, 0, &out, NULL);
+  CHECK(s == RT_INVALID_PATCH && out == NULL, "empty patch: %u", (unsigned)s);
+
+  /* Every free and close accepts NULL; accessors return NULL for NULL. */
+  rt_string_free(NULL);
+  rt_error_free(NULL);
+  rt_engine_close(NULL);
+  CHECK(rt_error_code(NULL) == NULL && rt_error_message(NULL) == NULL && rt_error_details_json(NULL) == NULL,
+        "accessors on NULL");
+
+  rt_engine_close(e);
+  remove_tree(root);
+  free(root);
+}
+
+/* ---- four threads, one engine ---------------------------------------- */
+
+#define THREADS 4
+#define PER_THREAD 5
+
+struct worker {
+  rt_engine *engine;
+  int index;
+  int ok;
+};
+
+static void *work(void *arg) {
+  struct worker *w = arg;
+  char actor[128], a[4096];
+  snprintf(actor, sizeof actor, "{\"id\":\"w%d\",\"kind\":\"agent\"}", w->index);
+  for (int i = 0; i < PER_THREAD; i++) {
+    snprintf(a, sizeof a,
+             "{\"task_id\":\"t-conc\",\"title\":\"w%d change %d\",\"summary_md\":\"x\",\"patch\":\"%s\","
+             "\"affected_resources\":[\"file:src/lib.rs\"]}",
+             w->index, i, SECOND_PATCH);
+    char *out = NULL;
+    rt_error *err = NULL;
+    if (rt_engine_call(w->engine, "proposal.create", a, actor, &out, &err) != RT_OK) {
+      fprintf(stderr, "thread %d: %s: %s\n", w->index, rt_error_code(err), rt_error_message(err));
+      rt_error_free(err);
+      continue;
+    }
+    char pid[256], got[256];
+    str_at(out, "proposal.id", pid, sizeof pid);
+    rt_string_free(out);
+    snprintf(a, sizeof a, "{\"proposal_id\":\"%s\"}", pid);
+    out = NULL;
+    if (rt_engine_call(w->engine, "proposal.get", a, actor, &out, NULL) == RT_OK &&
+        strcmp(str_at(out, "proposal.id", got, sizeof got), pid) == 0)
+      w->ok++;
+    rt_string_free(out);
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  char *root = scratch_repo(LIB_RS);
+  rt_engine *e = open_engine(root, "{\"durability\":\"normal\"}");
+  if (!e) return;
+  FREE_CALL(e, "task.create", "{\"task_id\":\"t-conc\",\"title\":\"Concurrent proposals\"}", HOST);
+  struct worker workers[THREADS];
+  pthread_t threads[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    FREE_CALL(e, "agent.register", args("{\"agent_id\":\"w%d\",\"roles\":[\"author\"]}", i), HOST);
+  }
+  for (int i = 0; i < THREADS; i++) {
+    workers[i] = (struct worker){e, i, 0};
+    CHECK(pthread_create(&threads[i], NULL, work, &workers[i]) == 0, "pthread_create");
+  }
+  for (int i = 0; i < THREADS; i++) {
+    pthread_join(threads[i], NULL);
+    CHECK(workers[i].ok == PER_THREAD, "thread %d: %d of %d", i, workers[i].ok, PER_THREAD);
+  }
+  /* A second engine on the same workspace sees every proposal. */
+  rt_engine *other = open_engine(root, NULL);
+  char *list = ok_call(other, "proposal.list", "{\"limit\":100}", HOST);
+  int count = 0;
+  for (const char *p = list; p && (p = strstr(p, "\"title\":\"w")); p++) count++;
+  CHECK(count == THREADS * PER_THREAD, "%d proposals listed, want %d", count, THREADS * PER_THREAD);
+  rt_string_free(list);
+  rt_engine_close(other);
+  rt_engine_close(e);
+  remove_tree(root);
+  free(root);
+}
+
+int main(void) {
+  CHECK(rt_abi_version() == RT_ABI_VERSION, "ABI %u", rt_abi_version());
+  CHECK(rt_version() && rt_version()[0], "version");
+  test_governed_change();
+  test_error_paths();
+  test_threads();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

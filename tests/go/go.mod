@@ -1,0 +1,3 @@
+module roundtable.test/host
+
+go 1.22

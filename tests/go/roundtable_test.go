@@ -1,0 +1,263 @@
+package roundtable
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+const libRS = "pub fn greet(name: &str) -> String {\n    format!(\"Hello, {name}\")\n}\n\npub fn shout(name: &str) -> String {\n    greet(name).to_uppercase()\n}\n"
+
+// Revision 1 changes greet but also appends a function outside the claim.
+const firstPatch = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,7 +1,11 @@\n pub fn greet(name: &str) -> String {\n-    format!(\"Hello, {name}\")\n+    format!(\"Hello, {name}!\")\n }\n \n pub fn shout(name: &str) -> String {\n     greet(name).to_uppercase()\n }\n+\n+pub fn farewell(name: &str) -> String {\n+    format!(\"Goodbye, {name}\")\n+}\n"
+
+// The repair: only the claimed function changes.
+const secondPatch = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn greet(name: &str) -> String {\n-    format!(\"Hello, {name}\")\n+    format!(\"Hello, {name}!\")\n }\n"
+
+var (
+	host  = Orchestrator("host")
+	alice = Agent("alice")
+	bob   = Agent("bob")
+	sam   = Agent("sam")
+	carol = Human("carol")
+)
+
+type obj = map[string]any
+
+func repo(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "src/lib.rs"), []byte(libRS), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func open(t *testing.T, root string, options map[string]any) *Engine {
+	t.Helper()
+	e, err := Open(root, options)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// call fails the test unless the call succeeds; returns the decoded result.
+func call(t *testing.T, e *Engine, tool string, args obj, actor Actor) obj {
+	t.Helper()
+	var out obj
+	if err := e.CallInto(tool, args, actor, &out); err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return out
+}
+
+// code is the *Error code of err (errors.As), or "" when err is not one.
+func code(err error) Code {
+	var rterr *Error
+	if errors.As(err, &rterr) {
+		return rterr.Code
+	}
+	return ""
+}
+
+func field(v any, path ...string) any {
+	for _, p := range path {
+		m, ok := v.(obj)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
+}
+
+func TestVersions(t *testing.T) {
+	if ABIVersion() != HeaderABIVersion() {
+		t.Fatalf("library ABI %d, header ABI %d", ABIVersion(), HeaderABIVersion())
+	}
+	if Version() == "" {
+		t.Fatal("no version")
+	}
+}
+
+func TestGovernedChange(t *testing.T) {
+	root := repo(t)
+	e := open(t, root, nil)
+
+	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
+	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
+	call(t, e, "agent.register", obj{"agent_id": "sam", "roles": []string{"reviewer", "security"}}, host)
+	call(t, e, "task.create", obj{"task_id": "excited-greeting", "title": "Greet with more enthusiasm"}, host)
+
+	claim := call(t, e, "claim.acquire", obj{"resource_id": "symbol:src/lib.rs#greet", "type": "write", "ttl_s": 900, "task_id": "excited-greeting"}, alice)
+	if field(claim, "claim", "token") == nil {
+		t.Fatalf("claim: %v", claim)
+	}
+	_, err := e.Call("claim.acquire", obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 900}, bob)
+	if code(err) != CodeConflict {
+		t.Fatalf("overlapping claim: %v", err)
+	}
+
+	created := call(t, e, "proposal.create", obj{
+		"task_id": "excited-greeting", "title": "Greet with an exclamation mark",
+		"summary_md": "`greet` ends with `!`.", "risk": "critical", "patch": firstPatch,
+		"affected_resources": []string{"symbol:src/lib.rs#greet"},
+	}, alice)
+	pid, _ := field(created, "proposal", "id").(string)
+	if pid == "" {
+		t.Fatalf("no proposal id: %v", created)
+	}
+	if first := call(t, e, "patch.validate", obj{"proposal_id": pid}, host); first["valid"] != false {
+		t.Fatalf("revision 1 must not be valid: %v", first)
+	}
+	revised := call(t, e, "proposal.attach_patch", obj{"proposal_id": pid, "expected_revision": 1, "patch": secondPatch, "note_md": "Only `greet` changes now."}, alice)
+	if field(revised, "revision", "number") != float64(2) {
+		t.Fatalf("revision 2: %v", revised)
+	}
+	call(t, e, "proposal.request_review", obj{"proposal_id": pid}, alice)
+
+	_, err = e.Call("vote.cast", obj{"proposal_id": pid, "revision": 2, "vote": "approve"}, alice)
+	if !errors.Is(err, &Error{Code: CodeForbidden}) {
+		t.Fatalf("the author voted: %v", err)
+	}
+	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 2, "vote": "approve", "reason_md": "Reads well."}, bob)
+	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 2, "vote": "approve_with_notes", "reason_md": "Fine."}, sam)
+	call(t, e, "security.review", obj{"proposal_id": pid, "revision": 2, "verdict": "pass", "note_md": "No security impact."}, sam)
+	call(t, e, "human.approve", obj{"proposal_id": pid, "revision": 2, "note_md": "Ship it."}, carol)
+	if ready := call(t, e, "patch.validate", obj{"proposal_id": pid}, host); ready["valid"] != true {
+		t.Fatalf("not valid once approved: %v", ready)
+	}
+
+	applied := call(t, e, "patch.apply", obj{"proposal_id": pid, "revision": 2}, host)
+	tid, _ := field(applied, "transaction", "id").(string)
+	if got, _ := os.ReadFile(filepath.Join(root, "src/lib.rs")); string(got) == libRS || field(applied, "proposal", "status") != "applied" {
+		t.Fatalf("the change did not land: %v", applied)
+	}
+	call(t, e, "transaction.rollback", obj{"transaction_id": tid}, host)
+	if got, _ := os.ReadFile(filepath.Join(root, "src/lib.rs")); string(got) != libRS {
+		t.Fatalf("rollback did not restore the original bytes:\n%s", got)
+	}
+	if chain := call(t, e, "events.verify", obj{}, host); chain["valid"] != true {
+		t.Fatalf("audit chain: %v", chain)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	e := open(t, repo(t), map[string]any{"durability": "normal"})
+
+	_, err := e.Call("no.such.tool", obj{}, host)
+	var rterr *Error
+	if !errors.As(err, &rterr) || rterr.Code != CodeNotFound || rterr.Status != 12 || rterr.Message == "" {
+		t.Fatalf("unknown tool: %#v", err)
+	}
+	var details obj
+	if err := json.Unmarshal(rterr.Details, &details); err != nil || details["id"] != "no.such.tool" {
+		t.Fatalf("details %s: %v", rterr.Details, err)
+	}
+	if _, err := e.Call("agent.list", json.RawMessage("{oops"), host); code(err) != CodeInvalidArgument {
+		t.Fatalf("bad JSON: %v", err)
+	}
+	if _, err := e.Call("agent.list", obj{}, Actor{ID: "x", Kind: "robot"}); code(err) != CodeInvalidArgument {
+		t.Fatalf("bad actor kind: %v", err)
+	}
+	if _, err := e.Call("agent.list\x00", obj{}, host); code(err) != CodeInvalidArgument {
+		t.Fatalf("NUL in tool: %v", err)
+	}
+	call(t, e, "task.create", obj{"task_id": "t1", "title": "A task"}, host)
+	_, err = e.Call("proposal.create", obj{"task_id": "t1", "title": "x", "summary_md": "x", "patch": secondPatch}, Agent("mallory"))
+	if code(err) != CodeForbidden {
+		t.Fatalf("unregistered agent: %v", err)
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing"), nil); code(err) != CodeInvalidArgument {
+		t.Fatalf("missing root: %v", err)
+	}
+	if _, err := Open(t.TempDir(), map[string]any{"colour": 1}); code(err) != CodeInvalidArgument {
+		t.Fatalf("unknown option: %v", err)
+	}
+	if _, err := ParsePatch([]byte("not a patch")); code(err) != CodeInvalidPatch {
+		t.Fatalf("ParsePatch: %v", err)
+	}
+	summary, err := ParsePatch([]byte(secondPatch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s obj
+	if err := json.Unmarshal(summary, &s); err != nil || len(s["files"].([]any)) != 1 {
+		t.Fatalf("summary %s: %v", summary, err)
+	}
+	e.Close()
+	if _, err := e.Call("agent.list", obj{}, host); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+	e.Close() // twice is harmless
+}
+
+// Goroutines propose against one engine at once; every proposal lands once.
+func TestConcurrentProposals(t *testing.T) {
+	const workers, each = 8, 5
+	root := repo(t)
+	e := open(t, root, map[string]any{"durability": "normal"})
+	call(t, e, "task.create", obj{"task_id": "t-conc", "title": "Concurrent proposals"}, host)
+	for w := 0; w < workers; w++ {
+		call(t, e, "agent.register", obj{"agent_id": fmt.Sprintf("g%d", w), "roles": []string{"author"}}, host)
+	}
+	var wg sync.WaitGroup
+	ids := make(chan string, workers*each)
+	errs := make(chan error, workers*each)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			me := Agent(fmt.Sprintf("g%d", w))
+			for i := 0; i < each; i++ {
+				var out obj
+				err := e.CallInto("proposal.create", obj{
+					"task_id": "t-conc", "title": fmt.Sprintf("g%d change %d", w, i), "summary_md": "x",
+					"patch": secondPatch, "affected_resources": []string{"file:src/lib.rs"},
+				}, me, &out)
+				if err != nil {
+					errs <- err
+					continue
+				}
+				pid, _ := field(out, "proposal", "id").(string)
+				var got obj
+				if err := e.CallInto("proposal.get", obj{"proposal_id": pid}, me, &got); err != nil {
+					errs <- err
+					continue
+				}
+				ids <- pid
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(ids)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	seen := map[string]bool{}
+	for id := range ids {
+		if seen[id] {
+			t.Errorf("duplicate id %s", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != workers*each {
+		t.Fatalf("%d proposals, want %d", len(seen), workers*each)
+	}
+	// A second engine on the same workspace sees them all.
+	other := open(t, root, nil)
+	list := call(t, other, "proposal.list", obj{"limit": 100}, host)
+	if n := len(list["proposals"].([]any)); n != workers*each {
+		t.Fatalf("proposal.list: %d, want %d", n, workers*each)
+	}
+}

@@ -1,0 +1,389 @@
+"""roundtable: govern the changes AI agents propose to a repository.
+
+Open a workspace, then call tools as an actor::
+
+    import roundtable
+    from roundtable import Actor
+
+    with roundtable.open("path/to/repo") as engine:
+        host = Actor.orchestrator("host")
+        engine.call("agent.register", {"agent_id": "alice", "roles": ["author"]}, host)
+
+Every call runs with the GIL released (the store, hashing and file writes
+happen in Rust while other Python threads run), and one engine may be
+shared between threads. A refused call raises a :class:`RoundtableError`
+subclass named after its stable code and changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from . import _roundtable
+from ._errors import (
+    AmbiguousSymbol,
+    Conflict,
+    DatabaseError,
+    EditPlanError,
+    Forbidden,
+    IdempotencyConflict,
+    IllegalTransition,
+    IncompatibleStore,
+    IncompleteEditPlan,
+    InvalidArgument,
+    InvalidEditPlan,
+    InvalidPatch,
+    InvalidPath,
+    InvalidPolicy,
+    IrreversiblePatch,
+    NotFound,
+    PatchDoesNotApply,
+    PatchError,
+    PathError,
+    PathEscape,
+    PreconditionFailed,
+    RoundtableError,
+    RoundtableFileExistsError,
+    RoundtableFileNotFoundError,
+    RoundtableInterruptedError,
+    RoundtableIsADirectoryError,
+    RoundtableNotADirectoryError,
+    RoundtableOSError,
+    RoundtablePermissionError,
+    RoundtableTimeoutError,
+    StaleClaim,
+    StoreError,
+    SymbolError,
+    UnknownSymbol,
+    UnsupportedLanguage,
+    UnsupportedPatch,
+    ValidationFailed,
+    error_class,
+)
+from ._records import (
+    Applied,
+    ChangedFile,
+    Claim,
+    Event,
+    EventPage,
+    LineSpan,
+    Proposal,
+    ProposalRevision,
+    Revision,
+    RolledBack,
+    Stage,
+    Transaction,
+    ValidationReport,
+    Vote,
+)
+from ._roundtable import ERROR_CODES, Actor, __version__
+
+__all__ = [
+    "open",
+    "Engine",
+    "Actor",
+    "parse_patch",
+    "apply_patch",
+    "tools",
+    "ERROR_CODES",
+    "__version__",
+    # records
+    "Applied",
+    "ChangedFile",
+    "Claim",
+    "Event",
+    "EventPage",
+    "LineSpan",
+    "Proposal",
+    "ProposalRevision",
+    "Revision",
+    "RolledBack",
+    "Stage",
+    "Transaction",
+    "ValidationReport",
+    "Vote",
+    # errors
+    "RoundtableError",
+    "InvalidArgument",
+    "NotFound",
+    "Forbidden",
+    "Conflict",
+    "IllegalTransition",
+    "IdempotencyConflict",
+    "PreconditionFailed",
+    "StaleClaim",
+    "ValidationFailed",
+    "PatchError",
+    "InvalidPatch",
+    "PatchDoesNotApply",
+    "UnsupportedPatch",
+    "IrreversiblePatch",
+    "PathError",
+    "PathEscape",
+    "InvalidPath",
+    "EditPlanError",
+    "InvalidEditPlan",
+    "IncompleteEditPlan",
+    "SymbolError",
+    "UnknownSymbol",
+    "AmbiguousSymbol",
+    "UnsupportedLanguage",
+    "InvalidPolicy",
+    "StoreError",
+    "DatabaseError",
+    "IncompatibleStore",
+    "RoundtableOSError",
+    "RoundtableFileNotFoundError",
+    "RoundtableFileExistsError",
+    "RoundtablePermissionError",
+    "RoundtableIsADirectoryError",
+    "RoundtableNotADirectoryError",
+    "RoundtableInterruptedError",
+    "RoundtableTimeoutError",
+    "error_class",
+]
+
+StrPath = Union[str, "os.PathLike[str]"]
+Patch = Union[str, bytes]
+
+
+def _text(patch: Patch) -> str:
+    return patch.decode("utf-8") if isinstance(patch, bytes) else patch
+
+
+def _put(args: Dict[str, Any], **optional: Any) -> Dict[str, Any]:
+    """``args`` plus every optional argument that was given (not None)."""
+    for key, value in optional.items():
+        if value is not None:
+            args[key] = value
+    return args
+
+
+class Engine:
+    """An open workspace: the repository root, its store and every tool.
+
+    Safe to share between threads. Use it as a context manager (or call
+    :meth:`close`): leaving the ``with`` block closes the engine and does
+    nothing else — every tool call is its own all-or-nothing transaction,
+    already committed or refused when it returns, so nothing is ever
+    applied or committed on exit, with or without an exception.
+    """
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: _roundtable.Engine) -> None:
+        self._inner = inner
+
+    # -- lifecycle -------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        """The repository root."""
+        return self._inner.root
+
+    @property
+    def closed(self) -> bool:
+        """Whether the engine was closed."""
+        return self._inner.closed
+
+    def close(self) -> None:
+        """Close the engine (idempotent). Calls already running on other
+        threads finish; later calls raise ``ValueError``."""
+        self._inner.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # Never apply, commit or roll back anything here: just close.
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<roundtable.Engine root={self.root!r}{' closed' if self.closed else ''}>"
+
+    # -- the generic entry point -----------------------------------------
+
+    def call(self, tool: str, args: Mapping[str, Any], actor: Actor) -> Dict[str, Any]:
+        """Call any tool (see :func:`tools`) with ``args`` as ``actor``; its
+        JSON result as a dict. Raises a :class:`RoundtableError` subclass
+        when the call is refused (and then nothing changed)."""
+        result: Dict[str, Any] = self._inner.call(tool, args, actor)
+        return result
+
+    def call_json(self, tool: str, args: Union[str, bytes], actor: Actor) -> str:
+        """:meth:`call` with JSON text in and out (a key given twice is refused)."""
+        return self._inner.call_json(tool, args, actor)
+
+    # -- typed methods for the main flow ---------------------------------
+
+    def create_proposal(
+        self,
+        actor: Actor,
+        *,
+        task_id: str,
+        title: str,
+        summary_md: str,
+        patch: Optional[Patch] = None,
+        edit_plan: Optional[Mapping[str, Any]] = None,
+        risk: Optional[str] = None,
+        affected_resources: Optional[Sequence[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> ProposalRevision:
+        """``proposal.create``: a new proposal with its first revision (a
+        unified/git ``patch`` or an ``edit_plan``)."""
+        args = _put(
+            {"task_id": task_id, "title": title, "summary_md": summary_md},
+            patch=_text(patch) if patch is not None else None,
+            edit_plan=dict(edit_plan) if edit_plan is not None else None,
+            risk=risk,
+            affected_resources=list(affected_resources) if affected_resources is not None else None,
+            idempotency_key=idempotency_key,
+        )
+        return ProposalRevision.from_dict(self.call("proposal.create", args, actor))
+
+    def attach_patch(
+        self,
+        actor: Actor,
+        proposal_id: str,
+        *,
+        expected_revision: int,
+        patch: Optional[Patch] = None,
+        edit_plan: Optional[Mapping[str, Any]] = None,
+        note_md: Optional[str] = None,
+        affected_resources: Optional[Sequence[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> ProposalRevision:
+        """``proposal.attach_patch``: a new revision; ``expected_revision`` is
+        the latest one the caller saw (a stale one is a :class:`Conflict`)."""
+        args = _put(
+            {"proposal_id": proposal_id, "expected_revision": expected_revision},
+            patch=_text(patch) if patch is not None else None,
+            edit_plan=dict(edit_plan) if edit_plan is not None else None,
+            note_md=note_md,
+            affected_resources=list(affected_resources) if affected_resources is not None else None,
+            idempotency_key=idempotency_key,
+        )
+        return ProposalRevision.from_dict(self.call("proposal.attach_patch", args, actor))
+
+    def acquire_claim(
+        self,
+        actor: Actor,
+        resource_id: str,
+        *,
+        type: str = "write",
+        ttl_s: int = 900,
+        task_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Claim:
+        """``claim.acquire``: claim a resource (``file:PATH``,
+        ``symbol:PATH#NAME``…) for ``ttl_s`` seconds."""
+        args = _put(
+            {"resource_id": resource_id, "type": type, "ttl_s": ttl_s},
+            task_id=task_id,
+            idempotency_key=idempotency_key,
+        )
+        return Claim.from_dict(self.call("claim.acquire", args, actor)["claim"])
+
+    def cast_vote(
+        self,
+        actor: Actor,
+        proposal_id: str,
+        revision: int,
+        vote: str,
+        *,
+        reason_md: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Vote:
+        """``vote.cast``: ``approve``, ``approve_with_notes``, ``revise``,
+        ``reject``, ``veto`` or ``abstain`` on one revision."""
+        args = _put(
+            {"proposal_id": proposal_id, "revision": revision, "vote": vote},
+            reason_md=reason_md,
+            idempotency_key=idempotency_key,
+        )
+        return Vote.from_dict(self.call("vote.cast", args, actor)["vote"])
+
+    def validate(self, actor: Actor, proposal_id: str, *, revision: Optional[int] = None) -> ValidationReport:
+        """``patch.validate``: every gate for a revision (the latest by
+        default); read-only."""
+        args = _put({"proposal_id": proposal_id}, revision=revision)
+        return ValidationReport.from_dict(self.call("patch.validate", args, actor))
+
+    def apply(
+        self,
+        actor: Actor,
+        proposal_id: str,
+        revision: int,
+        *,
+        transaction_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Applied:
+        """``patch.apply``: apply a valid revision as one transaction (a
+        failing gate raises :class:`ValidationFailed` with the ``.report``)."""
+        args = _put(
+            {"proposal_id": proposal_id, "revision": revision},
+            transaction_id=transaction_id,
+            idempotency_key=idempotency_key,
+        )
+        return Applied.from_dict(self.call("patch.apply", args, actor))
+
+    def rollback(self, actor: Actor, transaction_id: str, *, idempotency_key: Optional[str] = None) -> RolledBack:
+        """``transaction.rollback``: restore the exact bytes and modes an
+        applied transaction replaced."""
+        args = _put({"transaction_id": transaction_id}, idempotency_key=idempotency_key)
+        return RolledBack.from_dict(self.call("transaction.rollback", args, actor))
+
+    def events(
+        self,
+        actor: Actor,
+        *,
+        proposal_id: Optional[str] = None,
+        since_seq: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> EventPage:
+        """``events.list``: a page of the audit log, oldest first."""
+        args = _put({}, proposal_id=proposal_id, since_seq=since_seq, limit=limit)
+        return EventPage.from_dict(self.call("events.list", args, actor))
+
+
+def open(
+    root: StrPath,
+    *,
+    durability: str = "full",
+    busy_timeout_ms: Optional[int] = None,
+    max_patch_bytes: Optional[int] = None,
+    max_files: Optional[int] = None,
+) -> Engine:
+    """Open the workspace at ``root`` (creating its store when absent).
+
+    ``durability``: ``"full"`` (fsync every commit), ``"normal"`` or
+    ``"off"``. Use the engine as a context manager to close it.
+    """
+    options = _put(
+        {"durability": durability},
+        busy_timeout_ms=busy_timeout_ms,
+        max_patch_bytes=max_patch_bytes,
+        max_files=max_files,
+    )
+    return Engine(_roundtable.Engine.open(os.fspath(root), options))
+
+
+def parse_patch(data: Patch, *, strip: int = 1) -> Dict[str, Any]:
+    """Parse a unified/git diff (GIL released): ``{"files": [...]}``, each with
+    ``old_path``, ``new_path``, ``status``, modes, ``binary``, ``hunks`` and
+    line counts. Raises :class:`InvalidPatch` naming the line."""
+    return _roundtable.parse_patch(data, strip=strip)
+
+
+def apply_patch(root: StrPath, data: Patch, *, check: bool = False, strip: int = 1) -> List[Dict[str, Any]]:
+    """Apply a patch to the directory ``root``, all or nothing (GIL
+    released); with ``check``, only verify. The ``{"path", "action"}`` of
+    every path written or removed."""
+    return _roundtable.apply_patch(os.fspath(root), data, check=check, strip=strip)
+
+
+def tools() -> List[Dict[str, Any]]:
+    """Every tool: ``name``, ``description``, ``mutates``, ``input_schema``,
+    ``output_schema``."""
+    return _roundtable.tools()

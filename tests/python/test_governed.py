@@ -1,0 +1,132 @@
+"""A whole governed change through the typed API, as the CLI demo runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import roundtable
+from conftest import ALICE, BOB, CAROL, FIRST_PATCH, HOST, LIB_RS, SAM, SECOND_PATCH, register
+
+
+def test_full_governed_change(repo: Path, engine: roundtable.Engine) -> None:
+    register(engine)
+
+    claim = engine.acquire_claim(ALICE, "symbol:src/lib.rs#greet", ttl_s=900, task_id="excited-greeting")
+    assert isinstance(claim, roundtable.Claim)
+    assert claim.resource_id == "symbol:src/lib.rs#greet"
+    assert claim.span == roundtable.LineSpan(1, 3)
+    assert claim.status == "active" and claim.token >= 1
+    with pytest.raises(roundtable.Conflict) as clash:
+        engine.acquire_claim(BOB, "file:src/lib.rs")
+    assert clash.value.code == "conflict"
+
+    created = engine.create_proposal(
+        ALICE,
+        task_id="excited-greeting",
+        title="Greet with an exclamation mark",
+        summary_md="`greet` ends with `!`.",
+        risk="critical",
+        patch=FIRST_PATCH,
+        affected_resources=["symbol:src/lib.rs#greet"],
+    )
+    pid = created.proposal.id
+    assert created.revision.number == 1
+    assert created.proposal.risk == "critical"
+    assert [f.path for f in created.revision.changeset] == ["src/lib.rs"]
+    assert created.revision.created_by == ALICE
+    assert created.to_dict()["proposal"]["id"] == pid
+    assert "Proposal(id=" in repr(created.proposal)
+
+    first = engine.validate(HOST, pid)
+    assert not first.valid
+    assert first.stage("coverage").status == "failed"
+    assert "coverage" in first.failed
+
+    revised = engine.attach_patch(
+        ALICE, pid, expected_revision=1, patch=SECOND_PATCH.encode(), note_md="Only `greet` changes now."
+    )
+    assert revised.revision.number == 2
+    assert engine.validate(HOST, pid).stage("coverage").status == "passed"
+
+    plan = engine.call("proposal.request_review", {"proposal_id": pid}, ALICE)
+    assert plan["review_plan"]
+
+    with pytest.raises(roundtable.Forbidden) as own:
+        engine.cast_vote(ALICE, pid, 2, "approve")
+    assert own.value.code == "forbidden"
+    vote = engine.cast_vote(BOB, pid, 2, "approve", reason_md="Reads well.")
+    assert (vote.agent_id, vote.vote, vote.revision) == ("bob", "approve", 2)
+    engine.cast_vote(SAM, pid, 2, "approve_with_notes", reason_md="Fine.")
+    engine.call("security.review", {"proposal_id": pid, "revision": 2, "verdict": "pass"}, SAM)
+    engine.call("human.approve", {"proposal_id": pid, "revision": 2, "note_md": "Ship it."}, CAROL)
+
+    ready = engine.validate(HOST, pid)
+    assert ready.valid, ready.failed
+
+    applied = engine.apply(HOST, pid, 2)
+    assert applied.proposal.status == "applied"
+    assert applied.transaction.status == "applied" or applied.transaction.status == "committed"
+    assert applied.transaction.file_count == 1
+    assert applied.validation.valid
+    assert "Hello, {name}!" in (repo / "src" / "lib.rs").read_text()
+
+    rolled = engine.rollback(HOST, applied.transaction.id)
+    assert rolled.transaction.rollback_of == applied.transaction.id
+    assert (repo / "src" / "lib.rs").read_text() == LIB_RS
+
+    page = engine.events(HOST, proposal_id=pid)
+    assert len(page) >= 5
+    assert page.events[0].proposal_id == pid
+    assert all(e.seq < f.seq for e, f in zip(page.events, page.events[1:]))
+    chain = engine.call("events.verify", {}, HOST)
+    assert chain["valid"] is True
+
+
+def test_records_are_frozen(engine: roundtable.Engine) -> None:
+    register(engine)
+    claim = engine.acquire_claim(ALICE, "file:README.md")
+    with pytest.raises(AttributeError):
+        claim.status = "released"  # type: ignore[misc]
+    assert claim.to_dict()["id"] == claim.id
+    d = claim.to_dict()
+    d["id"] = "changed"
+    assert claim.to_dict()["id"] == claim.id
+
+
+def test_actor() -> None:
+    a = roundtable.Actor.agent("alice")
+    assert (a.kind, a.id) == ("agent", "alice")
+    assert repr(a) == "Actor.agent('alice')" or repr(a) == 'Actor.agent("alice")'
+    assert str(a) == "agent:alice"
+    assert a == roundtable.Actor.parse("agent:alice")
+    assert a != roundtable.Actor.human("alice")
+    assert len({a, roundtable.Actor.agent("alice")}) == 1
+    with pytest.raises(roundtable.InvalidArgument):
+        roundtable.Actor.agent("")
+
+
+def test_parse_and_apply_patch(repo: Path) -> None:
+    summary = roundtable.parse_patch(SECOND_PATCH.encode())
+    (f,) = summary["files"]
+    assert f["new_path"] == "src/lib.rs"
+    assert f["added_lines"] == 1 and f["removed_lines"] == 1
+    assert roundtable.apply_patch(repo, SECOND_PATCH, check=True) == [{"path": "src/lib.rs", "action": "write"}]
+    assert (repo / "src" / "lib.rs").read_text() == LIB_RS
+    roundtable.apply_patch(repo, SECOND_PATCH.encode())
+    assert "Hello, {name}!" in (repo / "src" / "lib.rs").read_text()
+
+
+def test_closed_engine(repo: Path) -> None:
+    e = roundtable.open(repo)
+    e.close()
+    e.close()
+    assert e.closed
+    with pytest.raises(ValueError, match="closed"):
+        e.call("events.verify", {}, HOST)
+
+
+def test_tools_listed() -> None:
+    names = {t["name"] for t in roundtable.tools()}
+    assert {"proposal.create", "patch.apply", "transaction.rollback", "events.list"} <= names

@@ -1,0 +1,45 @@
+"""The stubs match the extension (mypy.stubtest) and a typed host program
+passes `mypy --strict`. scripts/test-python runs both directly and sets
+RT_STATIC_CHECKED=1 so they are not run twice."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+skip = pytest.mark.skipif(os.environ.get("RT_STATIC_CHECKED") == "1", reason="run by scripts/test-python directly")
+
+
+def run(*args: str, cwd: Path = HERE) -> None:
+    env = dict(os.environ)
+    env.setdefault("MYPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "roundtable-mypy-cache"))
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@skip
+def test_stubtest(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    # stubtest writes its cache into the working directory: not the tree's.
+    run("mypy.stubtest", "roundtable._roundtable", cwd=tmp_path)
+
+
+@skip
+def test_typed_usage_passes_mypy_strict() -> None:
+    pytest.importorskip("mypy")
+    run("mypy", "--strict", "--no-incremental", str(HERE / "typed_usage.py"))
+    run("mypy", "--strict", "--no-incremental", "-p", "roundtable")
+
+
+def test_typed_usage_runs(tmp_path: Path) -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        import typed_usage
+    finally:
+        sys.path.remove(str(HERE))
+    assert typed_usage.run(tmp_path) == "1 file, 1 change"

@@ -155,7 +155,11 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     say(&format!(
         "roundtable demo: one governed change in {} ({})",
         root.display(),
-        if git { "a fresh git repository" } else { "git is not installed: a plain directory" }
+        if git {
+            "a fresh git repository"
+        } else {
+            "git is not installed: a plain directory"
+        }
     ));
 
     let engine = Engine::open(root, EngineOptions::default())?;
@@ -166,10 +170,26 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     let carol = Actor::human(id("carol")?);
     let call = |tool: &str, args: Value, actor: &Actor| engine.call(tool, args, actor);
 
-    call("agent.register", json!({"agent_id": "alice", "roles": ["author"]}), &host)?;
-    call("agent.register", json!({"agent_id": "bob", "roles": ["reviewer"]}), &host)?;
-    call("agent.register", json!({"agent_id": "sam", "roles": ["reviewer", "security"]}), &host)?;
-    call("task.create", json!({"task_id": "excited-greeting", "title": "Greet with more enthusiasm"}), &host)?;
+    call(
+        "agent.register",
+        json!({"agent_id": "alice", "roles": ["author"]}),
+        &host,
+    )?;
+    call(
+        "agent.register",
+        json!({"agent_id": "bob", "roles": ["reviewer"]}),
+        &host,
+    )?;
+    call(
+        "agent.register",
+        json!({"agent_id": "sam", "roles": ["reviewer", "security"]}),
+        &host,
+    )?;
+    call(
+        "task.create",
+        json!({"task_id": "excited-greeting", "title": "Greet with more enthusiasm"}),
+        &host,
+    )?;
     step(
         "register",
         "author alice; reviewers bob and sam (security); human carol approves; task excited-greeting".into(),
@@ -183,10 +203,17 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
         json!({"resource_id": "symbol:src/lib.rs#greet", "type": "write", "ttl_s": 900, "task_id": "excited-greeting"}),
         &alice,
     )?;
-    let clash = call("claim.acquire", json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 900}), &bob)
-        .err()
-        .map(|e| e.code());
-    verify(clash == Some(ErrorCode::Conflict), "an overlapping write claim is refused")?;
+    let clash = call(
+        "claim.acquire",
+        json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 900}),
+        &bob,
+    )
+    .err()
+    .map(|e| e.code());
+    verify(
+        clash == Some(ErrorCode::Conflict),
+        "an overlapping write claim is refused",
+    )?;
     step(
         "claim",
         format!(
@@ -213,11 +240,20 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     );
 
     let first = call("patch.validate", json!({"proposal_id": pid}), &host)?;
-    let coverage_failed = first["stages"]
-        .as_array()
-        .is_some_and(|s| s.iter().any(|s| s["name"] == "coverage" && s["status"] == "failed"));
-    verify(first["valid"] == false && coverage_failed, "revision 1 is not covered by the claim")?;
-    step("validate", report_line(&first), json!({"report": first}), say);
+    let coverage_failed = first["stages"].as_array().is_some_and(|s| {
+        s.iter()
+            .any(|s| s["name"] == "coverage" && s["status"] == "failed")
+    });
+    verify(
+        first["valid"] == false && coverage_failed,
+        "revision 1 is not covered by the claim",
+    )?;
+    step(
+        "validate",
+        report_line(&first),
+        json!({"report": first}),
+        say,
+    );
 
     let revised = call(
         "proposal.attach_patch",
@@ -227,9 +263,10 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     )?;
     verify(revised["revision"]["number"] == 2, "revision 2")?;
     let second = call("patch.validate", json!({"proposal_id": pid}), &host)?;
-    let coverage_passed = second["stages"]
-        .as_array()
-        .is_some_and(|s| s.iter().any(|s| s["name"] == "coverage" && s["status"] == "passed"));
+    let coverage_passed = second["stages"].as_array().is_some_and(|s| {
+        s.iter()
+            .any(|s| s["name"] == "coverage" && s["status"] == "passed")
+    });
     verify(coverage_passed, "revision 2 is covered")?;
     step(
         "revise",
@@ -238,26 +275,61 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
         say,
     );
 
-    let requested = call("proposal.request_review", json!({"proposal_id": pid}), &alice)?;
+    let requested = call(
+        "proposal.request_review",
+        json!({"proposal_id": pid}),
+        &alice,
+    )?;
     let plan: Vec<String> = requested["review_plan"]
         .as_array()
         .map(|needs| {
             needs
                 .iter()
-                .map(|n| format!("{} ← {}", n["requirement"].as_str().unwrap_or("?"), n["candidates"]))
+                .map(|n| {
+                    format!(
+                        "{} ← {}",
+                        n["requirement"].as_str().unwrap_or("?"),
+                        n["candidates"]
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
-    step("review", format!("review plan: {}", plan.join("; ")), json!({"review_plan": requested["review_plan"]}), say);
+    step(
+        "review",
+        format!("review plan: {}", plan.join("; ")),
+        json!({"review_plan": requested["review_plan"]}),
+        say,
+    );
 
-    let own = call("vote.cast", json!({"proposal_id": pid, "revision": 2, "vote": "approve"}), &alice)
-        .err()
-        .map(|e| e.code());
+    let own = call(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 2, "vote": "approve"}),
+        &alice,
+    )
+    .err()
+    .map(|e| e.code());
     verify(own == Some(ErrorCode::Forbidden), "the author cannot vote")?;
-    call("vote.cast", json!({"proposal_id": pid, "revision": 2, "vote": "approve", "reason_md": "Reads well."}), &bob)?;
-    call("vote.cast", json!({"proposal_id": pid, "revision": 2, "vote": "approve_with_notes", "reason_md": "Fine; no input reaches the format string."}), &sam)?;
-    call("security.review", json!({"proposal_id": pid, "revision": 2, "verdict": "pass", "note_md": "No security impact."}), &sam)?;
-    call("human.approve", json!({"proposal_id": pid, "revision": 2, "note_md": "Ship it."}), &carol)?;
+    call(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 2, "vote": "approve", "reason_md": "Reads well."}),
+        &bob,
+    )?;
+    call(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 2, "vote": "approve_with_notes", "reason_md": "Fine; no input reaches the format string."}),
+        &sam,
+    )?;
+    call(
+        "security.review",
+        json!({"proposal_id": pid, "revision": 2, "verdict": "pass", "note_md": "No security impact."}),
+        &sam,
+    )?;
+    call(
+        "human.approve",
+        json!({"proposal_id": pid, "revision": 2, "note_md": "Ship it."}),
+        &carol,
+    )?;
     let ready = call("patch.validate", json!({"proposal_id": pid}), &host)?;
     verify(ready["valid"] == true, "valid once approved")?;
     step(
@@ -267,10 +339,17 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
         say,
     );
 
-    let applied = call("patch.apply", json!({"proposal_id": pid, "revision": 2}), &host)?;
+    let applied = call(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 2}),
+        &host,
+    )?;
     let tid = text(&applied, "/transaction/id")?.to_owned();
     let after = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
-    verify(after.contains("Hello, {name}!") && applied["proposal"]["status"] == "applied", "the change landed")?;
+    verify(
+        after.contains("Hello, {name}!") && applied["proposal"]["status"] == "applied",
+        "the change landed",
+    )?;
     step(
         "apply",
         format!(
@@ -304,9 +383,16 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
         say,
     );
 
-    let rolled = call("transaction.rollback", json!({"transaction_id": tid}), &host)?;
+    let rolled = call(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &host,
+    )?;
     let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
-    verify(restored == LIB_RS, "the rollback restored the original bytes")?;
+    verify(
+        restored == LIB_RS,
+        "the rollback restored the original bytes",
+    )?;
     step(
         "rollback",
         format!(
@@ -321,7 +407,11 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     verify(chain["valid"] == true, "the audit log verifies")?;
     step(
         "audit",
-        format!("{} events, hash chain valid, head {}", chain["checked"], chain["head_digest"].as_str().unwrap_or("?")),
+        format!(
+            "{} events, hash chain valid, head {}",
+            chain["checked"],
+            chain["head_digest"].as_str().unwrap_or("?")
+        ),
         json!({"events": chain["checked"], "head_digest": chain["head_digest"]}),
         say,
     );

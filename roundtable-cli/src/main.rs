@@ -262,9 +262,10 @@ fn call(tool: &str, root: &Path, actor: &str, args: &str) -> Result<String, Tool
     }
     let bytes = read_args(args)?;
     let engine = Engine::open(&absolute(root), EngineOptions::default())?;
-    to_json(&human::spinner(tool, || engine.call_json(tool, &bytes, &actor))?)
+    to_json(&human::spinner(tool, || {
+        engine.call_json(tool, &bytes, &actor)
+    })?)
 }
-
 
 fn run(command: Command) -> Result<String, ToolError> {
     match command {
@@ -300,7 +301,9 @@ fn run(command: Command) -> Result<String, ToolError> {
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
         Command::State { root } => {
-            let state = human::spinner("hashing the tree", || roundtable::state::compute_state(&root))?;
+            let state = human::spinner("hashing the tree", || {
+                roundtable::state::compute_state(&root)
+            })?;
             to_json(
                 &json!({ "state": state.state, "git_head": state.git_head, "files": state.files }),
             )
@@ -328,7 +331,7 @@ fn print(text: &str) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits 2 on usage errors
-    // The human commands report a refusal as readable text unless --json.
+                            // The human commands report a refusal as readable text unless --json.
     let readable = matches!(&cli.command, Command::Human(c) if !c.json());
     match run(cli.command) {
         Ok(text) => {

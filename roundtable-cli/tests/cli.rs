@@ -321,7 +321,10 @@ fn demo_runs_every_step() {
         .collect();
     assert_eq!(
         steps,
-        ["register", "claim", "propose", "validate", "revise", "review", "approve", "apply", "show", "rollback", "audit"]
+        [
+            "register", "claim", "propose", "validate", "revise", "review", "approve", "apply",
+            "show", "rollback", "audit"
+        ]
     );
     // The first validation fails on coverage (a hunk outside the claimed
     // symbol); the repaired revision is covered.
@@ -336,7 +339,10 @@ fn demo_runs_every_step() {
             .map(|s| s["status"].clone())
     };
     assert_eq!(status(first, "coverage"), Some(json!("failed")));
-    assert_eq!(status(&json["steps"][4]["report"], "coverage"), Some(json!("passed")));
+    assert_eq!(
+        status(&json["steps"][4]["report"], "coverage"),
+        Some(json!("passed"))
+    );
     assert_eq!(json["steps"][6]["report"]["valid"], true);
     assert_eq!(json["steps"][7]["transaction"]["status"], "applied");
     assert_eq!(json["steps"][9]["transaction"]["kind"], "rollback");
@@ -348,12 +354,27 @@ fn demo_prints_readable_steps() {
         .arg("demo")
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).expect("utf-8");
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("roundtable demo: one governed change in "), "{text}");
-    assert!(lines.iter().any(|l| l.starts_with(" 4. validate  not valid")), "{text}");
-    assert!(lines.iter().any(|l| l.starts_with("10. rollback ")), "{text}");
+    assert!(
+        lines[0].starts_with("roundtable demo: one governed change in "),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(" 4. validate  not valid")),
+        "{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("10. rollback ")),
+        "{text}"
+    );
     assert_eq!(lines.last(), Some(&"ok: every step checked"), "{text}");
 }
 

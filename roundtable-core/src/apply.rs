@@ -11,8 +11,9 @@
 //!    existence) and the expected after digests — is committed durably
 //!    before the first file is touched;
 //! 3. the files are written through staged temporary files and renames
-//!    ([`Workspace::apply_changeset_with`]), flushed with one `syncfs` after
-//!    staging and one after the renames;
+//!    ([`apply_changeset_with`](crate::workspace::Workspace::apply_changeset_with))
+//!    and flushed: file by file for a few files, with one `syncfs` after
+//!    staging and one after the renames for many;
 //! 4. `applied`, the caller's own state changes (proposal `applied`, claims
 //!    released) and the event commit in one SQL transaction.
 //!
@@ -232,7 +233,10 @@ impl Transaction {
     /// The transaction named `id`, or `not_found`.
     pub(crate) fn load(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Transaction, ToolError> {
         tx.query_row(
-            &format!("SELECT {} FROM transactions t WHERE t.id = ?1", Transaction::COLUMNS),
+            &format!(
+                "SELECT {} FROM transactions t WHERE t.id = ?1",
+                Transaction::COLUMNS
+            ),
             [id],
             Transaction::from_row,
         )
@@ -254,7 +258,10 @@ fn enum_from_sql_kind(s: &str) -> rusqlite::Result<TransactionKind> {
 }
 
 /// A transaction's journal, in path order.
-pub(crate) fn journal(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Vec<JournalFile>, ToolError> {
+pub(crate) fn journal(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+) -> Result<Vec<JournalFile>, ToolError> {
     let mut stmt = tx.prepare(
         "SELECT path, operation, before_digest, before_executable, after_digest, after_executable
          FROM transaction_files WHERE transaction_id = ?1 ORDER BY path",
@@ -311,11 +318,18 @@ fn spell(state: &Option<(String, bool)>) -> String {
 }
 
 /// Compare every journaled path with the files.
-pub(crate) fn compare(engine: &Engine, files: &[JournalFile]) -> Result<Vec<PathReport>, ToolError> {
+pub(crate) fn compare(
+    engine: &Engine,
+    files: &[JournalFile],
+) -> Result<Vec<PathReport>, ToolError> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
-            ToolError::new(ErrorCode::Database, format!("journal path {}: {e}", f.path), json!({}))
+            ToolError::new(
+                ErrorCode::Database,
+                format!("journal path {}: {e}", f.path),
+                json!({}),
+            )
         })?;
         let now = engine
             .workspace()
@@ -370,7 +384,10 @@ pub(crate) fn restore_changeset(
                     if Digest::of(&bytes) != digest {
                         return Err(ToolError::new(
                             ErrorCode::Database,
-                            format!("the before snapshot of {} does not match its digest", f.path),
+                            format!(
+                                "the before snapshot of {} does not match its digest",
+                                f.path
+                            ),
                             json!({"path": f.path, "digest": d}),
                         ));
                     }
@@ -410,7 +427,8 @@ pub(crate) fn restore_changeset(
             after,
         });
     }
-    Changeset::new(changes).map_err(|e| ToolError::new(ErrorCode::Database, e.to_string(), json!({})))
+    Changeset::new(changes)
+        .map_err(|e| ToolError::new(ErrorCode::Database, e.to_string(), json!({})))
 }
 
 fn set_digest(states: impl Iterator<Item = (String, Option<(String, bool)>)>) -> String {
@@ -471,15 +489,18 @@ pub(crate) fn execute<T>(
 ) -> Result<T, ToolError> {
     let durability = engine.options().durability;
     let files = plan.changeset.files();
-    let before_digest = set_digest(
-        files
-            .iter()
-            .map(|f| (f.path.to_string(), f.before.map(|m| (m.digest.to_string(), m.executable)))),
-    );
+    let before_digest = set_digest(files.iter().map(|f| {
+        (
+            f.path.to_string(),
+            f.before.map(|m| (m.digest.to_string(), m.executable)),
+        )
+    }));
     let after_digest = set_digest(files.iter().map(|f| {
         (
             f.path.to_string(),
-            f.after.as_ref().map(|c| (Digest::of(&c.data).to_string(), c.executable)),
+            f.after
+                .as_ref()
+                .map(|c| (Digest::of(&c.data).to_string(), c.executable)),
         )
     }));
     let id = plan.id.as_str();
@@ -583,11 +604,22 @@ pub(crate) fn execute<T>(
             "UPDATE transactions SET status = 'applied', finished_at = ?2 WHERE id = ?1",
             params![id, cx.now.0],
         )?;
-        phase(&cx, id, "written", "done", json!({"files": files.len(), "durable": durable}))?;
+        phase(
+            &cx,
+            id,
+            "written",
+            "done",
+            json!({"files": files.len(), "durable": durable}),
+        )?;
         let transaction = Transaction::load(tx, id)?;
         let out = finish(&cx, &transaction)?;
         phase(&cx, id, "applied", "done", json!({}))?;
-        cx.event("transaction.applied", id, Some(plan.proposal_id), json!({"kind": plan.kind, "files": files.len()}))?;
+        cx.event(
+            "transaction.applied",
+            id,
+            Some(plan.proposal_id),
+            json!({"kind": plan.kind, "files": files.len()}),
+        )?;
         Ok(out)
     });
     match finished {
@@ -618,7 +650,12 @@ pub struct Recovery {
 
 /// Put transaction `id` (left `applying`) back to its before state; the
 /// caller holds the apply lock.
-pub(crate) fn recover_one(engine: &Engine, actor: &Actor, id: &str, why: &str) -> Result<Recovery, ToolError> {
+pub(crate) fn recover_one(
+    engine: &Engine,
+    actor: &Actor,
+    id: &str,
+    why: &str,
+) -> Result<Recovery, ToolError> {
     let (files, proposal_id) = engine.store().read(|tx| {
         let t = Transaction::load(tx, id)?;
         Ok::<_, ToolError>((journal(tx, id)?, t.proposal_id))
@@ -633,7 +670,11 @@ pub(crate) fn recover_one(engine: &Engine, actor: &Actor, id: &str, why: &str) -
     let leftovers = engine.workspace().remove_leftovers(&paths)?;
     let recovery = Recovery {
         transaction_id: id.to_owned(),
-        restored: changeset.files().iter().map(|f| f.path.to_string()).collect(),
+        restored: changeset
+            .files()
+            .iter()
+            .map(|f| f.path.to_string())
+            .collect(),
         already_before: reports
             .iter()
             .filter(|r| r.state == PathState::AtBefore)
@@ -669,7 +710,8 @@ pub(crate) fn recover_one(engine: &Engine, actor: &Actor, id: &str, why: &str) -
 /// flight, not crashed).
 pub fn recover(engine: &Engine) -> Result<Vec<Recovery>, ToolError> {
     let pending: Vec<String> = engine.store().read(|tx| {
-        let mut stmt = tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
+        let mut stmt =
+            tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
         let ids = stmt
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
@@ -684,7 +726,8 @@ pub fn recover(engine: &Engine) -> Result<Vec<Recovery>, ToolError> {
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     // Re-read under the lock: the applier may have finished meanwhile.
     let pending: Vec<String> = engine.store().read(|tx| {
-        let mut stmt = tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
+        let mut stmt =
+            tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
         let ids = stmt
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
@@ -692,6 +735,13 @@ pub fn recover(engine: &Engine) -> Result<Vec<Recovery>, ToolError> {
     })?;
     pending
         .iter()
-        .map(|id| recover_one(engine, &actor, id, "found applying when the workspace was opened"))
+        .map(|id| {
+            recover_one(
+                engine,
+                &actor,
+                id,
+                "found applying when the workspace was opened",
+            )
+        })
         .collect()
 }

@@ -79,7 +79,6 @@ pub struct Uncovered {
     pub insertions: Vec<u32>,
 }
 
-
 /// Whether some claim covers `path` as a whole file (a file or directory
 /// claim), so its line changes do not matter.
 pub fn file_covered(path: &RepoPath, claims: &[Scope]) -> bool {
@@ -257,7 +256,10 @@ mod tests {
             removed: vec![],
             insertions: vec![9],
         };
-        assert_eq!(uncovered(&ch(&after_end), std::slice::from_ref(&f))[0].insertions, [9]);
+        assert_eq!(
+            uncovered(&ch(&after_end), std::slice::from_ref(&f))[0].insertions,
+            [9]
+        );
         // Two claimed spans together cover a change across both.
         let g = claim("symbol:src/a.rs#g", Some((10, 12)));
         assert!(uncovered(&ch(&past), &[f, g]).is_empty());

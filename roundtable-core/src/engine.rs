@@ -54,7 +54,10 @@ impl EngineOptions {
             max_files: Option<usize>,
         }
         if !value.is_object() {
-            return Err(ToolError::invalid_argument("", "the options must be a JSON object"));
+            return Err(ToolError::invalid_argument(
+                "",
+                "the options must be a JSON object",
+            ));
         }
         let raw: Raw = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
             let path = e.path().to_string();

@@ -451,7 +451,10 @@ impl Workspace {
         let per_file = durable && changeset.files().len() <= PER_FILE_SYNC_LIMIT;
         let mut staged = Vec::with_capacity(writes.len());
         for (path, content) in writes {
-            staged.push((path, self.stage(path, &content.data, content.executable, per_file)?));
+            staged.push((
+                path,
+                self.stage(path, &content.data, content.executable, per_file)?,
+            ));
         }
         if durable && !per_file {
             self.syncfs(changeset)?;
@@ -494,7 +497,8 @@ impl Workspace {
                 let rp = RepoPath::from_bytes(dir.as_bytes())?;
                 match self.parent(&rp)? {
                     Some((parent, name)) => {
-                        match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty()) {
+                        match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty())
+                        {
                             Ok(fd) => Arc::new(fd),
                             // Removed by the change: its parent is flushed too.
                             Err(_) => continue,
@@ -537,10 +541,13 @@ impl Workspace {
             } else {
                 let rp = RepoPath::from_bytes(dir.as_bytes())?;
                 match self.parent(&rp)? {
-                    Some((parent, name)) => match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty()) {
-                        Ok(fd) => Arc::new(fd),
-                        Err(_) => continue,
-                    },
+                    Some((parent, name)) => {
+                        match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty())
+                        {
+                            Ok(fd) => Arc::new(fd),
+                            Err(_) => continue,
+                        }
+                    }
                     None => continue,
                 }
             };
@@ -550,7 +557,11 @@ impl Workspace {
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect();
             for name in names {
-                let shown = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+                let shown = if dir.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{dir}/{name}")
+                };
                 if name.starts_with(".rt-stage-") {
                     rustix::fs::unlinkat(&*fd, name.as_str(), AtFlags::empty())
                         .map_err(|e| io(&shown, errno(e)))?;
@@ -558,7 +569,10 @@ impl Workspace {
                 } else if dir.is_empty() && name.starts_with(".rt-backup-") {
                     let backups = rustix::fs::openat(&*fd, name.as_str(), DIR_FLAGS, Mode::empty())
                         .map_err(|e| io(&shown, errno(e)))?;
-                    for entry in rustix::fs::Dir::read_from(&backups).map_err(|e| io(&shown, errno(e)))?.flatten() {
+                    for entry in rustix::fs::Dir::read_from(&backups)
+                        .map_err(|e| io(&shown, errno(e)))?
+                        .flatten()
+                    {
                         let n = entry.file_name().to_string_lossy().into_owned();
                         if n != "." && n != ".." {
                             rustix::fs::unlinkat(&backups, n.as_str(), AtFlags::empty())

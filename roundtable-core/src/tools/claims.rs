@@ -102,13 +102,16 @@ impl Claim {
 
     /// The claim's resource and span.
     pub(crate) fn scope(&self) -> Result<Scope, ToolError> {
-        let resource: Resource = self.resource_id.parse().map_err(|e: crate::resource::ResourceError| {
-            ToolError::new(
-                crate::ErrorCode::Database,
-                format!("stored claim {} has a bad resource id: {e}", self.id),
-                json!({"claim_id": self.id}),
-            )
-        })?;
+        let resource: Resource =
+            self.resource_id
+                .parse()
+                .map_err(|e: crate::resource::ResourceError| {
+                    ToolError::new(
+                        crate::ErrorCode::Database,
+                        format!("stored claim {} has a bad resource id: {e}", self.id),
+                        json!({"claim_id": self.id}),
+                    )
+                })?;
         Ok(Scope {
             resource,
             span: self.span,
@@ -152,7 +155,10 @@ pub(crate) struct ResourceState {
 }
 
 /// Read `resource` from the workspace (only what it names).
-pub(crate) fn resource_state(engine: &Engine, resource: &Resource) -> Result<ResourceState, ToolError> {
+pub(crate) fn resource_state(
+    engine: &Engine,
+    resource: &Resource,
+) -> Result<ResourceState, ToolError> {
     match resource {
         Resource::File(path) => Ok(ResourceState {
             digest: match engine.workspace().read(path)? {
@@ -175,7 +181,8 @@ pub(crate) fn resource_state(engine: &Engine, resource: &Resource) -> Result<Res
             })?;
             let symbol = crate::symbols::resolve(path, &file.data, name)?;
             Ok(ResourceState {
-                digest: crate::Digest::of(&file.data[symbol.start_byte..symbol.end_byte]).to_string(),
+                digest: crate::Digest::of(&file.data[symbol.start_byte..symbol.end_byte])
+                    .to_string(),
                 span: Some(LineSpan {
                     start: symbol.start_line,
                     end: symbol.end_line,
@@ -222,17 +229,28 @@ impl Tool for Acquire {
 
     keyed!();
 
-    fn prepare(engine: &Engine, actor: &Actor, args: &AcquireArgs) -> Result<ResourceState, ToolError> {
+    fn prepare(
+        engine: &Engine,
+        actor: &Actor,
+        args: &AcquireArgs,
+    ) -> Result<ResourceState, ToolError> {
         if actor.kind != ActorKind::Agent {
             return Err(ToolError::forbidden(
-                format!("{} is for agent actors; {actor} is not an agent", Self::NAME),
+                format!(
+                    "{} is for agent actors; {actor} is not an agent",
+                    Self::NAME
+                ),
                 json!({"actor": actor, "allowed_kinds": ["agent"]}),
             ));
         }
         resource_state(engine, &args.resource_id.0)
     }
 
-    fn run(cx: &Cx<'_>, args: AcquireArgs, state: ResourceState) -> Result<ClaimChanged, ToolError> {
+    fn run(
+        cx: &Cx<'_>,
+        args: AcquireArgs,
+        state: ResourceState,
+    ) -> Result<ClaimChanged, ToolError> {
         let agent = cx.enabled_agent(Self::NAME)?;
         if let Some(task) = &args.task_id {
             let exists: bool = cx.tx.query_row(
@@ -268,7 +286,13 @@ impl Tool for Acquire {
             };
             if clash {
                 let message = if same_holder {
-                    format!("{} already holds {} claim {} on {}; renew it", agent.id, other.claim_type.as_str(), other.id, other.resource_id)
+                    format!(
+                        "{} already holds {} claim {} on {}; renew it",
+                        agent.id,
+                        other.claim_type.as_str(),
+                        other.id,
+                        other.resource_id
+                    )
                 } else {
                     format!(
                         "{} overlaps {}'s write claim {} on {} (until {})",
@@ -330,14 +354,22 @@ fn require_active(claim: &Claim, operation: &str) -> Result<(), ToolError> {
     let status = super::records::enum_to_sql(&claim.status);
     Err(ToolError::new(
         crate::ErrorCode::IllegalTransition,
-        format!("claim {} is {status}; {operation} needs it to be active", claim.id),
+        format!(
+            "claim {} is {status}; {operation} needs it to be active",
+            claim.id
+        ),
         json!({"claim_id": claim.id, "status": claim.status, "allowed": ["active"], "operation": operation}),
     ))
 }
 
 /// `forbidden` unless the actor holds the claim (or, when `orchestrator_too`,
 /// is an orchestrator).
-fn require_holder(cx: &Cx<'_>, claim: &Claim, tool: &str, orchestrator_too: bool) -> Result<(), ToolError> {
+fn require_holder(
+    cx: &Cx<'_>,
+    claim: &Claim,
+    tool: &str,
+    orchestrator_too: bool,
+) -> Result<(), ToolError> {
     if orchestrator_too && cx.actor.kind == ActorKind::Orchestrator {
         return Ok(());
     }
@@ -345,7 +377,10 @@ fn require_holder(cx: &Cx<'_>, claim: &Claim, tool: &str, orchestrator_too: bool
         return Ok(());
     }
     Err(ToolError::forbidden(
-        format!("claim {} is held by {}; {} may not call {tool} on it", claim.id, claim.agent_id, cx.actor),
+        format!(
+            "claim {} is held by {}; {} may not call {tool} on it",
+            claim.id, claim.agent_id, cx.actor
+        ),
         json!({"actor": cx.actor, "holder": claim.agent_id, "reason": "not_holder"}),
     ))
 }
@@ -413,8 +448,7 @@ pub struct Release;
 
 impl Tool for Release {
     const NAME: &'static str = "claim.release";
-    const DESCRIPTION: &'static str =
-        "Release an active claim (its holder, or an orchestrator).";
+    const DESCRIPTION: &'static str = "Release an active claim (its holder, or an orchestrator).";
     const MUTATES: bool = true;
     type Args = ReleaseArgs;
     type Output = ClaimChanged;
@@ -431,7 +465,12 @@ impl Tool for Release {
             "UPDATE claims SET released_at = ?2 WHERE id = ?1",
             params![claim.id, cx.now.0],
         )?;
-        cx.event("claim.released", &claim.id, None, json!({"token": claim.token}))?;
+        cx.event(
+            "claim.released",
+            &claim.id,
+            None,
+            json!({"token": claim.token}),
+        )?;
         Ok(ClaimChanged {
             claim: Claim::load(cx, &claim.id)?,
         })
@@ -482,9 +521,9 @@ impl Tool for List {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = match &args.cursor {
             None => 0,
-            Some(c) => c
-                .seq()
-                .ok_or_else(|| ToolError::invalid_argument("cursor", "is not a cursor this tool returned"))?,
+            Some(c) => c.seq().ok_or_else(|| {
+                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
+            })?,
         };
         let status = match args.status {
             None => "",
@@ -494,8 +533,16 @@ impl Tool for List {
         };
         // Plain equality (not `?2 IS NULL OR …`) so SQLite can use the
         // agent index: a page costs O(limit).
-        let agent = if args.agent_id.is_some() { " AND agent_id = ?2" } else { " AND ?2 IS NULL" };
-        let resource = if args.resource_id.is_some() { " AND resource_id = ?3" } else { " AND ?3 IS NULL" };
+        let agent = if args.agent_id.is_some() {
+            " AND agent_id = ?2"
+        } else {
+            " AND ?2 IS NULL"
+        };
+        let resource = if args.resource_id.is_some() {
+            " AND resource_id = ?3"
+        } else {
+            " AND ?3 IS NULL"
+        };
         let sql = format!(
             "SELECT {} FROM claims WHERE seq > ?1{agent}{resource}{status} AND ?4 = ?4 ORDER BY seq LIMIT ?5",
             Claim::COLUMNS
@@ -519,6 +566,9 @@ impl Tool for List {
         } else {
             None
         };
-        Ok(ClaimPage { claims, next_cursor })
+        Ok(ClaimPage {
+            claims,
+            next_cursor,
+        })
     }
 }

@@ -261,7 +261,14 @@ impl Tool for DecisionRecord {
 
     fn run(cx: &Cx<'_>, args: DecisionRecordArgs, (): ()) -> Result<DecisionRecorded, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |_| Ok(()))?;
+        let p = judged(
+            cx,
+            &args.proposal_id,
+            args.revision,
+            OPEN,
+            Self::NAME,
+            |_| Ok(()),
+        )?;
         let decision = insert_decision(
             cx,
             &p,
@@ -316,28 +323,35 @@ impl Tool for SecurityReview {
 
     fn run(cx: &Cx<'_>, args: SecurityReviewArgs, (): ()) -> Result<SecurityReviewed, ToolError> {
         cx.require_kind(&[ActorKind::Human, ActorKind::Agent], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |p| {
-            if cx.actor.kind != ActorKind::Agent {
-                return Ok(());
-            }
-            let agent = cx.enabled_agent(Self::NAME)?;
-            if !agent.roles.iter().any(|r| r == "security") {
-                return Err(ToolError::forbidden(
-                    format!("agent {} does not have the security role", agent.id),
-                    json!({"actor": cx.actor, "required_role": "security", "reason": "missing_role"}),
-                ));
-            }
-            if agent.id == p.author {
-                return Err(ToolError::forbidden(
-                    format!(
-                        "{} is the author of {}; it cannot review its own proposal",
-                        agent.id, p.id
-                    ),
-                    json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
-                ));
-            }
-            Ok(())
-        })?;
+        let p = judged(
+            cx,
+            &args.proposal_id,
+            args.revision,
+            OPEN,
+            Self::NAME,
+            |p| {
+                if cx.actor.kind != ActorKind::Agent {
+                    return Ok(());
+                }
+                let agent = cx.enabled_agent(Self::NAME)?;
+                if !agent.roles.iter().any(|r| r == "security") {
+                    return Err(ToolError::forbidden(
+                        format!("agent {} does not have the security role", agent.id),
+                        json!({"actor": cx.actor, "required_role": "security", "reason": "missing_role"}),
+                    ));
+                }
+                if agent.id == p.author {
+                    return Err(ToolError::forbidden(
+                        format!(
+                            "{} is the author of {}; it cannot review its own proposal",
+                            agent.id, p.id
+                        ),
+                        json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
+                    ));
+                }
+                Ok(())
+            },
+        )?;
         if args.verdict == Verdict::Fail && args.note_md.is_none() {
             return Err(ToolError::invalid_argument(
                 "note_md",
@@ -409,9 +423,14 @@ impl Tool for HumanRequestApproval {
         args: HumanRequestApprovalArgs,
         (): (),
     ) -> Result<ApprovalRequested, ToolError> {
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |p| {
-            cx.require_author_or_orchestrator(&p.author, Self::NAME)
-        })?;
+        let p = judged(
+            cx,
+            &args.proposal_id,
+            args.revision,
+            OPEN,
+            Self::NAME,
+            |p| cx.require_author_or_orchestrator(&p.author, Self::NAME),
+        )?;
         let id = cx.new_id("hreq");
         let reason = args.reason_md.as_ref().map(|t| t.as_str().to_owned());
         cx.tx.execute(
@@ -476,7 +495,14 @@ impl Tool for HumanApprove {
 
     fn run(cx: &Cx<'_>, args: HumanApproveArgs, (): ()) -> Result<Approved, ToolError> {
         cx.require_kind(&[ActorKind::Human], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |_| Ok(()))?;
+        let p = judged(
+            cx,
+            &args.proposal_id,
+            args.revision,
+            OPEN,
+            Self::NAME,
+            |_| Ok(()),
+        )?;
         if let Some(request_id) = &args.request_id {
             let request: Option<(String, u32)> = cx
                 .tx
@@ -571,7 +597,14 @@ impl Tool for TestRecord {
 
     fn run(cx: &Cx<'_>, args: TestRecordArgs, (): ()) -> Result<TestRecorded, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator], Self::NAME)?;
-        let p = judged(cx, &args.proposal_id, args.revision, OPEN, Self::NAME, |_| Ok(()))?;
+        let p = judged(
+            cx,
+            &args.proposal_id,
+            args.revision,
+            OPEN,
+            Self::NAME,
+            |_| Ok(()),
+        )?;
         let duration = args
             .duration_ms
             .map(|d| {

@@ -75,7 +75,10 @@ impl PolicyRecord {
 
     fn load(tx: &rusqlite::Transaction<'_>, version: u32) -> Result<PolicyRecord, ToolError> {
         tx.query_row(
-            &format!("SELECT {} FROM policies WHERE version = ?1", PolicyRecord::COLUMNS),
+            &format!(
+                "SELECT {} FROM policies WHERE version = ?1",
+                PolicyRecord::COLUMNS
+            ),
             [version],
             PolicyRecord::from_row,
         )
@@ -85,10 +88,15 @@ impl PolicyRecord {
 }
 
 /// The policy in force: the active version, or the built-in default.
-pub(crate) fn effective(tx: &rusqlite::Transaction<'_>) -> Result<(PolicyRecord, Policy), ToolError> {
+pub(crate) fn effective(
+    tx: &rusqlite::Transaction<'_>,
+) -> Result<(PolicyRecord, Policy), ToolError> {
     let active = tx
         .query_row(
-            &format!("SELECT {} FROM policies WHERE status = 'active'", PolicyRecord::COLUMNS),
+            &format!(
+                "SELECT {} FROM policies WHERE status = 'active'",
+                PolicyRecord::COLUMNS
+            ),
             [],
             PolicyRecord::from_row,
         )
@@ -99,7 +107,10 @@ pub(crate) fn effective(tx: &rusqlite::Transaction<'_>) -> Result<(PolicyRecord,
             let policy = Policy::parse(&record.document).map_err(|e| {
                 ToolError::new(
                     crate::ErrorCode::Database,
-                    format!("the active policy (version {:?}) no longer parses: {e}", record.version),
+                    format!(
+                        "the active policy (version {:?}) no longer parses: {e}",
+                        record.version
+                    ),
                     e.details(),
                 )
             })?;
@@ -198,7 +209,11 @@ impl Tool for Set {
 
     fn run(cx: &Cx<'_>, args: SetArgs, (): ()) -> Result<PolicyResult, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
-        let version: u32 = cx.tx.query_row("SELECT COALESCE(MAX(version), 0) + 1 FROM policies", [], |r| r.get(0))?;
+        let version: u32 = cx.tx.query_row(
+            "SELECT COALESCE(MAX(version), 0) + 1 FROM policies",
+            [],
+            |r| r.get(0),
+        )?;
         let document = args.document.as_str();
         let digest = crate::Digest::of(document.as_bytes()).to_string();
         cx.tx.execute(
@@ -206,7 +221,12 @@ impl Tool for Set {
              VALUES (?1, 'draft', ?2, ?3, ?4, ?5, ?6)",
             params![version, document, digest, args.note_md.as_ref().map(|t| t.as_str()), cx.actor.to_string(), cx.now.0],
         )?;
-        cx.event("policy.drafted", &format!("policy-{version}"), None, json!({"version": version, "digest": digest}))?;
+        cx.event(
+            "policy.drafted",
+            &format!("policy-{version}"),
+            None,
+            json!({"version": version, "digest": digest}),
+        )?;
         Ok(PolicyResult {
             policy: PolicyRecord::load(cx.tx, version)?,
         })
@@ -253,13 +273,20 @@ impl Tool for Activate {
         if target.status != "draft" {
             return Err(ToolError::new(
                 crate::ErrorCode::IllegalTransition,
-                format!("policy version {} is {}; only a draft can be activated", args.version.0, target.status),
+                format!(
+                    "policy version {} is {}; only a draft can be activated",
+                    args.version.0, target.status
+                ),
                 json!({"version": args.version, "status": target.status, "allowed": ["draft"], "operation": Self::NAME}),
             ));
         }
         let retired: Option<u32> = cx
             .tx
-            .query_row("SELECT version FROM policies WHERE status = 'active'", [], |r| r.get(0))
+            .query_row(
+                "SELECT version FROM policies WHERE status = 'active'",
+                [],
+                |r| r.get(0),
+            )
             .optional()?;
         if let Some(old) = retired {
             cx.tx.execute(

@@ -589,7 +589,9 @@ impl TestResult {
             revision: r.get(2)?,
             name: r.get(3)?,
             status: enum_from_sql(&r.get::<_, String>(4)?)?,
-            duration_ms: r.get::<_, Option<i64>>(5)?.and_then(|d| u64::try_from(d).ok()),
+            duration_ms: r
+                .get::<_, Option<i64>>(5)?
+                .and_then(|d| u64::try_from(d).ok()),
             note_md: r.get(6)?,
             recorded_by: actor_from_sql(&r.get::<_, String>(7)?)?,
             created_at: Timestamp(r.get(8)?),

@@ -8,7 +8,7 @@ use super::proposals::changeset_against;
 use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};
 use super::validate::{gather, validate, StageStatus, ValidationReport};
 use super::{Cx, Tool, ToolError};
-use crate::diff::{FileStatus, FilePatch, Mode, Patch, TreeFile};
+use crate::diff::{FilePatch, FileStatus, Mode, Patch, TreeFile};
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::policy::RequirementStatus;
@@ -23,19 +23,29 @@ use std::collections::BTreeMap;
 fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
     let digest = revision.diff_digest.as_deref().unwrap_or(&revision.digest);
     let parsed: Digest = digest.parse().map_err(|e: crate::DigestError| {
-        ToolError::new(ErrorCode::Database, e.to_string(), json!({"digest": digest}))
+        ToolError::new(
+            ErrorCode::Database,
+            e.to_string(),
+            json!({"digest": digest}),
+        )
     })?;
     let bytes = crate::store::get_blob(tx, &parsed)?.ok_or_else(|| {
         ToolError::new(
             ErrorCode::Database,
-            format!("the diff of revision {} ({digest}) is missing", revision.number),
+            format!(
+                "the diff of revision {} ({digest}) is missing",
+                revision.number
+            ),
             json!({"digest": digest}),
         )
     })?;
     if Digest::of(&bytes) != parsed {
         return Err(ToolError::new(
             ErrorCode::Database,
-            format!("the diff of revision {} does not match its digest", revision.number),
+            format!(
+                "the diff of revision {} does not match its digest",
+                revision.number
+            ),
             json!({"digest": digest}),
         ));
     }
@@ -43,10 +53,17 @@ fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec
 }
 
 fn parse_diff(bytes: &[u8]) -> Result<Patch<'_>, ToolError> {
-    Ok(crate::diff::parse(bytes, &crate::diff::ParseOptions::default())?)
+    Ok(crate::diff::parse(
+        bytes,
+        &crate::diff::ParseOptions::default(),
+    )?)
 }
 
-fn load(cx: &Cx<'_>, proposal_id: &Id, revision: Option<RevisionNumber>) -> Result<(Proposal, Revision), ToolError> {
+fn load(
+    cx: &Cx<'_>,
+    proposal_id: &Id,
+    revision: Option<RevisionNumber>,
+) -> Result<(Proposal, Revision), ToolError> {
     let p = Proposal::load(cx.tx, proposal_id.as_str())?;
     let number = revision.map_or(p.latest_revision, |r| r.0);
     let r = Revision::load(cx.tx, &p.id, number)?;
@@ -228,7 +245,9 @@ impl Tool for ProposalDiff {
             Some(c) => c
                 .seq()
                 .and_then(|s| usize::try_from(s).ok())
-                .ok_or_else(|| ToolError::invalid_argument("cursor", "is not a cursor this tool returned"))?,
+                .ok_or_else(|| {
+                    ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
+                })?,
         };
         let total = patch.files().len();
         let files = patch
@@ -244,7 +263,10 @@ impl Tool for ProposalDiff {
                     Ok(s) => (Some(s), None),
                     Err(e) => {
                         use base64::Engine as _;
-                        (None, Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())))
+                        (
+                            None,
+                            Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+                        )
                     }
                 };
                 DiffSection {
@@ -269,7 +291,11 @@ impl Tool for ProposalDiff {
 /// The contents a revision was made against, for its touched paths: from
 /// the blob table when a transaction journaled them, else from the current
 /// files when they still match.
-fn before_tree(engine: &Engine, tx: &rusqlite::Transaction<'_>, changeset: &[ChangeSummary]) -> Result<BTreeMap<Vec<u8>, TreeFile>, ToolError> {
+fn before_tree(
+    engine: &Engine,
+    tx: &rusqlite::Transaction<'_>,
+    changeset: &[ChangeSummary],
+) -> Result<BTreeMap<Vec<u8>, TreeFile>, ToolError> {
     let mut tree = BTreeMap::new();
     for f in changeset {
         let Some(before) = &f.before else { continue };
@@ -354,7 +380,10 @@ fn last_segment(name: &str) -> &str {
 }
 
 /// Compare the symbols of one file before and after.
-pub(crate) fn symbol_changes(before: (&[u8], &[Symbol]), after: (&[u8], &[Symbol])) -> Vec<SymbolChange> {
+pub(crate) fn symbol_changes(
+    before: (&[u8], &[Symbol]),
+    after: (&[u8], &[Symbol]),
+) -> Vec<SymbolChange> {
     let text = |src: &[u8], s: &Symbol| src[s.start_byte..s.end_byte].to_vec();
     let by_name = |syms: &[Symbol]| {
         let mut m: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -465,9 +494,8 @@ impl Tool for ProposalSymbols {
         let mut files = Vec::new();
         for f in changeset.files() {
             let source = match &f.operation {
-                crate::changeset::Operation::Rename { from } | crate::changeset::Operation::Copy { from } => {
-                    from.clone()
-                }
+                crate::changeset::Operation::Rename { from }
+                | crate::changeset::Operation::Copy { from } => from.clone(),
                 _ => f.path.clone(),
             };
             let Some(language) = crate::symbols::Language::for_path(&f.path) else {
@@ -589,7 +617,10 @@ impl Tool for ProposalCompare {
         let (abytes, bbytes) = (diff_bytes(cx.tx, &a)?, diff_bytes(cx.tx, &b)?);
         let (apatch, bpatch) = (parse_diff(&abytes)?, parse_diff(&bbytes)?);
         let summaries = |r: &Revision| -> BTreeMap<String, ChangeSummary> {
-            r.changeset.iter().map(|f| (f.path.clone(), f.clone())).collect()
+            r.changeset
+                .iter()
+                .map(|f| (f.path.clone(), f.clone()))
+                .collect()
         };
         let (asum, bsum) = (summaries(&a), summaries(&b));
         let sections = |p: &Patch<'_>| -> BTreeMap<String, Vec<(Vec<u8>, String)>> {
@@ -620,12 +651,21 @@ impl Tool for ProposalCompare {
                 continue;
             }
             let empty = Vec::new();
-            let (ah, bh) = (ahunks.get(path).unwrap_or(&empty), bhunks.get(path).unwrap_or(&empty));
+            let (ah, bh) = (
+                ahunks.get(path).unwrap_or(&empty),
+                bhunks.get(path).unwrap_or(&empty),
+            );
             let has = |list: &[(Vec<u8>, String)], key: &[u8]| list.iter().any(|(k, _)| k == key);
-            let removed: Vec<String> =
-                ah.iter().filter(|(k, _)| !has(bh, k)).map(|(_, t)| t.clone()).collect();
-            let added: Vec<String> =
-                bh.iter().filter(|(k, _)| !has(ah, k)).map(|(_, t)| t.clone()).collect();
+            let removed: Vec<String> = ah
+                .iter()
+                .filter(|(k, _)| !has(bh, k))
+                .map(|(_, t)| t.clone())
+                .collect();
+            let added: Vec<String> = bh
+                .iter()
+                .filter(|(k, _)| !has(ah, k))
+                .map(|(_, t)| t.clone())
+                .collect();
             if removed.is_empty() && added.is_empty() {
                 continue;
             }
@@ -700,12 +740,27 @@ fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<Next
         why,
     };
     if p.status == ProposalStatus::Pending {
-        return vec![actor("author", vec![p.author.clone()], vec![], "request review (proposal.request_review)".into())];
+        return vec![actor(
+            "author",
+            vec![p.author.clone()],
+            vec![],
+            "request review (proposal.request_review)".into(),
+        )];
     }
-    let stage_failed = |name: &str| report.stages.iter().any(|s| s.name == name && s.status == StageStatus::Failed);
+    let stage_failed = |name: &str| {
+        report
+            .stages
+            .iter()
+            .any(|s| s.name == name && s.status == StageStatus::Failed)
+    };
     let mut out = Vec::new();
     if stale {
-        out.push(actor("author", vec![p.author.clone()], vec![], "the files changed since this revision: attach a new revision".into()));
+        out.push(actor(
+            "author",
+            vec![p.author.clone()],
+            vec![],
+            "the files changed since this revision: attach a new revision".into(),
+        ));
     } else if stage_failed("claims") || stage_failed("coverage") {
         out.push(actor("author", vec![p.author.clone()], vec![], "claim what the change touches, or narrow the change (see the claims and coverage stages)".into()));
     }
@@ -715,23 +770,46 @@ fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<Next
         }
         let why = r.missing.clone().unwrap_or_else(|| r.id.clone());
         let next = if r.id == "no_blocking_votes" {
-            actor("author", vec![p.author.clone()], vec![], format!("answer the blocking votes ({})", r.evidence.join(", ")))
+            actor(
+                "author",
+                vec![p.author.clone()],
+                vec![],
+                format!("answer the blocking votes ({})", r.evidence.join(", ")),
+            )
         } else if r.id == "human_approval" {
             actor("human", vec![], vec![], why)
         } else if r.id == "security_review" || r.id == "secrets" {
-            actor("security_reviewer", r.candidates.clone(), vec![crate::policy::SECURITY_ROLE.into()], why)
+            actor(
+                "security_reviewer",
+                r.candidates.clone(),
+                vec![crate::policy::SECURITY_ROLE.into()],
+                why,
+            )
         } else if r.id.starts_with("check:") {
             actor("orchestrator", vec![], vec![], why)
         } else {
-            let role = r.id.strip_prefix("role:").and_then(|s| s.split(':').next()).map(str::to_owned);
-            actor("reviewer", r.candidates.clone(), role.into_iter().collect(), why)
+            let role =
+                r.id.strip_prefix("role:")
+                    .and_then(|s| s.split(':').next())
+                    .map(str::to_owned);
+            actor(
+                "reviewer",
+                r.candidates.clone(),
+                role.into_iter().collect(),
+                why,
+            )
         };
         if !out.contains(&next) {
             out.push(next);
         }
     }
     if report.valid {
-        out.push(actor("orchestrator", vec![], vec![], "apply it (patch.apply)".into()));
+        out.push(actor(
+            "orchestrator",
+            vec![],
+            vec![],
+            "apply it (patch.apply)".into(),
+        ));
     }
     out
 }
@@ -760,10 +838,9 @@ impl Tool for ProposalStatusTool {
         }
         let evidence = gather(cx, &p.id, None)?;
         let report = validate(cx.engine, &evidence);
-        let stale = report
-            .stages
-            .iter()
-            .any(|s| (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed);
+        let stale = report.stages.iter().any(|s| {
+            (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed
+        });
         let next = next_actors(&p, &report, stale);
         Ok(StatusReport {
             can_land: report.valid,

@@ -8,8 +8,8 @@ use super::validate::{gather, validate_with_changeset, StageStatus, ValidationRe
 use super::{decode, remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
-    compare, execute, journal, restore_changeset, ApplyLock, JournalFile, PathReport, PathState, Plan,
-    Transaction, TransactionKind, TransactionStatus,
+    compare, execute, journal, restore_changeset, ApplyLock, JournalFile, PathReport, PathState,
+    Plan, Transaction, TransactionKind, TransactionStatus,
 };
 use crate::claims::{overlaps, Scope};
 use crate::clock::Timestamp;
@@ -27,12 +27,19 @@ fn orchestrator_only(actor: &Actor, tool: &str) -> Result<(), ToolError> {
         return Ok(());
     }
     Err(ToolError::forbidden(
-        format!("{tool} is for orchestrator actors; {actor} is {}", actor.kind.as_str()),
+        format!(
+            "{tool} is for orchestrator actors; {actor} is {}",
+            actor.kind.as_str()
+        ),
         json!({"actor": actor, "allowed_kinds": ["orchestrator"]}),
     ))
 }
 
-fn read_cx<T>(engine: &Engine, actor: &Actor, f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>) -> Result<T, ToolError> {
+fn read_cx<T>(
+    engine: &Engine,
+    actor: &Actor,
+    f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
     engine.store().read(|tx| {
         let cx = Cx {
             engine,
@@ -47,7 +54,10 @@ fn read_cx<T>(engine: &Engine, actor: &Actor, f: impl FnOnce(&Cx<'_>) -> Result<
 /// The before content of every touched path that exists now, checked
 /// against the changeset's preconditions (a file changed since validation
 /// is `precondition_failed`).
-fn snapshot(engine: &Engine, changeset: &crate::Changeset) -> Result<Vec<(RepoPath, Vec<u8>)>, ToolError> {
+fn snapshot(
+    engine: &Engine,
+    changeset: &crate::Changeset,
+) -> Result<Vec<(RepoPath, Vec<u8>)>, ToolError> {
     let mut out = Vec::new();
     for f in changeset.files() {
         let now = engine.workspace().read(&f.path)?;
@@ -106,27 +116,35 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
     let request = request_digest(NAME, &args);
     let key = args.idempotency_key.clone();
     if let Some(key) = &key {
-        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+        if let Some(v) = engine
+            .store()
+            .read(|tx| replay(tx, actor, key, NAME, &request))?
+        {
             return Ok(v);
         }
     }
     let _lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
     if let Some(key) = &key {
-        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+        if let Some(v) = engine
+            .store()
+            .read(|tx| replay(tx, actor, key, NAME, &request))?
+        {
             return Ok(v);
         }
     }
-    let evidence = read_cx(engine, actor, |cx| gather(cx, args.proposal_id.as_str(), Some(args.revision.0)))?;
+    let evidence = read_cx(engine, actor, |cx| {
+        gather(cx, args.proposal_id.as_str(), Some(args.revision.0))
+    })?;
     evidence
         .proposal
         .require_status(&[ProposalStatus::Pending, ProposalStatus::InReview], NAME)?;
     let (report, changeset) = validate_with_changeset(engine, &evidence);
     if !report.valid {
         let stale = report.revision != report.latest_revision
-            || report
-                .stages
-                .iter()
-                .any(|s| (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed);
+            || report.stages.iter().any(|s| {
+                (s.name == "preconditions" || s.name == "dry_run")
+                    && s.status == StageStatus::Failed
+            });
         let failed: Vec<&str> = report
             .stages
             .iter()
@@ -199,7 +217,10 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         )?;
         let mut released = Vec::new();
         for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
-            if claim.scope().is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t))) {
+            if claim
+                .scope()
+                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+            {
                 cx.tx.execute(
                     "UPDATE claims SET released_at = ?2 WHERE id = ?1",
                     params![claim.id, cx.now.0],
@@ -248,20 +269,30 @@ pub struct RolledBack {
 pub(crate) const ROLLBACK: &str = "Roll back an applied transaction (orchestrator only): restore its before snapshot as a new transaction with the same guarantees, but only if every path it touched still has its after state — otherwise conflict, listing each path with expected and actual digests. Rolling back a rollback re-applies.";
 
 /// `transaction.rollback`.
-pub(crate) fn rollback_call(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+pub(crate) fn rollback_call(
+    engine: &Engine,
+    args: Value,
+    actor: &Actor,
+) -> Result<Value, ToolError> {
     const NAME: &str = "transaction.rollback";
     let args: RollbackArgs = decode(args)?;
     orchestrator_only(actor, NAME)?;
     let request = request_digest(NAME, &args);
     let key = args.idempotency_key.clone();
     if let Some(key) = &key {
-        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+        if let Some(v) = engine
+            .store()
+            .read(|tx| replay(tx, actor, key, NAME, &request))?
+        {
             return Ok(v);
         }
     }
     let _lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
     if let Some(key) = &key {
-        if let Some(v) = engine.store().read(|tx| replay(tx, actor, key, NAME, &request))? {
+        if let Some(v) = engine
+            .store()
+            .read(|tx| replay(tx, actor, key, NAME, &request))?
+        {
             return Ok(v);
         }
     }
@@ -274,12 +305,18 @@ pub(crate) fn rollback_call(engine: &Engine, args: Value, actor: &Actor) -> Resu
         let status = super::records::enum_to_sql(&original.status);
         return Err(ToolError::new(
             ErrorCode::IllegalTransition,
-            format!("transaction {} is {status}; only an applied transaction can be rolled back", original.id),
+            format!(
+                "transaction {} is {status}; only an applied transaction can be rolled back",
+                original.id
+            ),
             json!({"transaction_id": original.id, "status": original.status, "allowed": ["applied"], "operation": NAME}),
         ));
     }
     let reports = compare(engine, &files)?;
-    let moved: Vec<&PathReport> = reports.iter().filter(|r| r.state != PathState::AtAfter).collect();
+    let moved: Vec<&PathReport> = reports
+        .iter()
+        .filter(|r| r.state != PathState::AtAfter)
+        .collect();
     if !moved.is_empty() {
         return Err(ToolError::conflict(
             format!(
@@ -287,7 +324,11 @@ pub(crate) fn rollback_call(engine: &Engine, args: Value, actor: &Actor) -> Resu
                 moved.len(),
                 reports.len(),
                 original.id,
-                moved.iter().map(|r| r.path.as_str()).collect::<Vec<_>>().join(", ")
+                moved
+                    .iter()
+                    .map(|r| r.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             json!({"transaction_id": original.id, "paths": moved.iter().map(|r| json!({"path": r.path, "expected": r.after, "actual": r.actual})).collect::<Vec<_>>()}),
         ));
@@ -347,7 +388,8 @@ pub struct Get;
 
 impl Tool for Get {
     const NAME: &'static str = "transaction.get";
-    const DESCRIPTION: &'static str = "Read a transaction and its journal (every touched path's before and after state).";
+    const DESCRIPTION: &'static str =
+        "Read a transaction and its journal (every touched path's before and after state).";
     const MUTATES: bool = false;
     type Args = TransactionArgs;
     type Output = TransactionDetail;
@@ -391,7 +433,8 @@ pub struct List;
 
 impl Tool for List {
     const NAME: &'static str = "transaction.list";
-    const DESCRIPTION: &'static str = "List transactions oldest first, filtered by proposal or status.";
+    const DESCRIPTION: &'static str =
+        "List transactions oldest first, filtered by proposal or status.";
     const MUTATES: bool = false;
     type Args = ListArgs;
     type Output = TransactionPage;
@@ -404,12 +447,20 @@ impl Tool for List {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = match &args.cursor {
             None => 0,
-            Some(c) => c
-                .seq()
-                .ok_or_else(|| ToolError::invalid_argument("cursor", "is not a cursor this tool returned"))?,
+            Some(c) => c.seq().ok_or_else(|| {
+                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
+            })?,
         };
-        let proposal = if args.proposal_id.is_some() { " AND t.proposal_id = ?2" } else { " AND ?2 IS NULL" };
-        let status = if args.status.is_some() { " AND t.status = ?3" } else { " AND ?3 IS NULL" };
+        let proposal = if args.proposal_id.is_some() {
+            " AND t.proposal_id = ?2"
+        } else {
+            " AND ?2 IS NULL"
+        };
+        let status = if args.status.is_some() {
+            " AND t.status = ?3"
+        } else {
+            " AND ?3 IS NULL"
+        };
         let mut stmt = cx.tx.prepare(&format!(
             "SELECT {} FROM transactions t WHERE t.seq > ?1{proposal}{status} ORDER BY t.seq LIMIT ?4",
             Transaction::COLUMNS
@@ -463,7 +514,8 @@ pub struct PhasesList;
 
 impl Tool for PhasesList {
     const NAME: &'static str = "transaction.phases";
-    const DESCRIPTION: &'static str = "List a transaction's phases in order (journaled, written, applied, failed, recovered).";
+    const DESCRIPTION: &'static str =
+        "List a transaction's phases in order (journaled, written, applied, failed, recovered).";
     const MUTATES: bool = false;
     type Args = TransactionArgs;
     type Output = Phases;

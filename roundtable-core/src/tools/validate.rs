@@ -9,9 +9,7 @@
 use super::args::RevisionNumber;
 use super::claims::{live_write_claims, resource_state, Claim};
 use super::proposals::{revision_bytes, revision_changeset, summarize};
-use super::records::{
-    Agent, Approval, Proposal, Revision, SecurityReviewRecord, TestResult, Vote,
-};
+use super::records::{Agent, Approval, Proposal, Revision, SecurityReviewRecord, TestResult, Vote};
 use super::{Cx, Tool, ToolError};
 use crate::changeset::{Changeset, Operation};
 use crate::claims::{overlaps, Scope};
@@ -62,26 +60,41 @@ fn all<T>(
 }
 
 /// Read everything about `proposal_id`'s revision (default the latest).
-pub(crate) fn gather(cx: &Cx<'_>, proposal_id: &str, revision: Option<u32>) -> Result<Evidence, ToolError> {
+pub(crate) fn gather(
+    cx: &Cx<'_>,
+    proposal_id: &str,
+    revision: Option<u32>,
+) -> Result<Evidence, ToolError> {
     let tx = cx.tx;
     let proposal = Proposal::load(tx, proposal_id)?;
     let number = revision.unwrap_or(proposal.latest_revision);
     let revision = Revision::load(tx, &proposal.id, number)?;
     let revisions = all(
         tx,
-        &format!("SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number", Revision::COLUMNS),
+        &format!(
+            "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
+            Revision::COLUMNS
+        ),
         &proposal.id,
         Revision::from_row,
     )?;
     let bytes = revision_bytes(tx, &revision)?;
-    let mut stmt = tx.prepare(&format!("SELECT {} FROM agents ORDER BY id", Agent::COLUMNS))?;
+    let mut stmt = tx.prepare(&format!(
+        "SELECT {} FROM agents ORDER BY id",
+        Agent::COLUMNS
+    ))?;
     let agents = stmt
         .query_map([], Agent::from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let by_seq = |table: &str, columns: &str| {
         format!("SELECT {columns} FROM {table} WHERE proposal_id = ?1 ORDER BY seq")
     };
-    let votes = all(tx, &by_seq("votes", Vote::COLUMNS), &proposal.id, Vote::from_row)?;
+    let votes = all(
+        tx,
+        &by_seq("votes", Vote::COLUMNS),
+        &proposal.id,
+        Vote::from_row,
+    )?;
     let reviews = all(
         tx,
         &by_seq("security_reviews", SecurityReviewRecord::COLUMNS),
@@ -94,10 +107,17 @@ pub(crate) fn gather(cx: &Cx<'_>, proposal_id: &str, revision: Option<u32>) -> R
         &proposal.id,
         Approval::from_row,
     )?;
-    let tests = all(tx, &by_seq("test_results", TestResult::COLUMNS), &proposal.id, TestResult::from_row)?;
+    let tests = all(
+        tx,
+        &by_seq("test_results", TestResult::COLUMNS),
+        &proposal.id,
+        TestResult::from_row,
+    )?;
     let (record, policy) = super::policies::effective(tx)?;
     let live = live_write_claims(tx, None, cx.now)?;
-    let (claims, others) = live.into_iter().partition(|c| c.agent_id == proposal.author);
+    let (claims, others) = live
+        .into_iter()
+        .partition(|c| c.agent_id == proposal.author);
     Ok(Evidence {
         proposal,
         revision,
@@ -117,12 +137,18 @@ pub(crate) fn gather(cx: &Cx<'_>, proposal_id: &str, revision: Option<u32>) -> R
 
 impl Evidence {
     /// Run `f` on the policy input for this revision.
-    pub(crate) fn with_input<R>(&self, added: &[AddedLine<'_>], f: impl FnOnce(&PolicyInput<'_>) -> R) -> R {
-        let earlier: Vec<RevisionInfo<'_>> = self.revisions.iter().map(RevisionInfo::from).collect();
+    pub(crate) fn with_input<R>(
+        &self,
+        added: &[AddedLine<'_>],
+        f: impl FnOnce(&PolicyInput<'_>) -> R,
+    ) -> R {
+        let earlier: Vec<RevisionInfo<'_>> =
+            self.revisions.iter().map(RevisionInfo::from).collect();
         let agents: Vec<AgentInfo<'_>> = self.agents.iter().map(AgentInfo::from).collect();
         let votes: Vec<VoteInfo<'_>> = self.votes.iter().map(VoteInfo::from).collect();
         let reviews: Vec<ReviewInfo<'_>> = self.reviews.iter().map(ReviewInfo::from).collect();
-        let approvals: Vec<ApprovalInfo<'_>> = self.approvals.iter().map(ApprovalInfo::from).collect();
+        let approvals: Vec<ApprovalInfo<'_>> =
+            self.approvals.iter().map(ApprovalInfo::from).collect();
         let tests: Vec<TestInfo<'_>> = self.tests.iter().map(TestInfo::from).collect();
         let input = PolicyInput {
             author: &self.proposal.author,
@@ -151,7 +177,10 @@ pub(crate) struct FileFacts {
 }
 
 /// Read the old content of every touched path of `changeset`.
-pub(crate) fn file_facts(engine: &Engine, changeset: &Changeset) -> Result<Vec<FileFacts>, ToolError> {
+pub(crate) fn file_facts(
+    engine: &Engine,
+    changeset: &Changeset,
+) -> Result<Vec<FileFacts>, ToolError> {
     let ws = engine.workspace();
     let mut out = Vec::new();
     for f in changeset.files() {
@@ -177,7 +206,11 @@ pub(crate) fn file_facts(engine: &Engine, changeset: &Changeset) -> Result<Vec<F
 
 /// The lines a revision adds, numbered in the new content: read off the
 /// hunks for a patch (no diffing), from a line diff for an edit plan.
-pub(crate) fn revision_added_lines(format: &str, bytes: &[u8], facts: &[FileFacts]) -> Vec<(String, u32, String)> {
+pub(crate) fn revision_added_lines(
+    format: &str,
+    bytes: &[u8],
+    facts: &[FileFacts],
+) -> Vec<(String, u32, String)> {
     if format != "patch" {
         return added_lines(facts);
     }
@@ -194,7 +227,11 @@ pub(crate) fn revision_added_lines(format: &str, bytes: &[u8], facts: &[FileFact
                     crate::diff::LineKind::Context => line += 1,
                     crate::diff::LineKind::Insert => {
                         let text = String::from_utf8_lossy(l.content);
-                        out.push((path.clone(), line, text.trim_end_matches(['\n', '\r']).to_owned()));
+                        out.push((
+                            path.clone(),
+                            line,
+                            text.trim_end_matches(['\n', '\r']).to_owned(),
+                        ));
                         line += 1;
                     }
                     crate::diff::LineKind::Delete => {}
@@ -257,7 +294,10 @@ impl Stage {
     fn new(name: &str, reasons: Vec<Value>, skipped: bool) -> Stage {
         let status = if skipped {
             StageStatus::Skipped
-        } else if reasons.iter().any(|r| r.get("failed") == Some(&Value::Bool(true))) {
+        } else if reasons
+            .iter()
+            .any(|r| r.get("failed") == Some(&Value::Bool(true)))
+        {
             StageStatus::Failed
         } else {
             StageStatus::Passed
@@ -360,7 +400,12 @@ pub(crate) fn validate_with_changeset(
                 Some((d, x)) => format!("{d}{}", if *x { " +x" } else { "" }),
             };
             pre.push(fail(
-                format!("{}: expected {}, found {}", f.path, show(&expected), show(&actual)),
+                format!(
+                    "{}: expected {}, found {}",
+                    f.path,
+                    show(&expected),
+                    show(&actual)
+                ),
                 json!({"path": f.path, "expected": show(&expected), "actual": show(&actual)}),
             ));
         }
@@ -383,12 +428,18 @@ pub(crate) fn validate_with_changeset(
             // a directory must be): checked without writing anything.
             if let Err(e) = engine.workspace().check_room(&c) {
                 let e = ToolError::from(e);
-                dry.push(fail(e.message().to_owned(), json!({"code": e.code(), "details": e.details()})));
+                dry.push(fail(
+                    e.message().to_owned(),
+                    json!({"code": e.code(), "details": e.details()}),
+                ));
             }
             Some(c)
         }
         Err(e) => {
-            dry.push(fail(e.message().to_owned(), json!({"code": e.code(), "details": e.details()})));
+            dry.push(fail(
+                e.message().to_owned(),
+                json!({"code": e.code(), "details": e.details()}),
+            ));
             None
         }
     };
@@ -419,7 +470,10 @@ pub(crate) fn validate_with_changeset(
     let relevant: Vec<&Claim> = ev
         .claims
         .iter()
-        .filter(|c| c.scope().is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t))))
+        .filter(|c| {
+            c.scope()
+                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+        })
         .collect();
     if relevant.is_empty() {
         claims.push(fail(
@@ -459,7 +513,9 @@ pub(crate) fn validate_with_changeset(
         }
     }
     for o in &ev.others {
-        if o.scope().is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t))) {
+        if o.scope()
+            .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+        {
             claims.push(fail(
                 format!("{} holds write claim {} on {}", o.agent_id, o.id, o.resource_id),
                 json!({"holder": o.agent_id, "claim_id": o.id, "resource_id": o.resource_id, "expires_at": o.expires_at}),
@@ -472,7 +528,10 @@ pub(crate) fn validate_with_changeset(
     // Coverage, from the real line changes.
     let (coverage, skipped) = match &facts {
         None => (
-            vec![note("not computed: the revision does not apply to the current files", json!({}))],
+            vec![note(
+                "not computed: the revision does not apply to the current files",
+                json!({}),
+            )],
             true,
         ),
         Some(facts) => {
@@ -528,7 +587,9 @@ pub(crate) fn validate_with_changeset(
     let report = ev.with_input(&added, |input| evaluate(&ev.policy, input));
     let group = |name: &str, pick: &dyn Fn(&str) -> bool| {
         let reqs: Vec<_> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
-        let skipped = reqs.iter().all(|r| r.status == RequirementStatus::NotApplicable);
+        let skipped = reqs
+            .iter()
+            .all(|r| r.status == RequirementStatus::NotApplicable);
         let reasons = reqs
             .iter()
             .map(|r| {
@@ -545,11 +606,12 @@ pub(crate) fn validate_with_changeset(
             .collect();
         Stage::new(name, reasons, skipped)
     };
-    let is_policy = |id: &str| {
-        id == "approvals" || id == "no_blocking_votes" || id.starts_with("role:")
-    };
+    let is_policy =
+        |id: &str| id == "approvals" || id == "no_blocking_votes" || id.starts_with("role:");
     stages.push(group("policy", &is_policy));
-    stages.push(group("security_review", &|id| id == "security_review" || id == "secrets"));
+    stages.push(group("security_review", &|id| {
+        id == "security_review" || id == "secrets"
+    }));
     stages.push(group("human_approval", &|id| id == "human_approval"));
     stages.push(group("checks", &|id| id.starts_with("check:")));
 

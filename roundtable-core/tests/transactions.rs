@@ -1223,13 +1223,20 @@ fn a_file_where_a_directory_must_be_is_a_refusal_that_changes_nothing() {
         &w.host,
         ErrorCode::PreconditionFailed,
     );
-    // The in-memory dry run passes; the room check before the journal
-    // refuses, with the report and the cause.
-    assert!(err.details()["report"].is_object(), "{}", err.details());
+    // Validation's dry run checks the files leave room for the results:
+    // its stage fails, naming the file in the way.
+    let report = &err.details()["report"];
+    assert_eq!(report["valid"], false, "{report}");
+    let dry_run = report["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|s| s["name"] == "dry_run")
+        .expect("a dry_run stage");
+    assert_eq!(dry_run["status"], "failed", "{dry_run}");
     assert!(
-        str_of(&err.details()["cause"]["message"]).contains("is a file"),
-        "{}",
-        err.details()
+        str_of(&dry_run["reasons"][0]["message"]).contains("is a file"),
+        "{dry_run}"
     );
     // ... and a directory the change writes into was replaced by a file.
     std::fs::remove_dir_all(root.join("box")).expect("rm");

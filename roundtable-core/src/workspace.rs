@@ -480,13 +480,17 @@ impl Workspace {
         })
     }
 
-    /// Flush every directory that holds a touched path (its entries were
-    /// renamed or removed), each once, and the root.
+    /// Flush every directory whose entries changed, each once: the parent
+    /// of each touched path (a rename into it, an unlink from it) and, for
+    /// a path created or removed, every directory above it (directories
+    /// may have been created or removed on the way).
     fn sync_parents(&self, changeset: &Changeset) -> Result<(), WorkspaceError> {
         let mut dirs: BTreeSet<String> = BTreeSet::new();
         for c in changeset.files() {
             let components: Vec<&str> = c.path.components().collect();
-            for depth in 0..components.len() {
+            let last = components.len() - 1;
+            let first = if c.before.is_some() && c.after.is_some() { last } else { 0 };
+            for depth in first..=last {
                 dirs.insert(components[..depth].join("/"));
             }
         }

@@ -705,18 +705,23 @@ pub(crate) fn recover_one(
     Ok(recovery)
 }
 
-/// Finish every transaction left `applying` by a crashed applier. Does
-/// nothing while another applier holds the lock (its transaction is in
-/// flight, not crashed).
-pub fn recover(engine: &Engine) -> Result<Vec<Recovery>, ToolError> {
-    let pending: Vec<String> = engine.store().read(|tx| {
+/// The transactions left `applying`, oldest first.
+fn applying(engine: &Engine) -> Result<Vec<String>, ToolError> {
+    engine.store().read(|tx| {
         let mut stmt =
             tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
         let ids = stmt
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
-        Ok::<_, ToolError>(ids)
-    })?;
+        Ok(ids)
+    })
+}
+
+/// Finish every transaction left `applying` by a crashed applier. Does
+/// nothing while another applier holds the lock (its transaction is in
+/// flight, not crashed).
+pub fn recover(engine: &Engine) -> Result<Vec<Recovery>, ToolError> {
+    let pending = applying(engine)?;
     if pending.is_empty() {
         return Ok(Vec::new());
     }
@@ -725,14 +730,7 @@ pub fn recover(engine: &Engine) -> Result<Vec<Recovery>, ToolError> {
     };
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     // Re-read under the lock: the applier may have finished meanwhile.
-    let pending: Vec<String> = engine.store().read(|tx| {
-        let mut stmt =
-            tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
-        let ids = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
-        Ok::<_, ToolError>(ids)
-    })?;
+    let pending = applying(engine)?;
     pending
         .iter()
         .map(|id| {

@@ -489,7 +489,11 @@ impl Workspace {
         for c in changeset.files() {
             let components: Vec<&str> = c.path.components().collect();
             let last = components.len() - 1;
-            let first = if c.before.is_some() && c.after.is_some() { last } else { 0 };
+            let first = if c.before.is_some() && c.after.is_some() {
+                last
+            } else {
+                0
+            };
             for depth in first..=last {
                 dirs.insert(components[..depth].join("/"));
             }

@@ -328,6 +328,34 @@ impl Cursor {
         Cursor(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("s:{seq}")))
     }
 
+    /// The sort key a page starts after: 0 without a cursor,
+    /// `invalid_argument` (field `cursor`) for one this tool did not return.
+    pub(crate) fn start(cursor: Option<&Cursor>) -> Result<i64, crate::tools::ToolError> {
+        match cursor {
+            None => Ok(0),
+            Some(c) => c.seq().ok_or_else(|| {
+                crate::tools::ToolError::invalid_argument(
+                    "cursor",
+                    "is not a cursor this tool returned",
+                )
+            }),
+        }
+    }
+
+    /// Cut `rows` (fetched with `limit + 1`) to one page; the cursor after
+    /// its last row when there are more.
+    pub(crate) fn page<T>(
+        rows: &mut Vec<T>,
+        limit: u32,
+        seq: impl Fn(&T) -> i64,
+    ) -> Option<Cursor> {
+        if rows.len() <= limit as usize {
+            return None;
+        }
+        rows.truncate(limit as usize);
+        rows.last().map(|r| Cursor::after(seq(r)))
+    }
+
     /// The sort key this cursor continues after; `None` when it is not one
     /// of ours.
     pub fn seq(&self) -> Option<i64> {

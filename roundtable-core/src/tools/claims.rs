@@ -519,12 +519,7 @@ impl Tool for List {
 
     fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ClaimPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
-        let after = match &args.cursor {
-            None => 0,
-            Some(c) => c.seq().ok_or_else(|| {
-                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
-            })?,
-        };
+        let after = Cursor::start(args.cursor.as_ref())?;
         let status = match args.status {
             None => "",
             Some(ClaimStatus::Active) => " AND released_at IS NULL AND expires_at > ?4",
@@ -560,12 +555,7 @@ impl Tool for List {
                 |r| Claim::from_row(r, cx.now),
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let next_cursor = if claims.len() > limit as usize {
-            claims.truncate(limit as usize);
-            claims.last().map(|c| Cursor::after(c.seq))
-        } else {
-            None
-        };
+        let next_cursor = Cursor::page(&mut claims, limit, |c| c.seq);
         Ok(ClaimPage {
             claims,
             next_cursor,

@@ -167,12 +167,7 @@ impl Tool for VoteList {
     fn run(cx: &Cx<'_>, args: VoteListArgs, (): ()) -> Result<VotePage, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         let limit = args.limit.map_or(50, |l| l.0);
-        let after = match &args.cursor {
-            None => 0,
-            Some(c) => c.seq().ok_or_else(|| {
-                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
-            })?,
-        };
+        let after = Cursor::start(args.cursor.as_ref())?;
         let mut stmt = cx.tx.prepare(&format!(
             "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (?3 IS NULL OR revision = ?3)
              ORDER BY seq LIMIT ?4",
@@ -189,12 +184,7 @@ impl Tool for VoteList {
                 Vote::from_row,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let next_cursor = if votes.len() > limit as usize {
-            votes.truncate(limit as usize);
-            votes.last().map(|v| Cursor::after(v.seq))
-        } else {
-            None
-        };
+        let next_cursor = Cursor::page(&mut votes, limit, |v| v.seq);
         Ok(VotePage { votes, next_cursor })
     }
 }

@@ -623,12 +623,7 @@ impl Tool for List {
 
     fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ProposalPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
-        let after = match &args.cursor {
-            None => 0,
-            Some(c) => c.seq().ok_or_else(|| {
-                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
-            })?,
-        };
+        let after = Cursor::start(args.cursor.as_ref())?;
         let mut sql = format!("SELECT {} FROM proposals WHERE seq > ?1", Proposal::COLUMNS);
         let mut values: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(after)];
         let filters: [(&str, Option<String>); 3] = [
@@ -650,12 +645,7 @@ impl Tool for List {
                 Proposal::from_row,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let next_cursor = if proposals.len() > limit as usize {
-            proposals.truncate(limit as usize);
-            proposals.last().map(|p| Cursor::after(p.seq))
-        } else {
-            None
-        };
+        let next_cursor = Cursor::page(&mut proposals, limit, |p| p.seq);
         Ok(ProposalPage {
             proposals,
             next_cursor,

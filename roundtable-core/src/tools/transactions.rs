@@ -35,6 +35,44 @@ fn orchestrator_only(actor: &Actor, tool: &str) -> Result<(), ToolError> {
     ))
 }
 
+/// How a journaled call starts.
+enum Begun {
+    /// An earlier call with the same idempotency key: its stored result.
+    Replayed(Value),
+    /// The apply lock is held; the request digest for the idempotency row.
+    Locked(ApplyLock, String),
+}
+
+/// The common start of `patch.apply` and `transaction.rollback`: an
+/// orchestrator, a replay check, the apply lock, and the replay check again
+/// under the lock (another process may have finished the same call).
+fn begin<A: Serialize>(
+    engine: &Engine,
+    actor: &Actor,
+    name: &str,
+    args: &A,
+    key: Option<&Id>,
+) -> Result<Begun, ToolError> {
+    orchestrator_only(actor, name)?;
+    let request = request_digest(name, args);
+    let replayed = |key: Option<&Id>| -> Result<Option<Value>, ToolError> {
+        match key {
+            None => Ok(None),
+            Some(key) => engine
+                .store()
+                .read(|tx| replay(tx, actor, key, name, &request)),
+        }
+    };
+    if let Some(v) = replayed(key)? {
+        return Ok(Begun::Replayed(v));
+    }
+    let lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
+    if let Some(v) = replayed(key)? {
+        return Ok(Begun::Replayed(v));
+    }
+    Ok(Begun::Locked(lock, request))
+}
+
 fn read_cx<T>(
     engine: &Engine,
     actor: &Actor,
@@ -112,26 +150,11 @@ pub(crate) const APPLY: &str = "Apply a proposal's exact revision to the workspa
 pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
     const NAME: &str = "patch.apply";
     let args: ApplyArgs = decode(args)?;
-    orchestrator_only(actor, NAME)?;
-    let request = request_digest(NAME, &args);
     let key = args.idempotency_key.clone();
-    if let Some(key) = &key {
-        if let Some(v) = engine
-            .store()
-            .read(|tx| replay(tx, actor, key, NAME, &request))?
-        {
-            return Ok(v);
-        }
-    }
-    let _lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
-    if let Some(key) = &key {
-        if let Some(v) = engine
-            .store()
-            .read(|tx| replay(tx, actor, key, NAME, &request))?
-        {
-            return Ok(v);
-        }
-    }
+    let (_lock, request) = match begin(engine, actor, NAME, &args, key.as_ref())? {
+        Begun::Replayed(v) => return Ok(v),
+        Begun::Locked(lock, request) => (lock, request),
+    };
     let evidence = read_cx(engine, actor, |cx| {
         gather(cx, args.proposal_id.as_str(), Some(args.revision.0))
     })?;
@@ -276,26 +299,11 @@ pub(crate) fn rollback_call(
 ) -> Result<Value, ToolError> {
     const NAME: &str = "transaction.rollback";
     let args: RollbackArgs = decode(args)?;
-    orchestrator_only(actor, NAME)?;
-    let request = request_digest(NAME, &args);
     let key = args.idempotency_key.clone();
-    if let Some(key) = &key {
-        if let Some(v) = engine
-            .store()
-            .read(|tx| replay(tx, actor, key, NAME, &request))?
-        {
-            return Ok(v);
-        }
-    }
-    let _lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
-    if let Some(key) = &key {
-        if let Some(v) = engine
-            .store()
-            .read(|tx| replay(tx, actor, key, NAME, &request))?
-        {
-            return Ok(v);
-        }
-    }
+    let (_lock, request) = match begin(engine, actor, NAME, &args, key.as_ref())? {
+        Begun::Replayed(v) => return Ok(v),
+        Begun::Locked(lock, request) => (lock, request),
+    };
     let (original, files) = engine.store().read(|tx| {
         let t = Transaction::load(tx, args.transaction_id.as_str())?;
         let files = journal(tx, &t.id)?;
@@ -445,12 +453,7 @@ impl Tool for List {
 
     fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<TransactionPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
-        let after = match &args.cursor {
-            None => 0,
-            Some(c) => c.seq().ok_or_else(|| {
-                ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
-            })?,
-        };
+        let after = Cursor::start(args.cursor.as_ref())?;
         let proposal = if args.proposal_id.is_some() {
             " AND t.proposal_id = ?2"
         } else {
@@ -476,12 +479,7 @@ impl Tool for List {
                 Transaction::from_row,
             )?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let next_cursor = if transactions.len() > limit as usize {
-            transactions.truncate(limit as usize);
-            transactions.last().map(|t| Cursor::after(t.seq))
-        } else {
-            None
-        };
+        let next_cursor = Cursor::page(&mut transactions, limit, |t| t.seq);
         Ok(TransactionPage {
             transactions,
             next_cursor,

@@ -171,15 +171,19 @@ pub(crate) struct FileFacts {
     pub path: RepoPath,
     pub operation: Operation,
     pub mode_change: bool,
-    /// Old content (the current file, or a rename's or copy's source).
+    /// Old content (the current file, or a rename's or copy's source),
+    /// when it was read.
     pub before: Option<Vec<u8>>,
     pub after: Option<Vec<u8>>,
 }
 
-/// Read the old content of every touched path of `changeset`.
+/// The touched paths of `changeset`, with their old content when
+/// `read_before` (an edit plan's added lines need it; a patch's come from
+/// its hunks, and coverage reads what it needs itself).
 pub(crate) fn file_facts(
     engine: &Engine,
     changeset: &Changeset,
+    read_before: bool,
 ) -> Result<Vec<FileFacts>, ToolError> {
     let ws = engine.workspace();
     let mut out = Vec::new();
@@ -190,8 +194,8 @@ pub(crate) fn file_facts(
             _ => None,
         };
         let before = match source {
-            Some(p) => ws.read(p)?.map(|t| t.data),
-            None => None,
+            Some(p) if read_before => ws.read(p)?.map(|t| t.data),
+            _ => None,
         };
         out.push(FileFacts {
             path: f.path.clone(),
@@ -373,7 +377,21 @@ pub(crate) fn validate_with_changeset(
     let mut stages = Vec::new();
     let stored = &ev.revision.changeset;
 
-    // Preconditions: every touched path is as the revision expects.
+    // Dry run: the stored bytes, applied in memory to the current touched
+    // files, give exactly the stored results.
+    let recomputed = revision_changeset(engine, &ev.revision.format, &ev.bytes);
+
+    // Preconditions: every touched path is as the revision expects. The
+    // dry run just read each touched file: its record of what it found is
+    // the current state (read again only for a path it did not reach).
+    let seen: std::collections::HashMap<&str, Option<crate::FileMeta>> = match &recomputed {
+        Ok(c) => c
+            .files()
+            .iter()
+            .map(|f| (f.path.as_str(), f.before))
+            .collect(),
+        Err(_) => Default::default(),
+    };
     let mut pre = Vec::new();
     let ws = engine.workspace();
     for f in stored {
@@ -384,7 +402,11 @@ pub(crate) fn validate_with_changeset(
                 continue;
             }
         };
-        let actual = match ws.meta(&path) {
+        let actual = match seen.get(path.as_str()) {
+            Some(m) => Ok(*m),
+            None => ws.meta(&path),
+        };
+        let actual = match actual {
             Ok(m) => m,
             Err(e) => {
                 let e = ToolError::from(e);
@@ -412,9 +434,6 @@ pub(crate) fn validate_with_changeset(
     }
     let preconditions_hold = pre.is_empty();
 
-    // Dry run: the stored bytes, applied in memory to the current touched
-    // files, give exactly the stored results.
-    let recomputed = revision_changeset(engine, &ev.revision.format, &ev.bytes);
     let mut dry = Vec::new();
     let changeset = match recomputed {
         Ok(c) => {
@@ -444,7 +463,7 @@ pub(crate) fn validate_with_changeset(
         }
     };
     let facts = match &changeset {
-        Some(c) => match file_facts(engine, c) {
+        Some(c) => match file_facts(engine, c, ev.revision.format != "patch") {
             Ok(f) => Some(f),
             Err(e) => {
                 dry.push(fail(e.message().to_owned(), json!({"code": e.code()})));
@@ -537,13 +556,21 @@ pub(crate) fn validate_with_changeset(
         Some(facts) => {
             let lines: Vec<Option<LineChanges>> = facts
                 .iter()
-                .map(|f| match (&f.operation, &f.before, &f.after) {
+                .map(|f| match (&f.operation, &f.after) {
                     // Lines matter only where no file or directory claim
-                    // covers the file: diff only those.
-                    (Operation::Modify, Some(b), Some(a))
+                    // covers the file: diff (and read) only those.
+                    (Operation::Modify, Some(a))
                         if !crate::coverage::file_covered(&f.path, &covering) =>
                     {
-                        Some(line_changes(b, a))
+                        let read;
+                        let before = match &f.before {
+                            Some(b) => Some(b.as_slice()),
+                            None => {
+                                read = engine.workspace().read(&f.path).ok().flatten();
+                                read.as_ref().map(|t| t.data.as_slice())
+                            }
+                        };
+                        before.map(|b| line_changes(b, a))
                     }
                     _ => None,
                 })
@@ -640,7 +667,7 @@ pub(crate) fn validate_with_changeset(
 /// fill them.
 pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let facts = revision_changeset(engine, &ev.revision.format, &ev.bytes)
-        .and_then(|c| file_facts(engine, &c))
+        .and_then(|c| file_facts(engine, &c, ev.revision.format != "patch"))
         .ok();
     let added = facts
         .as_deref()

@@ -137,11 +137,25 @@ pub(crate) fn gather(
 
 impl Evidence {
     /// Run `f` on the policy input for this revision.
+    /// The lines the revision adds (for secret scanning) come from its
+    /// hunks for a patch, or from `facts` for an edit plan; without facts
+    /// (the revision does not apply) there are none.
     pub(crate) fn with_input<R>(
         &self,
-        added: &[AddedLine<'_>],
+        facts: Option<&[FileFacts]>,
         f: impl FnOnce(&PolicyInput<'_>) -> R,
     ) -> R {
+        let lines = facts
+            .map(|f| revision_added_lines(&self.revision.format, &self.bytes, f))
+            .unwrap_or_default();
+        let added: Vec<AddedLine<'_>> = lines
+            .iter()
+            .map(|(path, line, text)| AddedLine {
+                path,
+                line: *line,
+                text,
+            })
+            .collect();
         let earlier: Vec<RevisionInfo<'_>> =
             self.revisions.iter().map(RevisionInfo::from).collect();
         let agents: Vec<AgentInfo<'_>> = self.agents.iter().map(AgentInfo::from).collect();
@@ -160,7 +174,7 @@ impl Evidence {
             security_reviews: &reviews,
             human_approvals: &approvals,
             test_results: &tests,
-            added_lines: added,
+            added_lines: &added,
         };
         f(&input)
     }
@@ -599,19 +613,7 @@ pub(crate) fn validate_with_changeset(
     stages.push(Stage::new("dry_run", dry, false));
 
     // Policy.
-    let added = facts
-        .as_deref()
-        .map(|f| revision_added_lines(&ev.revision.format, &ev.bytes, f))
-        .unwrap_or_default();
-    let added: Vec<AddedLine<'_>> = added
-        .iter()
-        .map(|(path, line, text)| AddedLine {
-            path,
-            line: *line,
-            text,
-        })
-        .collect();
-    let report = ev.with_input(&added, |input| evaluate(&ev.policy, input));
+    let report = ev.with_input(facts.as_deref(), |input| evaluate(&ev.policy, input));
     let group = |name: &str, pick: &dyn Fn(&str) -> bool| {
         let reqs: Vec<_> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
         let skipped = reqs
@@ -669,19 +671,7 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let facts = revision_changeset(engine, &ev.revision.format, &ev.bytes)
         .and_then(|c| file_facts(engine, &c, ev.revision.format != "patch"))
         .ok();
-    let added = facts
-        .as_deref()
-        .map(|f| revision_added_lines(&ev.revision.format, &ev.bytes, f))
-        .unwrap_or_default();
-    let added: Vec<AddedLine<'_>> = added
-        .iter()
-        .map(|(path, line, text)| AddedLine {
-            path,
-            line: *line,
-            text,
-        })
-        .collect();
-    ev.with_input(&added, |input| review_plan(&ev.policy, input))
+    ev.with_input(facts.as_deref(), |input| review_plan(&ev.policy, input))
 }
 
 /// Arguments of `patch.validate`.

@@ -61,6 +61,15 @@ pub trait Tree {
     fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
         Ok(self.read(path)?.is_some())
     }
+
+    /// The file at `path` with its digest and mode: [`read`](Tree::read)
+    /// and hash, unless the tree already knows the digest.
+    fn read_meta(&self, path: &[u8]) -> Result<Option<(TreeFile, crate::FileMeta)>, TreeError> {
+        Ok(self.read(path)?.map(|f| {
+            let meta = crate::FileMeta::of(&f);
+            (f, meta)
+        }))
+    }
 }
 
 impl Tree for BTreeMap<Vec<u8>, TreeFile> {
@@ -570,36 +579,105 @@ fn mismatch_reason(
     }
 }
 
+/// Fill `pre` and `post` with a hunk's pre- and post-image lines; returns
+/// whether it must match at the beginning, at the end, and the line its
+/// header puts it at.
+fn images<'p>(
+    hunk: &'p Hunk<'_>,
+    pre: &mut Vec<&'p [u8]>,
+    post: &mut Vec<&'p [u8]>,
+) -> (bool, bool, usize) {
+    pre.clear();
+    post.clear();
+    let mut trailing = 0usize;
+    for line in hunk.lines() {
+        match line.kind {
+            LineKind::Context => {
+                pre.push(line.content);
+                post.push(line.content);
+                trailing += 1;
+            }
+            LineKind::Delete => {
+                pre.push(line.content);
+                trailing = 0;
+            }
+            LineKind::Insert => {
+                post.push(line.content);
+                trailing = 0;
+            }
+        }
+    }
+    let match_beginning = hunk.old_start() <= 1;
+    let match_end = trailing == 0;
+    let line = hunk.new_start().saturating_sub(1) as usize;
+    (match_beginning, match_end, line)
+}
+
+/// The common case of [`apply_hunks`] without building a line image: each
+/// hunk matches exactly where [`Image::find`] tries first, below the lines
+/// earlier hunks produced, so the result is the untouched runs of `old`
+/// copied whole between the hunks' post-images. `None` as soon as a hunk
+/// does not match there: the general search then starts over and decides.
+fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>]) -> Option<Vec<u8>> {
+    // Line i of `old` is old[bounds[i]..bounds[i + 1]].
+    let mut bounds = Vec::with_capacity(old.len() / 32 + 2);
+    bounds.push(0);
+    bounds.extend(memchr::memchr_iter(b'\n', old).map(|e| e + 1));
+    if bounds.last() != Some(&old.len()) {
+        bounds.push(old.len());
+    }
+    let lines = bounds.len() - 1;
+    let mut out = Vec::with_capacity(old.len() + old.len() / 8);
+    // The image is `out` (out_lines lines, final) then old[next..].
+    let (mut out_lines, mut next) = (0usize, 0usize);
+    let (mut pre, mut post) = (Vec::new(), Vec::new());
+    for hunk in hunks {
+        let (match_beginning, match_end, line) = images(hunk, &mut pre, &mut post);
+        let n = out_lines + (lines - next);
+        let pos = if match_beginning {
+            0
+        } else if match_end {
+            n.checked_sub(pre.len()).unwrap_or(n)
+        } else {
+            line.min(n)
+        };
+        if pos < out_lines
+            || pos + pre.len() > n
+            || (match_end && pos + pre.len() != n)
+            || (match_beginning && pos != 0)
+        {
+            return None;
+        }
+        let from = next + (pos - out_lines);
+        let matched = pre
+            .iter()
+            .enumerate()
+            .all(|(k, want)| old[bounds[from + k]..bounds[from + k + 1]] == **want);
+        if !matched {
+            return None;
+        }
+        out.extend_from_slice(&old[bounds[next]..bounds[from]]);
+        for l in &post {
+            out.extend_from_slice(l);
+        }
+        next = from + pre.len();
+        out_lines = pos + post.len();
+    }
+    out.extend_from_slice(&old[bounds[next]..]);
+    Some(out)
+}
+
 /// Apply text hunks to `old`, as `git apply` does. On failure, returns the
 /// 1-based number of the hunk that did not apply and why.
 pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'static str)> {
+    if let Some(new) = apply_in_order(old, hunks) {
+        return Ok(new);
+    }
     let mut image = Image::new(old);
     let mut pre: Vec<&[u8]> = Vec::new();
     let mut post: Vec<&[u8]> = Vec::new();
     for (i, hunk) in hunks.iter().enumerate() {
-        pre.clear();
-        post.clear();
-        let mut trailing = 0usize;
-        for line in hunk.lines() {
-            match line.kind {
-                LineKind::Context => {
-                    pre.push(line.content);
-                    post.push(line.content);
-                    trailing += 1;
-                }
-                LineKind::Delete => {
-                    pre.push(line.content);
-                    trailing = 0;
-                }
-                LineKind::Insert => {
-                    post.push(line.content);
-                    trailing = 0;
-                }
-            }
-        }
-        let match_beginning = hunk.old_start() <= 1;
-        let match_end = trailing == 0;
-        let line = hunk.new_start().saturating_sub(1) as usize;
+        let (match_beginning, match_end, line) = images(hunk, &mut pre, &mut post);
         let Some(pos) = image.find(line, &pre, match_beginning, match_end) else {
             return Err((
                 i + 1,

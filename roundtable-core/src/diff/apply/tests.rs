@@ -238,3 +238,51 @@ fn binary_patches_verify_blob_ids() {
         .to_string()
         .contains("full object ids"));
 }
+
+/// The in-order fast path gives exactly what the line image gives, and
+/// hands every hunk it cannot place where git looks first to the search.
+#[test]
+fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
+    let two = "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -8,3 +8,4 @@\n l8\n-l9\n+L9\n+L9b\n l10\n";
+    let h = hunks_of(two);
+    let old = lines(1..=12);
+    let fast = apply_in_order(old.as_bytes(), &h).expect("both hunks are where they say");
+    let mut image = Image::new(old.as_bytes());
+    let (mut pre, mut post) = (Vec::new(), Vec::new());
+    for hunk in &h {
+        let (b, e, line) = images(hunk, &mut pre, &mut post);
+        let pos = image.find(line, &pre, b, e).expect("found");
+        image.replace(pos, pre.len(), &post);
+    }
+    assert_eq!(fast, image.into_bytes());
+    assert_eq!(
+        fast,
+        old.replace("l3\n", "L3\n")
+            .replace("l9\n", "L9\nL9b\n")
+            .into_bytes()
+    );
+    // A file without a final newline keeps its last line as it is.
+    let open_end = "a\nb\nc";
+    let h = hunks_of("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n");
+    assert_eq!(
+        apply_in_order(open_end.as_bytes(), &h).expect("in place"),
+        b"A\nb\nc"
+    );
+    // Two lines added above: not where the header says, so no fast path,
+    // and the search still finds it.
+    let h = hunks_of("--- a/f\n+++ b/f\n@@ -4,3 +4,3 @@\n l4\n-l5\n+L5\n l6\n");
+    let shifted = format!("x\ny\n{}", lines(1..=9));
+    assert!(apply_in_order(shifted.as_bytes(), &h).is_none());
+    assert_eq!(
+        apply_hunks(shifted.as_bytes(), &h).expect("offset"),
+        shifted.replace("l5\n", "L5\n").into_bytes()
+    );
+    // A second hunk whose place holds the first hunk's output: no fast
+    // path, and the search refuses as git does.
+    let text = "a\nb\nx\nx\nx\nx\nx\nx\nx\nz\n";
+    let h = hunks_of(
+        "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+q\n b\n x\n@@ -9,2 +9,2 @@\n q\n-b\n+c\n",
+    );
+    assert!(apply_in_order(text.as_bytes(), &h).is_none());
+    assert_eq!(apply_hunks(text.as_bytes(), &h).map_err(|e| e.0), Err(2));
+}

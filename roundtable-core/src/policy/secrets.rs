@@ -90,22 +90,37 @@ const PATTERNS: &[(SecretKind, &str)] = &[
 ];
 
 struct Scanner {
-    /// A cheap first pass: the fixed prefixes every pattern starts with.
-    prefixes: &'static [&'static str],
+    /// A cheap first pass: one search for the fixed prefixes the patterns
+    /// start with (the regex engine runs it as a vectorized literal search).
+    prefixes: Regex,
     patterns: Vec<(SecretKind, Regex)>,
 }
 
+/// The literal each pattern starts with.
+const PREFIXES: &[&str] = &[
+    "-----BEGIN ",
+    "AKIA",
+    "ASIA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "AIza",
+    "sk_live_",
+];
+
 static SCANNER: LazyLock<Scanner> = LazyLock::new(|| Scanner {
-    prefixes: &[
-        "-----BEGIN ",
-        "AKIA",
-        "ASIA",
-        "gh",
-        "github_pat_",
-        "xox",
-        "AIza",
-        "sk_live_",
-    ],
+    prefixes: Regex::new(
+        &PREFIXES
+            .iter()
+            .map(|p| regex::escape(p))
+            .collect::<Vec<_>>()
+            .join("|"),
+    )
+    .expect("the prefixes are literals"),
     patterns: PATTERNS
         .iter()
         .map(|(kind, p)| (*kind, Regex::new(p).expect("the secret patterns are valid")))
@@ -115,7 +130,7 @@ static SCANNER: LazyLock<Scanner> = LazyLock::new(|| Scanner {
 /// The first secret in `text`, an added line `line_no` of `path`, if any.
 pub fn scan_secrets(path: &str, line_no: u32, text: &str) -> Option<SecretFinding> {
     let scanner = &*SCANNER;
-    if !scanner.prefixes.iter().any(|p| text.contains(p)) {
+    if !scanner.prefixes.is_match(text) {
         return None;
     }
     scanner

@@ -15,7 +15,7 @@ use std::io::{self, Read as _};
 use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{self, AtomicBool, AtomicUsize};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Flags for every directory opened during the walk: never through a link.
 const DIR_FLAGS: OFlags = OFlags::RDONLY
@@ -97,6 +97,9 @@ fn sibling_order(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> Ordering {
 struct Job {
     id: usize,
     rel: Vec<u8>,
+    /// The directory holding this one (the walk's root has none): opening
+    /// from it costs one `openat`, not one per component of `rel`.
+    parent: Option<Arc<OwnedFd>>,
 }
 
 /// The shared work list of the parallel walk.
@@ -114,6 +117,7 @@ pub(super) fn walk(root: &Path, root_fd: BorrowedFd<'_>, threads: usize) -> Resu
         jobs: vec![Job {
             id: 0,
             rel: Vec::new(),
+            parent: None,
         }],
         active: 0,
         failure: None,
@@ -140,7 +144,7 @@ pub(super) fn walk(root: &Path, root_fd: BorrowedFd<'_>, threads: usize) -> Resu
                     q = ready.wait(q).expect("walk queue poisoned");
                 }
             };
-            let result = scan_dir(root, root_fd, &job.rel, &next_id, &mut found);
+            let result = scan_dir(root, root_fd, &job, &next_id, &mut found);
             let mut q = queue.lock().expect("walk queue poisoned");
             q.active -= 1;
             q.jobs.append(&mut found);
@@ -231,11 +235,22 @@ fn flatten(listings: &[Option<Listing>], files: usize, name_bytes: usize) -> Tre
 fn scan_dir(
     root: &Path,
     root_fd: BorrowedFd<'_>,
-    rel: &[u8],
+    job: &Job,
     next_id: &AtomicUsize,
     found: &mut Vec<Job>,
 ) -> Result<Listing, Failure> {
-    let fd = open_dir(root_fd, rel).map_err(|e| at_failure(root, rel, e))?;
+    let rel = job.rel.as_slice();
+    let fd = match &job.parent {
+        Some(parent) => {
+            let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+            rustix::fs::openat(&**parent, name, DIR_FLAGS, Mode::empty())
+        }
+        None => open_dir(root_fd, rel),
+    }
+    .map_err(|e| at_failure(root, rel, e))?;
+    // A handle of its own for the subdirectories' jobs (the listing's is
+    // consumed by reading), made when the first one is found.
+    let mut handle: Option<Arc<OwnedFd>> = None;
     let mut dir = Dir::new(fd).map_err(|e| at_failure(root, rel, e))?;
     let mut names = Vec::new();
     let mut children = Vec::new();
@@ -275,9 +290,21 @@ fn scan_dir(
             (FileType::Directory, _) => {
                 let id = next_id.fetch_add(1, atomic::Ordering::Relaxed);
                 child_path(&mut path, name);
+                let parent = match &handle {
+                    Some(h) => Arc::clone(h),
+                    None => {
+                        let h = Arc::new(
+                            rustix::io::fcntl_dupfd_cloexec(dirfd, 0)
+                                .map_err(|e| at_failure(root, rel, e))?,
+                        );
+                        handle = Some(Arc::clone(&h));
+                        h
+                    }
+                };
                 found.push(Job {
                     id,
                     rel: path.clone(),
+                    parent: Some(parent),
                 });
                 Node::Dir(id)
             }

@@ -29,6 +29,7 @@ use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::store::Durability;
 use crate::tools::{Cx, ToolError};
+use crate::workspace::Workspace;
 use crate::{Digest, ErrorCode, RepoPath};
 use rusqlite::{params, OptionalExtension as _};
 use schemars::JsonSchema;
@@ -318,10 +319,7 @@ fn spell(state: &Option<(String, bool)>) -> String {
 }
 
 /// Compare every journaled path with the files.
-pub(crate) fn compare(
-    engine: &Engine,
-    files: &[JournalFile],
-) -> Result<Vec<PathReport>, ToolError> {
+pub(crate) fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathReport>, ToolError> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
@@ -331,8 +329,7 @@ pub(crate) fn compare(
                 json!({}),
             )
         })?;
-        let now = engine
-            .workspace()
+        let now = ws
             .meta(&path)?
             .map(|m| (m.digest.to_string(), m.executable));
         let (before, after) = (f.before(), f.after());
@@ -374,14 +371,14 @@ pub(crate) fn restore_changeset(
                     let digest: Digest = d.parse().map_err(|e: crate::DigestError| {
                         ToolError::new(ErrorCode::Database, e.to_string(), json!({"digest": d}))
                     })?;
-                    let bytes = crate::store::get_blob(tx, &digest)?.ok_or_else(|| {
+                    let (bytes, read) = crate::store::get_blob(tx, &digest)?.ok_or_else(|| {
                         ToolError::new(
                             ErrorCode::Database,
                             format!("the before snapshot of {} ({d}) is missing", f.path),
                             json!({"path": f.path, "digest": d}),
                         )
                     })?;
-                    if Digest::of(&bytes) != digest {
+                    if read != digest {
                         return Err(ToolError::new(
                             ErrorCode::Database,
                             format!(
@@ -448,6 +445,15 @@ fn set_digest(states: impl Iterator<Item = (String, Option<(String, bool)>)>) ->
     format!("sha256:{}", crate::hex::encode(&h.finalize()))
 }
 
+/// A touched path's content before the change.
+pub(crate) struct Before {
+    pub path: RepoPath,
+    /// The digest of `data`.
+    pub digest: Digest,
+    pub data: Vec<u8>,
+    pub executable: bool,
+}
+
 /// One transaction to run.
 pub(crate) struct Plan<'a> {
     pub id: crate::Id,
@@ -458,7 +464,10 @@ pub(crate) struct Plan<'a> {
     pub changeset: Changeset,
     /// The before content of every touched path that exists, verified
     /// against the changeset's preconditions.
-    pub snapshot: Vec<(RepoPath, Vec<u8>)>,
+    pub snapshot: Vec<Before>,
+    /// What the plan was computed through (a [view](Workspace::view)
+    /// that read the files): the apply writes through it.
+    pub workspace: &'a Workspace,
 }
 
 fn phase(cx: &Cx<'_>, id: &str, name: &str, status: &str, detail: Value) -> Result<(), ToolError> {
@@ -489,18 +498,17 @@ pub(crate) fn execute<T>(
 ) -> Result<T, ToolError> {
     let durability = engine.options().durability;
     let files = plan.changeset.files();
+    let afters = plan.changeset.after_metas();
     let before_digest = set_digest(files.iter().map(|f| {
         (
             f.path.to_string(),
             f.before.map(|m| (m.digest.to_string(), m.executable)),
         )
     }));
-    let after_digest = set_digest(files.iter().map(|f| {
+    let after_digest = set_digest(files.iter().zip(afters).map(|(f, after)| {
         (
             f.path.to_string(),
-            f.after
-                .as_ref()
-                .map(|c| (Digest::of(&c.data).to_string(), c.executable)),
+            after.map(|m| (m.digest.to_string(), m.executable)),
         )
     }));
     let id = plan.id.as_str();
@@ -537,14 +545,14 @@ pub(crate) fn execute<T>(
                 cx.now.0
             ],
         )?;
-        for (_, bytes) in &plan.snapshot {
-            crate::store::put_blob(tx, bytes)?;
+        for b in &plan.snapshot {
+            crate::store::put_blob_digested(tx, &b.digest, &b.data)?;
         }
         let mut insert = tx.prepare(
             "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
                  after_digest, after_executable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
-        for f in files {
+        for (f, after) in files.iter().zip(afters) {
             let operation = f.operation.name();
             insert.execute(params![
                 id,
@@ -552,8 +560,8 @@ pub(crate) fn execute<T>(
                 operation,
                 f.before.map(|m| m.digest.to_string()),
                 f.before.map(|m| m.executable),
-                f.after.as_ref().map(|c| Digest::of(&c.data).to_string()),
-                f.after.as_ref().map(|c| c.executable),
+                after.map(|m| m.digest.to_string()),
+                after.map(|m| m.executable),
             ])?;
         }
         phase(&cx, id, "journaled", "done", json!({"files": files.len()}))?;
@@ -568,9 +576,15 @@ pub(crate) fn execute<T>(
 
     // 2. The files.
     let durable = durability != Durability::Off;
-    if let Err(e) = engine
-        .workspace()
-        .apply_changeset_with(&plan.changeset, false, durable)
+    // The old contents are in memory: an undo restores from them.
+    let held: crate::workspace::Held<'_> = plan
+        .snapshot
+        .iter()
+        .map(|b| (&b.path, (b.data.as_slice(), b.executable)))
+        .collect();
+    if let Err(e) =
+        plan.workspace
+            .apply_changeset_holding(&plan.changeset, false, durable, Some(&held))
     {
         let undo_failed = matches!(e, crate::workspace::WorkspaceError::Undo { .. });
         let error = ToolError::from(e);
@@ -660,7 +674,7 @@ pub(crate) fn recover_one(
         let t = Transaction::load(tx, id)?;
         Ok::<_, ToolError>((journal(tx, id)?, t.proposal_id))
     })?;
-    let reports = compare(engine, &files)?;
+    let reports = compare(engine.workspace(), &files)?;
     let changeset = restore_changeset(engine, &files, &reports)?;
     let durable = engine.options().durability != Durability::Off;
     engine

@@ -120,10 +120,20 @@ impl FileChange {
 }
 
 /// A normalized change: one [`FileChange`] per touched path, sorted by path.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Changeset {
     files: Vec<FileChange>,
+    /// Each result's digest and mode, computed once when first asked for.
+    afters: std::sync::OnceLock<Vec<Option<FileMeta>>>,
 }
+
+impl PartialEq for Changeset {
+    fn eq(&self, other: &Changeset) -> bool {
+        self.files == other.files
+    }
+}
+
+impl Eq for Changeset {}
 
 /// A changeset that names one path twice.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -137,12 +147,26 @@ impl Changeset {
         if let Some(w) = files.windows(2).find(|w| w[0].path == w[1].path) {
             return Err(DuplicatePath(w[0].path.clone()));
         }
-        Ok(Changeset { files })
+        Ok(Changeset {
+            files,
+            afters: Default::default(),
+        })
     }
 
     /// The changes, sorted by path.
     pub fn files(&self) -> &[FileChange] {
         &self.files
+    }
+
+    /// The digest and mode of each change's result (`None`: removed), in
+    /// the order of [`files`](Changeset::files); hashed once per changeset.
+    pub fn after_metas(&self) -> &[Option<FileMeta>] {
+        self.afters.get_or_init(|| {
+            self.files
+                .iter()
+                .map(|f| f.after.as_ref().map(FileContent::meta))
+                .collect()
+        })
     }
 
     /// Whether nothing changes.
@@ -189,10 +213,21 @@ struct Recording<'t, T: ?Sized> {
 
 impl<T: crate::diff::Tree + ?Sized> crate::diff::Tree for Recording<'_, T> {
     fn read(&self, path: &[u8]) -> Result<Option<crate::diff::TreeFile>, crate::diff::TreeError> {
-        let file = self.tree.read(path)?;
-        let meta = file.as_ref().map(FileMeta::of);
+        let found = self.tree.read_meta(path)?;
+        let meta = found.as_ref().map(|(_, m)| *m);
         self.seen.borrow_mut().insert(path.to_vec(), meta);
-        Ok(file)
+        Ok(found.map(|(f, _)| f))
+    }
+
+    fn read_meta(
+        &self,
+        path: &[u8],
+    ) -> Result<Option<(crate::diff::TreeFile, FileMeta)>, crate::diff::TreeError> {
+        let found = self.tree.read_meta(path)?;
+        self.seen
+            .borrow_mut()
+            .insert(path.to_vec(), found.as_ref().map(|(_, m)| *m));
+        Ok(found)
     }
 
     fn exists(&self, path: &[u8]) -> Result<bool, crate::diff::TreeError> {

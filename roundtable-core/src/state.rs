@@ -467,9 +467,10 @@ fn io_err(path: &Path, source: io::Error) -> StateError {
     }
 }
 
-/// The `lstat` fields the cache compares.
+/// The `lstat` fields the cache compares (and a workspace view, to tell a
+/// file it read is unchanged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Stat {
+pub(crate) struct Stat {
     size: u64,
     mtime: (i64, u32),
     ctime: (i64, u32),
@@ -481,7 +482,7 @@ struct Stat {
 impl Stat {
     // The field types of `struct stat` differ between targets.
     #[allow(clippy::unnecessary_cast, clippy::cast_possible_wrap)]
-    fn of(st: &rustix::fs::Stat) -> Stat {
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Stat {
         Stat {
             size: st.st_size as u64,
             mtime: (st.st_mtime as i64, st.st_mtime_nsec as u32),
@@ -493,7 +494,7 @@ impl Stat {
     }
 
     /// The later of mtime and ctime.
-    fn newest(&self) -> (i64, u32) {
+    pub(crate) fn newest(&self) -> (i64, u32) {
         self.mtime.max(self.ctime)
     }
 }

@@ -9,9 +9,14 @@
 //! Applying is all or nothing. Every result is computed first and staged
 //! in a temporary file beside its target (so memory stays bounded by the
 //! largest file); only then are results renamed into place, with the old
-//! contents kept as hard links in a hidden backup directory until the end.
-//! If any step of that last phase fails, everything already done is undone.
-//! A refused change leaves every file exactly as it was.
+//! contents kept as hard links in a hidden backup directory until the end
+//! (or, when the caller holds them — a governed apply's snapshot — in
+//! memory). If any step of that last phase fails, everything already done
+//! is undone. A refused change leaves every file exactly as it was.
+//!
+//! A [view](Workspace::view) is the workspace for one governed operation:
+//! it remembers directory handles and what it read, so each touched file
+//! is opened and hashed once from validation to the write.
 
 use crate::changeset::{Changeset, FileContent, FileMeta};
 use crate::diff::{ApplyError, Patch, Tree, TreeError, TreeFile};
@@ -131,32 +136,75 @@ type Located = (Arc<OwnedFd>, String);
 pub struct Workspace {
     root: PathBuf,
     dir: Arc<OwnedFd>,
-    /// Directory handles opened while computing one change, so reading a
-    /// thousand files in one directory opens it once. Only on while
-    /// nothing is being written, so it never holds a stale handle.
-    dir_cache: std::sync::Mutex<Option<std::collections::HashMap<String, Arc<OwnedFd>>>>,
+    /// Set on a [view](Workspace::view) (and, directories only, while
+    /// [`Workspace::apply_patch`] reads): what it has already opened and read.
+    memo: Option<Memo>,
 }
 
-/// Turns the directory cache on for its lifetime.
-struct CachedDirs<'w>(&'w Workspace);
+/// What a view remembers. Forgotten before its first write, so it never
+/// holds a stale handle or content.
+#[derive(Default)]
+struct Memo {
+    /// Directory handles by path (`a/b`), so reading a thousand files in
+    /// one directory opens it once.
+    dirs: std::sync::Mutex<std::collections::HashMap<String, Arc<OwnedFd>>>,
+    /// Each file read, with its digest once computed and what `fstat`
+    /// said of it then; `None` when files are not remembered.
+    files: Option<std::sync::Mutex<std::collections::HashMap<RepoPath, Arc<Seen>>>>,
+}
 
-impl<'w> CachedDirs<'w> {
-    fn on(ws: &'w Workspace) -> Self {
-        *ws.dir_cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Default::default());
-        CachedDirs(ws)
+/// A file as a view first read it.
+struct Seen {
+    file: TreeFile,
+    meta: std::sync::OnceLock<FileMeta>,
+    stamp: Stamp,
+}
+
+impl Seen {
+    fn meta(&self) -> FileMeta {
+        *self.meta.get_or_init(|| FileMeta::of(&self.file))
+    }
+
+    /// The file, moved out when nothing else holds it.
+    fn into_file(seen: Arc<Seen>) -> TreeFile {
+        match Arc::try_unwrap(seen) {
+            Ok(seen) => seen.file,
+            Err(shared) => shared.file.clone(),
+        }
     }
 }
 
-impl Drop for CachedDirs<'_> {
-    fn drop(&mut self) {
-        *self
-            .0
-            .dir_cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+/// What `fstat` said of a file when a view read it, enough to tell that it
+/// has not been written since (as git's index does): any write changes the
+/// change time, and a rename or replacement the inode. Trusted only when
+/// the file's times were already over a second old when it was taken, so
+/// a write within the same timestamp tick cannot go unseen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    stat: crate::state::Stat,
+    settled: bool,
+}
+
+impl Stamp {
+    fn of(st: &rustix::fs::Stat) -> Stamp {
+        let stat = crate::state::Stat::of(st);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        Stamp {
+            stat,
+            settled: stat.newest().0 < now - 1,
+        }
     }
+
+    /// Whether `now` is certainly the same, unwritten file.
+    fn unchanged(&self, now: &Stamp) -> bool {
+        self.settled && self.stat == now.stat
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn errno(e: rustix::io::Errno) -> io::Error {
@@ -188,8 +236,57 @@ impl Workspace {
         Ok(Workspace {
             root: root.to_path_buf(),
             dir: Arc::new(dir),
-            dir_cache: Default::default(),
+            memo: None,
         })
+    }
+
+    /// A view of the same root for one operation that reads files and then
+    /// may write them (validation, then the apply): it opens each directory
+    /// once and reads each file once, and every later read of a path is
+    /// answered with what the first saw — one consistent picture. Before
+    /// its first write, [`apply_changeset_with`](Workspace::apply_changeset_with)
+    /// checks each precondition against what was read by a fresh `fstat`
+    /// (reading again only a file whose metadata moved or is too recent to
+    /// trust), then forgets everything. Not for sharing between threads that
+    /// each expect fresh reads: make one view per operation.
+    pub fn view(&self) -> Workspace {
+        self.with_memo(Memo {
+            files: Some(Default::default()),
+            ..Memo::default()
+        })
+    }
+
+    fn with_memo(&self, memo: Memo) -> Workspace {
+        Workspace {
+            root: self.root.clone(),
+            dir: Arc::clone(&self.dir),
+            memo: Some(memo),
+        }
+    }
+
+    /// The same root, remembering nothing: for writing, where a remembered
+    /// handle could name a directory the write removed.
+    fn plain(&self) -> Workspace {
+        Workspace {
+            root: self.root.clone(),
+            dir: Arc::clone(&self.dir),
+            memo: None,
+        }
+    }
+
+    /// Drop every remembered handle and file (before a write).
+    fn forget(&self) {
+        if let Some(m) = &self.memo {
+            lock(&m.dirs).clear();
+            if let Some(files) = &m.files {
+                lock(files).clear();
+            }
+        }
+    }
+
+    fn seen(&self, path: &RepoPath) -> Option<Arc<Seen>> {
+        let files = self.memo.as_ref()?.files.as_ref()?;
+        lock(files).get(path).cloned()
     }
 
     /// The root this workspace was opened at.
@@ -203,10 +300,7 @@ impl Workspace {
         let components: Vec<&str> = path.components().collect();
         let (name, dirs) = components.split_last().expect("a RepoPath has a component");
         let mut at = Arc::clone(&self.dir);
-        let mut cache = self
-            .dir_cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = self.memo.as_ref().map(|m| lock(&m.dirs));
         let mut prefix = String::new();
         for (i, component) in dirs.iter().enumerate() {
             if i > 0 {
@@ -242,6 +336,9 @@ impl Workspace {
     }
 
     fn kind(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
+        if self.seen(path).is_some() {
+            return Ok(Some(Kind::File));
+        }
         match self.parent(path)? {
             None => Ok(None),
             Some((dir, name)) => kind_at(&*dir, &name).map_err(|e| tree(path, e)),
@@ -252,6 +349,47 @@ impl Workspace {
     /// nothing is there. A symbolic link (at the path or on the way) is
     /// [`WorkspaceError::Symlink`]; a directory is not a file.
     pub fn read(&self, path: &RepoPath) -> Result<Option<TreeFile>, WorkspaceError> {
+        Ok(self.load(path)?.map(Seen::into_file))
+    }
+
+    /// The file at `path` as this view first saw it (read now if it has
+    /// not seen it, and remembered when it remembers files).
+    fn load(&self, path: &RepoPath) -> Result<Option<Arc<Seen>>, WorkspaceError> {
+        if let Some(seen) = self.seen(path) {
+            return Ok(Some(seen));
+        }
+        let Some((file, stamp)) = self.read_stamped(path)? else {
+            return Ok(None);
+        };
+        let seen = Arc::new(Seen {
+            file,
+            meta: Default::default(),
+            stamp,
+        });
+        if let Some(files) = self.memo.as_ref().and_then(|m| m.files.as_ref()) {
+            // Another thread may have read it meanwhile: the first read is
+            // the one everybody sees.
+            let mut files = lock(files);
+            let first = files.entry(path.clone()).or_insert(seen);
+            return Ok(Some(Arc::clone(first)));
+        }
+        Ok(Some(seen))
+    }
+
+    /// On a view, read and hash each of `paths` now (errors are left for
+    /// the real read to report), so a later read of them is answered from
+    /// memory: run on a second thread while the caller does other work.
+    pub fn prefetch(&self, paths: &[RepoPath]) {
+        if self.memo.as_ref().is_some_and(|m| m.files.is_some()) {
+            for path in paths {
+                if let Ok(Some(seen)) = self.load(path) {
+                    seen.meta();
+                }
+            }
+        }
+    }
+
+    fn read_stamped(&self, path: &RepoPath) -> Result<Option<(TreeFile, Stamp)>, WorkspaceError> {
         let Some((dir, name)) = self.parent(path)? else {
             return Ok(None);
         };
@@ -282,15 +420,50 @@ impl Workspace {
         std::fs::File::from(fd)
             .read_to_end(&mut data)
             .map_err(|e| tree(path, e))?;
-        Ok(Some(TreeFile {
+        let file = TreeFile {
             data,
             executable: stat.st_mode & 0o111 != 0,
+        };
+        Ok(Some((file, Stamp::of(&stat))))
+    }
+
+    /// The file at `path` and its digest and mode, from one read.
+    pub fn read_with_meta(
+        &self,
+        path: &RepoPath,
+    ) -> Result<Option<(TreeFile, FileMeta)>, WorkspaceError> {
+        Ok(self.load(path)?.map(|seen| {
+            let meta = seen.meta();
+            (Seen::into_file(seen), meta)
         }))
     }
 
     /// The digest and mode of the file at `path`, or `None` if absent.
     pub fn meta(&self, path: &RepoPath) -> Result<Option<FileMeta>, WorkspaceError> {
-        Ok(self.read(path)?.as_ref().map(FileMeta::of))
+        Ok(self.load(path)?.map(|seen| seen.meta()))
+    }
+
+    /// The digest and mode of the file at `path` now, to check that it
+    /// still is `expected` (`None`: absent). On a view, a file it read
+    /// that is expected unchanged is compared with what it saw by a fresh
+    /// `fstat`, and read again only when that cannot decide.
+    fn meta_now(
+        &self,
+        path: &RepoPath,
+        expected: Option<&FileMeta>,
+    ) -> Result<Option<FileMeta>, WorkspaceError> {
+        if let Some(seen) = self.seen(path) {
+            let meta = seen.meta();
+            if let Some((dir, name)) = self.parent(path)? {
+                if let Ok(st) = rustix::fs::statat(&*dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                {
+                    if seen.stamp.unchanged(&Stamp::of(&st)) && Some(&meta) == expected {
+                        return Ok(Some(meta));
+                    }
+                }
+            }
+        }
+        Ok(self.read_stamped(path)?.map(|(f, _)| FileMeta::of(&f)))
     }
 
     /// Apply `patch`, all or nothing. With `check`, compute everything and
@@ -312,8 +485,10 @@ impl Workspace {
         }
         let mut writes: BTreeMap<RepoPath, Option<Staged>> = BTreeMap::new();
         let mut removes: BTreeSet<RepoPath> = BTreeSet::new();
-        let cached = CachedDirs::on(self);
-        let result = crate::diff::apply(patch, self, &mut |outcome| {
+        // Directory handles are remembered while reading and staging only:
+        // the commit creates and removes directories.
+        let reader = self.with_memo(Memo::default());
+        let result = crate::diff::apply(patch, &reader, &mut |outcome| {
             let path = RepoPath::from_bytes(&outcome.path)
                 .map_err(|e| boxed(&outcome.path, e.code(), e))?;
             match outcome.new {
@@ -322,7 +497,8 @@ impl Workspace {
                         None
                     } else {
                         Some(
-                            self.stage(&path, &file.data, file.executable, false)
+                            reader
+                                .stage(&path, &file.data, file.executable, false)
                                 .map_err(|e| boxed(&outcome.path, e.code(), e))?,
                         )
                     };
@@ -344,9 +520,9 @@ impl Workspace {
         removes.retain(|p| !writes.contains_key(p));
         let removes: BTreeSet<&RepoPath> = removes.iter().collect();
         for path in writes.keys() {
-            self.check_room_for(path, &removes)?;
+            reader.check_room_for(path, &removes)?;
         }
-        drop(cached); // the commit creates and removes directories
+        drop(reader);
         let mut changes: Vec<PathChange> = removes
             .iter()
             .map(|p| PathChange {
@@ -366,7 +542,7 @@ impl Workspace {
             .iter_mut()
             .map(|(p, s)| (p, s.take().expect("staged when not checking")))
             .collect();
-        self.commit_staged(&removes, staged)?;
+        self.commit_staged(&removes, staged, None)?;
         Ok(changes)
     }
 
@@ -409,8 +585,31 @@ impl Workspace {
         check: bool,
         durable: bool,
     ) -> Result<Vec<PathChange>, WorkspaceError> {
+        self.apply_changeset_holding(changeset, check, durable, None)
+    }
+
+    /// [`apply_changeset_with`](Workspace::apply_changeset_with), where the
+    /// caller holds the old content of every path the change replaces or
+    /// removes (`held`): the commit keeps no hard links, and an undo
+    /// restores from `held`.
+    pub(crate) fn apply_changeset_holding(
+        &self,
+        changeset: &Changeset,
+        check: bool,
+        durable: bool,
+        held: Option<&Held<'_>>,
+    ) -> Result<Vec<PathChange>, WorkspaceError> {
+        // Reading and staging remember directory handles (a view's own, or
+        // ones kept for this call); the commit remembers nothing.
+        let local;
+        let reader = if self.memo.is_some() {
+            self
+        } else {
+            local = self.with_memo(Memo::default());
+            &local
+        };
         for change in changeset.files() {
-            let actual = self.meta(&change.path)?;
+            let actual = reader.meta_now(&change.path, change.before.as_ref())?;
             if actual != change.before {
                 return Err(WorkspaceError::Precondition {
                     path: change.path.to_string(),
@@ -431,7 +630,7 @@ impl Workspace {
             .filter_map(|c| c.after.as_ref().map(|a| (&c.path, a)))
             .collect();
         for (path, _) in &writes {
-            self.check_room_for(path, &removes)?;
+            reader.check_room_for(path, &removes)?;
         }
         let changes = changeset
             .files()
@@ -453,15 +652,16 @@ impl Workspace {
         for (path, content) in writes {
             staged.push((
                 path,
-                self.stage(path, &content.data, content.executable, per_file)?,
+                reader.stage(path, &content.data, content.executable, per_file)?,
             ));
         }
         if durable && !per_file {
             self.syncfs(changeset)?;
         }
-        self.commit_staged(&removes, staged)?;
+        reader.forget();
+        self.commit_staged(&removes, staged, held)?;
         if per_file {
-            self.sync_parents(changeset)?;
+            self.plain().sync_parents(changeset)?;
         } else if durable {
             self.syncfs(changeset)?;
         }
@@ -530,6 +730,9 @@ impl Workspace {
     /// under the apply lock, when no apply is running. Returns what it
     /// removed.
     pub fn remove_leftovers(&self, paths: &[RepoPath]) -> Result<Vec<String>, WorkspaceError> {
+        if self.memo.is_some() {
+            return self.plain().remove_leftovers(paths);
+        }
         let mut removed = Vec::new();
         let mut dirs: BTreeSet<String> = BTreeSet::new();
         dirs.insert(String::new());
@@ -612,12 +815,15 @@ impl Workspace {
         &self,
         removes: &BTreeSet<&RepoPath>,
         staged: Vec<(&RepoPath, Staged)>,
+        held: Option<&Held<'_>>,
     ) -> Result<(), WorkspaceError> {
-        let mut journal = Journal::default();
-        match self.commit(removes, staged, &mut journal) {
+        // Directories are created and removed here: nothing remembered.
+        let ws = &self.plain();
+        let mut journal = Journal::holding(held);
+        match ws.commit(removes, staged, &mut journal) {
             // Dropping the journal removes the backups of the old contents.
             Ok(()) => Ok(()),
-            Err((path, source)) => match journal.undo(self) {
+            Err((path, source)) => match journal.undo(ws) {
                 Ok(()) => Err(WorkspaceError::Commit { path, source }),
                 Err(undo) => Err(WorkspaceError::Undo { path, source, undo }),
             },
@@ -640,8 +846,16 @@ impl Workspace {
                 reason: what,
             })
         };
+        // Usually every directory on the way exists: then the one look-up
+        // of the parent says so. Otherwise find the first that does not.
+        let parent = self.parent(path).ok().flatten();
         let components: Vec<&str> = path.components().collect();
-        for depth in 1..components.len() {
+        let ancestors = if parent.is_some() {
+            1
+        } else {
+            components.len()
+        };
+        for depth in 1..ancestors {
             let ancestor = RepoPath::from_bytes(components[..depth].join("/").as_bytes())?;
             match self.kind(&ancestor)? {
                 Some(Kind::Dir) => continue,
@@ -653,7 +867,12 @@ impl Workspace {
                 _ => break,
             }
         }
-        if self.kind(path)? == Some(Kind::Dir) {
+        let kind = match (self.seen(path), parent) {
+            (Some(_), _) => Some(Kind::File),
+            (None, Some((dir, name))) => kind_at(&*dir, &name).map_err(|e| tree(path, e))?,
+            (None, None) => None,
+        };
+        if kind == Some(Kind::Dir) {
             let held =
                 std::fs::read_dir(self.root.join(path.as_str())).map_err(|e| tree(path, e))?;
             let mut stack: Vec<std::fs::ReadDir> = vec![held];
@@ -692,14 +911,20 @@ impl Workspace {
         executable: bool,
         sync: bool,
     ) -> Result<Staged, WorkspaceError> {
-        let components: Vec<&str> = path.components().collect();
-        let mut dir = Arc::clone(&self.dir);
-        for component in &components[..components.len() - 1] {
-            match rustix::fs::openat(&*dir, *component, DIR_FLAGS, Mode::empty()) {
-                Ok(fd) => dir = Arc::new(fd),
-                Err(_) => break, // missing (or to be replaced): stage higher up
+        let dir = match self.parent(path) {
+            Ok(Some((dir, _))) => dir,
+            _ => {
+                let components: Vec<&str> = path.components().collect();
+                let mut dir = Arc::clone(&self.dir);
+                for component in &components[..components.len() - 1] {
+                    match rustix::fs::openat(&*dir, *component, DIR_FLAGS, Mode::empty()) {
+                        Ok(fd) => dir = Arc::new(fd),
+                        Err(_) => break, // missing (or to be replaced): stage higher up
+                    }
+                }
+                dir
             }
-        }
+        };
         let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
         let (fd, name) = create_unique(".rt-stage-", |name| {
             rustix::fs::openat(
@@ -729,7 +954,7 @@ impl Workspace {
         &self,
         removes: &BTreeSet<&RepoPath>,
         staged: Vec<(&RepoPath, Staged)>,
-        journal: &mut Journal,
+        journal: &mut Journal<'_>,
     ) -> Result<(), (String, io::Error)> {
         let fail = |p: &RepoPath| {
             let p = p.to_string();
@@ -752,7 +977,7 @@ impl Workspace {
                 continue;
             }
             let backup = journal
-                .link_backup(&self.dir, &dir, &name)
+                .backup(&self.dir, path, &dir, &name)
                 .map_err(fail(path))?;
             rustix::fs::unlinkat(&*dir, name.as_str(), AtFlags::empty())
                 .map_err(|e| fail(path)(errno(e)))?;
@@ -780,10 +1005,22 @@ impl Workspace {
         }
         // Place every new file, creating its directories; a replaced file
         // is swapped atomically by the rename.
+        // Placing only creates directories, so a handle opened here stays
+        // good until the end of the loop.
+        let mut opened: std::collections::HashMap<String, Arc<OwnedFd>> = Default::default();
         for (path, mut staged) in staged {
             let components: Vec<&str> = path.components().collect();
             let mut dir = Arc::clone(&self.dir);
+            let mut prefix = String::new();
             for component in &components[..components.len() - 1] {
+                if !prefix.is_empty() {
+                    prefix.push('/');
+                }
+                prefix.push_str(component);
+                if let Some(fd) = opened.get(&prefix) {
+                    dir = Arc::clone(fd);
+                    continue;
+                }
                 match rustix::fs::openat(&*dir, *component, DIR_FLAGS, Mode::empty()) {
                     Ok(fd) => dir = Arc::new(fd),
                     Err(rustix::io::Errno::NOENT) => {
@@ -799,12 +1036,13 @@ impl Workspace {
                     }
                     Err(e) => return Err(fail(path)(errno(e))),
                 }
+                opened.insert(prefix.clone(), Arc::clone(&dir));
             }
             let name = components[components.len() - 1].to_owned();
             let backup = match kind_at(&*dir, &name) {
                 Ok(Some(Kind::File)) => Some(
                     journal
-                        .link_backup(&self.dir, &dir, &name)
+                        .backup(&self.dir, path, &dir, &name)
                         .map_err(fail(path))?,
                 ),
                 _ => None,
@@ -825,6 +1063,12 @@ impl Tree for Workspace {
     fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError> {
         let repo_path = RepoPath::from_bytes(path).map_err(|e| boxed(path, e.code(), e))?;
         Workspace::read(self, &repo_path).map_err(|e| boxed(path, e.code(), e))
+    }
+
+    fn read_meta(&self, path: &[u8]) -> Result<Option<(TreeFile, FileMeta)>, TreeError> {
+        let repo_path = RepoPath::from_bytes(path).map_err(|e| boxed(path, e.code(), e))?;
+        self.read_with_meta(&repo_path)
+            .map_err(|e| boxed(path, e.code(), e))
     }
 
     fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
@@ -915,11 +1159,18 @@ impl Drop for Staged {
     }
 }
 
+/// Old contents the caller holds in memory, with their executable bits:
+/// a commit that has them restores from them if it must undo, instead of
+/// keeping hard links to the old files.
+pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bool)>;
+
 /// Every step of a commit, so it can be undone in reverse, and the backup
 /// directory holding old contents until the commit is done.
 #[derive(Default)]
-struct Journal {
-    steps: Vec<Step>,
+struct Journal<'k> {
+    steps: Vec<Step<'k>>,
+    /// The old contents the caller holds, if it holds them.
+    held: Option<&'k Held<'k>>,
     /// A hidden directory at the root (so directories emptied by the change
     /// really are empty), with its name.
     backups: Option<(Arc<OwnedFd>, Arc<OwnedFd>, String)>,
@@ -927,27 +1178,59 @@ struct Journal {
     keep_backups: bool,
 }
 
-enum Step {
-    /// The file at `path` was unlinked; its content lives on at `backup`.
+/// Where a replaced or removed file's old content is while the commit runs.
+enum Backup<'k> {
+    /// A hard link, under this name, in the backup directory.
+    Link(String),
+    /// The caller's copy, and its executable bit.
+    Held(&'k [u8], bool),
+}
+
+enum Step<'k> {
+    /// The file at `path` was unlinked; its content lives on in `backup`.
     /// (By path, not directory handle: its directory may be removed and
     /// re-created by later steps and their undoing.)
-    Removed { path: RepoPath, backup: String },
+    Removed { path: RepoPath, backup: Backup<'k> },
     /// The empty directory at `path` was removed.
     RemovedDir { path: RepoPath },
     /// A directory was created.
     CreatedDir { parent: Arc<OwnedFd>, name: String },
-    /// A new file was renamed onto `name`, replacing the file now at
-    /// `backup` (a hard link to the old content), if there was one.
+    /// A new file was renamed onto `name`, replacing the file whose old
+    /// content is in `backup`, if there was one.
     Placed {
         dir: Arc<OwnedFd>,
         name: String,
-        backup: Option<String>,
+        backup: Option<Backup<'k>>,
     },
 }
 
-impl Journal {
-    /// Keep the old content of `name` in `dir` reachable in the backup
-    /// directory: one hard link, no copy.
+impl<'k> Journal<'k> {
+    /// A journal that restores from `held` where it has a path's content.
+    fn holding(held: Option<&'k Held<'k>>) -> Journal<'k> {
+        Journal {
+            steps: Vec::new(),
+            held,
+            backups: None,
+            keep_backups: false,
+        }
+    }
+
+    /// Keep the old content of `path` (`name` in `dir`) until the commit is
+    /// done: the caller's copy when it holds one, else a hard link in the
+    /// backup directory (no copy).
+    fn backup(
+        &mut self,
+        root: &Arc<OwnedFd>,
+        path: &RepoPath,
+        dir: &OwnedFd,
+        name: &str,
+    ) -> io::Result<Backup<'k>> {
+        if let Some(&(data, executable)) = self.held.and_then(|h| h.get(path)) {
+            return Ok(Backup::Held(data, executable));
+        }
+        self.link_backup(root, dir, name).map(Backup::Link)
+    }
+
     fn link_backup(
         &mut self,
         root: &Arc<OwnedFd>,
@@ -967,6 +1250,44 @@ impl Journal {
         rustix::fs::linkat(dir, name, &**backups, backup.as_str(), AtFlags::empty())
             .map_err(errno)?;
         Ok(backup)
+    }
+
+    /// Put the old content in `backup` back at `name` in `dir`.
+    fn put_back(&self, backup: &Backup<'_>, dir: &OwnedFd, name: &str) -> rustix::io::Result<()> {
+        match backup {
+            Backup::Link(b) => rustix::fs::renameat(self.backup_dir(), b.as_str(), dir, name),
+            Backup::Held(data, executable) => {
+                let os = |e: io::Error| {
+                    rustix::io::Errno::from_raw_os_error(
+                        e.raw_os_error()
+                            .unwrap_or(rustix::io::Errno::IO.raw_os_error()),
+                    )
+                };
+                let mode = Mode::from_raw_mode(if *executable { 0o755 } else { 0o644 });
+                let (fd, temp) = create_unique(".rt-stage-", |n| {
+                    rustix::fs::openat(
+                        dir,
+                        n,
+                        OFlags::WRONLY
+                            | OFlags::CREATE
+                            | OFlags::EXCL
+                            | OFlags::NOFOLLOW
+                            | OFlags::CLOEXEC,
+                        mode,
+                    )
+                })
+                .map_err(os)?;
+                rustix::fs::fchmod(&fd, mode)?;
+                let written = std::fs::File::from(fd).write_all(data).map_err(os);
+                match written.and_then(|()| rustix::fs::renameat(dir, temp.as_str(), dir, name)) {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+                        Err(e)
+                    }
+                }
+            }
+        }
     }
 
     fn backup_dir(&self) -> &OwnedFd {
@@ -989,7 +1310,7 @@ impl Journal {
                     dir,
                     name,
                     backup: Some(b),
-                } => rustix::fs::renameat(self.backup_dir(), b.as_str(), &**dir, name.as_str()),
+                } => self.put_back(b, dir, name),
                 Step::Placed {
                     dir,
                     name,
@@ -1001,9 +1322,9 @@ impl Journal {
                 Step::RemovedDir { path } => parent(path).and_then(|(dir, name)| {
                     rustix::fs::mkdirat(&*dir, name.as_str(), Mode::from_raw_mode(0o755))
                 }),
-                Step::Removed { path, backup } => parent(path).and_then(|(dir, name)| {
-                    rustix::fs::renameat(self.backup_dir(), backup.as_str(), &*dir, name.as_str())
-                }),
+                Step::Removed { path, backup } => {
+                    parent(path).and_then(|(dir, name)| self.put_back(backup, &dir, &name))
+                }
             };
             if let Err(e) = result {
                 failures.push(e.to_string());
@@ -1022,7 +1343,7 @@ impl Journal {
     }
 }
 
-impl Drop for Journal {
+impl Drop for Journal<'_> {
     fn drop(&mut self) {
         if self.keep_backups {
             return;
@@ -1118,6 +1439,144 @@ mod tests {
             files(root),
             before,
             "every change undone, no staging or backup left"
+        );
+    }
+
+    /// The same fault, when the caller holds the old contents: no backup
+    /// links are made, and the undo writes the old bytes and modes back.
+    #[test]
+    fn a_failing_commit_holding_the_old_contents_restores_them() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        fs::create_dir(root.join("d")).expect("mkdir");
+        fs::write(root.join("a"), "old a").expect("write");
+        fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::write(root.join("d/gone"), "old gone").expect("write");
+        let before = files(root);
+        let ws = Workspace::open(root).expect("opens");
+
+        let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
+        let (a, z, gone) = (p("a"), p("z/new"), p("d/gone"));
+        let held: Held<'_> = [
+            (&a, (b"old a".as_slice(), true)),
+            (&gone, (b"old gone".as_slice(), false)),
+        ]
+        .into_iter()
+        .collect();
+        let removes = BTreeSet::from([&gone]);
+        let broken = ws.stage(&z, b"new z", false, false).expect("stages");
+        rustix::fs::unlinkat(&*broken.dir, broken.name.as_str(), AtFlags::empty())
+            .expect("the fault: the staged file disappears");
+        let staged = vec![
+            (&a, ws.stage(&a, b"new a", false, false).expect("stages")),
+            (&z, broken),
+        ];
+
+        let mut journal = Journal::holding(Some(&held));
+        ws.commit(&removes, staged, &mut journal)
+            .expect_err("the last write fails");
+        assert_eq!(fs::read_to_string(root.join("a")).expect("a"), "new a");
+        assert!(
+            fs::read_dir(root).expect("root").all(|e| !e
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".rt-backup-")),
+            "no backup directory when the contents are held"
+        );
+        journal.undo(&ws).expect("undo succeeds");
+        drop(journal);
+        assert_eq!(files(root), before, "every change undone");
+        let mode = |p: &str| {
+            fs::metadata(root.join(p))
+                .expect("meta")
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode("a"), 0o755);
+        assert_eq!(mode("d/gone"), 0o644);
+    }
+
+    /// A view answers a second read of a path from what it first read, so
+    /// validation and the snapshot see one picture; a plain workspace reads
+    /// again.
+    #[test]
+    fn a_view_reads_each_file_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        fs::write(root.join("f"), "one").expect("write");
+        let ws = Workspace::open(root).expect("opens");
+        let view = ws.view();
+        let f = RepoPath::from_bytes(b"f").expect("valid");
+        view.prefetch(std::slice::from_ref(&f));
+        fs::write(root.join("f"), "two").expect("write");
+        let seen = view.read_with_meta(&f).expect("reads").expect("exists");
+        assert_eq!(seen.0.data, b"one");
+        assert_eq!(seen.1, FileMeta::of(&TreeFile::regular(b"one".to_vec())));
+        assert_eq!(ws.read(&f).expect("reads").expect("exists").data, b"two");
+    }
+
+    fn one_change(path: &str, before: &[u8], after: &[u8]) -> Changeset {
+        Changeset::new(vec![crate::changeset::FileChange {
+            path: RepoPath::from_bytes(path.as_bytes()).expect("valid"),
+            operation: crate::changeset::Operation::Modify,
+            before: Some(FileMeta::of(&TreeFile::regular(before.to_vec()))),
+            after: Some(FileContent {
+                data: after.to_vec(),
+                executable: false,
+            }),
+        }])
+        .expect("one path")
+    }
+
+    /// Writing through a view checks each precondition against the file as
+    /// it is now: a file rewritten since the view read it is refused, both
+    /// when its times are too recent to trust and when they were settled
+    /// (then the fresh `fstat` differs); an untouched settled file passes.
+    #[test]
+    fn a_view_refuses_to_write_over_a_file_changed_since_it_read_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for name in ["recent", "settled", "kept"] {
+            fs::write(root.join(name), "old!").expect("write");
+        }
+        let ws = Workspace::open(root).expect("opens");
+        let recent = ws.view();
+        recent
+            .read(&RepoPath::from_bytes(b"recent").expect("valid"))
+            .expect("reads");
+        fs::write(root.join("recent"), "new!").expect("same size, other bytes");
+        let err = recent
+            .apply_changeset_with(&one_change("recent", b"old!", b"ours"), false, false)
+            .expect_err("changed since it was read");
+        assert!(matches!(err, WorkspaceError::Precondition { .. }), "{err}");
+        assert_eq!(fs::read(root.join("recent")).expect("read"), b"new!");
+
+        // Old enough that a stamp is trusted.
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let settled = ws.view();
+        for name in ["settled", "kept"] {
+            settled
+                .read(&RepoPath::from_bytes(name.as_bytes()).expect("valid"))
+                .expect("reads");
+        }
+        fs::write(root.join("settled"), "new!").expect("same size, other bytes");
+        let err = settled
+            .apply_changeset_with(&one_change("settled", b"old!", b"ours"), false, false)
+            .expect_err("changed since it was read");
+        assert!(matches!(err, WorkspaceError::Precondition { .. }), "{err}");
+        assert_eq!(fs::read(root.join("settled")).expect("read"), b"new!");
+        settled
+            .apply_changeset_with(&one_change("kept", b"old!", b"ours"), false, false)
+            .expect("unchanged since it was read");
+        assert_eq!(fs::read(root.join("kept")).expect("read"), b"ours");
+        // The write made the view forget: it reads the new content.
+        let kept = RepoPath::from_bytes(b"kept").expect("valid");
+        assert_eq!(
+            settled.read(&kept).expect("reads").expect("exists").data,
+            b"ours"
         );
     }
 

@@ -157,12 +157,13 @@ pub(crate) struct ResourceState {
 /// Read `resource` from the workspace (only what it names).
 pub(crate) fn resource_state(
     engine: &Engine,
+    ws: &crate::workspace::Workspace,
     resource: &Resource,
 ) -> Result<ResourceState, ToolError> {
     match resource {
         Resource::File(path) => Ok(ResourceState {
-            digest: match engine.workspace().read(path)? {
-                Some(file) => crate::Digest::of(&file.data).to_string(),
+            digest: match ws.meta(path)? {
+                Some(meta) => meta.digest.to_string(),
                 None => ABSENT.to_owned(),
             },
             span: None,
@@ -172,7 +173,7 @@ pub(crate) fn resource_state(
             span: None,
         }),
         Resource::Symbol { path, name } => {
-            let file = engine.workspace().read(path)?.ok_or_else(|| {
+            let file = ws.read(path)?.ok_or_else(|| {
                 ToolError::new(
                     crate::ErrorCode::UnknownSymbol,
                     format!("{path}: the file does not exist, so it has no symbol {name}"),
@@ -243,7 +244,7 @@ impl Tool for Acquire {
                 json!({"actor": actor, "allowed_kinds": ["agent"]}),
             ));
         }
-        resource_state(engine, &args.resource_id.0)
+        resource_state(engine, engine.workspace(), &args.resource_id.0)
     }
 
     fn run(

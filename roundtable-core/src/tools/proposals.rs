@@ -48,7 +48,8 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
     changeset
         .files()
         .iter()
-        .map(|f| {
+        .zip(changeset.after_metas())
+        .map(|(f, after)| {
             let operation = f.operation.name();
             let other = match &f.operation {
                 Operation::Rename { from } | Operation::Copy { from } => Some(from),
@@ -64,9 +65,9 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
                     executable: m.executable,
                     size: None,
                 }),
-                after: f.after.as_ref().map(|c| FileState {
-                    digest: crate::Digest::of(&c.data).to_string(),
-                    executable: c.executable,
+                after: f.after.as_ref().zip(*after).map(|(c, m)| FileState {
+                    digest: m.digest.to_string(),
+                    executable: m.executable,
                     size: Some(c.data.len() as u64),
                 }),
             }
@@ -443,9 +444,9 @@ pub(crate) fn revision_bytes(
         .digest
         .parse()
         .map_err(|e: crate::DigestError| corrupt(revision, e.to_string()))?;
-    let bytes = crate::store::get_blob(tx, &digest)?
+    let (bytes, read) = crate::store::get_blob(tx, &digest)?
         .ok_or_else(|| corrupt(revision, "is missing".into()))?;
-    if crate::Digest::of(&bytes) != digest {
+    if read != digest {
         return Err(corrupt(revision, "does not match its digest".into()));
     }
     Ok(bytes)

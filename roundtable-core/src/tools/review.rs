@@ -29,7 +29,7 @@ fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec
             json!({"digest": digest}),
         )
     })?;
-    let bytes = crate::store::get_blob(tx, &parsed)?.ok_or_else(|| {
+    let (bytes, read) = crate::store::get_blob(tx, &parsed)?.ok_or_else(|| {
         ToolError::new(
             ErrorCode::Database,
             format!(
@@ -39,7 +39,7 @@ fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec
             json!({"digest": digest}),
         )
     })?;
-    if Digest::of(&bytes) != parsed {
+    if read != parsed {
         return Err(ToolError::new(
             ErrorCode::Database,
             format!(
@@ -303,8 +303,10 @@ fn before_tree(
             ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
         })?;
         let data = match crate::store::get_blob(tx, &digest)? {
-            Some(bytes) => bytes,
-            None => {
+            Some((bytes, read)) if read == digest => bytes,
+            // Missing, or not what its digest says: the file itself may
+            // still have that content.
+            _ => {
                 let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
                     ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
                 })?;

@@ -4,19 +4,20 @@
 use super::args::{Cursor, Limit, RevisionNumber};
 use super::claims::live_write_claims;
 use super::records::{Proposal, ProposalStatus};
-use super::validate::{gather, validate_with_changeset, StageStatus, ValidationReport};
+use super::validate::{gather_prefetching, validate_with_changeset, StageStatus, ValidationReport};
 use super::{decode, remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
-    compare, execute, journal, restore_changeset, ApplyLock, JournalFile, PathReport, PathState,
-    Plan, Transaction, TransactionKind, TransactionStatus,
+    compare, execute, journal, restore_changeset, ApplyLock, Before, JournalFile, PathReport,
+    PathState, Plan, Transaction, TransactionKind, TransactionStatus,
 };
 use crate::claims::{overlaps, Scope};
 use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::resource::Resource;
-use crate::{ErrorCode, FileMeta, RepoPath};
+use crate::workspace::Workspace;
+use crate::ErrorCode;
 use rusqlite::params;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -89,26 +90,27 @@ fn read_cx<T>(
     })
 }
 
-/// The before content of every touched path that exists now, checked
-/// against the changeset's preconditions (a file changed since validation
-/// is `precondition_failed`).
-fn snapshot(
-    engine: &Engine,
-    changeset: &crate::Changeset,
-) -> Result<Vec<(RepoPath, Vec<u8>)>, ToolError> {
+/// The before content of every touched path that exists, read through
+/// `ws` (a view: what validation read), checked against the changeset's
+/// preconditions (a mismatch is `precondition_failed`).
+fn snapshot(ws: &Workspace, changeset: &crate::Changeset) -> Result<Vec<Before>, ToolError> {
     let mut out = Vec::new();
     for f in changeset.files() {
-        let now = engine.workspace().read(&f.path)?;
-        let meta = now.as_ref().map(FileMeta::of);
-        if meta != f.before {
+        let now = ws.read_with_meta(&f.path)?;
+        if now.as_ref().map(|(_, m)| *m) != f.before {
             return Err(ToolError::new(
                 ErrorCode::PreconditionFailed,
                 format!("{} changed while the apply was being prepared", f.path),
                 json!({"path": f.path}),
             ));
         }
-        if let Some(file) = now {
-            out.push((f.path.clone(), file.data));
+        if let Some((file, meta)) = now {
+            out.push(Before {
+                path: f.path.clone(),
+                digest: meta.digest,
+                data: file.data,
+                executable: meta.executable,
+            });
         }
     }
     Ok(out)
@@ -155,13 +157,27 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         Begun::Replayed(v) => return Ok(v),
         Begun::Locked(lock, request) => (lock, request),
     };
-    let evidence = read_cx(engine, actor, |cx| {
-        gather(cx, args.proposal_id.as_str(), Some(args.revision.0))
+    // One view for the whole apply: validation reads each touched file
+    // once (on a second thread, while the store reads the patch), the
+    // snapshot reuses what it read, and the write checks by `fstat` that
+    // nothing changed since.
+    let ws = engine.workspace().view();
+    let (evidence, report, changeset) = std::thread::scope(|scope| {
+        let evidence = read_cx(engine, actor, |cx| {
+            gather_prefetching(
+                cx,
+                args.proposal_id.as_str(),
+                Some(args.revision.0),
+                &ws,
+                scope,
+            )
+        })?;
+        evidence
+            .proposal
+            .require_status(&[ProposalStatus::Pending, ProposalStatus::InReview], NAME)?;
+        let (report, changeset) = validate_with_changeset(engine, &ws, &evidence);
+        Ok::<_, ToolError>((evidence, report, changeset))
     })?;
-    evidence
-        .proposal
-        .require_status(&[ProposalStatus::Pending, ProposalStatus::InReview], NAME)?;
-    let (report, changeset) = validate_with_changeset(engine, &evidence);
     if !report.valid {
         let stale = report.revision != report.latest_revision
             || report.stages.iter().any(|s| {
@@ -198,7 +214,7 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         return Err(ToolError::new(code, message, json!({"report": report})));
     }
     let changeset = changeset.expect("a valid report has a changeset");
-    let snapshot = snapshot(engine, &changeset)?;
+    let snapshot = snapshot(&ws, &changeset)?;
     let id = args
         .transaction_id
         .clone()
@@ -220,6 +236,7 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         rollback_of: None,
         changeset,
         snapshot,
+        workspace: &ws,
     };
     execute(engine, actor, plan, |cx, transaction| {
         let changed = cx.tx.execute(
@@ -320,7 +337,8 @@ pub(crate) fn rollback_call(
             json!({"transaction_id": original.id, "status": original.status, "allowed": ["applied"], "operation": NAME}),
         ));
     }
-    let reports = compare(engine, &files)?;
+    let ws = engine.workspace().view();
+    let reports = compare(&ws, &files)?;
     let moved: Vec<&PathReport> = reports
         .iter()
         .filter(|r| r.state != PathState::AtAfter)
@@ -342,7 +360,7 @@ pub(crate) fn rollback_call(
         ));
     }
     let changeset = restore_changeset(engine, &files, &reports)?;
-    let snapshot = snapshot(engine, &changeset)?;
+    let snapshot = snapshot(&ws, &changeset)?;
     let plan = Plan {
         id: engine.ids().next("tx", engine.now().0),
         kind: TransactionKind::Rollback,
@@ -351,6 +369,7 @@ pub(crate) fn rollback_call(
         rollback_of: Some(&original.id),
         changeset,
         snapshot,
+        workspace: &ws,
     };
     execute(engine, actor, plan, |cx, transaction| {
         cx.tx.execute(
@@ -584,7 +603,7 @@ impl Tool for RecoveryCheck {
     fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<RecoveryAdvice, ToolError> {
         let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
         let files = journal(cx.tx, &t.id)?;
-        let paths = compare(cx.engine, &files)?;
+        let paths = compare(cx.engine.workspace(), &files)?;
         let count = |s: PathState| paths.iter().filter(|p| p.state == s).count() as u64;
         let (at_after, at_before, diverged) = (
             count(PathState::AtAfter),

@@ -8,12 +8,13 @@
 
 use super::args::RevisionNumber;
 use super::claims::{live_write_claims, resource_state, Claim};
-use super::proposals::{revision_bytes, revision_changeset, summarize};
+use super::proposals::{changeset_against, revision_bytes, summarize};
 use super::records::{Agent, Approval, Proposal, Revision, SecurityReviewRecord, TestResult, Vote};
 use super::{Cx, Tool, ToolError};
 use crate::changeset::{Changeset, Operation};
 use crate::claims::{overlaps, Scope};
 use crate::coverage::{line_changes, Change, LineChanges};
+use crate::diff::{LineKind, Patch};
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::policy::{
@@ -21,11 +22,19 @@ use crate::policy::{
     RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
 };
 use crate::resource::Resource;
+use crate::workspace::Workspace;
 use crate::RepoPath;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use similar::{Algorithm, DiffTag};
+use std::borrow::Cow;
+
+/// A patch revision's parsed bytes (`None` for an edit plan).
+fn parse_revision(ev: &Evidence) -> Option<Result<Patch<'_>, crate::diff::ParseError>> {
+    (ev.revision.format == "patch")
+        .then(|| crate::diff::parse(&ev.bytes, &crate::diff::ParseOptions::default()))
+}
 
 /// What the store knows about one revision, read in one snapshot.
 pub(crate) struct Evidence {
@@ -65,10 +74,41 @@ pub(crate) fn gather(
     proposal_id: &str,
     revision: Option<u32>,
 ) -> Result<Evidence, ToolError> {
+    gather_then(cx, proposal_id, revision, |_| {})
+}
+
+/// [`gather`], and as soon as the revision is known — before its bytes
+/// are read from the store — start reading the files it touches into the
+/// view `ws` on a thread of `scope`, for the validation that follows.
+pub(crate) fn gather_prefetching<'s>(
+    cx: &Cx<'_>,
+    proposal_id: &str,
+    revision: Option<u32>,
+    ws: &'s Workspace,
+    scope: &'s std::thread::Scope<'s, '_>,
+) -> Result<Evidence, ToolError> {
+    gather_then(cx, proposal_id, revision, |r| {
+        let paths: Vec<RepoPath> = r
+            .changeset
+            .iter()
+            .flat_map(|f| std::iter::once(&f.path).chain(&f.other_path))
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        scope.spawn(move || ws.prefetch(&paths));
+    })
+}
+
+fn gather_then(
+    cx: &Cx<'_>,
+    proposal_id: &str,
+    revision: Option<u32>,
+    known: impl FnOnce(&Revision),
+) -> Result<Evidence, ToolError> {
     let tx = cx.tx;
     let proposal = Proposal::load(tx, proposal_id)?;
     let number = revision.unwrap_or(proposal.latest_revision);
     let revision = Revision::load(tx, &proposal.id, number)?;
+    known(&revision);
     let revisions = all(
         tx,
         &format!(
@@ -136,18 +176,13 @@ pub(crate) fn gather(
 }
 
 impl Evidence {
-    /// Run `f` on the policy input for this revision.
-    /// The lines the revision adds (for secret scanning) come from its
-    /// hunks for a patch, or from `facts` for an edit plan; without facts
-    /// (the revision does not apply) there are none.
+    /// Run `f` on the policy input for this revision, with the lines it
+    /// adds (from [`added_lines`]).
     pub(crate) fn with_input<R>(
         &self,
-        facts: Option<&[FileFacts]>,
+        lines: &[Line<'_>],
         f: impl FnOnce(&PolicyInput<'_>) -> R,
     ) -> R {
-        let lines = facts
-            .map(|f| revision_added_lines(&self.revision.format, &self.bytes, f))
-            .unwrap_or_default();
         let added: Vec<AddedLine<'_>> = lines
             .iter()
             .map(|(path, line, text)| AddedLine {
@@ -181,25 +216,24 @@ impl Evidence {
 }
 
 /// What the current files say about one touched path.
-pub(crate) struct FileFacts {
-    pub path: RepoPath,
-    pub operation: Operation,
+pub(crate) struct FileFacts<'c> {
+    pub path: &'c RepoPath,
+    pub operation: &'c Operation,
     pub mode_change: bool,
     /// Old content (the current file, or a rename's or copy's source),
     /// when it was read.
     pub before: Option<Vec<u8>>,
-    pub after: Option<Vec<u8>>,
+    pub after: Option<&'c [u8]>,
 }
 
 /// The touched paths of `changeset`, with their old content when
 /// `read_before` (an edit plan's added lines need it; a patch's come from
 /// its hunks, and coverage reads what it needs itself).
-pub(crate) fn file_facts(
-    engine: &Engine,
-    changeset: &Changeset,
+pub(crate) fn file_facts<'c>(
+    ws: &Workspace,
+    changeset: &'c Changeset,
     read_before: bool,
-) -> Result<Vec<FileFacts>, ToolError> {
-    let ws = engine.workspace();
+) -> Result<Vec<FileFacts<'c>>, ToolError> {
     let mut out = Vec::new();
     for f in changeset.files() {
         let source = match &f.operation {
@@ -212,47 +246,65 @@ pub(crate) fn file_facts(
             _ => None,
         };
         out.push(FileFacts {
-            path: f.path.clone(),
-            operation: f.operation.clone(),
+            path: &f.path,
+            operation: &f.operation,
             mode_change: f.mode_change().is_some(),
             before,
-            after: f.after.as_ref().map(|c| c.data.clone()),
+            after: f.after.as_ref().map(|c| c.data.as_slice()),
         });
     }
     Ok(out)
 }
 
-/// The lines a revision adds, numbered in the new content: read off the
-/// hunks for a patch (no diffing), from a line diff for an edit plan.
-pub(crate) fn revision_added_lines(
-    format: &str,
-    bytes: &[u8],
-    facts: &[FileFacts],
-) -> Vec<(String, u32, String)> {
-    if format != "patch" {
-        return added_lines(facts);
+/// An added line: its path, its 1-based number in the new content and its
+/// text without the line ending, borrowed where the bytes are UTF-8.
+pub(crate) type Line<'a> = (Cow<'a, str>, u32, Cow<'a, str>);
+
+/// The lines a revision adds, for secret scanning: read off the hunks of
+/// `patch` (no diffing), else from a line diff of `facts` (an edit plan).
+/// Without facts (the revision does not apply) there are none.
+pub(crate) fn added_lines<'a>(
+    patch: Option<&'a Patch<'a>>,
+    facts: Option<&'a [FileFacts<'a>]>,
+) -> Vec<Line<'a>> {
+    match (patch, facts) {
+        (_, None) => Vec::new(),
+        (Some(patch), Some(_)) => hunk_added_lines(patch),
+        (None, Some(facts)) => diffed_added_lines(facts),
     }
-    let Ok(patch) = crate::diff::parse(bytes, &crate::diff::ParseOptions::default()) else {
-        return added_lines(facts);
-    };
-    let mut out = Vec::new();
+}
+
+fn text(bytes: &[u8]) -> Cow<'_, str> {
+    let trim = |s: &str| s.trim_end_matches(['\n', '\r']).len();
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(&s[..trim(s)]),
+        Err(_) => {
+            let s = String::from_utf8_lossy(bytes);
+            Cow::Owned(s[..trim(&s)].to_owned())
+        }
+    }
+}
+
+fn hunk_added_lines<'a>(patch: &'a Patch<'a>) -> Vec<Line<'a>> {
+    let lines = patch
+        .files()
+        .iter()
+        .flat_map(|f| f.hunks())
+        .map(|h| h.lines().len())
+        .sum();
+    let mut out = Vec::with_capacity(lines);
     for f in patch.files() {
-        let path = String::from_utf8_lossy(f.path()).into_owned();
+        let path = String::from_utf8_lossy(f.path());
         for h in f.hunks() {
             let mut line = h.new_start().max(1);
             for l in h.lines() {
                 match l.kind {
-                    crate::diff::LineKind::Context => line += 1,
-                    crate::diff::LineKind::Insert => {
-                        let text = String::from_utf8_lossy(l.content);
-                        out.push((
-                            path.clone(),
-                            line,
-                            text.trim_end_matches(['\n', '\r']).to_owned(),
-                        ));
+                    LineKind::Context => line += 1,
+                    LineKind::Insert => {
+                        out.push((path.clone(), line, text(l.content)));
                         line += 1;
                     }
-                    crate::diff::LineKind::Delete => {}
+                    LineKind::Delete => {}
                 }
             }
         }
@@ -260,11 +312,10 @@ pub(crate) fn revision_added_lines(
     out
 }
 
-/// The lines each file gains, numbered in its new content.
-pub(crate) fn added_lines(facts: &[FileFacts]) -> Vec<(String, u32, String)> {
+fn diffed_added_lines<'a>(facts: &'a [FileFacts<'a>]) -> Vec<Line<'a>> {
     let mut out = Vec::new();
     for f in facts {
-        let Some(after) = &f.after else { continue };
+        let Some(after) = f.after else { continue };
         let new = crate::changeset::render::lines(after);
         let old = f
             .before
@@ -274,9 +325,7 @@ pub(crate) fn added_lines(facts: &[FileFacts]) -> Vec<(String, u32, String)> {
         for op in similar::capture_diff_slices(Algorithm::Myers, &old, &new) {
             if matches!(op.tag(), DiffTag::Insert | DiffTag::Replace) {
                 for i in op.new_range() {
-                    let text = String::from_utf8_lossy(new[i]);
-                    let text = text.trim_end_matches(['\n', '\r']).to_owned();
-                    out.push((f.path.to_string(), i as u32 + 1, text));
+                    out.push((Cow::Borrowed(f.path.as_str()), i as u32 + 1, text(new[i])));
                 }
             }
         }
@@ -379,21 +428,30 @@ pub struct ValidationReport {
 /// Run every stage. Reads the workspace (only the touched files, and the
 /// subtree of a directory claim) and nothing else.
 pub(crate) fn validate(engine: &Engine, ev: &Evidence) -> ValidationReport {
-    validate_with_changeset(engine, ev).0
+    validate_with_changeset(engine, &engine.workspace().view(), ev).0
 }
 
-/// [`validate`], also returning the changeset the stored bytes make against
+/// [`validate`] on `ws` (a [view](Workspace::view), so each touched file is
+/// read once), also returning the changeset the stored bytes make against
 /// the current files (when they apply).
 pub(crate) fn validate_with_changeset(
     engine: &Engine,
+    ws: &Workspace,
     ev: &Evidence,
 ) -> (ValidationReport, Option<Changeset>) {
     let mut stages = Vec::new();
     let stored = &ev.revision.changeset;
 
     // Dry run: the stored bytes, applied in memory to the current touched
-    // files, give exactly the stored results.
-    let recomputed = revision_changeset(engine, &ev.revision.format, &ev.bytes);
+    // files, give exactly the stored results. A patch is parsed once, here,
+    // for the dry run and for the lines it adds.
+    let parsed = parse_revision(ev);
+    let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
+    let recomputed = match &parsed {
+        Some(Ok(patch)) => Changeset::from_patch(patch, ws).map_err(ToolError::from),
+        Some(Err(e)) => Err(ToolError::from(e.clone())),
+        None => changeset_against(ws, &ev.revision.format, &ev.bytes),
+    };
 
     // Preconditions: every touched path is as the revision expects. The
     // dry run just read each touched file: its record of what it found is
@@ -407,7 +465,6 @@ pub(crate) fn validate_with_changeset(
         Err(_) => Default::default(),
     };
     let mut pre = Vec::new();
-    let ws = engine.workspace();
     for f in stored {
         let path: RepoPath = match f.path.parse() {
             Ok(p) => p,
@@ -459,7 +516,7 @@ pub(crate) fn validate_with_changeset(
             }
             // The files must also leave room for the results (no file where
             // a directory must be): checked without writing anything.
-            if let Err(e) = engine.workspace().check_room(&c) {
+            if let Err(e) = ws.check_room(&c) {
                 let e = ToolError::from(e);
                 dry.push(fail(
                     e.message().to_owned(),
@@ -477,7 +534,7 @@ pub(crate) fn validate_with_changeset(
         }
     };
     let facts = match &changeset {
-        Some(c) => match file_facts(engine, c, ev.revision.format != "patch") {
+        Some(c) => match file_facts(ws, c, ev.revision.format != "patch") {
             Ok(f) => Some(f),
             Err(e) => {
                 dry.push(fail(e.message().to_owned(), json!({"code": e.code()})));
@@ -516,7 +573,7 @@ pub(crate) fn validate_with_changeset(
     }
     for c in relevant {
         let Ok(scope) = c.scope() else { continue };
-        match resource_state(engine, &scope.resource) {
+        match resource_state(engine, ws, &scope.resource) {
             Ok(now) if now.digest == c.base_digest => {
                 claims.push(note(
                     format!("claim {} on {} is live and fresh", c.id, c.resource_id),
@@ -574,13 +631,13 @@ pub(crate) fn validate_with_changeset(
                     // Lines matter only where no file or directory claim
                     // covers the file: diff (and read) only those.
                     (Operation::Modify, Some(a))
-                        if !crate::coverage::file_covered(&f.path, &covering) =>
+                        if !crate::coverage::file_covered(f.path, &covering) =>
                     {
                         let read;
                         let before = match &f.before {
                             Some(b) => Some(b.as_slice()),
                             None => {
-                                read = engine.workspace().read(&f.path).ok().flatten();
+                                read = ws.read(f.path).ok().flatten();
                                 read.as_ref().map(|t| t.data.as_slice())
                             }
                         };
@@ -593,8 +650,8 @@ pub(crate) fn validate_with_changeset(
                 .iter()
                 .zip(&lines)
                 .map(|(f, l)| Change {
-                    path: &f.path,
-                    operation: &f.operation,
+                    path: f.path,
+                    operation: f.operation,
                     mode_change: f.mode_change,
                     lines: l.as_ref(),
                 })
@@ -613,7 +670,8 @@ pub(crate) fn validate_with_changeset(
     stages.push(Stage::new("dry_run", dry, false));
 
     // Policy.
-    let report = ev.with_input(facts.as_deref(), |input| evaluate(&ev.policy, input));
+    let lines = added_lines(patch, facts.as_deref());
+    let report = ev.with_input(&lines, |input| evaluate(&ev.policy, input));
     let group = |name: &str, pick: &dyn Fn(&str) -> bool| {
         let reqs: Vec<_> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
         let skipped = reqs
@@ -668,10 +726,19 @@ pub(crate) fn validate_with_changeset(
 /// The review plan of a revision: the roles policy requires and who can
 /// fill them.
 pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
-    let facts = revision_changeset(engine, &ev.revision.format, &ev.bytes)
-        .and_then(|c| file_facts(engine, &c, ev.revision.format != "patch"))
-        .ok();
-    ev.with_input(facts.as_deref(), |input| review_plan(&ev.policy, input))
+    let ws = engine.workspace().view();
+    let parsed = parse_revision(ev);
+    let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
+    let changeset = match patch {
+        Some(p) => Changeset::from_patch(p, &ws).map_err(ToolError::from),
+        None => changeset_against(&ws, &ev.revision.format, &ev.bytes),
+    };
+    let facts = changeset
+        .as_ref()
+        .ok()
+        .and_then(|c| file_facts(&ws, c, patch.is_none()).ok());
+    let lines = added_lines(patch, facts.as_deref());
+    ev.with_input(&lines, |input| review_plan(&ev.policy, input))
 }
 
 /// Arguments of `patch.validate`.
@@ -699,7 +766,11 @@ impl Tool for Validate {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: ValidateArgs, (): ()) -> Result<ValidationReport, ToolError> {
-        let ev = gather(cx, args.proposal_id.as_str(), args.revision.map(|r| r.0))?;
-        Ok(validate(cx.engine, &ev))
+        let ws = cx.engine.workspace().view();
+        std::thread::scope(|scope| {
+            let revision = args.revision.map(|r| r.0);
+            let ev = gather_prefetching(cx, args.proposal_id.as_str(), revision, &ws, scope)?;
+            Ok(validate_with_changeset(cx.engine, &ws, &ev).0)
+        })
     }
 }

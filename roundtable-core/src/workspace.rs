@@ -1166,7 +1166,6 @@ pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bo
 
 /// Every step of a commit, so it can be undone in reverse, and the backup
 /// directory holding old contents until the commit is done.
-#[derive(Default)]
 struct Journal<'k> {
     steps: Vec<Step<'k>>,
     /// The old contents the caller holds, if it holds them.
@@ -1402,50 +1401,10 @@ mod tests {
     }
 
     /// A fault in the middle of the commit (a staged file vanishes after
-    /// earlier files were already placed and removed) is undone completely.
-    #[test]
-    fn a_failing_commit_is_undone() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path();
-        fs::create_dir(root.join("d")).expect("mkdir");
-        fs::write(root.join("a"), "old a").expect("write");
-        fs::write(root.join("d/gone"), "old gone").expect("write");
-        let before = files(root);
-        let ws = Workspace::open(root).expect("opens");
-
-        let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
-        let (a, c, z, gone) = (p("a"), p("b/c"), p("z/new"), p("d/gone"));
-        let removes = BTreeSet::from([&gone]);
-        let broken = ws.stage(&z, b"new z", false, false).expect("stages");
-        rustix::fs::unlinkat(&*broken.dir, broken.name.as_str(), AtFlags::empty())
-            .expect("the fault: the staged file disappears");
-        let staged = vec![
-            (&a, ws.stage(&a, b"new a", false, false).expect("stages")),
-            (&c, ws.stage(&c, b"new c", false, false).expect("stages")),
-            (&z, broken),
-        ];
-
-        let mut journal = Journal::default();
-        let (path, _) = ws
-            .commit(&removes, staged, &mut journal)
-            .expect_err("the last write fails");
-        assert_eq!(path, "z/new");
-        // Before undoing: a and b/c were placed, d/gone and d were removed.
-        assert_eq!(fs::read_to_string(root.join("a")).expect("a"), "new a");
-        assert!(!root.join("d").exists());
-        journal.undo(&ws).expect("undo succeeds");
-        drop(journal);
-        assert_eq!(
-            files(root),
-            before,
-            "every change undone, no staging or backup left"
-        );
-    }
-
-    /// The same fault, when the caller holds the old contents: no backup
-    /// links are made, and the undo writes the old bytes and modes back.
-    #[test]
-    fn a_failing_commit_holding_the_old_contents_restores_them() {
+    /// earlier files were already placed and removed) is undone completely:
+    /// from hard-link backups, or — when the caller holds the old contents
+    /// — from those, with no backup directory made.
+    fn fail_mid_commit_and_undo(holding: bool) {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
@@ -1457,7 +1416,7 @@ mod tests {
         let ws = Workspace::open(root).expect("opens");
 
         let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
-        let (a, z, gone) = (p("a"), p("z/new"), p("d/gone"));
+        let (a, c, z, gone) = (p("a"), p("b/c"), p("z/new"), p("d/gone"));
         let held: Held<'_> = [
             (&a, (b"old a".as_slice(), true)),
             (&gone, (b"old gone".as_slice(), false)),
@@ -1470,24 +1429,33 @@ mod tests {
             .expect("the fault: the staged file disappears");
         let staged = vec![
             (&a, ws.stage(&a, b"new a", false, false).expect("stages")),
+            (&c, ws.stage(&c, b"new c", false, false).expect("stages")),
             (&z, broken),
         ];
 
-        let mut journal = Journal::holding(Some(&held));
-        ws.commit(&removes, staged, &mut journal)
+        let mut journal = Journal::holding(holding.then_some(&held));
+        let (path, _) = ws
+            .commit(&removes, staged, &mut journal)
             .expect_err("the last write fails");
+        assert_eq!(path, "z/new");
+        // Before undoing: a and b/c were placed, d/gone and d were removed.
         assert_eq!(fs::read_to_string(root.join("a")).expect("a"), "new a");
-        assert!(
-            fs::read_dir(root).expect("root").all(|e| !e
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .starts_with(".rt-backup-")),
-            "no backup directory when the contents are held"
-        );
+        assert!(!root.join("d").exists());
+        let backups = fs::read_dir(root)
+            .expect("root")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with(".rt-backup-"))
+            })
+            .count();
+        assert_eq!(backups, usize::from(!holding));
         journal.undo(&ws).expect("undo succeeds");
         drop(journal);
-        assert_eq!(files(root), before, "every change undone");
+        assert_eq!(
+            files(root),
+            before,
+            "every change undone, no staging or backup left"
+        );
         let mode = |p: &str| {
             fs::metadata(root.join(p))
                 .expect("meta")
@@ -1497,6 +1465,16 @@ mod tests {
         };
         assert_eq!(mode("a"), 0o755);
         assert_eq!(mode("d/gone"), 0o644);
+    }
+
+    #[test]
+    fn a_failing_commit_is_undone_from_backup_links() {
+        fail_mid_commit_and_undo(false);
+    }
+
+    #[test]
+    fn a_failing_commit_holding_the_old_contents_restores_them() {
+        fail_mid_commit_and_undo(true);
     }
 
     /// A view answers a second read of a path from what it first read, so

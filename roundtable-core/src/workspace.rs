@@ -250,27 +250,23 @@ impl Workspace {
     /// trust), then forgets everything. Not for sharing between threads that
     /// each expect fresh reads: make one view per operation.
     pub fn view(&self) -> Workspace {
-        self.with_memo(Memo {
+        self.with_memo(Some(Memo {
             files: Some(Default::default()),
             ..Memo::default()
-        })
-    }
-
-    fn with_memo(&self, memo: Memo) -> Workspace {
-        Workspace {
-            root: self.root.clone(),
-            dir: Arc::clone(&self.dir),
-            memo: Some(memo),
-        }
+        }))
     }
 
     /// The same root, remembering nothing: for writing, where a remembered
     /// handle could name a directory the write removed.
     fn plain(&self) -> Workspace {
+        self.with_memo(None)
+    }
+
+    fn with_memo(&self, memo: Option<Memo>) -> Workspace {
         Workspace {
             root: self.root.clone(),
             dir: Arc::clone(&self.dir),
-            memo: None,
+            memo,
         }
     }
 
@@ -487,7 +483,7 @@ impl Workspace {
         let mut removes: BTreeSet<RepoPath> = BTreeSet::new();
         // Directory handles are remembered while reading and staging only:
         // the commit creates and removes directories.
-        let reader = self.with_memo(Memo::default());
+        let reader = self.with_memo(Some(Memo::default()));
         let result = crate::diff::apply(patch, &reader, &mut |outcome| {
             let path = RepoPath::from_bytes(&outcome.path)
                 .map_err(|e| boxed(&outcome.path, e.code(), e))?;
@@ -605,7 +601,7 @@ impl Workspace {
         let reader = if self.memo.is_some() {
             self
         } else {
-            local = self.with_memo(Memo::default());
+            local = self.with_memo(Some(Memo::default()));
             &local
         };
         for change in changeset.files() {

@@ -30,10 +30,23 @@ use serde_json::{json, Value};
 use similar::{Algorithm, DiffTag};
 use std::borrow::Cow;
 
-/// A patch revision's parsed bytes (`None` for an edit plan).
-fn parse_revision(ev: &Evidence) -> Option<Result<Patch<'_>, crate::diff::ParseError>> {
+/// A patch revision's bytes, parsed once for the dry run and the lines it
+/// adds (`None` for an edit plan).
+type Parsed<'e> = Option<Result<Patch<'e>, crate::diff::ParseError>>;
+
+fn parse_revision(ev: &Evidence) -> Parsed<'_> {
     (ev.revision.format == "patch")
         .then(|| crate::diff::parse(&ev.bytes, &crate::diff::ParseOptions::default()))
+}
+
+/// The changeset the revision's bytes make against the files of `ws`
+/// (from `parsed` for a patch).
+fn dry_run(ws: &Workspace, ev: &Evidence, parsed: &Parsed<'_>) -> Result<Changeset, ToolError> {
+    match parsed {
+        Some(Ok(patch)) => Changeset::from_patch(patch, ws).map_err(ToolError::from),
+        Some(Err(e)) => Err(ToolError::from(e.clone())),
+        None => changeset_against(ws, &ev.revision.format, &ev.bytes),
+    }
 }
 
 /// What the store knows about one revision, read in one snapshot.
@@ -447,11 +460,7 @@ pub(crate) fn validate_with_changeset(
     // for the dry run and for the lines it adds.
     let parsed = parse_revision(ev);
     let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
-    let recomputed = match &parsed {
-        Some(Ok(patch)) => Changeset::from_patch(patch, ws).map_err(ToolError::from),
-        Some(Err(e)) => Err(ToolError::from(e.clone())),
-        None => changeset_against(ws, &ev.revision.format, &ev.bytes),
-    };
+    let recomputed = dry_run(ws, ev, &parsed);
 
     // Preconditions: every touched path is as the revision expects. The
     // dry run just read each touched file: its record of what it found is
@@ -729,14 +738,11 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let ws = engine.workspace().view();
     let parsed = parse_revision(ev);
     let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
-    let changeset = match patch {
-        Some(p) => Changeset::from_patch(p, &ws).map_err(ToolError::from),
-        None => changeset_against(&ws, &ev.revision.format, &ev.bytes),
-    };
+    let changeset = dry_run(&ws, ev, &parsed);
     let facts = changeset
         .as_ref()
         .ok()
-        .and_then(|c| file_facts(&ws, c, patch.is_none()).ok());
+        .and_then(|c| file_facts(&ws, c, ev.revision.format != "patch").ok());
     let lines = added_lines(patch, facts.as_deref());
     ev.with_input(&lines, |input| review_plan(&ev.policy, input))
 }

@@ -30,8 +30,11 @@
 // A benchmark reports on stdout.
 #![allow(clippy::print_stdout)]
 
-use roundtable::{Actor, Engine, EngineOptions, Id};
-use serde_json::{json, Value};
+mod common;
+
+use common::*;
+use roundtable::{Actor, Engine, EngineOptions};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -39,17 +42,6 @@ use std::time::{Duration, Instant};
 const TARGET_MS: f64 = 50.0;
 /// And within this multiple of the 1,000-file median.
 const TARGET_RATIO: f64 = 2.0;
-
-/// Where file `i` lives: three directory levels, fan-out 10, 100 files per
-/// leaf directory (a 100,000-file tree has 1,110 directories).
-fn rel(i: usize) -> String {
-    format!(
-        "d{}/e{}/g{}/f{i}.txt",
-        i / 10_000,
-        (i / 1000) % 10,
-        (i / 100) % 10
-    )
-}
 
 fn line(i: usize, l: usize, version: usize) -> String {
     if l == 19 {
@@ -61,19 +53,6 @@ fn line(i: usize, l: usize, version: usize) -> String {
 
 fn body(i: usize) -> String {
     (0..40).map(|l| line(i, l, 0)).collect()
-}
-
-fn tree(base: &Path, files: usize) -> tempfile::TempDir {
-    std::fs::create_dir_all(base).expect("the scratch base");
-    let dir = tempfile::tempdir_in(base).expect("a scratch directory");
-    for i in 0..files {
-        let path = dir.path().join(rel(i));
-        if i % 100 == 0 {
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-        }
-        std::fs::write(path, body(i)).expect("write");
-    }
-    dir
 }
 
 /// Line 19 of each file goes from `v{version}` to `v{version + 1}`.
@@ -92,16 +71,6 @@ fn patch_for(files: &[usize], version: usize) -> String {
     text
 }
 
-fn id(s: &str) -> Id {
-    Id::new(s).expect("a valid id")
-}
-
-fn ok(engine: &Engine, tool: &str, args: Value, actor: &Actor) -> Value {
-    engine
-        .call(tool, args.clone(), actor)
-        .unwrap_or_else(|e| panic!("{tool}: {e} {}", e.details()))
-}
-
 /// Agents `alice` (author) and `bob` (reviewer), task `t1`.
 fn setup_agents(engine: &Engine, host: &Actor) {
     for (name, role) in [("alice", "author"), ("bob", "reviewer")] {
@@ -118,33 +87,6 @@ fn setup_agents(engine: &Engine, host: &Actor) {
         json!({"task_id": "t1", "title": "Edit some files"}),
         host,
     );
-}
-
-/// proposal.create, request_review and an approval; the proposal's id.
-fn proposal(engine: &Engine, author: &Actor, patch: &str, reviewer: &Actor) -> String {
-    let created = ok(
-        engine,
-        "proposal.create",
-        json!({"task_id": "t1", "title": "Edit", "summary_md": "Edits.", "patch": patch}),
-        author,
-    );
-    let pid = created["proposal"]["id"]
-        .as_str()
-        .expect("a proposal id")
-        .to_owned();
-    ok(
-        engine,
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        author,
-    );
-    ok(
-        engine,
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        reviewer,
-    );
-    pid
 }
 
 /// One generated workspace.
@@ -167,7 +109,7 @@ struct Bench {
 impl Bench {
     fn new(label: &str, base: &Path, files: usize) -> Bench {
         let start = Instant::now();
-        let dir = tree(base, files);
+        let dir = tree(base, files, body);
         let generate = start.elapsed();
         let engine = Engine::open(dir.path(), EngineOptions::default()).expect("the engine opens");
         let host = Actor::orchestrator(id("host"));
@@ -207,6 +149,7 @@ impl Bench {
         let pid = proposal(
             &self.engine,
             &self.alice,
+            "t1",
             &patch_for(&self.touched, self.version),
             &self.bob,
         );
@@ -245,24 +188,6 @@ impl Bench {
             self.apply.push(apply);
         }
     }
-}
-
-/// (median, p90, min) of `samples`.
-fn stats(samples: &[Duration]) -> (Duration, Duration, Duration) {
-    let mut s = samples.to_vec();
-    s.sort_unstable();
-    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
-    (at(0.5), at(0.9), s[0])
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".to_owned())
 }
 
 fn small_files() {
@@ -373,7 +298,7 @@ fn prepare(root: &Path, patch: &Path) {
         json!({"resource_id": "directory:.", "type": "write", "ttl_s": 3600, "task_id": "t1"}),
         &alice,
     );
-    let pid = proposal(&engine, &alice, &text, &bob);
+    let pid = proposal(&engine, &alice, "t1", &text, &bob);
     println!(
         "{}",
         json!({"proposal_id": pid, "setup_ms": ms(start.elapsed())})

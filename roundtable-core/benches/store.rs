@@ -23,8 +23,11 @@
 // A benchmark reports on stdout.
 #![allow(clippy::print_stdout)]
 
+mod common;
+
+use common::*;
 use roundtable::store::Durability;
-use roundtable::{Actor, Engine, EngineOptions, Id};
+use roundtable::{Actor, Engine, EngineOptions};
 use serde_json::{json, Value};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -44,16 +47,6 @@ fn env_usize(name: &str, default: usize) -> usize {
             .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
         Err(_) => default,
     }
-}
-
-fn id(s: &str) -> Id {
-    Id::new(s).expect("a valid id")
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".to_owned())
 }
 
 /// The project disk: cargo's per-target scratch directory (under target/).

@@ -18,6 +18,9 @@
 // A benchmark reports on stdout.
 #![allow(clippy::print_stdout)]
 
+mod common;
+
+use common::*;
 use roundtable::{Actor, Engine, EngineOptions, Id};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -30,36 +33,12 @@ const DIR_ROUNDS: usize = 15;
 /// The file the directory-claim proposal changes; its directory is claimed.
 const DIR_FILE: usize = 150;
 
-/// Where file `i` lives: three directory levels, fan-out 10, 100 files per
-/// leaf directory (a 100,000-file tree has 1,110 directories).
-fn rel(i: usize) -> String {
-    format!(
-        "d{}/e{}/g{}/f{i}.txt",
-        i / 10_000,
-        (i / 1000) % 10,
-        (i / 100) % 10
-    )
-}
-
 fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
 fn body(i: usize) -> String {
     (0..40).map(|l| format!("file {i} line {l}\n")).collect()
-}
-
-fn tree(base: &Path, files: usize) -> tempfile::TempDir {
-    std::fs::create_dir_all(base).expect("the scratch base");
-    let dir = tempfile::tempdir_in(base).expect("a scratch directory");
-    for i in 0..files {
-        let path = dir.path().join(rel(i));
-        if i % 100 == 0 {
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-        }
-        std::fs::write(path, body(i)).expect("write");
-    }
-    dir
 }
 
 fn patch_for(files: &[usize]) -> String {
@@ -74,7 +53,7 @@ fn patch_for(files: &[usize]) -> String {
 }
 
 fn actor(kind: fn(Id) -> Actor, name: &str) -> Actor {
-    kind(Id::new(name).expect("a valid id"))
+    kind(id(name))
 }
 
 /// One generated workspace with both proposals made and approved.
@@ -93,42 +72,10 @@ struct Bench {
     create: Duration,
 }
 
-fn ok(engine: &Engine, tool: &str, args: Value, actor: &Actor) -> Value {
-    engine
-        .call(tool, args.clone(), actor)
-        .unwrap_or_else(|e| panic!("{tool} {args}: {e} {}", e.details()))
-}
-
-fn proposal(engine: &Engine, author: &Actor, task: &str, patch: &str, reviewer: &Actor) -> String {
-    let created = ok(
-        engine,
-        "proposal.create",
-        json!({"task_id": task, "title": "Edit", "summary_md": "Edits.", "patch": patch}),
-        author,
-    );
-    let pid = created["proposal"]["id"]
-        .as_str()
-        .expect("a proposal id")
-        .to_owned();
-    ok(
-        engine,
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        author,
-    );
-    ok(
-        engine,
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        reviewer,
-    );
-    pid
-}
-
 impl Bench {
     fn new(label: &str, base: &Path, files: usize) -> Bench {
         let start = Instant::now();
-        let dir = tree(base, files);
+        let dir = tree(base, files, body);
         let generate = start.elapsed();
         let engine = Engine::open(dir.path(), EngineOptions::default()).expect("the engine opens");
         let host = actor(Actor::orchestrator, "host");
@@ -219,17 +166,6 @@ impl Bench {
         assert_eq!(report["valid"], true);
         took
     }
-}
-
-/// (median, p90, min) of `samples`.
-fn stats(samples: &mut [Duration]) -> (Duration, Duration, Duration) {
-    samples.sort_unstable();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    (at(0.5), at(0.9), samples[0])
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 fn main() {

@@ -108,6 +108,10 @@ enum rt_status
   RT_STALE_CLAIM = 23,
   // `validation_failed`: a gate of the validation report fails.
   RT_VALIDATION_FAILED = 24,
+  // `busy`: another applier holds the apply lock; retry soon.
+  RT_BUSY = 25,
+  // `special_file`: a path names a FIFO, socket or device, never opened.
+  RT_SPECIAL_FILE = 26,
   // `panic`: a bug inside roundtable was caught at the ABI boundary; the
   // call's effects are unknown (a store write is all or nothing).
   RT_PANIC = 1000,

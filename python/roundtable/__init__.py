@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from . import _roundtable
 from ._errors import (
     AmbiguousSymbol,
+    Busy,
     Conflict,
     DatabaseError,
     EditPlanError,
@@ -52,6 +53,7 @@ from ._errors import (
     RoundtableOSError,
     RoundtablePermissionError,
     RoundtableTimeoutError,
+    SpecialFile,
     StaleClaim,
     StoreError,
     SymbolError,
@@ -114,6 +116,7 @@ __all__ = [
     "PreconditionFailed",
     "StaleClaim",
     "ValidationFailed",
+    "Busy",
     "PatchError",
     "InvalidPatch",
     "PatchDoesNotApply",
@@ -122,6 +125,7 @@ __all__ = [
     "PathError",
     "PathEscape",
     "InvalidPath",
+    "SpecialFile",
     "EditPlanError",
     "InvalidEditPlan",
     "IncompleteEditPlan",

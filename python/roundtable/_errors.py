@@ -18,6 +18,7 @@ Families group related codes so a caller can catch broadly or narrowly::
     ├── PreconditionFailed                     precondition_failed
     ├── StaleClaim                             stale_claim
     ├── ValidationFailed (.report)             validation_failed
+    ├── Busy                                   busy
     ├── PatchError
     │   ├── InvalidPatch                       invalid_patch
     │   ├── PatchDoesNotApply                  patch_does_not_apply
@@ -25,7 +26,8 @@ Families group related codes so a caller can catch broadly or narrowly::
     │   └── IrreversiblePatch                  irreversible_patch
     ├── PathError
     │   ├── PathEscape                         path_escape
-    │   └── InvalidPath                        invalid_path
+    │   ├── InvalidPath                        invalid_path
+    │   └── SpecialFile                        special_file
     ├── EditPlanError
     │   ├── InvalidEditPlan                    invalid_edit_plan
     │   └── IncompleteEditPlan                 incomplete_edit_plan
@@ -64,6 +66,7 @@ __all__ = [
     "PreconditionFailed",
     "StaleClaim",
     "ValidationFailed",
+    "Busy",
     "PatchError",
     "InvalidPatch",
     "PatchDoesNotApply",
@@ -72,6 +75,7 @@ __all__ = [
     "PathError",
     "PathEscape",
     "InvalidPath",
+    "SpecialFile",
     "EditPlanError",
     "InvalidEditPlan",
     "IncompleteEditPlan",
@@ -193,6 +197,13 @@ class ValidationFailed(RoundtableError):
         return report if isinstance(report, dict) else {}
 
 
+class Busy(RoundtableError):
+    """``busy``: another applier holds the workspace's apply lock past the
+    wait; nothing changed and the call may be retried soon."""
+
+    codes = ("busy",)
+
+
 class PatchError(RoundtableError):
     """A patch is malformed, unsupported, irreversible or does not apply."""
 
@@ -228,7 +239,7 @@ class IrreversiblePatch(PatchError):
 class PathError(RoundtableError):
     """A path is not a valid, contained repository path."""
 
-    codes: ClassVar[Tuple[str, ...]] = ("path_escape", "invalid_path")
+    codes: ClassVar[Tuple[str, ...]] = ("path_escape", "invalid_path", "special_file")
 
 
 class PathEscape(PathError):
@@ -241,6 +252,13 @@ class InvalidPath(PathError):
     """``invalid_path``: empty, not UTF-8, a NUL byte…"""
 
     codes = ("invalid_path",)
+
+
+class SpecialFile(PathError):
+    """``special_file``: the path names a FIFO, socket or device, which
+    roundtable never opens (``details`` name the path and its type)."""
+
+    codes = ("special_file",)
 
 
 class EditPlanError(RoundtableError):
@@ -404,12 +422,14 @@ for _cls in (
     PreconditionFailed,
     StaleClaim,
     ValidationFailed,
+    Busy,
     InvalidPatch,
     PatchDoesNotApply,
     UnsupportedPatch,
     IrreversiblePatch,
     PathEscape,
     InvalidPath,
+    SpecialFile,
     InvalidEditPlan,
     IncompleteEditPlan,
     UnknownSymbol,

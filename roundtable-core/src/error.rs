@@ -87,6 +87,14 @@ pub enum ErrorCode {
     /// A gate of the validation report fails (the details carry the whole
     /// report).
     ValidationFailed,
+    /// Another applier holds the workspace's apply lock past the wait: the
+    /// call changed nothing and may be retried soon (unlike `conflict`,
+    /// nobody owns what the call wanted).
+    Busy,
+    /// A path names something that is not a regular file, a directory or a
+    /// symbolic link (a FIFO, a socket, a device): roundtable never opens
+    /// one (the details name the path and its type).
+    SpecialFile,
 }
 
 impl ErrorCode {
@@ -116,6 +124,8 @@ impl ErrorCode {
         ErrorCode::InvalidPolicy,
         ErrorCode::StaleClaim,
         ErrorCode::ValidationFailed,
+        ErrorCode::Busy,
+        ErrorCode::SpecialFile,
     ];
 
     /// The stable snake_case spelling of this code.
@@ -145,6 +155,8 @@ impl ErrorCode {
             ErrorCode::InvalidPolicy => "invalid_policy",
             ErrorCode::StaleClaim => "stale_claim",
             ErrorCode::ValidationFailed => "validation_failed",
+            ErrorCode::Busy => "busy",
+            ErrorCode::SpecialFile => "special_file",
         }
     }
 }

@@ -66,6 +66,10 @@ pub enum rt_status {
     RT_STALE_CLAIM = 23,
     /// `validation_failed`: a gate of the validation report fails.
     RT_VALIDATION_FAILED = 24,
+    /// `busy`: another applier holds the apply lock; retry soon.
+    RT_BUSY = 25,
+    /// `special_file`: a path names a FIFO, socket or device, never opened.
+    RT_SPECIAL_FILE = 26,
     /// `panic`: a bug inside roundtable was caught at the ABI boundary; the
     /// call's effects are unknown (a store write is all or nothing).
     RT_PANIC = 1000,
@@ -102,6 +106,8 @@ impl rt_status {
             ErrorCode::InvalidPolicy => rt_status::RT_INVALID_POLICY,
             ErrorCode::StaleClaim => rt_status::RT_STALE_CLAIM,
             ErrorCode::ValidationFailed => rt_status::RT_VALIDATION_FAILED,
+            ErrorCode::Busy => rt_status::RT_BUSY,
+            ErrorCode::SpecialFile => rt_status::RT_SPECIAL_FILE,
             // `ErrorCode` is non-exhaustive; the unit test below fails until
             // a new code is given its own status here.
             _ => rt_status::RT_UNKNOWN_ERROR,
@@ -141,6 +147,8 @@ mod tests {
         rt_status::RT_INVALID_POLICY,
         rt_status::RT_STALE_CLAIM,
         rt_status::RT_VALIDATION_FAILED,
+        rt_status::RT_BUSY,
+        rt_status::RT_SPECIAL_FILE,
         rt_status::RT_PANIC,
         rt_status::RT_UNKNOWN_ERROR,
     ];

@@ -54,6 +54,8 @@ const (
 	CodeInvalidPolicy       Code = "invalid_policy"
 	CodeStaleClaim          Code = "stale_claim"
 	CodeValidationFailed    Code = "validation_failed"
+	CodeBusy                Code = "busy"
+	CodeSpecialFile         Code = "special_file"
 	CodePanic               Code = "panic"
 )
 

@@ -36,6 +36,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::os::fd::OwnedFd;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The lock file under `.roundtable/`.
@@ -43,71 +44,98 @@ pub const LOCK_FILE: &str = "apply.lock";
 
 /// The workspace apply lock: one applier per workspace, across processes.
 /// Released when dropped (or when its process dies).
+///
+/// It is two `flock`s, always taken in this order: on the `.roundtable`
+/// directory itself, which cannot be unlinked while it holds the store (so
+/// removing a lock file can never let a second applier in beside a live
+/// one), and on `.roundtable/apply.lock`, which an operator can hold with
+/// `flock(1)` to keep appliers out. The lock file is checked, after
+/// locking, to still be the one at its path.
 #[derive(Debug)]
 pub struct ApplyLock {
-    _fd: OwnedFd,
+    _dir: OwnedFd,
+    _file: OwnedFd,
 }
 
-fn open_lock(engine: &Engine) -> Result<OwnedFd, ToolError> {
-    use rustix::fs::{Mode, OFlags};
-    let path = engine.root().join(crate::store::STORE_DIR).join(LOCK_FILE);
-    rustix::fs::open(
-        &path,
-        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+fn lock_io(what: &Path, e: rustix::io::Errno) -> ToolError {
+    ToolError::new(
+        ErrorCode::Io,
+        format!("apply lock {}: {e}", what.display()),
+        json!({"lock": what.display().to_string()}),
     )
-    .map_err(|e| {
-        ToolError::new(
-            ErrorCode::Io,
-            format!("{}: {e}", path.display()),
-            json!({"path": path.display().to_string()}),
+}
+
+/// Try each lock once, without waiting: `None` when another holds one.
+fn try_lock(engine: &Engine) -> Result<Option<ApplyLock>, ToolError> {
+    use rustix::fs::{FlockOperation, Mode, OFlags};
+    let dir_path = engine.root().join(crate::store::STORE_DIR);
+    let dir = rustix::fs::open(
+        &dir_path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| lock_io(&dir_path, e))?;
+    match rustix::fs::flock(&dir, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
+        Err(e) => return Err(lock_io(&dir_path, e)),
+    }
+    let path = dir_path.join(LOCK_FILE);
+    loop {
+        let file = rustix::fs::openat(
+            &dir,
+            LOCK_FILE,
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
         )
-    })
+        .map_err(|e| lock_io(&path, e))?;
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => return Ok(None),
+            Err(e) => return Err(lock_io(&path, e)),
+        }
+        // Locked the file that is at the path now? (It may have been
+        // unlinked, and another created, between the open and the lock.)
+        let held = rustix::fs::fstat(&file).map_err(|e| lock_io(&path, e))?;
+        match rustix::fs::statat(&dir, LOCK_FILE, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(now) if now.st_dev == held.st_dev && now.st_ino == held.st_ino => {
+                return Ok(Some(ApplyLock {
+                    _dir: dir,
+                    _file: file,
+                }))
+            }
+            Ok(_) | Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => return Err(lock_io(&path, e)),
+        }
+    }
 }
 
 impl ApplyLock {
-    /// Take the lock, waiting up to `timeout` for another applier.
+    /// Take the lock, waiting up to `timeout` for another applier; `busy`
+    /// when it is still held then.
     pub fn acquire(engine: &Engine, timeout: Duration) -> Result<ApplyLock, ToolError> {
         let start = Instant::now();
-        let fd = open_lock(engine)?;
         loop {
-            match rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => return Ok(ApplyLock { _fd: fd }),
-                Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < timeout => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(rustix::io::Errno::WOULDBLOCK) => {
-                    return Err(ToolError::conflict(
-                        format!(
-                            "another apply held the workspace apply lock for more than {} ms",
-                            timeout.as_millis()
-                        ),
-                        json!({"lock": LOCK_FILE}),
-                    ))
-                }
-                Err(e) => {
-                    return Err(ToolError::new(
-                        ErrorCode::Io,
-                        format!("apply lock: {e}"),
-                        json!({"lock": LOCK_FILE}),
-                    ))
-                }
+            if let Some(lock) = try_lock(engine)? {
+                return Ok(lock);
             }
+            if start.elapsed() >= timeout {
+                return Err(ToolError::new(
+                    ErrorCode::Busy,
+                    format!(
+                        "another apply held the workspace apply lock for more than {} ms; retry",
+                        timeout.as_millis()
+                    ),
+                    json!({"lock": LOCK_FILE, "waited_ms": timeout.as_millis()}),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 
     /// Take the lock if nobody holds it.
     pub fn try_acquire(engine: &Engine) -> Result<Option<ApplyLock>, ToolError> {
-        let fd = open_lock(engine)?;
-        match rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Some(ApplyLock { _fd: fd })),
-            Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
-            Err(e) => Err(ToolError::new(
-                ErrorCode::Io,
-                format!("apply lock: {e}"),
-                json!({"lock": LOCK_FILE}),
-            )),
-        }
+        try_lock(engine)
     }
 }
 
@@ -329,21 +357,33 @@ pub(crate) fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathR
                 json!({}),
             )
         })?;
-        let now = ws
-            .meta(&path)?
-            .map(|m| (m.digest.to_string(), m.executable));
         let (before, after) = (f.before(), f.after());
-        let state = if now == after {
-            PathState::AtAfter
-        } else if now == before {
-            PathState::AtBefore
-        } else {
-            PathState::Diverged
+        // Something that is not a file now (a FIFO, a socket, a device, a
+        // link) is neither state: reported, never opened or overwritten.
+        let (state, actual) = match ws.meta(&path) {
+            Ok(meta) => {
+                let now = meta.map(|m| (m.digest.to_string(), m.executable));
+                let state = if now == after {
+                    PathState::AtAfter
+                } else if now == before {
+                    PathState::AtBefore
+                } else {
+                    PathState::Diverged
+                };
+                (state, spell(&now))
+            }
+            Err(crate::workspace::WorkspaceError::Special { kind, .. }) => {
+                (PathState::Diverged, kind.to_string())
+            }
+            Err(crate::workspace::WorkspaceError::Symlink { .. }) => {
+                (PathState::Diverged, "symlink".to_owned())
+            }
+            Err(e) => return Err(e.into()),
         };
         out.push(PathReport {
             path: f.path.clone(),
             state,
-            actual: spell(&now),
+            actual,
             before: spell(&before),
             after: spell(&after),
         });
@@ -595,12 +635,21 @@ pub(crate) fn execute<T>(
         } else {
             engine.store().write(|tx| {
                 let cx = cx(engine, tx, actor);
-                tx.execute(
-                    "UPDATE transactions SET status = 'failed', error = ?2, finished_at = ?3 WHERE id = ?1",
-                    params![id, error.to_json().to_string(), cx.now.0],
+                still_applying(
+                    tx.execute(
+                        "UPDATE transactions SET status = 'failed', error = ?2, finished_at = ?3
+                     WHERE id = ?1 AND status = 'applying'",
+                        params![id, error.to_json().to_string(), cx.now.0],
+                    )?,
+                    id,
                 )?;
                 phase(&cx, id, "write", "failed", error.to_json())?;
-                cx.event("transaction.failed", id, Some(plan.proposal_id), json!({"error": error.to_json()}))?;
+                cx.event(
+                    "transaction.failed",
+                    id,
+                    Some(plan.proposal_id),
+                    json!({"error": error.to_json()}),
+                )?;
                 Ok::<_, ToolError>(())
             })?;
         }
@@ -614,9 +663,13 @@ pub(crate) fn execute<T>(
     // 3. The outcome, with the caller's state changes, in one transaction.
     let finished = engine.store().write(|tx| {
         let cx = cx(engine, tx, actor);
-        tx.execute(
-            "UPDATE transactions SET status = 'applied', finished_at = ?2 WHERE id = ?1",
-            params![id, cx.now.0],
+        still_applying(
+            tx.execute(
+                "UPDATE transactions SET status = 'applied', finished_at = ?2
+                 WHERE id = ?1 AND status = 'applying'",
+                params![id, cx.now.0],
+            )?,
+            id,
         )?;
         phase(
             &cx,
@@ -645,6 +698,20 @@ pub(crate) fn execute<T>(
             Err(e)
         }
     }
+}
+
+/// A transaction's final status is only ever set over `applying`: if
+/// anything else (a recovery) finished it meanwhile, this applier must not
+/// claim it.
+fn still_applying(changed: usize, id: &str) -> Result<(), ToolError> {
+    if changed == 1 {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        ErrorCode::Conflict,
+        format!("transaction {id} was finished by another process while it was applying"),
+        json!({"transaction_id": id}),
+    ))
 }
 
 /// What recovering one transaction did.

@@ -108,6 +108,24 @@ pub enum StoreError {
         /// [`SCHEMA_VERSION`].
         known: i64,
     },
+    /// An existing store file is not a roundtable store (empty, truncated,
+    /// not SQLite): it is refused, never replaced.
+    #[error("store {path} is not a roundtable store: {reason}")]
+    NotAStore {
+        /// The database file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The store's directory, database or WAL is a symbolic link or not
+    /// what it should be (a directory, regular files): never followed.
+    #[error(
+        "store {path} is a symbolic link or not the kind of file it should be (never followed)"
+    )]
+    NotAFile {
+        /// The file.
+        path: String,
+    },
     /// The store directory could not be created or is not a directory.
     #[error("store directory {path}: {source}")]
     Dir {
@@ -124,7 +142,10 @@ impl StoreError {
     pub fn code(&self) -> ErrorCode {
         match self {
             StoreError::Sqlite { .. } => ErrorCode::Database,
-            StoreError::TooNew { .. } => ErrorCode::IncompatibleStore,
+            StoreError::TooNew { .. } | StoreError::NotAStore { .. } => {
+                ErrorCode::IncompatibleStore
+            }
+            StoreError::NotAFile { .. } => ErrorCode::PathEscape,
             StoreError::Dir { .. } => ErrorCode::Io,
         }
     }
@@ -162,9 +183,9 @@ impl Store {
         match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => {
-                return Err(dir_err(std::io::Error::other(
-                    "exists and is not a directory (a link is not followed)",
-                )))
+                return Err(StoreError::NotAFile {
+                    path: dir.display().to_string(),
+                })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&dir) {
                 Ok(()) => {}
@@ -175,14 +196,45 @@ impl Store {
         }
         let path = dir.join(DB_FILE);
         let err = sqlite_error(&path);
-        let mut conn = Connection::open(&path).map_err(&err)?;
-        conn.execute_batch("PRAGMA page_size = 16384")
-            .map_err(&err)?;
+        // A store is created whole under another name and linked into
+        // place, so `store.db` only ever names a migrated store: an
+        // existing one that is not (empty, truncated, not SQLite) is
+        // refused, never silently replaced by an empty one.
+        let created = match std::fs::symlink_metadata(&path) {
+            Ok(_) => false,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(&dir, &path)?,
+            Err(e) => return Err(dir_err(e)),
+        };
+        for suffix in ["", "-wal", "-shm"] {
+            let file = PathBuf::from(format!("{}{suffix}", path.display()));
+            if let Ok(m) = std::fs::symlink_metadata(&file) {
+                if !m.is_file() {
+                    return Err(StoreError::NotAFile {
+                        path: file.display().to_string(),
+                    });
+                }
+            }
+        }
+        // `NOFOLLOW`: a link put in place after the check is refused too.
+        let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+        let flags = flags - rusqlite::OpenFlags::SQLITE_OPEN_CREATE;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| invalid(&path, e))?;
         conn.busy_timeout(options.busy_timeout).map_err(&err)?;
+        // Before anything writes to it (setting WAL writes a header into
+        // an empty file): is it a roundtable store at all?
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| invalid(&path, e))?;
+        if version == 0 {
+            return Err(StoreError::NotAStore {
+                path: path.display().to_string(),
+                reason: "it holds no roundtable schema (empty, or user_version 0)".into(),
+            });
+        }
         // WAL lets readers run beside a writer, in this and other processes.
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(&err)?;
+            .map_err(|e| invalid(&path, e))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(err(rusqlite::Error::InvalidParameterName(format!(
                 "journal_mode is {mode}, not wal"
@@ -197,7 +249,7 @@ impl Store {
             "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
         ))
         .map_err(&err)?;
-        let created = migrate(&mut conn, &path)?;
+        migrate(&mut conn, &path, false)?;
         drop(err);
         Ok(Store {
             conn: Mutex::new(conn),
@@ -262,10 +314,74 @@ impl Store {
     }
 }
 
-/// Bring the schema up to [`SCHEMA_VERSION`]; `true` when it was created.
-fn migrate(conn: &mut Connection, path: &Path) -> Result<bool, StoreError> {
+/// Create a migrated store at `path` (absent): built under a temporary
+/// name in `dir` and hard-linked into place, so no process ever opens a
+/// half-created store. `false` when another process created it first.
+fn create(dir: &Path, path: &Path) -> Result<bool, StoreError> {
+    let tmp = tempfile::Builder::new()
+        .prefix(".store.db.new-")
+        .tempfile_in(dir)
+        .map_err(|source| StoreError::Dir {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    let err = sqlite_error(tmp.path());
+    {
+        let mut conn = Connection::open_with_flags(
+            tmp.path(),
+            rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(&err)?;
+        // A large before snapshot or patch is a quarter of the pages.
+        conn.execute_batch("PRAGMA page_size = 16384; PRAGMA journal_mode = DELETE;")
+            .map_err(&err)?;
+        migrate(&mut conn, tmp.path(), true)?;
+        conn.close().map_err(|(_, e)| err(e))?;
+    }
+    tmp.as_file().sync_all().map_err(|source| StoreError::Dir {
+        path: tmp.path().display().to_string(),
+        source,
+    })?;
+    match std::fs::hard_link(tmp.path(), path) {
+        Ok(()) => {
+            // The new name survives a power loss before the first write.
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(source) => Err(StoreError::Dir {
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+/// An existing `store.db` SQLite cannot open as a database, or that is
+/// not a roundtable store.
+fn invalid(path: &Path, source: rusqlite::Error) -> StoreError {
+    match source.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) => StoreError::NotAStore {
+            path: path.display().to_string(),
+            reason: "not an SQLite database".into(),
+        },
+        Some(rusqlite::ErrorCode::CannotOpen)
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) =>
+        {
+            StoreError::NotAFile {
+                path: path.display().to_string(),
+            }
+        }
+        _ => sqlite_error(path)(source),
+    }
+}
+
+/// Bring the schema up to [`SCHEMA_VERSION`]. A store at version 0 (no
+/// roundtable schema) is created only by [`create`]: an existing one is
+/// refused.
+fn migrate(conn: &mut Connection, path: &Path, new: bool) -> Result<(), StoreError> {
     let err = sqlite_error(path);
-    let mut created = false;
     loop {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -281,7 +397,13 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<bool, StoreError> {
             });
         }
         if version == SCHEMA_VERSION {
-            return Ok(created);
+            return Ok(());
+        }
+        if version == 0 && !new {
+            return Err(StoreError::NotAStore {
+                path: path.display().to_string(),
+                reason: "it holds no roundtable schema (user_version 0)".into(),
+            });
         }
         let index = usize::try_from(version).map_err(|_| StoreError::TooNew {
             path: path.display().to_string(),
@@ -292,7 +414,6 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<bool, StoreError> {
         tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))
             .map_err(&err)?;
         tx.commit().map_err(&err)?;
-        created |= version == 0;
     }
 }
 
@@ -503,11 +624,88 @@ mod tests {
         let elsewhere = tempfile::tempdir().expect("tempdir");
         std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(STORE_DIR)).expect("link");
         let e = Store::open(dir.path(), &StoreOptions::default()).expect_err("link");
-        assert_eq!(e.code(), ErrorCode::Io);
+        assert_eq!(e.code(), ErrorCode::PathEscape);
         assert!(std::fs::read_dir(elsewhere.path())
             .expect("ls")
             .next()
             .is_none());
+    }
+
+    #[test]
+    fn an_existing_store_file_that_is_not_a_store_is_refused_and_kept() {
+        for (what, bytes) in [
+            ("empty", &b""[..]),
+            ("not sqlite", &b"hello, this is not a database at all............................................................................"[..]),
+        ] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            std::fs::create_dir(dir.path().join(STORE_DIR)).expect("mkdir");
+            let db = dir.path().join(STORE_DIR).join(DB_FILE);
+            std::fs::write(&db, bytes).expect("write");
+            let e = Store::open(dir.path(), &StoreOptions::default()).expect_err(what);
+            assert_eq!(e.code(), ErrorCode::IncompatibleStore, "{what}: {e}");
+            assert_eq!(std::fs::read(&db).expect("kept"), bytes, "{what}");
+        }
+        // An SQLite database without the schema is not a store either.
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join(STORE_DIR)).expect("mkdir");
+        let db = dir.path().join(STORE_DIR).join(DB_FILE);
+        Connection::open(&db)
+            .expect("sqlite")
+            .execute_batch("CREATE TABLE other (x INTEGER)")
+            .expect("a table");
+        let e = Store::open(dir.path(), &StoreOptions::default()).expect_err("foreign");
+        assert_eq!(e.code(), ErrorCode::IncompatibleStore, "{e}");
+    }
+
+    #[test]
+    fn a_linked_store_file_or_wal_is_path_escape_and_nothing_is_created_outside() {
+        for linked in [DB_FILE, "store.db-wal", "store.db-shm"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let elsewhere = tempfile::tempdir().expect("tempdir");
+            std::fs::create_dir(dir.path().join(STORE_DIR)).expect("mkdir");
+            if linked != DB_FILE {
+                // A real store, then its WAL or shared memory replaced by a link.
+                drop(Store::open(dir.path(), &StoreOptions::default()).expect("open"));
+                let _ = std::fs::remove_file(dir.path().join(STORE_DIR).join(linked));
+            }
+            std::os::unix::fs::symlink(
+                elsewhere.path().join("target"),
+                dir.path().join(STORE_DIR).join(linked),
+            )
+            .expect("link");
+            let e = Store::open(dir.path(), &StoreOptions::default()).expect_err(linked);
+            assert_eq!(e.code(), ErrorCode::PathEscape, "{linked}: {e}");
+            assert!(
+                std::fs::read_dir(elsewhere.path())
+                    .expect("ls")
+                    .next()
+                    .is_none(),
+                "{linked}: something was created outside the root"
+            );
+        }
+    }
+
+    #[test]
+    fn processes_creating_one_store_at_once_all_open_the_same_store() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let opened: Vec<bool> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| Store::open(dir.path(), &StoreOptions::default())))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("joined").expect("opened").created())
+                    .collect()
+            });
+            assert_eq!(opened.iter().filter(|c| **c).count(), 1, "{opened:?}");
+            let left: Vec<_> = std::fs::read_dir(dir.path().join(STORE_DIR))
+                .expect("ls")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".store.db.new-"))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
     }
 
     #[test]

@@ -43,6 +43,14 @@ pub enum WorkspaceError {
         /// The component that is a link.
         link: String,
     },
+    /// A path names a FIFO, socket or device, which is never opened.
+    #[error("{path}: is a {kind}, not a regular file (never opened)")]
+    Special {
+        /// The path.
+        path: String,
+        /// What it is.
+        kind: SpecialKind,
+    },
     /// The patch does not apply.
     #[error(transparent)]
     Apply(#[from] ApplyError),
@@ -94,6 +102,7 @@ impl WorkspaceError {
         match self {
             WorkspaceError::Path(e) => e.code(),
             WorkspaceError::Symlink { .. } => ErrorCode::PathEscape,
+            WorkspaceError::Special { .. } => ErrorCode::SpecialFile,
             WorkspaceError::Apply(e) => e.code(),
             WorkspaceError::Precondition { .. } => ErrorCode::PreconditionFailed,
             WorkspaceError::Root { .. } => ErrorCode::InvalidArgument,
@@ -126,7 +135,53 @@ pub struct PathChange {
 enum Kind {
     File,
     Dir,
-    Other,
+    Link,
+    /// A FIFO, socket or device: never opened.
+    Special(SpecialKind),
+}
+
+/// A kind of file roundtable never opens: opening a FIFO blocks until a
+/// writer comes, a device may do anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpecialKind {
+    /// A named pipe.
+    Fifo,
+    /// A Unix domain socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+}
+
+impl SpecialKind {
+    /// The kind of a non-regular, non-directory, non-link file mode.
+    fn of(file_type: FileType) -> Option<SpecialKind> {
+        match file_type {
+            FileType::Fifo => Some(SpecialKind::Fifo),
+            FileType::Socket => Some(SpecialKind::Socket),
+            FileType::CharacterDevice => Some(SpecialKind::CharDevice),
+            FileType::BlockDevice => Some(SpecialKind::BlockDevice),
+            _ => None,
+        }
+    }
+
+    /// Its stable spelling (`fifo`, `socket`, `char_device`, `block_device`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpecialKind::Fifo => "fifo",
+            SpecialKind::Socket => "socket",
+            SpecialKind::CharDevice => "char_device",
+            SpecialKind::BlockDevice => "block_device",
+        }
+    }
+}
+
+impl std::fmt::Display for SpecialKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A directory handle and the name of an entry in it.
@@ -318,8 +373,8 @@ impl Workspace {
                 Err(e) => {
                     return match kind_at(&*at, component) {
                         // A file where a directory would be: nothing lies below it.
-                        Ok(Some(Kind::File)) => Ok(None),
-                        Ok(Some(Kind::Other)) => Err(WorkspaceError::Symlink {
+                        Ok(Some(Kind::File | Kind::Special(_))) => Ok(None),
+                        Ok(Some(Kind::Link)) => Err(WorkspaceError::Symlink {
                             path: path.to_string(),
                             link: components[..=i].join("/"),
                         }),
@@ -389,10 +444,20 @@ impl Workspace {
         let Some((dir, name)) = self.parent(path)? else {
             return Ok(None);
         };
+        // Look before opening: a FIFO, socket or device is never opened
+        // (opening a FIFO blocks until a writer comes).
+        if let Some(Kind::Special(kind)) = kind_at(&*dir, &name).map_err(|e| tree(path, e))? {
+            return Err(WorkspaceError::Special {
+                path: path.to_string(),
+                kind,
+            });
+        }
+        // Non-blocking, so one swapped in after the look cannot block
+        // either; `fstat` below then refuses it.
         let fd = match rustix::fs::openat(
             &*dir,
             name.as_str(),
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
             Mode::empty(),
         ) {
             Ok(fd) => fd,
@@ -406,7 +471,14 @@ impl Workspace {
             Err(e) => return Err(tree(path, errno(e))),
         };
         let stat = rustix::fs::fstat(&fd).map_err(|e| tree(path, errno(e)))?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        let file_type = FileType::from_raw_mode(stat.st_mode);
+        if let Some(kind) = SpecialKind::of(file_type) {
+            return Err(WorkspaceError::Special {
+                path: path.to_string(),
+                kind,
+            });
+        }
+        if file_type != FileType::RegularFile {
             return Err(WorkspaceError::Apply(ApplyError::File {
                 path: path.as_str().as_bytes().to_vec(),
                 reason: "is not a regular file".into(),
@@ -968,7 +1040,7 @@ impl Workspace {
             };
             if !matches!(
                 kind_at(&*dir, &name),
-                Ok(Some(Kind::File) | Some(Kind::Other))
+                Ok(Some(Kind::File | Kind::Link | Kind::Special(_)))
             ) {
                 continue;
             }
@@ -1072,7 +1144,10 @@ impl Tree for Workspace {
         // A directory does not count: git lets a file be created over one
         // and the room check above decides whether it may.
         match self.kind(&repo_path) {
-            Ok(kind) => Ok(matches!(kind, Some(Kind::File) | Some(Kind::Other))),
+            Ok(kind) => Ok(matches!(
+                kind,
+                Some(Kind::File | Kind::Link | Kind::Special(_))
+            )),
             Err(e) => Err(boxed(path, e.code(), e)),
         }
     }
@@ -1091,7 +1166,8 @@ fn kind_at(dir: impl AsFd, name: &str) -> io::Result<Option<Kind>> {
         Ok(st) => Ok(Some(match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile => Kind::File,
             FileType::Directory => Kind::Dir,
-            _ => Kind::Other,
+            FileType::Symlink => Kind::Link,
+            other => SpecialKind::of(other).map_or(Kind::Link, Kind::Special),
         })),
         Err(rustix::io::Errno::NOENT) => Ok(None),
         Err(e) => Err(errno(e)),

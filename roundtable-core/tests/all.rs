@@ -3,6 +3,7 @@
 mod edit_plans;
 mod fuzz_replay;
 mod governance;
+mod hardening;
 mod properties;
 mod review;
 mod state;

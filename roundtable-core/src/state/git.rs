@@ -27,18 +27,60 @@ fn io_err(path: &Path, source: io::Error) -> StateError {
     super::io_err(path, source)
 }
 
-/// Reads a file, `None` if it does not exist (or is a directory where a ref
-/// file was looked for).
-fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, StateError> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e)
-            if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::IsADirectory =>
-        {
-            Ok(None)
+/// The most a ref-sized git file (`HEAD`, a loose ref, `commondir`, a
+/// `.git` file) may hold: real ones are a line.
+const SMALL_FILE_CAP: u64 = 64 * 1024;
+/// The most `packed-refs` may hold.
+const PACKED_REFS_CAP: u64 = 256 * 1024 * 1024;
+
+/// Reads a git metadata file, `None` if it does not exist (or is a
+/// directory where a ref file was looked for). Never through a symbolic
+/// link, never blocking (a FIFO or device is refused, not opened for
+/// reading), and never more than `cap` bytes: `HEAD` pointing at
+/// `/dev/zero` cannot exhaust memory or hang.
+fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StateError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    use std::io::Read as _;
+    let fd = match rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(git_err(path, "is a symbolic link (not followed)"))
         }
-        Err(e) => Err(io_err(path, e)),
+        Err(e) => return Err(io_err(path, e.into())),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| io_err(path, e.into()))?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Directory => return Ok(None),
+        other => {
+            let what = match other {
+                FileType::Fifo => "a FIFO",
+                FileType::Socket => "a socket",
+                FileType::CharacterDevice => "a character device",
+                FileType::BlockDevice => "a block device",
+                _ => "not a regular file",
+            };
+            return Err(git_err(path, format!("is {what}; never read")));
+        }
     }
+    let mut data = Vec::new();
+    fs::File::from(fd)
+        .take(cap + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| io_err(path, e))?;
+    if data.len() as u64 > cap {
+        return Err(git_err(path, format!("is larger than {cap} bytes")));
+    }
+    Ok(Some(data))
+}
+
+fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, StateError> {
+    read_capped(path, SMALL_FILE_CAP)
 }
 
 /// `HEAD`'s commit id as lowercase hex; `None` when `root` is not a git
@@ -54,7 +96,7 @@ pub(super) fn read_head(root: &Path) -> Result<Option<String>, StateError> {
     let gitdir = if meta.is_dir() {
         dotgit
     } else if meta.is_file() {
-        let text = fs::read(&dotgit).map_err(|e| io_err(&dotgit, e))?;
+        let text = read_opt(&dotgit)?.ok_or_else(|| git_err(&dotgit, "vanished while read"))?;
         let target = text
             .strip_prefix(b"gitdir:")
             .map(|t| t.trim_ascii())
@@ -145,7 +187,7 @@ fn lookup(
         }
     }
     let packed = common.join("packed-refs");
-    let Some(text) = read_opt(&packed)? else {
+    let Some(text) = read_capped(&packed, PACKED_REFS_CAP)? else {
         return Ok(None);
     };
     for line in text.split(|&b| b == b'\n') {

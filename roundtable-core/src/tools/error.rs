@@ -132,6 +132,10 @@ fn apply_details(a: &ApplyError) -> Value {
         ApplyError::Hunk { path, hunk, reason } => {
             json!({"path": String::from_utf8_lossy(path), "hunk": hunk, "reason": reason})
         }
+        ApplyError::Tree(t) => match t.source.downcast_ref::<WorkspaceError>() {
+            Some(WorkspaceError::Special { path, kind }) => json!({"path": path, "type": kind}),
+            _ => json!({"path": String::from_utf8_lossy(&t.path)}),
+        },
         a => json!({"path": String::from_utf8_lossy(a.path())}),
     }
 }
@@ -154,6 +158,7 @@ impl From<WorkspaceError> for ToolError {
             WorkspaceError::Apply(a) => apply_details(a),
             WorkspaceError::Path(p) => json!({"path": p.path, "reason": p.reason}),
             WorkspaceError::Symlink { path, link } => json!({"path": path, "symlink": link}),
+            WorkspaceError::Special { path, kind } => json!({"path": path, "type": kind}),
             WorkspaceError::Precondition {
                 path,
                 expected,

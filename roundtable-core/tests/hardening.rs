@@ -1,0 +1,281 @@
+//! Hostile trees and stores: special files at touched paths, git metadata
+//! that never ends, stores that are not stores. Each refusal returns
+//! promptly with its stable code and changes nothing.
+
+use crate::tools::{fingerprint, str_of, World, PATCH};
+use roundtable::{Engine, EngineOptions, ErrorCode, ToolError};
+use serde_json::{json, Value};
+use std::os::unix::fs::FileTypeExt as _;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Run `f` on its own thread and fail the test if it has not returned in
+/// 20 s: a call that opens a FIFO for reading blocks forever.
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{what} blocked for 20 s"))
+}
+
+/// A special file of `kind` at `path` (replacing what is there); `false`
+/// when this machine cannot make one (no `mknod` rights for a device).
+fn make_special(path: &Path, kind: &str) -> bool {
+    let _ = std::fs::remove_file(path);
+    match kind {
+        "fifo" => Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo")
+            .success(),
+        "socket" => {
+            // The listener is dropped; the socket file stays.
+            std::os::unix::net::UnixListener::bind(path).is_ok()
+        }
+        "char_device" => Command::new("mknod")
+            .arg(path)
+            .args(["c", "1", "3"])
+            .status()
+            .is_ok_and(|s| s.success()),
+        _ => unreachable!("a kind this test knows"),
+    }
+}
+
+fn call(w: &Arc<World>, tool: &'static str, args: Value, who: &str) -> Result<Value, ToolError> {
+    let w2 = Arc::clone(w);
+    let who = who.to_owned();
+    within(tool, move || {
+        let actor = match who.as_str() {
+            "author" => &w2.author,
+            "reviewer" => &w2.reviewer,
+            _ => &w2.host,
+        };
+        w2.engine.call(tool, args, actor)
+    })
+}
+
+fn assert_special(result: Result<Value, ToolError>, kind: &str, what: &str) {
+    let err = result.expect_err(what);
+    assert_eq!(
+        err.code(),
+        ErrorCode::SpecialFile,
+        "{what}: {err} {}",
+        err.details()
+    );
+    assert_eq!(err.details()["path"], "hello.txt", "{what}");
+    assert_eq!(err.details()["type"], kind, "{what}");
+    assert!(err.message().contains(kind), "{what}: {err}");
+}
+
+#[test]
+fn a_fifo_socket_or_device_at_a_touched_path_is_special_file_and_nothing_blocks() {
+    for kind in ["fifo", "socket", "char_device"] {
+        let w = Arc::new(World::new());
+        // A proposal made while hello.txt was a file, approved.
+        let pid = str_of(&w.create()["proposal"]["id"]);
+        w.ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &w.author,
+        );
+        w.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &w.reviewer,
+        );
+        let file = w.dir.path().join("hello.txt");
+        if !make_special(&file, kind) {
+            eprintln!("skipping {kind}: cannot make one here");
+            continue;
+        }
+        let store = fingerprint(w.dir.path());
+        assert_special(
+            call(
+                &w,
+                "claim.acquire",
+                json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 60}),
+                "author",
+            ),
+            kind,
+            "claim.acquire",
+        );
+        assert_special(
+            call(
+                &w,
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Again", "summary_md": "x", "patch": PATCH}),
+                "author",
+            ),
+            kind,
+            "proposal.create",
+        );
+        // Validation reports, it does not block: the file is not what the
+        // revision was made against.
+        match call(&w, "patch.validate", json!({"proposal_id": pid}), "host") {
+            Ok(report) => {
+                assert_eq!(report["valid"], false, "{report}");
+                assert!(report.to_string().contains(kind), "{report}");
+            }
+            Err(e) => assert_eq!(e.code(), ErrorCode::SpecialFile, "{e}"),
+        }
+        let err = call(
+            &w,
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            "host",
+        )
+        .expect_err("apply over a special file");
+        assert!(
+            matches!(
+                err.code(),
+                ErrorCode::SpecialFile | ErrorCode::PreconditionFailed
+            ),
+            "{err} {}",
+            err.details()
+        );
+        assert!(
+            err.to_string().contains(kind) || err.details().to_string().contains(kind),
+            "{err} {}",
+            err.details()
+        );
+        assert_eq!(
+            fingerprint(w.dir.path()),
+            store,
+            "{kind}: the store changed"
+        );
+        let meta = std::fs::symlink_metadata(&file).expect("still there");
+        assert!(!meta.is_file(), "{kind}: replaced");
+    }
+}
+
+#[test]
+fn recovery_reports_a_special_file_at_a_journaled_path_as_diverged_and_does_not_block() {
+    let w = World::new();
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 600}),
+        &w.author,
+    );
+    let pid = w.in_review();
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    let applied = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    let tid = str_of(&applied["transaction"]["id"]);
+    // As if the applier had been killed mid-write: the journal says
+    // `applying`, and a FIFO now stands at the journaled path.
+    let World { dir, engine, .. } = w;
+    drop(engine);
+    rusqlite::Connection::open(dir.path().join(".roundtable/store.db"))
+        .expect("db")
+        .execute(
+            "UPDATE transactions SET status = 'applying' WHERE id = ?1",
+            [&tid],
+        )
+        .expect("back to applying");
+    assert!(make_special(&dir.path().join("hello.txt"), "fifo"));
+    let root = dir.path().to_path_buf();
+    let engine = within("Engine::open", move || {
+        Engine::open(&root, EngineOptions::default())
+    })
+    .expect("open recovers");
+    let host = roundtable::Actor::orchestrator(roundtable::Id::new("host").expect("id"));
+    let t = engine
+        .call("transaction.get", json!({"transaction_id": tid}), &host)
+        .expect("get");
+    assert_eq!(t["transaction"]["status"], "recovered", "{t}");
+    let advice = engine
+        .call(
+            "transaction.recovery",
+            json!({"transaction_id": tid}),
+            &host,
+        )
+        .expect("recovery advice");
+    let path = advice["paths"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["path"] == "hello.txt"))
+        .unwrap_or_else(|| panic!("{advice}"));
+    assert_eq!(path["state"], "diverged", "{advice}");
+    assert_eq!(path["actual"], "fifo", "{advice}");
+    let meta = std::fs::symlink_metadata(dir.path().join("hello.txt")).expect("kept");
+    assert!(meta.file_type().is_fifo(), "the FIFO was replaced");
+}
+
+/// A git repository whose `HEAD` is replaced by `make`.
+fn hostile_head(make: impl FnOnce(&Path)) -> Arc<World> {
+    let w = World::new();
+    let git = w.dir.path().join(".git");
+    std::fs::create_dir_all(git.join("refs/heads")).expect("mkdir");
+    make(&git.join("HEAD"));
+    Arc::new(w)
+}
+
+#[test]
+fn git_metadata_that_never_ends_or_blocks_is_refused_promptly() {
+    let cases: Vec<(&str, Box<dyn FnOnce(&Path)>)> = vec![
+        (
+            "link to /dev/zero",
+            Box::new(|p: &Path| std::os::unix::fs::symlink("/dev/zero", p).expect("link")),
+        ),
+        (
+            "a fifo",
+            Box::new(|p: &Path| assert!(make_special(p, "fifo"))),
+        ),
+        (
+            "a huge file",
+            Box::new(|p: &Path| {
+                std::fs::write(p, vec![b'r'; 4 << 20]).expect("write");
+            }),
+        ),
+    ];
+    for (what, make) in cases {
+        let w = hostile_head(make);
+        let store = fingerprint(w.dir.path());
+        let err = call(
+            &w,
+            "proposal.create",
+            json!({"task_id": "t1", "title": "x", "summary_md": "x", "patch": PATCH}),
+            "author",
+        )
+        .expect_err(what);
+        assert_eq!(err.code(), ErrorCode::Io, "{what}: {err}");
+        assert!(err.message().contains("HEAD"), "{what}: {err}");
+        assert_eq!(fingerprint(w.dir.path()), store, "{what}");
+    }
+}
+
+#[test]
+fn an_empty_or_foreign_store_file_is_incompatible_store_and_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join(".roundtable")).expect("mkdir");
+    let db = dir.path().join(".roundtable/store.db");
+    std::fs::write(&db, b"").expect("empty store");
+    let err = Engine::open(dir.path(), EngineOptions::default()).expect_err("empty store");
+    assert_eq!(err.code(), ErrorCode::IncompatibleStore, "{err}");
+    assert_eq!(std::fs::metadata(&db).expect("kept").len(), 0);
+}
+
+#[test]
+fn a_linked_store_file_is_path_escape_and_nothing_is_created_at_its_target() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join(".roundtable")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        elsewhere.path().join("stolen.db"),
+        dir.path().join(".roundtable/store.db"),
+    )
+    .expect("link");
+    let err = Engine::open(dir.path(), EngineOptions::default()).expect_err("linked store");
+    assert_eq!(err.code(), ErrorCode::PathEscape, "{err}");
+    assert!(!elsewhere.path().join("stolen.db").exists());
+}

@@ -1605,3 +1605,89 @@ fn an_apply_in_flight_is_not_recovered_by_another_process_opening_the_workspace(
     );
     assert_eq!(t["transaction"]["status"], "recovered", "its holder died");
 }
+
+/// While a worker process applies 600 paths, the lock file is unlinked and
+/// the workspace opened by another process (which recovers what it finds
+/// `applying` when it gets the lock): 50 rounds. Each ends with the tree
+/// entirely before or after and the store agreeing; the live apply is
+/// never "recovered" under its applier.
+#[test]
+fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
+    const FILES: usize = 600;
+    const ROUNDS: usize = 50;
+    let prepared = scratch_dir();
+    let mut patch = String::new();
+    for i in 0..FILES {
+        let path = format!("u{}/f{i}.txt", i % 6);
+        put(prepared.path(), &path, &format!("file {i}\n"), false);
+        patch.push_str(&format!(
+            "--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-file {i}\n+file {i}, changed\n"
+        ));
+    }
+    let w = World::with(prepared, EngineOptions::default());
+    claim(&w, "directory:.");
+    let pid = approved(&w, &patch);
+    let World {
+        dir: prepared,
+        engine,
+        ..
+    } = w;
+    drop(engine);
+    let before = snapshot(prepared.path());
+    let mut rng = 0x10c4_u64;
+    let (mut at_before, mut at_after) = (0, 0);
+    for round in 0..ROUNDS {
+        let dir = scratch_dir();
+        copy_tree(prepared.path(), dir.path());
+        let (child, sync, _) = start_apply(dir.path(), &pid);
+        // Wait for the journal, then a little more: the write is under way.
+        let db = rusqlite::Connection::open(dir.path().join(".roundtable/store.db")).expect("db");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while db
+            .query_row("SELECT count(*) FROM transactions", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_or(0)
+            == 0
+            && !sync.path().join("done").exists()
+        {
+            assert!(Instant::now() < deadline, "round {round}: never journaled");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        drop(db);
+        std::thread::sleep(Duration::from_micros(lcg(&mut rng) % 20_000));
+        let _ = std::fs::remove_file(dir.path().join(".roundtable/apply.lock"));
+        let other = Engine::open(dir.path(), EngineOptions::default()).expect("open beside it");
+        check_worker(child, "apply while the lock file is unlinked");
+        let done: Value = serde_json::from_str(
+            &std::fs::read_to_string(sync.path().join("done")).expect("done"),
+        )
+        .expect("json");
+        drop(other);
+        let engine = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
+        let tree = snapshot(dir.path());
+        let txs = transactions_of(&engine, &pid);
+        assert_eq!(txs.len(), 1, "round {round}: {txs:?}");
+        let status = str_of(&txs[0]["status"]);
+        if tree == before {
+            at_before += 1;
+            assert_ne!(status, "applied", "round {round}: files before, store applied");
+        } else {
+            at_after += 1;
+            let changed = differences(&tree, &before).len();
+            assert_eq!(
+                changed, FILES,
+                "round {round}: a mixed tree ({changed} of {FILES} paths after), transaction {status}, worker {done}"
+            );
+            assert_eq!(status, "applied", "round {round}: worker {done}");
+            assert_eq!(done["ok"]["transaction"]["status"], "applied", "{done}");
+        }
+        assert_eq!(
+            call(&engine, "events.verify", json!({}), &host())["valid"],
+            true,
+            "round {round}"
+        );
+    }
+    eprintln!("lock-unlink test: {ROUNDS} rounds, {at_after} after, {at_before} before");
+    assert_eq!(at_after, ROUNDS, "an uninterrupted apply always lands");
+}

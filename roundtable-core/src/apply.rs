@@ -29,12 +29,13 @@ use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::store::Durability;
 use crate::tools::{Cx, ToolError};
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, WriteOptions};
 use crate::{Digest, ErrorCode, RepoPath};
 use rusqlite::{params, OptionalExtension as _};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -310,6 +311,42 @@ pub(crate) fn journal(
     Ok(files)
 }
 
+fn dirs_to_sql(dirs: &BTreeSet<RepoPath>) -> String {
+    serde_json::to_string(&dirs.iter().map(RepoPath::as_str).collect::<Vec<_>>())
+        .expect("paths serialize")
+}
+
+/// The directories transaction `id` created (journaled with it).
+pub(crate) fn created_dirs(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+) -> Result<BTreeSet<RepoPath>, ToolError> {
+    let text: String = tx.query_row(
+        "SELECT created_dirs FROM transactions WHERE id = ?1",
+        [id],
+        |r| r.get(0),
+    )?;
+    let paths: Vec<String> = serde_json::from_str(&text).map_err(|e| {
+        ToolError::new(
+            ErrorCode::Database,
+            format!("transaction {id}: its created directories: {e}"),
+            json!({"transaction_id": id}),
+        )
+    })?;
+    paths
+        .iter()
+        .map(|p| {
+            p.parse().map_err(|e: crate::PathError| {
+                ToolError::new(
+                    ErrorCode::Database,
+                    format!("transaction {id}: created directory {p}: {e}"),
+                    json!({"transaction_id": id}),
+                )
+            })
+        })
+        .collect()
+}
+
 /// Where a journaled path is now, compared with the journal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -508,6 +545,10 @@ pub(crate) struct Plan<'a> {
     /// What the plan was computed through (a [view](Workspace::view)
     /// that read the files): the apply writes through it.
     pub workspace: &'a Workspace,
+    /// For a rollback: the directories the rolled-back transaction created,
+    /// the only ones it may remove when they are left empty (`None`: any
+    /// directory a removal empties, as `git apply` does).
+    pub prune_only: Option<BTreeSet<RepoPath>>,
 }
 
 fn phase(cx: &Cx<'_>, id: &str, name: &str, status: &str, detail: Value) -> Result<(), ToolError> {
@@ -552,6 +593,7 @@ pub(crate) fn execute<T>(
         )
     }));
     let id = plan.id.as_str();
+    let created_dirs = plan.workspace.missing_dirs(&plan.changeset)?;
 
     // 1. The journal, durably, before any file is touched.
     engine.store().write(|tx| {
@@ -584,6 +626,10 @@ pub(crate) fn execute<T>(
                 after_digest,
                 cx.now.0
             ],
+        )?;
+        tx.execute(
+            "UPDATE transactions SET created_dirs = ?2 WHERE id = ?1",
+            params![id, dirs_to_sql(&created_dirs)],
         )?;
         for b in &plan.snapshot {
             crate::store::put_blob_digested(tx, &b.digest, &b.data)?;
@@ -622,9 +668,14 @@ pub(crate) fn execute<T>(
         .iter()
         .map(|b| (&b.path, (b.data.as_slice(), b.executable)))
         .collect();
+    let options = WriteOptions {
+        durable,
+        tag: Some(id),
+        prune_only: plan.prune_only.as_ref(),
+    };
     if let Err(e) =
         plan.workspace
-            .apply_changeset_holding(&plan.changeset, false, durable, Some(&held))
+            .apply_changeset_holding(&plan.changeset, false, &options, Some(&held))
     {
         let undo_failed = matches!(e, crate::workspace::WorkspaceError::Undo { .. });
         let error = ToolError::from(e);
@@ -737,18 +788,26 @@ pub(crate) fn recover_one(
     id: &str,
     why: &str,
 ) -> Result<Recovery, ToolError> {
-    let (files, proposal_id) = engine.store().read(|tx| {
+    let (files, proposal_id, created) = engine.store().read(|tx| {
         let t = Transaction::load(tx, id)?;
-        Ok::<_, ToolError>((journal(tx, id)?, t.proposal_id))
+        Ok::<_, ToolError>((journal(tx, id)?, t.proposal_id, created_dirs(tx, id)?))
     })?;
     let reports = compare(engine.workspace(), &files)?;
     let changeset = restore_changeset(engine, &files, &reports)?;
     let durable = engine.options().durability != Durability::Off;
-    engine
-        .workspace()
-        .apply_changeset_with(&changeset, false, durable)?;
+    // The restore's own temporary names carry the transaction's tag too: a
+    // crash during recovery leaves only names the next recovery removes.
+    engine.workspace().apply_changeset_with(
+        &changeset,
+        false,
+        &WriteOptions {
+            durable,
+            tag: Some(id),
+            prune_only: Some(&created),
+        },
+    )?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
-    let leftovers = engine.workspace().remove_leftovers(&paths)?;
+    let leftovers = engine.workspace().remove_leftovers(&paths, id, &created)?;
     let recovery = Recovery {
         transaction_id: id.to_owned(),
         restored: changeset

@@ -130,6 +130,33 @@ pub struct PathChange {
     pub action: &'static str,
 }
 
+/// How [`Workspace::apply_changeset_with`] writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions<'a> {
+    /// Flush to disk: once after every result is staged (so the renames
+    /// only ever expose complete contents) and once after the renames and
+    /// removals (so they survive a power loss).
+    pub durable: bool,
+    /// Every temporary name (`.rt-stage-TAG-…`, `.rt-backup-TAG-…`) carries
+    /// this tag (a transaction id), so what an interrupted write leaves
+    /// can be told from a user's file and removed exactly
+    /// ([`Workspace::remove_leftovers`]).
+    pub tag: Option<&'a str>,
+    /// Which directories a removal leaves empty are removed: `None`, every
+    /// one (as `git apply` does); `Some(dirs)`, only these (a rollback or
+    /// recovery removes only the directories its transaction created).
+    pub prune_only: Option<&'a BTreeSet<RepoPath>>,
+}
+
+/// The prefix of a temporary name: `.rt-stage-` or `.rt-backup-`, then
+/// the tag and a dash when there is one.
+fn temp_prefix(kind: &str, tag: Option<&str>) -> String {
+    match tag {
+        Some(tag) => format!(".rt-{kind}-{tag}-"),
+        None => format!(".rt-{kind}-"),
+    }
+}
+
 /// What is at a path, without following links.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -323,6 +350,49 @@ impl Workspace {
             dir: Arc::clone(&self.dir),
             memo,
         }
+    }
+
+    /// Every directory handle this view remembers, by path.
+    fn remembered_dirs(&self) -> Verified {
+        self.memo.as_ref().map_or_else(Verified::new, |memo| {
+            lock(&memo.dirs)
+                .iter()
+                .map(|(k, v)| (k.clone(), Arc::clone(v)))
+                .collect()
+        })
+    }
+
+    /// Check that every directory this view opened is still the one at
+    /// its path from the root, opened afresh without following links. A
+    /// directory moved, removed, or replaced by a link or another
+    /// directory is [`WorkspaceError::Precondition`].
+    fn verify_dirs(&self) -> Result<(), WorkspaceError> {
+        let fresh = self.plain();
+        for (prefix, fd) in self.remembered_dirs() {
+            let identity = |fd: &OwnedFd| rustix::fs::fstat(fd).map(|st| (st.st_dev, st.st_ino));
+            let seen = identity(&fd).map_err(|e| tree_at(&prefix, errno(e)))?;
+            let rp = RepoPath::from_bytes(prefix.as_bytes())?;
+            let now = match fresh.parent(&rp) {
+                Ok(Some((parent, name))) => {
+                    match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty()) {
+                        Ok(fd) => Some(identity(&fd).map_err(|e| tree_at(&prefix, errno(e)))?),
+                        Err(_) => None,
+                    }
+                }
+                _ => None,
+            };
+            if now != Some(seen) {
+                return Err(WorkspaceError::Precondition {
+                    path: format!("{prefix}/"),
+                    expected: "the directory validation read".into(),
+                    actual: match now {
+                        Some(_) => "another directory".into(),
+                        None => "no directory (moved, removed or replaced by a link)".into(),
+                    },
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Drop every remembered handle and file (before a write).
@@ -566,7 +636,14 @@ impl Workspace {
                     } else {
                         Some(
                             reader
-                                .stage(&path, &file.data, file.executable, false)
+                                .stage(
+                                    &path,
+                                    &file.data,
+                                    file.executable,
+                                    false,
+                                    None,
+                                    &Verified::new(),
+                                )
                                 .map_err(|e| boxed(&outcome.path, e.code(), e))?,
                         )
                     };
@@ -610,7 +687,13 @@ impl Workspace {
             .iter_mut()
             .map(|(p, s)| (p, s.take().expect("staged when not checking")))
             .collect();
-        self.commit_staged(&removes, staged, None)?;
+        self.commit_staged(
+            &removes,
+            staged,
+            None,
+            &WriteOptions::default(),
+            &Verified::new(),
+        )?;
         Ok(changes)
     }
 
@@ -622,7 +705,26 @@ impl Workspace {
         changeset: &Changeset,
         check: bool,
     ) -> Result<Vec<PathChange>, WorkspaceError> {
-        self.apply_changeset_with(changeset, check, false)
+        self.apply_changeset_with(changeset, check, &WriteOptions::default())
+    }
+
+    /// The directories writing `changeset` creates: every directory on the
+    /// way to a result that is not a directory now.
+    pub(crate) fn missing_dirs(
+        &self,
+        changeset: &Changeset,
+    ) -> Result<BTreeSet<RepoPath>, WorkspaceError> {
+        let mut out = BTreeSet::new();
+        for c in changeset.files().iter().filter(|c| c.after.is_some()) {
+            let components: Vec<&str> = c.path.components().collect();
+            for depth in 1..components.len() {
+                let dir = RepoPath::from_bytes(components[..depth].join("/").as_bytes())?;
+                if out.contains(&dir) || self.kind(&dir)? != Some(Kind::Dir) {
+                    out.insert(dir);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Check, writing nothing, that nothing on disk stands in the way of
@@ -642,31 +744,35 @@ impl Workspace {
         Ok(())
     }
 
-    /// [`apply_changeset`](Workspace::apply_changeset), and with `durable`
-    /// flush to disk twice: once after every result is staged (so the
-    /// renames only ever expose complete contents) and once after the
-    /// renames and removals (so they survive a power loss). Each flush is
-    /// one `syncfs` of the root's file system, not one per file.
+    /// [`apply_changeset`](Workspace::apply_changeset), written as
+    /// `options` say. Each durable flush is one `syncfs` of the root's
+    /// file system for many files, or per file and directory for a few.
     pub fn apply_changeset_with(
         &self,
         changeset: &Changeset,
         check: bool,
-        durable: bool,
+        options: &WriteOptions<'_>,
     ) -> Result<Vec<PathChange>, WorkspaceError> {
-        self.apply_changeset_holding(changeset, check, durable, None)
+        self.apply_changeset_holding(changeset, check, options, None)
     }
 
     /// [`apply_changeset_with`](Workspace::apply_changeset_with), where the
     /// caller holds the old content of every path the change replaces or
     /// removes (`held`): the commit keeps no hard links, and an undo
     /// restores from `held`.
+    ///
+    /// On a view, every directory it opened while reading is first checked
+    /// to still be the one at its path from the root (a directory moved
+    /// away, or replaced by a link or another directory, since validation
+    /// is `precondition_failed`), and staging opens its directories afresh.
     pub(crate) fn apply_changeset_holding(
         &self,
         changeset: &Changeset,
         check: bool,
-        durable: bool,
+        options: &WriteOptions<'_>,
         held: Option<&Held<'_>>,
     ) -> Result<Vec<PathChange>, WorkspaceError> {
+        let durable = options.durable;
         // Reading and staging remember directory handles (a view's own, or
         // ones kept for this call); the commit remembers nothing.
         let local;
@@ -676,6 +782,7 @@ impl Workspace {
             local = self.with_memo(Some(Memo::default()));
             &local
         };
+        reader.verify_dirs()?;
         for change in changeset.files() {
             let actual = reader.meta_now(&change.path, change.before.as_ref())?;
             if actual != change.before {
@@ -716,18 +823,31 @@ impl Workspace {
         // system. Many files are flushed with one `syncfs` before and one
         // after the renames.
         let per_file = durable && changeset.files().len() <= PER_FILE_SYNC_LIMIT;
+        // Staging and the commit work in the very directories validation
+        // read (just checked to still be at their paths): a directory
+        // swapped from now on gets nothing of this change, so no result
+        // lands beside someone else's files, and none is split between two
+        // directories.
+        let verified = reader.remembered_dirs();
+        reader.forget();
         let mut staged = Vec::with_capacity(writes.len());
         for (path, content) in writes {
             staged.push((
                 path,
-                reader.stage(path, &content.data, content.executable, per_file)?,
+                reader.stage(
+                    path,
+                    &content.data,
+                    content.executable,
+                    per_file,
+                    options.tag,
+                    &verified,
+                )?,
             ));
         }
         if durable && !per_file {
             self.syncfs(changeset)?;
         }
-        reader.forget();
-        self.commit_staged(&removes, staged, held)?;
+        self.commit_staged(&removes, staged, held, options, &verified)?;
         if per_file {
             self.plain().sync_parents(changeset)?;
         } else if durable {
@@ -791,16 +911,26 @@ impl Workspace {
         Ok(())
     }
 
-    /// Remove what an interrupted apply may have left next to `paths`:
-    /// staged results (`.rt-stage-*`) in the directories on the way to each
-    /// path, backup directories (`.rt-backup-*`) at the root, and the
-    /// directories on the way to a path that are now empty. Only called
-    /// under the apply lock, when no apply is running. Returns what it
-    /// removed.
-    pub fn remove_leftovers(&self, paths: &[RepoPath]) -> Result<Vec<String>, WorkspaceError> {
+    /// Remove what an interrupted write tagged `tag` may have left next to
+    /// `paths` — and nothing else: its staged results
+    /// (`.rt-stage-TAG-*`) in the directories on the way to each path, its
+    /// backup directories (`.rt-backup-TAG-*`) at the root, and of the
+    /// directories it created (`created`), those now empty. A user's file
+    /// or directory is never touched, whatever its name. Only called under
+    /// the apply lock, when no apply is running. Returns what it removed.
+    pub fn remove_leftovers(
+        &self,
+        paths: &[RepoPath],
+        tag: &str,
+        created: &BTreeSet<RepoPath>,
+    ) -> Result<Vec<String>, WorkspaceError> {
         if self.memo.is_some() {
-            return self.plain().remove_leftovers(paths);
+            return self.plain().remove_leftovers(paths, tag, created);
         }
+        let (stage, backup) = (
+            temp_prefix("stage", Some(tag)),
+            temp_prefix("backup", Some(tag)),
+        );
         let mut removed = Vec::new();
         let mut dirs: BTreeSet<String> = BTreeSet::new();
         dirs.insert(String::new());
@@ -841,11 +971,12 @@ impl Workspace {
                 } else {
                     format!("{dir}/{name}")
                 };
-                if name.starts_with(".rt-stage-") {
+                let kind = kind_at(&*fd, &name).map_err(|e| io(&shown, e))?;
+                if name.starts_with(&stage) && kind == Some(Kind::File) {
                     rustix::fs::unlinkat(&*fd, name.as_str(), AtFlags::empty())
                         .map_err(|e| io(&shown, errno(e)))?;
                     removed.push(shown);
-                } else if dir.is_empty() && name.starts_with(".rt-backup-") {
+                } else if dir.is_empty() && name.starts_with(&backup) && kind == Some(Kind::Dir) {
                     let backups = rustix::fs::openat(&*fd, name.as_str(), DIR_FLAGS, Mode::empty())
                         .map_err(|e| io(&shown, errno(e)))?;
                     for entry in rustix::fs::Dir::read_from(&backups)
@@ -864,11 +995,10 @@ impl Workspace {
                 }
             }
         }
-        // Directories an interrupted apply created and nothing now uses,
+        // Directories the interrupted write created and nothing now uses,
         // deepest first.
-        for dir in dirs.iter().rev().filter(|d| !d.is_empty()) {
-            let rp = RepoPath::from_bytes(dir.as_bytes())?;
-            if let Some((parent, name)) = self.parent(&rp)? {
+        for dir in created.iter().rev() {
+            if let Some((parent, name)) = self.parent(dir)? {
                 if rustix::fs::unlinkat(&*parent, name.as_str(), AtFlags::REMOVEDIR).is_ok() {
                     removed.push(format!("{dir}/"));
                 }
@@ -884,11 +1014,13 @@ impl Workspace {
         removes: &BTreeSet<&RepoPath>,
         staged: Vec<(&RepoPath, Staged)>,
         held: Option<&Held<'_>>,
+        options: &WriteOptions<'_>,
+        verified: &Verified,
     ) -> Result<(), WorkspaceError> {
         // Directories are created and removed here: nothing remembered.
         let ws = &self.plain();
-        let mut journal = Journal::holding(held);
-        match ws.commit(removes, staged, &mut journal) {
+        let mut journal = Journal::holding(held, options.tag);
+        match ws.commit(removes, staged, &mut journal, options.prune_only, verified) {
             // Dropping the journal removes the backups of the old contents.
             Ok(()) => Ok(()),
             Err((path, source)) => match journal.undo(ws) {
@@ -978,10 +1110,16 @@ impl Workspace {
         data: &[u8],
         executable: bool,
         sync: bool,
+        tag: Option<&str>,
+        verified: &Verified,
     ) -> Result<Staged, WorkspaceError> {
-        let dir = match self.parent(path) {
-            Ok(Some((dir, _))) => dir,
-            _ => {
+        let found = match verified.get(parent_of(path)) {
+            Some(dir) => Some(Arc::clone(dir)),
+            None => self.parent(path).ok().flatten().map(|(dir, _)| dir),
+        };
+        let dir = match found {
+            Some(dir) => dir,
+            None => {
                 let components: Vec<&str> = path.components().collect();
                 let mut dir = Arc::clone(&self.dir);
                 for component in &components[..components.len() - 1] {
@@ -994,7 +1132,7 @@ impl Workspace {
             }
         };
         let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
-        let (fd, name) = create_unique(".rt-stage-", |name| {
+        let (fd, name) = create_unique(&temp_prefix("stage", tag), |name| {
             rustix::fs::openat(
                 &*dir,
                 name,
@@ -1023,15 +1161,22 @@ impl Workspace {
         removes: &BTreeSet<&RepoPath>,
         staged: Vec<(&RepoPath, Staged)>,
         journal: &mut Journal<'_>,
+        prune_only: Option<&BTreeSet<RepoPath>>,
+        verified: &Verified,
     ) -> Result<(), (String, io::Error)> {
         let fail = |p: &RepoPath| {
             let p = p.to_string();
             move |e: io::Error| (p, e)
         };
+        let name_of = |p: &RepoPath| p.components().last().unwrap_or_default().to_owned();
         let located = |p: &RepoPath| -> Result<Option<Located>, (String, io::Error)> {
+            if let Some(dir) = verified.get(parent_of(p)) {
+                return Ok(Some((Arc::clone(dir), name_of(p))));
+            }
             self.parent(p)
                 .map_err(|e| (p.to_string(), io::Error::other(e.to_string())))
         };
+        let mut pruned: BTreeSet<String> = BTreeSet::new();
         // Remove what is removed (git removes before it writes), keeping
         // each old content under a backup link.
         for &path in removes {
@@ -1062,12 +1207,16 @@ impl Workspace {
                 else {
                     break;
                 };
+                if prune_only.is_some_and(|only| !only.contains(&dir_path)) {
+                    break;
+                }
                 let Ok(Some((parent, name))) = self.parent(&dir_path) else {
                     break;
                 };
                 if rustix::fs::unlinkat(&*parent, name.as_str(), AtFlags::REMOVEDIR).is_err() {
                     break;
                 }
+                pruned.insert(dir_path.to_string());
                 journal.steps.push(Step::RemovedDir { path: dir_path });
             }
         }
@@ -1080,7 +1229,18 @@ impl Workspace {
             let components: Vec<&str> = path.components().collect();
             let mut dir = Arc::clone(&self.dir);
             let mut prefix = String::new();
-            for component in &components[..components.len() - 1] {
+            let parent = parent_of(path);
+            let known = verified
+                .get(parent)
+                .filter(|_| !pruned.contains(parent))
+                .map(Arc::clone);
+            let on_the_way = if let Some(known) = known {
+                dir = known;
+                &[][..]
+            } else {
+                &components[..components.len() - 1]
+            };
+            for component in on_the_way {
                 if !prefix.is_empty() {
                     prefix.push('/');
                 }
@@ -1159,6 +1319,19 @@ fn describe(meta: Option<&FileMeta>) -> String {
         Some(m) if m.executable => format!("{} (executable)", m.digest),
         Some(m) => m.digest.to_string(),
     }
+}
+
+/// Directory handles by path (`a/b`; the root is not in it), each checked
+/// to be the directory at that path when the write began.
+type Verified = BTreeMap<String, Arc<OwnedFd>>;
+
+/// The path of `path`'s parent directory (`""` for the root).
+fn parent_of(path: &RepoPath) -> &str {
+    path.as_str().rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+fn tree_at(prefix: &str, e: io::Error) -> WorkspaceError {
+    WorkspaceError::Apply(ApplyError::Tree(boxed(prefix.as_bytes(), ErrorCode::Io, e)))
 }
 
 fn kind_at(dir: impl AsFd, name: &str) -> io::Result<Option<Kind>> {
@@ -1247,6 +1420,8 @@ struct Journal<'k> {
     backups: Option<(Arc<OwnedFd>, Arc<OwnedFd>, String)>,
     /// Set when undo failed: the backups are the only copy, keep them.
     keep_backups: bool,
+    /// The tag of every temporary name ([`WriteOptions::tag`]).
+    tag: Option<&'k str>,
 }
 
 /// Where a replaced or removed file's old content is while the commit runs.
@@ -1277,12 +1452,13 @@ enum Step<'k> {
 
 impl<'k> Journal<'k> {
     /// A journal that restores from `held` where it has a path's content.
-    fn holding(held: Option<&'k Held<'k>>) -> Journal<'k> {
+    fn holding(held: Option<&'k Held<'k>>, tag: Option<&'k str>) -> Journal<'k> {
         Journal {
             steps: Vec::new(),
             held,
             backups: None,
             keep_backups: false,
+            tag,
         }
     }
 
@@ -1309,7 +1485,7 @@ impl<'k> Journal<'k> {
         name: &str,
     ) -> io::Result<String> {
         if self.backups.is_none() {
-            let ((), dir_name) = create_unique(".rt-backup-", |n| {
+            let ((), dir_name) = create_unique(&temp_prefix("backup", self.tag), |n| {
                 rustix::fs::mkdirat(&**root, n, Mode::from_raw_mode(0o700))
             })?;
             let fd = rustix::fs::openat(&**root, dir_name.as_str(), DIR_FLAGS, Mode::empty())
@@ -1335,7 +1511,7 @@ impl<'k> Journal<'k> {
                     )
                 };
                 let mode = Mode::from_raw_mode(if *executable { 0o755 } else { 0o644 });
-                let (fd, temp) = create_unique(".rt-stage-", |n| {
+                let (fd, temp) = create_unique(&temp_prefix("stage", self.tag), |n| {
                     rustix::fs::openat(
                         dir,
                         n,
@@ -1496,18 +1672,28 @@ mod tests {
         .into_iter()
         .collect();
         let removes = BTreeSet::from([&gone]);
-        let broken = ws.stage(&z, b"new z", false, false).expect("stages");
+        let broken = ws
+            .stage(&z, b"new z", false, false, None, &Verified::new())
+            .expect("stages");
         rustix::fs::unlinkat(&*broken.dir, broken.name.as_str(), AtFlags::empty())
             .expect("the fault: the staged file disappears");
         let staged = vec![
-            (&a, ws.stage(&a, b"new a", false, false).expect("stages")),
-            (&c, ws.stage(&c, b"new c", false, false).expect("stages")),
+            (
+                &a,
+                ws.stage(&a, b"new a", false, false, None, &Verified::new())
+                    .expect("stages"),
+            ),
+            (
+                &c,
+                ws.stage(&c, b"new c", false, false, None, &Verified::new())
+                    .expect("stages"),
+            ),
             (&z, broken),
         ];
 
-        let mut journal = Journal::holding(holding.then_some(&held));
+        let mut journal = Journal::holding(holding.then_some(&held), None);
         let (path, _) = ws
-            .commit(&removes, staged, &mut journal)
+            .commit(&removes, staged, &mut journal, None, &Verified::new())
             .expect_err("the last write fails");
         assert_eq!(path, "z/new");
         // Before undoing: a and b/c were placed, d/gone and d were removed.
@@ -1581,6 +1767,55 @@ mod tests {
         .expect("one path")
     }
 
+    /// A directory swapped between a view's reads (validation) and its
+    /// write — moved out of the root and replaced by a link to it, or by
+    /// another directory holding someone else's work — is a precondition
+    /// failure: nothing is written outside the root, nothing overwritten.
+    #[test]
+    fn a_directory_swapped_after_validation_is_a_precondition_failure() {
+        for replacement in ["link", "directory"] {
+            let top = tempfile::tempdir().expect("tempdir");
+            let (root, outside) = (top.path().join("root"), top.path().join("outside"));
+            fs::create_dir_all(root.join("d")).expect("mkdir");
+            fs::create_dir_all(&outside).expect("mkdir");
+            fs::write(root.join("d/f"), "old\n").expect("write");
+            let ws = Workspace::open(&root).expect("open");
+            let view = ws.view();
+            let change = one_change("d/f", b"old\n", b"new\n");
+            let path = RepoPath::from_bytes(b"d/f").expect("path");
+            assert!(view.read(&path).expect("reads").is_some());
+            view.check_room(&change).expect("room");
+            fs::rename(root.join("d"), outside.join("d")).expect("move out");
+            match replacement {
+                "link" => {
+                    std::os::unix::fs::symlink(outside.join("d"), root.join("d")).expect("link")
+                }
+                _ => {
+                    fs::create_dir(root.join("d")).expect("mkdir");
+                    fs::write(root.join("d/f"), "theirs\n").expect("theirs");
+                }
+            }
+            let e = view
+                .apply_changeset_with(&change, false, &WriteOptions::default())
+                .expect_err(replacement);
+            assert_eq!(
+                e.code(),
+                ErrorCode::PreconditionFailed,
+                "{replacement}: {e}"
+            );
+            let moved: Vec<_> = fs::read_dir(outside.join("d"))
+                .expect("ls")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            assert_eq!(moved, ["f"], "{replacement}: something written outside");
+            assert_eq!(fs::read(outside.join("d/f")).expect("f"), b"old\n");
+            if replacement == "directory" {
+                assert_eq!(fs::read(root.join("d/f")).expect("f"), b"theirs\n");
+                assert_eq!(fs::read_dir(root.join("d")).expect("ls").count(), 1);
+            }
+        }
+    }
+
     /// Writing through a view checks each precondition against the file as
     /// it is now: a file rewritten since the view read it is refused, both
     /// when its times are too recent to trust and when they were settled
@@ -1599,7 +1834,11 @@ mod tests {
             .expect("reads");
         fs::write(root.join("recent"), "new!").expect("same size, other bytes");
         let err = recent
-            .apply_changeset_with(&one_change("recent", b"old!", b"ours"), false, false)
+            .apply_changeset_with(
+                &one_change("recent", b"old!", b"ours"),
+                false,
+                &WriteOptions::default(),
+            )
             .expect_err("changed since it was read");
         assert!(matches!(err, WorkspaceError::Precondition { .. }), "{err}");
         assert_eq!(fs::read(root.join("recent")).expect("read"), b"new!");
@@ -1614,12 +1853,20 @@ mod tests {
         }
         fs::write(root.join("settled"), "new!").expect("same size, other bytes");
         let err = settled
-            .apply_changeset_with(&one_change("settled", b"old!", b"ours"), false, false)
+            .apply_changeset_with(
+                &one_change("settled", b"old!", b"ours"),
+                false,
+                &WriteOptions::default(),
+            )
             .expect_err("changed since it was read");
         assert!(matches!(err, WorkspaceError::Precondition { .. }), "{err}");
         assert_eq!(fs::read(root.join("settled")).expect("read"), b"new!");
         settled
-            .apply_changeset_with(&one_change("kept", b"old!", b"ours"), false, false)
+            .apply_changeset_with(
+                &one_change("kept", b"old!", b"ours"),
+                false,
+                &WriteOptions::default(),
+            )
             .expect("unchanged since it was read");
         assert_eq!(fs::read(root.join("kept")).expect("read"), b"ours");
         // The write made the view forget: it reads the new content.

@@ -279,3 +279,141 @@ fn a_linked_store_file_is_path_escape_and_nothing_is_created_at_its_target() {
     assert_eq!(err.code(), ErrorCode::PathEscape, "{err}");
     assert!(!elsewhere.path().join("stolen.db").exists());
 }
+
+/// An approved proposal for `patch` by the author, who claims `resource`.
+fn approved(w: &World, resource: &str, patch: &str) -> String {
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": resource, "type": "write", "ttl_s": 600}),
+        &w.author,
+    );
+    let pid = str_of(
+        &w.ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "Change", "summary_md": "x", "patch": patch}),
+            &w.author,
+        )["proposal"]["id"],
+    );
+    w.ok(
+        "proposal.request_review",
+        json!({"proposal_id": pid}),
+        &w.author,
+    );
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    pid
+}
+
+/// Mark transaction `tid` `applying` again, as if its applier had been
+/// killed before the final commit; the engine is closed first.
+fn as_if_crashed(w: World, tid: &str) -> tempfile::TempDir {
+    let World { dir, engine, .. } = w;
+    drop(engine);
+    rusqlite::Connection::open(dir.path().join(".roundtable/store.db"))
+        .expect("db")
+        .execute(
+            "UPDATE transactions SET status = 'applying' WHERE id = ?1",
+            [tid],
+        )
+        .expect("back to applying");
+    dir
+}
+
+#[test]
+fn recovery_removes_only_its_own_leftovers_never_a_users_look_alike_files() {
+    let w = World::new();
+    std::fs::create_dir_all(w.dir.path().join("sub")).expect("mkdir");
+    std::fs::write(w.dir.path().join("sub/keep.txt"), "keep\n").expect("write");
+    let patch = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+bye\n\
+                 --- /dev/null\n+++ b/sub/new.txt\n@@ -0,0 +1 @@\n+new\n";
+    let pid = approved(&w, "directory:.", patch);
+    let applied = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    let tid = str_of(&applied["transaction"]["id"]);
+    let dir = as_if_crashed(w, &tid);
+    let root = dir.path();
+    // A user's files and directories named like roundtable's temporaries,
+    // and one temporary the crashed transaction itself left.
+    std::fs::write(root.join(".rt-stage-notes.md"), "notes\n").expect("write");
+    std::fs::write(root.join("sub/.rt-stage-draft"), "draft\n").expect("write");
+    std::fs::create_dir_all(root.join(".rt-stage-dir/inner")).expect("mkdir");
+    std::fs::create_dir_all(root.join(".rt-backup-mine")).expect("mkdir");
+    std::fs::write(root.join(".rt-backup-mine/x"), "x\n").expect("write");
+    let own = format!(".rt-stage-{tid}-0123456789abcdef");
+    std::fs::write(root.join("sub").join(&own), "staged\n").expect("write");
+    let engine = Engine::open(root, EngineOptions::default()).expect("open recovers");
+    let host = roundtable::Actor::orchestrator(roundtable::Id::new("host").expect("id"));
+    let t = engine
+        .call("transaction.get", json!({"transaction_id": tid}), &host)
+        .expect("get");
+    assert_eq!(t["transaction"]["status"], "recovered", "{t}");
+    assert_eq!(
+        std::fs::read(root.join("hello.txt")).expect("hello"),
+        b"hello\n"
+    );
+    assert!(!root.join("sub/new.txt").exists());
+    assert!(
+        !root.join("sub").join(&own).exists(),
+        "its own leftover stays"
+    );
+    assert_eq!(
+        std::fs::read(root.join(".rt-stage-notes.md")).expect("kept"),
+        b"notes\n"
+    );
+    assert_eq!(
+        std::fs::read(root.join("sub/.rt-stage-draft")).expect("kept"),
+        b"draft\n"
+    );
+    assert!(root.join(".rt-stage-dir/inner").is_dir());
+    assert!(root.join(".rt-backup-mine/x").is_file());
+    assert!(root.join("sub/keep.txt").is_file());
+    // And every later open works.
+    drop(engine);
+    Engine::open(root, EngineOptions::default()).expect("opens again");
+}
+
+#[test]
+fn rollback_and_recovery_keep_directories_that_were_there_and_remove_the_ones_made() {
+    for how in ["rollback", "recovery"] {
+        let w = World::new();
+        std::fs::create_dir_all(w.dir.path().join("empty/deeper")).expect("mkdir");
+        let patch = "--- /dev/null\n+++ b/empty/deeper/a.txt\n@@ -0,0 +1 @@\n+a\n\
+                     --- /dev/null\n+++ b/fresh/made/b.txt\n@@ -0,0 +1 @@\n+b\n";
+        let pid = approved(&w, "directory:.", patch);
+        let applied = w.ok(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &w.host,
+        );
+        let tid = str_of(&applied["transaction"]["id"]);
+        assert!(w.dir.path().join("fresh/made/b.txt").is_file());
+        let dir = if how == "rollback" {
+            w.ok(
+                "transaction.rollback",
+                json!({"transaction_id": tid}),
+                &w.host,
+            );
+            w.dir
+        } else {
+            let dir = as_if_crashed(w, &tid);
+            Engine::open(dir.path(), EngineOptions::default()).expect("recovers");
+            dir
+        };
+        let root = dir.path();
+        assert!(!root.join("empty/deeper/a.txt").exists(), "{how}");
+        assert!(
+            root.join("empty/deeper").is_dir(),
+            "{how}: a directory that was there went"
+        );
+        assert!(
+            !root.join("fresh").exists(),
+            "{how}: a directory it made stayed"
+        );
+    }
+}

@@ -1659,10 +1659,9 @@ fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
         let _ = std::fs::remove_file(dir.path().join(".roundtable/apply.lock"));
         let other = Engine::open(dir.path(), EngineOptions::default()).expect("open beside it");
         check_worker(child, "apply while the lock file is unlinked");
-        let done: Value = serde_json::from_str(
-            &std::fs::read_to_string(sync.path().join("done")).expect("done"),
-        )
-        .expect("json");
+        let done: Value =
+            serde_json::from_str(&std::fs::read_to_string(sync.path().join("done")).expect("done"))
+                .expect("json");
         drop(other);
         let engine = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
         let tree = snapshot(dir.path());
@@ -1671,7 +1670,10 @@ fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
         let status = str_of(&txs[0]["status"]);
         if tree == before {
             at_before += 1;
-            assert_ne!(status, "applied", "round {round}: files before, store applied");
+            assert_ne!(
+                status, "applied",
+                "round {round}: files before, store applied"
+            );
         } else {
             at_after += 1;
             let changed = differences(&tree, &before).len();
@@ -1690,4 +1692,128 @@ fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
     }
     eprintln!("lock-unlink test: {ROUNDS} rounds, {at_after} after, {at_before} before");
     assert_eq!(at_after, ROUNDS, "an uninterrupted apply always lands");
+}
+
+/// Every `.rt-stage-*` / `.rt-backup-*` name under `dir`, links not followed.
+fn temporaries_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".rt-stage-") || name.starts_with(".rt-backup-") {
+                out.push(entry.path());
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(entry.path());
+            }
+        }
+    }
+    out
+}
+
+/// While an apply of 20 files in `d/` runs, another thread moves `d` out
+/// of the root and puts a link to it, or a directory holding someone
+/// else's files, in its place — at a random moment, 40 rounds. Never a
+/// write outside the root through the link, never someone else's file
+/// overwritten, never a change split between the two directories; the
+/// store agrees with where the change went.
+#[test]
+fn a_directory_swapped_during_an_apply_gets_all_or_nothing_and_others_work_is_kept() {
+    const FILES: usize = 20;
+    const ROUNDS: usize = 40;
+    let prepared = scratch_dir();
+    let mut patch = String::new();
+    for i in 0..FILES {
+        put(
+            prepared.path(),
+            &format!("d/f{i}"),
+            &format!("before {i}\n"),
+            false,
+        );
+        patch.push_str(&format!(
+            "--- a/d/f{i}\n+++ b/d/f{i}\n@@ -1 +1 @@\n-before {i}\n+after {i}\n"
+        ));
+    }
+    let w = World::with(prepared, EngineOptions::default());
+    claim(&w, "directory:.");
+    let pid = approved(&w, &patch);
+    let World {
+        dir: prepared,
+        engine,
+        ..
+    } = w;
+    drop(engine);
+    let mut rng = 0x5a9_u64;
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for round in 0..ROUNDS {
+        let top = scratch_dir();
+        let (root, outside) = (top.path().join("root"), top.path().join("outside"));
+        copy_tree(prepared.path(), &root);
+        std::fs::create_dir(&outside).expect("mkdir");
+        let as_link = round % 2 == 0;
+        let delay = Duration::from_micros(lcg(&mut rng) % 40_000);
+        let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+        let result = std::thread::scope(|s| {
+            let swapper = s.spawn(|| {
+                std::thread::sleep(delay);
+                std::fs::rename(root.join("d"), outside.join("d")).expect("move d out");
+                if as_link {
+                    std::os::unix::fs::symlink(outside.join("d"), root.join("d")).expect("link");
+                } else {
+                    std::fs::create_dir(root.join("d")).expect("mkdir");
+                    for i in 0..FILES {
+                        std::fs::write(root.join(format!("d/f{i}")), "theirs\n").expect("theirs");
+                    }
+                }
+            });
+            let result = engine.call(
+                "patch.apply",
+                json!({"proposal_id": pid, "revision": 1}),
+                &host(),
+            );
+            swapper.join().expect("swapper");
+            result
+        });
+        let temporaries = temporaries_under(top.path());
+        assert!(temporaries.is_empty(), "round {round}: {temporaries:?}");
+        // The directory the change was validated against, wherever it is now.
+        let contents: Vec<String> = (0..FILES)
+            .map(|i| std::fs::read_to_string(outside.join(format!("d/f{i}"))).expect("moved file"))
+            .collect();
+        let all_after = (0..FILES).all(|i| contents[i] == format!("after {i}\n"));
+        let all_before = (0..FILES).all(|i| contents[i] == format!("before {i}\n"));
+        assert!(all_after || all_before, "round {round}: split {contents:?}");
+        if !as_link {
+            for i in 0..FILES {
+                assert_eq!(
+                    std::fs::read_to_string(root.join(format!("d/f{i}"))).expect("theirs"),
+                    "theirs\n",
+                    "round {round}: someone else's file was overwritten"
+                );
+            }
+        }
+        let status = transactions_of(&engine, &pid)
+            .first()
+            .map(|t| str_of(&t["status"]));
+        match &result {
+            Ok(v) => {
+                assert!(all_after, "round {round}: applied, files before: {v}");
+                assert_eq!(status.as_deref(), Some("applied"));
+            }
+            Err(e) => {
+                assert!(all_before, "round {round}: refused ({e}), files after");
+                assert_ne!(status.as_deref(), Some("applied"), "round {round}: {e}");
+            }
+        }
+        let key = match &result {
+            Ok(_) => "applied".to_owned(),
+            Err(e) => e.code().to_string(),
+        };
+        *outcomes.entry(key).or_default() += 1;
+    }
+    eprintln!("directory-swap race: {ROUNDS} rounds: {outcomes:?}");
 }

@@ -8,8 +8,8 @@ use super::validate::{gather_prefetching, validate_with_changeset, StageStatus, 
 use super::{decode, remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
-    compare, execute, journal, restore_changeset, ApplyLock, Before, JournalFile, PathReport,
-    PathState, Plan, Transaction, TransactionKind, TransactionStatus,
+    compare, created_dirs, execute, journal, restore_changeset, ApplyLock, Before, JournalFile,
+    PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus,
 };
 use crate::claims::{overlaps, Scope};
 use crate::clock::Timestamp;
@@ -237,6 +237,7 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         changeset,
         snapshot,
         workspace: &ws,
+        prune_only: None,
     };
     execute(engine, actor, plan, |cx, transaction| {
         let changed = cx.tx.execute(
@@ -321,10 +322,11 @@ pub(crate) fn rollback_call(
         Begun::Replayed(v) => return Ok(v),
         Begun::Locked(lock, request) => (lock, request),
     };
-    let (original, files) = engine.store().read(|tx| {
+    let (original, files, created) = engine.store().read(|tx| {
         let t = Transaction::load(tx, args.transaction_id.as_str())?;
         let files = journal(tx, &t.id)?;
-        Ok::<_, ToolError>((t, files))
+        let created = created_dirs(tx, &t.id)?;
+        Ok::<_, ToolError>((t, files, created))
     })?;
     if original.status != TransactionStatus::Applied {
         let status = super::records::enum_to_sql(&original.status);
@@ -370,6 +372,7 @@ pub(crate) fn rollback_call(
         changeset,
         snapshot,
         workspace: &ws,
+        prune_only: Some(created),
     };
     execute(engine, actor, plan, |cx, transaction| {
         cx.tx.execute(

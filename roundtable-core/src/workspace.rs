@@ -466,6 +466,13 @@ impl Workspace {
         }
     }
 
+    /// Whether no file is at `path`, the way a change that creates it
+    /// sees it (and the dry run, through [`Tree::exists`]): nothing there,
+    /// or a directory — which the room check then decides about.
+    pub(crate) fn no_file_at(&self, path: &RepoPath) -> Result<bool, WorkspaceError> {
+        Ok(matches!(self.kind(path)?, None | Some(Kind::Dir)))
+    }
+
     /// The file at `path`: its bytes and executable bit, or `None` if
     /// nothing is there. A symbolic link (at the path or on the way) is
     /// [`WorkspaceError::Symlink`]; a directory is not a file.
@@ -590,6 +597,9 @@ impl Workspace {
         path: &RepoPath,
         expected: Option<&FileMeta>,
     ) -> Result<Option<FileMeta>, WorkspaceError> {
+        if expected.is_none() && self.no_file_at(path)? {
+            return Ok(None);
+        }
         if let Some(seen) = self.seen(path) {
             let meta = seen.meta();
             if let Some((dir, name)) = self.parent(path)? {
@@ -1303,13 +1313,9 @@ impl Tree for Workspace {
         let repo_path = RepoPath::from_bytes(path).map_err(|e| boxed(path, e.code(), e))?;
         // A directory does not count: git lets a file be created over one
         // and the room check above decides whether it may.
-        match self.kind(&repo_path) {
-            Ok(kind) => Ok(matches!(
-                kind,
-                Some(Kind::File | Kind::Link | Kind::Special(_))
-            )),
-            Err(e) => Err(boxed(path, e.code(), e)),
-        }
+        self.no_file_at(&repo_path)
+            .map(|absent| !absent)
+            .map_err(|e| boxed(path, e.code(), e))
     }
 }
 

@@ -417,3 +417,48 @@ fn rollback_and_recovery_keep_directories_that_were_there_and_remove_the_ones_ma
         );
     }
 }
+
+#[test]
+fn a_change_that_turns_a_directory_into_a_file_validates_and_applies_alike() {
+    let w = World::new();
+    std::fs::create_dir_all(w.dir.path().join("d")).expect("mkdir");
+    std::fs::write(w.dir.path().join("d/x"), "x\n").expect("write");
+    let patch = "diff --git a/d/x b/d/x\ndeleted file mode 100644\n--- a/d/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n\
+                 diff --git a/d b/d\nnew file mode 100644\n--- /dev/null\n+++ b/d\n@@ -0,0 +1 @@\n+d\n";
+    // git itself applies it.
+    let scratch = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(scratch.path().join("d")).expect("mkdir");
+    std::fs::write(scratch.path().join("d/x"), "x\n").expect("write");
+    std::fs::write(scratch.path().join("p.diff"), patch).expect("write");
+    let git = Command::new("git")
+        .args(["apply", "p.diff"])
+        .current_dir(scratch.path())
+        .output()
+        .expect("git apply");
+    assert!(
+        git.status.success(),
+        "{}",
+        String::from_utf8_lossy(&git.stderr)
+    );
+    assert_eq!(std::fs::read(scratch.path().join("d")).expect("d"), b"d\n");
+
+    let pid = approved(&w, "directory:.", patch);
+    let report = w.ok("patch.validate", json!({"proposal_id": pid}), &w.host);
+    assert_eq!(report["valid"], true, "{report}");
+    let applied = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    assert_eq!(std::fs::read(w.dir.path().join("d")).expect("d"), b"d\n");
+    // And back: the file goes, the directory and its file return.
+    w.ok(
+        "transaction.rollback",
+        json!({"transaction_id": applied["transaction"]["id"]}),
+        &w.host,
+    );
+    assert_eq!(
+        std::fs::read(w.dir.path().join("d/x")).expect("d/x"),
+        b"x\n"
+    );
+}

@@ -96,6 +96,19 @@ fn read_cx<T>(
 fn snapshot(ws: &Workspace, changeset: &crate::Changeset) -> Result<Vec<Before>, ToolError> {
     let mut out = Vec::new();
     for f in changeset.files() {
+        // A path the change creates is checked the way validation's dry
+        // run checks it: no file there (a directory the change empties
+        // is not one).
+        if f.before.is_none() {
+            if !ws.no_file_at(&f.path)? {
+                return Err(ToolError::new(
+                    ErrorCode::PreconditionFailed,
+                    format!("{} changed while the apply was being prepared", f.path),
+                    json!({"path": f.path}),
+                ));
+            }
+            continue;
+        }
         let now = ws.read_with_meta(&f.path)?;
         if now.as_ref().map(|(_, m)| *m) != f.before {
             return Err(ToolError::new(

@@ -222,7 +222,8 @@ fn hostile_head(make: impl FnOnce(&Path)) -> Arc<World> {
 
 #[test]
 fn git_metadata_that_never_ends_or_blocks_is_refused_promptly() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&Path)>)> = vec![
+    type Make = Box<dyn FnOnce(&Path)>;
+    let cases: Vec<(&str, Make)> = vec![
         (
             "link to /dev/zero",
             Box::new(|p: &Path| std::os::unix::fs::symlink("/dev/zero", p).expect("link")),

@@ -166,11 +166,9 @@ impl Store {
                     "exists and is not a directory (a link is not followed)",
                 )))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(dir_err(e)),
-            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create_store_dir(&dir).map_err(dir_err)?
+            }
             Err(e) => return Err(dir_err(e)),
         }
         let path = dir.join(DB_FILE);
@@ -260,6 +258,31 @@ impl Store {
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         sqlite_error(&self.path)
     }
+}
+
+/// The ignore file written into a new [`STORE_DIR`]: git ignores
+/// everything in it (the store, its WAL files, the apply lock), so `git
+/// add -A` never commits roundtable's own files.
+pub const GITIGNORE: &str = "*\n";
+
+/// Create the store directory `dir` (`<root>/.roundtable`) with its
+/// [`GITIGNORE`] as `.gitignore`; an existing `dir` is left as it is.
+/// Every creator of the directory (the store, the state cache) goes
+/// through here.
+pub(crate) fn create_store_dir(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    // The directory was just created by this process, so nothing was
+    // planted in it; `create_new` would refuse to follow anything that was.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".gitignore"))?;
+    f.write_all(GITIGNORE.as_bytes())
 }
 
 /// Bring the schema up to [`SCHEMA_VERSION`]; `true` when it was created.

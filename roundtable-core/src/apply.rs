@@ -77,13 +77,16 @@ impl ApplyLock {
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 Err(rustix::io::Errno::WOULDBLOCK) => {
-                    return Err(ToolError::conflict(
+                    // `busy`, not `conflict`: nobody owns what the caller
+                    // wants, another apply is merely still running.
+                    return Err(ToolError::new(
+                        ErrorCode::Busy,
                         format!(
-                            "another apply held the workspace apply lock for more than {} ms",
+                            "another apply held the workspace apply lock for more than {} ms; nothing changed, retry soon",
                             timeout.as_millis()
                         ),
-                        json!({"lock": LOCK_FILE}),
-                    ))
+                        json!({"lock": LOCK_FILE, "waited_ms": timeout.as_millis() as u64}),
+                    ));
                 }
                 Err(e) => {
                     return Err(ToolError::new(

@@ -375,7 +375,7 @@ fn a_full_apply_writes_exactly_the_results_and_records_everything() {
 }
 
 #[test]
-fn a_superseded_revision_is_precondition_failed_with_the_report() {
+fn a_superseded_revision_is_a_conflict_naming_the_latest_with_the_report() {
     let w = World::with(scratch_dir(), EngineOptions::default());
     claim(&w, "file:hello.txt");
     let pid = approved(&w, crate::tools::PATCH);
@@ -384,13 +384,51 @@ fn a_superseded_revision_is_precondition_failed_with_the_report() {
         &w,
         json!({"proposal_id": pid, "revision": 1}),
         &w.host,
-        ErrorCode::PreconditionFailed,
+        ErrorCode::Conflict,
     );
+    // Said as what it is, the same way every evidence tool says it; not
+    // "no longer matches the workspace (failed: claims)".
+    assert_eq!(
+        err.message(),
+        format!("revision 1 of {pid} was superseded by revision 2")
+    );
+    assert_eq!(err.details()["latest_revision"], 2);
+    assert_eq!(err.details()["revision"], 1);
+    assert_eq!(err.details()["proposal_id"], pid.as_str());
     let report = &err.details()["report"];
     assert_eq!(report["valid"], false, "{report:#}");
     assert_eq!(report["revision"], 1);
     assert_eq!(report["latest_revision"], 2);
     assert_eq!(w.rows("transactions"), 0);
+}
+
+#[test]
+fn waiting_out_the_apply_lock_is_busy_and_changes_nothing() {
+    let options = EngineOptions {
+        busy_timeout: Duration::from_millis(50),
+        ..EngineOptions::default()
+    };
+    let w = World::with(scratch_dir(), options);
+    claim(&w, "file:hello.txt");
+    let pid = approved(&w, crate::tools::PATCH);
+    // Another applier (here: this test) holds the lock past the wait.
+    let held =
+        roundtable::apply::ApplyLock::acquire(&w.engine, Duration::from_secs(1)).expect("lock");
+    let err = refused_apply(
+        &w,
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+        ErrorCode::Busy,
+    );
+    assert!(err.message().contains("retry"), "{}", err.message());
+    assert_eq!(err.details()["lock"], "apply.lock");
+    let tid = w
+        .engine
+        .call("transaction.list", json!({}), &w.host)
+        .expect("list");
+    assert_eq!(tid["transactions"], json!([]));
+    drop(held);
+    apply(&w, &pid);
 }
 
 #[test]

@@ -567,7 +567,17 @@ pub(crate) fn execute<T>(
                 after.map(|m| m.executable),
             ])?;
         }
-        phase(&cx, id, "journaled", "done", json!({"files": files.len()}))?;
+        // The head of the audit chain this transaction saw, kept with its
+        // journal: `events.verify` checks every such head is still in the
+        // log, so rewriting or truncating it means rewriting these too.
+        let (seq, digest) = crate::store::chain_head(tx)?;
+        phase(
+            &cx,
+            id,
+            "journaled",
+            "done",
+            json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}}),
+        )?;
         cx.event(
             "transaction.started",
             id,

@@ -420,11 +420,9 @@ impl EventFields<'_> {
     }
 }
 
-/// Append an event to the chain; returns its `seq`.
-pub(crate) fn append_event(
-    tx: &rusqlite::Transaction<'_>,
-    event: &NewEvent<'_>,
-) -> rusqlite::Result<i64> {
+/// The head of the chain as `tx` sees it: the last event's seq and
+/// digest, or `(0, GENESIS_DIGEST)` for an empty log.
+pub(crate) fn chain_head(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<(i64, String)> {
     let last: Option<(i64, String)> = tx
         .query_row(
             "SELECT seq, digest FROM events ORDER BY seq DESC LIMIT 1",
@@ -432,10 +430,16 @@ pub(crate) fn append_event(
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    let (seq, prev) = match last {
-        Some((seq, digest)) => (seq + 1, digest),
-        None => (1, GENESIS_DIGEST.to_owned()),
-    };
+    Ok(last.unwrap_or_else(|| (0, GENESIS_DIGEST.to_owned())))
+}
+
+/// Append an event to the chain; returns its `seq`.
+pub(crate) fn append_event(
+    tx: &rusqlite::Transaction<'_>,
+    event: &NewEvent<'_>,
+) -> rusqlite::Result<i64> {
+    let (last, prev) = chain_head(tx)?;
+    let seq = last + 1;
     let data = event.data.to_string();
     let digest = EventFields {
         seq,

@@ -152,8 +152,21 @@ StrPath = Union[str, "os.PathLike[str]"]
 Patch = Union[str, bytes]
 
 
-def _text(patch: Patch) -> str:
-    return patch.decode("utf-8") if isinstance(patch, bytes) else patch
+def _text(patch: Patch, field: str = "patch") -> str:
+    """``patch`` as text: a tool's ``patch`` argument is a JSON string, so
+    bytes must be UTF-8; anything else is a coded :class:`InvalidArgument`
+    naming the field (never a bare ``UnicodeDecodeError``)."""
+    if not isinstance(patch, bytes):
+        return patch
+    try:
+        return patch.decode("utf-8")
+    except UnicodeDecodeError as e:
+        reason = f"is not UTF-8 (byte {e.start} is 0x{patch[e.start]:02x})"
+        raise InvalidArgument(
+            f"{field}: {reason}",
+            "invalid_argument",
+            {"field": field, "reason": reason, "offset": e.start},
+        ) from None
 
 
 def _put(args: Dict[str, Any], **optional: Any) -> Dict[str, Any]:

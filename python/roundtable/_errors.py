@@ -150,7 +150,8 @@ class Forbidden(RoundtableError):
 
 class Conflict(RoundtableError):
     """``conflict``: the call lost a race or repeats a record (an overlapping
-    claim, a taken id, an expected revision that is not the latest)."""
+    claim, a taken id, an expected revision that is not the latest, a
+    superseded revision: ``details["latest_revision"]`` names the latest)."""
 
     codes = ("conflict",)
 

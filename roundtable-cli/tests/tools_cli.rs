@@ -134,6 +134,65 @@ fn init_creates_the_store_then_reports_it_exists() {
     assert_eq!(missing.json["error"]["code"], "invalid_argument");
 }
 
+/// `git` in `dir`; its stdout (the command must succeed).
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn init_in_a_fresh_git_repository_leaves_nothing_for_git_add_to_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    git(root, &["init", "-q"]);
+    fs::write(root.join("hello.txt"), "hello\n").expect("write");
+    let init = run_in(Some(root), &["init"], None);
+    assert_eq!(init.code, 0, "{}", init.stdout);
+    assert_eq!(init.json["created"], true);
+    assert_eq!(
+        fs::read_to_string(root.join(".roundtable/.gitignore")).expect("ignore file"),
+        "*\n"
+    );
+    // Every command that opens the store (a call writes it, WAL files too).
+    let task = run_in(
+        Some(root),
+        &[
+            "call",
+            "task.create",
+            "--as",
+            "orchestrator:host",
+            "--args",
+            r#"{"task_id":"t1","title":"One"}"#,
+        ],
+        None,
+    );
+    assert_eq!(task.code, 0, "{}", task.stdout);
+    git(root, &["add", "-A"]);
+    let staged = git(root, &["diff", "--cached", "--name-only"]);
+    assert_eq!(
+        staged.lines().collect::<Vec<_>>(),
+        ["hello.txt"],
+        "{staged}"
+    );
+    assert_eq!(
+        git(root, &["status", "--porcelain", "--ignored=no"])
+            .lines()
+            .count(),
+        1
+    );
+}
+
 #[test]
 fn a_whole_flow_through_call() {
     let dir = repo();

@@ -124,10 +124,10 @@ impl ApplyLock {
                 return Err(ToolError::new(
                     ErrorCode::Busy,
                     format!(
-                        "another apply held the workspace apply lock for more than {} ms; retry",
+                        "another apply held the workspace apply lock for more than {} ms; nothing changed, retry soon",
                         timeout.as_millis()
                     ),
-                    json!({"lock": LOCK_FILE, "waited_ms": timeout.as_millis()}),
+                    json!({"lock": LOCK_FILE, "waited_ms": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)}),
                 ));
             }
             std::thread::sleep(Duration::from_millis(2));
@@ -650,7 +650,17 @@ pub(crate) fn execute<T>(
                 after.map(|m| m.executable),
             ])?;
         }
-        phase(&cx, id, "journaled", "done", json!({"files": files.len()}))?;
+        // The head of the audit chain this transaction saw, kept with its
+        // journal: `events.verify` checks every such head is still in the
+        // log, so rewriting or truncating it means rewriting these too.
+        let (seq, digest) = crate::store::chain_head(tx)?;
+        phase(
+            &cx,
+            id,
+            "journaled",
+            "done",
+            json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}}),
+        )?;
         cx.event(
             "transaction.started",
             id,

@@ -32,6 +32,16 @@ impl PathError {
     }
 }
 
+/// The longest file name (one path component) in bytes: Linux's
+/// `NAME_MAX`. A longer one can never be created, so it is refused as
+/// `invalid_path` up front rather than failing as `io` (`ENAMETOOLONG`)
+/// when a file is opened.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// The longest repository path in bytes (`PATH_MAX` less the terminating
+/// NUL).
+pub const MAX_PATH_BYTES: usize = 4095;
+
 impl RepoPath {
     /// Validate `bytes` as a repository path.
     pub fn from_bytes(bytes: &[u8]) -> Result<RepoPath, PathError> {
@@ -47,6 +57,12 @@ impl RepoPath {
         }
         if s.contains('\0') {
             return Err(fail(ErrorCode::InvalidPath, "contains a NUL byte"));
+        }
+        if s.len() > MAX_PATH_BYTES {
+            return Err(fail(
+                ErrorCode::InvalidPath,
+                "is longer than 4095 bytes (the path length limit)",
+            ));
         }
         if s.starts_with('/') {
             return Err(fail(ErrorCode::PathEscape, "is absolute"));
@@ -67,6 +83,12 @@ impl RepoPath {
                     return Err(fail(
                         ErrorCode::PathEscape,
                         "enters `.git` or `.roundtable`",
+                    ))
+                }
+                c if c.len() > MAX_NAME_BYTES => {
+                    return Err(fail(
+                        ErrorCode::InvalidPath,
+                        "has a name longer than 255 bytes (the file name limit)",
                     ))
                 }
                 _ => {}
@@ -133,6 +155,8 @@ mod tests {
             (b".roundtable/store", ErrorCode::PathEscape),
             (b"C:/windows", ErrorCode::PathEscape),
             (b"a\0b", ErrorCode::InvalidPath),
+            (&[b'n'; 256], ErrorCode::InvalidPath),
+            (&[b'n'; 4096], ErrorCode::InvalidPath),
             (b"\xff", ErrorCode::InvalidPath),
         ];
         for (p, code) in cases {

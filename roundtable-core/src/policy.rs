@@ -516,7 +516,7 @@ struct RawSecrets {
     scan: Option<bool>,
 }
 
-fn no_duplicates<T: PartialEq + std::fmt::Debug>(
+fn no_duplicates<T: PartialEq + Serialize>(
     place: &Place<'_>,
     key: &str,
     items: &[Spanned<T>],
@@ -526,7 +526,12 @@ fn no_duplicates<T: PartialEq + std::fmt::Debug>(
             return Err(place.invalid(
                 format!("{key}[{i}]"),
                 item.span(),
-                format!("duplicate value {:?}", item.get_ref()),
+                // The value as the document spells it (`"veto"`), never
+                // Rust's debug form (`Veto`, `Role("x")`).
+                format!(
+                    "duplicate value {}",
+                    serde_json::to_string(item.get_ref()).unwrap_or_default()
+                ),
             ));
         }
     }

@@ -50,7 +50,15 @@ pub enum ResourceError {
         "{0:?}: a symbol id is symbol:PATH#NAME, NAME without spaces, control characters or '#'"
     )]
     SymbolName(String),
+    /// Longer than [`MAX_RESOURCE_ID_BYTES`] (the id is not repeated).
+    #[error("a resource id is {0} bytes; the limit is {MAX_RESOURCE_ID_BYTES}")]
+    TooLong(usize),
 }
+
+/// The longest resource id accepted, in bytes: room for a path of
+/// [`MAX_PATH_BYTES`](crate::path::MAX_PATH_BYTES) with its kind prefix and
+/// a symbol name.
+pub const MAX_RESOURCE_ID_BYTES: usize = 4608;
 
 impl ResourceError {
     /// `path_escape` for escaping paths, `invalid_argument` otherwise.
@@ -87,6 +95,9 @@ impl FromStr for Resource {
     type Err = ResourceError;
 
     fn from_str(id: &str) -> Result<Self, Self::Err> {
+        if id.len() > MAX_RESOURCE_ID_BYTES {
+            return Err(ResourceError::TooLong(id.len()));
+        }
         let path_of = |raw: &str| -> Result<Option<RepoPath>, ResourceError> {
             if raw.split('/').any(|c| c == "..") || raw.starts_with('/') {
                 // Refused by RepoPath with the right code; don't normalize it away.

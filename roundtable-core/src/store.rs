@@ -188,11 +188,9 @@ impl Store {
                     path: dir.display().to_string(),
                 })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(dir_err(e)),
-            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create_store_dir(&dir).map_err(dir_err)?
+            }
             Err(e) => return Err(dir_err(e)),
         }
         let path = dir.join(DB_FILE);
@@ -313,6 +311,31 @@ impl Store {
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
         sqlite_error(&self.path)
     }
+}
+
+/// The ignore file written into a new [`STORE_DIR`]: git ignores
+/// everything in it (the store, its WAL files, the apply lock), so `git
+/// add -A` never commits roundtable's own files.
+pub const GITIGNORE: &str = "*\n";
+
+/// Create the store directory `dir` (`<root>/.roundtable`) with its
+/// [`GITIGNORE`] as `.gitignore`; an existing `dir` is left as it is.
+/// Every creator of the directory (the store, the state cache) goes
+/// through here.
+pub(crate) fn create_store_dir(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    // The directory was just created by this process, so nothing was
+    // planted in it; `create_new` would refuse to follow anything that was.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".gitignore"))?;
+    f.write_all(GITIGNORE.as_bytes())
 }
 
 /// Create a migrated store at `path` (absent): built under a temporary
@@ -519,11 +542,9 @@ impl EventFields<'_> {
     }
 }
 
-/// Append an event to the chain; returns its `seq`.
-pub(crate) fn append_event(
-    tx: &rusqlite::Transaction<'_>,
-    event: &NewEvent<'_>,
-) -> rusqlite::Result<i64> {
+/// The head of the chain as `tx` sees it: the last event's seq and
+/// digest, or `(0, GENESIS_DIGEST)` for an empty log.
+pub(crate) fn chain_head(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<(i64, String)> {
     let last: Option<(i64, String)> = tx
         .query_row(
             "SELECT seq, digest FROM events ORDER BY seq DESC LIMIT 1",
@@ -531,10 +552,16 @@ pub(crate) fn append_event(
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    let (seq, prev) = match last {
-        Some((seq, digest)) => (seq + 1, digest),
-        None => (1, GENESIS_DIGEST.to_owned()),
-    };
+    Ok(last.unwrap_or_else(|| (0, GENESIS_DIGEST.to_owned())))
+}
+
+/// Append an event to the chain; returns its `seq`.
+pub(crate) fn append_event(
+    tx: &rusqlite::Transaction<'_>,
+    event: &NewEvent<'_>,
+) -> rusqlite::Result<i64> {
+    let (last, prev) = chain_head(tx)?;
+    let seq = last + 1;
     let data = event.data.to_string();
     let digest = EventFields {
         seq,

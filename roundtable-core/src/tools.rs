@@ -322,7 +322,7 @@ pub(crate) fn replay(
         return Err(ToolError::new(
             ErrorCode::IdempotencyConflict,
             format!(
-                "idempotency key {key:?} was used for another call ({stored_tool} with other arguments)"
+                "idempotency key {key} was used for another call ({stored_tool} with other arguments)"
             ),
             json!({"idempotency_key": key, "tool": stored_tool}),
         ));
@@ -330,7 +330,7 @@ pub(crate) fn replay(
     let value = serde_json::from_str(&result).map_err(|e| {
         ToolError::new(
             ErrorCode::Database,
-            format!("stored result for idempotency key {key:?} is not JSON: {e}"),
+            format!("stored result for idempotency key {key} is not JSON: {e}"),
             json!({}),
         )
     })?;

@@ -703,3 +703,20 @@ fn hostile_git_heads_are_refused_not_followed() {
         "hex is normalized to lowercase"
     );
 }
+
+/// The state cache creates `.roundtable/` when it is absent, with the same
+/// `.gitignore` (`*`) the store writes; an existing one is left alone.
+#[test]
+fn the_state_cache_creates_an_ignored_store_directory() {
+    let dir = tree();
+    let root = dir.path();
+    assert!(!root.join(".roundtable").exists());
+    state(root);
+    let ignore = root.join(".roundtable/.gitignore");
+    assert_eq!(fs::read_to_string(&ignore).expect("ignore file"), "*\n");
+    fs::write(&ignore, "mine\n").expect("edit");
+    state(root);
+    write(root, "new.txt", b"x");
+    state(root);
+    assert_eq!(fs::read_to_string(&ignore).expect("ignore file"), "mine\n");
+}

@@ -1458,7 +1458,8 @@ fn events_verify_accepts_the_chain_and_detects_tampering() {
         report,
         json!({"valid": true, "checked": 0, "last_seq": 0,
                "head_digest": roundtable::store::GENESIS_DIGEST,
-               "first_invalid_seq": null, "reason": null})
+               "first_invalid_seq": null, "reason": null,
+               "expected_head_found": null, "records_checked": 0, "unrecorded": []})
     );
     let err = empty
         .call("events.verify", json!({"full": true}), &host)
@@ -1524,4 +1525,235 @@ fn events_verify_accepts_the_chain_and_detects_tampering() {
     assert_eq!(report["valid"], false);
     assert_eq!(report["first_invalid_seq"], 3);
     assert_eq!(report["reason"], "seq 3 follows 1");
+}
+
+/// Recompute the chain from event `from` on, as someone with write access
+/// to the store can: every digest and link is again consistent.
+pub(crate) fn rechain(db: &rusqlite::Connection, from: i64) {
+    let _ = db.execute_batch("DROP TRIGGER IF EXISTS events_append_only_u");
+    let mut prev: String = if from == 1 {
+        roundtable::store::GENESIS_DIGEST.to_owned()
+    } else {
+        db.query_row(
+            "SELECT digest FROM events WHERE seq = ?1",
+            [from - 1],
+            |r| r.get(0),
+        )
+        .expect("previous event")
+    };
+    /// seq, kind, actor kind and id, subject, proposal, data, at.
+    type EventRow = (
+        i64,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        String,
+        i64,
+    );
+    let rows: Vec<EventRow> = db
+        .prepare("SELECT seq, kind, actor_kind, actor_id, subject, proposal_id, data, at FROM events WHERE seq >= ?1 ORDER BY seq")
+        .expect("prepare")
+        .query_map([from], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+        })
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    for (seq, kind, actor_kind, actor_id, subject, proposal_id, data, at) in rows {
+        let canonical = roundtable::json::canonical(&json!({
+            "seq": seq, "kind": kind, "actor": {"kind": actor_kind, "id": actor_id},
+            "subject": subject, "proposal_id": proposal_id, "data": data, "at": at,
+            "prev_digest": prev,
+        }));
+        let digest = roundtable::Digest::of(canonical.as_bytes())
+            .to_string()
+            .replacen("blob:", "", 1);
+        db.execute(
+            "UPDATE events SET prev_digest = ?2, digest = ?3 WHERE seq = ?1",
+            rusqlite::params![seq, prev, digest],
+        )
+        .expect("rechain");
+        prev = digest;
+    }
+}
+
+/// Rewriting events and recomputing the chain, or deleting the last
+/// events, still verifies on its own; against a head the host kept
+/// outside the store it does not.
+#[test]
+fn events_verify_against_an_expected_head_detects_a_rewritten_or_truncated_log() {
+    let w = World::new();
+    let pid = w.in_review();
+    let kept = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(kept["valid"], true);
+    let head = json!({"seq": kept["last_seq"], "digest": kept["head_digest"]});
+    let report = w.ok("events.verify", json!({"expected_head": head}), &w.host);
+    assert_eq!(report["valid"], true, "{report}");
+    assert_eq!(report["expected_head_found"], true);
+    // Later events do not disturb an earlier head.
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    let report = w.ok("events.verify", json!({"expected_head": head}), &w.host);
+    assert_eq!(report["valid"], true, "{report}");
+
+    // Rewrite event 3 and recompute the chain: consistent in itself.
+    let db =
+        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
+    db.execute_batch(
+        "DROP TRIGGER events_append_only_u;
+         UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 3;",
+    )
+    .expect("tamper");
+    rechain(&db, 3);
+    assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
+    let report = w.ok("events.verify", json!({"expected_head": head}), &w.host);
+    assert_eq!(report["valid"], false, "{report}");
+    assert_eq!(report["expected_head_found"], false);
+    assert_eq!(report["first_invalid_seq"], head["seq"]);
+    assert!(
+        str_of(&report["reason"]).contains("rewritten"),
+        "{}",
+        report["reason"]
+    );
+
+    // Truncated below the head: the chain that is left verifies alone.
+    let w = World::new();
+    w.in_review();
+    let kept = w.ok("events.verify", json!({}), &w.host);
+    let head = json!({"seq": kept["last_seq"], "digest": kept["head_digest"]});
+    let db =
+        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
+    db.execute_batch("DROP TRIGGER events_append_only_d; DELETE FROM events WHERE seq >= 4;")
+        .expect("truncate");
+    assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
+    let report = w.ok("events.verify", json!({"expected_head": head}), &w.host);
+    assert_eq!(report["valid"], false, "{report}");
+    assert_eq!(report["expected_head_found"], false);
+    assert_eq!(report["last_seq"], 3);
+    assert!(
+        str_of(&report["reason"]).contains("events were deleted"),
+        "{}",
+        report["reason"]
+    );
+
+    // A malformed head is refused naming the field; the empty log's head is seq 0.
+    w.refused(
+        "events.verify",
+        json!({"expected_head": {"seq": 1, "digest": "sha256:nope"}}),
+        &w.host,
+        ErrorCode::InvalidArgument,
+    );
+    let report = w.ok(
+        "events.verify",
+        json!({"expected_head": {"seq": 0, "digest": roundtable::store::GENESIS_DIGEST}}),
+        &w.host,
+    );
+    assert_eq!(report["expected_head_found"], true);
+    // The published schema names the new argument.
+    let tools = Engine::tools_json();
+    let verify = tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "events.verify")
+        .expect("events.verify");
+    assert!(
+        verify["input_schema"]["properties"]["expected_head"].is_object(),
+        "{verify:#}"
+    );
+}
+
+/// A vote inserted straight into the store (no `vote.cast` event) does not
+/// count toward the policy, and `events.verify` names it.
+#[test]
+fn evidence_without_its_event_does_not_count_and_verify_reports_it() {
+    let w = World::new();
+    let pid = w.in_review();
+    let approvals = |w: &World| {
+        let report = w.ok("patch.validate", json!({"proposal_id": pid}), &w.host);
+        report["policy"]["requirements"]
+            .as_array()
+            .expect("requirements")
+            .iter()
+            .find(|r| r["id"] == "approvals")
+            .expect("approvals")["status"]
+            .clone()
+    };
+    assert_eq!(approvals(&w), "unsatisfied");
+    let db =
+        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
+    db.execute(
+        "INSERT INTO votes (id, proposal_id, revision, agent_id, vote, created_at) VALUES ('vote-forged', ?1, 1, 'bob', 'approve', 1)",
+        [&pid],
+    )
+    .expect("insert a vote");
+    assert_eq!(
+        approvals(&w),
+        "unsatisfied",
+        "an unrecorded vote counts for nothing"
+    );
+    let report = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(report["valid"], false, "{report}");
+    assert_eq!(report["first_invalid_seq"], Value::Null);
+    assert_eq!(
+        report["unrecorded"],
+        json!([{"kind": "vote", "id": "vote-forged", "proposal_id": pid}])
+    );
+    assert!(
+        str_of(&report["reason"]).contains("vote vote-forged"),
+        "{report}"
+    );
+
+    // The real vote counts and is recorded; every kind of evidence is
+    // cross-checked against its event.
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    assert_eq!(approvals(&w), "satisfied");
+    let human = Actor::human(id("hana"));
+    w.ok(
+        "human.approve",
+        json!({"proposal_id": pid, "revision": 1}),
+        &human,
+    );
+    w.ok(
+        "security.review",
+        json!({"proposal_id": pid, "revision": 1, "verdict": "pass"}),
+        &human,
+    );
+    w.ok(
+        "test.record",
+        json!({"proposal_id": pid, "revision": 1, "name": "unit", "status": "passed"}),
+        &w.host,
+    );
+    w.ok(
+        "decision.record",
+        json!({"proposal_id": pid, "revision": 1, "decision": "defer", "reason_md": "Later."}),
+        &w.host,
+    );
+    w.ok(
+        "patch.reject",
+        json!({"proposal_id": pid, "reason_md": "No."}),
+        &w.host,
+    );
+    db.execute("DELETE FROM votes WHERE id = 'vote-forged'", [])
+        .expect_err("votes are immutable");
+    db.execute_batch("DROP TRIGGER votes_immutable_d; DELETE FROM votes WHERE id = 'vote-forged';")
+        .expect("remove the forged vote");
+    let report = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(report["valid"], true, "{report}");
+    assert_eq!(report["records_checked"], 6, "{report}");
+    // A recorded vote edited behind the store's back no longer matches its event.
+    db.execute_batch("DROP TRIGGER votes_immutable_u; UPDATE votes SET vote = 'veto';")
+        .expect("edit");
+    let report = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["unrecorded"][0]["kind"], "vote");
 }

@@ -1099,3 +1099,101 @@ fn an_unknown_tool_is_not_found() {
         assert!(names.contains(&required), "{required} is not registered");
     }
 }
+
+/// No message shows Rust's debug form of a value (`Id("k1")`, `Role("x")`,
+/// `Veto`): ids, roles and enum values are spelled as the caller wrote them.
+#[test]
+fn messages_never_show_rust_debug_formatting() {
+    let w = World::new();
+    w.ok(
+        "proposal.create",
+        create_args(json!({"idempotency_key": "k1"})),
+        &w.author,
+    );
+    let err = w.refused(
+        "proposal.create",
+        create_args(json!({"idempotency_key": "k1", "title": "Another title"})),
+        &w.author,
+        ErrorCode::IdempotencyConflict,
+    );
+    assert_eq!(
+        err.message(),
+        "idempotency key k1 was used for another call (proposal.create with other arguments)"
+    );
+    for (doc, shown) in [
+        (
+            "version = 1\n[approvals]\neligible_roles = [\"reviewer\", \"reviewer\"]\n",
+            "duplicate value \"reviewer\"",
+        ),
+        (
+            "version = 1\n[approvals]\nblocking_votes = [\"veto\", \"veto\"]\n",
+            "duplicate value \"veto\"",
+        ),
+    ] {
+        let err = w.refused(
+            "policy.set",
+            json!({"document": doc}),
+            &w.host,
+            ErrorCode::InvalidPolicy,
+        );
+        assert!(err.message().contains(shown), "{}", err.message());
+    }
+}
+
+/// A resource id longer than the limit is `invalid_argument` naming the
+/// field, and the message does not repeat the id.
+#[test]
+fn resource_ids_have_a_length_limit() {
+    let w = World::new();
+    let limit = roundtable::resource::MAX_RESOURCE_ID_BYTES;
+    let long_path = format!("file:{}x", "a/".repeat(limit / 2));
+    let long_symbol = format!("symbol:hello.py#{}", "n".repeat(limit));
+    for id in [&long_path, &long_symbol] {
+        let err = w.refused(
+            "claim.acquire",
+            json!({"resource_id": id, "type": "write", "ttl_s": 60}),
+            &w.author,
+            ErrorCode::InvalidArgument,
+        );
+        assert_eq!(err.details()["field"], "resource_id", "{err}");
+        assert!(
+            err.message().contains(&format!("the limit is {limit}")),
+            "{err}"
+        );
+        assert!(err.message().len() < 200, "the id is not repeated: {err}");
+        let err = w.refused(
+            "proposal.create",
+            create_args(json!({"affected_resources": [id]})),
+            &w.author,
+            ErrorCode::InvalidArgument,
+        );
+        assert_eq!(err.details()["field"], "affected_resources[0]", "{err}");
+    }
+}
+
+/// A file name longer than the file system allows can never be created:
+/// `invalid_path` when the patch is read, not `io` (`ENAMETOOLONG`) when
+/// the file is opened.
+#[test]
+fn a_file_name_too_long_is_invalid_path() {
+    let w = World::new();
+    let name = "n".repeat(300);
+    let patch = format!(
+        "diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+x\n"
+    );
+    let err = w.refused(
+        "proposal.create",
+        create_args(json!({"patch": patch})),
+        &w.author,
+        ErrorCode::InvalidPath,
+    );
+    assert!(err.message().contains("255 bytes"), "{err}");
+    let deep = format!("{}x", "d/".repeat(2100));
+    let patch = format!("--- /dev/null\n+++ b/{deep}\n@@ -0,0 +1 @@\n+x\n");
+    w.refused(
+        "proposal.create",
+        create_args(json!({"patch": patch})),
+        &w.author,
+        ErrorCode::InvalidPath,
+    );
+}

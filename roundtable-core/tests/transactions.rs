@@ -375,7 +375,7 @@ fn a_full_apply_writes_exactly_the_results_and_records_everything() {
 }
 
 #[test]
-fn a_superseded_revision_is_precondition_failed_with_the_report() {
+fn a_superseded_revision_is_a_conflict_naming_the_latest_with_the_report() {
     let w = World::with(scratch_dir(), EngineOptions::default());
     claim(&w, "file:hello.txt");
     let pid = approved(&w, crate::tools::PATCH);
@@ -384,13 +384,116 @@ fn a_superseded_revision_is_precondition_failed_with_the_report() {
         &w,
         json!({"proposal_id": pid, "revision": 1}),
         &w.host,
-        ErrorCode::PreconditionFailed,
+        ErrorCode::Conflict,
     );
+    // Said as what it is, the same way every evidence tool says it; not
+    // "no longer matches the workspace (failed: claims)".
+    assert_eq!(
+        err.message(),
+        format!("revision 1 of {pid} was superseded by revision 2")
+    );
+    assert_eq!(err.details()["latest_revision"], 2);
+    assert_eq!(err.details()["revision"], 1);
+    assert_eq!(err.details()["proposal_id"], pid.as_str());
     let report = &err.details()["report"];
     assert_eq!(report["valid"], false, "{report:#}");
     assert_eq!(report["revision"], 1);
     assert_eq!(report["latest_revision"], 2);
     assert_eq!(w.rows("transactions"), 0);
+}
+
+/// Every transaction keeps the head of the audit chain it saw with its
+/// journal: rewriting the log before it (and recomputing the chain) no
+/// longer verifies, nor does deleting the events after it.
+#[test]
+fn every_transaction_records_the_chain_head_it_saw_and_verify_checks_it() {
+    let w = World::with(scratch_dir(), EngineOptions::default());
+    claim(&w, "file:hello.txt");
+    let pid = approved(&w, crate::tools::PATCH);
+    let seen = w.ok("events.verify", json!({}), &w.host);
+    let tid = str_of(&apply(&w, &pid)["transaction"]["id"]);
+    let phases = w.ok(
+        "transaction.phases",
+        json!({"transaction_id": tid}),
+        &w.host,
+    );
+    let head = &phases["phases"][0]["detail"]["chain_head"];
+    assert_eq!(phases["phases"][0]["phase"], "journaled");
+    assert_eq!(head["seq"], seen["last_seq"], "{phases:#}");
+    assert_eq!(head["digest"], seen["head_digest"]);
+    let report = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(report["valid"], true, "{report}");
+    assert_eq!(report["unrecorded"], json!([]));
+
+    let db =
+        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
+    db.execute_batch(
+        "DROP TRIGGER events_append_only_u;
+         UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 2;",
+    )
+    .expect("tamper");
+    crate::tools::rechain(&db, 2);
+    let report = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(report["valid"], false, "{report}");
+    assert_eq!(report["first_invalid_seq"], head["seq"]);
+    assert!(
+        str_of(&report["reason"]).contains(&format!("transaction {tid}")),
+        "{report}"
+    );
+
+    // Truncated to before the head the transaction saw.
+    let w = World::with(scratch_dir(), EngineOptions::default());
+    claim(&w, "file:hello.txt");
+    let pid = approved(&w, crate::tools::PATCH);
+    let tid = str_of(&apply(&w, &pid)["transaction"]["id"]);
+    let db =
+        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
+    db.execute_batch("DROP TRIGGER events_append_only_d; DELETE FROM events WHERE seq >= 3;")
+        .expect("truncate");
+    let report = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(report["valid"], false, "{report}");
+    assert!(
+        str_of(&report["reason"]).contains("events were deleted"),
+        "{report}"
+    );
+    // The transaction's own events are gone too: it is unrecorded.
+    assert!(
+        report["unrecorded"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .any(|r| r["kind"] == "transaction" && r["id"] == tid.as_str()),
+        "{report}"
+    );
+}
+
+#[test]
+fn waiting_out_the_apply_lock_is_busy_and_changes_nothing() {
+    let options = EngineOptions {
+        busy_timeout: Duration::from_millis(50),
+        ..EngineOptions::default()
+    };
+    let w = World::with(scratch_dir(), options);
+    claim(&w, "file:hello.txt");
+    let pid = approved(&w, crate::tools::PATCH);
+    // Another applier (here: this test) holds the lock past the wait.
+    let held =
+        roundtable::apply::ApplyLock::acquire(&w.engine, Duration::from_secs(1)).expect("lock");
+    let err = refused_apply(
+        &w,
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+        ErrorCode::Busy,
+    );
+    assert!(err.message().contains("retry"), "{}", err.message());
+    assert_eq!(err.details()["lock"], "apply.lock");
+    let tid = w
+        .engine
+        .call("transaction.list", json!({}), &w.host)
+        .expect("list");
+    assert_eq!(tid["transactions"], json!([]));
+    drop(held);
+    apply(&w, &pid);
 }
 
 #[test]

@@ -145,6 +145,20 @@ def test_engine_error_families(repo: Path, engine: roundtable.Engine) -> None:
     assert claim.status == "active"
 
 
+def test_a_patch_that_is_not_utf8_is_a_coded_invalid_argument(repo: Path, engine: roundtable.Engine) -> None:
+    register(engine)
+    before = engine.call("events.verify", {}, HOST)["checked"]
+    for call in (
+        lambda: engine.create_proposal(ALICE, task_id="excited-greeting", title="t", summary_md="s", patch=b"\xff"),
+        lambda: engine.attach_patch(ALICE, "prop-x", expected_revision=1, patch=b"--- a/x\n\xc3"),
+    ):
+        e = raises(roundtable.InvalidArgument, "invalid_argument", call)
+        assert not isinstance(e, UnicodeDecodeError)
+        assert e.details["field"] == "patch"
+        assert "UTF-8" in e.message
+    assert engine.call("events.verify", {}, HOST)["checked"] == before, "nothing was written"
+
+
 def test_patch_error_families(repo: Path) -> None:
     e = raises(roundtable.InvalidPatch, "invalid_patch", lambda: roundtable.parse_patch(b"--- a/x\n+++ b/x\n@@ bogus\n"))
     assert e.details["line"] == 3
@@ -175,16 +189,16 @@ def test_patch_error_families(repo: Path) -> None:
 
 
 def test_io_from_the_os(repo: Path) -> None:
-    # A name longer than the file system allows: the OS refuses the write.
+    # A name longer than the file system allows is refused as a path before
+    # anything is opened (invalid_path, not io with ENAMETOOLONG).
     long = "x" * 300
     e = raises(
-        roundtable.RoundtableOSError, "io",
+        roundtable.InvalidPath, "invalid_path",
         lambda: roundtable.apply_patch(repo, f"--- /dev/null\n+++ b/{long}\n@@ -0,0 +1 @@\n+x\n"),
     )
-    assert isinstance(e, OSError) and e.errno == errno.ENAMETOOLONG
-    with pytest.raises(OSError):
-        roundtable.apply_patch(repo, f"--- /dev/null\n+++ b/{long}\n@@ -0,0 +1 @@\n+x\n")
-    # The store directory is a file.
+    assert "255 bytes" in e.message and not isinstance(e, OSError)
+    assert not (repo / long[:255]).exists()
+    # The store directory is a file: the OS refuses it.
     other = repo.parent / "other"
     other.mkdir()
     (other / ".roundtable").write_text("not a directory")

@@ -295,11 +295,7 @@ fn serialize(tree: &Tree) -> Vec<u8> {
 pub(super) fn store(root: &Path, tree: &Tree) -> Result<(), String> {
     let dir = root.join(DIR);
     let show = |e: &dyn std::fmt::Display| format!("{}: {e}", dir.display());
-    match fs::create_dir(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(show(&e)),
-    }
+    crate::store::create_store_dir(&dir).map_err(|e| show(&e))?;
     // Never write through a symlinked `.roundtable`.
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {}

@@ -250,7 +250,8 @@ impl JsonSchema for ResourceId {
         json_schema!({
             "type": "string",
             "pattern": "^(file:|directory:|symbol:)",
-            "description": "file:PATH, directory:PATH (directory:. is the root) or symbol:PATH#NAME"
+            "maxLength": crate::resource::MAX_RESOURCE_ID_BYTES,
+            "description": "file:PATH, directory:PATH (directory:. is the root) or symbol:PATH#NAME; at most 4608 bytes"
         })
     }
 }

@@ -108,8 +108,10 @@ pub(crate) fn effective(
                 ToolError::new(
                     crate::ErrorCode::Database,
                     format!(
-                        "the active policy (version {:?}) no longer parses: {e}",
-                        record.version
+                        "the active policy (version {}) no longer parses: {e}",
+                        record
+                            .version
+                            .map_or_else(|| "builtin".to_owned(), |v| v.to_string())
                     ),
                     e.details(),
                 )

@@ -136,7 +136,7 @@ pub struct ApplyArgs {
     /// The proposal.
     pub proposal_id: Id,
     /// The exact revision the caller approved: a superseded revision is
-    /// `precondition_failed`.
+    /// `conflict` (its details name `latest_revision`).
     pub revision: RevisionNumber,
     /// The new transaction's id (generated when absent; an id in use is
     /// `conflict`).
@@ -159,7 +159,7 @@ pub struct Applied {
 }
 
 /// `patch.apply`'s description.
-pub(crate) const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or nothing across the files and the store (orchestrator only). Takes the apply lock, re-validates every gate, journals the before snapshot durably, writes and flushes the files, then marks the transaction and the proposal applied and releases the author's claims on the change. A refusal changes nothing and carries the full validation report: precondition_failed when the revision no longer matches the files or was superseded, validation_failed for any other gate.";
+pub(crate) const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or nothing across the files and the store (orchestrator only). Takes the apply lock, re-validates every gate, journals the before snapshot durably, writes and flushes the files, then marks the transaction and the proposal applied and releases the author's claims on the change. A refusal changes nothing and carries the full validation report: conflict (with latest_revision) when the revision was superseded, precondition_failed when it no longer matches the files, validation_failed for any other gate, busy when another apply holds the lock past the wait.";
 
 /// `patch.apply`.
 pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
@@ -191,12 +191,22 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         let (report, changeset) = validate_with_changeset(engine, &ws, &evidence);
         Ok::<_, ToolError>((evidence, report, changeset))
     })?;
+    if !report.valid && report.revision != report.latest_revision {
+        // Said as what it is, the way every evidence tool says it
+        // (`Proposal::require_latest`), with the report.
+        return Err(ToolError::conflict(
+            format!(
+                "revision {} of {} was superseded by revision {}",
+                report.revision, report.proposal_id, report.latest_revision
+            ),
+            json!({"proposal_id": report.proposal_id, "revision": report.revision,
+                   "latest_revision": report.latest_revision, "report": report}),
+        ));
+    }
     if !report.valid {
-        let stale = report.revision != report.latest_revision
-            || report.stages.iter().any(|s| {
-                (s.name == "preconditions" || s.name == "dry_run")
-                    && s.status == StageStatus::Failed
-            });
+        let stale = report.stages.iter().any(|s| {
+            (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed
+        });
         let failed: Vec<&str> = report
             .stages
             .iter()

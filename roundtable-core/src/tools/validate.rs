@@ -139,8 +139,13 @@ fn gather_then(
     let agents = stmt
         .query_map([], Agent::from_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
+    // Only evidence its event records counts: a row inserted behind
+    // roundtable's back does not (and `events.verify` reports it).
     let by_seq = |table: &str, columns: &str| {
-        format!("SELECT {columns} FROM {table} WHERE proposal_id = ?1 ORDER BY seq")
+        format!(
+            "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
+            super::log::recorded_filter(table)
+        )
     };
     let votes = all(
         tx,

@@ -1,0 +1,167 @@
+//! Text from the store made safe to print for a person.
+//!
+//! Everything the human commands print that an agent (or anyone who can
+//! write a proposal, a claim or an event) chose — diff bytes, file names,
+//! titles, reasons, ids — passes through [`escape`] first: a terminal
+//! escape sequence (`ESC[2K ESC[1G` erasing the line just printed), a
+//! carriage return, a backspace, a C1 control (`U+009B` is a one-character
+//! CSI) or a bidirectional override (`U+202E`, "Trojan Source") would
+//! otherwise make the screen show something other than what is approved.
+//! Each is printed as a visible escape (`\x1b`, `\r`, `\u{202e}`) instead.
+//!
+//! JSON output is safe by construction once [`json`] has run: serde
+//! already escapes C0 controls inside strings; [`json`] escapes the rest.
+
+use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Whether `c` must not reach a terminal as itself: every control
+/// character (C0, DEL, C1), the bidirectional formatting characters, the
+/// zero-width and line/paragraph separators, and the byte-order mark.
+pub(crate) fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
+/// `text` with every [unsafe](is_unsafe) character but those in `keep`
+/// written as a visible escape: `\t`, `\n`, `\r`, `\x1b` (below U+0080),
+/// `\u{9b}` (above).
+pub(crate) fn escape<'a>(text: &'a str, keep: &[char]) -> Cow<'a, str> {
+    if !text.chars().any(|c| is_unsafe(c) && !keep.contains(&c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !is_unsafe(c) || keep.contains(&c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Whether a file name (or resource id) needs quoting to be read
+/// unambiguously: empty, or with a space, a quote, a backslash or an
+/// [unsafe](is_unsafe) character.
+fn is_odd(name: &str) -> bool {
+    name.is_empty()
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || c == '"' || c == '\\' || is_unsafe(c))
+}
+
+/// A file name (or resource id) as a person should read it: as it is when
+/// it is plain, else in double quotes with `"` and `\` backslashed and
+/// every unsafe character escaped (the way git quotes odd names).
+pub(crate) fn name(name: &str) -> Cow<'_, str> {
+    if !is_odd(name) {
+        return Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 2);
+    out.push('"');
+    for c in name.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push_str(&escape(c.encode_utf8(&mut [0; 4]), &[])),
+        }
+    }
+    out.push('"');
+    Cow::Owned(out)
+}
+
+/// Every string in `v` (object keys too) [escaped](escape), nothing kept:
+/// what the readable renderers print from.
+pub(crate) fn clean(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(escape(s, &[]).into_owned()),
+        Value::Array(a) => Value::Array(a.iter().map(clean).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (escape(k, &[]).into_owned(), clean(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// JSON text with every unsafe character that serde leaves raw (DEL, C1
+/// controls, bidirectional and zero-width characters) written as a
+/// `\uXXXX` escape: the same JSON value, safe on a terminal. Such a
+/// character can only occur inside a string, where the escape means it.
+pub(crate) fn json(text: String) -> String {
+    if !text.chars().any(is_unsafe) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unsafe(c) && c != '\n' {
+            // Outside strings serde writes only '\n' (pretty output) and
+            // spaces; every other control is already escaped by serde.
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls_and_bidi_and_keeps_the_rest() {
+        assert_eq!(escape("plain é 你好", &[]), "plain é 你好");
+        assert_eq!(
+            escape("a\x1b[2K\x1b[1Gb\rc\u{8}\u{7f}", &[]),
+            "a\\x1b[2K\\x1b[1Gb\\rc\\x08\\x7f"
+        );
+        assert_eq!(
+            escape("\u{9b}31m\u{202e}x\u{2066}", &[]),
+            "\\u{9b}31m\\u{202e}x\\u{2066}"
+        );
+        assert_eq!(escape("\tindented\n", &['\t']), "\tindented\\n");
+    }
+
+    #[test]
+    fn quotes_odd_names_only() {
+        assert_eq!(name("src/lib.rs"), "src/lib.rs");
+        assert_eq!(name("my file.txt"), "\"my file.txt\"");
+        assert_eq!(name("a\x1b[2Kb\"c\\"), "\"a\\x1b[2Kb\\\"c\\\\\"");
+        assert_eq!(name(""), "\"\"");
+    }
+
+    #[test]
+    fn json_escapes_what_serde_leaves_and_stays_the_same_value() {
+        let v = serde_json::json!({"k\u{9b}": "a\u{1b}b\u{9b}c\u{202e}d\u{7f}"});
+        for text in [
+            v.to_string(),
+            serde_json::to_string_pretty(&v).expect("json"),
+        ] {
+            let safe = json(text);
+            assert!(!safe.chars().any(|c| is_unsafe(c) && c != '\n'), "{safe}");
+            let back: Value = serde_json::from_str(&safe).expect("still JSON");
+            assert_eq!(back, v);
+        }
+    }
+}

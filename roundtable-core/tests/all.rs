@@ -3,6 +3,7 @@
 mod edit_plans;
 mod fuzz_replay;
 mod governance;
+mod governance_h14;
 mod properties;
 mod review;
 mod state;

@@ -228,6 +228,29 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         })
         .collect();
     let proposal = evidence.proposal.clone();
+    // Validation read the claims in its own transaction; one granted to
+    // another agent since (before this journal) would be overrun by the
+    // apply and be stale at birth, so the journal's transaction checks again.
+    let guard = |cx: &Cx<'_>| -> Result<(), ToolError> {
+        for other in live_write_claims(cx.tx, None, cx.now)? {
+            if other.agent_id == proposal.author {
+                continue;
+            }
+            let clash = other
+                .scope()
+                .map_or(true, |s| touched.iter().any(|t| overlaps(&s, t)));
+            if clash {
+                return Err(ToolError::conflict(
+                    format!(
+                        "{} acquired write claim {} on {} while revision {} of {} was being validated; nothing was applied",
+                        other.agent_id, other.id, other.resource_id, args.revision.0, proposal.id
+                    ),
+                    json!({"holder": other}),
+                ));
+            }
+        }
+        Ok(())
+    };
     let plan = Plan {
         id,
         kind: TransactionKind::Apply,
@@ -237,6 +260,7 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         changeset,
         snapshot,
         workspace: &ws,
+        guard: Some(&guard),
     };
     execute(engine, actor, plan, |cx, transaction| {
         let changed = cx.tx.execute(
@@ -370,6 +394,7 @@ pub(crate) fn rollback_call(
         changeset,
         snapshot,
         workspace: &ws,
+        guard: None,
     };
     execute(engine, actor, plan, |cx, transaction| {
         cx.tx.execute(

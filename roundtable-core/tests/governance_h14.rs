@@ -1,0 +1,245 @@
+//! Issue 14's governance items: claims granted against current content
+//! (stale at birth, stale spans), one consistent `proposal.status`, secret
+//! scanning of binary literals, and symbol coverage judged on the hunks as
+//! submitted.
+
+use super::tools::{scratch_dir, str_of, World};
+use roundtable::{Actor, Digest, Engine, EngineOptions, ErrorCode, Id};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+fn id(s: &str) -> Id {
+    Id::new(s).expect("valid id")
+}
+
+fn write(w: &World, path: &str, text: &str) {
+    let full = w.dir.path().join(path);
+    std::fs::create_dir_all(full.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(full, text).expect("write");
+}
+
+fn acquire(engine: &Engine, who: &Actor, resource: &str) -> Result<Value, roundtable::ToolError> {
+    engine
+        .call(
+            "claim.acquire",
+            json!({"resource_id": resource, "type": "write", "ttl_s": 3600}),
+            who,
+        )
+        .map(|v| v["claim"].clone())
+}
+
+// ---------------------------------------------------------------------------
+// Item 16: overlap checks re-resolve held spans in the current content.
+
+/// `Foo` spans lines 1-6, `Foo.a` 2-3, `Foo.b` 5-6.
+const FOO_PY: &str =
+    "class Foo:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n";
+
+#[test]
+fn overlap_checks_use_the_held_symbol_spans_in_the_current_content() {
+    let w = World::with(scratch_dir(), EngineOptions::default());
+    let carol = w.agent("carol", &["author"]);
+    write(&w, "x.py", FOO_PY);
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "symbol:x.py#Foo.b", "type": "write", "ttl_s": 3600}),
+        &w.reviewer,
+    );
+    // The file shifts by 20 lines: bob's `Foo.b` is now at 25-26, and
+    // `Foo` at 21-26; the recorded span 5-6 no longer says where it is.
+    let shifted = format!("{}{FOO_PY}", "# pad\n".repeat(20));
+    write(&w, "x.py", &shifted);
+    let err = w.refused(
+        "claim.acquire",
+        json!({"resource_id": "symbol:x.py#Foo", "type": "write", "ttl_s": 3600}),
+        &carol,
+        ErrorCode::Conflict,
+    );
+    assert_eq!(
+        err.details()["holder"]["resource_id"],
+        "symbol:x.py#Foo.b",
+        "{err}"
+    );
+    // And the converse: a held `Foo` blocks a later `Foo.a` wherever they
+    // both moved.
+    let dave = w.agent("dave", &["author"]);
+    write(&w, "y.py", FOO_PY);
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "symbol:y.py#Foo", "type": "write", "ttl_s": 3600}),
+        &carol,
+    );
+    write(&w, "y.py", &format!("{}{FOO_PY}", "# pad\n".repeat(20)));
+    w.refused(
+        "claim.acquire",
+        json!({"resource_id": "symbol:y.py#Foo.a", "type": "write", "ttl_s": 3600}),
+        &dave,
+        ErrorCode::Conflict,
+    );
+    // A symbol that moved into the held claim's *old* lines does not
+    // overlap it: `helper` now sits at 1-2, `Foo.b` at 8-9.
+    write(&w, "z.py", FOO_PY);
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "symbol:z.py#Foo.b", "type": "write", "ttl_s": 3600}),
+        &w.reviewer,
+    );
+    write(
+        &w,
+        "z.py",
+        &format!("def helper():\n    return 0\n\n\n\n\n\n{FOO_PY}"),
+    );
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "symbol:z.py#helper", "type": "write", "ttl_s": 3600}),
+        &dave,
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Item 5: the digest a claim records is the one current when it is granted.
+
+const RACE_FILES: usize = 2;
+const RACE_ACQUISITIONS: usize = 1000;
+
+fn race_patch(path: &str, old: &str, new: &str) -> String {
+    format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{old}\n+{new}\n")
+}
+
+#[test]
+fn claims_acquired_while_applies_land_are_never_stale_at_birth() {
+    let dir = scratch_dir();
+    let root = dir.path().to_path_buf();
+    for i in 0..RACE_FILES {
+        std::fs::write(root.join(format!("f{i}.txt")), "0\n").expect("write");
+    }
+    let w = World::with(dir, EngineOptions::default());
+    let claimers = [w.agent("c1", &["author"]), w.agent("c2", &["author"])];
+    let done = Arc::new(AtomicBool::new(false));
+    let granted = Arc::new(AtomicUsize::new(0));
+    let applied = Arc::new(AtomicUsize::new(0));
+
+    let stale = std::thread::scope(|scope| {
+        // One applier: alice proposes the next value of a file, bob
+        // approves, the host applies; refusals (a claimer holds the file)
+        // are part of the race.
+        let applier = {
+            let (root, done, applied) = (root.clone(), done.clone(), applied.clone());
+            scope.spawn(move || {
+                let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+                let (alice, bob) = (Actor::agent(id("alice")), Actor::agent(id("bob")));
+                let host = Actor::orchestrator(id("host"));
+                let mut round = 0usize;
+                while !done.load(Ordering::SeqCst) {
+                    round += 1;
+                    let path = format!("f{}.txt", round % RACE_FILES);
+                    // The holder's own claim first: it is granted only
+                    // while no claimer holds the file.
+                    if acquire(&engine, &alice, &format!("file:{path}")).is_err() {
+                        continue;
+                    }
+                    let old = std::fs::read_to_string(root.join(&path)).expect("read");
+                    let old = old.trim_end();
+                    let new = format!("{old}+");
+                    let created = engine.call(
+                        "proposal.create",
+                        json!({"task_id": "t1", "title": "Bump", "summary_md": "Bumps.",
+                               "patch": race_patch(&path, old, &new)}),
+                        &alice,
+                    );
+                    let Ok(created) = created else { continue };
+                    let pid = str_of(&created["proposal"]["id"]);
+                    let steps = [
+                        (
+                            "proposal.request_review",
+                            json!({"proposal_id": pid}),
+                            &alice,
+                        ),
+                        (
+                            "vote.cast",
+                            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+                            &bob,
+                        ),
+                        (
+                            "patch.apply",
+                            json!({"proposal_id": pid, "revision": 1}),
+                            &host,
+                        ),
+                    ];
+                    let mut ok = true;
+                    for (tool, args, actor) in steps {
+                        if let Err(e) = engine.call(tool, args, actor) {
+                            if std::env::var_os("RT_RACE_DEBUG").is_some() {
+                                eprintln!("{tool}: {} {e}", e.code());
+                            }
+                            ok = false;
+                            break;
+                        }
+                    }
+                    if ok {
+                        applied.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            })
+        };
+        let workers: Vec<_> = claimers
+            .iter()
+            .enumerate()
+            .map(|(n, who)| {
+                let (root, granted) = (root.clone(), granted.clone());
+                scope.spawn(move || {
+                    let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+                    let mut stale = Vec::new();
+                    let mut attempt = n;
+                    while granted.load(Ordering::SeqCst) < RACE_ACQUISITIONS {
+                        attempt += 1;
+                        let path = format!("f{}.txt", attempt % RACE_FILES);
+                        let claim = match acquire(&engine, who, &format!("file:{path}")) {
+                            Ok(claim) => claim,
+                            Err(e) if matches!(e.code(), ErrorCode::Busy | ErrorCode::Conflict) => {
+                                continue
+                            }
+                            Err(e) => panic!("claim.acquire: {} {e}", e.code()),
+                        };
+                        granted.fetch_add(1, Ordering::SeqCst);
+                        // While the claim is live no apply can land on the
+                        // file, so what it holds now is what it held when
+                        // the claim was granted.
+                        let now = Digest::of(&std::fs::read(root.join(&path)).expect("read"));
+                        if claim["base_digest"] != now.to_string() {
+                            stale.push(format!("{} on {path}: {now}", claim["base_digest"]));
+                        }
+                        engine
+                            .call(
+                                "claim.release",
+                                json!({"claim_id": str_of(&claim["id"])}),
+                                who,
+                            )
+                            .expect("release");
+                    }
+                    stale
+                })
+            })
+            .collect();
+        let stale: Vec<String> = workers
+            .into_iter()
+            .flat_map(|h| h.join().expect("a claimer panicked"))
+            .collect();
+        done.store(true, Ordering::SeqCst);
+        applier.join().expect("the applier panicked");
+        stale
+    });
+    let applied = applied.load(Ordering::SeqCst);
+    assert!(
+        applied >= 5,
+        "only {applied} applies landed: the race was not contended"
+    );
+    assert!(
+        stale.is_empty(),
+        "{} of {} claims were stale at birth ({applied} applies): {:?}",
+        stale.len(),
+        granted.load(Ordering::SeqCst),
+        &stale[..stale.len().min(5)]
+    );
+}

@@ -243,3 +243,105 @@ fn claims_acquired_while_applies_land_are_never_stale_at_birth() {
         &stale[..stale.len().min(5)]
     );
 }
+
+// ---------------------------------------------------------------------------
+// Item 14: secret scanning reads every changed text file, however the patch
+// carries it.
+
+/// `key.pem` created from a `GIT binary patch` literal: a private key.
+const KEY_AS_BINARY_LITERAL: &str = "diff --git a/key.pem b/key.pem
+new file mode 100644
+index 0000000000000000000000000000000000000000..2bc487db9d225d445ab02ab6ab0736ceda75261a
+GIT binary patch
+literal 91
+zcmdPZ1p+5mcTYcspkPOZfFRE>#}HQqZ`VkWgf5q_r>ARvxu=t(qqnnTpsQnAVs<JF
+NbAgq(`nh1&3II;87xe%D
+
+literal 0
+HcmV?d00001
+
+";
+
+/// `hello.txt` (`hello\n`) changed by a binary literal: lines 2 and 3
+/// added, line 2 an OpenSSH private key's first line (line 1, kept, is not
+/// scanned).
+const KEY_ADDED_BY_BINARY_LITERAL: &str = "diff --git a/hello.txt b/hello.txt
+index ce013625030ba8dba906f756967f9e9ca394464a..2e67fd2c1ddb1c3a4caab82e9f2966a93ff70fa0 100644
+GIT binary patch
+literal 67
+zcmc~u&B@8<(ggu0S9ec81^)n7zu;gGg@7Q>Fvk#A1#j0#uq;=Su~SY`o?lg>vtdzG
+OM0QC^ma8KOZ~*{!j1uVp
+
+literal 6
+Ncmc~u&B@8<0ssh00v`YX
+
+";
+
+fn requirement(report: &Value, rid: &str) -> Value {
+    report["policy"]["requirements"]
+        .as_array()
+        .expect("requirements")
+        .iter()
+        .find(|r| r["id"] == rid)
+        .unwrap_or_else(|| panic!("no requirement {rid} in {report:#}"))
+        .clone()
+}
+
+fn propose(w: &World, patch: &str) -> String {
+    str_of(
+        &w.ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "Change", "summary_md": "Changes.", "patch": patch}),
+            &w.author,
+        )["proposal"]["id"],
+    )
+}
+
+#[test]
+fn a_private_key_sent_as_a_binary_literal_is_found_by_secret_scanning() {
+    let w = World::with(scratch_dir(), EngineOptions::default());
+    for (patch, path, line, kind) in [
+        (KEY_AS_BINARY_LITERAL, "key.pem", 1, "private_key"),
+        (
+            KEY_ADDED_BY_BINARY_LITERAL,
+            "hello.txt",
+            2,
+            "openssh_private_key",
+        ),
+    ] {
+        let claim =
+            str_of(&acquire(&w.engine, &w.author, &format!("file:{path}")).expect("claim")["id"]);
+        let pid = propose(&w, patch);
+        w.ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &w.author,
+        );
+        w.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &w.reviewer,
+        );
+        let report = w.ok("patch.validate", json!({"proposal_id": pid}), &w.host);
+        let secrets = requirement(&report, "secrets");
+        assert_eq!(
+            secrets["findings"],
+            json!([{"path": path, "line": line, "kind": kind}]),
+            "{path}: {report:#}"
+        );
+        assert_eq!(
+            requirement(&report, "security_review")["status"],
+            "unsatisfied"
+        );
+        assert_eq!(report["valid"], false, "{report:#}");
+        // Without a security review it does not apply.
+        let err = w.refused(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &w.host,
+            ErrorCode::ValidationFailed,
+        );
+        assert!(!err.to_string().contains("MIIEow"));
+        w.ok("claim.release", json!({"claim_id": claim}), &w.author);
+    }
+}

@@ -14,7 +14,7 @@ use super::{Cx, Tool, ToolError};
 use crate::changeset::{Changeset, Operation};
 use crate::claims::{overlaps, Scope};
 use crate::coverage::{line_changes, Change, LineChanges};
-use crate::diff::{LineKind, Patch};
+use crate::diff::{FilePatch, LineKind, Patch};
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::policy::{
@@ -282,9 +282,39 @@ pub(crate) fn added_lines<'a>(
 ) -> Vec<Line<'a>> {
     match (patch, facts) {
         (_, None) => Vec::new(),
-        (Some(patch), Some(_)) => hunk_added_lines(patch),
+        (Some(patch), Some(facts)) => {
+            let mut out = hunk_added_lines(patch);
+            // A `GIT binary patch` carries no lines: the content it results
+            // in is scanned when it is text, so a secret cannot be smuggled
+            // in as a literal.
+            let binary: Vec<&[u8]> = patch
+                .files()
+                .iter()
+                .filter(|f| f.is_binary())
+                .map(FilePatch::path)
+                .collect();
+            let carried = facts
+                .iter()
+                .filter(|f| binary.contains(&f.path.as_str().as_bytes()))
+                .filter(|f| f.after.is_some_and(is_text));
+            out.extend(diffed_added_lines(carried));
+            out
+        }
         (None, Some(facts)) => diffed_added_lines(facts),
     }
+}
+
+/// Whether `bytes` read as text: git's rule, no NUL byte (any encoding,
+/// decoded lossily for scanning).
+fn is_text(bytes: &[u8]) -> bool {
+    !bytes.contains(&0)
+}
+
+/// Whether a revision's patch carries a file as a `GIT binary patch` (whose
+/// old content secret scanning then needs, to tell added lines from kept
+/// ones).
+pub(crate) fn has_binary(patch: Option<&Patch<'_>>) -> bool {
+    patch.is_some_and(|p| p.files().iter().any(FilePatch::is_binary))
 }
 
 fn text(bytes: &[u8]) -> Cow<'_, str> {
@@ -325,7 +355,7 @@ fn hunk_added_lines<'a>(patch: &'a Patch<'a>) -> Vec<Line<'a>> {
     out
 }
 
-fn diffed_added_lines<'a>(facts: &'a [FileFacts<'a>]) -> Vec<Line<'a>> {
+fn diffed_added_lines<'a>(facts: impl IntoIterator<Item = &'a FileFacts<'a>>) -> Vec<Line<'a>> {
     let mut out = Vec::new();
     for f in facts {
         let Some(after) = f.after else { continue };
@@ -543,7 +573,7 @@ pub(crate) fn validate_with_changeset(
         }
     };
     let facts = match &changeset {
-        Some(c) => match file_facts(ws, c, ev.revision.format != "patch") {
+        Some(c) => match file_facts(ws, c, ev.revision.format != "patch" || has_binary(patch)) {
             Ok(f) => Some(f),
             Err(e) => {
                 dry.push(fail(e.message().to_owned(), json!({"code": e.code()})));
@@ -742,7 +772,7 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let facts = changeset
         .as_ref()
         .ok()
-        .and_then(|c| file_facts(&ws, c, ev.revision.format != "patch").ok());
+        .and_then(|c| file_facts(&ws, c, ev.revision.format != "patch" || has_binary(patch)).ok());
     let lines = added_lines(patch, facts.as_deref());
     ev.with_input(&lines, |input| review_plan(&ev.policy, input))
 }

@@ -345,3 +345,97 @@ fn a_private_key_sent_as_a_binary_literal_is_found_by_secret_scanning() {
         w.ok("claim.release", json!({"claim_id": claim}), &w.author);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Item 6: `proposal.status` is one consistent view, also during an apply.
+
+const STATUS_FILES: usize = 300;
+const STATUS_ROUNDS: usize = 4;
+
+#[test]
+fn proposal_status_during_an_apply_is_never_stale() {
+    let dir = scratch_dir();
+    let root = dir.path().to_path_buf();
+    std::fs::create_dir_all(root.join("d")).expect("mkdir");
+    for i in 0..STATUS_FILES {
+        std::fs::write(root.join(format!("d/f{i:03}.txt")), "0\n").expect("write");
+    }
+    let w = World::with(dir, EngineOptions::default());
+    let mut seen = Vec::new();
+    for round in 0..STATUS_ROUNDS {
+        let claim = str_of(&acquire(&w.engine, &w.author, "directory:d").expect("claim")["id"]);
+        let patch: String = (0..STATUS_FILES)
+            .map(|i| {
+                race_patch(
+                    &format!("d/f{i:03}.txt"),
+                    &round.to_string(),
+                    &(round + 1).to_string(),
+                )
+            })
+            .collect();
+        let pid = propose(&w, &patch);
+        w.ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &w.author,
+        );
+        w.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &w.reviewer,
+        );
+        let before = w.ok("proposal.status", json!({"proposal_id": pid}), &w.host);
+        assert_eq!(before["can_land"], true, "{before:#}");
+        let done = AtomicBool::new(false);
+        let reports = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+                let host = Actor::orchestrator(id("host"));
+                let mut reports = Vec::new();
+                loop {
+                    let last = done.load(Ordering::SeqCst);
+                    match engine.call("proposal.status", json!({"proposal_id": pid}), &host) {
+                        Ok(r) => reports.push(r),
+                        Err(e) => assert_eq!(e.code(), ErrorCode::Busy, "{e}"),
+                    }
+                    if last {
+                        return reports;
+                    }
+                }
+            });
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            w.ok(
+                "patch.apply",
+                json!({"proposal_id": pid, "revision": 1}),
+                &w.host,
+            );
+            done.store(true, Ordering::SeqCst);
+            watcher.join().expect("the watcher panicked")
+        });
+        for r in &reports {
+            let status = r["proposal"]["status"].as_str().expect("a status");
+            let applying = !r["applying"].is_null();
+            seen.push(format!(
+                "{status}{}",
+                if applying { "+applying" } else { "" }
+            ));
+            assert_eq!(r["stale"], false, "round {round}: {r:#}");
+            match status {
+                "applied" => assert!(r["validation"].is_null()),
+                "in_review" if applying => {
+                    assert_eq!(r["can_land"], false, "{r:#}");
+                    assert!(r["validation"].is_null(), "{r:#}");
+                }
+                "in_review" => assert_eq!(r["can_land"], true, "round {round}: {r:#}"),
+                other => panic!("round {round}: status {other}: {r:#}"),
+            }
+        }
+        assert_eq!(
+            reports.last().map(|r| r["proposal"]["status"].clone()),
+            Some(json!("applied"))
+        );
+        // The apply released the claim.
+        let _ = claim;
+    }
+    assert!(seen.len() >= STATUS_ROUNDS * 2, "{seen:?}");
+}

@@ -621,6 +621,8 @@ impl Tool for RecoveryCheck {
     type Args = TransactionArgs;
     type Output = RecoveryAdvice;
 
+    const READS_FILES: bool = true;
+
     unkeyed!();
 
     no_prep!();

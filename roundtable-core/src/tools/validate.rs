@@ -797,6 +797,8 @@ impl Tool for Validate {
     type Args = ValidateArgs;
     type Output = ValidationReport;
 
+    const READS_FILES: bool = true;
+
     unkeyed!();
 
     no_prep!();

@@ -7,6 +7,7 @@ mod governance_h14;
 mod properties;
 mod review;
 mod state;
+mod symbols_h14;
 mod tools;
 mod tools_refusals;
 mod tools_scale;

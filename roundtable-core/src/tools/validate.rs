@@ -376,6 +376,88 @@ fn diffed_added_lines<'a>(facts: impl IntoIterator<Item = &'a FileFacts<'a>>) ->
     out
 }
 
+/// What the line check cannot see: for each modified path that only
+/// symbol claims cover (and that is not already reported), every claimed
+/// symbol must still resolve in the result, and nothing outside the
+/// claimed spans may differ ([`crate::coverage::outside_unchanged`]) — so
+/// code added at a symbol's boundary that ends up outside it is uncovered.
+fn symbol_results(
+    ws: &Workspace,
+    facts: &[FileFacts<'_>],
+    covering: &[Scope],
+    reported: &[crate::coverage::Uncovered],
+) -> Vec<crate::coverage::Uncovered> {
+    let mut out = Vec::new();
+    for f in facts {
+        let (Operation::Modify, Some(after)) = (&f.operation, f.after) else {
+            continue;
+        };
+        if f.mode_change
+            || crate::coverage::file_covered(f.path, covering)
+            || reported.iter().any(|u| u.path == f.path.as_str())
+        {
+            continue;
+        }
+        let claimed: Vec<(&str, crate::claims::LineSpan)> = covering
+            .iter()
+            .filter_map(|c| match (&c.resource, c.span) {
+                (Resource::Symbol { path, name }, Some(span)) if path == f.path => {
+                    Some((name.as_str(), span))
+                }
+                _ => None,
+            })
+            .collect();
+        if claimed.is_empty() {
+            continue;
+        }
+        let uncovered = |reason: String| crate::coverage::Uncovered {
+            path: f.path.to_string(),
+            operation: f.operation.name().to_owned(),
+            reason,
+            lines: Vec::new(),
+            insertions: Vec::new(),
+        };
+        let mut new_spans = Vec::new();
+        let mut lost = None;
+        for (name, _) in &claimed {
+            match crate::symbols::resolve(f.path, after, name) {
+                Ok(s) => new_spans.push(crate::claims::LineSpan {
+                    start: s.start_line,
+                    end: s.end_line,
+                }),
+                Err(e) => {
+                    lost = Some(format!(
+                        "the claimed symbol {name} is not intact in the result: {e}"
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = lost {
+            out.push(uncovered(reason));
+            continue;
+        }
+        let read;
+        let before = match &f.before {
+            Some(b) => b.as_slice(),
+            None => {
+                read = ws.read(f.path).ok().flatten();
+                match &read {
+                    Some(t) => t.data.as_slice(),
+                    None => continue,
+                }
+            }
+        };
+        let old_spans: Vec<_> = claimed.iter().map(|(_, s)| *s).collect();
+        if !crate::coverage::outside_unchanged(before, &old_spans, after, &new_spans) {
+            out.push(uncovered(
+                "the result differs outside the claimed symbol spans (code added at a symbol's boundary ends up outside it)".to_owned(),
+            ));
+        }
+    }
+    out
+}
+
 /// A stage's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -680,7 +762,19 @@ pub(crate) fn validate_with_changeset(
                                 read.as_ref().map(|t| t.data.as_slice())
                             }
                         };
-                        before.map(|b| line_changes(b, a))
+                        // The hunks' own positions when they are where
+                        // they say; a diff only when the patch applies at
+                        // an offset (or is an edit plan).
+                        let hunks = patch.and_then(|p| {
+                            p.files()
+                                .iter()
+                                .find(|fp| fp.path() == f.path.as_str().as_bytes())
+                        });
+                        before.map(|b| {
+                            hunks
+                                .and_then(|fp| crate::coverage::hunk_line_changes(fp.hunks(), b))
+                                .unwrap_or_else(|| line_changes(b, a))
+                        })
                     }
                     _ => None,
                 })
@@ -695,7 +789,9 @@ pub(crate) fn validate_with_changeset(
                     lines: l.as_ref(),
                 })
                 .collect();
-            let out = crate::coverage::uncovered(&changes, &covering)
+            let mut found = crate::coverage::uncovered(&changes, &covering);
+            found.extend(symbol_results(ws, facts, &covering, &found));
+            let out = found
                 .into_iter()
                 .map(|u| {
                     let message = format!("{}: {}", u.path, u.reason);

@@ -532,6 +532,9 @@ pub(crate) struct Before {
 }
 
 /// One transaction to run.
+/// A check run inside the journal's transaction (see [`Plan::guard`]).
+pub(crate) type Guard<'g> = dyn Fn(&Cx<'_>) -> Result<(), ToolError> + 'g;
+
 pub(crate) struct Plan<'a> {
     pub id: crate::Id,
     pub kind: TransactionKind,
@@ -549,6 +552,12 @@ pub(crate) struct Plan<'a> {
     /// the only ones it may remove when they are left empty (`None`: any
     /// directory a removal empties, as `git apply` does).
     pub prune_only: Option<BTreeSet<RepoPath>>,
+    /// Checked inside the journal's SQL transaction, before anything is
+    /// recorded: what validation decided outside it that must still hold
+    /// when the apply becomes visible (no other agent's write claim was
+    /// granted on a touched path since). Its error refuses the apply with
+    /// nothing written.
+    pub guard: Option<&'a Guard<'a>>,
 }
 
 fn phase(cx: &Cx<'_>, id: &str, name: &str, status: &str, detail: Value) -> Result<(), ToolError> {
@@ -608,6 +617,9 @@ pub(crate) fn execute<T>(
                 format!("transaction {id} already exists"),
                 json!({"kind": "transaction", "id": id}),
             ));
+        }
+        if let Some(guard) = plan.guard {
+            guard(&cx)?;
         }
         tx.execute(
             "INSERT INTO transactions (id, kind, proposal_id, revision, rollback_of, status, actor, pid,

@@ -81,6 +81,26 @@ pub fn under(dir: Option<&RepoPath>, path: &RepoPath) -> bool {
     }
 }
 
+/// `held` as it is in the current content of its file, whose symbol index
+/// is `symbols`: a symbol claim's span re-resolved there (a file that
+/// shifted moves its symbols), or no span — overlapping every symbol of
+/// the file — when the name no longer resolves to one symbol. Files and
+/// directories are returned as they are.
+pub fn current_scope(held: &Scope, symbols: &[crate::symbols::Symbol]) -> Scope {
+    match &held.resource {
+        Resource::Symbol { path, name } => Scope {
+            resource: held.resource.clone(),
+            span: crate::symbols::resolve_in(path, symbols, name)
+                .ok()
+                .map(|s| LineSpan {
+                    start: s.start_line,
+                    end: s.end_line,
+                }),
+        },
+        _ => held.clone(),
+    }
+}
+
 /// Whether two scopes overlap.
 pub fn overlaps(a: &Scope, b: &Scope) -> bool {
     use Resource::{Directory, File, Symbol};

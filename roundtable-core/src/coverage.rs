@@ -12,7 +12,7 @@
 //! Every uncovered change is reported, not the first.
 
 use crate::changeset::Operation;
-use crate::claims::{under, Scope};
+use crate::claims::{under, LineSpan, Scope};
 use crate::resource::Resource;
 use crate::RepoPath;
 use schemars::JsonSchema;
@@ -47,6 +47,98 @@ pub fn line_changes(before: &[u8], after: &[u8]) -> LineChanges {
         }
     }
     out
+}
+
+/// The line changes a file's `hunks` state, at their own positions (the
+/// change as submitted, not a re-diff that may align an insertion
+/// elsewhere); `None` when some hunk's old side is not at its stated place
+/// in `before` (the patch applies at an offset there), where only a diff
+/// can tell.
+pub fn hunk_line_changes(hunks: &[crate::diff::Hunk<'_>], before: &[u8]) -> Option<LineChanges> {
+    use crate::diff::LineKind;
+    let old = crate::changeset::render::lines(before);
+    let same = |at: usize, content: &[u8]| {
+        let trim = |l: &[u8]| -> usize {
+            l.strip_suffix(b"\n").map_or(l.len(), |l| {
+                l.strip_suffix(b"\r").map_or(l.len(), <[u8]>::len)
+            })
+        };
+        old.get(at)
+            .is_some_and(|l| l[..trim(l)] == content[..trim(content)])
+    };
+    let mut out = LineChanges::default();
+    for h in hunks {
+        // 0-based index of the next old line; `-N,0` means "after line N".
+        let mut at = if h.old_lines() == 0 {
+            h.old_start() as usize
+        } else {
+            (h.old_start() as usize).checked_sub(1)?
+        };
+        // The kind of the previous line, and whether the current run of
+        // insertions recorded a point: an insertion next to a deletion is
+        // part of a replacement (the removed lines say where), not a pure
+        // addition.
+        let mut previous = LineKind::Context;
+        let mut pushed = false;
+        for l in h.lines() {
+            match l.kind {
+                LineKind::Context | LineKind::Delete => {
+                    if !same(at, l.content) {
+                        return None;
+                    }
+                    if l.kind == LineKind::Delete {
+                        if previous == LineKind::Insert && pushed {
+                            out.insertions.pop();
+                        }
+                        out.removed.push(u32::try_from(at + 1).ok()?);
+                    }
+                    at += 1;
+                    pushed = false;
+                }
+                LineKind::Insert => {
+                    if previous == LineKind::Context {
+                        out.insertions.push(u32::try_from(at).ok()?);
+                        pushed = true;
+                    }
+                }
+            }
+            previous = l.kind;
+        }
+    }
+    Some(out)
+}
+
+/// Whether everything outside the claimed spans is unchanged: `before`
+/// with the lines of `old_spans` taken out equals `after` with the lines
+/// of `new_spans` (the same symbols, resolved in the result) taken out,
+/// each maximal run of claimed lines standing as one marker. This is exact
+/// whatever a diff would align: code added at a symbol's boundary that ends
+/// up outside it, or a symbol's lines moved past unclaimed code, make it
+/// `false`.
+pub fn outside_unchanged(
+    before: &[u8],
+    old_spans: &[LineSpan],
+    after: &[u8],
+    new_spans: &[LineSpan],
+) -> bool {
+    fn outside<'d>(data: &'d [u8], spans: &[LineSpan]) -> Vec<Option<&'d [u8]>> {
+        let mut out = Vec::new();
+        for (i, line) in crate::changeset::render::lines(data)
+            .into_iter()
+            .enumerate()
+        {
+            let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            if spans.iter().any(|s| s.contains_line(n)) {
+                if out.last() != Some(&None) {
+                    out.push(None);
+                }
+            } else {
+                out.push(Some(line));
+            }
+        }
+        out
+    }
+    outside(before, old_spans) == outside(after, new_spans)
 }
 
 /// One touched path, as coverage sees it.
@@ -157,7 +249,6 @@ pub fn uncovered(changes: &[Change<'_>], claims: &[Scope]) -> Vec<Uncovered> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::LineSpan;
 
     fn path(p: &str) -> RepoPath {
         p.parse().expect("path")
@@ -168,6 +259,42 @@ mod tests {
             resource: id.parse().expect("resource"),
             span: span.map(|(start, end)| LineSpan { start, end }),
         }
+    }
+
+    #[test]
+    fn hunk_line_changes_use_the_hunks_own_positions() {
+        let before = b"a\nb\nc\n";
+        let patch = b"--- a/f\n+++ b/f\n@@ -1,2 +1,4 @@\n+b\n+x\n a\n-b\n+B\n";
+        let patch =
+            crate::diff::parse(patch, &crate::diff::ParseOptions { strip: 1 }).expect("parses");
+        let hunks = patch.files()[0].hunks();
+        let c = hunk_line_changes(hunks, before).expect("at its place");
+        // A pure insertion before line 1 (a re-diff could align it after
+        // it), and line 2 replaced.
+        assert_eq!(c.insertions, [0]);
+        assert_eq!(c.removed, [2]);
+        // Not where it says: no positions to trust.
+        assert_eq!(hunk_line_changes(hunks, b"z\na\nb\n"), None);
+    }
+
+    #[test]
+    fn outside_unchanged_compares_everything_but_the_claimed_spans() {
+        let span = |start, end| LineSpan { start, end };
+        let before = b"x\nfn f {\n 1\n}\ny\n";
+        let grown = b"x\nfn f {\n 1\n 2\n}\ny\n";
+        assert!(outside_unchanged(
+            before,
+            &[span(2, 4)],
+            grown,
+            &[span(2, 5)]
+        ));
+        let added = b"x\nfn f {\n}\nfn g {\n}\ny\n";
+        assert!(!outside_unchanged(
+            before,
+            &[span(2, 4)],
+            added,
+            &[span(2, 3)]
+        ));
     }
 
     #[test]

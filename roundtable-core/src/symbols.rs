@@ -114,6 +114,16 @@
 //! fails on malformed input; callers that must not guess can check the
 //! resolved span against the lines they expect.
 //!
+//! # Bounds
+//!
+//! The walk descends at most [`MAX_NESTING`] declaration scopes and builds
+//! names of at most [`MAX_QUALIFIED_NAME`] bytes; beyond either, [`index`]
+//! refuses with `invalid_argument` ([`SymbolError::NestingTooDeep`],
+//! [`SymbolError::NameTooLong`]) instead of exhausting the stack or
+//! spending quadratic time (20,000 nested modules once did both). Nesting
+//! the index does not descend into (function bodies, expressions, types)
+//! costs nothing but the parse.
+//!
 //! Names are kept as written, so a few cannot be spelled in a
 //! `symbol:PATH#NAME` id (a TS method with a quoted key containing a space,
 //! a `#private` member): such symbols are indexed but resolvable only
@@ -349,6 +359,18 @@ pub enum SymbolError {
         /// Every symbol with that name, in file order.
         candidates: Vec<Symbol>,
     },
+    /// Declaration scopes (modules, classes, impl blocks, namespaces,
+    /// conditional blocks, recovered error regions) nest deeper than
+    /// [`MAX_NESTING`]: the index refuses rather than exhaust the stack or
+    /// spend quadratic time on qualified names.
+    #[error("declarations nest more than {MAX_NESTING} levels deep; the symbol index does not descend that far")]
+    NestingTooDeep,
+    /// A qualified name is longer than [`MAX_QUALIFIED_NAME`] bytes.
+    #[error("a qualified symbol name is {len} bytes, more than the symbol index keeps ({MAX_QUALIFIED_NAME})")]
+    NameTooLong {
+        /// The name's length in bytes.
+        len: usize,
+    },
     /// The source is larger than the parser's 32-bit offsets can address
     /// (4 GiB).
     #[error("the source is {len} bytes, more than the symbol index can parse ({MAX_SOURCE_LEN})")]
@@ -378,15 +400,30 @@ fn lines_of(candidates: &[Symbol]) -> String {
 /// 32-bit offsets.
 pub const MAX_SOURCE_LEN: usize = u32::MAX as usize;
 
+/// How many declaration scopes deep the index descends (each module,
+/// class, impl or trait block, namespace, conditional block or recovered
+/// error region is one level). Real code stays far below; deeper nesting is
+/// [`SymbolError::NestingTooDeep`], so that the walk's stack and the
+/// qualified names stay bounded.
+pub const MAX_NESTING: usize = 128;
+
+/// The longest qualified name the index builds, in bytes; longer is
+/// [`SymbolError::NameTooLong`] (so the names of a file cost at most this
+/// much per symbol).
+pub const MAX_QUALIFIED_NAME: usize = 4096;
+
 impl SymbolError {
     /// `unsupported_language`, `unknown_symbol`, `ambiguous_symbol`;
-    /// `invalid_argument` for an oversized source.
+    /// `invalid_argument` for an oversized source, nesting deeper than
+    /// [`MAX_NESTING`] or a name longer than [`MAX_QUALIFIED_NAME`].
     pub fn code(&self) -> ErrorCode {
         match self {
             SymbolError::UnsupportedLanguage { .. } => ErrorCode::UnsupportedLanguage,
             SymbolError::UnknownSymbol { .. } => ErrorCode::UnknownSymbol,
             SymbolError::AmbiguousSymbol { .. } => ErrorCode::AmbiguousSymbol,
-            SymbolError::SourceTooLarge { .. } => ErrorCode::InvalidArgument,
+            SymbolError::SourceTooLarge { .. }
+            | SymbolError::NestingTooDeep
+            | SymbolError::NameTooLong { .. } => ErrorCode::InvalidArgument,
         }
     }
 
@@ -394,7 +431,8 @@ impl SymbolError {
     /// unsupported language; `{"path", "name", "similar"}` for an unknown
     /// symbol; `{"path", "name", "candidates": [{"name", "kind",
     /// "start_line", "end_line", "start_byte", "end_byte", "definition"}]}`
-    /// for an ambiguous one; `{"len", "max"}` for an oversized source.
+    /// for an ambiguous one; `{"len", "max"}` for an oversized source or
+    /// name; `{"max_nesting"}` for nesting too deep.
     pub fn details(&self) -> Value {
         match self {
             SymbolError::UnsupportedLanguage { path } => json!({ "path": path }),
@@ -413,6 +451,10 @@ impl SymbolError {
                 "candidates": candidates.iter().map(Symbol::to_json).collect::<Vec<_>>(),
             }),
             SymbolError::SourceTooLarge { len } => json!({ "len": len, "max": MAX_SOURCE_LEN }),
+            SymbolError::NestingTooDeep => json!({ "max_nesting": MAX_NESTING }),
+            SymbolError::NameTooLong { len } => {
+                json!({ "len": len, "max": MAX_QUALIFIED_NAME })
+            }
         }
     }
 }
@@ -422,7 +464,10 @@ impl SymbolError {
 /// symbols inside it).
 ///
 /// Never fails on malformed source: see the module documentation on syntax
-/// errors. The only error is [`SymbolError::SourceTooLarge`].
+/// errors. The errors are bounds: [`SymbolError::SourceTooLarge`],
+/// [`SymbolError::NestingTooDeep`] (declaration scopes nested deeper than
+/// [`MAX_NESTING`]) and [`SymbolError::NameTooLong`]. Time and memory are
+/// linear in the source's length.
 ///
 /// ```
 /// use roundtable::symbols::{self, Language, SymbolKind};
@@ -444,6 +489,9 @@ pub fn index(language: Language, source: &[u8]) -> Result<Vec<Symbol>, SymbolErr
         Language::Go => go::index(&mut out, root),
         Language::TypeScript | Language::Tsx | Language::JavaScript => ts::index(&mut out, root),
         Language::C => c::index(&mut out, root),
+    }
+    if let Some(e) = out.error {
+        return Err(e);
     }
     let mut symbols = out.symbols;
     symbols.sort_by(|a, b| {
@@ -553,6 +601,10 @@ fn parse(language: Language, source: &[u8]) -> Tree {
 struct Collector<'s> {
     source: &'s [u8],
     symbols: Vec<Symbol>,
+    /// Scopes entered and not yet left (see [`Collector::enter`]).
+    depth: usize,
+    /// The first bound exceeded; once set, nothing more is collected.
+    error: Option<SymbolError>,
 }
 
 impl<'s> Collector<'s> {
@@ -560,7 +612,30 @@ impl<'s> Collector<'s> {
         Collector {
             source,
             symbols: Vec::new(),
+            depth: 0,
+            error: None,
         }
+    }
+
+    /// Enter one more nested scope: `false` (and the error recorded) when
+    /// that would exceed [`MAX_NESTING`] or a bound was already exceeded;
+    /// on `true`, [`Collector::leave`] must follow.
+    fn enter(&mut self) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        // The file itself is not a nesting level.
+        if self.depth > MAX_NESTING {
+            self.error = Some(SymbolError::NestingTooDeep);
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    /// Leave the scope [`Collector::enter`] entered.
+    fn leave(&mut self) {
+        self.depth -= 1;
     }
 
     /// The node's text (lossily decoded).
@@ -579,12 +654,18 @@ impl<'s> Collector<'s> {
         definition: bool,
         attached: fn(Node<'_>, &[u8]) -> bool,
     ) {
-        if name.is_empty() {
+        if name.is_empty() || self.error.is_some() {
+            return;
+        }
+        let len = scope.iter().map(|s| s.len() + 1).sum::<usize>() + name.len();
+        if len > MAX_QUALIFIED_NAME {
+            self.error = Some(SymbolError::NameTooLong { len });
             return;
         }
         let start = leading(node, self.source, attached);
-        let mut qualified = scope.join(".");
-        if !qualified.is_empty() {
+        let mut qualified = String::with_capacity(len);
+        for part in scope {
+            qualified.push_str(part);
             qualified.push('.');
         }
         qualified.push_str(name);

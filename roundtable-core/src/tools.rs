@@ -121,6 +121,19 @@ pub(crate) trait Tool {
     type Output: Serialize + JsonSchema;
     type Prep;
 
+    /// Whether a read-only tool reads workspace files as well as the
+    /// store. Such a call is one consistent view: it is repeated until no
+    /// apply or rollback journaled or was writing files while it ran (see
+    /// [`consistent_read`]), so files and rows are of one moment.
+    const READS_FILES: bool = false;
+
+    /// Whether `out` was decided from the store alone (no file was read,
+    /// e.g. a proposal found `applying`), so that it stands whatever an
+    /// apply did meanwhile.
+    fn store_only(_out: &Self::Output) -> bool {
+        false
+    }
+
     /// The call's idempotency key, for mutating tools.
     fn key(args: &Self::Args) -> Option<&Id>;
 
@@ -340,6 +353,26 @@ pub(crate) fn replay(
 fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
     let args: T::Args = decode(args)?;
     let store = engine.store();
+    if !T::MUTATES && T::READS_FILES {
+        return consistent_read(engine, |mark| {
+            let prep = T::prepare(engine, actor, &args)?;
+            store.read(|tx| {
+                *mark = ApplyMark::read(tx)?;
+                let cx = Cx {
+                    engine,
+                    tx,
+                    actor,
+                    now: engine.now(),
+                };
+                let out = T::run(&cx, decode_again::<T>(&args)?, prep)?;
+                let settled = T::store_only(&out);
+                Ok((
+                    serde_json::to_value(out).expect("results serialize"),
+                    settled,
+                ))
+            })
+        });
+    }
     if !T::MUTATES {
         let prep = T::prepare(engine, actor, &args)?;
         return store.read(|tx| {
@@ -380,6 +413,76 @@ fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, T
         }
         Ok(out)
     })
+}
+
+/// The arguments once more, for another attempt of a [`consistent_read`]
+/// (`run` consumes them).
+fn decode_again<T: Tool>(args: &T::Args) -> Result<T::Args, ToolError> {
+    decode(serde_json::to_value(args).expect("arguments serialize"))
+}
+
+/// What the store says about applies at one moment: the newest
+/// transaction, and how many are `applying`. Between two marks with the
+/// same newest transaction and the same count, no apply journaled and none
+/// finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct ApplyMark {
+    newest: i64,
+    applying: i64,
+}
+
+impl ApplyMark {
+    fn read(tx: &rusqlite::Transaction<'_>) -> Result<ApplyMark, ToolError> {
+        let (newest, applying): (i64, i64) = tx.query_row(
+            "SELECT coalesce(max(seq), 0), count(*) FILTER (WHERE status = 'applying') FROM transactions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(ApplyMark { newest, applying })
+    }
+}
+
+/// Run `attempt` (a read transaction that also reads files, recording the
+/// [`ApplyMark`] its snapshot saw, and saying whether its result came from
+/// the store alone) until its result is one consistent view: no apply was
+/// writing files when it began, and none journaled while it ran. Waits at
+/// most the engine's `busy_timeout`, then `busy`.
+///
+/// A transaction left `applying` by a crashed applier (nobody holds the
+/// apply lock) writes nothing and does not hold a read up.
+fn consistent_read(
+    engine: &Engine,
+    mut attempt: impl FnMut(&mut ApplyMark) -> Result<(Value, bool), ToolError>,
+) -> Result<Value, ToolError> {
+    let start = std::time::Instant::now();
+    let timeout = engine.options().busy_timeout;
+    loop {
+        let mut seen = ApplyMark::default();
+        let (out, store_only) = attempt(&mut seen)?;
+        if store_only {
+            return Ok(out);
+        }
+        // Same mark after: nothing journaled or finished meanwhile; and a
+        // transaction still `applying` with nobody holding the apply lock
+        // was left by a crashed applier and writes nothing.
+        let unchanged = engine.store().read(ApplyMark::read)? == seen;
+        if unchanged
+            && (seen.applying == 0 || crate::apply::ApplyLock::try_acquire(engine)?.is_some())
+        {
+            return Ok(out);
+        }
+        if start.elapsed() >= timeout {
+            return Err(ToolError::new(
+                ErrorCode::Busy,
+                format!(
+                    "applies kept changing the files for more than {} ms while this read ran; retry",
+                    timeout.as_millis()
+                ),
+                json!({}),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 /// Store a mutating call's result under its idempotency key.

@@ -3,10 +3,12 @@
 mod edit_plans;
 mod fuzz_replay;
 mod governance;
+mod governance_hardening;
 mod hardening;
 mod properties;
 mod review;
 mod state;
+mod symbols_hostile;
 mod tools;
 mod tools_refusals;
 mod tools_scale;

@@ -12,7 +12,16 @@ fn attached(node: Node<'_>, _source: &[u8]) -> bool {
     is_comment(node)
 }
 
+/// The items of `container`, one scope deeper (bounded: see
+/// [`Collector::enter`]).
 fn items(out: &mut Collector<'_>, container: Node<'_>) {
+    if out.enter() {
+        items_in(out, container);
+        out.leave();
+    }
+}
+
+fn items_in(out: &mut Collector<'_>, container: Node<'_>) {
     for item in named_children(container) {
         match item.kind() {
             "function_definition" => {

@@ -12,7 +12,16 @@ fn attached(node: Node<'_>, _source: &[u8]) -> bool {
     is_comment(node)
 }
 
+/// The declarations of `container`, one scope deeper (bounded: see
+/// [`Collector::enter`]).
 fn decls(out: &mut Collector<'_>, container: Node<'_>) {
+    if out.enter() {
+        decls_in(out, container);
+        out.leave();
+    }
+}
+
+fn decls_in(out: &mut Collector<'_>, container: Node<'_>) {
     for decl in named_children(container) {
         match decl.kind() {
             "function_declaration" => {
@@ -83,19 +92,20 @@ fn type_spec(out: &mut Collector<'_>, spec: Node<'_>, outer: Node<'_>) {
 /// The receiver's type name: the first type identifier in the receiver
 /// list (`(s *Stack[T])` → `Stack`).
 fn first_type_identifier(node: Node<'_>) -> Option<Node<'_>> {
-    if node.kind() == "type_identifier" {
-        return Some(node);
-    }
-    let mut found = None;
-    for child in named_children(node) {
-        // The receiver's own name (`s`) is an identifier, skipped; type
-        // parameters come after the type's name, so the first hit wins.
-        found = first_type_identifier(child);
-        if found.is_some() {
-            break;
+    // Depth first, in order, with an explicit stack: `(s ****…T)` may be
+    // nested arbitrarily deep. The receiver's own name (`s`) is an
+    // identifier, skipped; type parameters come after the type's name, so
+    // the first hit wins.
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "type_identifier" {
+            return Some(node);
         }
+        let mut children = named_children(node);
+        children.reverse();
+        stack.extend(children);
     }
-    found
+    None
 }
 
 #[cfg(test)]

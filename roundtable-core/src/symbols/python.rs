@@ -13,7 +13,16 @@ fn attached(node: Node<'_>, _source: &[u8]) -> bool {
     is_comment(node)
 }
 
+/// The statements of `container`, one scope deeper (bounded: see
+/// [`Collector::enter`]).
 fn block(out: &mut Collector<'_>, container: Node<'_>, path: &mut Vec<String>, in_class: bool) {
+    if out.enter() {
+        block_in(out, container, path, in_class);
+        out.leave();
+    }
+}
+
+fn block_in(out: &mut Collector<'_>, container: Node<'_>, path: &mut Vec<String>, in_class: bool) {
     for stmt in named_children(container) {
         match stmt.kind() {
             "function_definition" | "class_definition" => {

@@ -29,7 +29,16 @@ fn attached(node: Node<'_>, source: &[u8]) -> bool {
     false
 }
 
+/// The items of `container`, one scope deeper (bounded: see
+/// [`Collector::enter`]).
 fn items(out: &mut Collector<'_>, container: Node<'_>, path: &mut Vec<String>, scope: Scope) {
+    if out.enter() {
+        items_in(out, container, path, scope);
+        out.leave();
+    }
+}
+
+fn items_in(out: &mut Collector<'_>, container: Node<'_>, path: &mut Vec<String>, scope: Scope) {
     for item in named_children(container) {
         let name = |out: &Collector<'_>| {
             item.child_by_field_name("name")
@@ -113,16 +122,32 @@ fn items(out: &mut Collector<'_>, container: Node<'_>, path: &mut Vec<String>, s
 /// references and pointers stripped (`&'a mut a::B<T>` → `B`); other types
 /// (tuples, slices) by their text without whitespace.
 fn type_name(out: &Collector<'_>, ty: Node<'_>) -> String {
-    match ty.kind() {
-        "generic_type" | "reference_type" | "pointer_type" => ty
-            .child_by_field_name("type")
-            .map(|t| type_name(out, t))
-            .unwrap_or_default(),
-        "scoped_type_identifier" => ty
-            .child_by_field_name("name")
-            .map(|t| out.text(t))
-            .unwrap_or_default(),
-        _ => out.text(ty).split_whitespace().collect(),
+    // A loop, not recursion: `&&&…T` may be nested arbitrarily deep.
+    let mut ty = ty;
+    loop {
+        match ty.kind() {
+            "generic_type" | "reference_type" | "pointer_type" => {
+                match ty.child_by_field_name("type") {
+                    Some(inner) => ty = inner,
+                    None => return String::new(),
+                }
+            }
+            "scoped_type_identifier" => {
+                return ty
+                    .child_by_field_name("name")
+                    .map(|t| out.text(t))
+                    .unwrap_or_default()
+            }
+            _ => {
+                // Other types by their text without whitespace, bounded
+                // like any qualified name.
+                let end = ty
+                    .end_byte()
+                    .min(ty.start_byte() + super::MAX_QUALIFIED_NAME + 1);
+                let text = String::from_utf8_lossy(&out.source[ty.start_byte()..end]);
+                return text.split_whitespace().collect();
+            }
+        }
     }
 }
 

@@ -22,7 +22,15 @@ fn statements(out: &mut Collector<'_>, container: Node<'_>, path: &mut Vec<Strin
 
 /// Index the declaration `decl`; `outer` is the node the span covers (the
 /// `export`/`declare` wrapper when there is one).
+/// Each declaration is one scope deeper (bounded: see [`Collector::enter`]).
 fn statement(out: &mut Collector<'_>, decl: Node<'_>, outer: Node<'_>, path: &mut Vec<String>) {
+    if out.enter() {
+        statement_in(out, decl, outer, path);
+        out.leave();
+    }
+}
+
+fn statement_in(out: &mut Collector<'_>, decl: Node<'_>, outer: Node<'_>, path: &mut Vec<String>) {
     let name = |out: &Collector<'_>| {
         decl.child_by_field_name("name")
             .map(|n| out.text(n))

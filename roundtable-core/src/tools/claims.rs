@@ -160,18 +160,35 @@ pub(crate) fn resource_state(
     ws: &crate::workspace::Workspace,
     resource: &Resource,
 ) -> Result<ResourceState, ToolError> {
+    Ok(resource_state_indexed(engine, ws, resource)?.0)
+}
+
+/// [`resource_state`], and for a symbol the index of the content its span
+/// was resolved in (to re-resolve other claims on that file with the same
+/// read).
+fn resource_state_indexed(
+    engine: &Engine,
+    ws: &crate::workspace::Workspace,
+    resource: &Resource,
+) -> Result<(ResourceState, Option<Vec<crate::symbols::Symbol>>), ToolError> {
     match resource {
-        Resource::File(path) => Ok(ResourceState {
-            digest: match ws.meta(path)? {
-                Some(meta) => meta.digest.to_string(),
-                None => ABSENT.to_owned(),
+        Resource::File(path) => Ok((
+            ResourceState {
+                digest: match ws.meta(path)? {
+                    Some(meta) => meta.digest.to_string(),
+                    None => ABSENT.to_owned(),
+                },
+                span: None,
             },
-            span: None,
-        }),
-        Resource::Directory(dir) => Ok(ResourceState {
-            digest: crate::state::subtree_state(engine.root(), dir.as_ref())?.to_string(),
-            span: None,
-        }),
+            None,
+        )),
+        Resource::Directory(dir) => Ok((
+            ResourceState {
+                digest: crate::state::subtree_state(engine.root(), dir.as_ref())?.to_string(),
+                span: None,
+            },
+            None,
+        )),
         Resource::Symbol { path, name } => {
             let file = ws.read(path)?.ok_or_else(|| {
                 ToolError::new(
@@ -180,17 +197,67 @@ pub(crate) fn resource_state(
                     json!({"path": path, "symbol": name}),
                 )
             })?;
-            let symbol = crate::symbols::resolve(path, &file.data, name)?;
-            Ok(ResourceState {
+            let index = crate::symbols::index_path(path, &file.data)?;
+            let symbol = crate::symbols::resolve_in(path, &index, name)?;
+            let state = ResourceState {
                 digest: crate::Digest::of(&file.data[symbol.start_byte..symbol.end_byte])
                     .to_string(),
                 span: Some(LineSpan {
                     start: symbol.start_line,
                     end: symbol.end_line,
                 }),
-            })
+            };
+            Ok((state, Some(index)))
         }
     }
+}
+
+/// `busy` when a transaction that is still `applying` (its files may be
+/// changing right now) touches `resource`. Called inside a write
+/// transaction, which keeps any other apply from journaling — and so from
+/// touching a file — until it ends.
+fn require_no_apply_touching(cx: &Cx<'_>, resource: &Resource) -> Result<(), ToolError> {
+    let mut stmt = cx.tx.prepare(
+        "SELECT t.id, t.proposal_id, f.path FROM transactions t
+         JOIN transaction_files f ON f.transaction_id = t.id
+         WHERE t.status = 'applying' ORDER BY t.seq, f.path",
+    )?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let claimed = Scope {
+        resource: resource.clone(),
+        span: None,
+    };
+    for (transaction, proposal, path) in rows {
+        // A journaled path that does not parse cannot be compared: assume
+        // it is the claimed one.
+        let touches = path.parse::<crate::RepoPath>().map_or(true, |p| {
+            overlaps(
+                &claimed,
+                &Scope {
+                    resource: Resource::File(p),
+                    span: None,
+                },
+            )
+        });
+        if touches {
+            return Err(ToolError::new(
+                crate::ErrorCode::Busy,
+                format!(
+                    "transaction {transaction} (proposal {proposal}) is applying {path}; claim {resource} when it has finished"
+                ),
+                json!({"transaction_id": transaction, "proposal_id": proposal, "path": path}),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Arguments of `claim.acquire`.
@@ -226,15 +293,11 @@ impl Tool for Acquire {
     const MUTATES: bool = true;
     type Args = AcquireArgs;
     type Output = ClaimChanged;
-    type Prep = ResourceState;
+    type Prep = ();
 
     keyed!();
 
-    fn prepare(
-        engine: &Engine,
-        actor: &Actor,
-        args: &AcquireArgs,
-    ) -> Result<ResourceState, ToolError> {
+    fn prepare(engine: &Engine, actor: &Actor, args: &AcquireArgs) -> Result<(), ToolError> {
         if actor.kind != ActorKind::Agent {
             return Err(ToolError::forbidden(
                 format!(
@@ -244,14 +307,14 @@ impl Tool for Acquire {
                 json!({"actor": actor, "allowed_kinds": ["agent"]}),
             ));
         }
-        resource_state(engine, engine.workspace(), &args.resource_id.0)
+        // The resource is read inside the transaction (`run`), not here:
+        // an apply landing between a read here and the grant would leave
+        // the claim recording content that is already gone.
+        let _ = (engine, args);
+        Ok(())
     }
 
-    fn run(
-        cx: &Cx<'_>,
-        args: AcquireArgs,
-        state: ResourceState,
-    ) -> Result<ClaimChanged, ToolError> {
+    fn run(cx: &Cx<'_>, args: AcquireArgs, (): ()) -> Result<ClaimChanged, ToolError> {
         let agent = cx.enabled_agent(Self::NAME)?;
         if let Some(task) = &args.task_id {
             let exists: bool = cx.tx.query_row(
@@ -263,6 +326,11 @@ impl Tool for Acquire {
                 return Err(ToolError::not_found("task", task.as_str()));
             }
         }
+        // Inside the write transaction no apply can journal, so none can
+        // start changing files; one already journaled is waited out.
+        require_no_apply_touching(cx, &args.resource_id.0)?;
+        let (state, index) =
+            resource_state_indexed(cx.engine, cx.engine.workspace(), &args.resource_id.0)?;
         let resource_id = args.resource_id.0.to_string();
         let scope = Scope {
             resource: args.resource_id.0.clone(),
@@ -283,7 +351,10 @@ impl Tool for Acquire {
             } else {
                 args.claim_type == ClaimType::Write
                     && other.claim_type == ClaimType::Write
-                    && overlaps(&scope, &other.scope()?)
+                    && overlaps(
+                        &scope,
+                        &held_scope(&other.scope()?, &scope, index.as_deref()),
+                    )
             };
             if clash {
                 let message = if same_holder {
@@ -344,6 +415,20 @@ impl Tool for Acquire {
         Ok(ClaimChanged {
             claim: Claim::load(cx, id.as_str())?,
         })
+    }
+}
+
+/// A held claim's scope as of the content `index` was built from (the
+/// file of the requested symbol `requested`): its span re-resolved there,
+/// since the span it recorded may be lines the file no longer gives it.
+fn held_scope(held: &Scope, requested: &Scope, index: Option<&[crate::symbols::Symbol]>) -> Scope {
+    match (&held.resource, &requested.resource, index) {
+        (Resource::Symbol { path, .. }, Resource::Symbol { path: here, .. }, Some(index))
+            if path == here =>
+        {
+            crate::claims::current_scope(held, index)
+        }
+        _ => held.clone(),
     }
 }
 

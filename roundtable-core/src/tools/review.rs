@@ -714,8 +714,14 @@ pub struct StatusReport {
     /// Whether the latest revision can be applied now.
     pub can_land: bool,
     /// Whether the revision no longer matches the files (its preconditions
-    /// fail or it does not apply): the author must revise.
+    /// fail or it does not apply): the author must revise. Never while the
+    /// proposal is `applying`.
     pub stale: bool,
+    /// The transaction applying the proposal right now, if one is: it is
+    /// committing (the files are changing and its claims are about to be
+    /// released), so it is neither stale nor landable again, and
+    /// `validation` is `null`; wait for the transaction (`transaction.get`).
+    pub applying: Option<String>,
     /// The validation report of the latest revision (`null` once the
     /// proposal is closed).
     pub validation: Option<ValidationReport>,
@@ -823,6 +829,12 @@ impl Tool for ProposalStatusTool {
     type Args = StatusArgs;
     type Output = StatusReport;
 
+    const READS_FILES: bool = true;
+
+    fn store_only(out: &StatusReport) -> bool {
+        out.validation.is_none()
+    }
+
     unkeyed!();
 
     no_prep!();
@@ -834,8 +846,35 @@ impl Tool for ProposalStatusTool {
                 proposal: p,
                 can_land: false,
                 stale: false,
+                applying: None,
                 validation: None,
                 next: Vec::new(),
+            });
+        }
+        use rusqlite::OptionalExtension as _;
+        let applying: Option<String> = cx
+            .tx
+            .query_row(
+                "SELECT id FROM transactions WHERE proposal_id = ?1 AND kind = 'apply' AND status = 'applying'
+                 ORDER BY seq DESC LIMIT 1",
+                [&p.id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(transaction) = applying {
+            let next = vec![NextActor {
+                actor: "orchestrator".into(),
+                candidates: Vec::new(),
+                roles: Vec::new(),
+                why: format!("wait: transaction {transaction} is applying it"),
+            }];
+            return Ok(StatusReport {
+                proposal: p,
+                can_land: false,
+                stale: false,
+                applying: Some(transaction),
+                validation: None,
+                next,
             });
         }
         let evidence = gather(cx, &p.id, None)?;
@@ -847,6 +886,7 @@ impl Tool for ProposalStatusTool {
         Ok(StatusReport {
             can_land: report.valid,
             stale,
+            applying: None,
             next,
             validation: Some(report),
             proposal: p,

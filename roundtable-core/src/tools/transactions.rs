@@ -251,6 +251,29 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         })
         .collect();
     let proposal = evidence.proposal.clone();
+    // Validation read the claims in its own transaction; one granted to
+    // another agent since (before this journal) would be overrun by the
+    // apply and be stale at birth, so the journal's transaction checks again.
+    let guard = |cx: &Cx<'_>| -> Result<(), ToolError> {
+        for other in live_write_claims(cx.tx, None, cx.now)? {
+            if other.agent_id == proposal.author {
+                continue;
+            }
+            let clash = other
+                .scope()
+                .map_or(true, |s| touched.iter().any(|t| overlaps(&s, t)));
+            if clash {
+                return Err(ToolError::conflict(
+                    format!(
+                        "{} acquired write claim {} on {} while revision {} of {} was being validated; nothing was applied",
+                        other.agent_id, other.id, other.resource_id, args.revision.0, proposal.id
+                    ),
+                    json!({"holder": other}),
+                ));
+            }
+        }
+        Ok(())
+    };
     let plan = Plan {
         id,
         kind: TransactionKind::Apply,
@@ -261,6 +284,7 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
         snapshot,
         workspace: &ws,
         prune_only: None,
+        guard: Some(&guard),
     };
     execute(engine, actor, plan, |cx, transaction| {
         let changed = cx.tx.execute(
@@ -396,6 +420,7 @@ pub(crate) fn rollback_call(
         snapshot,
         workspace: &ws,
         prune_only: Some(created),
+        guard: None,
     };
     execute(engine, actor, plan, |cx, transaction| {
         cx.tx.execute(
@@ -621,6 +646,8 @@ impl Tool for RecoveryCheck {
     const MUTATES: bool = false;
     type Args = TransactionArgs;
     type Output = RecoveryAdvice;
+
+    const READS_FILES: bool = true;
 
     unkeyed!();
 

@@ -14,7 +14,7 @@ use super::{Cx, Tool, ToolError};
 use crate::changeset::{Changeset, Operation};
 use crate::claims::{overlaps, Scope};
 use crate::coverage::{line_changes, Change, LineChanges};
-use crate::diff::{LineKind, Patch};
+use crate::diff::{FilePatch, LineKind, Patch};
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::policy::{
@@ -287,9 +287,39 @@ pub(crate) fn added_lines<'a>(
 ) -> Vec<Line<'a>> {
     match (patch, facts) {
         (_, None) => Vec::new(),
-        (Some(patch), Some(_)) => hunk_added_lines(patch),
+        (Some(patch), Some(facts)) => {
+            let mut out = hunk_added_lines(patch);
+            // A `GIT binary patch` carries no lines: the content it results
+            // in is scanned when it is text, so a secret cannot be smuggled
+            // in as a literal.
+            let binary: Vec<&[u8]> = patch
+                .files()
+                .iter()
+                .filter(|f| f.is_binary())
+                .map(FilePatch::path)
+                .collect();
+            let carried = facts
+                .iter()
+                .filter(|f| binary.contains(&f.path.as_str().as_bytes()))
+                .filter(|f| f.after.is_some_and(is_text));
+            out.extend(diffed_added_lines(carried));
+            out
+        }
         (None, Some(facts)) => diffed_added_lines(facts),
     }
+}
+
+/// Whether `bytes` read as text: git's rule, no NUL byte (any encoding,
+/// decoded lossily for scanning).
+fn is_text(bytes: &[u8]) -> bool {
+    !bytes.contains(&0)
+}
+
+/// Whether a revision's patch carries a file as a `GIT binary patch` (whose
+/// old content secret scanning then needs, to tell added lines from kept
+/// ones).
+pub(crate) fn has_binary(patch: Option<&Patch<'_>>) -> bool {
+    patch.is_some_and(|p| p.files().iter().any(FilePatch::is_binary))
 }
 
 fn text(bytes: &[u8]) -> Cow<'_, str> {
@@ -330,7 +360,7 @@ fn hunk_added_lines<'a>(patch: &'a Patch<'a>) -> Vec<Line<'a>> {
     out
 }
 
-fn diffed_added_lines<'a>(facts: &'a [FileFacts<'a>]) -> Vec<Line<'a>> {
+fn diffed_added_lines<'a>(facts: impl IntoIterator<Item = &'a FileFacts<'a>>) -> Vec<Line<'a>> {
     let mut out = Vec::new();
     for f in facts {
         let Some(after) = f.after else { continue };
@@ -346,6 +376,88 @@ fn diffed_added_lines<'a>(facts: &'a [FileFacts<'a>]) -> Vec<Line<'a>> {
                     out.push((Cow::Borrowed(f.path.as_str()), i as u32 + 1, text(new[i])));
                 }
             }
+        }
+    }
+    out
+}
+
+/// What the line check cannot see: for each modified path that only
+/// symbol claims cover (and that is not already reported), every claimed
+/// symbol must still resolve in the result, and nothing outside the
+/// claimed spans may differ ([`crate::coverage::outside_unchanged`]) — so
+/// code added at a symbol's boundary that ends up outside it is uncovered.
+fn symbol_results(
+    ws: &Workspace,
+    facts: &[FileFacts<'_>],
+    covering: &[Scope],
+    reported: &[crate::coverage::Uncovered],
+) -> Vec<crate::coverage::Uncovered> {
+    let mut out = Vec::new();
+    for f in facts {
+        let (Operation::Modify, Some(after)) = (&f.operation, f.after) else {
+            continue;
+        };
+        if f.mode_change
+            || crate::coverage::file_covered(f.path, covering)
+            || reported.iter().any(|u| u.path == f.path.as_str())
+        {
+            continue;
+        }
+        let claimed: Vec<(&str, crate::claims::LineSpan)> = covering
+            .iter()
+            .filter_map(|c| match (&c.resource, c.span) {
+                (Resource::Symbol { path, name }, Some(span)) if path == f.path => {
+                    Some((name.as_str(), span))
+                }
+                _ => None,
+            })
+            .collect();
+        if claimed.is_empty() {
+            continue;
+        }
+        let uncovered = |reason: String| crate::coverage::Uncovered {
+            path: f.path.to_string(),
+            operation: f.operation.name().to_owned(),
+            reason,
+            lines: Vec::new(),
+            insertions: Vec::new(),
+        };
+        let mut new_spans = Vec::new();
+        let mut lost = None;
+        for (name, _) in &claimed {
+            match crate::symbols::resolve(f.path, after, name) {
+                Ok(s) => new_spans.push(crate::claims::LineSpan {
+                    start: s.start_line,
+                    end: s.end_line,
+                }),
+                Err(e) => {
+                    lost = Some(format!(
+                        "the claimed symbol {name} is not intact in the result: {e}"
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = lost {
+            out.push(uncovered(reason));
+            continue;
+        }
+        let read;
+        let before = match &f.before {
+            Some(b) => b.as_slice(),
+            None => {
+                read = ws.read(f.path).ok().flatten();
+                match &read {
+                    Some(t) => t.data.as_slice(),
+                    None => continue,
+                }
+            }
+        };
+        let old_spans: Vec<_> = claimed.iter().map(|(_, s)| *s).collect();
+        if !crate::coverage::outside_unchanged(before, &old_spans, after, &new_spans) {
+            out.push(uncovered(
+                "the result differs outside the claimed symbol spans (code added at a symbol's boundary ends up outside it)".to_owned(),
+            ));
         }
     }
     out
@@ -548,7 +660,7 @@ pub(crate) fn validate_with_changeset(
         }
     };
     let facts = match &changeset {
-        Some(c) => match file_facts(ws, c, ev.revision.format != "patch") {
+        Some(c) => match file_facts(ws, c, ev.revision.format != "patch" || has_binary(patch)) {
             Ok(f) => Some(f),
             Err(e) => {
                 dry.push(fail(e.message().to_owned(), json!({"code": e.code()})));
@@ -655,7 +767,19 @@ pub(crate) fn validate_with_changeset(
                                 read.as_ref().map(|t| t.data.as_slice())
                             }
                         };
-                        before.map(|b| line_changes(b, a))
+                        // The hunks' own positions when they are where
+                        // they say; a diff only when the patch applies at
+                        // an offset (or is an edit plan).
+                        let hunks = patch.and_then(|p| {
+                            p.files()
+                                .iter()
+                                .find(|fp| fp.path() == f.path.as_str().as_bytes())
+                        });
+                        before.map(|b| {
+                            hunks
+                                .and_then(|fp| crate::coverage::hunk_line_changes(fp.hunks(), b))
+                                .unwrap_or_else(|| line_changes(b, a))
+                        })
                     }
                     _ => None,
                 })
@@ -670,7 +794,9 @@ pub(crate) fn validate_with_changeset(
                     lines: l.as_ref(),
                 })
                 .collect();
-            let out = crate::coverage::uncovered(&changes, &covering)
+            let mut found = crate::coverage::uncovered(&changes, &covering);
+            found.extend(symbol_results(ws, facts, &covering, &found));
+            let out = found
                 .into_iter()
                 .map(|u| {
                     let message = format!("{}: {}", u.path, u.reason);
@@ -747,7 +873,7 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let facts = changeset
         .as_ref()
         .ok()
-        .and_then(|c| file_facts(&ws, c, ev.revision.format != "patch").ok());
+        .and_then(|c| file_facts(&ws, c, ev.revision.format != "patch" || has_binary(patch)).ok());
     let lines = added_lines(patch, facts.as_deref());
     ev.with_input(&lines, |input| review_plan(&ev.policy, input))
 }
@@ -771,6 +897,8 @@ impl Tool for Validate {
     const MUTATES: bool = false;
     type Args = ValidateArgs;
     type Output = ValidationReport;
+
+    const READS_FILES: bool = true;
 
     unkeyed!();
 

@@ -1,0 +1,601 @@
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+#if X
+int f(void);
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif
+#endif

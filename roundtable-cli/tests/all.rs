@@ -2,5 +2,6 @@
 
 mod cli;
 mod differential;
+mod differential_formats;
 mod human;
 mod tools_cli;

@@ -395,10 +395,9 @@ fn file_names<'a>(
         };
         let rest = strip_nl(rest);
         let name = if rest.first() == Some(&b'"') {
+            // git ignores what follows a quoted name (a timestamp after
+            // a tab or spaces).
             let (name, used) = quote::unquote(rest).map_err(|e| cur.error(e))?;
-            if !matches!(rest.get(used), None | Some(b'\t')) {
-                return Err(cur.error("a tab or the end of the line after a quoted name"));
-            }
             FileName {
                 name: Cow::Owned(name),
                 suffix: Cow::Borrowed(&rest[used..]),

@@ -226,7 +226,6 @@ fn malformed_patches_name_the_line() {
         (b"diff --git \"a/x b/x\nold mode 100644\nnew mode 100755\n", 1, "file names"),
         (b"--- \"a/x\\q\"\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", 1, "unknown escape"),
         (b"--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+a\n", 1, "at most one"),
-        (b"--- l\n+++ \"t\"\"\n@@ -0,0 +1 @@\n+\n", 2, "after a quoted name"),
     ];
     for (text, line, expected) in cases {
         let e = err(text);

@@ -3,5 +3,6 @@
 mod cli;
 mod differential;
 mod differential_formats;
+mod differential_history;
 mod human;
 mod tools_cli;

@@ -4,7 +4,9 @@
 //! One repository is built with [`DEFAULT_COMMITS`] commits of random
 //! edits (the generator of `differential.rs`: text edits, CRLF, missing
 //! final newlines, renames, copies, deletions, mode changes, binaries, a
-//! file becoming a directory and back, swaps). Every commit's diff against
+//! file becoming a directory and back, swaps), plus, every ten commits,
+//! large files swapped and rotated so that `-B` writes swapped and cyclic
+//! renames. Every commit's diff against
 //! its parent is then written in several variants and applied to the
 //! parent's tree by both tools, which must agree ([`differential_with`]);
 //! for the variants git can apply without options, both must reproduce the
@@ -20,8 +22,8 @@
 //! `RT_HISTORY_SEED` (decimal or `0x` hex).
 
 use super::differential::{
-    differential_with, env_number, gen_tree, lossy, mutate, run_ok, transition, tree_diff, Rng,
-    Scratch, Tree,
+    differential_with, env_number, gen_tree, lossy, mutate, run_ok, transition, tree_diff, File,
+    Rng, Scratch, Tree,
 };
 use std::fmt::Write as _;
 use std::fs;
@@ -78,6 +80,59 @@ const VARIANTS: &[Variant] = &[
     },
 ];
 
+/// The files that [`rotate_big_files`] keeps.
+const BIG: [&str; 3] = ["big/a.txt", "big/b.txt", "big/c.txt"];
+
+/// Every ten commits, three large files with contents that share no line
+/// are (re)written, then the next commit swaps two of them and the one
+/// after rotates all three: `git diff -M -B` writes those as swapped and
+/// cyclic renames (git does not break files under 400 bytes, and the
+/// random edits make small files only).
+fn rotate_big_files(commit: usize, tree: &mut Tree, log: &mut Vec<String>) {
+    let in_the_way = tree.keys().any(|k| {
+        k.as_slice() == b"big"
+            || BIG
+                .iter()
+                .any(|b| k.starts_with(format!("{b}/").as_bytes()))
+    });
+    if in_the_way || commit == 0 {
+        return;
+    }
+    let big = |tag: String| File {
+        data: (1..=40)
+            .map(|i| format!("{}{i}\n", tag.repeat(4)))
+            .collect::<String>()
+            .into_bytes(),
+        exec: false,
+    };
+    let key = |i: usize| BIG[i].as_bytes().to_vec();
+    match commit % 10 {
+        3 => {
+            for (i, tag) in ["alpha", "beta", "gamma"].into_iter().enumerate() {
+                tree.insert(key(i), big(format!("{tag}{commit}")));
+            }
+            log.push("write the three big files".into());
+        }
+        4 if BIG.iter().all(|b| tree.contains_key(b.as_bytes())) => {
+            let a = tree.remove(&key(0)).expect("present");
+            let b = tree.remove(&key(1)).expect("present");
+            tree.insert(key(0), b);
+            tree.insert(key(1), a);
+            log.push("swap big/a.txt and big/b.txt".into());
+        }
+        5 if BIG.iter().all(|b| tree.contains_key(b.as_bytes())) => {
+            let a = tree.remove(&key(0)).expect("present");
+            let b = tree.remove(&key(1)).expect("present");
+            let c = tree.remove(&key(2)).expect("present");
+            tree.insert(key(1), a);
+            tree.insert(key(2), b);
+            tree.insert(key(0), c);
+            log.push("rotate big/a.txt -> b -> c -> a".into());
+        }
+        _ => {}
+    }
+}
+
 #[test]
 fn differential_history_replays_every_commit_like_git_apply() {
     let commits = env_number("RT_HISTORY_COMMITS").map_or(DEFAULT_COMMITS, |n| n as usize);
@@ -99,11 +154,12 @@ fn differential_history_replays_every_commit_like_git_apply() {
     for i in 0..=commits {
         let previous = trees.last().expect("at least the empty tree");
         let mut log = Vec::new();
-        let next = if i == 0 {
+        let mut next = if i == 0 {
             gen_tree(&mut rng)
         } else {
             mutate(&mut rng, previous, &mut log)
         };
+        rotate_big_files(i, &mut next, &mut log);
         transition(&repo, previous, &next).unwrap_or_else(|e| panic!("harness: {e}"));
         git(&["add", "-A"]);
         git(&[

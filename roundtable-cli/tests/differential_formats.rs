@@ -435,6 +435,44 @@ fn refusals_and_modes(scratch: &Scratch) -> Result<(), String> {
     )
 }
 
+/// A file whose mode on disk is 0654 (group and other may execute, the
+/// owner may not) is not executable to git, so patching it leaves a
+/// non-executable file; roundtable used to read it as executable
+/// (`mode & 0o111`) and write 0755.
+fn group_exec_on_disk(scratch: &Scratch) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let work = scratch.trial_dir();
+    let patch_file = work.path().join("patch.diff");
+    fs::write(&patch_file, "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n").map_err(|e| e.to_string())?;
+    let mut modes = Vec::new();
+    for (side, apply) in [("git", true), ("roundtable", false)] {
+        let dir = work.path().join(side);
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let f = dir.join("f");
+        fs::write(&f, "a\n").map_err(|e| e.to_string())?;
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o654)).map_err(|e| e.to_string())?;
+        let out = if apply {
+            run(scratch.git(&dir).arg("apply").arg(&patch_file))?
+        } else {
+            run(super::differential::roundtable()
+                .args(["patch", "apply", "--root"])
+                .arg(&dir)
+                .arg(&patch_file))?
+        };
+        if !out.status.success() {
+            return Err(format!("{side} refused: {}", lossy(&out.stdout)));
+        }
+        let meta = fs::metadata(&f).map_err(|e| e.to_string())?;
+        modes.push((side, meta.permissions().mode() & 0o100 != 0));
+    }
+    if modes[0].1 != modes[1].1 {
+        return Err(format!(
+            "owner exec bit after patching a 0654 file: {modes:?}"
+        ));
+    }
+    Ok(())
+}
+
 #[test]
 fn differential_real_world_formats_agree_with_git_apply() {
     let scratch = Scratch::new();
@@ -448,6 +486,7 @@ fn differential_real_world_formats_agree_with_git_apply() {
         ("svn and hg", svn_and_hg),
         ("swaps and cycles", swaps_and_cycles),
         ("refusals and modes", refusals_and_modes),
+        ("group exec on disk", group_exec_on_disk),
     ] {
         if let Err(e) = run(&scratch) {
             failures.push(format!("{name}: {e}"));

@@ -66,6 +66,10 @@ const DEFAULT_TRIALS: usize = 300;
 /// git would apply by corrupting the file (see the module docs).
 const NO_NEWLINE_DEVIATION: &str =
     "the hunk says its last line has no final newline, but in the file that line has one";
+/// Where git skips a `diff -r` report of a change the patch does not
+/// carry (`Binary files … differ`, `Only in …`) and applies the rest,
+/// roundtable refuses, saying this.
+pub(super) const LEFT_OUT_DEVIATION: &str = "which `git apply` would skip, leaving the change out";
 /// Error codes roundtable documents (`roundtable::ErrorCode`).
 const DOCUMENTED_CODES: &[&str] = &[
     "invalid_patch",
@@ -1174,7 +1178,10 @@ pub(super) fn differential_with(
                 }
                 Some(refused_cleanly()?)
             }
-            (true, Some(1)) if lossy(&rt.stdout).contains(NO_NEWLINE_DEVIATION) => {
+            (true, Some(1))
+                if lossy(&rt.stdout).contains(NO_NEWLINE_DEVIATION)
+                    || lossy(&rt.stdout).contains(LEFT_OUT_DEVIATION) =>
+            {
                 // The documented deviation: git corrupts, roundtable refuses.
                 Some(refused_cleanly()?)
             }

@@ -215,6 +215,42 @@ fn gnu_diff(scratch: &Scratch) -> Result<(), String> {
     let work = scratch.trial_dir();
     super::differential::write_tree(&work.path().join("a"), &a)?;
     super::differential::write_tree(&work.path().join("b"), &b)?;
+    // `diff -ru` (no -N) and a binary file: git applies what it can and
+    // skips the rest; roundtable refuses the patch whole.
+    let mut binary_a = a.clone();
+    binary_a.insert(
+        b"blob.bin".to_vec(),
+        File {
+            data: b"\0a".to_vec(),
+            exec: false,
+        },
+    );
+    let mut binary_b = b.clone();
+    binary_b.insert(
+        b"blob.bin".to_vec(),
+        File {
+            data: b"\0b".to_vec(),
+            exec: false,
+        },
+    );
+    super::differential::write_tree(&work.path().join("c"), &binary_a)?;
+    super::differential::write_tree(&work.path().join("d"), &binary_b)?;
+    let out = run(Command::new("diff")
+        .args(["-ru", "c", "d"])
+        .current_dir(work.path())
+        .env("LC_ALL", "C"))?;
+    let text = lossy(&out.stdout);
+    if !text.contains("Only in") || !text.contains("Binary files") {
+        return Err(format!("harness: diff -ru wrote\n{text}"));
+    }
+    case(
+        scratch,
+        "diff -ru with Only in and Binary files lines",
+        &binary_a,
+        text.as_bytes(),
+        1,
+        Want::Refused("unsupported_patch"),
+    )?;
     for (flags, tz) in [
         ("-ruN", "UTC"),
         ("-Naur", "America/New_York"),

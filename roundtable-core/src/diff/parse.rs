@@ -11,7 +11,10 @@
 //! a commit message, a diffstat, mail signatures and the headers of the
 //! next mail of an mbox, `svn diff`'s `Index:` lines, `diff -r` command
 //! lines. Only text is skipped: a hunk header outside a section is refused,
-//! and a section, once begun, is parsed in full or refused. Anything else
+//! and a section, once begun, is parsed in full or refused. Unlike git,
+//! `diff -r`'s reports of changes it does not carry (`Binary files … differ`,
+//! `Only in …`) are refused ([`ErrorCode::UnsupportedPatch`]) rather than
+//! skipped, so a patch never applies with part of its change left out. Anything else
 //! is an [`ErrorCode::InvalidPatch`] naming the line and what was
 //! expected; combined diffs (`diff --cc`) are [`ErrorCode::UnsupportedPatch`].
 
@@ -172,6 +175,14 @@ pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, P
             && cur.peek_third().is_some_and(|l| l.starts_with(b"@@ -"))
         {
             files.push(plain_section(&mut cur, options.strip)?);
+        } else if let Some(what) = unapplied_change(line) {
+            // git skips these too, and reports success for a patch that
+            // leaves the change out; roundtable refuses instead.
+            return Err(ParseError::unsupported(
+                cur.line,
+                &format!("no {what} outside a file section, which `git apply` would skip, leaving the change out"),
+                line,
+            ));
         } else if line.starts_with(b"@@ -") && hunk_header(strip_nl(line)).is_some() {
             return Err(ParseError::new(
                 cur.line,
@@ -257,6 +268,23 @@ impl<'a> Cursor<'a> {
 
     fn error(&self, expected: impl Into<String>) -> ParseError {
         ParseError::new(self.line, expected, self.peek().unwrap_or(b"end of input"))
+    }
+}
+
+/// A line of `diff -r` output outside any section that reports a change
+/// the patch does not carry: GNU diff's `Binary files A and B differ` (or
+/// `Files A and B differ`) and `Only in DIR: NAME` (`diff -r` without
+/// `-N`). Names what it is.
+fn unapplied_change(line: &[u8]) -> Option<&'static str> {
+    let differ = (line.starts_with(b"Binary files ") || line.starts_with(b"Files "))
+        && strip_nl(line).ends_with(b" differ")
+        && memchr::memmem::find(line, b" and ").is_some();
+    if differ {
+        Some("`Binary files … differ` line (GNU diff's binary change carries no data; make the patch with `git diff --binary`)")
+    } else if line.starts_with(b"Only in ") && memchr::memmem::find(line, b": ").is_some() {
+        Some("`Only in …` line (a file on one side only that the patch does not carry; make the patch with `diff -N`)")
+    } else {
+        None
     }
 }
 

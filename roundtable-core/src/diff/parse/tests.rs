@@ -327,7 +327,7 @@ fn every_mail_of_an_mbox_is_parsed_past_signatures() {
 /// `invalid_patch`.
 #[test]
 fn text_between_sections_is_skipped_like_git() {
-    let diff_r = b"Only in a: gone\n\
+    let diff_r = b"
 diff -ruN a/one b/one\n--- a/one\t2024-01-01 10:00:00.000000000 +0100\n+++ b/one\t2024-01-02 10:00:00.000000000 +0100\n@@ -1 +1 @@\n-a\n+b\n\
 diff -ruN a/two b/two\n--- a/two\t2024-01-01 10:00:00.000000000 +0100\n+++ b/two\t2024-01-02 10:00:00.000000000 +0100\n@@ -1 +1 @@\n-c\n+d\n";
     let svn = b"Index: one\n===================================================================\n--- one\t(revision 3)\n+++ one\t(working copy)\n@@ -1 +1 @@\n-a\n+b\n\
@@ -348,6 +348,20 @@ diff -r 1234abcd -r 5678ef01 two\n--- a/two\tThu Jan 01 00:00:00 1970 +0000\n+++
     // after a section and some text.
     let e = err(b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\nsome text\n@@ -3 +3 @@\n-c\n+d\n");
     assert_eq!((e.code(), e.line()), (ErrorCode::InvalidPatch, 7), "{e}");
+    // Unlike git, which skips them and applies the rest, `diff -r`'s
+    // reports of changes the patch does not carry are refused.
+    for line in [
+        "Binary files a/b.bin and b/b.bin differ\n",
+        "Only in a: gone\n",
+    ] {
+        let text = format!("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n{line}");
+        let e = err(text.as_bytes());
+        assert_eq!(
+            (e.code(), e.line()),
+            (ErrorCode::UnsupportedPatch, 6),
+            "{e}"
+        );
+    }
 }
 
 /// Issue 14 item 24: `post<TAB>image.txt` was read as `post`, a

@@ -454,7 +454,7 @@ fn file_names<'a>(
 /// spaces) is cut off and everything before it is the name, tabs and
 /// spaces included; otherwise the name ends at a tab or another
 /// whitespace character that is not a space (a CR, for example).
-fn name_end(rest: &[u8], traditional: bool) -> usize {
+pub(crate) fn name_end(rest: &[u8], traditional: bool) -> usize {
     if traditional {
         let stamp = timestamp_len(rest);
         if stamp > 0 {
@@ -634,6 +634,7 @@ fn hunks<'a>(cur: &mut Cursor<'a>) -> Result<Vec<Hunk<'a>>, ParseError> {
 fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
     const HEADER: &str = "a hunk header `@@ -a[,b] +c[,d] @@`";
     let header = cur.peek().unwrap_or(b"");
+    let header_line = cur.line;
     let (old_start, old_lines, new_start, new_lines, heading) =
         hunk_header(strip_nl(header)).ok_or_else(|| cur.error(HEADER))?;
     cur.take(HEADER)?;
@@ -713,6 +714,15 @@ fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
         cur.advance();
         old_due -= u32::from(uses_old);
         new_due -= u32::from(uses_new);
+    }
+    // git refuses a hunk that changes nothing as corrupt (its counts are
+    // then usually too small, the rest of the hunk left over as text).
+    if spans.iter().all(|s| s.kind == LineKind::Context) {
+        return Err(ParseError::new(
+            header_line,
+            "a hunk that adds or removes at least one line (are its counts too small?)",
+            header,
+        ));
     }
     Ok(Hunk {
         old_start,

@@ -204,6 +204,7 @@ fn malformed_patches_name_the_line() {
         (b"--- a/x\n+++ b/x\n@@ -x +1 @@\n-a\n+b\n", 3, "hunk header"),
         (b"--- a/x\n+++ b/x\n@@ -99999999999 +1 @@\n-a\n+b\n", 3, "hunk header"),
         (b"--- a/x\n+++ b/x\n", 3, "at least one file section"),
+        (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n a\n", 3, "adds or removes at least one line"),
         (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\njunk\n@@ -1 +1 @@\n-a\n+b\n", 7, "before this hunk"),
         (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n\\ No newline at end of file\n-a\n+b\n", 4, "before `\\ No newline"),
         (b"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n\\ No newline at end of file\n b\n", 6, "side ended"),

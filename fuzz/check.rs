@@ -13,7 +13,7 @@
 /// patch itself, nor does applying the reverse patch to a successful result.
 fn check(data: &[u8]) {
     for strip in 0..=2 {
-        let options = roundtable::diff::ParseOptions { strip };
+        let options = roundtable::diff::ParseOptions::strip(strip);
         if let Ok(patch) = roundtable::diff::parse(data, &options) {
             check_accepted(&patch, data, &options);
         }

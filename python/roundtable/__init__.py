@@ -371,17 +371,21 @@ def open(
     busy_timeout_ms: Optional[int] = None,
     max_patch_bytes: Optional[int] = None,
     max_files: Optional[int] = None,
+    max_inflated_bytes: Optional[int] = None,
 ) -> Engine:
     """Open the workspace at ``root`` (creating its store when absent).
 
     ``durability``: ``"full"`` (fsync every commit), ``"normal"`` or
-    ``"off"``. Use the engine as a context manager to close it.
+    ``"off"``. ``max_inflated_bytes`` bounds what one patch's ``GIT binary
+    patch`` hunks may inflate to (default 128 MiB). Use the engine as a
+    context manager to close it.
     """
     options = _put(
         {"durability": durability},
         busy_timeout_ms=busy_timeout_ms,
         max_patch_bytes=max_patch_bytes,
         max_files=max_files,
+        max_inflated_bytes=max_inflated_bytes,
     )
     return Engine(_roundtable.Engine.open(os.fspath(root), options))
 

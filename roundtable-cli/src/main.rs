@@ -190,7 +190,7 @@ fn read_input(file: &Path) -> Result<Input, ToolError> {
 }
 
 fn parse_patch(bytes: &[u8], strip: usize) -> Result<Patch<'_>, ToolError> {
-    Ok(diff::parse(bytes, &ParseOptions { strip })?)
+    Ok(diff::parse(bytes, &ParseOptions::strip(strip))?)
 }
 
 fn patch_json(patch: &Patch<'_>) -> Result<String, ToolError> {

@@ -2,5 +2,7 @@
 
 mod cli;
 mod differential;
+mod differential_formats;
+mod differential_history;
 mod human;
 mod tools_cli;

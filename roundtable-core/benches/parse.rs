@@ -35,7 +35,7 @@ fn main() {
     let mb = bytes.len() as f64 / 1e6;
 
     let (rt, files) = best_of(5, || {
-        roundtable::diff::parse(&bytes, &roundtable::diff::ParseOptions { strip })
+        roundtable::diff::parse(&bytes, &roundtable::diff::ParseOptions::strip(strip))
             .expect("the benchmark patch parses")
             .files()
             .len()

@@ -266,7 +266,7 @@ mod tests {
         let before = b"a\nb\nc\n";
         let patch = b"--- a/f\n+++ b/f\n@@ -1,2 +1,4 @@\n+b\n+x\n a\n-b\n+B\n";
         let patch =
-            crate::diff::parse(patch, &crate::diff::ParseOptions { strip: 1 }).expect("parses");
+            crate::diff::parse(patch, &crate::diff::ParseOptions::strip(1)).expect("parses");
         let hunks = patch.files()[0].hunks();
         let c = hunk_line_changes(hunks, before).expect("at its place");
         // A pure insertion before line 1 (a re-diff could align it after

@@ -23,6 +23,10 @@ pub struct EngineOptions {
     pub max_patch_bytes: usize,
     /// The most files one revision may touch.
     pub max_files: usize,
+    /// The most bytes the `GIT binary patch` hunks of one patch may inflate
+    /// to, in all; checked before inflating (see
+    /// [`ParseOptions::max_inflated_bytes`](crate::diff::ParseOptions::max_inflated_bytes)).
+    pub max_inflated_bytes: u64,
     /// The clock every timestamp and expiry is read from.
     pub clock: Arc<dyn Clock>,
 }
@@ -34,6 +38,7 @@ impl Default for EngineOptions {
             busy_timeout: Duration::from_secs(10),
             max_patch_bytes: 16 << 20,
             max_files: 10_000,
+            max_inflated_bytes: crate::diff::DEFAULT_MAX_INFLATED_BYTES,
             clock: Arc::new(SystemClock),
         }
     }
@@ -42,8 +47,9 @@ impl Default for EngineOptions {
 impl EngineOptions {
     /// Options from JSON, as the C ABI and other hosts pass them:
     /// `{"durability": "full"|"normal"|"off", "busy_timeout_ms": N,
-    /// "max_patch_bytes": N, "max_files": N}`, every key optional, unknown
-    /// keys refused (`invalid_argument` naming the field).
+    /// "max_patch_bytes": N, "max_files": N, "max_inflated_bytes": N}`,
+    /// every key optional, unknown keys refused (`invalid_argument` naming
+    /// the field).
     pub fn from_json(value: &Value) -> Result<EngineOptions, ToolError> {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -52,6 +58,7 @@ impl EngineOptions {
             busy_timeout_ms: Option<u64>,
             max_patch_bytes: Option<usize>,
             max_files: Option<usize>,
+            max_inflated_bytes: Option<u64>,
         }
         if !value.is_object() {
             return Err(ToolError::invalid_argument(
@@ -86,7 +93,21 @@ impl EngineOptions {
         if let Some(n) = raw.max_files {
             options.max_files = n;
         }
+        if let Some(n) = raw.max_inflated_bytes {
+            options.max_inflated_bytes = n;
+        }
         Ok(options)
+    }
+}
+
+impl EngineOptions {
+    /// How the engine reads patches: strip level 1 and these options'
+    /// limits.
+    pub fn parse_options(&self) -> crate::diff::ParseOptions {
+        crate::diff::ParseOptions {
+            max_inflated_bytes: self.max_inflated_bytes,
+            ..crate::diff::ParseOptions::default()
+        }
     }
 }
 
@@ -97,6 +118,7 @@ impl std::fmt::Debug for EngineOptions {
             .field("busy_timeout", &self.busy_timeout)
             .field("max_patch_bytes", &self.max_patch_bytes)
             .field("max_files", &self.max_files)
+            .field("max_inflated_bytes", &self.max_inflated_bytes)
             .finish_non_exhaustive()
     }
 }

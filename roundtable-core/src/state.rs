@@ -14,8 +14,8 @@
 //!
 //! # What is in the state
 //!
-//! - Every regular file: its path, whether any executable bit
-//!   (`mode & 0o111`) is set, and the digest of its bytes
+//! - Every regular file: its path, whether the owner's executable bit
+//!   (`mode & 0o100`, git's rule) is set, and the digest of its bytes
 //!   ([`Digest`], `blob:sha256:`).
 //! - Every symbolic link: its path and the digest of its target string. Links
 //!   are never followed: a link to a directory outside the root contributes

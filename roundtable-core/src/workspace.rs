@@ -567,7 +567,8 @@ impl Workspace {
             .map_err(|e| tree(path, e))?;
         let file = TreeFile {
             data,
-            executable: stat.st_mode & 0o111 != 0,
+            // git's rule: the owner's bit alone (`ce_permissions`).
+            executable: stat.st_mode & 0o100 != 0,
         };
         Ok(Some((file, Stamp::of(&stat))))
     }

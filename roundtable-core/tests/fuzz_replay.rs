@@ -125,7 +125,7 @@ fn git_and_plain_diffs_render_byte_identically() {
         |n: &str| (n.starts_with("git-") || n.starts_with("plain-")) && n.ends_with(".diff");
     let count = for_each(&corpus, selected, |name, data| {
         let strip = if name.contains("-p0") { 0 } else { 1 };
-        let patch = diff::parse(data, &ParseOptions { strip })
+        let patch = diff::parse(data, &ParseOptions::strip(strip))
             .unwrap_or_else(|e| panic!("{name} does not parse at strip {strip}: {e}"));
         assert!(!patch.files().is_empty(), "{name}: no file sections");
         let rendered = patch.render();
@@ -173,7 +173,7 @@ fn malformed_seeds_are_refused_with_their_code() {
             ErrorCode::InvalidPatch
         };
         for strip in 0..=2 {
-            match diff::parse(data, &ParseOptions { strip }) {
+            match diff::parse(data, &ParseOptions::strip(strip)) {
                 Ok(patch) => panic!("{name} (strip {strip}) parsed: {patch:?}"),
                 Err(e) => assert_eq!(e.code(), expected, "{name} (strip {strip}): {e}"),
             }

@@ -956,15 +956,16 @@ fn patches_that_do_not_apply_are_malformed_or_escape_are_refused() {
         ErrorCode::PatchDoesNotApply,
     );
     assert_eq!(err.details()["path"], "absent.txt");
-    // Malformed: the line is named.
+    // Malformed: the line is named. (Text after a section is skipped, as
+    // git skips it; a hunk header there is not.)
     let err = w.refused(
         "proposal.create",
-        create_args(json!({"patch": format!("{PATCH}zzz\n")})),
+        create_args(json!({"patch": format!("{PATCH}zzz\n@@ -1 +1 @@\n-a\n+b\n")})),
         &w.author,
         ErrorCode::InvalidPatch,
     );
-    assert_eq!(err.details()["line"], 6);
-    assert_eq!(err.details()["found"], "zzz");
+    assert_eq!(err.details()["line"], 7);
+    assert_eq!(err.details()["found"], "@@ -1 +1 @@");
     let err = w.refused(
         "proposal.create",
         create_args(json!({"patch": "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n"})),
@@ -1000,6 +1001,13 @@ fn patches_that_do_not_apply_are_malformed_or_escape_are_refused() {
         (
             "--- /dev/null\n+++ b/.git/config\n@@ -0,0 +1 @@\n+x\n",
             ".git/config",
+        ),
+        // Issue 14 item 19: stripping `b/` from `b//etc/x` leaves an
+        // absolute path (it used to be squashed to `etc/x` and written).
+        ("--- /dev/null\n+++ b//etc/x\n@@ -0,0 +1 @@\n+x\n", "/etc/x"),
+        (
+            "--- a//etc/x\n+++ b//etc/x\n@@ -1 +1 @@\n-hello\n+x\n",
+            "/etc/x",
         ),
     ] {
         let err = w.refused(
@@ -1196,4 +1204,53 @@ fn a_file_name_too_long_is_invalid_path() {
         &w.author,
         ErrorCode::InvalidPath,
     );
+}
+
+/// Issue 14 item 3: what `GIT binary patch` hunks inflate to is bounded by
+/// `max_inflated_bytes`, checked before inflating, and a patch over it is
+/// `invalid_argument` naming the limit.
+#[test]
+fn binary_hunks_that_inflate_past_the_limit_are_refused() {
+    use roundtable::diff::{BinaryHunk, Body, ExtendedHeader, FilePatch, Mode, Patch};
+    let data = vec![b'z'; 64 << 10];
+    let section = FilePatch::git(
+        b"big.bin",
+        b"big.bin",
+        vec![
+            ExtendedHeader::NewFileMode(Mode::REGULAR),
+            ExtendedHeader::Index {
+                old: "0".repeat(40).into(),
+                new: "0".repeat(40).into(),
+                mode: None,
+            },
+        ],
+        Body::Binary {
+            forward: BinaryHunk::literal(&data),
+            reverse: None,
+        },
+    )
+    .expect("a valid section");
+    let text = String::from_utf8(Patch::new(vec![section]).render()).expect("ascii");
+    let w = World::with(
+        tempfile::tempdir().expect("tempdir"),
+        EngineOptions {
+            max_inflated_bytes: (64 << 10) - 1,
+            ..EngineOptions::default()
+        },
+    );
+    let err = w.refused(
+        "proposal.create",
+        create_args(json!({"patch": text})),
+        &w.author,
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(err.details()["field"], "max_inflated_bytes");
+    assert!(
+        err.message().contains("max_inflated_bytes"),
+        "{}",
+        err.message()
+    );
+    // From JSON, as the C ABI passes it.
+    let options = EngineOptions::from_json(&json!({"max_inflated_bytes": 5})).expect("valid");
+    assert_eq!(options.max_inflated_bytes, 5);
 }

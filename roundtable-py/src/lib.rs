@@ -289,7 +289,7 @@ fn parse_patch<'py>(
     let bytes = bytes_of(data, "data").map_err(|e| raise(py, &e))?;
     let summary = py
         .detach(|| -> Result<Value, ToolError> {
-            let patch = diff::parse(&bytes, &ParseOptions { strip })?;
+            let patch = diff::parse(&bytes, &ParseOptions::strip(strip))?;
             serde_json::to_value(patch.summary())
                 .map_err(|e| ToolError::new(ErrorCode::InvalidPatch, e.to_string(), json!({})))
         })
@@ -311,7 +311,7 @@ fn apply_patch<'py>(
     let bytes = bytes_of(data, "data").map_err(|e| raise(py, &e))?;
     let changes = py
         .detach(|| -> Result<Value, ToolError> {
-            let patch = diff::parse(&bytes, &ParseOptions { strip })?;
+            let patch = diff::parse(&bytes, &ParseOptions::strip(strip))?;
             let changes = roundtable::workspace::apply_patch(&root, &patch, check)?;
             serde_json::to_value(changes)
                 .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))

@@ -10,8 +10,9 @@
 //!
 //! Across sections the bookkeeping is git's too: a section that modifies a
 //! path an earlier section wrote sees that result; renames and copies read
-//! the original; a path is free for a new file once an earlier section
-//! deleted or renamed it away. A path's final state is its last write, or
+//! the original; a path is free for a new file when any section, earlier
+//! or later, deletes or renames it away (so swapped and cyclic renames
+//! apply). A path's final state is its last write, or
 //! removal if it was only removed.
 
 use super::binary;
@@ -190,6 +191,17 @@ pub fn apply<T: Tree + ?Sized>(
             }
         }
     }
+    // Paths some section deletes or renames away, earlier or later: like
+    // git (`prepare_fn_table`), a new file, rename or copy may take such a
+    // path even while it still exists, which is how swapped and cyclic
+    // renames (`git diff -M -B`) apply: a path's final state is its last
+    // write, whatever removal the sink also received for it.
+    let to_be_removed: std::collections::HashSet<&[u8]> = patch
+        .files()
+        .iter()
+        .filter(|fp| matches!(fp.status(), FileStatus::Deleted | FileStatus::Renamed))
+        .filter_map(|fp| fp.old_path())
+        .collect();
     let mut table: HashMap<Vec<u8>, Entry> = HashMap::new();
 
     for (i, fp) in patch.files().iter().enumerate() {
@@ -206,7 +218,7 @@ pub fn apply<T: Tree + ?Sized>(
                 Ok(match table.get(path) {
                     Some(Entry::Written(_)) => false,
                     Some(Entry::Deleted | Entry::RenamedAway) => true,
-                    None => !tree.exists(path)?,
+                    None => to_be_removed.contains(path) || !tree.exists(path)?,
                 })
             };
         let mut status = fp.status();

@@ -109,6 +109,20 @@ pub(crate) fn check_inflates_to(deflated: &[u8], size: u64) -> Result<(), &'stat
     Ok(())
 }
 
+/// The size of the content a deflated git delta builds, read from the
+/// delta's header (its first few inflated bytes) without inflating the rest.
+pub(crate) fn delta_result_size(deflated: &[u8]) -> Result<u64, &'static str> {
+    // Two varints of at most 10 bytes each.
+    let mut head = Vec::with_capacity(20);
+    flate2::read::ZlibDecoder::new(deflated)
+        .take(20)
+        .read_to_end(&mut head)
+        .map_err(|_| "binary hunk is not a valid zlib stream")?;
+    let mut pos = 0;
+    read_varint(&head, &mut pos)?;
+    read_varint(&head, &mut pos)
+}
+
 /// Deflate `data` with zlib (as git does for binary hunks).
 pub(crate) fn deflate(data: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());

@@ -40,7 +40,7 @@ mod summary;
 pub use apply::{
     apply, apply_hunks, apply_in_memory, ApplyError, FileOutcome, Tree, TreeError, TreeFile,
 };
-pub use parse::{parse, ParseError, ParseOptions};
+pub use parse::{parse, ParseError, ParseOptions, DEFAULT_MAX_INFLATED_BYTES};
 pub use summary::{FileSummary, HunkRange, PatchSummary};
 
 use crate::ErrorCode;
@@ -179,10 +179,11 @@ impl Mode {
         self.0 & 0o170000 == 0o100000
     }
 
-    /// Whether any executable bit is set (git keeps only this bit of a
-    /// regular file's permissions).
+    /// Whether the owner's executable bit is set: git decides a regular
+    /// file's executability by this bit alone (`mode & 0o100`), so
+    /// `100654` is not executable and `100744` is.
     pub fn is_executable(self) -> bool {
-        self.0 & 0o111 != 0
+        self.0 & 0o100 != 0
     }
 }
 

@@ -4,10 +4,18 @@
 //! C-quoted names, `---`/`+++` lines, hunks whose line counts must match
 //! their bodies, `\ No newline at end of file`, `GIT binary patch`
 //! (literal and delta, verified by inflating) and `Binary files … differ`;
-//! plain unified diff sections (`---`/`+++`/`@@`) with a strip level.
-//! Text before the first section (a commit message, a diffstat) is skipped;
-//! after the last section only a `-- ` mail signature may follow. Anything
-//! else is an [`ErrorCode::InvalidPatch`] naming the line and what was
+//! plain unified diff sections (`---`/`+++`/`@@`) with a strip level, their
+//! names read as git reads them (a trailing timestamp cut off, GNU diff's
+//! epoch timestamp marking a created or deleted file).
+//! As in git, lines outside file sections are skipped wherever they are:
+//! a commit message, a diffstat, mail signatures and the headers of the
+//! next mail of an mbox, `svn diff`'s `Index:` lines, `diff -r` command
+//! lines. Only text is skipped: a hunk header outside a section is refused,
+//! and a section, once begun, is parsed in full or refused. Unlike git,
+//! `diff -r`'s reports of changes it does not carry (`Binary files … differ`,
+//! `Only in …`) are refused ([`ErrorCode::UnsupportedPatch`]) rather than
+//! skipped, so a patch never applies with part of its change left out. Anything else
+//! is an [`ErrorCode::InvalidPatch`] naming the line and what was
 //! expected; combined diffs (`diff --cc`) are [`ErrorCode::UnsupportedPatch`].
 
 use super::binary;
@@ -26,11 +34,36 @@ pub struct ParseOptions {
     /// `a/src/x.rs` becomes `src/x.rs`. `rename`/`copy` headers, which git
     /// writes without prefixes, are stripped by one less.
     pub strip: usize,
+    /// The most bytes the `GIT binary patch` hunks of one patch may
+    /// inflate to, in all (a literal's content; a delta's instructions and
+    /// the content it builds), default [`DEFAULT_MAX_INFLATED_BYTES`]. The
+    /// sizes are checked before anything is inflated, so a small patch
+    /// cannot make the parser or applier inflate gigabytes (a
+    /// decompression bomb); a patch over the limit is
+    /// [`ErrorCode::InvalidArgument`] naming `max_inflated_bytes`.
+    pub max_inflated_bytes: u64,
 }
+
+/// The default of [`ParseOptions::max_inflated_bytes`]: 128 MiB, eight
+/// times the default patch size limit.
+pub const DEFAULT_MAX_INFLATED_BYTES: u64 = 128 << 20;
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        ParseOptions { strip: 1 }
+        ParseOptions {
+            strip: 1,
+            max_inflated_bytes: DEFAULT_MAX_INFLATED_BYTES,
+        }
+    }
+}
+
+impl ParseOptions {
+    /// The default options with this strip level (`-p`).
+    pub fn strip(strip: usize) -> Self {
+        ParseOptions {
+            strip,
+            ..ParseOptions::default()
+        }
     }
 }
 
@@ -42,6 +75,7 @@ pub struct ParseError {
     expected: String,
     found: String,
     code: ErrorCode,
+    field: Option<&'static str>,
 }
 
 impl ParseError {
@@ -57,6 +91,15 @@ impl ParseError {
             expected: expected.into(),
             found,
             code: ErrorCode::InvalidPatch,
+            field: None,
+        }
+    }
+
+    fn over_limit(line: usize, expected: String, found: &[u8]) -> Self {
+        ParseError {
+            code: ErrorCode::InvalidArgument,
+            field: Some("max_inflated_bytes"),
+            ..ParseError::new(line, expected, found)
         }
     }
 
@@ -80,9 +123,15 @@ impl ParseError {
     pub fn found(&self) -> &str {
         &self.found
     }
-    /// `invalid_patch`, or `unsupported_patch` for combined diffs.
+    /// `invalid_patch`; `unsupported_patch` for combined diffs;
+    /// `invalid_argument` for a patch over a limit of [`ParseOptions`].
     pub fn code(&self) -> ErrorCode {
         self.code
+    }
+    /// The [`ParseOptions`] limit the patch exceeds (`max_inflated_bytes`),
+    /// when that is why it was refused.
+    pub fn field(&self) -> Option<&'static str> {
+        self.field
     }
 }
 
@@ -95,9 +144,26 @@ pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, P
     }
     let mut cur = Cursor::new(input);
     let mut files = Vec::new();
+    let mut budget = Budget {
+        limit: options.max_inflated_bytes,
+        used: 0,
+    };
+    // Like git's `find_header`: any line that does not begin a file section
+    // is skipped, before the first section (a commit message, a diffstat),
+    // between sections (a mail signature and the next mail's headers, `svn
+    // diff`'s `Index:` lines, `diff -ruN`'s command lines) and after the
+    // last. Nothing that could be part of a diff is skipped silently: a
+    // hunk header outside a section is refused, and a section that starts
+    // is parsed in full or refused.
     while let Some(line) = cur.peek() {
         if line.starts_with(b"diff --git ") {
-            files.push(git_section(&mut cur, options.strip)?);
+            if git_header_follows(cur.peek_second()) {
+                files.push(git_section(&mut cur, options.strip, &mut budget)?);
+            } else {
+                // git too reads a lone `diff --git` line as text (it may be
+                // `git log -p` of a patch about patches).
+                cur.advance();
+            }
         } else if line.starts_with(b"diff --cc ") || line.starts_with(b"diff --combined ") {
             return Err(ParseError::unsupported(
                 cur.line,
@@ -106,25 +172,25 @@ pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, P
             ));
         } else if line.starts_with(b"--- ")
             && cur.peek_second().is_some_and(|l| l.starts_with(b"+++ "))
+            && cur.peek_third().is_some_and(|l| l.starts_with(b"@@ -"))
         {
             files.push(plain_section(&mut cur, options.strip)?);
-        } else if files.is_empty() {
-            if line.starts_with(b"@@ -") {
-                return Err(ParseError::new(
-                    cur.line,
-                    "a file header (`diff --git` or `---`/`+++`) before the first hunk",
-                    line,
-                ));
-            }
-            cur.advance(); // preamble: commit message, diffstat, …
-        } else if line == b"-- \n" || line == b"--\n" {
-            break; // mail signature after the last section (git format-patch)
-        } else {
-            return Err(ParseError::new(
+        } else if let Some(what) = unapplied_change(line) {
+            // git skips these too, and reports success for a patch that
+            // leaves the change out; roundtable refuses instead.
+            return Err(ParseError::unsupported(
                 cur.line,
-                "a new file section (`diff --git` or `---`), or the end of the patch",
+                &format!("no {what} outside a file section, which `git apply` would skip, leaving the change out"),
                 line,
             ));
+        } else if line.starts_with(b"@@ -") && hunk_header(strip_nl(line)).is_some() {
+            return Err(ParseError::new(
+                cur.line,
+                "a file header (`diff --git` or `---`/`+++`) before this hunk",
+                line,
+            ));
+        } else {
+            cur.advance();
         }
     }
     if files.is_empty() {
@@ -172,6 +238,12 @@ impl<'a> Cursor<'a> {
         (self.end < self.input.len()).then(|| &self.input[self.end..line_end(self.input, self.end)])
     }
 
+    fn peek_third(&self) -> Option<&'a [u8]> {
+        let second_end = line_end(self.input, self.end);
+        (second_end < self.input.len())
+            .then(|| &self.input[second_end..line_end(self.input, second_end)])
+    }
+
     fn advance(&mut self) {
         self.pos = self.end;
         self.end = line_end(self.input, self.pos);
@@ -199,11 +271,62 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// A line of `diff -r` output outside any section that reports a change
+/// the patch does not carry: GNU diff's `Binary files A and B differ` (or
+/// `Files A and B differ`) and `Only in DIR: NAME` (`diff -r` without
+/// `-N`). Names what it is.
+fn unapplied_change(line: &[u8]) -> Option<&'static str> {
+    let differ = (line.starts_with(b"Binary files ") || line.starts_with(b"Files "))
+        && strip_nl(line).ends_with(b" differ")
+        && memchr::memmem::find(line, b" and ").is_some();
+    if differ {
+        Some("`Binary files … differ` line (GNU diff's binary change carries no data; make the patch with `git diff --binary`)")
+    } else if line.starts_with(b"Only in ") && memchr::memmem::find(line, b": ").is_some() {
+        Some("`Only in …` line (a file on one side only that the patch does not carry; make the patch with `diff -N`)")
+    } else {
+        None
+    }
+}
+
+/// Whether the line after a `diff --git` line is one git reads as part of
+/// its header (an extended header or a `---`/`+++` name line). When it is
+/// not, git takes the `diff --git` line for text and skips it.
+fn git_header_follows(next: Option<&[u8]>) -> bool {
+    const HEADERS: &[&[u8]] = &[
+        b"--- ",
+        b"+++ ",
+        b"old mode ",
+        b"new mode ",
+        b"deleted file mode ",
+        b"new file mode ",
+        b"copy from ",
+        b"copy to ",
+        b"rename old ",
+        b"rename new ",
+        b"rename from ",
+        b"rename to ",
+        b"similarity index ",
+        b"dissimilarity index ",
+        b"index ",
+    ];
+    next.is_some_and(|l| HEADERS.iter().any(|h| l.starts_with(h)))
+}
+
 fn strip_nl(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\n").unwrap_or(line)
 }
 
-fn git_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>, ParseError> {
+/// What the binary hunks parsed so far may still inflate to.
+struct Budget {
+    limit: u64,
+    used: u64,
+}
+
+fn git_section<'a>(
+    cur: &mut Cursor<'a>,
+    strip: usize,
+    budget: &mut Budget,
+) -> Result<FilePatch<'a>, ParseError> {
     let start_line = cur.line;
     let first = cur.take("a `diff --git` line")?;
     let git_line = &strip_nl(first)[b"diff --git ".len()..];
@@ -244,14 +367,14 @@ fn git_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>, 
 
     let mut names = None;
     let body = if cur.peek().is_some_and(|l| l.starts_with(b"--- ")) {
-        names = Some(file_names(cur)?);
+        names = Some(file_names(cur, false)?);
         Body::Text(hunks(cur)?)
     } else if cur.peek() == Some(b"GIT binary patch\n") {
         cur.take("`GIT binary patch`")?;
-        let forward = binary_hunk(cur)?;
+        let forward = binary_hunk(cur, budget)?;
         let reverse = match cur.peek() {
             Some(l) if l.starts_with(b"literal ") || l.starts_with(b"delta ") => {
-                Some(binary_hunk(cur)?)
+                Some(binary_hunk(cur, budget)?)
             }
             _ => None,
         };
@@ -277,7 +400,7 @@ fn git_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>, 
 fn plain_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>, ParseError> {
     let start_line = cur.line;
     let first = cur.peek().unwrap_or(b"");
-    let names = file_names(cur)?;
+    let names = file_names(cur, true)?;
     let hunks = hunks(cur)?;
     if hunks.is_empty() {
         return Err(cur.error("a hunk (`@@ -a,b +c,d @@`) after the `---`/`+++` lines"));
@@ -286,7 +409,10 @@ fn plain_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>
         .map_err(|expected| ParseError::new(start_line, expected, first))
 }
 
-fn file_names<'a>(cur: &mut Cursor<'a>) -> Result<[FileName<'a>; 2], ParseError> {
+fn file_names<'a>(
+    cur: &mut Cursor<'a>,
+    traditional: bool,
+) -> Result<[FileName<'a>; 2], ParseError> {
     let mut one = |prefix: &'static [u8], what: &str| -> Result<FileName<'a>, ParseError> {
         let line = cur.peek().unwrap_or(b"");
         let Some(rest) = line.strip_prefix(prefix) else {
@@ -297,16 +423,15 @@ fn file_names<'a>(cur: &mut Cursor<'a>) -> Result<[FileName<'a>; 2], ParseError>
         };
         let rest = strip_nl(rest);
         let name = if rest.first() == Some(&b'"') {
+            // git ignores what follows a quoted name (a timestamp after
+            // a tab or spaces).
             let (name, used) = quote::unquote(rest).map_err(|e| cur.error(e))?;
-            if !matches!(rest.get(used), None | Some(b'\t')) {
-                return Err(cur.error("a tab or the end of the line after a quoted name"));
-            }
             FileName {
                 name: Cow::Owned(name),
                 suffix: Cow::Borrowed(&rest[used..]),
             }
         } else {
-            let end = memchr::memchr(b'\t', rest).unwrap_or(rest.len());
+            let end = name_end(rest, traditional);
             FileName {
                 name: Cow::Borrowed(&rest[..end]),
                 suffix: Cow::Borrowed(&rest[end..]),
@@ -321,6 +446,174 @@ fn file_names<'a>(cur: &mut Cursor<'a>) -> Result<[FileName<'a>; 2], ParseError>
     let old = one(b"--- ", "---")?;
     let new = one(b"+++ ", "+++")?;
     Ok([old, new])
+}
+
+/// Where an unquoted `---`/`+++` name ends, as git's `find_name_common`
+/// decides: in a plain diff (`traditional`) a trailing timestamp (GNU
+/// diff's `\t2024-01-01 10:00:00.000000000 +0100`, POSIX's, or one after
+/// spaces) is cut off and everything before it is the name, tabs and
+/// spaces included; otherwise the name ends at a tab or another
+/// whitespace character that is not a space (a CR, for example).
+pub(crate) fn name_end(rest: &[u8], traditional: bool) -> usize {
+    if traditional {
+        let stamp = timestamp_len(rest);
+        if stamp > 0 {
+            return rest.len() - stamp;
+        }
+    }
+    rest.iter()
+        .position(|&b| matches!(b, b'\t' | b'\r' | 0x0b | 0x0c))
+        .unwrap_or(rest.len())
+}
+
+/// The length of the timestamp (with the whitespace before it) that ends
+/// `line`, or 0: a date `[YY]YY-MM-DD`, optionally a time `HH:MM:SS[.frac]`
+/// and a zone `+HHMM`/`+HH:MM`, after a tab or one or more spaces (the
+/// formats git's `diff_timestamp_len` recognizes).
+fn timestamp_len(line: &[u8]) -> usize {
+    let digit = |i: usize| line.get(i).is_some_and(u8::is_ascii_digit);
+    let mut end = line.len();
+    if end == 0 || !digit(end - 1) {
+        return 0;
+    }
+    // Zone: ` +0500` or ` +08:00`.
+    let sane_tz = end >= 6
+        && line[end - 6] == b' '
+        && matches!(line[end - 5], b'+' | b'-')
+        && (end - 4..end).all(digit);
+    let colon_tz = end >= 7
+        && line[end - 7] == b' '
+        && matches!(line[end - 6], b'+' | b'-')
+        && digit(end - 5)
+        && digit(end - 4)
+        && line[end - 3] == b':'
+        && digit(end - 2)
+        && digit(end - 1);
+    if sane_tz {
+        end -= 6;
+    } else if colon_tz {
+        end -= 7;
+    }
+    // Time: ` HH:MM:SS`, or ` HH:MM:SS.fraction`.
+    let short_time = |end: usize| {
+        end >= 9
+            && line[end - 9] == b' '
+            && digit(end - 8)
+            && digit(end - 7)
+            && line[end - 6] == b':'
+            && digit(end - 5)
+            && digit(end - 4)
+            && line[end - 3] == b':'
+            && digit(end - 2)
+            && digit(end - 1)
+    };
+    if short_time(end) {
+        end -= 9;
+    } else if end > 0 && digit(end - 1) {
+        let mut p = end - 1;
+        while p > 0 && digit(p) {
+            p -= 1;
+        }
+        if line[p] == b'.' && short_time(p) {
+            end = p - 9;
+        }
+    }
+    // Date: `YY-MM-DD`, with two more digits for a 4-digit year.
+    let date = end >= 8
+        && digit(end - 8)
+        && digit(end - 7)
+        && line[end - 6] == b'-'
+        && digit(end - 5)
+        && digit(end - 4)
+        && line[end - 3] == b'-'
+        && digit(end - 2)
+        && digit(end - 1);
+    if !date {
+        return 0;
+    }
+    end -= 8;
+    if end >= 2 && digit(end - 1) && digit(end - 2) {
+        end -= 2;
+    }
+    match end.checked_sub(1).map(|i| line[i]) {
+        Some(b'\t') => line.len() - (end - 1),
+        Some(b' ') => {
+            while end > 0 && line[end - 1] == b' ' {
+                end -= 1;
+            }
+            line.len() - end
+        }
+        _ => 0,
+    }
+}
+
+/// Whether a `---`/`+++` line (after the prefix) ends in GNU diff's epoch
+/// timestamp, with which `diff -N` marks the side of a created or deleted
+/// file: after the line's last tab, `1970-01-01 HH:MM:00[.000…] ±ZZZZ` (or
+/// `1969-12-31 …` west of Greenwich) that is exactly midnight UTC of
+/// 1970-01-01 in its zone, as git's `has_epoch_timestamp` decides.
+pub(crate) fn has_epoch_timestamp(rest: &[u8]) -> bool {
+    let Some(tab) = memchr::memrchr(b'\t', rest) else {
+        return false;
+    };
+    let stamp = &rest[tab + 1..];
+    let (epoch_minutes, t) = if let Some(t) = stamp.strip_prefix(b"1969-12-31 ") {
+        (24 * 60, t)
+    } else if let Some(t) = stamp.strip_prefix(b"1970-01-01 ") {
+        (0, t)
+    } else {
+        return false;
+    };
+    // HH:MM:00(.0+)? ±HH[:]MM, and nothing after.
+    let d = |i: usize| {
+        t.get(i)
+            .filter(|b| b.is_ascii_digit())
+            .map(|b| i32::from(b - b'0'))
+    };
+    let (Some(h1), Some(h2), Some(m1), Some(m2)) = (d(0), d(1), d(3), d(4)) else {
+        return false;
+    };
+    if h1 > 2 || m1 > 5 || t.get(2) != Some(&b':') || t.get(5) != Some(&b':') {
+        return false;
+    }
+    if t.get(6..8) != Some(b"00".as_slice()) {
+        return false;
+    }
+    let mut i = 8;
+    if t.get(i) == Some(&b'.') {
+        let zeros = t[i + 1..].iter().take_while(|&&b| b == b'0').count();
+        if zeros == 0 {
+            return false;
+        }
+        i += 1 + zeros;
+    }
+    if t.get(i) != Some(&b' ') {
+        return false;
+    }
+    let zone = &t[i + 1..];
+    let sign = match zone.first() {
+        Some(b'+') => 1,
+        Some(b'-') => -1,
+        _ => return false,
+    };
+    let z = |i: usize| {
+        zone.get(i)
+            .filter(|b| b.is_ascii_digit())
+            .map(|b| i32::from(b - b'0'))
+    };
+    let (zh, zm) = match (z(1), z(2), zone.get(3), zone.len()) {
+        (Some(a), Some(b), Some(b':'), 6) => match (z(4), z(5)) {
+            (Some(c), Some(e)) if a <= 2 && c <= 5 => (a * 10 + b, c * 10 + e),
+            _ => return false,
+        },
+        (Some(a), Some(b), Some(_), 5) => match (z(3), z(4)) {
+            (Some(c), Some(e)) if a <= 2 && c <= 5 => (a * 10 + b, c * 10 + e),
+            _ => return false,
+        },
+        _ => return false,
+    };
+    let offset = sign * (zh * 60 + zm);
+    (h1 * 10 + h2) * 60 + (m1 * 10 + m2) - offset == epoch_minutes
 }
 
 fn hunks<'a>(cur: &mut Cursor<'a>) -> Result<Vec<Hunk<'a>>, ParseError> {
@@ -341,6 +634,7 @@ fn hunks<'a>(cur: &mut Cursor<'a>) -> Result<Vec<Hunk<'a>>, ParseError> {
 fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
     const HEADER: &str = "a hunk header `@@ -a[,b] +c[,d] @@`";
     let header = cur.peek().unwrap_or(b"");
+    let header_line = cur.line;
     let (old_start, old_lines, new_start, new_lines, heading) =
         hunk_header(strip_nl(header)).ok_or_else(|| cur.error(HEADER))?;
     cur.take(HEADER)?;
@@ -420,6 +714,15 @@ fn hunk<'a>(cur: &mut Cursor<'a>) -> Result<Hunk<'a>, ParseError> {
         cur.advance();
         old_due -= u32::from(uses_old);
         new_due -= u32::from(uses_new);
+    }
+    // git refuses a hunk that changes nothing as corrupt (its counts are
+    // then usually too small, the rest of the hunk left over as text).
+    if spans.iter().all(|s| s.kind == LineKind::Context) {
+        return Err(ParseError::new(
+            header_line,
+            "a hunk that adds or removes at least one line (are its counts too small?)",
+            header,
+        ));
     }
     Ok(Hunk {
         old_start,
@@ -563,21 +866,35 @@ pub(crate) fn split_git_names(line: &[u8], strip: usize) -> Option<(Vec<u8>, Vec
     None
 }
 
-/// Remove `n` leading components. `None` when the name has fewer.
-fn strip_components(name: &[u8], n: usize) -> Option<&[u8]> {
+/// Remove `n` leading components as git does (`find_name_common`): the
+/// name starts after its `n`th slash, every slash counting, so `a//etc/x`
+/// stripped once is `/etc/x` (an absolute path, which the caller refuses as
+/// an escape) rather than `etc/x`; repeated slashes in what remains are
+/// then squashed. `None` when the name has fewer than `n` slashes or
+/// nothing after them.
+fn strip_components(name: &[u8], n: usize) -> Option<Cow<'_, [u8]>> {
     let mut rest = name;
     for _ in 0..n {
         let i = memchr::memchr(b'/', rest)?;
         rest = &rest[i + 1..];
-        // git squashes repeated slashes
-        while rest.first() == Some(&b'/') {
-            rest = &rest[1..];
-        }
     }
-    (!rest.is_empty()).then_some(rest)
+    if rest.is_empty() {
+        return None;
+    }
+    Some(if memchr::memmem::find(rest, b"//").is_some() {
+        let mut out = Vec::with_capacity(rest.len());
+        for &b in rest {
+            if !(b == b'/' && out.last() == Some(&b'/')) {
+                out.push(b);
+            }
+        }
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(rest)
+    })
 }
 
-fn binary_hunk(cur: &mut Cursor<'_>) -> Result<BinaryHunk, ParseError> {
+fn binary_hunk(cur: &mut Cursor<'_>, budget: &mut Budget) -> Result<BinaryHunk, ParseError> {
     const WHAT: &str = "`literal <size>` or `delta <size>`";
     let line = cur.peek().unwrap_or(b"");
     let body = strip_nl(line);
@@ -607,6 +924,27 @@ fn binary_hunk(cur: &mut Cursor<'_>) -> Result<BinaryHunk, ParseError> {
         }
         binary::decode_line(strip_nl(line), &mut deflated).map_err(|e| cur.error(e))?;
         cur.take("a base85 data line")?;
+    }
+    // Bound what the hunk inflates to before inflating any of it: the
+    // declared size, and for a delta the size of the content it builds
+    // (read from the delta's first bytes), which its instructions can
+    // make far larger than themselves.
+    let mut cost = size;
+    if method == BinaryMethod::Delta {
+        let built = binary::delta_result_size(&deflated)
+            .map_err(|e| ParseError::new(hunk_line, e, line))?;
+        cost = cost.saturating_add(built);
+    }
+    budget.used = budget.used.saturating_add(cost);
+    if budget.used > budget.limit {
+        return Err(ParseError::over_limit(
+            hunk_line,
+            format!(
+                "binary hunks that inflate to at most {} bytes in all (the max_inflated_bytes limit); this patch's inflate to at least {}",
+                budget.limit, budget.used
+            ),
+            line,
+        ));
     }
     // Verify the payload now, so a corrupt binary hunk is refused at parse
     // time with its line number, not half-way through an apply.
@@ -656,11 +994,11 @@ pub(crate) fn resolve<'a>(
         )
     };
     let stripped = |n: &Cow<'a, [u8]>, k: usize| -> Result<Cow<'a, [u8]>, String> {
-        let s = strip_components(n, k).ok_or_else(lacks)?;
-        Ok(match n {
-            Cow::Borrowed(b) => Cow::Borrowed(&b[b.len() - s.len()..]),
-            Cow::Owned(_) => Cow::Owned(s.to_vec()),
-        })
+        match n {
+            Cow::Borrowed(b) => strip_components(b, k),
+            Cow::Owned(o) => strip_components(o, k).map(|s| Cow::Owned(s.into_owned())),
+        }
+        .ok_or_else(lacks)
     };
     let file_side = |i: usize| -> Result<Option<Cow<'a, [u8]>>, String> {
         match &names {
@@ -685,26 +1023,51 @@ pub(crate) fn resolve<'a>(
     let status;
     let (mut old_path, mut new_path) = (None, None);
     if git_line.is_none() {
-        // A plain unified diff: names come from `---`/`+++` only.
-        let (o, n) = (file_side(0)?, file_side(1)?);
+        // A plain unified diff: names come from `---`/`+++` only, read as
+        // git's `parse_traditional_patch` reads them.
+        let side = |i: usize| -> Option<Cow<'a, [u8]>> {
+            names
+                .as_ref()
+                .and_then(|n| stripped(&n[i].name, strip).ok())
+        };
+        let epoch = |i: usize| {
+            names.as_ref().is_some_and(|n| {
+                let written = if memchr::memchr(b'\t', &n[i].suffix).is_some() {
+                    n[i].suffix.to_vec()
+                } else {
+                    [&*n[i].name, &*n[i].suffix].concat()
+                };
+                has_epoch_timestamp(&written)
+            })
+        };
         if dev_null_old {
             status = FileStatus::Added;
-            new_path = Some(n.ok_or_else(lacks)?);
+            new_path = Some(side(1).ok_or_else(lacks)?);
         } else if dev_null_new {
             status = FileStatus::Deleted;
-            old_path = Some(o.ok_or_else(lacks)?);
+            old_path = Some(side(0).ok_or_else(lacks)?);
         } else {
-            let (o, n) = (o.ok_or_else(lacks)?, n.ok_or_else(lacks)?);
             // git prefers the old name when the new one merely extends it
-            // (`file` vs `file.orig`), otherwise the new name.
-            let name = if o.len() < n.len() && n.starts_with(&o) {
-                o
-            } else {
-                n
+            // (`file` vs `file.orig`), otherwise the new name, and falls
+            // back on the old one when the new one is too short to strip.
+            let name = match (side(0), side(1)) {
+                (Some(o), Some(n)) if o.len() < n.len() && n.starts_with(&o) => o,
+                (_, Some(n)) => n,
+                (Some(o), None) => o,
+                (None, None) => return Err(lacks()),
             };
-            status = FileStatus::Modified;
-            old_path = Some(name.clone());
-            new_path = Some(name);
+            // GNU diff -N dates the absent side at the epoch.
+            if epoch(0) {
+                status = FileStatus::Added;
+                new_path = Some(name);
+            } else if epoch(1) {
+                status = FileStatus::Deleted;
+                old_path = Some(name);
+            } else {
+                status = FileStatus::Modified;
+                old_path = Some(name.clone());
+                new_path = Some(name);
+            }
         }
     } else {
         if new_file.is_some() && deleted_file.is_some() {

@@ -7,7 +7,7 @@
 //! any patch `git diff` writes, `render(parse(x)) == x`.
 
 use super::binary;
-use super::quote::write_name;
+use super::quote::{write_name, write_quoted};
 use super::{BinaryHunk, BinaryMethod, Body, ExtendedHeader, FileName, FilePatch, Hunk, Patch};
 use std::io::Write as _;
 
@@ -34,8 +34,9 @@ impl FilePatch<'_> {
             header(out, h);
         }
         if let Some([old, new]) = &self.names {
-            file_name(out, b"--- ", old);
-            file_name(out, b"+++ ", new);
+            let traditional = self.git_line.is_none();
+            file_name(out, b"--- ", old, traditional);
+            file_name(out, b"+++ ", new, traditional);
         }
         match &self.body {
             Body::Text(hunks) => hunks.iter().for_each(|h| h.render_into(out)),
@@ -102,9 +103,21 @@ fn header(out: &mut Vec<u8>, h: &ExtendedHeader<'_>) {
     .expect("writing to a Vec cannot fail");
 }
 
-fn file_name(out: &mut Vec<u8>, prefix: &[u8], name: &FileName<'_>) {
+fn file_name(out: &mut Vec<u8>, prefix: &[u8], name: &FileName<'_>, traditional: bool) {
     out.extend_from_slice(prefix);
+    let start = out.len();
     write_name(out, &name.name);
+    // A bare name must read back as the same name before the same suffix
+    // (a name that came quoted, followed by spaces, or ending in something
+    // like a date, might not): otherwise quote it.
+    let written = out.len() - start;
+    if out.get(start) != Some(&b'"') {
+        let line = [&out[start..], &*name.suffix].concat();
+        if super::parse::name_end(&line, traditional) != written {
+            out.truncate(start);
+            write_quoted(out, &name.name);
+        }
+    }
     out.extend_from_slice(&name.suffix);
     out.push(b'\n');
 }

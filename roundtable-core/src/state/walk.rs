@@ -309,7 +309,8 @@ fn scan_dir(
                 Node::Dir(id)
             }
             (FileType::RegularFile, Some(stat)) => {
-                let kind = if stat.mode & 0o111 != 0 {
+                // Executable as git decides it: the owner's bit alone.
+                let kind = if stat.mode & 0o100 != 0 {
                     Kind::Exec
                 } else {
                     Kind::File

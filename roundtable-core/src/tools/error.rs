@@ -110,7 +110,10 @@ impl From<crate::store::StoreError> for ToolError {
 
 impl From<diff::ParseError> for ToolError {
     fn from(e: diff::ParseError) -> ToolError {
-        let details = json!({"line": e.line(), "expected": e.expected(), "found": e.found()});
+        let mut details = json!({"line": e.line(), "expected": e.expected(), "found": e.found()});
+        if let Some(field) = e.field() {
+            details["field"] = json!(field);
+        }
         ToolError::new(e.code(), e.to_string(), details).with_source(e)
     }
 }

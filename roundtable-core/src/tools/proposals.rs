@@ -458,7 +458,12 @@ pub(crate) fn revision_changeset(
     format: &str,
     bytes: &[u8],
 ) -> Result<Changeset, ToolError> {
-    changeset_against(engine.workspace(), format, bytes)
+    changeset_against(
+        engine.workspace(),
+        format,
+        bytes,
+        &engine.options().parse_options(),
+    )
 }
 
 /// The changeset a revision's bytes make against `tree`.
@@ -466,12 +471,13 @@ pub(crate) fn changeset_against<T: crate::diff::Tree + ?Sized>(
     tree: &T,
     format: &str,
     bytes: &[u8],
+    options: &crate::diff::ParseOptions,
 ) -> Result<Changeset, ToolError> {
     if format == "edit_plan" {
         let plan = crate::edit::parse_plan(bytes)?;
         Ok(crate::edit::plan_changeset(&plan, tree)?)
     } else {
-        let patch = crate::diff::parse(bytes, &crate::diff::ParseOptions::default())?;
+        let patch = crate::diff::parse(bytes, options)?;
         Ok(Changeset::from_patch(&patch, tree)?)
     }
 }

@@ -52,10 +52,10 @@ fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec
     Ok(bytes)
 }
 
-fn parse_diff(bytes: &[u8]) -> Result<Patch<'_>, ToolError> {
+fn parse_diff<'b>(engine: &crate::Engine, bytes: &'b [u8]) -> Result<Patch<'b>, ToolError> {
     Ok(crate::diff::parse(
         bytes,
-        &crate::diff::ParseOptions::default(),
+        &engine.options().parse_options(),
     )?)
 }
 
@@ -167,7 +167,7 @@ impl Tool for ProposalFiles {
     fn run(cx: &Cx<'_>, args: RevisionArgs, (): ()) -> Result<Files, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = diff_bytes(cx.tx, &revision)?;
-        let patch = parse_diff(&bytes)?;
+        let patch = parse_diff(cx.engine, &bytes)?;
         let files: Vec<FileEntry> = patch.files().iter().map(file_entry).collect();
         Ok(Files {
             revision: revision.number,
@@ -238,7 +238,7 @@ impl Tool for ProposalDiff {
     fn run(cx: &Cx<'_>, args: DiffArgs, (): ()) -> Result<DiffPage, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = diff_bytes(cx.tx, &revision)?;
-        let patch = parse_diff(&bytes)?;
+        let patch = parse_diff(cx.engine, &bytes)?;
         let limit = args.limit.map_or(20, |l| l.0) as usize;
         let start = match &args.cursor {
             None => 0,
@@ -492,7 +492,12 @@ impl Tool for ProposalSymbols {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = super::proposals::revision_bytes(cx.tx, &revision)?;
         let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
-        let changeset = changeset_against(&tree, &revision.format, &bytes)?;
+        let changeset = changeset_against(
+            &tree,
+            &revision.format,
+            &bytes,
+            &cx.engine.options().parse_options(),
+        )?;
         let mut files = Vec::new();
         for f in changeset.files() {
             let source = match &f.operation {
@@ -617,7 +622,10 @@ impl Tool for ProposalCompare {
         let a = Revision::load(cx.tx, &p.id, args.from_revision.0)?;
         let b = Revision::load(cx.tx, &p.id, args.to_revision.0)?;
         let (abytes, bbytes) = (diff_bytes(cx.tx, &a)?, diff_bytes(cx.tx, &b)?);
-        let (apatch, bpatch) = (parse_diff(&abytes)?, parse_diff(&bbytes)?);
+        let (apatch, bpatch) = (
+            parse_diff(cx.engine, &abytes)?,
+            parse_diff(cx.engine, &bbytes)?,
+        );
         let summaries = |r: &Revision| -> BTreeMap<String, ChangeSummary> {
             r.changeset
                 .iter()

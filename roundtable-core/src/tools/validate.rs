@@ -34,9 +34,9 @@ use std::borrow::Cow;
 /// adds (`None` for an edit plan).
 type Parsed<'e> = Option<Result<Patch<'e>, crate::diff::ParseError>>;
 
-fn parse_revision(ev: &Evidence) -> Parsed<'_> {
+fn parse_revision<'e>(engine: &Engine, ev: &'e Evidence) -> Parsed<'e> {
     (ev.revision.format == "patch")
-        .then(|| crate::diff::parse(&ev.bytes, &crate::diff::ParseOptions::default()))
+        .then(|| crate::diff::parse(&ev.bytes, &engine.options().parse_options()))
 }
 
 /// The changeset the revision's bytes make against the files of `ws`
@@ -45,7 +45,12 @@ fn dry_run(ws: &Workspace, ev: &Evidence, parsed: &Parsed<'_>) -> Result<Changes
     match parsed {
         Some(Ok(patch)) => Changeset::from_patch(patch, ws).map_err(ToolError::from),
         Some(Err(e)) => Err(ToolError::from(e.clone())),
-        None => changeset_against(ws, &ev.revision.format, &ev.bytes),
+        None => changeset_against(
+            ws,
+            &ev.revision.format,
+            &ev.bytes,
+            &crate::diff::ParseOptions::default(),
+        ),
     }
 }
 
@@ -575,7 +580,7 @@ pub(crate) fn validate_with_changeset(
     // Dry run: the stored bytes, applied in memory to the current touched
     // files, give exactly the stored results. A patch is parsed once, here,
     // for the dry run and for the lines it adds.
-    let parsed = parse_revision(ev);
+    let parsed = parse_revision(engine, ev);
     let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
     let recomputed = dry_run(ws, ev, &parsed);
 
@@ -867,7 +872,7 @@ pub(crate) fn validate_with_changeset(
 /// fill them.
 pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let ws = engine.workspace().view();
-    let parsed = parse_revision(ev);
+    let parsed = parse_revision(engine, ev);
     let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
     let changeset = dry_run(&ws, ev, &parsed);
     let facts = changeset

@@ -286,3 +286,52 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     assert!(apply_in_order(text.as_bytes(), &h).is_none());
     assert_eq!(apply_hunks(text.as_bytes(), &h).map_err(|e| e.0), Err(2));
 }
+
+/// Issue 14 item 25: the executable bit was `mode & 0o111`; git uses the
+/// owner's bit alone.
+#[test]
+fn the_executable_bit_is_the_owners() {
+    use crate::diff::Mode;
+    assert!(!Mode(0o100654).is_executable());
+    assert!(!Mode(0o100611).is_executable());
+    assert!(Mode(0o100744).is_executable());
+    assert!(Mode(0o100755).is_executable());
+    let p = patch("diff --git a/f b/f\nold mode 100755\nnew mode 100654\n");
+    let mut tree = BTreeMap::new();
+    tree.insert(
+        b"f".to_vec(),
+        TreeFile {
+            data: b"x\n".to_vec(),
+            executable: true,
+        },
+    );
+    let after = apply_in_memory(&p, &tree).expect("applies");
+    assert!(!after[b"f".as_slice()].executable);
+}
+
+/// Issue 14 item 26: swapped and cyclic renames (`git diff -M -B`) were
+/// refused because each destination still existed; git applies them.
+#[test]
+fn swapped_and_cyclic_renames_apply() {
+    let file = |s: &str| TreeFile::regular(s.as_bytes().to_vec());
+    let tree: BTreeMap<Vec<u8>, TreeFile> = [("a", "A\n"), ("b", "B\n"), ("c", "C\n")]
+        .into_iter()
+        .map(|(p, d)| (p.as_bytes().to_vec(), file(d)))
+        .collect();
+    let rename = |from: &str, to: &str| {
+        format!("diff --git a/{from} b/{to}\nsimilarity index 100%\nrename from {from}\nrename to {to}\n")
+    };
+    let swap = [rename("a", "b"), rename("b", "a")].concat();
+    let after = apply_in_memory(&patch(&swap), &tree).expect("swap applies");
+    assert_eq!(after[b"a".as_slice()].data, b"B\n");
+    assert_eq!(after[b"b".as_slice()].data, b"A\n");
+    let cycle = [rename("a", "b"), rename("b", "c"), rename("c", "a")].concat();
+    let after = apply_in_memory(&patch(&cycle), &tree).expect("cycle applies");
+    assert_eq!(after[b"a".as_slice()].data, b"C\n");
+    assert_eq!(after[b"b".as_slice()].data, b"A\n");
+    assert_eq!(after[b"c".as_slice()].data, b"B\n");
+    assert_eq!(after.len(), 3);
+    // A rename onto a path nothing removes is still refused.
+    let onto = rename("a", "b");
+    assert!(apply_in_memory(&patch(&onto), &tree).is_err());
+}

@@ -144,12 +144,12 @@ fn plain_unified_diff_with_timestamps_and_strip_levels() {
     assert_eq!(p.files()[0].path(), b"dir/f.txt");
     assert!(!p.files()[0].is_git());
     assert_eq!(p.render(), text.to_vec());
-    let p0 = parse(text, &ParseOptions { strip: 0 }).expect("p0");
+    let p0 = parse(text, &ParseOptions::strip(0)).expect("p0");
     // old/… and new/… differ; git keeps the new name.
     assert_eq!(p0.files()[0].path(), b"new/dir/f.txt");
-    let p2 = parse(text, &ParseOptions { strip: 2 }).expect("p2");
+    let p2 = parse(text, &ParseOptions::strip(2)).expect("p2");
     assert_eq!(p2.files()[0].path(), b"f.txt");
-    let e = parse(text, &ParseOptions { strip: 3 }).expect_err("too deep");
+    let e = parse(text, &ParseOptions::strip(3)).expect_err("too deep");
     assert_eq!(e.code(), ErrorCode::InvalidPatch);
     assert!(
         e.expected()
@@ -199,12 +199,13 @@ fn malformed_patches_name_the_line() {
         (b"just some text\n", 2, "at least one file section"),
         (b"@@ -1 +1 @@\n-a\n+b\n", 1, "file header"),
         (b"--- a/x\n+++ b/x\n@@ -1,2 +1 @@\n-a\n+b\n", 6, "1 more old"),
-        (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n+c\n", 6, "new file section"),
         (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n*b\n", 5, "hunk line starting"),
         (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b", 5, "ending in a newline"),
         (b"--- a/x\n+++ b/x\n@@ -x +1 @@\n-a\n+b\n", 3, "hunk header"),
         (b"--- a/x\n+++ b/x\n@@ -99999999999 +1 @@\n-a\n+b\n", 3, "hunk header"),
-        (b"--- a/x\n+++ b/x\n", 3, "a hunk"),
+        (b"--- a/x\n+++ b/x\n", 3, "at least one file section"),
+        (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n a\n", 3, "adds or removes at least one line"),
+        (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\njunk\n@@ -1 +1 @@\n-a\n+b\n", 7, "before this hunk"),
         (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n\\ No newline at end of file\n-a\n+b\n", 4, "before `\\ No newline"),
         (b"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n\\ No newline at end of file\n b\n", 6, "side ended"),
         (b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n@@ -5 +5 @@\n-c\n+d\n", 7, "no further hunk"),
@@ -218,7 +219,7 @@ fn malformed_patches_name_the_line() {
         (b"diff --git a/x b/x\n--- a/x\n+++ b/z\n@@ -1 +1 @@\n-a\n+b\n", 1, "a name change needs"),
         (b"diff --git a/x b/x\nnew file mode 100644\n--- /dev/null\n+++ b/z\n@@ -0,0 +1 @@\n+b\n", 1, "match the `diff --git` header"),
         (b"diff --git a/x b/x\nindex 1..2 100644\n", 1, "a change"),
-        (b"diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n", 2, "`---` and `+++`"),
+        (b"diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n", 2, "file header"),
         (b"diff --git a/x b/x\nold mode 100644\nold mode 100755\n", 1, "at most once"),
         (b"diff --git a/x b/x\nindex 1..2\nGIT binary patch\nliteral 3\nA,,,,,\n\n", 5, "base85"),
         (b"diff --git a/x b/x\nindex 1..2\nGIT binary patch\nliteral 3\nHcmV?d00001\n\n", 4, "inflates to a different size"),
@@ -226,7 +227,6 @@ fn malformed_patches_name_the_line() {
         (b"diff --git \"a/x b/x\nold mode 100644\nnew mode 100755\n", 1, "file names"),
         (b"--- \"a/x\\q\"\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", 1, "unknown escape"),
         (b"--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+a\n", 1, "at most one"),
-        (b"--- l\n+++ \"t\"\"\n@@ -0,0 +1 @@\n+\n", 2, "after a quoted name"),
     ];
     for (text, line, expected) in cases {
         let e = err(text);
@@ -296,4 +296,183 @@ fn empty_context_lines_are_accepted() {
         (lines[1].kind, lines[1].content),
         (LineKind::Context, b"\n".as_slice())
     );
+}
+
+/// Issue 14 item 22: the parser used to stop at the first `-- ` line, so a
+/// two-mail `git format-patch --stdout` mbox applied only its first mail.
+#[test]
+fn every_mail_of_an_mbox_is_parsed_past_signatures() {
+    let mail = |n: u8, path: &str| -> Vec<u8> {
+        format!(
+            "From 000000000000000000000000000000000000000{n} Mon Sep 17 00:00:00 2001\n\
+             From: x <x@y>\nSubject: [PATCH {n}/2] change {path}\n\n\
+             body, with a line of dashes\n--\n---\n {path} | 1 +\n\n\
+             diff --git a/{path} b/{path}\nindex 1111111..2222222 100644\n\
+             --- a/{path}\n+++ b/{path}\n@@ -1 +1,2 @@\n a\n+b\n-- \n2.39.5\n\n"
+        )
+        .into_bytes()
+    };
+    let text = [mail(1, "one"), mail(2, "two")].concat();
+    let p = ok(&text);
+    let paths: Vec<&[u8]> = p.files().iter().map(|f| f.path()).collect();
+    assert_eq!(paths, [b"one".as_slice(), b"two".as_slice()]);
+    // A signature-less mbox too (`format-patch --no-signature`).
+    let bare = String::from_utf8(text)
+        .expect("ascii")
+        .replace("-- \n2.39.5\n", "");
+    assert_eq!(ok(bare.as_bytes()).files().len(), 2);
+}
+
+/// Issue 14 item 23: text between file sections (which git skips) was
+/// refused, so every multi-file `diff -ruN`, `svn diff` and `hg diff` was
+/// `invalid_patch`.
+#[test]
+fn text_between_sections_is_skipped_like_git() {
+    let diff_r = b"
+diff -ruN a/one b/one\n--- a/one\t2024-01-01 10:00:00.000000000 +0100\n+++ b/one\t2024-01-02 10:00:00.000000000 +0100\n@@ -1 +1 @@\n-a\n+b\n\
+diff -ruN a/two b/two\n--- a/two\t2024-01-01 10:00:00.000000000 +0100\n+++ b/two\t2024-01-02 10:00:00.000000000 +0100\n@@ -1 +1 @@\n-c\n+d\n";
+    let svn = b"Index: one\n===================================================================\n--- one\t(revision 3)\n+++ one\t(working copy)\n@@ -1 +1 @@\n-a\n+b\n\
+Index: dir/two\n===================================================================\n--- dir/two\t(revision 3)\n+++ dir/two\t(working copy)\n@@ -1 +1 @@\n-c\n+d\n";
+    let hg = b"# HG changeset patch\n# User x\ndiff -r 1234abcd -r 5678ef01 one\n--- a/one\tThu Jan 01 00:00:00 1970 +0000\n+++ b/one\tThu Jan 01 00:00:01 1970 +0000\n@@ -1 +1 @@\n-a\n+b\n\
+diff -r 1234abcd -r 5678ef01 two\n--- a/two\tThu Jan 01 00:00:00 1970 +0000\n+++ b/two\tThu Jan 01 00:00:01 1970 +0000\n@@ -1 +1 @@\n-c\n+d\n";
+    for (text, strip, want) in [
+        (diff_r.as_slice(), 1, [b"one".as_slice(), b"two"]),
+        (svn.as_slice(), 0, [b"one".as_slice(), b"dir/two"]),
+        (hg.as_slice(), 1, [b"one".as_slice(), b"two"]),
+    ] {
+        let p = parse(text, &ParseOptions::strip(strip))
+            .unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(text)));
+        let paths: Vec<&[u8]> = p.files().iter().map(|f| f.path()).collect();
+        assert_eq!(paths, want, "{}", String::from_utf8_lossy(text));
+    }
+    // What git refuses stays refused: a hunk with no file header, even
+    // after a section and some text.
+    let e = err(b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\nsome text\n@@ -3 +3 @@\n-c\n+d\n");
+    assert_eq!((e.code(), e.line()), (ErrorCode::InvalidPatch, 7), "{e}");
+    // Unlike git, which skips them and applies the rest, `diff -r`'s
+    // reports of changes the patch does not carry are refused.
+    for line in [
+        "Binary files a/b.bin and b/b.bin differ\n",
+        "Only in a: gone\n",
+    ] {
+        let text = format!("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n{line}");
+        let e = err(text.as_bytes());
+        assert_eq!(
+            (e.code(), e.line()),
+            (ErrorCode::UnsupportedPatch, 6),
+            "{e}"
+        );
+    }
+}
+
+/// Issue 14 item 24: `post<TAB>image.txt` was read as `post`, a
+/// space-separated timestamp was kept in the name, and GNU diff's epoch
+/// timestamp was ignored (a deleted file was left behind, empty).
+#[test]
+fn plain_names_with_tabs_and_timestamps_read_like_git() {
+    let cases: &[(&[u8], &[u8])] = &[
+        (
+            b"--- a/post\timage.txt\t2024-01-01 10:00:00.000000000 +0100\n+++ b/post\timage.txt\t2024-01-02 10:00:00.000000000 +0100\n",
+            b"post\timage.txt",
+        ),
+        (
+            b"--- a/with space.txt 2024-01-01 10:00:00 +0100\n+++ b/with space.txt 2024-01-02 10:00:00 +0100\n",
+            b"with space.txt",
+        ),
+        (
+            b"--- a/posix.txt\t2024-01-01 10:00:00\n+++ b/posix.txt\t2024-01-02 10:00:00\n",
+            b"posix.txt",
+        ),
+        (b"--- a/crlf.txt\r\n+++ b/crlf.txt\r\n", b"crlf.txt"),
+        (b"--- a/x.c.orig\n+++ b/x.c\n", b"x.c"),
+    ];
+    for (names, want) in cases {
+        let text = [*names, b"@@ -1 +1 @@\n-a\n+b\n".as_slice()].concat();
+        let p = ok(&text);
+        assert_eq!(
+            p.files()[0].path(),
+            *want,
+            "{}",
+            String::from_utf8_lossy(&text)
+        );
+        assert_eq!(p.files()[0].status(), FileStatus::Modified);
+    }
+    // Epoch timestamps: created and deleted files.
+    let created = b"--- a/new.txt\t1970-01-01 00:00:00.000000000 +0000\n+++ b/new.txt\t2024-01-02 10:00:00.000000000 +0100\n@@ -0,0 +1 @@\n+a\n";
+    let p = ok(created);
+    assert_eq!(p.files()[0].status(), FileStatus::Added);
+    assert_eq!(p.files()[0].new_path(), Some(b"new.txt".as_slice()));
+    let deleted = b"--- a/old.txt\t2024-01-02 10:00:00.000000000 +0100\n+++ b/old.txt\t1970-01-01 01:00:00.000000000 +0100\n@@ -1 +0,0 @@\n-a\n";
+    let p = ok(deleted);
+    assert_eq!(p.files()[0].status(), FileStatus::Deleted);
+    assert_eq!(p.files()[0].old_path(), Some(b"old.txt".as_slice()));
+    // West of Greenwich the epoch is on 1969-12-31.
+    assert!(has_epoch_timestamp(
+        b"a/x\t1969-12-31 19:00:00.000000000 -0500"
+    ));
+    assert!(has_epoch_timestamp(b"a/x\t1970-01-01 05:30:00 +05:30"));
+    assert!(!has_epoch_timestamp(b"a/x\t1970-01-01 00:00:01 +0000"));
+    assert!(!has_epoch_timestamp(b"a/x\t1970-01-01 01:00:00 +0000"));
+    assert!(!has_epoch_timestamp(b"a/x 1970-01-01 00:00:00 +0000"));
+    assert!(!has_epoch_timestamp(b"a/x\t1970-01-01 00:00:00.5 +0000"));
+}
+
+/// Issue 14 item 19: `+++ b//etc/x` was stripped to `etc/x` (repeated
+/// slashes squashed before stripping); git strips to `/etc/x`, an
+/// absolute path, and refuses it.
+#[test]
+fn a_doubled_slash_after_the_prefix_strips_to_an_absolute_path() {
+    let p = ok(b"--- a//etc/x\n+++ b//etc/x\n@@ -1 +1 @@\n-a\n+b\n");
+    assert_eq!(p.files()[0].path(), b"/etc/x");
+    let p = ok(b"diff --git a//etc/x b//etc/x\n--- a//etc/x\n+++ b//etc/x\n@@ -1 +1 @@\n-a\n+b\n");
+    assert_eq!(p.files()[0].path(), b"/etc/x");
+    // Repeated slashes inside the name are squashed, as git does.
+    let p = ok(b"--- a/d//x\n+++ b/d//x\n@@ -1 +1 @@\n-a\n+b\n");
+    assert_eq!(p.files()[0].path(), b"d/x");
+}
+
+/// Issue 14 item 3: a `GIT binary patch` literal's declared size was not
+/// bounded, so a small patch inflated to gigabytes in every stage.
+#[test]
+fn binary_hunks_over_the_inflate_limit_are_refused_before_inflating() {
+    let data = vec![0u8; 1 << 20];
+    let mut text = b"diff --git a/z.bin b/z.bin\nnew file mode 100644\nindex 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111\nGIT binary patch\nliteral 1048576\n".to_vec();
+    binary::encode_lines(&binary::deflate(&data), &mut text);
+    text.extend_from_slice(b"\nliteral 0\n");
+    binary::encode_lines(&binary::deflate(b""), &mut text);
+    text.push(b'\n');
+    let limited = ParseOptions {
+        max_inflated_bytes: (1 << 20) - 1,
+        ..ParseOptions::default()
+    };
+    let e = parse(&text, &limited).expect_err("over the limit");
+    assert_eq!(e.code(), ErrorCode::InvalidArgument);
+    assert_eq!(e.field(), Some("max_inflated_bytes"));
+    assert!(e.to_string().contains("max_inflated_bytes"), "{e}");
+    assert!(parse(&text, &ParseOptions::default()).is_ok());
+    // A declared size far beyond what the data holds is refused by the
+    // limit, before any inflating (not after reading gigabytes).
+    let bomb = String::from_utf8(text.clone())
+        .expect("ascii")
+        .replace("literal 1048576", "literal 99999999999");
+    let e = parse(bomb.as_bytes(), &ParseOptions::default()).expect_err("bomb");
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    // A delta counts the content it builds, read from its header: a delta
+    // of a few bytes that claims to build 1 GiB.
+    let mut delta = vec![0u8];
+    let mut n: u64 = 1 << 30;
+    while n >= 0x80 {
+        delta.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    delta.push(n as u8);
+    let mut text = format!(
+        "diff --git a/z.bin b/z.bin\nindex 1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 100644\nGIT binary patch\ndelta {}\n",
+        delta.len()
+    )
+    .into_bytes();
+    binary::encode_lines(&binary::deflate(&delta), &mut text);
+    text.push(b'\n');
+    let e = parse(&text, &ParseOptions::default()).expect_err("delta bomb");
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
 }

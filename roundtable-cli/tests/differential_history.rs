@@ -1,0 +1,255 @@
+//! Replaying a repository's history through `roundtable patch apply` and
+//! `git apply`.
+//!
+//! One repository is built with [`DEFAULT_COMMITS`] commits of random
+//! edits (the generator of `differential.rs`: text edits, CRLF, missing
+//! final newlines, renames, copies, deletions, mode changes, binaries, a
+//! file becoming a directory and back, swaps), plus, every ten commits,
+//! large files swapped and rotated so that `-B` writes swapped and cyclic
+//! renames. Every commit's diff against
+//! its parent is then written in several variants and applied to the
+//! parent's tree by both tools, which must agree ([`differential_with`]);
+//! for the variants git can apply without options, both must reproduce the
+//! commit's tree exactly.
+//!
+//! Variants: `git diff` (binary changes as `Binary files … differ`, which
+//! neither applies), `git diff -M -C --binary --full-index`, `git diff -U0
+//! --binary` (git needs `--unidiff-zero` for it: without, it refuses most
+//! and misplaces some, so only agreement is required), `git format-patch -1 --stdout` (one mail, signature and all)
+//! and `git diff -M -B --binary` (rewrites broken and paired anew).
+//!
+//! Environment: `RT_HISTORY_COMMITS` (default [`DEFAULT_COMMITS`]) and
+//! `RT_HISTORY_SEED` (decimal or `0x` hex).
+
+use super::differential::{
+    differential_with, env_number, gen_tree, lossy, mutate, run_ok, transition, tree_diff, File,
+    Rng, Scratch, Tree,
+};
+use std::fmt::Write as _;
+use std::fs;
+use std::time::Instant;
+
+/// Commits in the repository when `RT_HISTORY_COMMITS` is not set.
+const DEFAULT_COMMITS: usize = 100;
+/// The seed when `RT_HISTORY_SEED` is not set.
+const DEFAULT_SEED: u64 = 0x4157_0e11_5eed_0014;
+
+/// A way of writing one commit's change.
+struct Variant {
+    name: &'static str,
+    /// `git` arguments; the parent and the commit are appended (for
+    /// `format-patch`, only the commit).
+    args: &'static [&'static str],
+    /// Whether git applies it without options, so both tools must give
+    /// the commit's tree.
+    must_apply: bool,
+    /// Whether it is a plain `git diff` that must render back exactly.
+    exact: bool,
+}
+
+const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "git diff",
+        args: &["diff"],
+        must_apply: false,
+        exact: true,
+    },
+    Variant {
+        name: "git diff -M -C --binary --full-index",
+        args: &["diff", "-M", "-C", "--binary", "--full-index"],
+        must_apply: true,
+        exact: true,
+    },
+    Variant {
+        name: "git diff -U0 --binary",
+        args: &["diff", "-U0", "--binary"],
+        must_apply: false,
+        exact: true,
+    },
+    Variant {
+        name: "git format-patch",
+        args: &["format-patch", "-1", "--stdout", "--binary", "-M"],
+        must_apply: true,
+        exact: false,
+    },
+    Variant {
+        name: "git diff -M -B --binary",
+        args: &["diff", "-M", "-B", "--binary"],
+        must_apply: true,
+        exact: true,
+    },
+];
+
+/// The files that [`rotate_big_files`] keeps.
+const BIG: [&str; 3] = ["big/a.txt", "big/b.txt", "big/c.txt"];
+
+/// Every ten commits, three large files with contents that share no line
+/// are (re)written, then the next commit swaps two of them and the one
+/// after rotates all three: `git diff -M -B` writes those as swapped and
+/// cyclic renames (git does not break files under 400 bytes, and the
+/// random edits make small files only).
+fn rotate_big_files(commit: usize, tree: &mut Tree, log: &mut Vec<String>) {
+    let in_the_way = tree.keys().any(|k| {
+        k.as_slice() == b"big"
+            || BIG
+                .iter()
+                .any(|b| k.starts_with(format!("{b}/").as_bytes()))
+    });
+    if in_the_way || commit == 0 {
+        return;
+    }
+    let big = |tag: String| File {
+        data: (1..=40)
+            .map(|i| format!("{}{i}\n", tag.repeat(4)))
+            .collect::<String>()
+            .into_bytes(),
+        exec: false,
+    };
+    let key = |i: usize| BIG[i].as_bytes().to_vec();
+    match commit % 10 {
+        3 => {
+            for (i, tag) in ["alpha", "beta", "gamma"].into_iter().enumerate() {
+                tree.insert(key(i), big(format!("{tag}{commit}")));
+            }
+            log.push("write the three big files".into());
+        }
+        4 if BIG.iter().all(|b| tree.contains_key(b.as_bytes())) => {
+            let a = tree.remove(&key(0)).expect("present");
+            let b = tree.remove(&key(1)).expect("present");
+            tree.insert(key(0), b);
+            tree.insert(key(1), a);
+            log.push("swap big/a.txt and big/b.txt".into());
+        }
+        5 if BIG.iter().all(|b| tree.contains_key(b.as_bytes())) => {
+            let a = tree.remove(&key(0)).expect("present");
+            let b = tree.remove(&key(1)).expect("present");
+            let c = tree.remove(&key(2)).expect("present");
+            tree.insert(key(1), a);
+            tree.insert(key(2), b);
+            tree.insert(key(0), c);
+            log.push("rotate big/a.txt -> b -> c -> a".into());
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn differential_history_replays_every_commit_like_git_apply() {
+    let commits = env_number("RT_HISTORY_COMMITS").map_or(DEFAULT_COMMITS, |n| n as usize);
+    let seed = env_number("RT_HISTORY_SEED").unwrap_or(DEFAULT_SEED);
+    let started = Instant::now();
+    let scratch = Scratch::new();
+    let work = scratch.trial_dir();
+    let repo = work.path().join("repo");
+    fs::create_dir_all(&repo).expect("create the repository directory");
+    let git = |args: &[&str]| -> Vec<u8> {
+        run_ok(scratch.git(&repo).args(args)).unwrap_or_else(|e| panic!("harness: {e}"))
+    };
+    git(&["init", "-q"]);
+
+    // Build the history.
+    let mut rng = Rng::new(seed);
+    let mut trees: Vec<Tree> = vec![Tree::new()];
+    let mut logs: Vec<Vec<String>> = vec![Vec::new()];
+    for i in 0..=commits {
+        let previous = trees.last().expect("at least the empty tree");
+        let mut log = Vec::new();
+        let mut next = if i == 0 {
+            gen_tree(&mut rng)
+        } else {
+            mutate(&mut rng, previous, &mut log)
+        };
+        rotate_big_files(i, &mut next, &mut log);
+        transition(&repo, previous, &next).unwrap_or_else(|e| panic!("harness: {e}"));
+        git(&["add", "-A"]);
+        git(&[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            &format!("commit {i}"),
+        ]);
+        trees.push(next);
+        logs.push(log);
+    }
+    let ids: Vec<String> = lossy(&git(&["rev-list", "--reverse", "HEAD"]))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids.len(), commits + 1, "harness: one id per commit");
+    // trees[k + 1] is the tree of ids[k].
+    let built = started.elapsed();
+
+    let mut failures = Vec::new();
+    let mut applied = vec![0usize; VARIANTS.len()];
+    let mut refused = vec![0usize; VARIANTS.len()];
+    for k in 1..ids.len() {
+        let (parent, commit) = (&trees[k], &trees[k + 1]);
+        for (v, variant) in VARIANTS.iter().enumerate() {
+            let mut args: Vec<&str> = variant.args.to_vec();
+            if variant.args[0] != "format-patch" {
+                args.push(&ids[k - 1]);
+            }
+            args.push(&ids[k]);
+            let patch = git(&args);
+            if patch.is_empty() {
+                continue;
+            }
+            let trial = scratch.trial_dir();
+            let patch_file = trial.path().join("patch.diff");
+            fs::write(&patch_file, &patch).expect("write the patch");
+            let outcome = differential_with(
+                &scratch,
+                trial.path(),
+                &patch_file,
+                parent,
+                1,
+                variant.exact,
+            )
+            .and_then(|a| match (&a.refusal, variant.must_apply) {
+                // git applies some `-U0` hunks without `--unidiff-zero`,
+                // matching them at the wrong place; agreeing is all that
+                // is asked there.
+                (None, true) if a.after != *commit => Err(format!(
+                    "both applied, but not giving the commit's tree\n{}",
+                    tree_diff("applied", &a.after, "commit", commit)
+                )),
+                (Some(code), true) => Err(format!("both refused ({code})")),
+                (r, _) => Ok(r.is_none()),
+            });
+            match outcome {
+                Ok(true) => applied[v] += 1,
+                Ok(false) => refused[v] += 1,
+                Err(e) => {
+                    let mut report =
+                        format!("commit {k} ({}), {}: {e}\nedits:\n", ids[k], variant.name);
+                    for line in &logs[k + 1] {
+                        let _ = writeln!(report, "  {line}");
+                    }
+                    let _ = write!(
+                        report,
+                        "patch:\n{}",
+                        super::differential::preview_patch(&patch)
+                    );
+                    failures.push(report);
+                }
+            }
+        }
+    }
+    eprintln!(
+        "history: {commits} commits (seed {seed:#x}) built in {built:.1?}, replayed in {:.1?}; applied/refused per variant: {}",
+        started.elapsed() - built,
+        VARIANTS
+            .iter()
+            .zip(applied.iter().zip(&refused))
+            .map(|(v, (a, r))| format!("{} {a}/{r}", v.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    assert!(
+        failures.is_empty(),
+        "{} replays disagreed (RT_HISTORY_SEED={seed:#x} RT_HISTORY_COMMITS={commits}); first:\n{}",
+        failures.len(),
+        failures[0]
+    );
+}

@@ -155,17 +155,7 @@ fn a_fifo_socket_or_device_at_a_touched_path_is_special_file_and_nothing_blocks(
 #[test]
 fn recovery_reports_a_special_file_at_a_journaled_path_as_diverged_and_does_not_block() {
     let w = World::new();
-    w.ok(
-        "claim.acquire",
-        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 600}),
-        &w.author,
-    );
-    let pid = w.in_review();
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
+    let pid = approved(&w, "file:hello.txt", PATCH);
     let applied = w.ok(
         "patch.apply",
         json!({"proposal_id": pid, "revision": 1}),
@@ -174,15 +164,7 @@ fn recovery_reports_a_special_file_at_a_journaled_path_as_diverged_and_does_not_
     let tid = str_of(&applied["transaction"]["id"]);
     // As if the applier had been killed mid-write: the journal says
     // `applying`, and a FIFO now stands at the journaled path.
-    let World { dir, engine, .. } = w;
-    drop(engine);
-    rusqlite::Connection::open(dir.path().join(".roundtable/store.db"))
-        .expect("db")
-        .execute(
-            "UPDATE transactions SET status = 'applying' WHERE id = ?1",
-            [&tid],
-        )
-        .expect("back to applying");
+    let dir = as_if_crashed(w, &tid);
     assert!(make_special(&dir.path().join("hello.txt"), "fifo"));
     let root = dir.path().to_path_buf();
     let engine = within("Engine::open", move || {

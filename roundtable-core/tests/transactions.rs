@@ -1709,22 +1709,18 @@ fn an_apply_in_flight_is_not_recovered_by_another_process_opening_the_workspace(
     assert_eq!(t["transaction"]["status"], "recovered", "its holder died");
 }
 
-/// While a worker process applies 600 paths, the lock file is unlinked and
-/// the workspace opened by another process (which recovers what it finds
-/// `applying` when it gets the lock): 50 rounds. Each ends with the tree
-/// entirely before or after and the store agreeing; the live apply is
-/// never "recovered" under its applier.
-#[test]
-fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
-    const FILES: usize = 600;
-    const ROUNDS: usize = 50;
+/// A workspace of one-line files and an approved proposal changing each
+/// (`(path, before, after)`), its author holding `directory:.`; the
+/// engine closed, ready to copy.
+fn prepared_world(
+    files: impl Iterator<Item = (String, String, String)>,
+) -> (tempfile::TempDir, String) {
     let prepared = scratch_dir();
     let mut patch = String::new();
-    for i in 0..FILES {
-        let path = format!("u{}/f{i}.txt", i % 6);
-        put(prepared.path(), &path, &format!("file {i}\n"), false);
+    for (path, before, after) in files {
+        put(prepared.path(), &path, &before, false);
         patch.push_str(&format!(
-            "--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-file {i}\n+file {i}, changed\n"
+            "--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{before}+{after}"
         ));
     }
     let w = World::with(prepared, EngineOptions::default());
@@ -1736,6 +1732,25 @@ fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
         ..
     } = w;
     drop(engine);
+    (prepared, pid)
+}
+
+/// While a worker process applies 600 paths, the lock file is unlinked and
+/// the workspace opened by another process (which recovers what it finds
+/// `applying` when it gets the lock): 50 rounds. Each ends with the tree
+/// entirely before or after and the store agreeing; the live apply is
+/// never "recovered" under its applier.
+#[test]
+fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
+    const FILES: usize = 600;
+    const ROUNDS: usize = 50;
+    let (prepared, pid) = prepared_world((0..FILES).map(|i| {
+        (
+            format!("u{}/f{i}.txt", i % 6),
+            format!("file {i}\n"),
+            format!("file {i}, changed\n"),
+        )
+    }));
     let before = snapshot(prepared.path());
     let mut rng = 0x10c4_u64;
     let (mut at_before, mut at_after) = (0, 0);
@@ -1828,28 +1843,13 @@ fn temporaries_under(dir: &Path) -> Vec<PathBuf> {
 fn a_directory_swapped_during_an_apply_gets_all_or_nothing_and_others_work_is_kept() {
     const FILES: usize = 20;
     const ROUNDS: usize = 40;
-    let prepared = scratch_dir();
-    let mut patch = String::new();
-    for i in 0..FILES {
-        put(
-            prepared.path(),
-            &format!("d/f{i}"),
-            &format!("before {i}\n"),
-            false,
-        );
-        patch.push_str(&format!(
-            "--- a/d/f{i}\n+++ b/d/f{i}\n@@ -1 +1 @@\n-before {i}\n+after {i}\n"
-        ));
-    }
-    let w = World::with(prepared, EngineOptions::default());
-    claim(&w, "directory:.");
-    let pid = approved(&w, &patch);
-    let World {
-        dir: prepared,
-        engine,
-        ..
-    } = w;
-    drop(engine);
+    let (prepared, pid) = prepared_world((0..FILES).map(|i| {
+        (
+            format!("d/f{i}"),
+            format!("before {i}\n"),
+            format!("after {i}\n"),
+        )
+    }));
     let mut rng = 0x5a9_u64;
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     for round in 0..ROUNDS {

@@ -183,10 +183,15 @@ impl Store {
         };
         match std::fs::symlink_metadata(&dir) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => {
+            Ok(m) if m.file_type().is_symlink() => {
                 return Err(StoreError::NotAFile {
                     path: dir.display().to_string(),
                 })
+            }
+            Ok(_) => {
+                return Err(dir_err(std::io::Error::other(
+                    "exists and is not a directory",
+                )))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 create_store_dir(&dir).map_err(dir_err)?

@@ -160,8 +160,11 @@ def test_a_patch_that_is_not_utf8_is_a_coded_invalid_argument(repo: Path, engine
 
 
 def test_patch_error_families(repo: Path) -> None:
-    e = raises(roundtable.InvalidPatch, "invalid_patch", lambda: roundtable.parse_patch(b"--- a/x\n+++ b/x\n@@ bogus\n"))
-    assert e.details["line"] == 3
+    e = raises(
+        roundtable.InvalidPatch, "invalid_patch",
+        lambda: roundtable.parse_patch(b"--- a/x\n+++ b/x\n@@ -1,2 +1 @@\n-a\n+b\n"),
+    )
+    assert e.details["line"] == 6  # the hunk is cut short at the end of input
     e = raises(
         roundtable.PatchDoesNotApply,
         "patch_does_not_apply",
@@ -180,7 +183,7 @@ def test_patch_error_families(repo: Path) -> None:
     )
     raises(
         roundtable.InvalidPath, "invalid_path",
-        lambda: roundtable.apply_patch(repo, "--- /dev/null\n+++ b/a//b\n@@ -0,0 +1 @@\n+x\n"),
+        lambda: roundtable.apply_patch(repo, "--- /dev/null\n+++ b/a/./b\n@@ -0,0 +1 @@\n+x\n"),
     )
     # Every family is also a PatchError / PathError.
     with pytest.raises(roundtable.PatchError):
@@ -216,5 +219,7 @@ def test_store_error_families(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     (broken / ".roundtable").mkdir(parents=True)
     (broken / ".roundtable" / "store.db").write_bytes(b"not a database" * 100)
-    e = raises(roundtable.DatabaseError, "database", lambda: roundtable.open(broken))
+    # An existing file that is not a store is refused and kept, never replaced.
+    e = raises(roundtable.IncompatibleStore, "incompatible_store", lambda: roundtable.open(broken))
     assert isinstance(e, roundtable.StoreError)
+    assert (broken / ".roundtable" / "store.db").read_bytes() == b"not a database" * 100

@@ -458,7 +458,8 @@ static void test_error_paths(void) {
   s = rt_patch_parse((const uint8_t *)patch, strlen(patch), &out, NULL);
   CHECK(s == RT_OK && out && strstr(out, "\"new_path\":\"n.txt\""), "parse: %s", out);
   rt_string_free(out);
-  const char broken[] = "--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-one\n+two\n+three\n";
+  /* A hunk cut short: it promises one added line and ends before it. */
+  const char broken[] = "--- a/n.txt\n+++ b/n.txt\n@@ -1 +1 @@\n-one\n";
   err = NULL;
   out = NULL;
   s = rt_patch_parse((const uint8_t *)broken, strlen(broken), &out, &err);

@@ -235,10 +235,23 @@ impl Store {
                 reason: "it holds no roundtable schema (empty, or user_version 0)".into(),
             });
         }
-        // WAL lets readers run beside a writer, in this and other processes.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| invalid(&path, e))?;
+        // WAL lets readers run beside a writer, in this and other
+        // processes. A store this version created is WAL already; one an
+        // older version made is switched by its first opener, and a
+        // concurrent switch is refused without waiting (SQLITE_BUSY), so
+        // it is retried for the busy timeout.
+        let started = std::time::Instant::now();
+        let mode: String = loop {
+            match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+                Err(e)
+                    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && started.elapsed() < options.busy_timeout =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => break other.map_err(|e| invalid(&path, e))?,
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(err(rusqlite::Error::InvalidParameterName(format!(
                 "journal_mode is {mode}, not wal"
@@ -365,6 +378,19 @@ fn create(dir: &Path, path: &Path) -> Result<bool, StoreError> {
         conn.execute_batch("PRAGMA page_size = 16384; PRAGMA journal_mode = DELETE;")
             .map_err(&err)?;
         migrate(&mut conn, tmp.path(), true)?;
+        // WAL is recorded in the file's header, so no opener of the new
+        // store has to switch it: two first openers switching at once
+        // both hold a read lock and want the exclusive one, and SQLite
+        // refuses one of them with SQLITE_BUSY without waiting (waiting
+        // could deadlock). Closing checkpoints and removes the `-wal`.
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(&err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(err(rusqlite::Error::InvalidParameterName(format!(
+                "journal_mode is {mode}, not wal"
+            ))));
+        }
         conn.close().map_err(|(_, e)| err(e))?;
     }
     tmp.as_file().sync_all().map_err(|source| StoreError::Dir {
@@ -738,6 +764,38 @@ mod tests {
                 .filter(|n| n.starts_with(".store.db.new-"))
                 .collect();
             assert!(left.is_empty(), "{left:?}");
+        }
+    }
+
+    #[test]
+    fn processes_first_opening_a_store_in_rollback_mode_all_switch_it_to_wal() {
+        // Stores made before creation switched to WAL are in rollback
+        // mode until their first open; openers racing to switch all open.
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = Store::open(dir.path(), &StoreOptions::default())
+                .expect("create")
+                .path()
+                .to_path_buf();
+            Connection::open(&path)
+                .expect("open")
+                .query_row("PRAGMA journal_mode = DELETE", [], |r| {
+                    r.get::<_, String>(0)
+                })
+                .expect("rollback mode");
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| Store::open(dir.path(), &StoreOptions::default())))
+                    .collect();
+                for h in handles {
+                    assert!(!h.join().expect("joined").expect("opened").created());
+                }
+            });
+            let mode: String = Connection::open(&path)
+                .expect("open")
+                .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+                .expect("mode");
+            assert_eq!(mode, "wal");
         }
     }
 

@@ -468,3 +468,39 @@ fn tools_lists_every_tool_with_strict_schemas() {
     assert_eq!(mutates("proposal.create"), Some(Value::Bool(true)));
     assert_eq!(mutates("proposal.get"), Some(Value::Bool(false)));
 }
+
+/// `roundtable tools` byte for byte as recorded before the typed core
+/// (issue 15): every name, description, and input and output schema of
+/// the JSON surface. A change to it is a change to the contract: rewrite
+/// the file with `RT_UPDATE_GOLDEN=1` only when that is what you mean.
+#[test]
+fn tools_output_is_the_recorded_contract() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tools.json");
+    let r = rt(&["tools"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    if std::env::var_os("RT_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &r.stdout).expect("write the golden file");
+    }
+    let want = std::fs::read_to_string(&golden).expect("read the golden file");
+    if r.stdout == want {
+        return;
+    }
+    // Name what differs before failing on the bytes.
+    let parse = |text: &str| -> Vec<Value> {
+        serde_json::from_str::<Value>(text)
+            .expect("JSON")
+            .as_array()
+            .expect("a list")
+            .clone()
+    };
+    let (now, then) = (parse(&r.stdout), parse(&want));
+    for t in &then {
+        match now.iter().find(|n| n["name"] == t["name"]) {
+            None => panic!("{} is gone", t["name"]),
+            Some(n) if n != t => panic!("{} changed:\nnow  {n}\nthen {t}", t["name"]),
+            Some(_) => {}
+        }
+    }
+    assert_eq!(now.len(), then.len(), "tools were added");
+    panic!("the same tools and schemas, but not the same bytes (key order or layout)");
+}

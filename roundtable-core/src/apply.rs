@@ -33,7 +33,7 @@ use crate::workspace::{Workspace, WriteOptions};
 use crate::{Digest, ErrorCode, RepoPath};
 use rusqlite::{params, OptionalExtension as _};
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
@@ -141,7 +141,7 @@ impl ApplyLock {
 }
 
 /// What one transaction does: apply a revision, or roll back a transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransactionKind {
     /// Applies a proposal's revision.
@@ -166,8 +166,27 @@ pub enum TransactionStatus {
     RolledBack,
 }
 
+impl TransactionStatus {
+    /// The stable spelling (`applied`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransactionStatus::Applying => "applying",
+            TransactionStatus::Applied => "applied",
+            TransactionStatus::Failed => "failed",
+            TransactionStatus::Recovered => "recovered",
+            TransactionStatus::RolledBack => "rolled_back",
+        }
+    }
+}
+
+impl std::fmt::Display for TransactionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One path in a transaction's journal.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct JournalFile {
     /// The path.
     pub path: String,
@@ -198,7 +217,7 @@ impl JournalFile {
 }
 
 /// A transaction as the tools return it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Transaction {
     /// Its id.
     pub id: String,
@@ -348,7 +367,7 @@ pub(crate) fn created_dirs(
 }
 
 /// Where a journaled path is now, compared with the journal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PathState {
     /// It has its after state.
@@ -360,7 +379,7 @@ pub enum PathState {
 }
 
 /// One path compared with the journal.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PathReport {
     /// The path.
     pub path: String,
@@ -788,7 +807,7 @@ fn still_applying(changed: usize, id: &str) -> Result<(), ToolError> {
 }
 
 /// What recovering one transaction did.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Recovery {
     /// The transaction.
     pub transaction_id: String,

@@ -8,12 +8,12 @@
 //! be absent) and its complete resulting content and mode.
 
 use crate::{Digest, RepoPath};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub(crate) mod render;
 
 /// A file's state as a precondition: its digest and executable bit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FileMeta {
     /// `blob:sha256:` of the bytes.
     pub digest: Digest,
@@ -51,7 +51,7 @@ impl FileContent {
 }
 
 /// What happens to a path.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Operation {
     /// The path is created (it must be absent now).

@@ -16,11 +16,11 @@ use crate::claims::{under, LineSpan, Scope};
 use crate::resource::Resource;
 use crate::RepoPath;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use similar::{Algorithm, DiffTag};
 
 /// Where a content change touches the old text, in old line numbers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LineChanges {
     /// Old lines removed or replaced (1-based).
     pub removed: Vec<u32>,
@@ -155,7 +155,7 @@ pub struct Change<'a> {
 }
 
 /// A change the claims do not cover.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Uncovered {
     /// The path.
     pub path: String,

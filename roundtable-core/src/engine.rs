@@ -194,6 +194,12 @@ impl Engine {
         Ok(engine)
     }
 
+    /// A handle that makes every call as `actor`: the typed API, one
+    /// method per tool (see [`crate::session`]).
+    pub fn session(&self, actor: Actor) -> crate::session::Session<'_> {
+        crate::session::Session::new(self, actor)
+    }
+
     /// Call `tool` with `args` (a JSON object) as `actor`.
     ///
     /// The result is the tool's JSON result; an error is a [`ToolError`]

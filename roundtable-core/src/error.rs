@@ -6,14 +6,14 @@
 //! Python exception classes are derived from. Codes are never renamed or
 //! reused.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A stable, machine-readable error code.
 ///
 /// The spelling returned by [`ErrorCode::as_str`] never changes once
 /// released; new codes are only ever added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorCode {

@@ -1,7 +1,7 @@
 //! [`RepoPath`]: a path that can only name something inside a repository.
 
 use crate::ErrorCode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A clean, relative, contained path inside a repository: `/`-separated,
@@ -9,7 +9,7 @@ use std::fmt;
 /// no NUL byte, and no `.git` or `.roundtable` component (compared
 /// case-insensitively, as git protects `.git` on case-insensitive
 /// filesystems).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct RepoPath(String);
 

@@ -67,7 +67,7 @@ pub const SECURITY_ROLE: &str = "security";
 /// A parsed, validated policy.
 ///
 /// Obtain one with [`Policy::parse`] or [`Policy::default`].
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Policy {
     /// The format version (always [`POLICY_VERSION`]).
@@ -87,7 +87,7 @@ pub struct Policy {
 }
 
 /// The `[approvals]` table.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Approvals {
     /// How many eligible reviewers must approve (`approve` or
@@ -122,7 +122,7 @@ pub enum CarryOver {
 
 /// A `[[roles]]` rule: a change touching `paths` needs `minimum` approvals
 /// from holders of `role`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct RoleRule {
     /// The globs; the rule applies when any touched path matches one.
@@ -143,7 +143,7 @@ impl RoleRule {
 
 /// The `[security_review]` and `[human_approval]` tables: required when the
 /// proposal's risk is listed or a touched path matches.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Gate {
     /// Risk levels that require it.
@@ -153,7 +153,7 @@ pub struct Gate {
 }
 
 /// The `[checks]` table.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Checks {
     /// Names of `test.record` results whose latest result on the revision
@@ -162,7 +162,7 @@ pub struct Checks {
 }
 
 /// The `[secrets]` table.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Secrets {
     /// Scan added lines for private keys, cloud keys and tokens; a finding
@@ -270,6 +270,13 @@ impl Eq for PathGlob {}
 impl Serialize for PathGlob {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.pattern)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PathGlob {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PathGlob, D::Error> {
+        let s = String::deserialize(d)?;
+        PathGlob::new(&s).map_err(serde::de::Error::custom)
     }
 }
 

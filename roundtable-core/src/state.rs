@@ -178,7 +178,7 @@ impl<'de> Deserialize<'de> for StateHash {
 /// Serializes as `{"state": "state:sha256:…", "git_head": "<hex>"|null,
 /// "files": N}`; the [`stats`](WorkspaceState::stats) of the run are not
 /// serialized.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkspaceState {
     /// The state hash of the tree and `HEAD`.
     pub state: StateHash,
@@ -195,7 +195,7 @@ pub struct WorkspaceState {
 }
 
 /// What one [`compute_state`] run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateStats {
     /// Regular files whose bytes were read and hashed in this run.
     pub hashed: usize,
@@ -221,7 +221,7 @@ pub struct StateStats {
 }
 
 /// What happened to the stat cache when a run started.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "status", content = "reason")]
 pub enum CacheStatus {
     /// The cache was not consulted ([`CacheMode::Off`] or

@@ -23,10 +23,23 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+/// [`Request::execute`] of a store tool: [`run_tool`].
+macro_rules! store_tool {
+    () => {
+        fn execute(
+            self,
+            engine: &crate::engine::Engine,
+            actor: &crate::actor::Actor,
+        ) -> Result<Self::Output, crate::tools::ToolError> {
+            crate::tools::run_tool::<Self>(engine, actor, self)
+        }
+    };
+}
+
 /// `Tool::key` for a tool whose arguments carry `idempotency_key`.
 macro_rules! keyed {
     () => {
-        fn key(args: &Self::Args) -> Option<&crate::id::Id> {
+        fn key(args: &Self) -> Option<&crate::id::Id> {
             args.idempotency_key.as_ref()
         }
     };
@@ -35,7 +48,7 @@ macro_rules! keyed {
 /// `Tool::key` for a read-only tool.
 macro_rules! unkeyed {
     () => {
-        fn key(_: &Self::Args) -> Option<&crate::id::Id> {
+        fn key(_: &Self) -> Option<&crate::id::Id> {
             None
         }
     };
@@ -49,7 +62,7 @@ macro_rules! no_prep {
         fn prepare(
             _: &crate::engine::Engine,
             _: &crate::actor::Actor,
-            _: &Self::Args,
+            _: &Self,
         ) -> Result<(), crate::tools::ToolError> {
             Ok(())
         }
@@ -109,16 +122,11 @@ impl Cx<'_> {
     }
 }
 
-/// One tool. `prepare` runs before the transaction (it may read the
+/// A tool that runs in one store transaction (every tool but the
+/// journaled `patch.apply` and `transaction.rollback`): the request type
+/// is the tool. `prepare` runs before the transaction (it may read the
 /// workspace, which can be slow, but writes nothing); `run` runs inside it.
-pub(crate) trait Tool {
-    const NAME: &'static str;
-    const DESCRIPTION: &'static str;
-    /// Whether the tool changes state (and so takes an idempotency key and
-    /// a write transaction).
-    const MUTATES: bool;
-    type Args: DeserializeOwned + Serialize + JsonSchema;
-    type Output: Serialize + JsonSchema;
+pub(crate) trait Tool: Request {
     type Prep;
 
     /// Whether a read-only tool reads workspace files as well as the
@@ -135,13 +143,35 @@ pub(crate) trait Tool {
     }
 
     /// The call's idempotency key, for mutating tools.
-    fn key(args: &Self::Args) -> Option<&Id>;
+    fn key(args: &Self) -> Option<&Id>;
 
     /// Work done outside the transaction (reading the workspace).
-    fn prepare(engine: &Engine, actor: &Actor, args: &Self::Args) -> Result<Self::Prep, ToolError>;
+    fn prepare(engine: &Engine, actor: &Actor, args: &Self) -> Result<Self::Prep, ToolError>;
 
     /// The call itself, inside the transaction.
-    fn run(cx: &Cx<'_>, args: Self::Args, prep: Self::Prep) -> Result<Self::Output, ToolError>;
+    fn run(cx: &Cx<'_>, args: Self, prep: Self::Prep) -> Result<Self::Output, ToolError>;
+}
+
+/// One call of the governed workflow, as a type: the request (a tool's
+/// arguments) names its tool and its result type. [`Session::run`] runs
+/// any request; the JSON registry ([`TOOLS`]) decodes one from JSON,
+/// runs it the same way and encodes the result, and its schemas are
+/// derived from these very types.
+///
+/// [`Session::run`]: crate::session::Session::run
+pub trait Request: Serialize + DeserializeOwned + JsonSchema {
+    /// The tool's name on the JSON surface (`proposal.create`).
+    const TOOL: &'static str;
+    /// What it does, for people and for agents choosing a tool.
+    const DESCRIPTION: &'static str;
+    /// Whether it changes state (and so takes an idempotency key).
+    const MUTATES: bool;
+    /// What it returns.
+    type Output: Serialize + DeserializeOwned + JsonSchema;
+
+    /// Run the request as `actor` (decoded and checked already).
+    #[doc(hidden)]
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<Self::Output, ToolError>;
 }
 
 /// A tool as the registry lists it.
@@ -191,81 +221,77 @@ fn schema<T: JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).expect("a schema serializes")
 }
 
-const fn spec<T: Tool>() -> ToolSpec {
+const fn spec<R: Request>() -> ToolSpec {
     ToolSpec {
-        name: T::NAME,
-        description: T::DESCRIPTION,
-        mutates: T::MUTATES,
-        input_schema: schema::<T::Args>,
-        output_schema: schema::<T::Output>,
-        call: call::<T>,
+        name: R::TOOL,
+        description: R::DESCRIPTION,
+        mutates: R::MUTATES,
+        input_schema: schema::<R>,
+        output_schema: schema::<R::Output>,
+        call: call::<R>,
     }
 }
 
-/// A mutating tool whose call runs its own transactions (the transaction
-/// engine: the apply lock, the journal, the files, the outcome).
-const fn custom<A: JsonSchema, O: JsonSchema>(
-    name: &'static str,
-    description: &'static str,
-    call: fn(&Engine, Value, &Actor) -> Result<Value, ToolError>,
-) -> ToolSpec {
-    ToolSpec {
-        name,
-        description,
-        mutates: true,
-        input_schema: schema::<A>,
-        output_schema: schema::<O>,
-        call,
+/// The JSON adapter of one request type: decode, run, encode.
+fn call<R: Request>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+    let request: R = decode(args)?;
+    let out = request.execute(engine, actor)?;
+    let value = serde_json::to_value(&out).expect("results serialize");
+    // Every result reads back as its type, to the same JSON (what a
+    // replayed idempotent call and a Rust host rely on).
+    #[cfg(debug_assertions)]
+    {
+        let again: R::Output = serde_json::from_value(value.clone())
+            .unwrap_or_else(|e| panic!("{} result does not read back: {e}", R::TOOL));
+        assert_eq!(
+            serde_json::to_value(&again).expect("results serialize"),
+            value,
+            "{} result reads back differently",
+            R::TOOL
+        );
     }
+    Ok(value)
 }
 
 /// Every tool, in a stable order.
 pub static TOOLS: &[ToolSpec] = &[
-    spec::<setup::AgentRegister>(),
-    spec::<setup::TaskCreate>(),
-    spec::<proposals::Create>(),
+    spec::<setup::RegisterAgent>(),
+    spec::<setup::CreateTask>(),
+    spec::<proposals::CreateProposal>(),
     spec::<proposals::AttachPatch>(),
-    spec::<proposals::Get>(),
-    spec::<proposals::List>(),
+    spec::<proposals::GetProposal>(),
+    spec::<proposals::ListProposals>(),
     spec::<review::ProposalFiles>(),
     spec::<review::ProposalDiff>(),
     spec::<review::ProposalSymbols>(),
-    spec::<review::ProposalCompare>(),
-    spec::<review::ProposalStatusTool>(),
+    spec::<review::CompareRevisions>(),
+    spec::<review::GetProposalStatus>(),
     spec::<proposals::RequestReview>(),
     spec::<proposals::Withdraw>(),
     spec::<proposals::Reject>(),
-    spec::<evidence::VoteCast>(),
-    spec::<evidence::VoteList>(),
-    spec::<evidence::DecisionRecord>(),
-    spec::<evidence::SecurityReview>(),
-    spec::<evidence::HumanRequestApproval>(),
-    spec::<evidence::HumanApprove>(),
-    spec::<evidence::TestRecord>(),
-    spec::<claims::Acquire>(),
-    spec::<claims::Renew>(),
-    spec::<claims::Release>(),
-    spec::<claims::List>(),
+    spec::<evidence::CastVote>(),
+    spec::<evidence::ListVotes>(),
+    spec::<evidence::RecordDecision>(),
+    spec::<evidence::RecordSecurityReview>(),
+    spec::<evidence::RequestApproval>(),
+    spec::<evidence::Approve>(),
+    spec::<evidence::RecordTest>(),
+    spec::<claims::AcquireClaim>(),
+    spec::<claims::RenewClaim>(),
+    spec::<claims::ReleaseClaim>(),
+    spec::<claims::ListClaims>(),
     spec::<validate::Validate>(),
-    spec::<policies::Set>(),
-    spec::<policies::Activate>(),
-    spec::<policies::Get>(),
-    custom::<transactions::ApplyArgs, transactions::Applied>(
-        "patch.apply",
-        transactions::APPLY,
-        transactions::apply_call,
-    ),
-    custom::<transactions::RollbackArgs, transactions::RolledBack>(
-        "transaction.rollback",
-        transactions::ROLLBACK,
-        transactions::rollback_call,
-    ),
-    spec::<transactions::Get>(),
-    spec::<transactions::List>(),
-    spec::<transactions::PhasesList>(),
-    spec::<transactions::RecoveryCheck>(),
-    spec::<log::EventsList>(),
-    spec::<log::EventsVerify>(),
+    spec::<policies::SetPolicy>(),
+    spec::<policies::ActivatePolicy>(),
+    spec::<policies::GetPolicy>(),
+    spec::<transactions::ApplyRevision>(),
+    spec::<transactions::Rollback>(),
+    spec::<transactions::GetTransaction>(),
+    spec::<transactions::ListTransactions>(),
+    spec::<transactions::ListPhases>(),
+    spec::<transactions::CheckRecovery>(),
+    spec::<log::ListEvents>(),
+    spec::<log::VerifyEvents>(),
 ];
 
 /// The tool named `name`.
@@ -312,13 +338,13 @@ pub(crate) fn request_digest<A: Serialize>(tool: &str, args: &A) -> String {
 }
 
 /// The stored result of an earlier call with this key, if any.
-pub(crate) fn replay(
+pub(crate) fn replay<O: DeserializeOwned>(
     tx: &rusqlite::Transaction<'_>,
     actor: &Actor,
     key: &Id,
     tool: &str,
     request: &str,
-) -> Result<Option<Value>, ToolError> {
+) -> Result<Option<O>, ToolError> {
     use rusqlite::OptionalExtension as _;
     let row: Option<(String, String, String)> = tx
         .query_row(
@@ -343,15 +369,21 @@ pub(crate) fn replay(
     let value = serde_json::from_str(&result).map_err(|e| {
         ToolError::new(
             ErrorCode::Database,
-            format!("stored result for idempotency key {key} is not JSON: {e}"),
+            format!("stored result for idempotency key {key} is not a {tool} result: {e}"),
             json!({}),
         )
     })?;
     Ok(Some(value))
 }
 
-fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
-    let args: T::Args = decode(args)?;
+/// Run a store tool: read-only tools in one read transaction (one
+/// consistent view with the files when they read files), mutating ones in
+/// one write transaction with their idempotency row.
+pub(crate) fn run_tool<T: Tool>(
+    engine: &Engine,
+    actor: &Actor,
+    args: T,
+) -> Result<T::Output, ToolError> {
     let store = engine.store();
     if !T::MUTATES && T::READS_FILES {
         return consistent_read(engine, |mark| {
@@ -366,10 +398,7 @@ fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, T
                 };
                 let out = T::run(&cx, decode_again::<T>(&args)?, prep)?;
                 let settled = T::store_only(&out);
-                Ok((
-                    serde_json::to_value(out).expect("results serialize"),
-                    settled,
-                ))
+                Ok((out, settled))
             })
         });
     }
@@ -382,14 +411,13 @@ fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, T
                 actor,
                 now: engine.now(),
             };
-            let out = T::run(&cx, args, prep)?;
-            Ok(serde_json::to_value(out).expect("results serialize"))
+            T::run(&cx, args, prep)
         });
     }
     let key = T::key(&args).cloned();
-    let request = request_digest(T::NAME, &args);
+    let request = request_digest(T::TOOL, &args);
     if let Some(key) = &key {
-        if let Some(v) = store.read(|tx| replay(tx, actor, key, T::NAME, &request))? {
+        if let Some(v) = store.read(|tx| replay(tx, actor, key, T::TOOL, &request))? {
             return Ok(v);
         }
     }
@@ -397,7 +425,7 @@ fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, T
     store.write(|tx| {
         if let Some(key) = &key {
             // Another caller may have used the key since the check above.
-            if let Some(v) = replay(tx, actor, key, T::NAME, &request)? {
+            if let Some(v) = replay(tx, actor, key, T::TOOL, &request)? {
                 return Ok(v);
             }
         }
@@ -407,9 +435,9 @@ fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, T
             actor,
             now: engine.now(),
         };
-        let out = serde_json::to_value(T::run(&cx, args, prep)?).expect("results serialize");
+        let out = T::run(&cx, args, prep)?;
         if let Some(key) = &key {
-            remember(&cx, key, T::NAME, &request, &out)?;
+            remember(&cx, key, T::TOOL, &request, &out)?;
         }
         Ok(out)
     })
@@ -417,7 +445,7 @@ fn call<T: Tool>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, T
 
 /// The arguments once more, for another attempt of a [`consistent_read`]
 /// (`run` consumes them).
-fn decode_again<T: Tool>(args: &T::Args) -> Result<T::Args, ToolError> {
+fn decode_again<T: Tool>(args: &T) -> Result<T, ToolError> {
     decode(serde_json::to_value(args).expect("arguments serialize"))
 }
 
@@ -450,10 +478,10 @@ impl ApplyMark {
 ///
 /// A transaction left `applying` by a crashed applier (nobody holds the
 /// apply lock) writes nothing and does not hold a read up.
-fn consistent_read(
+fn consistent_read<O>(
     engine: &Engine,
-    mut attempt: impl FnMut(&mut ApplyMark) -> Result<(Value, bool), ToolError>,
-) -> Result<Value, ToolError> {
+    mut attempt: impl FnMut(&mut ApplyMark) -> Result<(O, bool), ToolError>,
+) -> Result<O, ToolError> {
     let start = std::time::Instant::now();
     let timeout = engine.options().busy_timeout;
     loop {
@@ -486,13 +514,14 @@ fn consistent_read(
 }
 
 /// Store a mutating call's result under its idempotency key.
-pub(crate) fn remember(
+pub(crate) fn remember<O: Serialize>(
     cx: &Cx<'_>,
     key: &Id,
     tool: &str,
     request: &str,
-    out: &Value,
+    out: &O,
 ) -> Result<(), ToolError> {
+    let out = serde_json::to_string(out).expect("results serialize");
     cx.tx.execute(
         "INSERT INTO idempotency (actor_kind, actor_id, key, tool, request_digest, result, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -122,7 +122,7 @@ fn unwrap_tree_error(t: TreeError) -> WorkspaceError {
 }
 
 /// What an apply did (or, with `check`, would do) to one path.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PathChange {
     /// The repository path.
     pub path: RepoPath,
@@ -169,7 +169,7 @@ enum Kind {
 
 /// A kind of file roundtable never opens: opening a FIFO blocks until a
 /// writer comes, a device may do anything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpecialKind {
     /// A named pipe.

@@ -13,3 +13,4 @@ mod tools;
 mod tools_refusals;
 mod tools_scale;
 mod transactions;
+mod typed_api;

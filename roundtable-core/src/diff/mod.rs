@@ -44,7 +44,7 @@ pub use parse::{parse, ParseError, ParseOptions, DEFAULT_MAX_INFLATED_BYTES};
 pub use summary::{FileSummary, HunkRange, PatchSummary};
 
 use crate::ErrorCode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -136,7 +136,7 @@ impl ReverseError {
 }
 
 /// What a file section does to its file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileStatus {
     /// Creates a file (`new file mode`, or `--- /dev/null`).
@@ -196,6 +196,21 @@ impl fmt::Display for Mode {
 impl Serialize for Mode {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Mode {
+    /// The octal spelling [`Mode`]'s `Display` writes (`100644`).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() || s.len() > 7 || !s.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+            return Err(serde::de::Error::custom(format!(
+                "{s:?} is not an octal git mode"
+            )));
+        }
+        u32::from_str_radix(&s, 8)
+            .map(Mode)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -474,7 +489,7 @@ impl<'a> Hunk<'a> {
 }
 
 /// How a binary hunk encodes its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BinaryMethod {
     /// `literal <size>`: the whole new content, deflated.

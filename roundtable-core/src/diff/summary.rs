@@ -3,11 +3,11 @@
 //! `roundtable.parse_patch`).
 
 use super::{FileStatus, Mode, Patch};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 /// One file section of a patch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileSummary<'a> {
     /// The old path (`None` for a created file); lossily decoded.
     pub old_path: Option<Cow<'a, str>>,
@@ -30,7 +30,7 @@ pub struct FileSummary<'a> {
 }
 
 /// A hunk's ranges, as in its `@@` header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HunkRange {
     /// First old line.
     pub old_start: u32,
@@ -43,7 +43,7 @@ pub struct HunkRange {
 }
 
 /// Every file section of a patch: `{"files": [...]}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PatchSummary<'a> {
     /// The file sections, in input order.
     pub files: Vec<FileSummary<'a>>,

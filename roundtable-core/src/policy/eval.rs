@@ -8,7 +8,7 @@ use crate::tools::records::{
     TestStatus, Verdict, Vote, VoteValue,
 };
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The facts about one proposal revision that policy evaluation needs.
@@ -190,7 +190,7 @@ pub struct AddedLine<'a> {
 }
 
 /// The outcome of [`evaluate`]: every requirement, not a bare boolean.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyReport {
     /// True when every requirement is satisfied or not applicable.
     pub approvable: bool,
@@ -208,7 +208,7 @@ impl PolicyReport {
 }
 
 /// Whether a requirement holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RequirementStatus {
     /// It holds.
@@ -220,7 +220,7 @@ pub enum RequirementStatus {
 }
 
 /// One requirement of the policy, judged on one revision.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Requirement {
     /// A stable id: `approvals`, `role:<role>:<globs>`, `no_blocking_votes`,
     /// `security_review`, `secrets`, `human_approval`, `check:<name>`.
@@ -261,7 +261,7 @@ impl Requirement {
 }
 
 /// A role a revision needs reviewed, and who can fill it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RoleNeed {
     /// The requirement it serves (`approvals`, `role:…`, `security_review`).
     pub requirement: String,

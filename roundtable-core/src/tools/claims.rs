@@ -5,6 +5,7 @@
 //! from the engine's clock whenever a claim is read: no background job.
 
 use super::args::{Cursor, Limit, ResourceId};
+use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::claims::{overlaps, ClaimType, LineSpan, Scope};
@@ -34,7 +35,7 @@ pub enum ClaimStatus {
 }
 
 /// A claim as tools return it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Claim {
     /// The claim's id.
     pub id: String,
@@ -263,7 +264,8 @@ fn require_no_apply_touching(cx: &Cx<'_>, resource: &Resource) -> Result<(), Too
 /// Arguments of `claim.acquire`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AcquireArgs {
+#[schemars(rename = "AcquireArgs")]
+pub struct AcquireClaim {
     /// The resource to claim (`file:`, `directory:`, `symbol:`).
     pub resource_id: ResourceId,
     /// `write` (exclusive among agents), `read` or `review`.
@@ -278,31 +280,32 @@ pub struct AcquireArgs {
 }
 
 /// Result of the claim tools that change one claim.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ClaimChanged {
     /// The claim as it is now.
     pub claim: Claim,
 }
 
-/// `claim.acquire`.
-pub struct Acquire;
-
-impl Tool for Acquire {
-    const NAME: &'static str = "claim.acquire";
+impl super::Request for AcquireClaim {
+    const TOOL: &'static str = "claim.acquire";
     const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do. Records the resource's digest and a fencing token.";
     const MUTATES: bool = true;
-    type Args = AcquireArgs;
     type Output = ClaimChanged;
+
+    store_tool!();
+}
+
+impl Tool for AcquireClaim {
     type Prep = ();
 
     keyed!();
 
-    fn prepare(engine: &Engine, actor: &Actor, args: &AcquireArgs) -> Result<(), ToolError> {
+    fn prepare(engine: &Engine, actor: &Actor, args: &AcquireClaim) -> Result<(), ToolError> {
         if actor.kind != ActorKind::Agent {
             return Err(ToolError::forbidden(
                 format!(
                     "{} is for agent actors; {actor} is not an agent",
-                    Self::NAME
+                    Self::TOOL
                 ),
                 json!({"actor": actor, "allowed_kinds": ["agent"]}),
             ));
@@ -314,8 +317,8 @@ impl Tool for Acquire {
         Ok(())
     }
 
-    fn run(cx: &Cx<'_>, args: AcquireArgs, (): ()) -> Result<ClaimChanged, ToolError> {
-        let agent = cx.enabled_agent(Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: AcquireClaim, (): ()) -> Result<ClaimChanged, ToolError> {
+        let agent = cx.enabled_agent(Self::TOOL)?;
         if let Some(task) = &args.task_id {
             let exists: bool = cx.tx.query_row(
                 "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
@@ -474,7 +477,8 @@ fn require_holder(
 /// Arguments of `claim.renew`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RenewArgs {
+#[schemars(rename = "RenewArgs")]
+pub struct RenewClaim {
     /// The claim.
     pub claim_id: Id,
     /// The new lease length from now, in seconds (1 to 604800).
@@ -483,25 +487,25 @@ pub struct RenewArgs {
     pub idempotency_key: Option<Id>,
 }
 
-/// `claim.renew`.
-pub struct Renew;
-
-impl Tool for Renew {
-    const NAME: &'static str = "claim.renew";
+impl super::Request for RenewClaim {
+    const TOOL: &'static str = "claim.renew";
     const DESCRIPTION: &'static str = "Extend an active claim's lease from now (its holder). An expired or released claim cannot be renewed: acquire a new one (which gets a new fencing token).";
     const MUTATES: bool = true;
-    type Args = RenewArgs;
     type Output = ClaimChanged;
 
+    store_tool!();
+}
+
+impl Tool for RenewClaim {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: RenewArgs, (): ()) -> Result<ClaimChanged, ToolError> {
+    fn run(cx: &Cx<'_>, args: RenewClaim, (): ()) -> Result<ClaimChanged, ToolError> {
         let claim = Claim::load(cx, args.claim_id.as_str())?;
-        require_holder(cx, &claim, Self::NAME, false)?;
-        cx.enabled_agent(Self::NAME)?;
-        require_active(&claim, Self::NAME)?;
+        require_holder(cx, &claim, Self::TOOL, false)?;
+        cx.enabled_agent(Self::TOOL)?;
+        require_active(&claim, Self::TOOL)?;
         let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
         cx.tx.execute(
             "UPDATE claims SET expires_at = ?2 WHERE id = ?1",
@@ -522,31 +526,32 @@ impl Tool for Renew {
 /// Arguments of `claim.release`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReleaseArgs {
+#[schemars(rename = "ReleaseArgs")]
+pub struct ReleaseClaim {
     /// The claim.
     pub claim_id: Id,
     /// Makes a retried call return the first call's result.
     pub idempotency_key: Option<Id>,
 }
 
-/// `claim.release`.
-pub struct Release;
-
-impl Tool for Release {
-    const NAME: &'static str = "claim.release";
+impl super::Request for ReleaseClaim {
+    const TOOL: &'static str = "claim.release";
     const DESCRIPTION: &'static str = "Release an active claim (its holder, or an orchestrator).";
     const MUTATES: bool = true;
-    type Args = ReleaseArgs;
     type Output = ClaimChanged;
 
+    store_tool!();
+}
+
+impl Tool for ReleaseClaim {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: ReleaseArgs, (): ()) -> Result<ClaimChanged, ToolError> {
+    fn run(cx: &Cx<'_>, args: ReleaseClaim, (): ()) -> Result<ClaimChanged, ToolError> {
         let claim = Claim::load(cx, args.claim_id.as_str())?;
-        require_holder(cx, &claim, Self::NAME, true)?;
-        require_active(&claim, Self::NAME)?;
+        require_holder(cx, &claim, Self::TOOL, true)?;
+        require_active(&claim, Self::TOOL)?;
         cx.tx.execute(
             "UPDATE claims SET released_at = ?2 WHERE id = ?1",
             params![claim.id, cx.now.0],
@@ -566,7 +571,8 @@ impl Tool for Release {
 /// Arguments of `claim.list`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListArgs {
+#[schemars(rename = "ListArgs")]
+pub struct ListClaims {
     /// Only this agent's claims.
     pub agent_id: Option<Id>,
     /// Only claims on exactly this resource.
@@ -580,7 +586,7 @@ pub struct ListArgs {
 }
 
 /// Result of `claim.list`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ClaimPage {
     /// Claims, oldest first.
     pub claims: Vec<Claim>,
@@ -588,22 +594,22 @@ pub struct ClaimPage {
     pub next_cursor: Option<Cursor>,
 }
 
-/// `claim.list`.
-pub struct List;
-
-impl Tool for List {
-    const NAME: &'static str = "claim.list";
+impl super::Request for ListClaims {
+    const TOOL: &'static str = "claim.list";
     const DESCRIPTION: &'static str =
         "List claims oldest first, filtered by agent, resource or status (active, expired, released).";
     const MUTATES: bool = false;
-    type Args = ListArgs;
     type Output = ClaimPage;
 
+    store_tool!();
+}
+
+impl Tool for ListClaims {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ClaimPage, ToolError> {
+    fn run(cx: &Cx<'_>, args: ListClaims, (): ()) -> Result<ClaimPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
         let status = match args.status {

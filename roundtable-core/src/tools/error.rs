@@ -3,14 +3,14 @@
 use crate::diff::{self, ApplyError};
 use crate::workspace::WorkspaceError;
 use crate::ErrorCode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// A refused or failed tool call: a stable [`ErrorCode`], a message for
 /// people and structured details for programs. Serializes as
 /// `{"code", "message", "details"}`. The cause, when there is one, is kept
 /// as the [`source`](std::error::Error::source).
-#[derive(Debug, thiserror::Error, Serialize)]
+#[derive(Debug, thiserror::Error, Serialize, Deserialize)]
 #[error("{message}")]
 pub struct ToolError {
     code: ErrorCode,

@@ -11,6 +11,7 @@ use super::records::{
     enum_to_sql, Approval, ApprovalRequest, Decision, DecisionValue, Proposal, ProposalStatus,
     SecurityReviewRecord, TestResult, TestStatus, Verdict, Vote, VoteValue,
 };
+use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
@@ -42,7 +43,8 @@ fn judged(
 /// Arguments of `vote.cast`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct VoteCastArgs {
+#[schemars(rename = "VoteCastArgs")]
+pub struct CastVote {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision voted on: must be the latest.
@@ -56,26 +58,27 @@ pub struct VoteCastArgs {
 }
 
 /// Result of `vote.cast`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct VoteRecorded {
     /// The vote as stored.
     pub vote: Vote,
 }
 
-/// `vote.cast`.
-pub struct VoteCast;
-
-impl Tool for VoteCast {
-    const NAME: &'static str = "vote.cast";
+impl super::Request for CastVote {
+    const TOOL: &'static str = "vote.cast";
     const DESCRIPTION: &'static str = "Vote on the latest revision of an in-review proposal (an enabled agent other than the author). A later vote by the same agent on the same revision supersedes its earlier one; votes are never edited.";
     const MUTATES: bool = true;
-    type Args = VoteCastArgs;
     type Output = VoteRecorded;
+
+    store_tool!();
+}
+
+impl Tool for CastVote {
     keyed!();
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: VoteCastArgs, (): ()) -> Result<VoteRecorded, ToolError> {
-        let agent = cx.enabled_agent(Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: CastVote, (): ()) -> Result<VoteRecorded, ToolError> {
+        let agent = cx.enabled_agent(Self::TOOL)?;
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         if p.author == agent.id {
             return Err(ToolError::forbidden(
@@ -86,7 +89,7 @@ impl Tool for VoteCast {
                 json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
             ));
         }
-        p.require_status(&[ProposalStatus::InReview], Self::NAME)?;
+        p.require_status(&[ProposalStatus::InReview], Self::TOOL)?;
         p.require_latest(args.revision.0)?;
         if matches!(
             args.vote,
@@ -130,7 +133,8 @@ impl Tool for VoteCast {
 /// Arguments of `vote.list`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct VoteListArgs {
+#[schemars(rename = "VoteListArgs")]
+pub struct ListVotes {
     /// The proposal.
     pub proposal_id: Id,
     /// Only votes on this revision.
@@ -142,7 +146,7 @@ pub struct VoteListArgs {
 }
 
 /// Result of `vote.list`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct VotePage {
     /// Votes, oldest first.
     pub votes: Vec<Vote>,
@@ -150,21 +154,22 @@ pub struct VotePage {
     pub next_cursor: Option<Cursor>,
 }
 
-/// `vote.list`.
-pub struct VoteList;
-
-impl Tool for VoteList {
-    const NAME: &'static str = "vote.list";
+impl super::Request for ListVotes {
+    const TOOL: &'static str = "vote.list";
     const DESCRIPTION: &'static str =
         "List a proposal's votes oldest first, optionally for one revision.";
     const MUTATES: bool = false;
-    type Args = VoteListArgs;
     type Output = VotePage;
+
+    store_tool!();
+}
+
+impl Tool for ListVotes {
     no_prep!();
 
     unkeyed!();
 
-    fn run(cx: &Cx<'_>, args: VoteListArgs, (): ()) -> Result<VotePage, ToolError> {
+    fn run(cx: &Cx<'_>, args: ListVotes, (): ()) -> Result<VotePage, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
@@ -217,7 +222,8 @@ pub(crate) fn insert_decision(
 /// Arguments of `decision.record`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DecisionRecordArgs {
+#[schemars(rename = "DecisionRecordArgs")]
+pub struct RecordDecision {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision decided on: must be the latest.
@@ -231,32 +237,33 @@ pub struct DecisionRecordArgs {
 }
 
 /// Result of `decision.record`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct DecisionRecorded {
     /// The decision as stored.
     pub decision: Decision,
 }
 
-/// `decision.record`.
-pub struct DecisionRecord;
-
-impl Tool for DecisionRecord {
-    const NAME: &'static str = "decision.record";
+impl super::Request for RecordDecision {
+    const TOOL: &'static str = "decision.record";
     const DESCRIPTION: &'static str = "Record a decision (accept, reject, defer) on the latest revision of an open proposal (orchestrator or human). It is evidence only: use patch.reject to reject the proposal.";
     const MUTATES: bool = true;
-    type Args = DecisionRecordArgs;
     type Output = DecisionRecorded;
+
+    store_tool!();
+}
+
+impl Tool for RecordDecision {
     keyed!();
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: DecisionRecordArgs, (): ()) -> Result<DecisionRecorded, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: RecordDecision, (): ()) -> Result<DecisionRecorded, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,
             args.revision,
             OPEN,
-            Self::NAME,
+            Self::TOOL,
             |_| Ok(()),
         )?;
         let decision = insert_decision(
@@ -279,7 +286,8 @@ impl Tool for DecisionRecord {
 /// Arguments of `security.review`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SecurityReviewArgs {
+#[schemars(rename = "SecurityReviewArgs")]
+pub struct RecordSecurityReview {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision reviewed: must be the latest.
@@ -293,37 +301,38 @@ pub struct SecurityReviewArgs {
 }
 
 /// Result of `security.review`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SecurityReviewed {
     /// The review as stored.
     pub security_review: SecurityReviewRecord,
 }
 
-/// `security.review`.
-pub struct SecurityReview;
-
-impl Tool for SecurityReview {
-    const NAME: &'static str = "security.review";
+impl super::Request for RecordSecurityReview {
+    const TOOL: &'static str = "security.review";
     const DESCRIPTION: &'static str = "Record a security review verdict on the latest revision of an open proposal (a human, or an enabled agent with the security role that is not the author).";
     const MUTATES: bool = true;
-    type Args = SecurityReviewArgs;
     type Output = SecurityReviewed;
+
+    store_tool!();
+}
+
+impl Tool for RecordSecurityReview {
     keyed!();
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: SecurityReviewArgs, (): ()) -> Result<SecurityReviewed, ToolError> {
-        cx.require_kind(&[ActorKind::Human, ActorKind::Agent], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: RecordSecurityReview, (): ()) -> Result<SecurityReviewed, ToolError> {
+        cx.require_kind(&[ActorKind::Human, ActorKind::Agent], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,
             args.revision,
             OPEN,
-            Self::NAME,
+            Self::TOOL,
             |p| {
                 if cx.actor.kind != ActorKind::Agent {
                     return Ok(());
                 }
-                let agent = cx.enabled_agent(Self::NAME)?;
+                let agent = cx.enabled_agent(Self::TOOL)?;
                 if !agent.roles.iter().any(|r| r == "security") {
                     return Err(ToolError::forbidden(
                         format!("agent {} does not have the security role", agent.id),
@@ -378,7 +387,8 @@ impl Tool for SecurityReview {
 /// Arguments of `human.request_approval`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct HumanRequestApprovalArgs {
+#[schemars(rename = "HumanRequestApprovalArgs")]
+pub struct RequestApproval {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision to approve: must be the latest.
@@ -390,36 +400,33 @@ pub struct HumanRequestApprovalArgs {
 }
 
 /// Result of `human.request_approval`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalRequested {
     /// The request as stored.
     pub request: ApprovalRequest,
 }
 
-/// `human.request_approval`.
-pub struct HumanRequestApproval;
-
-impl Tool for HumanRequestApproval {
-    const NAME: &'static str = "human.request_approval";
+impl super::Request for RequestApproval {
+    const TOOL: &'static str = "human.request_approval";
     const DESCRIPTION: &'static str = "Ask a person to approve the latest revision of an open proposal (the author or an orchestrator).";
     const MUTATES: bool = true;
-    type Args = HumanRequestApprovalArgs;
     type Output = ApprovalRequested;
+
+    store_tool!();
+}
+
+impl Tool for RequestApproval {
     keyed!();
     no_prep!();
 
-    fn run(
-        cx: &Cx<'_>,
-        args: HumanRequestApprovalArgs,
-        (): (),
-    ) -> Result<ApprovalRequested, ToolError> {
+    fn run(cx: &Cx<'_>, args: RequestApproval, (): ()) -> Result<ApprovalRequested, ToolError> {
         let p = judged(
             cx,
             &args.proposal_id,
             args.revision,
             OPEN,
-            Self::NAME,
-            |p| cx.require_author_or_orchestrator(&p.author, Self::NAME),
+            Self::TOOL,
+            |p| cx.require_author_or_orchestrator(&p.author, Self::TOOL),
         )?;
         let id = cx.new_id("hreq");
         let reason = args.reason_md.as_ref().map(|t| t.as_str().to_owned());
@@ -450,7 +457,8 @@ impl Tool for HumanRequestApproval {
 /// Arguments of `human.approve`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct HumanApproveArgs {
+#[schemars(rename = "HumanApproveArgs")]
+pub struct Approve {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision approved: must be the latest.
@@ -464,33 +472,34 @@ pub struct HumanApproveArgs {
 }
 
 /// Result of `human.approve`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Approved {
     /// The approval as stored.
     pub approval: Approval,
 }
 
-/// `human.approve`.
-pub struct HumanApprove;
-
-impl Tool for HumanApprove {
-    const NAME: &'static str = "human.approve";
+impl super::Request for Approve {
+    const TOOL: &'static str = "human.approve";
     const DESCRIPTION: &'static str =
         "Approve the latest revision of an open proposal as a person (human actors only).";
     const MUTATES: bool = true;
-    type Args = HumanApproveArgs;
     type Output = Approved;
+
+    store_tool!();
+}
+
+impl Tool for Approve {
     keyed!();
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: HumanApproveArgs, (): ()) -> Result<Approved, ToolError> {
-        cx.require_kind(&[ActorKind::Human], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: Approve, (): ()) -> Result<Approved, ToolError> {
+        cx.require_kind(&[ActorKind::Human], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,
             args.revision,
             OPEN,
-            Self::NAME,
+            Self::TOOL,
             |_| Ok(()),
         )?;
         if let Some(request_id) = &args.request_id {
@@ -549,7 +558,8 @@ impl Tool for HumanApprove {
 /// Arguments of `test.record`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TestRecordArgs {
+#[schemars(rename = "TestRecordArgs")]
+pub struct RecordTest {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision tested: must be the latest.
@@ -567,32 +577,33 @@ pub struct TestRecordArgs {
 }
 
 /// Result of `test.record`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TestRecorded {
     /// The result as stored.
     pub test_result: TestResult,
 }
 
-/// `test.record`.
-pub struct TestRecord;
-
-impl Tool for TestRecord {
-    const NAME: &'static str = "test.record";
+impl super::Request for RecordTest {
+    const TOOL: &'static str = "test.record";
     const DESCRIPTION: &'static str = "Record a test or check result for the latest revision of an open proposal (orchestrator only: the host runs the tests).";
     const MUTATES: bool = true;
-    type Args = TestRecordArgs;
     type Output = TestRecorded;
+
+    store_tool!();
+}
+
+impl Tool for RecordTest {
     keyed!();
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: TestRecordArgs, (): ()) -> Result<TestRecorded, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: RecordTest, (): ()) -> Result<TestRecorded, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,
             args.revision,
             OPEN,
-            Self::NAME,
+            Self::TOOL,
             |_| Ok(()),
         )?;
         let duration = args

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 /// Arguments of `events.list`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EventsListArgs {
+#[schemars(rename = "EventsListArgs")]
+pub struct ListEvents {
     /// Return events after this `seq` (default 0: from the start).
     pub since_seq: Option<u64>,
     /// Only events about this proposal.
@@ -22,7 +23,7 @@ pub struct EventsListArgs {
 }
 
 /// Result of `events.list`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct EventPage {
     /// Events in `seq` order.
     pub events: Vec<Event>,
@@ -31,22 +32,22 @@ pub struct EventPage {
     pub next_since_seq: Option<i64>,
 }
 
-/// `events.list`.
-pub struct EventsList;
-
-impl Tool for EventsList {
-    const NAME: &'static str = "events.list";
+impl super::Request for ListEvents {
+    const TOOL: &'static str = "events.list";
     const DESCRIPTION: &'static str =
         "Read the audit log in seq order after since_seq, optionally for one proposal.";
     const MUTATES: bool = false;
-    type Args = EventsListArgs;
     type Output = EventPage;
 
+    store_tool!();
+}
+
+impl Tool for ListEvents {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: EventsListArgs, (): ()) -> Result<EventPage, ToolError> {
+    fn run(cx: &Cx<'_>, args: ListEvents, (): ()) -> Result<EventPage, ToolError> {
         let limit = args.limit.map_or(100, |l| l.0);
         let since = i64::try_from(args.since_seq.unwrap_or(0))
             .map_err(|_| ToolError::invalid_argument("since_seq", "is too large"))?;
@@ -102,7 +103,8 @@ pub struct ChainHead {
 /// Arguments of `events.verify`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EventsVerifyArgs {
+#[schemars(rename = "EventsVerifyArgs")]
+pub struct VerifyEvents {
     /// A head the host recorded earlier, outside the store: the log must
     /// still hold event `seq` with this digest (else it was rewritten or
     /// truncated).
@@ -110,11 +112,11 @@ pub struct EventsVerifyArgs {
 }
 
 /// An evidence record (or transaction) that no event records.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct UnrecordedRecord {
     /// `vote`, `decision`, `security_review`, `human_approval_request`,
     /// `human_approval`, `test_result` or `transaction`.
-    pub kind: &'static str,
+    pub kind: String,
     /// The record's id.
     pub id: String,
     /// Its proposal.
@@ -122,7 +124,7 @@ pub struct UnrecordedRecord {
 }
 
 /// Result of `events.verify`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ChainReport {
     /// Whether every check passed: each event's digest matches its content
     /// and its predecessor, `seq` runs 1, 2, 3… without a gap, the expected
@@ -240,9 +242,6 @@ pub(crate) fn recorded_filter(table: &str) -> String {
     }
 }
 
-/// `events.verify`.
-pub struct EventsVerify;
-
 /// Whether `d` is spelled as an event digest.
 fn is_event_digest(d: &str) -> bool {
     d.strip_prefix("sha256:").is_some_and(|h| {
@@ -252,18 +251,21 @@ fn is_event_digest(d: &str) -> bool {
     })
 }
 
-impl Tool for EventsVerify {
-    const NAME: &'static str = "events.verify";
+impl super::Request for VerifyEvents {
+    const TOOL: &'static str = "events.verify";
     const DESCRIPTION: &'static str = "Check the audit log: every event's digest covers its fields and its predecessor's digest; the expected_head the host kept (seq and digest) is still in the log, as is the head every transaction saw when it was journaled; and every vote, decision, security review, approval (request), test result and transaction has the event that records it.";
     const MUTATES: bool = false;
-    type Args = EventsVerifyArgs;
     type Output = ChainReport;
 
+    store_tool!();
+}
+
+impl Tool for VerifyEvents {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: EventsVerifyArgs, (): ()) -> Result<ChainReport, ToolError> {
+    fn run(cx: &Cx<'_>, args: VerifyEvents, (): ()) -> Result<ChainReport, ToolError> {
         let expected = match args.expected_head {
             Some(h) => {
                 if !is_event_digest(&h.digest) {
@@ -445,7 +447,7 @@ impl Tool for EventsVerify {
                 unrecorded_count += 1;
                 if report.unrecorded.len() < MAX_UNRECORDED {
                     report.unrecorded.push(UnrecordedRecord {
-                        kind: t.what,
+                        kind: t.what.to_owned(),
                         id: r.get(0)?,
                         proposal_id: r.get(1)?,
                     });

@@ -4,6 +4,7 @@
 //! default applies.
 
 use super::args::{Markdown, RevisionNumber};
+use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::clock::Timestamp;
@@ -19,7 +20,7 @@ use serde_json::json;
 const MAX_POLICY_CHARS: usize = 256 * 1024;
 
 /// A stored policy version.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyRecord {
     /// The version number (1, 2, …); `null` for the built-in default.
     pub version: Option<u32>,
@@ -175,7 +176,8 @@ impl JsonSchema for PolicyDocument {
 /// Arguments of `policy.set`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SetArgs {
+#[schemars(rename = "SetArgs")]
+pub struct SetPolicy {
     /// The policy as a TOML document (see the README for the format).
     pub document: PolicyDocument,
     /// Why.
@@ -185,32 +187,33 @@ pub struct SetArgs {
 }
 
 /// Result of `policy.set` and `policy.get`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyResult {
     /// The policy.
     pub policy: PolicyRecord,
 }
 
-/// `policy.set`.
-pub struct Set;
-
-impl Tool for Set {
-    const NAME: &'static str = "policy.set";
+impl super::Request for SetPolicy {
+    const TOOL: &'static str = "policy.set";
     const DESCRIPTION: &'static str = "Store a policy document as a new draft version (orchestrator or human). It is parsed strictly first; it takes effect only when activated.";
     const MUTATES: bool = true;
-    type Args = SetArgs;
     type Output = PolicyResult;
+
+    store_tool!();
+}
+
+impl Tool for SetPolicy {
     type Prep = ();
 
     keyed!();
 
-    fn prepare(_: &Engine, _: &Actor, args: &SetArgs) -> Result<(), ToolError> {
+    fn prepare(_: &Engine, _: &Actor, args: &SetPolicy) -> Result<(), ToolError> {
         Policy::parse(args.document.as_str())?;
         Ok(())
     }
 
-    fn run(cx: &Cx<'_>, args: SetArgs, (): ()) -> Result<PolicyResult, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: SetPolicy, (): ()) -> Result<PolicyResult, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let version: u32 = cx.tx.query_row(
             "SELECT COALESCE(MAX(version), 0) + 1 FROM policies",
             [],
@@ -238,7 +241,8 @@ impl Tool for Set {
 /// Arguments of `policy.activate`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ActivateArgs {
+#[schemars(rename = "ActivateArgs")]
+pub struct ActivatePolicy {
     /// The draft version to activate.
     pub version: RevisionNumber,
     /// Makes a retried call return the first call's result.
@@ -246,7 +250,7 @@ pub struct ActivateArgs {
 }
 
 /// Result of `policy.activate`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Activated {
     /// The policy now active.
     pub policy: PolicyRecord,
@@ -255,22 +259,22 @@ pub struct Activated {
     pub retired_version: Option<u32>,
 }
 
-/// `policy.activate`.
-pub struct Activate;
-
-impl Tool for Activate {
-    const NAME: &'static str = "policy.activate";
+impl super::Request for ActivatePolicy {
+    const TOOL: &'static str = "policy.activate";
     const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator or human).";
     const MUTATES: bool = true;
-    type Args = ActivateArgs;
     type Output = Activated;
 
+    store_tool!();
+}
+
+impl Tool for ActivatePolicy {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: ActivateArgs, (): ()) -> Result<Activated, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: ActivatePolicy, (): ()) -> Result<Activated, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let target = PolicyRecord::load(cx.tx, args.version.0)?;
         if target.status != "draft" {
             return Err(ToolError::new(
@@ -279,7 +283,7 @@ impl Tool for Activate {
                     "policy version {} is {}; only a draft can be activated",
                     args.version.0, target.status
                 ),
-                json!({"version": args.version, "status": target.status, "allowed": ["draft"], "operation": Self::NAME}),
+                json!({"version": args.version, "status": target.status, "allowed": ["draft"], "operation": Self::TOOL}),
             ));
         }
         let retired: Option<u32> = cx
@@ -316,28 +320,29 @@ impl Tool for Activate {
 /// Arguments of `policy.get`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetArgs {
+#[schemars(rename = "GetArgs")]
+pub struct GetPolicy {
     /// The version to read (default: the policy in force — the active
     /// version, or the built-in default).
     pub version: Option<RevisionNumber>,
 }
 
-/// `policy.get`.
-pub struct Get;
-
-impl Tool for Get {
-    const NAME: &'static str = "policy.get";
+impl super::Request for GetPolicy {
+    const TOOL: &'static str = "policy.get";
     const DESCRIPTION: &'static str =
         "Read a policy version, or (by default) the policy in force: the active version or the built-in default.";
     const MUTATES: bool = false;
-    type Args = GetArgs;
     type Output = PolicyResult;
 
+    store_tool!();
+}
+
+impl Tool for GetPolicy {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: GetArgs, (): ()) -> Result<PolicyResult, ToolError> {
+    fn run(cx: &Cx<'_>, args: GetPolicy, (): ()) -> Result<PolicyResult, ToolError> {
         let policy = match args.version {
             Some(v) => PolicyRecord::load(cx.tx, v.0)?,
             None => effective(cx.tx)?.0,

@@ -17,6 +17,7 @@ use super::records::{
     enum_to_sql, Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus,
     Revision, Risk,
 };
+use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::changeset::{Changeset, Operation};
@@ -216,7 +217,8 @@ fn insert_revision(
 /// Arguments of `proposal.create`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateArgs {
+#[schemars(rename = "CreateArgs")]
+pub struct CreateProposal {
     /// The task the proposal belongs to.
     pub task_id: Id,
     /// Its title.
@@ -237,7 +239,7 @@ pub struct CreateArgs {
 }
 
 /// Result of `proposal.create` and `proposal.attach_patch`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ProposalRevised {
     /// The proposal.
     pub proposal: Proposal,
@@ -245,15 +247,16 @@ pub struct ProposalRevised {
     pub revision: Revision,
 }
 
-/// `proposal.create`.
-pub struct Create;
-
-impl Tool for Create {
-    const NAME: &'static str = "proposal.create";
+impl super::Request for CreateProposal {
+    const TOOL: &'static str = "proposal.create";
     const DESCRIPTION: &'static str = "Propose a change (a patch or an edit plan) for a task. The caller, a registered enabled agent, becomes the author. The change must apply to the current files; it becomes revision 1.";
     const MUTATES: bool = true;
-    type Args = CreateArgs;
     type Output = ProposalRevised;
+
+    store_tool!();
+}
+
+impl Tool for CreateProposal {
     type Prep = PreparedRevision;
 
     keyed!();
@@ -261,13 +264,13 @@ impl Tool for Create {
     fn prepare(
         engine: &Engine,
         actor: &Actor,
-        args: &CreateArgs,
+        args: &CreateProposal,
     ) -> Result<PreparedRevision, ToolError> {
         if actor.kind != ActorKind::Agent {
             return Err(ToolError::forbidden(
                 format!(
                     "{} is for agent actors; {actor} is not an agent",
-                    Self::NAME
+                    Self::TOOL
                 ),
                 json!({"actor": actor, "allowed_kinds": ["agent"]}),
             ));
@@ -277,10 +280,10 @@ impl Tool for Create {
 
     fn run(
         cx: &Cx<'_>,
-        args: CreateArgs,
+        args: CreateProposal,
         prep: PreparedRevision,
     ) -> Result<ProposalRevised, ToolError> {
-        let agent = cx.enabled_agent(Self::NAME)?;
+        let agent = cx.enabled_agent(Self::TOOL)?;
         let resources = canonical_resources(args.affected_resources.as_deref().unwrap_or(&[]))?;
         let task_exists: bool = cx.tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
@@ -326,7 +329,8 @@ impl Tool for Create {
 /// Arguments of `proposal.attach_patch`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AttachPatchArgs {
+#[schemars(rename = "AttachPatchArgs")]
+pub struct AttachPatch {
     /// The proposal to revise.
     pub proposal_id: Id,
     /// The revision the author is replacing: must be the latest, else
@@ -344,15 +348,16 @@ pub struct AttachPatchArgs {
     pub idempotency_key: Option<Id>,
 }
 
-/// `proposal.attach_patch`.
-pub struct AttachPatch;
-
-impl Tool for AttachPatch {
-    const NAME: &'static str = "proposal.attach_patch";
+impl super::Request for AttachPatch {
+    const TOOL: &'static str = "proposal.attach_patch";
     const DESCRIPTION: &'static str = "Attach a new revision (patch or edit plan) to a pending or in-review proposal (author only). Requires expected_revision = the latest revision; earlier revisions are kept unchanged, and evidence for them does not count for the new one.";
     const MUTATES: bool = true;
-    type Args = AttachPatchArgs;
     type Output = ProposalRevised;
+
+    store_tool!();
+}
+
+impl Tool for AttachPatch {
     type Prep = PreparedRevision;
 
     keyed!();
@@ -360,7 +365,7 @@ impl Tool for AttachPatch {
     fn prepare(
         engine: &Engine,
         actor: &Actor,
-        args: &AttachPatchArgs,
+        args: &AttachPatch,
     ) -> Result<PreparedRevision, ToolError> {
         // Refuse a foreign caller before reading any file; `run` checks
         // everything again inside the transaction.
@@ -371,7 +376,7 @@ impl Tool for AttachPatch {
             return Err(ToolError::forbidden(
                 format!(
                     "only the author ({author}) may call {}; the caller is {actor}",
-                    Self::NAME
+                    Self::TOOL
                 ),
                 json!({"actor": actor, "author": author, "reason": "not_author"}),
             ));
@@ -381,14 +386,14 @@ impl Tool for AttachPatch {
 
     fn run(
         cx: &Cx<'_>,
-        args: AttachPatchArgs,
+        args: AttachPatch,
         prep: PreparedRevision,
     ) -> Result<ProposalRevised, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
-        cx.require_author(&p.author, Self::NAME)?;
+        cx.require_author(&p.author, Self::TOOL)?;
         p.require_status(
             &[ProposalStatus::Pending, ProposalStatus::InReview],
-            Self::NAME,
+            Self::TOOL,
         )?;
         if args.expected_revision.0 != p.latest_revision {
             return Err(ToolError::conflict(
@@ -501,7 +506,8 @@ fn revision_content(
 /// Arguments of `proposal.get`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetArgs {
+#[schemars(rename = "GetArgs")]
+pub struct GetProposal {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision to return in full (default: the latest).
@@ -512,7 +518,7 @@ pub struct GetArgs {
 }
 
 /// One line of a proposal's revision history.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RevisionEntry {
     /// The revision's number.
     pub number: u32,
@@ -527,7 +533,7 @@ pub struct RevisionEntry {
 }
 
 /// Result of `proposal.get`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ProposalDetail {
     /// The proposal.
     pub proposal: Proposal,
@@ -541,22 +547,22 @@ pub struct ProposalDetail {
     pub content: Option<serde_json::Value>,
 }
 
-/// `proposal.get`.
-pub struct Get;
-
-impl Tool for Get {
-    const NAME: &'static str = "proposal.get";
+impl super::Request for GetProposal {
+    const TOOL: &'static str = "proposal.get";
     const DESCRIPTION: &'static str =
         "Read a proposal, one revision in full (default the latest) and its revision history.";
     const MUTATES: bool = false;
-    type Args = GetArgs;
     type Output = ProposalDetail;
 
+    store_tool!();
+}
+
+impl Tool for GetProposal {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: GetArgs, (): ()) -> Result<ProposalDetail, ToolError> {
+    fn run(cx: &Cx<'_>, args: GetProposal, (): ()) -> Result<ProposalDetail, ToolError> {
         let proposal = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         let number = args.revision.map_or(proposal.latest_revision, |r| r.0);
         let revision = Revision::load(cx.tx, &proposal.id, number)?;
@@ -592,7 +598,8 @@ impl Tool for Get {
 /// Arguments of `proposal.list`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListArgs {
+#[schemars(rename = "ListArgs")]
+pub struct ListProposals {
     /// Only proposals of this task.
     pub task_id: Option<Id>,
     /// Only proposals in this status.
@@ -606,7 +613,7 @@ pub struct ListArgs {
 }
 
 /// Result of `proposal.list`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ProposalPage {
     /// The proposals, oldest first.
     pub proposals: Vec<Proposal>,
@@ -614,21 +621,21 @@ pub struct ProposalPage {
     pub next_cursor: Option<Cursor>,
 }
 
-/// `proposal.list`.
-pub struct List;
-
-impl Tool for List {
-    const NAME: &'static str = "proposal.list";
+impl super::Request for ListProposals {
+    const TOOL: &'static str = "proposal.list";
     const DESCRIPTION: &'static str = "List proposals oldest first, filtered by task, status or author, a page at a time (keyset cursor: a page costs the same however many proposals exist).";
     const MUTATES: bool = false;
-    type Args = ListArgs;
     type Output = ProposalPage;
 
+    store_tool!();
+}
+
+impl Tool for ListProposals {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<ProposalPage, ToolError> {
+    fn run(cx: &Cx<'_>, args: ListProposals, (): ()) -> Result<ProposalPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
         let mut sql = format!("SELECT {} FROM proposals WHERE seq > ?1", Proposal::COLUMNS);
@@ -683,7 +690,8 @@ fn transition(
 /// Arguments of `proposal.request_review`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RequestReviewArgs {
+#[schemars(rename = "RequestReviewArgs")]
+pub struct RequestReview {
     /// The proposal.
     pub proposal_id: Id,
     /// Makes a retried call return the first call's result.
@@ -691,14 +699,14 @@ pub struct RequestReviewArgs {
 }
 
 /// Result of the status-changing proposal tools.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ProposalChanged {
     /// The proposal as it is now.
     pub proposal: Proposal,
 }
 
 /// Result of `proposal.request_review`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ReviewRequested {
     /// The proposal, now `in_review`.
     pub proposal: Proposal,
@@ -707,24 +715,24 @@ pub struct ReviewRequested {
     pub review_plan: Vec<crate::policy::RoleNeed>,
 }
 
-/// `proposal.request_review`.
-pub struct RequestReview;
-
-impl Tool for RequestReview {
-    const NAME: &'static str = "proposal.request_review";
+impl super::Request for RequestReview {
+    const TOOL: &'static str = "proposal.request_review";
     const DESCRIPTION: &'static str = "Ask for review: pending → in_review (the author or an orchestrator). Returns the review plan: the roles the policy requires for the latest revision and the agents that can fill each.";
     const MUTATES: bool = true;
-    type Args = RequestReviewArgs;
     type Output = ReviewRequested;
 
+    store_tool!();
+}
+
+impl Tool for RequestReview {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: RequestReviewArgs, (): ()) -> Result<ReviewRequested, ToolError> {
+    fn run(cx: &Cx<'_>, args: RequestReview, (): ()) -> Result<ReviewRequested, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
-        cx.require_author_or_orchestrator(&p.author, Self::NAME)?;
-        p.require_status(&[ProposalStatus::Pending], Self::NAME)?;
+        cx.require_author_or_orchestrator(&p.author, Self::TOOL)?;
+        p.require_status(&[ProposalStatus::Pending], Self::TOOL)?;
         let proposal = transition(
             cx,
             &p,
@@ -744,7 +752,8 @@ impl Tool for RequestReview {
 /// Arguments of `proposal.withdraw`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WithdrawArgs {
+#[schemars(rename = "WithdrawArgs")]
+pub struct Withdraw {
     /// The proposal.
     pub proposal_id: Id,
     /// Why.
@@ -753,27 +762,27 @@ pub struct WithdrawArgs {
     pub idempotency_key: Option<Id>,
 }
 
-/// `proposal.withdraw`.
-pub struct Withdraw;
-
-impl Tool for Withdraw {
-    const NAME: &'static str = "proposal.withdraw";
+impl super::Request for Withdraw {
+    const TOOL: &'static str = "proposal.withdraw";
     const DESCRIPTION: &'static str =
         "Withdraw a pending or in-review proposal (the author or an orchestrator).";
     const MUTATES: bool = true;
-    type Args = WithdrawArgs;
     type Output = ProposalChanged;
 
+    store_tool!();
+}
+
+impl Tool for Withdraw {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: WithdrawArgs, (): ()) -> Result<ProposalChanged, ToolError> {
+    fn run(cx: &Cx<'_>, args: Withdraw, (): ()) -> Result<ProposalChanged, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
-        cx.require_author_or_orchestrator(&p.author, Self::NAME)?;
+        cx.require_author_or_orchestrator(&p.author, Self::TOOL)?;
         p.require_status(
             &[ProposalStatus::Pending, ProposalStatus::InReview],
-            Self::NAME,
+            Self::TOOL,
         )?;
         let proposal = transition(
             cx,
@@ -789,7 +798,8 @@ impl Tool for Withdraw {
 /// Arguments of `patch.reject`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RejectArgs {
+#[schemars(rename = "RejectArgs")]
+pub struct Reject {
     /// The proposal.
     pub proposal_id: Id,
     /// Why it is rejected.
@@ -799,7 +809,7 @@ pub struct RejectArgs {
 }
 
 /// Result of `patch.reject`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Rejected {
     /// The proposal, now `rejected`.
     pub proposal: Proposal,
@@ -807,26 +817,26 @@ pub struct Rejected {
     pub decision: Decision,
 }
 
-/// `patch.reject`.
-pub struct Reject;
-
-impl Tool for Reject {
-    const NAME: &'static str = "patch.reject";
+impl super::Request for Reject {
+    const TOOL: &'static str = "patch.reject";
     const DESCRIPTION: &'static str = "Reject a pending or in-review proposal with a reason (orchestrator or human); records a reject decision on its latest revision.";
     const MUTATES: bool = true;
-    type Args = RejectArgs;
     type Output = Rejected;
 
+    store_tool!();
+}
+
+impl Tool for Reject {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: RejectArgs, (): ()) -> Result<Rejected, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: Reject, (): ()) -> Result<Rejected, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         p.require_status(
             &[ProposalStatus::Pending, ProposalStatus::InReview],
-            Self::NAME,
+            Self::TOOL,
         )?;
         let decision = super::evidence::insert_decision(
             cx,

@@ -81,7 +81,7 @@ fn json_from_sql<T: for<'de> Deserialize<'de>>(s: &str) -> rusqlite::Result<T> {
 }
 
 /// A registered agent.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Agent {
     /// The agent's id (an agent actor's `id`).
     pub id: String,
@@ -127,7 +127,7 @@ impl Agent {
 }
 
 /// A task proposals belong to.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Task {
     /// The task's id.
     pub id: String,
@@ -154,7 +154,7 @@ impl Task {
 }
 
 /// A proposal: a change an agent asks to make, with its numbered revisions.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Proposal {
     /// The proposal's id.
     pub id: String,
@@ -285,7 +285,7 @@ pub struct FileState {
 }
 
 /// One immutable revision of a proposal.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Revision {
     /// 1 for the first revision, then 2, 3…
     pub number: u32,
@@ -373,7 +373,7 @@ pub enum VoteValue {
 
 /// A vote on one revision. Votes are never changed: a reviewer who changes
 /// their mind casts another, and the latest counts.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Vote {
     /// The vote's id.
     pub id: String,
@@ -424,7 +424,7 @@ pub enum DecisionValue {
 }
 
 /// A recorded decision.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Decision {
     /// The decision's id.
     pub id: String,
@@ -453,7 +453,7 @@ pub enum Verdict {
 }
 
 /// A security review of one revision.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SecurityReviewRecord {
     /// The review's id.
     pub id: String,
@@ -489,7 +489,7 @@ impl SecurityReviewRecord {
 }
 
 /// A request for a person to approve one revision.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalRequest {
     /// The request's id.
     pub id: String,
@@ -506,7 +506,7 @@ pub struct ApprovalRequest {
 }
 
 /// A person's approval of one revision.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Approval {
     /// The approval's id.
     pub id: String,
@@ -556,7 +556,7 @@ pub enum TestStatus {
 }
 
 /// The result of one test run against one revision.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TestResult {
     /// The result's id.
     pub id: String,
@@ -600,7 +600,7 @@ impl TestResult {
 }
 
 /// One entry of the audit log.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     /// Its position in the store's log, from 1.
     pub seq: i64,

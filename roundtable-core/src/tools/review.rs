@@ -87,7 +87,19 @@ fn status_name(s: FileStatus) -> &'static str {
 /// Arguments naming one revision of a proposal.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RevisionArgs {
+#[schemars(rename = "RevisionArgs")]
+pub struct ProposalFiles {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// The revision (default: the latest).
+    pub revision: Option<RevisionNumber>,
+}
+
+/// Arguments naming one revision of a proposal.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "RevisionArgs")]
+pub struct ProposalSymbols {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision (default: the latest).
@@ -95,7 +107,7 @@ pub struct RevisionArgs {
 }
 
 /// One file of a revision.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FileEntry {
     /// The old path (`null` for a created file).
     pub old_path: Option<String>,
@@ -138,7 +150,7 @@ fn file_entry(f: &FilePatch<'_>) -> FileEntry {
 }
 
 /// Result of `proposal.files`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Files {
     /// The revision.
     pub revision: u32,
@@ -150,21 +162,21 @@ pub struct Files {
     pub removed_lines: u64,
 }
 
-/// `proposal.files`.
-pub struct ProposalFiles;
-
-impl Tool for ProposalFiles {
-    const NAME: &'static str = "proposal.files";
+impl super::Request for ProposalFiles {
+    const TOOL: &'static str = "proposal.files";
     const DESCRIPTION: &'static str = "List what a revision changes, file by file: old and new path, operation, mode change, binary flag, and the real numbers of added and removed lines.";
     const MUTATES: bool = false;
-    type Args = RevisionArgs;
     type Output = Files;
 
+    store_tool!();
+}
+
+impl Tool for ProposalFiles {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: RevisionArgs, (): ()) -> Result<Files, ToolError> {
+    fn run(cx: &Cx<'_>, args: ProposalFiles, (): ()) -> Result<Files, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = diff_bytes(cx.tx, &revision)?;
         let patch = parse_diff(cx.engine, &bytes)?;
@@ -181,7 +193,8 @@ impl Tool for ProposalFiles {
 /// Arguments of `proposal.diff`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DiffArgs {
+#[schemars(rename = "DiffArgs")]
+pub struct ProposalDiff {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision (default: the latest).
@@ -193,7 +206,7 @@ pub struct DiffArgs {
 }
 
 /// One file's section of the diff, exactly as stored.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct DiffSection {
     /// Its position among the revision's files (from 0).
     pub index: u64,
@@ -208,7 +221,7 @@ pub struct DiffSection {
 }
 
 /// Result of `proposal.diff`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct DiffPage {
     /// The revision.
     pub revision: u32,
@@ -221,21 +234,21 @@ pub struct DiffPage {
     pub next_cursor: Option<super::args::Cursor>,
 }
 
-/// `proposal.diff`.
-pub struct ProposalDiff;
-
-impl Tool for ProposalDiff {
-    const NAME: &'static str = "proposal.diff";
+impl super::Request for ProposalDiff {
+    const TOOL: &'static str = "proposal.diff";
     const DESCRIPTION: &'static str = "A revision as a unified diff (edit plans rendered), paged by file; exact bytes, never redacted.";
     const MUTATES: bool = false;
-    type Args = DiffArgs;
     type Output = DiffPage;
 
+    store_tool!();
+}
+
+impl Tool for ProposalDiff {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: DiffArgs, (): ()) -> Result<DiffPage, ToolError> {
+    fn run(cx: &Cx<'_>, args: ProposalDiff, (): ()) -> Result<DiffPage, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = diff_bytes(cx.tx, &revision)?;
         let patch = parse_diff(cx.engine, &bytes)?;
@@ -337,7 +350,7 @@ fn before_tree(
 }
 
 /// A symbol a change touches.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SymbolChange {
     /// `added`, `removed`, `modified` or `renamed`.
     pub change: String,
@@ -354,7 +367,7 @@ pub struct SymbolChange {
 }
 
 /// One file's symbol changes.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct FileSymbols {
     /// The path (after the change).
     pub path: String,
@@ -365,7 +378,7 @@ pub struct FileSymbols {
 }
 
 /// Result of `proposal.symbols`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Symbols {
     /// The revision.
     pub revision: u32,
@@ -474,21 +487,21 @@ pub(crate) fn symbol_changes(
     out
 }
 
-/// `proposal.symbols`.
-pub struct ProposalSymbols;
-
-impl Tool for ProposalSymbols {
-    const NAME: &'static str = "proposal.symbols";
+impl super::Request for ProposalSymbols {
+    const TOOL: &'static str = "proposal.symbols";
     const DESCRIPTION: &'static str = "The functions, methods and types a revision adds, removes, renames or modifies, computed on the content before and after the change.";
     const MUTATES: bool = false;
-    type Args = RevisionArgs;
     type Output = Symbols;
 
+    store_tool!();
+}
+
+impl Tool for ProposalSymbols {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: RevisionArgs, (): ()) -> Result<Symbols, ToolError> {
+    fn run(cx: &Cx<'_>, args: ProposalSymbols, (): ()) -> Result<Symbols, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = super::proposals::revision_bytes(cx.tx, &revision)?;
         let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
@@ -540,7 +553,8 @@ impl Tool for ProposalSymbols {
 /// Arguments of `proposal.compare`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CompareArgs {
+#[schemars(rename = "CompareArgs")]
+pub struct CompareRevisions {
     /// The proposal.
     pub proposal_id: Id,
     /// The earlier revision.
@@ -550,7 +564,7 @@ pub struct CompareArgs {
 }
 
 /// How one file differs between two revisions.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct FileInterdiff {
     /// The path.
     pub path: String,
@@ -565,7 +579,7 @@ pub struct FileInterdiff {
 }
 
 /// Result of `proposal.compare`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Interdiff {
     /// The earlier revision.
     pub from_revision: u32,
@@ -603,21 +617,21 @@ fn hunk_text(h: &crate::diff::Hunk<'_>) -> (Vec<u8>, String) {
     (key, String::from_utf8_lossy(&out).into_owned())
 }
 
-/// `proposal.compare`.
-pub struct ProposalCompare;
-
-impl Tool for ProposalCompare {
-    const NAME: &'static str = "proposal.compare";
+impl super::Request for CompareRevisions {
+    const TOOL: &'static str = "proposal.compare";
     const DESCRIPTION: &'static str = "The interdiff of two revisions of one proposal: per file, the hunks one has and the other lacks (compared by content, so shifted line numbers do not count); files both change identically are omitted.";
     const MUTATES: bool = false;
-    type Args = CompareArgs;
     type Output = Interdiff;
 
+    store_tool!();
+}
+
+impl Tool for CompareRevisions {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: CompareArgs, (): ()) -> Result<Interdiff, ToolError> {
+    fn run(cx: &Cx<'_>, args: CompareRevisions, (): ()) -> Result<Interdiff, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         let a = Revision::load(cx.tx, &p.id, args.from_revision.0)?;
         let b = Revision::load(cx.tx, &p.id, args.to_revision.0)?;
@@ -701,7 +715,7 @@ impl Tool for ProposalCompare {
 }
 
 /// Who is expected to act next, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NextActor {
     /// `author`, `reviewer`, `security_reviewer`, `human` or
     /// `orchestrator`.
@@ -715,7 +729,7 @@ pub struct NextActor {
 }
 
 /// Result of `proposal.status`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct StatusReport {
     /// The proposal.
     pub proposal: Proposal,
@@ -737,13 +751,11 @@ pub struct StatusReport {
     pub next: Vec<NextActor>,
 }
 
-/// `proposal.status`.
-pub struct ProposalStatusTool;
-
 /// Arguments of `proposal.status`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StatusArgs {
+#[schemars(rename = "StatusArgs")]
+pub struct GetProposalStatus {
     /// The proposal.
     pub proposal_id: Id,
 }
@@ -830,13 +842,16 @@ fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<Next
     out
 }
 
-impl Tool for ProposalStatusTool {
-    const NAME: &'static str = "proposal.status";
+impl super::Request for GetProposalStatus {
+    const TOOL: &'static str = "proposal.status";
     const DESCRIPTION: &'static str = "Can this proposal land now, and if not, why: the validation gates of its latest revision, whether the revision is stale against the files, and who is expected to act next (author, reviewer roles, a human, the orchestrator).";
     const MUTATES: bool = false;
-    type Args = StatusArgs;
     type Output = StatusReport;
 
+    store_tool!();
+}
+
+impl Tool for GetProposalStatus {
     const READS_FILES: bool = true;
 
     fn store_only(out: &StatusReport) -> bool {
@@ -847,7 +862,7 @@ impl Tool for ProposalStatusTool {
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: StatusArgs, (): ()) -> Result<StatusReport, ToolError> {
+    fn run(cx: &Cx<'_>, args: GetProposalStatus, (): ()) -> Result<StatusReport, ToolError> {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         if !matches!(p.status, ProposalStatus::Pending | ProposalStatus::InReview) {
             return Ok(StatusReport {

@@ -2,6 +2,7 @@
 
 use super::args::{Markdown, Role, Title};
 use super::records::{Agent, Task};
+use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
@@ -13,7 +14,8 @@ use serde_json::json;
 /// Arguments of `agent.register`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AgentRegisterArgs {
+#[schemars(rename = "AgentRegisterArgs")]
+pub struct RegisterAgent {
     /// The agent's id: what its actor's `id` will be.
     pub agent_id: Id,
     /// Its roles (at most 32), e.g. `["reviewer"]`; duplicates are refused.
@@ -29,7 +31,7 @@ pub struct AgentRegisterArgs {
 }
 
 /// Result of `agent.register`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct AgentRegistered {
     /// The agent as stored.
     pub agent: Agent,
@@ -38,22 +40,22 @@ pub struct AgentRegistered {
     pub created: bool,
 }
 
-/// `agent.register`: register an agent, or change its roles or enabled flag.
-pub struct AgentRegister;
-
-impl Tool for AgentRegister {
-    const NAME: &'static str = "agent.register";
+impl super::Request for RegisterAgent {
+    const TOOL: &'static str = "agent.register";
     const DESCRIPTION: &'static str = "Register an agent with its roles (orchestrator only). Registering an existing agent updates its roles, enabled flag and display name.";
     const MUTATES: bool = true;
-    type Args = AgentRegisterArgs;
     type Output = AgentRegistered;
 
+    store_tool!();
+}
+
+impl Tool for RegisterAgent {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: Self::Args, (): ()) -> Result<AgentRegistered, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: Self, (): ()) -> Result<AgentRegistered, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator], Self::TOOL)?;
         if args.roles.len() > 32 {
             return Err(ToolError::invalid_argument(
                 "roles",
@@ -116,7 +118,8 @@ impl Tool for AgentRegister {
 /// Arguments of `task.create`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TaskCreateArgs {
+#[schemars(rename = "TaskCreateArgs")]
+pub struct CreateTask {
     /// The task's id; generated when absent. An id in use is `conflict`.
     pub task_id: Option<Id>,
     /// Its title.
@@ -128,29 +131,29 @@ pub struct TaskCreateArgs {
 }
 
 /// Result of `task.create`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TaskCreated {
     /// The new task.
     pub task: Task,
 }
 
-/// `task.create`: create a task proposals can belong to.
-pub struct TaskCreate;
-
-impl Tool for TaskCreate {
-    const NAME: &'static str = "task.create";
+impl super::Request for CreateTask {
+    const TOOL: &'static str = "task.create";
     const DESCRIPTION: &'static str =
         "Create a task that proposals belong to (orchestrator or human).";
     const MUTATES: bool = true;
-    type Args = TaskCreateArgs;
     type Output = TaskCreated;
 
+    store_tool!();
+}
+
+impl Tool for CreateTask {
     keyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: Self::Args, (): ()) -> Result<TaskCreated, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::NAME)?;
+    fn run(cx: &Cx<'_>, args: Self, (): ()) -> Result<TaskCreated, ToolError> {
+        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let id = args.task_id.unwrap_or_else(|| cx.new_id("task"));
         let taken: bool = cx.tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",

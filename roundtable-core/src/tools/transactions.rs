@@ -5,7 +5,7 @@ use super::args::{Cursor, Limit, RevisionNumber};
 use super::claims::live_write_claims;
 use super::records::{Proposal, ProposalStatus};
 use super::validate::{gather_prefetching, validate_with_changeset, StageStatus, ValidationReport};
-use super::{decode, remember, replay, request_digest, Cx, Tool, ToolError};
+use super::{remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
     compare, created_dirs, execute, journal, restore_changeset, ApplyLock, Before, JournalFile,
@@ -37,9 +37,9 @@ fn orchestrator_only(actor: &Actor, tool: &str) -> Result<(), ToolError> {
 }
 
 /// How a journaled call starts.
-enum Begun {
+enum Begun<O> {
     /// An earlier call with the same idempotency key: its stored result.
-    Replayed(Value),
+    Replayed(O),
     /// The apply lock is held; the request digest for the idempotency row.
     Locked(ApplyLock, String),
 }
@@ -47,16 +47,16 @@ enum Begun {
 /// The common start of `patch.apply` and `transaction.rollback`: an
 /// orchestrator, a replay check, the apply lock, and the replay check again
 /// under the lock (another process may have finished the same call).
-fn begin<A: Serialize>(
+fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
     engine: &Engine,
     actor: &Actor,
     name: &str,
     args: &A,
     key: Option<&Id>,
-) -> Result<Begun, ToolError> {
+) -> Result<Begun<O>, ToolError> {
     orchestrator_only(actor, name)?;
     let request = request_digest(name, args);
-    let replayed = |key: Option<&Id>| -> Result<Option<Value>, ToolError> {
+    let replayed = |key: Option<&Id>| -> Result<Option<O>, ToolError> {
         match key {
             None => Ok(None),
             Some(key) => engine
@@ -132,7 +132,8 @@ fn snapshot(ws: &Workspace, changeset: &crate::Changeset) -> Result<Vec<Before>,
 /// Arguments of `patch.apply`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ApplyArgs {
+#[schemars(rename = "ApplyArgs")]
+pub struct ApplyRevision {
     /// The proposal.
     pub proposal_id: Id,
     /// The exact revision the caller approved: a superseded revision is
@@ -146,7 +147,7 @@ pub struct ApplyArgs {
 }
 
 /// Result of `patch.apply`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Applied {
     /// The transaction, `applied`.
     pub transaction: Transaction,
@@ -158,13 +159,34 @@ pub struct Applied {
     pub validation: ValidationReport,
 }
 
+impl super::Request for ApplyRevision {
+    const TOOL: &'static str = "patch.apply";
+    const DESCRIPTION: &'static str = APPLY;
+    const MUTATES: bool = true;
+    type Output = Applied;
+
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<Applied, ToolError> {
+        apply(engine, actor, self)
+    }
+}
+
+impl super::Request for Rollback {
+    const TOOL: &'static str = "transaction.rollback";
+    const DESCRIPTION: &'static str = ROLLBACK;
+    const MUTATES: bool = true;
+    type Output = RolledBack;
+
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<RolledBack, ToolError> {
+        rollback(engine, actor, self)
+    }
+}
+
 /// `patch.apply`'s description.
-pub(crate) const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or nothing across the files and the store (orchestrator only). Takes the apply lock, re-validates every gate, journals the before snapshot durably, writes and flushes the files, then marks the transaction and the proposal applied and releases the author's claims on the change. A refusal changes nothing and carries the full validation report: conflict (with latest_revision) when the revision was superseded, precondition_failed when it no longer matches the files, validation_failed for any other gate, busy when another apply holds the lock past the wait.";
+const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or nothing across the files and the store (orchestrator only). Takes the apply lock, re-validates every gate, journals the before snapshot durably, writes and flushes the files, then marks the transaction and the proposal applied and releases the author's claims on the change. A refusal changes nothing and carries the full validation report: conflict (with latest_revision) when the revision was superseded, precondition_failed when it no longer matches the files, validation_failed for any other gate, busy when another apply holds the lock past the wait.";
 
 /// `patch.apply`.
-pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
-    const NAME: &str = "patch.apply";
-    let args: ApplyArgs = decode(args)?;
+fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied, ToolError> {
+    const NAME: &str = <ApplyRevision as super::Request>::TOOL;
     let key = args.idempotency_key.clone();
     let (_lock, request) = match begin(engine, actor, NAME, &args, key.as_ref())? {
         Begun::Replayed(v) => return Ok(v),
@@ -328,18 +350,18 @@ pub(crate) fn apply_call(engine: &Engine, args: Value, actor: &Actor) -> Result<
             released_claims: released,
             validation: report,
         };
-        let value = serde_json::to_value(out).expect("results serialize");
         if let Some(key) = &key {
-            remember(cx, key, NAME, &request, &value)?;
+            remember(cx, key, NAME, &request, &out)?;
         }
-        Ok(value)
+        Ok(out)
     })
 }
 
 /// Arguments of `transaction.rollback`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RollbackArgs {
+#[schemars(rename = "RollbackArgs")]
+pub struct Rollback {
     /// The applied transaction to roll back.
     pub transaction_id: Id,
     /// Makes a retried call return the first call's result.
@@ -347,23 +369,18 @@ pub struct RollbackArgs {
 }
 
 /// Result of `transaction.rollback`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RolledBack {
     /// The new (rollback) transaction, `applied`.
     pub transaction: Transaction,
 }
 
 /// `transaction.rollback`'s description.
-pub(crate) const ROLLBACK: &str = "Roll back an applied transaction (orchestrator only): restore its before snapshot as a new transaction with the same guarantees, but only if every path it touched still has its after state — otherwise conflict, listing each path with expected and actual digests. Rolling back a rollback re-applies.";
+const ROLLBACK: &str = "Roll back an applied transaction (orchestrator only): restore its before snapshot as a new transaction with the same guarantees, but only if every path it touched still has its after state — otherwise conflict, listing each path with expected and actual digests. Rolling back a rollback re-applies.";
 
 /// `transaction.rollback`.
-pub(crate) fn rollback_call(
-    engine: &Engine,
-    args: Value,
-    actor: &Actor,
-) -> Result<Value, ToolError> {
-    const NAME: &str = "transaction.rollback";
-    let args: RollbackArgs = decode(args)?;
+fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack, ToolError> {
+    const NAME: &str = <Rollback as super::Request>::TOOL;
     let key = args.idempotency_key.clone();
     let (_lock, request) = match begin(engine, actor, NAME, &args, key.as_ref())? {
         Begun::Replayed(v) => return Ok(v),
@@ -433,27 +450,45 @@ pub(crate) fn rollback_call(
             Some(&original.proposal_id),
             json!({"rollback_transaction_id": transaction.id}),
         )?;
-        let value = serde_json::to_value(RolledBack {
+        let out = RolledBack {
             transaction: transaction.clone(),
-        })
-        .expect("results serialize");
+        };
         if let Some(key) = &key {
-            remember(cx, key, NAME, &request, &value)?;
+            remember(cx, key, NAME, &request, &out)?;
         }
-        Ok(value)
+        Ok(out)
     })
 }
 
 /// Arguments of the tools that read one transaction.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TransactionArgs {
+#[schemars(rename = "TransactionArgs")]
+pub struct GetTransaction {
+    /// The transaction.
+    pub transaction_id: Id,
+}
+
+/// Arguments of the tools that read one transaction.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "TransactionArgs")]
+pub struct CheckRecovery {
+    /// The transaction.
+    pub transaction_id: Id,
+}
+
+/// Arguments of the tools that read one transaction.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "TransactionArgs")]
+pub struct ListPhases {
     /// The transaction.
     pub transaction_id: Id,
 }
 
 /// Result of `transaction.get`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TransactionDetail {
     /// The transaction.
     pub transaction: Transaction,
@@ -461,22 +496,22 @@ pub struct TransactionDetail {
     pub files: Vec<JournalFile>,
 }
 
-/// `transaction.get`.
-pub struct Get;
-
-impl Tool for Get {
-    const NAME: &'static str = "transaction.get";
+impl super::Request for GetTransaction {
+    const TOOL: &'static str = "transaction.get";
     const DESCRIPTION: &'static str =
         "Read a transaction and its journal (every touched path's before and after state).";
     const MUTATES: bool = false;
-    type Args = TransactionArgs;
     type Output = TransactionDetail;
 
+    store_tool!();
+}
+
+impl Tool for GetTransaction {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<TransactionDetail, ToolError> {
+    fn run(cx: &Cx<'_>, args: GetTransaction, (): ()) -> Result<TransactionDetail, ToolError> {
         let transaction = Transaction::load(cx.tx, args.transaction_id.as_str())?;
         let files = journal(cx.tx, &transaction.id)?;
         Ok(TransactionDetail { transaction, files })
@@ -486,7 +521,8 @@ impl Tool for Get {
 /// Arguments of `transaction.list`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListArgs {
+#[schemars(rename = "ListArgs")]
+pub struct ListTransactions {
     /// Only this proposal's transactions.
     pub proposal_id: Option<Id>,
     /// Only transactions in this status.
@@ -498,7 +534,7 @@ pub struct ListArgs {
 }
 
 /// Result of `transaction.list`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TransactionPage {
     /// Transactions, oldest first.
     pub transactions: Vec<Transaction>,
@@ -506,22 +542,22 @@ pub struct TransactionPage {
     pub next_cursor: Option<Cursor>,
 }
 
-/// `transaction.list`.
-pub struct List;
-
-impl Tool for List {
-    const NAME: &'static str = "transaction.list";
+impl super::Request for ListTransactions {
+    const TOOL: &'static str = "transaction.list";
     const DESCRIPTION: &'static str =
         "List transactions oldest first, filtered by proposal or status.";
     const MUTATES: bool = false;
-    type Args = ListArgs;
     type Output = TransactionPage;
 
+    store_tool!();
+}
+
+impl Tool for ListTransactions {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: ListArgs, (): ()) -> Result<TransactionPage, ToolError> {
+    fn run(cx: &Cx<'_>, args: ListTransactions, (): ()) -> Result<TransactionPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
         let proposal = if args.proposal_id.is_some() {
@@ -558,7 +594,7 @@ impl Tool for List {
 }
 
 /// One phase of a transaction.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Phase {
     /// `journaled`, `write`, `written`, `applied`, `recovered`.
     pub phase: String,
@@ -571,28 +607,28 @@ pub struct Phase {
 }
 
 /// Result of `transaction.phases`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Phases {
     /// The phases, in order.
     pub phases: Vec<Phase>,
 }
 
-/// `transaction.phases`.
-pub struct PhasesList;
-
-impl Tool for PhasesList {
-    const NAME: &'static str = "transaction.phases";
+impl super::Request for ListPhases {
+    const TOOL: &'static str = "transaction.phases";
     const DESCRIPTION: &'static str =
         "List a transaction's phases in order (journaled, written, applied, failed, recovered).";
     const MUTATES: bool = false;
-    type Args = TransactionArgs;
     type Output = Phases;
 
+    store_tool!();
+}
+
+impl Tool for ListPhases {
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<Phases, ToolError> {
+    fn run(cx: &Cx<'_>, args: ListPhases, (): ()) -> Result<Phases, ToolError> {
         let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
         let mut stmt = cx.tx.prepare(
             "SELECT phase, status, detail, at FROM transaction_phases WHERE transaction_id = ?1 ORDER BY seq",
@@ -613,7 +649,7 @@ impl Tool for PhasesList {
 }
 
 /// Result of `transaction.recovery`.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RecoveryAdvice {
     /// The transaction.
     pub transaction_id: String,
@@ -637,23 +673,23 @@ pub struct RecoveryAdvice {
     pub advice: String,
 }
 
-/// `transaction.recovery`.
-pub struct RecoveryCheck;
-
-impl Tool for RecoveryCheck {
-    const NAME: &'static str = "transaction.recovery";
+impl super::Request for CheckRecovery {
+    const TOOL: &'static str = "transaction.recovery";
     const DESCRIPTION: &'static str = "Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.";
     const MUTATES: bool = false;
-    type Args = TransactionArgs;
     type Output = RecoveryAdvice;
 
+    store_tool!();
+}
+
+impl Tool for CheckRecovery {
     const READS_FILES: bool = true;
 
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: TransactionArgs, (): ()) -> Result<RecoveryAdvice, ToolError> {
+    fn run(cx: &Cx<'_>, args: CheckRecovery, (): ()) -> Result<RecoveryAdvice, ToolError> {
         let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
         let files = journal(cx.tx, &t.id)?;
         let paths = compare(cx.engine.workspace(), &files)?;

@@ -469,7 +469,7 @@ fn symbol_results(
 }
 
 /// A stage's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StageStatus {
     /// The gate holds.
@@ -481,7 +481,7 @@ pub enum StageStatus {
 }
 
 /// One stage of the report.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Stage {
     /// `claims`, `preconditions`, `coverage`, `dry_run`, `policy`,
     /// `security_review`, `human_approval` or `checks`.
@@ -541,7 +541,7 @@ fn note(message: impl Into<String>, details: Value) -> Value {
 }
 
 /// The validation report.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ValidationReport {
     /// True only when every stage passed or was skipped as not applicable.
     pub valid: bool,
@@ -886,30 +886,31 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
 /// Arguments of `patch.validate`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ValidateArgs {
+#[schemars(rename = "ValidateArgs")]
+pub struct Validate {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision (default: the latest).
     pub revision: Option<RevisionNumber>,
 }
 
-/// `patch.validate`.
-pub struct Validate;
-
-impl Tool for Validate {
-    const NAME: &'static str = "patch.validate";
+impl super::Request for Validate {
+    const TOOL: &'static str = "patch.validate";
     const DESCRIPTION: &'static str = "Report, without changing anything, whether a revision can land now: claims, preconditions against the current files, coverage, an in-memory dry run, policy, security review, human approval and required checks — every stage with its reasons.";
     const MUTATES: bool = false;
-    type Args = ValidateArgs;
     type Output = ValidationReport;
 
+    store_tool!();
+}
+
+impl Tool for Validate {
     const READS_FILES: bool = true;
 
     unkeyed!();
 
     no_prep!();
 
-    fn run(cx: &Cx<'_>, args: ValidateArgs, (): ()) -> Result<ValidationReport, ToolError> {
+    fn run(cx: &Cx<'_>, args: Validate, (): ()) -> Result<ValidationReport, ToolError> {
         let ws = cx.engine.workspace().view();
         std::thread::scope(|scope| {
             let revision = args.revision.map(|r| r.0);

@@ -1,0 +1,1216 @@
+//! The typed session API: the governed workflow as Rust methods.
+//!
+//! [`Engine::session`](crate::Engine::session) binds an actor; the
+//! session's noun groups ([`Session::setup`], [`Session::proposals`],
+//! [`Session::evidence`], [`Session::claims`], [`Session::validation`],
+//! [`Session::policies`], [`Session::transactions`], [`Session::events`])
+//! have one method per tool. Each takes its request type (the very type
+//! the JSON tool decodes, so the two surfaces cannot disagree) and returns
+//! the tool's result type, which serializes to the JSON the tool returns
+//! and reads back from it.
+//!
+//! Requests are built with constructors for their required fields and
+//! setters for the optional ones. A constructor or setter given a value
+//! the decoder would refuse (a blank title, an id with a space) does not
+//! fail on the spot: the [`Draft`] carries the first such error, naming
+//! the field, and the call returns it as `invalid_argument` without doing
+//! anything. A request written as a struct literal is checked by the same
+//! decoder when it runs.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), roundtable::ToolError> {
+//! use roundtable::session::{CastVote, CreateProposal};
+//! use roundtable::{Actor, Engine, EngineOptions, Id};
+//! let engine = Engine::open(std::path::Path::new("."), EngineOptions::default())?;
+//! let ada = engine.session(Actor::agent(Id::new("ada").expect("an id")));
+//! let patch = "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n";
+//! let created = ada.proposals().create(CreateProposal::patch("t1", "Bump x", "x goes to 2", patch))?;
+//! println!("{} revision {}", created.proposal.id, created.revision.number);
+//! # let _ = CastVote::approve(&created.proposal.id, 1);
+//! # Ok(()) }
+//! ```
+
+use crate::actor::Actor;
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::resource::Resource;
+use crate::tools::{decode, Request, ToolError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub use crate::claims::ClaimType;
+pub use crate::tools::args::Cursor;
+pub use crate::tools::claims::{
+    AcquireClaim, ClaimChanged, ClaimPage, ClaimStatus, ListClaims, ReleaseClaim, RenewClaim,
+};
+pub use crate::tools::evidence::{
+    ApprovalRequested, Approve, Approved, CastVote, DecisionRecorded, ListVotes, RecordDecision,
+    RecordSecurityReview, RecordTest, RequestApproval, SecurityReviewed, TestRecorded, VotePage,
+    VoteRecorded,
+};
+pub use crate::tools::log::{ChainHead, ChainReport, EventPage, ListEvents, VerifyEvents};
+pub use crate::tools::policies::{ActivatePolicy, Activated, GetPolicy, PolicyResult, SetPolicy};
+pub use crate::tools::proposals::{
+    AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
+    ProposalPage, ProposalRevised, Reject, Rejected, RequestReview, ReviewRequested, Withdraw,
+};
+pub use crate::tools::records::{
+    DecisionValue, ProposalStatus, Risk, TestStatus, Verdict, VoteValue,
+};
+pub use crate::tools::review::{
+    CompareRevisions, DiffPage, Files, GetProposalStatus, Interdiff, ProposalDiff, ProposalFiles,
+    ProposalSymbols, StatusReport, Symbols,
+};
+pub use crate::tools::setup::{AgentRegistered, CreateTask, RegisterAgent, TaskCreated};
+pub use crate::tools::transactions::{
+    Applied, ApplyRevision, CheckRecovery, GetTransaction, ListPhases, ListTransactions, Phases,
+    RecoveryAdvice, Rollback, RolledBack, TransactionDetail, TransactionPage,
+};
+pub use crate::tools::validate::{Validate, ValidationReport};
+
+/// One actor's handle on an engine: every call it makes is made as that
+/// actor. Cheap to create; a host gives each agent thread its own.
+#[derive(Debug, Clone)]
+pub struct Session<'e> {
+    engine: &'e Engine,
+    actor: Actor,
+}
+
+impl<'e> Session<'e> {
+    pub(crate) fn new(engine: &'e Engine, actor: Actor) -> Session<'e> {
+        Session { engine, actor }
+    }
+
+    /// The actor every call of this session is made as.
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    /// Run any request. The request is checked by the decoder the JSON
+    /// surface uses (a struct literal cannot get past a limit a JSON call
+    /// could not), then runs exactly as the tool does.
+    pub fn run<R: Request>(&self, request: impl Into<Draft<R>>) -> Result<R::Output, ToolError> {
+        let request = request.into().build()?;
+        let checked: R = decode(serde_json::to_value(&request).map_err(|e| {
+            ToolError::invalid_argument("", format!("the request does not serialize: {e}"))
+        })?)?;
+        checked.execute(self.engine, &self.actor)
+    }
+
+    /// Registering agents and tasks.
+    pub fn setup(&self) -> SetupApi<'_, 'e> {
+        SetupApi(self)
+    }
+
+    /// Proposals and their revisions: create, revise, read, review.
+    pub fn proposals(&self) -> ProposalsApi<'_, 'e> {
+        ProposalsApi(self)
+    }
+
+    /// Review evidence: votes, decisions, security reviews, human
+    /// approvals, test results.
+    pub fn evidence(&self) -> EvidenceApi<'_, 'e> {
+        EvidenceApi(self)
+    }
+
+    /// Claims on files, directories and symbols.
+    pub fn claims(&self) -> ClaimsApi<'_, 'e> {
+        ClaimsApi(self)
+    }
+
+    /// Validation: every gate, without changing anything.
+    pub fn validation(&self) -> ValidationApi<'_, 'e> {
+        ValidationApi(self)
+    }
+
+    /// The workspace policy.
+    pub fn policies(&self) -> PoliciesApi<'_, 'e> {
+        PoliciesApi(self)
+    }
+
+    /// Applying, rolling back and reading transactions.
+    pub fn transactions(&self) -> TransactionsApi<'_, 'e> {
+        TransactionsApi(self)
+    }
+
+    /// The audit log.
+    pub fn events(&self) -> EventsApi<'_, 'e> {
+        EventsApi(self)
+    }
+}
+
+/// A request being built: the request, or the first value in it the
+/// decoder refuses (`invalid_argument` naming the field). Every session
+/// method takes a `Draft` or the request itself.
+#[derive(Debug)]
+#[must_use = "a draft does nothing until a session runs it"]
+pub struct Draft<R>(Result<R, ToolError>);
+
+impl<R> Draft<R> {
+    fn of(make: impl FnOnce() -> Result<R, ToolError>) -> Draft<R> {
+        Draft(make())
+    }
+
+    fn set(self, f: impl FnOnce(&mut R) -> Result<(), ToolError>) -> Draft<R> {
+        Draft(self.0.and_then(|mut r| f(&mut r).map(|()| r)))
+    }
+
+    /// The request, or why it is not one.
+    pub fn build(self) -> Result<R, ToolError> {
+        self.0
+    }
+}
+
+impl<R: Request> From<R> for Draft<R> {
+    fn from(request: R) -> Draft<R> {
+        Draft(Ok(request))
+    }
+}
+
+/// `value` decoded as the request field `field` would be from JSON.
+fn field<T: DeserializeOwned>(field: &str, value: impl Serialize) -> Result<T, ToolError> {
+    let value = serde_json::to_value(value)
+        .map_err(|e| ToolError::invalid_argument(field, format!("does not serialize: {e}")))?;
+    serde_json::from_value(value).map_err(|e| ToolError::invalid_argument(field, e))
+}
+
+fn id(name: &str, value: impl AsRef<str>) -> Result<Id, ToolError> {
+    field(name, value.as_ref())
+}
+
+/// Requests that take an idempotency key.
+pub trait Keyed {
+    #[doc(hidden)]
+    fn key_slot(&mut self) -> &mut Option<Id>;
+}
+
+impl<R: Keyed> Draft<R> {
+    /// Makes a retried call return the first call's result (keys are the
+    /// actor's own; the same key with other arguments is
+    /// `idempotency_conflict`).
+    pub fn idempotency_key(self, key: impl AsRef<str>) -> Draft<R> {
+        self.set(|r| {
+            *r.key_slot() = Some(id("idempotency_key", key)?);
+            Ok(())
+        })
+    }
+}
+
+macro_rules! keyed {
+    ($($t:ty),* $(,)?) => {$(
+        impl Keyed for $t {
+            fn key_slot(&mut self) -> &mut Option<Id> {
+                &mut self.idempotency_key
+            }
+        }
+    )*};
+}
+
+keyed!(
+    RegisterAgent,
+    CreateTask,
+    CreateProposal,
+    AttachPatch,
+    RequestReview,
+    Withdraw,
+    Reject,
+    CastVote,
+    RecordDecision,
+    RecordSecurityReview,
+    RequestApproval,
+    Approve,
+    RecordTest,
+    AcquireClaim,
+    RenewClaim,
+    ReleaseClaim,
+    SetPolicy,
+    ActivatePolicy,
+    ApplyRevision,
+    Rollback,
+);
+
+/// A setter of an optional field decoded like its JSON.
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $arg:ty => $field:ident) => {
+        $(#[$doc])*
+        pub fn $name(self, value: $arg) -> Self {
+            self.set(|r| {
+                r.$field = Some(field(stringify!($field), value)?);
+                Ok(())
+            })
+        }
+    };
+}
+
+/// Paging setters for a list request.
+macro_rules! paged {
+    ($($t:ty),* $(,)?) => {$(
+        impl Draft<$t> {
+            setter!(
+                /// At most this many records in the page.
+                limit: u32 => limit
+            );
+
+            /// Continue after the page that returned this `next_cursor`.
+            pub fn cursor(self, cursor: Cursor) -> Self {
+                self.set(|r| {
+                    r.cursor = Some(cursor);
+                    Ok(())
+                })
+            }
+        }
+    )*};
+}
+
+paged!(
+    ListClaims,
+    ListVotes,
+    ListProposals,
+    ProposalDiff,
+    ListTransactions
+);
+
+// ---------------------------------------------------------------------------
+// Constructors and setters.
+
+impl RegisterAgent {
+    /// Register (or update) agent `agent_id`, with no roles until
+    /// [`roles`](Draft::roles) gives some.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(agent_id: impl AsRef<str>) -> Draft<RegisterAgent> {
+        Draft::of(|| {
+            Ok(RegisterAgent {
+                agent_id: id("agent_id", agent_id)?,
+                roles: Vec::new(),
+                enabled: None,
+                display_name: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<RegisterAgent> {
+    /// Its roles (`author`, `reviewer`, `security`…).
+    pub fn roles<S: AsRef<str>>(self, roles: impl IntoIterator<Item = S>) -> Self {
+        self.set(|r| {
+            let roles: Vec<String> = roles.into_iter().map(|s| s.as_ref().to_owned()).collect();
+            r.roles = field("roles", roles)?;
+            Ok(())
+        })
+    }
+
+    setter!(
+        /// Whether it may act (`false` disables it).
+        enabled: bool => enabled
+    );
+    setter!(
+        /// A name for people.
+        display_name: &str => display_name
+    );
+}
+
+impl CreateTask {
+    /// Create task `task_id` titled `title`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(task_id: impl AsRef<str>, title: &str) -> Draft<CreateTask> {
+        Draft::of(|| {
+            Ok(CreateTask {
+                task_id: Some(id("task_id", task_id)?),
+                title: field("title", title)?,
+                summary_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+
+    /// Create a task titled `title` with a generated id.
+    pub fn titled(title: &str) -> Draft<CreateTask> {
+        Draft::of(|| {
+            Ok(CreateTask {
+                task_id: None,
+                title: field("title", title)?,
+                summary_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<CreateTask> {
+    setter!(
+        /// What it is about (Markdown).
+        summary_md: &str => summary_md
+    );
+}
+
+impl CreateProposal {
+    fn with_change(
+        task_id: impl AsRef<str>,
+        title: &str,
+        summary_md: &str,
+        patch: Option<&str>,
+        edit_plan: Option<serde_json::Value>,
+    ) -> Draft<CreateProposal> {
+        Draft::of(|| {
+            Ok(CreateProposal {
+                task_id: id("task_id", task_id)?,
+                title: field("title", title)?,
+                summary_md: field("summary_md", summary_md)?,
+                risk: None,
+                patch: patch.map(|p| field("patch", p)).transpose()?,
+                edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
+                affected_resources: None,
+                idempotency_key: None,
+            })
+        })
+    }
+
+    /// A proposal of a unified or git diff.
+    pub fn patch(
+        task_id: impl AsRef<str>,
+        title: &str,
+        summary_md: &str,
+        patch: &str,
+    ) -> Draft<CreateProposal> {
+        CreateProposal::with_change(task_id, title, summary_md, Some(patch), None)
+    }
+
+    /// A proposal of an Opcore edit plan (`{status, changes[], blobs?}`).
+    pub fn edit_plan(
+        task_id: impl AsRef<str>,
+        title: &str,
+        summary_md: &str,
+        plan: serde_json::Value,
+    ) -> Draft<CreateProposal> {
+        CreateProposal::with_change(task_id, title, summary_md, None, Some(plan))
+    }
+}
+
+/// `affected_resources` decoded from resource ids.
+fn resources<S: AsRef<str>>(
+    ids: impl IntoIterator<Item = S>,
+) -> Result<Vec<crate::tools::args::ResourceId>, ToolError> {
+    let ids: Vec<String> = ids.into_iter().map(|s| s.as_ref().to_owned()).collect();
+    field("affected_resources", ids)
+}
+
+impl Draft<CreateProposal> {
+    /// The resources the change touches, as the author declares them
+    /// (`file:a.py`, `symbol:a.py#f`).
+    pub fn resources<S: AsRef<str>>(self, ids: impl IntoIterator<Item = S>) -> Self {
+        self.set(|r| {
+            r.affected_resources = Some(resources(ids)?);
+            Ok(())
+        })
+    }
+
+    /// Its risk (default `normal`).
+    pub fn risk(self, risk: Risk) -> Self {
+        self.set(|r| {
+            r.risk = Some(risk);
+            Ok(())
+        })
+    }
+}
+
+impl AttachPatch {
+    /// A new revision of `proposal_id` from a diff, replacing revision
+    /// `expected_revision` (the latest, else `conflict`).
+    pub fn patch(
+        proposal_id: impl AsRef<str>,
+        expected_revision: u32,
+        patch: &str,
+    ) -> Draft<AttachPatch> {
+        AttachPatch::with_change(proposal_id, expected_revision, Some(patch), None)
+    }
+
+    /// A new revision from an Opcore edit plan.
+    pub fn edit_plan(
+        proposal_id: impl AsRef<str>,
+        expected_revision: u32,
+        plan: serde_json::Value,
+    ) -> Draft<AttachPatch> {
+        AttachPatch::with_change(proposal_id, expected_revision, None, Some(plan))
+    }
+
+    fn with_change(
+        proposal_id: impl AsRef<str>,
+        expected_revision: u32,
+        patch: Option<&str>,
+        edit_plan: Option<serde_json::Value>,
+    ) -> Draft<AttachPatch> {
+        Draft::of(|| {
+            Ok(AttachPatch {
+                proposal_id: id("proposal_id", proposal_id)?,
+                expected_revision: field("expected_revision", expected_revision)?,
+                patch: patch.map(|p| field("patch", p)).transpose()?,
+                edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
+                affected_resources: None,
+                note_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<AttachPatch> {
+    /// The resources the new revision touches.
+    pub fn resources<S: AsRef<str>>(self, ids: impl IntoIterator<Item = S>) -> Self {
+        self.set(|r| {
+            r.affected_resources = Some(resources(ids)?);
+            Ok(())
+        })
+    }
+
+    setter!(
+        /// What changed since the last revision (Markdown).
+        note_md: &str => note_md
+    );
+}
+
+/// A constructor for a request that names a proposal and nothing else
+/// required; its other fields start empty.
+macro_rules! of_proposal {
+    ($(#[$doc:meta])* $t:ident { $($rest:ident),* }) => {
+        impl $t {
+            $(#[$doc])*
+            #[allow(clippy::new_ret_no_self)]
+            pub fn new(proposal_id: impl AsRef<str>) -> Draft<$t> {
+                Draft::of(|| {
+                    Ok($t {
+                        proposal_id: id("proposal_id", proposal_id)?,
+                        $($rest: None,)*
+                    })
+                })
+            }
+        }
+    };
+}
+
+/// A setter for the optional `revision` (default: the latest).
+macro_rules! at_revision {
+    ($($t:ty),* $(,)?) => {$(
+        impl Draft<$t> {
+            setter!(
+                /// The revision (default: the latest).
+                revision: u32 => revision
+            );
+        }
+    )*};
+}
+
+of_proposal!(
+    /// Proposal `proposal_id`, its latest revision.
+    GetProposal { revision, include_content }
+);
+of_proposal!(
+    /// The files of a proposal's revision.
+    ProposalFiles { revision }
+);
+of_proposal!(
+    /// The symbols a proposal's revision touches.
+    ProposalSymbols { revision }
+);
+of_proposal!(
+    /// The diff of a proposal's revision, a page of files at a time.
+    ProposalDiff { revision, limit, cursor }
+);
+of_proposal!(
+    /// Validate a proposal's revision against every gate.
+    Validate { revision }
+);
+of_proposal!(
+    /// Ask for review of a proposal.
+    RequestReview { idempotency_key }
+);
+of_proposal!(
+    /// Withdraw a proposal.
+    Withdraw { reason_md, idempotency_key }
+);
+of_proposal!(
+    /// The votes on a proposal.
+    ListVotes { revision, limit, cursor }
+);
+at_revision!(
+    GetProposal,
+    ProposalFiles,
+    ProposalSymbols,
+    ProposalDiff,
+    Validate,
+    ListVotes
+);
+
+impl Draft<GetProposal> {
+    setter!(
+        /// Include each revision's patch or plan text.
+        include_content: bool => include_content
+    );
+}
+
+impl Draft<Withdraw> {
+    setter!(
+        /// Why (Markdown).
+        reason_md: &str => reason_md
+    );
+}
+
+impl GetProposalStatus {
+    /// What proposal `proposal_id` waits for.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>) -> Draft<GetProposalStatus> {
+        Draft::of(|| {
+            Ok(GetProposalStatus {
+                proposal_id: id("proposal_id", proposal_id)?,
+            })
+        })
+    }
+}
+
+impl CompareRevisions {
+    /// What changed between two revisions of a proposal.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, from: u32, to: u32) -> Draft<CompareRevisions> {
+        Draft::of(|| {
+            Ok(CompareRevisions {
+                proposal_id: id("proposal_id", proposal_id)?,
+                from_revision: field("from_revision", from)?,
+                to_revision: field("to_revision", to)?,
+            })
+        })
+    }
+}
+
+impl Reject {
+    /// Reject a proposal, saying why (Markdown).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, reason_md: &str) -> Draft<Reject> {
+        Draft::of(|| {
+            Ok(Reject {
+                proposal_id: id("proposal_id", proposal_id)?,
+                reason_md: field("reason_md", reason_md)?,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl ListProposals {
+    /// Every proposal, a page at a time (newest first).
+    pub fn all() -> Draft<ListProposals> {
+        Draft::from(ListProposals {
+            task_id: None,
+            status: None,
+            author: None,
+            limit: None,
+            cursor: None,
+        })
+    }
+}
+
+impl Draft<ListProposals> {
+    setter!(
+        /// Only this task's proposals.
+        task_id: &str => task_id
+    );
+    setter!(
+        /// Only proposals by this agent.
+        author: &str => author
+    );
+
+    /// Only proposals with this status.
+    pub fn status(self, status: ProposalStatus) -> Self {
+        self.set(|r| {
+            r.status = Some(status);
+            Ok(())
+        })
+    }
+}
+
+impl CastVote {
+    /// A vote on a revision.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, revision: u32, vote: VoteValue) -> Draft<CastVote> {
+        Draft::of(|| {
+            Ok(CastVote {
+                proposal_id: id("proposal_id", proposal_id)?,
+                revision: field("revision", revision)?,
+                vote,
+                reason_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+
+    /// An approving vote on a revision.
+    pub fn approve(proposal_id: impl AsRef<str>, revision: u32) -> Draft<CastVote> {
+        CastVote::new(proposal_id, revision, VoteValue::Approve)
+    }
+
+    /// A vote asking for another revision.
+    pub fn revise(proposal_id: impl AsRef<str>, revision: u32) -> Draft<CastVote> {
+        CastVote::new(proposal_id, revision, VoteValue::Revise)
+    }
+
+    /// A vote against the change.
+    pub fn reject(proposal_id: impl AsRef<str>, revision: u32) -> Draft<CastVote> {
+        CastVote::new(proposal_id, revision, VoteValue::Reject)
+    }
+}
+
+impl Draft<CastVote> {
+    setter!(
+        /// Why (Markdown).
+        reason: &str => reason_md
+    );
+}
+
+impl RecordDecision {
+    /// An orchestrator's decision on a revision, with its reason.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(
+        proposal_id: impl AsRef<str>,
+        revision: u32,
+        decision: DecisionValue,
+        reason_md: &str,
+    ) -> Draft<RecordDecision> {
+        Draft::of(|| {
+            Ok(RecordDecision {
+                proposal_id: id("proposal_id", proposal_id)?,
+                revision: field("revision", revision)?,
+                decision,
+                reason_md: field("reason_md", reason_md)?,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl RecordSecurityReview {
+    /// A security reviewer's verdict on a revision.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(
+        proposal_id: impl AsRef<str>,
+        revision: u32,
+        verdict: Verdict,
+    ) -> Draft<RecordSecurityReview> {
+        Draft::of(|| {
+            Ok(RecordSecurityReview {
+                proposal_id: id("proposal_id", proposal_id)?,
+                revision: field("revision", revision)?,
+                verdict,
+                note_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl RequestApproval {
+    /// Ask a person to approve a revision.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, revision: u32) -> Draft<RequestApproval> {
+        Draft::of(|| {
+            Ok(RequestApproval {
+                proposal_id: id("proposal_id", proposal_id)?,
+                revision: field("revision", revision)?,
+                reason_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Approve {
+    /// A person's approval of a revision.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, revision: u32) -> Draft<Approve> {
+        Draft::of(|| {
+            Ok(Approve {
+                proposal_id: id("proposal_id", proposal_id)?,
+                revision: field("revision", revision)?,
+                request_id: None,
+                note_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl RecordTest {
+    /// A test result for a revision.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(
+        proposal_id: impl AsRef<str>,
+        revision: u32,
+        name: &str,
+        status: TestStatus,
+    ) -> Draft<RecordTest> {
+        Draft::of(|| {
+            Ok(RecordTest {
+                proposal_id: id("proposal_id", proposal_id)?,
+                revision: field("revision", revision)?,
+                name: field("name", name)?,
+                status,
+                duration_ms: None,
+                note_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<RecordSecurityReview> {
+    setter!(
+        /// What the reviewer found (Markdown).
+        note_md: &str => note_md
+    );
+}
+
+impl Draft<RequestApproval> {
+    setter!(
+        /// Why a person must look (Markdown).
+        reason_md: &str => reason_md
+    );
+}
+
+impl Draft<Approve> {
+    setter!(
+        /// The approval request this answers.
+        request_id: &str => request_id
+    );
+    setter!(
+        /// A note (Markdown).
+        note_md: &str => note_md
+    );
+}
+
+impl Draft<RecordTest> {
+    setter!(
+        /// How long it ran.
+        duration_ms: u64 => duration_ms
+    );
+    setter!(
+        /// Its output or a note (Markdown).
+        note_md: &str => note_md
+    );
+}
+
+impl AcquireClaim {
+    /// A claim of `claim_type` on `resource` for `ttl_s` seconds.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(resource: Resource, claim_type: ClaimType, ttl_s: u32) -> Draft<AcquireClaim> {
+        Draft::of(|| {
+            Ok(AcquireClaim {
+                resource_id: crate::tools::args::ResourceId(resource),
+                claim_type,
+                ttl_s: field("ttl_s", ttl_s)?,
+                task_id: None,
+                idempotency_key: None,
+            })
+        })
+    }
+
+    /// A write claim: exclusive among agents.
+    pub fn write(resource: Resource, ttl_s: u32) -> Draft<AcquireClaim> {
+        AcquireClaim::new(resource, ClaimType::Write, ttl_s)
+    }
+
+    /// A read claim: shared; records the digest it read.
+    pub fn read(resource: Resource, ttl_s: u32) -> Draft<AcquireClaim> {
+        AcquireClaim::new(resource, ClaimType::Read, ttl_s)
+    }
+}
+
+impl Draft<AcquireClaim> {
+    setter!(
+        /// The task it is for.
+        task_id: &str => task_id
+    );
+}
+
+impl RenewClaim {
+    /// Extend a live claim to `ttl_s` seconds from now.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(claim_id: impl AsRef<str>, ttl_s: u32) -> Draft<RenewClaim> {
+        Draft::of(|| {
+            Ok(RenewClaim {
+                claim_id: id("claim_id", claim_id)?,
+                ttl_s: field("ttl_s", ttl_s)?,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl ReleaseClaim {
+    /// Release a claim.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(claim_id: impl AsRef<str>) -> Draft<ReleaseClaim> {
+        Draft::of(|| {
+            Ok(ReleaseClaim {
+                claim_id: id("claim_id", claim_id)?,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl ListClaims {
+    /// Every claim, a page at a time.
+    pub fn all() -> Draft<ListClaims> {
+        Draft::from(ListClaims {
+            agent_id: None,
+            resource_id: None,
+            status: None,
+            limit: None,
+            cursor: None,
+        })
+    }
+}
+
+impl Draft<ListClaims> {
+    setter!(
+        /// Only this agent's claims.
+        agent_id: &str => agent_id
+    );
+    setter!(
+        /// Only claims on this resource id.
+        resource_id: &str => resource_id
+    );
+
+    /// Only claims with this status.
+    pub fn status(self, status: ClaimStatus) -> Self {
+        self.set(|r| {
+            r.status = Some(status);
+            Ok(())
+        })
+    }
+}
+
+impl SetPolicy {
+    /// Store a new policy version (TOML); it is not active until
+    /// [`ActivatePolicy`].
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(document: &str) -> Draft<SetPolicy> {
+        Draft::of(|| {
+            Ok(SetPolicy {
+                document: field("document", document)?,
+                note_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<SetPolicy> {
+    setter!(
+        /// What changed (Markdown).
+        note_md: &str => note_md
+    );
+}
+
+impl ActivatePolicy {
+    /// Make policy `version` the active one.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(version: u32) -> Draft<ActivatePolicy> {
+        Draft::of(|| {
+            Ok(ActivatePolicy {
+                version: field("version", version)?,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl GetPolicy {
+    /// The active policy.
+    pub fn active() -> Draft<GetPolicy> {
+        Draft::from(GetPolicy { version: None })
+    }
+
+    /// Policy `version`.
+    pub fn version(version: u32) -> Draft<GetPolicy> {
+        Draft::of(|| {
+            Ok(GetPolicy {
+                version: Some(field("version", version)?),
+            })
+        })
+    }
+}
+
+impl ApplyRevision {
+    /// Apply revision `revision` of `proposal_id`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, revision: u32) -> Draft<ApplyRevision> {
+        Draft::of(|| {
+            Ok(ApplyRevision {
+                proposal_id: id("proposal_id", proposal_id)?,
+                revision: field("revision", revision)?,
+                transaction_id: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<ApplyRevision> {
+    setter!(
+        /// The new transaction's id (generated when absent).
+        transaction_id: &str => transaction_id
+    );
+}
+
+/// A constructor for a request that names a transaction.
+macro_rules! of_transaction {
+    ($(#[$doc:meta])* $t:ident $({ $($rest:ident),* })?) => {
+        impl $t {
+            $(#[$doc])*
+            #[allow(clippy::new_ret_no_self)]
+            pub fn new(transaction_id: impl AsRef<str>) -> Draft<$t> {
+                Draft::of(|| {
+                    Ok($t {
+                        transaction_id: id("transaction_id", transaction_id)?,
+                        $($($rest: None,)*)?
+                    })
+                })
+            }
+        }
+    };
+}
+
+of_transaction!(
+    /// Roll back an applied transaction.
+    Rollback { idempotency_key }
+);
+of_transaction!(
+    /// A transaction and its journal.
+    GetTransaction
+);
+of_transaction!(
+    /// A transaction's phases.
+    ListPhases
+);
+of_transaction!(
+    /// What recovery would do with a transaction.
+    CheckRecovery
+);
+
+impl ListTransactions {
+    /// Every transaction, a page at a time.
+    pub fn all() -> Draft<ListTransactions> {
+        Draft::from(ListTransactions {
+            proposal_id: None,
+            status: None,
+            limit: None,
+            cursor: None,
+        })
+    }
+}
+
+impl Draft<ListTransactions> {
+    setter!(
+        /// Only this proposal's transactions.
+        proposal_id: &str => proposal_id
+    );
+}
+
+impl ListEvents {
+    /// The events after `seq` (0: from the start), oldest first.
+    pub fn since(seq: u64) -> Draft<ListEvents> {
+        Draft::from(ListEvents {
+            since_seq: Some(seq),
+            proposal_id: None,
+            limit: None,
+        })
+    }
+}
+
+impl Draft<ListEvents> {
+    setter!(
+        /// Only this proposal's events.
+        proposal_id: &str => proposal_id
+    );
+    setter!(
+        /// At most this many events.
+        limit: u32 => limit
+    );
+}
+
+impl VerifyEvents {
+    /// Verify the whole log.
+    pub fn all() -> Draft<VerifyEvents> {
+        Draft::from(VerifyEvents {
+            expected_head: None,
+        })
+    }
+
+    /// Verify the log and that it still holds `head`, recorded earlier.
+    pub fn with_head(head: ChainHead) -> Draft<VerifyEvents> {
+        Draft::from(VerifyEvents {
+            expected_head: Some(head),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The noun groups.
+
+/// One method per tool of a noun group.
+macro_rules! methods {
+    ($group:ident { $($(#[$doc:meta])* $name:ident($req:ty) -> $out:ty;)* }) => {
+        impl $group<'_, '_> {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self, request: impl Into<Draft<$req>>) -> Result<$out, ToolError> {
+                    self.0.run(request)
+                }
+            )*
+        }
+    };
+}
+
+/// [`Session::setup`].
+#[derive(Debug, Clone, Copy)]
+pub struct SetupApi<'s, 'e>(&'s Session<'e>);
+
+methods!(SetupApi {
+    /// `agent.register`: register an agent, or change its roles.
+    register_agent(RegisterAgent) -> AgentRegistered;
+    /// `task.create`: create a task proposals belong to.
+    create_task(CreateTask) -> TaskCreated;
+});
+
+/// [`Session::proposals`].
+#[derive(Debug, Clone, Copy)]
+pub struct ProposalsApi<'s, 'e>(&'s Session<'e>);
+
+methods!(ProposalsApi {
+    /// `proposal.create`: a new proposal with its first revision.
+    create(CreateProposal) -> ProposalRevised;
+    /// `proposal.attach_patch`: a new revision of a proposal.
+    attach_patch(AttachPatch) -> ProposalRevised;
+    /// `proposal.get`: a proposal with its revisions.
+    get(GetProposal) -> ProposalDetail;
+    /// `proposal.list`: proposals, a page at a time.
+    list(ListProposals) -> ProposalPage;
+    /// `proposal.files`: the files a revision changes.
+    files(ProposalFiles) -> Files;
+    /// `proposal.diff`: a revision's diff, a page of files at a time.
+    diff(ProposalDiff) -> DiffPage;
+    /// `proposal.symbols`: the symbols a revision touches.
+    symbols(ProposalSymbols) -> Symbols;
+    /// `proposal.compare`: what changed between two revisions.
+    compare(CompareRevisions) -> Interdiff;
+    /// `proposal.status`: every gate of the latest revision and what it
+    /// waits for.
+    status(GetProposalStatus) -> StatusReport;
+    /// `proposal.request_review`: ask reviewers to vote.
+    request_review(RequestReview) -> ReviewRequested;
+    /// `proposal.withdraw`: withdraw a proposal.
+    withdraw(Withdraw) -> ProposalChanged;
+    /// `patch.reject`: reject a proposal.
+    reject(Reject) -> Rejected;
+});
+
+/// [`Session::evidence`].
+#[derive(Debug, Clone, Copy)]
+pub struct EvidenceApi<'s, 'e>(&'s Session<'e>);
+
+methods!(EvidenceApi {
+    /// `vote.cast`: a reviewer's vote on a revision.
+    vote(CastVote) -> VoteRecorded;
+    /// `vote.list`: the votes on a proposal.
+    votes(ListVotes) -> VotePage;
+    /// `decision.record`: an orchestrator's decision.
+    record_decision(RecordDecision) -> DecisionRecorded;
+    /// `security.review`: a security reviewer's verdict.
+    security_review(RecordSecurityReview) -> SecurityReviewed;
+    /// `human.request_approval`: ask a person to approve.
+    request_approval(RequestApproval) -> ApprovalRequested;
+    /// `human.approve`: a person's approval.
+    approve(Approve) -> Approved;
+    /// `test.record`: a test result.
+    record_test(RecordTest) -> TestRecorded;
+});
+
+/// [`Session::claims`].
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimsApi<'s, 'e>(&'s Session<'e>);
+
+methods!(ClaimsApi {
+    /// `claim.acquire`: claim a file, directory or symbol.
+    acquire(AcquireClaim) -> ClaimChanged;
+    /// `claim.renew`: extend a live claim.
+    renew(RenewClaim) -> ClaimChanged;
+    /// `claim.release`: release a claim.
+    release(ReleaseClaim) -> ClaimChanged;
+    /// `claim.list`: claims, a page at a time.
+    list(ListClaims) -> ClaimPage;
+});
+
+/// [`Session::validation`].
+#[derive(Debug, Clone, Copy)]
+pub struct ValidationApi<'s, 'e>(&'s Session<'e>);
+
+methods!(ValidationApi {
+    /// `patch.validate`: every gate, changing nothing.
+    validate(Validate) -> ValidationReport;
+});
+
+/// [`Session::policies`].
+#[derive(Debug, Clone, Copy)]
+pub struct PoliciesApi<'s, 'e>(&'s Session<'e>);
+
+methods!(PoliciesApi {
+    /// `policy.set`: store a new policy version.
+    set(SetPolicy) -> PolicyResult;
+    /// `policy.activate`: make a version the active policy.
+    activate(ActivatePolicy) -> Activated;
+    /// `policy.get`: the active policy or a version.
+    get(GetPolicy) -> PolicyResult;
+});
+
+/// [`Session::transactions`].
+#[derive(Debug, Clone, Copy)]
+pub struct TransactionsApi<'s, 'e>(&'s Session<'e>);
+
+methods!(TransactionsApi {
+    /// `patch.apply`: apply a revision, all or nothing.
+    apply(ApplyRevision) -> Applied;
+    /// `transaction.rollback`: restore an applied transaction's before
+    /// state as a new transaction.
+    rollback(Rollback) -> RolledBack;
+    /// `transaction.get`: a transaction and its journal.
+    get(GetTransaction) -> TransactionDetail;
+    /// `transaction.list`: transactions, a page at a time.
+    list(ListTransactions) -> TransactionPage;
+    /// `transaction.phases`: a transaction's phases.
+    phases(ListPhases) -> Phases;
+    /// `transaction.recovery`: what recovery would do.
+    recovery(CheckRecovery) -> RecoveryAdvice;
+});
+
+/// [`Session::events`].
+#[derive(Debug, Clone, Copy)]
+pub struct EventsApi<'s, 'e>(&'s Session<'e>);
+
+methods!(EventsApi {
+    /// `events.list`: the audit log, oldest first.
+    list(ListEvents) -> EventPage;
+});
+
+impl EventsApi<'_, '_> {
+    /// `events.verify`: check the whole hash chain.
+    pub fn verify(&self) -> Result<ChainReport, ToolError> {
+        self.0.run(VerifyEvents::all())
+    }
+
+    /// `events.verify` with options (an expected head).
+    pub fn verify_with(
+        &self,
+        request: impl Into<Draft<VerifyEvents>>,
+    ) -> Result<ChainReport, ToolError> {
+        self.0.run(request)
+    }
+}

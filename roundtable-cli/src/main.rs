@@ -211,7 +211,7 @@ fn to_json(value: &impl Serialize) -> Result<String, ToolError> {
         .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
 }
 
-fn open_root(root: &Path) -> Result<Workspace, ToolError> {
+fn check_root(root: &Path) -> Result<(), ToolError> {
     if !root.is_dir() {
         return Err(ToolError::new(
             ErrorCode::InvalidArgument,
@@ -219,7 +219,7 @@ fn open_root(root: &Path) -> Result<Workspace, ToolError> {
             json!({"field": "root"}),
         ));
     }
-    Ok(Workspace::open(root)?)
+    Ok(())
 }
 
 /// The bytes of `--args`: inline JSON, `@FILE`, or `-` for standard input
@@ -243,12 +243,12 @@ fn absolute(root: &Path) -> PathBuf {
 fn init(root: &Path) -> Result<String, ToolError> {
     let root = absolute(root);
     let engine = Engine::open(&root, EngineOptions::default())?;
-    let store = engine.store();
+    let store = engine.store_info();
     to_json(&json!({
         "root": engine.root().display().to_string(),
-        "store": store.path().display().to_string(),
-        "schema_version": roundtable::store::SCHEMA_VERSION,
-        "created": store.created(),
+        "store": store.path.display().to_string(),
+        "schema_version": store.schema_version,
+        "created": store.created,
     }))
 }
 
@@ -292,15 +292,16 @@ fn run(command: Command) -> Result<String, ToolError> {
         }) => {
             let bytes = read_input(&file)?;
             let patch = parse_patch(&bytes, strip)?;
-            let changes = open_root(&root)?.apply_patch(&patch, check)?;
+            check_root(&root)?;
+            let changes = roundtable::workspace::apply_patch(&root, &patch, check)?;
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
         Command::Edit(EditCommand::Apply { root, check, plan }) => {
             let bytes = read_input(&plan)?;
             let plan = roundtable::edit::parse_plan(&bytes)?;
-            let workspace = open_root(&root)?;
-            let changeset = roundtable::edit::plan_changeset(&plan, &workspace)?;
-            let changes = workspace.apply_changeset(&changeset, check)?;
+            check_root(&root)?;
+            let changeset = roundtable::edit::plan_changeset(&plan, &Workspace::open(&root)?)?;
+            let changes = roundtable::workspace::apply_changeset(&root, &changeset, check)?;
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
         Command::State { root } => {

@@ -252,13 +252,24 @@ impl Engine {
         &self.root
     }
 
+    /// Where the store is, its schema version, and whether this open
+    /// created it.
+    pub fn store_info(&self) -> crate::store::StoreInfo {
+        crate::store::StoreInfo {
+            path: self.store.path().to_path_buf(),
+            schema_version: crate::store::SCHEMA_VERSION,
+            created: self.store.created(),
+        }
+    }
+
     /// The store.
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 
-    /// The contained view of the repository.
-    pub fn workspace(&self) -> &Workspace {
+    /// The contained view of the repository (crate-private: every write
+    /// to it is a governed apply).
+    pub(crate) fn workspace(&self) -> &Workspace {
         &self.workspace
     }
 

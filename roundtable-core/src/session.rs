@@ -17,6 +17,28 @@
 //! anything. A request written as a struct literal is checked by the same
 //! decoder when it runs.
 //!
+//! The session is the only way to change the workspace through an
+//! engine: the engine's workspace and store are not public, and the
+//! workspace's writing methods are crate-private (the root-level
+//! [`workspace::apply_patch`](crate::workspace::apply_patch) and
+//! [`workspace::apply_changeset`](crate::workspace::apply_changeset) are
+//! the CLI's ungoverned writes):
+//!
+//! ```compile_fail
+//! # let engine: roundtable::Engine = todo!();
+//! let _ = engine.workspace(); // private: no write around the governed apply
+//! ```
+//!
+//! ```compile_fail
+//! # let engine: roundtable::Engine = todo!();
+//! let _ = engine.store(); // private: no row written behind the tools
+//! ```
+//!
+//! ```compile_fail
+//! # let (ws, cs): (roundtable::workspace::Workspace, roundtable::Changeset) = todo!();
+//! let _ = ws.apply_changeset(&cs, false); // crate-private
+//! ```
+//!
 //! ```no_run
 //! # fn main() -> Result<(), roundtable::ToolError> {
 //! use roundtable::session::{CastVote, CreateProposal};

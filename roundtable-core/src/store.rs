@@ -173,6 +173,17 @@ pub(crate) fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreErro
     }
 }
 
+/// What a host may know of an engine's store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    /// The database file.
+    pub path: PathBuf,
+    /// The schema version it is at ([`SCHEMA_VERSION`]).
+    pub schema_version: i64,
+    /// Whether the engine's open created it.
+    pub created: bool,
+}
+
 impl Store {
     /// Open (creating when absent) the store of the workspace at `root`.
     pub fn open(root: &Path, options: &StoreOptions) -> Result<Store, StoreError> {

@@ -622,7 +622,7 @@ impl Workspace {
     /// [`Workspace::apply_changeset`], this streams: each result is staged
     /// as soon as it is computed, so memory is bounded by the largest file,
     /// not by the size of the change.
-    pub fn apply_patch(
+    pub(crate) fn apply_patch(
         &self,
         patch: &Patch<'_>,
         check: bool,
@@ -711,7 +711,7 @@ impl Workspace {
     /// Apply `changeset`, all or nothing, after checking every
     /// precondition against the files as they are now. With `check`, write
     /// nothing.
-    pub fn apply_changeset(
+    pub(crate) fn apply_changeset(
         &self,
         changeset: &Changeset,
         check: bool,
@@ -758,7 +758,7 @@ impl Workspace {
     /// [`apply_changeset`](Workspace::apply_changeset), written as
     /// `options` say. Each durable flush is one `syncfs` of the root's
     /// file system for many files, or per file and directory for a few.
-    pub fn apply_changeset_with(
+    pub(crate) fn apply_changeset_with(
         &self,
         changeset: &Changeset,
         check: bool,
@@ -929,7 +929,7 @@ impl Workspace {
     /// directories it created (`created`), those now empty. A user's file
     /// or directory is never touched, whatever its name. Only called under
     /// the apply lock, when no apply is running. Returns what it removed.
-    pub fn remove_leftovers(
+    pub(crate) fn remove_leftovers(
         &self,
         paths: &[RepoPath],
         tag: &str,
@@ -1624,6 +1624,22 @@ pub fn apply_patch(
     check: bool,
 ) -> Result<Vec<PathChange>, WorkspaceError> {
     Workspace::open(root)?.apply_patch(patch, check)
+}
+
+/// Apply `changeset` (e.g. an edit plan's, from
+/// [`plan_changeset`](crate::edit::plan_changeset)) to the directory
+/// `root`, all or nothing; every file's precondition is checked first.
+/// With `check`, report what would change and write nothing.
+///
+/// This and [`apply_patch`] are the ungoverned writes (the CLI's `patch
+/// apply` and `edit apply`): no claim, review, journal or event. A
+/// governed change goes through [`Engine::session`](crate::Engine::session).
+pub fn apply_changeset(
+    root: &Path,
+    changeset: &Changeset,
+    check: bool,
+) -> Result<Vec<PathChange>, WorkspaceError> {
+    Workspace::open(root)?.apply_changeset(changeset, check)
 }
 
 #[cfg(test)]

@@ -48,7 +48,10 @@
 // `rt_error_code` is the same code spelled in snake_case).
 //
 // Values are explicit and never reused: a new code gets a new value, a
-// retired code's value is never given to another. `RT_PANIC` and
+// retired code's value is never given to another. Each code's value is its
+// stable number in the core's error-code table (`ErrorCode::number`) and its
+// name is `RT_` + the code upper-cased; a test checks this header against
+// that table. `RT_PANIC` and
 // `RT_UNKNOWN_ERROR` (1000 and up) are conditions of the ABI itself, not
 // codes of the core. A NULL or non-UTF-8 argument is `RT_INVALID_ARGUMENT`
 // naming the argument, like any other invalid argument.

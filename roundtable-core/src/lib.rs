@@ -71,7 +71,7 @@ pub use actor::{Actor, ActorKind};
 pub use changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
 pub use digest::{Digest, DigestError, DIGEST_PREFIX};
 pub use engine::{Engine, EngineOptions};
-pub use error::ErrorCode;
+pub use error::{ErrorCode, UnknownErrorCode};
 pub use id::Id;
 pub use path::{PathError, RepoPath};
 pub use resource::{Resource, ResourceError};

@@ -7,7 +7,10 @@ use rt::ErrorCode;
 /// `rt_error_code` is the same code spelled in snake_case).
 ///
 /// Values are explicit and never reused: a new code gets a new value, a
-/// retired code's value is never given to another. `RT_PANIC` and
+/// retired code's value is never given to another. Each code's value is its
+/// stable number in the core's error-code table (`ErrorCode::number`) and its
+/// name is `RT_` + the code upper-cased; a test checks this header against
+/// that table. `RT_PANIC` and
 /// `RT_UNKNOWN_ERROR` (1000 and up) are conditions of the ABI itself, not
 /// codes of the core. A NULL or non-UTF-8 argument is `RT_INVALID_ARGUMENT`
 /// naming the argument, like any other invalid argument.
@@ -79,49 +82,9 @@ pub enum rt_status {
 }
 
 impl rt_status {
-    /// The status for a core error code.
-    pub(crate) fn from_code(code: ErrorCode) -> rt_status {
-        match code {
-            ErrorCode::InvalidPatch => rt_status::RT_INVALID_PATCH,
-            ErrorCode::PatchDoesNotApply => rt_status::RT_PATCH_DOES_NOT_APPLY,
-            ErrorCode::UnsupportedPatch => rt_status::RT_UNSUPPORTED_PATCH,
-            ErrorCode::PathEscape => rt_status::RT_PATH_ESCAPE,
-            ErrorCode::InvalidPath => rt_status::RT_INVALID_PATH,
-            ErrorCode::IrreversiblePatch => rt_status::RT_IRREVERSIBLE_PATCH,
-            ErrorCode::InvalidArgument => rt_status::RT_INVALID_ARGUMENT,
-            ErrorCode::Io => rt_status::RT_IO,
-            ErrorCode::PreconditionFailed => rt_status::RT_PRECONDITION_FAILED,
-            ErrorCode::InvalidEditPlan => rt_status::RT_INVALID_EDIT_PLAN,
-            ErrorCode::IncompleteEditPlan => rt_status::RT_INCOMPLETE_EDIT_PLAN,
-            ErrorCode::NotFound => rt_status::RT_NOT_FOUND,
-            ErrorCode::Forbidden => rt_status::RT_FORBIDDEN,
-            ErrorCode::Conflict => rt_status::RT_CONFLICT,
-            ErrorCode::IllegalTransition => rt_status::RT_ILLEGAL_TRANSITION,
-            ErrorCode::IdempotencyConflict => rt_status::RT_IDEMPOTENCY_CONFLICT,
-            ErrorCode::Database => rt_status::RT_DATABASE,
-            ErrorCode::IncompatibleStore => rt_status::RT_INCOMPATIBLE_STORE,
-            ErrorCode::UnknownSymbol => rt_status::RT_UNKNOWN_SYMBOL,
-            ErrorCode::AmbiguousSymbol => rt_status::RT_AMBIGUOUS_SYMBOL,
-            ErrorCode::UnsupportedLanguage => rt_status::RT_UNSUPPORTED_LANGUAGE,
-            ErrorCode::InvalidPolicy => rt_status::RT_INVALID_POLICY,
-            ErrorCode::StaleClaim => rt_status::RT_STALE_CLAIM,
-            ErrorCode::ValidationFailed => rt_status::RT_VALIDATION_FAILED,
-            ErrorCode::Busy => rt_status::RT_BUSY,
-            ErrorCode::SpecialFile => rt_status::RT_SPECIAL_FILE,
-            // `ErrorCode` is non-exhaustive; the unit test below fails until
-            // a new code is given its own status here.
-            _ => rt_status::RT_UNKNOWN_ERROR,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    /// Every status (keep in step with the enum).
-    const ALL: &[rt_status] = &[
+    /// Every status, as the enum above declares it (the unit tests check this
+    /// list against the enum in include/roundtable.h, both ways).
+    pub(crate) const ALL: &[rt_status] = &[
         rt_status::RT_OK,
         rt_status::RT_INVALID_PATCH,
         rt_status::RT_PATCH_DOES_NOT_APPLY,
@@ -153,10 +116,110 @@ mod tests {
         rt_status::RT_UNKNOWN_ERROR,
     ];
 
+    /// The statuses that are conditions of the call or the ABI, not codes of
+    /// the core.
+    const NOT_CODES: [rt_status; 3] = [
+        rt_status::RT_OK,
+        rt_status::RT_PANIC,
+        rt_status::RT_UNKNOWN_ERROR,
+    ];
+
+    /// The error status whose value is `number`, if any.
+    const fn from_code_number(number: u32) -> Option<rt_status> {
+        let mut i = 0;
+        while i < rt_status::ALL.len() {
+            let status = rt_status::ALL[i];
+            if status as u32 == number && !status.is_not_code() {
+                return Some(status);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Whether this status is RT_OK, RT_PANIC or RT_UNKNOWN_ERROR.
+    const fn is_not_code(self) -> bool {
+        let mut i = 0;
+        while i < rt_status::NOT_CODES.len() {
+            if rt_status::NOT_CODES[i] as u32 == self as u32 {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// The status for a core error code: the one whose value is the code's
+    /// stable number ([`ErrorCode::number`]).
+    pub(crate) const fn from_code(code: ErrorCode) -> rt_status {
+        match rt_status::from_code_number(code.number()) {
+            Some(status) => status,
+            // Unreachable: the assertion below does not compile while a code
+            // has no status.
+            None => rt_status::RT_UNKNOWN_ERROR,
+        }
+    }
+}
+
+// Every core code has its status: adding a row to the core's `error_codes!`
+// table without adding `RT_<NAME> = <number>` to `rt_status` (and to `ALL`)
+// fails the build here, not at run time.
+const _: () = {
+    let mut i = 0;
+    while i < ErrorCode::ALL.len() {
+        assert!(
+            rt_status::from_code_number(ErrorCode::ALL[i].number()).is_some(),
+            "an ErrorCode has no rt_status with its number",
+        );
+        i += 1;
+    }
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, HashSet};
+
+    /// The enumerators of `enum rt_status` in include/roundtable.h, by name:
+    /// what a C or Go host compiles against.
+    fn header_statuses() -> BTreeMap<String, u32> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../include/roundtable.h");
+        let header = std::fs::read_to_string(path).expect("include/roundtable.h is readable");
+        let start = header
+            .find("enum rt_status")
+            .expect("the header declares enum rt_status");
+        let body = &header[start..];
+        let open = body.find('{').expect("enum rt_status has a body");
+        let close = body.find("};").expect("enum rt_status ends");
+        let mut statuses = BTreeMap::new();
+        for line in body[open + 1..close].lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with("//") {
+                continue;
+            }
+            let (name, value) = line
+                .trim_end_matches(',')
+                .split_once(" = ")
+                .unwrap_or_else(|| panic!("not `NAME = value,` in enum rt_status: {line:?}"));
+            let value: u32 = value
+                .parse()
+                .unwrap_or_else(|e| panic!("{name}'s value {value:?}: {e}"));
+            assert!(
+                statuses.insert(name.to_owned(), value).is_none(),
+                "{name} twice in the header"
+            );
+        }
+        statuses
+    }
+
+    /// The statuses that are not core codes, with their fixed values.
+    const NOT_CODES: [(&str, u32); 3] =
+        [("RT_OK", 0), ("RT_PANIC", 1000), ("RT_UNKNOWN_ERROR", 1001)];
+
     #[test]
     fn status_values_are_unique() {
         let mut seen = HashSet::new();
-        for s in ALL {
+        for s in rt_status::ALL {
             assert!(
                 seen.insert(*s as u32),
                 "{s:?} reuses the value {}",
@@ -173,6 +236,7 @@ mod tests {
             let status = rt_status::from_code(code);
             assert_ne!(status, rt_status::RT_UNKNOWN_ERROR, "{code} has no status");
             assert!(seen.insert(status), "{code} shares {status:?}");
+            assert_eq!(status as u32, code.number(), "{code}");
             // The status is the code's name: invalid_patch -> RT_INVALID_PATCH.
             assert_eq!(
                 format!("{status:?}"),
@@ -180,6 +244,54 @@ mod tests {
             );
         }
         // Every status but RT_OK, RT_PANIC and RT_UNKNOWN_ERROR is a code's.
-        assert_eq!(seen.len() + 3, ALL.len());
+        assert_eq!(seen.len() + NOT_CODES.len(), rt_status::ALL.len());
+    }
+
+    #[test]
+    fn the_c_header_has_one_status_per_code_and_no_other() {
+        let mut header = header_statuses();
+        // Every core code is `RT_` + its upper-cased name, with its number.
+        for &code in ErrorCode::ALL {
+            let name = format!("RT_{}", code.as_str().to_ascii_uppercase());
+            match header.remove(&name) {
+                Some(value) => assert_eq!(
+                    value,
+                    code.number(),
+                    "{name} is {value} in include/roundtable.h, but {code} is {}",
+                    code.number()
+                ),
+                None => panic!("include/roundtable.h has no {name} for {code}"),
+            }
+        }
+        // What is left is not a code: exactly RT_OK, RT_PANIC and
+        // RT_UNKNOWN_ERROR, at their fixed values.
+        let rest: Vec<(&str, u32)> = header.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        let mut expected = NOT_CODES.to_vec();
+        expected.sort();
+        assert_eq!(
+            rest, expected,
+            "include/roundtable.h has statuses that are not core codes"
+        );
+    }
+
+    #[test]
+    fn the_rust_status_list_is_the_c_header() {
+        // rt_status::ALL (which `from_code` searches) is the enum, name for
+        // name and value for value, so a variant missing from it is caught.
+        let listed: BTreeMap<String, u32> = rt_status::ALL
+            .iter()
+            .map(|s| (format!("{s:?}"), *s as u32))
+            .collect();
+        assert_eq!(listed.len(), rt_status::ALL.len(), "a status listed twice");
+        assert_eq!(listed, header_statuses());
+        for (name, value) in NOT_CODES {
+            let status = rt_status::ALL
+                .iter()
+                .find(|s| format!("{s:?}") == name)
+                .unwrap_or_else(|| panic!("{name} is not in rt_status::ALL"));
+            assert_eq!(*status as u32, value, "{name}");
+            assert!(status.is_not_code(), "{name}");
+            assert_eq!(rt_status::from_code_number(value), None, "{name}");
+        }
     }
 }

@@ -343,16 +343,9 @@ fn _raise_error(
         Some(d) => convert::to_json(d.as_any(), "details").map_err(|e| raise(py, &e))?,
         None => json!({}),
     };
-    let code = ErrorCode::ALL
-        .iter()
-        .find(|c| c.as_str() == code)
-        .copied()
-        .ok_or_else(|| {
-            raise(
-                py,
-                &ToolError::invalid_argument("code", format!("{code:?} is not an error code")),
-            )
-        })?;
+    let code = code
+        .parse::<ErrorCode>()
+        .map_err(|e| raise(py, &ToolError::invalid_argument("code", e.to_string())))?;
     let mut error = ToolError::new(code, message, details);
     if let Some(errno) = errno {
         error = error.with_source(std::io::Error::from_raw_os_error(errno));
@@ -365,6 +358,8 @@ fn _raise_error(
 fn _roundtable(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The core's error-code table, which the Python classes are tested
+    // against (tests/python/test_errors.py).
     let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     m.add("ERROR_CODES", PyTuple::new(py, codes)?)?;
     m.add_class::<PyActor>()?;

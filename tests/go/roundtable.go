@@ -28,7 +28,9 @@ import (
 // Code is a stable snake_case error code, the same in Rust, C and Python.
 type Code string
 
-// The stable error codes (rt_error_code), and CodePanic for RT_PANIC.
+// The stable error codes (rt_error_code), and CodePanic for RT_PANIC: one
+// per RT_* status of include/roundtable.h but RT_OK and RT_UNKNOWN_ERROR
+// (codes_test.go checks both ways).
 const (
 	CodeInvalidPatch        Code = "invalid_patch"
 	CodePatchDoesNotApply   Code = "patch_does_not_apply"

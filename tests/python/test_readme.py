@@ -30,3 +30,24 @@ def test_readme_quickstart_runs(tmp_path: Path, capsys: pytest.CaptureFixture[st
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "applied" in out and "rolled back" in out
+
+
+# Codes no CLI command can print: `Patch::reverse` (irreversible_patch) is a
+# library call only.
+NOT_FROM_THE_CLI = {"irreversible_patch"}
+
+
+def test_readme_cli_codes_are_the_engine_codes() -> None:
+    """The CLI section's list of refusal codes is the core's table (through
+    ERROR_CODES), less the codes no command can print: a new code fails here
+    until the README names it."""
+    import roundtable
+
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"exits 1 \(codes:\s*(.*?):\s+every\s+row", text, re.S)
+    assert found, "README.md lists the CLI's refusal codes"
+    listed = re.findall(r"`([a-z_]+)`", found.group(1))
+    assert len(listed) == len(set(listed)), "a code is listed twice"
+    engine = set(roundtable.ERROR_CODES)
+    assert NOT_FROM_THE_CLI <= engine
+    assert set(listed) == engine - NOT_FROM_THE_CLI

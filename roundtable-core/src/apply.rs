@@ -25,11 +25,9 @@
 
 use crate::actor::Actor;
 use crate::changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
-use crate::clock::Timestamp;
-use crate::engine::Engine;
-use crate::store::Durability;
-use crate::tools::{Cx, ToolError};
-use crate::workspace::{Workspace, WriteOptions};
+use crate::clock::{Clock, Timestamp};
+use crate::store::{Durability, Store, StoreError};
+use crate::workspace::{Workspace, WorkspaceError, WriteOptions};
 use crate::{Digest, ErrorCode, RepoPath};
 use rusqlite::{params, OptionalExtension as _};
 use schemars::JsonSchema;
@@ -39,6 +37,137 @@ use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// Why a transaction could not run, or what went wrong in it. Every
+/// variant has one stable code ([`TransactionError::code`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionError {
+    /// The apply lock could not be opened or taken (`io`).
+    #[error("apply lock {path}: {source}")]
+    Lock {
+        /// The lock file or directory.
+        path: String,
+        /// What the system said.
+        #[source]
+        source: rustix::io::Errno,
+    },
+    /// Another applier held the lock past the wait (`busy`).
+    #[error("another apply held the workspace apply lock for more than {waited_ms} ms; nothing changed, retry soon")]
+    Busy {
+        /// How long this one waited.
+        waited_ms: u64,
+    },
+    /// The transaction id is taken (`conflict`).
+    #[error("transaction {id} already exists")]
+    Exists {
+        /// The id.
+        id: String,
+    },
+    /// No transaction has this id (`not_found`).
+    #[error("transaction {id:?} does not exist")]
+    NotFound {
+        /// The id.
+        id: String,
+    },
+    /// Something else (a recovery) finished the transaction while this
+    /// applier ran it (`conflict`).
+    #[error("transaction {id} was finished by another process while it was applying")]
+    FinishedElsewhere {
+        /// The transaction.
+        id: String,
+    },
+    /// Writing the files failed and was undone (or recovered): the code is
+    /// the workspace error's.
+    #[error("{source}")]
+    Write {
+        /// The transaction, recorded `failed` (or `recovered`).
+        transaction_id: String,
+        /// Why the write failed.
+        #[source]
+        source: WorkspaceError,
+    },
+    /// Reading the files failed: the workspace error's code.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// A journal the store holds is not what this engine wrote: a path, a
+    /// digest or a before snapshot is missing or wrong (`database`).
+    #[error("{message}")]
+    Journal {
+        /// What is wrong.
+        message: String,
+        /// Where (`path`, `digest`, `transaction_id`).
+        details: Value,
+    },
+    /// The store refused (`database`, or the store error's code).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A statement failed (`database`).
+    #[error("store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+impl TransactionError {
+    /// The stable error code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            TransactionError::Lock { .. } => ErrorCode::Io,
+            TransactionError::Busy { .. } => ErrorCode::Busy,
+            TransactionError::Exists { .. } | TransactionError::FinishedElsewhere { .. } => {
+                ErrorCode::Conflict
+            }
+            TransactionError::NotFound { .. } => ErrorCode::NotFound,
+            TransactionError::Write { source, .. } | TransactionError::Workspace(source) => {
+                source.code()
+            }
+            TransactionError::Journal { .. } | TransactionError::Sqlite(_) => ErrorCode::Database,
+            TransactionError::Store(e) => e.code(),
+        }
+    }
+
+    /// Structured details for programs.
+    pub fn details(&self) -> Value {
+        match self {
+            TransactionError::Lock { path, .. } => json!({"lock": path}),
+            TransactionError::Busy { waited_ms } => {
+                json!({"lock": LOCK_FILE, "waited_ms": waited_ms})
+            }
+            TransactionError::Exists { id } | TransactionError::NotFound { id } => {
+                json!({"kind": "transaction", "id": id})
+            }
+            TransactionError::FinishedElsewhere { id } => json!({"transaction_id": id}),
+            TransactionError::Write {
+                transaction_id,
+                source,
+            } => {
+                let mut details = source.details();
+                if let Value::Object(m) = &mut details {
+                    m.insert("transaction_id".into(), json!(transaction_id));
+                }
+                details
+            }
+            TransactionError::Workspace(e) => e.details(),
+            TransactionError::Journal { details, .. } => details.clone(),
+            TransactionError::Store(_) | TransactionError::Sqlite(_) => json!({}),
+        }
+    }
+
+    fn journal(message: impl Into<String>, details: Value) -> TransactionError {
+        TransactionError::Journal {
+            message: message.into(),
+            details,
+        }
+    }
+}
+
+/// What the transaction engine works with — the store, the workspace, the
+/// flush policy and the clock — and nothing above it.
+#[derive(Clone, Copy)]
+pub(crate) struct Env<'a> {
+    pub store: &'a Store,
+    pub workspace: &'a Workspace,
+    pub durability: Durability,
+    pub clock: &'a dyn Clock,
+}
 
 /// The lock file under `.roundtable/`.
 pub const LOCK_FILE: &str = "apply.lock";
@@ -58,18 +187,17 @@ pub struct ApplyLock {
     _file: OwnedFd,
 }
 
-fn lock_io(what: &Path, e: rustix::io::Errno) -> ToolError {
-    ToolError::new(
-        ErrorCode::Io,
-        format!("apply lock {}: {e}", what.display()),
-        json!({"lock": what.display().to_string()}),
-    )
+fn lock_io(what: &Path, source: rustix::io::Errno) -> TransactionError {
+    TransactionError::Lock {
+        path: what.display().to_string(),
+        source,
+    }
 }
 
 /// Try each lock once, without waiting: `None` when another holds one.
-fn try_lock(engine: &Engine) -> Result<Option<ApplyLock>, ToolError> {
+fn try_lock(root: &Path) -> Result<Option<ApplyLock>, TransactionError> {
     use rustix::fs::{FlockOperation, Mode, OFlags};
-    let dir_path = engine.root().join(crate::store::STORE_DIR);
+    let dir_path = root.join(crate::store::STORE_DIR);
     let dir = rustix::fs::open(
         &dir_path,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -112,31 +240,26 @@ fn try_lock(engine: &Engine) -> Result<Option<ApplyLock>, ToolError> {
 }
 
 impl ApplyLock {
-    /// Take the lock, waiting up to `timeout` for another applier; `busy`
-    /// when it is still held then.
-    pub fn acquire(engine: &Engine, timeout: Duration) -> Result<ApplyLock, ToolError> {
+    /// Take the lock of the workspace at `root`, waiting up to `timeout`
+    /// for another applier; `busy` when it is still held then.
+    pub fn acquire(root: &Path, timeout: Duration) -> Result<ApplyLock, TransactionError> {
         let start = Instant::now();
         loop {
-            if let Some(lock) = try_lock(engine)? {
+            if let Some(lock) = try_lock(root)? {
                 return Ok(lock);
             }
             if start.elapsed() >= timeout {
-                return Err(ToolError::new(
-                    ErrorCode::Busy,
-                    format!(
-                        "another apply held the workspace apply lock for more than {} ms; nothing changed, retry soon",
-                        timeout.as_millis()
-                    ),
-                    json!({"lock": LOCK_FILE, "waited_ms": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)}),
-                ));
+                return Err(TransactionError::Busy {
+                    waited_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                });
             }
             std::thread::sleep(Duration::from_millis(2));
         }
     }
 
-    /// Take the lock if nobody holds it.
-    pub fn try_acquire(engine: &Engine) -> Result<Option<ApplyLock>, ToolError> {
-        try_lock(engine)
+    /// Take the lock of the workspace at `root` if nobody holds it.
+    pub fn try_acquire(root: &Path) -> Result<Option<ApplyLock>, TransactionError> {
+        try_lock(root)
     }
 }
 
@@ -148,6 +271,16 @@ pub enum TransactionKind {
     Apply,
     /// Restores the before snapshot of an earlier transaction.
     Rollback,
+}
+
+impl TransactionKind {
+    /// The stable spelling (`apply`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransactionKind::Apply => "apply",
+            TransactionKind::Rollback => "rollback",
+        }
+    }
 }
 
 /// Where a transaction is.
@@ -257,7 +390,7 @@ impl Transaction {
     pub(crate) const COLUMNS: &'static str = "t.id, t.kind, t.proposal_id, t.revision, t.rollback_of, t.status, t.actor, t.pid, t.durability, t.before_digest, t.after_digest, t.error, t.created_at, t.finished_at, (SELECT COUNT(*) FROM transaction_files f WHERE f.transaction_id = t.id), t.seq";
 
     pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Transaction> {
-        use crate::tools::records::{actor_from_sql, enum_from_sql};
+        use crate::store::{actor_from_sql, enum_from_sql};
         let error: Option<String> = r.get(11)?;
         Ok(Transaction {
             id: r.get(0)?,
@@ -280,7 +413,10 @@ impl Transaction {
     }
 
     /// The transaction named `id`, or `not_found`.
-    pub(crate) fn load(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Transaction, ToolError> {
+    pub(crate) fn load(
+        tx: &rusqlite::Transaction<'_>,
+        id: &str,
+    ) -> Result<Transaction, TransactionError> {
         tx.query_row(
             &format!(
                 "SELECT {} FROM transactions t WHERE t.id = ?1",
@@ -290,7 +426,7 @@ impl Transaction {
             Transaction::from_row,
         )
         .optional()?
-        .ok_or_else(|| ToolError::not_found("transaction", id))
+        .ok_or_else(|| TransactionError::NotFound { id: id.to_owned() })
     }
 }
 
@@ -310,7 +446,7 @@ fn enum_from_sql_kind(s: &str) -> rusqlite::Result<TransactionKind> {
 pub(crate) fn journal(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
-) -> Result<Vec<JournalFile>, ToolError> {
+) -> Result<Vec<JournalFile>, TransactionError> {
     let mut stmt = tx.prepare(
         "SELECT path, operation, before_digest, before_executable, after_digest, after_executable
          FROM transaction_files WHERE transaction_id = ?1 ORDER BY path",
@@ -339,15 +475,14 @@ fn dirs_to_sql(dirs: &BTreeSet<RepoPath>) -> String {
 pub(crate) fn created_dirs(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
-) -> Result<BTreeSet<RepoPath>, ToolError> {
+) -> Result<BTreeSet<RepoPath>, TransactionError> {
     let text: String = tx.query_row(
         "SELECT created_dirs FROM transactions WHERE id = ?1",
         [id],
         |r| r.get(0),
     )?;
     let paths: Vec<String> = serde_json::from_str(&text).map_err(|e| {
-        ToolError::new(
-            ErrorCode::Database,
+        TransactionError::journal(
             format!("transaction {id}: its created directories: {e}"),
             json!({"transaction_id": id}),
         )
@@ -356,8 +491,7 @@ pub(crate) fn created_dirs(
         .iter()
         .map(|p| {
             p.parse().map_err(|e: crate::PathError| {
-                ToolError::new(
-                    ErrorCode::Database,
+                TransactionError::journal(
                     format!("transaction {id}: created directory {p}: {e}"),
                     json!({"transaction_id": id}),
                 )
@@ -403,15 +537,14 @@ fn spell(state: &Option<(String, bool)>) -> String {
 }
 
 /// Compare every journaled path with the files.
-pub(crate) fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathReport>, ToolError> {
+pub(crate) fn compare(
+    ws: &Workspace,
+    files: &[JournalFile],
+) -> Result<Vec<PathReport>, TransactionError> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
-            ToolError::new(
-                ErrorCode::Database,
-                format!("journal path {}: {e}", f.path),
-                json!({}),
-            )
+            TransactionError::journal(format!("journal path {}: {e}", f.path), json!({}))
         })?;
         let (before, after) = (f.before(), f.after());
         // Something that is not a file now (a FIFO, a socket, a device, a
@@ -450,12 +583,12 @@ pub(crate) fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathR
 /// The changeset that puts every path of `files` that is at its after
 /// state back to its before state (bytes from the blob table, verified).
 pub(crate) fn restore_changeset(
-    engine: &Engine,
+    store: &Store,
     files: &[JournalFile],
     reports: &[PathReport],
-) -> Result<Changeset, ToolError> {
+) -> Result<Changeset, TransactionError> {
     let mut changes = Vec::new();
-    let blobs = engine.store().read(|tx| {
+    let blobs = store.read(|tx| {
         let mut out = Vec::new();
         for (f, r) in files.iter().zip(reports) {
             if r.state != PathState::AtAfter {
@@ -465,18 +598,16 @@ pub(crate) fn restore_changeset(
                 None => None,
                 Some(d) => {
                     let digest: Digest = d.parse().map_err(|e: crate::DigestError| {
-                        ToolError::new(ErrorCode::Database, e.to_string(), json!({"digest": d}))
+                        TransactionError::journal(e.to_string(), json!({"digest": d}))
                     })?;
                     let (bytes, read) = crate::store::get_blob(tx, &digest)?.ok_or_else(|| {
-                        ToolError::new(
-                            ErrorCode::Database,
+                        TransactionError::journal(
                             format!("the before snapshot of {} ({d}) is missing", f.path),
                             json!({"path": f.path, "digest": d}),
                         )
                     })?;
                     if read != digest {
-                        return Err(ToolError::new(
-                            ErrorCode::Database,
+                        return Err(TransactionError::journal(
                             format!(
                                 "the before snapshot of {} does not match its digest",
                                 f.path
@@ -489,17 +620,18 @@ pub(crate) fn restore_changeset(
             };
             out.push((f.clone(), content));
         }
-        Ok::<_, ToolError>(out)
+        Ok::<_, TransactionError>(out)
     })?;
     for (f, content) in blobs {
-        let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
-            ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
-        })?;
+        let path: RepoPath = f
+            .path
+            .parse()
+            .map_err(|e: crate::PathError| TransactionError::journal(e.to_string(), json!({})))?;
         let before = match &f.after_digest {
             None => None,
             Some(d) => Some(FileMeta {
                 digest: d.parse().map_err(|e: crate::DigestError| {
-                    ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
+                    TransactionError::journal(e.to_string(), json!({}))
                 })?,
                 executable: f.after_executable.unwrap_or(false),
             }),
@@ -520,8 +652,7 @@ pub(crate) fn restore_changeset(
             after,
         });
     }
-    Changeset::new(changes)
-        .map_err(|e| ToolError::new(ErrorCode::Database, e.to_string(), json!({})))
+    Changeset::new(changes).map_err(|e| TransactionError::journal(e.to_string(), json!({})))
 }
 
 fn set_digest(states: impl Iterator<Item = (String, Option<(String, bool)>)>) -> String {
@@ -550,10 +681,14 @@ pub(crate) struct Before {
     pub executable: bool,
 }
 
-/// One transaction to run.
-/// A check run inside the journal's transaction (see [`Plan::guard`]).
-pub(crate) type Guard<'g> = dyn Fn(&Cx<'_>) -> Result<(), ToolError> + 'g;
+/// A check the caller runs inside the journal's SQL transaction, before
+/// anything is recorded: what it decided outside it that must still hold
+/// when the apply becomes visible (for an apply: no other agent's write
+/// claim was granted on a touched path since validation). Its error
+/// refuses the transaction with nothing written.
+pub(crate) type Guard<'g, E> = dyn Fn(&rusqlite::Transaction<'_>, Timestamp) -> Result<(), E> + 'g;
 
+/// One transaction to run.
 pub(crate) struct Plan<'a> {
     pub id: crate::Id,
     pub kind: TransactionKind,
@@ -571,41 +706,150 @@ pub(crate) struct Plan<'a> {
     /// the only ones it may remove when they are left empty (`None`: any
     /// directory a removal empties, as `git apply` does).
     pub prune_only: Option<BTreeSet<RepoPath>>,
-    /// Checked inside the journal's SQL transaction, before anything is
-    /// recorded: what validation decided outside it that must still hold
-    /// when the apply becomes visible (no other agent's write claim was
-    /// granted on a touched path since). Its error refuses the apply with
-    /// nothing written.
-    pub guard: Option<&'a Guard<'a>>,
 }
 
-fn phase(cx: &Cx<'_>, id: &str, name: &str, status: &str, detail: Value) -> Result<(), ToolError> {
-    cx.tx.execute(
+fn phase(
+    tx: &rusqlite::Transaction<'_>,
+    now: Timestamp,
+    id: &str,
+    name: &str,
+    status: &str,
+    detail: Value,
+) -> Result<(), TransactionError> {
+    tx.execute(
         "INSERT INTO transaction_phases (transaction_id, phase, status, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, name, status, detail.to_string(), cx.now.0],
+        params![id, name, status, detail.to_string(), now.0],
     )?;
     Ok(())
 }
 
-fn cx<'a>(engine: &'a Engine, tx: &'a rusqlite::Transaction<'a>, actor: &'a Actor) -> Cx<'a> {
-    Cx {
-        engine,
+/// Record a transaction's state change as an event, in `tx`.
+fn event(
+    tx: &rusqlite::Transaction<'_>,
+    actor: &Actor,
+    now: Timestamp,
+    kind: &str,
+    id: &str,
+    proposal_id: &str,
+    data: Value,
+) -> Result<(), TransactionError> {
+    crate::store::append_event(
         tx,
-        actor,
-        now: engine.now(),
-    }
+        &crate::store::NewEvent {
+            kind,
+            actor,
+            subject: id,
+            proposal_id: Some(proposal_id),
+            data,
+            at: now,
+        },
+    )?;
+    Ok(())
 }
 
-/// Run `plan` under the apply lock (the caller holds it). `finish` runs
-/// inside the SQL transaction that marks it `applied` (the caller's state
-/// changes); its value is returned.
-pub(crate) fn execute<T>(
-    engine: &Engine,
+/// The journal of `plan`, in the SQL transaction `tx`.
+#[allow(clippy::too_many_arguments)]
+fn write_journal(
+    tx: &rusqlite::Transaction<'_>,
+    now: Timestamp,
+    actor: &Actor,
+    durability: Durability,
+    plan: &Plan<'_>,
+    created_dirs: &BTreeSet<RepoPath>,
+    before_digest: &str,
+    after_digest: &str,
+) -> Result<(), TransactionError> {
+    let id = plan.id.as_str();
+    let files = plan.changeset.files();
+    let afters = plan.changeset.after_metas();
+    tx.execute(
+        "INSERT INTO transactions (id, kind, proposal_id, revision, rollback_of, status, actor, pid,
+             durability, before_digest, after_digest, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'applying', ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            id,
+            plan.kind.as_str(),
+            plan.proposal_id,
+            plan.revision,
+            plan.rollback_of,
+            actor.to_string(),
+            i64::from(std::process::id()),
+            durability.as_str(),
+            before_digest,
+            after_digest,
+            now.0
+        ],
+    )?;
+    tx.execute(
+        "UPDATE transactions SET created_dirs = ?2 WHERE id = ?1",
+        params![id, dirs_to_sql(created_dirs)],
+    )?;
+    for b in &plan.snapshot {
+        crate::store::put_blob_digested(tx, &b.digest, &b.data)?;
+    }
+    let mut insert = tx.prepare(
+        "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
+             after_digest, after_executable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (f, after) in files.iter().zip(afters) {
+        insert.execute(params![
+            id,
+            f.path.as_str(),
+            f.operation.name(),
+            f.before.map(|m| m.digest.to_string()),
+            f.before.map(|m| m.executable),
+            after.map(|m| m.digest.to_string()),
+            after.map(|m| m.executable),
+        ])?;
+    }
+    // The head of the audit chain this transaction saw, kept with its
+    // journal: `events.verify` checks every such head is still in the
+    // log, so rewriting or truncating it means rewriting these too.
+    let (seq, digest) = crate::store::chain_head(tx)?;
+    phase(
+        tx,
+        now,
+        id,
+        "journaled",
+        "done",
+        json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}}),
+    )?;
+    event(
+        tx,
+        actor,
+        now,
+        "transaction.started",
+        id,
+        plan.proposal_id,
+        json!({"kind": plan.kind, "revision": plan.revision, "rollback_of": plan.rollback_of, "files": files.len()}),
+    )
+}
+
+/// Whether transaction `id` exists.
+fn exists(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<bool, TransactionError> {
+    Ok(tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ?1)",
+        [id],
+        |r| r.get(0),
+    )?)
+}
+
+/// Run `plan` under the apply lock (the caller holds it). `guard` runs
+/// inside the journal's SQL transaction, `finish` inside the one that
+/// marks it `applied` (the caller's state changes, e.g. the proposal
+/// applied and its claims released); `finish`'s value is returned. An
+/// error of either refuses (guard) or undoes (finish) the whole
+/// transaction.
+pub(crate) fn execute<T, E>(
+    env: Env<'_>,
     actor: &Actor,
     plan: Plan<'_>,
-    finish: impl FnOnce(&Cx<'_>, &Transaction) -> Result<T, ToolError>,
-) -> Result<T, ToolError> {
-    let durability = engine.options().durability;
+    guard: Option<&Guard<'_, E>>,
+    finish: impl FnOnce(&rusqlite::Transaction<'_>, &Transaction, Timestamp) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<TransactionError> + From<StoreError>,
+{
     let files = plan.changeset.files();
     let afters = plan.changeset.after_metas();
     let before_digest = set_digest(files.iter().map(|f| {
@@ -621,88 +865,35 @@ pub(crate) fn execute<T>(
         )
     }));
     let id = plan.id.as_str();
-    let created_dirs = plan.workspace.missing_dirs(&plan.changeset)?;
+    let created_dirs = plan
+        .workspace
+        .missing_dirs(&plan.changeset)
+        .map_err(TransactionError::from)?;
 
     // 1. The journal, durably, before any file is touched.
-    engine.store().write(|tx| {
-        let cx = cx(engine, tx, actor);
-        let taken: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ?1)",
-            [id],
-            |r| r.get(0),
-        )?;
-        if taken {
-            return Err(ToolError::conflict(
-                format!("transaction {id} already exists"),
-                json!({"kind": "transaction", "id": id}),
-            ));
+    env.store.write(|tx| {
+        let now = env.clock.now();
+        if exists(tx, id)? {
+            return Err(TransactionError::Exists { id: id.to_owned() }.into());
         }
-        if let Some(guard) = plan.guard {
-            guard(&cx)?;
+        if let Some(guard) = guard {
+            guard(tx, now)?;
         }
-        tx.execute(
-            "INSERT INTO transactions (id, kind, proposal_id, revision, rollback_of, status, actor, pid,
-                 durability, before_digest, after_digest, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'applying', ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                id,
-                crate::tools::records::enum_to_sql(&plan.kind),
-                plan.proposal_id,
-                plan.revision,
-                plan.rollback_of,
-                actor.to_string(),
-                i64::from(std::process::id()),
-                durability.as_str(),
-                before_digest,
-                after_digest,
-                cx.now.0
-            ],
+        write_journal(
+            tx,
+            now,
+            actor,
+            env.durability,
+            &plan,
+            &created_dirs,
+            &before_digest,
+            &after_digest,
         )?;
-        tx.execute(
-            "UPDATE transactions SET created_dirs = ?2 WHERE id = ?1",
-            params![id, dirs_to_sql(&created_dirs)],
-        )?;
-        for b in &plan.snapshot {
-            crate::store::put_blob_digested(tx, &b.digest, &b.data)?;
-        }
-        let mut insert = tx.prepare(
-            "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
-                 after_digest, after_executable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?;
-        for (f, after) in files.iter().zip(afters) {
-            let operation = f.operation.name();
-            insert.execute(params![
-                id,
-                f.path.as_str(),
-                operation,
-                f.before.map(|m| m.digest.to_string()),
-                f.before.map(|m| m.executable),
-                after.map(|m| m.digest.to_string()),
-                after.map(|m| m.executable),
-            ])?;
-        }
-        // The head of the audit chain this transaction saw, kept with its
-        // journal: `events.verify` checks every such head is still in the
-        // log, so rewriting or truncating it means rewriting these too.
-        let (seq, digest) = crate::store::chain_head(tx)?;
-        phase(
-            &cx,
-            id,
-            "journaled",
-            "done",
-            json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}}),
-        )?;
-        cx.event(
-            "transaction.started",
-            id,
-            Some(plan.proposal_id),
-            json!({"kind": plan.kind, "revision": plan.revision, "rollback_of": plan.rollback_of, "files": files.len()}),
-        )?;
-        Ok(())
+        Ok::<_, E>(())
     })?;
 
     // 2. The files.
-    let durable = durability != Durability::Off;
+    let durable = env.durability != Durability::Off;
     // The old contents are in memory: an undo restores from them.
     let held: crate::workspace::Held<'_> = plan
         .snapshot
@@ -718,75 +909,81 @@ pub(crate) fn execute<T>(
         plan.workspace
             .apply_changeset_holding(&plan.changeset, false, &options, Some(&held))
     {
-        let undo_failed = matches!(e, crate::workspace::WorkspaceError::Undo { .. });
-        let error = ToolError::from(e);
-        if undo_failed {
+        if matches!(e, WorkspaceError::Undo { .. }) {
             // The workspace could not undo its partial commit: restore from
             // the journal now, while the lock is still held.
-            recover_one(engine, actor, id, "the apply failed and its undo failed")?;
+            recover_one(env, actor, id, "the apply failed and its undo failed")?;
         } else {
-            engine.store().write(|tx| {
-                let cx = cx(engine, tx, actor);
+            let record = e.to_json();
+            env.store.write(|tx| {
+                let now = env.clock.now();
                 still_applying(
                     tx.execute(
                         "UPDATE transactions SET status = 'failed', error = ?2, finished_at = ?3
                      WHERE id = ?1 AND status = 'applying'",
-                        params![id, error.to_json().to_string(), cx.now.0],
+                        params![id, record.to_string(), now.0],
                     )?,
                     id,
                 )?;
-                phase(&cx, id, "write", "failed", error.to_json())?;
-                cx.event(
+                phase(tx, now, id, "write", "failed", record.clone())?;
+                event(
+                    tx,
+                    actor,
+                    now,
                     "transaction.failed",
                     id,
-                    Some(plan.proposal_id),
-                    json!({"error": error.to_json()}),
-                )?;
-                Ok::<_, ToolError>(())
+                    plan.proposal_id,
+                    json!({"error": record}),
+                )
             })?;
         }
-        let mut details = error.details().clone();
-        if let Value::Object(m) = &mut details {
-            m.insert("transaction_id".into(), json!(id));
+        return Err(TransactionError::Write {
+            transaction_id: id.to_owned(),
+            source: e,
         }
-        return Err(ToolError::new(error.code(), error.message(), details).with_source(error));
+        .into());
     }
 
     // 3. The outcome, with the caller's state changes, in one transaction.
-    let finished = engine.store().write(|tx| {
-        let cx = cx(engine, tx, actor);
+    let finished = env.store.write(|tx| {
+        let now = env.clock.now();
         still_applying(
             tx.execute(
                 "UPDATE transactions SET status = 'applied', finished_at = ?2
                  WHERE id = ?1 AND status = 'applying'",
-                params![id, cx.now.0],
-            )?,
+                params![id, now.0],
+            )
+            .map_err(TransactionError::from)?,
             id,
         )?;
         phase(
-            &cx,
+            tx,
+            now,
             id,
             "written",
             "done",
             json!({"files": files.len(), "durable": durable}),
         )?;
         let transaction = Transaction::load(tx, id)?;
-        let out = finish(&cx, &transaction)?;
-        phase(&cx, id, "applied", "done", json!({}))?;
-        cx.event(
+        let out = finish(tx, &transaction, now)?;
+        phase(tx, now, id, "applied", "done", json!({}))?;
+        event(
+            tx,
+            actor,
+            now,
             "transaction.applied",
             id,
-            Some(plan.proposal_id),
+            plan.proposal_id,
             json!({"kind": plan.kind, "files": files.len()}),
         )?;
-        Ok(out)
+        Ok::<_, E>(out)
     });
     match finished {
         Ok(out) => Ok(out),
         Err(e) => {
             // The files are written but the store could not say so: put
             // them back now rather than leave the two disagreeing.
-            recover_one(engine, actor, id, "the apply's final commit failed")?;
+            recover_one(env, actor, id, "the apply's final commit failed")?;
             Err(e)
         }
     }
@@ -795,15 +992,11 @@ pub(crate) fn execute<T>(
 /// A transaction's final status is only ever set over `applying`: if
 /// anything else (a recovery) finished it meanwhile, this applier must not
 /// claim it.
-fn still_applying(changed: usize, id: &str) -> Result<(), ToolError> {
+fn still_applying(changed: usize, id: &str) -> Result<(), TransactionError> {
     if changed == 1 {
         return Ok(());
     }
-    Err(ToolError::new(
-        ErrorCode::Conflict,
-        format!("transaction {id} was finished by another process while it was applying"),
-        json!({"transaction_id": id}),
-    ))
+    Err(TransactionError::FinishedElsewhere { id: id.to_owned() })
 }
 
 /// What recovering one transaction did.
@@ -824,21 +1017,21 @@ pub struct Recovery {
 /// Put transaction `id` (left `applying`) back to its before state; the
 /// caller holds the apply lock.
 pub(crate) fn recover_one(
-    engine: &Engine,
+    env: Env<'_>,
     actor: &Actor,
     id: &str,
     why: &str,
-) -> Result<Recovery, ToolError> {
-    let (files, proposal_id, created) = engine.store().read(|tx| {
+) -> Result<Recovery, TransactionError> {
+    let (files, proposal_id, created) = env.store.read(|tx| {
         let t = Transaction::load(tx, id)?;
-        Ok::<_, ToolError>((journal(tx, id)?, t.proposal_id, created_dirs(tx, id)?))
+        Ok::<_, TransactionError>((journal(tx, id)?, t.proposal_id, created_dirs(tx, id)?))
     })?;
-    let reports = compare(engine.workspace(), &files)?;
-    let changeset = restore_changeset(engine, &files, &reports)?;
-    let durable = engine.options().durability != Durability::Off;
+    let reports = compare(env.workspace, &files)?;
+    let changeset = restore_changeset(env.store, &files, &reports)?;
+    let durable = env.durability != Durability::Off;
     // The restore's own temporary names carry the transaction's tag too: a
     // crash during recovery leaves only names the next recovery removes.
-    engine.workspace().apply_changeset_with(
+    env.workspace.apply_changeset_with(
         &changeset,
         false,
         &WriteOptions {
@@ -848,7 +1041,7 @@ pub(crate) fn recover_one(
         },
     )?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
-    let leftovers = engine.workspace().remove_leftovers(&paths, id, &created)?;
+    let leftovers = env.workspace.remove_leftovers(&paths, id, &created)?;
     let recovery = Recovery {
         transaction_id: id.to_owned(),
         restored: changeset
@@ -867,28 +1060,30 @@ pub(crate) fn recover_one(
             .collect(),
         leftovers,
     };
-    engine.store().write(|tx| {
-        let cx = cx(engine, tx, actor);
+    env.store.write(|tx| {
+        let now = env.clock.now();
         tx.execute(
             "UPDATE transactions SET status = 'recovered', finished_at = ?2 WHERE id = ?1 AND status = 'applying'",
-            params![id, cx.now.0],
+            params![id, now.0],
         )?;
         let detail = serde_json::to_value(&recovery).expect("a recovery serializes");
-        phase(&cx, id, "recovered", "done", json!({"why": why, "recovery": detail}))?;
-        cx.event(
+        phase(tx, now, id, "recovered", "done", json!({"why": why, "recovery": detail}))?;
+        event(
+            tx,
+            actor,
+            now,
             "transaction.recovered",
             id,
-            Some(&proposal_id),
+            &proposal_id,
             json!({"why": why, "restored": recovery.restored.len(), "conflicts": recovery.conflicts}),
-        )?;
-        Ok::<_, ToolError>(())
+        )
     })?;
     Ok(recovery)
 }
 
 /// The transactions left `applying`, oldest first.
-fn applying(engine: &Engine) -> Result<Vec<String>, ToolError> {
-    engine.store().read(|tx| {
+fn applying(store: &Store) -> Result<Vec<String>, TransactionError> {
+    store.read(|tx| {
         let mut stmt =
             tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
         let ids = stmt
@@ -901,26 +1096,278 @@ fn applying(engine: &Engine) -> Result<Vec<String>, ToolError> {
 /// Finish every transaction left `applying` by a crashed applier. Does
 /// nothing while another applier holds the lock (its transaction is in
 /// flight, not crashed).
-pub fn recover(engine: &Engine) -> Result<Vec<Recovery>, ToolError> {
-    let pending = applying(engine)?;
+pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
+    let pending = applying(env.store)?;
     if pending.is_empty() {
         return Ok(Vec::new());
     }
-    let Some(_lock) = ApplyLock::try_acquire(engine)? else {
+    let Some(_lock) = ApplyLock::try_acquire(env.workspace.root())? else {
         return Ok(Vec::new());
     };
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     // Re-read under the lock: the applier may have finished meanwhile.
-    let pending = applying(engine)?;
+    let pending = applying(env.store)?;
     pending
         .iter()
         .map(|id| {
             recover_one(
-                engine,
+                env,
                 &actor,
                 id,
                 "found applying when the workspace was opened",
             )
         })
         .collect()
+}
+
+/// The transaction engine alone: a store and a temporary workspace, no
+/// `Engine` and no tool.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::store::StoreOptions;
+
+    struct World {
+        dir: tempfile::TempDir,
+        store: Store,
+        ws: Workspace,
+        clock: ManualClock,
+        actor: Actor,
+    }
+
+    impl World {
+        fn new(files: &[(&str, &str)]) -> World {
+            let dir = tempfile::tempdir().expect("tempdir");
+            for (path, text) in files {
+                std::fs::write(dir.path().join(path), text).expect("write");
+            }
+            let store = Store::open(dir.path(), &StoreOptions::default()).expect("store");
+            // The rows a transaction refers to.
+            store
+                .write(|tx| {
+                    tx.execute_batch(
+                        "INSERT INTO agents (id, roles, enabled, created_at, updated_at) VALUES ('ada', '[]', 1, 0, 0);
+                         INSERT INTO tasks (id, title, created_by, created_at) VALUES ('t1', 'T', 'orchestrator:host', 0);
+                         INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at)
+                             VALUES ('p1', 't1', 'ada', 'T', 'S', 'normal', 'in_review', 1, 0, 0);",
+                    )
+                    .map_err(TransactionError::from)
+                })
+                .expect("rows");
+            let ws = Workspace::open(dir.path()).expect("workspace");
+            World {
+                dir,
+                store,
+                ws,
+                clock: ManualClock::new(Timestamp(1_000)),
+                actor: Actor::orchestrator(crate::Id::new("host").expect("id")),
+            }
+        }
+
+        fn env(&self) -> Env<'_> {
+            Env {
+                store: &self.store,
+                workspace: &self.ws,
+                durability: Durability::Normal,
+                clock: &self.clock,
+            }
+        }
+
+        fn plan(&self, id: &str, patch: &str) -> Plan<'_> {
+            let patch = crate::diff::parse(patch.as_bytes(), &crate::diff::ParseOptions::default())
+                .expect("patch");
+            let changeset = Changeset::from_patch(&patch, &self.ws).expect("changeset");
+            let snapshot = changeset
+                .files()
+                .iter()
+                .filter_map(|f| {
+                    let (file, meta) = self.ws.read_with_meta(&f.path).expect("read")?;
+                    Some(Before {
+                        path: f.path.clone(),
+                        digest: meta.digest,
+                        data: file.data,
+                        executable: meta.executable,
+                    })
+                })
+                .collect();
+            Plan {
+                id: crate::Id::new(id).expect("id"),
+                kind: TransactionKind::Apply,
+                proposal_id: "p1",
+                revision: 1,
+                rollback_of: None,
+                changeset,
+                snapshot,
+                workspace: &self.ws,
+                prune_only: None,
+            }
+        }
+
+        fn read(&self, path: &str) -> String {
+            std::fs::read_to_string(self.dir.path().join(path)).expect("read")
+        }
+
+        fn query(&self, sql: &str) -> Vec<String> {
+            self.store
+                .read(|tx| {
+                    let mut stmt = tx.prepare(sql)?;
+                    let rows = stmt
+                        .query_map([], |r| r.get::<_, String>(0))?
+                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                    Ok::<_, TransactionError>(rows)
+                })
+                .expect("query")
+        }
+
+        fn events(&self) -> Vec<String> {
+            self.query("SELECT kind FROM events ORDER BY seq")
+        }
+    }
+
+    const PATCH: &str = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n";
+
+    #[test]
+    fn a_plan_lands_with_the_callers_changes_in_its_final_commit() {
+        let w = World::new(&[("a.txt", "one\n")]);
+        let id = execute::<_, TransactionError>(
+            w.env(),
+            &w.actor,
+            w.plan("tx1", PATCH),
+            None,
+            |tx, t, _| {
+                assert_eq!(t.status, TransactionStatus::Applied);
+                tx.execute(
+                    "UPDATE proposals SET status = 'applied' WHERE id = 'p1'",
+                    [],
+                )?;
+                Ok(t.id.clone())
+            },
+        )
+        .expect("applied");
+        assert_eq!(id, "tx1");
+        assert_eq!(w.read("a.txt"), "two\n");
+        assert_eq!(w.query("SELECT status FROM transactions"), ["applied"]);
+        assert_eq!(w.query("SELECT status FROM proposals"), ["applied"]);
+        assert_eq!(
+            w.query("SELECT phase FROM transaction_phases ORDER BY rowid"),
+            ["journaled", "written", "applied"]
+        );
+        assert_eq!(w.events(), ["transaction.started", "transaction.applied"]);
+        // The journal holds the before bytes, so a rollback can restore them.
+        let files = w.store.read(|tx| journal(tx, "tx1")).expect("journal");
+        assert_eq!(files.len(), 1);
+        let reports = compare(&w.ws, &files).expect("compare");
+        assert_eq!(reports[0].state, PathState::AtAfter);
+        let restore = restore_changeset(&w.store, &files, &reports).expect("restore");
+        assert_eq!(
+            restore.files()[0].after.as_ref().map(|c| &c.data[..]),
+            Some(&b"one\n"[..])
+        );
+    }
+
+    #[test]
+    fn a_guard_refusal_and_a_taken_id_record_nothing_and_touch_no_file() {
+        let w = World::new(&[("a.txt", "one\n")]);
+        let refuse =
+            |_: &rusqlite::Transaction<'_>, _: Timestamp| -> Result<(), TransactionError> {
+                Err(TransactionError::Exists {
+                    id: "claimed".into(),
+                })
+            };
+        let e = execute(
+            w.env(),
+            &w.actor,
+            w.plan("tx1", PATCH),
+            Some(&refuse),
+            |_, _, _| Ok::<_, TransactionError>(()),
+        )
+        .expect_err("refused");
+        assert_eq!(e.code(), ErrorCode::Conflict);
+        assert_eq!(w.read("a.txt"), "one\n");
+        assert!(w.query("SELECT id FROM transactions").is_empty());
+        assert!(w.events().is_empty());
+
+        execute::<_, TransactionError>(w.env(), &w.actor, w.plan("tx1", PATCH), None, |_, _, _| {
+            Ok(())
+        })
+        .expect("applied");
+        let back = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-two\n+one\n";
+        let e = execute::<_, TransactionError>(
+            w.env(),
+            &w.actor,
+            w.plan("tx1", back),
+            None,
+            |_, _, _| Ok(()),
+        )
+        .expect_err("the id is taken");
+        assert!(matches!(e, TransactionError::Exists { .. }), "{e}");
+        assert_eq!(w.read("a.txt"), "two\n");
+        assert_eq!(w.query("SELECT id FROM transactions"), ["tx1"]);
+    }
+
+    #[test]
+    fn a_failed_final_commit_puts_the_files_back_at_once() {
+        let w = World::new(&[("a.txt", "one\n")]);
+        let e = execute::<(), TransactionError>(
+            w.env(),
+            &w.actor,
+            w.plan("tx1", PATCH),
+            None,
+            |_, _, _| Err(TransactionError::NotFound { id: "p1".into() }),
+        )
+        .expect_err("the caller refused");
+        assert_eq!(e.code(), ErrorCode::NotFound);
+        assert_eq!(w.read("a.txt"), "one\n");
+        assert_eq!(w.query("SELECT status FROM transactions"), ["recovered"]);
+        assert_eq!(w.events(), ["transaction.started", "transaction.recovered"]);
+    }
+
+    #[test]
+    fn a_transaction_left_applying_is_recovered_by_the_next_open() {
+        let w = World::new(&[("a.txt", "one\n")]);
+        // A crash after the journal and the files, before the outcome.
+        let plan = w.plan("tx1", PATCH);
+        let created = w.ws.missing_dirs(&plan.changeset).expect("dirs");
+        w.store
+            .write(|tx| {
+                write_journal(
+                    tx,
+                    Timestamp(5),
+                    &w.actor,
+                    Durability::Normal,
+                    &plan,
+                    &created,
+                    "b",
+                    "a",
+                )
+            })
+            .expect("journal");
+        std::fs::write(w.dir.path().join("a.txt"), "two\n").expect("the crashed write");
+        // Another applier holds the lock: in flight, not crashed.
+        let lock = ApplyLock::try_acquire(w.dir.path())
+            .expect("lock")
+            .expect("free");
+        assert!(recover(w.env()).expect("recover").is_empty());
+        assert_eq!(w.read("a.txt"), "two\n");
+        drop(lock);
+        let done = recover(w.env()).expect("recover");
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].restored, ["a.txt"]);
+        assert_eq!(w.read("a.txt"), "one\n");
+        assert_eq!(w.query("SELECT status FROM transactions"), ["recovered"]);
+        assert!(recover(w.env()).expect("again").is_empty(), "once only");
+    }
+
+    #[test]
+    fn the_apply_lock_is_exclusive_and_busy_after_its_wait() {
+        let w = World::new(&[]);
+        let held = ApplyLock::acquire(w.dir.path(), Duration::from_secs(1)).expect("lock");
+        assert!(ApplyLock::try_acquire(w.dir.path()).expect("try").is_none());
+        let e = ApplyLock::acquire(w.dir.path(), Duration::from_millis(20)).expect_err("busy");
+        assert_eq!(e.code(), ErrorCode::Busy);
+        assert_eq!(e.details()["waited_ms"], 20);
+        drop(held);
+        assert!(ApplyLock::try_acquire(w.dir.path()).expect("try").is_some());
+    }
 }

@@ -182,16 +182,20 @@ impl Engine {
                 busy_timeout: options.busy_timeout,
             },
         )?;
-        let engine = Engine {
+        // Before anything else runs: finish what a crashed applier left.
+        crate::apply::recover(crate::apply::Env {
+            store: &store,
+            workspace: &workspace,
+            durability: options.durability,
+            clock: options.clock.as_ref(),
+        })?;
+        Ok(Engine {
             root: root.to_path_buf(),
             workspace,
             store,
             options,
             ids: IdGenerator::default(),
-        };
-        // Before anything else runs: finish what a crashed applier left.
-        crate::apply::recover(&engine)?;
-        Ok(engine)
+        })
     }
 
     /// A handle that makes every call as `actor`: the typed API, one
@@ -281,6 +285,16 @@ impl Engine {
     /// The engine clock's time.
     pub fn now(&self) -> Timestamp {
         self.options.clock.now()
+    }
+
+    /// What the transaction engine works with.
+    pub(crate) fn tx_env(&self) -> crate::apply::Env<'_> {
+        crate::apply::Env {
+            store: &self.store,
+            workspace: &self.workspace,
+            durability: self.options.durability,
+            clock: self.options.clock.as_ref(),
+        }
     }
 
     pub(crate) fn ids(&self) -> &IdGenerator {

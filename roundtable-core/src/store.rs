@@ -483,6 +483,35 @@ fn migrate(conn: &mut Connection, path: &Path, new: bool) -> Result<(), StoreErr
     }
 }
 
+/// Decode a stored enum spelling (`risk`, `status`…) with serde.
+pub(crate) fn enum_from_sql<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// The stored spelling of an enum value.
+pub(crate) fn enum_to_sql<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => unreachable!("enum values serialize as strings"),
+    }
+}
+
+/// An actor stored as `kind:id`.
+pub(crate) fn actor_from_sql(s: &str) -> rusqlite::Result<Actor> {
+    Actor::parse(s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+/// Decode a stored JSON column.
+pub(crate) fn json_from_sql<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
+    serde_json::from_str(s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
 /// Store `data` in the blob table (once per content) and return its digest.
 pub(crate) fn put_blob(tx: &rusqlite::Transaction<'_>, data: &[u8]) -> rusqlite::Result<Digest> {
     let digest = Digest::of(data);

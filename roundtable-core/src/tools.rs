@@ -495,7 +495,8 @@ fn consistent_read<O>(
         // was left by a crashed applier and writes nothing.
         let unchanged = engine.store().read(ApplyMark::read)? == seen;
         if unchanged
-            && (seen.applying == 0 || crate::apply::ApplyLock::try_acquire(engine)?.is_some())
+            && (seen.applying == 0
+                || crate::apply::ApplyLock::try_acquire(engine.root())?.is_some())
         {
             return Ok(out);
         }

@@ -109,6 +109,48 @@ impl WorkspaceError {
             WorkspaceError::Commit { .. } | WorkspaceError::Undo { .. } => ErrorCode::Io,
         }
     }
+
+    /// Structured details for programs: the path, and what is wrong there.
+    pub fn details(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            WorkspaceError::Apply(a) => apply_details(a),
+            WorkspaceError::Path(p) => json!({"path": p.path, "reason": p.reason}),
+            WorkspaceError::Symlink { path, link } => json!({"path": path, "symlink": link}),
+            WorkspaceError::Special { path, kind } => json!({"path": path, "type": kind}),
+            WorkspaceError::Precondition {
+                path,
+                expected,
+                actual,
+            } => json!({"path": path, "expected": expected, "actual": actual}),
+            WorkspaceError::Commit { path, .. } | WorkspaceError::Undo { path, .. } => {
+                json!({"path": path})
+            }
+            _ => json!({}),
+        }
+    }
+
+    /// `{"code", "message", "details"}`: how the error is recorded (in a
+    /// failed transaction's row) and returned.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"code": self.code(), "message": self.to_string(), "details": self.details()})
+    }
+}
+
+/// The details of an [`ApplyError`]: the path and hunk, and the file type
+/// when the path is not a regular file.
+pub(crate) fn apply_details(a: &ApplyError) -> serde_json::Value {
+    use serde_json::json;
+    match a {
+        ApplyError::Hunk { path, hunk, reason } => {
+            json!({"path": String::from_utf8_lossy(path), "hunk": hunk, "reason": reason})
+        }
+        ApplyError::Tree(t) => match t.source.downcast_ref::<WorkspaceError>() {
+            Some(WorkspaceError::Special { path, kind }) => json!({"path": path, "type": kind}),
+            _ => json!({"path": String::from_utf8_lossy(&t.path)}),
+        },
+        a => json!({"path": String::from_utf8_lossy(a.path())}),
+    }
 }
 
 /// The applier reads through [`Tree`], whose error boxes ours: take it back

@@ -477,8 +477,8 @@ fn waiting_out_the_apply_lock_is_busy_and_changes_nothing() {
     claim(&w, "file:hello.txt");
     let pid = approved(&w, crate::tools::PATCH);
     // Another applier (here: this test) holds the lock past the wait.
-    let held =
-        roundtable::apply::ApplyLock::acquire(&w.engine, Duration::from_secs(1)).expect("lock");
+    let held = roundtable::apply::ApplyLock::acquire(w.engine.root(), Duration::from_secs(1))
+        .expect("lock");
     let err = refused_apply(
         &w,
         json!({"proposal_id": pid, "revision": 1}),

@@ -1,6 +1,6 @@
 //! [`ToolError`]: the one error shape every tool call returns.
 
-use crate::diff::{self, ApplyError};
+use crate::diff;
 use crate::workspace::WorkspaceError;
 use crate::ErrorCode;
 use serde::{Deserialize, Serialize};
@@ -130,49 +130,35 @@ impl From<crate::state::StateError> for ToolError {
     }
 }
 
-fn apply_details(a: &ApplyError) -> Value {
-    match a {
-        ApplyError::Hunk { path, hunk, reason } => {
-            json!({"path": String::from_utf8_lossy(path), "hunk": hunk, "reason": reason})
-        }
-        ApplyError::Tree(t) => match t.source.downcast_ref::<WorkspaceError>() {
-            Some(WorkspaceError::Special { path, kind }) => json!({"path": path, "type": kind}),
-            _ => json!({"path": String::from_utf8_lossy(&t.path)}),
-        },
-        a => json!({"path": String::from_utf8_lossy(a.path())}),
-    }
-}
-
 impl From<crate::changeset::ChangesetError> for ToolError {
     fn from(e: crate::changeset::ChangesetError) -> ToolError {
         use crate::changeset::ChangesetError as C;
         let details = match &e {
             C::Path(p) => json!({"path": p.path, "reason": p.reason}),
-            C::Apply(a) => apply_details(a),
+            C::Apply(a) => crate::workspace::apply_details(a),
             C::Stale { path } => json!({"path": path}),
         };
         ToolError::new(e.code(), e.to_string(), details).with_source(e)
     }
 }
 
+impl From<crate::apply::TransactionError> for ToolError {
+    fn from(e: crate::apply::TransactionError) -> ToolError {
+        use crate::apply::TransactionError as T;
+        match e {
+            // The cause's own error, as the tools have always reported it
+            // (with the failed transaction's id).
+            T::Workspace(w) => ToolError::from(w),
+            T::Sqlite(s) => ToolError::from(s),
+            T::Store(s) => ToolError::from(s),
+            e => ToolError::new(e.code(), e.to_string(), e.details()).with_source(e),
+        }
+    }
+}
+
 impl From<WorkspaceError> for ToolError {
     fn from(e: WorkspaceError) -> ToolError {
-        let details = match &e {
-            WorkspaceError::Apply(a) => apply_details(a),
-            WorkspaceError::Path(p) => json!({"path": p.path, "reason": p.reason}),
-            WorkspaceError::Symlink { path, link } => json!({"path": path, "symlink": link}),
-            WorkspaceError::Special { path, kind } => json!({"path": path, "type": kind}),
-            WorkspaceError::Precondition {
-                path,
-                expected,
-                actual,
-            } => json!({"path": path, "expected": expected, "actual": actual}),
-            WorkspaceError::Commit { path, .. } | WorkspaceError::Undo { path, .. } => {
-                json!({"path": path})
-            }
-            _ => json!({}),
-        };
-        ToolError::new(e.code(), e.to_string(), details).with_source(e)
+        ToolError::new(e.code(), e.to_string(), e.details()).with_source(e)
     }
 }
 

@@ -52,33 +52,7 @@ impl ProposalStatus {
     }
 }
 
-/// Decode a stored enum spelling (`risk`, `status`…) with serde.
-pub(crate) fn enum_from_sql<T: for<'de> Deserialize<'de>>(s: &str) -> rusqlite::Result<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
-
-/// The stored spelling of an enum value.
-pub(crate) fn enum_to_sql<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => unreachable!("enum values serialize as strings"),
-    }
-}
-
-/// An actor stored as `kind:id`.
-pub(crate) fn actor_from_sql(s: &str) -> rusqlite::Result<Actor> {
-    Actor::parse(s).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
-
-fn json_from_sql<T: for<'de> Deserialize<'de>>(s: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(s).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
+pub(crate) use crate::store::{actor_from_sql, enum_from_sql, enum_to_sql, json_from_sql};
 
 /// A registered agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

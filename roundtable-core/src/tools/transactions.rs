@@ -67,7 +67,7 @@ fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
     if let Some(v) = replayed(key)? {
         return Ok(Begun::Replayed(v));
     }
-    let lock = ApplyLock::acquire(engine, engine.options().busy_timeout)?;
+    let lock = ApplyLock::acquire(engine.root(), engine.options().busy_timeout)?;
     if let Some(v) = replayed(key)? {
         return Ok(Begun::Replayed(v));
     }
@@ -276,8 +276,8 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // Validation read the claims in its own transaction; one granted to
     // another agent since (before this journal) would be overrun by the
     // apply and be stale at birth, so the journal's transaction checks again.
-    let guard = |cx: &Cx<'_>| -> Result<(), ToolError> {
-        for other in live_write_claims(cx.tx, None, cx.now)? {
+    let guard = |tx: &rusqlite::Transaction<'_>, now: Timestamp| -> Result<(), ToolError> {
+        for other in live_write_claims(tx, None, now)? {
             if other.agent_id == proposal.author {
                 continue;
             }
@@ -306,55 +306,66 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         snapshot,
         workspace: &ws,
         prune_only: None,
-        guard: Some(&guard),
     };
-    execute(engine, actor, plan, |cx, transaction| {
-        let changed = cx.tx.execute(
+    execute(
+        engine.tx_env(),
+        actor,
+        plan,
+        Some(&guard),
+        |tx, transaction, now| {
+            let cx = &Cx {
+                engine,
+                tx,
+                actor,
+                now,
+            };
+            let changed = cx.tx.execute(
             "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review')",
             params![proposal.id, cx.now.0],
         )?;
-        if changed != 1 {
-            return Err(ToolError::conflict(
-                format!("proposal {} changed status during the apply", proposal.id),
-                json!({"proposal_id": proposal.id}),
-            ));
-        }
-        cx.event(
+            if changed != 1 {
+                return Err(ToolError::conflict(
+                    format!("proposal {} changed status during the apply", proposal.id),
+                    json!({"proposal_id": proposal.id}),
+                ));
+            }
+            cx.event(
             "proposal.applied",
             &proposal.id,
             Some(&proposal.id),
             json!({"revision": args.revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
         )?;
-        let mut released = Vec::new();
-        for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
-            if claim
-                .scope()
-                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
-            {
-                cx.tx.execute(
-                    "UPDATE claims SET released_at = ?2 WHERE id = ?1",
-                    params![claim.id, cx.now.0],
-                )?;
-                cx.event(
-                    "claim.released",
-                    &claim.id,
-                    None,
-                    json!({"token": claim.token, "transaction_id": transaction.id}),
-                )?;
-                released.push(claim.id);
+            let mut released = Vec::new();
+            for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
+                if claim
+                    .scope()
+                    .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+                {
+                    cx.tx.execute(
+                        "UPDATE claims SET released_at = ?2 WHERE id = ?1",
+                        params![claim.id, cx.now.0],
+                    )?;
+                    cx.event(
+                        "claim.released",
+                        &claim.id,
+                        None,
+                        json!({"token": claim.token, "transaction_id": transaction.id}),
+                    )?;
+                    released.push(claim.id);
+                }
             }
-        }
-        let out = Applied {
-            transaction: transaction.clone(),
-            proposal: Proposal::load(cx.tx, &proposal.id)?,
-            released_claims: released,
-            validation: report,
-        };
-        if let Some(key) = &key {
-            remember(cx, key, NAME, &request, &out)?;
-        }
-        Ok(out)
-    })
+            let out = Applied {
+                transaction: transaction.clone(),
+                proposal: Proposal::load(cx.tx, &proposal.id)?,
+                released_claims: released,
+                validation: report,
+            };
+            if let Some(key) = &key {
+                remember(cx, key, NAME, &request, &out)?;
+            }
+            Ok(out)
+        },
+    )
 }
 
 /// Arguments of `transaction.rollback`.
@@ -425,7 +436,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             json!({"transaction_id": original.id, "paths": moved.iter().map(|r| json!({"path": r.path, "expected": r.after, "actual": r.actual})).collect::<Vec<_>>()}),
         ));
     }
-    let changeset = restore_changeset(engine, &files, &reports)?;
+    let changeset = restore_changeset(engine.store(), &files, &reports)?;
     let snapshot = snapshot(&ws, &changeset)?;
     let plan = Plan {
         id: engine.ids().next("tx", engine.now().0),
@@ -437,27 +448,38 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         snapshot,
         workspace: &ws,
         prune_only: Some(created),
-        guard: None,
     };
-    execute(engine, actor, plan, |cx, transaction| {
-        cx.tx.execute(
+    execute(
+        engine.tx_env(),
+        actor,
+        plan,
+        None,
+        |tx, transaction, now| {
+            let cx = &Cx {
+                engine,
+                tx,
+                actor,
+                now,
+            };
+            cx.tx.execute(
             "UPDATE transactions SET status = 'rolled_back' WHERE id = ?1 AND status = 'applied'",
             [&original.id],
         )?;
-        cx.event(
-            "transaction.rolled_back",
-            &original.id,
-            Some(&original.proposal_id),
-            json!({"rollback_transaction_id": transaction.id}),
-        )?;
-        let out = RolledBack {
-            transaction: transaction.clone(),
-        };
-        if let Some(key) = &key {
-            remember(cx, key, NAME, &request, &out)?;
-        }
-        Ok(out)
-    })
+            cx.event(
+                "transaction.rolled_back",
+                &original.id,
+                Some(&original.proposal_id),
+                json!({"rollback_transaction_id": transaction.id}),
+            )?;
+            let out = RolledBack {
+                transaction: transaction.clone(),
+            };
+            if let Some(key) = &key {
+                remember(cx, key, NAME, &request, &out)?;
+            }
+            Ok(out)
+        },
+    )
 }
 
 /// Arguments of the tools that read one transaction.

@@ -323,12 +323,12 @@ fn run(command: Command) -> Result<String, ToolError> {
         }
         Command::Demo { keep, json: false } => {
             let result = demo::run(keep, &mut |line| print(line))?;
-            Ok(match result["root"].as_str() {
+            Ok(match result.root {
                 Some(root) => format!("ok: every step checked; the repository is kept at {root}"),
                 None => "ok: every step checked".to_owned(),
             })
         }
-        Command::Demo { keep, json: true } => to_json(&demo::run(keep, &mut |_| {})?),
+        Command::Demo { keep, json: true } => to_json_sorted(&demo::run(keep, &mut |_| {})?),
         Command::Human(command) => human::run(command),
     }
 }

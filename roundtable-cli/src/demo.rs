@@ -11,7 +11,19 @@
 //! chain verifies. Every step's result is checked: the demo fails if any is
 //! not what it should be.
 
-use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, ToolError};
+use roundtable::apply::Transaction;
+use roundtable::policy::RoleNeed;
+use roundtable::session::{
+    AcquireClaim, ApplyRevision, Approve, AttachPatch, CastVote, CreateProposal, CreateTask,
+    GetTransaction, ListPhases, ProposalStatus, RecordSecurityReview, RegisterAgent, RequestReview,
+    Risk, Rollback, TransactionDetail, Validate, ValidationReport, Verdict, VoteValue,
+};
+use roundtable::tools::claims::Claim;
+use roundtable::tools::records::Revision;
+use roundtable::tools::transactions::Phase;
+use roundtable::tools::validate::StageStatus;
+use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, Resource, ToolError};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::fs;
 use std::path::Path;
@@ -82,31 +94,104 @@ fn id(s: &str) -> Result<Id, ToolError> {
     Id::new(s).map_err(|e| ToolError::new(ErrorCode::InvalidArgument, e.to_string(), json!({})))
 }
 
-fn text<'v>(v: &'v Value, pointer: &str) -> Result<&'v str, ToolError> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .ok_or_else(|| fail(format!("no {pointer} in the result")))
+fn resource(spelled: &str) -> Result<Resource, ToolError> {
+    spelled.parse().map_err(|e: roundtable::ResourceError| {
+        ToolError::new(ErrorCode::InvalidArgument, e.to_string(), json!({}))
+    })
+}
+
+/// Whether the report's stage `name` has `status`.
+fn stage_is(report: &ValidationReport, name: &str, status: StageStatus) -> bool {
+    report
+        .stages
+        .iter()
+        .any(|s| s.name == name && s.status == status)
+}
+
+/// Strings as a JSON array (`["bob","sam"]`), the way the lines show lists.
+fn list(items: &[String]) -> String {
+    Value::from(items.to_vec()).to_string()
 }
 
 /// A readable one-line summary of a validation report.
-fn report_line(report: &Value) -> String {
-    let stages = report["stages"].as_array().cloned().unwrap_or_default();
-    if report["valid"] == true {
+fn report_line(report: &ValidationReport) -> String {
+    if report.valid {
         return "valid: every gate passes".into();
     }
-    let failed: Vec<String> = stages
+    let failed: Vec<String> = report
+        .stages
         .iter()
-        .filter(|s| s["status"] == "failed")
+        .filter(|s| s.status == StageStatus::Failed)
         .map(|s| {
-            let first = s["reasons"]
-                .as_array()
-                .and_then(|r| r.iter().find(|r| r.get("message").is_some()))
-                .and_then(|r| r["message"].as_str())
+            // A stage's reasons are JSON objects (so typed in core), each
+            // with a `message`.
+            let first = s
+                .reasons
+                .iter()
+                .find_map(|r| r.get("message"))
+                .and_then(Value::as_str)
                 .unwrap_or("");
-            format!("{} ({first})", s["name"].as_str().unwrap_or("?"))
+            format!("{} ({first})", s.name)
         })
         .collect();
     format!("not valid — {}", failed.join("; "))
+}
+
+/// What a step records in the demo's result, beside its name.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum StepData {
+    Register {
+        agents: [&'static str; 3],
+        human: &'static str,
+    },
+    Claim {
+        claim: Claim,
+    },
+    Propose {
+        proposal: String,
+        revision: Revision,
+    },
+    Report {
+        report: ValidationReport,
+    },
+    Revise {
+        revision: Revision,
+        report: ValidationReport,
+    },
+    Review {
+        review_plan: Vec<RoleNeed>,
+    },
+    Transaction {
+        transaction: Transaction,
+    },
+    Show {
+        transaction: TransactionDetail,
+        phases: Vec<Phase>,
+    },
+    Audit {
+        events: u64,
+        head_digest: String,
+    },
+}
+
+/// One step of the demo's result: its name and what it recorded.
+#[derive(Serialize)]
+struct Step {
+    step: &'static str,
+    #[serde(flatten)]
+    data: StepData,
+}
+
+/// The demo's result (`roundtable demo --json`).
+#[derive(Serialize)]
+pub(crate) struct Demo {
+    ok: bool,
+    /// Where the repository is kept (`--keep`), else `null`.
+    pub(crate) root: Option<String>,
+    /// Whether it is a git repository.
+    git: bool,
+    steps: Vec<Step>,
 }
 
 /// Set up a git repository with one commit, if git is installed.
@@ -135,7 +220,7 @@ fn git_init(root: &Path) -> bool {
 }
 
 /// Run the demo; `say` receives each readable line as it happens.
-pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolError> {
+pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolError> {
     let dir = tempfile::Builder::new()
         .prefix("roundtable-demo-")
         .tempdir()
@@ -146,11 +231,9 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     fs::write(root.join("README.md"), "demo project\n").map_err(io)?;
     let git = git_init(root);
     let mut steps = Vec::new();
-    let mut step = |name: &str, line: String, data: Value, say: &mut dyn FnMut(&str)| {
+    let mut step = |name: &'static str, line: String, data: StepData, say: &mut dyn FnMut(&str)| {
         say(&format!("{:>2}. {name:<9} {line}", steps.len() + 1));
-        let mut data = data;
-        data["step"] = json!(name);
-        steps.push(data);
+        steps.push(Step { step: name, data });
     };
     say(&format!(
         "roundtable demo: one governed change in {} ({})",
@@ -163,231 +246,203 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     ));
 
     let engine = Engine::open(root, EngineOptions::default())?;
-    let host = Actor::orchestrator(id("host")?);
-    let alice = Actor::agent(id("alice")?);
-    let bob = Actor::agent(id("bob")?);
-    let sam = Actor::agent(id("sam")?);
-    let carol = Actor::human(id("carol")?);
-    let call = |tool: &str, args: Value, actor: &Actor| engine.call(tool, args, actor);
+    let host = engine.session(Actor::orchestrator(id("host")?));
+    let alice = engine.session(Actor::agent(id("alice")?));
+    let bob = engine.session(Actor::agent(id("bob")?));
+    let sam = engine.session(Actor::agent(id("sam")?));
+    let carol = engine.session(Actor::human(id("carol")?));
 
-    call(
-        "agent.register",
-        json!({"agent_id": "alice", "roles": ["author"]}),
-        &host,
-    )?;
-    call(
-        "agent.register",
-        json!({"agent_id": "bob", "roles": ["reviewer"]}),
-        &host,
-    )?;
-    call(
-        "agent.register",
-        json!({"agent_id": "sam", "roles": ["reviewer", "security"]}),
-        &host,
-    )?;
-    call(
-        "task.create",
-        json!({"task_id": "excited-greeting", "title": "Greet with more enthusiasm"}),
-        &host,
-    )?;
+    host.setup()
+        .register_agent(RegisterAgent::new("alice").roles(["author"]))?;
+    host.setup()
+        .register_agent(RegisterAgent::new("bob").roles(["reviewer"]))?;
+    host.setup()
+        .register_agent(RegisterAgent::new("sam").roles(["reviewer", "security"]))?;
+    host.setup().create_task(CreateTask::new(
+        "excited-greeting",
+        "Greet with more enthusiasm",
+    ))?;
     step(
         "register",
         "author alice; reviewers bob and sam (security); human carol approves; task excited-greeting".into(),
-        json!({"agents": ["alice", "bob", "sam"], "human": "carol"}),
+        StepData::Register {
+            agents: ["alice", "bob", "sam"],
+            human: "carol",
+        },
         say,
     );
 
     // A symbol claim: alice may change `greet`, nothing else.
-    let claim = call(
-        "claim.acquire",
-        json!({"resource_id": "symbol:src/lib.rs#greet", "type": "write", "ttl_s": 900, "task_id": "excited-greeting"}),
-        &alice,
-    )?;
-    let clash = call(
-        "claim.acquire",
-        json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 900}),
-        &bob,
-    )
-    .err()
-    .map(|e| e.code());
+    let claim = alice
+        .claims()
+        .acquire(
+            AcquireClaim::write(resource("symbol:src/lib.rs#greet")?, 900)
+                .task_id("excited-greeting"),
+        )?
+        .claim;
+    let clash = bob
+        .claims()
+        .acquire(AcquireClaim::write(resource("file:src/lib.rs")?, 900))
+        .err()
+        .map(|e| e.code());
     verify(
         clash == Some(ErrorCode::Conflict),
         "an overlapping write claim is refused",
     )?;
+    let span = claim
+        .span
+        .ok_or_else(|| fail("a symbol claim has a line span"))?;
     step(
         "claim",
         format!(
             "alice holds symbol:src/lib.rs#greet (lines {}-{}), fencing token {}; bob's claim on the whole file is refused (conflict)",
-            claim["claim"]["span"]["start"], claim["claim"]["span"]["end"], claim["claim"]["token"]
+            span.start, span.end, claim.token
         ),
-        json!({"claim": claim["claim"]}),
+        StepData::Claim { claim },
         say,
     );
 
-    let created = call(
-        "proposal.create",
-        json!({"task_id": "excited-greeting", "title": "Greet with an exclamation mark",
-               "summary_md": "`greet` ends with `!`.", "risk": "critical", "patch": FIRST_PATCH,
-               "affected_resources": ["symbol:src/lib.rs#greet"]}),
-        &alice,
+    let created = alice.proposals().create(
+        CreateProposal::patch(
+            "excited-greeting",
+            "Greet with an exclamation mark",
+            "`greet` ends with `!`.",
+            FIRST_PATCH,
+        )
+        .risk(Risk::Critical)
+        .resources(["symbol:src/lib.rs#greet"]),
     )?;
-    let pid = text(&created, "/proposal/id")?.to_owned();
+    let pid = created.proposal.id;
     step(
         "propose",
         format!("{pid} revision 1 (risk critical): modifies src/lib.rs"),
-        json!({"proposal": pid, "revision": created["revision"]}),
+        StepData::Propose {
+            proposal: pid.clone(),
+            revision: created.revision,
+        },
         say,
     );
 
-    let first = call("patch.validate", json!({"proposal_id": pid}), &host)?;
-    let coverage_failed = first["stages"].as_array().is_some_and(|s| {
-        s.iter()
-            .any(|s| s["name"] == "coverage" && s["status"] == "failed")
-    });
+    let first = host.validation().validate(Validate::new(&pid))?;
     verify(
-        first["valid"] == false && coverage_failed,
+        !first.valid && stage_is(&first, "coverage", StageStatus::Failed),
         "revision 1 is not covered by the claim",
     )?;
     step(
         "validate",
         report_line(&first),
-        json!({"report": first}),
+        StepData::Report { report: first },
         say,
     );
 
-    let revised = call(
-        "proposal.attach_patch",
-        json!({"proposal_id": pid, "expected_revision": 1, "patch": SECOND_PATCH,
-               "note_md": "Only `greet` changes now."}),
-        &alice,
+    let revised = alice.proposals().attach_patch(
+        AttachPatch::patch(&pid, 1, SECOND_PATCH).note_md("Only `greet` changes now."),
     )?;
-    verify(revised["revision"]["number"] == 2, "revision 2")?;
-    let second = call("patch.validate", json!({"proposal_id": pid}), &host)?;
-    let coverage_passed = second["stages"].as_array().is_some_and(|s| {
-        s.iter()
-            .any(|s| s["name"] == "coverage" && s["status"] == "passed")
-    });
-    verify(coverage_passed, "revision 2 is covered")?;
+    verify(revised.revision.number == 2, "revision 2")?;
+    let second = host.validation().validate(Validate::new(&pid))?;
+    verify(
+        stage_is(&second, "coverage", StageStatus::Passed),
+        "revision 2 is covered",
+    )?;
     step(
         "revise",
         format!("revision 2 changes only greet; {}", report_line(&second)),
-        json!({"revision": revised["revision"], "report": second}),
+        StepData::Revise {
+            revision: revised.revision,
+            report: second,
+        },
         say,
     );
 
-    let requested = call(
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        &alice,
-    )?;
-    let plan: Vec<String> = requested["review_plan"]
-        .as_array()
-        .map(|needs| {
-            needs
-                .iter()
-                .map(|n| {
-                    format!(
-                        "{} ← {}",
-                        n["requirement"].as_str().unwrap_or("?"),
-                        n["candidates"]
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let requested = alice.proposals().request_review(RequestReview::new(&pid))?;
+    let plan: Vec<String> = requested
+        .review_plan
+        .iter()
+        .map(|n| format!("{} ← {}", n.requirement, list(&n.candidates)))
+        .collect();
     step(
         "review",
         format!("review plan: {}", plan.join("; ")),
-        json!({"review_plan": requested["review_plan"]}),
+        StepData::Review {
+            review_plan: requested.review_plan,
+        },
         say,
     );
 
-    let own = call(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 2, "vote": "approve"}),
-        &alice,
-    )
-    .err()
-    .map(|e| e.code());
+    let own = alice
+        .evidence()
+        .vote(CastVote::approve(&pid, 2))
+        .err()
+        .map(|e| e.code());
     verify(own == Some(ErrorCode::Forbidden), "the author cannot vote")?;
-    call(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 2, "vote": "approve", "reason_md": "Reads well."}),
-        &bob,
+    bob.evidence()
+        .vote(CastVote::approve(&pid, 2).reason("Reads well."))?;
+    sam.evidence().vote(
+        CastVote::new(&pid, 2, VoteValue::ApproveWithNotes)
+            .reason("Fine; no input reaches the format string."),
     )?;
-    call(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 2, "vote": "approve_with_notes", "reason_md": "Fine; no input reaches the format string."}),
-        &sam,
+    sam.evidence().security_review(
+        RecordSecurityReview::new(&pid, 2, Verdict::Pass).note_md("No security impact."),
     )?;
-    call(
-        "security.review",
-        json!({"proposal_id": pid, "revision": 2, "verdict": "pass", "note_md": "No security impact."}),
-        &sam,
-    )?;
-    call(
-        "human.approve",
-        json!({"proposal_id": pid, "revision": 2, "note_md": "Ship it."}),
-        &carol,
-    )?;
-    let ready = call("patch.validate", json!({"proposal_id": pid}), &host)?;
-    verify(ready["valid"] == true, "valid once approved")?;
+    carol
+        .evidence()
+        .approve(Approve::new(&pid, 2).note_md("Ship it."))?;
+    let ready = host.validation().validate(Validate::new(&pid))?;
+    verify(ready.valid, "valid once approved")?;
     step(
         "approve",
         format!("bob and sam approve revision 2, sam passes the security review, carol approves as a human; {}", report_line(&ready)),
-        json!({"report": ready}),
+        StepData::Report { report: ready },
         say,
     );
 
-    let applied = call(
-        "patch.apply",
-        json!({"proposal_id": pid, "revision": 2}),
-        &host,
-    )?;
-    let tid = text(&applied, "/transaction/id")?.to_owned();
+    let applied = host.transactions().apply(ApplyRevision::new(&pid, 2))?;
+    let tid = applied.transaction.id.clone();
     let after = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
     verify(
-        after.contains("Hello, {name}!") && applied["proposal"]["status"] == "applied",
+        after.contains("Hello, {name}!") && applied.proposal.status == ProposalStatus::Applied,
         "the change landed",
     )?;
     step(
         "apply",
         format!(
             "transaction {tid}: {} ({} file), proposal applied, claims released: {}",
-            applied["transaction"]["status"].as_str().unwrap_or("?"),
-            applied["transaction"]["file_count"],
-            applied["released_claims"]
+            applied.transaction.status.as_str(),
+            applied.transaction.file_count,
+            list(&applied.released_claims)
         ),
-        json!({"transaction": applied["transaction"]}),
+        StepData::Transaction {
+            transaction: applied.transaction,
+        },
         say,
     );
 
-    let shown = call("transaction.get", json!({"transaction_id": tid}), &host)?;
-    let phases = call("transaction.phases", json!({"transaction_id": tid}), &host)?;
-    let names: Vec<&str> = phases["phases"]
-        .as_array()
-        .map(|p| p.iter().filter_map(|p| p["phase"].as_str()).collect())
-        .unwrap_or_default();
-    let file = &shown["files"][0];
+    let shown = host.transactions().get(GetTransaction::new(&tid))?;
+    let phases = host.transactions().phases(ListPhases::new(&tid))?.phases;
+    let names: Vec<&str> = phases.iter().map(|p| p.phase.as_str()).collect();
+    let file = shown
+        .files
+        .first()
+        .ok_or_else(|| fail("the transaction journals src/lib.rs"))?;
+    let line = format!(
+        "{}: {} {} → {}; phases {}",
+        file.path,
+        file.operation,
+        file.before_digest.as_deref().unwrap_or("absent"),
+        file.after_digest.as_deref().unwrap_or("absent"),
+        names.join(" → ")
+    );
     step(
         "show",
-        format!(
-            "{}: {} {} → {}; phases {}",
-            file["path"].as_str().unwrap_or("?"),
-            file["operation"].as_str().unwrap_or("?"),
-            file["before_digest"].as_str().unwrap_or("absent"),
-            file["after_digest"].as_str().unwrap_or("absent"),
-            names.join(" → ")
-        ),
-        json!({"transaction": shown, "phases": phases["phases"]}),
+        line,
+        StepData::Show {
+            transaction: shown,
+            phases,
+        },
         say,
     );
 
-    let rolled = call(
-        "transaction.rollback",
-        json!({"transaction_id": tid}),
-        &host,
-    )?;
+    let rolled = host.transactions().rollback(Rollback::new(&tid))?;
     let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
     verify(
         restored == LIB_RS,
@@ -397,22 +452,26 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
         "rollback",
         format!(
             "transaction {} restored src/lib.rs byte for byte; {tid} is rolled_back",
-            text(&rolled, "/transaction/id")?
+            rolled.transaction.id
         ),
-        json!({"transaction": rolled["transaction"]}),
+        StepData::Transaction {
+            transaction: rolled.transaction,
+        },
         say,
     );
 
-    let chain = call("events.verify", json!({}), &host)?;
-    verify(chain["valid"] == true, "the audit log verifies")?;
+    let chain = host.events().verify()?;
+    verify(chain.valid, "the audit log verifies")?;
     step(
         "audit",
         format!(
             "{} events, hash chain valid, head {}",
-            chain["checked"],
-            chain["head_digest"].as_str().unwrap_or("?")
+            chain.checked, chain.head_digest
         ),
-        json!({"events": chain["checked"], "head_digest": chain["head_digest"]}),
+        StepData::Audit {
+            events: chain.checked,
+            head_digest: chain.head_digest,
+        },
         say,
     );
 
@@ -422,5 +481,10 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Value, ToolEr
     } else {
         None
     };
-    Ok(json!({"ok": true, "root": location, "git": git, "steps": steps}))
+    Ok(Demo {
+        ok: true,
+        root: location,
+        git,
+        steps,
+    })
 }

@@ -1,7 +1,7 @@
 //! The commands a person uses: `show`, `approve`, `reject`, `status` and
 //! `events`. Readable text by default, JSON with `--json`; every one goes
-//! through the tools ([`Engine::call`]), so it sees and refuses exactly what
-//! an agent would.
+//! through the typed session API ([`Engine::session`]), which runs the
+//! tools, so it sees and refuses exactly what an agent would.
 //!
 //! Whatever the store holds was chosen by someone else (an agent's diff,
 //! file names, reasons, ids): the readable output escapes every control
@@ -10,8 +10,20 @@
 
 use crate::terminal;
 use clap::{Args, Subcommand};
-use roundtable::{Actor, ActorKind, Engine, EngineOptions, ErrorCode, Id, ToolError};
+use roundtable::apply::Transaction;
+use roundtable::policy::{Requirement, RequirementStatus};
+use roundtable::session::{
+    Approve, ClaimStatus, Cursor, GetProposal, GetProposalStatus, ListClaims, ListEvents,
+    ListProposals, ListTransactions, ProposalDiff, ProposalStatus, Reject, Validate,
+};
+use roundtable::tools::claims::Claim;
+use roundtable::tools::records::{Event, Proposal};
+use roundtable::tools::review::NextActor;
+use roundtable::{Actor, ActorKind, Engine, EngineOptions, ErrorCode, Id, Session, ToolError};
+use serde::Serialize;
 use serde_json::{json, Value};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -180,10 +192,6 @@ fn open(common: &Common) -> Result<Engine, ToolError> {
     })
 }
 
-fn call(engine: &Engine, tool: &str, args: Value, actor: &Actor) -> Result<Value, ToolError> {
-    spinner(tool, || engine.call(tool, args, actor))
-}
-
 /// Run a human command; its output text.
 pub(crate) fn run(command: HumanCommand) -> Result<String, ToolError> {
     match command {
@@ -214,56 +222,59 @@ pub(crate) fn run(command: HumanCommand) -> Result<String, ToolError> {
     }
 }
 
-fn s<'v>(v: &'v Value, key: &str) -> &'v str {
-    v[key].as_str().unwrap_or("?")
+/// A string from the store as a person may see it: every unsafe
+/// character escaped.
+fn esc(text: &str) -> Cow<'_, str> {
+    terminal::escape(text, &[])
 }
 
-fn actor_name(a: &Value) -> String {
-    format!("{}:{}", s(a, "kind"), s(a, "id"))
+/// Strings from the store, each escaped, joined with `sep`.
+fn esc_join(items: &[String], sep: &str) -> String {
+    items.iter().map(|s| esc(s)).collect::<Vec<_>>().join(sep)
 }
 
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+/// The stable spelling of an enum value (`critical`, `rollback`): what
+/// its JSON says.
+fn spelling(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(s)) => s,
+        _ => "?".to_owned(),
+    }
 }
 
-/// Every page of a listing tool.
-fn all_pages(engine: &Engine, tool: &str, args: Value, key: &str) -> Result<Vec<Value>, ToolError> {
-    let actor = reader()?;
+/// Every record of a listing: `page` fetches the page after a cursor (the
+/// first page for none) and returns its records and `next_cursor`.
+fn all_pages<T>(
+    mut page: impl FnMut(Option<Cursor>) -> Result<(Vec<T>, Option<Cursor>), ToolError>,
+) -> Result<Vec<T>, ToolError> {
     let mut out = Vec::new();
-    let mut args = args;
+    let mut cursor = None;
     loop {
-        let page = call(engine, tool, args.clone(), &actor)?;
-        out.extend(page[key].as_array().cloned().unwrap_or_default());
-        match &page["next_cursor"] {
-            Value::String(c) => args["cursor"] = json!(c),
-            _ => return Ok(out),
+        let (records, next) = page(cursor)?;
+        out.extend(records);
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(out),
         }
     }
 }
 
 /// Every event after `since` (all pages).
 fn events_after(
-    engine: &Engine,
+    reader: &Session<'_>,
     since: u64,
     proposal: Option<&str>,
-) -> Result<Vec<Value>, ToolError> {
-    let actor = reader()?;
+) -> Result<Vec<Event>, ToolError> {
     let mut out = Vec::new();
     let mut since = since;
     loop {
-        let mut args = json!({"since_seq": since, "limit": 1000});
+        let mut list = ListEvents::since(since).limit(1000);
         if let Some(p) = proposal {
-            args["proposal_id"] = json!(p);
+            list = list.proposal_id(p);
         }
-        let page = call(engine, "events.list", args, &actor)?;
-        out.extend(page["events"].as_array().cloned().unwrap_or_default());
-        match page["next_since_seq"].as_u64() {
+        let page = spinner("events.list", || reader.events().list(list))?;
+        out.extend(page.events);
+        match page.next_since_seq.and_then(|n| u64::try_from(n).ok()) {
             Some(n) => since = n,
             None => return Ok(out),
         }
@@ -271,12 +282,15 @@ fn events_after(
 }
 
 /// Who can still satisfy an unsatisfied requirement.
-fn who_can(req: &Value, proposal: &str, revision: u64) -> Vec<String> {
-    let candidates = strings(&req["candidates"]);
-    if !candidates.is_empty() {
-        return candidates.iter().map(|c| format!("agent:{c}")).collect();
+fn who_can(req: &Requirement, proposal: &str, revision: u32) -> Vec<String> {
+    if !req.candidates.is_empty() {
+        return req
+            .candidates
+            .iter()
+            .map(|c| format!("agent:{c}"))
+            .collect();
     }
-    let rid = s(req, "id");
+    let rid = req.id.as_str();
     let text = if rid == "human_approval" {
         format!("any person (roundtable approve {proposal} --revision {revision})")
     } else if rid == "no_blocking_votes" {
@@ -291,106 +305,144 @@ fn who_can(req: &Value, proposal: &str, revision: u64) -> Vec<String> {
     vec![text]
 }
 
+/// One policy requirement as `show` reports it.
+#[derive(Serialize)]
+struct RequirementView {
+    id: String,
+    status: RequirementStatus,
+    /// Who made each piece of evidence (`agent:bob (vote-…)`); empty while
+    /// unsatisfied.
+    satisfied_by: Vec<String>,
+    missing: Option<String>,
+    /// Who can still satisfy it; empty unless unsatisfied.
+    who_can: Vec<String>,
+    evidence: Vec<String>,
+}
+
 /// The data `show` prints, readable or as JSON.
-fn show_view(engine: &Engine, proposal: &str, revision: Option<u32>) -> Result<Value, ToolError> {
-    let actor = reader()?;
-    let mut get = json!({"proposal_id": proposal});
+#[derive(Serialize)]
+struct ShowView {
+    proposal: Proposal,
+    /// The revision shown.
+    revision: u32,
+    latest_revision: u32,
+    can_land: bool,
+    stale: bool,
+    /// The revision's validity; `null` when it was not evaluated.
+    valid: Option<bool>,
+    next: Vec<NextActor>,
+    requirements: Vec<RequirementView>,
+    /// The revision's diff, every page (a note for a section that is not
+    /// UTF-8).
+    diff: String,
+}
+
+fn show_view(
+    engine: &Engine,
+    proposal: &str,
+    revision: Option<u32>,
+) -> Result<ShowView, ToolError> {
+    let reader = engine.session(reader()?);
+    let mut get = GetProposal::new(proposal);
     if let Some(r) = revision {
-        get["revision"] = json!(r);
+        get = get.revision(r);
     }
-    let detail = call(engine, "proposal.get", get, &actor)?;
-    let p = &detail["proposal"];
-    let number = detail["revision"]["number"].as_u64().unwrap_or(0);
-    let latest = p["latest_revision"].as_u64().unwrap_or(0);
-    let status = call(
-        engine,
-        "proposal.status",
-        json!({"proposal_id": proposal}),
-        &actor,
-    )?;
+    let detail = spinner("proposal.get", || reader.proposals().get(get))?;
+    let number = detail.revision.number;
+    let latest = detail.proposal.latest_revision;
+    let status = spinner("proposal.status", || {
+        reader.proposals().status(GetProposalStatus::new(proposal))
+    })?;
     // The requirements of the revision shown: the status report's for the
     // latest, a fresh report for an older one; none once it is closed.
     let report = if number == latest {
-        status["validation"].clone()
+        status.validation
     } else {
-        call(
-            engine,
-            "patch.validate",
-            json!({"proposal_id": proposal, "revision": number}),
-            &actor,
-        )
-        .unwrap_or(Value::Null)
+        spinner("patch.validate", || {
+            reader
+                .validation()
+                .validate(Validate::new(proposal).revision(number))
+        })
+        .ok()
     };
     // Evidence ids are record ids; the events say who made each.
-    let by: std::collections::BTreeMap<String, String> = events_after(engine, 0, Some(proposal))?
-        .iter()
-        .map(|e| (s(e, "subject").to_owned(), actor_name(&e["actor"])))
+    let by: BTreeMap<String, String> = events_after(&reader, 0, Some(proposal))?
+        .into_iter()
+        .map(|e| (e.subject, e.actor.to_string()))
         .collect();
-    let requirements: Vec<Value> = report["policy"]["requirements"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|r| {
-            let evidence = strings(&r["evidence"]);
-            let satisfied_by: Vec<String> = evidence
+    let requirements = report
+        .as_ref()
+        .map(|report| {
+            report
+                .policy
+                .requirements
                 .iter()
-                .map(|e| match by.get(e) {
-                    Some(who) => format!("{who} ({e})"),
-                    None => e.clone(),
+                .map(|r| {
+                    let unsatisfied = r.status == RequirementStatus::Unsatisfied;
+                    let satisfied_by = if unsatisfied {
+                        Vec::new()
+                    } else {
+                        r.evidence
+                            .iter()
+                            .map(|e| match by.get(e) {
+                                Some(who) => format!("{who} ({e})"),
+                                None => e.clone(),
+                            })
+                            .collect()
+                    };
+                    RequirementView {
+                        id: r.id.clone(),
+                        status: r.status,
+                        satisfied_by,
+                        missing: r.missing.clone(),
+                        who_can: if unsatisfied {
+                            who_can(r, proposal, latest)
+                        } else {
+                            Vec::new()
+                        },
+                        evidence: r.evidence.clone(),
+                    }
                 })
-                .collect();
-            let unsatisfied = r["status"] == "unsatisfied";
-            json!({
-                "id": r["id"],
-                "status": r["status"],
-                "satisfied_by": if unsatisfied { json!([]) } else { json!(satisfied_by) },
-                "missing": r["missing"],
-                "who_can": if unsatisfied { json!(who_can(r, proposal, latest)) } else { json!([]) },
-                "evidence": r["evidence"],
-            })
+                .collect()
         })
-        .collect();
-    let mut diff = String::new();
-    let mut cursor = Value::Null;
-    loop {
-        let mut args = json!({"proposal_id": proposal, "revision": number, "limit": 100});
-        if !cursor.is_null() {
-            args["cursor"] = cursor;
+        .unwrap_or_default();
+    let sections = all_pages(|cursor| {
+        let mut page = ProposalDiff::new(proposal).revision(number).limit(100);
+        if let Some(c) = cursor {
+            page = page.cursor(c);
         }
-        let page = call(engine, "proposal.diff", args, &actor)?;
-        for f in page["files"].as_array().cloned().unwrap_or_default() {
-            match f["diff"].as_str() {
-                Some(text) => diff.push_str(text),
-                None => {
-                    let path = f["new_path"]
-                        .as_str()
-                        .or(f["old_path"].as_str())
-                        .unwrap_or("?");
-                    let _ = writeln!(
-                        diff,
-                        "# {}: a section that is not UTF-8 (see --json, diff_base64)",
-                        terminal::name(path)
-                    );
-                }
+        let page = spinner("proposal.diff", || reader.proposals().diff(page))?;
+        Ok((page.files, page.next_cursor))
+    })?;
+    let mut diff = String::new();
+    for section in &sections {
+        match &section.diff {
+            Some(text) => diff.push_str(text),
+            None => {
+                let path = section
+                    .new_path
+                    .as_deref()
+                    .or(section.old_path.as_deref())
+                    .unwrap_or("?");
+                let _ = writeln!(
+                    diff,
+                    "# {}: a section that is not UTF-8 (see --json, diff_base64)",
+                    terminal::name(path)
+                );
             }
         }
-        cursor = page["next_cursor"].clone();
-        if cursor.is_null() {
-            break;
-        }
     }
-    Ok(json!({
-        "proposal": p,
-        "revision": number,
-        "latest_revision": latest,
-        "can_land": status["can_land"],
-        "stale": status["stale"],
-        "valid": report["valid"],
-        "next": status["next"],
-        "requirements": requirements,
-        "diff": diff,
-    }))
+    Ok(ShowView {
+        proposal: detail.proposal,
+        revision: number,
+        latest_revision: latest,
+        can_land: status.can_land,
+        stale: status.stale,
+        valid: report.as_ref().map(|r| r.valid),
+        next: status.next,
+        requirements,
+        diff,
+    })
 }
 
 /// Colours, on only when stdout is a terminal (and `$NO_COLOR` is unset).
@@ -422,99 +474,93 @@ impl Paint {
     }
 }
 
-fn next_line(n: &Value) -> String {
-    let mut who = s(n, "actor").to_owned();
-    let roles = strings(&n["roles"]);
-    if !roles.is_empty() {
-        let _ = write!(who, " [{}]", roles.join(", "));
+/// Who acts next and why, every string escaped.
+fn next_line(n: &NextActor) -> String {
+    let mut who = esc(&n.actor).into_owned();
+    if !n.roles.is_empty() {
+        let _ = write!(who, " [{}]", esc_join(&n.roles, ", "));
     }
-    let candidates = strings(&n["candidates"]);
-    if !candidates.is_empty() {
-        let _ = write!(who, " ({})", candidates.join(", "));
+    if !n.candidates.is_empty() {
+        let _ = write!(who, " ({})", esc_join(&n.candidates, ", "));
     }
-    format!("{who}: {}", s(n, "why"))
+    format!("{who}: {}", esc(&n.why))
 }
 
 fn show(proposal: &str, revision: Option<u32>, common: &Common) -> Result<String, ToolError> {
     let engine = open(common)?;
-    let raw = show_view(&engine, proposal, revision)?;
+    let view = show_view(&engine, proposal, revision)?;
     if common.json {
-        return crate::to_json(&raw);
+        return crate::to_json_sorted(&view);
     }
-    // Every string escaped; the diff is escaped line by line below (its
-    // tabs kept).
-    let view = terminal::clean(&raw);
+    // Every string from the store escaped; the diff is escaped line by
+    // line below (its tabs kept).
     let paint = Paint::stdout();
-    let p = &view["proposal"];
+    let p = &view.proposal;
+    let status = p.status.as_str();
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{} {}",
-        paint.wrap("1", s(p, "id")),
-        paint.wrap("1", s(p, "title"))
+        paint.wrap("1", &esc(&p.id)),
+        paint.wrap("1", &esc(&p.title))
     );
-    let _ = writeln!(out, "author:   agent:{}", s(p, "author"));
-    let _ = writeln!(out, "task:     {}", s(p, "task_id"));
-    let _ = writeln!(out, "risk:     {}", s(p, "risk"));
+    let _ = writeln!(out, "author:   agent:{}", esc(&p.author));
+    let _ = writeln!(out, "task:     {}", esc(&p.task_id));
+    let _ = writeln!(out, "risk:     {}", spelling(&p.risk));
     let _ = writeln!(
         out,
-        "status:   {} (revision {} of {})",
-        s(p, "status"),
-        view["revision"],
-        view["latest_revision"]
+        "status:   {status} (revision {} of {})",
+        view.revision, view.latest_revision
     );
-    let open = matches!(s(p, "status"), "pending" | "in_review");
-    if open {
-        let land = if view["can_land"] == true {
+    if matches!(p.status, ProposalStatus::Pending | ProposalStatus::InReview) {
+        let land = if view.can_land {
             paint.wrap("32", "yes")
-        } else if view["stale"] == true {
+        } else if view.stale {
             paint.wrap("31", "no (stale: the files changed since this revision)")
         } else {
             paint.wrap("31", "no")
         };
         let _ = writeln!(out, "can land: {land}");
-        let next = view["next"].as_array().cloned().unwrap_or_default();
-        for (i, n) in next.iter().enumerate() {
+        for (i, n) in view.next.iter().enumerate() {
             let label = if i == 0 { "next:    " } else { "         " };
             let _ = writeln!(out, "{label} {}", next_line(n));
         }
     }
-    let requirements = view["requirements"].as_array().cloned().unwrap_or_default();
-    if requirements.is_empty() {
+    if view.requirements.is_empty() {
         let _ = writeln!(
             out,
-            "\nrequirements: not evaluated (the proposal is {})",
-            s(p, "status")
+            "\nrequirements: not evaluated (the proposal is {status})"
         );
     } else {
         let _ = writeln!(out, "\nrequirements:");
-        for r in &requirements {
-            let line = match s(r, "status") {
-                "satisfied" => {
-                    let by = strings(&r["satisfied_by"]);
-                    let by = if by.is_empty() {
+        for r in &view.requirements {
+            let line = match r.status {
+                RequirementStatus::Satisfied => {
+                    let by = if r.satisfied_by.is_empty() {
                         String::new()
                     } else {
-                        format!(" — by {}", by.join(", "))
+                        format!(" — by {}", esc_join(&r.satisfied_by, ", "))
                     };
-                    format!("{} {}{by}", paint.wrap("32", "✓"), s(r, "id"))
+                    format!("{} {}{by}", paint.wrap("32", "✓"), esc(&r.id))
                 }
-                "unsatisfied" => format!(
+                RequirementStatus::Unsatisfied => format!(
                     "{} {} — {}; can: {}",
                     paint.wrap("31", "✗"),
-                    s(r, "id"),
-                    r["missing"].as_str().unwrap_or("not satisfied"),
-                    strings(&r["who_can"]).join(", ")
+                    esc(&r.id),
+                    esc(r.missing.as_deref().unwrap_or("not satisfied")),
+                    esc_join(&r.who_can, ", ")
                 ),
-                _ => format!("- {} (not applicable)", s(r, "id")),
+                RequirementStatus::NotApplicable => {
+                    format!("- {} (not applicable)", esc(&r.id))
+                }
             };
             let _ = writeln!(out, "  {line}");
         }
     }
-    let _ = writeln!(out, "\ndiff (revision {}):", view["revision"]);
+    let _ = writeln!(out, "\ndiff (revision {}):", view.revision);
     // Split on '\n' only: a carriage return is shown (`\r`), not taken
     // for a line end.
-    let diff = s(&raw, "diff");
+    let diff = view.diff.as_str();
     for line in diff.strip_suffix('\n').unwrap_or(diff).split('\n') {
         let _ = writeln!(out, "{}", paint.diff_line(&terminal::escape(line, &['\t'])));
     }
@@ -530,12 +576,13 @@ fn approve(
 ) -> Result<String, ToolError> {
     let actor = human(actor)?;
     let engine = open(common)?;
-    let mut args = json!({"proposal_id": proposal, "revision": revision});
-    if let Some(n) = note {
-        args["note_md"] = json!(n);
+    let person = engine.session(actor);
+    let mut request = Approve::new(proposal, revision);
+    if let Some(n) = &note {
+        request = request.note_md(n);
     }
-    let out = call(&engine, "human.approve", args, &actor).map_err(|e| {
-        match e.details()["latest_revision"].as_u64() {
+    let out = spinner("human.approve", || person.evidence().approve(request)).map_err(|e| {
+        match e.details().get("latest_revision").and_then(Value::as_u64) {
             Some(latest) if e.code() == ErrorCode::Conflict => ToolError::new(
                 ErrorCode::Conflict,
                 format!(
@@ -548,12 +595,13 @@ fn approve(
         }
     })?;
     if common.json {
-        return crate::to_json(&out);
+        return crate::to_json_sorted(&out);
     }
     Ok(terminal::escape(
         &format!(
-            "approved revision {revision} of {proposal} as {actor} (approval {})",
-            s(&out["approval"], "id")
+            "approved revision {revision} of {proposal} as {} (approval {})",
+            person.actor(),
+            out.approval.id
         ),
         &[],
     )
@@ -568,114 +616,130 @@ fn reject(
 ) -> Result<String, ToolError> {
     let actor = human(actor)?;
     let engine = open(common)?;
-    let out = call(
-        &engine,
-        "patch.reject",
-        json!({"proposal_id": proposal, "reason_md": reason}),
-        &actor,
-    )?;
+    let person = engine.session(actor);
+    let out = spinner("patch.reject", || {
+        person.proposals().reject(Reject::new(proposal, reason))
+    })?;
     if common.json {
-        return crate::to_json(&out);
+        return crate::to_json_sorted(&out);
     }
-    Ok(terminal::escape(&format!("rejected {proposal} as {actor}: {reason}"), &[]).into_owned())
+    Ok(terminal::escape(
+        &format!("rejected {proposal} as {}: {reason}", person.actor()),
+        &[],
+    )
+    .into_owned())
 }
 
 /// How many recent transactions `status` shows.
 const RECENT: usize = 10;
 
-fn status(common: &Common) -> Result<String, ToolError> {
-    let engine = open(common)?;
-    let actor = reader()?;
+/// An open proposal and what it waits for, as `status` reports it.
+#[derive(Serialize)]
+struct OpenProposal {
+    proposal: Proposal,
+    can_land: bool,
+    stale: bool,
+    next: Vec<NextActor>,
+}
+
+/// The data `status` prints, readable or as JSON.
+#[derive(Serialize)]
+struct StatusView {
+    open_proposals: Vec<OpenProposal>,
+    claims: Vec<Claim>,
+    /// The latest transactions, newest first.
+    recent_transactions: Vec<Transaction>,
+}
+
+fn status_view(engine: &Engine) -> Result<StatusView, ToolError> {
+    let reader = engine.session(reader()?);
     let mut proposals = Vec::new();
-    for state in ["pending", "in_review"] {
-        proposals.extend(all_pages(
-            &engine,
-            "proposal.list",
-            json!({"status": state, "limit": 200}),
-            "proposals",
-        )?);
+    for state in [ProposalStatus::Pending, ProposalStatus::InReview] {
+        proposals.extend(all_pages(|cursor| {
+            let mut list = ListProposals::all().status(state).limit(200);
+            if let Some(c) = cursor {
+                list = list.cursor(c);
+            }
+            let page = spinner("proposal.list", || reader.proposals().list(list))?;
+            Ok((page.proposals, page.next_cursor))
+        })?);
     }
     proposals.sort_by(|a, b| {
-        s(a, "created_at")
-            .cmp(s(b, "created_at"))
-            .then(s(a, "id").cmp(s(b, "id")))
+        a.created_at
+            .cmp(&b.created_at)
+            .then_with(|| a.id.cmp(&b.id))
     });
-    let mut open = Vec::new();
-    for p in &proposals {
-        let st = call(
-            &engine,
-            "proposal.status",
-            json!({"proposal_id": p["id"]}),
-            &actor,
-        )?;
-        open.push(json!({
-            "proposal": p,
-            "can_land": st["can_land"],
-            "stale": st["stale"],
-            "next": st["next"],
-        }));
+    let mut open_proposals = Vec::new();
+    for proposal in proposals {
+        let st = spinner("proposal.status", || {
+            reader
+                .proposals()
+                .status(GetProposalStatus::new(&proposal.id))
+        })?;
+        open_proposals.push(OpenProposal {
+            proposal,
+            can_land: st.can_land,
+            stale: st.stale,
+            next: st.next,
+        });
     }
-    let claims = all_pages(
-        &engine,
-        "claim.list",
-        json!({"status": "active", "limit": 200}),
-        "claims",
-    )?;
-    let mut transactions = all_pages(
-        &engine,
-        "transaction.list",
-        json!({"limit": 200}),
-        "transactions",
-    )?;
+    let claims = all_pages(|cursor| {
+        let mut list = ListClaims::all().status(ClaimStatus::Active).limit(200);
+        if let Some(c) = cursor {
+            list = list.cursor(c);
+        }
+        let page = spinner("claim.list", || reader.claims().list(list))?;
+        Ok((page.claims, page.next_cursor))
+    })?;
+    let mut transactions = all_pages(|cursor| {
+        let mut list = ListTransactions::all().limit(200);
+        if let Some(c) = cursor {
+            list = list.cursor(c);
+        }
+        let page = spinner("transaction.list", || reader.transactions().list(list))?;
+        Ok((page.transactions, page.next_cursor))
+    })?;
     let skip = transactions.len().saturating_sub(RECENT);
-    let transactions: Vec<Value> = transactions.drain(skip..).rev().collect();
-    let view =
-        json!({"open_proposals": open, "claims": claims, "recent_transactions": transactions});
+    let recent_transactions = transactions.drain(skip..).rev().collect();
+    Ok(StatusView {
+        open_proposals,
+        claims,
+        recent_transactions,
+    })
+}
+
+fn status(common: &Common) -> Result<String, ToolError> {
+    let engine = open(common)?;
+    let view = status_view(&engine)?;
     if common.json {
-        return crate::to_json(&view);
+        return crate::to_json_sorted(&view);
     }
-    let raw_claims = claims;
-    let view = terminal::clean(&view);
-    let open = view["open_proposals"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let claims = view["claims"].as_array().cloned().unwrap_or_default();
-    let transactions = view["recent_transactions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    // Every string from the store escaped (a resource id quoted when odd).
     let mut out = String::new();
-    let _ = writeln!(out, "open proposals ({}):", open.len());
-    if open.is_empty() {
+    let _ = writeln!(out, "open proposals ({}):", view.open_proposals.len());
+    if view.open_proposals.is_empty() {
         let _ = writeln!(out, "  none");
     }
-    for o in &open {
-        let p = &o["proposal"];
+    for o in &view.open_proposals {
+        let p = &o.proposal;
         let _ = writeln!(
             out,
             "  {} [{}, risk {}, revision {}] {} — by agent:{}",
-            s(p, "id"),
-            s(p, "status"),
-            s(p, "risk"),
-            p["latest_revision"],
-            s(p, "title"),
-            s(p, "author")
+            esc(&p.id),
+            p.status.as_str(),
+            spelling(&p.risk),
+            p.latest_revision,
+            esc(&p.title),
+            esc(&p.author)
         );
-        let state = if o["can_land"] == true {
-            "can land".to_owned()
-        } else if o["stale"] == true {
-            "stale".to_owned()
+        let state = if o.can_land {
+            "can land"
+        } else if o.stale {
+            "stale"
         } else {
-            "waiting".to_owned()
+            "waiting"
         };
-        let next: Vec<String> = o["next"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(next_line)
-            .collect();
+        let next: Vec<String> = o.next.iter().map(next_line).collect();
         let _ = writeln!(
             out,
             "    {state}; next: {}",
@@ -686,94 +750,101 @@ fn status(common: &Common) -> Result<String, ToolError> {
             }
         );
     }
-    let _ = writeln!(out, "\nlive claims ({}):", claims.len());
-    if claims.is_empty() {
+    let _ = writeln!(out, "\nlive claims ({}):", view.claims.len());
+    if view.claims.is_empty() {
         let _ = writeln!(out, "  none");
     }
-    for (c, raw) in claims.iter().zip(&raw_claims) {
+    for c in &view.claims {
         let _ = writeln!(
             out,
             "  {} agent:{} {} {} (token {}) until {}",
-            s(c, "id"),
-            s(c, "agent_id"),
-            s(c, "type"),
-            terminal::name(s(raw, "resource_id")),
-            c["token"],
-            s(c, "expires_at")
+            esc(&c.id),
+            esc(&c.agent_id),
+            c.claim_type.as_str(),
+            terminal::name(&c.resource_id),
+            c.token,
+            c.expires_at
         );
     }
-    let _ = writeln!(out, "\nrecent transactions ({}):", transactions.len());
-    if transactions.is_empty() {
+    let _ = writeln!(
+        out,
+        "\nrecent transactions ({}):",
+        view.recent_transactions.len()
+    );
+    if view.recent_transactions.is_empty() {
         let _ = writeln!(out, "  none");
     }
-    for t in &transactions {
+    for t in &view.recent_transactions {
         let _ = writeln!(
             out,
             "  {} {} {} of {} revision {} by {} ({} files) at {}",
-            s(t, "id"),
-            s(t, "kind"),
-            s(t, "status"),
-            s(t, "proposal_id"),
-            t["revision"],
-            actor_name(&t["actor"]),
-            t["file_count"],
-            s(t, "created_at")
+            esc(&t.id),
+            spelling(&t.kind),
+            t.status.as_str(),
+            esc(&t.proposal_id),
+            t.revision,
+            esc(&t.actor.to_string()),
+            t.file_count,
+            t.created_at
         );
     }
     Ok(out.trim_end().to_owned())
 }
 
 /// One event as one line: its fields escaped, its data as (safe) JSON.
-fn event_line(raw: &Value) -> String {
-    let e = &terminal::clean(raw);
+fn event_line(e: &Event) -> String {
     let mut line = format!(
         "{:>5} {} {} {} {}",
-        e["seq"].as_i64().unwrap_or(0),
-        s(e, "at"),
-        actor_name(&e["actor"]),
-        s(e, "kind"),
-        s(e, "subject")
+        e.seq,
+        e.at,
+        esc(&e.actor.to_string()),
+        esc(&e.kind),
+        esc(&e.subject)
     );
-    if let Some(p) = e["proposal_id"].as_str() {
-        if p != s(e, "subject") {
-            let _ = write!(line, " proposal={p}");
+    if let Some(p) = &e.proposal_id {
+        if *p != e.subject {
+            let _ = write!(line, " proposal={}", esc(p));
         }
     }
-    if raw["data"].as_object().is_some_and(|d| !d.is_empty()) {
-        let _ = write!(line, " {}", terminal::json(raw["data"].to_string()));
+    if e.data.as_object().is_some_and(|d| !d.is_empty()) {
+        let _ = write!(line, " {}", terminal::json(e.data.to_string()));
     }
     line
 }
 
+/// One event as one line of JSON: the object `events.list` returns for it.
+fn event_json(e: &Event) -> Result<String, ToolError> {
+    let value = serde_json::to_value(e)
+        .map_err(|err| ToolError::new(ErrorCode::Io, err.to_string(), json!({})))?;
+    Ok(terminal::json(value.to_string()))
+}
+
 fn events(since: u64, follow: bool, common: &Common) -> Result<String, ToolError> {
     let engine = open(common)?;
-    let render = |e: &Value| {
+    let reader = engine.session(reader()?);
+    let render = |e: &Event| {
         if common.json {
-            terminal::json(e.to_string())
+            event_json(e)
         } else {
-            event_line(e)
+            Ok(event_line(e))
         }
     };
     let mut last = since;
-    let first = events_after(&engine, last, None)?;
+    let first = events_after(&reader, last, None)?;
     if !follow {
-        let lines: Vec<String> = first.iter().map(render).collect();
+        let lines = first.iter().map(render).collect::<Result<Vec<_>, _>>()?;
         return Ok(lines.join("\n"));
     }
     let mut batch = first;
     loop {
         for e in &batch {
-            crate::print(&render(e));
-            last = last.max(e["seq"].as_u64().unwrap_or(last));
+            crate::print(&render(e)?);
+            last = last.max(u64::try_from(e.seq).unwrap_or(last));
         }
         std::thread::sleep(Duration::from_millis(500));
-        batch = engine.call(
-            "events.list",
-            json!({"since_seq": last, "limit": 1000}),
-            &reader()?,
-        )?["events"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        batch = reader
+            .events()
+            .list(ListEvents::since(last).limit(1000))?
+            .events;
     }
 }

@@ -211,6 +211,15 @@ fn to_json(value: &impl Serialize) -> Result<String, ToolError> {
         .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
 }
 
+/// A typed value as JSON the way the tools write it: through a
+/// [`serde_json::Value`], so every object's keys come out sorted (a
+/// tool's typed result prints exactly as `roundtable call` prints it).
+fn to_json_sorted(value: &impl Serialize) -> Result<String, ToolError> {
+    let value = serde_json::to_value(value)
+        .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))?;
+    to_json(&value)
+}
+
 fn check_root(root: &Path) -> Result<(), ToolError> {
     if !root.is_dir() {
         return Err(ToolError::new(
@@ -314,12 +323,12 @@ fn run(command: Command) -> Result<String, ToolError> {
         }
         Command::Demo { keep, json: false } => {
             let result = demo::run(keep, &mut |line| print(line))?;
-            Ok(match result["root"].as_str() {
+            Ok(match result.root {
                 Some(root) => format!("ok: every step checked; the repository is kept at {root}"),
                 None => "ok: every step checked".to_owned(),
             })
         }
-        Command::Demo { keep, json: true } => to_json(&demo::run(keep, &mut |_| {})?),
+        Command::Demo { keep, json: true } => to_json_sorted(&demo::run(keep, &mut |_| {})?),
         Command::Human(command) => human::run(command),
     }
 }

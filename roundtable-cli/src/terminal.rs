@@ -12,7 +12,6 @@
 //! JSON output is safe by construction once [`json`] has run: serde
 //! already escapes C0 controls inside strings; [`json`] escapes the rest.
 
-use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -89,21 +88,6 @@ pub(crate) fn name(name: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Every string in `v` (object keys too) [escaped](escape), nothing kept:
-/// what the readable renderers print from.
-pub(crate) fn clean(v: &Value) -> Value {
-    match v {
-        Value::String(s) => Value::String(escape(s, &[]).into_owned()),
-        Value::Array(a) => Value::Array(a.iter().map(clean).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (escape(k, &[]).into_owned(), clean(v)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 /// JSON text with every unsafe character that serde leaves raw (DEL, C1
 /// controls, bidirectional and zero-width characters) written as a
 /// `\uXXXX` escape: the same JSON value, safe on a terminal. Such a
@@ -128,6 +112,7 @@ pub(crate) fn json(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn escapes_controls_and_bidi_and_keeps_the_rest() {

@@ -12,22 +12,28 @@ use serde::Serialize;
 
 pub(crate) mod render;
 
-/// A file's state as a precondition: its digest and executable bit.
+/// A file's state as a precondition: its digest and executable bit, and
+/// whether it is a symbolic link (then the digest is of its target).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct FileMeta {
-    /// `blob:sha256:` of the bytes.
+    /// `blob:sha256:` of the bytes (a link's target).
     pub digest: Digest,
     /// Whether the executable bit is set.
     pub executable: bool,
+    /// Whether it is a symbolic link (serialized only when it is).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub symlink: bool,
 }
 
 /// A file's complete resulting state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileContent {
-    /// The bytes.
+    /// The bytes (a link's target).
     pub data: Vec<u8>,
     /// Whether the executable bit is set.
     pub executable: bool,
+    /// Whether it is a symbolic link to `data`.
+    pub symlink: bool,
 }
 
 impl FileMeta {
@@ -36,6 +42,7 @@ impl FileMeta {
         FileMeta {
             digest: Digest::of(&file.data),
             executable: file.executable,
+            symlink: file.symlink,
         }
     }
 }
@@ -46,6 +53,7 @@ impl FileContent {
         FileMeta {
             digest: Digest::of(&self.data),
             executable: self.executable,
+            symlink: self.symlink,
         }
     }
 }
@@ -268,6 +276,7 @@ impl Changeset {
             let new = o.new.map(|f| FileContent {
                 data: f.data,
                 executable: f.executable,
+                symlink: f.symlink,
             });
             match (finals.get(&o.path), &new) {
                 // A removal never overrides a write (git writes after it removes).
@@ -394,12 +403,14 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
             Some(FileMeta {
                 digest: Digest::of(c.as_bytes()),
                 executable: false,
+                symlink: false,
             })
         };
         let content = |c: &str, x: bool| {
             Some(FileContent {
                 data: c.as_bytes().to_vec(),
                 executable: x,
+                symlink: false,
             })
         };
         assert_eq!(
@@ -479,12 +490,14 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
             t.get(path.as_bytes()).map(|f| FileMeta {
                 digest: Digest::of(&f.data),
                 executable: f.executable,
+                symlink: false,
             })
         };
         let content = |c: &[u8], x: bool| {
             Some(FileContent {
                 data: c.to_vec(),
                 executable: x,
+                symlink: false,
             })
         };
         let change = |path: &str, operation: Operation, after: Option<FileContent>| FileChange {
@@ -536,6 +549,7 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
             let got = after.get(c.path.as_str().as_bytes()).map(|f| FileContent {
                 data: f.data.clone(),
                 executable: f.executable,
+                symlink: false,
             });
             assert_eq!(
                 got,

@@ -25,6 +25,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -474,8 +475,9 @@ impl Workspace {
     }
 
     /// The file at `path`: its bytes and executable bit, or `None` if
-    /// nothing is there. A symbolic link (at the path or on the way) is
-    /// [`WorkspaceError::Symlink`]; a directory is not a file.
+    /// nothing is there. A symbolic link at the path is read as a link
+    /// (its target, [`TreeFile::symlink`] set; never followed); one on the
+    /// way is [`WorkspaceError::Symlink`]; a directory is not a file.
     pub fn read(&self, path: &RepoPath) -> Result<Option<TreeFile>, WorkspaceError> {
         Ok(self.load(path)?.map(Seen::into_file))
     }
@@ -522,12 +524,17 @@ impl Workspace {
             return Ok(None);
         };
         // Look before opening: a FIFO, socket or device is never opened
-        // (opening a FIFO blocks until a writer comes).
-        if let Some(Kind::Special(kind)) = kind_at(&*dir, &name).map_err(|e| tree(path, e))? {
-            return Err(WorkspaceError::Special {
-                path: path.to_string(),
-                kind,
-            });
+        // (opening a FIFO blocks until a writer comes); a link is read as
+        // a link (its target), never followed.
+        match kind_at(&*dir, &name).map_err(|e| tree(path, e))? {
+            Some(Kind::Special(kind)) => {
+                return Err(WorkspaceError::Special {
+                    path: path.to_string(),
+                    kind,
+                })
+            }
+            Some(Kind::Link) => return read_link_at(&dir, &name, path),
+            _ => {}
         }
         // Non-blocking, so one swapped in after the look cannot block
         // either; `fstat` below then refuses it.
@@ -569,6 +576,7 @@ impl Workspace {
             data,
             // git's rule: the owner's bit alone (`ce_permissions`).
             executable: stat.st_mode & 0o100 != 0,
+            symlink: false,
         };
         Ok(Some((file, Stamp::of(&stat))))
     }
@@ -651,6 +659,7 @@ impl Workspace {
                                     &path,
                                     &file.data,
                                     file.executable,
+                                    file.symlink,
                                     false,
                                     None,
                                     &Verified::new(),
@@ -849,6 +858,7 @@ impl Workspace {
                     path,
                     &content.data,
                     content.executable,
+                    content.symlink,
                     per_file,
                     options.tag,
                     &verified,
@@ -983,7 +993,7 @@ impl Workspace {
                     format!("{dir}/{name}")
                 };
                 let kind = kind_at(&*fd, &name).map_err(|e| io(&shown, e))?;
-                if name.starts_with(&stage) && kind == Some(Kind::File) {
+                if name.starts_with(&stage) && matches!(kind, Some(Kind::File | Kind::Link)) {
                     rustix::fs::unlinkat(&*fd, name.as_str(), AtFlags::empty())
                         .map_err(|e| io(&shown, errno(e)))?;
                     removed.push(shown);
@@ -1114,16 +1124,23 @@ impl Workspace {
     }
 
     /// Write `content` to a temporary file in the nearest existing
-    /// directory on the way to `path` (its parents may not exist yet).
+    /// directory on the way to `path` (its parents may not exist yet); a
+    /// symbolic link (`data` its target) is created there under a
+    /// temporary name, once its target is checked to stay inside the root.
+    #[allow(clippy::too_many_arguments)]
     fn stage(
         &self,
         path: &RepoPath,
         data: &[u8],
         executable: bool,
+        symlink: bool,
         sync: bool,
         tag: Option<&str>,
         verified: &Verified,
     ) -> Result<Staged, WorkspaceError> {
+        if symlink {
+            check_link(path, data)?;
+        }
         let found = match verified.get(parent_of(path)) {
             Some(dir) => Some(Arc::clone(dir)),
             None => self.parent(path).ok().flatten().map(|(dir, _)| dir),
@@ -1142,6 +1159,20 @@ impl Workspace {
                 dir
             }
         };
+        if symlink {
+            let target = std::ffi::OsStr::from_bytes(data);
+            let ((), name) = create_unique(&temp_prefix("stage", tag), |name| {
+                rustix::fs::symlinkat(target, &*dir, name)
+            })
+            .map_err(|e| tree(path, e))?;
+            // Its directory is flushed after the rename (a link has no
+            // data of its own to flush).
+            return Ok(Staged {
+                dir,
+                name,
+                placed: false,
+            });
+        }
         let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
         let (fd, name) = create_unique(&temp_prefix("stage", tag), |name| {
             rustix::fs::openat(
@@ -1279,7 +1310,7 @@ impl Workspace {
             }
             let name = components[components.len() - 1].to_owned();
             let backup = match kind_at(&*dir, &name) {
-                Ok(Some(Kind::File)) => Some(
+                Ok(Some(Kind::File | Kind::Link)) => Some(
                     journal
                         .backup(&self.dir, path, &dir, &name)
                         .map_err(fail(path))?,
@@ -1323,9 +1354,52 @@ impl Tree for Workspace {
 fn describe(meta: Option<&FileMeta>) -> String {
     match meta {
         None => "absent".into(),
+        Some(m) if m.symlink => format!("{} (symbolic link)", m.digest),
         Some(m) if m.executable => format!("{} (executable)", m.digest),
         Some(m) => m.digest.to_string(),
     }
+}
+
+/// Refuse to create a link at `path` whose target is empty or leaves the
+/// root ([`crate::diff::link_target_escapes`]): the applier checked it
+/// already; every other changeset (a rollback's, a recovery's) is checked
+/// here.
+fn check_link(path: &RepoPath, target: &[u8]) -> Result<(), WorkspaceError> {
+    let raw = path.as_str().as_bytes();
+    if target.is_empty() || crate::diff::link_target_escapes(raw, target) {
+        return Err(WorkspaceError::Apply(ApplyError::LinkEscape {
+            path: raw.to_vec(),
+            target: target.to_vec(),
+        }));
+    }
+    Ok(())
+}
+
+/// The symbolic link `name` in `dir` (at `path`), read with `readlinkat`,
+/// never followed.
+fn read_link_at(
+    dir: &OwnedFd,
+    name: &str,
+    path: &RepoPath,
+) -> Result<Option<(TreeFile, Stamp)>, WorkspaceError> {
+    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(tree(path, errno(e))),
+    };
+    let target = match rustix::fs::readlinkat(dir, name, Vec::new()) {
+        Ok(t) => t.into_bytes(),
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        // Replaced by something else since the look: read it again.
+        Err(rustix::io::Errno::INVAL) => {
+            return Err(tree(
+                path,
+                io::Error::other("replaced while it was read (a link, then not)"),
+            ))
+        }
+        Err(e) => return Err(tree(path, errno(e))),
+    };
+    Ok(Some((TreeFile::link(target), Stamp::of(&stat))))
 }
 
 /// Directory handles by path (`a/b`; the root is not in it), each checked
@@ -1414,7 +1488,8 @@ impl Drop for Staged {
 /// Old contents the caller holds in memory, with their executable bits:
 /// a commit that has them restores from them if it must undo, instead of
 /// keeping hard links to the old files.
-pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bool)>;
+/// (A link's is its target, with the third flag set.)
+pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bool, bool)>;
 
 /// Every step of a commit, so it can be undone in reverse, and the backup
 /// directory holding old contents until the commit is done.
@@ -1435,8 +1510,8 @@ struct Journal<'k> {
 enum Backup<'k> {
     /// A hard link, under this name, in the backup directory.
     Link(String),
-    /// The caller's copy, and its executable bit.
-    Held(&'k [u8], bool),
+    /// The caller's copy, its executable bit, and whether it is a link.
+    Held(&'k [u8], bool, bool),
 }
 
 enum Step<'k> {
@@ -1479,8 +1554,8 @@ impl<'k> Journal<'k> {
         dir: &OwnedFd,
         name: &str,
     ) -> io::Result<Backup<'k>> {
-        if let Some(&(data, executable)) = self.held.and_then(|h| h.get(path)) {
-            return Ok(Backup::Held(data, executable));
+        if let Some(&(data, executable, symlink)) = self.held.and_then(|h| h.get(path)) {
+            return Ok(Backup::Held(data, executable, symlink));
         }
         self.link_backup(root, dir, name).map(Backup::Link)
     }
@@ -1510,13 +1585,23 @@ impl<'k> Journal<'k> {
     fn put_back(&self, backup: &Backup<'_>, dir: &OwnedFd, name: &str) -> rustix::io::Result<()> {
         match backup {
             Backup::Link(b) => rustix::fs::renameat(self.backup_dir(), b.as_str(), dir, name),
-            Backup::Held(data, executable) => {
+            Backup::Held(data, executable, symlink) => {
                 let os = |e: io::Error| {
                     rustix::io::Errno::from_raw_os_error(
                         e.raw_os_error()
                             .unwrap_or(rustix::io::Errno::IO.raw_os_error()),
                     )
                 };
+                if *symlink {
+                    let target = std::ffi::OsStr::from_bytes(data);
+                    let ((), temp) = create_unique(&temp_prefix("stage", self.tag), |n| {
+                        rustix::fs::symlinkat(target, dir, n)
+                    })
+                    .map_err(os)?;
+                    return rustix::fs::renameat(dir, temp.as_str(), dir, name).inspect_err(|_| {
+                        let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+                    });
+                }
                 let mode = Mode::from_raw_mode(if *executable { 0o755 } else { 0o644 });
                 let (fd, temp) = create_unique(&temp_prefix("stage", self.tag), |n| {
                     rustix::fs::openat(
@@ -1673,26 +1758,26 @@ mod tests {
         let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
         let (a, c, z, gone) = (p("a"), p("b/c"), p("z/new"), p("d/gone"));
         let held: Held<'_> = [
-            (&a, (b"old a".as_slice(), true)),
-            (&gone, (b"old gone".as_slice(), false)),
+            (&a, (b"old a".as_slice(), true, false)),
+            (&gone, (b"old gone".as_slice(), false, false)),
         ]
         .into_iter()
         .collect();
         let removes = BTreeSet::from([&gone]);
         let broken = ws
-            .stage(&z, b"new z", false, false, None, &Verified::new())
+            .stage(&z, b"new z", false, false, false, None, &Verified::new())
             .expect("stages");
         rustix::fs::unlinkat(&*broken.dir, broken.name.as_str(), AtFlags::empty())
             .expect("the fault: the staged file disappears");
         let staged = vec![
             (
                 &a,
-                ws.stage(&a, b"new a", false, false, None, &Verified::new())
+                ws.stage(&a, b"new a", false, false, false, None, &Verified::new())
                     .expect("stages"),
             ),
             (
                 &c,
-                ws.stage(&c, b"new c", false, false, None, &Verified::new())
+                ws.stage(&c, b"new c", false, false, false, None, &Verified::new())
                     .expect("stages"),
             ),
             (&z, broken),
@@ -1769,6 +1854,7 @@ mod tests {
             after: Some(FileContent {
                 data: after.to_vec(),
                 executable: false,
+                symlink: false,
             }),
         }])
         .expect("one path")
@@ -1902,9 +1988,18 @@ mod tests {
             ws.read(&p("real/f")).expect("reads").map(|f| f.data),
             Some(b"f".to_vec())
         );
-        for path in ["out/secret", "alias/f", "flink", "slash/etc/hostname"] {
+        for path in ["out/secret", "alias/f", "slash/etc/hostname"] {
             let e = ws.read(&p(path)).expect_err(path);
             assert_eq!(e.code(), ErrorCode::PathEscape, "{path}: {e}");
+        }
+        // A link at the path itself is read as a link: its target, not
+        // what it points at.
+        for (path, target) in [("flink", "real/f"), ("slash", "/"), ("alias", "real")] {
+            assert_eq!(
+                ws.read(&p(path)).expect(path),
+                Some(TreeFile::link(target.as_bytes().to_vec())),
+                "{path}"
+            );
         }
         assert!(ws.read(&p("missing/x")).expect("absent").is_none());
         assert!(ws.read(&p("real/f/below")).expect("below a file").is_none());
@@ -1923,6 +2018,7 @@ mod tests {
             Some(FileMeta {
                 digest: crate::Digest::of(s.as_bytes()),
                 executable: false,
+                symlink: false,
             })
         };
         let change = |path: &str, before: Option<FileMeta>, after: &str| FileChange {
@@ -1932,6 +2028,7 @@ mod tests {
             after: Some(FileContent {
                 data: after.as_bytes().to_vec(),
                 executable: false,
+                symlink: false,
             }),
         };
         // b's precondition is stale: nothing at all is written, a included.

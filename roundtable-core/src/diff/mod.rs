@@ -38,7 +38,8 @@ mod render;
 mod summary;
 
 pub use apply::{
-    apply, apply_hunks, apply_in_memory, ApplyError, FileOutcome, Tree, TreeError, TreeFile,
+    apply, apply_hunks, apply_in_memory, link_target_escapes, ApplyError, FileOutcome, Tree,
+    TreeError, TreeFile,
 };
 pub use parse::{parse, ParseError, ParseOptions, DEFAULT_MAX_INFLATED_BYTES};
 pub use summary::{FileSummary, HunkRange, PatchSummary};

@@ -330,6 +330,7 @@ fn before_tree(
             TreeFile {
                 data,
                 executable: before.executable,
+                symlink: before.symlink,
             },
         );
     }

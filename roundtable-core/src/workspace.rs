@@ -2005,6 +2005,80 @@ mod tests {
         assert!(ws.read(&p("real/f/below")).expect("below a file").is_none());
     }
 
+    /// A link is staged under a temporary name and renamed over its path;
+    /// replacing and removing links keeps their old targets for an undo,
+    /// and a staged link an interrupted write left is removed as its own.
+    #[test]
+    fn links_are_staged_renamed_and_undone_like_files() {
+        use crate::changeset::{FileChange, Operation};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::os::unix::fs::symlink("a", root.join("l")).expect("link");
+        std::os::unix::fs::symlink("b", root.join("gone")).expect("link");
+        let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
+        let ws = Workspace::open(root).expect("opens");
+        let l = p("l");
+        let gone = p("gone");
+        let held: Held<'_> = [
+            (&l, (b"a".as_slice(), false, true)),
+            (&gone, (b"b".as_slice(), false, true)),
+        ]
+        .into_iter()
+        .collect();
+        let staged = vec![(
+            &l,
+            ws.stage(&l, b"d/c", false, true, false, None, &Verified::new())
+                .expect("stages"),
+        )];
+        let removes = BTreeSet::from([&gone]);
+        let mut journal = Journal::holding(Some(&held), None);
+        ws.commit(&removes, staged, &mut journal, None, &Verified::new())
+            .expect("commits");
+        assert_eq!(
+            fs::read_link(root.join("l")).expect("link"),
+            Path::new("d/c")
+        );
+        assert!(fs::symlink_metadata(root.join("gone")).is_err());
+        journal.undo(&ws).expect("undo");
+        drop(journal);
+        assert_eq!(fs::read_link(root.join("l")).expect("link"), Path::new("a"));
+        assert_eq!(
+            fs::read_link(root.join("gone")).expect("link"),
+            Path::new("b")
+        );
+        assert_eq!(
+            fs::read_dir(root).expect("ls").count(),
+            2,
+            "no temporaries left"
+        );
+
+        // An escaping link is refused even where no applier checked it.
+        let escaping = Changeset::new(vec![FileChange {
+            path: p("x"),
+            operation: Operation::Create,
+            before: None,
+            after: Some(FileContent {
+                data: b"../outside".to_vec(),
+                executable: false,
+                symlink: true,
+            }),
+        }])
+        .expect("one path");
+        let e = ws.apply_changeset(&escaping, false).expect_err("escapes");
+        assert_eq!(e.code(), ErrorCode::PathEscape, "{e}");
+        assert_eq!(fs::read_dir(root).expect("ls").count(), 2);
+
+        // What an interrupted write tagged `t1` left: its staged link goes,
+        // a user's link of a similar name stays.
+        std::os::unix::fs::symlink("a", root.join(".rt-stage-t1-0123")).expect("link");
+        std::os::unix::fs::symlink("a", root.join(".rt-stage-other-0123")).expect("link");
+        let removed = ws
+            .remove_leftovers(&[l], "t1", &BTreeSet::new())
+            .expect("removes");
+        assert_eq!(removed, [".rt-stage-t1-0123"]);
+        assert!(fs::symlink_metadata(root.join(".rt-stage-other-0123")).is_ok());
+    }
+
     #[test]
     fn apply_changeset_checks_every_precondition_first() {
         use crate::changeset::{FileChange, Operation};

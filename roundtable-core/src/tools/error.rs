@@ -135,6 +135,10 @@ fn apply_details(a: &ApplyError) -> Value {
         ApplyError::Hunk { path, hunk, reason } => {
             json!({"path": String::from_utf8_lossy(path), "hunk": hunk, "reason": reason})
         }
+        ApplyError::LinkEscape { path, target } => json!({
+            "path": String::from_utf8_lossy(path),
+            "target": String::from_utf8_lossy(target),
+        }),
         ApplyError::Tree(t) => match t.source.downcast_ref::<WorkspaceError>() {
             Some(WorkspaceError::Special { path, kind }) => json!({"path": path, "type": kind}),
             _ => json!({"path": String::from_utf8_lossy(&t.path)}),

@@ -22,6 +22,7 @@ fn file(data: &str) -> File {
     File {
         data: data.as_bytes().to_vec(),
         exec: false,
+        link: false,
     }
 }
 
@@ -137,6 +138,7 @@ fn mails_and_logs(scratch: &Scratch) -> Result<(), String> {
         File {
             data: (0..=255u8).cycle().take(700).collect(),
             exec: false,
+            link: false,
         },
     );
     let work = scratch.trial_dir();
@@ -223,6 +225,7 @@ fn gnu_diff(scratch: &Scratch) -> Result<(), String> {
         File {
             data: b"\0a".to_vec(),
             exec: false,
+            link: false,
         },
     );
     let mut binary_b = b.clone();
@@ -231,6 +234,7 @@ fn gnu_diff(scratch: &Scratch) -> Result<(), String> {
         File {
             data: b"\0b".to_vec(),
             exec: false,
+            link: false,
         },
     );
     super::differential::write_tree(&work.path().join("c"), &binary_a)?;

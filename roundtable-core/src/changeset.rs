@@ -319,11 +319,23 @@ impl Changeset {
         }
 
         let seen = recording.seen.into_inner();
+        // Paths the change removes: nothing is below one (it is a file or
+        // a link now), so a path there is absent without looking.
+        let removed: std::collections::HashSet<&[u8]> = finals
+            .iter()
+            .filter(|(_, after)| after.is_none())
+            .map(|(p, _)| p.as_slice())
+            .collect();
+        let below_removed: Vec<bool> = finals
+            .keys()
+            .map(|raw| crate::diff::below_a_removed_path(raw, &removed))
+            .collect();
         let mut files = Vec::with_capacity(finals.len());
-        for (raw, after) in finals {
+        for ((raw, after), below_removed) in finals.into_iter().zip(below_removed) {
             let path = RepoPath::from_bytes(&raw)?;
             let before = match seen.get(&raw) {
                 Some(meta) => *meta,
+                None if below_removed => None,
                 None => tree
                     .read(&raw)
                     .map_err(crate::diff::ApplyError::from)?

@@ -457,13 +457,32 @@ impl Workspace {
         Ok(Some((at, (*name).to_owned())))
     }
 
-    fn kind(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
+    /// What is at `path`; a link on the way is [`WorkspaceError::Symlink`].
+    fn kind_strict(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
         if self.seen(path).is_some() {
             return Ok(Some(Kind::File));
         }
         match self.parent(path)? {
             None => Ok(None),
             Some((dir, name)) => kind_at(&*dir, &name).map_err(|e| tree(path, e)),
+        }
+    }
+
+    /// What is at `path` for a write that may remove a link on the way:
+    /// nothing, when one is there.
+    fn kind(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
+        if self.seen(path).is_some() {
+            return Ok(Some(Kind::File));
+        }
+        match self.parent(path) {
+            Ok(None) => Ok(None),
+            // A link where a directory would be: nothing lies below it (a
+            // link is never followed). Reads through it stay refused; the
+            // room check refuses a write below it unless the change
+            // removes the link first.
+            Err(WorkspaceError::Symlink { .. }) => Ok(None),
+            Err(e) => Err(e),
+            Ok(Some((dir, name))) => kind_at(&*dir, &name).map_err(|e| tree(path, e)),
         }
     }
 
@@ -1080,6 +1099,12 @@ impl Workspace {
             let ancestor = RepoPath::from_bytes(components[..depth].join("/").as_bytes())?;
             match self.kind(&ancestor)? {
                 Some(Kind::Dir) => continue,
+                Some(Kind::Link) if !removes.contains(&ancestor) => {
+                    return Err(WorkspaceError::Symlink {
+                        path: path.to_string(),
+                        link: ancestor.to_string(),
+                    })
+                }
                 Some(_) if !removes.contains(&ancestor) => {
                     return Err(in_the_way(format!(
                         "`{ancestor}` is a file, so it cannot be a directory"
@@ -1344,9 +1369,11 @@ impl Tree for Workspace {
     fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
         let repo_path = RepoPath::from_bytes(path).map_err(|e| boxed(path, e.code(), e))?;
         // A directory does not count: git lets a file be created over one
-        // and the room check above decides whether it may.
-        self.no_file_at(&repo_path)
-            .map(|absent| !absent)
+        // and the room check above decides whether it may. A link on the
+        // way is refused here (the applier does not ask below a link the
+        // patch removes).
+        self.kind_strict(&repo_path)
+            .map(|kind| !matches!(kind, None | Some(Kind::Dir)))
             .map_err(|e| boxed(path, e.code(), e))
     }
 }

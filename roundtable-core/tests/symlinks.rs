@@ -326,3 +326,31 @@ fn an_edit_plan_never_writes_over_a_link() {
     assert_eq!(err.code(), ErrorCode::PathEscape, "{err}");
     assert_eq!(snapshot(w.dir.path()), before);
 }
+
+#[test]
+fn a_link_becomes_a_directory_in_one_change() {
+    let w = linked_world();
+    let root = w.dir.path();
+    let before = snapshot(root);
+    let patch = "diff --git a/gone-link b/gone-link\ndeleted file mode 120000\nindex 1234567..0000000\n--- a/gone-link\n+++ /dev/null\n@@ -1 +0,0 @@\n-docs/notes/1.txt\n\\ No newline at end of file\ndiff --git a/gone-link/inner.txt b/gone-link/inner.txt\nnew file mode 100644\nindex 0000000..1234567\n--- /dev/null\n+++ b/gone-link/inner.txt\n@@ -0,0 +1 @@\n+inside\n";
+    let pid = approved(&w, patch);
+    w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    let mut after = before.clone();
+    after.insert("gone-link".into(), Entry::Dir);
+    after.insert(
+        "gone-link/inner.txt".into(),
+        Entry::File(b"inside\n".to_vec()),
+    );
+    assert_eq!(snapshot(root), after);
+    assert_eq!(
+        std::fs::read_to_string(root.join("docs/notes/1.txt")).expect("read"),
+        "one\n",
+        "nothing written through the old link"
+    );
+    // (Comparing the journal with a directory where a file or link was
+    // is not supported yet, for files as for links.)
+}

@@ -294,7 +294,11 @@ pub fn apply<T: Tree + ?Sized>(
                 Ok(match table.get(path) {
                     Some(Entry::Written(_)) => false,
                     Some(Entry::Deleted | Entry::RenamedAway) => true,
-                    None => to_be_removed.contains(path) || !tree.exists(path)?,
+                    None => {
+                        to_be_removed.contains(path)
+                            || below_a_removed_path(path, &to_be_removed)
+                            || !tree.exists(path)?
+                    }
                 })
             };
         let mut status = fp.status();
@@ -452,6 +456,18 @@ fn check_link(path: &[u8], target: &[u8]) -> Result<(), ApplyError> {
         });
     }
     Ok(())
+}
+
+/// Whether a directory on the way to `path` is a path some section
+/// removes: that is a file or a link now, so nothing is below it (and a
+/// link there is not looked through).
+pub(crate) fn below_a_removed_path(
+    path: &[u8],
+    removed: &std::collections::HashSet<&[u8]>,
+) -> bool {
+    path.iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'/' && removed.contains(&path[..i]))
 }
 
 /// Apply `patch` to an in-memory tree and return the whole resulting tree.

@@ -37,6 +37,7 @@ pub(crate) mod quote;
 mod render;
 mod summary;
 
+pub(crate) use apply::below_a_removed_path;
 pub use apply::{
     apply, apply_hunks, apply_in_memory, link_target_escapes, ApplyError, FileOutcome, Tree,
     TreeError, TreeFile,

@@ -480,6 +480,61 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
         assert_eq!(e.code(), crate::ErrorCode::PatchDoesNotApply);
     }
 
+    /// Links render as git writes them (mode 120000, a type change as a
+    /// deletion and a creation) and the rendered diff applies back.
+    #[test]
+    fn links_render_as_a_diff_that_applies_to_its_results() {
+        let mut before = tree(&[("f", "file\n")]);
+        for (p, t) in [("l", "f"), ("k", "f"), ("gone", "f")] {
+            before.insert(p.as_bytes().to_vec(), TreeFile::link(t.as_bytes().to_vec()));
+        }
+        let link = |t: &str| {
+            Some(FileContent {
+                data: t.as_bytes().to_vec(),
+                executable: false,
+                symlink: true,
+            })
+        };
+        let change = |path: &str, operation: Operation, after: Option<FileContent>| FileChange {
+            path: p(path),
+            operation,
+            before: before.get(path.as_bytes()).map(FileMeta::of),
+            after,
+        };
+        let cs = Changeset::new(vec![
+            change("l", Operation::Modify, link("d/x")),
+            change("n", Operation::Create, link("l")),
+            change("f", Operation::Modify, link("k")),
+            change(
+                "k",
+                Operation::Modify,
+                Some(FileContent {
+                    data: b"now a file\n".to_vec(),
+                    executable: true,
+                    symlink: false,
+                }),
+            ),
+            change("gone", Operation::Delete, None),
+        ])
+        .expect("unique paths");
+        let text = cs.render_diff(&before).expect("renders");
+        let shown = String::from_utf8_lossy(&text).into_owned();
+        assert!(shown.contains("new file mode 120000"), "{shown}");
+        assert!(shown.contains("deleted file mode 120000"), "{shown}");
+        let patch =
+            parse(&text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+        let after = crate::diff::apply_in_memory(&patch, &before)
+            .unwrap_or_else(|e| panic!("{e}\n{shown}"));
+        for c in cs.files() {
+            let got = after.get(c.path.as_str().as_bytes()).map(|f| FileContent {
+                data: f.data.clone(),
+                executable: f.executable,
+                symlink: f.symlink,
+            });
+            assert_eq!(got, c.after, "{}\n{shown}", c.path);
+        }
+    }
+
     /// Rendering a changeset as a diff and applying that diff to the old
     /// tree gives exactly the changeset's results.
     #[test]

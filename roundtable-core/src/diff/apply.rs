@@ -97,7 +97,10 @@ pub struct TreeError {
 
 /// Where the applier reads current contents from.
 pub trait Tree {
-    /// The file at `path` (a stripped patch path), or `None` if absent.
+    /// The file at `path` (a stripped patch path), or `None` if absent. A
+    /// symbolic link at `path` is returned as a link
+    /// ([`TreeFile::symlink`], its target as `data`), never followed; the
+    /// applier decides whether the section may touch it.
     fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError>;
 
     /// Whether a file exists at `path`.

@@ -25,9 +25,11 @@ pub enum ErrorCode {
     /// modify is missing, a binary pre-image does not match.
     PatchDoesNotApply,
     /// The patch uses a feature roundtable deliberately does not apply
-    /// (symbolic links, submodules, combined diffs of merges).
+    /// (submodules/gitlinks, combined diffs of merges).
     UnsupportedPatch,
-    /// A path would leave the repository root, or names `.git`/`.roundtable`.
+    /// A path would leave the repository root, or names `.git`/`.roundtable`;
+    /// a path passes through a symbolic link; or a symbolic link's target
+    /// would leave the root (or point into `.git`/`.roundtable`).
     PathEscape,
     /// A path is not a valid repository path (empty, not UTF-8, NUL byte…).
     InvalidPath,

@@ -358,6 +358,18 @@ fn differential_history_replays_every_commit_like_git_apply() {
         count_links(&trees) >= commits,
         "harness: the history holds links"
     );
+    for kind in [
+        "create link",
+        "retarget link",
+        "delete link",
+        "file to link",
+        "link to file",
+    ] {
+        assert!(
+            commits < 20 || logs.iter().flatten().any(|l| l.starts_with(kind)),
+            "harness: no commit did `{kind}`"
+        );
+    }
 
     let mut failures = Vec::new();
     let mut applied = vec![0usize; VARIANTS.len()];

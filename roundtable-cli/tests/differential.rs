@@ -70,6 +70,10 @@ const NO_NEWLINE_DEVIATION: &str =
 /// carry (`Binary files … differ`, `Only in …`) and applies the rest,
 /// roundtable refuses, saying this.
 pub(super) const LEFT_OUT_DEVIATION: &str = "which `git apply` would skip, leaving the change out";
+/// Where git creates a symbolic link whatever its target, roundtable
+/// refuses one whose target leaves the root (`path_escape`), saying this.
+pub(super) const LINK_ESCAPE_DEVIATION: &str =
+    "leaves the root (resolved from the link's directory";
 /// Error codes roundtable documents (`roundtable::ErrorCode`).
 const DOCUMENTED_CODES: &[&str] = &[
     "invalid_patch",
@@ -1209,7 +1213,8 @@ pub(super) fn differential_with(
             }
             (true, Some(1))
                 if lossy(&rt.stdout).contains(NO_NEWLINE_DEVIATION)
-                    || lossy(&rt.stdout).contains(LEFT_OUT_DEVIATION) =>
+                    || lossy(&rt.stdout).contains(LEFT_OUT_DEVIATION)
+                    || lossy(&rt.stdout).contains(LINK_ESCAPE_DEVIATION) =>
             {
                 // The documented deviation: git corrupts, roundtable refuses.
                 Some(refused_cleanly()?)

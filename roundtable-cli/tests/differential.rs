@@ -38,6 +38,11 @@
 //!   glues the next line on; roundtable refuses with a reason naming
 //!   exactly this ([`NO_NEWLINE_DEVIATION`]), which the test accepts.
 //!
+//! Two deliberate refusals where git applies are accepted too: a `diff -r`
+//! report of a change the patch leaves out ([`LEFT_OUT_DEVIATION`]), and a
+//! symbolic link whose target leaves the root, which git creates and
+//! roundtable refuses as `path_escape` ([`LINK_ESCAPE_DEVIATION`]).
+//!
 //! Environment:
 //! - `RT_DIFF_TRIALS`: number of trials (default 300);
 //! - `RT_DIFF_SEED`: base seed, decimal or `0x` hex (default [`DEFAULT_SEED`]);

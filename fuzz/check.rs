@@ -124,7 +124,7 @@ fn preimage_tree(
             .entry(path.to_vec())
             .or_insert_with(|| roundtable::diff::TreeFile::regular(Vec::new()));
         if entry.data.is_empty() {
-            *entry = roundtable::diff::TreeFile { data, executable };
+            *entry = roundtable::diff::TreeFile { data, executable, symlink: false };
         }
     }
     tree
@@ -145,6 +145,7 @@ fn raw_tree(
             let file = roundtable::diff::TreeFile {
                 data: data.to_vec(),
                 executable: path.len() % 2 == 1,
+                symlink: false,
             };
             (path.to_vec(), file)
         })

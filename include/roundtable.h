@@ -66,7 +66,7 @@ enum rt_status
   RT_INVALID_PATCH = 1,
   // `patch_does_not_apply`: the patch does not apply to the current contents.
   RT_PATCH_DOES_NOT_APPLY = 2,
-  // `unsupported_patch`: a feature roundtable does not apply (symlinks, submodules).
+  // `unsupported_patch`: a feature roundtable does not apply (submodules, combined diffs).
   RT_UNSUPPORTED_PATCH = 3,
   // `path_escape`: a path leaves the root or names `.git`/`.roundtable`.
   RT_PATH_ESCAPE = 4,

@@ -226,7 +226,7 @@ class PatchDoesNotApply(PatchError):
 
 
 class UnsupportedPatch(PatchError):
-    """``unsupported_patch``: symbolic links, submodules, combined diffs."""
+    """``unsupported_patch``: submodules (gitlinks), combined diffs."""
 
     codes = ("unsupported_patch",)
 

@@ -38,6 +38,11 @@
 //!   glues the next line on; roundtable refuses with a reason naming
 //!   exactly this ([`NO_NEWLINE_DEVIATION`]), which the test accepts.
 //!
+//! Two deliberate refusals where git applies are accepted too: a `diff -r`
+//! report of a change the patch leaves out ([`LEFT_OUT_DEVIATION`]), and a
+//! symbolic link whose target leaves the root, which git creates and
+//! roundtable refuses as `path_escape` ([`LINK_ESCAPE_DEVIATION`]).
+//!
 //! Environment:
 //! - `RT_DIFF_TRIALS`: number of trials (default 300);
 //! - `RT_DIFF_SEED`: base seed, decimal or `0x` hex (default [`DEFAULT_SEED`]);
@@ -52,7 +57,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -70,6 +75,10 @@ const NO_NEWLINE_DEVIATION: &str =
 /// carry (`Binary files … differ`, `Only in …`) and applies the rest,
 /// roundtable refuses, saying this.
 pub(super) const LEFT_OUT_DEVIATION: &str = "which `git apply` would skip, leaving the change out";
+/// Where git creates a symbolic link whatever its target, roundtable
+/// refuses one whose target leaves the root (`path_escape`), saying this.
+pub(super) const LINK_ESCAPE_DEVIATION: &str =
+    "leaves the root (resolved from the link's directory";
 /// Error codes roundtable documents (`roundtable::ErrorCode`).
 const DOCUMENTED_CODES: &[&str] = &[
     "invalid_patch",
@@ -122,7 +131,7 @@ impl Rng {
 
     /// An index into `weights`, chosen with probability proportional to
     /// its weight.
-    fn weighted(&mut self, weights: &[usize]) -> usize {
+    pub(super) fn weighted(&mut self, weights: &[usize]) -> usize {
         let mut roll = self.below(weights.iter().sum());
         for (i, &w) in weights.iter().enumerate() {
             if roll < w {
@@ -143,8 +152,11 @@ impl Rng {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct File {
+    /// The bytes, or a symbolic link's target.
     pub(super) data: Vec<u8>,
     pub(super) exec: bool,
+    /// A symbolic link (to `data`), never followed by the harness.
+    pub(super) link: bool,
 }
 
 pub(super) type Tree = BTreeMap<Vec<u8>, File>;
@@ -240,7 +252,7 @@ const STEMS: &[&str] = &[
 const EXTS: &[&str] = &["", ".txt", ".rs", ".bin", ".md"];
 
 /// A path not yet used in `tree` (0 to 2 directories deep).
-fn gen_path(rng: &mut Rng, tree: &Tree) -> Vec<u8> {
+pub(super) fn gen_path(rng: &mut Rng, tree: &Tree) -> Vec<u8> {
     loop {
         let mut path = String::new();
         for _ in 0..rng.weighted(&[4, 3, 1]) {
@@ -418,7 +430,7 @@ fn gen_binary(rng: &mut Rng) -> Vec<u8> {
     data
 }
 
-fn gen_file(rng: &mut Rng) -> File {
+pub(super) fn gen_file(rng: &mut Rng) -> File {
     let data = match rng.weighted(&[70, 18, 12]) {
         0 => gen_text(rng),
         1 => gen_binary(rng),
@@ -427,6 +439,7 @@ fn gen_file(rng: &mut Rng) -> File {
     File {
         data,
         exec: rng.chance(20),
+        link: false,
     }
 }
 
@@ -552,7 +565,7 @@ fn edit_once(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
     };
     match op {
         0 => {
-            let Some(path) = pick_key(rng, tree, |f| !is_binary(&f.data)) else {
+            let Some(path) = pick_key(rng, tree, |f| !is_binary(&f.data) && !f.link) else {
                 return;
             };
             log.push(format!("modify text {}", show(&path)));
@@ -562,7 +575,7 @@ fn edit_once(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
         1 => {
             let mut file = tree.remove(&path).expect("picked from the tree");
             let to = gen_path(rng, tree);
-            let edited = rng.chance(50);
+            let edited = rng.chance(50) && !file.link;
             if edited {
                 file.data = edit_content(rng, &file.data);
             }
@@ -576,7 +589,7 @@ fn edit_once(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
         2 => {
             let mut file = tree[&path].clone();
             let to = gen_path(rng, tree);
-            let edited = rng.chance(40);
+            let edited = rng.chance(40) && !file.link;
             if edited {
                 file.data = edit_content(rng, &file.data);
             }
@@ -591,6 +604,7 @@ fn edit_once(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
             log.push(format!("delete {}", show(&path)));
             tree.remove(&path);
         }
+        5 | 7 if tree[&path].link => {} // a link has no mode or content of a file's
         5 => {
             let file = tree.get_mut(&path).expect("picked from the tree");
             file.exec = !file.exec;
@@ -601,7 +615,7 @@ fn edit_once(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
             log.push(format!("chmod {} (edited: {edited})", show(&path)));
         }
         6 => {
-            let Some(path) = pick_key(rng, tree, |f| is_binary(&f.data)) else {
+            let Some(path) = pick_key(rng, tree, |f| is_binary(&f.data) && !f.link) else {
                 return;
             };
             log.push(format!("modify binary {}", show(&path)));
@@ -833,6 +847,14 @@ fn write_file(root: &Path, path: &[u8], file: &File) -> Result<(), String> {
     let full = fs_path(root, path);
     let parent = full.parent().expect("a file path has a parent");
     fs::create_dir_all(parent).map_err(|e| format!("mkdir {}: {e}", parent.display()))?;
+    // Never write through a link, nor keep a file where a link goes.
+    if fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir()) {
+        fs::remove_file(&full).map_err(|e| format!("rm {}: {e}", full.display()))?;
+    }
+    if file.link {
+        return std::os::unix::fs::symlink(OsStr::from_bytes(&file.data), &full)
+            .map_err(|e| format!("symlink {}: {e}", full.display()));
+    }
     fs::write(&full, &file.data).map_err(|e| format!("write {}: {e}", full.display()))?;
     let mode = if file.exec { 0o755 } else { 0o644 };
     fs::set_permissions(&full, fs::Permissions::from_mode(mode))
@@ -866,7 +888,8 @@ pub(super) fn transition(root: &Path, from: &Tree, to: &Tree) -> Result<(), Stri
 }
 
 /// The regular files under `root` (recursively), with their bytes and exec
-/// bit. Directories and anything else are not recorded.
+/// bit, and the symbolic links with their targets (never followed).
+/// Directories and anything else are not recorded.
 pub(super) fn snapshot(root: &Path) -> Result<Tree, String> {
     fn walk(root: &Path, dir: &Path, tree: &mut Tree) -> Result<(), String> {
         let entries = fs::read_dir(dir).map_err(|e| format!("readdir {}: {e}", dir.display()))?;
@@ -885,6 +908,19 @@ pub(super) fn snapshot(root: &Path) -> Result<Tree, String> {
                     File {
                         data,
                         exec: meta.permissions().mode() & 0o111 != 0,
+                        link: false,
+                    },
+                );
+            } else if meta.file_type().is_symlink() {
+                let target = fs::read_link(&path)
+                    .map_err(|e| format!("readlink {}: {e}", path.display()))?;
+                let rel = path.strip_prefix(root).expect("under the root");
+                tree.insert(
+                    rel.as_os_str().as_bytes().to_vec(),
+                    File {
+                        data: target.into_os_string().into_vec(),
+                        exec: false,
+                        link: true,
                     },
                 );
             }
@@ -909,10 +945,12 @@ pub(super) fn tree_diff(left_name: &str, left: &Tree, right_name: &str, right: &
             Some(other) if other != file => {
                 let _ = writeln!(
                     out,
-                    "  differs: {} (exec {} vs {})\n    {left_name}: {}\n    {right_name}: {}",
+                    "  differs: {} (exec {} vs {}, link {} vs {})\n    {left_name}: {}\n    {right_name}: {}",
                     show(path),
                     file.exec,
                     other.exec,
+                    file.link,
+                    other.link,
                     preview(&file.data),
                     preview(&other.data)
                 );
@@ -1180,7 +1218,8 @@ pub(super) fn differential_with(
             }
             (true, Some(1))
                 if lossy(&rt.stdout).contains(NO_NEWLINE_DEVIATION)
-                    || lossy(&rt.stdout).contains(LEFT_OUT_DEVIATION) =>
+                    || lossy(&rt.stdout).contains(LEFT_OUT_DEVIATION)
+                    || lossy(&rt.stdout).contains(LINK_ESCAPE_DEVIATION) =>
             {
                 // The documented deviation: git corrupts, roundtable refuses.
                 Some(refused_cleanly()?)

@@ -22,6 +22,7 @@ fn file(data: &str) -> File {
     File {
         data: data.as_bytes().to_vec(),
         exec: false,
+        link: false,
     }
 }
 
@@ -137,6 +138,7 @@ fn mails_and_logs(scratch: &Scratch) -> Result<(), String> {
         File {
             data: (0..=255u8).cycle().take(700).collect(),
             exec: false,
+            link: false,
         },
     );
     let work = scratch.trial_dir();
@@ -223,6 +225,7 @@ fn gnu_diff(scratch: &Scratch) -> Result<(), String> {
         File {
             data: b"\0a".to_vec(),
             exec: false,
+            link: false,
         },
     );
     let mut binary_b = b.clone();
@@ -231,6 +234,7 @@ fn gnu_diff(scratch: &Scratch) -> Result<(), String> {
         File {
             data: b"\0b".to_vec(),
             exec: false,
+            link: false,
         },
     );
     super::differential::write_tree(&work.path().join("c"), &binary_a)?;
@@ -509,6 +513,77 @@ fn group_exec_on_disk(scratch: &Scratch) -> Result<(), String> {
     Ok(())
 }
 
+fn link(target: &str) -> File {
+    File {
+        data: target.as_bytes().to_vec(),
+        exec: false,
+        link: true,
+    }
+}
+
+/// Links as git writes them (creation, retarget through `..`, deletion,
+/// both type changes, a link replaced by a directory) apply exactly as
+/// `git apply` applies them, links compared by target; a target that
+/// leaves the root is where roundtable deliberately refuses
+/// (`path_escape`) and git creates the link.
+fn symbolic_links(scratch: &Scratch) -> Result<(), String> {
+    let mut a = tree(&[
+        ("RelNotes.txt", "notes\n"),
+        ("docs/x.txt", "x\n"),
+        ("f", "file\n"),
+    ]);
+    a.insert(b"l".to_vec(), link("RelNotes.txt"));
+    a.insert(b"gone".to_vec(), link("docs/x.txt"));
+    a.insert(b"k".to_vec(), link("f"));
+    a.insert(b"d".to_vec(), link("docs"));
+    let mut b = a.clone();
+    b.insert(b"RelNotes".to_vec(), link("RelNotes.txt"));
+    b.insert(b"docs/up".to_vec(), link("../docs/./x.txt"));
+    b.insert(b"l".to_vec(), link("docs/x.txt"));
+    b.remove(b"gone".as_slice());
+    b.insert(b"f".to_vec(), link("RelNotes.txt"));
+    b.insert(b"k".to_vec(), file("now a file\n"));
+    b.remove(b"d".as_slice());
+    b.insert(b"d/inner.txt".to_vec(), file("inner\n"));
+    let work = scratch.trial_dir();
+    let ids = history(scratch, &work.path().join("repo"), &[a.clone(), b.clone()])?;
+    for args in [
+        &["diff"][..],
+        &["diff", "-M", "-C", "--binary", "--full-index"],
+        &["diff", "-M", "-B", "--binary"],
+    ] {
+        let mut cmd = scratch.git(&work.path().join("repo"));
+        cmd.args(args).arg(&ids[0]).arg(&ids[1]);
+        let patch = super::differential::run_ok(&mut cmd)?;
+        case(
+            scratch,
+            &format!("links, git {}", args.join(" ")),
+            &a,
+            &patch,
+            1,
+            Want::Applies(&b),
+        )?;
+    }
+    for (path, target) in [
+        ("out", "../outside"),
+        ("abs", "/etc/passwd"),
+        ("docs/g", "../.git/config"),
+    ] {
+        let patch = format!(
+            "diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+        );
+        case(
+            scratch,
+            &format!("escaping link {path} -> {target}"),
+            &a,
+            patch.as_bytes(),
+            1,
+            Want::Refused("path_escape"),
+        )?;
+    }
+    Ok(())
+}
+
 #[test]
 fn differential_real_world_formats_agree_with_git_apply() {
     let scratch = Scratch::new();
@@ -523,6 +598,7 @@ fn differential_real_world_formats_agree_with_git_apply() {
         ("swaps and cycles", swaps_and_cycles),
         ("refusals and modes", refusals_and_modes),
         ("group exec on disk", group_exec_on_disk),
+        ("symbolic links", symbolic_links),
     ] {
         if let Err(e) = run(&scratch) {
             failures.push(format!("{name}: {e}"));

@@ -6,7 +6,10 @@
 //! final newlines, renames, copies, deletions, mode changes, binaries, a
 //! file becoming a directory and back, swaps), plus, every ten commits,
 //! large files swapped and rotated so that `-B` writes swapped and cyclic
-//! renames. Every commit's diff against
+//! renames, and symbolic links created, retargeted, deleted, turned into
+//! files and made of files ([`link_edits`]; their targets stay inside the
+//! repository, so roundtable applies them and both tools must give the
+//! same links). Every commit's diff against
 //! its parent is then written in several variants and applied to the
 //! parent's tree by both tools, which must agree ([`differential_with`]);
 //! for the variants git can apply without options, both must reproduce the
@@ -22,8 +25,8 @@
 //! `RT_HISTORY_SEED` (decimal or `0x` hex).
 
 use super::differential::{
-    differential_with, env_number, gen_tree, lossy, mutate, run_ok, transition, tree_diff, File,
-    Rng, Scratch, Tree,
+    differential_with, env_number, gen_file, gen_path, gen_tree, lossy, mutate, run_ok, transition,
+    tree_diff, File, Rng, Scratch, Tree,
 };
 use std::fmt::Write as _;
 use std::fs;
@@ -104,6 +107,7 @@ fn rotate_big_files(commit: usize, tree: &mut Tree, log: &mut Vec<String>) {
             .collect::<String>()
             .into_bytes(),
         exec: false,
+        link: false,
     };
     let key = |i: usize| BIG[i].as_bytes().to_vec();
     match commit % 10 {
@@ -133,6 +137,171 @@ fn rotate_big_files(commit: usize, tree: &mut Tree, log: &mut Vec<String>) {
     }
 }
 
+/// A link's target: a path of `tree` (a file, a directory holding one, or
+/// a name nothing has: a dangling link is still a link), written relative
+/// to the link's directory, now and then through `./` or a `..` that
+/// climbs out and back in. It never leaves the repository.
+fn link_target(rng: &mut Rng, tree: &Tree, link: &[u8]) -> Vec<u8> {
+    let keys: Vec<&Vec<u8>> = tree.keys().filter(|k| k.as_slice() != link).collect();
+    let mut to: Vec<u8> = match rng.below(4) {
+        0 | 1 if !keys.is_empty() => rng.pick(&keys).to_vec(),
+        2 if !keys.is_empty() => {
+            let k = rng.pick(&keys);
+            match k.iter().rposition(|&b| b == b'/') {
+                Some(i) => k[..i].to_vec(),
+                None => b".".to_vec(),
+            }
+        }
+        _ => b"missing/target.txt".to_vec(),
+    };
+    let depth = link.iter().filter(|&&b| b == b'/').count();
+    let mut out = b"../".repeat(depth);
+    if depth > 0 && rng.chance(30) {
+        // Out of the link's directory and back into it.
+        let dir_name = link
+            .split(|&b| b == b'/')
+            .nth(depth - 1)
+            .expect("a directory");
+        out = b"../".to_vec();
+        out.extend_from_slice(dir_name);
+        out.push(b'/');
+        out.extend_from_slice(&b"../".repeat(depth));
+    } else if rng.chance(20) {
+        out.splice(0..0, b"./".iter().copied());
+    }
+    out.append(&mut to);
+    out
+}
+
+/// One or two link edits a commit (beside the random file edits):
+/// create, retarget, delete, file to link, link to file. Logged.
+fn link_edits(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
+    let show = |p: &[u8]| format!("{:?}", String::from_utf8_lossy(p));
+    for _ in 0..rng.range(1, 2) {
+        let links: Vec<Vec<u8>> = tree
+            .iter()
+            .filter(|(_, f)| f.link)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let files: Vec<Vec<u8>> = tree
+            .iter()
+            .filter(|(k, f)| !f.link && !k.starts_with(b"big/"))
+            .map(|(k, _)| k.clone())
+            .collect();
+        match rng.weighted(&[4, 3, 2, 2, 2]) {
+            1 if !links.is_empty() => {
+                let path = rng.pick(&links).clone();
+                let target = link_target(rng, tree, &path);
+                log.push(format!(
+                    "retarget link {} -> {}",
+                    show(&path),
+                    show(&target)
+                ));
+                tree.insert(
+                    path,
+                    File {
+                        data: target,
+                        exec: false,
+                        link: true,
+                    },
+                );
+            }
+            2 if !links.is_empty() => {
+                let path = rng.pick(&links).clone();
+                log.push(format!("delete link {}", show(&path)));
+                tree.remove(&path);
+            }
+            3 if !files.is_empty() => {
+                let path = rng.pick(&files).clone();
+                let target = link_target(rng, tree, &path);
+                log.push(format!("file to link {} -> {}", show(&path), show(&target)));
+                tree.insert(
+                    path,
+                    File {
+                        data: target,
+                        exec: false,
+                        link: true,
+                    },
+                );
+            }
+            4 if !links.is_empty() => {
+                let path = rng.pick(&links).clone();
+                log.push(format!("link to file {}", show(&path)));
+                let file = gen_file(rng);
+                tree.insert(path, file);
+            }
+            _ => {
+                let path = gen_path(rng, tree);
+                let target = link_target(rng, tree, &path);
+                log.push(format!("create link {} -> {}", show(&path), show(&target)));
+                tree.insert(
+                    path,
+                    File {
+                        data: target,
+                        exec: false,
+                        link: true,
+                    },
+                );
+            }
+        }
+    } // A link the file edits renamed or copied into another directory may
+      // point out of the repository from there: point it in again.
+    let moved: Vec<Vec<u8>> = tree
+        .iter()
+        .filter(|(k, f)| f.link && escapes(k, &f.data))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for path in moved {
+        let target = link_target(rng, tree, &path);
+        log.push(format!(
+            "re-aim moved link {} -> {}",
+            show(&path),
+            show(&target)
+        ));
+        tree.insert(
+            path,
+            File {
+                data: target,
+                exec: false,
+                link: true,
+            },
+        );
+    }
+}
+
+/// Whether `target`, read from the directory of the link at `link`,
+/// leaves the repository (absolute, or `..` above the top).
+fn escapes(link: &[u8], target: &[u8]) -> bool {
+    if target.starts_with(b"/") {
+        return true;
+    }
+    let mut depth = link.iter().filter(|&&b| b == b'/').count();
+    for c in target.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." if depth == 0 => return true,
+            b".." => depth -= 1,
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
+/// Whether a path is a link on one side and a file on the other.
+fn type_changed(parent: &Tree, commit: &Tree) -> bool {
+    parent
+        .iter()
+        .any(|(k, f)| commit.get(k).is_some_and(|g| g.link != f.link))
+}
+
+/// Every link of every commit, once: how many the history exercised.
+fn count_links(trees: &[Tree]) -> usize {
+    trees
+        .iter()
+        .map(|t| t.values().filter(|f| f.link).count())
+        .sum()
+}
+
 #[test]
 fn differential_history_replays_every_commit_like_git_apply() {
     let commits = env_number("RT_HISTORY_COMMITS").map_or(DEFAULT_COMMITS, |n| n as usize);
@@ -149,6 +318,9 @@ fn differential_history_replays_every_commit_like_git_apply() {
 
     // Build the history.
     let mut rng = Rng::new(seed);
+    // Links come from a stream of their own, so the file edits are those
+    // the seed always gave.
+    let mut link_rng = Rng::new(seed ^ 0x1111_5111_4c11_4b00);
     let mut trees: Vec<Tree> = vec![Tree::new()];
     let mut logs: Vec<Vec<String>> = vec![Vec::new()];
     for i in 0..=commits {
@@ -160,6 +332,9 @@ fn differential_history_replays_every_commit_like_git_apply() {
             mutate(&mut rng, previous, &mut log)
         };
         rotate_big_files(i, &mut next, &mut log);
+        if i > 0 {
+            link_edits(&mut link_rng, &mut next, &mut log);
+        }
         transition(&repo, previous, &next).unwrap_or_else(|e| panic!("harness: {e}"));
         git(&["add", "-A"]);
         git(&[
@@ -179,6 +354,22 @@ fn differential_history_replays_every_commit_like_git_apply() {
     assert_eq!(ids.len(), commits + 1, "harness: one id per commit");
     // trees[k + 1] is the tree of ids[k].
     let built = started.elapsed();
+    assert!(
+        count_links(&trees) >= commits,
+        "harness: the history holds links"
+    );
+    for kind in [
+        "create link",
+        "retarget link",
+        "delete link",
+        "file to link",
+        "link to file",
+    ] {
+        assert!(
+            commits < 20 || logs.iter().flatten().any(|l| l.starts_with(kind)),
+            "harness: no commit did `{kind}`"
+        );
+    }
 
     let mut failures = Vec::new();
     let mut applied = vec![0usize; VARIANTS.len()];
@@ -214,6 +405,17 @@ fn differential_history_replays_every_commit_like_git_apply() {
                     "both applied, but not giving the commit's tree\n{}",
                     tree_diff("applied", &a.after, "commit", commit)
                 )),
+                // `git diff -B` breaks a type change (file to link or back)
+                // and may pair its new half with a rename, dropping the
+                // removal of the old half: git cannot apply that diff
+                // itself, and roundtable refuses it too.
+                (Some(_), true)
+                    if variant.args.contains(&"-B")
+                        && !a.git.status.success()
+                        && type_changed(parent, commit) =>
+                {
+                    Ok(false)
+                }
                 (Some(code), true) => Err(format!("both refused ({code})")),
                 (r, _) => Ok(r.is_none()),
             });

@@ -333,19 +333,41 @@ pub struct JournalFile {
     pub after_digest: Option<String>,
     /// Executable after.
     pub after_executable: Option<bool>,
+    /// A symbolic link before (its digest is its target's); written only
+    /// when it was.
+    #[serde(skip_serializing_if = "not_true")]
+    pub before_symlink: Option<bool>,
+    /// A symbolic link after; written only when it is.
+    #[serde(skip_serializing_if = "not_true")]
+    pub after_symlink: Option<bool>,
 }
 
+fn not_true(b: &Option<bool>) -> bool {
+    *b != Some(true)
+}
+
+/// A journaled state: digest, executable, symbolic link.
+type State = (String, bool, bool);
+
 impl JournalFile {
-    fn before(&self) -> Option<(String, bool)> {
-        self.before_digest
-            .clone()
-            .map(|d| (d, self.before_executable.unwrap_or(false)))
+    fn before(&self) -> Option<State> {
+        self.before_digest.clone().map(|d| {
+            (
+                d,
+                self.before_executable.unwrap_or(false),
+                self.before_symlink.unwrap_or(false),
+            )
+        })
     }
 
-    fn after(&self) -> Option<(String, bool)> {
-        self.after_digest
-            .clone()
-            .map(|d| (d, self.after_executable.unwrap_or(false)))
+    fn after(&self) -> Option<State> {
+        self.after_digest.clone().map(|d| {
+            (
+                d,
+                self.after_executable.unwrap_or(false),
+                self.after_symlink.unwrap_or(false),
+            )
+        })
     }
 }
 
@@ -448,7 +470,8 @@ pub(crate) fn journal(
     id: &str,
 ) -> Result<Vec<JournalFile>, TransactionError> {
     let mut stmt = tx.prepare(
-        "SELECT path, operation, before_digest, before_executable, after_digest, after_executable
+        "SELECT path, operation, before_digest, before_executable, after_digest, after_executable,
+                before_symlink, after_symlink
          FROM transaction_files WHERE transaction_id = ?1 ORDER BY path",
     )?;
     let files = stmt
@@ -460,6 +483,8 @@ pub(crate) fn journal(
                 before_executable: r.get(3)?,
                 after_digest: r.get(4)?,
                 after_executable: r.get(5)?,
+                before_symlink: r.get(6)?,
+                after_symlink: r.get(7)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -520,7 +545,8 @@ pub struct PathReport {
     /// Where it is.
     pub state: PathState,
     /// Its digest now (`absent`, or `blob:sha256:…` with ` +x` when
-    /// executable).
+    /// executable, ` symlink` for a symbolic link: the digest of its
+    /// target).
     pub actual: String,
     /// Its before state, spelled the same way.
     pub before: String,
@@ -528,11 +554,12 @@ pub struct PathReport {
     pub after: String,
 }
 
-fn spell(state: &Option<(String, bool)>) -> String {
+fn spell(state: &Option<State>) -> String {
     match state {
         None => "absent".into(),
-        Some((d, true)) => format!("{d} +x"),
-        Some((d, false)) => d.clone(),
+        Some((d, _, true)) => format!("{d} symlink"),
+        Some((d, true, false)) => format!("{d} +x"),
+        Some((d, false, false)) => d.clone(),
     }
 }
 
@@ -548,10 +575,11 @@ pub(crate) fn compare(
         })?;
         let (before, after) = (f.before(), f.after());
         // Something that is not a file now (a FIFO, a socket, a device, a
-        // link) is neither state: reported, never opened or overwritten.
+        // link on the way) is neither state: reported, never opened or
+        // overwritten. A link at the path is compared by its target.
         let (state, actual) = match ws.meta(&path) {
             Ok(meta) => {
-                let now = meta.map(|m| (m.digest.to_string(), m.executable));
+                let now = meta.map(|m| (m.digest.to_string(), m.executable, m.symlink));
                 let state = if now == after {
                     PathState::AtAfter
                 } else if now == before {
@@ -634,11 +662,13 @@ pub(crate) fn restore_changeset(
                     TransactionError::journal(e.to_string(), json!({}))
                 })?,
                 executable: f.after_executable.unwrap_or(false),
+                symlink: f.after_symlink.unwrap_or(false),
             }),
         };
         let after = content.map(|data| FileContent {
             data,
             executable: f.before_executable.unwrap_or(false),
+            symlink: f.before_symlink.unwrap_or(false),
         });
         let operation = match (&before, &after) {
             (None, Some(_)) => Operation::Create,
@@ -655,7 +685,7 @@ pub(crate) fn restore_changeset(
     Changeset::new(changes).map_err(|e| TransactionError::journal(e.to_string(), json!({})))
 }
 
-fn set_digest(states: impl Iterator<Item = (String, Option<(String, bool)>)>) -> String {
+fn set_digest(states: impl Iterator<Item = (String, Option<State>)>) -> String {
     use sha2::{Digest as _, Sha256};
     let mut h = Sha256::new();
     for (path, state) in states {
@@ -663,8 +693,13 @@ fn set_digest(states: impl Iterator<Item = (String, Option<(String, bool)>)>) ->
         h.update(path.as_bytes());
         match state {
             None => h.update([0u8]),
-            Some((d, x)) => {
-                h.update([if x { 2u8 } else { 1u8 }]);
+            Some((d, x, link)) => {
+                // A link is tagged apart; files keep the tags they always had.
+                h.update([match (link, x) {
+                    (true, _) => 3u8,
+                    (false, true) => 2u8,
+                    (false, false) => 1u8,
+                }]);
                 h.update(d.as_bytes());
             }
         }
@@ -679,6 +714,8 @@ pub(crate) struct Before {
     pub digest: Digest,
     pub data: Vec<u8>,
     pub executable: bool,
+    /// A symbolic link, `data` its target.
+    pub symlink: bool,
 }
 
 /// A check the caller runs inside the journal's SQL transaction, before
@@ -789,7 +826,8 @@ fn write_journal(
     }
     let mut insert = tx.prepare(
         "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
-             after_digest, after_executable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             after_digest, after_executable, before_symlink, after_symlink)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     for (f, after) in files.iter().zip(afters) {
         insert.execute(params![
@@ -800,6 +838,8 @@ fn write_journal(
             f.before.map(|m| m.executable),
             after.map(|m| m.digest.to_string()),
             after.map(|m| m.executable),
+            f.before.and_then(|m| m.symlink.then_some(true)),
+            after.and_then(|m| m.symlink.then_some(true)),
         ])?;
     }
     // The head of the audit chain this transaction saw, kept with its
@@ -855,13 +895,14 @@ where
     let before_digest = set_digest(files.iter().map(|f| {
         (
             f.path.to_string(),
-            f.before.map(|m| (m.digest.to_string(), m.executable)),
+            f.before
+                .map(|m| (m.digest.to_string(), m.executable, m.symlink)),
         )
     }));
     let after_digest = set_digest(files.iter().zip(afters).map(|(f, after)| {
         (
             f.path.to_string(),
-            after.map(|m| (m.digest.to_string(), m.executable)),
+            after.map(|m| (m.digest.to_string(), m.executable, m.symlink)),
         )
     }));
     let id = plan.id.as_str();
@@ -898,7 +939,7 @@ where
     let held: crate::workspace::Held<'_> = plan
         .snapshot
         .iter()
-        .map(|b| (&b.path, (b.data.as_slice(), b.executable)))
+        .map(|b| (&b.path, (b.data.as_slice(), b.executable, b.symlink)))
         .collect();
     let options = WriteOptions {
         durable,
@@ -1188,6 +1229,7 @@ mod tests {
                         digest: meta.digest,
                         data: file.data,
                         executable: meta.executable,
+                        symlink: meta.symlink,
                     })
                 })
                 .collect();

@@ -12,22 +12,28 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) mod render;
 
-/// A file's state as a precondition: its digest and executable bit.
+/// A file's state as a precondition: its digest and executable bit, and
+/// whether it is a symbolic link (then the digest is of its target).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FileMeta {
-    /// `blob:sha256:` of the bytes.
+    /// `blob:sha256:` of the bytes (a link's target).
     pub digest: Digest,
     /// Whether the executable bit is set.
     pub executable: bool,
+    /// Whether it is a symbolic link (serialized only when it is).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub symlink: bool,
 }
 
 /// A file's complete resulting state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileContent {
-    /// The bytes.
+    /// The bytes (a link's target).
     pub data: Vec<u8>,
     /// Whether the executable bit is set.
     pub executable: bool,
+    /// Whether it is a symbolic link to `data`.
+    pub symlink: bool,
 }
 
 impl FileMeta {
@@ -36,6 +42,7 @@ impl FileMeta {
         FileMeta {
             digest: Digest::of(&file.data),
             executable: file.executable,
+            symlink: file.symlink,
         }
     }
 }
@@ -46,6 +53,7 @@ impl FileContent {
         FileMeta {
             digest: Digest::of(&self.data),
             executable: self.executable,
+            symlink: self.symlink,
         }
     }
 }
@@ -268,6 +276,7 @@ impl Changeset {
             let new = o.new.map(|f| FileContent {
                 data: f.data,
                 executable: f.executable,
+                symlink: f.symlink,
             });
             match (finals.get(&o.path), &new) {
                 // A removal never overrides a write (git writes after it removes).
@@ -310,11 +319,23 @@ impl Changeset {
         }
 
         let seen = recording.seen.into_inner();
+        // Paths the change removes: nothing is below one (it is a file or
+        // a link now), so a path there is absent without looking.
+        let removed: std::collections::HashSet<&[u8]> = finals
+            .iter()
+            .filter(|(_, after)| after.is_none())
+            .map(|(p, _)| p.as_slice())
+            .collect();
+        let below_removed: Vec<bool> = finals
+            .keys()
+            .map(|raw| crate::diff::below_a_removed_path(raw, &removed))
+            .collect();
         let mut files = Vec::with_capacity(finals.len());
-        for (raw, after) in finals {
+        for ((raw, after), below_removed) in finals.into_iter().zip(below_removed) {
             let path = RepoPath::from_bytes(&raw)?;
             let before = match seen.get(&raw) {
                 Some(meta) => *meta,
+                None if below_removed => None,
                 None => tree
                     .read(&raw)
                     .map_err(crate::diff::ApplyError::from)?
@@ -394,12 +415,14 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
             Some(FileMeta {
                 digest: Digest::of(c.as_bytes()),
                 executable: false,
+                symlink: false,
             })
         };
         let content = |c: &str, x: bool| {
             Some(FileContent {
                 data: c.as_bytes().to_vec(),
                 executable: x,
+                symlink: false,
             })
         };
         assert_eq!(
@@ -457,6 +480,61 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
         assert_eq!(e.code(), crate::ErrorCode::PatchDoesNotApply);
     }
 
+    /// Links render as git writes them (mode 120000, a type change as a
+    /// deletion and a creation) and the rendered diff applies back.
+    #[test]
+    fn links_render_as_a_diff_that_applies_to_its_results() {
+        let mut before = tree(&[("f", "file\n")]);
+        for (p, t) in [("l", "f"), ("k", "f"), ("gone", "f")] {
+            before.insert(p.as_bytes().to_vec(), TreeFile::link(t.as_bytes().to_vec()));
+        }
+        let link = |t: &str| {
+            Some(FileContent {
+                data: t.as_bytes().to_vec(),
+                executable: false,
+                symlink: true,
+            })
+        };
+        let change = |path: &str, operation: Operation, after: Option<FileContent>| FileChange {
+            path: p(path),
+            operation,
+            before: before.get(path.as_bytes()).map(FileMeta::of),
+            after,
+        };
+        let cs = Changeset::new(vec![
+            change("l", Operation::Modify, link("d/x")),
+            change("n", Operation::Create, link("l")),
+            change("f", Operation::Modify, link("k")),
+            change(
+                "k",
+                Operation::Modify,
+                Some(FileContent {
+                    data: b"now a file\n".to_vec(),
+                    executable: true,
+                    symlink: false,
+                }),
+            ),
+            change("gone", Operation::Delete, None),
+        ])
+        .expect("unique paths");
+        let text = cs.render_diff(&before).expect("renders");
+        let shown = String::from_utf8_lossy(&text).into_owned();
+        assert!(shown.contains("new file mode 120000"), "{shown}");
+        assert!(shown.contains("deleted file mode 120000"), "{shown}");
+        let patch =
+            parse(&text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+        let after = crate::diff::apply_in_memory(&patch, &before)
+            .unwrap_or_else(|e| panic!("{e}\n{shown}"));
+        for c in cs.files() {
+            let got = after.get(c.path.as_str().as_bytes()).map(|f| FileContent {
+                data: f.data.clone(),
+                executable: f.executable,
+                symlink: f.symlink,
+            });
+            assert_eq!(got, c.after, "{}\n{shown}", c.path);
+        }
+    }
+
     /// Rendering a changeset as a diff and applying that diff to the old
     /// tree gives exactly the changeset's results.
     #[test]
@@ -479,12 +557,14 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
             t.get(path.as_bytes()).map(|f| FileMeta {
                 digest: Digest::of(&f.data),
                 executable: f.executable,
+                symlink: false,
             })
         };
         let content = |c: &[u8], x: bool| {
             Some(FileContent {
                 data: c.to_vec(),
                 executable: x,
+                symlink: false,
             })
         };
         let change = |path: &str, operation: Operation, after: Option<FileContent>| FileChange {
@@ -536,6 +616,7 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
             let got = after.get(c.path.as_str().as_bytes()).map(|f| FileContent {
                 data: f.data.clone(),
                 executable: f.executable,
+                symlink: false,
             });
             assert_eq!(
                 got,

@@ -557,9 +557,21 @@ pub fn parse_plan(json: &[u8]) -> Result<EditPlan, EditError> {
 /// overlapping edits) and the new contents computed.
 pub fn plan_changeset<T: Tree + ?Sized>(plan: &EditPlan, tree: &T) -> Result<Changeset, EditError> {
     let read = |path: &RepoPath| -> Result<Option<TreeFile>, EditError> {
-        tree.read(path.as_str().as_bytes()).map_err(|e| {
+        let file = tree.read(path.as_str().as_bytes()).map_err(|e| {
             EditError::new(e.code, format!("cannot read {path}: {}", e.source)).with_path(path)
-        })
+        })?;
+        // An edit plan edits regular files: it never writes through, or
+        // over, a symbolic link.
+        if file.as_ref().is_some_and(|f| f.symlink) {
+            return Err(EditError::new(
+                ErrorCode::PathEscape,
+                format!(
+                    "{path}: is a symbolic link; an edit plan never writes through or over one"
+                ),
+            )
+            .with_path(path));
+        }
+        Ok(file)
     };
 
     let mut current = Vec::with_capacity(plan.changes.len());
@@ -623,7 +635,11 @@ pub fn plan_changeset<T: Tree + ?Sized>(plan: &EditPlan, tree: &T) -> Result<Cha
                         Operation::Modify
                     },
                     before: meta,
-                    after: Some(FileContent { data, executable }),
+                    after: Some(FileContent {
+                        data,
+                        executable,
+                        symlink: false,
+                    }),
                 });
             }
             ChangeKind::Delete => files.push(FileChange {
@@ -646,7 +662,11 @@ pub fn plan_changeset<T: Tree + ?Sized>(plan: &EditPlan, tree: &T) -> Result<Cha
                         from: change.path.clone(),
                     },
                     before: None,
-                    after: Some(FileContent { data, executable }),
+                    after: Some(FileContent {
+                        data,
+                        executable,
+                        symlink: false,
+                    }),
                 });
             }
         }

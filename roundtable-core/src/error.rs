@@ -93,9 +93,11 @@ error_codes! {
     /// modify is missing, a binary pre-image does not match.
     PatchDoesNotApply = "patch_does_not_apply", 2;
     /// The patch uses a feature roundtable deliberately does not apply
-    /// (symbolic links, submodules, combined diffs of merges).
+    /// (submodules/gitlinks, combined diffs of merges).
     UnsupportedPatch = "unsupported_patch", 3;
-    /// A path would leave the repository root, or names `.git`/`.roundtable`.
+    /// A path would leave the repository root, or names `.git`/`.roundtable`;
+    /// a path passes through a symbolic link; or a symbolic link's target
+    /// would leave the root (or point into `.git`/`.roundtable`).
     PathEscape = "path_escape", 4;
     /// A path is not a valid repository path (empty, not UTF-8, NUL byte…).
     InvalidPath = "invalid_path", 5;

@@ -25,6 +25,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -145,6 +146,10 @@ pub(crate) fn apply_details(a: &ApplyError) -> serde_json::Value {
         ApplyError::Hunk { path, hunk, reason } => {
             json!({"path": String::from_utf8_lossy(path), "hunk": hunk, "reason": reason})
         }
+        ApplyError::LinkEscape { path, target } => json!({
+            "path": String::from_utf8_lossy(path),
+            "target": String::from_utf8_lossy(target),
+        }),
         ApplyError::Tree(t) => match t.source.downcast_ref::<WorkspaceError>() {
             Some(WorkspaceError::Special { path, kind }) => json!({"path": path, "type": kind}),
             _ => json!({"path": String::from_utf8_lossy(&t.path)}),
@@ -498,13 +503,32 @@ impl Workspace {
         Ok(Some((at, (*name).to_owned())))
     }
 
-    fn kind(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
+    /// What is at `path`; a link on the way is [`WorkspaceError::Symlink`].
+    fn kind_strict(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
         if self.seen(path).is_some() {
             return Ok(Some(Kind::File));
         }
         match self.parent(path)? {
             None => Ok(None),
             Some((dir, name)) => kind_at(&*dir, &name).map_err(|e| tree(path, e)),
+        }
+    }
+
+    /// What is at `path` for a write that may remove a link on the way:
+    /// nothing, when one is there.
+    fn kind(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
+        if self.seen(path).is_some() {
+            return Ok(Some(Kind::File));
+        }
+        match self.parent(path) {
+            Ok(None) => Ok(None),
+            // A link where a directory would be: nothing lies below it (a
+            // link is never followed). Reads through it stay refused; the
+            // room check refuses a write below it unless the change
+            // removes the link first.
+            Err(WorkspaceError::Symlink { .. }) => Ok(None),
+            Err(e) => Err(e),
+            Ok(Some((dir, name))) => kind_at(&*dir, &name).map_err(|e| tree(path, e)),
         }
     }
 
@@ -516,8 +540,9 @@ impl Workspace {
     }
 
     /// The file at `path`: its bytes and executable bit, or `None` if
-    /// nothing is there. A symbolic link (at the path or on the way) is
-    /// [`WorkspaceError::Symlink`]; a directory is not a file.
+    /// nothing is there. A symbolic link at the path is read as a link
+    /// (its target, [`TreeFile::symlink`] set; never followed); one on the
+    /// way is [`WorkspaceError::Symlink`]; a directory is not a file.
     pub fn read(&self, path: &RepoPath) -> Result<Option<TreeFile>, WorkspaceError> {
         Ok(self.load(path)?.map(Seen::into_file))
     }
@@ -564,12 +589,17 @@ impl Workspace {
             return Ok(None);
         };
         // Look before opening: a FIFO, socket or device is never opened
-        // (opening a FIFO blocks until a writer comes).
-        if let Some(Kind::Special(kind)) = kind_at(&*dir, &name).map_err(|e| tree(path, e))? {
-            return Err(WorkspaceError::Special {
-                path: path.to_string(),
-                kind,
-            });
+        // (opening a FIFO blocks until a writer comes); a link is read as
+        // a link (its target), never followed.
+        match kind_at(&*dir, &name).map_err(|e| tree(path, e))? {
+            Some(Kind::Special(kind)) => {
+                return Err(WorkspaceError::Special {
+                    path: path.to_string(),
+                    kind,
+                })
+            }
+            Some(Kind::Link) => return read_link_at(&dir, &name, path),
+            _ => {}
         }
         // Non-blocking, so one swapped in after the look cannot block
         // either; `fstat` below then refuses it.
@@ -611,6 +641,7 @@ impl Workspace {
             data,
             // git's rule: the owner's bit alone (`ce_permissions`).
             executable: stat.st_mode & 0o100 != 0,
+            symlink: false,
         };
         Ok(Some((file, Stamp::of(&stat))))
     }
@@ -693,6 +724,7 @@ impl Workspace {
                                     &path,
                                     &file.data,
                                     file.executable,
+                                    file.symlink,
                                     false,
                                     None,
                                     &Verified::new(),
@@ -891,6 +923,7 @@ impl Workspace {
                     path,
                     &content.data,
                     content.executable,
+                    content.symlink,
                     per_file,
                     options.tag,
                     &verified,
@@ -1025,7 +1058,7 @@ impl Workspace {
                     format!("{dir}/{name}")
                 };
                 let kind = kind_at(&*fd, &name).map_err(|e| io(&shown, e))?;
-                if name.starts_with(&stage) && kind == Some(Kind::File) {
+                if name.starts_with(&stage) && matches!(kind, Some(Kind::File | Kind::Link)) {
                     rustix::fs::unlinkat(&*fd, name.as_str(), AtFlags::empty())
                         .map_err(|e| io(&shown, errno(e)))?;
                     removed.push(shown);
@@ -1112,6 +1145,12 @@ impl Workspace {
             let ancestor = RepoPath::from_bytes(components[..depth].join("/").as_bytes())?;
             match self.kind(&ancestor)? {
                 Some(Kind::Dir) => continue,
+                Some(Kind::Link) if !removes.contains(&ancestor) => {
+                    return Err(WorkspaceError::Symlink {
+                        path: path.to_string(),
+                        link: ancestor.to_string(),
+                    })
+                }
                 Some(_) if !removes.contains(&ancestor) => {
                     return Err(in_the_way(format!(
                         "`{ancestor}` is a file, so it cannot be a directory"
@@ -1156,16 +1195,23 @@ impl Workspace {
     }
 
     /// Write `content` to a temporary file in the nearest existing
-    /// directory on the way to `path` (its parents may not exist yet).
+    /// directory on the way to `path` (its parents may not exist yet); a
+    /// symbolic link (`data` its target) is created there under a
+    /// temporary name, once its target is checked to stay inside the root.
+    #[allow(clippy::too_many_arguments)]
     fn stage(
         &self,
         path: &RepoPath,
         data: &[u8],
         executable: bool,
+        symlink: bool,
         sync: bool,
         tag: Option<&str>,
         verified: &Verified,
     ) -> Result<Staged, WorkspaceError> {
+        if symlink {
+            check_link(path, data)?;
+        }
         let found = match verified.get(parent_of(path)) {
             Some(dir) => Some(Arc::clone(dir)),
             None => self.parent(path).ok().flatten().map(|(dir, _)| dir),
@@ -1184,6 +1230,20 @@ impl Workspace {
                 dir
             }
         };
+        if symlink {
+            let target = std::ffi::OsStr::from_bytes(data);
+            let ((), name) = create_unique(&temp_prefix("stage", tag), |name| {
+                rustix::fs::symlinkat(target, &*dir, name)
+            })
+            .map_err(|e| tree(path, e))?;
+            // Its directory is flushed after the rename (a link has no
+            // data of its own to flush).
+            return Ok(Staged {
+                dir,
+                name,
+                placed: false,
+            });
+        }
         let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
         let (fd, name) = create_unique(&temp_prefix("stage", tag), |name| {
             rustix::fs::openat(
@@ -1321,7 +1381,7 @@ impl Workspace {
             }
             let name = components[components.len() - 1].to_owned();
             let backup = match kind_at(&*dir, &name) {
-                Ok(Some(Kind::File)) => Some(
+                Ok(Some(Kind::File | Kind::Link)) => Some(
                     journal
                         .backup(&self.dir, path, &dir, &name)
                         .map_err(fail(path))?,
@@ -1355,9 +1415,11 @@ impl Tree for Workspace {
     fn exists(&self, path: &[u8]) -> Result<bool, TreeError> {
         let repo_path = RepoPath::from_bytes(path).map_err(|e| boxed(path, e.code(), e))?;
         // A directory does not count: git lets a file be created over one
-        // and the room check above decides whether it may.
-        self.no_file_at(&repo_path)
-            .map(|absent| !absent)
+        // and the room check above decides whether it may. A link on the
+        // way is refused here (the applier does not ask below a link the
+        // patch removes).
+        self.kind_strict(&repo_path)
+            .map(|kind| !matches!(kind, None | Some(Kind::Dir)))
             .map_err(|e| boxed(path, e.code(), e))
     }
 }
@@ -1365,9 +1427,52 @@ impl Tree for Workspace {
 fn describe(meta: Option<&FileMeta>) -> String {
     match meta {
         None => "absent".into(),
+        Some(m) if m.symlink => format!("{} (symbolic link)", m.digest),
         Some(m) if m.executable => format!("{} (executable)", m.digest),
         Some(m) => m.digest.to_string(),
     }
+}
+
+/// Refuse to create a link at `path` whose target is empty or leaves the
+/// root ([`crate::diff::link_target_escapes`]): the applier checked it
+/// already; every other changeset (a rollback's, a recovery's) is checked
+/// here.
+fn check_link(path: &RepoPath, target: &[u8]) -> Result<(), WorkspaceError> {
+    let raw = path.as_str().as_bytes();
+    if target.is_empty() || crate::diff::link_target_escapes(raw, target) {
+        return Err(WorkspaceError::Apply(ApplyError::LinkEscape {
+            path: raw.to_vec(),
+            target: target.to_vec(),
+        }));
+    }
+    Ok(())
+}
+
+/// The symbolic link `name` in `dir` (at `path`), read with `readlinkat`,
+/// never followed.
+fn read_link_at(
+    dir: &OwnedFd,
+    name: &str,
+    path: &RepoPath,
+) -> Result<Option<(TreeFile, Stamp)>, WorkspaceError> {
+    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(tree(path, errno(e))),
+    };
+    let target = match rustix::fs::readlinkat(dir, name, Vec::new()) {
+        Ok(t) => t.into_bytes(),
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        // Replaced by something else since the look: read it again.
+        Err(rustix::io::Errno::INVAL) => {
+            return Err(tree(
+                path,
+                io::Error::other("replaced while it was read (a link, then not)"),
+            ))
+        }
+        Err(e) => return Err(tree(path, errno(e))),
+    };
+    Ok(Some((TreeFile::link(target), Stamp::of(&stat))))
 }
 
 /// Directory handles by path (`a/b`; the root is not in it), each checked
@@ -1456,7 +1561,8 @@ impl Drop for Staged {
 /// Old contents the caller holds in memory, with their executable bits:
 /// a commit that has them restores from them if it must undo, instead of
 /// keeping hard links to the old files.
-pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bool)>;
+/// (A link's is its target, with the third flag set.)
+pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bool, bool)>;
 
 /// Every step of a commit, so it can be undone in reverse, and the backup
 /// directory holding old contents until the commit is done.
@@ -1477,8 +1583,8 @@ struct Journal<'k> {
 enum Backup<'k> {
     /// A hard link, under this name, in the backup directory.
     Link(String),
-    /// The caller's copy, and its executable bit.
-    Held(&'k [u8], bool),
+    /// The caller's copy, its executable bit, and whether it is a link.
+    Held(&'k [u8], bool, bool),
 }
 
 enum Step<'k> {
@@ -1521,8 +1627,8 @@ impl<'k> Journal<'k> {
         dir: &OwnedFd,
         name: &str,
     ) -> io::Result<Backup<'k>> {
-        if let Some(&(data, executable)) = self.held.and_then(|h| h.get(path)) {
-            return Ok(Backup::Held(data, executable));
+        if let Some(&(data, executable, symlink)) = self.held.and_then(|h| h.get(path)) {
+            return Ok(Backup::Held(data, executable, symlink));
         }
         self.link_backup(root, dir, name).map(Backup::Link)
     }
@@ -1552,13 +1658,23 @@ impl<'k> Journal<'k> {
     fn put_back(&self, backup: &Backup<'_>, dir: &OwnedFd, name: &str) -> rustix::io::Result<()> {
         match backup {
             Backup::Link(b) => rustix::fs::renameat(self.backup_dir(), b.as_str(), dir, name),
-            Backup::Held(data, executable) => {
+            Backup::Held(data, executable, symlink) => {
                 let os = |e: io::Error| {
                     rustix::io::Errno::from_raw_os_error(
                         e.raw_os_error()
                             .unwrap_or(rustix::io::Errno::IO.raw_os_error()),
                     )
                 };
+                if *symlink {
+                    let target = std::ffi::OsStr::from_bytes(data);
+                    let ((), temp) = create_unique(&temp_prefix("stage", self.tag), |n| {
+                        rustix::fs::symlinkat(target, dir, n)
+                    })
+                    .map_err(os)?;
+                    return rustix::fs::renameat(dir, temp.as_str(), dir, name).inspect_err(|_| {
+                        let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
+                    });
+                }
                 let mode = Mode::from_raw_mode(if *executable { 0o755 } else { 0o644 });
                 let (fd, temp) = create_unique(&temp_prefix("stage", self.tag), |n| {
                     rustix::fs::openat(
@@ -1731,26 +1847,26 @@ mod tests {
         let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
         let (a, c, z, gone) = (p("a"), p("b/c"), p("z/new"), p("d/gone"));
         let held: Held<'_> = [
-            (&a, (b"old a".as_slice(), true)),
-            (&gone, (b"old gone".as_slice(), false)),
+            (&a, (b"old a".as_slice(), true, false)),
+            (&gone, (b"old gone".as_slice(), false, false)),
         ]
         .into_iter()
         .collect();
         let removes = BTreeSet::from([&gone]);
         let broken = ws
-            .stage(&z, b"new z", false, false, None, &Verified::new())
+            .stage(&z, b"new z", false, false, false, None, &Verified::new())
             .expect("stages");
         rustix::fs::unlinkat(&*broken.dir, broken.name.as_str(), AtFlags::empty())
             .expect("the fault: the staged file disappears");
         let staged = vec![
             (
                 &a,
-                ws.stage(&a, b"new a", false, false, None, &Verified::new())
+                ws.stage(&a, b"new a", false, false, false, None, &Verified::new())
                     .expect("stages"),
             ),
             (
                 &c,
-                ws.stage(&c, b"new c", false, false, None, &Verified::new())
+                ws.stage(&c, b"new c", false, false, false, None, &Verified::new())
                     .expect("stages"),
             ),
             (&z, broken),
@@ -1827,6 +1943,7 @@ mod tests {
             after: Some(FileContent {
                 data: after.to_vec(),
                 executable: false,
+                symlink: false,
             }),
         }])
         .expect("one path")
@@ -1960,12 +2077,95 @@ mod tests {
             ws.read(&p("real/f")).expect("reads").map(|f| f.data),
             Some(b"f".to_vec())
         );
-        for path in ["out/secret", "alias/f", "flink", "slash/etc/hostname"] {
+        for path in ["out/secret", "alias/f", "slash/etc/hostname"] {
             let e = ws.read(&p(path)).expect_err(path);
             assert_eq!(e.code(), ErrorCode::PathEscape, "{path}: {e}");
         }
+        // A link at the path itself is read as a link: its target, not
+        // what it points at.
+        for (path, target) in [("flink", "real/f"), ("slash", "/"), ("alias", "real")] {
+            assert_eq!(
+                ws.read(&p(path)).expect(path),
+                Some(TreeFile::link(target.as_bytes().to_vec())),
+                "{path}"
+            );
+        }
         assert!(ws.read(&p("missing/x")).expect("absent").is_none());
         assert!(ws.read(&p("real/f/below")).expect("below a file").is_none());
+    }
+
+    /// A link is staged under a temporary name and renamed over its path;
+    /// replacing and removing links keeps their old targets for an undo,
+    /// and a staged link an interrupted write left is removed as its own.
+    #[test]
+    fn links_are_staged_renamed_and_undone_like_files() {
+        use crate::changeset::{FileChange, Operation};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::os::unix::fs::symlink("a", root.join("l")).expect("link");
+        std::os::unix::fs::symlink("b", root.join("gone")).expect("link");
+        let p = |s: &str| RepoPath::from_bytes(s.as_bytes()).expect("valid");
+        let ws = Workspace::open(root).expect("opens");
+        let l = p("l");
+        let gone = p("gone");
+        let held: Held<'_> = [
+            (&l, (b"a".as_slice(), false, true)),
+            (&gone, (b"b".as_slice(), false, true)),
+        ]
+        .into_iter()
+        .collect();
+        let staged = vec![(
+            &l,
+            ws.stage(&l, b"d/c", false, true, false, None, &Verified::new())
+                .expect("stages"),
+        )];
+        let removes = BTreeSet::from([&gone]);
+        let mut journal = Journal::holding(Some(&held), None);
+        ws.commit(&removes, staged, &mut journal, None, &Verified::new())
+            .expect("commits");
+        assert_eq!(
+            fs::read_link(root.join("l")).expect("link"),
+            Path::new("d/c")
+        );
+        assert!(fs::symlink_metadata(root.join("gone")).is_err());
+        journal.undo(&ws).expect("undo");
+        drop(journal);
+        assert_eq!(fs::read_link(root.join("l")).expect("link"), Path::new("a"));
+        assert_eq!(
+            fs::read_link(root.join("gone")).expect("link"),
+            Path::new("b")
+        );
+        assert_eq!(
+            fs::read_dir(root).expect("ls").count(),
+            2,
+            "no temporaries left"
+        );
+
+        // An escaping link is refused even where no applier checked it.
+        let escaping = Changeset::new(vec![FileChange {
+            path: p("x"),
+            operation: Operation::Create,
+            before: None,
+            after: Some(FileContent {
+                data: b"../outside".to_vec(),
+                executable: false,
+                symlink: true,
+            }),
+        }])
+        .expect("one path");
+        let e = ws.apply_changeset(&escaping, false).expect_err("escapes");
+        assert_eq!(e.code(), ErrorCode::PathEscape, "{e}");
+        assert_eq!(fs::read_dir(root).expect("ls").count(), 2);
+
+        // What an interrupted write tagged `t1` left: its staged link goes,
+        // a user's link of a similar name stays.
+        std::os::unix::fs::symlink("a", root.join(".rt-stage-t1-0123")).expect("link");
+        std::os::unix::fs::symlink("a", root.join(".rt-stage-other-0123")).expect("link");
+        let removed = ws
+            .remove_leftovers(&[l], "t1", &BTreeSet::new())
+            .expect("removes");
+        assert_eq!(removed, [".rt-stage-t1-0123"]);
+        assert!(fs::symlink_metadata(root.join(".rt-stage-other-0123")).is_ok());
     }
 
     #[test]
@@ -1981,6 +2181,7 @@ mod tests {
             Some(FileMeta {
                 digest: crate::Digest::of(s.as_bytes()),
                 executable: false,
+                symlink: false,
             })
         };
         let change = |path: &str, before: Option<FileMeta>, after: &str| FileChange {
@@ -1990,6 +2191,7 @@ mod tests {
             after: Some(FileContent {
                 data: after.as_bytes().to_vec(),
                 executable: false,
+                symlink: false,
             }),
         };
         // b's precondition is stale: nothing at all is written, a included.

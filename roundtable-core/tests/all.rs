@@ -9,6 +9,7 @@ mod properties;
 mod review;
 mod state;
 mod symbols_hostile;
+mod symlinks;
 mod tools;
 mod tools_refusals;
 mod tools_scale;

@@ -36,6 +36,7 @@ fn tree(files: &[(&str, &[u8], bool)]) -> Tree {
                 TreeFile {
                     data: data.to_vec(),
                     executable: *executable,
+                    symlink: false,
                 },
             )
         })
@@ -1063,6 +1064,7 @@ fn meta(data: &[u8], executable: bool) -> Option<FileMeta> {
     Some(FileMeta {
         digest: Digest::of(data),
         executable,
+        symlink: false,
     })
 }
 
@@ -1070,6 +1072,7 @@ fn content(data: &[u8], executable: bool) -> Option<FileContent> {
     Some(FileContent {
         data: data.to_vec(),
         executable,
+        symlink: false,
     })
 }
 
@@ -1327,6 +1330,7 @@ fn run_case(case: &Value) {
             TreeFile {
                 data: decode(f),
                 executable: f["executable"].as_bool().expect("executable"),
+                symlink: false,
             },
         );
     }

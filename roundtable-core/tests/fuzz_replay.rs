@@ -199,9 +199,7 @@ fn git_diffs_apply_to_their_preimage_tree_and_reverse() {
         let result = diff::apply_in_memory(&patch, &tree);
         // Sections whose pre-image the patch does not carry, or that
         // roundtable does not apply.
-        let expected_failure = if name.contains("symlink") {
-            Some(ErrorCode::UnsupportedPatch)
-        } else if name.contains("binary-delta") || name.contains("binary-marker") {
+        let expected_failure = if name.contains("binary-delta") || name.contains("binary-marker") {
             Some(ErrorCode::PatchDoesNotApply)
         } else if name.contains("unified0") {
             // Hunks without context must match at the end of the file, as

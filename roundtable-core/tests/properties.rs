@@ -318,10 +318,24 @@ fn case(seed: u64) -> Case {
         };
         let fp = fp.unwrap_or_else(|e| panic!("seed {seed}: generated section is invalid: {e}"));
         if let Some((p, data, executable)) = old_state {
-            before.insert(p, TreeFile { data, executable });
+            before.insert(
+                p,
+                TreeFile {
+                    data,
+                    executable,
+                    symlink: false,
+                },
+            );
         }
         if let Some((p, data, executable)) = new_state {
-            after.insert(p, TreeFile { data, executable });
+            after.insert(
+                p,
+                TreeFile {
+                    data,
+                    executable,
+                    symlink: false,
+                },
+            );
         }
         files.push(fp);
     }

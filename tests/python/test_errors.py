@@ -223,8 +223,26 @@ def test_patch_error_families(repo: Path) -> None:
         lambda: roundtable.apply_patch(repo, FIRST_PATCH.replace("Hello", "Hullo")),
     )
     assert e.details["path"] == "src/lib.rs"
-    symlink = "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
-    raises(roundtable.UnsupportedPatch, "unsupported_patch", lambda: roundtable.apply_patch(repo, symlink))
+    # A symbolic link is applied when its target stays inside the root; an
+    # escaping one is path_escape; a submodule (gitlink) stays unsupported.
+    def link(path: str, target: str) -> str:
+        return (
+            f"diff --git a/{path} b/{path}\nnew file mode 120000\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+        )
+
+    for target in ("../outside", "/etc/passwd", "src/../../x", ".git/config"):
+        e = raises(roundtable.PathEscape, "path_escape", lambda: roundtable.apply_patch(repo, link("l", target)))
+        assert e.details == {"path": "l", "target": target}
+        assert not (repo / "l").is_symlink()
+    gitlink = (
+        "diff --git a/sub b/sub\nnew file mode 160000\n--- /dev/null\n+++ b/sub\n"
+        "@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n"
+    )
+    raises(roundtable.UnsupportedPatch, "unsupported_patch", lambda: roundtable.apply_patch(repo, gitlink))
+    roundtable.apply_patch(repo, link("docs-link", "src/lib.rs"))
+    assert (repo / "docs-link").is_symlink()
+    assert (repo / "docs-link").readlink() == Path("src/lib.rs")
     raises(
         roundtable.PathEscape, "path_escape",
         lambda: roundtable.apply_patch(repo, "--- a/.git/config\n+++ b/.git/config\n@@ -0,0 +1 @@\n+x\n"),

@@ -96,6 +96,26 @@ impl Changeset {
     pub fn to_patch<T: Tree + ?Sized>(&self, tree: &T) -> Result<Patch<'static>, ChangesetError> {
         let mut files = Vec::new();
         for change in self.files() {
+            // A file that becomes a link or back is written as git writes
+            // it: its deletion, then its creation.
+            let retyped = matches!(change.operation, Operation::Modify)
+                && matches!((&change.before, &change.after), (Some(b), Some(a)) if b.symlink != a.symlink);
+            if retyped {
+                let deletion = FileChange {
+                    operation: Operation::Delete,
+                    after: None,
+                    ..change.clone()
+                };
+                let creation = FileChange {
+                    operation: Operation::Create,
+                    before: None,
+                    ..change.clone()
+                };
+                for part in [deletion, creation] {
+                    files.extend(self.section(&part, tree)?);
+                }
+                continue;
+            }
             if let Some(fp) = self.section(change, tree)? {
                 files.push(fp);
             }
@@ -112,7 +132,7 @@ impl Changeset {
         &self,
         tree: &T,
         path: &RepoPath,
-    ) -> Result<(Vec<u8>, bool), ChangesetError> {
+    ) -> Result<(Vec<u8>, bool, bool), ChangesetError> {
         let file = tree
             .read(path.as_str().as_bytes())
             .map_err(crate::diff::ApplyError::from)?;
@@ -129,7 +149,7 @@ impl Changeset {
             }
         }
         let file = file.ok_or_else(|| ChangesetError::Stale { path: path.clone() })?;
-        Ok((file.data, file.executable))
+        Ok((file.data, file.executable, file.symlink))
     }
 
     fn section<T: Tree + ?Sized>(
@@ -142,18 +162,33 @@ impl Changeset {
             Operation::Rename { from } | Operation::Copy { from } => Some(from.clone()),
             _ => None,
         };
-        let (old, old_exec) = match (&source, &change.before) {
+        let (old, old_exec, old_link) = match (&source, &change.before) {
             (Some(from), _) => self.read_checked(tree, from)?,
             (None, Some(_)) => self.read_checked(tree, &change.path)?,
-            (None, None) => (Vec::new(), false),
+            (None, None) => (Vec::new(), false, false),
         };
-        let (new, new_exec) = match &change.after {
-            Some(a) => (a.data.clone(), a.executable),
-            None => (Vec::new(), false),
+        let (new, new_exec, new_link) = match &change.after {
+            Some(a) => (a.data.clone(), a.executable, a.symlink),
+            None => (Vec::new(), false, false),
         };
+        let mode = |exec: bool, link: bool| {
+            if link {
+                Mode::SYMLINK
+            } else {
+                Mode::file(exec)
+            }
+        };
+        // A link's mode is 120000 whatever its executable bit says.
+        let (old_exec, new_exec) = (old_exec && !old_link, new_exec && !new_link);
         let created = source.is_none() && change.before.is_none();
         let deleted = change.after.is_none();
-        if !created && !deleted && source.is_none() && old == new && old_exec == new_exec {
+        if !created
+            && !deleted
+            && source.is_none()
+            && old == new
+            && old_exec == new_exec
+            && old_link == new_link
+        {
             return Ok(None); // no net change
         }
         let binary = is_binary(&old) || is_binary(&new);
@@ -173,12 +208,12 @@ impl Changeset {
         let mut headers = Vec::new();
         let mode_changes = !created && !deleted && old_exec != new_exec;
         if created {
-            headers.push(ExtendedHeader::NewFileMode(Mode::file(new_exec)));
+            headers.push(ExtendedHeader::NewFileMode(mode(new_exec, new_link)));
         } else if deleted {
-            headers.push(ExtendedHeader::DeletedFileMode(Mode::file(old_exec)));
+            headers.push(ExtendedHeader::DeletedFileMode(mode(old_exec, old_link)));
         } else if mode_changes {
-            headers.push(ExtendedHeader::OldMode(Mode::file(old_exec)));
-            headers.push(ExtendedHeader::NewMode(Mode::file(new_exec)));
+            headers.push(ExtendedHeader::OldMode(mode(old_exec, old_link)));
+            headers.push(ExtendedHeader::NewMode(mode(new_exec, new_link)));
         }
         let path_bytes = |p: &RepoPath| Cow::Owned(p.as_str().as_bytes().to_vec());
         match &change.operation {
@@ -198,7 +233,7 @@ impl Changeset {
             headers.push(ExtendedHeader::Index {
                 old: id(&old, created),
                 new: id(&new, deleted),
-                mode: (!created && !deleted && !mode_changes).then_some(Mode::file(new_exec)),
+                mode: (!created && !deleted && !mode_changes).then_some(mode(new_exec, new_link)),
             });
         }
         let body = if binary && old != new {

@@ -16,17 +16,20 @@
 //! removal if it was only removed.
 
 use super::binary;
-use super::{BinaryHunk, BinaryMethod, Body, FilePatch, FileStatus, Hunk, LineKind, Patch};
+use super::{BinaryHunk, BinaryMethod, Body, FilePatch, FileStatus, Hunk, LineKind, Mode, Patch};
 use crate::ErrorCode;
 use std::collections::{BTreeMap, HashMap};
 
-/// A regular file's state: its bytes and whether it is executable.
+/// A file's state: its bytes and whether it is executable, or, for a
+/// symbolic link, its target (the link's content, as git stores it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeFile {
-    /// The content.
+    /// The content (a link's target).
     pub data: Vec<u8>,
-    /// Whether the executable bit is set.
+    /// Whether the executable bit is set (never for a link).
     pub executable: bool,
+    /// Whether this is a symbolic link whose target is `data`.
+    pub symlink: bool,
 }
 
 impl TreeFile {
@@ -35,8 +38,47 @@ impl TreeFile {
         TreeFile {
             data,
             executable: false,
+            symlink: false,
         }
     }
+
+    /// A symbolic link to `target`.
+    pub fn link(target: Vec<u8>) -> Self {
+        TreeFile {
+            data: target,
+            executable: false,
+            symlink: true,
+        }
+    }
+}
+
+/// Whether a symbolic link at `path` pointing at `target` leaves the root,
+/// resolved lexically from the link's directory (nothing is followed): an
+/// absolute target, one whose `..` climbs above the root, or one that
+/// lands in `.git/` or `.roundtable/` (or on a name no [`RepoPath`] may
+/// hold) escapes. A target at the root itself, or at a missing file, does
+/// not.
+///
+/// [`RepoPath`]: crate::RepoPath
+pub fn link_target_escapes(path: &[u8], target: &[u8]) -> bool {
+    if target.first() == Some(&b'/') || target.contains(&0) {
+        return true;
+    }
+    let mut resolved: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    resolved.pop(); // the link's own name
+    for component in target.split(|&b| b == b'/') {
+        match component {
+            b"" | b"." => {}
+            b".." => {
+                if resolved.pop().is_none() {
+                    return true;
+                }
+            }
+            name => resolved.push(name),
+        }
+    }
+    resolved.retain(|c| !c.is_empty());
+    !resolved.is_empty() && crate::RepoPath::from_bytes(&resolved.join(&b'/')).is_err()
 }
 
 /// A failure of the [`Tree`] the applier reads from or the sink it writes
@@ -55,7 +97,10 @@ pub struct TreeError {
 
 /// Where the applier reads current contents from.
 pub trait Tree {
-    /// The file at `path` (a stripped patch path), or `None` if absent.
+    /// The file at `path` (a stripped patch path), or `None` if absent. A
+    /// symbolic link at `path` is returned as a link
+    /// ([`TreeFile::symlink`], its target as `data`), never followed; the
+    /// applier decides whether the section may touch it.
     fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError>;
 
     /// Whether a file exists at `path`.
@@ -125,6 +170,29 @@ pub enum ApplyError {
         /// What.
         reason: &'static str,
     },
+    /// A symbolic link's target, resolved lexically from the link's
+    /// directory, leaves the root or lands in `.git/` or `.roundtable/`.
+    #[error(
+        "{}: the symbolic link's target `{}` leaves the root (resolved from the link's directory; roundtable never follows a link)",
+        String::from_utf8_lossy(path),
+        String::from_utf8_lossy(target)
+    )]
+    LinkEscape {
+        /// The link.
+        path: Vec<u8>,
+        /// Its target.
+        target: Vec<u8>,
+    },
+    /// The path is a symbolic link, but the section treats it as a
+    /// regular file: nothing is read or written through a link.
+    #[error(
+        "{}: is a symbolic link, which the patch does not say (never read or written through)",
+        String::from_utf8_lossy(path)
+    )]
+    IsLink {
+        /// The path.
+        path: Vec<u8>,
+    },
     /// Reading the tree or writing a result failed.
     #[error(transparent)]
     Tree(#[from] TreeError),
@@ -136,6 +204,7 @@ impl ApplyError {
         match self {
             ApplyError::Hunk { .. } | ApplyError::File { .. } => ErrorCode::PatchDoesNotApply,
             ApplyError::Unsupported { .. } => ErrorCode::UnsupportedPatch,
+            ApplyError::LinkEscape { .. } | ApplyError::IsLink { .. } => ErrorCode::PathEscape,
             ApplyError::Tree(e) => e.code,
         }
     }
@@ -145,7 +214,9 @@ impl ApplyError {
         match self {
             ApplyError::Hunk { path, .. }
             | ApplyError::File { path, .. }
-            | ApplyError::Unsupported { path, .. } => path,
+            | ApplyError::Unsupported { path, .. }
+            | ApplyError::LinkEscape { path, .. }
+            | ApplyError::IsLink { path } => path,
             ApplyError::Tree(e) => &e.path,
         }
     }
@@ -206,11 +277,19 @@ pub fn apply<T: Tree + ?Sized>(
 
     for (i, fp) in patch.files().iter().enumerate() {
         for mode in [fp.old_mode(), fp.new_mode()].into_iter().flatten() {
-            if !mode.is_regular_file() {
+            if !mode.is_regular_file() && mode != Mode::SYMLINK {
                 return Err(ApplyError::Unsupported {
                     path: fp.path().to_vec(),
-                    reason: "symbolic links and submodules are not applied",
+                    reason: "submodules (gitlinks) are not applied: roundtable does not manage nested repositories",
                 });
+            }
+        }
+        if let (Some(old), Some(new)) = (fp.old_mode(), fp.stated_new_mode()) {
+            if (old == Mode::SYMLINK) != (new == Mode::SYMLINK) {
+                return Err(ApplyError::file(
+                    fp.path(),
+                    format!("new mode ({new}) does not match old mode ({old}): a file becomes a symbolic link (or back) as a deletion and a creation"),
+                ));
             }
         }
         let free_for_new =
@@ -218,7 +297,11 @@ pub fn apply<T: Tree + ?Sized>(
                 Ok(match table.get(path) {
                     Some(Entry::Written(_)) => false,
                     Some(Entry::Deleted | Entry::RenamedAway) => true,
-                    None => to_be_removed.contains(path) || !tree.exists(path)?,
+                    None => {
+                        to_be_removed.contains(path)
+                            || below_a_removed_path(path, &to_be_removed)
+                            || !tree.exists(path)?
+                    }
                 })
             };
         let mut status = fp.status();
@@ -257,6 +340,9 @@ pub fn apply<T: Tree + ?Sized>(
                 }
             }
         };
+        if status != FileStatus::Added {
+            check_pre_type(fp, &pre)?;
+        }
         if matches!(
             status,
             FileStatus::Added | FileStatus::Renamed | FileStatus::Copied
@@ -307,11 +393,19 @@ pub fn apply<T: Tree + ?Sized>(
             })?;
         }
         let new = fp.new_path().expect("non-deletions have a new path");
+        let symlink = fp
+            .stated_new_mode()
+            .map_or(pre.symlink, |m| m == Mode::SYMLINK);
+        if symlink {
+            check_link(new, &data)?;
+        }
         let file = TreeFile {
             data,
-            executable: fp
-                .stated_new_mode()
-                .map_or(pre.executable, |m| m.is_executable()),
+            executable: !symlink
+                && fp
+                    .stated_new_mode()
+                    .map_or(pre.executable, |m| m.is_executable()),
+            symlink,
         };
         let keep = last_reader.get(new).is_some_and(|&j| j > i);
         table.insert(new.to_vec(), Entry::Written(keep.then(|| file.clone())));
@@ -321,6 +415,62 @@ pub fn apply<T: Tree + ?Sized>(
         })?;
     }
     Ok(())
+}
+
+/// Check that what a section found at its old path is what the section
+/// says it is: a link where it names mode 120000, a regular file where it
+/// names a file's mode or (outside a git diff) none. A git section without
+/// a mode (a pure rename or copy) takes what it finds, as `git apply`
+/// does. A link read is checked to stay inside the root, so nothing
+/// roundtable records (a rollback recreates the before state) escapes.
+fn check_pre_type(fp: &FilePatch<'_>, pre: &TreeFile) -> Result<(), ApplyError> {
+    let path = fp.old_path().unwrap_or(fp.path());
+    let expect_link = match fp.old_mode() {
+        Some(m) => m == Mode::SYMLINK,
+        None if fp.is_git() => pre.symlink,
+        None => false,
+    };
+    match (expect_link, pre.symlink) {
+        (false, true) => Err(ApplyError::IsLink {
+            path: path.to_vec(),
+        }),
+        (true, false) => Err(ApplyError::file(
+            path,
+            "is a regular file, but the patch changes a symbolic link there",
+        )),
+        (true, true) => check_link(path, &pre.data),
+        (false, false) => Ok(()),
+    }
+}
+
+/// A link at `path` to `target` may be written: the target is a path
+/// (not empty, no NUL byte) and stays inside the root.
+fn check_link(path: &[u8], target: &[u8]) -> Result<(), ApplyError> {
+    if target.is_empty() {
+        return Err(ApplyError::file(
+            path,
+            "a symbolic link needs a target (its content is empty)",
+        ));
+    }
+    if link_target_escapes(path, target) {
+        return Err(ApplyError::LinkEscape {
+            path: path.to_vec(),
+            target: target.to_vec(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether a directory on the way to `path` is a path some section
+/// removes: that is a file or a link now, so nothing is below it (and a
+/// link there is not looked through).
+pub(crate) fn below_a_removed_path(
+    path: &[u8],
+    removed: &std::collections::HashSet<&[u8]>,
+) -> bool {
+    path.iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'/' && removed.contains(&path[..i]))
 }
 
 /// Apply `patch` to an in-memory tree and return the whole resulting tree.

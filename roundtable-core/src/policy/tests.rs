@@ -319,6 +319,7 @@ fn fs(digest: &str) -> Option<FileState> {
     Some(FileState {
         digest: format!("blob:sha256:{digest}"),
         executable: false,
+        symlink: false,
         size: None,
     })
 }
@@ -878,6 +879,7 @@ fn carry_over_unchanged_resources_counts_added_and_dropped_paths() {
         m.after = Some(FileState {
             digest: "blob:sha256:b".into(),
             executable: true,
+            symlink: false,
             size: Some(1),
         });
         m
@@ -889,6 +891,7 @@ fn carry_over_unchanged_resources_counts_added_and_dropped_paths() {
         m.after = Some(FileState {
             digest: "blob:sha256:b".into(),
             executable: false,
+            symlink: false,
             size: Some(1),
         });
         m

@@ -64,11 +64,13 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
                 before: f.before.map(|m| FileState {
                     digest: m.digest.to_string(),
                     executable: m.executable,
+                    symlink: m.symlink,
                     size: None,
                 }),
                 after: f.after.as_ref().zip(*after).map(|(c, m)| FileState {
                     digest: m.digest.to_string(),
                     executable: m.executable,
+                    symlink: m.symlink,
                     size: Some(c.data.len() as u64),
                 }),
             }

@@ -254,6 +254,10 @@ pub struct FileState {
     pub digest: String,
     /// Whether the executable bit is set.
     pub executable: bool,
+    /// Whether it is a symbolic link (the digest and size are its
+    /// target's); written only when it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub symlink: bool,
     /// The size in bytes (known for results).
     pub size: Option<u64>,
 }

@@ -343,6 +343,7 @@ fn before_tree(
             TreeFile {
                 data,
                 executable: before.executable,
+                symlink: before.symlink,
             },
         );
     }

@@ -123,6 +123,7 @@ fn snapshot(ws: &Workspace, changeset: &crate::Changeset) -> Result<Vec<Before>,
                 digest: meta.digest,
                 data: file.data,
                 executable: meta.executable,
+                symlink: meta.symlink,
             });
         }
     }

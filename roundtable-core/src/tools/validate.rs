@@ -616,12 +616,19 @@ pub(crate) fn validate_with_changeset(
                 continue;
             }
         };
-        let expected = f.before.as_ref().map(|b| (b.digest.clone(), b.executable));
-        let actual = actual.map(|m| (m.digest.to_string(), m.executable));
+        let expected = f
+            .before
+            .as_ref()
+            .map(|b| (b.digest.clone(), b.executable, b.symlink));
+        let actual = actual.map(|m| (m.digest.to_string(), m.executable, m.symlink));
         if expected != actual {
-            let show = |s: &Option<(String, bool)>| match s {
+            let show = |s: &Option<(String, bool, bool)>| match s {
                 None => "absent".to_owned(),
-                Some((d, x)) => format!("{d}{}", if *x { " +x" } else { "" }),
+                Some((d, x, l)) => format!(
+                    "{d}{}{}",
+                    if *x { " +x" } else { "" },
+                    if *l { " symlink" } else { "" }
+                ),
             };
             pre.push(fail(
                 format!(

@@ -139,6 +139,7 @@ fn tree(files: &[(&str, &str, bool)]) -> BTreeMap<Vec<u8>, TreeFile> {
                 TreeFile {
                     data: c.as_bytes().to_vec(),
                     executable: *x,
+                    symlink: false,
                 },
             )
         })
@@ -192,7 +193,7 @@ fn refusals_have_codes_and_paths() {
         ("--- a/m\n+++ b/m\n@@ -1 +1 @@\n-x\n+y\n", &[], ErrorCode::PatchDoesNotApply, "does not exist"),
         ("diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("d", "x\ny\n", false)], ErrorCode::PatchDoesNotApply, "hunk #1"),
         ("diff --git a/b b/b\nindex 1234567..89abcde 100644\nBinary files a/b and b/b differ\n", &[("b", "x", false)], ErrorCode::PatchDoesNotApply, "no data"),
-        ("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+target\n", &[], ErrorCode::UnsupportedPatch, "symbolic links"),
+        ("diff --git a/l b/l\nnew file mode 160000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n", &[], ErrorCode::UnsupportedPatch, "submodules"),
         ("diff --git a/r b/s\nsimilarity index 100%\nrename from r\nrename to s\n", &[("r", "", false), ("s", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
         ("--- a/g\n+++ b/g\n@@ -1 +1 @@\n-x\n+y\ndiff --git a/g b/g\ndeleted file mode 100644\n--- a/g\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("g", "x\n", false)], ErrorCode::PatchDoesNotApply, "hunk #1"),
     ];
@@ -303,6 +304,7 @@ fn the_executable_bit_is_the_owners() {
         TreeFile {
             data: b"x\n".to_vec(),
             executable: true,
+            symlink: false,
         },
     );
     let after = apply_in_memory(&p, &tree).expect("applies");
@@ -334,4 +336,158 @@ fn swapped_and_cyclic_renames_apply() {
     // A rename onto a path nothing removes is still refused.
     let onto = rename("a", "b");
     assert!(apply_in_memory(&patch(&onto), &tree).is_err());
+}
+
+fn link(target: &str) -> TreeFile {
+    TreeFile::link(target.as_bytes().to_vec())
+}
+
+fn new_link(path: &str, target: &str) -> String {
+    format!(
+        "diff --git a/{path} b/{path}\nnew file mode 120000\nindex 0000000..1234567\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n"
+    )
+}
+
+#[test]
+fn symbolic_links_are_created_retargeted_and_deleted() {
+    // Created: the target text is the content, with no final newline.
+    let out = apply_in_memory(
+        &patch(&new_link("docs/RelNotes", "notes/2.0.txt")),
+        &tree(&[]),
+    )
+    .expect("a contained link applies");
+    assert_eq!(out[b"docs/RelNotes".as_slice()], link("notes/2.0.txt"));
+    assert!(!out[b"docs/RelNotes".as_slice()].executable);
+
+    // Retargeted: a modification under mode 120000.
+    let text = "diff --git a/l b/l\nindex 1234567..89abcde 120000\n--- a/l\n+++ b/l\n@@ -1 +1 @@\n-old\n\\ No newline at end of file\n+new\n\\ No newline at end of file\n";
+    let mut t = tree(&[("old", "o", false), ("new", "n", false)]);
+    t.insert(b"l".to_vec(), link("old"));
+    let out = apply_in_memory(&patch(text), &t).expect("retargets");
+    assert_eq!(out[b"l".as_slice()], link("new"));
+
+    // Deleted.
+    let text = "diff --git a/l b/l\ndeleted file mode 120000\nindex 1234567..0000000\n--- a/l\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n\\ No newline at end of file\n";
+    let out = apply_in_memory(&patch(text), &t).expect("deletes");
+    assert!(!out.contains_key(b"l".as_slice()));
+
+    // A pure rename keeps the link a link (git states no mode for it).
+    let text = "diff --git a/l b/m\nsimilarity index 100%\nrename from l\nrename to m\n";
+    let out = apply_in_memory(&patch(text), &t).expect("renames");
+    assert_eq!(out[b"m".as_slice()], link("old"));
+}
+
+#[test]
+fn a_file_becomes_a_link_and_back_as_git_writes_it() {
+    // git writes a type change as a deletion and a creation of one path.
+    let to_link = format!(
+        "diff --git a/p b/p\ndeleted file mode 100644\nindex 1234567..0000000\n--- a/p\n+++ /dev/null\n@@ -1 +0,0 @@\n-text\n{}",
+        new_link("p", "q")
+    );
+    let out = apply_in_memory(
+        &patch(&to_link),
+        &tree(&[("p", "text\n", false), ("q", "", false)]),
+    )
+    .expect("file to link");
+    assert_eq!(out[b"p".as_slice()], link("q"));
+
+    let to_file = "diff --git a/p b/p\ndeleted file mode 120000\nindex 1234567..0000000\n--- a/p\n+++ /dev/null\n@@ -1 +0,0 @@\n-q\n\\ No newline at end of file\ndiff --git a/p b/p\nnew file mode 100755\nindex 0000000..1234567\n--- /dev/null\n+++ b/p\n@@ -0,0 +1 @@\n+text\n";
+    let mut t = tree(&[("q", "", false)]);
+    t.insert(b"p".to_vec(), link("q"));
+    let out = apply_in_memory(&patch(to_file), &t).expect("link to file");
+    assert_eq!(
+        out[b"p".as_slice()],
+        TreeFile {
+            data: b"text\n".to_vec(),
+            executable: true,
+            symlink: false
+        }
+    );
+}
+
+#[test]
+fn escaping_link_targets_are_path_escape() {
+    for (path, target) in [
+        ("l", "../x"),
+        ("l", "/etc"),
+        ("l", "/"),
+        ("l", "a/../../x"),
+        ("d/l", "../../x"),
+        ("l", ".git/config"),
+        ("d/l", "../.git/hooks/pre-commit"),
+        ("l", "./.roundtable/store.db"),
+        ("l", ".git"),
+    ] {
+        let err = apply_in_memory(&patch(&new_link(path, target)), &tree(&[])).expect_err(target);
+        assert_eq!(
+            err.code(),
+            ErrorCode::PathEscape,
+            "{path} -> {target}: {err}"
+        );
+        let shown = err.to_string();
+        assert!(shown.contains(path) && shown.contains(target), "{shown}");
+        assert!(
+            matches!(&err, ApplyError::LinkEscape { target: t, .. } if t == target.as_bytes()),
+            "{err:?}"
+        );
+    }
+    // Inside the root: fine, dangling or not, through `.` and `..`.
+    for (path, target) in [
+        ("d/l", "../x"),
+        ("l", "./a/../b"),
+        ("d/e/l", "../../d"),
+        ("l", "sub/.gitignore"),
+    ] {
+        apply_in_memory(&patch(&new_link(path, target)), &tree(&[]))
+            .unwrap_or_else(|e| panic!("{path} -> {target}: {e}"));
+    }
+    // A retarget to an escaping target, and the deletion of a link that
+    // escapes (its rollback would recreate it), are refused too.
+    let mut t = tree(&[]);
+    t.insert(b"l".to_vec(), link("ok"));
+    let text = "diff --git a/l b/l\nindex 1234567..89abcde 120000\n--- a/l\n+++ b/l\n@@ -1 +1 @@\n-ok\n\\ No newline at end of file\n+../../etc/passwd\n\\ No newline at end of file\n";
+    assert_eq!(
+        apply_in_memory(&patch(text), &t)
+            .expect_err("retarget")
+            .code(),
+        ErrorCode::PathEscape
+    );
+    t.insert(b"l".to_vec(), link("/etc"));
+    let text = "diff --git a/l b/l\ndeleted file mode 120000\nindex 1234567..0000000\n--- a/l\n+++ /dev/null\n@@ -1 +0,0 @@\n-/etc\n\\ No newline at end of file\n";
+    assert_eq!(
+        apply_in_memory(&patch(text), &t)
+            .expect_err("delete")
+            .code(),
+        ErrorCode::PathEscape
+    );
+}
+
+#[test]
+fn links_and_files_are_not_mistaken_for_each_other() {
+    // A section about a regular file meets a link: never written through.
+    let mut t = tree(&[]);
+    t.insert(b"l".to_vec(), link("x"));
+    let err = apply_in_memory(&patch("--- a/l\n+++ b/l\n@@ -1 +1 @@\n-x\n+y\n"), &t)
+        .expect_err("a link is not a file");
+    assert_eq!(err.code(), ErrorCode::PathEscape, "{err}");
+    // A section about a link meets a regular file.
+    let text = "diff --git a/f b/f\nindex 1234567..89abcde 120000\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n\\ No newline at end of file\n";
+    let err = apply_in_memory(&patch(text), &tree(&[("f", "x", false)])).expect_err("not a link");
+    assert_eq!(err.code(), ErrorCode::PatchDoesNotApply, "{err}");
+    // One section cannot turn a file into a link (git refuses it too).
+    let text = "diff --git a/f b/f\nold mode 100644\nnew mode 120000\n";
+    let err = apply_in_memory(&patch(text), &tree(&[("f", "x", false)])).expect_err("type change");
+    assert_eq!(err.code(), ErrorCode::PatchDoesNotApply, "{err}");
+    // An empty target, or one with a NUL, is no link.
+    let text = "diff --git a/l b/l\nnew file mode 120000\n";
+    let err = apply_in_memory(&patch(text), &tree(&[])).expect_err("empty target");
+    assert_eq!(err.code(), ErrorCode::PatchDoesNotApply, "{err}");
+}
+
+#[test]
+fn submodules_stay_unsupported() {
+    let text = "diff --git a/sub b/sub\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/sub\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n";
+    let err = apply_in_memory(&patch(text), &tree(&[])).expect_err("gitlink");
+    assert_eq!(err.code(), ErrorCode::UnsupportedPatch, "{err}");
+    assert!(err.to_string().contains("submodule"), "{err}");
 }

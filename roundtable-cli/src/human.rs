@@ -798,7 +798,7 @@ fn event_line(e: &Event) -> String {
         e.seq,
         e.at,
         esc(&e.actor.to_string()),
-        esc(&e.kind),
+        esc(e.kind.as_str()),
         esc(&e.subject)
     );
     if let Some(p) = &e.proposal_id {

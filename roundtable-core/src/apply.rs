@@ -30,8 +30,6 @@ use crate::store::{Durability, Store, StoreError};
 use crate::workspace::{Workspace, WorkspaceError, WriteOptions};
 use crate::{Digest, ErrorCode, RepoPath};
 use rusqlite::{params, OptionalExtension as _};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
@@ -169,6 +167,13 @@ pub(crate) struct Env<'a> {
     pub clock: &'a dyn Clock,
 }
 
+pub use crate::model::{
+    JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,
+};
+
+/// A journaled state: digest, executable, symbolic link.
+type State = (String, bool, bool);
+
 /// The lock file under `.roundtable/`.
 pub const LOCK_FILE: &str = "apply.lock";
 
@@ -263,92 +268,6 @@ impl ApplyLock {
     }
 }
 
-/// What one transaction does: apply a revision, or roll back a transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TransactionKind {
-    /// Applies a proposal's revision.
-    Apply,
-    /// Restores the before snapshot of an earlier transaction.
-    Rollback,
-}
-
-impl TransactionKind {
-    /// The stable spelling (`apply`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TransactionKind::Apply => "apply",
-            TransactionKind::Rollback => "rollback",
-        }
-    }
-}
-
-/// Where a transaction is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TransactionStatus {
-    /// Journaled; files may be partly written (in flight, or crashed).
-    Applying,
-    /// Every file is at its after state, and the store says so.
-    Applied,
-    /// Writing failed and was undone: every file is at its before state.
-    Failed,
-    /// Found `applying` after a crash and put back to its before state.
-    Recovered,
-    /// Applied, then rolled back by a later transaction.
-    RolledBack,
-}
-
-impl TransactionStatus {
-    /// The stable spelling (`applied`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TransactionStatus::Applying => "applying",
-            TransactionStatus::Applied => "applied",
-            TransactionStatus::Failed => "failed",
-            TransactionStatus::Recovered => "recovered",
-            TransactionStatus::RolledBack => "rolled_back",
-        }
-    }
-}
-
-impl std::fmt::Display for TransactionStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One path in a transaction's journal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct JournalFile {
-    /// The path.
-    pub path: String,
-    /// `create`, `modify`, `delete`, `rename`, `renamed_away`, `copy`.
-    pub operation: String,
-    /// `blob:sha256:` before (`null`: absent).
-    pub before_digest: Option<String>,
-    /// Executable before.
-    pub before_executable: Option<bool>,
-    /// `blob:sha256:` after (`null`: absent).
-    pub after_digest: Option<String>,
-    /// Executable after.
-    pub after_executable: Option<bool>,
-    /// A symbolic link before (its digest is its target's); written only
-    /// when it was.
-    #[serde(skip_serializing_if = "not_true")]
-    pub before_symlink: Option<bool>,
-    /// A symbolic link after; written only when it is.
-    #[serde(skip_serializing_if = "not_true")]
-    pub after_symlink: Option<bool>,
-}
-
-fn not_true(b: &Option<bool>) -> bool {
-    *b != Some(true)
-}
-
-/// A journaled state: digest, executable, symbolic link.
-type State = (String, bool, bool);
-
 impl JournalFile {
     fn before(&self) -> Option<State> {
         self.before_digest.clone().map(|d| {
@@ -371,69 +290,7 @@ impl JournalFile {
     }
 }
 
-/// A transaction as the tools return it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Transaction {
-    /// Its id.
-    pub id: String,
-    /// `apply` or `rollback`.
-    pub kind: TransactionKind,
-    /// The proposal.
-    pub proposal_id: String,
-    /// The revision applied (for a rollback: the revision it undoes).
-    pub revision: u32,
-    /// For a rollback, the transaction it rolls back.
-    pub rollback_of: Option<String>,
-    /// Where it is.
-    pub status: TransactionStatus,
-    /// Who ran it.
-    pub actor: Actor,
-    /// The process that ran it.
-    pub pid: i64,
-    /// `full`, `normal` or `off`.
-    pub durability: String,
-    /// `sha256:` over the touched paths' before states.
-    pub before_digest: String,
-    /// `sha256:` over their after states.
-    pub after_digest: String,
-    /// Why it failed, if it did.
-    pub error: Option<Value>,
-    /// When it started.
-    pub created_at: Timestamp,
-    /// When it reached its final status.
-    pub finished_at: Option<Timestamp>,
-    /// How many paths it touches.
-    pub file_count: u64,
-    #[serde(skip)]
-    pub(crate) seq: i64,
-}
-
 impl Transaction {
-    pub(crate) const COLUMNS: &'static str = "t.id, t.kind, t.proposal_id, t.revision, t.rollback_of, t.status, t.actor, t.pid, t.durability, t.before_digest, t.after_digest, t.error, t.created_at, t.finished_at, (SELECT COUNT(*) FROM transaction_files f WHERE f.transaction_id = t.id), t.seq";
-
-    pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Transaction> {
-        use crate::store::{actor_from_sql, enum_from_sql};
-        let error: Option<String> = r.get(11)?;
-        Ok(Transaction {
-            id: r.get(0)?,
-            kind: enum_from_sql_kind(&r.get::<_, String>(1)?)?,
-            proposal_id: r.get(2)?,
-            revision: r.get(3)?,
-            rollback_of: r.get(4)?,
-            status: enum_from_sql(&r.get::<_, String>(5)?)?,
-            actor: actor_from_sql(&r.get::<_, String>(6)?)?,
-            pid: r.get(7)?,
-            durability: r.get(8)?,
-            before_digest: r.get(9)?,
-            after_digest: r.get(10)?,
-            error: error.and_then(|e| serde_json::from_str(&e).ok()),
-            created_at: Timestamp(r.get(12)?),
-            finished_at: r.get::<_, Option<i64>>(13)?.map(Timestamp),
-            file_count: r.get::<_, i64>(14)?.unsigned_abs(),
-            seq: r.get(15)?,
-        })
-    }
-
     /// The transaction named `id`, or `not_found`.
     pub(crate) fn load(
         tx: &rusqlite::Transaction<'_>,
@@ -449,18 +306,6 @@ impl Transaction {
         )
         .optional()?
         .ok_or_else(|| TransactionError::NotFound { id: id.to_owned() })
-    }
-}
-
-fn enum_from_sql_kind(s: &str) -> rusqlite::Result<TransactionKind> {
-    match s {
-        "apply" => Ok(TransactionKind::Apply),
-        "rollback" => Ok(TransactionKind::Rollback),
-        other => Err(rusqlite::Error::InvalidColumnType(
-            1,
-            other.to_owned(),
-            rusqlite::types::Type::Text,
-        )),
     }
 }
 
@@ -523,35 +368,6 @@ pub(crate) fn created_dirs(
             })
         })
         .collect()
-}
-
-/// Where a journaled path is now, compared with the journal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PathState {
-    /// It has its after state.
-    AtAfter,
-    /// It has its before state.
-    AtBefore,
-    /// Neither: something else changed it.
-    Diverged,
-}
-
-/// One path compared with the journal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PathReport {
-    /// The path.
-    pub path: String,
-    /// Where it is.
-    pub state: PathState,
-    /// Its digest now (`absent`, or `blob:sha256:…` with ` +x` when
-    /// executable, ` symlink` for a symbolic link: the digest of its
-    /// target).
-    pub actual: String,
-    /// Its before state, spelled the same way.
-    pub before: String,
-    /// Its after state.
-    pub after: String,
 }
 
 fn spell(state: &Option<State>) -> String {
@@ -765,7 +581,7 @@ fn event(
     tx: &rusqlite::Transaction<'_>,
     actor: &Actor,
     now: Timestamp,
-    kind: &str,
+    kind: crate::model::EventKind,
     id: &str,
     proposal_id: &str,
     data: Value,
@@ -858,7 +674,7 @@ fn write_journal(
         tx,
         actor,
         now,
-        "transaction.started",
+        crate::model::EventKind::TransactionStarted,
         id,
         plan.proposal_id,
         json!({"kind": plan.kind, "revision": plan.revision, "rollback_of": plan.rollback_of, "files": files.len()}),
@@ -971,7 +787,7 @@ where
                     tx,
                     actor,
                     now,
-                    "transaction.failed",
+                    crate::model::EventKind::TransactionFailed,
                     id,
                     plan.proposal_id,
                     json!({"error": record}),
@@ -1012,7 +828,7 @@ where
             tx,
             actor,
             now,
-            "transaction.applied",
+            crate::model::EventKind::TransactionApplied,
             id,
             plan.proposal_id,
             json!({"kind": plan.kind, "files": files.len()}),
@@ -1038,21 +854,6 @@ fn still_applying(changed: usize, id: &str) -> Result<(), TransactionError> {
         return Ok(());
     }
     Err(TransactionError::FinishedElsewhere { id: id.to_owned() })
-}
-
-/// What recovering one transaction did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Recovery {
-    /// The transaction.
-    pub transaction_id: String,
-    /// Paths put back to their before state.
-    pub restored: Vec<String>,
-    /// Paths already at their before state.
-    pub already_before: Vec<String>,
-    /// Paths at neither state: left alone, never overwritten.
-    pub conflicts: Vec<PathReport>,
-    /// Leftover staging files and backup directories removed.
-    pub leftovers: Vec<String>,
 }
 
 /// Put transaction `id` (left `applying`) back to its before state; the
@@ -1113,7 +914,7 @@ pub(crate) fn recover_one(
             tx,
             actor,
             now,
-            "transaction.recovered",
+            crate::model::EventKind::TransactionRecovered,
             id,
             &proposal_id,
             json!({"why": why, "restored": recovery.restored.len(), "conflicts": recovery.conflicts}),

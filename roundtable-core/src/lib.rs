@@ -57,6 +57,7 @@ mod error;
 mod hex;
 pub mod id;
 pub mod json;
+pub mod model;
 pub mod path;
 pub mod policy;
 pub mod resource;

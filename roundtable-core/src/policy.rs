@@ -32,8 +32,8 @@
 //! - a secret found in an added line makes a security review required; the
 //!   report names the path, line and kind, never the secret.
 
-use crate::tools::args::Role;
-use crate::tools::records::{Risk, VoteValue};
+use crate::model::Role;
+use crate::model::{Risk, VoteValue};
 use crate::ErrorCode;
 use globset::{GlobBuilder, GlobMatcher};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};

@@ -11,6 +11,8 @@
 //!   a hash-chained, append-only log with a per-store `seq`.
 //! - Patch and edit-plan bytes live in a content-addressed blob table.
 
+mod rows;
+
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::{Digest, ErrorCode};
@@ -573,7 +575,7 @@ pub const GENESIS_DIGEST: &str =
 
 /// A state change to record.
 pub(crate) struct NewEvent<'a> {
-    pub kind: &'a str,
+    pub kind: crate::model::EventKind,
     pub actor: &'a Actor,
     pub subject: &'a str,
     pub proposal_id: Option<&'a str>,
@@ -637,7 +639,7 @@ pub(crate) fn append_event(
     let data = event.data.to_string();
     let digest = EventFields {
         seq,
-        kind: event.kind,
+        kind: event.kind.as_str(),
         actor_kind: event.actor.kind.as_str(),
         actor_id: event.actor.id.as_str(),
         subject: event.subject,
@@ -652,7 +654,7 @@ pub(crate) fn append_event(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         params![
             seq,
-            event.kind,
+            event.kind.as_str(),
             event.actor.kind.as_str(),
             event.actor.id.as_str(),
             event.subject,
@@ -850,7 +852,7 @@ mod tests {
                 append_event(
                     tx,
                     &NewEvent {
-                        kind: "test.event",
+                        kind: crate::model::EventKind::TaskCreated,
                         actor: &actor,
                         subject: "x",
                         proposal_id: None,

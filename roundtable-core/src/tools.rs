@@ -103,7 +103,7 @@ impl Cx<'_> {
     /// Record a state change in this call's transaction.
     pub(crate) fn event(
         &self,
-        kind: &str,
+        kind: crate::model::EventKind,
         subject: &str,
         proposal_id: Option<&str>,
         data: Value,

@@ -3,7 +3,7 @@
 use super::secrets::{scan_secrets, SecretFinding};
 use super::{CarryOver, PathGlob, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
-use crate::tools::records::{
+use crate::model::{
     Agent, Approval, FileState, FileSummary, Revision, Risk, SecurityReviewRecord, TestResult,
     TestStatus, Verdict, Vote, VoteValue,
 };

@@ -1,7 +1,7 @@
 use super::*;
 use crate::actor::Actor;
 use crate::id::Id;
-use crate::tools::records::{FileState, FileSummary, TestStatus, Verdict};
+use crate::model::{FileState, FileSummary, TestStatus, Verdict};
 use serde_json::json;
 
 // ---------------------------------------------------------------- parsing

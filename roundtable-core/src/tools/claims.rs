@@ -410,7 +410,7 @@ impl Tool for AcquireClaim {
             ],
         )?;
         cx.event(
-            "claim.acquired",
+            crate::model::EventKind::ClaimAcquired,
             id.as_str(),
             None,
             json!({"resource_id": resource_id, "type": args.claim_type, "token": token, "expires_at": expires, "base_digest": state.digest}),
@@ -512,7 +512,7 @@ impl Tool for RenewClaim {
             params![claim.id, expires.0],
         )?;
         cx.event(
-            "claim.renewed",
+            crate::model::EventKind::ClaimRenewed,
             &claim.id,
             None,
             json!({"expires_at": expires, "previous_expires_at": claim.expires_at, "token": claim.token}),
@@ -557,7 +557,7 @@ impl Tool for ReleaseClaim {
             params![claim.id, cx.now.0],
         )?;
         cx.event(
-            "claim.released",
+            crate::model::EventKind::ClaimReleased,
             &claim.id,
             None,
             json!({"token": claim.token}),

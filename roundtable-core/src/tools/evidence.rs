@@ -116,7 +116,7 @@ impl Tool for CastVote {
             ],
         )?;
         cx.event(
-            "vote.cast",
+            crate::model::EventKind::VoteCast,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision, "vote": args.vote, "agent_id": agent.id}),
@@ -274,7 +274,7 @@ impl Tool for RecordDecision {
             args.reason_md.as_str(),
         )?;
         cx.event(
-            "decision.recorded",
+            crate::model::EventKind::DecisionRecorded,
             &decision.id,
             Some(&p.id),
             json!({"revision": args.revision, "decision": args.decision}),
@@ -365,7 +365,7 @@ impl Tool for RecordSecurityReview {
             params![id.as_str(), p.id, args.revision.0, enum_to_sql(&args.verdict), note, cx.actor.to_string(), cx.now.0],
         )?;
         cx.event(
-            "security.reviewed",
+            crate::model::EventKind::SecurityReviewed,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision, "verdict": args.verdict}),
@@ -436,7 +436,7 @@ impl Tool for RequestApproval {
             params![id.as_str(), p.id, args.revision.0, reason, cx.actor.to_string(), cx.now.0],
         )?;
         cx.event(
-            "human.approval_requested",
+            crate::model::EventKind::HumanApprovalRequested,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision}),
@@ -536,7 +536,7 @@ impl Tool for Approve {
             params![id.as_str(), p.id, args.revision.0, request_id, cx.actor.id.as_str(), note, cx.now.0],
         )?;
         cx.event(
-            "human.approved",
+            crate::model::EventKind::HumanApproved,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision, "request_id": request_id}),
@@ -631,7 +631,7 @@ impl Tool for RecordTest {
             ],
         )?;
         cx.event(
-            "test.recorded",
+            crate::model::EventKind::TestRecorded,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision, "name": args.name, "status": args.status}),

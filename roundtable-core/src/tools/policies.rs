@@ -227,7 +227,7 @@ impl Tool for SetPolicy {
             params![version, document, digest, args.note_md.as_ref().map(|t| t.as_str()), cx.actor.to_string(), cx.now.0],
         )?;
         cx.event(
-            "policy.drafted",
+            crate::model::EventKind::PolicyDrafted,
             &format!("policy-{version}"),
             None,
             json!({"version": version, "digest": digest}),
@@ -305,7 +305,7 @@ impl Tool for ActivatePolicy {
             params![args.version.0, cx.now.0],
         )?;
         cx.event(
-            "policy.activated",
+            crate::model::EventKind::PolicyActivated,
             &format!("policy-{}", args.version.0),
             None,
             json!({"version": args.version, "retired_version": retired, "digest": target.digest}),

@@ -312,7 +312,7 @@ impl Tool for CreateProposal {
         )?;
         let revision = insert_revision(cx, id.as_str(), 1, &prep, &resources, None)?;
         cx.event(
-            "proposal.created",
+            crate::model::EventKind::ProposalCreated,
             id.as_str(),
             Some(id.as_str()),
             json!({
@@ -418,7 +418,7 @@ impl Tool for AttachPatch {
             params![p.id, number, cx.now.0],
         )?;
         cx.event(
-            "proposal.revised",
+            crate::model::EventKind::ProposalRevised,
             &p.id,
             Some(&p.id),
             json!({
@@ -674,7 +674,7 @@ fn transition(
     cx: &Cx<'_>,
     p: &Proposal,
     to: ProposalStatus,
-    kind: &str,
+    kind: crate::model::EventKind,
     data: serde_json::Value,
 ) -> Result<Proposal, ToolError> {
     let changed = cx.tx.execute(
@@ -739,7 +739,7 @@ impl Tool for RequestReview {
             cx,
             &p,
             ProposalStatus::InReview,
-            "proposal.review_requested",
+            crate::model::EventKind::ProposalReviewRequested,
             json!({"revision": p.latest_revision}),
         )?;
         let evidence = super::validate::gather(cx, &p.id, None)?;
@@ -790,7 +790,7 @@ impl Tool for Withdraw {
             cx,
             &p,
             ProposalStatus::Withdrawn,
-            "proposal.withdrawn",
+            crate::model::EventKind::ProposalWithdrawn,
             json!({"reason_md": args.reason_md}),
         )?;
         Ok(ProposalChanged { proposal })
@@ -851,7 +851,7 @@ impl Tool for Reject {
             cx,
             &p,
             ProposalStatus::Rejected,
-            "proposal.rejected",
+            crate::model::EventKind::ProposalRejected,
             json!({"revision": p.latest_revision, "decision_id": decision.id, "reason_md": args.reason_md}),
         )?;
         Ok(Rejected { proposal, decision })

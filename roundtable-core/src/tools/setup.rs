@@ -84,7 +84,7 @@ impl Tool for RegisterAgent {
                     params![id, roles_json, enabled, display_name, cx.now.0],
                 )?;
                 cx.event(
-                    "agent.registered",
+                    crate::model::EventKind::AgentRegistered,
                     id,
                     None,
                     json!({"roles": roles, "enabled": enabled}),
@@ -100,7 +100,7 @@ impl Tool for RegisterAgent {
                     params![id, roles_json, enabled, display_name, cx.now.0],
                 )?;
                 cx.event(
-                    "agent.updated",
+                    crate::model::EventKind::AgentUpdated,
                     id,
                     None,
                     json!({
@@ -172,7 +172,7 @@ impl Tool for CreateTask {
             params![id.as_str(), args.title.as_str(), summary, cx.actor.to_string(), cx.now.0],
         )?;
         cx.event(
-            "task.created",
+            crate::model::EventKind::TaskCreated,
             id.as_str(),
             None,
             json!({"title": args.title}),

@@ -331,7 +331,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 ));
             }
             cx.event(
-            "proposal.applied",
+            crate::model::EventKind::ProposalApplied,
             &proposal.id,
             Some(&proposal.id),
             json!({"revision": args.revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
@@ -347,7 +347,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                         params![claim.id, cx.now.0],
                     )?;
                     cx.event(
-                        "claim.released",
+                        crate::model::EventKind::ClaimReleased,
                         &claim.id,
                         None,
                         json!({"token": claim.token, "transaction_id": transaction.id}),
@@ -467,7 +467,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             [&original.id],
         )?;
             cx.event(
-                "transaction.rolled_back",
+                crate::model::EventKind::TransactionRolledBack,
                 &original.id,
                 Some(&original.proposal_id),
                 json!({"rollback_transaction_id": transaction.id}),

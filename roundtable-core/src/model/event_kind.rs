@@ -1,0 +1,162 @@
+//! What an event records: one spelling per kind of state change.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)+) => {
+        /// The kind of an [`Event`](super::Event): what changed. Spelled
+        /// `noun.verb_past` (`proposal.created`); the spelling is stable.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum EventKind {
+            $($(#[$doc])* $variant,)+
+            /// A kind this version does not know (written by a newer one):
+            /// kept as spelled, so the log still reads and verifies.
+            Unknown(String),
+        }
+
+        impl EventKind {
+            /// Every kind this version writes.
+            pub const ALL: &'static [EventKind] = &[$(EventKind::$variant,)+];
+
+            /// The stable spelling.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(EventKind::$variant => $name,)+
+                    EventKind::Unknown(s) => s,
+                }
+            }
+
+            /// The kind spelled `s` (an unknown spelling is
+            /// [`EventKind::Unknown`]).
+            pub fn parse(s: &str) -> EventKind {
+                match s {
+                    $($name => EventKind::$variant,)+
+                    other => EventKind::Unknown(other.to_owned()),
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    /// An agent was registered.
+    AgentRegistered = "agent.registered",
+    /// An agent's roles, enabled flag or name changed.
+    AgentUpdated = "agent.updated",
+    /// A task was created.
+    TaskCreated = "task.created",
+    /// A proposal was created with its first revision.
+    ProposalCreated = "proposal.created",
+    /// A proposal got a new revision.
+    ProposalRevised = "proposal.revised",
+    /// A proposal's author asked for review.
+    ProposalReviewRequested = "proposal.review_requested",
+    /// A proposal was withdrawn.
+    ProposalWithdrawn = "proposal.withdrawn",
+    /// A proposal was rejected.
+    ProposalRejected = "proposal.rejected",
+    /// A proposal's revision was applied.
+    ProposalApplied = "proposal.applied",
+    /// A reviewer voted.
+    VoteCast = "vote.cast",
+    /// An orchestrator recorded a decision.
+    DecisionRecorded = "decision.recorded",
+    /// A security review was recorded.
+    SecurityReviewed = "security.reviewed",
+    /// A person's approval was asked for.
+    HumanApprovalRequested = "human.approval_requested",
+    /// A person approved.
+    HumanApproved = "human.approved",
+    /// A test result was recorded.
+    TestRecorded = "test.recorded",
+    /// A claim was granted.
+    ClaimAcquired = "claim.acquired",
+    /// A claim was renewed.
+    ClaimRenewed = "claim.renewed",
+    /// A claim was released (by its holder, or by the apply that used it).
+    ClaimReleased = "claim.released",
+    /// A policy version was stored.
+    PolicyDrafted = "policy.drafted",
+    /// A policy version became the active one.
+    PolicyActivated = "policy.activated",
+    /// A transaction was journaled.
+    TransactionStarted = "transaction.started",
+    /// A transaction's files were written and it was recorded applied.
+    TransactionApplied = "transaction.applied",
+    /// A transaction's write failed and was undone.
+    TransactionFailed = "transaction.failed",
+    /// A transaction left applying was put back to its before state.
+    TransactionRecovered = "transaction.recovered",
+    /// An applied transaction was rolled back by a later one.
+    TransactionRolledBack = "transaction.rolled_back",
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for EventKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for EventKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EventKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<EventKind, D::Error> {
+        Ok(EventKind::parse(&String::deserialize(d)?))
+    }
+}
+
+impl JsonSchema for EventKind {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "String".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // Spelled as a string in the tools' schemas (new kinds are added
+        // without a schema change).
+        String::json_schema(g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_back_and_an_unknown_one_is_kept() {
+        for k in EventKind::ALL {
+            assert_eq!(&EventKind::parse(k.as_str()), k);
+            let json = serde_json::to_string(k).expect("serializes");
+            assert_eq!(serde_json::from_str::<EventKind>(&json).expect("reads"), *k);
+        }
+        let mut names: Vec<&str> = EventKind::ALL.iter().map(EventKind::as_str).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), EventKind::ALL.len(), "spellings are unique");
+        let future = EventKind::parse("merge.queued");
+        assert_eq!(future, EventKind::Unknown("merge.queued".into()));
+        assert_eq!(future.to_string(), "merge.queued");
+    }
+}

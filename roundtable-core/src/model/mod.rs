@@ -1,0 +1,386 @@
+//! The domain model: what the governed workflow is made of — agents,
+//! tasks, proposals and their revisions, review evidence (votes,
+//! decisions, security reviews, approvals, test results), transactions and
+//! their journals, events.
+//!
+//! Pure values: no store, no JSON values, no tool error. The store maps
+//! them to rows (`store::rows`), the policy evaluates them, the tools
+//! return them; every front end reads them back as these types.
+
+use crate::actor::Actor;
+use crate::clock::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+mod event_kind;
+mod role;
+mod transaction;
+
+pub use event_kind::EventKind;
+pub use role::Role;
+pub use transaction::{
+    JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,
+};
+
+/// A proposal's risk level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// Low risk.
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// High: the default policy wants a security review.
+    High,
+    /// Critical: the default policy also wants human approval.
+    Critical,
+}
+
+/// Where a proposal is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatus {
+    /// Created; the author may still revise before asking for review.
+    Pending,
+    /// Reviewers are asked to vote.
+    InReview,
+    /// Its change was applied to the workspace.
+    Applied,
+    /// Rejected by an orchestrator or a person.
+    Rejected,
+    /// Withdrawn by its author or the orchestrator.
+    Withdrawn,
+}
+
+impl ProposalStatus {
+    /// The stable spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProposalStatus::Pending => "pending",
+            ProposalStatus::InReview => "in_review",
+            ProposalStatus::Applied => "applied",
+            ProposalStatus::Rejected => "rejected",
+            ProposalStatus::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+/// A registered agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Agent {
+    /// The agent's id (an agent actor's `id`).
+    pub id: String,
+    /// Its roles, sorted (`reviewer`, `security`…).
+    pub roles: Vec<String>,
+    /// Whether it may act: a disabled agent can neither propose nor vote.
+    pub enabled: bool,
+    /// A name for people.
+    pub display_name: Option<String>,
+    /// When it was registered.
+    pub created_at: Timestamp,
+    /// When its roles or state last changed.
+    pub updated_at: Timestamp,
+}
+
+/// A task proposals belong to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Task {
+    /// The task's id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// What it is about.
+    pub summary_md: Option<String>,
+    /// Who created it.
+    pub created_by: Actor,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// A proposal: a change an agent asks to make, with its numbered revisions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Proposal {
+    /// The proposal's id.
+    pub id: String,
+    /// The task it belongs to.
+    pub task_id: String,
+    /// The agent that proposed it (only it may revise it).
+    pub author: String,
+    /// Its title.
+    pub title: String,
+    /// What it does and why.
+    pub summary_md: String,
+    /// Its risk level.
+    pub risk: Risk,
+    /// Where it is in its life.
+    pub status: ProposalStatus,
+    /// The number of its newest revision (evidence is judged against it).
+    pub latest_revision: u32,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When its status or revision last changed.
+    pub updated_at: Timestamp,
+    #[serde(skip)]
+    pub(crate) seq: i64,
+}
+
+/// What one revision does to one path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileSummary {
+    /// The path.
+    pub path: String,
+    /// `create`, `modify`, `delete`, `rename` (to this path), `renamed_away`
+    /// (from this path) or `copy`.
+    pub operation: String,
+    /// For a rename or copy, the source path; for `renamed_away`, the
+    /// destination.
+    pub other_path: Option<String>,
+    /// The digest and mode the path must have now, or `null` for "must be
+    /// absent".
+    pub before: Option<FileState>,
+    /// The digest and mode it becomes, or `null` for "removed".
+    pub after: Option<FileState>,
+}
+
+/// A file's digest, mode and size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileState {
+    /// `blob:sha256:<hex>`.
+    pub digest: String,
+    /// Whether the executable bit is set.
+    pub executable: bool,
+    /// Whether it is a symbolic link (the digest and size are its
+    /// target's); written only when it is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub symlink: bool,
+    /// The size in bytes (known for results).
+    pub size: Option<u64>,
+}
+
+/// One immutable revision of a proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Revision {
+    /// 1 for the first revision, then 2, 3…
+    pub number: u32,
+    /// `patch` or `edit_plan`.
+    pub format: String,
+    /// `blob:sha256:` of the patch or edit-plan bytes.
+    pub digest: String,
+    /// What it changes, per path, sorted by path.
+    pub changeset: Vec<FileSummary>,
+    /// `sha256:` of the canonical changeset: equal for two revisions that
+    /// change the same paths to the same results from the same contents.
+    pub changeset_digest: String,
+    /// The resources the author declared, in canonical spelling.
+    pub affected_resources: Vec<String>,
+    /// The workspace state hash when the revision was made.
+    pub base_state: String,
+    /// The git `HEAD` then, if any.
+    pub base_git_head: Option<String>,
+    /// The author's note on what changed in this revision.
+    pub note_md: Option<String>,
+    /// Who made it.
+    pub created_by: Actor,
+    /// When.
+    pub created_at: Timestamp,
+    /// `blob:sha256:` of the revision as a unified diff: the patch itself,
+    /// or the edit plan rendered against the files it was made on.
+    pub diff_digest: Option<String>,
+}
+
+/// A reviewer's vote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VoteValue {
+    /// Approve as is.
+    Approve,
+    /// Approve, with notes for the author.
+    ApproveWithNotes,
+    /// Ask the author for a new revision.
+    Revise,
+    /// Reject: blocks under the default policy.
+    Reject,
+    /// Veto: always blocks.
+    Veto,
+    /// Take no position.
+    Abstain,
+}
+
+/// A vote on one revision. Votes are never changed: a reviewer who changes
+/// their mind casts another, and the latest counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Vote {
+    /// The vote's id.
+    pub id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// The revision it judges.
+    pub revision: u32,
+    /// The voting agent.
+    pub agent_id: String,
+    /// The vote.
+    pub vote: VoteValue,
+    /// Why.
+    pub reason_md: Option<String>,
+    /// When.
+    pub created_at: Timestamp,
+    #[serde(skip)]
+    pub(crate) seq: i64,
+}
+
+/// An orchestrator's or person's decision on a revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionValue {
+    /// Accept the revision.
+    Accept,
+    /// Reject it (`patch.reject` records this and rejects the proposal).
+    Reject,
+    /// Decide later.
+    Defer,
+}
+
+/// A recorded decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Decision {
+    /// The decision's id.
+    pub id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// The revision it is about.
+    pub revision: u32,
+    /// The decision.
+    pub decision: DecisionValue,
+    /// Why.
+    pub reason_md: String,
+    /// Who decided.
+    pub decided_by: Actor,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// A security reviewer's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No security concern.
+    Pass,
+    /// A security concern: the review gate fails.
+    Fail,
+}
+
+/// A security review of one revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SecurityReviewRecord {
+    /// The review's id.
+    pub id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// The revision reviewed.
+    pub revision: u32,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Notes.
+    pub note_md: Option<String>,
+    /// Who reviewed.
+    pub reviewer: Actor,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// A request for a person to approve one revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalRequest {
+    /// The request's id.
+    pub id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// The revision to approve.
+    pub revision: u32,
+    /// Why approval is asked for.
+    pub reason_md: Option<String>,
+    /// Who asked.
+    pub requested_by: Actor,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// A person's approval of one revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Approval {
+    /// The approval's id.
+    pub id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// The revision approved.
+    pub revision: u32,
+    /// The request it answers, if any.
+    pub request_id: Option<String>,
+    /// The approving person.
+    pub human_id: String,
+    /// Notes.
+    pub note_md: Option<String>,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// A test run's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TestStatus {
+    /// The test passed.
+    Passed,
+    /// The test failed.
+    Failed,
+    /// The test did not run.
+    Skipped,
+    /// The test could not be run (infrastructure error).
+    Errored,
+}
+
+/// The result of one test run against one revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TestResult {
+    /// The result's id.
+    pub id: String,
+    /// The proposal.
+    pub proposal_id: String,
+    /// The revision tested.
+    pub revision: u32,
+    /// The check's name (`unit`, `lint`, `cargo test`…).
+    pub name: String,
+    /// Its outcome.
+    pub status: TestStatus,
+    /// How long it took.
+    pub duration_ms: Option<u64>,
+    /// Notes or an output excerpt.
+    pub note_md: Option<String>,
+    /// Who recorded it.
+    pub recorded_by: Actor,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// One entry of the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    /// Its position in the store's log, from 1.
+    pub seq: i64,
+    /// What happened (`proposal.created`, `vote.cast`…).
+    pub kind: EventKind,
+    /// Who did it.
+    pub actor: Actor,
+    /// The id of the record it is about.
+    pub subject: String,
+    /// The proposal it concerns, if any.
+    pub proposal_id: Option<String>,
+    /// Details.
+    pub data: serde_json::Value,
+    /// When.
+    pub at: Timestamp,
+    /// The digest of the event before it (zeros for the first).
+    pub prev_digest: String,
+    /// This event's digest (over its fields and `prev_digest`).
+    pub digest: String,
+}

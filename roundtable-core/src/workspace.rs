@@ -177,7 +177,7 @@ pub struct PathChange {
     pub action: &'static str,
 }
 
-/// How [`Workspace::apply_changeset_with`] writes.
+/// How `Workspace::apply_changeset_with` writes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteOptions<'a> {
     /// Flush to disk: once after every result is staged (so the renames
@@ -187,7 +187,7 @@ pub struct WriteOptions<'a> {
     /// Every temporary name (`.rt-stage-TAG-…`, `.rt-backup-TAG-…`) carries
     /// this tag (a transaction id), so what an interrupted write leaves
     /// can be told from a user's file and removed exactly
-    /// ([`Workspace::remove_leftovers`]).
+    /// (`Workspace::remove_leftovers`).
     pub tag: Option<&'a str>,
     /// Which directories a removal leaves empty are removed: `None`, every
     /// one (as `git apply` does); `Some(dirs)`, only these (a rollback or
@@ -373,7 +373,7 @@ impl Workspace {
     /// may write them (validation, then the apply): it opens each directory
     /// once and reads each file once, and every later read of a path is
     /// answered with what the first saw — one consistent picture. Before
-    /// its first write, [`apply_changeset_with`](Workspace::apply_changeset_with)
+    /// its first write, `apply_changeset_with`
     /// checks each precondition against what was read by a fresh `fstat`
     /// (reading again only a file whose metadata moved or is too recent to
     /// trust), then forgets everything. Not for sharing between threads that

@@ -5,6 +5,7 @@ mod fuzz_replay;
 mod governance;
 mod governance_hardening;
 mod hardening;
+mod layers;
 mod properties;
 mod review;
 mod state;

@@ -593,14 +593,14 @@ pub(crate) fn validate_with_changeset(
     let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
     let recomputed = dry_run(ws, ev, &parsed);
     let preconditions = preconditions_stage(ws, &ev.revision.changeset, &recomputed);
-    let (dry_run, facts) = dry_run_stage(ws, ev, patch, &recomputed);
+    let (dry, facts) = dry_run_stage(ws, ev, patch, &recomputed);
     let (mut claims, covering) = claims_stage(engine, ws, ev);
     let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
     let policy = policy_report(ev, patch, facts.as_deref());
     mark_superseded(ev, &mut claims);
-    // Every precondition reason is a failure: none, and they hold.
+    // Each precondition reason is a failure: they hold when there is none.
     let preconditions_hold = preconditions.reasons.is_empty();
-    let mut stages = vec![claims, preconditions, coverage, dry_run];
+    let mut stages = vec![claims, preconditions, coverage, dry];
     stages.extend(policy_stages(&policy));
     let valid = stages.iter().all(|s| s.status != StageStatus::Failed) && preconditions_hold;
     let report = ValidationReport {

@@ -9,7 +9,9 @@
 use super::args::RevisionNumber;
 use super::claims::{live_write_claims, resource_state, Claim};
 use super::proposals::{changeset_against, revision_bytes, summarize};
-use super::records::{Agent, Approval, Proposal, Revision, SecurityReviewRecord, TestResult, Vote};
+use super::records::{
+    Agent, Approval, FileSummary, Proposal, Revision, SecurityReviewRecord, TestResult, Vote,
+};
 use super::{Cx, Tool, ToolError};
 use crate::changeset::{Changeset, Operation};
 use crate::claims::{overlaps, Scope};
@@ -19,7 +21,7 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::policy::{
     evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, Policy, PolicyInput, PolicyReport,
-    RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
+    Requirement, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
 };
 use crate::resource::Resource;
 use crate::workspace::Workspace;
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use similar::{Algorithm, DiffTag};
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A patch revision's bytes, parsed once for the dry run and the lines it
 /// adds (`None` for an edit plan).
@@ -137,43 +140,28 @@ fn gather_then(
         Revision::from_row,
     )?;
     let bytes = revision_bytes(tx, &revision)?;
-    let mut stmt = tx.prepare(&format!(
-        "SELECT {} FROM agents ORDER BY id",
-        Agent::COLUMNS
-    ))?;
-    let agents = stmt
-        .query_map([], Agent::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    // Only evidence its event records counts: a row inserted behind
-    // roundtable's back does not (and `events.verify` reports it).
-    let by_seq = |table: &str, columns: &str| {
-        format!(
-            "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
-            super::log::recorded_filter(table)
-        )
-    };
-    let votes = all(
+    let agents = all_agents(tx)?;
+    let id = &proposal.id;
+    let votes = recorded(tx, "votes", Vote::COLUMNS, id, Vote::from_row)?;
+    let reviews = recorded(
         tx,
-        &by_seq("votes", Vote::COLUMNS),
-        &proposal.id,
-        Vote::from_row,
-    )?;
-    let reviews = all(
-        tx,
-        &by_seq("security_reviews", SecurityReviewRecord::COLUMNS),
-        &proposal.id,
+        "security_reviews",
+        SecurityReviewRecord::COLUMNS,
+        id,
         SecurityReviewRecord::from_row,
     )?;
-    let approvals = all(
+    let approvals = recorded(
         tx,
-        &by_seq("human_approvals", Approval::COLUMNS),
-        &proposal.id,
+        "human_approvals",
+        Approval::COLUMNS,
+        id,
         Approval::from_row,
     )?;
-    let tests = all(
+    let tests = recorded(
         tx,
-        &by_seq("test_results", TestResult::COLUMNS),
-        &proposal.id,
+        "test_results",
+        TestResult::COLUMNS,
+        id,
         TestResult::from_row,
     )?;
     let (record, policy) = super::policies::effective(tx)?;
@@ -196,6 +184,36 @@ fn gather_then(
         claims,
         others,
     })
+}
+
+/// Every agent, by id.
+fn all_agents(tx: &rusqlite::Transaction<'_>) -> Result<Vec<Agent>, ToolError> {
+    let mut stmt = tx.prepare(&format!(
+        "SELECT {} FROM agents ORDER BY id",
+        Agent::COLUMNS
+    ))?;
+    let agents = stmt
+        .query_map([], Agent::from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(agents)
+}
+
+/// The rows of `table` (its `columns`) about `proposal_id`, in the order
+/// they were recorded. Only evidence its event records counts: a row
+/// inserted behind roundtable's back does not (and `events.verify`
+/// reports it).
+fn recorded<T>(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    columns: &str,
+    proposal_id: &str,
+    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, ToolError> {
+    let sql = format!(
+        "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
+        super::log::recorded_filter(table)
+    );
+    all(tx, &sql, proposal_id, row)
 }
 
 impl Evidence {
@@ -397,75 +415,65 @@ fn symbol_results(
     covering: &[Scope],
     reported: &[crate::coverage::Uncovered],
 ) -> Vec<crate::coverage::Uncovered> {
-    let mut out = Vec::new();
-    for f in facts {
-        let (Operation::Modify, Some(after)) = (&f.operation, f.after) else {
-            continue;
-        };
-        if f.mode_change
-            || crate::coverage::file_covered(f.path, covering)
-            || reported.iter().any(|u| u.path == f.path.as_str())
-        {
-            continue;
-        }
-        let claimed: Vec<(&str, crate::claims::LineSpan)> = covering
-            .iter()
-            .filter_map(|c| match (&c.resource, c.span) {
-                (Resource::Symbol { path, name }, Some(span)) if path == f.path => {
-                    Some((name.as_str(), span))
-                }
-                _ => None,
+    facts
+        .iter()
+        .filter(|f| {
+            !f.mode_change
+                && !crate::coverage::file_covered(f.path, covering)
+                && !reported.iter().any(|u| u.path == f.path.as_str())
+        })
+        .filter_map(|f| {
+            Some(crate::coverage::Uncovered {
+                path: f.path.to_string(),
+                operation: f.operation.name().to_owned(),
+                reason: symbol_breach(ws, f, covering)?,
+                lines: Vec::new(),
+                insertions: Vec::new(),
             })
-            .collect();
-        if claimed.is_empty() {
-            continue;
-        }
-        let uncovered = |reason: String| crate::coverage::Uncovered {
-            path: f.path.to_string(),
-            operation: f.operation.name().to_owned(),
-            reason,
-            lines: Vec::new(),
-            insertions: Vec::new(),
-        };
-        let mut new_spans = Vec::new();
-        let mut lost = None;
-        for (name, _) in &claimed {
-            match crate::symbols::resolve(f.path, after, name) {
-                Ok(s) => new_spans.push(crate::claims::LineSpan {
-                    start: s.start_line,
-                    end: s.end_line,
-                }),
-                Err(e) => {
-                    lost = Some(format!(
-                        "the claimed symbol {name} is not intact in the result: {e}"
-                    ));
-                    break;
-                }
+        })
+        .collect()
+}
+
+/// Why the symbol claims in `covering` do not cover the change to `f`, if
+/// they do not: a claimed symbol no longer resolves in the result, or the
+/// result differs outside the claimed spans. `None` too when `f` is not a
+/// modification, no symbol claim is on it, or its old content cannot be
+/// read.
+fn symbol_breach(ws: &Workspace, f: &FileFacts<'_>, covering: &[Scope]) -> Option<String> {
+    let (Operation::Modify, Some(after)) = (f.operation, f.after) else {
+        return None;
+    };
+    let claimed: Vec<(&str, crate::claims::LineSpan)> = covering
+        .iter()
+        .filter_map(|c| match (&c.resource, c.span) {
+            (Resource::Symbol { path, name }, Some(span)) if path == f.path => {
+                Some((name.as_str(), span))
             }
-        }
-        if let Some(reason) = lost {
-            out.push(uncovered(reason));
-            continue;
-        }
-        let read;
-        let before = match &f.before {
-            Some(b) => b.as_slice(),
-            None => {
-                read = ws.read(f.path).ok().flatten();
-                match &read {
-                    Some(t) => t.data.as_slice(),
-                    None => continue,
-                }
+            _ => None,
+        })
+        .collect();
+    if claimed.is_empty() {
+        return None;
+    }
+    let mut new_spans = Vec::new();
+    for (name, _) in &claimed {
+        match crate::symbols::resolve(f.path, after, name) {
+            Ok(s) => new_spans.push(crate::claims::LineSpan {
+                start: s.start_line,
+                end: s.end_line,
+            }),
+            Err(e) => {
+                return Some(format!(
+                    "the claimed symbol {name} is not intact in the result: {e}"
+                ))
             }
-        };
-        let old_spans: Vec<_> = claimed.iter().map(|(_, s)| *s).collect();
-        if !crate::coverage::outside_unchanged(before, &old_spans, after, &new_spans) {
-            out.push(uncovered(
-                "the result differs outside the claimed symbol spans (code added at a symbol's boundary ends up outside it)".to_owned(),
-            ));
         }
     }
-    out
+    let before = old_content(ws, f)?;
+    let old_spans: Vec<_> = claimed.iter().map(|(_, s)| *s).collect();
+    (!crate::coverage::outside_unchanged(&before, &old_spans, after, &new_spans)).then(|| {
+        "the result differs outside the claimed symbol spans (code added at a symbol's boundary ends up outside it)".to_owned()
+    })
 }
 
 /// A stage's outcome.
@@ -569,122 +577,178 @@ pub(crate) fn validate(engine: &Engine, ev: &Evidence) -> ValidationReport {
 /// [`validate`] on `ws` (a [view](Workspace::view), so each touched file is
 /// read once), also returning the changeset the stored bytes make against
 /// the current files (when they apply).
+///
+/// The stages run in the order their inputs need — the dry run first (what
+/// it read serves the preconditions; the facts it yields serve coverage and
+/// policy), the claims before coverage (what they cover) — and are reported
+/// in their own fixed order.
 pub(crate) fn validate_with_changeset(
     engine: &Engine,
     ws: &Workspace,
     ev: &Evidence,
 ) -> (ValidationReport, Option<Changeset>) {
-    let mut stages = Vec::new();
-    let stored = &ev.revision.changeset;
-
-    // Dry run: the stored bytes, applied in memory to the current touched
-    // files, give exactly the stored results. A patch is parsed once, here,
-    // for the dry run and for the lines it adds.
+    // A patch is parsed once, here, for the dry run and for the lines it
+    // adds.
     let parsed = parse_revision(engine, ev);
     let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
     let recomputed = dry_run(ws, ev, &parsed);
+    let preconditions = preconditions_stage(ws, &ev.revision.changeset, &recomputed);
+    let (dry, facts) = dry_run_stage(ws, ev, patch, &recomputed);
+    let (mut claims, covering) = claims_stage(engine, ws, ev);
+    let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
+    let policy = policy_report(ev, patch, facts.as_deref());
+    mark_superseded(ev, &mut claims);
+    // Each precondition reason is a failure: they hold when there is none.
+    let preconditions_hold = preconditions.reasons.is_empty();
+    let mut stages = vec![claims, preconditions, coverage, dry];
+    stages.extend(policy_stages(&policy));
+    let valid = stages.iter().all(|s| s.status != StageStatus::Failed) && preconditions_hold;
+    let report = ValidationReport {
+        valid,
+        proposal_id: ev.proposal.id.clone(),
+        revision: ev.revision.number,
+        latest_revision: ev.proposal.latest_revision,
+        policy_version: ev.policy_version,
+        stages,
+        policy,
+    };
+    (report, recomputed.ok())
+}
 
-    // Preconditions: every touched path is as the revision expects. The
-    // dry run just read each touched file: its record of what it found is
-    // the current state (read again only for a path it did not reach).
-    let seen: std::collections::HashMap<&str, Option<crate::FileMeta>> = match &recomputed {
+/// Preconditions: every touched path is as the revision expects. The dry
+/// run (`recomputed`) just read each touched file: its record of what it
+/// found is the current state (read again only for a path it did not
+/// reach).
+fn preconditions_stage(
+    ws: &Workspace,
+    stored: &[FileSummary],
+    recomputed: &Result<Changeset, ToolError>,
+) -> Stage {
+    let seen: HashMap<&str, Option<crate::FileMeta>> = match recomputed {
         Ok(c) => c
             .files()
             .iter()
             .map(|f| (f.path.as_str(), f.before))
             .collect(),
-        Err(_) => Default::default(),
+        Err(_) => HashMap::new(),
     };
-    let mut pre = Vec::new();
-    for f in stored {
-        let path: RepoPath = match f.path.parse() {
-            Ok(p) => p,
-            Err(e) => {
-                pre.push(fail(format!("{}: {e}", f.path), json!({"path": f.path})));
-                continue;
-            }
-        };
-        let actual = match seen.get(path.as_str()) {
-            Some(m) => Ok(*m),
-            None => ws.meta(&path),
-        };
-        let actual = match actual {
-            Ok(m) => m,
-            Err(e) => {
-                let e = ToolError::from(e);
-                pre.push(fail(e.message(), json!({"path": f.path, "code": e.code()})));
-                continue;
-            }
-        };
-        let expected = f
-            .before
-            .as_ref()
-            .map(|b| (b.digest.clone(), b.executable, b.symlink));
-        let actual = actual.map(|m| (m.digest.to_string(), m.executable, m.symlink));
-        if expected != actual {
-            let show = |s: &Option<(String, bool, bool)>| match s {
-                None => "absent".to_owned(),
-                Some((d, x, l)) => format!(
-                    "{d}{}{}",
-                    if *x { " +x" } else { "" },
-                    if *l { " symlink" } else { "" }
-                ),
-            };
-            pre.push(fail(
-                format!(
-                    "{}: expected {}, found {}",
-                    f.path,
-                    show(&expected),
-                    show(&actual)
-                ),
-                json!({"path": f.path, "expected": show(&expected), "actual": show(&actual)}),
-            ));
-        }
-    }
-    let preconditions_hold = pre.is_empty();
+    let reasons = stored
+        .iter()
+        .filter_map(|f| precondition_failure(ws, &seen, f))
+        .collect();
+    Stage::new("preconditions", reasons, false)
+}
 
-    let mut dry = Vec::new();
-    let changeset = match recomputed {
-        Ok(c) => {
-            if summarize(&c) != *stored {
-                dry.push(fail(
-                    "applied to the current files, the revision gives other results than when it was made",
-                    json!({}),
-                ));
-            }
-            // The files must also leave room for the results (no file where
-            // a directory must be): checked without writing anything.
-            if let Err(e) = ws.check_room(&c) {
-                let e = ToolError::from(e);
-                dry.push(fail(
-                    e.message().to_owned(),
-                    json!({"code": e.code(), "details": e.details()}),
-                ));
-            }
-            Some(c)
-        }
+/// Why the stored `f` does not hold against the current files, if it does
+/// not: its path is invalid or unreadable, or its content, mode or type
+/// differ from what the revision expects.
+fn precondition_failure(
+    ws: &Workspace,
+    seen: &HashMap<&str, Option<crate::FileMeta>>,
+    f: &FileSummary,
+) -> Option<Value> {
+    let path: RepoPath = match f.path.parse() {
+        Ok(p) => p,
+        Err(e) => return Some(fail(format!("{}: {e}", f.path), json!({"path": f.path}))),
+    };
+    let actual = match seen.get(path.as_str()) {
+        Some(m) => Ok(*m),
+        None => ws.meta(&path),
+    };
+    let actual = match actual {
+        Ok(m) => m,
         Err(e) => {
-            dry.push(fail(
-                e.message().to_owned(),
-                json!({"code": e.code(), "details": e.details()}),
-            ));
+            let e = ToolError::from(e);
+            return Some(fail(e.message(), json!({"path": f.path, "code": e.code()})));
+        }
+    };
+    let expected = f
+        .before
+        .as_ref()
+        .map(|b| (b.digest.clone(), b.executable, b.symlink));
+    let actual = actual.map(|m| (m.digest.to_string(), m.executable, m.symlink));
+    (expected != actual).then(|| {
+        let (expected, actual) = (show_state(&expected), show_state(&actual));
+        fail(
+            format!("{}: expected {expected}, found {actual}", f.path),
+            json!({"path": f.path, "expected": expected, "actual": actual}),
+        )
+    })
+}
+
+/// A file's state for a precondition message: its digest, ` +x` when
+/// executable, ` symlink` for a link; `absent` for no file.
+fn show_state(state: &Option<(String, bool, bool)>) -> String {
+    match state {
+        None => "absent".to_owned(),
+        Some((d, x, l)) => format!(
+            "{d}{}{}",
+            if *x { " +x" } else { "" },
+            if *l { " symlink" } else { "" }
+        ),
+    }
+}
+
+/// Dry run: the stored bytes, applied in memory to the current touched
+/// files (`recomputed`), give exactly the stored results, and the files
+/// leave room for them. Also returns the facts of the touched paths, for
+/// coverage and the added lines (`None` when the revision does not apply,
+/// or they could not be read).
+fn dry_run_stage<'c>(
+    ws: &Workspace,
+    ev: &Evidence,
+    patch: Option<&Patch<'_>>,
+    recomputed: &'c Result<Changeset, ToolError>,
+) -> (Stage, Option<Vec<FileFacts<'c>>>) {
+    let mut reasons = Vec::new();
+    let changeset = match recomputed {
+        Ok(c) => c,
+        Err(e) => {
+            reasons.push(tool_failure(e));
+            return (Stage::new("dry_run", reasons, false), None);
+        }
+    };
+    if summarize(changeset) != ev.revision.changeset {
+        reasons.push(fail(
+            "applied to the current files, the revision gives other results than when it was made",
+            json!({}),
+        ));
+    }
+    // The files must also leave room for the results (no file where a
+    // directory must be): checked without writing anything.
+    if let Err(e) = ws.check_room(changeset) {
+        reasons.push(tool_failure(&ToolError::from(e)));
+    }
+    let facts = match file_facts(ws, changeset, needs_before(ev, patch)) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            reasons.push(fail(e.message().to_owned(), json!({"code": e.code()})));
             None
         }
     };
-    let facts = match &changeset {
-        Some(c) => match file_facts(ws, c, ev.revision.format != "patch" || has_binary(patch)) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                dry.push(fail(e.message().to_owned(), json!({"code": e.code()})));
-                None
-            }
-        },
-        None => None,
-    };
+    (Stage::new("dry_run", reasons, false), facts)
+}
 
-    // Claims: the author's live write claims on the touched paths, each
-    // fresh (its resource unchanged since acquisition); nobody else's live
-    // write claim on them.
+/// Whether the added lines need the touched files' old content: an edit
+/// plan's do, and a patch's when it carries a `GIT binary patch`.
+fn needs_before(ev: &Evidence, patch: Option<&Patch<'_>>) -> bool {
+    ev.revision.format != "patch" || has_binary(patch)
+}
+
+/// A failure reason carrying an error's message, code and details.
+fn tool_failure(e: &ToolError) -> Value {
+    fail(
+        e.message().to_owned(),
+        json!({"code": e.code(), "details": e.details()}),
+    )
+}
+
+/// Claims: the author's live write claims on the touched paths, each fresh
+/// (its resource unchanged since acquisition); nobody else's live write
+/// claim on them. Also returns what the author's claims cover now, for
+/// coverage.
+fn claims_stage(engine: &Engine, ws: &Workspace, ev: &Evidence) -> (Stage, Vec<Scope>) {
+    let stored = &ev.revision.changeset;
     let touched: Vec<Scope> = stored
         .iter()
         .filter_map(|f| f.path.parse().ok())
@@ -693,186 +757,222 @@ pub(crate) fn validate_with_changeset(
             span: None,
         })
         .collect();
-    let mut claims = Vec::new();
-    let mut covering: Vec<Scope> = Vec::new();
-    let relevant: Vec<&Claim> = ev
-        .claims
-        .iter()
-        .filter(|c| {
-            c.scope()
-                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
-        })
-        .collect();
+    let on_touched = |c: &Claim| {
+        c.scope()
+            .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+    };
+    let relevant: Vec<&Claim> = ev.claims.iter().filter(|c| on_touched(c)).collect();
+    let mut reasons = Vec::new();
+    let mut covering = Vec::new();
     if relevant.is_empty() {
-        claims.push(fail(
+        reasons.push(fail(
             format!("{} holds no live write claim on the touched paths", ev.proposal.author),
             json!({"agent_id": ev.proposal.author, "paths": stored.iter().map(|f| &f.path).collect::<Vec<_>>()}),
         ));
     }
     for c in relevant {
         let Ok(scope) = c.scope() else { continue };
-        match resource_state(engine, ws, &scope.resource) {
-            Ok(now) if now.digest == c.base_digest => {
-                claims.push(note(
+        let (reason, held) = author_claim(engine, ws, c, scope);
+        reasons.push(reason);
+        covering.extend(held);
+    }
+    for o in ev.others.iter().filter(|o| on_touched(o)) {
+        reasons.push(fail(
+            format!("{} holds write claim {} on {}", o.agent_id, o.id, o.resource_id),
+            json!({"holder": o.agent_id, "claim_id": o.id, "resource_id": o.resource_id, "expires_at": o.expires_at}),
+        ));
+    }
+    (Stage::new("claims", reasons, false), covering)
+}
+
+/// One of the author's claims on the touched paths, `c` on `scope`: a note
+/// when it is fresh, a failure when it is stale or its resource cannot be
+/// read; and what it covers now (a stale claim still describes what the
+/// author holds; an unreadable one covers nothing).
+fn author_claim(
+    engine: &Engine,
+    ws: &Workspace,
+    c: &Claim,
+    scope: Scope,
+) -> (Value, Option<Scope>) {
+    match resource_state(engine, ws, &scope.resource) {
+        Ok(now) => {
+            let reason = if now.digest == c.base_digest {
+                note(
                     format!("claim {} on {} is live and fresh", c.id, c.resource_id),
                     json!({"claim_id": c.id, "resource_id": c.resource_id, "token": c.token, "expires_at": c.expires_at}),
-                ));
-                covering.push(Scope {
-                    resource: scope.resource,
-                    span: now.span,
-                });
-            }
-            Ok(now) => {
-                claims.push(fail(
-                    format!("claim {} is stale: {} changed since it was acquired", c.id, c.resource_id),
+                )
+            } else {
+                fail(
+                    format!(
+                        "claim {} is stale: {} changed since it was acquired",
+                        c.id, c.resource_id
+                    ),
                     json!({"claim_id": c.id, "resource_id": c.resource_id, "code": "stale_claim",
                            "expected": c.base_digest, "actual": now.digest}),
-                ));
-                // A stale claim still describes what the author holds.
-                covering.push(Scope {
-                    resource: scope.resource,
-                    span: now.span,
-                });
-            }
-            Err(e) => claims.push(fail(
+                )
+            };
+            let held = Scope {
+                resource: scope.resource,
+                span: now.span,
+            };
+            (reason, Some(held))
+        }
+        Err(e) => (
+            fail(
                 format!("claim {}: {}", c.id, e.message()),
                 json!({"claim_id": c.id, "resource_id": c.resource_id, "code": e.code(), "details": e.details()}),
-            )),
-        }
-    }
-    for o in &ev.others {
-        if o.scope()
-            .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
-        {
-            claims.push(fail(
-                format!("{} holds write claim {} on {}", o.agent_id, o.id, o.resource_id),
-                json!({"holder": o.agent_id, "claim_id": o.id, "resource_id": o.resource_id, "expires_at": o.expires_at}),
-            ));
-        }
-    }
-    stages.push(Stage::new("claims", claims, false));
-    stages.push(Stage::new("preconditions", pre, false));
-
-    // Coverage, from the real line changes.
-    let (coverage, skipped) = match &facts {
-        None => (
-            vec![note(
-                "not computed: the revision does not apply to the current files",
-                json!({}),
-            )],
-            true,
+            ),
+            None,
         ),
-        Some(facts) => {
-            let lines: Vec<Option<LineChanges>> = facts
-                .iter()
-                .map(|f| match (&f.operation, &f.after) {
-                    // Lines matter only where no file or directory claim
-                    // covers the file: diff (and read) only those.
-                    (Operation::Modify, Some(a))
-                        if !crate::coverage::file_covered(f.path, &covering) =>
-                    {
-                        let read;
-                        let before = match &f.before {
-                            Some(b) => Some(b.as_slice()),
-                            None => {
-                                read = ws.read(f.path).ok().flatten();
-                                read.as_ref().map(|t| t.data.as_slice())
-                            }
-                        };
-                        // The hunks' own positions when they are where
-                        // they say; a diff only when the patch applies at
-                        // an offset (or is an edit plan).
-                        let hunks = patch.and_then(|p| {
-                            p.files()
-                                .iter()
-                                .find(|fp| fp.path() == f.path.as_str().as_bytes())
-                        });
-                        before.map(|b| {
-                            hunks
-                                .and_then(|fp| crate::coverage::hunk_line_changes(fp.hunks(), b))
-                                .unwrap_or_else(|| line_changes(b, a))
-                        })
-                    }
-                    _ => None,
-                })
-                .collect();
-            let changes: Vec<Change<'_>> = facts
-                .iter()
-                .zip(&lines)
-                .map(|(f, l)| Change {
-                    path: f.path,
-                    operation: f.operation,
-                    mode_change: f.mode_change,
-                    lines: l.as_ref(),
-                })
-                .collect();
-            let mut found = crate::coverage::uncovered(&changes, &covering);
-            found.extend(symbol_results(ws, facts, &covering, &found));
-            let out = found
-                .into_iter()
-                .map(|u| {
-                    let message = format!("{}: {}", u.path, u.reason);
-                    fail(message, serde_json::to_value(&u).unwrap_or_default())
-                })
-                .collect();
-            (out, false)
-        }
-    };
-    stages.push(Stage::new("coverage", coverage, skipped));
-    stages.push(Stage::new("dry_run", dry, false));
+    }
+}
 
-    // Policy.
-    let lines = added_lines(patch, facts.as_deref());
-    let report = ev.with_input(&lines, |input| evaluate(&ev.policy, input));
-    let group = |name: &str, pick: &dyn Fn(&str) -> bool| {
-        let reqs: Vec<_> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
-        let skipped = reqs
-            .iter()
-            .all(|r| r.status == RequirementStatus::NotApplicable);
-        let reasons = reqs
-            .iter()
-            .map(|r| {
-                let details = json!({"requirement": r.id, "status": r.status, "evidence": r.evidence,
-                                     "missing": r.missing, "candidates": r.candidates, "paths": r.paths,
-                                     "findings": r.findings});
-                let message = r.missing.clone().unwrap_or_else(|| format!("{}: {}", r.id, super::records::enum_to_sql(&r.status)));
-                if r.status == RequirementStatus::Unsatisfied {
-                    fail(message, details)
-                } else {
-                    note(message, details)
-                }
-            })
-            .collect();
-        Stage::new(name, reasons, skipped)
+/// Coverage, from the real line changes of `facts` against what the
+/// author's claims cover (`covering`); skipped when the revision does not
+/// apply (no facts).
+fn coverage_stage(
+    ws: &Workspace,
+    patch: Option<&Patch<'_>>,
+    facts: Option<&[FileFacts<'_>]>,
+    covering: &[Scope],
+) -> Stage {
+    let Some(facts) = facts else {
+        let why = note(
+            "not computed: the revision does not apply to the current files",
+            json!({}),
+        );
+        return Stage::new("coverage", vec![why], true);
     };
-    let is_policy =
-        |id: &str| id == "approvals" || id == "no_blocking_votes" || id.starts_with("role:");
-    stages.push(group("policy", &is_policy));
-    stages.push(group("security_review", &|id| {
-        id == "security_review" || id == "secrets"
-    }));
-    stages.push(group("human_approval", &|id| id == "human_approval"));
-    stages.push(group("checks", &|id| id.starts_with("check:")));
+    let lines: Vec<Option<LineChanges>> = facts
+        .iter()
+        .map(|f| uncovered_line_changes(ws, patch, f, covering))
+        .collect();
+    let changes: Vec<Change<'_>> = facts
+        .iter()
+        .zip(&lines)
+        .map(|(f, l)| Change {
+            path: f.path,
+            operation: f.operation,
+            mode_change: f.mode_change,
+            lines: l.as_ref(),
+        })
+        .collect();
+    let mut found = crate::coverage::uncovered(&changes, covering);
+    found.extend(symbol_results(ws, facts, covering, &found));
+    let reasons = found
+        .into_iter()
+        .map(|u| {
+            let message = format!("{}: {}", u.path, u.reason);
+            fail(message, serde_json::to_value(&u).unwrap_or_default())
+        })
+        .collect();
+    Stage::new("coverage", reasons, false)
+}
 
+/// The line changes of `f` when it is a modified file no file or directory
+/// claim covers — lines matter only there, so only those are diffed (and
+/// read); `None` for any other, or when its old content cannot be read.
+fn uncovered_line_changes(
+    ws: &Workspace,
+    patch: Option<&Patch<'_>>,
+    f: &FileFacts<'_>,
+    covering: &[Scope],
+) -> Option<LineChanges> {
+    let (Operation::Modify, Some(after)) = (f.operation, f.after) else {
+        return None;
+    };
+    if crate::coverage::file_covered(f.path, covering) {
+        return None;
+    }
+    let before = old_content(ws, f)?;
+    // The hunks' own positions when they are where they say; a diff only
+    // when the patch applies at an offset (or is an edit plan).
+    let hunks = patch.and_then(|p| {
+        p.files()
+            .iter()
+            .find(|fp| fp.path() == f.path.as_str().as_bytes())
+    });
+    let changes = hunks
+        .and_then(|fp| crate::coverage::hunk_line_changes(fp.hunks(), &before))
+        .unwrap_or_else(|| line_changes(&before, after));
+    Some(changes)
+}
+
+/// The old content of `f`: as its facts hold it, else read from `ws`
+/// (`None` when it cannot be read).
+fn old_content<'f>(ws: &Workspace, f: &'f FileFacts<'_>) -> Option<Cow<'f, [u8]>> {
+    match &f.before {
+        Some(b) => Some(Cow::Borrowed(b.as_slice())),
+        None => ws.read(f.path).ok().flatten().map(|t| Cow::Owned(t.data)),
+    }
+}
+
+/// The policy evaluation of the revision, over the lines it adds.
+fn policy_report(
+    ev: &Evidence,
+    patch: Option<&Patch<'_>>,
+    facts: Option<&[FileFacts<'_>]>,
+) -> PolicyReport {
+    let lines = added_lines(patch, facts);
+    ev.with_input(&lines, |input| evaluate(&ev.policy, input))
+}
+
+/// The stages read off the policy evaluation, in order: `policy`
+/// (approvals, blocking votes, roles), `security_review` (with secrets),
+/// `human_approval` and `checks`.
+fn policy_stages(report: &PolicyReport) -> [Stage; 4] {
+    [
+        requirement_stage("policy", report, |id| {
+            id == "approvals" || id == "no_blocking_votes" || id.starts_with("role:")
+        }),
+        requirement_stage("security_review", report, |id| {
+            id == "security_review" || id == "secrets"
+        }),
+        requirement_stage("human_approval", report, |id| id == "human_approval"),
+        requirement_stage("checks", report, |id| id.starts_with("check:")),
+    ]
+}
+
+/// The stage `name` of the requirements `pick` selects by id: one reason
+/// each, failed when one is unsatisfied, skipped when none applies.
+fn requirement_stage(name: &str, report: &PolicyReport, pick: impl Fn(&str) -> bool) -> Stage {
+    let reqs: Vec<&Requirement> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
+    let skipped = reqs
+        .iter()
+        .all(|r| r.status == RequirementStatus::NotApplicable);
+    let reasons = reqs.into_iter().map(requirement_reason).collect();
+    Stage::new(name, reasons, skipped)
+}
+
+/// A requirement as a stage reason: what is missing (else its id and
+/// status), with its evidence; a failure when it is unsatisfied.
+fn requirement_reason(r: &Requirement) -> Value {
+    let details = json!({"requirement": r.id, "status": r.status, "evidence": r.evidence,
+                         "missing": r.missing, "candidates": r.candidates, "paths": r.paths,
+                         "findings": r.findings});
+    let message = r
+        .missing
+        .clone()
+        .unwrap_or_else(|| format!("{}: {}", r.id, super::records::enum_to_sql(&r.status)));
+    if r.status == RequirementStatus::Unsatisfied {
+        fail(message, details)
+    } else {
+        note(message, details)
+    }
+}
+
+/// A report on a revision other than the latest is never valid: the first
+/// stage says so, first, and fails.
+fn mark_superseded(ev: &Evidence, first: &mut Stage) {
     let latest = ev.proposal.latest_revision;
     if ev.revision.number != latest {
-        stages[0].reasons.insert(
+        first.reasons.insert(
             0,
             json!({"message": format!("revision {} was superseded by revision {latest}", ev.revision.number)}),
         );
-        stages[0].status = StageStatus::Failed;
+        first.status = StageStatus::Failed;
     }
-    let valid = stages.iter().all(|s| s.status != StageStatus::Failed) && preconditions_hold;
-    let report = ValidationReport {
-        valid,
-        proposal_id: ev.proposal.id.clone(),
-        revision: ev.revision.number,
-        latest_revision: latest,
-        policy_version: ev.policy_version,
-        stages,
-        policy: report,
-    };
-    (report, changeset)
 }
 
 /// The review plan of a revision: the roles policy requires and who can
@@ -885,7 +985,7 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let facts = changeset
         .as_ref()
         .ok()
-        .and_then(|c| file_facts(&ws, c, ev.revision.format != "patch" || has_binary(patch)).ok());
+        .and_then(|c| file_facts(&ws, c, needs_before(ev, patch)).ok());
     let lines = added_lines(patch, facts.as_deref());
     ev.with_input(&lines, |input| review_plan(&ev.policy, input))
 }

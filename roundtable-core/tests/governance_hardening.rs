@@ -102,6 +102,8 @@ fn overlap_checks_use_the_held_symbol_spans_in_the_current_content() {
 
 const RACE_FILES: usize = 2;
 const RACE_ACQUISITIONS: usize = 1000;
+/// Applies that must land during the acquisitions for the race to count.
+const RACE_MIN_APPLIES: usize = 5;
 
 fn race_patch(path: &str, old: &str, new: &str) -> String {
     format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{old}\n+{new}\n")
@@ -187,12 +189,18 @@ fn claims_acquired_while_applies_land_are_never_stale_at_birth() {
             .iter()
             .enumerate()
             .map(|(n, who)| {
-                let (root, granted) = (root.clone(), granted.clone());
+                let (root, granted, applied) = (root.clone(), granted.clone(), applied.clone());
                 scope.spawn(move || {
                     let engine = Engine::open(&root, EngineOptions::default()).expect("open");
                     let mut stale = Vec::new();
                     let mut attempt = n;
-                    while granted.load(Ordering::SeqCst) < RACE_ACQUISITIONS {
+                    // The acquisitions, and enough applies among them to be
+                    // a race (a loaded machine lands fewer per second).
+                    let started = std::time::Instant::now();
+                    while granted.load(Ordering::SeqCst) < RACE_ACQUISITIONS
+                        || (applied.load(Ordering::SeqCst) < RACE_MIN_APPLIES
+                            && started.elapsed() < std::time::Duration::from_secs(120))
+                    {
                         attempt += 1;
                         let path = format!("f{}.txt", attempt % RACE_FILES);
                         let claim = match acquire(&engine, who, &format!("file:{path}")) {
@@ -232,7 +240,7 @@ fn claims_acquired_while_applies_land_are_never_stale_at_birth() {
     });
     let applied = applied.load(Ordering::SeqCst);
     assert!(
-        applied >= 5,
+        applied >= RACE_MIN_APPLIES,
         "only {applied} applies landed: the race was not contended"
     );
     assert!(

@@ -440,27 +440,25 @@ pub(crate) fn restore_changeset(
             }
             let content = match &f.before_digest {
                 None => None,
-                Some(d) => {
-                    let digest: Digest = d.parse().map_err(|e: crate::DigestError| {
-                        TransactionError::journal(e.to_string(), json!({"digest": d}))
-                    })?;
-                    let (bytes, read) = crate::store::get_blob(tx, &digest)?.ok_or_else(|| {
-                        TransactionError::journal(
+                Some(d) => Some(crate::store::verified_blob(tx, d)?.map_err(|fault| {
+                    use crate::store::BlobFault;
+                    match fault {
+                        BlobFault::BadDigest(e) => {
+                            TransactionError::journal(e.to_string(), json!({"digest": d}))
+                        }
+                        BlobFault::Missing => TransactionError::journal(
                             format!("the before snapshot of {} ({d}) is missing", f.path),
                             json!({"path": f.path, "digest": d}),
-                        )
-                    })?;
-                    if read != digest {
-                        return Err(TransactionError::journal(
+                        ),
+                        BlobFault::Mismatch => TransactionError::journal(
                             format!(
                                 "the before snapshot of {} does not match its digest",
                                 f.path
                             ),
                             json!({"path": f.path, "digest": d}),
-                        ));
+                        ),
                     }
-                    Some(bytes)
-                }
+                })?),
             };
             out.push((f.clone(), content));
         }

@@ -535,14 +535,39 @@ pub(crate) fn put_blob_digested(
     Ok(())
 }
 
+/// What is wrong with a blob a record names.
+#[derive(Debug)]
+pub(crate) enum BlobFault {
+    /// The record's digest is not a digest.
+    BadDigest(crate::DigestError),
+    /// No blob has that digest.
+    Missing,
+    /// The stored bytes hash to something else.
+    Mismatch,
+}
+
+/// The bytes a record names by the digest spelled `digest`, read and
+/// checked against it: the one way anything reads back a stored blob.
+pub(crate) fn verified_blob(
+    conn: &Connection,
+    digest: &str,
+) -> rusqlite::Result<Result<Vec<u8>, BlobFault>> {
+    let wanted: Digest = match digest.parse() {
+        Ok(d) => d,
+        Err(e) => return Ok(Err(BlobFault::BadDigest(e))),
+    };
+    Ok(match get_blob(conn, &wanted)? {
+        None => Err(BlobFault::Missing),
+        Some((bytes, read)) if read == wanted => Ok(bytes),
+        Some(_) => Err(BlobFault::Mismatch),
+    })
+}
+
 /// The bytes stored under `digest`, with the digest of what was read (the
-/// caller compares it with `digest`). Streamed from the table in pieces,
+/// caller compares it with `digest`; [`verified_blob`] does). Streamed from the table in pieces,
 /// hashed as they arrive: a large blob is copied once, not assembled by
 /// SQLite first.
-pub(crate) fn get_blob(
-    conn: &Connection,
-    digest: &Digest,
-) -> rusqlite::Result<Option<(Vec<u8>, Digest)>> {
+fn get_blob(conn: &Connection, digest: &Digest) -> rusqlite::Result<Option<(Vec<u8>, Digest)>> {
     use sha2::Digest as _;
     use std::io::Read as _;
     let Some((rowid, size)) = conn

@@ -447,16 +447,12 @@ pub(crate) fn revision_bytes(
     tx: &rusqlite::Transaction<'_>,
     revision: &Revision,
 ) -> Result<Vec<u8>, ToolError> {
-    let digest: crate::Digest = revision
-        .digest
-        .parse()
-        .map_err(|e: crate::DigestError| corrupt(revision, e.to_string()))?;
-    let (bytes, read) = crate::store::get_blob(tx, &digest)?
-        .ok_or_else(|| corrupt(revision, "is missing".into()))?;
-    if read != digest {
-        return Err(corrupt(revision, "does not match its digest".into()));
-    }
-    Ok(bytes)
+    use crate::store::BlobFault;
+    crate::store::verified_blob(tx, &revision.digest)?.map_err(|fault| match fault {
+        BlobFault::BadDigest(e) => corrupt(revision, e.to_string()),
+        BlobFault::Missing => corrupt(revision, "is missing".into()),
+        BlobFault::Mismatch => corrupt(revision, "does not match its digest".into()),
+    })
 }
 
 /// The changeset a revision's stored bytes make against the current files.

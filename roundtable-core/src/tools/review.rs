@@ -21,35 +21,17 @@ use std::collections::BTreeMap;
 
 /// The revision's unified diff: the patch itself, or the rendered edit plan.
 fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
+    use crate::store::BlobFault;
     let digest = revision.diff_digest.as_deref().unwrap_or(&revision.digest);
-    let parsed: Digest = digest.parse().map_err(|e: crate::DigestError| {
-        ToolError::new(
-            ErrorCode::Database,
-            e.to_string(),
-            json!({"digest": digest}),
-        )
-    })?;
-    let (bytes, read) = crate::store::get_blob(tx, &parsed)?.ok_or_else(|| {
-        ToolError::new(
-            ErrorCode::Database,
-            format!(
-                "the diff of revision {} ({digest}) is missing",
-                revision.number
-            ),
-            json!({"digest": digest}),
-        )
-    })?;
-    if read != parsed {
-        return Err(ToolError::new(
-            ErrorCode::Database,
-            format!(
-                "the diff of revision {} does not match its digest",
-                revision.number
-            ),
-            json!({"digest": digest}),
-        ));
-    }
-    Ok(bytes)
+    let n = revision.number;
+    crate::store::verified_blob(tx, digest)?.map_err(|fault| {
+        let message = match fault {
+            BlobFault::BadDigest(e) => e.to_string(),
+            BlobFault::Missing => format!("the diff of revision {n} ({digest}) is missing"),
+            BlobFault::Mismatch => format!("the diff of revision {n} does not match its digest"),
+        };
+        ToolError::new(ErrorCode::Database, message, json!({"digest": digest}))
+    })
 }
 
 fn parse_diff<'b>(engine: &crate::Engine, bytes: &'b [u8]) -> Result<Patch<'b>, ToolError> {
@@ -312,11 +294,15 @@ fn before_tree(
     let mut tree = BTreeMap::new();
     for f in changeset {
         let Some(before) = &f.before else { continue };
-        let digest: Digest = before.digest.parse().map_err(|e: crate::DigestError| {
-            ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
-        })?;
-        let data = match crate::store::get_blob(tx, &digest)? {
-            Some((bytes, read)) if read == digest => bytes,
+        let data = match crate::store::verified_blob(tx, &before.digest)? {
+            Ok(bytes) => bytes,
+            Err(crate::store::BlobFault::BadDigest(e)) => {
+                return Err(ToolError::new(
+                    ErrorCode::Database,
+                    e.to_string(),
+                    json!({}),
+                ))
+            }
             // Missing, or not what its digest says: the file itself may
             // still have that content.
             _ => {
@@ -324,7 +310,7 @@ fn before_tree(
                     ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
                 })?;
                 match engine.workspace().read(&path)? {
-                    Some(file) if Digest::of(&file.data) == digest => file.data,
+                    Some(file) if Digest::of(&file.data).to_string() == before.digest => file.data,
                     _ => {
                         return Err(ToolError::new(
                             ErrorCode::PreconditionFailed,

@@ -945,10 +945,12 @@ where
         durable,
         tag: Some(id),
         prune_only: plan.prune_only.as_ref(),
+        held: Some(&held),
+        ..WriteOptions::default()
     };
-    if let Err(e) =
-        plan.workspace
-            .apply_changeset_holding(&plan.changeset, false, &options, Some(&held))
+    if let Err(e) = plan
+        .workspace
+        .apply_changeset_with(&plan.changeset, &options)
     {
         if matches!(e, WorkspaceError::Undo { .. }) {
             // The workspace could not undo its partial commit: restore from
@@ -1074,11 +1076,11 @@ pub(crate) fn recover_one(
     // crash during recovery leaves only names the next recovery removes.
     env.workspace.apply_changeset_with(
         &changeset,
-        false,
         &WriteOptions {
             durable,
             tag: Some(id),
             prune_only: Some(&created),
+            ..WriteOptions::default()
         },
     )?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();

@@ -11,7 +11,7 @@
 //!    existence) and the expected after digests — is committed durably
 //!    before the first file is touched;
 //! 3. the files are written through staged temporary files and renames
-//!    ([`apply_changeset_with`](crate::workspace::Workspace::apply_changeset_with))
+//!    (the workspace's crate-private `apply_changeset_with`)
 //!    and flushed: file by file for a few files, with one `syncfs` after
 //!    staging and one after the renames for many;
 //! 4. `applied`, the caller's own state changes (proposal `applied`, claims
@@ -19,7 +19,7 @@
 //!
 //! A failure in 3 is undone by the workspace and recorded as `failed`; a
 //! failure in 4 is recovered at once. A crash anywhere leaves the journal
-//! `applying`, and the next [`recover`] (run by every `Engine::open`)
+//! `applying`, and the next `recover` (run by every `Engine::open`)
 //! restores each touched path to its before state — only where it is at
 //! its after state; a path that matches neither is left alone and reported.
 

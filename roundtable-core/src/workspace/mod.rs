@@ -115,8 +115,8 @@ impl Workspace {
     /// may write them (validation, then the apply): it opens each directory
     /// once and reads each file once, and every later read of a path is
     /// answered with what the first saw — one consistent picture. Before
-    /// its first write, the changeset apply
-    /// ([`apply_changeset_with`](Workspace::apply_changeset_with)) checks each precondition against what was read by a fresh `fstat`
+    /// its first write, the changeset apply (`apply_changeset_with`)
+    /// checks each precondition against what was read by a fresh `fstat`
     /// (reading again only a file whose metadata moved or is too recent to
     /// trust), then forgets everything. Not for sharing between threads that
     /// each expect fresh reads: make one view per operation.

@@ -47,9 +47,10 @@ impl WriteMode {
     }
 }
 
-/// How a changeset is applied ([`Workspace::apply_changeset_with`]): the
-/// one value that says whether to write, how durably, under which tag,
-/// what to prune, and where the old contents are kept for an undo. The
+/// How a changeset is applied (the crate-private
+/// `Workspace::apply_changeset_with`): the one value that says whether to
+/// write, how durably, under which tag, what to prune, and where the old
+/// contents are kept for an undo. The
 /// default writes, flushes nothing, tags nothing, prunes every emptied
 /// directory and keeps old contents as hard links.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,7 +64,7 @@ pub struct WriteOptions<'a> {
     /// Every temporary name (`.rt-stage-TAG-…`, `.rt-backup-TAG-…`) carries
     /// this tag (a transaction id), so what an interrupted write leaves
     /// can be told from a user's file and removed exactly
-    /// ([`Workspace::remove_leftovers`]).
+    /// (the crate-private `Workspace::remove_leftovers`).
     pub tag: Option<&'a str>,
     /// Which directories a removal leaves empty are removed: `None`, every
     /// one (as `git apply` does); `Some(dirs)`, only these (a rollback or

@@ -11,7 +11,7 @@
 //!    existence) and the expected after digests — is committed durably
 //!    before the first file is touched;
 //! 3. the files are written through staged temporary files and renames
-//!    (`Workspace::apply_changeset_with`)
+//!    (the workspace's crate-private `apply_changeset_with`)
 //!    and flushed: file by file for a few files, with one `syncfs` after
 //!    staging and one after the renames for many;
 //! 4. `applied`, the caller's own state changes (proposal `applied`, claims
@@ -759,10 +759,12 @@ where
         durable,
         tag: Some(id),
         prune_only: plan.prune_only.as_ref(),
+        held: Some(&held),
+        ..WriteOptions::default()
     };
-    if let Err(e) =
-        plan.workspace
-            .apply_changeset_holding(&plan.changeset, false, &options, Some(&held))
+    if let Err(e) = plan
+        .workspace
+        .apply_changeset_with(&plan.changeset, &options)
     {
         if matches!(e, WorkspaceError::Undo { .. }) {
             // The workspace could not undo its partial commit: restore from
@@ -873,11 +875,11 @@ pub(crate) fn recover_one(
     // crash during recovery leaves only names the next recovery removes.
     env.workspace.apply_changeset_with(
         &changeset,
-        false,
         &WriteOptions {
             durable,
             tag: Some(id),
             prune_only: Some(&created),
+            ..WriteOptions::default()
         },
     )?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();

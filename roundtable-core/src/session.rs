@@ -36,7 +36,7 @@
 //!
 //! ```compile_fail
 //! # let (ws, cs): (roundtable::workspace::Workspace, roundtable::Changeset) = todo!();
-//! let _ = ws.apply_changeset(&cs, false); // crate-private
+//! let _ = ws.apply_changeset(&cs, roundtable::workspace::WriteMode::Write); // crate-private
 //! ```
 //!
 //! ```no_run

@@ -323,7 +323,7 @@ pub(crate) fn journal(
         .query_map([id], |r| {
             Ok(JournalFile {
                 path: r.get(0)?,
-                operation: r.get(1)?,
+                operation: crate::store::enum_from_sql(&r.get::<_, String>(1)?)?,
                 before_digest: r.get(2)?,
                 before_executable: r.get(3)?,
                 after_digest: r.get(4)?,

@@ -90,13 +90,19 @@ impl Operation {
     /// The stable spelling: `create`, `modify`, `delete`, `rename`,
     /// `renamed_away`, `copy`.
     pub fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// Its kind, without the other path.
+    pub fn kind(&self) -> crate::model::OperationKind {
+        use crate::model::OperationKind as K;
         match self {
-            Operation::Create => "create",
-            Operation::Modify => "modify",
-            Operation::Delete => "delete",
-            Operation::Rename { .. } => "rename",
-            Operation::RenamedAway { .. } => "renamed_away",
-            Operation::Copy { .. } => "copy",
+            Operation::Create => K::Create,
+            Operation::Modify => K::Modify,
+            Operation::Delete => K::Delete,
+            Operation::Rename { .. } => K::Rename,
+            Operation::RenamedAway { .. } => K::RenamedAway,
+            Operation::Copy { .. } => K::Copy,
         }
     }
 }

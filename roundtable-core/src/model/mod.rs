@@ -13,10 +13,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 mod event_kind;
+mod operation;
 mod role;
 mod transaction;
 
 pub use event_kind::EventKind;
+pub use operation::OperationKind;
 pub use role::Role;
 pub use transaction::{
     JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,
@@ -132,7 +134,7 @@ pub struct FileSummary {
     pub path: String,
     /// `create`, `modify`, `delete`, `rename` (to this path), `renamed_away`
     /// (from this path) or `copy`.
-    pub operation: String,
+    pub operation: OperationKind,
     /// For a rename or copy, the source path; for `renamed_away`, the
     /// destination.
     pub other_path: Option<String>,

@@ -68,7 +68,7 @@ pub struct JournalFile {
     /// The path.
     pub path: String,
     /// `create`, `modify`, `delete`, `rename`, `renamed_away`, `copy`.
-    pub operation: String,
+    pub operation: super::OperationKind,
     /// `blob:sha256:` before (`null`: absent).
     pub before_digest: Option<String>,
     /// Executable before.

@@ -327,7 +327,7 @@ fn fs(digest: &str) -> Option<FileState> {
 fn modify(path: &str, before: &str, after: &str) -> FileSummary {
     FileSummary {
         path: path.into(),
-        operation: "modify".into(),
+        operation: crate::model::OperationKind::Modify,
         other_path: None,
         before: fs(before),
         after: fs(after),
@@ -338,14 +338,14 @@ fn rename(from: &str, to: &str, digest: &str) -> Vec<FileSummary> {
     vec![
         FileSummary {
             path: to.into(),
-            operation: "rename".into(),
+            operation: crate::model::OperationKind::Rename,
             other_path: Some(from.into()),
             before: fs(digest),
             after: fs(digest),
         },
         FileSummary {
             path: from.into(),
-            operation: "renamed_away".into(),
+            operation: crate::model::OperationKind::RenamedAway,
             other_path: Some(to.into()),
             before: fs(digest),
             after: None,

@@ -51,7 +51,7 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
         .iter()
         .zip(changeset.after_metas())
         .map(|(f, after)| {
-            let operation = f.operation.name();
+            let operation = f.operation.kind();
             let other = match &f.operation {
                 Operation::Rename { from } | Operation::Copy { from } => Some(from),
                 Operation::RenamedAway { to } => Some(to),
@@ -59,7 +59,7 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
             };
             FileSummary {
                 path: f.path.to_string(),
-                operation: operation.to_owned(),
+                operation,
                 other_path: other.map(ToString::to_string),
                 before: f.before.map(|m| FileState {
                     digest: m.digest.to_string(),

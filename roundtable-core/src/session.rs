@@ -61,6 +61,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub use crate::claims::ClaimType;
+pub use crate::model::{EventKind, OperationKind, StageName};
 pub use crate::tools::args::Cursor;
 pub use crate::tools::claims::{
     AcquireClaim, ClaimChanged, ClaimPage, ClaimStatus, ListClaims, ReleaseClaim, RenewClaim,

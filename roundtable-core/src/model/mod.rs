@@ -15,11 +15,13 @@ use serde::{Deserialize, Serialize};
 mod event_kind;
 mod operation;
 mod role;
+mod stage;
 mod transaction;
 
 pub use event_kind::EventKind;
 pub use operation::OperationKind;
 pub use role::Role;
+pub use stage::StageName;
 pub use transaction::{
     JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,
 };

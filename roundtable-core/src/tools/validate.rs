@@ -19,6 +19,7 @@ use crate::coverage::{line_changes, Change, LineChanges};
 use crate::diff::{FilePatch, LineKind, Patch};
 use crate::engine::Engine;
 use crate::id::Id;
+use crate::model::StageName;
 use crate::policy::{
     evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, Policy, PolicyInput, PolicyReport,
     Requirement, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
@@ -493,7 +494,7 @@ pub enum StageStatus {
 pub struct Stage {
     /// `claims`, `preconditions`, `coverage`, `dry_run`, `policy`,
     /// `security_review`, `human_approval` or `checks`.
-    pub name: String,
+    pub name: StageName,
     /// Its outcome.
     pub status: StageStatus,
     /// Why, one JSON object per finding (each with a `message`).
@@ -501,7 +502,7 @@ pub struct Stage {
 }
 
 impl Stage {
-    fn new(name: &str, reasons: Vec<Value>, skipped: bool) -> Stage {
+    fn new(name: StageName, reasons: Vec<Value>, skipped: bool) -> Stage {
         let status = if skipped {
             StageStatus::Skipped
         } else if reasons
@@ -522,7 +523,7 @@ impl Stage {
             })
             .collect();
         Stage {
-            name: name.to_owned(),
+            name,
             status,
             reasons,
         }
@@ -636,7 +637,7 @@ fn preconditions_stage(
         .iter()
         .filter_map(|f| precondition_failure(ws, &seen, f))
         .collect();
-    Stage::new("preconditions", reasons, false)
+    Stage::new(StageName::Preconditions, reasons, false)
 }
 
 /// Why the stored `f` does not hold against the current files, if it does
@@ -705,7 +706,7 @@ fn dry_run_stage<'c>(
         Ok(c) => c,
         Err(e) => {
             reasons.push(tool_failure(e));
-            return (Stage::new("dry_run", reasons, false), None);
+            return (Stage::new(StageName::DryRun, reasons, false), None);
         }
     };
     if summarize(changeset) != ev.revision.changeset {
@@ -726,7 +727,7 @@ fn dry_run_stage<'c>(
             None
         }
     };
-    (Stage::new("dry_run", reasons, false), facts)
+    (Stage::new(StageName::DryRun, reasons, false), facts)
 }
 
 /// Whether the added lines need the touched files' old content: an edit
@@ -782,7 +783,7 @@ fn claims_stage(engine: &Engine, ws: &Workspace, ev: &Evidence) -> (Stage, Vec<S
             json!({"holder": o.agent_id, "claim_id": o.id, "resource_id": o.resource_id, "expires_at": o.expires_at}),
         ));
     }
-    (Stage::new("claims", reasons, false), covering)
+    (Stage::new(StageName::Claims, reasons, false), covering)
 }
 
 /// One of the author's claims on the touched paths, `c` on `scope`: a note
@@ -842,7 +843,7 @@ fn coverage_stage(
             "not computed: the revision does not apply to the current files",
             json!({}),
         );
-        return Stage::new("coverage", vec![why], true);
+        return Stage::new(StageName::Coverage, vec![why], true);
     };
     let lines: Vec<Option<LineChanges>> = facts
         .iter()
@@ -867,7 +868,7 @@ fn coverage_stage(
             fail(message, serde_json::to_value(&u).unwrap_or_default())
         })
         .collect();
-    Stage::new("coverage", reasons, false)
+    Stage::new(StageName::Coverage, reasons, false)
 }
 
 /// The line changes of `f` when it is a modified file no file or directory
@@ -923,20 +924,22 @@ fn policy_report(
 /// `human_approval` and `checks`.
 fn policy_stages(report: &PolicyReport) -> [Stage; 4] {
     [
-        requirement_stage("policy", report, |id| {
+        requirement_stage(StageName::Policy, report, |id| {
             id == "approvals" || id == "no_blocking_votes" || id.starts_with("role:")
         }),
-        requirement_stage("security_review", report, |id| {
+        requirement_stage(StageName::SecurityReview, report, |id| {
             id == "security_review" || id == "secrets"
         }),
-        requirement_stage("human_approval", report, |id| id == "human_approval"),
-        requirement_stage("checks", report, |id| id.starts_with("check:")),
+        requirement_stage(StageName::HumanApproval, report, |id| {
+            id == "human_approval"
+        }),
+        requirement_stage(StageName::Checks, report, |id| id.starts_with("check:")),
     ]
 }
 
 /// The stage `name` of the requirements `pick` selects by id: one reason
 /// each, failed when one is unsatisfied, skipped when none applies.
-fn requirement_stage(name: &str, report: &PolicyReport, pick: impl Fn(&str) -> bool) -> Stage {
+fn requirement_stage(name: StageName, report: &PolicyReport, pick: impl Fn(&str) -> bool) -> Stage {
     let reqs: Vec<&Requirement> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
     let skipped = reqs
         .iter()

@@ -170,6 +170,7 @@ pub(crate) struct Env<'a> {
 pub use crate::model::{
     JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,
 };
+use crate::model::{PhaseName, PhaseStatus};
 
 /// A journaled state: digest, executable, symbolic link.
 type State = (String, bool, bool);
@@ -563,13 +564,13 @@ fn phase(
     tx: &rusqlite::Transaction<'_>,
     now: Timestamp,
     id: &str,
-    name: &str,
-    status: &str,
+    name: PhaseName,
+    status: PhaseStatus,
     detail: Value,
 ) -> Result<(), TransactionError> {
     tx.execute(
         "INSERT INTO transaction_phases (transaction_id, phase, status, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![id, name, status, detail.to_string(), now.0],
+        params![id, name.as_str(), status.as_str(), detail.to_string(), now.0],
     )?;
     Ok(())
 }
@@ -664,8 +665,8 @@ fn write_journal(
         tx,
         now,
         id,
-        "journaled",
-        "done",
+        PhaseName::Journaled,
+        PhaseStatus::Done,
         json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}}),
     )?;
     event(
@@ -782,7 +783,14 @@ where
                     )?,
                     id,
                 )?;
-                phase(tx, now, id, "write", "failed", record.clone())?;
+                phase(
+                    tx,
+                    now,
+                    id,
+                    PhaseName::Write,
+                    PhaseStatus::Failed,
+                    record.clone(),
+                )?;
                 event(
                     tx,
                     actor,
@@ -817,13 +825,20 @@ where
             tx,
             now,
             id,
-            "written",
-            "done",
+            PhaseName::Written,
+            PhaseStatus::Done,
             json!({"files": files.len(), "durable": durable}),
         )?;
         let transaction = Transaction::load(tx, id)?;
         let out = finish(tx, &transaction, now)?;
-        phase(tx, now, id, "applied", "done", json!({}))?;
+        phase(
+            tx,
+            now,
+            id,
+            PhaseName::Applied,
+            PhaseStatus::Done,
+            json!({}),
+        )?;
         event(
             tx,
             actor,
@@ -909,7 +924,8 @@ pub(crate) fn recover_one(
             params![id, now.0],
         )?;
         let detail = serde_json::to_value(&recovery).expect("a recovery serializes");
-        phase(tx, now, id, "recovered", "done", json!({"why": why, "recovery": detail}))?;
+        phase(tx, now, id, PhaseName::Recovered,
+            PhaseStatus::Done, json!({"why": why, "recovery": detail}))?;
         event(
             tx,
             actor,

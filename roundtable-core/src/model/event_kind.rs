@@ -1,6 +1,5 @@
 //! What an event records: one spelling per kind of state change.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
@@ -124,21 +123,7 @@ impl<'de> Deserialize<'de> for EventKind {
     }
 }
 
-impl JsonSchema for EventKind {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "String".into()
-    }
-
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        // Spelled as a string in the tools' schemas (new kinds are added
-        // without a schema change).
-        String::json_schema(g)
-    }
-}
+string_schema!(EventKind);
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,5 @@
 //! What a change does to one path, as a name.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -51,20 +50,7 @@ impl PartialEq<&str> for OperationKind {
     }
 }
 
-impl JsonSchema for OperationKind {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "String".into()
-    }
-
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        // A string in the tools' schemas, as it always was.
-        String::json_schema(g)
-    }
-}
+string_schema!(OperationKind);
 
 #[cfg(test)]
 mod tests {

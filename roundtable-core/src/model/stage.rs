@@ -1,6 +1,5 @@
 //! The stages of a validation report.
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -55,17 +54,4 @@ impl PartialEq<&str> for StageName {
     }
 }
 
-impl JsonSchema for StageName {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "String".into()
-    }
-
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        // A string in the tools' schemas, as it always was.
-        String::json_schema(g)
-    }
-}
+string_schema!(StageName);

@@ -170,3 +170,67 @@ pub struct Recovery {
     /// Leftover staging files and backup directories removed.
     pub leftovers: Vec<String>,
 }
+
+/// A step of a transaction, as its phases record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseName {
+    /// The journal was committed.
+    Journaled,
+    /// Writing the files (recorded when it failed).
+    Write,
+    /// The files were written and flushed.
+    Written,
+    /// The outcome was committed.
+    Applied,
+    /// Recovery put the paths back.
+    Recovered,
+}
+
+/// How a phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseStatus {
+    /// It completed.
+    Done,
+    /// It failed (the transaction was undone).
+    Failed,
+}
+
+impl PhaseName {
+    /// The stable spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseName::Journaled => "journaled",
+            PhaseName::Write => "write",
+            PhaseName::Written => "written",
+            PhaseName::Applied => "applied",
+            PhaseName::Recovered => "recovered",
+        }
+    }
+}
+
+impl PhaseStatus {
+    /// The stable spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseStatus::Done => "done",
+            PhaseStatus::Failed => "failed",
+        }
+    }
+}
+
+string_schema!(PhaseName, PhaseStatus);
+
+/// One phase of a transaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Phase {
+    /// `journaled`, `write`, `written`, `applied`, `recovered`.
+    pub phase: PhaseName,
+    /// `done` or `failed`.
+    pub status: PhaseStatus,
+    /// Details.
+    pub detail: Value,
+    /// When.
+    pub at: Timestamp,
+}

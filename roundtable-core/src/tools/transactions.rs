@@ -616,18 +616,7 @@ impl Tool for ListTransactions {
     }
 }
 
-/// One phase of a transaction.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct Phase {
-    /// `journaled`, `write`, `written`, `applied`, `recovered`.
-    pub phase: String,
-    /// `done` or `failed`.
-    pub status: String,
-    /// Details.
-    pub detail: Value,
-    /// When.
-    pub at: Timestamp,
-}
+pub use crate::model::Phase;
 
 /// Result of `transaction.phases`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -660,8 +649,8 @@ impl Tool for ListPhases {
             .query_map([&t.id], |r| {
                 let detail: String = r.get(2)?;
                 Ok(Phase {
-                    phase: r.get(0)?,
-                    status: r.get(1)?,
+                    phase: crate::store::enum_from_sql(&r.get::<_, String>(0)?)?,
+                    status: crate::store::enum_from_sql(&r.get::<_, String>(1)?)?,
                     detail: serde_json::from_str(&detail).unwrap_or(Value::Null),
                     at: Timestamp(r.get(3)?),
                 })

@@ -290,17 +290,15 @@ fn who_can(req: &Requirement, proposal: &str, revision: u32) -> Vec<String> {
             .map(|c| format!("agent:{c}"))
             .collect();
     }
-    let rid = req.id.as_str();
-    let text = if rid == "human_approval" {
-        format!("any person (roundtable approve {proposal} --revision {revision})")
-    } else if rid == "no_blocking_votes" {
-        "the author, with a new revision".to_owned()
-    } else if rid.starts_with("check:") {
-        "the orchestrator, recording the check (test.record)".to_owned()
-    } else if rid == "security_review" || rid == "secrets" {
-        "a person or an agent with the security role".to_owned()
-    } else {
-        "no registered agent can: register a reviewer".to_owned()
+    use roundtable::policy::RequirementId as R;
+    let text = match &req.id {
+        R::HumanApproval => {
+            format!("any person (roundtable approve {proposal} --revision {revision})")
+        }
+        R::NoBlockingVotes => "the author, with a new revision".to_owned(),
+        R::Check(_) => "the orchestrator, recording the check (test.record)".to_owned(),
+        R::SecurityReview | R::Secrets => "a person or an agent with the security role".to_owned(),
+        R::Approvals | R::Role(_) => "no registered agent can: register a reviewer".to_owned(),
     };
     vec![text]
 }
@@ -391,7 +389,7 @@ fn show_view(
                             .collect()
                     };
                     RequirementView {
-                        id: r.id.clone(),
+                        id: r.id.to_string(),
                         status: r.status,
                         satisfied_by,
                         missing: r.missing.clone(),

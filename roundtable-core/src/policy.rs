@@ -50,7 +50,8 @@ mod tests;
 
 pub use eval::{
     evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, PolicyInput, PolicyReport,
-    Requirement, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
+    Requirement, RequirementId, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo,
+    VoteInfo,
 };
 pub use secrets::{scan_secrets, SecretFinding, SecretKind};
 
@@ -135,9 +136,9 @@ pub struct RoleRule {
 
 impl RoleRule {
     /// The rule's requirement id: `role:<role>:<glob>[,<glob>…]`.
-    pub fn requirement_id(&self) -> String {
+    pub fn requirement_id(&self) -> RequirementId {
         let globs: Vec<&str> = self.paths.iter().map(PathGlob::as_str).collect();
-        format!("role:{}:{}", self.role, globs.join(","))
+        RequirementId::Role(format!("{}:{}", self.role, globs.join(",")))
     }
 }
 

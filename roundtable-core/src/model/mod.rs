@@ -12,26 +12,6 @@ use crate::clock::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `JsonSchema` for an enum the tools' schemas spell as a plain string
-/// (as they did before it was an enum): new values need no schema change.
-macro_rules! string_schema {
-    ($($t:ty),* $(,)?) => {$(
-        impl schemars::JsonSchema for $t {
-            fn inline_schema() -> bool {
-                true
-            }
-
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                "String".into()
-            }
-
-            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                <String as schemars::JsonSchema>::json_schema(g)
-            }
-        }
-    )*};
-}
-
 mod event_kind;
 mod operation;
 mod role;

@@ -10,6 +10,7 @@ use crate::model::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 
 /// The facts about one proposal revision that policy evaluation needs.
 ///
@@ -202,8 +203,8 @@ pub struct PolicyReport {
 
 impl PolicyReport {
     /// The requirement with id `id`.
-    pub fn requirement(&self, id: &str) -> Option<&Requirement> {
-        self.requirements.iter().find(|r| r.id == id)
+    pub fn requirement(&self, id: &RequirementId) -> Option<&Requirement> {
+        self.requirements.iter().find(|r| r.id == *id)
     }
 }
 
@@ -219,12 +220,90 @@ pub enum RequirementStatus {
     NotApplicable,
 }
 
+/// What a requirement is: its stable id, spelled `approvals`,
+/// `role:<role>:<globs>`, `no_blocking_votes`, `security_review`,
+/// `secrets`, `human_approval` or `check:<name>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequirementId {
+    /// Enough approving votes of the eligible roles.
+    Approvals,
+    /// A path rule: approvals of a role for touched paths matching globs
+    /// (`<role>:<glob>,<glob>…`).
+    Role(String),
+    /// No standing blocking vote.
+    NoBlockingVotes,
+    /// A passing security review.
+    SecurityReview,
+    /// No secret in the added lines.
+    Secrets,
+    /// A person's approval.
+    HumanApproval,
+    /// A required check (test result) named so.
+    Check(String),
+}
+
+impl RequirementId {
+    /// The id spelled `s`, if it is one.
+    pub fn parse(s: &str) -> Option<RequirementId> {
+        Some(match s {
+            "approvals" => RequirementId::Approvals,
+            "no_blocking_votes" => RequirementId::NoBlockingVotes,
+            "security_review" => RequirementId::SecurityReview,
+            "secrets" => RequirementId::Secrets,
+            "human_approval" => RequirementId::HumanApproval,
+            _ => {
+                if let Some(rule) = s.strip_prefix("role:") {
+                    RequirementId::Role(rule.to_owned())
+                } else {
+                    RequirementId::Check(s.strip_prefix("check:")?.to_owned())
+                }
+            }
+        })
+    }
+}
+
+impl fmt::Display for RequirementId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequirementId::Approvals => f.write_str("approvals"),
+            RequirementId::Role(rule) => write!(f, "role:{rule}"),
+            RequirementId::NoBlockingVotes => f.write_str("no_blocking_votes"),
+            RequirementId::SecurityReview => f.write_str("security_review"),
+            RequirementId::Secrets => f.write_str("secrets"),
+            RequirementId::HumanApproval => f.write_str("human_approval"),
+            RequirementId::Check(name) => write!(f, "check:{name}"),
+        }
+    }
+}
+
+impl PartialEq<&str> for RequirementId {
+    fn eq(&self, other: &&str) -> bool {
+        RequirementId::parse(other).as_ref() == Some(self)
+    }
+}
+
+impl Serialize for RequirementId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for RequirementId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<RequirementId, D::Error> {
+        let s = String::deserialize(d)?;
+        RequirementId::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("{s:?} is not a requirement id")))
+    }
+}
+
+string_schema!(RequirementId);
+
 /// One requirement of the policy, judged on one revision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Requirement {
     /// A stable id: `approvals`, `role:<role>:<globs>`, `no_blocking_votes`,
     /// `security_review`, `secrets`, `human_approval`, `check:<name>`.
-    pub id: String,
+    pub id: RequirementId,
     /// Whether it holds.
     pub status: RequirementStatus,
     /// The ids of the records it rests on: the counted approvals, the
@@ -246,9 +325,9 @@ pub struct Requirement {
 }
 
 impl Requirement {
-    fn new(id: impl Into<String>, status: RequirementStatus) -> Requirement {
+    fn new(id: RequirementId, status: RequirementStatus) -> Requirement {
         Requirement {
-            id: id.into(),
+            id,
             status,
             evidence: Vec::new(),
             missing: None,
@@ -264,7 +343,7 @@ impl Requirement {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RoleNeed {
     /// The requirement it serves (`approvals`, `role:…`, `security_review`).
-    pub requirement: String,
+    pub requirement: RequirementId,
     /// The roles that can fill it (any one); empty means any enabled agent
     /// that is not the author.
     pub roles: Vec<String>,
@@ -555,7 +634,7 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
         let a = &policy.approvals;
         let roles: Vec<&str> = a.eligible_roles.iter().map(String::as_str).collect();
         let mut r = Requirement::new(
-            "approvals",
+            RequirementId::Approvals,
             if a.minimum == 0 {
                 NotApplicable
             } else {
@@ -606,7 +685,7 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
     {
         let blocking = &policy.approvals.blocking_votes;
         let mut r = Requirement::new(
-            "no_blocking_votes",
+            RequirementId::NoBlockingVotes,
             if blocking.is_empty() {
                 NotApplicable
             } else {
@@ -665,7 +744,7 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
     // secrets
     {
         let mut r = Requirement::new(
-            "secrets",
+            RequirementId::Secrets,
             if policy.secrets.scan {
                 Satisfied
             } else {
@@ -710,7 +789,7 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
     {
         let gate = &policy.human_approval;
         let (reasons, paths) = gate_reasons(&cx, &gate.risk, &gate.paths);
-        let mut r = Requirement::new("human_approval", NotApplicable);
+        let mut r = Requirement::new(RequirementId::HumanApproval, NotApplicable);
         if !reasons.is_empty() {
             r.reasons = reasons;
             r.paths = paths;
@@ -732,7 +811,7 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
 
     // checks
     for name in &policy.checks.required {
-        let mut r = Requirement::new(format!("check:{name}"), Unsatisfied);
+        let mut r = Requirement::new(RequirementId::Check(name.to_string()), Unsatisfied);
         let latest = input
             .test_results
             .iter()
@@ -892,7 +971,7 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
         }
     }
     let required = !reasons.is_empty();
-    let mut r = Requirement::new("security_review", NotApplicable);
+    let mut r = Requirement::new(RequirementId::SecurityReview, NotApplicable);
     r.findings = findings.to_vec();
     if !fails.is_empty() {
         reasons.push(format!("a security review failed revision {current}"));
@@ -938,7 +1017,7 @@ pub fn review_plan(policy: &Policy, input: &PolicyInput<'_>) -> Vec<RoleNeed> {
             .map(String::as_str)
             .collect();
         out.push(RoleNeed {
-            requirement: "approvals".into(),
+            requirement: RequirementId::Approvals,
             roles: strings(&roles),
             minimum: policy.approvals.minimum,
             paths: Vec::new(),
@@ -971,7 +1050,7 @@ pub fn review_plan(policy: &Policy, input: &PolicyInput<'_>) -> Vec<RoleNeed> {
     }
     if by_risk || !paths.is_empty() {
         out.push(RoleNeed {
-            requirement: "security_review".into(),
+            requirement: RequirementId::SecurityReview,
             roles: vec![SECURITY_ROLE.to_owned()],
             minimum: 1,
             paths: strings(&paths),

@@ -517,8 +517,9 @@ impl Fixture {
 }
 
 fn req<'r>(report: &'r PolicyReport, id: &str) -> &'r Requirement {
+    let parsed = RequirementId::parse(id).unwrap_or_else(|| panic!("{id} is not an id"));
     report
-        .requirement(id)
+        .requirement(&parsed)
         .unwrap_or_else(|| panic!("no requirement {id} in {report:#?}"))
 }
 
@@ -1216,7 +1217,7 @@ fn required_checks_need_their_latest_result_passed_on_the_revision() {
         report
             .requirements
             .iter()
-            .map(|r| r.id.as_str())
+            .map(|r| r.id.to_string())
             .collect::<Vec<_>>(),
         vec![
             "approvals",
@@ -1237,7 +1238,7 @@ fn the_review_plan_lists_needed_roles_and_who_can_fill_them() {
     assert_eq!(
         f.plan(&p),
         vec![RoleNeed {
-            requirement: "approvals".into(),
+            requirement: RequirementId::parse("approvals").expect("an id"),
             roles: vec![],
             minimum: 1,
             paths: vec![],
@@ -1256,21 +1257,21 @@ fn the_review_plan_lists_needed_roles_and_who_can_fill_them() {
         plan,
         vec![
             RoleNeed {
-                requirement: "approvals".into(),
+                requirement: RequirementId::parse("approvals").expect("an id"),
                 roles: vec![],
                 minimum: 1,
                 paths: vec![],
                 candidates: vec!["bob".into(), "sec".into()],
             },
             RoleNeed {
-                requirement: "role:security:src/auth/**".into(),
+                requirement: RequirementId::parse("role:security:src/auth/**").expect("an id"),
                 roles: vec!["security".into()],
                 minimum: 1,
                 paths: vec!["src/auth/login.rs".into()],
                 candidates: vec!["sec".into()],
             },
             RoleNeed {
-                requirement: "security_review".into(),
+                requirement: RequirementId::parse("security_review").expect("an id"),
                 roles: vec!["security".into()],
                 minimum: 1,
                 paths: vec!["keys/deploy".into()],
@@ -1304,4 +1305,27 @@ fn report_types_have_json_schemas() {
     assert!(schema.to_string().contains("candidates"));
     let schema = serde_json::to_value(schemars::schema_for!(Policy)).expect("serializes");
     assert!(schema.to_string().contains("unchanged_resources"));
+}
+
+#[test]
+fn requirement_ids_read_back_from_their_spelling_and_nothing_else_is_one() {
+    for id in [
+        RequirementId::Approvals,
+        RequirementId::Role("security:src/auth/**,docs/*".into()),
+        RequirementId::NoBlockingVotes,
+        RequirementId::SecurityReview,
+        RequirementId::Secrets,
+        RequirementId::HumanApproval,
+        RequirementId::Check("unit".into()),
+    ] {
+        let spelled = id.to_string();
+        assert_eq!(RequirementId::parse(&spelled), Some(id.clone()), "{spelled}");
+        let json = serde_json::to_value(&id).expect("serializes");
+        assert_eq!(json, spelled.as_str());
+        assert_eq!(serde_json::from_value::<RequirementId>(json).expect("reads"), id);
+        assert!(id == spelled.as_str());
+    }
+    for bad in ["", "approval", "check", "role", "checks:unit"] {
+        assert_eq!(RequirementId::parse(bad), None, "{bad:?}");
+    }
 }

@@ -783,36 +783,35 @@ fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<Next
         if r.status != RequirementStatus::Unsatisfied {
             continue;
         }
-        let why = r.missing.clone().unwrap_or_else(|| r.id.clone());
-        let next = if r.id == "no_blocking_votes" {
-            actor(
+        use crate::policy::RequirementId as R;
+        let why = r.missing.clone().unwrap_or_else(|| r.id.to_string());
+        let next = match &r.id {
+            R::NoBlockingVotes => actor(
                 "author",
                 vec![p.author.clone()],
                 vec![],
                 format!("answer the blocking votes ({})", r.evidence.join(", ")),
-            )
-        } else if r.id == "human_approval" {
-            actor("human", vec![], vec![], why)
-        } else if r.id == "security_review" || r.id == "secrets" {
-            actor(
+            ),
+            R::HumanApproval => actor("human", vec![], vec![], why),
+            R::SecurityReview | R::Secrets => actor(
                 "security_reviewer",
                 r.candidates.clone(),
                 vec![crate::policy::SECURITY_ROLE.into()],
                 why,
-            )
-        } else if r.id.starts_with("check:") {
-            actor("orchestrator", vec![], vec![], why)
-        } else {
-            let role =
-                r.id.strip_prefix("role:")
-                    .and_then(|s| s.split(':').next())
-                    .map(str::to_owned);
-            actor(
-                "reviewer",
-                r.candidates.clone(),
-                role.into_iter().collect(),
-                why,
-            )
+            ),
+            R::Check(_) => actor("orchestrator", vec![], vec![], why),
+            R::Approvals | R::Role(_) => {
+                let role = match &r.id {
+                    R::Role(rule) => rule.split(':').next().map(str::to_owned),
+                    _ => None,
+                };
+                actor(
+                    "reviewer",
+                    r.candidates.clone(),
+                    role.into_iter().collect(),
+                    why,
+                )
+            }
         };
         if !out.contains(&next) {
             out.push(next);

@@ -20,6 +20,7 @@ use crate::diff::{FilePatch, LineKind, Patch};
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::model::StageName;
+use crate::policy::RequirementId;
 use crate::policy::{
     evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, Policy, PolicyInput, PolicyReport,
     Requirement, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
@@ -925,21 +926,30 @@ fn policy_report(
 fn policy_stages(report: &PolicyReport) -> [Stage; 4] {
     [
         requirement_stage(StageName::Policy, report, |id| {
-            id == "approvals" || id == "no_blocking_votes" || id.starts_with("role:")
+            matches!(
+                id,
+                RequirementId::Approvals | RequirementId::NoBlockingVotes | RequirementId::Role(_)
+            )
         }),
         requirement_stage(StageName::SecurityReview, report, |id| {
-            id == "security_review" || id == "secrets"
+            matches!(id, RequirementId::SecurityReview | RequirementId::Secrets)
         }),
         requirement_stage(StageName::HumanApproval, report, |id| {
-            id == "human_approval"
+            *id == RequirementId::HumanApproval
         }),
-        requirement_stage(StageName::Checks, report, |id| id.starts_with("check:")),
+        requirement_stage(StageName::Checks, report, |id| {
+            matches!(id, RequirementId::Check(_))
+        }),
     ]
 }
 
 /// The stage `name` of the requirements `pick` selects by id: one reason
 /// each, failed when one is unsatisfied, skipped when none applies.
-fn requirement_stage(name: StageName, report: &PolicyReport, pick: impl Fn(&str) -> bool) -> Stage {
+fn requirement_stage(
+    name: StageName,
+    report: &PolicyReport,
+    pick: impl Fn(&RequirementId) -> bool,
+) -> Stage {
     let reqs: Vec<&Requirement> = report.requirements.iter().filter(|r| pick(&r.id)).collect();
     let skipped = reqs
         .iter()

@@ -11,6 +11,7 @@
 //!   a hash-chained, append-only log with a per-store `seq`.
 //! - Patch and edit-plan bytes live in a content-addressed blob table.
 
+pub(crate) mod agents;
 mod rows;
 
 use crate::actor::Actor;

@@ -320,11 +320,7 @@ impl Tool for AcquireClaim {
     fn run(cx: &Cx<'_>, args: AcquireClaim, (): ()) -> Result<ClaimChanged, ToolError> {
         let agent = cx.enabled_agent(Self::TOOL)?;
         if let Some(task) = &args.task_id {
-            let exists: bool = cx.tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
-                [task.as_str()],
-                |r| r.get(0),
-            )?;
+            let exists: bool = crate::store::agents::task_exists(cx.tx, task.as_str())?;
             if !exists {
                 return Err(ToolError::not_found("task", task.as_str()));
             }

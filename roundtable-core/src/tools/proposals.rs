@@ -287,11 +287,7 @@ impl Tool for CreateProposal {
     ) -> Result<ProposalRevised, ToolError> {
         let agent = cx.enabled_agent(Self::TOOL)?;
         let resources = canonical_resources(args.affected_resources.as_deref().unwrap_or(&[]))?;
-        let task_exists: bool = cx.tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
-            [args.task_id.as_str()],
-            |r| r.get(0),
-        )?;
+        let task_exists: bool = crate::store::agents::task_exists(cx.tx, args.task_id.as_str())?;
         if !task_exists {
             return Err(ToolError::not_found("task", args.task_id.as_str()));
         }

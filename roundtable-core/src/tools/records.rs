@@ -17,13 +17,7 @@ impl Agent {
         tx: &rusqlite::Transaction<'_>,
         id: &str,
     ) -> Result<Option<Agent>, ToolError> {
-        Ok(tx
-            .query_row(
-                &format!("SELECT {} FROM agents WHERE id = ?1", Agent::COLUMNS),
-                [id],
-                Agent::from_row,
-            )
-            .optional()?)
+        Ok(crate::store::agents::agent(tx, id)?)
     }
 }
 

@@ -188,14 +188,7 @@ fn gather_then(
 
 /// Every agent, by id.
 fn all_agents(tx: &rusqlite::Transaction<'_>) -> Result<Vec<Agent>, ToolError> {
-    let mut stmt = tx.prepare(&format!(
-        "SELECT {} FROM agents ORDER BY id",
-        Agent::COLUMNS
-    ))?;
-    let agents = stmt
-        .query_map([], Agent::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(agents)
+    Ok(crate::store::agents::all_agents(tx)?)
 }
 
 /// The rows of `table` (its `columns`) about `proposal_id`, in the order

@@ -12,6 +12,7 @@
 //! - Patch and edit-plan bytes live in a content-addressed blob table.
 
 pub(crate) mod agents;
+pub(crate) mod idempotency;
 mod rows;
 
 use crate::actor::Actor;

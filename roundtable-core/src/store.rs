@@ -12,8 +12,10 @@
 //! - Patch and edit-plan bytes live in a content-addressed blob table.
 
 pub(crate) mod agents;
+pub(crate) mod claims;
 pub(crate) mod idempotency;
 mod rows;
+pub(crate) mod transactions;
 
 use crate::actor::Actor;
 use crate::clock::Timestamp;

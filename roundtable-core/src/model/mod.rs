@@ -12,10 +12,12 @@ use crate::clock::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod claim;
 mod event_kind;
 mod role;
 mod transaction;
 
+pub use claim::{Claim, ClaimStatus};
 pub use event_kind::EventKind;
 pub use role::Role;
 pub use transaction::{

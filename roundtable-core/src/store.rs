@@ -13,6 +13,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod claims;
+pub(crate) mod evidence;
 pub(crate) mod idempotency;
 mod rows;
 pub(crate) mod transactions;

@@ -15,6 +15,7 @@ pub(crate) mod agents;
 pub(crate) mod claims;
 pub(crate) mod evidence;
 pub(crate) mod idempotency;
+pub(crate) mod policies;
 mod rows;
 pub(crate) mod transactions;
 

@@ -14,11 +14,13 @@ use serde::{Deserialize, Serialize};
 
 mod claim;
 mod event_kind;
+mod policy_record;
 mod role;
 mod transaction;
 
 pub use claim::{Claim, ClaimStatus};
 pub use event_kind::EventKind;
+pub use policy_record::PolicyRecord;
 pub use role::Role;
 pub use transaction::{
     JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,

@@ -7,7 +7,7 @@ pub use crate::model::{
     Proposal, ProposalStatus, Revision, Risk, SecurityReviewRecord, Task, TestResult, TestStatus,
     Verdict, Vote, VoteValue,
 };
-pub(crate) use crate::store::{actor_from_sql, enum_to_sql};
+pub(crate) use crate::store::enum_to_sql;
 use crate::tools::ToolError;
 use rusqlite::OptionalExtension as _;
 use serde_json::json;

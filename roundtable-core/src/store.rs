@@ -16,6 +16,7 @@ pub(crate) mod claims;
 pub(crate) mod evidence;
 pub(crate) mod idempotency;
 pub(crate) mod policies;
+pub(crate) mod proposals;
 mod rows;
 pub(crate) mod transactions;
 

@@ -162,6 +162,21 @@ pub struct FileState {
     pub size: Option<u64>,
 }
 
+/// One line of a proposal's revision history.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RevisionEntry {
+    /// The revision's number.
+    pub number: u32,
+    /// `patch` or `edit_plan`.
+    pub format: String,
+    /// Its content digest.
+    pub digest: String,
+    /// Its changeset digest.
+    pub changeset_digest: String,
+    /// When it was made.
+    pub created_at: Timestamp,
+}
+
 /// One immutable revision of a proposal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Revision {

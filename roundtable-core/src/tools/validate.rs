@@ -130,15 +130,7 @@ fn gather_then(
     let number = revision.unwrap_or(proposal.latest_revision);
     let revision = Revision::load(tx, &proposal.id, number)?;
     known(&revision);
-    let revisions = all(
-        tx,
-        &format!(
-            "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
-            Revision::COLUMNS
-        ),
-        &proposal.id,
-        Revision::from_row,
-    )?;
+    let revisions = crate::store::proposals::revisions(tx, &proposal.id)?;
     let bytes = revision_bytes(tx, &revision)?;
     let agents = all_agents(tx)?;
     let id = &proposal.id;

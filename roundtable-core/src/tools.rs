@@ -457,11 +457,7 @@ struct ApplyMark {
 
 impl ApplyMark {
     fn read(tx: &rusqlite::Transaction<'_>) -> Result<ApplyMark, ToolError> {
-        let (newest, applying): (i64, i64) = tx.query_row(
-            "SELECT coalesce(max(seq), 0), count(*) FILTER (WHERE status = 'applying') FROM transactions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let (newest, applying) = crate::store::transactions::apply_mark(tx)?;
         Ok(ApplyMark { newest, applying })
     }
 }

@@ -86,6 +86,19 @@ pub(crate) fn set_status(
     )
 }
 
+/// Mark proposal `id` applied at `now` if it is still open (`pending` or
+/// `in_review`); the number of rows changed.
+pub(crate) fn mark_applied(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    now: Timestamp,
+) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review')",
+        params![id, now.0],
+    )
+}
+
 /// Which proposals a page lists.
 pub(crate) struct ProposalFilter<'a> {
     /// Only proposals after this `seq`.

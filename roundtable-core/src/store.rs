@@ -13,6 +13,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod claims;
+pub(crate) mod events;
 pub(crate) mod evidence;
 pub(crate) mod idempotency;
 pub(crate) mod policies;

@@ -3,6 +3,7 @@
 //! only ever inserted (immutability triggers refuse changes).
 
 use super::enum_to_sql;
+use super::events::recorded_filter;
 use crate::clock::Timestamp;
 use crate::model::{
     Approval, ApprovalRequest, Decision, SecurityReviewRecord, TestResult, Vote, VoteValue,
@@ -189,4 +190,71 @@ pub(crate) fn insert_test_result(
         ],
     )?;
     Ok(())
+}
+
+/// The rows of `table` for `proposal_id` that their event records, by
+/// `seq` (see [`recorded_filter`]).
+fn recorded<T>(
+    conn: &Connection,
+    table: &str,
+    columns: &str,
+    proposal_id: &str,
+    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let sql = format!(
+        "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
+        recorded_filter(table)
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let out = stmt
+        .query_map([proposal_id], row)?
+        .collect::<rusqlite::Result<Vec<T>>>()?;
+    Ok(out)
+}
+
+/// `proposal_id`'s votes that their events record, oldest first.
+pub(crate) fn recorded_votes(conn: &Connection, proposal_id: &str) -> rusqlite::Result<Vec<Vote>> {
+    recorded(conn, "votes", Vote::COLUMNS, proposal_id, Vote::from_row)
+}
+
+/// `proposal_id`'s security reviews that their events record, oldest first.
+pub(crate) fn recorded_security_reviews(
+    conn: &Connection,
+    proposal_id: &str,
+) -> rusqlite::Result<Vec<SecurityReviewRecord>> {
+    recorded(
+        conn,
+        "security_reviews",
+        SecurityReviewRecord::COLUMNS,
+        proposal_id,
+        SecurityReviewRecord::from_row,
+    )
+}
+
+/// `proposal_id`'s human approvals that their events record, oldest first.
+pub(crate) fn recorded_approvals(
+    conn: &Connection,
+    proposal_id: &str,
+) -> rusqlite::Result<Vec<Approval>> {
+    recorded(
+        conn,
+        "human_approvals",
+        Approval::COLUMNS,
+        proposal_id,
+        Approval::from_row,
+    )
+}
+
+/// `proposal_id`'s test results that their events record, oldest first.
+pub(crate) fn recorded_test_results(
+    conn: &Connection,
+    proposal_id: &str,
+) -> rusqlite::Result<Vec<TestResult>> {
+    recorded(
+        conn,
+        "test_results",
+        TestResult::COLUMNS,
+        proposal_id,
+        TestResult::from_row,
+    )
 }

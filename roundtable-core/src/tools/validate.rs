@@ -24,6 +24,7 @@ use crate::policy::{
     Requirement, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
 };
 use crate::resource::Resource;
+use crate::store;
 use crate::workspace::Workspace;
 use crate::RepoPath;
 use schemars::JsonSchema;
@@ -76,19 +77,6 @@ pub(crate) struct Evidence {
     pub others: Vec<Claim>,
 }
 
-fn all<T>(
-    tx: &rusqlite::Transaction<'_>,
-    sql: &str,
-    id: &str,
-    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>, ToolError> {
-    let mut stmt = tx.prepare(sql)?;
-    let out = stmt
-        .query_map([id], row)?
-        .collect::<rusqlite::Result<Vec<T>>>()?;
-    Ok(out)
-}
-
 /// Read everything about `proposal_id`'s revision (default the latest).
 pub(crate) fn gather(
     cx: &Cx<'_>,
@@ -134,28 +122,10 @@ fn gather_then(
     let bytes = revision_bytes(tx, &revision)?;
     let agents = all_agents(tx)?;
     let id = &proposal.id;
-    let votes = recorded(tx, "votes", Vote::COLUMNS, id, Vote::from_row)?;
-    let reviews = recorded(
-        tx,
-        "security_reviews",
-        SecurityReviewRecord::COLUMNS,
-        id,
-        SecurityReviewRecord::from_row,
-    )?;
-    let approvals = recorded(
-        tx,
-        "human_approvals",
-        Approval::COLUMNS,
-        id,
-        Approval::from_row,
-    )?;
-    let tests = recorded(
-        tx,
-        "test_results",
-        TestResult::COLUMNS,
-        id,
-        TestResult::from_row,
-    )?;
+    let votes = store::evidence::recorded_votes(tx, id)?;
+    let reviews = store::evidence::recorded_security_reviews(tx, id)?;
+    let approvals = store::evidence::recorded_approvals(tx, id)?;
+    let tests = store::evidence::recorded_test_results(tx, id)?;
     let (record, policy) = super::policies::effective(tx)?;
     let live = live_write_claims(tx, None, cx.now)?;
     let (claims, others) = live
@@ -187,20 +157,6 @@ fn all_agents(tx: &rusqlite::Transaction<'_>) -> Result<Vec<Agent>, ToolError> {
 /// they were recorded. Only evidence its event records counts: a row
 /// inserted behind roundtable's back does not (and `events.verify`
 /// reports it).
-fn recorded<T>(
-    tx: &rusqlite::Transaction<'_>,
-    table: &str,
-    columns: &str,
-    proposal_id: &str,
-    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>, ToolError> {
-    let sql = format!(
-        "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
-        super::log::recorded_filter(table)
-    );
-    all(tx, &sql, proposal_id, row)
-}
-
 impl Evidence {
     /// Run `f` on the policy input for this revision, with the lines it
     /// adds (from [`added_lines`]).

@@ -11,7 +11,15 @@
 //!   a hash-chained, append-only log with a per-store `seq`.
 //! - Patch and edit-plan bytes live in a content-addressed blob table.
 
+pub(crate) mod agents;
+pub(crate) mod claims;
+pub(crate) mod events;
+pub(crate) mod evidence;
+pub(crate) mod idempotency;
+pub(crate) mod policies;
+pub(crate) mod proposals;
 mod rows;
+pub(crate) mod transactions;
 
 use crate::actor::Actor;
 use crate::clock::Timestamp;

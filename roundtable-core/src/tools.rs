@@ -345,16 +345,12 @@ pub(crate) fn replay<O: DeserializeOwned>(
     tool: &str,
     request: &str,
 ) -> Result<Option<O>, ToolError> {
-    use rusqlite::OptionalExtension as _;
-    let row: Option<(String, String, String)> = tx
-        .query_row(
-            "SELECT tool, request_digest, result FROM idempotency
-             WHERE actor_kind = ?1 AND actor_id = ?2 AND key = ?3",
-            rusqlite::params![actor.kind.as_str(), actor.id.as_str(), key.as_str()],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
-    let Some((stored_tool, stored_request, result)) = row else {
+    let Some(crate::store::idempotency::Remembered {
+        tool: stored_tool,
+        request_digest: stored_request,
+        result,
+    }) = crate::store::idempotency::get(tx, actor, key.as_str())?
+    else {
         return Ok(None);
     };
     if stored_tool != tool || stored_request != request {
@@ -461,11 +457,7 @@ struct ApplyMark {
 
 impl ApplyMark {
     fn read(tx: &rusqlite::Transaction<'_>) -> Result<ApplyMark, ToolError> {
-        let (newest, applying): (i64, i64) = tx.query_row(
-            "SELECT coalesce(max(seq), 0), count(*) FILTER (WHERE status = 'applying') FROM transactions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let (newest, applying) = crate::store::transactions::apply_mark(tx)?;
         Ok(ApplyMark { newest, applying })
     }
 }
@@ -523,19 +515,7 @@ pub(crate) fn remember<O: Serialize>(
     out: &O,
 ) -> Result<(), ToolError> {
     let out = serde_json::to_string(out).expect("results serialize");
-    cx.tx.execute(
-        "INSERT INTO idempotency (actor_kind, actor_id, key, tool, request_digest, result, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        rusqlite::params![
-            cx.actor.kind.as_str(),
-            cx.actor.id.as_str(),
-            key.as_str(),
-            tool,
-            request,
-            out.to_string(),
-            cx.now.0
-        ],
-    )?;
+    crate::store::idempotency::insert(cx.tx, cx.actor, key.as_str(), tool, request, &out, cx.now)?;
     Ok(())
 }
 

@@ -12,14 +12,18 @@ use crate::clock::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+mod claim;
 mod event_kind;
 mod operation;
+mod policy_record;
 mod role;
 mod stage;
 mod transaction;
 
+pub use claim::{Claim, ClaimStatus};
 pub use event_kind::EventKind;
 pub use operation::OperationKind;
+pub use policy_record::PolicyRecord;
 pub use role::Role;
 pub use stage::StageName;
 pub use transaction::{
@@ -161,6 +165,21 @@ pub struct FileState {
     pub symlink: bool,
     /// The size in bytes (known for results).
     pub size: Option<u64>,
+}
+
+/// One line of a proposal's revision history.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RevisionEntry {
+    /// The revision's number.
+    pub number: u32,
+    /// `patch` or `edit_plan`.
+    pub format: String,
+    /// Its content digest.
+    pub digest: String,
+    /// Its changeset digest.
+    pub changeset_digest: String,
+    /// When it was made.
+    pub created_at: Timestamp,
 }
 
 /// One immutable revision of a proposal.

@@ -1319,10 +1319,17 @@ fn requirement_ids_read_back_from_their_spelling_and_nothing_else_is_one() {
         RequirementId::Check("unit".into()),
     ] {
         let spelled = id.to_string();
-        assert_eq!(RequirementId::parse(&spelled), Some(id.clone()), "{spelled}");
+        assert_eq!(
+            RequirementId::parse(&spelled),
+            Some(id.clone()),
+            "{spelled}"
+        );
         let json = serde_json::to_value(&id).expect("serializes");
         assert_eq!(json, spelled.as_str());
-        assert_eq!(serde_json::from_value::<RequirementId>(json).expect("reads"), id);
+        assert_eq!(
+            serde_json::from_value::<RequirementId>(json).expect("reads"),
+            id
+        );
         assert!(id == spelled.as_str());
     }
     for bad in ["", "approval", "check", "role", "checks:unit"] {

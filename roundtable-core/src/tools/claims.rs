@@ -13,7 +13,7 @@ use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::resource::Resource;
-use rusqlite::{params, OptionalExtension as _, Row};
+use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -22,85 +22,9 @@ use serde_json::json;
 /// created).
 pub const ABSENT: &str = "absent";
 
-/// Where a claim is in its life, computed at read time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ClaimStatus {
-    /// Held: not released and not expired.
-    Active,
-    /// Its lease ran out; it neither blocks nor covers.
-    Expired,
-    /// Its holder released it.
-    Released,
-}
-
-/// A claim as tools return it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Claim {
-    /// The claim's id.
-    pub id: String,
-    /// The holder.
-    pub agent_id: String,
-    /// The claimed resource, canonical.
-    pub resource_id: String,
-    /// `write`, `read` or `review`.
-    #[serde(rename = "type")]
-    pub claim_type: ClaimType,
-    /// The task it is for, if any.
-    pub task_id: Option<String>,
-    /// The resource's digest at acquisition: `blob:sha256:` of a file (or
-    /// `absent`), of a symbol's span bytes, or the `state:sha256:` of a
-    /// directory's subtree.
-    pub base_digest: String,
-    /// The fencing token: larger for every later acquisition in this store.
-    pub token: i64,
-    /// For a symbol, its line span at acquisition.
-    pub span: Option<LineSpan>,
-    /// When it was acquired.
-    pub acquired_at: Timestamp,
-    /// When it lapses unless renewed.
-    pub expires_at: Timestamp,
-    /// When it was released, if it was.
-    pub released_at: Option<Timestamp>,
-    /// `active`, `expired` or `released`, as of the call.
-    pub status: ClaimStatus,
-    #[serde(skip)]
-    pub(crate) seq: i64,
-}
+pub use crate::model::{Claim, ClaimStatus};
 
 impl Claim {
-    const COLUMNS: &'static str = "id, agent_id, resource_id, type, task_id, base_digest, token, start_line, end_line, acquired_at, expires_at, released_at, seq";
-
-    fn from_row(r: &Row<'_>, now: Timestamp) -> rusqlite::Result<Claim> {
-        let expires_at = Timestamp(r.get(10)?);
-        let released_at: Option<i64> = r.get(11)?;
-        let span = match (r.get::<_, Option<u32>>(7)?, r.get::<_, Option<u32>>(8)?) {
-            (Some(start), Some(end)) => Some(LineSpan { start, end }),
-            _ => None,
-        };
-        Ok(Claim {
-            id: r.get(0)?,
-            agent_id: r.get(1)?,
-            resource_id: r.get(2)?,
-            claim_type: super::records::enum_from_sql(&r.get::<_, String>(3)?)?,
-            task_id: r.get(4)?,
-            base_digest: r.get(5)?,
-            token: r.get(6)?,
-            span,
-            acquired_at: Timestamp(r.get(9)?),
-            expires_at,
-            released_at: released_at.map(Timestamp),
-            status: if released_at.is_some() {
-                ClaimStatus::Released
-            } else if expires_at <= now {
-                ClaimStatus::Expired
-            } else {
-                ClaimStatus::Active
-            },
-            seq: r.get(12)?,
-        })
-    }
-
     /// The claim's resource and span.
     pub(crate) fn scope(&self) -> Result<Scope, ToolError> {
         let resource: Resource =
@@ -120,14 +44,7 @@ impl Claim {
     }
 
     fn load(cx: &Cx<'_>, id: &str) -> Result<Claim, ToolError> {
-        cx.tx
-            .query_row(
-                &format!("SELECT {} FROM claims WHERE id = ?1", Claim::COLUMNS),
-                [id],
-                |r| Claim::from_row(r, cx.now),
-            )
-            .optional()?
-            .ok_or_else(|| ToolError::not_found("claim", id))
+        store::claims::claim(cx.tx, id, cx.now)?.ok_or_else(|| ToolError::not_found("claim", id))
     }
 }
 
@@ -137,15 +54,7 @@ pub(crate) fn live_write_claims(
     agent: Option<&str>,
     now: Timestamp,
 ) -> Result<Vec<Claim>, ToolError> {
-    let mut stmt = tx.prepare(&format!(
-        "SELECT {} FROM claims WHERE type = 'write' AND released_at IS NULL AND expires_at > ?1
-         AND (?2 IS NULL OR agent_id = ?2) ORDER BY seq",
-        Claim::COLUMNS
-    ))?;
-    let claims = stmt
-        .query_map(params![now.0, agent], |r| Claim::from_row(r, now))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(claims)
+    Ok(store::claims::live_write_claims(tx, agent, now)?)
 }
 
 /// A resource's state now: its digest and, for a symbol, its span.
@@ -218,25 +127,17 @@ fn resource_state_indexed(
 /// transaction, which keeps any other apply from journaling — and so from
 /// touching a file — until it ends.
 fn require_no_apply_touching(cx: &Cx<'_>, resource: &Resource) -> Result<(), ToolError> {
-    let mut stmt = cx.tx.prepare(
-        "SELECT t.id, t.proposal_id, f.path FROM transactions t
-         JOIN transaction_files f ON f.transaction_id = t.id
-         WHERE t.status = 'applying' ORDER BY t.seq, f.path",
-    )?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let rows = store::transactions::applying_files(cx.tx)?;
     let claimed = Scope {
         resource: resource.clone(),
         span: None,
     };
-    for (transaction, proposal, path) in rows {
+    for store::transactions::ApplyingFile {
+        transaction_id: transaction,
+        proposal_id: proposal,
+        path,
+    } in rows
+    {
         // A journaled path that does not parse cannot be compared: assume
         // it is the claimed one.
         let touches = path.parse::<crate::RepoPath>().map_or(true, |p| {
@@ -320,11 +221,7 @@ impl Tool for AcquireClaim {
     fn run(cx: &Cx<'_>, args: AcquireClaim, (): ()) -> Result<ClaimChanged, ToolError> {
         let agent = cx.enabled_agent(Self::TOOL)?;
         if let Some(task) = &args.task_id {
-            let exists: bool = cx.tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
-                [task.as_str()],
-                |r| r.get(0),
-            )?;
+            let exists: bool = crate::store::agents::task_exists(cx.tx, task.as_str())?;
             if !exists {
                 return Err(ToolError::not_found("task", task.as_str()));
             }
@@ -339,14 +236,7 @@ impl Tool for AcquireClaim {
             resource: args.resource_id.0.clone(),
             span: state.span,
         };
-        let mut stmt = cx.tx.prepare(&format!(
-            "SELECT {} FROM claims WHERE released_at IS NULL AND expires_at > ?1
-             AND (type = 'write' OR agent_id = ?2) ORDER BY seq",
-            Claim::COLUMNS
-        ))?;
-        let live = stmt
-            .query_map(params![cx.now.0, agent.id], |r| Claim::from_row(r, cx.now))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let live = store::claims::live_claims_facing(cx.tx, &agent.id, cx.now)?;
         for other in &live {
             let same_holder = other.agent_id == agent.id;
             let clash = if same_holder {
@@ -377,11 +267,7 @@ impl Tool for AcquireClaim {
                 return Err(ToolError::conflict(message, json!({"holder": other})));
             }
         }
-        let token: i64 = cx.tx.query_row(
-            "UPDATE counters SET value = value + 1 WHERE name = 'claim_token' RETURNING value",
-            [],
-            |r| r.get(0),
-        )?;
+        let token = store::claims::next_token(cx.tx)?;
         let id = cx.new_id("claim");
         let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
         let (path, symbol) = match &args.resource_id.0 {
@@ -389,25 +275,22 @@ impl Tool for AcquireClaim {
             Resource::Directory(d) => (d.as_ref().map(ToString::to_string), None),
             Resource::Symbol { path, name } => (Some(path.to_string()), Some(name.clone())),
         };
-        cx.tx.execute(
-            "INSERT INTO claims (id, agent_id, resource_id, path, symbol, start_line, end_line, type, task_id,
-                 base_digest, token, acquired_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            params![
-                id.as_str(),
-                agent.id,
-                resource_id,
-                path,
-                symbol,
-                state.span.map(|s| s.start),
-                state.span.map(|s| s.end),
-                args.claim_type.as_str(),
-                args.task_id.as_ref().map(Id::as_str),
-                state.digest,
+        store::claims::insert(
+            cx.tx,
+            &store::claims::NewClaim {
+                id: id.as_str(),
+                agent_id: &agent.id,
+                resource_id: &resource_id,
+                path: path.as_deref(),
+                symbol: symbol.as_deref(),
+                span: state.span,
+                claim_type: args.claim_type,
+                task_id: args.task_id.as_ref().map(Id::as_str),
+                base_digest: &state.digest,
                 token,
-                cx.now.0,
-                expires.0
-            ],
+                acquired_at: cx.now,
+                expires_at: expires,
+            },
         )?;
         cx.event(
             crate::model::EventKind::ClaimAcquired,
@@ -507,10 +390,7 @@ impl Tool for RenewClaim {
         cx.enabled_agent(Self::TOOL)?;
         require_active(&claim, Self::TOOL)?;
         let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
-        cx.tx.execute(
-            "UPDATE claims SET expires_at = ?2 WHERE id = ?1",
-            params![claim.id, expires.0],
-        )?;
+        store::claims::renew(cx.tx, &claim.id, expires)?;
         cx.event(
             crate::model::EventKind::ClaimRenewed,
             &claim.id,
@@ -552,10 +432,7 @@ impl Tool for ReleaseClaim {
         let claim = Claim::load(cx, args.claim_id.as_str())?;
         require_holder(cx, &claim, Self::TOOL, true)?;
         require_active(&claim, Self::TOOL)?;
-        cx.tx.execute(
-            "UPDATE claims SET released_at = ?2 WHERE id = ?1",
-            params![claim.id, cx.now.0],
-        )?;
+        store::claims::release(cx.tx, &claim.id, cx.now)?;
         cx.event(
             crate::model::EventKind::ClaimReleased,
             &claim.id,
@@ -612,41 +489,18 @@ impl Tool for ListClaims {
     fn run(cx: &Cx<'_>, args: ListClaims, (): ()) -> Result<ClaimPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
-        let status = match args.status {
-            None => "",
-            Some(ClaimStatus::Active) => " AND released_at IS NULL AND expires_at > ?4",
-            Some(ClaimStatus::Expired) => " AND released_at IS NULL AND expires_at <= ?4",
-            Some(ClaimStatus::Released) => " AND released_at IS NOT NULL",
-        };
-        // Plain equality (not `?2 IS NULL OR …`) so SQLite can use the
-        // agent index: a page costs O(limit).
-        let agent = if args.agent_id.is_some() {
-            " AND agent_id = ?2"
-        } else {
-            " AND ?2 IS NULL"
-        };
-        let resource = if args.resource_id.is_some() {
-            " AND resource_id = ?3"
-        } else {
-            " AND ?3 IS NULL"
-        };
-        let sql = format!(
-            "SELECT {} FROM claims WHERE seq > ?1{agent}{resource}{status} AND ?4 = ?4 ORDER BY seq LIMIT ?5",
-            Claim::COLUMNS
-        );
-        let mut stmt = cx.tx.prepare(&sql)?;
-        let mut claims = stmt
-            .query_map(
-                params![
-                    after,
-                    args.agent_id.as_ref().map(Id::as_str),
-                    args.resource_id.as_ref().map(|r| r.0.to_string()),
-                    cx.now.0,
-                    i64::from(limit) + 1
-                ],
-                |r| Claim::from_row(r, cx.now),
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let resource_id = args.resource_id.as_ref().map(|r| r.0.to_string());
+        let mut claims = store::claims::list(
+            cx.tx,
+            &store::claims::ClaimFilter {
+                after,
+                agent_id: args.agent_id.as_ref().map(Id::as_str),
+                resource_id: resource_id.as_deref(),
+                status: args.status,
+                now: cx.now,
+                limit: i64::from(limit) + 1,
+            },
+        )?;
         let next_cursor = Cursor::page(&mut claims, limit, |c| c.seq);
         Ok(ClaimPage {
             claims,

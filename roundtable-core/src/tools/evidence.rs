@@ -15,7 +15,7 @@ use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
-use rusqlite::{params, OptionalExtension as _};
+use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -102,18 +102,15 @@ impl Tool for CastVote {
             ));
         }
         let id = cx.new_id("vote");
-        cx.tx.execute(
-            "INSERT INTO votes (id, proposal_id, revision, agent_id, vote, reason_md, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                id.as_str(),
-                p.id,
-                args.revision.0,
-                agent.id,
-                enum_to_sql(&args.vote),
-                args.reason_md.as_ref().map(|t| t.as_str()),
-                cx.now.0
-            ],
+        store::evidence::insert_vote(
+            cx.tx,
+            id.as_str(),
+            &p.id,
+            args.revision.0,
+            &agent.id,
+            args.vote,
+            args.reason_md.as_ref().map(|t| t.as_str()),
+            cx.now,
         )?;
         cx.event(
             crate::model::EventKind::VoteCast,
@@ -121,11 +118,7 @@ impl Tool for CastVote {
             Some(&p.id),
             json!({"revision": args.revision, "vote": args.vote, "agent_id": agent.id}),
         )?;
-        let vote = cx.tx.query_row(
-            &format!("SELECT {} FROM votes WHERE id = ?1", Vote::COLUMNS),
-            [id.as_str()],
-            Vote::from_row,
-        )?;
+        let vote = store::evidence::vote(cx.tx, id.as_str())?.expect("the vote was just written");
         Ok(VoteRecorded { vote })
     }
 }
@@ -173,22 +166,13 @@ impl Tool for ListVotes {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
-        let mut stmt = cx.tx.prepare(&format!(
-            "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (?3 IS NULL OR revision = ?3)
-             ORDER BY seq LIMIT ?4",
-            Vote::COLUMNS
-        ))?;
-        let mut votes = stmt
-            .query_map(
-                params![
-                    p.id,
-                    after,
-                    args.revision.map(|r| r.0),
-                    i64::from(limit) + 1
-                ],
-                Vote::from_row,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut votes = store::evidence::list_votes(
+            cx.tx,
+            &p.id,
+            after,
+            args.revision.map(|r| r.0),
+            i64::from(limit) + 1,
+        )?;
         let next_cursor = Cursor::page(&mut votes, limit, |v| v.seq);
         Ok(VotePage { votes, next_cursor })
     }
@@ -203,12 +187,7 @@ pub(crate) fn insert_decision(
     reason_md: &str,
 ) -> Result<Decision, ToolError> {
     let id = cx.new_id("dec");
-    cx.tx.execute(
-        "INSERT INTO decisions (id, proposal_id, revision, decision, reason_md, decided_by, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![id.as_str(), p.id, revision, enum_to_sql(&decision), reason_md, cx.actor.to_string(), cx.now.0],
-    )?;
-    Ok(Decision {
+    let decision = Decision {
         id: id.to_string(),
         proposal_id: p.id.clone(),
         revision,
@@ -216,7 +195,9 @@ pub(crate) fn insert_decision(
         reason_md: reason_md.to_owned(),
         decided_by: cx.actor.clone(),
         created_at: cx.now,
-    })
+    };
+    store::evidence::insert_decision(cx.tx, &decision)?;
+    Ok(decision)
 }
 
 /// Arguments of `decision.record`.
@@ -359,28 +340,23 @@ impl Tool for RecordSecurityReview {
         }
         let id = cx.new_id("sec");
         let note = args.note_md.as_ref().map(|t| t.as_str().to_owned());
-        cx.tx.execute(
-            "INSERT INTO security_reviews (id, proposal_id, revision, verdict, note_md, reviewer, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![id.as_str(), p.id, args.revision.0, enum_to_sql(&args.verdict), note, cx.actor.to_string(), cx.now.0],
-        )?;
+        let security_review = SecurityReviewRecord {
+            id: id.to_string(),
+            proposal_id: p.id.clone(),
+            revision: args.revision.0,
+            verdict: args.verdict,
+            note_md: note,
+            reviewer: cx.actor.clone(),
+            created_at: cx.now,
+        };
+        store::evidence::insert_security_review(cx.tx, &security_review)?;
         cx.event(
             crate::model::EventKind::SecurityReviewed,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision, "verdict": args.verdict}),
         )?;
-        Ok(SecurityReviewed {
-            security_review: SecurityReviewRecord {
-                id: id.to_string(),
-                proposal_id: p.id,
-                revision: args.revision.0,
-                verdict: args.verdict,
-                note_md: note,
-                reviewer: cx.actor.clone(),
-                created_at: cx.now,
-            },
-        })
+        Ok(SecurityReviewed { security_review })
     }
 }
 
@@ -430,27 +406,22 @@ impl Tool for RequestApproval {
         )?;
         let id = cx.new_id("hreq");
         let reason = args.reason_md.as_ref().map(|t| t.as_str().to_owned());
-        cx.tx.execute(
-            "INSERT INTO human_approval_requests (id, proposal_id, revision, reason_md, requested_by, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![id.as_str(), p.id, args.revision.0, reason, cx.actor.to_string(), cx.now.0],
-        )?;
+        let request = ApprovalRequest {
+            id: id.to_string(),
+            proposal_id: p.id.clone(),
+            revision: args.revision.0,
+            reason_md: reason,
+            requested_by: cx.actor.clone(),
+            created_at: cx.now,
+        };
+        store::evidence::insert_approval_request(cx.tx, &request)?;
         cx.event(
             crate::model::EventKind::HumanApprovalRequested,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision}),
         )?;
-        Ok(ApprovalRequested {
-            request: ApprovalRequest {
-                id: id.to_string(),
-                proposal_id: p.id,
-                revision: args.revision.0,
-                reason_md: reason,
-                requested_by: cx.actor.clone(),
-                created_at: cx.now,
-            },
-        })
+        Ok(ApprovalRequested { request })
     }
 }
 
@@ -503,14 +474,7 @@ impl Tool for Approve {
             |_| Ok(()),
         )?;
         if let Some(request_id) = &args.request_id {
-            let request: Option<(String, u32)> = cx
-                .tx
-                .query_row(
-                    "SELECT proposal_id, revision FROM human_approval_requests WHERE id = ?1",
-                    [request_id.as_str()],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
+            let request = store::evidence::approval_request_target(cx.tx, request_id.as_str())?;
             match request {
                 None => {
                     return Err(ToolError::not_found(
@@ -530,28 +494,23 @@ impl Tool for Approve {
         let id = cx.new_id("happ");
         let note = args.note_md.as_ref().map(|t| t.as_str().to_owned());
         let request_id = args.request_id.as_ref().map(|r| r.as_str().to_owned());
-        cx.tx.execute(
-            "INSERT INTO human_approvals (id, proposal_id, revision, request_id, human_id, note_md, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![id.as_str(), p.id, args.revision.0, request_id, cx.actor.id.as_str(), note, cx.now.0],
-        )?;
+        let approval = Approval {
+            id: id.to_string(),
+            proposal_id: p.id.clone(),
+            revision: args.revision.0,
+            request_id: request_id.clone(),
+            human_id: cx.actor.id.to_string(),
+            note_md: note,
+            created_at: cx.now,
+        };
+        store::evidence::insert_approval(cx.tx, &approval)?;
         cx.event(
             crate::model::EventKind::HumanApproved,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision, "request_id": request_id}),
         )?;
-        Ok(Approved {
-            approval: Approval {
-                id: id.to_string(),
-                proposal_id: p.id,
-                revision: args.revision.0,
-                request_id,
-                human_id: cx.actor.id.to_string(),
-                note_md: note,
-                created_at: cx.now,
-            },
-        })
+        Ok(Approved { approval })
     }
 }
 
@@ -606,48 +565,29 @@ impl Tool for RecordTest {
             Self::TOOL,
             |_| Ok(()),
         )?;
-        let duration = args
-            .duration_ms
-            .map(|d| {
-                i64::try_from(d)
-                    .map_err(|_| ToolError::invalid_argument("duration_ms", "is too large"))
-            })
-            .transpose()?;
+        if args.duration_ms.is_some_and(|d| i64::try_from(d).is_err()) {
+            return Err(ToolError::invalid_argument("duration_ms", "is too large"));
+        }
         let id = cx.new_id("test");
         let note = args.note_md.as_ref().map(|t| t.as_str().to_owned());
-        cx.tx.execute(
-            "INSERT INTO test_results (id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                id.as_str(),
-                p.id,
-                args.revision.0,
-                args.name.as_str(),
-                enum_to_sql(&args.status),
-                duration,
-                note,
-                cx.actor.to_string(),
-                cx.now.0
-            ],
-        )?;
+        let test_result = TestResult {
+            id: id.to_string(),
+            proposal_id: p.id.clone(),
+            revision: args.revision.0,
+            name: args.name.as_str().to_owned(),
+            status: args.status,
+            duration_ms: args.duration_ms,
+            note_md: note,
+            recorded_by: cx.actor.clone(),
+            created_at: cx.now,
+        };
+        store::evidence::insert_test_result(cx.tx, &test_result)?;
         cx.event(
             crate::model::EventKind::TestRecorded,
             id.as_str(),
             Some(&p.id),
             json!({"revision": args.revision, "name": args.name, "status": args.status}),
         )?;
-        Ok(TestRecorded {
-            test_result: TestResult {
-                id: id.to_string(),
-                proposal_id: p.id,
-                revision: args.revision.0,
-                name: args.name.as_str().to_owned(),
-                status: args.status,
-                duration_ms: args.duration_ms,
-                note_md: note,
-                recorded_by: cx.actor.clone(),
-                created_at: cx.now,
-            },
-        })
+        Ok(TestRecorded { test_result })
     }
 }

@@ -4,7 +4,7 @@ use super::args::Limit;
 use super::records::Event;
 use super::{Cx, Tool, ToolError};
 use crate::id::Id;
-use rusqlite::params;
+use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -51,28 +51,12 @@ impl Tool for ListEvents {
         let limit = args.limit.map_or(100, |l| l.0);
         let since = i64::try_from(args.since_seq.unwrap_or(0))
             .map_err(|_| ToolError::invalid_argument("since_seq", "is too large"))?;
-        // Two spellings, not `(?2 IS NULL OR proposal_id = ?2)`: SQLite
-        // cannot use `events_by_proposal` for the OR, and would scan every
-        // later event to fill one proposal's page.
-        let filter = if args.proposal_id.is_some() {
-            "proposal_id = ?2"
-        } else {
-            "?2 IS NULL"
-        };
-        let mut stmt = cx.tx.prepare(&format!(
-            "SELECT {} FROM events WHERE seq > ?1 AND {filter} ORDER BY seq LIMIT ?3",
-            Event::COLUMNS
-        ))?;
-        let mut events = stmt
-            .query_map(
-                params![
-                    since,
-                    args.proposal_id.as_ref().map(Id::as_str),
-                    i64::from(limit) + 1
-                ],
-                Event::from_row,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut events = store::events::list(
+            cx.tx,
+            since,
+            args.proposal_id.as_ref().map(Id::as_str),
+            i64::from(limit) + 1,
+        )?;
         let next_since_seq = if events.len() > limit as usize {
             events.truncate(limit as usize);
             events.last().map(|e| e.seq)
@@ -154,94 +138,6 @@ pub struct ChainReport {
 /// The most unrecorded records a report lists.
 const MAX_UNRECORDED: usize = 100;
 
-/// A table of evidence and the event that must record each of its rows
-/// `r` with the row's own content (an `e` of `r`'s proposal).
-pub(crate) struct Recorded {
-    /// The table.
-    pub table: &'static str,
-    /// What a row is called in a report.
-    pub what: &'static str,
-    /// The event kind whose subject is the row's id, for the tables the
-    /// policy reads (`None`: the row is recorded otherwise).
-    pub kind: Option<&'static str>,
-    /// SQL over `r` and `e`: true when `e` records `r`.
-    pub matches: &'static str,
-}
-
-/// Every evidence table, with how its event is matched.
-pub(crate) const RECORDED: &[Recorded] = &[
-    Recorded {
-        table: "votes",
-        what: "vote",
-        kind: Some("vote.cast"),
-        matches: "e.kind = 'vote.cast' AND e.subject = r.id AND e.actor_kind = 'agent' AND e.actor_id = r.agent_id
-                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.vote') = r.vote",
-    },
-    Recorded {
-        table: "decisions",
-        what: "decision",
-        kind: None,
-        matches: "((e.kind = 'decision.recorded' AND e.subject = r.id AND json_extract(e.data, '$.decision') = r.decision)
-                   OR (e.kind = 'proposal.rejected' AND e.subject = r.proposal_id AND r.decision = 'reject'
-                       AND json_extract(e.data, '$.decision_id') = r.id))
-                  AND json_extract(e.data, '$.revision') = r.revision AND e.actor_kind || ':' || e.actor_id = r.decided_by",
-    },
-    Recorded {
-        table: "security_reviews",
-        what: "security_review",
-        kind: Some("security.reviewed"),
-        matches: "e.kind = 'security.reviewed' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.reviewer
-                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.verdict') = r.verdict",
-    },
-    Recorded {
-        table: "human_approval_requests",
-        what: "human_approval_request",
-        kind: Some("human.approval_requested"),
-        matches: "e.kind = 'human.approval_requested' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.requested_by
-                  AND json_extract(e.data, '$.revision') = r.revision",
-    },
-    Recorded {
-        table: "human_approvals",
-        what: "human_approval",
-        kind: Some("human.approved"),
-        matches: "e.kind = 'human.approved' AND e.subject = r.id AND e.actor_kind = 'human' AND e.actor_id = r.human_id
-                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.request_id') IS r.request_id",
-    },
-    Recorded {
-        table: "test_results",
-        what: "test_result",
-        kind: Some("test.recorded"),
-        matches: "e.kind = 'test.recorded' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.recorded_by
-                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.name') = r.name
-                  AND json_extract(e.data, '$.status') = r.status",
-    },
-    Recorded {
-        table: "transactions",
-        what: "transaction",
-        kind: None,
-        matches: "e.kind = 'transaction.started' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.actor
-                  AND json_extract(e.data, '$.revision') = r.revision",
-    },
-];
-
-/// The SQL condition that keeps only the rows of `table` (of the proposal
-/// bound as `?1`) that an event of their kind names (`1` for a table
-/// without one subject kind): the policy counts no evidence inserted
-/// behind roundtable's back. The subquery is uncorrelated, so SQLite
-/// reads the proposal's events once.
-pub(crate) fn recorded_filter(table: &str) -> String {
-    match RECORDED
-        .iter()
-        .find(|t| t.table == table)
-        .and_then(|t| t.kind)
-    {
-        Some(kind) => {
-            format!("id IN (SELECT subject FROM events WHERE proposal_id = ?1 AND kind = '{kind}')")
-        }
-        None => "1".to_owned(),
-    }
-}
-
 /// Whether `d` is spelled as an event digest.
 fn is_event_digest(d: &str) -> bool {
     d.strip_prefix("sha256:").is_some_and(|h| {
@@ -283,20 +179,10 @@ impl Tool for VerifyEvents {
         };
         // The heads transactions saw: seq -> (transaction, digest).
         let mut seen: BTreeMap<i64, Vec<(String, String)>> = BTreeMap::new();
-        {
-            let mut stmt = cx.tx.prepare(
-                "SELECT transaction_id, json_extract(detail, '$.chain_head.seq'), json_extract(detail, '$.chain_head.digest')
-                 FROM transaction_phases WHERE phase = 'journaled' AND json_extract(detail, '$.chain_head') IS NOT NULL
-                 ORDER BY seq",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let seq: Option<i64> = r.get(1)?;
-                let digest: Option<String> = r.get(2)?;
-                seen.entry(seq.unwrap_or(-1))
-                    .or_default()
-                    .push((r.get(0)?, digest.unwrap_or_default()));
-            }
+        for head in store::events::journaled_heads(cx.tx)? {
+            seen.entry(head.seq.unwrap_or(-1))
+                .or_default()
+                .push((head.transaction_id, head.digest.unwrap_or_default()));
         }
         let mut report = ChainReport {
             valid: true,
@@ -340,70 +226,44 @@ impl Tool for VerifyEvents {
                 ));
             }
         }
-        let mut stmt = cx.tx.prepare(
-            "SELECT seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest
-             FROM events ORDER BY seq",
-        )?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            if problem.is_some() {
-                break;
-            }
-            let seq: i64 = r.get(0)?;
-            let prev: String = r.get(8)?;
-            let digest: String = r.get(9)?;
-            let (kind, actor_kind, actor_id, subject, data): (
-                String,
-                String,
-                String,
-                String,
-                String,
-            ) = (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(6)?);
-            let proposal_id: Option<String> = r.get(5)?;
-            let computed = crate::store::EventFields {
-                seq,
-                kind: &kind,
-                actor_kind: &actor_kind,
-                actor_id: &actor_id,
-                subject: &subject,
-                proposal_id: proposal_id.as_deref(),
-                data: &data,
-                at: r.get(7)?,
-                prev_digest: &prev,
-            }
-            .digest();
-            report.checked += 1;
-            let broken = if seq != report.last_seq + 1 {
-                Some(format!("seq {seq} follows {}", report.last_seq))
-            } else if prev != report.head_digest {
-                Some("prev_digest is not the previous event's digest".to_owned())
-            } else if digest != computed {
-                Some("digest does not match the event's content".to_owned())
-            } else {
-                None
-            };
-            let broken = broken.or_else(|| {
-                let host = expected
-                    .as_ref()
-                    .filter(|(s, _)| *s == seq)
-                    .and_then(|(_, d)| at(seq, &digest, d, "the host"));
-                if expected.as_ref().is_some_and(|(s, _)| *s == seq) {
-                    report.expected_head_found = Some(host.is_none());
+        if problem.is_none() {
+            store::events::for_each(cx.tx, |fields, digest| {
+                let seq = fields.seq;
+                let prev = fields.prev_digest;
+                let computed = fields.digest();
+                report.checked += 1;
+                let broken = if seq != report.last_seq + 1 {
+                    Some(format!("seq {seq} follows {}", report.last_seq))
+                } else if prev != report.head_digest {
+                    Some("prev_digest is not the previous event's digest".to_owned())
+                } else if digest != computed {
+                    Some("digest does not match the event's content".to_owned())
+                } else {
+                    None
+                };
+                let broken = broken.or_else(|| {
+                    let host = expected
+                        .as_ref()
+                        .filter(|(s, _)| *s == seq)
+                        .and_then(|(_, d)| at(seq, digest, d, "the host"));
+                    if expected.as_ref().is_some_and(|(s, _)| *s == seq) {
+                        report.expected_head_found = Some(host.is_none());
+                    }
+                    host.or_else(|| {
+                        seen.get(&seq)?
+                            .iter()
+                            .find_map(|(t, d)| at(seq, digest, d, &format!("transaction {t}")))
+                    })
+                });
+                if let Some(reason) = broken {
+                    problem = Some((Some(seq), reason));
+                    return false;
                 }
-                host.or_else(|| {
-                    seen.get(&seq)?
-                        .iter()
-                        .find_map(|(t, d)| at(seq, &digest, d, &format!("transaction {t}")))
-                })
-            });
-            if let Some(reason) = broken {
-                problem = Some((Some(seq), reason));
-                break;
-            }
-            report.last_seq = seq;
-            report.head_digest = digest;
+                report.last_seq = seq;
+                report.head_digest = digest.to_owned();
+                true
+            })?;
         }
-        drop(rows);
         if problem.is_none() {
             // Heads beyond the end: the log was truncated.
             let last = report.last_seq;
@@ -429,29 +289,17 @@ impl Tool for VerifyEvents {
         }
         // Every evidence record (and transaction) has its event.
         let mut unrecorded_count = 0u64;
-        for t in RECORDED {
-            report.records_checked += cx
-                .tx
-                .query_row(&format!("SELECT count(*) FROM {}", t.table), [], |r| {
-                    r.get::<_, i64>(0)
-                })?
-                .unsigned_abs();
-            let mut stmt = cx.tx.prepare(&format!(
-                "SELECT r.id, r.proposal_id FROM {} r
-                 WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.proposal_id = r.proposal_id AND ({}))
-                 ORDER BY r.seq",
-                t.table, t.matches
-            ))?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                unrecorded_count += 1;
-                if report.unrecorded.len() < MAX_UNRECORDED {
-                    report.unrecorded.push(UnrecordedRecord {
-                        kind: t.what.to_owned(),
-                        id: r.get(0)?,
-                        proposal_id: r.get(1)?,
-                    });
-                }
+        for t in store::events::RECORDED {
+            report.records_checked += store::events::row_count(cx.tx, t)?;
+            let room = MAX_UNRECORDED - report.unrecorded.len();
+            let (count, first) = store::events::unrecorded(cx.tx, t, room)?;
+            unrecorded_count += count;
+            for (id, proposal_id) in first {
+                report.unrecorded.push(UnrecordedRecord {
+                    kind: t.what.to_owned(),
+                    id,
+                    proposal_id,
+                });
             }
         }
         if problem.is_none() {

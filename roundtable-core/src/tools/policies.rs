@@ -7,11 +7,10 @@ use super::args::{Markdown, RevisionNumber};
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
-use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::policy::{Policy, DEFAULT_POLICY_TOML};
-use rusqlite::{params, OptionalExtension as _, Row};
+use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -19,47 +18,9 @@ use serde_json::json;
 /// The longest policy document, in characters.
 const MAX_POLICY_CHARS: usize = 256 * 1024;
 
-/// A stored policy version.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PolicyRecord {
-    /// The version number (1, 2, …); `null` for the built-in default.
-    pub version: Option<u32>,
-    /// `draft`, `active`, `retired`, or `builtin` for the default.
-    pub status: String,
-    /// The TOML document.
-    pub document: String,
-    /// `blob:sha256:` of the document.
-    pub digest: String,
-    /// Why it was written.
-    pub note_md: Option<String>,
-    /// Who wrote it (`null` for the default).
-    pub created_by: Option<Actor>,
-    /// When it was written.
-    pub created_at: Option<Timestamp>,
-    /// When it was activated.
-    pub activated_at: Option<Timestamp>,
-    /// When it was retired.
-    pub retired_at: Option<Timestamp>,
-}
+pub use crate::model::PolicyRecord;
 
 impl PolicyRecord {
-    const COLUMNS: &'static str =
-        "version, status, document, digest, note_md, created_by, created_at, activated_at, retired_at";
-
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<PolicyRecord> {
-        Ok(PolicyRecord {
-            version: r.get(0)?,
-            status: r.get(1)?,
-            document: r.get(2)?,
-            digest: r.get(3)?,
-            note_md: r.get(4)?,
-            created_by: Some(super::records::actor_from_sql(&r.get::<_, String>(5)?)?),
-            created_at: Some(Timestamp(r.get(6)?)),
-            activated_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
-            retired_at: r.get::<_, Option<i64>>(8)?.map(Timestamp),
-        })
-    }
-
     fn builtin() -> PolicyRecord {
         PolicyRecord {
             version: None,
@@ -75,16 +36,8 @@ impl PolicyRecord {
     }
 
     fn load(tx: &rusqlite::Transaction<'_>, version: u32) -> Result<PolicyRecord, ToolError> {
-        tx.query_row(
-            &format!(
-                "SELECT {} FROM policies WHERE version = ?1",
-                PolicyRecord::COLUMNS
-            ),
-            [version],
-            PolicyRecord::from_row,
-        )
-        .optional()?
-        .ok_or_else(|| ToolError::not_found("policy", &version.to_string()))
+        store::policies::version(tx, version)?
+            .ok_or_else(|| ToolError::not_found("policy", &version.to_string()))
     }
 }
 
@@ -92,16 +45,7 @@ impl PolicyRecord {
 pub(crate) fn effective(
     tx: &rusqlite::Transaction<'_>,
 ) -> Result<(PolicyRecord, Policy), ToolError> {
-    let active = tx
-        .query_row(
-            &format!(
-                "SELECT {} FROM policies WHERE status = 'active'",
-                PolicyRecord::COLUMNS
-            ),
-            [],
-            PolicyRecord::from_row,
-        )
-        .optional()?;
+    let active = store::policies::active(tx)?;
     match active {
         None => Ok((PolicyRecord::builtin(), Policy::default())),
         Some(record) => {
@@ -214,17 +158,17 @@ impl Tool for SetPolicy {
 
     fn run(cx: &Cx<'_>, args: SetPolicy, (): ()) -> Result<PolicyResult, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
-        let version: u32 = cx.tx.query_row(
-            "SELECT COALESCE(MAX(version), 0) + 1 FROM policies",
-            [],
-            |r| r.get(0),
-        )?;
+        let version = store::policies::next_version(cx.tx)?;
         let document = args.document.as_str();
         let digest = crate::Digest::of(document.as_bytes()).to_string();
-        cx.tx.execute(
-            "INSERT INTO policies (version, status, document, digest, note_md, created_by, created_at)
-             VALUES (?1, 'draft', ?2, ?3, ?4, ?5, ?6)",
-            params![version, document, digest, args.note_md.as_ref().map(|t| t.as_str()), cx.actor.to_string(), cx.now.0],
+        store::policies::insert_draft(
+            cx.tx,
+            version,
+            document,
+            &digest,
+            args.note_md.as_ref().map(|t| t.as_str()),
+            cx.actor,
+            cx.now,
         )?;
         cx.event(
             crate::model::EventKind::PolicyDrafted,
@@ -286,24 +230,11 @@ impl Tool for ActivatePolicy {
                 json!({"version": args.version, "status": target.status, "allowed": ["draft"], "operation": Self::TOOL}),
             ));
         }
-        let retired: Option<u32> = cx
-            .tx
-            .query_row(
-                "SELECT version FROM policies WHERE status = 'active'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let retired = store::policies::active_version(cx.tx)?;
         if let Some(old) = retired {
-            cx.tx.execute(
-                "UPDATE policies SET status = 'retired', retired_at = ?2 WHERE version = ?1",
-                params![old, cx.now.0],
-            )?;
+            store::policies::retire(cx.tx, old, cx.now)?;
         }
-        cx.tx.execute(
-            "UPDATE policies SET status = 'active', activated_at = ?2 WHERE version = ?1",
-            params![args.version.0, cx.now.0],
-        )?;
+        store::policies::activate(cx.tx, args.version.0, cx.now)?;
         cx.event(
             crate::model::EventKind::PolicyActivated,
             &format!("policy-{}", args.version.0),

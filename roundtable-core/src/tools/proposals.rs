@@ -14,8 +14,7 @@ use super::args::{
     Cursor, EditPlanJson, Limit, Markdown, PatchText, ResourceId, RevisionNumber, Title,
 };
 use super::records::{
-    enum_to_sql, Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus,
-    Revision, Risk,
+    Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus, Revision, Risk,
 };
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
@@ -23,7 +22,7 @@ use crate::actor::{Actor, ActorKind};
 use crate::changeset::{Changeset, Operation};
 use crate::engine::Engine;
 use crate::id::Id;
-use rusqlite::params;
+use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -193,25 +192,23 @@ fn insert_revision(
         Some(diff) => crate::store::put_blob(cx.tx, diff)?,
         None => digest,
     };
-    cx.tx.execute(
-        "INSERT INTO revisions (proposal_id, number, format, digest, changeset, changeset_digest,
-             affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
+    store::proposals::insert_revision(
+        cx.tx,
+        &store::proposals::NewRevision {
             proposal_id,
             number,
-            prep.format,
-            digest.to_string(),
-            serde_json::to_string(&prep.changeset).expect("summaries serialize"),
-            prep.changeset_digest,
-            serde_json::to_string(resources).expect("strings serialize"),
-            prep.base_state,
-            prep.base_git_head,
+            format: prep.format,
+            digest: &digest,
+            changeset: &prep.changeset,
+            changeset_digest: &prep.changeset_digest,
+            affected_resources: resources,
+            base_state: &prep.base_state,
+            base_git_head: prep.base_git_head.as_deref(),
             note_md,
-            cx.actor.to_string(),
-            cx.now.0,
-            diff_digest.to_string()
-        ],
+            created_by: cx.actor,
+            created_at: cx.now,
+            diff_digest: &diff_digest,
+        },
     )?;
     Revision::load(cx.tx, proposal_id, number)
 }
@@ -287,28 +284,23 @@ impl Tool for CreateProposal {
     ) -> Result<ProposalRevised, ToolError> {
         let agent = cx.enabled_agent(Self::TOOL)?;
         let resources = canonical_resources(args.affected_resources.as_deref().unwrap_or(&[]))?;
-        let task_exists: bool = cx.tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
-            [args.task_id.as_str()],
-            |r| r.get(0),
-        )?;
+        let task_exists: bool = crate::store::agents::task_exists(cx.tx, args.task_id.as_str())?;
         if !task_exists {
             return Err(ToolError::not_found("task", args.task_id.as_str()));
         }
         let id = cx.new_id("prop");
         let risk = args.risk.unwrap_or_default();
-        cx.tx.execute(
-            "INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, ?7, ?7)",
-            params![
-                id.as_str(),
-                args.task_id.as_str(),
-                agent.id,
-                args.title.as_str(),
-                args.summary_md.as_str(),
-                enum_to_sql(&risk),
-                cx.now.0
-            ],
+        store::proposals::insert_proposal(
+            cx.tx,
+            &store::proposals::NewProposal {
+                id: id.as_str(),
+                task_id: args.task_id.as_str(),
+                author: &agent.id,
+                title: args.title.as_str(),
+                summary_md: args.summary_md.as_str(),
+                risk,
+                now: cx.now,
+            },
         )?;
         let revision = insert_revision(cx, id.as_str(), 1, &prep, &resources, None)?;
         cx.event(
@@ -413,10 +405,7 @@ impl Tool for AttachPatch {
         let number = p.latest_revision + 1;
         let note = args.note_md.as_ref().map(|t| t.as_str());
         let revision = insert_revision(cx, &p.id, number, &prep, &resources, note)?;
-        cx.tx.execute(
-            "UPDATE proposals SET latest_revision = ?2, updated_at = ?3 WHERE id = ?1",
-            params![p.id, number, cx.now.0],
-        )?;
+        store::proposals::set_latest_revision(cx.tx, &p.id, number, cx.now)?;
         cx.event(
             crate::model::EventKind::ProposalRevised,
             &p.id,
@@ -515,20 +504,7 @@ pub struct GetProposal {
     pub include_content: Option<bool>,
 }
 
-/// One line of a proposal's revision history.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct RevisionEntry {
-    /// The revision's number.
-    pub number: u32,
-    /// `patch` or `edit_plan`.
-    pub format: String,
-    /// Its content digest.
-    pub digest: String,
-    /// Its changeset digest.
-    pub changeset_digest: String,
-    /// When it was made.
-    pub created_at: crate::clock::Timestamp,
-}
+pub use crate::model::RevisionEntry;
 
 /// Result of `proposal.get`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -564,21 +540,7 @@ impl Tool for GetProposal {
         let proposal = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         let number = args.revision.map_or(proposal.latest_revision, |r| r.0);
         let revision = Revision::load(cx.tx, &proposal.id, number)?;
-        let mut stmt = cx.tx.prepare(
-            "SELECT number, format, digest, changeset_digest, created_at FROM revisions
-             WHERE proposal_id = ?1 ORDER BY number",
-        )?;
-        let revisions = stmt
-            .query_map([&proposal.id], |r| {
-                Ok(RevisionEntry {
-                    number: r.get(0)?,
-                    format: r.get(1)?,
-                    digest: r.get(2)?,
-                    changeset_digest: r.get(3)?,
-                    created_at: crate::clock::Timestamp(r.get(4)?),
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let revisions = store::proposals::revision_entries(cx.tx, &proposal.id)?;
         let content = if args.include_content == Some(true) {
             Some(revision_content(cx.tx, &revision)?)
         } else {
@@ -636,27 +598,16 @@ impl Tool for ListProposals {
     fn run(cx: &Cx<'_>, args: ListProposals, (): ()) -> Result<ProposalPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
-        let mut sql = format!("SELECT {} FROM proposals WHERE seq > ?1", Proposal::COLUMNS);
-        let mut values: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(after)];
-        let filters: [(&str, Option<String>); 3] = [
-            ("task_id", args.task_id.map(|t| t.as_str().to_owned())),
-            ("status", args.status.map(|s| s.as_str().to_owned())),
-            ("author", args.author.map(|a| a.as_str().to_owned())),
-        ];
-        for (column, value) in filters {
-            if let Some(v) = value {
-                values.push(Box::new(v));
-                sql.push_str(&format!(" AND {column} = ?{}", values.len()));
-            }
-        }
-        sql.push_str(&format!(" ORDER BY seq LIMIT {}", u64::from(limit) + 1));
-        let mut stmt = cx.tx.prepare(&sql)?;
-        let mut proposals = stmt
-            .query_map(
-                rusqlite::params_from_iter(values.iter()),
-                Proposal::from_row,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut proposals = store::proposals::list_proposals(
+            cx.tx,
+            &store::proposals::ProposalFilter {
+                after,
+                task_id: args.task_id.as_ref().map(Id::as_str),
+                status: args.status,
+                author: args.author.as_ref().map(Id::as_str),
+                limit: u64::from(limit) + 1,
+            },
+        )?;
         let next_cursor = Cursor::page(&mut proposals, limit, |p| p.seq);
         Ok(ProposalPage {
             proposals,
@@ -673,10 +624,7 @@ fn transition(
     kind: crate::model::EventKind,
     data: serde_json::Value,
 ) -> Result<Proposal, ToolError> {
-    let changed = cx.tx.execute(
-        "UPDATE proposals SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
-        params![p.id, to.as_str(), cx.now.0, p.status.as_str()],
-    )?;
+    let changed = store::proposals::set_status(cx.tx, &p.id, p.status, to, cx.now)?;
     assert_eq!(changed, 1, "the row was read in this transaction");
     let mut data = data;
     data["from"] = json!(p.status);

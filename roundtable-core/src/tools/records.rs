@@ -7,9 +7,8 @@ pub use crate::model::{
     Proposal, ProposalStatus, Revision, Risk, SecurityReviewRecord, Task, TestResult, TestStatus,
     Verdict, Vote, VoteValue,
 };
-pub(crate) use crate::store::{actor_from_sql, enum_from_sql, enum_to_sql};
+pub(crate) use crate::store::enum_to_sql;
 use crate::tools::ToolError;
-use rusqlite::OptionalExtension as _;
 use serde_json::json;
 
 impl Agent {
@@ -17,26 +16,15 @@ impl Agent {
         tx: &rusqlite::Transaction<'_>,
         id: &str,
     ) -> Result<Option<Agent>, ToolError> {
-        Ok(tx
-            .query_row(
-                &format!("SELECT {} FROM agents WHERE id = ?1", Agent::COLUMNS),
-                [id],
-                Agent::from_row,
-            )
-            .optional()?)
+        Ok(crate::store::agents::agent(tx, id)?)
     }
 }
 
 impl Proposal {
     /// The proposal named `id`, or `not_found`.
     pub(crate) fn load(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Proposal, ToolError> {
-        tx.query_row(
-            &format!("SELECT {} FROM proposals WHERE id = ?1", Proposal::COLUMNS),
-            [id],
-            Proposal::from_row,
-        )
-        .optional()?
-        .ok_or_else(|| ToolError::not_found("proposal", id))
+        crate::store::proposals::proposal(tx, id)?
+            .ok_or_else(|| ToolError::not_found("proposal", id))
     }
 
     /// `illegal_transition` unless the status is one of `allowed`.
@@ -89,15 +77,7 @@ impl Revision {
         proposal_id: &str,
         number: u32,
     ) -> Result<Revision, ToolError> {
-        tx.query_row(
-            &format!(
-                "SELECT {} FROM revisions WHERE proposal_id = ?1 AND number = ?2",
-                Revision::COLUMNS
-            ),
-            rusqlite::params![proposal_id, number],
-            Revision::from_row,
-        )
-        .optional()?
-        .ok_or_else(|| ToolError::not_found("revision", &format!("{proposal_id}@{number}")))
+        crate::store::proposals::revision(tx, proposal_id, number)?
+            .ok_or_else(|| ToolError::not_found("revision", &format!("{proposal_id}@{number}")))
     }
 }

@@ -860,16 +860,7 @@ impl Tool for GetProposalStatus {
                 next: Vec::new(),
             });
         }
-        use rusqlite::OptionalExtension as _;
-        let applying: Option<String> = cx
-            .tx
-            .query_row(
-                "SELECT id FROM transactions WHERE proposal_id = ?1 AND kind = 'apply' AND status = 'applying'
-                 ORDER BY seq DESC LIMIT 1",
-                [&p.id],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let applying = crate::store::transactions::applying_for(cx.tx, &p.id)?;
         if let Some(transaction) = applying {
             let next = vec![NextActor {
                 actor: "orchestrator".into(),

@@ -6,7 +6,7 @@ use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
-use rusqlite::params;
+use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -72,16 +72,18 @@ impl Tool for RegisterAgent {
         }
         let enabled = args.enabled.unwrap_or(true);
         let display_name = args.display_name.as_ref().map(|t| t.as_str().to_owned());
-        let roles_json = serde_json::to_string(&roles).expect("strings serialize");
         let id = args.agent_id.as_str();
         let existing = Agent::load(cx.tx, id)?;
         let created = existing.is_none();
         match &existing {
             None => {
-                cx.tx.execute(
-                    "INSERT INTO agents (id, roles, enabled, display_name, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-                    params![id, roles_json, enabled, display_name, cx.now.0],
+                store::agents::insert_agent(
+                    cx.tx,
+                    id,
+                    &roles,
+                    enabled,
+                    display_name.as_deref(),
+                    cx.now,
                 )?;
                 cx.event(
                     crate::model::EventKind::AgentRegistered,
@@ -95,9 +97,13 @@ impl Tool for RegisterAgent {
                     && old.enabled == enabled
                     && old.display_name == display_name => {}
             Some(old) => {
-                cx.tx.execute(
-                    "UPDATE agents SET roles = ?2, enabled = ?3, display_name = ?4, updated_at = ?5 WHERE id = ?1",
-                    params![id, roles_json, enabled, display_name, cx.now.0],
+                store::agents::update_agent(
+                    cx.tx,
+                    id,
+                    &roles,
+                    enabled,
+                    display_name.as_deref(),
+                    cx.now,
                 )?;
                 cx.event(
                     crate::model::EventKind::AgentUpdated,
@@ -155,11 +161,7 @@ impl Tool for CreateTask {
     fn run(cx: &Cx<'_>, args: Self, (): ()) -> Result<TaskCreated, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let id = args.task_id.unwrap_or_else(|| cx.new_id("task"));
-        let taken: bool = cx.tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
-            [id.as_str()],
-            |r| r.get(0),
-        )?;
+        let taken = store::agents::task_exists(cx.tx, id.as_str())?;
         if taken {
             return Err(ToolError::conflict(
                 format!("task {id} already exists"),
@@ -167,9 +169,13 @@ impl Tool for CreateTask {
             ));
         }
         let summary = args.summary_md.as_ref().map(|t| t.as_str());
-        cx.tx.execute(
-            "INSERT INTO tasks (id, title, summary_md, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id.as_str(), args.title.as_str(), summary, cx.actor.to_string(), cx.now.0],
+        store::agents::insert_task(
+            cx.tx,
+            id.as_str(),
+            args.title.as_str(),
+            summary,
+            cx.actor,
+            cx.now,
         )?;
         cx.event(
             crate::model::EventKind::TaskCreated,
@@ -177,11 +183,7 @@ impl Tool for CreateTask {
             None,
             json!({"title": args.title}),
         )?;
-        let task = cx.tx.query_row(
-            "SELECT id, title, summary_md, created_by, created_at FROM tasks WHERE id = ?1",
-            [id.as_str()],
-            Task::from_row,
-        )?;
+        let task = store::agents::task(cx.tx, id.as_str())?.expect("the task was just written");
         Ok(TaskCreated { task })
     }
 }

@@ -16,12 +16,12 @@ use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::resource::Resource;
+use crate::store;
 use crate::workspace::Workspace;
 use crate::ErrorCode;
-use rusqlite::params;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn orchestrator_only(actor: &Actor, tool: &str) -> Result<(), ToolError> {
     if actor.kind == ActorKind::Orchestrator {
@@ -320,10 +320,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 actor,
                 now,
             };
-            let changed = cx.tx.execute(
-            "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review')",
-            params![proposal.id, cx.now.0],
-        )?;
+            let changed = store::proposals::mark_applied(cx.tx, &proposal.id, cx.now)?;
             if changed != 1 {
                 return Err(ToolError::conflict(
                     format!("proposal {} changed status during the apply", proposal.id),
@@ -342,10 +339,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                     .scope()
                     .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
                 {
-                    cx.tx.execute(
-                        "UPDATE claims SET released_at = ?2 WHERE id = ?1",
-                        params![claim.id, cx.now.0],
-                    )?;
+                    store::claims::release(cx.tx, &claim.id, cx.now)?;
                     cx.event(
                         crate::model::EventKind::ClaimReleased,
                         &claim.id,
@@ -462,10 +456,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
                 actor,
                 now,
             };
-            cx.tx.execute(
-            "UPDATE transactions SET status = 'rolled_back' WHERE id = ?1 AND status = 'applied'",
-            [&original.id],
-        )?;
+            store::transactions::mark_rolled_back(cx.tx, &original.id)?;
             cx.event(
                 crate::model::EventKind::TransactionRolledBack,
                 &original.id,
@@ -583,31 +574,13 @@ impl Tool for ListTransactions {
     fn run(cx: &Cx<'_>, args: ListTransactions, (): ()) -> Result<TransactionPage, ToolError> {
         let limit = args.limit.map_or(50, |l| l.0);
         let after = Cursor::start(args.cursor.as_ref())?;
-        let proposal = if args.proposal_id.is_some() {
-            " AND t.proposal_id = ?2"
-        } else {
-            " AND ?2 IS NULL"
-        };
-        let status = if args.status.is_some() {
-            " AND t.status = ?3"
-        } else {
-            " AND ?3 IS NULL"
-        };
-        let mut stmt = cx.tx.prepare(&format!(
-            "SELECT {} FROM transactions t WHERE t.seq > ?1{proposal}{status} ORDER BY t.seq LIMIT ?4",
-            Transaction::COLUMNS
-        ))?;
-        let mut transactions = stmt
-            .query_map(
-                params![
-                    after,
-                    args.proposal_id.as_ref().map(Id::as_str),
-                    args.status.map(|s| super::records::enum_to_sql(&s)),
-                    i64::from(limit) + 1
-                ],
-                Transaction::from_row,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut transactions = store::transactions::list(
+            cx.tx,
+            after,
+            args.proposal_id.as_ref().map(Id::as_str),
+            args.status,
+            i64::from(limit) + 1,
+        )?;
         let next_cursor = Cursor::page(&mut transactions, limit, |t| t.seq);
         Ok(TransactionPage {
             transactions,
@@ -642,20 +615,7 @@ impl Tool for ListPhases {
 
     fn run(cx: &Cx<'_>, args: ListPhases, (): ()) -> Result<Phases, ToolError> {
         let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
-        let mut stmt = cx.tx.prepare(
-            "SELECT phase, status, detail, at FROM transaction_phases WHERE transaction_id = ?1 ORDER BY seq",
-        )?;
-        let phases = stmt
-            .query_map([&t.id], |r| {
-                let detail: String = r.get(2)?;
-                Ok(Phase {
-                    phase: crate::store::enum_from_sql(&r.get::<_, String>(0)?)?,
-                    status: crate::store::enum_from_sql(&r.get::<_, String>(1)?)?,
-                    detail: serde_json::from_str(&detail).unwrap_or(Value::Null),
-                    at: Timestamp(r.get(3)?),
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let phases = store::transactions::phases(cx.tx, &t.id)?;
         Ok(Phases { phases })
     }
 }

@@ -26,6 +26,7 @@ use crate::policy::{
     Requirement, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo, VoteInfo,
 };
 use crate::resource::Resource;
+use crate::store;
 use crate::workspace::Workspace;
 use crate::RepoPath;
 use schemars::JsonSchema;
@@ -78,19 +79,6 @@ pub(crate) struct Evidence {
     pub others: Vec<Claim>,
 }
 
-fn all<T>(
-    tx: &rusqlite::Transaction<'_>,
-    sql: &str,
-    id: &str,
-    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>, ToolError> {
-    let mut stmt = tx.prepare(sql)?;
-    let out = stmt
-        .query_map([id], row)?
-        .collect::<rusqlite::Result<Vec<T>>>()?;
-    Ok(out)
-}
-
 /// Read everything about `proposal_id`'s revision (default the latest).
 pub(crate) fn gather(
     cx: &Cx<'_>,
@@ -132,40 +120,14 @@ fn gather_then(
     let number = revision.unwrap_or(proposal.latest_revision);
     let revision = Revision::load(tx, &proposal.id, number)?;
     known(&revision);
-    let revisions = all(
-        tx,
-        &format!(
-            "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
-            Revision::COLUMNS
-        ),
-        &proposal.id,
-        Revision::from_row,
-    )?;
+    let revisions = crate::store::proposals::revisions(tx, &proposal.id)?;
     let bytes = revision_bytes(tx, &revision)?;
     let agents = all_agents(tx)?;
     let id = &proposal.id;
-    let votes = recorded(tx, "votes", Vote::COLUMNS, id, Vote::from_row)?;
-    let reviews = recorded(
-        tx,
-        "security_reviews",
-        SecurityReviewRecord::COLUMNS,
-        id,
-        SecurityReviewRecord::from_row,
-    )?;
-    let approvals = recorded(
-        tx,
-        "human_approvals",
-        Approval::COLUMNS,
-        id,
-        Approval::from_row,
-    )?;
-    let tests = recorded(
-        tx,
-        "test_results",
-        TestResult::COLUMNS,
-        id,
-        TestResult::from_row,
-    )?;
+    let votes = store::evidence::recorded_votes(tx, id)?;
+    let reviews = store::evidence::recorded_security_reviews(tx, id)?;
+    let approvals = store::evidence::recorded_approvals(tx, id)?;
+    let tests = store::evidence::recorded_test_results(tx, id)?;
     let (record, policy) = super::policies::effective(tx)?;
     let live = live_write_claims(tx, None, cx.now)?;
     let (claims, others) = live
@@ -190,34 +152,13 @@ fn gather_then(
 
 /// Every agent, by id.
 fn all_agents(tx: &rusqlite::Transaction<'_>) -> Result<Vec<Agent>, ToolError> {
-    let mut stmt = tx.prepare(&format!(
-        "SELECT {} FROM agents ORDER BY id",
-        Agent::COLUMNS
-    ))?;
-    let agents = stmt
-        .query_map([], Agent::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(agents)
+    Ok(crate::store::agents::all_agents(tx)?)
 }
 
 /// The rows of `table` (its `columns`) about `proposal_id`, in the order
 /// they were recorded. Only evidence its event records counts: a row
 /// inserted behind roundtable's back does not (and `events.verify`
 /// reports it).
-fn recorded<T>(
-    tx: &rusqlite::Transaction<'_>,
-    table: &str,
-    columns: &str,
-    proposal_id: &str,
-    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>, ToolError> {
-    let sql = format!(
-        "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
-        super::log::recorded_filter(table)
-    );
-    all(tx, &sql, proposal_id, row)
-}
-
 impl Evidence {
     /// Run `f` on the policy input for this revision, with the lines it
     /// adds (from [`added_lines`]).

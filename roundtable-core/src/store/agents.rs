@@ -1,0 +1,102 @@
+//! The `agents` and `tasks` tables: who may act, and what proposals
+//! belong to.
+
+use crate::actor::Actor;
+use crate::clock::Timestamp;
+use crate::model::{Agent, Task};
+use rusqlite::{params, Connection, OptionalExtension as _};
+
+/// The agent named `id`, if registered.
+pub(crate) fn agent(conn: &Connection, id: &str) -> rusqlite::Result<Option<Agent>> {
+    conn.query_row(
+        &format!("SELECT {} FROM agents WHERE id = ?1", Agent::COLUMNS),
+        [id],
+        Agent::from_row,
+    )
+    .optional()
+}
+
+/// Every agent, by id.
+pub(crate) fn all_agents(conn: &Connection) -> rusqlite::Result<Vec<Agent>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {} FROM agents ORDER BY id",
+        Agent::COLUMNS
+    ))?;
+    let agents = stmt
+        .query_map([], Agent::from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(agents)
+}
+
+/// The stored spelling of a role list (a JSON array).
+fn roles_json(roles: &[String]) -> String {
+    serde_json::to_string(roles).expect("strings serialize")
+}
+
+/// Register a new agent `id`, created and updated `now`.
+pub(crate) fn insert_agent(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    roles: &[String],
+    enabled: bool,
+    display_name: Option<&str>,
+    now: Timestamp,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO agents (id, roles, enabled, display_name, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+        params![id, roles_json(roles), enabled, display_name, now.0],
+    )?;
+    Ok(())
+}
+
+/// Change agent `id`'s roles, enabled flag and display name, updated `now`.
+pub(crate) fn update_agent(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    roles: &[String],
+    enabled: bool,
+    display_name: Option<&str>,
+    now: Timestamp,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE agents SET roles = ?2, enabled = ?3, display_name = ?4, updated_at = ?5 WHERE id = ?1",
+        params![id, roles_json(roles), enabled, display_name, now.0],
+    )?;
+    Ok(())
+}
+
+/// Whether a task named `id` exists.
+pub(crate) fn task_exists(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+        [id],
+        |r| r.get(0),
+    )
+}
+
+/// Create task `id`, by `created_by` at `now`.
+pub(crate) fn insert_task(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    title: &str,
+    summary_md: Option<&str>,
+    created_by: &Actor,
+    now: Timestamp,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO tasks (id, title, summary_md, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, title, summary_md, created_by.to_string(), now.0],
+    )?;
+    Ok(())
+}
+
+/// The task named `id`, if any.
+pub(crate) fn task(conn: &Connection, id: &str) -> rusqlite::Result<Option<Task>> {
+    conn.query_row(
+        "SELECT id, title, summary_md, created_by, created_at FROM tasks WHERE id = ?1",
+        [id],
+        Task::from_row,
+    )
+    .optional()
+}

@@ -1,0 +1,219 @@
+//! The `events` table: the hash-chained audit log (appended by
+//! [`append_event`](super::append_event)), read back in order, and the
+//! evidence tables' cross-check against it.
+
+use super::EventFields;
+use crate::model::Event;
+use rusqlite::{params, Connection};
+
+/// A table of evidence and the event that must record each of its rows
+/// `r` with the row's own content (an `e` of `r`'s proposal).
+pub(crate) struct Recorded {
+    /// The table.
+    pub table: &'static str,
+    /// What a row is called in a report.
+    pub what: &'static str,
+    /// The event kind whose subject is the row's id, for the tables the
+    /// policy reads (`None`: the row is recorded otherwise).
+    pub kind: Option<&'static str>,
+    /// SQL over `r` and `e`: true when `e` records `r`.
+    pub matches: &'static str,
+}
+
+/// Every evidence table, with how its event is matched.
+pub(crate) const RECORDED: &[Recorded] = &[
+    Recorded {
+        table: "votes",
+        what: "vote",
+        kind: Some("vote.cast"),
+        matches: "e.kind = 'vote.cast' AND e.subject = r.id AND e.actor_kind = 'agent' AND e.actor_id = r.agent_id
+                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.vote') = r.vote",
+    },
+    Recorded {
+        table: "decisions",
+        what: "decision",
+        kind: None,
+        matches: "((e.kind = 'decision.recorded' AND e.subject = r.id AND json_extract(e.data, '$.decision') = r.decision)
+                   OR (e.kind = 'proposal.rejected' AND e.subject = r.proposal_id AND r.decision = 'reject'
+                       AND json_extract(e.data, '$.decision_id') = r.id))
+                  AND json_extract(e.data, '$.revision') = r.revision AND e.actor_kind || ':' || e.actor_id = r.decided_by",
+    },
+    Recorded {
+        table: "security_reviews",
+        what: "security_review",
+        kind: Some("security.reviewed"),
+        matches: "e.kind = 'security.reviewed' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.reviewer
+                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.verdict') = r.verdict",
+    },
+    Recorded {
+        table: "human_approval_requests",
+        what: "human_approval_request",
+        kind: Some("human.approval_requested"),
+        matches: "e.kind = 'human.approval_requested' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.requested_by
+                  AND json_extract(e.data, '$.revision') = r.revision",
+    },
+    Recorded {
+        table: "human_approvals",
+        what: "human_approval",
+        kind: Some("human.approved"),
+        matches: "e.kind = 'human.approved' AND e.subject = r.id AND e.actor_kind = 'human' AND e.actor_id = r.human_id
+                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.request_id') IS r.request_id",
+    },
+    Recorded {
+        table: "test_results",
+        what: "test_result",
+        kind: Some("test.recorded"),
+        matches: "e.kind = 'test.recorded' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.recorded_by
+                  AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.name') = r.name
+                  AND json_extract(e.data, '$.status') = r.status",
+    },
+    Recorded {
+        table: "transactions",
+        what: "transaction",
+        kind: None,
+        matches: "e.kind = 'transaction.started' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.actor
+                  AND json_extract(e.data, '$.revision') = r.revision",
+    },
+];
+
+/// The SQL condition that keeps only the rows of `table` (of the proposal
+/// bound as `?1`) that an event of their kind names (`1` for a table
+/// without one subject kind): the policy counts no evidence inserted
+/// behind roundtable's back. The subquery is uncorrelated, so SQLite
+/// reads the proposal's events once.
+pub(crate) fn recorded_filter(table: &str) -> String {
+    match RECORDED
+        .iter()
+        .find(|t| t.table == table)
+        .and_then(|t| t.kind)
+    {
+        Some(kind) => {
+            format!("id IN (SELECT subject FROM events WHERE proposal_id = ?1 AND kind = '{kind}')")
+        }
+        None => "1".to_owned(),
+    }
+}
+
+/// A page of events after `seq` `since` (only `proposal_id`'s when
+/// given), in `seq` order, at most `limit`.
+pub(crate) fn list(
+    conn: &Connection,
+    since: i64,
+    proposal_id: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<Event>> {
+    // Two spellings, not `(?2 IS NULL OR proposal_id = ?2)`: SQLite
+    // cannot use `events_by_proposal` for the OR, and would scan every
+    // later event to fill one proposal's page.
+    let filter = if proposal_id.is_some() {
+        "proposal_id = ?2"
+    } else {
+        "?2 IS NULL"
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {} FROM events WHERE seq > ?1 AND {filter} ORDER BY seq LIMIT ?3",
+        Event::COLUMNS
+    ))?;
+    let events = stmt
+        .query_map(params![since, proposal_id, limit], Event::from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(events)
+}
+
+/// The chain head a transaction's `journaled` phase recorded.
+pub(crate) struct JournaledHead {
+    /// The transaction.
+    pub transaction_id: String,
+    /// The head's seq (`None` when malformed).
+    pub seq: Option<i64>,
+    /// The head's digest (`None` when malformed).
+    pub digest: Option<String>,
+}
+
+/// Every chain head a `journaled` phase recorded, in phase order.
+pub(crate) fn journaled_heads(conn: &Connection) -> rusqlite::Result<Vec<JournaledHead>> {
+    let mut stmt = conn.prepare(
+        "SELECT transaction_id, json_extract(detail, '$.chain_head.seq'), json_extract(detail, '$.chain_head.digest')
+         FROM transaction_phases WHERE phase = 'journaled' AND json_extract(detail, '$.chain_head') IS NOT NULL
+         ORDER BY seq",
+    )?;
+    let heads = stmt
+        .query_map([], |r| {
+            Ok(JournaledHead {
+                transaction_id: r.get(0)?,
+                seq: r.get(1)?,
+                digest: r.get(2)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(heads)
+}
+
+/// Stream the log in `seq` order to `f`, with each event's hashed fields
+/// as stored and its stored digest, until `f` returns `false`.
+pub(crate) fn for_each(
+    conn: &Connection,
+    mut f: impl FnMut(&EventFields<'_>, &str) -> bool,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare(
+        "SELECT seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest
+         FROM events ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let (kind, actor_kind, actor_id, subject, data): (String, String, String, String, String) =
+            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(6)?);
+        let proposal_id: Option<String> = r.get(5)?;
+        let prev: String = r.get(8)?;
+        let digest: String = r.get(9)?;
+        let fields = EventFields {
+            seq: r.get(0)?,
+            kind: &kind,
+            actor_kind: &actor_kind,
+            actor_id: &actor_id,
+            subject: &subject,
+            proposal_id: proposal_id.as_deref(),
+            data: &data,
+            at: r.get(7)?,
+            prev_digest: &prev,
+        };
+        if !f(&fields, &digest) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// How many rows the evidence table `t` holds.
+pub(crate) fn row_count(conn: &Connection, t: &Recorded) -> rusqlite::Result<u64> {
+    Ok(conn
+        .query_row(&format!("SELECT count(*) FROM {}", t.table), [], |r| {
+            r.get::<_, i64>(0)
+        })?
+        .unsigned_abs())
+}
+
+/// The rows of `t` no event records, by `seq`: how many, and the first
+/// `max` as `(id, proposal_id)`.
+pub(crate) fn unrecorded(
+    conn: &Connection,
+    t: &Recorded,
+    max: usize,
+) -> rusqlite::Result<(u64, Vec<(String, String)>)> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT r.id, r.proposal_id FROM {} r
+         WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.proposal_id = r.proposal_id AND ({}))
+         ORDER BY r.seq",
+        t.table, t.matches
+    ))?;
+    let mut rows = stmt.query([])?;
+    let mut count = 0u64;
+    let mut first = Vec::new();
+    while let Some(r) = rows.next()? {
+        count += 1;
+        if first.len() < max {
+            first.push((r.get(0)?, r.get(1)?));
+        }
+    }
+    Ok((count, first))
+}

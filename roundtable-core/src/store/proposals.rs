@@ -1,0 +1,253 @@
+//! The `proposals` and `revisions` tables. A revision is never changed
+//! once inserted; a proposal's status and latest revision move.
+
+use super::enum_to_sql;
+use crate::actor::Actor;
+use crate::clock::Timestamp;
+use crate::model::{FileSummary, Proposal, ProposalStatus, Revision, RevisionEntry, Risk};
+use crate::Digest;
+use rusqlite::{params, Connection, OptionalExtension as _};
+
+/// The proposal named `id`, if any.
+pub(crate) fn proposal(conn: &Connection, id: &str) -> rusqlite::Result<Option<Proposal>> {
+    conn.query_row(
+        &format!("SELECT {} FROM proposals WHERE id = ?1", Proposal::COLUMNS),
+        [id],
+        Proposal::from_row,
+    )
+    .optional()
+}
+
+/// A proposal to insert: `pending`, at revision 1.
+pub(crate) struct NewProposal<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Its task.
+    pub task_id: &'a str,
+    /// The authoring agent.
+    pub author: &'a str,
+    /// Its title.
+    pub title: &'a str,
+    /// What it does.
+    pub summary_md: &'a str,
+    /// Its risk.
+    pub risk: Risk,
+    /// When it is created (and updated).
+    pub now: Timestamp,
+}
+
+/// Insert a new proposal (its first revision is inserted apart).
+pub(crate) fn insert_proposal(
+    tx: &rusqlite::Transaction<'_>,
+    p: &NewProposal<'_>,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, ?7, ?7)",
+        params![
+            p.id,
+            p.task_id,
+            p.author,
+            p.title,
+            p.summary_md,
+            enum_to_sql(&p.risk),
+            p.now.0
+        ],
+    )?;
+    Ok(())
+}
+
+/// Make `number` proposal `id`'s latest revision, updated `now`.
+pub(crate) fn set_latest_revision(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    number: u32,
+    now: Timestamp,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE proposals SET latest_revision = ?2, updated_at = ?3 WHERE id = ?1",
+        params![id, number, now.0],
+    )?;
+    Ok(())
+}
+
+/// Move proposal `id` from status `from` to `to`, updated `now`; the
+/// number of rows changed (0 when it was no longer `from`).
+pub(crate) fn set_status(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    from: ProposalStatus,
+    to: ProposalStatus,
+    now: Timestamp,
+) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE proposals SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
+        params![id, to.as_str(), now.0, from.as_str()],
+    )
+}
+
+/// Mark proposal `id` applied at `now` if it is still open (`pending` or
+/// `in_review`); the number of rows changed.
+pub(crate) fn mark_applied(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    now: Timestamp,
+) -> rusqlite::Result<usize> {
+    tx.execute(
+        "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review')",
+        params![id, now.0],
+    )
+}
+
+/// Which proposals a page lists.
+pub(crate) struct ProposalFilter<'a> {
+    /// Only proposals after this `seq`.
+    pub after: i64,
+    /// Only this task's.
+    pub task_id: Option<&'a str>,
+    /// Only those in this status.
+    pub status: Option<ProposalStatus>,
+    /// Only this agent's.
+    pub author: Option<&'a str>,
+    /// At most this many rows.
+    pub limit: u64,
+}
+
+/// A page of proposals, oldest first.
+pub(crate) fn list_proposals(
+    conn: &Connection,
+    filter: &ProposalFilter<'_>,
+) -> rusqlite::Result<Vec<Proposal>> {
+    let mut sql = format!("SELECT {} FROM proposals WHERE seq > ?1", Proposal::COLUMNS);
+    let mut values: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(filter.after)];
+    let filters: [(&str, Option<String>); 3] = [
+        ("task_id", filter.task_id.map(str::to_owned)),
+        ("status", filter.status.map(|s| s.as_str().to_owned())),
+        ("author", filter.author.map(str::to_owned)),
+    ];
+    for (column, value) in filters {
+        if let Some(v) = value {
+            values.push(Box::new(v));
+            sql.push_str(&format!(" AND {column} = ?{}", values.len()));
+        }
+    }
+    sql.push_str(&format!(" ORDER BY seq LIMIT {}", filter.limit));
+    let mut stmt = conn.prepare(&sql)?;
+    let proposals = stmt
+        .query_map(
+            rusqlite::params_from_iter(values.iter()),
+            Proposal::from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(proposals)
+}
+
+/// Revision `number` of proposal `proposal_id`, if any.
+pub(crate) fn revision(
+    conn: &Connection,
+    proposal_id: &str,
+    number: u32,
+) -> rusqlite::Result<Option<Revision>> {
+    conn.query_row(
+        &format!(
+            "SELECT {} FROM revisions WHERE proposal_id = ?1 AND number = ?2",
+            Revision::COLUMNS
+        ),
+        params![proposal_id, number],
+        Revision::from_row,
+    )
+    .optional()
+}
+
+/// Every revision of `proposal_id`, by number.
+pub(crate) fn revisions(conn: &Connection, proposal_id: &str) -> rusqlite::Result<Vec<Revision>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
+        Revision::COLUMNS
+    ))?;
+    let out = stmt
+        .query_map([proposal_id], Revision::from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(out)
+}
+
+/// The revision history of `proposal_id`, by number.
+pub(crate) fn revision_entries(
+    conn: &Connection,
+    proposal_id: &str,
+) -> rusqlite::Result<Vec<RevisionEntry>> {
+    let mut stmt = conn.prepare(
+        "SELECT number, format, digest, changeset_digest, created_at FROM revisions
+         WHERE proposal_id = ?1 ORDER BY number",
+    )?;
+    let out = stmt
+        .query_map([proposal_id], |r| {
+            Ok(RevisionEntry {
+                number: r.get(0)?,
+                format: r.get(1)?,
+                digest: r.get(2)?,
+                changeset_digest: r.get(3)?,
+                created_at: Timestamp(r.get(4)?),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(out)
+}
+
+/// A revision to insert (its bytes and diff are stored blobs already).
+pub(crate) struct NewRevision<'a> {
+    /// Its proposal.
+    pub proposal_id: &'a str,
+    /// Its number.
+    pub number: u32,
+    /// `patch` or `edit_plan`.
+    pub format: &'a str,
+    /// The blob of its bytes.
+    pub digest: &'a Digest,
+    /// Its per-path summary.
+    pub changeset: &'a [FileSummary],
+    /// The changeset's digest.
+    pub changeset_digest: &'a str,
+    /// The canonical resources it declares.
+    pub affected_resources: &'a [String],
+    /// The workspace state it was made against.
+    pub base_state: &'a str,
+    /// The git head then, if any.
+    pub base_git_head: Option<&'a str>,
+    /// Its note.
+    pub note_md: Option<&'a str>,
+    /// Who made it.
+    pub created_by: &'a Actor,
+    /// When.
+    pub created_at: Timestamp,
+    /// The blob of its unified diff.
+    pub diff_digest: &'a Digest,
+}
+
+/// Insert a revision.
+pub(crate) fn insert_revision(
+    tx: &rusqlite::Transaction<'_>,
+    r: &NewRevision<'_>,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO revisions (proposal_id, number, format, digest, changeset, changeset_digest,
+             affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        params![
+            r.proposal_id,
+            r.number,
+            r.format,
+            r.digest.to_string(),
+            serde_json::to_string(r.changeset).expect("summaries serialize"),
+            r.changeset_digest,
+            serde_json::to_string(r.affected_resources).expect("strings serialize"),
+            r.base_state,
+            r.base_git_head,
+            r.note_md,
+            r.created_by.to_string(),
+            r.created_at.0,
+            r.diff_digest.to_string()
+        ],
+    )?;
+    Ok(())
+}

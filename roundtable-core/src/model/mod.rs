@@ -167,13 +167,36 @@ pub struct FileState {
     pub size: Option<u64>,
 }
 
+/// What a revision was submitted as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RevisionFormat {
+    /// A unified or git diff.
+    Patch,
+    /// An Opcore edit plan.
+    EditPlan,
+}
+
+impl RevisionFormat {
+    /// The stable spelling, which is also the request field that carries
+    /// it (`patch`, `edit_plan`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevisionFormat::Patch => "patch",
+            RevisionFormat::EditPlan => "edit_plan",
+        }
+    }
+}
+
+string_schema!(RevisionFormat);
+
 /// One line of a proposal's revision history.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RevisionEntry {
     /// The revision's number.
     pub number: u32,
     /// `patch` or `edit_plan`.
-    pub format: String,
+    pub format: RevisionFormat,
     /// Its content digest.
     pub digest: String,
     /// Its changeset digest.
@@ -188,7 +211,7 @@ pub struct Revision {
     /// 1 for the first revision, then 2, 3…
     pub number: u32,
     /// `patch` or `edit_plan`.
-    pub format: String,
+    pub format: RevisionFormat,
     /// `blob:sha256:` of the patch or edit-plan bytes.
     pub digest: String,
     /// What it changes, per path, sorted by path.

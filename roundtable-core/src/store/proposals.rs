@@ -184,7 +184,7 @@ pub(crate) fn revision_entries(
         .query_map([proposal_id], |r| {
             Ok(RevisionEntry {
                 number: r.get(0)?,
-                format: r.get(1)?,
+                format: super::enum_from_sql(&r.get::<_, String>(1)?)?,
                 digest: r.get(2)?,
                 changeset_digest: r.get(3)?,
                 created_at: Timestamp(r.get(4)?),

@@ -64,7 +64,7 @@ impl Revision {
     pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Revision> {
         Ok(Revision {
             number: r.get(0)?,
-            format: r.get(1)?,
+            format: enum_from_sql(&r.get::<_, String>(1)?)?,
             digest: r.get(2)?,
             changeset: json_from_sql(&r.get::<_, String>(3)?)?,
             changeset_digest: r.get(4)?,

@@ -22,6 +22,7 @@ use crate::actor::{Actor, ActorKind};
 use crate::changeset::{Changeset, Operation};
 use crate::engine::Engine;
 use crate::id::Id;
+use crate::model::RevisionFormat;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -32,7 +33,7 @@ const MAX_RESOURCES: usize = 1000;
 
 /// A revision computed against the current files, before it is stored.
 pub(crate) struct PreparedRevision {
-    format: &'static str,
+    format: RevisionFormat,
     bytes: Vec<u8>,
     /// An edit plan rendered as a unified diff (a patch is its own diff).
     rendered: Option<Vec<u8>>,
@@ -106,23 +107,19 @@ fn prepare_revision(
             if bytes.len() > limit {
                 return Err(too_big("patch", bytes.len()));
             }
-            let changeset = revision_changeset(engine, "patch", &bytes)?;
-            ("patch", bytes, changeset)
+            let changeset = revision_changeset(engine, RevisionFormat::Patch, &bytes)?;
+            (RevisionFormat::Patch, bytes, changeset)
         }
         (None, Some(plan)) => {
             let bytes = serde_json::to_vec(&plan.0).expect("a JSON object serializes");
             if bytes.len() > limit {
                 return Err(too_big("edit_plan", bytes.len()));
             }
-            let changeset = revision_changeset(engine, "edit_plan", &bytes)?;
-            ("edit_plan", bytes, changeset)
+            let changeset = revision_changeset(engine, RevisionFormat::EditPlan, &bytes)?;
+            (RevisionFormat::EditPlan, bytes, changeset)
         }
     };
-    let field = if format == "patch" {
-        "patch"
-    } else {
-        "edit_plan"
-    };
+    let field = format.as_str();
     if changeset.is_empty() {
         return Err(ToolError::invalid_argument(field, "changes nothing"));
     }
@@ -136,7 +133,7 @@ fn prepare_revision(
             ),
         ));
     }
-    let rendered = if format == "edit_plan" {
+    let rendered = if format == RevisionFormat::EditPlan {
         Some(changeset.render_diff(engine.workspace())?)
     } else {
         None
@@ -197,7 +194,7 @@ fn insert_revision(
         &store::proposals::NewRevision {
             proposal_id,
             number,
-            format: prep.format,
+            format: prep.format.as_str(),
             digest: &digest,
             changeset: &prep.changeset,
             changeset_digest: &prep.changeset_digest,
@@ -447,7 +444,7 @@ pub(crate) fn revision_bytes(
 /// The changeset a revision's stored bytes make against the current files.
 pub(crate) fn revision_changeset(
     engine: &Engine,
-    format: &str,
+    format: RevisionFormat,
     bytes: &[u8],
 ) -> Result<Changeset, ToolError> {
     changeset_against(
@@ -461,11 +458,11 @@ pub(crate) fn revision_changeset(
 /// The changeset a revision's bytes make against `tree`.
 pub(crate) fn changeset_against<T: crate::diff::Tree + ?Sized>(
     tree: &T,
-    format: &str,
+    format: RevisionFormat,
     bytes: &[u8],
     options: &crate::diff::ParseOptions,
 ) -> Result<Changeset, ToolError> {
-    if format == "edit_plan" {
+    if format == RevisionFormat::EditPlan {
         let plan = crate::edit::parse_plan(bytes)?;
         Ok(crate::edit::plan_changeset(&plan, tree)?)
     } else {
@@ -481,7 +478,7 @@ fn revision_content(
     revision: &Revision,
 ) -> Result<serde_json::Value, ToolError> {
     let bytes = revision_bytes(tx, revision)?;
-    if revision.format == "edit_plan" {
+    if revision.format == RevisionFormat::EditPlan {
         serde_json::from_slice(&bytes).map_err(|e| corrupt(revision, e.to_string()))
     } else {
         String::from_utf8(bytes)

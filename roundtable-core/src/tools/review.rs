@@ -494,7 +494,7 @@ impl Tool for ProposalSymbols {
         let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
         let changeset = changeset_against(
             &tree,
-            &revision.format,
+            revision.format,
             &bytes,
             &cx.engine.options().parse_options(),
         )?;

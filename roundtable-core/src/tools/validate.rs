@@ -41,7 +41,7 @@ use std::collections::HashMap;
 type Parsed<'e> = Option<Result<Patch<'e>, crate::diff::ParseError>>;
 
 fn parse_revision<'e>(engine: &Engine, ev: &'e Evidence) -> Parsed<'e> {
-    (ev.revision.format == "patch")
+    (ev.revision.format == crate::model::RevisionFormat::Patch)
         .then(|| crate::diff::parse(&ev.bytes, &engine.options().parse_options()))
 }
 
@@ -53,7 +53,7 @@ fn dry_run(ws: &Workspace, ev: &Evidence, parsed: &Parsed<'_>) -> Result<Changes
         Some(Err(e)) => Err(ToolError::from(e.clone())),
         None => changeset_against(
             ws,
-            &ev.revision.format,
+            ev.revision.format,
             &ev.bytes,
             &crate::diff::ParseOptions::default(),
         ),
@@ -675,7 +675,7 @@ fn dry_run_stage<'c>(
 /// Whether the added lines need the touched files' old content: an edit
 /// plan's do, and a patch's when it carries a `GIT binary patch`.
 fn needs_before(ev: &Evidence, patch: Option<&Patch<'_>>) -> bool {
-    ev.revision.format != "patch" || has_binary(patch)
+    ev.revision.format != crate::model::RevisionFormat::Patch || has_binary(patch)
 }
 
 /// A failure reason carrying an error's message, code and details.

@@ -428,8 +428,8 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolErr
         "{}: {} {} → {}; phases {}",
         file.path,
         file.operation,
-        file.before_digest.as_deref().unwrap_or("absent"),
-        file.after_digest.as_deref().unwrap_or("absent"),
+        spell(file.before_digest.as_ref()),
+        spell(file.after_digest.as_ref()),
         names.join(" → ")
     );
     step(
@@ -487,4 +487,9 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolErr
         git,
         steps,
     })
+}
+
+/// A journaled digest, or `absent`.
+fn spell(digest: Option<&roundtable::Digest>) -> String {
+    digest.map_or_else(|| "absent".to_owned(), ToString::to_string)
 }

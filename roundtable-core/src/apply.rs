@@ -173,7 +173,7 @@ pub use crate::model::{
 use crate::model::{PhaseName, PhaseStatus};
 
 /// A journaled state: digest, executable, symbolic link.
-type State = (String, bool, bool);
+type State = (Digest, bool, bool);
 
 /// The lock file under `.roundtable/`.
 pub const LOCK_FILE: &str = "apply.lock";
@@ -271,7 +271,7 @@ impl ApplyLock {
 
 impl JournalFile {
     fn before(&self) -> Option<State> {
-        self.before_digest.clone().map(|d| {
+        self.before_digest.map(|d| {
             (
                 d,
                 self.before_executable.unwrap_or(false),
@@ -281,7 +281,7 @@ impl JournalFile {
     }
 
     fn after(&self) -> Option<State> {
-        self.after_digest.clone().map(|d| {
+        self.after_digest.map(|d| {
             (
                 d,
                 self.after_executable.unwrap_or(false),
@@ -376,7 +376,7 @@ fn spell(state: &Option<State>) -> String {
         None => "absent".into(),
         Some((d, _, true)) => format!("{d} symlink"),
         Some((d, true, false)) => format!("{d} +x"),
-        Some((d, false, false)) => d.clone(),
+        Some((d, false, false)) => d.to_string(),
     }
 }
 
@@ -396,7 +396,7 @@ pub(crate) fn compare(
         // overwritten. A link at the path is compared by its target.
         let (state, actual) = match ws.meta(&path) {
             Ok(meta) => {
-                let now = meta.map(|m| (m.digest.to_string(), m.executable, m.symlink));
+                let now = meta.map(|m| (m.digest, m.executable, m.symlink));
                 let state = if now == after {
                     PathState::AtAfter
                 } else if now == before {
@@ -444,9 +444,6 @@ pub(crate) fn restore_changeset(
                 Some(d) => Some(crate::store::verified_blob(tx, d)?.map_err(|fault| {
                     use crate::store::BlobFault;
                     match fault {
-                        BlobFault::BadDigest(e) => {
-                            TransactionError::journal(e.to_string(), json!({"digest": d}))
-                        }
                         BlobFault::Missing => TransactionError::journal(
                             format!("the before snapshot of {} ({d}) is missing", f.path),
                             json!({"path": f.path, "digest": d}),
@@ -473,9 +470,7 @@ pub(crate) fn restore_changeset(
         let before = match &f.after_digest {
             None => None,
             Some(d) => Some(FileMeta {
-                digest: d.parse().map_err(|e: crate::DigestError| {
-                    TransactionError::journal(e.to_string(), json!({}))
-                })?,
+                digest: *d,
                 executable: f.after_executable.unwrap_or(false),
                 symlink: f.after_symlink.unwrap_or(false),
             }),
@@ -515,7 +510,9 @@ fn set_digest(states: impl Iterator<Item = (String, Option<State>)>) -> String {
                     (false, true) => 2u8,
                     (false, false) => 1u8,
                 }]);
-                h.update(d.as_bytes());
+                // The digest's spelling, as it was hashed when digests
+                // were strings: recorded set digests stay comparable.
+                h.update(d.to_string().as_bytes());
             }
         }
     }
@@ -710,14 +707,13 @@ where
     let before_digest = set_digest(files.iter().map(|f| {
         (
             f.path.to_string(),
-            f.before
-                .map(|m| (m.digest.to_string(), m.executable, m.symlink)),
+            f.before.map(|m| (m.digest, m.executable, m.symlink)),
         )
     }));
     let after_digest = set_digest(files.iter().zip(afters).map(|(f, after)| {
         (
             f.path.to_string(),
-            after.map(|m| (m.digest.to_string(), m.executable, m.symlink)),
+            after.map(|m| (m.digest, m.executable, m.symlink)),
         )
     }));
     let id = plan.id.as_str();

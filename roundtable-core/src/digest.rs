@@ -64,6 +64,8 @@ impl Serialize for Digest {
     }
 }
 
+string_schema!(Digest);
+
 impl<'de> Deserialize<'de> for Digest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

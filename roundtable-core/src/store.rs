@@ -546,27 +546,21 @@ pub(crate) fn put_blob_digested(
 /// What is wrong with a blob a record names.
 #[derive(Debug)]
 pub(crate) enum BlobFault {
-    /// The record's digest is not a digest.
-    BadDigest(crate::DigestError),
     /// No blob has that digest.
     Missing,
     /// The stored bytes hash to something else.
     Mismatch,
 }
 
-/// The bytes a record names by the digest spelled `digest`, read and
-/// checked against it: the one way anything reads back a stored blob.
+/// The bytes a record names by `digest`, read and checked against it: the
+/// one way anything reads back a stored blob.
 pub(crate) fn verified_blob(
     conn: &Connection,
-    digest: &str,
+    digest: &Digest,
 ) -> rusqlite::Result<Result<Vec<u8>, BlobFault>> {
-    let wanted: Digest = match digest.parse() {
-        Ok(d) => d,
-        Err(e) => return Ok(Err(BlobFault::BadDigest(e))),
-    };
-    Ok(match get_blob(conn, &wanted)? {
+    Ok(match get_blob(conn, digest)? {
         None => Err(BlobFault::Missing),
-        Some((bytes, read)) if read == wanted => Ok(bytes),
+        Some((bytes, read)) if read == *digest => Ok(bytes),
         Some(_) => Err(BlobFault::Mismatch),
     })
 }

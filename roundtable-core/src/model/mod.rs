@@ -9,6 +9,7 @@
 
 use crate::actor::Actor;
 use crate::clock::Timestamp;
+use crate::Digest;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -156,7 +157,7 @@ pub struct FileSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FileState {
     /// `blob:sha256:<hex>`.
-    pub digest: String,
+    pub digest: Digest,
     /// Whether the executable bit is set.
     pub executable: bool,
     /// Whether it is a symbolic link (the digest and size are its
@@ -198,7 +199,7 @@ pub struct RevisionEntry {
     /// `patch` or `edit_plan`.
     pub format: RevisionFormat,
     /// Its content digest.
-    pub digest: String,
+    pub digest: Digest,
     /// Its changeset digest.
     pub changeset_digest: String,
     /// When it was made.
@@ -213,7 +214,7 @@ pub struct Revision {
     /// `patch` or `edit_plan`.
     pub format: RevisionFormat,
     /// `blob:sha256:` of the patch or edit-plan bytes.
-    pub digest: String,
+    pub digest: Digest,
     /// What it changes, per path, sorted by path.
     pub changeset: Vec<FileSummary>,
     /// `sha256:` of the canonical changeset: equal for two revisions that
@@ -233,7 +234,7 @@ pub struct Revision {
     pub created_at: Timestamp,
     /// `blob:sha256:` of the revision as a unified diff: the patch itself,
     /// or the edit plan rendered against the files it was made on.
-    pub diff_digest: Option<String>,
+    pub diff_digest: Option<Digest>,
 }
 
 /// A reviewer's vote.

@@ -70,11 +70,11 @@ pub struct JournalFile {
     /// `create`, `modify`, `delete`, `rename`, `renamed_away`, `copy`.
     pub operation: super::OperationKind,
     /// `blob:sha256:` before (`null`: absent).
-    pub before_digest: Option<String>,
+    pub before_digest: Option<crate::Digest>,
     /// Executable before.
     pub before_executable: Option<bool>,
     /// `blob:sha256:` after (`null`: absent).
-    pub after_digest: Option<String>,
+    pub after_digest: Option<crate::Digest>,
     /// Executable after.
     pub after_executable: Option<bool>,
     /// A symbolic link before (its digest is its target's); written only

@@ -361,12 +361,12 @@ type Change<'a> = (
     &'a str,
     &'a str,
     Option<&'a str>,
-    Option<(&'a str, bool)>,
-    Option<(&'a str, bool)>,
+    Option<(crate::Digest, bool)>,
+    Option<(crate::Digest, bool)>,
 );
 
-fn state(s: &Option<FileState>) -> Option<(&str, bool)> {
-    s.as_ref().map(|s| (s.digest.as_str(), s.executable))
+fn state(s: &Option<FileState>) -> Option<(crate::Digest, bool)> {
+    s.as_ref().map(|s| (s.digest, s.executable))
 }
 
 /// Every path a changeset touches, both sides of renames and copies.

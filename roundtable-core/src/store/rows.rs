@@ -210,3 +210,18 @@ fn enum_from_sql_kind(s: &str) -> rusqlite::Result<TransactionKind> {
         )),
     }
 }
+
+/// A digest column: its `blob:sha256:` spelling.
+impl rusqlite::types::FromSql for crate::Digest {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let text = value.as_str()?;
+        text.parse()
+            .map_err(|e: crate::DigestError| rusqlite::types::FromSqlError::Other(Box::new(e)))
+    }
+}
+
+impl rusqlite::types::ToSql for crate::Digest {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(rusqlite::types::ToSqlOutput::from(self.to_string()))
+    }
+}

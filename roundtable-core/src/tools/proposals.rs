@@ -62,13 +62,13 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
                 operation,
                 other_path: other.map(ToString::to_string),
                 before: f.before.map(|m| FileState {
-                    digest: m.digest.to_string(),
+                    digest: m.digest,
                     executable: m.executable,
                     symlink: m.symlink,
                     size: None,
                 }),
                 after: f.after.as_ref().zip(*after).map(|(c, m)| FileState {
-                    digest: m.digest.to_string(),
+                    digest: m.digest,
                     executable: m.executable,
                     symlink: m.symlink,
                     size: Some(c.data.len() as u64),
@@ -435,7 +435,6 @@ pub(crate) fn revision_bytes(
 ) -> Result<Vec<u8>, ToolError> {
     use crate::store::BlobFault;
     crate::store::verified_blob(tx, &revision.digest)?.map_err(|fault| match fault {
-        BlobFault::BadDigest(e) => corrupt(revision, e.to_string()),
         BlobFault::Missing => corrupt(revision, "is missing".into()),
         BlobFault::Mismatch => corrupt(revision, "does not match its digest".into()),
     })

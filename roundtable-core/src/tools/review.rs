@@ -22,11 +22,10 @@ use std::collections::BTreeMap;
 /// The revision's unified diff: the patch itself, or the rendered edit plan.
 fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
     use crate::store::BlobFault;
-    let digest = revision.diff_digest.as_deref().unwrap_or(&revision.digest);
+    let digest = revision.diff_digest.as_ref().unwrap_or(&revision.digest);
     let n = revision.number;
     crate::store::verified_blob(tx, digest)?.map_err(|fault| {
         let message = match fault {
-            BlobFault::BadDigest(e) => e.to_string(),
             BlobFault::Missing => format!("the diff of revision {n} ({digest}) is missing"),
             BlobFault::Mismatch => format!("the diff of revision {n} does not match its digest"),
         };
@@ -296,13 +295,6 @@ fn before_tree(
         let Some(before) = &f.before else { continue };
         let data = match crate::store::verified_blob(tx, &before.digest)? {
             Ok(bytes) => bytes,
-            Err(crate::store::BlobFault::BadDigest(e)) => {
-                return Err(ToolError::new(
-                    ErrorCode::Database,
-                    e.to_string(),
-                    json!({}),
-                ))
-            }
             // Missing, or not what its digest says: the file itself may
             // still have that content.
             _ => {
@@ -310,7 +302,7 @@ fn before_tree(
                     ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
                 })?;
                 match engine.workspace().read(&path)? {
-                    Some(file) if Digest::of(&file.data).to_string() == before.digest => file.data,
+                    Some(file) if Digest::of(&file.data) == before.digest => file.data,
                     _ => {
                         return Err(ToolError::new(
                             ErrorCode::PreconditionFailed,

@@ -608,8 +608,8 @@ fn precondition_failure(
     let expected = f
         .before
         .as_ref()
-        .map(|b| (b.digest.clone(), b.executable, b.symlink));
-    let actual = actual.map(|m| (m.digest.to_string(), m.executable, m.symlink));
+        .map(|b| (b.digest, b.executable, b.symlink));
+    let actual = actual.map(|m| (m.digest, m.executable, m.symlink));
     (expected != actual).then(|| {
         let (expected, actual) = (show_state(&expected), show_state(&actual));
         fail(
@@ -621,7 +621,7 @@ fn precondition_failure(
 
 /// A file's state for a precondition message: its digest, ` +x` when
 /// executable, ` symlink` for a link; `absent` for no file.
-fn show_state(state: &Option<(String, bool, bool)>) -> String {
+fn show_state(state: &Option<(crate::Digest, bool, bool)>) -> String {
     match state {
         None => "absent".to_owned(),
         Some((d, x, l)) => format!(

@@ -166,6 +166,8 @@ impl Serialize for StateHash {
     }
 }
 
+string_schema!(StateHash);
+
 impl<'de> Deserialize<'de> for StateHash {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

@@ -223,7 +223,7 @@ pub struct Revision {
     /// The resources the author declared, in canonical spelling.
     pub affected_resources: Vec<String>,
     /// The workspace state hash when the revision was made.
-    pub base_state: String,
+    pub base_state: crate::state::StateHash,
     /// The git `HEAD` then, if any.
     pub base_git_head: Option<String>,
     /// The author's note on what changed in this revision.

@@ -69,7 +69,13 @@ impl Revision {
             changeset: json_from_sql(&r.get::<_, String>(3)?)?,
             changeset_digest: r.get(4)?,
             affected_resources: json_from_sql(&r.get::<_, String>(5)?)?,
-            base_state: r.get(6)?,
+            base_state: r.get::<_, String>(6)?.parse().map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    6,
+                    rusqlite::types::Type::Text,
+                    Box::new(e),
+                )
+            })?,
             base_git_head: r.get(7)?,
             note_md: r.get(8)?,
             created_by: actor_from_sql(&r.get::<_, String>(9)?)?,

@@ -84,7 +84,10 @@ pub use crate::tools::review::{
     CompareRevisions, DiffPage, Files, GetProposalStatus, Interdiff, ProposalDiff, ProposalFiles,
     ProposalSymbols, StatusReport, Symbols,
 };
-pub use crate::tools::setup::{AgentRegistered, CreateTask, RegisterAgent, TaskCreated};
+pub use crate::tools::setup::{
+    AgentDetail, AgentPage, AgentRegistered, CreateTask, GetAgent, GetTask, ListAgents, ListTasks,
+    RegisterAgent, TaskCreated, TaskDetail, TaskPage,
+};
 pub use crate::tools::transactions::{
     Applied, ApplyRevision, CheckRecovery, GetTransaction, ListPhases, ListTransactions, Phases,
     RecoveryAdvice, Rollback, RolledBack, TransactionDetail, TransactionPage,
@@ -290,7 +293,9 @@ paged!(
     ListVotes,
     ListProposals,
     ProposalDiff,
-    ListTransactions
+    ListTransactions,
+    ListAgents,
+    ListTasks,
 );
 
 // ---------------------------------------------------------------------------
@@ -331,6 +336,63 @@ impl Draft<RegisterAgent> {
         /// A name for people.
         display_name: &str => display_name
     );
+}
+
+impl GetAgent {
+    /// Agent `agent_id`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(agent_id: impl AsRef<str>) -> Draft<GetAgent> {
+        Draft::of(|| {
+            Ok(GetAgent {
+                agent_id: id("agent_id", agent_id)?,
+            })
+        })
+    }
+}
+
+impl ListAgents {
+    /// Every agent, a page at a time.
+    pub fn all() -> Draft<ListAgents> {
+        Draft::from(ListAgents {
+            role: None,
+            enabled: None,
+            limit: None,
+            cursor: None,
+        })
+    }
+}
+
+impl Draft<ListAgents> {
+    setter!(
+        /// Only agents holding this role.
+        role: &str => role
+    );
+    setter!(
+        /// Only enabled (`true`) or disabled (`false`) agents.
+        enabled: bool => enabled
+    );
+}
+
+impl GetTask {
+    /// Task `task_id`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(task_id: impl AsRef<str>) -> Draft<GetTask> {
+        Draft::of(|| {
+            Ok(GetTask {
+                task_id: id("task_id", task_id)?,
+            })
+        })
+    }
+}
+
+impl ListTasks {
+    /// Every task, a page at a time.
+    pub fn all() -> Draft<ListTasks> {
+        Draft::from(ListTasks {
+            limit: None,
+            cursor: None,
+        })
+    }
 }
 
 impl CreateTask {
@@ -1102,6 +1164,14 @@ methods!(SetupApi {
     register_agent(RegisterAgent) -> AgentRegistered;
     /// `task.create`: create a task proposals belong to.
     create_task(CreateTask) -> TaskCreated;
+    /// `agent.get`: one agent.
+    get_agent(GetAgent) -> AgentDetail;
+    /// `agent.list`: agents, a page at a time.
+    list_agents(ListAgents) -> AgentPage;
+    /// `task.get`: one task.
+    get_task(GetTask) -> TaskDetail;
+    /// `task.list`: tasks, a page at a time.
+    list_tasks(ListTasks) -> TaskPage;
 });
 
 /// [`Session::proposals`].

@@ -257,6 +257,10 @@ fn call<R: Request>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value
 pub static TOOLS: &[ToolSpec] = &[
     spec::<setup::RegisterAgent>(),
     spec::<setup::CreateTask>(),
+    spec::<setup::GetAgent>(),
+    spec::<setup::ListAgents>(),
+    spec::<setup::GetTask>(),
+    spec::<setup::ListTasks>(),
     spec::<proposals::CreateProposal>(),
     spec::<proposals::AttachPatch>(),
     spec::<proposals::GetProposal>(),

@@ -1,5 +1,6 @@
 //! roundtable-core's integration tests: one binary, one module per area.
 
+mod agents_tasks;
 mod edit_plans;
 mod fuzz_replay;
 mod governance;

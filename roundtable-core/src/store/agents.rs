@@ -100,3 +100,48 @@ pub(crate) fn task(conn: &Connection, id: &str) -> rusqlite::Result<Option<Task>
     )
     .optional()
 }
+
+/// A page of agents after `after` (a rowid; 0 from the start), oldest
+/// registration first, at most `limit`, with a role and an enabled flag
+/// to match when given: each with its rowid, the page's keyset.
+pub(crate) fn list_agents(
+    conn: &Connection,
+    after: i64,
+    role: Option<&str>,
+    enabled: Option<bool>,
+    limit: u64,
+) -> rusqlite::Result<Vec<(i64, Agent)>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {}, rowid FROM agents
+         WHERE rowid > ?1
+           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(agents.roles) WHERE value = ?2))
+           AND (?3 IS NULL OR enabled = ?3)
+         ORDER BY rowid LIMIT ?4",
+        Agent::COLUMNS
+    ))?;
+    let rows = stmt
+        .query_map(params![after, role, enabled, limit as i64], |r| {
+            Ok((r.get(6)?, Agent::from_row(r)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// A page of tasks after `after` (a rowid; 0 from the start), oldest
+/// first, at most `limit`: each with its rowid.
+pub(crate) fn list_tasks(
+    conn: &Connection,
+    after: i64,
+    limit: u64,
+) -> rusqlite::Result<Vec<(i64, Task)>> {
+    let mut stmt = conn.prepare(
+        "SELECT id, title, summary_md, created_by, created_at, rowid FROM tasks
+         WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+    )?;
+    let rows = stmt
+        .query_map(params![after, limit as i64], |r| {
+            Ok((r.get(5)?, Task::from_row(r)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}

@@ -1,6 +1,6 @@
 //! Registering agents and tasks: the host's set-up tools.
 
-use super::args::{Markdown, Role, Title};
+use super::args::{Cursor, Limit, Markdown, Role, Title};
 use super::records::{Agent, Task};
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
@@ -139,8 +139,17 @@ pub struct CreateTask {
 /// Result of `task.create`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TaskCreated {
-    /// The new task.
+    /// The task (new, or the existing identical one).
     pub task: Task,
+    /// `false` when a task with this id, title and summary already
+    /// existed: creating it again is not a conflict.
+    #[serde(default = "created_default")]
+    pub created: bool,
+}
+
+/// Results stored before `created` existed were creations.
+fn created_default() -> bool {
+    true
 }
 
 impl super::Request for CreateTask {
@@ -161,14 +170,21 @@ impl Tool for CreateTask {
     fn run(cx: &Cx<'_>, args: Self, (): ()) -> Result<TaskCreated, ToolError> {
         cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let id = args.task_id.unwrap_or_else(|| cx.new_id("task"));
-        let taken = store::agents::task_exists(cx.tx, id.as_str())?;
-        if taken {
+        let summary = args.summary_md.as_ref().map(|t| t.as_str());
+        if let Some(task) = store::agents::task(cx.tx, id.as_str())? {
+            // The same task again (a host reconciling after a restart) is
+            // what it asked for; another task under this id is a conflict.
+            if task.title == args.title.as_str() && task.summary_md.as_deref() == summary {
+                return Ok(TaskCreated {
+                    task,
+                    created: false,
+                });
+            }
             return Err(ToolError::conflict(
-                format!("task {id} already exists"),
+                format!("task {id} already exists with another title or summary"),
                 json!({"kind": "task", "id": id}),
             ));
         }
-        let summary = args.summary_md.as_ref().map(|t| t.as_str());
         store::agents::insert_task(
             cx.tx,
             id.as_str(),
@@ -184,6 +200,182 @@ impl Tool for CreateTask {
             json!({"title": args.title}),
         )?;
         let task = store::agents::task(cx.tx, id.as_str())?.expect("the task was just written");
-        Ok(TaskCreated { task })
+        Ok(TaskCreated {
+            task,
+            created: true,
+        })
+    }
+}
+
+/// Arguments of `agent.get`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetAgent {
+    /// The agent.
+    pub agent_id: Id,
+}
+
+/// Result of `agent.get`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AgentDetail {
+    /// The agent as stored.
+    pub agent: Agent,
+}
+
+impl super::Request for GetAgent {
+    const TOOL: &'static str = "agent.get";
+    const DESCRIPTION: &'static str = "An agent: its roles, enabled flag and display name (not_found if it was never registered).";
+    const MUTATES: bool = false;
+    type Output = AgentDetail;
+
+    store_tool!();
+}
+
+impl Tool for GetAgent {
+    unkeyed!();
+
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: GetAgent, (): ()) -> Result<AgentDetail, ToolError> {
+        let agent = store::agents::agent(cx.tx, args.agent_id.as_str())?
+            .ok_or_else(|| ToolError::not_found("agent", args.agent_id.as_str()))?;
+        Ok(AgentDetail { agent })
+    }
+}
+
+/// Arguments of `agent.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListAgents {
+    /// Only agents holding this role.
+    pub role: Option<Role>,
+    /// Only enabled (`true`) or disabled (`false`) agents.
+    pub enabled: Option<bool>,
+    /// At most this many (default 50, at most 200).
+    pub limit: Option<Limit<200>>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `agent.list`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AgentPage {
+    /// The agents, in the order they were registered.
+    pub agents: Vec<Agent>,
+    /// Where the next page starts (`null`: this is the last).
+    pub next_cursor: Option<Cursor>,
+}
+
+impl super::Request for ListAgents {
+    const TOOL: &'static str = "agent.list";
+    const DESCRIPTION: &'static str = "Registered agents, a page at a time in registration order, optionally only those with a role or enabled flag: what a host reconciles against after a restart.";
+    const MUTATES: bool = false;
+    type Output = AgentPage;
+
+    store_tool!();
+}
+
+impl Tool for ListAgents {
+    unkeyed!();
+
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: ListAgents, (): ()) -> Result<AgentPage, ToolError> {
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = Cursor::start(args.cursor.as_ref())?;
+        let mut rows = store::agents::list_agents(
+            cx.tx,
+            after,
+            args.role.as_ref().map(Role::as_str),
+            args.enabled,
+            u64::from(limit) + 1,
+        )?;
+        let next_cursor = Cursor::page(&mut rows, limit, |(rowid, _)| *rowid);
+        Ok(AgentPage {
+            agents: rows.into_iter().map(|(_, a)| a).collect(),
+            next_cursor,
+        })
+    }
+}
+
+/// Arguments of `task.get`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetTask {
+    /// The task.
+    pub task_id: Id,
+}
+
+/// Result of `task.get`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TaskDetail {
+    /// The task.
+    pub task: Task,
+}
+
+impl super::Request for GetTask {
+    const TOOL: &'static str = "task.get";
+    const DESCRIPTION: &'static str =
+        "A task: its title, summary and who created it (not_found if there is none).";
+    const MUTATES: bool = false;
+    type Output = TaskDetail;
+
+    store_tool!();
+}
+
+impl Tool for GetTask {
+    unkeyed!();
+
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: GetTask, (): ()) -> Result<TaskDetail, ToolError> {
+        let task = store::agents::task(cx.tx, args.task_id.as_str())?
+            .ok_or_else(|| ToolError::not_found("task", args.task_id.as_str()))?;
+        Ok(TaskDetail { task })
+    }
+}
+
+/// Arguments of `task.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListTasks {
+    /// At most this many (default 50, at most 200).
+    pub limit: Option<Limit<200>>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `task.list`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TaskPage {
+    /// The tasks, oldest first.
+    pub tasks: Vec<Task>,
+    /// Where the next page starts (`null`: this is the last).
+    pub next_cursor: Option<Cursor>,
+}
+
+impl super::Request for ListTasks {
+    const TOOL: &'static str = "task.list";
+    const DESCRIPTION: &'static str = "Tasks, a page at a time, oldest first.";
+    const MUTATES: bool = false;
+    type Output = TaskPage;
+
+    store_tool!();
+}
+
+impl Tool for ListTasks {
+    unkeyed!();
+
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: ListTasks, (): ()) -> Result<TaskPage, ToolError> {
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = Cursor::start(args.cursor.as_ref())?;
+        let mut rows = store::agents::list_tasks(cx.tx, after, u64::from(limit) + 1)?;
+        let next_cursor = Cursor::page(&mut rows, limit, |(rowid, _)| *rowid);
+        Ok(TaskPage {
+            tasks: rows.into_iter().map(|(_, t)| t).collect(),
+            next_cursor,
+        })
     }
 }

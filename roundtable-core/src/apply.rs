@@ -535,7 +535,8 @@ pub(crate) struct Before {
 /// when the apply becomes visible (for an apply: no other agent's write
 /// claim was granted on a touched path since validation). Its error
 /// refuses the transaction with nothing written.
-pub(crate) type Guard<'g, E> = dyn Fn(&rusqlite::Transaction<'_>, Timestamp) -> Result<(), E> + 'g;
+pub(crate) type Guard<'g, E> =
+    dyn Fn(&rusqlite::Transaction<'_>, Timestamp, &Changeset) -> Result<(), E> + 'g;
 
 /// One transaction to run.
 pub(crate) struct Plan<'a> {
@@ -729,7 +730,7 @@ where
             return Err(TransactionError::Exists { id: id.to_owned() }.into());
         }
         if let Some(guard) = guard {
-            guard(tx, now)?;
+            guard(tx, now, &plan.changeset)?;
         }
         write_journal(
             tx,
@@ -1124,12 +1125,14 @@ mod tests {
     #[test]
     fn a_guard_refusal_and_a_taken_id_record_nothing_and_touch_no_file() {
         let w = World::new(&[("a.txt", "one\n")]);
-        let refuse =
-            |_: &rusqlite::Transaction<'_>, _: Timestamp| -> Result<(), TransactionError> {
-                Err(TransactionError::Exists {
-                    id: "claimed".into(),
-                })
-            };
+        let refuse = |_: &rusqlite::Transaction<'_>,
+                      _: Timestamp,
+                      _: &Changeset|
+         -> Result<(), TransactionError> {
+            Err(TransactionError::Exists {
+                id: "claimed".into(),
+            })
+        };
         let e = execute(
             w.env(),
             &w.actor,

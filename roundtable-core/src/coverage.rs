@@ -181,6 +181,30 @@ pub fn file_covered(path: &RepoPath, claims: &[Scope]) -> bool {
     })
 }
 
+/// Whether another agent's claim `other` (a symbol's span re-resolved in
+/// the current content) overlaps `change` itself: a file or directory
+/// claim on its path; a symbol claim in its file whose span contains one
+/// of its removed lines or insertion points. A symbol claim blocks
+/// whatever else happens to its file (a structural or mode change, line
+/// changes not computed, a span that no longer resolves).
+pub fn claim_blocks(other: &Scope, change: &Change<'_>) -> bool {
+    match &other.resource {
+        Resource::File(_) | Resource::Directory(_) => {
+            file_covered(change.path, std::slice::from_ref(other))
+        }
+        Resource::Symbol { path, .. } if path == change.path => {
+            match (change.operation, change.lines, other.span) {
+                (Operation::Modify, Some(lines), Some(span)) if !change.mode_change => {
+                    lines.removed.iter().any(|&l| span.contains_line(l))
+                        || lines.insertions.iter().any(|&i| span.contains_insertion(i))
+                }
+                _ => true,
+            }
+        }
+        Resource::Symbol { .. } => false,
+    }
+}
+
 /// Every change of `changes` that `claims` do not cover.
 pub fn uncovered(changes: &[Change<'_>], claims: &[Scope]) -> Vec<Uncovered> {
     let mut out = Vec::new();
@@ -427,5 +451,80 @@ mod tests {
             report.iter().map(|u| u.path.as_str()).collect::<Vec<_>>(),
             ["a", "b"]
         );
+    }
+
+    #[test]
+    fn another_claim_blocks_only_where_it_overlaps_the_change() {
+        let p = path("src/lib.rs");
+        let modify = Operation::Modify;
+        let lines = LineChanges {
+            removed: vec![2],
+            insertions: vec![3],
+        };
+        let change = Change {
+            path: &p,
+            operation: &modify,
+            mode_change: false,
+            lines: Some(&lines),
+        };
+        let symbol = |span: Option<(u32, u32)>| Scope {
+            resource: Resource::Symbol {
+                path: p.clone(),
+                name: "f".into(),
+            },
+            span: span.map(|(start, end)| LineSpan { start, end }),
+        };
+        // A symbol elsewhere in the file does not block; one holding a
+        // changed line or an insertion point does.
+        assert!(!claim_blocks(&symbol(Some((5, 7))), &change));
+        assert!(claim_blocks(&symbol(Some((1, 2))), &change));
+        assert!(claim_blocks(&symbol(Some((3, 4))), &change));
+        // An insertion at a span's end is outside it.
+        assert!(!claim_blocks(
+            &symbol(Some((3, 3))),
+            &Change {
+                lines: Some(&LineChanges {
+                    removed: vec![],
+                    insertions: vec![3]
+                }),
+                ..change.clone()
+            }
+        ));
+        // Unresolved span, unknown lines, a mode change: blocks.
+        assert!(claim_blocks(&symbol(None), &change));
+        assert!(claim_blocks(
+            &symbol(Some((5, 7))),
+            &Change {
+                lines: None,
+                ..change.clone()
+            }
+        ));
+        assert!(claim_blocks(
+            &symbol(Some((5, 7))),
+            &Change {
+                mode_change: true,
+                ..change.clone()
+            }
+        ));
+        // A file or directory claim on the path blocks, one elsewhere not.
+        let file = |f: &str| Scope {
+            resource: Resource::File(path(f)),
+            span: None,
+        };
+        assert!(claim_blocks(&file("src/lib.rs"), &change));
+        assert!(!claim_blocks(&file("src/other.rs"), &change));
+        let dir = Scope {
+            resource: Resource::Directory(Some(path("src"))),
+            span: None,
+        };
+        assert!(claim_blocks(&dir, &change));
+        let other = Scope {
+            resource: Resource::Symbol {
+                path: path("b.rs"),
+                name: "f".into(),
+            },
+            span: None,
+        };
+        assert!(!claim_blocks(&other, &change));
     }
 }

@@ -768,8 +768,45 @@ fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<Next
             vec![],
             "the files changed since this revision: attach a new revision".into(),
         ));
-    } else if stage_failed("claims") || stage_failed("coverage") {
-        out.push(actor("author", vec![p.author.clone()], vec![], "claim what the change touches, or narrow the change (see the claims and coverage stages)".into()));
+    } else {
+        // Another agent's claim overlapping the change: name it and what
+        // unblocks it, rather than asking the author to claim it.
+        let claims = report.stages.iter().find(|s| s.name == "claims");
+        let reasons = claims.map_or(&[][..], |s| s.reasons.as_slice());
+        let held: Vec<&serde_json::Value> = reasons
+            .iter()
+            .filter(|r| r.get("holder").is_some())
+            .collect();
+        let text = |r: &serde_json::Value, k: &str| {
+            r.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        for r in &held {
+            let holder = text(r, "holder");
+            out.push(actor(
+                "author",
+                vec![p.author.clone()],
+                vec![],
+                format!(
+                    "wait: {holder} holds write claim {} on {}, which overlaps the change; it unblocks when {holder} releases it (claim.release) or it expires at {}",
+                    text(r, "claim_id"),
+                    text(r, "resource_id"),
+                    text(r, "expires_at"),
+                ),
+            ));
+        }
+        // A failure of the author's own (a missing, stale or unreadable
+        // claim: any reason but another's claim or a fresh claim's note),
+        // or an uncovered change.
+        let own = stage_failed("claims")
+            && reasons
+                .iter()
+                .any(|r| r.get("holder").is_none() && r.get("token").is_none());
+        if own || stage_failed("coverage") {
+            out.push(actor("author", vec![p.author.clone()], vec![], "claim what the change touches, or narrow the change (see the claims and coverage stages)".into()));
+        }
     }
     for r in &report.policy.requirements {
         if r.status != RequirementStatus::Unsatisfied {

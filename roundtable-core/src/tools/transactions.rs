@@ -4,7 +4,10 @@
 use super::args::{Cursor, Limit, RevisionNumber};
 use super::claims::live_write_claims;
 use super::records::{Proposal, ProposalStatus};
-use super::validate::{gather_prefetching, validate_with_changeset, StageStatus, ValidationReport};
+use super::validate::{
+    claim_blocks, file_facts, gather_prefetching, validate_with_changeset, StageStatus,
+    ValidationReport,
+};
 use super::{remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
@@ -277,15 +280,29 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // Validation read the claims in its own transaction; one granted to
     // another agent since (before this journal) would be overrun by the
     // apply and be stale at birth, so the journal's transaction checks again.
-    let guard = |tx: &rusqlite::Transaction<'_>, now: Timestamp| -> Result<(), ToolError> {
+    // The same rule as the claims stage: only a claim overlapping the
+    // change itself (a file or directory claim on a touched path, a symbol
+    // claim whose current span holds a changed line) refuses.
+    let guard = |tx: &rusqlite::Transaction<'_>,
+                 now: Timestamp,
+                 changeset: &crate::changeset::Changeset|
+     -> Result<(), ToolError> {
+        let mut facts = None;
         for other in live_write_claims(tx, None, now)? {
             if other.agent_id == proposal.author {
                 continue;
             }
-            let clash = other
+            let on_touched = other
                 .scope()
                 .map_or(true, |s| touched.iter().any(|t| overlaps(&s, t)));
-            if clash {
+            if !on_touched {
+                continue;
+            }
+            if facts.is_none() {
+                facts = Some(file_facts(&ws, changeset, false)?);
+            }
+            let facts = facts.as_deref().unwrap_or_default();
+            if claim_blocks(engine, &ws, None, facts, &other) {
                 return Err(ToolError::conflict(
                     format!(
                         "{} acquired write claim {} on {} while revision {} of {} was being validated; nothing was applied",

@@ -537,7 +537,7 @@ pub(crate) fn validate_with_changeset(
     let recomputed = dry_run(ws, ev, &parsed);
     let preconditions = preconditions_stage(ws, &ev.revision.changeset, &recomputed);
     let (dry, facts) = dry_run_stage(ws, ev, patch, &recomputed);
-    let (mut claims, covering) = claims_stage(engine, ws, ev);
+    let (mut claims, covering) = claims_stage(engine, ws, ev, patch, facts.as_deref());
     let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
     let policy = policy_report(ev, patch, facts.as_deref());
     mark_superseded(ev, &mut claims);
@@ -688,9 +688,18 @@ fn tool_failure(e: &ToolError) -> Value {
 
 /// Claims: the author's live write claims on the touched paths, each fresh
 /// (its resource unchanged since acquisition); nobody else's live write
-/// claim on them. Also returns what the author's claims cover now, for
-/// coverage.
-fn claims_stage(engine: &Engine, ws: &Workspace, ev: &Evidence) -> (Stage, Vec<Scope>) {
+/// claim overlapping the change itself ([`claim_blocks`]: a file or
+/// directory claim on a touched path, a symbol claim whose current span
+/// holds a changed line or insertion point; without `facts`, when the
+/// revision does not apply, any claim on a touched path). Also returns
+/// what the author's claims cover now, for coverage.
+fn claims_stage(
+    engine: &Engine,
+    ws: &Workspace,
+    ev: &Evidence,
+    patch: Option<&Patch<'_>>,
+    facts: Option<&[FileFacts<'_>]>,
+) -> (Stage, Vec<Scope>) {
     let stored = &ev.revision.changeset;
     let touched: Vec<Scope> = stored
         .iter()
@@ -719,7 +728,11 @@ fn claims_stage(engine: &Engine, ws: &Workspace, ev: &Evidence) -> (Stage, Vec<S
         reasons.push(reason);
         covering.extend(held);
     }
-    for o in ev.others.iter().filter(|o| on_touched(o)) {
+    let blocks = |o: &Claim| match facts {
+        Some(facts) => claim_blocks(engine, ws, patch, facts, o),
+        None => on_touched(o),
+    };
+    for o in ev.others.iter().filter(|o| blocks(o)) {
         reasons.push(fail(
             format!("{} holds write claim {} on {}", o.agent_id, o.id, o.resource_id),
             json!({"holder": o.agent_id, "claim_id": o.id, "resource_id": o.resource_id, "expires_at": o.expires_at}),
@@ -829,17 +842,84 @@ fn uncovered_line_changes(
         return None;
     }
     let before = old_content(ws, f)?;
-    // The hunks' own positions when they are where they say; a diff only
-    // when the patch applies at an offset (or is an edit plan).
+    Some(file_line_changes(patch, f, &before, after))
+}
+
+/// The line changes of the modification `f` from `before` to `after`:
+/// the hunks' own positions when they are where they say; a diff only
+/// when the patch applies at an offset (or is an edit plan, or no patch
+/// is given).
+fn file_line_changes(
+    patch: Option<&Patch<'_>>,
+    f: &FileFacts<'_>,
+    before: &[u8],
+    after: &[u8],
+) -> LineChanges {
     let hunks = patch.and_then(|p| {
         p.files()
             .iter()
             .find(|fp| fp.path() == f.path.as_str().as_bytes())
     });
-    let changes = hunks
-        .and_then(|fp| crate::coverage::hunk_line_changes(fp.hunks(), &before))
-        .unwrap_or_else(|| line_changes(&before, after));
-    Some(changes)
+    hunks
+        .and_then(|fp| crate::coverage::hunk_line_changes(fp.hunks(), before))
+        .unwrap_or_else(|| line_changes(before, after))
+}
+
+/// Whether `other` (another agent's live write claim) overlaps the change
+/// `facts` make — [`crate::coverage::claim_blocks`] on each touched path
+/// (a rename's source too), a symbol claim's span re-resolved in the
+/// current content and the path's line changes computed only for a
+/// symbol claim in that file. A claim whose resource does not parse
+/// blocks.
+pub(crate) fn claim_blocks(
+    engine: &Engine,
+    ws: &Workspace,
+    patch: Option<&Patch<'_>>,
+    facts: &[FileFacts<'_>],
+    other: &Claim,
+) -> bool {
+    let Ok(scope) = other.scope() else {
+        return true;
+    };
+    let file = |p: &RepoPath| Scope {
+        resource: Resource::File(p.clone()),
+        span: None,
+    };
+    facts.iter().any(|f| {
+        if let Operation::Rename { from } = f.operation {
+            if overlaps(&scope, &file(from)) {
+                return true;
+            }
+        }
+        if !overlaps(&scope, &file(f.path)) {
+            return false;
+        }
+        let Resource::Symbol { .. } = &scope.resource else {
+            return true;
+        };
+        let span = resource_state(engine, ws, &scope.resource)
+            .ok()
+            .and_then(|s| s.span);
+        let lines = match (f.operation, f.after) {
+            (Operation::Modify, Some(after)) if !f.mode_change => {
+                old_content(ws, f).map(|before| file_line_changes(patch, f, &before, after))
+            }
+            _ => None,
+        };
+        let now = Scope {
+            resource: scope.resource.clone(),
+            span,
+        };
+        crate::coverage::claim_blocks(
+            &now,
+            &Change {
+                path: f.path,
+                operation: f.operation,
+                mode_change: f.mode_change,
+                lines: lines.as_ref(),
+            },
+        )
+    })
 }
 
 /// The old content of `f`: as its facts hold it, else read from `ws`

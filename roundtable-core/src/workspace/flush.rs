@@ -3,12 +3,9 @@
 //! is everything dirty on the file system; many files with one `syncfs`
 //! before and one after the renames.
 
-use super::{errno, Workspace, WorkspaceError, DIR_FLAGS};
+use super::{errno, Workspace, WorkspaceError};
 use crate::changeset::Changeset;
-use crate::RepoPath;
-use rustix::fs::Mode;
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 /// Up to this many touched paths, a durable apply flushes each file and
 /// directory itself; beyond, one `syncfs` before and after the renames.
@@ -97,21 +94,9 @@ impl Workspace {
             }
         }
         for dir in dirs {
-            let fd = if dir.is_empty() {
-                Arc::clone(&self.dir)
-            } else {
-                let rp = RepoPath::from_bytes(dir.as_bytes())?;
-                match self.parent(&rp)? {
-                    Some((parent, name)) => {
-                        match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty())
-                        {
-                            Ok(fd) => Arc::new(fd),
-                            // Removed by the change: its parent is flushed too.
-                            Err(_) => continue,
-                        }
-                    }
-                    None => continue,
-                }
+            // Gone: removed by the change, and its parent is flushed too.
+            let Some(fd) = self.open_dir(&dir)? else {
+                continue;
             };
             rustix::fs::fsync(&*fd).map_err(|e| WorkspaceError::Commit {
                 path: dir.clone(),

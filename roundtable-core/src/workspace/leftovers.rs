@@ -8,7 +8,6 @@ use crate::RepoPath;
 use rustix::fs::{AtFlags, Mode};
 use std::collections::BTreeSet;
 use std::io;
-use std::sync::Arc;
 
 impl Workspace {
     /// Remove what an interrupted write tagged `tag` may have left next to
@@ -45,20 +44,8 @@ impl Workspace {
             source: e,
         };
         for dir in &dirs {
-            let fd = if dir.is_empty() {
-                Arc::clone(&self.dir)
-            } else {
-                let rp = RepoPath::from_bytes(dir.as_bytes())?;
-                match self.parent(&rp)? {
-                    Some((parent, name)) => {
-                        match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty())
-                        {
-                            Ok(fd) => Arc::new(fd),
-                            Err(_) => continue,
-                        }
-                    }
-                    None => continue,
-                }
+            let Some(fd) = self.open_dir(dir)? else {
+                continue;
             };
             let names: Vec<String> = rustix::fs::Dir::read_from(&*fd)
                 .map_err(|e| io(dir, errno(e)))?

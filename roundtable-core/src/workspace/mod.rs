@@ -146,6 +146,21 @@ impl Workspace {
         &self.root
     }
 
+    /// The directory `dir` (repository-relative, `""` for the root),
+    /// opened without following links; `None` when it is not there (or
+    /// not a directory).
+    fn open_dir(&self, dir: &str) -> Result<Option<Arc<OwnedFd>>, WorkspaceError> {
+        if dir.is_empty() {
+            return Ok(Some(Arc::clone(&self.dir)));
+        }
+        let rp = RepoPath::from_bytes(dir.as_bytes())?;
+        Ok(self.parent(&rp)?.and_then(|(parent, name)| {
+            rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty())
+                .ok()
+                .map(Arc::new)
+        }))
+    }
+
     /// The directory holding `path`'s last component, reached without
     /// following links; `None` when a directory on the way is missing.
     fn parent(&self, path: &RepoPath) -> Result<Option<Located>, WorkspaceError> {

@@ -159,6 +159,17 @@ pub(super) struct File {
     pub(super) link: bool,
 }
 
+impl File {
+    /// A symbolic link to `target`.
+    pub(super) fn link(target: Vec<u8>) -> File {
+        File {
+            data: target,
+            exec: false,
+            link: true,
+        }
+    }
+}
+
 pub(super) type Tree = BTreeMap<Vec<u8>, File>;
 
 /// Whether git would call this content binary (a NUL in the first 8000
@@ -917,11 +928,7 @@ pub(super) fn snapshot(root: &Path) -> Result<Tree, String> {
                 let rel = path.strip_prefix(root).expect("under the root");
                 tree.insert(
                     rel.as_os_str().as_bytes().to_vec(),
-                    File {
-                        data: target.into_os_string().into_vec(),
-                        exec: false,
-                        link: true,
-                    },
+                    File::link(target.into_os_string().into_vec()),
                 );
             }
         }

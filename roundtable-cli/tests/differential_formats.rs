@@ -514,11 +514,7 @@ fn group_exec_on_disk(scratch: &Scratch) -> Result<(), String> {
 }
 
 fn link(target: &str) -> File {
-    File {
-        data: target.as_bytes().to_vec(),
-        exec: false,
-        link: true,
-    }
+    File::link(target.as_bytes().to_vec())
 }
 
 /// Links as git writes them (creation, retarget through `..`, deletion,

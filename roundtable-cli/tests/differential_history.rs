@@ -197,14 +197,7 @@ fn link_edits(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
                     show(&path),
                     show(&target)
                 ));
-                tree.insert(
-                    path,
-                    File {
-                        data: target,
-                        exec: false,
-                        link: true,
-                    },
-                );
+                tree.insert(path, File::link(target));
             }
             2 if !links.is_empty() => {
                 let path = rng.pick(&links).clone();
@@ -215,14 +208,7 @@ fn link_edits(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
                 let path = rng.pick(&files).clone();
                 let target = link_target(rng, tree, &path);
                 log.push(format!("file to link {} -> {}", show(&path), show(&target)));
-                tree.insert(
-                    path,
-                    File {
-                        data: target,
-                        exec: false,
-                        link: true,
-                    },
-                );
+                tree.insert(path, File::link(target));
             }
             4 if !links.is_empty() => {
                 let path = rng.pick(&links).clone();
@@ -234,14 +220,7 @@ fn link_edits(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
                 let path = gen_path(rng, tree);
                 let target = link_target(rng, tree, &path);
                 log.push(format!("create link {} -> {}", show(&path), show(&target)));
-                tree.insert(
-                    path,
-                    File {
-                        data: target,
-                        exec: false,
-                        link: true,
-                    },
-                );
+                tree.insert(path, File::link(target));
             }
         }
     } // A link the file edits renamed or copied into another directory may
@@ -258,14 +237,7 @@ fn link_edits(rng: &mut Rng, tree: &mut Tree, log: &mut Vec<String>) {
             show(&path),
             show(&target)
         ));
-        tree.insert(
-            path,
-            File {
-                data: target,
-                exec: false,
-                link: true,
-            },
-        );
+        tree.insert(path, File::link(target));
     }
 }
 

@@ -155,7 +155,7 @@ fn a_fifo_socket_or_device_at_a_touched_path_is_special_file_and_nothing_blocks(
 #[test]
 fn recovery_reports_a_special_file_at_a_journaled_path_as_diverged_and_does_not_block() {
     let w = World::new();
-    let pid = approved(&w, "file:hello.txt", PATCH);
+    let pid = w.approved("file:hello.txt", PATCH);
     let applied = w.ok(
         "patch.apply",
         json!({"proposal_id": pid, "revision": 1}),
@@ -263,33 +263,6 @@ fn a_linked_store_file_is_path_escape_and_nothing_is_created_at_its_target() {
     assert!(!elsewhere.path().join("stolen.db").exists());
 }
 
-/// An approved proposal for `patch` by the author, who claims `resource`.
-fn approved(w: &World, resource: &str, patch: &str) -> String {
-    w.ok(
-        "claim.acquire",
-        json!({"resource_id": resource, "type": "write", "ttl_s": 600}),
-        &w.author,
-    );
-    let pid = str_of(
-        &w.ok(
-            "proposal.create",
-            json!({"task_id": "t1", "title": "Change", "summary_md": "x", "patch": patch}),
-            &w.author,
-        )["proposal"]["id"],
-    );
-    w.ok(
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        &w.author,
-    );
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
-    pid
-}
-
 /// Mark transaction `tid` `applying` again, as if its applier had been
 /// killed before the final commit; the engine is closed first.
 fn as_if_crashed(w: World, tid: &str) -> tempfile::TempDir {
@@ -312,7 +285,7 @@ fn recovery_removes_only_its_own_leftovers_never_a_users_look_alike_files() {
     std::fs::write(w.dir.path().join("sub/keep.txt"), "keep\n").expect("write");
     let patch = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+bye\n\
                  --- /dev/null\n+++ b/sub/new.txt\n@@ -0,0 +1 @@\n+new\n";
-    let pid = approved(&w, "directory:.", patch);
+    let pid = w.approved("directory:.", patch);
     let applied = w.ok(
         "patch.apply",
         json!({"proposal_id": pid, "revision": 1}),
@@ -368,7 +341,7 @@ fn rollback_and_recovery_keep_directories_that_were_there_and_remove_the_ones_ma
         std::fs::create_dir_all(w.dir.path().join("empty/deeper")).expect("mkdir");
         let patch = "--- /dev/null\n+++ b/empty/deeper/a.txt\n@@ -0,0 +1 @@\n+a\n\
                      --- /dev/null\n+++ b/fresh/made/b.txt\n@@ -0,0 +1 @@\n+b\n";
-        let pid = approved(&w, "directory:.", patch);
+        let pid = w.approved("directory:.", patch);
         let applied = w.ok(
             "patch.apply",
             json!({"proposal_id": pid, "revision": 1}),
@@ -425,7 +398,7 @@ fn a_change_that_turns_a_directory_into_a_file_validates_and_applies_alike() {
     );
     assert_eq!(std::fs::read(scratch.path().join("d")).expect("d"), b"d\n");
 
-    let pid = approved(&w, "directory:.", patch);
+    let pid = w.approved("directory:.", patch);
     let report = w.ok("patch.validate", json!({"proposal_id": pid}), &w.host);
     assert_eq!(report["valid"], true, "{report}");
     let applied = w.ok(

@@ -90,33 +90,6 @@ fn link_patch() -> String {
     p
 }
 
-/// An approved proposal by the author for `patch`.
-fn approved(w: &World, patch: &str) -> String {
-    w.ok(
-        "claim.acquire",
-        json!({"resource_id": "directory:.", "type": "write", "ttl_s": 3600}),
-        &w.author,
-    );
-    let pid = str_of(
-        &w.ok(
-            "proposal.create",
-            json!({"task_id": "t1", "title": "Links", "summary_md": "Links.", "patch": patch}),
-            &w.author,
-        )["proposal"]["id"],
-    );
-    w.ok(
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        &w.author,
-    );
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
-    pid
-}
-
 fn after_tree(before: &BTreeMap<String, Entry>) -> BTreeMap<String, Entry> {
     let mut after = before.clone();
     after.insert("RelNotes".into(), link("docs/notes/2.txt"));
@@ -140,7 +113,7 @@ fn a_governed_change_applies_links_and_rollback_restores_them() {
     let w = linked_world();
     let root = w.dir.path();
     let before = snapshot(root);
-    let pid = approved(&w, &link_patch());
+    let pid = w.approved("directory:.", &link_patch());
     let report = w.ok("patch.validate", json!({"proposal_id": pid}), &w.host);
     assert_eq!(report["valid"], true, "{report:#}");
     assert_eq!(snapshot(root), before, "validation changes nothing");
@@ -192,7 +165,7 @@ fn a_governed_change_applies_links_and_rollback_restores_them() {
 fn a_retargeted_link_blocks_rollback_and_is_reported_diverged() {
     let w = linked_world();
     let root = w.dir.path();
-    let pid = approved(&w, &link_patch());
+    let pid = w.approved("directory:.", &link_patch());
     let tid = str_of(
         &w.ok(
             "patch.apply",
@@ -220,7 +193,7 @@ fn a_retargeted_link_blocks_rollback_and_is_reported_diverged() {
 fn a_crashed_link_apply_is_recovered_to_its_before_state() {
     let w = linked_world();
     let before = snapshot(w.dir.path());
-    let pid = approved(&w, &link_patch());
+    let pid = w.approved("directory:.", &link_patch());
     let tid = str_of(
         &w.ok(
             "patch.apply",
@@ -333,7 +306,7 @@ fn a_link_becomes_a_directory_in_one_change() {
     let root = w.dir.path();
     let before = snapshot(root);
     let patch = "diff --git a/gone-link b/gone-link\ndeleted file mode 120000\nindex 1234567..0000000\n--- a/gone-link\n+++ /dev/null\n@@ -1 +0,0 @@\n-docs/notes/1.txt\n\\ No newline at end of file\ndiff --git a/gone-link/inner.txt b/gone-link/inner.txt\nnew file mode 100644\nindex 0000000..1234567\n--- /dev/null\n+++ b/gone-link/inner.txt\n@@ -0,0 +1 @@\n+inside\n";
-    let pid = approved(&w, patch);
+    let pid = w.approved("directory:.", patch);
     w.ok(
         "patch.apply",
         json!({"proposal_id": pid, "revision": 1}),

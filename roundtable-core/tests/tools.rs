@@ -138,6 +138,34 @@ impl World {
         pid
     }
 
+    /// An approved proposal for `patch` by the author, who first claims
+    /// `resource` for writing; its id.
+    pub(crate) fn approved(&self, resource: &str, patch: &str) -> String {
+        self.ok(
+            "claim.acquire",
+            json!({"resource_id": resource, "type": "write", "ttl_s": 3600}),
+            &self.author,
+        );
+        let pid = str_of(
+            &self.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Change", "summary_md": "Changes.", "patch": patch}),
+                &self.author,
+            )["proposal"]["id"],
+        );
+        self.ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &self.author,
+        );
+        self.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &self.reviewer,
+        );
+        pid
+    }
+
     /// Register an enabled agent with these roles; its actor.
     pub(crate) fn agent(&self, name: &str, roles: &[&str]) -> Actor {
         self.ok(

@@ -85,6 +85,107 @@ pub struct Policy {
     pub checks: Checks,
     /// Secret scanning of added lines.
     pub secrets: Secrets,
+    /// What the workspace state leaves out besides git's ignore rules.
+    pub workspace: WorkspaceRules,
+}
+
+/// The `[workspace]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[non_exhaustive]
+pub struct WorkspaceRules {
+    /// Paths left out of the workspace state and of directory claims'
+    /// digests, in addition to those git ignores (gitignore syntax,
+    /// relative to the root).
+    pub ignore: IgnoreList,
+}
+
+/// Extra ignore patterns in gitignore syntax, matched against
+/// repository-relative paths as a `.gitignore` at the root would match
+/// them (`__pycache__/`, `*.log`, `/build/`, `!keep.log` re-includes what an
+/// earlier line of this list ignored). They add to git's rules: a path git
+/// ignores stays ignored whatever this list says.
+#[derive(Clone, Default)]
+pub struct IgnoreList {
+    patterns: Vec<String>,
+    matcher: Option<ignore::gitignore::Gitignore>,
+}
+
+impl IgnoreList {
+    /// Compile `patterns`; the error names the first one that is not a
+    /// valid pattern (by index) and why.
+    pub fn new(patterns: Vec<String>) -> Result<IgnoreList, (usize, String)> {
+        let mut builder = ignore::gitignore::GitignoreBuilder::new("");
+        for (i, p) in patterns.iter().enumerate() {
+            let blank = p.trim().is_empty() || p.starts_with('#');
+            if blank || p.contains('\n') {
+                return Err((i, "a pattern is one non-blank line, not a comment".into()));
+            }
+            builder.add_line(None, p).map_err(|e| (i, e.to_string()))?;
+        }
+        let matcher = builder.build().map_err(|e| (0, e.to_string()))?;
+        Ok(IgnoreList {
+            matcher: (!patterns.is_empty()).then_some(matcher),
+            patterns,
+        })
+    }
+
+    /// The patterns as written.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// Whether the list has no pattern.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// Whether `path` (repository-relative; `is_dir` when it names a
+    /// directory) is ignored by this list's last matching pattern.
+    pub fn is_ignored(&self, path: &std::path::Path, is_dir: bool) -> bool {
+        self.matcher
+            .as_ref()
+            .is_some_and(|m| m.matched(path, is_dir).is_ignore())
+    }
+}
+
+impl std::fmt::Debug for IgnoreList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.patterns).finish()
+    }
+}
+
+impl PartialEq for IgnoreList {
+    fn eq(&self, other: &IgnoreList) -> bool {
+        self.patterns == other.patterns
+    }
+}
+
+impl Serialize for IgnoreList {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.patterns.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IgnoreList {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IgnoreList, D::Error> {
+        let patterns = Vec::<String>::deserialize(d)?;
+        IgnoreList::new(patterns)
+            .map_err(|(i, e)| serde::de::Error::custom(format!("ignore[{i}]: {e}")))
+    }
+}
+
+impl JsonSchema for IgnoreList {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "IgnoreList".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Ignore patterns in gitignore syntax, relative to the root."})
+    }
 }
 
 /// The `[approvals]` table.
@@ -198,6 +299,7 @@ impl Default for Policy {
                 required: Vec::new(),
             },
             secrets: Secrets { scan: true },
+            workspace: WorkspaceRules::default(),
         }
     }
 }
@@ -486,6 +588,14 @@ struct RawPolicy {
     checks: RawChecks,
     #[serde(default)]
     secrets: RawSecrets,
+    #[serde(default)]
+    workspace: RawWorkspace,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawWorkspace {
+    ignore: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -696,6 +806,25 @@ impl Policy {
             }
         };
 
+        let ignore = match raw.workspace.ignore {
+            None => IgnoreList::default(),
+            Some(patterns) => {
+                no_duplicates(&place, "workspace.ignore", &patterns)?;
+                let spans: Vec<Range<usize>> = patterns.iter().map(Spanned::span).collect();
+                let written: Vec<String> = patterns.into_iter().map(Spanned::into_inner).collect();
+                IgnoreList::new(written.clone()).map_err(|(i, reason)| {
+                    let (line, column) = line_column(text, spans[i].start);
+                    PolicyError::Glob {
+                        glob: written[i].clone(),
+                        reason,
+                        key: Some(format!("workspace.ignore[{i}]")),
+                        line: Some(line),
+                        column: Some(column),
+                    }
+                })?
+            }
+        };
+
         Ok(Policy {
             version: POLICY_VERSION,
             approvals,
@@ -706,6 +835,7 @@ impl Policy {
             secrets: Secrets {
                 scan: raw.secrets.scan.unwrap_or(defaults.secrets.scan),
             },
+            workspace: WorkspaceRules { ignore },
         })
     }
 

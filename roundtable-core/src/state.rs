@@ -89,8 +89,10 @@
 
 mod cache;
 mod git;
+mod ignore;
 mod walk;
 
+use crate::policy::IgnoreList;
 use crate::{Digest, ErrorCode};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -253,18 +255,25 @@ pub enum CacheMode {
 }
 
 /// Options for [`compute_state_with`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StateOptions {
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StateOptions<'a> {
     /// Whether to use the stat cache.
     pub cache: CacheMode,
     /// Worker threads for walking and hashing; `0` means one per available
     /// core (at most 8).
     pub threads: usize,
+    /// Patterns to leave out besides git's ignore rules (the policy's
+    /// `[workspace] ignore`).
+    pub ignore: Option<&'a IgnoreList>,
 }
 
-impl From<CacheMode> for StateOptions {
+impl From<CacheMode> for StateOptions<'_> {
     fn from(cache: CacheMode) -> Self {
-        StateOptions { cache, threads: 0 }
+        StateOptions {
+            cache,
+            threads: 0,
+            ignore: None,
+        }
     }
 }
 
@@ -327,14 +336,16 @@ pub fn compute_state(root: &Path) -> Result<WorkspaceState, StateError> {
 
 /// The state of the workspace at `root` with explicit options (cache mode,
 /// thread count).
-pub fn compute_state_with(
+pub fn compute_state_with<'a>(
     root: &Path,
-    options: impl Into<StateOptions>,
+    options: impl Into<StateOptions<'a>>,
 ) -> Result<WorkspaceState, StateError> {
     let options = options.into();
     let root_fd = open_root(root)?;
     let git_head = git::read_head(root)?;
-    let (tree, mut stats, loaded, threads) = walk_hashed(root, root_fd.as_fd(), &options)?;
+    let rules = ignore::Rules::load(root, b"", options.ignore)?;
+    let (tree, mut stats, loaded, threads) =
+        walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
     stats.cache = loaded.status.clone();
     let regular = tree.entries.len() - stats.symlinks;
     let dirty = stats.hashed > 0 || loaded.len() != regular || !loaded.is_loaded();
@@ -368,7 +379,9 @@ pub fn compute_state_with(
 fn walk_hashed(
     root: &Path,
     root_fd: BorrowedFd<'_>,
-    options: &StateOptions,
+    options: &StateOptions<'_>,
+    rules: &ignore::Rules<'_>,
+    above: Option<&std::sync::Arc<ignore::Level>>,
 ) -> Result<(Tree, StateStats, cache::Loaded, usize), StateError> {
     let threads = match options.threads {
         0 => std::thread::available_parallelism()
@@ -385,7 +398,7 @@ fn walk_hashed(
 
     let mut attempt = 1;
     let (tree, mut stats) = loop {
-        match run(root, root_fd, threads, &loaded) {
+        match run(root, root_fd, threads, &loaded, rules, above) {
             Ok(done) => break done,
             Err(Failure::Unstable(_)) if attempt < MAX_ATTEMPTS => attempt += 1,
             Err(Failure::Unstable(path)) => {
@@ -409,15 +422,42 @@ fn walk_hashed(
 /// changes no file. A missing `dir`, or one that is not a directory (a
 /// file or a link where it should be), has the state of an empty subtree
 /// marked by what stands there.
-pub fn subtree_state(root: &Path, dir: Option<&crate::RepoPath>) -> Result<StateHash, StateError> {
+///
+/// Ignored paths are left out as in [`compute_state`], judged from the
+/// root: the `.gitignore` files of `dir`'s ancestors apply, and a `dir`
+/// that is itself ignored has the state of an empty directory.
+pub fn subtree_state(
+    root: &Path,
+    dir: Option<&crate::RepoPath>,
+    ignore: Option<&IgnoreList>,
+) -> Result<StateHash, StateError> {
     let root_fd = open_root(root)?;
+    let rules = ignore::Rules::load(root, b"", ignore)?;
     let Some(dir) = dir else {
-        let (tree, _, _, _) = walk_hashed(root, root_fd.as_fd(), &StateOptions::default())?;
+        let options = StateOptions {
+            ignore,
+            ..StateOptions::default()
+        };
+        let (tree, _, _, _) = walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
         return Ok(encode(&tree, None));
     };
-    // Open the directory one component at a time, never through a link.
+    // Open the directory one component at a time, never through a link,
+    // reading each ancestor's `.gitignore` on the way.
     let mut fd = root_fd;
+    let mut above = None;
+    let mut rel: Vec<u8> = Vec::new();
     for component in dir.components() {
+        let shown = full_path(root, &rel);
+        if let Some(bytes) = ignore::read_gitignore(fd.as_fd(), &shown)? {
+            above = rules.push(above.as_ref(), &rel, &bytes);
+        }
+        if !rel.is_empty() {
+            rel.push(b'/');
+        }
+        rel.extend_from_slice(component.as_bytes());
+        if rules.ignored(above.as_ref(), &rel, true) {
+            return Ok(encode(&Tree::default(), None));
+        }
         match rustix::fs::openat(
             &fd,
             component,
@@ -433,9 +473,84 @@ pub fn subtree_state(root: &Path, dir: Option<&crate::RepoPath>) -> Result<State
     let options = StateOptions {
         cache: CacheMode::Off,
         threads: 0,
+        ignore,
     };
-    let (tree, _, _, _) = walk_hashed(&root.join(dir.as_str()), fd.as_fd(), &options)?;
+    let rules = rules.rebase(&rel);
+    let (tree, _, _, _) = walk_hashed(
+        &root.join(dir.as_str()),
+        fd.as_fd(),
+        &options,
+        &rules,
+        above.as_ref(),
+    )?;
     Ok(encode(&tree, None))
+}
+
+/// The commit git `HEAD` points at under `root` (lowercase hex), `None`
+/// when `root` is not a git repository or the branch is unborn. Reads
+/// `HEAD` and the ref it names (a loose ref or `packed-refs`), nothing
+/// else: cheap enough for every proposal.
+pub fn git_head(root: &Path) -> Result<Option<String>, StateError> {
+    git::read_head(root)
+}
+
+/// One path a change touches, as it was before the change: `None` when
+/// it did not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TouchedPath<'a> {
+    /// The repository-relative path.
+    pub path: &'a str,
+    /// Its content digest (of the target, for a link), whether it is
+    /// executable and whether it is a link; `None`: absent.
+    pub before: Option<(Digest, bool, bool)>,
+}
+
+/// The base a revision is made on, in O(change): a state hash over git
+/// `HEAD` and the before-state of each path the change touches (absent,
+/// or digest and kind) — not over the whole tree, so its cost follows the
+/// change. Two revisions have the same base exactly when they touch the
+/// same paths in the same states on the same commit. Paths are sorted
+/// and deduplicated first; the encoding (tag `roundtable-base`) never
+/// equals a [`compute_state`] hash:
+///
+/// ```text
+/// "roundtable-base\0" 0x01   head as in the state encoding   u64:count
+/// count × ( u64:len path  kind  [32]digest )   kind: b'-' absent (no digest), b'f', b'x', b'l'
+/// ```
+pub fn touched_state<'a>(
+    head: Option<&str>,
+    touched: impl IntoIterator<Item = TouchedPath<'a>>,
+) -> StateHash {
+    let mut touched: Vec<TouchedPath<'a>> = touched.into_iter().collect();
+    touched.sort_by(|a, b| a.path.cmp(b.path));
+    touched.dedup_by(|a, b| a.path == b.path);
+    let mut h = sha2::Sha256::new();
+    h.update(b"roundtable-base\0\x01");
+    match head {
+        None => h.update([0]),
+        Some(hex) => {
+            h.update([1, u8::try_from(hex.len()).expect("a commit id is short")]);
+            h.update(hex.as_bytes());
+        }
+    }
+    h.update((touched.len() as u64).to_le_bytes());
+    for t in &touched {
+        h.update((t.path.len() as u64).to_le_bytes());
+        h.update(t.path.as_bytes());
+        match t.before {
+            None => h.update(b"-"),
+            Some((digest, executable, symlink)) => {
+                let kind = match (symlink, executable) {
+                    (true, _) => Kind::Symlink,
+                    (false, true) => Kind::Exec,
+                    (false, false) => Kind::File,
+                };
+                h.update([kind.tag()]);
+                h.update(digest.as_bytes());
+            }
+        }
+    }
+    StateHash(h.finalize().into())
 }
 
 /// The state of a subtree that is not a directory.
@@ -587,8 +702,10 @@ fn run(
     root_fd: BorrowedFd<'_>,
     threads: usize,
     loaded: &cache::Loaded,
+    rules: &ignore::Rules<'_>,
+    above: Option<&std::sync::Arc<ignore::Level>>,
 ) -> Result<(Tree, StateStats), Failure> {
-    let mut tree = walk::walk(root, root_fd, threads)?;
+    let mut tree = walk::walk(root, root_fd, threads, rules, above.cloned())?;
 
     let mut stats = StateStats::default();
     let mut todo = Vec::new();
@@ -754,6 +871,31 @@ mod tests {
             h.update(Digest::of(b"").as_bytes());
         }
         assert_eq!(enc(&items, None), StateHash(h.finalize().into()));
+    }
+
+    #[test]
+    fn touched_state_is_order_free_and_tells_kinds_apart() {
+        let d = Digest::of(b"x");
+        let t = |path, before| TouchedPath { path, before };
+        let base = touched_state(None, [t("a", Some((d, false, false))), t("b", None)]);
+        assert_eq!(
+            base,
+            touched_state(
+                None,
+                [t("b", None), t("a", Some((d, false, false))), t("b", None)]
+            )
+        );
+        for other in [
+            touched_state(None, [t("a", Some((d, true, false))), t("b", None)]),
+            touched_state(None, [t("a", Some((d, false, true))), t("b", None)]),
+            touched_state(None, [t("a", None), t("b", None)]),
+            touched_state(Some("00"), [t("a", Some((d, false, false))), t("b", None)]),
+            touched_state(None, [t("a", Some((d, false, false)))]),
+        ] {
+            assert_ne!(base, other);
+        }
+        // Never a whole-tree state: the empty change is not the empty tree.
+        assert_ne!(touched_state(None, []), encode(&Tree::default(), None));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod fuzz_replay;
 mod governance;
 mod governance_hardening;
 mod hardening;
+mod ignored;
 mod layers;
 mod properties;
 mod review;

@@ -356,6 +356,7 @@ fn cache_modes() {
         let opts = StateOptions {
             cache: CacheMode::Off,
             threads,
+            ignore: None,
         };
         assert_eq!(
             compute_state_with(root, opts).expect("state").state,

@@ -39,6 +39,21 @@ fn the_default_document_is_the_default_policy() {
     assert_eq!(d.human_approval.risk, vec![Risk::Critical]);
     assert!(d.checks.required.is_empty());
     assert!(d.secrets.scan);
+    assert!(d.workspace.ignore.is_empty());
+}
+
+#[test]
+fn workspace_ignore_patterns_are_checked() {
+    let e = parse_err("version = 1\n[workspace]\nignore = [\"ok/\", \"  \"]\n");
+    assert!(matches!(e, PolicyError::Glob { .. }), "{e:?}");
+    assert_eq!(e.details()["key"], "workspace.ignore[1]");
+    assert_eq!(e.line(), Some(3));
+    let e = parse_err("version = 1\n[workspace]\nignore = [\"{a\"]\n");
+    assert_eq!(e.details()["key"], "workspace.ignore[0]", "{e:?}");
+    let e = parse_err("version = 1\n[workspace]\nignore = [\"a\", \"a\"]\n");
+    assert_eq!(e.details()["key"], "workspace.ignore[1]", "{e:?}");
+    let e = parse_err("version = 1\n[workspace]\nignores = []\n");
+    assert!(matches!(e, PolicyError::UnknownKey { .. }), "{e:?}");
 }
 
 const FULL: &str = r#"
@@ -71,6 +86,9 @@ required = ["unit", "lint"]
 
 [secrets]
 scan = false
+
+[workspace]
+ignore = ["__pycache__/", "*.log", "!keep.log"]
 "#;
 
 #[test]
@@ -110,8 +128,22 @@ fn a_complete_document_parses_to_exact_values() {
                 required: vec!["unit".into(), "lint".into()],
             },
             secrets: Secrets { scan: false },
+            workspace: WorkspaceRules {
+                ignore: IgnoreList::new(vec![
+                    "__pycache__/".into(),
+                    "*.log".into(),
+                    "!keep.log".into()
+                ])
+                .expect("valid patterns"),
+            },
         }
     );
+    let ignore = &p.workspace.ignore;
+    assert!(ignore.is_ignored(std::path::Path::new("pkg/__pycache__"), true));
+    assert!(!ignore.is_ignored(std::path::Path::new("pkg/__pycache__"), false));
+    assert!(ignore.is_ignored(std::path::Path::new("a/b.log"), false));
+    assert!(!ignore.is_ignored(std::path::Path::new("keep.log"), false));
+    assert!(!ignore.is_ignored(std::path::Path::new("src/x.py"), false));
     assert_eq!(
         p.roles[0].requirement_id(),
         "role:security:src/auth/**,**/*.pem"

@@ -38,7 +38,7 @@ const PACKED_REFS_CAP: u64 = 256 * 1024 * 1024;
 /// link, never blocking (a FIFO or device is refused, not opened for
 /// reading), and never more than `cap` bytes: `HEAD` pointing at
 /// `/dev/zero` cannot exhaust memory or hang.
-fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StateError> {
+pub(super) fn read_capped(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, StateError> {
     use rustix::fs::{FileType, Mode, OFlags};
     use std::io::Read as _;
     let fd = match rustix::fs::open(
@@ -83,10 +83,17 @@ fn read_opt(path: &Path) -> Result<Option<Vec<u8>>, StateError> {
     read_capped(path, SMALL_FILE_CAP)
 }
 
-/// `HEAD`'s commit id as lowercase hex; `None` when `root` is not a git
-/// repository (no `.git`, or a `.git` directory without `HEAD`) or the
-/// current branch is unborn.
-pub(super) fn read_head(root: &Path) -> Result<Option<String>, StateError> {
+/// Where a repository's metadata is.
+pub(super) struct GitDirs {
+    /// The per-worktree git directory (`HEAD`, per-worktree refs).
+    pub(super) gitdir: PathBuf,
+    /// The common directory (`refs/`, `packed-refs`, `config`, `info/`).
+    pub(super) common: PathBuf,
+}
+
+/// The git directories of the repository at `root`; `None` when it is not
+/// a git repository (no `.git`, or a `.git` directory without `HEAD`).
+pub(super) fn git_dirs(root: &Path) -> Result<Option<GitDirs>, StateError> {
     let dotgit = root.join(".git");
     let meta = match fs::metadata(&dotgit) {
         Ok(m) => m,
@@ -106,13 +113,26 @@ pub(super) fn read_head(root: &Path) -> Result<Option<String>, StateError> {
     } else {
         return Ok(None);
     };
-    let head_path = gitdir.join("HEAD");
-    let Some(head) = read_opt(&head_path)? else {
+    if read_opt(&gitdir.join("HEAD"))?.is_none() {
         return Ok(None);
-    };
+    }
     let common = match read_opt(&gitdir.join("commondir"))? {
         Some(t) => gitdir.join(OsStr::from_bytes(t.trim_ascii())),
         None => gitdir.clone(),
+    };
+    Ok(Some(GitDirs { gitdir, common }))
+}
+
+/// `HEAD`'s commit id as lowercase hex; `None` when `root` is not a git
+/// repository (no `.git`, or a `.git` directory without `HEAD`) or the
+/// current branch is unborn.
+pub(super) fn read_head(root: &Path) -> Result<Option<String>, StateError> {
+    let Some(GitDirs { gitdir, common }) = git_dirs(root)? else {
+        return Ok(None);
+    };
+    let head_path = gitdir.join("HEAD");
+    let Some(head) = read_opt(&head_path)? else {
+        return Ok(None);
     };
     if common.join("reftable").is_dir() {
         return Err(git_err(
@@ -205,9 +225,95 @@ fn lookup(
     Ok(None)
 }
 
+/// The value of `core.excludesFile` in a git config file's bytes (the last
+/// one wins, as in git), `~/` expanded with `$HOME`. Sections and keys are
+/// case-insensitive; a value may be quoted, with `\\`, `\"`, `\t`, `\n`
+/// escapes, and ends at an unquoted `#` or `;`. `include` directives are
+/// not followed.
+pub(super) fn excludes_file(config: &[u8]) -> Option<PathBuf> {
+    let text = String::from_utf8_lossy(config);
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let mut rest = line.trim_start();
+        if let Some(header) = rest.strip_prefix('[') {
+            let Some((name, after)) = header.split_once(']') else {
+                in_core = false;
+                continue;
+            };
+            in_core = name.trim().eq_ignore_ascii_case("core");
+            rest = after.trim_start();
+        }
+        if !in_core {
+            continue;
+        }
+        let Some((key, value)) = rest.split_once('=') else {
+            continue;
+        };
+        if key.trim().eq_ignore_ascii_case("excludesfile") {
+            found = Some(config_value(value));
+        }
+    }
+    let value = found.filter(|v| !v.is_empty())?;
+    match value.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(rest)),
+        None => Some(PathBuf::from(value)),
+    }
+}
+
+/// A config value as git reads it: quotes removed, escapes decoded, an
+/// unquoted comment dropped, surrounding unquoted whitespace trimmed.
+fn config_value(raw: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    // Unquoted trailing whitespace is dropped; `keep` marks how much counts.
+    let mut keep = 0;
+    let mut chars = raw.trim_start().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => {
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some(other) => out.push(other),
+                    None => {}
+                }
+                keep = out.len();
+                continue;
+            }
+            '#' | ';' if !quoted => break,
+            c => out.push(c),
+        }
+        if quoted || !c.is_whitespace() {
+            keep = out.len();
+        }
+    }
+    out.truncate(keep);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excludes_file_from_config() {
+        let get = |s: &str| excludes_file(s.as_bytes());
+        assert_eq!(get("[core]\n\texcludesFile = /a/b\n"), Some("/a/b".into()));
+        assert_eq!(
+            get("[Core]\nexcludesfile = \"/x y/z\" ; note\n[core]\n"),
+            Some("/x y/z".into())
+        );
+        assert_eq!(
+            get("[core] excludesfile=/one\n[core]\nexcludesFile = /two  # c\n"),
+            Some("/two".into())
+        );
+        assert_eq!(get("[user]\nexcludesfile = /no\n"), None);
+        assert_eq!(get("[core \"x\"]\nexcludesfile = /no\n"), None);
+        assert_eq!(get("[core]\nexcludesfile =\n"), None);
+        assert_eq!(get("[core]\nexcludesfile = a\\\\b\n"), Some("a\\b".into()));
+    }
 
     #[test]
     fn ref_names() {

@@ -5,6 +5,7 @@
 //! followed by `/`), and a depth-first pass over the sorted listings yields
 //! every entry in full-path byte order without a global sort.
 
+use super::ignore::{read_gitignore, Level, Rules};
 use super::{full_path, io_err, Digest, Entry, Failure, Kind, Stat, Tree};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -100,6 +101,8 @@ struct Job {
     /// The directory holding this one (the walk's root has none): opening
     /// from it costs one `openat`, not one per component of `rel`.
     parent: Option<Arc<OwnedFd>>,
+    /// The `.gitignore` files of the directories above this one.
+    ignore: Option<Arc<Level>>,
 }
 
 /// The shared work list of the parallel walk.
@@ -110,14 +113,22 @@ struct Queue {
     failure: Option<Failure>,
 }
 
-/// Lists every entry under `root`, `threads` directories at a time, and
-/// returns them in path order.
-pub(super) fn walk(root: &Path, root_fd: BorrowedFd<'_>, threads: usize) -> Result<Tree, Failure> {
+/// Lists every entry under `root` that `rules` do not ignore (`above`: the
+/// `.gitignore` files of the directories above the walk's root), `threads`
+/// directories at a time, and returns them in path order.
+pub(super) fn walk(
+    root: &Path,
+    root_fd: BorrowedFd<'_>,
+    threads: usize,
+    rules: &Rules<'_>,
+    above: Option<Arc<Level>>,
+) -> Result<Tree, Failure> {
     let queue = Mutex::new(Queue {
         jobs: vec![Job {
             id: 0,
             rel: Vec::new(),
             parent: None,
+            ignore: above,
         }],
         active: 0,
         failure: None,
@@ -144,7 +155,7 @@ pub(super) fn walk(root: &Path, root_fd: BorrowedFd<'_>, threads: usize) -> Resu
                     q = ready.wait(q).expect("walk queue poisoned");
                 }
             };
-            let result = scan_dir(root, root_fd, &job, &next_id, &mut found);
+            let result = scan_dir(root, root_fd, rules, &job, &next_id, &mut found);
             let mut q = queue.lock().expect("walk queue poisoned");
             q.active -= 1;
             q.jobs.append(&mut found);
@@ -235,6 +246,7 @@ fn flatten(listings: &[Option<Listing>], files: usize, name_bytes: usize) -> Tre
 fn scan_dir(
     root: &Path,
     root_fd: BorrowedFd<'_>,
+    rules: &Rules<'_>,
     job: &Job,
     next_id: &AtomicUsize,
     found: &mut Vec<Job>,
@@ -248,6 +260,12 @@ fn scan_dir(
         None => open_dir(root_fd, rel),
     }
     .map_err(|e| at_failure(root, rel, e))?;
+    // This directory's own `.gitignore` applies to its entries and below.
+    let ignore = match read_gitignore(fd.as_fd(), &full_path(root, rel)).map_err(Failure::Fatal)? {
+        Some(bytes) => rules.push(job.ignore.as_ref(), rel, &bytes),
+        None => job.ignore.clone(),
+    };
+    let inert = rules.inert(ignore.as_ref());
     // A handle of its own for the subdirectories' jobs (the listing's is
     // consumed by reading), made when the first one is found.
     let mut handle: Option<Arc<OwnedFd>> = None;
@@ -286,6 +304,12 @@ fn scan_dir(
             file_type = now;
             stat = Some(Stat::of(&st));
         }
+        if !inert {
+            child_path(&mut path, name);
+            if rules.ignored(ignore.as_ref(), &path, file_type == FileType::Directory) {
+                continue;
+            }
+        }
         let node = match (file_type, stat) {
             (FileType::Directory, _) => {
                 let id = next_id.fetch_add(1, atomic::Ordering::Relaxed);
@@ -305,6 +329,7 @@ fn scan_dir(
                     id,
                     rel: path.clone(),
                     parent: Some(parent),
+                    ignore: ignore.clone(),
                 });
                 Node::Dir(id)
             }

@@ -64,13 +64,16 @@ pub(crate) struct ResourceState {
     pub span: Option<LineSpan>,
 }
 
-/// Read `resource` from the workspace (only what it names).
+/// Read `resource` from the workspace (only what it names); a directory's
+/// digest leaves out what git's rules and `ignore` (the policy's
+/// `[workspace] ignore`) ignore.
 pub(crate) fn resource_state(
     engine: &Engine,
     ws: &crate::workspace::Workspace,
     resource: &Resource,
+    ignore: Option<&crate::policy::IgnoreList>,
 ) -> Result<ResourceState, ToolError> {
-    Ok(resource_state_indexed(engine, ws, resource)?.0)
+    Ok(resource_state_indexed(engine, ws, resource, ignore)?.0)
 }
 
 /// [`resource_state`], and for a symbol the index of the content its span
@@ -80,6 +83,7 @@ fn resource_state_indexed(
     engine: &Engine,
     ws: &crate::workspace::Workspace,
     resource: &Resource,
+    ignore: Option<&crate::policy::IgnoreList>,
 ) -> Result<(ResourceState, Option<Vec<crate::symbols::Symbol>>), ToolError> {
     match resource {
         Resource::File(path) => Ok((
@@ -94,7 +98,8 @@ fn resource_state_indexed(
         )),
         Resource::Directory(dir) => Ok((
             ResourceState {
-                digest: crate::state::subtree_state(engine.root(), dir.as_ref())?.to_string(),
+                digest: crate::state::subtree_state(engine.root(), dir.as_ref(), ignore)?
+                    .to_string(),
                 span: None,
             },
             None,
@@ -229,8 +234,18 @@ impl Tool for AcquireClaim {
         // Inside the write transaction no apply can journal, so none can
         // start changing files; one already journaled is waited out.
         require_no_apply_touching(cx, &args.resource_id.0)?;
-        let (state, index) =
-            resource_state_indexed(cx.engine, cx.engine.workspace(), &args.resource_id.0)?;
+        // Only a directory's digest depends on the policy (its ignore list).
+        let policy = match &args.resource_id.0 {
+            Resource::Directory(_) => Some(super::policies::effective(cx.tx)?.1),
+            Resource::File(_) | Resource::Symbol { .. } => None,
+        };
+        let ignore = policy.as_ref().map(|p| &p.workspace.ignore);
+        let (state, index) = resource_state_indexed(
+            cx.engine,
+            cx.engine.workspace(),
+            &args.resource_id.0,
+            ignore,
+        )?;
         let resource_id = args.resource_id.0.to_string();
         let scope = Scope {
             resource: args.resource_id.0.clone(),

@@ -724,7 +724,8 @@ fn claims_stage(
     }
     for c in relevant {
         let Ok(scope) = c.scope() else { continue };
-        let (reason, held) = author_claim(engine, ws, c, scope);
+        let ignore = Some(&ev.policy.workspace.ignore);
+        let (reason, held) = author_claim(engine, ws, c, scope, ignore);
         reasons.push(reason);
         covering.extend(held);
     }
@@ -750,8 +751,9 @@ fn author_claim(
     ws: &Workspace,
     c: &Claim,
     scope: Scope,
+    ignore: Option<&crate::policy::IgnoreList>,
 ) -> (Value, Option<Scope>) {
-    match resource_state(engine, ws, &scope.resource) {
+    match resource_state(engine, ws, &scope.resource, ignore) {
         Ok(now) => {
             let reason = if now.digest == c.base_digest {
                 note(
@@ -897,7 +899,8 @@ pub(crate) fn claim_blocks(
         let Resource::Symbol { .. } = &scope.resource else {
             return true;
         };
-        let span = resource_state(engine, ws, &scope.resource)
+        // A symbol's span: the ignore list plays no part.
+        let span = resource_state(engine, ws, &scope.resource, None)
             .ok()
             .and_then(|s| s.span);
         let lines = match (f.operation, f.after) {

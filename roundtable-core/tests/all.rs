@@ -10,6 +10,7 @@ mod hardening;
 mod ignored;
 mod layers;
 mod properties;
+mod proposal_base;
 mod review;
 mod state;
 mod symbols_hostile;

@@ -147,15 +147,27 @@ fn prepare_revision(
             crate::hex::encode(&Sha256::digest(text.as_bytes()))
         )
     };
-    let state = crate::state::compute_state(engine.root())?;
+    // The base in O(change): the touched paths' before-states (already in
+    // the summary) and git HEAD, never a walk of the whole tree.
+    let base_git_head = crate::state::git_head(engine.root())?;
+    let base_state = crate::state::touched_state(
+        base_git_head.as_deref(),
+        summary.iter().map(|f| crate::state::TouchedPath {
+            path: &f.path,
+            before: f
+                .before
+                .as_ref()
+                .map(|b| (b.digest, b.executable, b.symlink)),
+        }),
+    );
     Ok(PreparedRevision {
         format,
         bytes,
         rendered,
         changeset: summary,
         changeset_digest,
-        base_state: state.state.to_string(),
-        base_git_head: state.git_head,
+        base_state: base_state.to_string(),
+        base_git_head,
     })
 }
 

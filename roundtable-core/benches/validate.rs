@@ -37,21 +37,6 @@ fn parent(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
-fn body(i: usize) -> String {
-    (0..40).map(|l| format!("file {i} line {l}\n")).collect()
-}
-
-fn patch_for(files: &[usize]) -> String {
-    let mut text = String::new();
-    for &i in files {
-        let path = rel(i);
-        text.push_str(&format!(
-            "diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -19,3 +19,3 @@\n file {i} line 18\n-file {i} line 19\n+file {i} line 19 (edited)\n file {i} line 20\n"
-        ));
-    }
-    text
-}
-
 fn actor(kind: fn(Id) -> Actor, name: &str) -> Actor {
     kind(id(name))
 }
@@ -75,7 +60,7 @@ struct Bench {
 impl Bench {
     fn new(label: &str, base: &Path, files: usize) -> Bench {
         let start = Instant::now();
-        let dir = tree(base, files, body);
+        let dir = tree(base, files, numbered_lines);
         let generate = start.elapsed();
         let engine = Engine::open(dir.path(), EngineOptions::default()).expect("the engine opens");
         let host = actor(Actor::orchestrator, "host");
@@ -119,17 +104,16 @@ impl Bench {
             &carol,
         );
 
-        // proposal.create computes the base state over the whole tree;
-        // warm the stat cache first so that it reads no file content.
+        // The whole-tree state, timed for the report (it warms the stat cache).
         let start = Instant::now();
         let state = roundtable::state::compute_state(dir.path()).expect("the state");
         let warm_state = start.elapsed();
         assert_eq!(state.files, files, "the state counts every generated file");
 
         let start = Instant::now();
-        let file_claims = proposal(&engine, &alice, "t1", &patch_for(&touched), &bob);
+        let file_claims = proposal(&engine, &alice, "t1", &line19_patch(&touched), &bob);
         let create = start.elapsed();
-        let dir_claim = proposal(&engine, &carol, "t2", &patch_for(&[DIR_FILE]), &bob);
+        let dir_claim = proposal(&engine, &carol, "t2", &line19_patch(&[DIR_FILE]), &bob);
 
         let b = Bench {
             label: label.to_owned(),

@@ -223,10 +223,10 @@ pub struct Revision {
     /// The resources the author declared, in canonical spelling.
     pub affected_resources: Vec<String>,
     /// The base the revision was made on, in O(change): a state hash over
-    /// git `HEAD` and the before-state of each touched path
-    /// ([`state::touched_state`](crate::state::touched_state)), not of the
-    /// whole tree. Equal for two revisions touching the same paths in the
-    /// same states on the same commit.
+    /// git `HEAD` and the before-state of each touched path (absent, or
+    /// digest and kind), not over the whole tree (`state::touched_state`).
+    /// Equal for two revisions touching the same paths in the same states
+    /// on the same commit.
     pub base_state: crate::state::StateHash,
     /// The git `HEAD` then, if any.
     pub base_git_head: Option<String>,

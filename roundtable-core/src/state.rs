@@ -31,6 +31,15 @@
 //! state therefore covers exactly the paths a changeset can name, plus the
 //! commit they sit on.
 //!
+//! Nor is any path git ignores: `.gitignore` files at every level (applied
+//! even when the root is not a git repository), and in a repository
+//! `info/exclude` and the file `core.excludesFile` names (the repository's
+//! `config`, else the user's global configuration), with git's precedence;
+//! plus [`StateOptions::ignore`] (the policy's `[workspace] ignore`). An
+//! ignored directory is not walked. A `.gitignore` is read through the
+//! walk's directory descriptor, never through a link. A changeset may still
+//! name an ignored path; the state just does not count it.
+//!
 //! # The encoding
 //!
 //! The entries are sorted by their `/`-separated path bytes and fed to

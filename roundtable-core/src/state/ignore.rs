@@ -14,6 +14,8 @@
 //!    `/etc/gitconfig`; default `$XDG_CONFIG_HOME/git/ignore`), found by
 //!    [`ignore::gitignore::gitconfig_excludes_path`].
 //!
+//! Without a git directory only the `.gitignore` files apply.
+//!
 //! A directory that is ignored is not walked: nothing under it is part of
 //! the state, whatever a deeper pattern says (git cannot re-include a file
 //! whose directory is excluded either). Independently, a path matching the

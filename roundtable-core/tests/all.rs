@@ -9,6 +9,7 @@ mod governance_hardening;
 mod hardening;
 mod layers;
 mod properties;
+mod rebase;
 mod review;
 mod state;
 mod symbols_hostile;

@@ -187,6 +187,83 @@ impl Changeset {
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
+
+    /// `sha256:` of the change without its positions: per touched path
+    /// (in path order) its operation, the other path of a rename or copy,
+    /// the modes before and after and, for text, each hunk's removed and
+    /// added lines; for binary content or a link, the before and after
+    /// digests. `base` gives the current content of a path the change reads
+    /// (each path with a precondition, and each copy's source).
+    ///
+    /// Two changesets with the same id make the same edits, wherever the
+    /// lines around them moved: a rebase that only moved them is trivial.
+    pub fn change_id<'b>(&self, base: &dyn Fn(&RepoPath) -> Option<&'b [u8]>) -> String {
+        use sha2::{Digest as _, Sha256};
+        fn feed(h: &mut Sha256, bytes: &[u8]) {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        }
+        let mode = |exec: bool, link: bool| [b'm', u8::from(exec), u8::from(link)];
+        let mut h = Sha256::new();
+        for f in &self.files {
+            feed(&mut h, f.path.as_str().as_bytes());
+            feed(&mut h, f.operation.name().as_bytes());
+            let source = match &f.operation {
+                Operation::Rename { from } | Operation::Copy { from } => Some(from),
+                Operation::RenamedAway { to } => {
+                    feed(&mut h, to.as_str().as_bytes());
+                    None
+                }
+                _ => None,
+            };
+            let old: Option<(&[u8], bool, bool)> = match (source, &f.before) {
+                (Some(from), _) => base(from).map(|d| (d, false, false)),
+                (None, Some(b)) => base(&f.path).map(|d| (d, b.executable, b.symlink)),
+                (None, None) => None,
+            };
+            if let Some(from) = source {
+                feed(&mut h, from.as_str().as_bytes());
+            }
+            match &f.before {
+                Some(b) => h.update(mode(b.executable, b.symlink)),
+                None => h.update(b"absent"),
+            }
+            match &f.after {
+                Some(a) => h.update(mode(a.executable, a.symlink)),
+                None => h.update(b"absent"),
+            }
+            if matches!(f.operation, Operation::RenamedAway { .. }) {
+                // Its content moved: the destination's hunks say the change.
+                h.update(b"end");
+                continue;
+            }
+            let old_data = old.map_or(&[][..], |(d, _, _)| d);
+            let new_data = f.after.as_ref().map_or(&[][..], |a| a.data.as_slice());
+            let opaque = old.is_some_and(|(d, _, link)| link || render::is_binary(d))
+                || f.after
+                    .as_ref()
+                    .is_some_and(|a| a.symlink || render::is_binary(&a.data));
+            if opaque {
+                h.update(b"digests");
+                feed(&mut h, Digest::of(old_data).to_string().as_bytes());
+                feed(&mut h, Digest::of(new_data).to_string().as_bytes());
+            } else {
+                for (removed, added) in crate::merge::hunk_changes(old_data, new_data) {
+                    h.update(b"hunk");
+                    h.update((removed.len() as u64).to_le_bytes());
+                    for l in removed {
+                        feed(&mut h, l);
+                    }
+                    h.update((added.len() as u64).to_le_bytes());
+                    for l in added {
+                        feed(&mut h, l);
+                    }
+                }
+            }
+            h.update(b"end");
+        }
+        format!("sha256:{}", crate::hex::encode(&h.finalize()))
+    }
 }
 
 /// Why a changeset could not be built from a patch.

@@ -197,7 +197,9 @@ pub struct Approvals {
     pub minimum: u32,
     /// Votes that block while they stand (default `veto`, `reject`).
     pub blocking_votes: Vec<VoteValue>,
-    /// Whether votes on an earlier revision count for a later one.
+    /// Whether votes (and, under [`CarryOver::TrivialRebase`], security
+    /// reviews and human approvals) on an earlier revision count for a
+    /// later one.
     pub carry_over: CarryOver,
     /// Roles whose holders count toward `minimum`; empty means any enabled
     /// agent that is not the author.
@@ -209,8 +211,16 @@ pub struct Approvals {
 #[serde(rename_all = "snake_case")]
 pub enum CarryOver {
     /// Only votes on the current revision count.
-    #[default]
     Never,
+    /// Votes, security reviews and human approvals on an earlier revision
+    /// count when every revision since makes the same change
+    /// ([`Revision::change_id`](crate::model::Revision::change_id): the same
+    /// files, operations, modes and hunks, at possibly different
+    /// positions) — a trivial rebase, as Gerrit calls it. Check results
+    /// carry too when `[checks] carry_on_trivial_rebase` says so. The
+    /// built-in default.
+    #[default]
+    TrivialRebase,
     /// A vote carries over when its revision's changeset digest equals the
     /// current revision's.
     IdenticalChangeset,
@@ -261,6 +271,10 @@ pub struct Checks {
     /// Names of `test.record` results whose latest result on the revision
     /// must be `passed`.
     pub required: Vec<String>,
+    /// Whether a check result on an earlier revision counts for a trivial
+    /// rebase of it (under `carry_over = "trivial_rebase"`); default false:
+    /// the checks run again on the rebased files.
+    pub carry_on_trivial_rebase: bool,
 }
 
 /// The `[secrets]` table.
@@ -276,14 +290,15 @@ impl Default for Policy {
     /// The built-in default: one approval on the current revision from an
     /// enabled agent who is not the author; `veto` and `reject` block;
     /// security review for `high` and `critical` risk; human approval for
-    /// `critical`; approvals never carry over; secret scanning on.
+    /// `critical`; votes, reviews and approvals carry over a trivial rebase
+    /// (check results do not); secret scanning on.
     fn default() -> Policy {
         Policy {
             version: POLICY_VERSION,
             approvals: Approvals {
                 minimum: 1,
                 blocking_votes: default_blocking_votes(),
-                carry_over: CarryOver::Never,
+                carry_over: CarryOver::TrivialRebase,
                 eligible_roles: Vec::new(),
             },
             roles: Vec::new(),
@@ -297,6 +312,7 @@ impl Default for Policy {
             },
             checks: Checks {
                 required: Vec::new(),
+                carry_on_trivial_rebase: false,
             },
             secrets: Secrets { scan: true },
             workspace: WorkspaceRules::default(),
@@ -626,6 +642,7 @@ struct RawGate {
 #[serde(deny_unknown_fields)]
 struct RawChecks {
     required: Option<Vec<Spanned<String>>>,
+    carry_on_trivial_rebase: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -831,7 +848,10 @@ impl Policy {
             roles,
             security_review,
             human_approval,
-            checks: Checks { required },
+            checks: Checks {
+                required,
+                carry_on_trivial_rebase: raw.checks.carry_on_trivial_rebase.unwrap_or(false),
+            },
             secrets: Secrets {
                 scan: raw.secrets.scan.unwrap_or(defaults.secrets.scan),
             },

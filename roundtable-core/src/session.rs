@@ -77,6 +77,7 @@ pub use crate::tools::proposals::{
     AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
     ProposalPage, ProposalRevised, Reject, Rejected, RequestReview, ReviewRequested, Withdraw,
 };
+pub use crate::tools::rebase::{FileConflict, RebaseProposal};
 pub use crate::tools::records::{
     DecisionValue, ProposalStatus, Risk, TestStatus, Verdict, VoteValue,
 };
@@ -237,6 +238,7 @@ keyed!(
     CreateTask,
     CreateProposal,
     AttachPatch,
+    RebaseProposal,
     RequestReview,
     Withdraw,
     Reject,
@@ -537,6 +539,29 @@ impl AttachPatch {
             })
         })
     }
+}
+
+impl RebaseProposal {
+    /// Rebase revision `expected_revision` (the latest, else `conflict`)
+    /// of `proposal_id` onto the current files.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, expected_revision: u32) -> Draft<RebaseProposal> {
+        Draft::of(|| {
+            Ok(RebaseProposal {
+                proposal_id: id("proposal_id", proposal_id)?,
+                expected_revision: field("expected_revision", expected_revision)?,
+                note_md: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<RebaseProposal> {
+    setter!(
+        /// A note for reviewers (Markdown).
+        note_md: &str => note_md
+    );
 }
 
 impl Draft<AttachPatch> {
@@ -1183,6 +1208,9 @@ methods!(ProposalsApi {
     create(CreateProposal) -> ProposalRevised;
     /// `proposal.attach_patch`: a new revision of a proposal.
     attach_patch(AttachPatch) -> ProposalRevised;
+    /// `proposal.rebase`: a new revision merging the latest one's change
+    /// onto the current files.
+    rebase(RebaseProposal) -> ProposalRevised;
     /// `proposal.get`: a proposal with its revisions.
     get(GetProposal) -> ProposalDetail;
     /// `proposal.list`: proposals, a page at a time.

@@ -77,6 +77,7 @@ pub mod evidence;
 pub mod log;
 pub mod policies;
 pub mod proposals;
+pub mod rebase;
 pub mod records;
 pub mod review;
 pub mod setup;
@@ -263,6 +264,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<setup::ListTasks>(),
     spec::<proposals::CreateProposal>(),
     spec::<proposals::AttachPatch>(),
+    spec::<rebase::RebaseProposal>(),
     spec::<proposals::GetProposal>(),
     spec::<proposals::ListProposals>(),
     spec::<review::ProposalFiles>(),

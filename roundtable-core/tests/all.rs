@@ -11,6 +11,7 @@ mod ignored;
 mod layers;
 mod properties;
 mod proposal_base;
+mod rebase;
 mod review;
 mod state;
 mod symbols_hostile;

@@ -8,18 +8,18 @@ use roundtable::Actor;
 use serde_json::{json, Value};
 
 /// `User.save` spans lines 2-3, `Order.total` lines 7-8.
-const M_PY: &str =
+pub(crate) const M_PY: &str =
     "class User:\n    def save(self):\n        return 1\n\n\nclass Order:\n    def total(self):\n        return 2\n";
 
 /// Changes line 3 only: inside `User.save`.
-const IN_SAVE: &str = "--- a/m.py\n+++ b/m.py\n@@ -2,3 +2,3 @@\n     def save(self):\n-        return 1\n+        return 10\n \n";
+pub(crate) const IN_SAVE: &str = "--- a/m.py\n+++ b/m.py\n@@ -2,3 +2,3 @@\n     def save(self):\n-        return 1\n+        return 10\n \n";
 
 /// Changes line 8 only: inside `Order.total`.
-const IN_TOTAL: &str = "--- a/m.py\n+++ b/m.py\n@@ -7,2 +7,2 @@\n     def total(self):\n-        return 2\n+        return 20\n";
+pub(crate) const IN_TOTAL: &str = "--- a/m.py\n+++ b/m.py\n@@ -7,2 +7,2 @@\n     def total(self):\n-        return 2\n+        return 20\n";
 
 /// The world with `m.py`, two authors (`ann`, `ben`) and a reviewer
 /// (`rev`).
-fn world() -> (World, Actor, Actor, Actor) {
+pub(crate) fn world() -> (World, Actor, Actor, Actor) {
     let w = World::new();
     std::fs::write(w.dir.path().join("m.py"), M_PY).expect("write");
     for (agent, role) in [("ann", "author"), ("ben", "author"), ("rev", "reviewer")] {
@@ -36,7 +36,7 @@ fn world() -> (World, Actor, Actor, Actor) {
 }
 
 /// A write claim on `resource` for an hour; the claim.
-fn hold(w: &World, who: &Actor, resource: &str) -> Value {
+pub(crate) fn hold(w: &World, who: &Actor, resource: &str) -> Value {
     w.ok(
         "claim.acquire",
         json!({"resource_id": resource, "type": "write", "ttl_s": 3600}),
@@ -46,7 +46,7 @@ fn hold(w: &World, who: &Actor, resource: &str) -> Value {
 }
 
 /// A proposal by `who` with `patch`, in review and approved by `r`; its id.
-fn approved(w: &World, who: &Actor, r: &Actor, patch: &str) -> String {
+pub(crate) fn approved(w: &World, who: &Actor, r: &Actor, patch: &str) -> String {
     let pid = str_of(
         &w.ok(
             "proposal.create",
@@ -63,11 +63,11 @@ fn approved(w: &World, who: &Actor, r: &Actor, patch: &str) -> String {
     pid
 }
 
-fn validate(w: &World, pid: &str) -> Value {
+pub(crate) fn validate(w: &World, pid: &str) -> Value {
     w.ok("patch.validate", json!({"proposal_id": pid}), &w.host)
 }
 
-fn stage<'r>(report: &'r Value, name: &str) -> &'r Value {
+pub(crate) fn stage<'r>(report: &'r Value, name: &str) -> &'r Value {
     report["stages"]
         .as_array()
         .expect("stages")
@@ -84,7 +84,7 @@ fn apply(w: &World, pid: &str) -> Value {
     )
 }
 
-fn content(w: &World) -> String {
+pub(crate) fn content(w: &World) -> String {
     std::fs::read_to_string(w.dir.path().join("m.py")).expect("read")
 }
 

@@ -967,8 +967,29 @@ fn a_mode_change_needs_a_file_claim_even_inside_a_claimed_symbol() {
 // 5. Policy
 
 #[test]
-fn a_new_revision_stops_an_earlier_approval_counting_by_default() {
+fn by_default_an_approval_survives_a_revision_making_the_same_change_only() {
     let (w, _) = world();
+    hold(&w, &w.author, "file:hello.txt");
+    let pid = w.in_review();
+    let v = vote(&w, &w.reviewer, &pid, 1, "approve");
+    // The same change again (carry_over = "trivial_rebase" by default).
+    w.revise(&pid, 1, PATCH);
+    let report = validate(&w, &pid);
+    assert_eq!(report["revision"], 2);
+    assert_eq!(report["valid"], true, "{report:#}");
+    assert_eq!(requirement(&report, "approvals")["evidence"], json!([v]));
+    // Another change: the vote stays with the revisions it judged.
+    w.revise(&pid, 2, super::tools::PATCH2);
+    let report = validate(&w, &pid);
+    assert_eq!(report["valid"], false);
+    assert_eq!(requirement(&report, "approvals")["evidence"], json!([]));
+}
+
+#[test]
+fn with_never_carry_over_a_new_revision_stops_an_earlier_approval_counting() {
+    let (w, _) = world();
+    let version = activate_policy(&w, "version = 1\n[approvals]\ncarry_over = \"never\"\n");
+    assert_eq!(version, 1);
     hold(&w, &w.author, "file:hello.txt");
     let pid = w.in_review();
     let v = vote(&w, &w.reviewer, &pid, 1, "approve");

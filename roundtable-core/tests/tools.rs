@@ -539,8 +539,9 @@ fn proposal_create_with_a_patch_stores_revision_one() {
         std::fs::read_to_string(w.dir.path().join("hello.txt")).expect("read"),
         "hello\n"
     );
-    // The same patch twice is stored once.
-    assert_eq!(w.rows("blobs"), 1);
+    // The same patch twice is stored once, beside the touched file's
+    // content before and after (kept for rebase).
+    assert_eq!(w.rows("blobs"), 3);
     assert_eq!(w.rows("revisions"), 2);
 }
 

@@ -81,7 +81,7 @@ fn hunks(old: &[u8], new: &[u8]) -> (Vec<Hunk<'static>>, u32) {
 }
 
 /// git's heuristic: a NUL in the first 8000 bytes makes a file binary.
-fn is_binary(data: &[u8]) -> bool {
+pub(crate) fn is_binary(data: &[u8]) -> bool {
     memchr::memchr(0, &data[..data.len().min(8000)]).is_some()
 }
 

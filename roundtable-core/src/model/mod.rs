@@ -239,6 +239,17 @@ pub struct Revision {
     /// `blob:sha256:` of the revision as a unified diff: the patch itself,
     /// or the edit plan rendered against the files it was made on.
     pub diff_digest: Option<Digest>,
+    /// The revision this one rebases, when `proposal.rebase` made it.
+    #[serde(default)]
+    pub rebased_from: Option<u32>,
+    /// `sha256:` of the change without its positions: each touched path
+    /// with its operation and modes and, for text, each hunk's removed and
+    /// added lines (for binary content, the before and after digests).
+    /// Equal for two revisions that make the same change to files that
+    /// moved around it — a trivial rebase. `null` for revisions stored
+    /// before schema version 6.
+    #[serde(default)]
+    pub change_id: Option<String>,
 }
 
 /// A reviewer's vote.

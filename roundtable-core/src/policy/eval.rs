@@ -55,6 +55,10 @@ pub struct RevisionInfo<'a> {
     /// What it does to each path (a rename lists both paths: `rename` at the
     /// destination, `renamed_away` at the source).
     pub changeset: &'a [FileSummary],
+    /// Its change without positions ([`Revision::change_id`]); `None` for
+    /// revisions stored before it was recorded (they never carry over a
+    /// trivial rebase).
+    pub change_id: Option<&'a str>,
 }
 
 impl<'a> From<&'a Revision> for RevisionInfo<'a> {
@@ -63,6 +67,7 @@ impl<'a> From<&'a Revision> for RevisionInfo<'a> {
             number: r.number,
             changeset_digest: &r.changeset_digest,
             changeset: &r.changeset,
+            change_id: r.change_id.as_deref(),
         }
     }
 }
@@ -418,6 +423,10 @@ struct Context<'p, 'a> {
     input: &'p PolicyInput<'a>,
     agents: HashMap<&'a str, AgentInfo<'a>>,
     touched: BTreeSet<&'a str>,
+    /// Under `carry_over = "trivial_rebase"`: the earlier revisions whose
+    /// evidence counts, because they and every revision since make the
+    /// current revision's change.
+    trivial: BTreeSet<u32>,
 }
 
 /// A vote that counts for the current revision.
@@ -429,12 +438,48 @@ struct Standing<'a> {
 impl<'p, 'a> Context<'p, 'a> {
     fn new(policy: &'p Policy, input: &'p PolicyInput<'a>) -> Context<'p, 'a> {
         let agents = input.agents.iter().map(|a| (a.id, *a)).collect();
+        let mut trivial = BTreeSet::new();
+        if let (CarryOver::TrivialRebase, Some(id)) =
+            (policy.approvals.carry_over, input.revision.change_id)
+        {
+            let by_number: HashMap<u32, &RevisionInfo<'_>> = input
+                .earlier_revisions
+                .iter()
+                .map(|r| (r.number, r))
+                .collect();
+            let mut n = input.revision.number;
+            while let Some(r) = n.checked_sub(1).and_then(|p| by_number.get(&p)) {
+                if r.change_id != Some(id) {
+                    break;
+                }
+                trivial.insert(r.number);
+                n = r.number;
+            }
+        }
         Context {
             policy,
             input,
             agents,
             touched: touched(input.revision.changeset),
+            trivial,
         }
+    }
+
+    /// Whether evidence on revision `n` counts for the current revision:
+    /// `n` is the current one, or a trivial rebase connects them. Notes the
+    /// carried record in `reasons`.
+    fn counts_on(&self, n: u32, record: &str, reasons: &mut Vec<String>) -> bool {
+        let current = self.input.revision.number;
+        if n == current {
+            return true;
+        }
+        let carried = self.trivial.contains(&n);
+        if carried {
+            reasons.push(format!(
+                "{record} on revision {n} carries over: revisions {n} to {current} make the same change (trivial rebase)"
+            ));
+        }
+        carried
     }
 
     fn holds(&self, agent: &str, role: &str) -> bool {
@@ -470,6 +515,25 @@ impl<'p, 'a> Context<'p, 'a> {
                     earlier.number
                 ),
             ),
+            CarryOver::TrivialRebase => {
+                if self.trivial.contains(&earlier.number) {
+                    (
+                        true,
+                        format!(
+                            "revisions {} to {} make the same change (trivial rebase)",
+                            earlier.number, current.number
+                        ),
+                    )
+                } else {
+                    (
+                        false,
+                        format!(
+                            "the change differs since revision {} (not a trivial rebase)",
+                            earlier.number
+                        ),
+                    )
+                }
+            }
             CarryOver::IdenticalChangeset => {
                 if earlier.changeset_digest == current.changeset_digest {
                     (
@@ -793,12 +857,20 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
         if !reasons.is_empty() {
             r.reasons = reasons;
             r.paths = paths;
+            let mut carried = Vec::new();
             r.evidence = input
                 .human_approvals
                 .iter()
-                .filter(|a| a.revision == current)
+                .filter(|a| {
+                    cx.counts_on(
+                        a.revision,
+                        &format!("human approval {}", a.id),
+                        &mut carried,
+                    )
+                })
                 .map(|a| a.id.to_owned())
                 .collect();
+            r.reasons.extend(carried);
             if r.evidence.is_empty() {
                 r.status = Unsatisfied;
                 r.missing = Some(format!("a person's approval of revision {current}"));
@@ -812,11 +884,23 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
     // checks
     for name in &policy.checks.required {
         let mut r = Requirement::new(RequirementId::Check(name.to_string()), Unsatisfied);
+        // The latest result on the current revision; failing that, with
+        // `carry_on_trivial_rebase`, the latest on the nearest revision a
+        // trivial rebase connects.
+        let carry = policy.checks.carry_on_trivial_rebase;
         let latest = input
             .test_results
             .iter()
-            .rev()
-            .find(|t| t.revision == current && t.name == name);
+            .filter(|t| t.name == name)
+            .filter(|t| t.revision == current || (carry && cx.trivial.contains(&t.revision)))
+            .max_by_key(|t| t.revision); // the last recorded of the highest revision
+        if let Some(t) = latest.filter(|t| t.revision != current) {
+            cx.counts_on(
+                t.revision,
+                &format!("check result {}", t.id),
+                &mut r.reasons,
+            );
+        }
         match latest {
             Some(t) => {
                 r.evidence.push(t.id.to_owned());
@@ -942,11 +1026,14 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
     let mut passes = Vec::new();
     let mut fails = Vec::new();
     let mut ignored = Vec::new();
-    for rv in input
-        .security_reviews
-        .iter()
-        .filter(|r| r.revision == current)
-    {
+    let mut carried = Vec::new();
+    for rv in input.security_reviews.iter().filter(|r| {
+        cx.counts_on(
+            r.revision,
+            &format!("security review {}", r.id),
+            &mut carried,
+        )
+    }) {
         let counts = match rv.reviewer.kind {
             ActorKind::Human => true,
             ActorKind::Agent => {
@@ -980,6 +1067,7 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
         return r;
     }
     r.reasons = reasons;
+    r.reasons.extend(carried);
     r.reasons.extend(ignored);
     r.paths = paths;
     if !fails.is_empty() {

@@ -32,7 +32,8 @@ fn the_default_document_is_the_default_policy() {
         d.approvals.blocking_votes,
         vec![VoteValue::Veto, VoteValue::Reject]
     );
-    assert_eq!(d.approvals.carry_over, CarryOver::Never);
+    assert_eq!(d.approvals.carry_over, CarryOver::TrivialRebase);
+    assert!(!d.checks.carry_on_trivial_rebase);
     assert!(d.approvals.eligible_roles.is_empty());
     assert!(d.roles.is_empty());
     assert_eq!(d.security_review.risk, vec![Risk::High, Risk::Critical]);
@@ -126,6 +127,7 @@ fn a_complete_document_parses_to_exact_values() {
             },
             checks: Checks {
                 required: vec!["unit".into(), "lint".into()],
+                carry_on_trivial_rebase: false,
             },
             secrets: Secrets { scan: false },
             workspace: WorkspaceRules {
@@ -410,6 +412,8 @@ struct Fixture {
     approvals: Vec<(String, u32)>,
     tests: Vec<(String, u32, String, TestStatus)>,
     added: Vec<(String, u32, String)>,
+    /// Each revision's change id, where it is not its changeset digest.
+    change_ids: Vec<(u32, String)>,
 }
 
 impl Fixture {
@@ -440,7 +444,30 @@ impl Fixture {
             approvals: vec![],
             tests: vec![],
             added: vec![],
+            change_ids: vec![],
         }
+    }
+
+    /// A new revision with `changeset_digest` that makes the change of
+    /// revision `like` (a trivial rebase of it).
+    fn rebase(&mut self, changeset_digest: &str, like: u32) -> &mut Fixture {
+        let (_, digest, changeset) = self
+            .revisions
+            .iter()
+            .find(|r| r.0 == like)
+            .cloned()
+            .expect("the revision exists");
+        let id = self.change_id(like, &digest);
+        self.revise(changeset_digest, changeset);
+        self.change_ids.push((self.current, id));
+        self
+    }
+
+    fn change_id(&self, n: u32, digest: &str) -> String {
+        self.change_ids
+            .iter()
+            .find(|c| c.0 == n)
+            .map_or_else(|| format!("change:{digest}"), |c| c.1.clone())
     }
 
     fn vote(&mut self, id: &str, revision: u32, agent: &str, vote: VoteValue) -> &mut Fixture {
@@ -464,13 +491,20 @@ impl Fixture {
     }
 
     fn with_input<T>(&self, f: impl FnOnce(&PolicyInput<'_>) -> T) -> T {
+        let ids: Vec<String> = self
+            .revisions
+            .iter()
+            .map(|(n, d, _)| self.change_id(*n, d))
+            .collect();
         let revisions: Vec<RevisionInfo<'_>> = self
             .revisions
             .iter()
-            .map(|(n, d, c)| RevisionInfo {
+            .zip(&ids)
+            .map(|((n, d, c), id)| RevisionInfo {
                 number: *n,
                 changeset_digest: d,
                 changeset: c,
+                change_id: Some(id.as_str()).filter(|s| !s.is_empty()),
             })
             .collect();
         let current = *revisions
@@ -755,9 +789,10 @@ fn approved_then_revised(digest: &str, changeset: Vec<FileSummary>) -> Fixture {
 
 #[test]
 fn carry_over_never_drops_votes_on_earlier_revisions() {
+    let never = Policy::parse("version = 1\n[approvals]\ncarry_over = \"never\"\n").expect("valid");
     // Even an identical changeset does not keep the approval.
     let f = approved_then_revised("sha256:c1", vec![modify("src/lib.rs", "a", "b")]);
-    let report = f.eval(&Policy::default());
+    let report = f.eval(&never);
     let r = req(&report, "approvals");
     assert_eq!(r.status, Unsatisfied);
     assert!(r.evidence.is_empty());
@@ -775,7 +810,7 @@ fn carry_over_never_drops_votes_on_earlier_revisions() {
     let mut f = approved_then_revised("sha256:c2", vec![modify("src/lib.rs", "a", "c")]);
     f.vote("V2", 1, "sec", VoteValue::Veto);
     f.vote("V3", 2, "bob", VoteValue::Approve);
-    let report = f.eval(&Policy::default());
+    let report = f.eval(&never);
     assert!(report.approvable);
     assert_eq!(evidence(&report, "approvals"), vec!["V3"]);
     // A vote on a later revision never counts for an earlier one.
@@ -783,10 +818,83 @@ fn carry_over_never_drops_votes_on_earlier_revisions() {
     f.revise("sha256:c2", vec![modify("src/lib.rs", "a", "c")]);
     f.vote("V1", 2, "bob", VoteValue::Approve);
     f.current = 1;
+    assert_eq!(status(&f.eval(&never), "approvals"), Unsatisfied);
+}
+
+#[test]
+fn carry_over_trivial_rebase_keeps_every_kind_of_evidence_for_the_same_change() {
+    let p = Policy::parse(
+        "version = 1\n[human_approval]\nrisk = [\"high\"]\n[checks]\nrequired = [\"unit\"]\n",
+    )
+    .expect("valid");
+    assert_eq!(p.approvals.carry_over, CarryOver::TrivialRebase);
+    let mut f = Fixture::new();
+    f.risk = Risk::High;
+    f.vote("V1", 1, "bob", VoteValue::Approve);
+    f.reviews.push((
+        "S1".into(),
+        1,
+        Verdict::Pass,
+        Actor::agent(Id::new("sec").expect("id")),
+    ));
+    f.approvals.push(("H1".into(), 1));
+    f.tests
+        .push(("T1".into(), 1, "unit".into(), TestStatus::Passed));
+    // Revision 2 is a rebase of revision 1: other base, same change.
+    f.rebase("sha256:rebased", 1);
+    let report = f.eval(&p);
+    assert_eq!(evidence(&report, "approvals"), vec!["V1"]);
     assert_eq!(
-        status(&f.eval(&Policy::default()), "approvals"),
-        Unsatisfied
+        req(&report, "approvals").reasons,
+        vec!["votes by bob on revision 1 carry over: revisions 1 to 2 make the same change (trivial rebase)"]
     );
+    assert_eq!(evidence(&report, "security_review"), vec!["S1"]);
+    assert!(req(&report, "security_review").reasons.contains(
+        &"security review S1 on revision 1 carries over: revisions 1 to 2 make the same change (trivial rebase)".to_owned()
+    ));
+    assert_eq!(evidence(&report, "human_approval"), vec!["H1"]);
+    // Check results do not carry unless the policy says so: they run again.
+    assert_eq!(status(&report, "check:unit"), Unsatisfied);
+    assert!(!report.approvable);
+    let carry = Policy::parse(
+        "version = 1\n[human_approval]\nrisk = [\"high\"]\n[checks]\nrequired = [\"unit\"]\ncarry_on_trivial_rebase = true\n",
+    )
+    .expect("valid");
+    let report = f.eval(&carry);
+    assert_eq!(evidence(&report, "check:unit"), vec!["T1"]);
+    assert_eq!(
+        req(&report, "check:unit").reasons,
+        vec!["check result T1 on revision 1 carries over: revisions 1 to 2 make the same change (trivial rebase)"]
+    );
+    assert!(report.approvable);
+    // A result on the current revision wins over a carried one.
+    f.tests
+        .push(("T2".into(), 2, "unit".into(), TestStatus::Failed));
+    assert_eq!(status(&f.eval(&carry), "check:unit"), Unsatisfied);
+
+    // A chain of trivial rebases carries from its start; a different change
+    // in between breaks it.
+    f.rebase("sha256:again", 2);
+    assert_eq!(evidence(&f.eval(&p), "approvals"), vec!["V1"]);
+    let mut g = Fixture::new();
+    g.vote("V1", 1, "bob", VoteValue::Approve);
+    g.revise("sha256:other", vec![modify("src/lib.rs", "a", "z")]);
+    g.rebase("sha256:back", 1);
+    let report = g.eval(&p);
+    assert!(evidence(&report, "approvals").is_empty());
+    assert_eq!(
+        req(&report, "approvals").reasons,
+        vec!["votes by bob on revision 1 do not count: the change differs since revision 1 (not a trivial rebase)"]
+    );
+}
+
+#[test]
+fn carry_over_trivial_rebase_never_carries_from_a_revision_without_a_change_id() {
+    let mut f = approved_then_revised("sha256:c2", vec![modify("src/lib.rs", "a", "b")]);
+    // Both stored before change ids were recorded: `None` is no match.
+    f.change_ids.push((1, String::new()));
+    f.change_ids.push((2, String::new()));
+    assert!(evidence(&f.eval(&Policy::default()), "approvals").is_empty());
 }
 
 #[test]

@@ -222,6 +222,10 @@ pub(crate) struct NewRevision<'a> {
     pub created_at: Timestamp,
     /// The blob of its unified diff.
     pub diff_digest: &'a Digest,
+    /// The revision it rebases, if `proposal.rebase` made it.
+    pub rebased_from: Option<u32>,
+    /// Its change without positions.
+    pub change_id: &'a str,
 }
 
 /// Insert a revision.
@@ -231,8 +235,9 @@ pub(crate) fn insert_revision(
 ) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO revisions (proposal_id, number, format, digest, changeset, changeset_digest,
-             affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest,
+             rebased_from, change_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             r.proposal_id,
             r.number,
@@ -246,7 +251,9 @@ pub(crate) fn insert_revision(
             r.note_md,
             r.created_by.to_string(),
             r.created_at.0,
-            r.diff_digest.to_string()
+            r.diff_digest.to_string(),
+            r.rebased_from,
+            r.change_id
         ],
     )?;
     Ok(())

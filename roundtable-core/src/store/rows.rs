@@ -59,7 +59,7 @@ impl Proposal {
 }
 
 impl Revision {
-    pub(crate) const COLUMNS: &'static str = "number, format, digest, changeset, changeset_digest, affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest";
+    pub(crate) const COLUMNS: &'static str = "number, format, digest, changeset, changeset_digest, affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest, rebased_from, change_id";
 
     pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Revision> {
         Ok(Revision {
@@ -81,6 +81,8 @@ impl Revision {
             created_by: actor_from_sql(&r.get::<_, String>(9)?)?,
             created_at: Timestamp(r.get(10)?),
             diff_digest: r.get(11)?,
+            rebased_from: r.get(12)?,
+            change_id: r.get(13)?,
         })
     }
 }

@@ -39,8 +39,15 @@ pub(crate) struct PreparedRevision {
     rendered: Option<Vec<u8>>,
     changeset: Vec<FileSummary>,
     changeset_digest: String,
+    /// The change without positions ([`Changeset::change_id`]).
+    change_id: String,
+    /// The touched files' contents before and after, kept as blobs so that
+    /// the revision can be rebased.
+    contents: Vec<Vec<u8>>,
     base_state: String,
     base_git_head: Option<String>,
+    /// The revision this one rebases.
+    pub(super) rebased_from: Option<u32>,
 }
 
 /// The summary stored with a revision: each path's operation, precondition
@@ -89,7 +96,7 @@ fn prepare_revision(
     let too_big = |field: &str, n: usize| {
         ToolError::invalid_argument(field, format!("is {n} bytes; the limit is {limit}"))
     };
-    let (format, bytes, changeset) = match (patch, edit_plan) {
+    let (format, bytes) = match (patch, edit_plan) {
         (Some(_), Some(_)) => {
             return Err(ToolError::invalid_argument(
                 "edit_plan",
@@ -107,18 +114,52 @@ fn prepare_revision(
             if bytes.len() > limit {
                 return Err(too_big("patch", bytes.len()));
             }
-            let changeset = revision_changeset(engine, RevisionFormat::Patch, &bytes)?;
-            (RevisionFormat::Patch, bytes, changeset)
+            (RevisionFormat::Patch, bytes)
         }
         (None, Some(plan)) => {
             let bytes = serde_json::to_vec(&plan.0).expect("a JSON object serializes");
             if bytes.len() > limit {
                 return Err(too_big("edit_plan", bytes.len()));
             }
-            let changeset = revision_changeset(engine, RevisionFormat::EditPlan, &bytes)?;
-            (RevisionFormat::EditPlan, bytes, changeset)
+            (RevisionFormat::EditPlan, bytes)
         }
     };
+    prepare_bytes(engine, format, bytes)
+}
+
+/// The current content of each path `changeset` reads: every path with a
+/// precondition (checked against it) and every copy's source.
+fn base_contents(
+    engine: &Engine,
+    changeset: &Changeset,
+) -> Result<std::collections::BTreeMap<crate::RepoPath, Vec<u8>>, ToolError> {
+    let mut out = std::collections::BTreeMap::new();
+    for f in changeset.files() {
+        let (path, want) = match &f.operation {
+            Operation::Copy { from } => (from, None),
+            _ => match &f.before {
+                Some(b) => (&f.path, Some(b.digest)),
+                None => continue,
+            },
+        };
+        let read = engine.workspace().read(path)?;
+        let stale = || crate::changeset::ChangesetError::Stale { path: path.clone() };
+        let file = read.ok_or_else(stale)?;
+        if want.is_some_and(|d| d != crate::Digest::of(&file.data)) {
+            return Err(stale().into());
+        }
+        out.insert(path.clone(), file.data);
+    }
+    Ok(out)
+}
+
+/// [`prepare_revision`] of a patch's or edit plan's bytes.
+pub(super) fn prepare_bytes(
+    engine: &Engine,
+    format: RevisionFormat,
+    bytes: Vec<u8>,
+) -> Result<PreparedRevision, ToolError> {
+    let changeset = revision_changeset(engine, format, &bytes)?;
     let field = format.as_str();
     if changeset.is_empty() {
         return Err(ToolError::invalid_argument(field, "changes nothing"));
@@ -160,14 +201,26 @@ fn prepare_revision(
                 .map(|b| (b.digest, b.executable, b.symlink)),
         }),
     );
+    let base = base_contents(engine, &changeset)?;
+    let change_id = changeset.change_id(&|p| base.get(p).map(Vec::as_slice));
+    let mut contents: Vec<Vec<u8>> = base.into_values().collect();
+    contents.extend(
+        changeset
+            .files()
+            .iter()
+            .filter_map(|f| f.after.as_ref().map(|a| a.data.clone())),
+    );
     Ok(PreparedRevision {
         format,
         bytes,
         rendered,
         changeset: summary,
         changeset_digest,
+        change_id,
+        contents,
         base_state: base_state.to_string(),
         base_git_head,
+        rebased_from: None,
     })
 }
 
@@ -188,7 +241,7 @@ fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolErro
     Ok(out)
 }
 
-fn insert_revision(
+pub(super) fn insert_revision(
     cx: &Cx<'_>,
     proposal_id: &str,
     number: u32,
@@ -197,6 +250,9 @@ fn insert_revision(
     note_md: Option<&str>,
 ) -> Result<Revision, ToolError> {
     let digest = crate::store::put_blob(cx.tx, &prep.bytes)?;
+    for content in &prep.contents {
+        crate::store::put_blob(cx.tx, content)?;
+    }
     let diff_digest = match &prep.rendered {
         Some(diff) => crate::store::put_blob(cx.tx, diff)?,
         None => digest,
@@ -217,6 +273,8 @@ fn insert_revision(
             created_by: cx.actor,
             created_at: cx.now,
             diff_digest: &diff_digest,
+            rebased_from: prep.rebased_from,
+            change_id: &prep.change_id,
         },
     )?;
     Revision::load(cx.tx, proposal_id, number)

@@ -766,7 +766,7 @@ fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<Next
             "author",
             vec![p.author.clone()],
             vec![],
-            "the files changed since this revision: attach a new revision".into(),
+            "the files changed since this revision: rebase it onto them (proposal.rebase), or attach a new revision".into(),
         ));
     } else {
         // Another agent's claim overlapping the change: name it and what

@@ -1,0 +1,336 @@
+//! Three-way merges of text, and what a change does without its positions.
+//!
+//! [`merge3`] is the merge a rebase makes: the change from `base` to `ours`
+//! replayed onto `theirs` (the file as it is now), line by line, with
+//! `git merge-file` semantics and no fuzz. Both sides are diffed against
+//! the base (Myers); a stretch of the base that only one side changed takes
+//! that side's lines, one both changed identically takes them once, and
+//! one both changed differently — or changed in touching places — is a
+//! [`Conflict`], reported with all three versions so that an agent can
+//! resolve it.
+//!
+//! [`hunk_changes`] is the change of one file with its positions removed
+//! (each hunk's removed and added lines, in order): two revisions that make
+//! the same hunk changes to the same files are the same change even when
+//! the surrounding lines moved (git's `patch-id`, Gerrit's trivial rebase).
+
+use serde::{Deserialize, Serialize};
+use similar::{Algorithm, DiffOp};
+
+/// The lines of `data`, each with its newline (the last may lack one).
+fn lines(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', data) {
+        out.push(&data[start..=end]);
+        start = end + 1;
+    }
+    if start < data.len() {
+        out.push(&data[start..]);
+    }
+    out
+}
+
+/// A stretch of the base that one side replaced: base lines
+/// `base.0..base.1` became that side's lines `side.0..side.1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Edit {
+    base: (usize, usize),
+    side: (usize, usize),
+}
+
+/// The edits turning `base` into `side`, in base order, adjacent
+/// deletions and insertions joined into one.
+fn edits(base: &[&[u8]], side: &[&[u8]]) -> Vec<Edit> {
+    let ops = similar::capture_diff_slices(Algorithm::Myers, base, side);
+    let mut out: Vec<Edit> = Vec::new();
+    for op in ops {
+        let (b, s) = match op {
+            DiffOp::Equal { .. } => continue,
+            DiffOp::Delete {
+                old_index,
+                old_len,
+                new_index,
+            } => ((old_index, old_index + old_len), (new_index, new_index)),
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => ((old_index, old_index), (new_index, new_index + new_len)),
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => (
+                (old_index, old_index + old_len),
+                (new_index, new_index + new_len),
+            ),
+        };
+        match out.last_mut() {
+            Some(last) if last.base.1 == b.0 && last.side.1 == s.0 => {
+                last.base.1 = b.1;
+                last.side.1 = s.1;
+            }
+            _ => out.push(Edit { base: b, side: s }),
+        }
+    }
+    out
+}
+
+/// One stretch that both sides changed differently.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Conflict {
+    /// The first base line of the stretch (1-based; for an insertion
+    /// between lines, the line after it).
+    pub base_line: u32,
+    /// The first line of the stretch in the current file (1-based).
+    pub theirs_line: u32,
+    /// The base's lines (what the revision was made against).
+    pub base: String,
+    /// The revision's lines (the change being rebased).
+    pub ours: String,
+    /// The current file's lines (what landed meanwhile).
+    pub theirs: String,
+}
+
+/// The outcome of a three-way merge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merged {
+    /// Every change merged: the resulting content.
+    Clean(Vec<u8>),
+    /// The stretches both sides changed differently, in file order.
+    Conflicts(Vec<Conflict>),
+}
+
+/// The lines of one side for base stretch `from..to`, given that side's
+/// edits inside it (lines between and around them are the base's).
+fn side_range(from: usize, to: usize, inside: &[Edit]) -> (usize, usize) {
+    match (inside.first(), inside.last()) {
+        (Some(first), Some(last)) => (
+            first.side.0 - (first.base.0 - from),
+            last.side.1 + (to - last.base.1),
+        ),
+        _ => unreachable!("called only for a side with edits in the stretch"),
+    }
+}
+
+fn text(lines: &[&[u8]]) -> String {
+    String::from_utf8_lossy(&lines.concat()).into_owned()
+}
+
+/// The change from `base` to `ours`, merged onto `theirs`.
+pub fn merge3(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
+    if ours == theirs || base == theirs {
+        return Merged::Clean(ours.to_vec());
+    }
+    if base == ours {
+        return Merged::Clean(theirs.to_vec());
+    }
+    let (b, o, t) = (lines(base), lines(ours), lines(theirs));
+    let (eo, et) = (edits(&b, &o), edits(&b, &t));
+    let mut out: Vec<&[u8]> = Vec::new();
+    let mut conflicts = Vec::new();
+    let (mut i, mut j) = (0, 0); // next edit of ours, of theirs
+    let mut done = 0; // base lines consumed
+    while i < eo.len() || j < et.len() {
+        // The next stretch starts at the earliest pending edit and grows
+        // while an edit of either side overlaps or touches it.
+        let start = match (eo.get(i), et.get(j)) {
+            (Some(a), Some(c)) => a.base.0.min(c.base.0),
+            (Some(a), None) => a.base.0,
+            (None, Some(c)) => c.base.0,
+            (None, None) => unreachable!("the loop condition"),
+        };
+        let (i0, j0) = (i, j);
+        let mut end = start;
+        loop {
+            if let Some(a) = eo.get(i).filter(|a| a.base.0 <= end) {
+                end = end.max(a.base.1);
+                i += 1;
+            } else if let Some(c) = et.get(j).filter(|c| c.base.0 <= end) {
+                end = end.max(c.base.1);
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        out.extend_from_slice(&b[done..start]);
+        done = end;
+        let (ours_in, theirs_in) = (&eo[i0..i], &et[j0..j]);
+        if theirs_in.is_empty() {
+            let (s, e) = side_range(start, end, ours_in);
+            out.extend_from_slice(&o[s..e]);
+        } else if ours_in.is_empty() {
+            let (s, e) = side_range(start, end, theirs_in);
+            out.extend_from_slice(&t[s..e]);
+        } else {
+            let (os, oe) = side_range(start, end, ours_in);
+            let (ts, te) = side_range(start, end, theirs_in);
+            if o[os..oe] == t[ts..te] {
+                out.extend_from_slice(&o[os..oe]);
+            } else {
+                conflicts.push(Conflict {
+                    base_line: start as u32 + 1,
+                    theirs_line: ts as u32 + 1,
+                    base: text(&b[start..end]),
+                    ours: text(&o[os..oe]),
+                    theirs: text(&t[ts..te]),
+                });
+            }
+        }
+    }
+    out.extend_from_slice(&b[done..]);
+    if conflicts.is_empty() {
+        Merged::Clean(out.concat())
+    } else {
+        Merged::Conflicts(conflicts)
+    }
+}
+
+/// One hunk of a change without its position: the lines it removes and the
+/// lines it adds.
+pub type HunkChange<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
+/// The hunks turning `old` into `new`, in order, without positions or
+/// context.
+pub fn hunk_changes<'a>(old: &'a [u8], new: &'a [u8]) -> Vec<HunkChange<'a>> {
+    let (a, b) = (lines(old), lines(new));
+    edits(&a, &b)
+        .into_iter()
+        .map(|e| {
+            (
+                a[e.base.0..e.base.1].to_vec(),
+                b[e.side.0..e.side.1].to_vec(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean(m: Merged) -> String {
+        match m {
+            Merged::Clean(v) => String::from_utf8(v).expect("utf-8"),
+            Merged::Conflicts(c) => panic!("conflicts: {c:?}"),
+        }
+    }
+
+    const BASE: &str = "a\nb\nc\nd\ne\nf\ng\n";
+
+    #[test]
+    fn disjoint_changes_merge() {
+        let ours = "a\nB\nc\nd\ne\nf\ng\n";
+        let theirs = "a\nb\nc\nd\ne\nF\ng\n";
+        assert_eq!(
+            clean(merge3(BASE.as_bytes(), ours.as_bytes(), theirs.as_bytes())),
+            "a\nB\nc\nd\ne\nF\ng\n"
+        );
+    }
+
+    #[test]
+    fn insertions_shift_the_other_side() {
+        let ours = "a\nb\nc\nd\ne\nf\nG\n";
+        let theirs = "x\ny\na\nb\nc\nd\ne\nf\ng\n";
+        assert_eq!(
+            clean(merge3(BASE.as_bytes(), ours.as_bytes(), theirs.as_bytes())),
+            "x\ny\na\nb\nc\nd\ne\nf\nG\n"
+        );
+    }
+
+    #[test]
+    fn identical_changes_merge_once() {
+        let both = "a\nb\nC\nd\ne\nf\ng\n";
+        let theirs = "a\nb\nC\nd\ne\nf\nG\n";
+        assert_eq!(
+            clean(merge3(BASE.as_bytes(), both.as_bytes(), theirs.as_bytes())),
+            "a\nb\nC\nd\ne\nf\nG\n"
+        );
+    }
+
+    #[test]
+    fn overlapping_changes_conflict_with_all_three_versions() {
+        let ours = "a\nb\nOURS\nd\ne\nf\ng\n";
+        let theirs = "z\na\nb\nTHEIRS\nd\ne\nf\ng\n";
+        let Merged::Conflicts(c) = merge3(BASE.as_bytes(), ours.as_bytes(), theirs.as_bytes())
+        else {
+            panic!("must conflict")
+        };
+        assert_eq!(
+            c,
+            vec![Conflict {
+                base_line: 3,
+                theirs_line: 4,
+                base: "c\n".into(),
+                ours: "OURS\n".into(),
+                theirs: "THEIRS\n".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn touching_changes_conflict() {
+        // Ours changes line c, theirs inserts right after it: git conflicts.
+        let ours = "a\nb\nC\nd\ne\nf\ng\n";
+        let theirs = "a\nb\nc\nnew\nd\ne\nf\ng\n";
+        assert!(matches!(
+            merge3(BASE.as_bytes(), ours.as_bytes(), theirs.as_bytes()),
+            Merged::Conflicts(_)
+        ));
+    }
+
+    #[test]
+    fn a_missing_final_newline_is_kept() {
+        let base = "a\nb\nc";
+        assert_eq!(
+            clean(merge3(base.as_bytes(), b"A\nb\nc", b"a\nb\nC")),
+            "A\nb\nC"
+        );
+    }
+
+    #[test]
+    fn every_pair_of_separated_edits_merges_to_both() {
+        let base: Vec<String> = (0..8).map(|i| format!("l{i}\n")).collect();
+        let with = |at: usize, text: &str| {
+            let mut v = base.clone();
+            v[at] = text.to_owned();
+            v.concat()
+        };
+        for i in 0..base.len() {
+            for j in 0..base.len() {
+                let (ours, theirs) = (with(i, "ours\n"), with(j, "theirs\n"));
+                let merged = merge3(base.concat().as_bytes(), ours.as_bytes(), theirs.as_bytes());
+                if i.abs_diff(j) >= 2 {
+                    let mut want = base.clone();
+                    want[i] = "ours\n".into();
+                    want[j] = "theirs\n".into();
+                    assert_eq!(clean(merged), want.concat(), "edits at {i} and {j}");
+                } else {
+                    // The same or adjacent lines: a conflict, as git has it.
+                    assert!(
+                        matches!(merged, Merged::Conflicts(_)),
+                        "edits at {i} and {j}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hunk_changes_ignore_positions() {
+        let old1 = "a\nb\nc\n";
+        let new1 = "a\nB\nc\n";
+        let old2 = "x\ny\na\nb\nc\n";
+        let new2 = "x\ny\na\nB\nc\n";
+        assert_eq!(
+            hunk_changes(old1.as_bytes(), new1.as_bytes()),
+            hunk_changes(old2.as_bytes(), new2.as_bytes())
+        );
+        assert_ne!(
+            hunk_changes(old1.as_bytes(), new1.as_bytes()),
+            hunk_changes(old1.as_bytes(), b"a\nBB\nc\n")
+        );
+    }
+}

@@ -153,6 +153,7 @@ pub struct Engine {
     store: Store,
     options: EngineOptions,
     ids: IdGenerator,
+    claim_queue: crate::tools::claims::ClaimQueue,
 }
 
 impl std::fmt::Debug for Engine {
@@ -195,6 +196,7 @@ impl Engine {
             store,
             options,
             ids: IdGenerator::default(),
+            claim_queue: crate::tools::claims::ClaimQueue::default(),
         })
     }
 
@@ -299,5 +301,10 @@ impl Engine {
 
     pub(crate) fn ids(&self) -> &IdGenerator {
         &self.ids
+    }
+
+    /// This engine's waiters for write claims, in arrival order.
+    pub(crate) fn claim_queue(&self) -> &crate::tools::claims::ClaimQueue {
+        &self.claim_queue
     }
 }

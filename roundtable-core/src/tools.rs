@@ -82,6 +82,7 @@ pub mod review;
 pub mod setup;
 pub mod transactions;
 pub mod validate;
+mod wait;
 
 pub use error::ToolError;
 
@@ -295,6 +296,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<transactions::ListPhases>(),
     spec::<transactions::CheckRecovery>(),
     spec::<log::ListEvents>(),
+    spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),
 ];
 

@@ -70,6 +70,10 @@ impl Commits {
 pub(crate) struct Watcher {
     stop: OwnedFd,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// The process that started the thread: a child forked since has
+    /// the eventfd but not the thread, and must neither signal the
+    /// parent's thread to stop nor join it.
+    pid: u32,
 }
 
 impl Watcher {
@@ -103,12 +107,16 @@ impl Watcher {
         Some(Watcher {
             stop,
             thread: Some(thread),
+            pid: std::process::id(),
         })
     }
 }
 
 impl Drop for Watcher {
     fn drop(&mut self) {
+        if self.pid != std::process::id() {
+            return;
+        }
         // Wake the thread out of `poll`; it sees the eventfd and returns.
         let _ = rustix::io::write(self.stop.as_fd(), &1u64.to_ne_bytes());
         if let Some(t) = self.thread.take() {

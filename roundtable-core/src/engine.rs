@@ -127,7 +127,10 @@ impl std::fmt::Debug for EngineOptions {
 ///
 /// An engine is `Send + Sync`: one engine may serve several threads (calls
 /// are serialized on its store connection), and several engines — in this
-/// or other processes — may open one workspace at once.
+/// or other processes — may open one workspace at once. A waiting call
+/// (`events.wait`, `claim.acquire` with `wait_ms`) holds neither the
+/// connection nor a transaction while it sleeps, so the other threads'
+/// calls go on meanwhile.
 ///
 /// ```
 /// use roundtable::{Actor, Engine, EngineOptions, Id};

@@ -360,14 +360,20 @@ impl Store {
         self.notices.commits.current()
     }
 
-    /// Block until the generation moves past `seen` or `timeout` passed
-    /// (holding no connection and no lock meanwhile); returns the
-    /// generation then. The first call starts watching the directory for
-    /// other connections' commits.
-    pub(crate) fn wait_for_change(&self, seen: u64, timeout: Duration) -> u64 {
+    /// Make the generation also move on other connections' commits: the
+    /// first call starts watching the store's directory (a waiter calls
+    /// it before its first check, so nothing committed after that check
+    /// goes unseen); later calls cost an atomic load.
+    pub(crate) fn watch_commits(&self) {
         if let Some(dir) = self.path.parent() {
             self.notices.watch(dir);
         }
+    }
+
+    /// Block until the generation moves past `seen` or `timeout` passed
+    /// (holding no connection and no lock meanwhile); returns the
+    /// generation then.
+    pub(crate) fn wait_for_change(&self, seen: u64, timeout: Duration) -> u64 {
         self.notices.commits.wait_past(seen, timeout)
     }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const ROOT_VAR: &str = "RT_WAIT_ROOT";
-const TASK_VAR: &str = "RT_WAIT_TASK";
+const CALL_VAR: &str = "RT_WAIT_CALL";
 
 fn world() -> World {
     World::with(scratch_dir(), EngineOptions::default())
@@ -208,55 +208,78 @@ fn a_commit_in_another_thread_wakes_the_waiter_and_the_engine_stays_usable() {
     }
 }
 
-/// Not a test on its own: re-executed by the cross-process test, open
-/// the workspace, pause so the parent is asleep in `events.wait`, and
-/// create one task.
+/// Not a test on its own: re-executed by the cross-process tests, open
+/// the workspace, pause so the parent is asleep waiting, and make one
+/// call (`RT_WAIT_CALL`: `{"tool", "args", "actor"}`).
 #[test]
-fn worker_creates_a_task() {
+fn worker_makes_one_call() {
     let Some(root) = std::env::var_os(ROOT_VAR) else {
         return;
     };
-    let task_id = std::env::var(TASK_VAR).expect("RT_WAIT_TASK");
+    let call: Value =
+        serde_json::from_str(&std::env::var(CALL_VAR).expect("RT_WAIT_CALL")).expect("json");
+    let actor: Actor = serde_json::from_value(call["actor"].clone()).expect("actor");
     let engine = Engine::open(Path::new(&root), EngineOptions::default()).expect("open");
     std::thread::sleep(Duration::from_millis(200));
     engine
-        .call(
-            "task.create",
-            json!({"task_id": task_id, "title": "From another process"}),
-            &Actor::orchestrator(id("other-host")),
+        .call(&str_of(&call["tool"]), call["args"].clone(), &actor)
+        .expect("the call");
+}
+
+/// Run [`worker_makes_one_call`] in another process on `w`'s workspace
+/// while `wait` runs here; `wait`'s result once the worker succeeded.
+fn while_another_process_calls(
+    w: &World,
+    tool: &str,
+    args: Value,
+    actor: &Actor,
+    wait: impl FnOnce() -> Value,
+) -> Value {
+    let child = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "waiting::worker_makes_one_call",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROOT_VAR, w.dir.path())
+        .env(
+            CALL_VAR,
+            json!({"tool": tool, "args": args, "actor": actor}).to_string(),
         )
-        .expect("task.create");
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn a worker");
+    let got = wait();
+    let out = child.wait_with_output().expect("the worker");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "worker: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    got
 }
 
 #[test]
 fn a_commit_by_another_process_wakes_the_waiter() {
     let w = world();
+    let other = Actor::orchestrator(id("other-host"));
     for round in 0..3 {
         let since = head(&w);
         let task_id = format!("elsewhere-{round}");
-        let child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args([
-                "--exact",
-                "waiting::worker_creates_a_task",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(ROOT_VAR, w.dir.path())
-            .env(TASK_VAR, &task_id)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn a worker");
-        let page = w.ok(
-            "events.wait",
-            json!({"since_seq": since, "actor": {"kind": "orchestrator", "id": "other-host"}, "timeout_ms": 60000}),
-            &w.host,
-        );
-        let out = child.wait_with_output().expect("the worker");
-        assert!(
-            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
-            "worker: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let page = while_another_process_calls(
+            &w,
+            "task.create",
+            json!({"task_id": task_id, "title": "From another process"}),
+            &other,
+            || {
+                w.ok(
+                    "events.wait",
+                    json!({"since_seq": since, "actor": {"kind": "orchestrator", "id": "other-host"}, "timeout_ms": 60000}),
+                    &w.host,
+                )
+            },
         );
         assert_eq!(page["timed_out"], false, "round {round}");
         assert_eq!(kinds(&page), ["task.created"]);
@@ -481,4 +504,31 @@ fn the_typed_session_waits_too() {
         .wait(WaitEvents::since(0).timeout_ms(60001))
         .expect_err("too long");
     assert_eq!(err.code(), ErrorCode::InvalidArgument);
+}
+
+#[test]
+fn a_release_by_another_process_grants_a_waiting_claim() {
+    let w = world();
+    let held = str_of(
+        &w.ok(
+            "claim.acquire",
+            acquire("file:hello.txt", None),
+            &w.reviewer,
+        )["claim"]["id"],
+    );
+    let granted = while_another_process_calls(
+        &w,
+        "claim.release",
+        json!({"claim_id": held}),
+        &w.reviewer,
+        || {
+            w.ok(
+                "claim.acquire",
+                acquire("file:hello.txt", Some(60000)),
+                &w.author,
+            )
+        },
+    );
+    assert_eq!(granted["claim"]["agent_id"], "alice");
+    assert_eq!(granted["claim"]["status"], "active");
 }

@@ -36,8 +36,9 @@ pub(crate) fn until<T>(
     mut check: impl FnMut() -> Result<Check<T>, ToolError>,
 ) -> Result<Option<T>, ToolError> {
     let store = engine.store();
-    // Read before the first check, so a commit between a check and the
-    // sleep after it still wakes the sleep.
+    // Watch, and read the generation, before the first check, so a commit
+    // between a check and the sleep after it still wakes the sleep.
+    store.watch_commits();
     let mut generation = store.generation();
     let mut version = store.data_version()?;
     let mut nap = FALLBACK;
@@ -47,6 +48,10 @@ pub(crate) fn until<T>(
             Check::Wait(due) => due,
         };
         let checked_at = Instant::now();
+        if checked_at >= deadline {
+            // That check was the last one (a zero timeout looks once).
+            return Ok(None);
+        }
         loop {
             let now = Instant::now();
             if now >= deadline {

@@ -17,8 +17,11 @@ subclass named after its stable code and changes nothing.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+import time
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import _roundtable
 from ._errors import (
@@ -69,6 +72,7 @@ from ._records import (
     Claim,
     Event,
     EventPage,
+    EventWait,
     LineSpan,
     Proposal,
     ProposalRevision,
@@ -96,6 +100,7 @@ __all__ = [
     "Claim",
     "Event",
     "EventPage",
+    "EventWait",
     "LineSpan",
     "Proposal",
     "ProposalRevision",
@@ -291,16 +296,47 @@ class Engine:
         type: str = "write",
         ttl_s: int = 900,
         task_id: Optional[str] = None,
+        wait_ms: Optional[int] = None,
         idempotency_key: Optional[str] = None,
     ) -> Claim:
         """``claim.acquire``: claim a resource (``file:PATH``,
-        ``symbol:PATH#NAME``…) for ``ttl_s`` seconds."""
+        ``symbol:PATH#NAME``…) for ``ttl_s`` seconds. With ``wait_ms`` (at
+        most 60000), a conflicting claim of another agent is waited for —
+        first come first served — until it is released or expires; still
+        held then, :class:`Conflict`. Re-acquiring one's own live claim
+        returns it, renewed."""
         args = _put(
             {"resource_id": resource_id, "type": type, "ttl_s": ttl_s},
             task_id=task_id,
+            wait_ms=wait_ms,
             idempotency_key=idempotency_key,
         )
         return Claim.from_dict(self.call("claim.acquire", args, actor)["claim"])
+
+    async def acquire_claim_async(
+        self,
+        actor: Actor,
+        resource_id: str,
+        *,
+        type: str = "write",
+        ttl_s: int = 900,
+        task_id: Optional[str] = None,
+        wait_ms: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Claim:
+        """:meth:`acquire_claim` awaited: it waits in the loop's default
+        executor (a thread, GIL released), so the event loop keeps running."""
+        call = functools.partial(
+            self.acquire_claim,
+            actor,
+            resource_id,
+            type=type,
+            ttl_s=ttl_s,
+            task_id=task_id,
+            wait_ms=wait_ms,
+            idempotency_key=idempotency_key,
+        )
+        return await asyncio.get_running_loop().run_in_executor(None, call)
 
     def cast_vote(
         self,
@@ -362,6 +398,96 @@ class Engine:
         """``events.list``: a page of the audit log, oldest first."""
         args = _put({}, proposal_id=proposal_id, since_seq=since_seq, limit=limit)
         return EventPage.from_dict(self.call("events.list", args, actor))
+
+    def wait_events(
+        self,
+        actor: Actor,
+        *,
+        since_seq: int,
+        proposal_id: Optional[str] = None,
+        kinds: Optional[Sequence[str]] = None,
+        by: Optional[Actor] = None,
+        limit: Optional[int] = None,
+        timeout_ms: Optional[int] = None,
+    ) -> EventWait:
+        """``events.wait``: block (GIL released) until an event after
+        ``since_seq`` matching the filters (``proposal_id``, ``kinds``, the
+        actor ``by`` whom) is committed by any process, or ``timeout_ms``
+        (default 30000, at most 60000) passes; then ``timed_out`` is true
+        and ``next_since_seq`` is where to resume."""
+        args = _put(
+            {"since_seq": since_seq},
+            proposal_id=proposal_id,
+            kinds=list(kinds) if kinds is not None else None,
+            actor={"kind": by.kind, "id": by.id} if by is not None else None,
+            limit=limit,
+            timeout_ms=timeout_ms,
+        )
+        return EventWait.from_dict(self.call("events.wait", args, actor))
+
+    async def wait_events_async(
+        self,
+        actor: Actor,
+        *,
+        since_seq: int,
+        proposal_id: Optional[str] = None,
+        kinds: Optional[Sequence[str]] = None,
+        by: Optional[Actor] = None,
+        limit: Optional[int] = None,
+        timeout_ms: Optional[int] = None,
+    ) -> EventWait:
+        """:meth:`wait_events` awaited: it waits in the loop's default
+        executor (a thread, GIL released), so the event loop keeps running."""
+        call = functools.partial(
+            self.wait_events,
+            actor,
+            since_seq=since_seq,
+            proposal_id=proposal_id,
+            kinds=kinds,
+            by=by,
+            limit=limit,
+            timeout_ms=timeout_ms,
+        )
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    def follow(
+        self,
+        actor: Actor,
+        *,
+        since_seq: int = 0,
+        proposal_id: Optional[str] = None,
+        kinds: Optional[Sequence[str]] = None,
+        by: Optional[Actor] = None,
+        poll_timeout_ms: int = 30000,
+        idle_timeout_s: Optional[float] = None,
+    ) -> Iterator[Event]:
+        """Every matching event after ``since_seq``, as it is committed (by
+        any process): an endless iterator over :meth:`wait_events`, each
+        long poll at most ``poll_timeout_ms``. With ``idle_timeout_s`` it
+        ends once that long passed without a matching event. No polling
+        loop: each call sleeps until a commit wakes it."""
+        since = since_seq
+        idle_since = time.monotonic()
+        while True:
+            timeout = poll_timeout_ms
+            if idle_timeout_s is not None:
+                left = idle_timeout_s - (time.monotonic() - idle_since)
+                if left <= 0:
+                    return
+                timeout = max(0, min(timeout, int(left * 1000) + 1))
+            page = self.wait_events(
+                actor,
+                since_seq=since,
+                proposal_id=proposal_id,
+                kinds=kinds,
+                by=by,
+                timeout_ms=timeout,
+            )
+            since = page.next_since_seq
+            if page.events:
+                idle_since = time.monotonic()
+            for event in page.events:
+                yield event
 
 
 def open(

@@ -29,6 +29,7 @@ __all__ = [
     "RolledBack",
     "Event",
     "EventPage",
+    "EventWait",
 ]
 
 JSON = Dict[str, Any]
@@ -423,6 +424,37 @@ class EventPage(_Record):
         return cls(
             events=tuple(Event.from_dict(e) for e in d.get("events", ())),
             next_since_seq=d.get("next_since_seq"),
+            raw=dict(d),
+        )
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def kinds(self) -> List[str]:
+        """Each event's kind, in order."""
+        return [e.kind for e in self.events]
+
+
+@dataclass(frozen=True)
+class EventWait(_Record):
+    """What ``events.wait`` returned: the matching events (none when it
+    ``timed_out``), the log's ``head_seq``, and ``next_since_seq`` to wait
+    from next."""
+
+    events: Tuple[Event, ...]
+    timed_out: bool
+    head_seq: int
+    next_since_seq: int
+    raw: JSON = field(repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "EventWait":
+        """Build from ``events.wait``'s result."""
+        return cls(
+            events=tuple(Event.from_dict(e) for e in d.get("events", ())),
+            timed_out=bool(d["timed_out"]),
+            head_seq=d["head_seq"],
+            next_since_seq=d["next_since_seq"],
             raw=dict(d),
         )
 

@@ -14,7 +14,7 @@ use roundtable::apply::Transaction;
 use roundtable::policy::{Requirement, RequirementStatus};
 use roundtable::session::{
     Approve, ClaimStatus, Cursor, GetProposal, GetProposalStatus, ListClaims, ListEvents,
-    ListProposals, ListTransactions, ProposalDiff, ProposalStatus, Reject, Validate,
+    ListProposals, ListTransactions, ProposalDiff, ProposalStatus, Reject, Validate, WaitEvents,
 };
 use roundtable::tools::claims::Claim;
 use roundtable::tools::records::{Event, Proposal};
@@ -839,10 +839,11 @@ fn events(since: u64, follow: bool, common: &Common) -> Result<String, ToolError
             crate::print(&render(e)?);
             last = last.max(u64::try_from(e.seq).unwrap_or(last));
         }
-        std::thread::sleep(Duration::from_millis(500));
+        // A long poll: it returns as soon as an event is committed, by any
+        // process, and costs nothing while none is.
         batch = reader
             .events()
-            .list(ListEvents::since(last).limit(1000))?
+            .wait(WaitEvents::since(last).limit(1000).timeout_ms(60_000))?
             .events;
     }
 }

@@ -127,7 +127,10 @@ impl std::fmt::Debug for EngineOptions {
 ///
 /// An engine is `Send + Sync`: one engine may serve several threads (calls
 /// are serialized on its store connection), and several engines — in this
-/// or other processes — may open one workspace at once.
+/// or other processes — may open one workspace at once. A waiting call
+/// (`events.wait`, `claim.acquire` with `wait_ms`) holds neither the
+/// connection nor a transaction while it sleeps, so the other threads'
+/// calls go on meanwhile.
 ///
 /// ```
 /// use roundtable::{Actor, Engine, EngineOptions, Id};
@@ -153,6 +156,7 @@ pub struct Engine {
     store: Store,
     options: EngineOptions,
     ids: IdGenerator,
+    claim_queue: crate::tools::claims::ClaimQueue,
 }
 
 impl std::fmt::Debug for Engine {
@@ -195,6 +199,7 @@ impl Engine {
             store,
             options,
             ids: IdGenerator::default(),
+            claim_queue: crate::tools::claims::ClaimQueue::default(),
         })
     }
 
@@ -299,5 +304,10 @@ impl Engine {
 
     pub(crate) fn ids(&self) -> &IdGenerator {
         &self.ids
+    }
+
+    /// This engine's waiters for write claims, in arrival order.
+    pub(crate) fn claim_queue(&self) -> &crate::tools::claims::ClaimQueue {
+        &self.claim_queue
     }
 }

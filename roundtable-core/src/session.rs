@@ -71,7 +71,9 @@ pub use crate::tools::evidence::{
     RecordSecurityReview, RecordTest, RequestApproval, SecurityReviewed, TestRecorded, VotePage,
     VoteRecorded,
 };
-pub use crate::tools::log::{ChainHead, ChainReport, EventPage, ListEvents, VerifyEvents};
+pub use crate::tools::log::{
+    ChainHead, ChainReport, EventPage, EventWait, ListEvents, VerifyEvents, WaitEvents,
+};
 pub use crate::tools::policies::{ActivatePolicy, Activated, GetPolicy, PolicyResult, SetPolicy};
 pub use crate::tools::proposals::{
     AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
@@ -916,6 +918,7 @@ impl AcquireClaim {
                 claim_type,
                 ttl_s: field("ttl_s", ttl_s)?,
                 task_id: None,
+                wait_ms: None,
                 idempotency_key: None,
             })
         })
@@ -936,6 +939,11 @@ impl Draft<AcquireClaim> {
     setter!(
         /// The task it is for.
         task_id: &str => task_id
+    );
+    setter!(
+        /// Wait up to this many milliseconds (at most 60000) for another
+        /// agent's conflicting claim to be released or to expire.
+        wait_ms: u32 => wait_ms
     );
 }
 
@@ -1147,6 +1155,52 @@ impl Draft<ListEvents> {
     );
 }
 
+impl WaitEvents {
+    /// Wait for the events after `seq` (any kind, by anyone), for at most
+    /// the default 30 s.
+    pub fn since(seq: u64) -> Draft<WaitEvents> {
+        Draft::from(WaitEvents {
+            since_seq: seq,
+            proposal_id: None,
+            kinds: None,
+            actor: None,
+            limit: None,
+            timeout_ms: None,
+        })
+    }
+}
+
+impl Draft<WaitEvents> {
+    setter!(
+        /// Only this proposal's events.
+        proposal_id: &str => proposal_id
+    );
+    setter!(
+        /// At most this many events.
+        limit: u32 => limit
+    );
+    setter!(
+        /// Wait at most this many milliseconds (0 to 60000).
+        timeout_ms: u32 => timeout_ms
+    );
+
+    /// Only events of these kinds.
+    pub fn kinds(self, kinds: impl IntoIterator<Item = EventKind>) -> Self {
+        self.set(|r| {
+            r.kinds = Some(kinds.into_iter().collect());
+            Ok(())
+        })
+    }
+
+    /// Only events this actor caused.
+    pub fn actor(self, actor: Actor) -> Self {
+        self.set(|r| {
+            r.actor = Some(actor);
+            Ok(())
+        })
+    }
+}
+
 impl VerifyEvents {
     /// Verify the whole log.
     pub fn all() -> Draft<VerifyEvents> {
@@ -1319,6 +1373,9 @@ pub struct EventsApi<'s, 'e>(&'s Session<'e>);
 methods!(EventsApi {
     /// `events.list`: the audit log, oldest first.
     list(ListEvents) -> EventPage;
+    /// `events.wait`: block until a matching event after `since_seq` is
+    /// committed (by any process), or the timeout passes.
+    wait(WaitEvents) -> EventWait;
 });
 
 impl EventsApi<'_, '_> {

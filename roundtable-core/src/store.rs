@@ -20,6 +20,7 @@ pub(crate) mod policies;
 pub(crate) mod proposals;
 mod rows;
 pub(crate) mod transactions;
+pub(crate) mod watch;
 
 use crate::actor::Actor;
 use crate::clock::Timestamp;
@@ -169,6 +170,7 @@ pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
     created: bool,
+    notices: watch::Notices,
 }
 
 impl std::fmt::Debug for Store {
@@ -295,6 +297,7 @@ impl Store {
             conn: Mutex::new(conn),
             path,
             created,
+            notices: watch::Notices::default(),
         })
     }
 
@@ -328,6 +331,9 @@ impl Store {
             .map_err(&err)?;
         let out = f(&tx)?;
         tx.commit().map_err(&err)?;
+        drop(conn);
+        // Waiters in this engine learn of the commit at once.
+        self.notices.commits.bump();
         Ok(out)
     }
 
@@ -345,6 +351,45 @@ impl Store {
         // Ending a read transaction cannot lose anything.
         drop(tx);
         Ok(out)
+    }
+
+    /// The commit generation: it moves on every commit of this store
+    /// and, once a waiter watches ([`Store::wait_for_change`]), on every
+    /// write into the store's directory by anyone. Read it before
+    /// checking, then wait past it: no change between the two is lost.
+    pub(crate) fn generation(&self) -> u64 {
+        self.notices.commits.current()
+    }
+
+    /// Make the generation also move on other connections' commits: the
+    /// first call starts watching the store's directory (a waiter calls
+    /// it before its first check, so nothing committed after that check
+    /// goes unseen); later calls cost an atomic load.
+    pub(crate) fn watch_commits(&self) {
+        if let Some(dir) = self.path.parent() {
+            self.notices.watch(dir);
+        }
+    }
+
+    /// Block until the generation moves past `seen` or `timeout` passed
+    /// (holding no connection and no lock meanwhile); returns the
+    /// generation then.
+    pub(crate) fn wait_for_change(&self, seen: u64, timeout: Duration) -> u64 {
+        self.notices.commits.wait_past(seen, timeout)
+    }
+
+    /// Wake every waiter: something they wait on changed outside the
+    /// store (a claim waiter left the queue).
+    pub(crate) fn notify(&self) {
+        self.notices.commits.bump();
+    }
+
+    /// `PRAGMA data_version`: it changes when another connection (this
+    /// process or another) committed since this connection last read it.
+    pub(crate) fn data_version(&self) -> Result<i64, StoreError> {
+        self.lock()
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(sqlite_error(&self.path))
     }
 
     /// Tag a SQLite error with this store's path.

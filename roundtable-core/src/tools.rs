@@ -83,6 +83,7 @@ pub mod review;
 pub mod setup;
 pub mod transactions;
 pub mod validate;
+mod wait;
 
 pub use error::ToolError;
 
@@ -297,6 +298,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<transactions::ListPhases>(),
     spec::<transactions::CheckRecovery>(),
     spec::<log::ListEvents>(),
+    spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),
 ];
 

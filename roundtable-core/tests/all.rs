@@ -21,3 +21,4 @@ mod tools_refusals;
 mod tools_scale;
 mod transactions;
 mod typed_api;
+mod waiting;

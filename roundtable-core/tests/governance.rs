@@ -206,16 +206,27 @@ fn a_file_and_its_directory_conflict_in_either_order() {
     write(&w, "pkgs/b.txt", "b\n");
     hold(&w, &w.author, "file:pkgs/b.txt");
     hold(&w, &w.reviewer, "file:hello.txt");
-    // One agent's own claims never conflict with each other, but the same
-    // claim twice is refused: renew it instead.
+    // One agent's own claims never conflict with each other, and the same
+    // claim twice is the claim itself, renewed (same id, same token).
     hold(&w, &w.author, "directory:src");
-    let err = w.refused(
+    let before = w.ok(
+        "claim.list",
+        json!({"agent_id": "alice", "resource_id": "file:src/lib.rs"}),
+        &w.host,
+    )["claims"][0]
+        .clone();
+    let again = w.ok(
         "claim.acquire",
-        json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60}),
+        json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 600}),
         &w.author,
-        ErrorCode::Conflict,
     );
-    assert_eq!(err.details()["holder"]["id"], file.as_str());
+    assert_eq!(again["claim"]["id"], file.as_str());
+    assert_eq!(again["claim"]["token"], before["token"]);
+    assert_eq!(again["claim"]["status"], "active");
+    assert_ne!(again["claim"]["expires_at"], before["expires_at"]);
+    let event = w.last_event();
+    assert_eq!(event["kind"], "claim.renewed");
+    assert_eq!(event["data"]["reacquired"], true);
 }
 
 #[test]

@@ -261,3 +261,74 @@ func TestConcurrentProposals(t *testing.T) {
 		t.Fatalf("proposal.list: %d, want %d", n, workers*each)
 	}
 }
+
+// The Go host's repro (issue 16): re-acquiring one's own live claim returns
+// it, renewed, instead of conflict; another agent is still refused.
+func TestReacquiringOwnClaimReturnsIt(t *testing.T) {
+	e := open(t, repo(t), map[string]any{"durability": "off"})
+	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
+	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
+	args := obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60}
+	first := call(t, e, "claim.acquire", args, alice)
+	args["ttl_s"] = 600
+	again := call(t, e, "claim.acquire", args, alice)
+	if field(again, "claim", "id") != field(first, "claim", "id") || field(again, "claim", "token") != field(first, "claim", "token") {
+		t.Fatalf("re-acquire gave another claim: %v then %v", first, again)
+	}
+	if field(again, "claim", "status") != "active" {
+		t.Fatalf("re-acquired claim: %v", again)
+	}
+	if _, err := e.Call("claim.acquire", args, bob); code(err) != CodeConflict {
+		t.Fatalf("another agent's claim: %v", err)
+	}
+}
+
+// events.wait from goroutines: one blocks until another goroutine's commit
+// (through a second engine on the workspace) wakes it; a waiting
+// claim.acquire is granted when the holder releases.
+func TestWaitingForEventsAndClaims(t *testing.T) {
+	root := repo(t)
+	e := open(t, root, map[string]any{"durability": "off"})
+	other := open(t, root, map[string]any{"durability": "off"})
+	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
+	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
+	head := call(t, e, "events.wait", obj{"since_seq": 0, "timeout_ms": 0}, host)
+	since := head["head_seq"]
+
+	done := make(chan obj, 1)
+	go func() {
+		var out obj
+		if err := e.CallInto("events.wait", obj{"since_seq": since, "kinds": []string{"task.created"}, "timeout_ms": 60000}, host, &out); err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	call(t, other, "task.create", obj{"task_id": "woken", "title": "Wakes the waiter"}, host)
+	got := <-done
+	events, _ := got["events"].([]any)
+	if got["timed_out"] != false || len(events) != 1 || field(events[0], "subject") != "woken" {
+		t.Fatalf("events.wait: %v", got)
+	}
+
+	timedOut := call(t, e, "events.wait", obj{"since_seq": got["next_since_seq"], "timeout_ms": 10}, host)
+	if timedOut["timed_out"] != true || timedOut["head_seq"] != got["next_since_seq"] {
+		t.Fatalf("timeout: %v", timedOut)
+	}
+	if _, err := e.Call("events.wait", obj{"since_seq": 0, "timeout_ms": 60001}, host); code(err) != CodeInvalidArgument {
+		t.Fatalf("timeout_ms above the bound: %v", err)
+	}
+
+	held := call(t, e, "claim.acquire", obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60}, bob)
+	granted := make(chan obj, 1)
+	go func() {
+		var out obj
+		if err := e.CallInto("claim.acquire", obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60, "wait_ms": 60000}, alice, &out); err != nil {
+			t.Error(err)
+		}
+		granted <- out
+	}()
+	call(t, other, "claim.release", obj{"claim_id": field(held, "claim", "id")}, bob)
+	if g := <-granted; field(g, "claim", "agent_id") != "alice" {
+		t.Fatalf("waiting claim: %v", g)
+	}
+}

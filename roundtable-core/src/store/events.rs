@@ -120,6 +120,55 @@ pub(crate) fn list(
     Ok(events)
 }
 
+/// Which events a waiter waits for.
+pub(crate) struct EventFilter<'a> {
+    /// Only events after this seq.
+    pub since: i64,
+    /// Only this proposal's.
+    pub proposal_id: Option<&'a str>,
+    /// Only these kinds (any kind when empty).
+    pub kinds: &'a [&'a str],
+    /// Only this actor's: `(kind, id)`.
+    pub actor: Option<(&'a str, &'a str)>,
+}
+
+/// The first `limit` events matching `filter`, in `seq` order.
+pub(crate) fn matching(
+    conn: &Connection,
+    filter: &EventFilter<'_>,
+    limit: i64,
+) -> rusqlite::Result<Vec<Event>> {
+    use rusqlite::types::Value;
+    let mut sql = format!("SELECT {} FROM events WHERE seq > ?", Event::COLUMNS);
+    let mut values = vec![Value::Integer(filter.since)];
+    if let Some(p) = filter.proposal_id {
+        sql.push_str(" AND proposal_id = ?");
+        values.push(Value::Text(p.to_owned()));
+    }
+    if !filter.kinds.is_empty() {
+        let marks = vec!["?"; filter.kinds.len()].join(", ");
+        sql.push_str(&format!(" AND kind IN ({marks})"));
+        values.extend(filter.kinds.iter().map(|k| Value::Text((*k).to_owned())));
+    }
+    if let Some((kind, id)) = filter.actor {
+        sql.push_str(" AND actor_kind = ? AND actor_id = ?");
+        values.push(Value::Text(kind.to_owned()));
+        values.push(Value::Text(id.to_owned()));
+    }
+    sql.push_str(" ORDER BY seq LIMIT ?");
+    values.push(Value::Integer(limit));
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let events = stmt
+        .query_map(rusqlite::params_from_iter(values), Event::from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(events)
+}
+
+/// The last event's seq (0 for an empty log).
+pub(crate) fn head_seq(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))
+}
+
 /// The chain head a transaction's `journaled` phase recorded.
 pub(crate) struct JournaledHead {
     /// The transaction.

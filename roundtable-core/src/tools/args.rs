@@ -172,6 +172,44 @@ impl<const MAX: u32> JsonSchema for Limit<MAX> {
     }
 }
 
+/// A time to wait, in milliseconds: 0 (do not wait) to `MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct WaitMs<const MAX: u32>(pub u32);
+
+impl<const MAX: u32> WaitMs<MAX> {
+    /// As a duration.
+    pub fn duration(self) -> std::time::Duration {
+        std::time::Duration::from_millis(u64::from(self.0))
+    }
+}
+
+impl<'de, const MAX: u32> Deserialize<'de> for WaitMs<MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = u64::deserialize(d)?;
+        match u32::try_from(n) {
+            Ok(n) if n <= MAX => Ok(WaitMs(n)),
+            _ => Err(D::Error::custom(format!(
+                "must be from 0 to {MAX} milliseconds, not {n}"
+            ))),
+        }
+    }
+}
+
+impl<const MAX: u32> JsonSchema for WaitMs<MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        format!("WaitMs{MAX}").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": 0, "maximum": MAX})
+    }
+}
+
 /// A resource id in its canonical spelling (`file:src/a.rs`,
 /// `directory:.`, `symbol:src/a.rs#Api.fetch`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -4,7 +4,8 @@
 //! that only grows (one counter per store, never reused). Expiry is computed
 //! from the engine's clock whenever a claim is read: no background job.
 
-use super::args::{Cursor, Limit, ResourceId};
+use super::args::{Cursor, Limit, ResourceId, WaitMs};
+use super::log::MAX_WAIT_MS;
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
@@ -168,7 +169,7 @@ fn require_no_apply_touching(cx: &Cx<'_>, resource: &Resource) -> Result<(), Too
 }
 
 /// Arguments of `claim.acquire`.
-#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "AcquireArgs")]
 pub struct AcquireClaim {
@@ -181,6 +182,11 @@ pub struct AcquireClaim {
     pub ttl_s: Limit<604_800>,
     /// The task the claim is for.
     pub task_id: Option<Id>,
+    /// When another agent's live claim conflicts, wait up to this many
+    /// milliseconds (0 to 60000) for it to be released or to expire,
+    /// first come first served among this engine's waiters, then grant;
+    /// still conflicting then: `conflict` as without waiting.
+    pub wait_ms: Option<WaitMs<MAX_WAIT_MS>>,
     /// Makes a retried call return the first call's result.
     pub idempotency_key: Option<Id>,
 }
@@ -194,11 +200,197 @@ pub struct ClaimChanged {
 
 impl super::Request for AcquireClaim {
     const TOOL: &'static str = "claim.acquire";
-    const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do. Records the resource's digest and a fencing token.";
+    const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.";
     const MUTATES: bool = true;
     type Output = ClaimChanged;
 
-    store_tool!();
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<ClaimChanged, ToolError> {
+        match self.wait_ms {
+            // Only write claims conflict, so only they wait.
+            Some(wait) if wait.0 > 0 && self.claim_type == ClaimType::Write => {
+                acquire_waiting(engine, actor, self, wait)
+            }
+            _ => super::run_tool(engine, actor, self),
+        }
+    }
+}
+
+/// The waiters for write claims in one engine, in arrival order: a
+/// waiter tries to acquire only when no earlier waiter of another agent
+/// wants an overlapping resource, so two waiters for one resource are
+/// granted first come first served.
+///
+/// The queue is in-process, not a store table: it needs no schema
+/// change, and a waiter that dies takes its place with it (a row would
+/// block everyone behind it until its deadline). Waiters in other
+/// processes are not ordered against these: they race when the holder
+/// releases, as calls without `wait_ms` always do.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimQueue {
+    waiters: std::sync::Mutex<Vec<Waiter>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    ticket: u64,
+    agent: String,
+    resource: Resource,
+}
+
+impl ClaimQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Waiter>> {
+        self.waiters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Join the queue; the slot leaves it (and wakes the others) when
+    /// dropped.
+    fn enter<'e>(&'e self, engine: &'e Engine, agent: &str, resource: &Resource) -> Slot<'e> {
+        let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock().push(Waiter {
+            ticket,
+            agent: agent.to_owned(),
+            resource: resource.clone(),
+        });
+        Slot { engine, ticket }
+    }
+
+    /// How many earlier waiters compete with `ticket`'s.
+    fn ahead(&self, ticket: u64) -> usize {
+        let waiters = self.lock();
+        let Some(me) = waiters.iter().find(|w| w.ticket == ticket) else {
+            return 0;
+        };
+        waiters
+            .iter()
+            .filter(|w| {
+                w.ticket < ticket && w.agent != me.agent && compete(&w.resource, &me.resource)
+            })
+            .count()
+    }
+}
+
+/// Whether two waited-for write claims may conflict: as
+/// [`overlaps`] without spans, except that two symbols of one file
+/// compete only when one names the other or a member of it (their spans
+/// are not known until each is tried).
+fn compete(a: &Resource, b: &Resource) -> bool {
+    match (a, b) {
+        (Resource::Symbol { path: p, name: n }, Resource::Symbol { path: q, name: m }) => {
+            let within = |x: &str, y: &str| {
+                x == y || x.strip_prefix(y).is_some_and(|rest| rest.starts_with('.'))
+            };
+            p == q && (within(n, m) || within(m, n))
+        }
+        _ => overlaps(
+            &Scope {
+                resource: a.clone(),
+                span: None,
+            },
+            &Scope {
+                resource: b.clone(),
+                span: None,
+            },
+        ),
+    }
+}
+
+/// A place in the [`ClaimQueue`].
+struct Slot<'e> {
+    engine: &'e Engine,
+    ticket: u64,
+}
+
+impl Slot<'_> {
+    fn ahead(&self) -> usize {
+        self.engine.claim_queue().ahead(self.ticket)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.engine
+            .claim_queue()
+            .lock()
+            .retain(|w| w.ticket != self.ticket);
+        // The next in line may try now.
+        self.engine.store().notify();
+    }
+}
+
+/// `claim.acquire` with `wait_ms`: try when first in line; on `conflict`
+/// (or `busy`: an apply is writing the resource) wait for the blocking
+/// claim to be released (any commit wakes the waiter; it rereads that one
+/// claim, without a write transaction) or to expire (a timed wake at its
+/// expiry, by the engine's clock), then try again, until `wait`.
+fn acquire_waiting(
+    engine: &Engine,
+    actor: &Actor,
+    args: AcquireClaim,
+    wait: WaitMs<MAX_WAIT_MS>,
+) -> Result<ClaimChanged, ToolError> {
+    use super::wait::Check;
+    let deadline = std::time::Instant::now() + wait.duration();
+    let slot = engine
+        .claim_queue()
+        .enter(engine, actor.id.as_str(), &args.resource_id.0);
+    let mut refusal: Option<ToolError> = None;
+    let mut blocker: Option<String> = None;
+    let until_expiry = |claim: &Claim| {
+        let ms = claim.expires_at.0.saturating_sub(engine.now().0).max(0);
+        std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0) + 1)
+    };
+    let granted = super::wait::until(engine, deadline, || {
+        let ahead = slot.ahead();
+        if ahead > 0 {
+            if refusal.is_none() {
+                refusal = Some(ToolError::conflict(
+                    format!(
+                        "{} is waited for by {ahead} earlier waiter(s) of other agents",
+                        args.resource_id.0
+                    ),
+                    json!({"resource_id": args.resource_id, "waiters_ahead": ahead}),
+                ));
+            }
+            return Ok(Check::Wait(None));
+        }
+        if let Some(id) = &blocker {
+            let held = engine
+                .store()
+                .read(|tx| Ok::<_, ToolError>(store::claims::claim(tx, id, engine.now())?))?;
+            if let Some(claim) = held.filter(|c| c.status == ClaimStatus::Active) {
+                return Ok(Check::Wait(Some(until_expiry(&claim))));
+            }
+        }
+        match super::run_tool(engine, actor, args.clone()) {
+            Ok(out) => Ok(Check::Done(out)),
+            Err(e) if e.code() == crate::ErrorCode::Conflict => {
+                let holder: Option<Claim> =
+                    serde_json::from_value(e.details()["holder"].clone()).ok();
+                blocker = holder.as_ref().map(|c| c.id.clone());
+                let due = holder.as_ref().map(until_expiry);
+                refusal = Some(e);
+                Ok(Check::Wait(due))
+            }
+            Err(e) if e.code() == crate::ErrorCode::Busy => {
+                refusal = Some(e);
+                Ok(Check::Wait(None))
+            }
+            Err(e) => Err(e),
+        }
+    })?;
+    drop(slot);
+    match granted {
+        Some(out) => Ok(out),
+        None => Err(refusal.unwrap_or_else(|| {
+            ToolError::conflict(
+                format!("{} stayed claimed for {} ms", args.resource_id.0, wait.0),
+                json!({"resource_id": args.resource_id}),
+            )
+        })),
+    }
 }
 
 impl Tool for AcquireClaim {
@@ -252,39 +444,44 @@ impl Tool for AcquireClaim {
             span: state.span,
         };
         let live = store::claims::live_claims_facing(cx.tx, &agent.id, cx.now)?;
+        let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
+        // One's own live claim on this very resource, of this type: a
+        // retry, or a host that lost track of it. It is renewed and
+        // returned (same id, same token), not refused.
+        if let Some(own) = live.iter().find(|c| {
+            c.agent_id == agent.id
+                && c.resource_id == resource_id
+                && c.claim_type == args.claim_type
+        }) {
+            store::claims::renew(cx.tx, &own.id, expires)?;
+            cx.event(
+                crate::model::EventKind::ClaimRenewed,
+                &own.id,
+                None,
+                json!({"expires_at": expires, "previous_expires_at": own.expires_at, "token": own.token, "reacquired": true}),
+            )?;
+            return Ok(ClaimChanged {
+                claim: Claim::load(cx, &own.id)?,
+            });
+        }
         for other in &live {
-            let same_holder = other.agent_id == agent.id;
-            let clash = if same_holder {
-                other.resource_id == resource_id && other.claim_type == args.claim_type
-            } else {
-                args.claim_type == ClaimType::Write
-                    && other.claim_type == ClaimType::Write
-                    && overlaps(
-                        &scope,
-                        &held_scope(&other.scope()?, &scope, index.as_deref()),
-                    )
-            };
+            let clash = other.agent_id != agent.id
+                && args.claim_type == ClaimType::Write
+                && other.claim_type == ClaimType::Write
+                && overlaps(
+                    &scope,
+                    &held_scope(&other.scope()?, &scope, index.as_deref()),
+                );
             if clash {
-                let message = if same_holder {
-                    format!(
-                        "{} already holds {} claim {} on {}; renew it",
-                        agent.id,
-                        other.claim_type.as_str(),
-                        other.id,
-                        other.resource_id
-                    )
-                } else {
-                    format!(
-                        "{} overlaps {}'s write claim {} on {} (until {})",
-                        resource_id, other.agent_id, other.id, other.resource_id, other.expires_at
-                    )
-                };
+                let message = format!(
+                    "{} overlaps {}'s write claim {} on {} (until {})",
+                    resource_id, other.agent_id, other.id, other.resource_id, other.expires_at
+                );
                 return Err(ToolError::conflict(message, json!({"holder": other})));
             }
         }
         let token = store::claims::next_token(cx.tx)?;
         let id = cx.new_id("claim");
-        let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
         let (path, symbol) = match &args.resource_id.0 {
             Resource::File(p) => (Some(p.to_string()), None),
             Resource::Directory(d) => (d.as_ref().map(ToString::to_string), None),

@@ -1,9 +1,12 @@
 //! The audit log: reading it and verifying its hash chain.
 
-use super::args::Limit;
+use super::args::{Limit, WaitMs};
 use super::records::Event;
 use super::{Cx, Tool, ToolError};
+use crate::actor::Actor;
+use crate::engine::Engine;
 use crate::id::Id;
+use crate::model::EventKind;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,6 +70,136 @@ impl Tool for ListEvents {
             events,
             next_since_seq,
         })
+    }
+}
+
+/// The longest `events.wait` and waiting `claim.acquire` may wait, in
+/// milliseconds: a long poll is at most a minute (call again to wait
+/// longer).
+pub const MAX_WAIT_MS: u32 = 60_000;
+
+/// The most kinds an `events.wait` filter may name.
+pub const MAX_KINDS: usize = 64;
+
+/// Arguments of `events.wait`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "EventsWaitArgs")]
+pub struct WaitEvents {
+    /// Wait for events after this `seq` (the `next_since_seq` of the
+    /// previous call, or 0).
+    pub since_seq: u64,
+    /// Only events about this proposal.
+    pub proposal_id: Option<Id>,
+    /// Only events of these kinds (`proposal.applied`, `claim.released`,
+    /// …): 1 to 64 known kinds.
+    pub kinds: Option<Vec<EventKind>>,
+    /// Only events this actor caused.
+    pub actor: Option<Actor>,
+    /// Return at most this many events, 1 to 1000 (default 100).
+    pub limit: Option<Limit<1000>>,
+    /// How long to wait for a first matching event, 0 (just look) to
+    /// 60000 milliseconds (default 30000).
+    pub timeout_ms: Option<WaitMs<MAX_WAIT_MS>>,
+}
+
+/// Result of `events.wait`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct EventWait {
+    /// The matching events after `since_seq`, in `seq` order (empty when
+    /// the wait timed out).
+    pub events: Vec<Event>,
+    /// Whether `timeout_ms` passed with no matching event.
+    pub timed_out: bool,
+    /// The log's last seq when the call returned.
+    pub head_seq: i64,
+    /// Pass as `since_seq` to wait for what comes next: the last event
+    /// returned when `limit` cut the page short, else `head_seq` (nothing
+    /// up to it that matches was left out).
+    pub next_since_seq: i64,
+}
+
+impl super::Request for WaitEvents {
+    const TOOL: &'static str = "events.wait";
+    const DESCRIPTION: &'static str = "Wait (a long poll, up to timeout_ms) for events after since_seq, optionally only of some kinds, about one proposal or by one actor. Returns as soon as one matching event is committed, by this process or another on the same store; on timeout returns no events, timed_out true and the head seq to resume from.";
+    const MUTATES: bool = false;
+    type Output = EventWait;
+
+    fn execute(self, engine: &Engine, _actor: &Actor) -> Result<EventWait, ToolError> {
+        let since = i64::try_from(self.since_seq)
+            .map_err(|_| ToolError::invalid_argument("since_seq", "is too large"))?;
+        let kinds = match &self.kinds {
+            None => Vec::new(),
+            Some(kinds) => {
+                if kinds.is_empty() || kinds.len() > MAX_KINDS {
+                    return Err(ToolError::invalid_argument(
+                        "kinds",
+                        format!(
+                            "must name 1 to {MAX_KINDS} event kinds, not {}",
+                            kinds.len()
+                        ),
+                    ));
+                }
+                if let Some((i, k)) = kinds
+                    .iter()
+                    .enumerate()
+                    .find(|(_, k)| matches!(k, EventKind::Unknown(_)))
+                {
+                    return Err(ToolError::invalid_argument(
+                        &format!("kinds[{i}]"),
+                        format!("{k:?} is not an event kind"),
+                    ));
+                }
+                kinds.iter().map(EventKind::as_str).collect()
+            }
+        };
+        let limit = self.limit.map_or(100, |l| l.0);
+        let timeout = self
+            .timeout_ms
+            .map_or(std::time::Duration::from_secs(30), WaitMs::duration);
+        let deadline = std::time::Instant::now() + timeout;
+        let filter = store::events::EventFilter {
+            since,
+            proposal_id: self.proposal_id.as_ref().map(Id::as_str),
+            kinds: &kinds,
+            actor: self
+                .actor
+                .as_ref()
+                .map(|a| (a.kind.as_str(), a.id.as_str())),
+        };
+        // One look: the matching events, where to resume, the head.
+        let look = || -> Result<EventWait, ToolError> {
+            engine.store().read(|tx| {
+                let mut events = store::events::matching(tx, &filter, i64::from(limit) + 1)?;
+                let head_seq = store::events::head_seq(tx)?;
+                let next = if events.len() > limit as usize {
+                    events.truncate(limit as usize);
+                    events.last().map_or(head_seq, |e| e.seq)
+                } else {
+                    head_seq
+                };
+                Ok::<_, ToolError>(EventWait {
+                    timed_out: events.is_empty(),
+                    events,
+                    head_seq,
+                    next_since_seq: next.max(since),
+                })
+            })
+        };
+        let mut last = None;
+        let found = super::wait::until(engine, deadline, || {
+            let page = look()?;
+            Ok(if page.events.is_empty() {
+                last = Some(page);
+                super::wait::Check::Wait(None)
+            } else {
+                super::wait::Check::Done(page)
+            })
+        })?;
+        match found.or(last) {
+            Some(page) => Ok(page),
+            None => look(),
+        }
     }
 }
 

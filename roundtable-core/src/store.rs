@@ -45,7 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v3.sql"),
     include_str!("store/v4.sql"),
     include_str!("store/v5.sql"),
-    include_str!("store/v6.sql"),
+    include_str!("store/v7.sql"),
 ];
 
 /// The schema version this code writes.

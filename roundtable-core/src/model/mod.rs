@@ -247,7 +247,7 @@ pub struct Revision {
     /// added lines (for binary content, the before and after digests).
     /// Equal for two revisions that make the same change to files that
     /// moved around it — a trivial rebase. `null` for revisions stored
-    /// before schema version 6.
+    /// before schema version 7.
     #[serde(default)]
     pub change_id: Option<String>,
 }

@@ -1,4 +1,4 @@
--- roundtable store, schema version 6: rebase. A revision made by
+-- roundtable store, schema version 7: rebase. A revision made by
 -- proposal.rebase names the revision it rebases; every revision made from
 -- this version on records its change without positions (`change_id`, the
 -- digest of each file's hunks' removed and added lines and modes), which

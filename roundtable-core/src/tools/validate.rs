@@ -194,6 +194,7 @@ impl Evidence {
             human_approvals: &approvals,
             test_results: &tests,
             added_lines: &added,
+            reverts: self.proposal.reverts.as_deref(),
         };
         f(&input)
     }
@@ -1007,6 +1008,37 @@ fn mark_superseded(ev: &Evidence, first: &mut Stage) {
         );
         first.status = StageStatus::Failed;
     }
+}
+
+/// Whether any stored precondition of `stored` fails against the files of
+/// `ws` (the preconditions stage alone: each touched path read and hashed
+/// once, no dry run).
+pub(crate) fn stale_against(ws: &Workspace, stored: &[FileSummary]) -> bool {
+    let seen = HashMap::new();
+    stored
+        .iter()
+        .any(|f| precondition_failure(ws, &seen, f).is_some())
+}
+
+/// The policy evaluation of the revision from the store alone: the added
+/// lines (for secret scanning) are read off the stored diff's hunks, no
+/// file is read. A `GIT binary patch` literal's text is not scanned here
+/// (validation reads the result and does).
+pub(crate) fn policy_from_store(
+    engine: &Engine,
+    tx: &rusqlite::Transaction<'_>,
+    ev: &Evidence,
+) -> Result<PolicyReport, ToolError> {
+    let rendered;
+    let diff: &[u8] = if ev.revision.format == crate::model::RevisionFormat::Patch {
+        &ev.bytes
+    } else {
+        rendered = super::review::diff_bytes(tx, &ev.revision)?;
+        &rendered
+    };
+    let patch = crate::diff::parse(diff, &engine.options().parse_options()).ok();
+    let lines = patch.as_ref().map(hunk_added_lines).unwrap_or_default();
+    Ok(ev.with_input(&lines, |input| evaluate(&ev.policy, input)))
 }
 
 /// The review plan of a revision: the roles policy requires and who can

@@ -1,0 +1,312 @@
+//! Who acts next on a proposal, and why: one pure function over values,
+//! read by `proposal.status` (its `next`) and by `inbox.list` (the entries
+//! naming the caller).
+//!
+//! [`next_actors`] takes a [`Situation`]: the proposal, its policy
+//! evaluation, whether its revision is stale, the claims stage and the
+//! coverage outcome when they were run, and the evidence on the revision.
+//! `proposal.status` builds it from a full validation; `inbox.list` from
+//! the policy evaluation and the preconditions alone (no dry run, claims or
+//! coverage: see [`Situation::claims`]).
+
+use super::records::{
+    Proposal, ProposalStatus, SecurityReviewRecord, TestResult, TestStatus, Vote,
+};
+use super::validate::{Stage, StageStatus};
+use crate::actor::{Actor, ActorKind};
+use crate::policy::{PolicyReport, RequirementId, RequirementStatus};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Who is expected to act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NextRole {
+    /// The proposal's author.
+    Author,
+    /// A reviewer (an eligible agent, or a holder of the roles named).
+    Reviewer,
+    /// A holder of the `security` role (or a person).
+    SecurityReviewer,
+    /// A person.
+    Human,
+    /// The orchestrator (the host: it runs checks and applies).
+    Orchestrator,
+}
+
+impl NextRole {
+    /// The stable spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NextRole::Author => "author",
+            NextRole::Reviewer => "reviewer",
+            NextRole::SecurityReviewer => "security_reviewer",
+            NextRole::Human => "human",
+            NextRole::Orchestrator => "orchestrator",
+        }
+    }
+}
+
+/// What they are expected to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NextAction {
+    /// Ask for review (`proposal.request_review`).
+    RequestReview,
+    /// The files changed since the revision: rebase it or attach a new one.
+    RebaseOrAttach,
+    /// Nothing to do but wait (another agent's claim, a running apply).
+    Wait,
+    /// Claim what the change touches, or narrow the change.
+    Claim,
+    /// Answer the blocking votes (attach a revision, or convince the voter).
+    AnswerVotes,
+    /// Cast a vote on the revision (`vote.cast`).
+    Vote,
+    /// Record a security review of the revision (`security.review`).
+    SecurityReview,
+    /// Approve the revision as a person (`human.approve`).
+    HumanApproval,
+    /// Run a required check and record it (`test.record`).
+    RunCheck,
+    /// A required check failed: attach a revision that fixes it (its
+    /// output: `test.get`).
+    FixCheck,
+    /// Apply it (`patch.apply`).
+    Apply,
+}
+
+/// Who is expected to act next, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NextActor {
+    /// `author`, `reviewer`, `security_reviewer`, `human` or
+    /// `orchestrator`.
+    pub actor: NextRole,
+    /// What they are expected to do.
+    pub action: NextAction,
+    /// Who can (agent ids; empty when anyone of that kind can).
+    pub candidates: Vec<String>,
+    /// The roles wanted, for reviewers.
+    pub roles: Vec<String>,
+    /// What they are expected to do, for people.
+    pub why: String,
+}
+
+/// What [`next_actors`] decides from.
+pub(crate) struct Situation<'a> {
+    /// The proposal.
+    pub proposal: &'a Proposal,
+    /// The policy evaluation of its latest revision.
+    pub policy: &'a PolicyReport,
+    /// Whether the revision no longer matches the files.
+    pub stale: bool,
+    /// The claims stage, when it was run (`None`: the inbox, which does not
+    /// resolve claims or coverage — `proposal.status` does).
+    pub claims: Option<&'a Stage>,
+    /// Whether the coverage stage failed (false when it was not run).
+    pub coverage_failed: bool,
+    /// Whether every gate that was run passes.
+    pub valid: bool,
+    /// Every vote on the proposal.
+    pub votes: &'a [Vote],
+    /// Every security review of the proposal.
+    pub reviews: &'a [SecurityReviewRecord],
+    /// Every test result of the proposal, oldest first.
+    pub tests: &'a [TestResult],
+}
+
+fn next(
+    actor: NextRole,
+    action: NextAction,
+    candidates: Vec<String>,
+    roles: Vec<String>,
+    why: String,
+) -> NextActor {
+    NextActor {
+        actor,
+        action,
+        candidates,
+        roles,
+        why,
+    }
+}
+
+/// Who acts next on an open proposal (`pending` or `in_review`), in the
+/// order they are found: the author's own work first, then the missing
+/// evidence requirement by requirement, then the apply.
+///
+/// Reviewers and security reviewers who already judged the latest revision
+/// are not candidates again; after a failed (not errored or skipped)
+/// required check it is the author who acts, not the orchestrator.
+pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
+    use NextAction as A;
+    use NextRole as R;
+    let p = s.proposal;
+    let author = || vec![p.author.clone()];
+    if p.status == ProposalStatus::Pending {
+        return vec![next(
+            R::Author,
+            A::RequestReview,
+            author(),
+            vec![],
+            "request review (proposal.request_review)".into(),
+        )];
+    }
+    let current = p.latest_revision;
+    let mut out = Vec::new();
+    if s.stale {
+        out.push(next(
+            R::Author,
+            A::RebaseOrAttach,
+            author(),
+            vec![],
+            format!(
+                "the files changed since revision {current}: rebase it or attach a new revision"
+            ),
+        ));
+    } else if let Some(claims) = s.claims {
+        // Another agent's claim overlapping the change: name it and what
+        // unblocks it, rather than asking the author to claim it.
+        let reasons = claims.reasons.as_slice();
+        let text = |r: &serde_json::Value, k: &str| {
+            r.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        for r in reasons.iter().filter(|r| r.get("holder").is_some()) {
+            let holder = text(r, "holder");
+            out.push(next(
+                R::Author,
+                A::Wait,
+                author(),
+                vec![],
+                format!(
+                    "wait: {holder} holds write claim {} on {}, which overlaps the change; it unblocks when {holder} releases it (claim.release) or it expires at {}",
+                    text(r, "claim_id"),
+                    text(r, "resource_id"),
+                    text(r, "expires_at"),
+                ),
+            ));
+        }
+        // A failure of the author's own (a missing, stale or unreadable
+        // claim: any reason but another's claim or a fresh claim's note),
+        // or an uncovered change.
+        let own = claims.status == StageStatus::Failed
+            && reasons
+                .iter()
+                .any(|r| r.get("holder").is_none() && r.get("token").is_none());
+        if own || s.coverage_failed {
+            out.push(next(
+                R::Author,
+                A::Claim,
+                author(),
+                vec![],
+                "claim what the change touches, or narrow the change (see the claims and coverage stages)".into(),
+            ));
+        }
+    }
+    let voted = |agent: &str| {
+        s.votes
+            .iter()
+            .any(|v| v.revision == current && v.agent_id == agent)
+    };
+    let reviewed = |agent: &str| {
+        s.reviews.iter().any(|r| {
+            r.revision == current
+                && r.reviewer.kind == ActorKind::Agent
+                && r.reviewer.id.as_str() == agent
+        })
+    };
+    for r in &s.policy.requirements {
+        if r.status != RequirementStatus::Unsatisfied {
+            continue;
+        }
+        let why = r.missing.clone().unwrap_or_else(|| r.id.to_string());
+        let item = match &r.id {
+            RequirementId::NoBlockingVotes => next(
+                R::Author,
+                A::AnswerVotes,
+                author(),
+                vec![],
+                format!("answer the blocking votes ({})", r.evidence.join(", ")),
+            ),
+            RequirementId::HumanApproval => next(R::Human, A::HumanApproval, vec![], vec![], why),
+            RequirementId::SecurityReview | RequirementId::Secrets => next(
+                R::SecurityReviewer,
+                A::SecurityReview,
+                r.candidates
+                    .iter()
+                    .filter(|c| !reviewed(c))
+                    .cloned()
+                    .collect(),
+                vec![crate::policy::SECURITY_ROLE.into()],
+                why,
+            ),
+            RequirementId::Check(name) => {
+                let latest = s
+                    .tests
+                    .iter()
+                    .rev()
+                    .find(|t| t.revision == current && &t.name == name);
+                match latest {
+                    Some(t) if t.status == TestStatus::Failed => next(
+                        R::Author,
+                        A::FixCheck,
+                        author(),
+                        vec![],
+                        format!(
+                            "check {name:?} failed on revision {current} ({}; its output: test.get): attach a revision that fixes it",
+                            t.id
+                        ),
+                    ),
+                    _ => next(R::Orchestrator, A::RunCheck, vec![], vec![], why),
+                }
+            }
+            RequirementId::Approvals | RequirementId::Role(_) => {
+                let role = match &r.id {
+                    RequirementId::Role(rule) => rule.split(':').next().map(str::to_owned),
+                    _ => None,
+                };
+                next(
+                    R::Reviewer,
+                    A::Vote,
+                    r.candidates.iter().filter(|c| !voted(c)).cloned().collect(),
+                    role.into_iter().collect(),
+                    why,
+                )
+            }
+        };
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    if s.valid {
+        out.push(next(
+            R::Orchestrator,
+            A::Apply,
+            vec![],
+            vec![],
+            "apply it (patch.apply)".into(),
+        ));
+    }
+    out
+}
+
+/// Whether `n` asks `actor` to act: an agent named among an author's,
+/// reviewer's or security reviewer's candidates, any person for a human
+/// approval, any orchestrator for a check or an apply. A wait asks nobody.
+pub(crate) fn asks(n: &NextActor, actor: &Actor) -> bool {
+    if n.action == NextAction::Wait {
+        return false;
+    }
+    match (actor.kind, n.actor) {
+        (ActorKind::Agent, NextRole::Author | NextRole::Reviewer | NextRole::SecurityReviewer) => {
+            n.candidates.iter().any(|c| c == actor.id.as_str())
+        }
+        (ActorKind::Human, NextRole::Human) | (ActorKind::Orchestrator, NextRole::Orchestrator) => {
+            true
+        }
+        _ => false,
+    }
+}

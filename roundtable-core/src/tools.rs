@@ -74,10 +74,13 @@ mod auth;
 pub mod claims;
 mod error;
 pub mod evidence;
+pub mod inbox;
 pub mod log;
+pub mod next;
 pub mod policies;
 pub mod proposals;
 pub mod records;
+pub mod revert;
 pub mod review;
 pub mod setup;
 pub mod transactions;
@@ -270,6 +273,8 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<review::ProposalSymbols>(),
     spec::<review::CompareRevisions>(),
     spec::<review::GetProposalStatus>(),
+    spec::<revert::RevertProposal>(),
+    spec::<inbox::ListInbox>(),
     spec::<proposals::RequestReview>(),
     spec::<proposals::Withdraw>(),
     spec::<proposals::Reject>(),
@@ -280,6 +285,8 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<evidence::RequestApproval>(),
     spec::<evidence::Approve>(),
     spec::<evidence::RecordTest>(),
+    spec::<evidence::ListTests>(),
+    spec::<evidence::GetTest>(),
     spec::<claims::AcquireClaim>(),
     spec::<claims::RenewClaim>(),
     spec::<claims::ReleaseClaim>(),

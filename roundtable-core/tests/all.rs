@@ -7,6 +7,7 @@ mod fuzz_replay;
 mod governance;
 mod governance_hardening;
 mod hardening;
+mod inbox_revert;
 mod layers;
 mod properties;
 mod review;

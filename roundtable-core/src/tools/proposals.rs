@@ -107,8 +107,7 @@ fn prepare_revision(
             if bytes.len() > limit {
                 return Err(too_big("patch", bytes.len()));
             }
-            let changeset = revision_changeset(engine, RevisionFormat::Patch, &bytes)?;
-            (RevisionFormat::Patch, bytes, changeset)
+            return prepare_patch(engine, bytes);
         }
         (None, Some(plan)) => {
             let bytes = serde_json::to_vec(&plan.0).expect("a JSON object serializes");
@@ -119,6 +118,25 @@ fn prepare_revision(
             (RevisionFormat::EditPlan, bytes, changeset)
         }
     };
+    prepared(engine, format, bytes, changeset)
+}
+
+/// A revision made of patch `bytes` (within the size limit), against the
+/// current files.
+pub(crate) fn prepare_patch(
+    engine: &Engine,
+    bytes: Vec<u8>,
+) -> Result<PreparedRevision, ToolError> {
+    let changeset = revision_changeset(engine, RevisionFormat::Patch, &bytes)?;
+    prepared(engine, RevisionFormat::Patch, bytes, changeset)
+}
+
+fn prepared(
+    engine: &Engine,
+    format: RevisionFormat,
+    bytes: Vec<u8>,
+    changeset: Changeset,
+) -> Result<PreparedRevision, ToolError> {
     let field = format.as_str();
     if changeset.is_empty() {
         return Err(ToolError::invalid_argument(field, "changes nothing"));
@@ -160,7 +178,7 @@ fn prepare_revision(
 }
 
 /// Canonical spellings, sorted, each once.
-fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolError> {
+pub(crate) fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolError> {
     if resources.len() > MAX_RESOURCES {
         return Err(ToolError::invalid_argument(
             "affected_resources",
@@ -176,7 +194,7 @@ fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolErro
     Ok(out)
 }
 
-fn insert_revision(
+pub(crate) fn insert_revision(
     cx: &Cx<'_>,
     proposal_id: &str,
     number: u32,
@@ -296,6 +314,7 @@ impl Tool for CreateProposal {
                 title: args.title.as_str(),
                 summary_md: args.summary_md.as_str(),
                 risk,
+                reverts: None,
                 now: cx.now,
             },
         )?;

@@ -759,3 +759,42 @@ fn a_change_the_diff_cannot_reverse_is_reverted_from_the_journal() {
     );
     assert_eq!(e.details()["paths"], json!(["copy.txt"]));
 }
+
+/// What an inbox page costs beside asking `proposal.status` of each
+/// proposal: run with `--ignored --nocapture` (prints, asserts nothing
+/// about time).
+#[test]
+#[ignore = "a measurement, not a test: run with --ignored --nocapture"]
+#[allow(clippy::print_stdout)] // printing the timings is its whole output
+fn measure_inbox_against_status_per_proposal() {
+    let w = World::new();
+    let n = 100;
+    let mut pids = Vec::new();
+    for i in 0..n {
+        let body: String = (0..200)
+            .map(|l| format!("line {l} of file {i}\n"))
+            .collect();
+        std::fs::write(w.dir.path().join(format!("f{i}.txt")), body).expect("write");
+        let patch = format!(
+            "--- a/f{i}.txt\n+++ b/f{i}.txt\n@@ -1,2 +1,2 @@\n-line 0 of file {i}\n+line zero of file {i}\n line 1 of file {i}\n"
+        );
+        pids.push(w.approved(&format!("file:f{i}.txt"), &patch));
+    }
+    let time = |label: &str, f: &dyn Fn()| {
+        let start = std::time::Instant::now();
+        f();
+        println!("{label}: {:?}", start.elapsed());
+    };
+    time("inbox.list, host, 1 page of 100 proposals", &|| {
+        let page = w.ok("inbox.list", json!({"limit": 100}), &w.host);
+        assert_eq!(page["items"].as_array().expect("items").len(), n);
+    });
+    time("inbox.list, reviewer, 1 page of 100 proposals", &|| {
+        w.ok("inbox.list", json!({"limit": 100}), &w.reviewer);
+    });
+    time("proposal.status x 100", &|| {
+        for pid in &pids {
+            w.ok("proposal.status", json!({"proposal_id": pid}), &w.host);
+        }
+    });
+}

@@ -1,11 +1,11 @@
 //! `inbox.list`: every open proposal waiting on the calling actor, and why,
 //! derived by the same rules as `proposal.status`'s `next`
-//! ([`next_actors`]), a page of proposals at a time.
+//! (`next::next_actors`), a page of proposals at a time.
 //!
 //! What a page costs: it examines at most `limit` open proposals (keyset
-//! over the proposals' `seq`, walking the primary key from the cursor). For
-//! each it reads the proposal's evidence rows, the active policy and the
-//! stored revision bytes from the store, evaluates the policy (the added
+//! over the proposals' `seq`, walking the primary key from the cursor). It
+//! reads the agents and the effective policy once; for each proposal, its
+//! own evidence rows and stored revision bytes, evaluates the policy (the added
 //! lines read off the stored diff's hunks), and checks the revision's
 //! preconditions: each touched file is read and hashed once per page (one
 //! workspace view serves the page, so a file many proposals touch is read
@@ -17,7 +17,7 @@
 use super::args::{Cursor, Limit};
 use super::next::{asks, next_actors, NextAction, NextRole, Situation};
 use super::records::Proposal;
-use super::validate::{gather, policy_from_store, stale_against};
+use super::validate::{gather_for_policy, policy_from_store, stale_against, Shared};
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
@@ -92,12 +92,13 @@ impl Tool for ListInbox {
         let mut open = store::proposals::open_proposals(cx.tx, after, u64::from(limit) + 1)?;
         let next_cursor = Cursor::page(&mut open, limit, |p| p.seq);
         let ws = cx.engine.workspace().view();
+        let shared = Shared::read(cx)?;
         let mut items = Vec::new();
         for p in &open {
             if store::transactions::applying_for(cx.tx, &p.id)?.is_some() {
                 continue; // being applied: it waits on nobody
             }
-            let ev = gather(cx, &p.id, None)?;
+            let ev = gather_for_policy(cx, p, &shared)?;
             let policy = policy_from_store(cx.engine, cx.tx, &ev)?;
             let stale = stale_against(&ws, &ev.revision.changeset);
             let next = next_actors(&Situation {

@@ -2,12 +2,12 @@
 //! read by `proposal.status` (its `next`) and by `inbox.list` (the entries
 //! naming the caller).
 //!
-//! [`next_actors`] takes a [`Situation`]: the proposal, its policy
+//! `next_actors` takes a `Situation`: the proposal, its policy
 //! evaluation, whether its revision is stale, the claims stage and the
 //! coverage outcome when they were run, and the evidence on the revision.
 //! `proposal.status` builds it from a full validation; `inbox.list` from
 //! the policy evaluation and the preconditions alone (no dry run, claims or
-//! coverage: see [`Situation::claims`]).
+//! coverage: see `Situation::claims`).
 
 use super::records::{
     Proposal, ProposalStatus, SecurityReviewRecord, TestResult, TestStatus, Vote,

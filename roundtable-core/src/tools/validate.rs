@@ -150,6 +150,54 @@ fn gather_then(
     })
 }
 
+/// What every proposal of an inbox page shares: the agents and the
+/// effective policy, read once per page.
+pub(crate) struct Shared {
+    agents: Vec<Agent>,
+    policy: Policy,
+    policy_version: Option<u32>,
+}
+
+impl Shared {
+    /// Read them in `cx`'s transaction.
+    pub(crate) fn read(cx: &Cx<'_>) -> Result<Shared, ToolError> {
+        let (record, policy) = super::policies::effective(cx.tx)?;
+        Ok(Shared {
+            agents: all_agents(cx.tx)?,
+            policy,
+            policy_version: record.version,
+        })
+    }
+}
+
+/// The evidence about `proposal`'s latest revision that its policy
+/// evaluation needs, with `shared`'s agents and policy and no claims (the
+/// inbox resolves none): per proposal, its own rows only.
+pub(crate) fn gather_for_policy(
+    cx: &Cx<'_>,
+    proposal: &Proposal,
+    shared: &Shared,
+) -> Result<Evidence, ToolError> {
+    let tx = cx.tx;
+    let id = &proposal.id;
+    let revision = Revision::load(tx, id, proposal.latest_revision)?;
+    Ok(Evidence {
+        proposal: proposal.clone(),
+        revisions: crate::store::proposals::revisions(tx, id)?,
+        bytes: revision_bytes(tx, &revision)?,
+        revision,
+        agents: shared.agents.clone(),
+        votes: store::evidence::recorded_votes(tx, id)?,
+        reviews: store::evidence::recorded_security_reviews(tx, id)?,
+        approvals: store::evidence::recorded_approvals(tx, id)?,
+        tests: store::evidence::recorded_test_results(tx, id)?,
+        policy: shared.policy.clone(),
+        policy_version: shared.policy_version,
+        claims: Vec::new(),
+        others: Vec::new(),
+    })
+}
+
 /// Every agent, by id.
 fn all_agents(tx: &rusqlite::Transaction<'_>) -> Result<Vec<Agent>, ToolError> {
     Ok(crate::store::agents::all_agents(tx)?)

@@ -310,3 +310,165 @@ pub(crate) fn asks(n: &NextActor, actor: &Actor) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::id::Id;
+    use crate::model::Risk;
+    use crate::policy::Requirement;
+
+    fn proposal(status: ProposalStatus) -> Proposal {
+        Proposal {
+            id: "p1".into(),
+            task_id: "t1".into(),
+            author: "ada".into(),
+            title: "T".into(),
+            summary_md: "S".into(),
+            risk: Risk::Normal,
+            status,
+            latest_revision: 2,
+            reverts: None,
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+            seq: 1,
+        }
+    }
+
+    fn unsatisfied(id: RequirementId, candidates: &[&str]) -> Requirement {
+        Requirement {
+            id,
+            status: RequirementStatus::Unsatisfied,
+            evidence: Vec::new(),
+            missing: Some("missing".into()),
+            candidates: candidates.iter().map(|c| (*c).to_owned()).collect(),
+            reasons: Vec::new(),
+            paths: Vec::new(),
+            findings: Vec::new(),
+        }
+    }
+
+    fn test_result(revision: u32, status: TestStatus) -> TestResult {
+        TestResult {
+            id: format!("test-{revision}-{status:?}"),
+            proposal_id: "p1".into(),
+            revision,
+            name: "unit".into(),
+            status,
+            duration_ms: None,
+            note_md: None,
+            recorded_by: Actor::orchestrator(Id::new("host").expect("id")),
+            created_at: Timestamp(0),
+            seq: 0,
+        }
+    }
+
+    fn decide(
+        p: &Proposal,
+        policy: &PolicyReport,
+        tests: &[TestResult],
+        votes: &[Vote],
+    ) -> Vec<NextActor> {
+        next_actors(&Situation {
+            proposal: p,
+            policy,
+            stale: false,
+            claims: None,
+            coverage_failed: false,
+            valid: policy.approvable,
+            votes,
+            reviews: &[],
+            tests,
+        })
+    }
+
+    fn actions(next: &[NextActor]) -> Vec<(NextRole, NextAction)> {
+        next.iter().map(|n| (n.actor, n.action)).collect()
+    }
+
+    #[test]
+    fn a_failed_check_waits_on_the_author_an_unrun_or_errored_one_on_the_orchestrator() {
+        let p = proposal(ProposalStatus::InReview);
+        let policy = PolicyReport {
+            approvable: false,
+            requirements: vec![unsatisfied(RequirementId::Check("unit".into()), &[])],
+        };
+        let run = [(NextRole::Orchestrator, NextAction::RunCheck)];
+        assert_eq!(actions(&decide(&p, &policy, &[], &[])), run);
+        // A failure on an older revision does not count for the latest.
+        let old = [test_result(1, TestStatus::Failed)];
+        assert_eq!(actions(&decide(&p, &policy, &old, &[])), run);
+        let errored = [test_result(2, TestStatus::Errored)];
+        assert_eq!(actions(&decide(&p, &policy, &errored, &[])), run);
+        let failed = [
+            test_result(2, TestStatus::Passed),
+            test_result(2, TestStatus::Failed),
+        ];
+        let next = decide(&p, &policy, &failed, &[]);
+        assert_eq!(actions(&next), [(NextRole::Author, NextAction::FixCheck)]);
+        assert_eq!(next[0].candidates, ["ada"]);
+        assert!(next[0].why.contains("test-2-Failed"), "{}", next[0].why);
+    }
+
+    #[test]
+    fn a_reviewer_who_voted_on_the_revision_is_no_longer_asked() {
+        let p = proposal(ProposalStatus::InReview);
+        let policy = PolicyReport {
+            approvable: false,
+            requirements: vec![unsatisfied(RequirementId::Approvals, &["bob", "cy"])],
+        };
+        let vote = |revision: u32| Vote {
+            id: "v".into(),
+            proposal_id: "p1".into(),
+            revision,
+            agent_id: "bob".into(),
+            vote: crate::model::VoteValue::Revise,
+            reason_md: None,
+            created_at: Timestamp(0),
+            seq: 0,
+        };
+        let next = decide(&p, &policy, &[], &[vote(2)]);
+        assert_eq!(next[0].candidates, ["cy"]);
+        let next = decide(&p, &policy, &[], &[vote(1)]);
+        assert_eq!(
+            next[0].candidates,
+            ["bob", "cy"],
+            "a vote on revision 1 is not one on 2"
+        );
+        let bob = Actor::agent(Id::new("bob").expect("id"));
+        let cy = Actor::agent(Id::new("cy").expect("id"));
+        let next = decide(&p, &policy, &[], &[vote(2)]);
+        assert!(!asks(&next[0], &bob));
+        assert!(asks(&next[0], &cy));
+        assert!(!asks(&next[0], &Actor::human(Id::new("hana").expect("id"))));
+    }
+
+    #[test]
+    fn pending_asks_for_review_and_a_valid_one_for_the_apply_waits_ask_nobody() {
+        let policy = PolicyReport {
+            approvable: true,
+            requirements: Vec::new(),
+        };
+        let pending = decide(&proposal(ProposalStatus::Pending), &policy, &[], &[]);
+        assert_eq!(
+            actions(&pending),
+            [(NextRole::Author, NextAction::RequestReview)]
+        );
+        let host = Actor::orchestrator(Id::new("host").expect("id"));
+        let ready = decide(&proposal(ProposalStatus::InReview), &policy, &[], &[]);
+        assert_eq!(
+            actions(&ready),
+            [(NextRole::Orchestrator, NextAction::Apply)]
+        );
+        assert!(asks(&ready[0], &host));
+        let wait = NextActor {
+            actor: NextRole::Orchestrator,
+            action: NextAction::Wait,
+            candidates: Vec::new(),
+            roles: Vec::new(),
+            why: "wait".into(),
+        };
+        assert!(!asks(&wait, &host));
+    }
+}

@@ -76,9 +76,11 @@ from ._records import (
     LineSpan,
     Proposal,
     ProposalRevision,
+    ProposalStatus,
     Revision,
     RolledBack,
     Stage,
+    TestResult,
     Transaction,
     ValidationReport,
     Vote,
@@ -104,9 +106,11 @@ __all__ = [
     "LineSpan",
     "Proposal",
     "ProposalRevision",
+    "ProposalStatus",
     "Revision",
     "RolledBack",
     "Stage",
+    "TestResult",
     "Transaction",
     "ValidationReport",
     "Vote",
@@ -386,6 +390,38 @@ class Engine:
         applied transaction replaced."""
         args = _put({"transaction_id": transaction_id}, idempotency_key=idempotency_key)
         return RolledBack.from_dict(self.call("transaction.rollback", args, actor))
+
+    def test_result(self, actor: Actor, test_result_id: str) -> TestResult:
+        """``test.get``: one test or check result with its note (a failed
+        check's output)."""
+        args = {"test_result_id": test_result_id}
+        return TestResult.from_dict(self.call("test.get", args, actor)["test_result"])
+
+    def test_results(
+        self,
+        actor: Actor,
+        proposal_id: str,
+        *,
+        revision: Optional[int] = None,
+        name: Optional[str] = None,
+    ) -> List[TestResult]:
+        """``test.list``, every page: a proposal's results oldest first,
+        optionally of one revision or one check name."""
+        out: List[TestResult] = []
+        cursor: Optional[str] = None
+        while True:
+            args = _put({"proposal_id": proposal_id}, revision=revision, name=name, limit=200, cursor=cursor)
+            page = self.call("test.list", args, actor)
+            out.extend(TestResult.from_dict(t) for t in page["test_results"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return out
+
+    def inbox(self, actor: Actor, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Dict[str, Any]:
+        """``inbox.list``: a page of what waits on ``actor`` (``items``, each
+        with its ``proposal``, ``revision``, ``role``, ``action`` and
+        ``why``; ``next_cursor``)."""
+        return self.call("inbox.list", _put({}, limit=limit, cursor=cursor), actor)
 
     def events(
         self,

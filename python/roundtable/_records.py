@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ._roundtable import Actor
 
 __all__ = [
+    "ProposalStatus",
     "Proposal",
     "ChangedFile",
     "Revision",
@@ -30,6 +32,7 @@ __all__ = [
     "Event",
     "EventPage",
     "EventWait",
+    "TestResult",
 ]
 
 JSON = Dict[str, Any]
@@ -54,6 +57,20 @@ class _Record:
         return copy.deepcopy(self.raw)
 
 
+class ProposalStatus(str, Enum):
+    """Where a proposal is in its life (a ``str``: compares equal to its
+    spelling, ``ProposalStatus.ROLLED_BACK == "rolled_back"``)."""
+
+    PENDING = "pending"
+    IN_REVIEW = "in_review"
+    APPLIED = "applied"
+    #: Applied, then rolled back (``transaction.rollback``): the files are as
+    #: before it; ``patch.apply`` may land it again.
+    ROLLED_BACK = "rolled_back"
+    REJECTED = "rejected"
+    WITHDRAWN = "withdrawn"
+
+
 @dataclass(frozen=True)
 class Proposal(_Record):
     """A proposal: a governed change to the repository, revised over time."""
@@ -64,10 +81,12 @@ class Proposal(_Record):
     title: str
     summary_md: str
     risk: str
-    status: str
+    status: ProposalStatus
     latest_revision: int
     created_at: str
     updated_at: str
+    #: The proposal this one reverts (``proposal.revert``), else ``None``.
+    reverts: Optional[str]
     raw: JSON = field(repr=False, compare=False)
 
     @classmethod
@@ -80,10 +99,11 @@ class Proposal(_Record):
             title=d["title"],
             summary_md=d["summary_md"],
             risk=d["risk"],
-            status=d["status"],
+            status=ProposalStatus(d["status"]),
             latest_revision=d["latest_revision"],
             created_at=d["created_at"],
             updated_at=d["updated_at"],
+            reverts=d.get("reverts"),
             raw=dict(d),
         )
 
@@ -464,3 +484,38 @@ class EventWait(_Record):
     def kinds(self) -> List[str]:
         """Each event's kind, in order."""
         return [e.kind for e in self.events]
+
+
+@dataclass(frozen=True)
+class TestResult(_Record):
+    """A test or check result recorded on one revision, with its note (a
+    failed check's output)."""
+
+    __test__ = False  # not a pytest test class
+
+    id: str
+    proposal_id: str
+    revision: int
+    name: str
+    status: str
+    duration_ms: Optional[int]
+    note_md: Optional[str]
+    recorded_by: Actor
+    created_at: str
+    raw: JSON = field(repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TestResult":
+        """Build from ``test.get``'s ``test_result`` object."""
+        return cls(
+            id=d["id"],
+            proposal_id=d["proposal_id"],
+            revision=d["revision"],
+            name=d["name"],
+            status=d["status"],
+            duration_ms=d.get("duration_ms"),
+            note_md=d.get("note_md"),
+            recorded_by=_actor(d["recorded_by"]),
+            created_at=d["created_at"],
+            raw=dict(d),
+        )

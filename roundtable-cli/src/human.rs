@@ -474,7 +474,7 @@ impl Paint {
 
 /// Who acts next and why, every string escaped.
 fn next_line(n: &NextActor) -> String {
-    let mut who = esc(&n.actor).into_owned();
+    let mut who = esc(n.actor.as_str()).into_owned();
     if !n.roles.is_empty() {
         let _ = write!(who, " [{}]", esc_join(&n.roles, ", "));
     }

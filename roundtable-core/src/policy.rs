@@ -254,7 +254,8 @@ impl RoleRule {
 }
 
 /// The `[security_review]` and `[human_approval]` tables: required when the
-/// proposal's risk is listed or a touched path matches.
+/// proposal's risk is listed, a touched path matches, or (with `reverts`)
+/// the proposal reverts another (`proposal.revert`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Gate {
@@ -262,6 +263,10 @@ pub struct Gate {
     pub risk: Vec<Risk>,
     /// Globs of paths that require it.
     pub paths: Vec<PathGlob>,
+    /// Whether every revert (a proposal made by `proposal.revert`) requires
+    /// it, whatever its risk and paths (default false).
+    #[serde(default)]
+    pub reverts: bool,
 }
 
 /// The `[checks]` table.
@@ -305,10 +310,12 @@ impl Default for Policy {
             security_review: Gate {
                 risk: default_security_risk(),
                 paths: Vec::new(),
+                reverts: false,
             },
             human_approval: Gate {
                 risk: default_human_risk(),
                 paths: Vec::new(),
+                reverts: false,
             },
             checks: Checks {
                 required: Vec::new(),
@@ -636,6 +643,7 @@ struct RawRoleRule {
 struct RawGate {
     risk: Option<Vec<Spanned<Risk>>>,
     paths: Option<Vec<Spanned<String>>>,
+    reverts: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -793,7 +801,11 @@ impl Policy {
                 None => default.paths,
                 Some(paths) => place.globs(&format!("{name}.paths"), paths)?,
             };
-            Ok(Gate { risk, paths })
+            Ok(Gate {
+                risk,
+                paths,
+                reverts: raw.reverts.unwrap_or(default.reverts),
+            })
         };
         let security_review = gate(
             "security_review",

@@ -67,13 +67,15 @@ pub use crate::tools::claims::{
     AcquireClaim, ClaimChanged, ClaimPage, ClaimStatus, ListClaims, ReleaseClaim, RenewClaim,
 };
 pub use crate::tools::evidence::{
-    ApprovalRequested, Approve, Approved, CastVote, DecisionRecorded, ListVotes, RecordDecision,
-    RecordSecurityReview, RecordTest, RequestApproval, SecurityReviewed, TestRecorded, VotePage,
-    VoteRecorded,
+    ApprovalRequested, Approve, Approved, CastVote, DecisionRecorded, GetTest, ListTests,
+    ListVotes, RecordDecision, RecordSecurityReview, RecordTest, RequestApproval, SecurityReviewed,
+    TestDetail, TestPage, TestRecorded, VotePage, VoteRecorded,
 };
+pub use crate::tools::inbox::{InboxItem, InboxPage, ListInbox};
 pub use crate::tools::log::{
     ChainHead, ChainReport, EventPage, EventWait, ListEvents, VerifyEvents, WaitEvents,
 };
+pub use crate::tools::next::{NextAction, NextActor, NextRole};
 pub use crate::tools::policies::{ActivatePolicy, Activated, GetPolicy, PolicyResult, SetPolicy};
 pub use crate::tools::proposals::{
     AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
@@ -83,6 +85,7 @@ pub use crate::tools::rebase::{FileConflict, RebaseProposal};
 pub use crate::tools::records::{
     DecisionValue, ProposalStatus, Risk, TestStatus, Verdict, VoteValue,
 };
+pub use crate::tools::revert::RevertProposal;
 pub use crate::tools::review::{
     CompareRevisions, DiffPage, Files, GetProposalStatus, Interdiff, ProposalDiff, ProposalFiles,
     ProposalSymbols, StatusReport, Symbols,
@@ -257,6 +260,7 @@ keyed!(
     ActivatePolicy,
     ApplyRevision,
     Rollback,
+    RevertProposal,
 );
 
 /// A setter of an optional field decoded like its JSON.
@@ -300,6 +304,8 @@ paged!(
     ListTransactions,
     ListAgents,
     ListTasks,
+    ListTests,
+    ListInbox,
 );
 
 // ---------------------------------------------------------------------------
@@ -644,14 +650,76 @@ of_proposal!(
     /// The votes on a proposal.
     ListVotes { revision, limit, cursor }
 );
+of_proposal!(
+    /// The test and check results of a proposal, with their notes.
+    ListTests { revision, name, limit, cursor }
+);
+of_proposal!(
+    /// Propose reverting applied proposal `proposal_id` (the caller becomes
+    /// the revert's author).
+    RevertProposal { task_id, title, summary_md, risk, affected_resources, idempotency_key }
+);
 at_revision!(
     GetProposal,
     ProposalFiles,
     ProposalSymbols,
     ProposalDiff,
     Validate,
-    ListVotes
+    ListVotes,
+    ListTests
 );
+
+impl Draft<ListTests> {
+    setter!(
+        /// Only results of this check.
+        name: &str => name
+    );
+}
+
+impl Draft<RevertProposal> {
+    setter!(
+        /// The revert's task (default: the reverted proposal's).
+        task_id: &str => task_id
+    );
+    setter!(
+        /// Its title (default: `Revert "<title>"`).
+        title: &str => title
+    );
+    setter!(
+        /// Why (Markdown; default: what it reverts).
+        summary_md: &str => summary_md
+    );
+
+    /// Its risk (default: the reverted proposal's).
+    pub fn risk(self, risk: Risk) -> Self {
+        self.set(|r| {
+            r.risk = Some(risk);
+            Ok(())
+        })
+    }
+}
+
+impl GetTest {
+    /// Test result `test_result_id`, with its note.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(test_result_id: impl AsRef<str>) -> Draft<GetTest> {
+        Draft::of(|| {
+            Ok(GetTest {
+                test_result_id: id("test_result_id", test_result_id)?,
+            })
+        })
+    }
+}
+
+impl ListInbox {
+    /// What waits on the caller, a page of open proposals at a time.
+    pub fn all() -> Draft<ListInbox> {
+        Draft::from(ListInbox {
+            limit: None,
+            cursor: None,
+        })
+    }
+}
 
 impl Draft<GetProposal> {
     setter!(
@@ -1286,6 +1354,10 @@ methods!(ProposalsApi {
     withdraw(Withdraw) -> ProposalChanged;
     /// `patch.reject`: reject a proposal.
     reject(Reject) -> Rejected;
+    /// `proposal.revert`: a new proposal inverting an applied one.
+    revert(RevertProposal) -> ProposalRevised;
+    /// `inbox.list`: what waits on the caller.
+    inbox(ListInbox) -> InboxPage;
 });
 
 /// [`Session::evidence`].
@@ -1307,6 +1379,10 @@ methods!(EvidenceApi {
     approve(Approve) -> Approved;
     /// `test.record`: a test result.
     record_test(RecordTest) -> TestRecorded;
+    /// `test.list`: a proposal's test results with their notes.
+    tests(ListTests) -> TestPage;
+    /// `test.get`: one test result with its note.
+    test(GetTest) -> TestDetail;
 });
 
 /// [`Session::claims`].

@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v3.sql"),
     include_str!("store/v4.sql"),
     include_str!("store/v5.sql"),
+    include_str!("store/v6.sql"),
     include_str!("store/v7.sql"),
 ];
 
@@ -505,6 +506,20 @@ fn invalid(path: &Path, source: rusqlite::Error) -> StoreError {
 /// refused.
 fn migrate(conn: &mut Connection, path: &Path, new: bool) -> Result<(), StoreError> {
     let err = sqlite_error(path);
+    // A migration may rebuild a table others reference (v6 rebuilds
+    // `proposals`), which SQLite allows only with foreign keys off — a
+    // pragma that is a no-op inside a transaction, so it is set around the
+    // migrations, and each migration checks the keys itself before it
+    // commits.
+    conn.execute_batch("PRAGMA foreign_keys = OFF")
+        .map_err(&err)?;
+    let migrated = migrate_steps(conn, path, new);
+    let restored = conn.execute_batch("PRAGMA foreign_keys = ON").map_err(&err);
+    migrated.and(restored)
+}
+
+fn migrate_steps(conn: &mut Connection, path: &Path, new: bool) -> Result<(), StoreError> {
+    let err = sqlite_error(path);
     loop {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -534,6 +549,16 @@ fn migrate(conn: &mut Connection, path: &Path, new: bool) -> Result<(), StoreErr
             known: SCHEMA_VERSION,
         })?;
         tx.execute_batch(MIGRATIONS[index]).map_err(&err)?;
+        let dangling: Option<String> = tx
+            .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+            .optional()
+            .map_err(&err)?;
+        if let Some(table) = dangling {
+            return Err(err(rusqlite::Error::InvalidParameterName(format!(
+                "migration to version {} leaves a dangling foreign key in {table}",
+                version + 1
+            ))));
+        }
         tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))
             .map_err(&err)?;
         tx.commit().map_err(&err)?;

@@ -74,11 +74,14 @@ mod auth;
 pub mod claims;
 mod error;
 pub mod evidence;
+pub mod inbox;
 pub mod log;
+pub mod next;
 pub mod policies;
 pub mod proposals;
 pub mod rebase;
 pub mod records;
+pub mod revert;
 pub mod review;
 pub mod setup;
 pub mod transactions;
@@ -273,6 +276,8 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<review::ProposalSymbols>(),
     spec::<review::CompareRevisions>(),
     spec::<review::GetProposalStatus>(),
+    spec::<revert::RevertProposal>(),
+    spec::<inbox::ListInbox>(),
     spec::<proposals::RequestReview>(),
     spec::<proposals::Withdraw>(),
     spec::<proposals::Reject>(),
@@ -283,6 +288,8 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<evidence::RequestApproval>(),
     spec::<evidence::Approve>(),
     spec::<evidence::RecordTest>(),
+    spec::<evidence::ListTests>(),
+    spec::<evidence::GetTest>(),
     spec::<claims::AcquireClaim>(),
     spec::<claims::RenewClaim>(),
     spec::<claims::ReleaseClaim>(),

@@ -8,6 +8,7 @@ mod governance;
 mod governance_hardening;
 mod hardening;
 mod ignored;
+mod inbox_revert;
 mod layers;
 mod properties;
 mod proposal_base;

@@ -82,6 +82,27 @@ func (e *Error) Is(target error) bool {
 // ErrClosed is returned by calls on an Engine after Close.
 var ErrClosed = errors.New("roundtable: engine is closed")
 
+// ProposalStatus is where a proposal is in its life (the "status" of a
+// proposal in every result).
+type ProposalStatus string
+
+// The proposal statuses, spelled as the core spells them.
+const (
+	ProposalPending  ProposalStatus = "pending"
+	ProposalInReview ProposalStatus = "in_review"
+	ProposalApplied  ProposalStatus = "applied"
+	// ProposalRolledBack: applied, then rolled back (transaction.rollback);
+	// the files are as before it, and patch.apply may land it again.
+	ProposalRolledBack ProposalStatus = "rolled_back"
+	ProposalRejected   ProposalStatus = "rejected"
+	ProposalWithdrawn  ProposalStatus = "withdrawn"
+)
+
+// ProposalStatuses lists every status.
+var ProposalStatuses = []ProposalStatus{
+	ProposalPending, ProposalInReview, ProposalApplied, ProposalRolledBack, ProposalRejected, ProposalWithdrawn,
+}
+
 // Actor is who calls a tool; the host supplies it, never the agent.
 type Actor struct {
 	ID   string `json:"id"`

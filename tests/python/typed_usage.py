@@ -53,7 +53,11 @@ def run(root: Path) -> Optional[str]:
         except roundtable.RoundtableError as e:
             code: str = e.code
             return code
+        landed: roundtable.ProposalStatus = applied.proposal.status
+        assert landed is roundtable.ProposalStatus.APPLIED
         rolled: roundtable.RolledBack = engine.rollback(host, applied.transaction.id)
+        back = roundtable.Proposal.from_dict(engine.call("proposal.get", {"proposal_id": pid}, host)["proposal"])
+        assert back.status is roundtable.ProposalStatus.ROLLED_BACK and back.reverts is None
         page: roundtable.EventPage = engine.events(host, proposal_id=pid, limit=100)
         kinds: List[str] = [e.kind for e in page.events]
         assert rolled.transaction.rollback_of == applied.transaction.id and kinds

@@ -59,6 +59,9 @@ event_kinds! {
     ProposalRejected = "proposal.rejected",
     /// A proposal's revision was applied.
     ProposalApplied = "proposal.applied",
+    /// A proposal's applied change was rolled back (in the rollback's
+    /// outcome transaction): it is `rolled_back`.
+    ProposalRolledBack = "proposal.rolled_back",
     /// A reviewer voted.
     VoteCast = "vote.cast",
     /// An orchestrator recorded a decision.

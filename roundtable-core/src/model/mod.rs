@@ -57,6 +57,11 @@ pub enum ProposalStatus {
     InReview,
     /// Its change was applied to the workspace.
     Applied,
+    /// Its change was applied, then rolled back (`transaction.rollback`):
+    /// the files are as before it. It may land again: `patch.apply`
+    /// re-validates it (its author claims again), or rolling back the
+    /// rollback re-applies it; either makes it `applied` again.
+    RolledBack,
     /// Rejected by an orchestrator or a person.
     Rejected,
     /// Withdrawn by its author or the orchestrator.
@@ -70,6 +75,7 @@ impl ProposalStatus {
             ProposalStatus::Pending => "pending",
             ProposalStatus::InReview => "in_review",
             ProposalStatus::Applied => "applied",
+            ProposalStatus::RolledBack => "rolled_back",
             ProposalStatus::Rejected => "rejected",
             ProposalStatus::Withdrawn => "withdrawn",
         }
@@ -127,6 +133,10 @@ pub struct Proposal {
     pub status: ProposalStatus,
     /// The number of its newest revision (evidence is judged against it).
     pub latest_revision: u32,
+    /// The proposal whose applied change this one reverts
+    /// (`proposal.revert`), else `null`.
+    #[serde(default)]
+    pub reverts: Option<String>,
     /// When it was created.
     pub created_at: Timestamp,
     /// When its status or revision last changed.
@@ -423,6 +433,8 @@ pub struct TestResult {
     pub recorded_by: Actor,
     /// When.
     pub created_at: Timestamp,
+    #[serde(skip)]
+    pub(crate) seq: i64,
 }
 
 /// One entry of the audit log.

@@ -1,7 +1,7 @@
 //! Evaluating a [`Policy`] against the facts of one revision.
 
 use super::secrets::{scan_secrets, SecretFinding};
-use super::{CarryOver, PathGlob, Policy, RoleRule, SECURITY_ROLE};
+use super::{CarryOver, Gate, PathGlob, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
 use crate::model::{
     Agent, Approval, FileState, FileSummary, Revision, Risk, SecurityReviewRecord, TestResult,
@@ -43,6 +43,9 @@ pub struct PolicyInput<'a> {
     pub test_results: &'a [TestInfo<'a>],
     /// The lines `revision` adds, for secret scanning.
     pub added_lines: &'a [AddedLine<'a>],
+    /// The proposal this one reverts (`proposal.revert`), if it is a
+    /// revert: a gate with `reverts = true` then applies.
+    pub reverts: Option<&'a str>,
 }
 
 /// One revision: its number, changeset digest and per-path changes.
@@ -852,7 +855,7 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
     // human_approval
     {
         let gate = &policy.human_approval;
-        let (reasons, paths) = gate_reasons(&cx, &gate.risk, &gate.paths);
+        let (reasons, paths) = gate_reasons(&cx, gate);
         let mut r = Requirement::new(RequirementId::HumanApproval, NotApplicable);
         if !reasons.is_empty() {
             r.reasons = reasons;
@@ -989,14 +992,14 @@ fn role_requirement(
 }
 
 /// Why a gate applies (risk, matching paths), and the matching paths.
-fn gate_reasons(
-    cx: &Context<'_, '_>,
-    risk: &[Risk],
-    globs: &[PathGlob],
-) -> (Vec<String>, Vec<String>) {
+fn gate_reasons(cx: &Context<'_, '_>, gate: &Gate) -> (Vec<String>, Vec<String>) {
+    let globs = &gate.paths;
     let mut reasons = Vec::new();
-    if risk.contains(&cx.input.risk) {
+    if gate.risk.contains(&cx.input.risk) {
         reasons.push(format!("risk is {}", json_str(&cx.input.risk)));
+    }
+    if let Some(reverted) = cx.input.reverts.filter(|_| gate.reverts) {
+        reasons.push(format!("it reverts proposal {reverted}"));
     }
     let paths = matching(&cx.touched, globs);
     for p in &paths {
@@ -1014,7 +1017,7 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
     let input = cx.input;
     let current = input.revision.number;
     let gate = &cx.policy.security_review;
-    let (mut reasons, paths) = gate_reasons(cx, &gate.risk, &gate.paths);
+    let (mut reasons, paths) = gate_reasons(cx, gate);
     for f in findings {
         reasons.push(format!(
             "{} in an added line: {}:{}",

@@ -120,10 +120,12 @@ fn a_complete_document_parses_to_exact_values() {
             security_review: Gate {
                 risk: vec![Risk::Critical],
                 paths: vec![glob("infra/**")],
+                reverts: false,
             },
             human_approval: Gate {
                 risk: vec![],
                 paths: vec![glob(".github/workflows/**")],
+                reverts: false,
             },
             checks: Checks {
                 required: vec!["unit".into(), "lint".into()],
@@ -414,6 +416,7 @@ struct Fixture {
     added: Vec<(String, u32, String)>,
     /// Each revision's change id, where it is not its changeset digest.
     change_ids: Vec<(u32, String)>,
+    reverts: Option<String>,
 }
 
 impl Fixture {
@@ -445,6 +448,7 @@ impl Fixture {
             tests: vec![],
             added: vec![],
             change_ids: vec![],
+            reverts: None,
         }
     }
 
@@ -583,6 +587,7 @@ impl Fixture {
             human_approvals: &approvals,
             test_results: &tests,
             added_lines: &added,
+            reverts: self.reverts.as_deref(),
         })
     }
 }
@@ -1268,6 +1273,31 @@ fn a_planted_private_key_forces_security_review() {
     assert!(report.approvable);
     assert_eq!(status(&report, "secrets"), NotApplicable);
     assert_eq!(status(&report, "security_review"), NotApplicable);
+}
+
+#[test]
+fn a_gate_with_reverts_applies_to_reverts_only() {
+    let p = Policy::parse("version = 1\n[human_approval]\nreverts = true\n").expect("valid");
+    assert!(p.human_approval.reverts);
+    assert!(!p.security_review.reverts);
+    assert_eq!(
+        p.human_approval.risk,
+        vec![Risk::Critical],
+        "other keys keep their defaults"
+    );
+    let mut f = Fixture::new();
+    f.vote("V1", 1, "bob", VoteValue::Approve);
+    assert!(f.eval(&p).approvable, "not a revert: not needed");
+    f.reverts = Some("prop-1".into());
+    let report = f.eval(&p);
+    assert!(!report.approvable);
+    let r = req(&report, "human_approval");
+    assert_eq!(r.status, Unsatisfied);
+    assert_eq!(r.reasons, vec!["it reverts proposal prop-1"]);
+    // The built-in default does not ask for it.
+    assert!(f.eval(&Policy::default()).approvable);
+    let e = parse_err("version = 1\n[human_approval]\nreverts = \"yes\"\n");
+    assert_eq!(e.code(), crate::ErrorCode::InvalidPolicy);
 }
 
 #[test]

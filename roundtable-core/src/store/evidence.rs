@@ -258,3 +258,41 @@ pub(crate) fn recorded_test_results(
         TestResult::from_row,
     )
 }
+
+/// Test result `id`, if any.
+pub(crate) fn test_result(conn: &Connection, id: &str) -> rusqlite::Result<Option<TestResult>> {
+    conn.query_row(
+        &format!(
+            "SELECT {} FROM test_results WHERE id = ?1",
+            TestResult::COLUMNS
+        ),
+        [id],
+        TestResult::from_row,
+    )
+    .optional()
+}
+
+/// A page of `proposal_id`'s test results after `seq` `after` (only on
+/// `revision`, only named `name`, when given), oldest first.
+pub(crate) fn list_test_results(
+    conn: &Connection,
+    proposal_id: &str,
+    after: i64,
+    revision: Option<u32>,
+    name: Option<&str>,
+    limit: i64,
+) -> rusqlite::Result<Vec<TestResult>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {} FROM test_results WHERE proposal_id = ?1 AND seq > ?2
+             AND (?3 IS NULL OR revision = ?3) AND (?4 IS NULL OR name = ?4)
+         ORDER BY seq LIMIT ?5",
+        TestResult::COLUMNS
+    ))?;
+    let out = stmt
+        .query_map(
+            params![proposal_id, after, revision, name, limit],
+            TestResult::from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(out)
+}

@@ -32,6 +32,8 @@ pub(crate) struct NewProposal<'a> {
     pub summary_md: &'a str,
     /// Its risk.
     pub risk: Risk,
+    /// The proposal it reverts (`proposal.revert`), if any.
+    pub reverts: Option<&'a str>,
     /// When it is created (and updated).
     pub now: Timestamp,
 }
@@ -42,8 +44,8 @@ pub(crate) fn insert_proposal(
     p: &NewProposal<'_>,
 ) -> rusqlite::Result<()> {
     tx.execute(
-        "INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, ?7, ?7)",
+        "INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at, reverts)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, ?7, ?7, ?8)",
         params![
             p.id,
             p.task_id,
@@ -51,7 +53,8 @@ pub(crate) fn insert_proposal(
             p.title,
             p.summary_md,
             enum_to_sql(&p.risk),
-            p.now.0
+            p.now.0,
+            p.reverts
         ],
     )?;
     Ok(())
@@ -87,16 +90,39 @@ pub(crate) fn set_status(
 }
 
 /// Mark proposal `id` applied at `now` if it is still open (`pending` or
-/// `in_review`); the number of rows changed.
+/// `in_review`) or `rolled_back` (landing again); the number of rows
+/// changed.
 pub(crate) fn mark_applied(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
     now: Timestamp,
 ) -> rusqlite::Result<usize> {
     tx.execute(
-        "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review')",
+        "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review', 'rolled_back')",
         params![id, now.0],
     )
+}
+
+/// Open proposals (`pending` or `in_review`) after `seq` `after`, oldest
+/// first, at most `limit`: the rows an inbox page examines. Walks the
+/// primary key from the cursor, so a page costs the rows it passes over.
+pub(crate) fn open_proposals(
+    conn: &Connection,
+    after: i64,
+    limit: u64,
+) -> rusqlite::Result<Vec<Proposal>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {} FROM proposals WHERE seq > ?1 AND status IN ('pending', 'in_review')
+         ORDER BY seq LIMIT ?2",
+        Proposal::COLUMNS
+    ))?;
+    let out = stmt
+        .query_map(
+            params![after, i64::try_from(limit).unwrap_or(i64::MAX)],
+            Proposal::from_row,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(out)
 }
 
 /// Which proposals a page lists.

@@ -39,7 +39,7 @@ impl Task {
 
 impl Proposal {
     pub(crate) const COLUMNS: &'static str =
-        "id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at, seq";
+        "id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at, seq, reverts";
 
     pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Proposal> {
         Ok(Proposal {
@@ -54,6 +54,7 @@ impl Proposal {
             created_at: Timestamp(r.get(8)?),
             updated_at: Timestamp(r.get(9)?),
             seq: r.get(10)?,
+            reverts: r.get(11)?,
         })
     }
 }
@@ -141,7 +142,7 @@ impl Approval {
 
 impl TestResult {
     pub(crate) const COLUMNS: &'static str =
-        "id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at";
+        "id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at, seq";
 
     pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<TestResult> {
         Ok(TestResult {
@@ -156,6 +157,7 @@ impl TestResult {
             note_md: r.get(6)?,
             recorded_by: actor_from_sql(&r.get::<_, String>(7)?)?,
             created_at: Timestamp(r.get(8)?),
+            seq: r.get(9)?,
         })
     }
 }

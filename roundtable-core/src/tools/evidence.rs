@@ -580,6 +580,7 @@ impl Tool for RecordTest {
             note_md: note,
             recorded_by: cx.actor.clone(),
             created_at: cx.now,
+            seq: 0,
         };
         store::evidence::insert_test_result(cx.tx, &test_result)?;
         cx.event(
@@ -589,5 +590,104 @@ impl Tool for RecordTest {
             json!({"revision": args.revision, "name": args.name, "status": args.status}),
         )?;
         Ok(TestRecorded { test_result })
+    }
+}
+
+/// Arguments of `test.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "TestListArgs")]
+pub struct ListTests {
+    /// The proposal.
+    pub proposal_id: Id,
+    /// Only results on this revision.
+    pub revision: Option<RevisionNumber>,
+    /// Only results of this check (`unit`, `lint`…), compared exactly.
+    pub name: Option<Title>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<Limit<200>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `test.list`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TestPage {
+    /// Test results with their notes, oldest first.
+    pub test_results: Vec<TestResult>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<Cursor>,
+}
+
+impl super::Request for ListTests {
+    const TOOL: &'static str = "test.list";
+    const DESCRIPTION: &'static str = "List a proposal's test and check results oldest first, with their notes (a failed check's output), optionally for one revision or one check name; keyset-paged.";
+    const MUTATES: bool = false;
+    type Output = TestPage;
+
+    store_tool!();
+}
+
+impl Tool for ListTests {
+    no_prep!();
+
+    unkeyed!();
+
+    fn run(cx: &Cx<'_>, args: ListTests, (): ()) -> Result<TestPage, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = Cursor::start(args.cursor.as_ref())?;
+        let mut test_results = store::evidence::list_test_results(
+            cx.tx,
+            &p.id,
+            after,
+            args.revision.map(|r| r.0),
+            args.name.as_ref().map(|n| n.as_str()),
+            i64::from(limit) + 1,
+        )?;
+        let next_cursor = Cursor::page(&mut test_results, limit, |t| t.seq);
+        Ok(TestPage {
+            test_results,
+            next_cursor,
+        })
+    }
+}
+
+/// Arguments of `test.get`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "TestGetArgs")]
+pub struct GetTest {
+    /// The test result (`test.record`'s `test_result.id`).
+    pub test_result_id: Id,
+}
+
+/// Result of `test.get`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TestDetail {
+    /// The result, with its note.
+    pub test_result: TestResult,
+}
+
+impl super::Request for GetTest {
+    const TOOL: &'static str = "test.get";
+    const DESCRIPTION: &'static str =
+        "Read one test or check result by id, with its note (a failed check's output).";
+    const MUTATES: bool = false;
+    type Output = TestDetail;
+
+    store_tool!();
+}
+
+impl Tool for GetTest {
+    no_prep!();
+
+    unkeyed!();
+
+    fn run(cx: &Cx<'_>, args: GetTest, (): ()) -> Result<TestDetail, ToolError> {
+        let id = args.test_result_id.as_str();
+        let test_result = store::evidence::test_result(cx.tx, id)?
+            .ok_or_else(|| ToolError::not_found("test result", id))?;
+        Ok(TestDetail { test_result })
     }
 }

@@ -154,7 +154,7 @@ fn base_contents(
 }
 
 /// [`prepare_revision`] of a patch's or edit plan's bytes.
-pub(super) fn prepare_bytes(
+pub(crate) fn prepare_bytes(
     engine: &Engine,
     format: RevisionFormat,
     bytes: Vec<u8>,
@@ -225,7 +225,7 @@ pub(super) fn prepare_bytes(
 }
 
 /// Canonical spellings, sorted, each once.
-fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolError> {
+pub(crate) fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolError> {
     if resources.len() > MAX_RESOURCES {
         return Err(ToolError::invalid_argument(
             "affected_resources",
@@ -241,7 +241,7 @@ fn canonical_resources(resources: &[ResourceId]) -> Result<Vec<String>, ToolErro
     Ok(out)
 }
 
-pub(super) fn insert_revision(
+pub(crate) fn insert_revision(
     cx: &Cx<'_>,
     proposal_id: &str,
     number: u32,
@@ -366,6 +366,7 @@ impl Tool for CreateProposal {
                 title: args.title.as_str(),
                 summary_md: args.summary_md.as_str(),
                 risk,
+                reverts: None,
                 now: cx.now,
             },
         )?;

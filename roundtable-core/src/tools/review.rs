@@ -4,6 +4,7 @@
 //! (`proposal.status`). All read-only.
 
 use super::args::{Limit, RevisionNumber};
+use super::next::{next_actors, Situation};
 use super::proposals::changeset_against;
 use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};
 use super::validate::{gather, validate, StageStatus, ValidationReport};
@@ -11,7 +12,7 @@ use super::{Cx, Tool, ToolError};
 use crate::diff::{FilePatch, FileStatus, Mode, Patch, TreeFile};
 use crate::engine::Engine;
 use crate::id::Id;
-use crate::policy::RequirementStatus;
+use crate::model::StageName;
 use crate::symbols::{Symbol, SymbolKind};
 use crate::{Digest, ErrorCode, RepoPath};
 use schemars::JsonSchema;
@@ -20,7 +21,10 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 /// The revision's unified diff: the patch itself, or the rendered edit plan.
-fn diff_bytes(tx: &rusqlite::Transaction<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
+pub(crate) fn diff_bytes(
+    tx: &rusqlite::Transaction<'_>,
+    revision: &Revision,
+) -> Result<Vec<u8>, ToolError> {
     use crate::store::BlobFault;
     let digest = revision.diff_digest.as_ref().unwrap_or(&revision.digest);
     let n = revision.number;
@@ -693,19 +697,7 @@ impl Tool for CompareRevisions {
     }
 }
 
-/// Who is expected to act next, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct NextActor {
-    /// `author`, `reviewer`, `security_reviewer`, `human` or
-    /// `orchestrator`.
-    pub actor: String,
-    /// Who can (agent ids; empty when anyone of that kind can).
-    pub candidates: Vec<String>,
-    /// The roles wanted, for reviewers.
-    pub roles: Vec<String>,
-    /// What they are expected to do.
-    pub why: String,
-}
+pub use super::next::{NextAction, NextActor, NextRole};
 
 /// Result of `proposal.status`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -737,124 +729,6 @@ pub struct StatusReport {
 pub struct GetProposalStatus {
     /// The proposal.
     pub proposal_id: Id,
-}
-
-fn next_actors(p: &Proposal, report: &ValidationReport, stale: bool) -> Vec<NextActor> {
-    let actor = |actor: &str, candidates: Vec<String>, roles: Vec<String>, why: String| NextActor {
-        actor: actor.into(),
-        candidates,
-        roles,
-        why,
-    };
-    if p.status == ProposalStatus::Pending {
-        return vec![actor(
-            "author",
-            vec![p.author.clone()],
-            vec![],
-            "request review (proposal.request_review)".into(),
-        )];
-    }
-    let stage_failed = |name: &str| {
-        report
-            .stages
-            .iter()
-            .any(|s| s.name == name && s.status == StageStatus::Failed)
-    };
-    let mut out = Vec::new();
-    if stale {
-        out.push(actor(
-            "author",
-            vec![p.author.clone()],
-            vec![],
-            "the files changed since this revision: rebase it onto them (proposal.rebase), or attach a new revision".into(),
-        ));
-    } else {
-        // Another agent's claim overlapping the change: name it and what
-        // unblocks it, rather than asking the author to claim it.
-        let claims = report.stages.iter().find(|s| s.name == "claims");
-        let reasons = claims.map_or(&[][..], |s| s.reasons.as_slice());
-        let held: Vec<&serde_json::Value> = reasons
-            .iter()
-            .filter(|r| r.get("holder").is_some())
-            .collect();
-        let text = |r: &serde_json::Value, k: &str| {
-            r.get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .to_owned()
-        };
-        for r in &held {
-            let holder = text(r, "holder");
-            out.push(actor(
-                "author",
-                vec![p.author.clone()],
-                vec![],
-                format!(
-                    "wait: {holder} holds write claim {} on {}, which overlaps the change; it unblocks when {holder} releases it (claim.release) or it expires at {}",
-                    text(r, "claim_id"),
-                    text(r, "resource_id"),
-                    text(r, "expires_at"),
-                ),
-            ));
-        }
-        // A failure of the author's own (a missing, stale or unreadable
-        // claim: any reason but another's claim or a fresh claim's note),
-        // or an uncovered change.
-        let own = stage_failed("claims")
-            && reasons
-                .iter()
-                .any(|r| r.get("holder").is_none() && r.get("token").is_none());
-        if own || stage_failed("coverage") {
-            out.push(actor("author", vec![p.author.clone()], vec![], "claim what the change touches, or narrow the change (see the claims and coverage stages)".into()));
-        }
-    }
-    for r in &report.policy.requirements {
-        if r.status != RequirementStatus::Unsatisfied {
-            continue;
-        }
-        use crate::policy::RequirementId as R;
-        let why = r.missing.clone().unwrap_or_else(|| r.id.to_string());
-        let next = match &r.id {
-            R::NoBlockingVotes => actor(
-                "author",
-                vec![p.author.clone()],
-                vec![],
-                format!("answer the blocking votes ({})", r.evidence.join(", ")),
-            ),
-            R::HumanApproval => actor("human", vec![], vec![], why),
-            R::SecurityReview | R::Secrets => actor(
-                "security_reviewer",
-                r.candidates.clone(),
-                vec![crate::policy::SECURITY_ROLE.into()],
-                why,
-            ),
-            R::Check(_) => actor("orchestrator", vec![], vec![], why),
-            R::Approvals | R::Role(_) => {
-                let role = match &r.id {
-                    R::Role(rule) => rule.split(':').next().map(str::to_owned),
-                    _ => None,
-                };
-                actor(
-                    "reviewer",
-                    r.candidates.clone(),
-                    role.into_iter().collect(),
-                    why,
-                )
-            }
-        };
-        if !out.contains(&next) {
-            out.push(next);
-        }
-    }
-    if report.valid {
-        out.push(actor(
-            "orchestrator",
-            vec![],
-            vec![],
-            "apply it (patch.apply)".into(),
-        ));
-    }
-    out
 }
 
 impl super::Request for GetProposalStatus {
@@ -892,7 +766,8 @@ impl Tool for GetProposalStatus {
         let applying = crate::store::transactions::applying_for(cx.tx, &p.id)?;
         if let Some(transaction) = applying {
             let next = vec![NextActor {
-                actor: "orchestrator".into(),
+                actor: NextRole::Orchestrator,
+                action: NextAction::Wait,
                 candidates: Vec::new(),
                 roles: Vec::new(),
                 why: format!("wait: transaction {transaction} is applying it"),
@@ -911,7 +786,23 @@ impl Tool for GetProposalStatus {
         let stale = report.stages.iter().any(|s| {
             (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed
         });
-        let next = next_actors(&p, &report, stale);
+        let stage_failed = |name: StageName| {
+            report
+                .stages
+                .iter()
+                .any(|s| s.name == name && s.status == StageStatus::Failed)
+        };
+        let next = next_actors(&Situation {
+            proposal: &p,
+            policy: &report.policy,
+            stale,
+            claims: report.stages.iter().find(|s| s.name == StageName::Claims),
+            coverage_failed: stage_failed(StageName::Coverage),
+            valid: report.valid,
+            votes: &evidence.votes,
+            reviews: &evidence.reviews,
+            tests: &evidence.tests,
+        });
         Ok(StatusReport {
             can_land: report.valid,
             stale,

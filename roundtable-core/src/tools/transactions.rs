@@ -211,9 +211,17 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 scope,
             )
         })?;
-        evidence
-            .proposal
-            .require_status(&[ProposalStatus::Pending, ProposalStatus::InReview], NAME)?;
+        // A rolled-back proposal may land again: re-validated like any
+        // other (its author claims again; its evidence still names the
+        // revision).
+        evidence.proposal.require_status(
+            &[
+                ProposalStatus::Pending,
+                ProposalStatus::InReview,
+                ProposalStatus::RolledBack,
+            ],
+            NAME,
+        )?;
         let (report, changeset) = validate_with_changeset(engine, &ws, &evidence);
         Ok::<_, ToolError>((evidence, report, changeset))
     })?;
@@ -480,6 +488,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
                 Some(&original.proposal_id),
                 json!({"rollback_transaction_id": transaction.id}),
             )?;
+            proposal_follows_rollback(cx, &original, &transaction.id)?;
             let out = RolledBack {
                 transaction: transaction.clone(),
             };
@@ -489,6 +498,42 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             Ok(out)
         },
     )
+}
+
+/// The proposal's status after `original` was rolled back by transaction
+/// `by`, with its event, in the rollback's outcome transaction: rolling
+/// back an apply makes an `applied` proposal `rolled_back`; rolling back
+/// that rollback re-applies the change, and the proposal is `applied`
+/// again. A proposal in any other status (a row older than `rolled_back`)
+/// is left as it is.
+fn proposal_follows_rollback(
+    cx: &Cx<'_>,
+    original: &Transaction,
+    by: &str,
+) -> Result<(), ToolError> {
+    let (from, to, kind) = match original.kind {
+        TransactionKind::Apply => (
+            ProposalStatus::Applied,
+            ProposalStatus::RolledBack,
+            crate::model::EventKind::ProposalRolledBack,
+        ),
+        TransactionKind::Rollback => (
+            ProposalStatus::RolledBack,
+            ProposalStatus::Applied,
+            crate::model::EventKind::ProposalApplied,
+        ),
+    };
+    let pid = &original.proposal_id;
+    if store::proposals::set_status(cx.tx, pid, from, to, cx.now)? == 1 {
+        cx.event(
+            kind,
+            pid,
+            Some(pid),
+            json!({"revision": original.revision, "transaction_id": by,
+                   "rolled_back_transaction_id": original.id, "from": from, "to": to}),
+        )?;
+    }
+    Ok(())
 }
 
 /// Arguments of the tools that read one transaction.

@@ -150,6 +150,54 @@ fn gather_then(
     })
 }
 
+/// What every proposal of an inbox page shares: the agents and the
+/// effective policy, read once per page.
+pub(crate) struct Shared {
+    agents: Vec<Agent>,
+    policy: Policy,
+    policy_version: Option<u32>,
+}
+
+impl Shared {
+    /// Read them in `cx`'s transaction.
+    pub(crate) fn read(cx: &Cx<'_>) -> Result<Shared, ToolError> {
+        let (record, policy) = super::policies::effective(cx.tx)?;
+        Ok(Shared {
+            agents: all_agents(cx.tx)?,
+            policy,
+            policy_version: record.version,
+        })
+    }
+}
+
+/// The evidence about `proposal`'s latest revision that its policy
+/// evaluation needs, with `shared`'s agents and policy and no claims (the
+/// inbox resolves none): per proposal, its own rows only.
+pub(crate) fn gather_for_policy(
+    cx: &Cx<'_>,
+    proposal: &Proposal,
+    shared: &Shared,
+) -> Result<Evidence, ToolError> {
+    let tx = cx.tx;
+    let id = &proposal.id;
+    let revision = Revision::load(tx, id, proposal.latest_revision)?;
+    Ok(Evidence {
+        proposal: proposal.clone(),
+        revisions: crate::store::proposals::revisions(tx, id)?,
+        bytes: revision_bytes(tx, &revision)?,
+        revision,
+        agents: shared.agents.clone(),
+        votes: store::evidence::recorded_votes(tx, id)?,
+        reviews: store::evidence::recorded_security_reviews(tx, id)?,
+        approvals: store::evidence::recorded_approvals(tx, id)?,
+        tests: store::evidence::recorded_test_results(tx, id)?,
+        policy: shared.policy.clone(),
+        policy_version: shared.policy_version,
+        claims: Vec::new(),
+        others: Vec::new(),
+    })
+}
+
 /// Every agent, by id.
 fn all_agents(tx: &rusqlite::Transaction<'_>) -> Result<Vec<Agent>, ToolError> {
     Ok(crate::store::agents::all_agents(tx)?)
@@ -194,6 +242,7 @@ impl Evidence {
             human_approvals: &approvals,
             test_results: &tests,
             added_lines: &added,
+            reverts: self.proposal.reverts.as_deref(),
         };
         f(&input)
     }
@@ -1010,6 +1059,37 @@ fn mark_superseded(ev: &Evidence, first: &mut Stage) {
         );
         first.status = StageStatus::Failed;
     }
+}
+
+/// Whether any stored precondition of `stored` fails against the files of
+/// `ws` (the preconditions stage alone: each touched path read and hashed
+/// once, no dry run).
+pub(crate) fn stale_against(ws: &Workspace, stored: &[FileSummary]) -> bool {
+    let seen = HashMap::new();
+    stored
+        .iter()
+        .any(|f| precondition_failure(ws, &seen, f).is_some())
+}
+
+/// The policy evaluation of the revision from the store alone: the added
+/// lines (for secret scanning) are read off the stored diff's hunks, no
+/// file is read. A `GIT binary patch` literal's text is not scanned here
+/// (validation reads the result and does).
+pub(crate) fn policy_from_store(
+    engine: &Engine,
+    tx: &rusqlite::Transaction<'_>,
+    ev: &Evidence,
+) -> Result<PolicyReport, ToolError> {
+    let rendered;
+    let diff: &[u8] = if ev.revision.format == crate::model::RevisionFormat::Patch {
+        &ev.bytes
+    } else {
+        rendered = super::review::diff_bytes(tx, &ev.revision)?;
+        &rendered
+    };
+    let patch = crate::diff::parse(diff, &engine.options().parse_options()).ok();
+    let lines = patch.as_ref().map(hunk_added_lines).unwrap_or_default();
+    Ok(ev.with_input(&lines, |input| evaluate(&ev.policy, input)))
 }
 
 /// The review plan of a revision: the roles policy requires and who can

@@ -1,0 +1,133 @@
+//! `inbox.list`: every open proposal waiting on the calling actor, and why,
+//! derived by the same rules as `proposal.status`'s `next`
+//! (`next::next_actors`), a page of proposals at a time.
+//!
+//! What a page costs: it examines at most `limit` open proposals (keyset
+//! over the proposals' `seq`, walking the primary key from the cursor). It
+//! reads the agents and the effective policy once; for each proposal, its
+//! own evidence rows and stored revision bytes, evaluates the policy (the added
+//! lines read off the stored diff's hunks), and checks the revision's
+//! preconditions: each touched file is read and hashed once per page (one
+//! workspace view serves the page, so a file many proposals touch is read
+//! once). It runs no dry run, no claim freshness or overlap check and no
+//! coverage (no symbol parsing): those are `proposal.status`'s and
+//! `patch.validate`'s, and `patch.apply` runs them all again. So an apply
+//! listed here may still be refused for a claim or coverage gap.
+
+use super::args::{Cursor, Limit};
+use super::next::{asks, next_actors, NextAction, NextRole, Situation};
+use super::records::Proposal;
+use super::validate::{gather_for_policy, policy_from_store, stale_against, Shared};
+use super::Request as _;
+use super::{Cx, Tool, ToolError};
+use crate::actor::ActorKind;
+use crate::store;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Arguments of `inbox.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "InboxArgs")]
+pub struct ListInbox {
+    /// Open proposals examined per page, 1 to 100 (default 50). A page
+    /// lists what waits on the caller among them, so it may hold fewer
+    /// items (even none) and still have a `next_cursor`.
+    pub limit: Option<Limit<100>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<Cursor>,
+}
+
+/// One thing waiting on the caller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InboxItem {
+    /// The proposal.
+    pub proposal: Proposal,
+    /// The revision to act on (the latest).
+    pub revision: u32,
+    /// As whom the caller is asked (`author`, `reviewer`,
+    /// `security_reviewer`, `human`, `orchestrator`).
+    pub role: NextRole,
+    /// What to do.
+    pub action: NextAction,
+    /// Why, for people (what `proposal.status`'s `next` says).
+    pub why: String,
+}
+
+/// Result of `inbox.list`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct InboxPage {
+    /// What waits on the caller, oldest proposal first (a proposal may
+    /// wait on it for several things).
+    pub items: Vec<InboxItem>,
+    /// How many open proposals this page examined.
+    pub examined: u32,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<Cursor>,
+}
+
+impl super::Request for ListInbox {
+    const TOOL: &'static str = "inbox.list";
+    const DESCRIPTION: &'static str = "What waits on the calling actor: for each open proposal, the votes to cast, security reviews, human approvals, checks to run, revisions to attach (a failed check, a stale revision: rebase or attach) and applies to make, by the rules of proposal.status's next. Pages over open proposals (keyset); a page examines up to limit proposals and lists what waits on the caller among them. Checks policy and preconditions only (no dry run, claims or coverage: proposal.status has those).";
+    const MUTATES: bool = false;
+    type Output = InboxPage;
+
+    store_tool!();
+}
+
+impl Tool for ListInbox {
+    const READS_FILES: bool = true;
+
+    unkeyed!();
+
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: ListInbox, (): ()) -> Result<InboxPage, ToolError> {
+        if cx.actor.kind == ActorKind::Agent {
+            // Only a registered, enabled agent has anything to do.
+            cx.enabled_agent(Self::TOOL)?;
+        }
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = Cursor::start(args.cursor.as_ref())?;
+        let mut open = store::proposals::open_proposals(cx.tx, after, u64::from(limit) + 1)?;
+        let next_cursor = Cursor::page(&mut open, limit, |p| p.seq);
+        let ws = cx.engine.workspace().view();
+        let shared = Shared::read(cx)?;
+        let mut items = Vec::new();
+        for p in &open {
+            if store::transactions::applying_for(cx.tx, &p.id)?.is_some() {
+                continue; // being applied: it waits on nobody
+            }
+            let ev = gather_for_policy(cx, p, &shared)?;
+            let policy = policy_from_store(cx.engine, cx.tx, &ev)?;
+            let stale = stale_against(&ws, &ev.revision.changeset);
+            let next = next_actors(&Situation {
+                proposal: p,
+                policy: &policy,
+                stale,
+                claims: None,
+                coverage_failed: false,
+                valid: policy.approvable && !stale,
+                votes: &ev.votes,
+                reviews: &ev.reviews,
+                tests: &ev.tests,
+            });
+            items.extend(
+                next.into_iter()
+                    .filter(|n| asks(n, cx.actor))
+                    .map(|n| InboxItem {
+                        proposal: p.clone(),
+                        revision: p.latest_revision,
+                        role: n.actor,
+                        action: n.action,
+                        why: n.why,
+                    }),
+            );
+        }
+        Ok(InboxPage {
+            items,
+            examined: u32::try_from(open.len()).unwrap_or(u32::MAX),
+            next_cursor,
+        })
+    }
+}

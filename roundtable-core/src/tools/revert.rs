@@ -1,0 +1,265 @@
+//! `proposal.revert`: a new proposal whose revision 1 is the inverse of an
+//! applied proposal's change, governed like any other.
+//!
+//! The inverse is computed against the current files: the applied
+//! revision's diff, reversed ([`Patch::reverse`](crate::diff::Patch::reverse)),
+//! applied the way `git apply` would (context matched, offsets found), so
+//! later changes elsewhere in the same files do not stand in its way. A
+//! change the diff grammar cannot reverse (a copy, a binary patch without a
+//! reverse hunk) is inverted from the apply's journal instead (its before
+//! snapshot), which needs every path it wrote still at its after state.
+//! Either way, an inverse that no longer applies is `precondition_failed`
+//! and nothing is stored.
+//!
+//! The caller, a registered enabled agent, becomes the author (as for
+//! `proposal.create`; the actor is never named in the arguments, so an
+//! orchestrator that wants a revert asks an agent to make it). The new
+//! proposal's `reverts` names the reverted one, so does its
+//! `proposal.created` event, and a policy can require a human approval or
+//! a security review of every revert (`reverts = true`).
+
+use super::args::{Markdown, ResourceId, Title};
+use super::proposals::{
+    canonical_resources, insert_revision, prepare_bytes, PreparedRevision, ProposalRevised,
+};
+use super::records::{Proposal, ProposalStatus, Revision, Risk};
+use super::Request as _;
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::apply::{compare, journal, restore_changeset, PathState, TransactionStatus};
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::model::RevisionFormat;
+use crate::store;
+use crate::ErrorCode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Arguments of `proposal.revert`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "RevertArgs")]
+pub struct RevertProposal {
+    /// The applied proposal whose change to revert.
+    pub proposal_id: Id,
+    /// The task of the revert (default: the reverted proposal's).
+    pub task_id: Option<Id>,
+    /// Its title (default: `Revert "<title>"`).
+    pub title: Option<Title>,
+    /// Why (default: which proposal, revision and transaction it reverts).
+    pub summary_md: Option<Markdown>,
+    /// Its risk (default: the reverted proposal's).
+    pub risk: Option<Risk>,
+    /// The declared resources (default: the reverted revision's).
+    pub affected_resources: Option<Vec<ResourceId>>,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// What `prepare` found: the reverted proposal and revision, and the
+/// inverse as a revision.
+pub(crate) struct Inverse {
+    target: Proposal,
+    revision: Revision,
+    revision_made: PreparedRevision,
+}
+
+impl super::Request for RevertProposal {
+    const TOOL: &'static str = "proposal.revert";
+    const DESCRIPTION: &'static str = "Propose reverting an applied proposal: a new proposal (the caller, an enabled agent, is its author) whose revision 1 is the inverse of the applied revision, computed against the current files, governed like any other (a policy may require a human approval or security review of every revert). Its proposal names the one it reverts (reverts). precondition_failed when later changes keep the inverse from applying; illegal_transition unless the proposal is applied (a rolled-back one is already undone).";
+    const MUTATES: bool = true;
+    type Output = ProposalRevised;
+
+    store_tool!();
+}
+
+/// `precondition_failed`: the inverse of `revision` does not apply now.
+fn does_not_apply(target: &Proposal, revision: u32, cause: &ToolError) -> ToolError {
+    ToolError::new(
+        ErrorCode::PreconditionFailed,
+        format!(
+            "the inverse of revision {revision} of {} does not apply to the current files: {}",
+            target.id,
+            cause.message()
+        ),
+        json!({"proposal_id": target.id, "revision": revision,
+               "cause": {"code": cause.code(), "message": cause.message(), "details": cause.details()}}),
+    )
+}
+
+/// The inverse of the applied revision as patch bytes: its diff reversed,
+/// else (the diff cannot say it) the apply's before snapshot as a diff.
+fn inverse_bytes(
+    engine: &Engine,
+    target: &Proposal,
+    revision: &Revision,
+    diff: &[u8],
+) -> Result<Vec<u8>, ToolError> {
+    let patch = crate::diff::parse(diff, &engine.options().parse_options())?;
+    if let Ok(reversed) = patch.reverse() {
+        // Applied to the current files (context matched as `git apply`
+        // does) and rendered back as a plain `a/`→`b/` diff, so reviewers
+        // read the revert like any other change.
+        let ws = engine.workspace().view();
+        let changeset = crate::Changeset::from_patch(&reversed, &ws)
+            .map_err(|e| does_not_apply(target, revision.number, &ToolError::from(e)))?;
+        return Ok(changeset.render_diff(&ws)?);
+    }
+    // From the journal of the transaction that put the change in place.
+    let landed = engine.store().read(|tx| {
+        let all = store::transactions::list(
+            tx,
+            0,
+            Some(&target.id),
+            Some(TransactionStatus::Applied),
+            i64::MAX,
+        )?;
+        let Some(last) = all.into_iter().last() else {
+            return Ok::<_, ToolError>(None);
+        };
+        Ok(Some(journal(tx, &last.id)?))
+    })?;
+    let Some(files) = landed else {
+        return Err(ToolError::new(
+            ErrorCode::PreconditionFailed,
+            format!(
+                "no applied transaction of {} holds the content its change replaced",
+                target.id
+            ),
+            json!({"proposal_id": target.id, "revision": revision.number}),
+        ));
+    };
+    let ws = engine.workspace().view();
+    let reports = compare(&ws, &files)?;
+    let moved: Vec<&str> = reports
+        .iter()
+        .filter(|r| r.state != PathState::AtAfter)
+        .map(|r| r.path.as_str())
+        .collect();
+    if !moved.is_empty() {
+        return Err(ToolError::new(
+            ErrorCode::PreconditionFailed,
+            format!(
+                "the change of {} cannot be inverted as a diff, and {} changed since it was applied",
+                target.id,
+                moved.join(", ")
+            ),
+            json!({"proposal_id": target.id, "revision": revision.number, "paths": moved}),
+        ));
+    }
+    let changeset = restore_changeset(engine.store(), &files, &reports)?;
+    Ok(changeset.render_diff(&ws)?)
+}
+
+impl Tool for RevertProposal {
+    type Prep = Inverse;
+
+    keyed!();
+
+    fn prepare(
+        engine: &Engine,
+        actor: &Actor,
+        args: &RevertProposal,
+    ) -> Result<Inverse, ToolError> {
+        if actor.kind != ActorKind::Agent {
+            return Err(ToolError::forbidden(
+                format!(
+                    "{} is for agent actors (the caller becomes the revert's author); {actor} is not an agent",
+                    Self::TOOL
+                ),
+                json!({"actor": actor, "allowed_kinds": ["agent"]}),
+            ));
+        }
+        let (target, revision, diff) = engine.store().read(|tx| {
+            let target = Proposal::load(tx, args.proposal_id.as_str())?;
+            target.require_status(&[ProposalStatus::Applied], Self::TOOL)?;
+            let revision = Revision::load(tx, &target.id, target.latest_revision)?;
+            let diff = super::review::diff_bytes(tx, &revision)?;
+            Ok::<_, ToolError>((target, revision, diff))
+        })?;
+        let bytes = inverse_bytes(engine, &target, &revision, &diff)?;
+        let revision_made = prepare_bytes(engine, RevisionFormat::Patch, bytes)
+            .map_err(|e| does_not_apply(&target, revision.number, &e))?;
+        Ok(Inverse {
+            target,
+            revision,
+            revision_made,
+        })
+    }
+
+    fn run(cx: &Cx<'_>, args: RevertProposal, prep: Inverse) -> Result<ProposalRevised, ToolError> {
+        let agent = cx.enabled_agent(Self::TOOL)?;
+        // Read again in this transaction: rolled back (or reverted and
+        // re-landed) since `prepare`, the inverse would be of another state.
+        let target = Proposal::load(cx.tx, &prep.target.id)?;
+        target.require_status(&[ProposalStatus::Applied], Self::TOOL)?;
+        if target.latest_revision != prep.revision.number
+            || target.updated_at != prep.target.updated_at
+        {
+            return Err(ToolError::conflict(
+                format!(
+                    "proposal {} changed while its revert was prepared; retry",
+                    target.id
+                ),
+                json!({"proposal_id": target.id}),
+            ));
+        }
+        let task_id = args
+            .task_id
+            .as_ref()
+            .map_or(target.task_id.as_str(), Id::as_str);
+        if !store::agents::task_exists(cx.tx, task_id)? {
+            return Err(ToolError::not_found("task", task_id));
+        }
+        let resources = match &args.affected_resources {
+            Some(r) => canonical_resources(r)?,
+            None => prep.revision.affected_resources.clone(),
+        };
+        let title = match &args.title {
+            Some(t) => t.as_str().to_owned(),
+            None => format!("Revert \"{}\"", target.title)
+                .chars()
+                .take(200)
+                .collect(),
+        };
+        let summary = match &args.summary_md {
+            Some(s) => s.as_str().to_owned(),
+            None => format!(
+                "Reverts proposal {} (revision {}).",
+                target.id, prep.revision.number
+            ),
+        };
+        let risk = args.risk.unwrap_or(target.risk);
+        let id = cx.new_id("prop");
+        store::proposals::insert_proposal(
+            cx.tx,
+            &store::proposals::NewProposal {
+                id: id.as_str(),
+                task_id,
+                author: &agent.id,
+                title: &title,
+                summary_md: &summary,
+                risk,
+                reverts: Some(&target.id),
+                now: cx.now,
+            },
+        )?;
+        let revision = insert_revision(cx, id.as_str(), 1, &prep.revision_made, &resources, None)?;
+        cx.event(
+            crate::model::EventKind::ProposalCreated,
+            id.as_str(),
+            Some(id.as_str()),
+            json!({
+                "task_id": task_id, "risk": risk, "revision": 1,
+                "format": revision.format, "digest": revision.digest,
+                "files": revision.changeset.len(),
+                "reverts": target.id, "reverted_revision": prep.revision.number,
+            }),
+        )?;
+        Ok(ProposalRevised {
+            proposal: Proposal::load(cx.tx, id.as_str())?,
+            revision,
+        })
+    }
+}

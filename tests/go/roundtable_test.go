@@ -402,3 +402,43 @@ func TestFailedCheckNoteAndRolledBackStatus(t *testing.T) {
 		t.Fatalf("revert of a rolled-back proposal: %v", err)
 	}
 }
+
+// The Go host's repro of issue 16 item 7: a directory claim on pkg/ stays
+// fresh when a git-ignored __pycache__/ appears under it, and a file git
+// does not ignore still makes it stale.
+func TestDirectoryClaimIgnoresGitIgnoredFiles(t *testing.T) {
+	root := repo(t)
+	write := func(rel, text string) {
+		t.Helper()
+		path := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".gitignore", "__pycache__/\n")
+	write("pkg/mod.py", "x = 1\n")
+	e := open(t, root, map[string]any{"durability": "off"})
+	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
+	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
+	call(t, e, "task.create", obj{"task_id": "t1", "title": "Bump x"}, host)
+	call(t, e, "claim.acquire", obj{"resource_id": "directory:pkg", "type": "write", "ttl_s": 600}, alice)
+	created := call(t, e, "proposal.create", obj{
+		"task_id": "t1", "title": "Bump x", "summary_md": "x is 2.",
+		"patch": "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n",
+	}, alice)
+	pid, _ := field(created, "proposal", "id").(string)
+	call(t, e, "proposal.request_review", obj{"proposal_id": pid}, alice)
+	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 1, "vote": "approve"}, bob)
+
+	write("pkg/__pycache__/mod.cpython-312.pyc", "\x00bytecode")
+	if report := call(t, e, "patch.validate", obj{"proposal_id": pid}, host); report["valid"] != true {
+		t.Fatalf("an ignored file made the directory claim stale: %v", report)
+	}
+	write("pkg/other.py", "y = 1\n")
+	if report := call(t, e, "patch.validate", obj{"proposal_id": pid}, host); report["valid"] != false {
+		t.Fatalf("a new tracked file must make the directory claim stale: %v", report)
+	}
+}

@@ -8,9 +8,9 @@
 //! change, 20% of them) a `symbol:` claim on its own function in the shared
 //! `hot.py` — proposes, asks for review and waits for its proposal to land;
 //! when another agent's change to `hot.py` lands first, its revision is
-//! stale, its inbox says so, and it rebases it (`proposal.rebase`: a trivial
-//! rebase keeps the approval). Reviewers vote on what their inbox lists;
-//! the orchestrator applies what its inbox lists. Printed: landed/s, p50/p99
+//! stale, and the orchestrator lands it with `patch.apply rebase: true` (a
+//! trivial rebase, which keeps the approval). Reviewers vote on what their
+//! inbox lists; the orchestrator applies what its inbox lists. Printed: landed/s, p50/p99
 //! create→applied latency and CPU per landing, beside the floor — the same
 //! 400 changes applied one by one with `git apply` (one process per patch)
 //! to a copy of the tree on the same file system, in the same run. Target:
@@ -56,23 +56,26 @@ fn hot(versions: &[usize]) -> String {
         .collect()
 }
 
-/// Agent `a`'s own file for change `k`: distinct for every (a, k).
-fn own_file(a: usize, k: usize, files: usize) -> usize {
-    (a * 1000 + k * 37) % files
+/// Agent `a`'s own file for change `k`: distinct for every (a, k), spread
+/// over the tree.
+fn own_file(a: usize, k: usize, fleet: &Fleet) -> usize {
+    let slots = fleet.agents * fleet.changes;
+    assert!(fleet.files >= slots, "fewer files than changes");
+    (a * fleet.changes + k) * (fleet.files / slots)
 }
 
 /// The change agent `a` makes as its `k`-th: (resource to claim, patch).
-fn change(a: usize, k: usize, files: usize) -> (String, String) {
-    if k % 5 == 0 {
+fn change(a: usize, k: usize, fleet: &Fleet) -> (String, String) {
+    if k.is_multiple_of(5) {
         let v = k / 5;
         let line = a * 4 + 1; // `def f{a}():` (1-based)
         let patch = format!(
-            "--- a/hot.py\n+++ b/hot.py\n@@ -{line},2 +{line},2 @@\n def f{a}():\n-    return {v}\n+    return {}\n",
+            "--- a/hot.py\n+++ b/hot.py\n@@ -{line},3 +{line},3 @@\n def f{a}():\n-    return {v}\n+    return {}\n \n",
             v + 1
         );
         (format!("symbol:hot.py#f{a}"), patch)
     } else {
-        let i = own_file(a, k, files);
+        let i = own_file(a, k, fleet);
         let path = rel(i);
         let patch = format!(
             "--- a/{path}\n+++ b/{path}\n@@ -1,3 +1,3 @@\n file {i} line 0\n-file {i} line 1\n+file {i} line 1 by a{a}\n file {i} line 2\n"
@@ -195,7 +198,6 @@ fn agent_thread(
     fleet: &Fleet,
     a: usize,
     latencies: &Mutex<Vec<Duration>>,
-    rebases: &AtomicUsize,
     busy: &AtomicUsize,
 ) {
     let me = Actor::agent(id(&format!("a{a}")));
@@ -203,8 +205,12 @@ fn agent_thread(
     // `proposal.applied` always comes after it.
     let mut seq = 0;
     for k in 0..fleet.changes {
-        let (resource, patch) = change(a, k, fleet.files);
+        let (resource, patch) = change(a, k, fleet);
+        let ta = Instant::now();
         acquire(engine, &me, &resource, busy);
+        if std::env::var_os("RT_FLEET_TRACE").is_some() {
+            println!("a{a} k{k} acquire {:.1} ms", ms(ta.elapsed()));
+        }
         let t0 = Instant::now();
         let created = ok(
             engine,
@@ -212,18 +218,15 @@ fn agent_thread(
             json!({"task_id": "t1", "title": format!("a{a} change {k}"), "summary_md": "Fleet change.", "patch": patch}),
             &me,
         );
-        let pid = created["proposal"]["id"]
-            .as_str()
-            .expect("id")
-            .to_owned();
+        let pid = created["proposal"]["id"].as_str().expect("id").to_owned();
         ok(
             engine,
             "proposal.request_review",
             json!({"proposal_id": pid}),
             &me,
         );
-        // Sleep until some proposal lands; if it is ours, done; else ours
-        // may be stale now: rebase it when the inbox says so.
+        // Sleep until it lands (the orchestrator rebases it if the files
+        // moved under it).
         'landing: loop {
             let w = wait(engine, &me, seq, &["proposal.applied"], 30_000);
             seq = w["next_since_seq"].as_i64().expect("seq");
@@ -235,34 +238,25 @@ fn agent_thread(
             {
                 break 'landing;
             }
-            for item in inbox(engine, &me) {
-                if item["proposal"]["id"] != pid.as_str() || item["action"] != "rebase_or_attach" {
-                    continue;
-                }
-                let r = engine.call(
-                    "proposal.rebase",
-                    json!({"proposal_id": pid, "expected_revision": item["revision"]}),
-                    &me,
-                );
-                match r {
-                    Ok(_) => {
-                        rebases.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) if expected_race(&e) => {}
-                    Err(e) => panic!("rebase: {e} {}", e.details()),
-                }
-            }
+        }
+        if std::env::var_os("RT_FLEET_TRACE").is_some() {
+            println!("a{a} k{k} landed {:.1} ms", ms(t0.elapsed()));
         }
         latencies.lock().expect("lock").push(t0.elapsed());
     }
 }
 
 fn reviewer_thread(engine: &Engine, r: usize, done: &AtomicBool) {
+    // Each proposal needs one approval; reviewer `r` approves those of
+    // authors a{n} with n % 2 == r.
     let me = Actor::agent(id(&format!("r{r}")));
     let mut seq = 0;
     while !done.load(Ordering::Relaxed) {
         for item in inbox(engine, &me) {
-            if item["action"] != "vote" {
+            // Reviewer r takes the proposals of every other author.
+            let author = item["proposal"]["author"].as_str().unwrap_or_default();
+            let n: usize = author.trim_start_matches('a').parse().unwrap_or(0);
+            if item["action"] != "vote" || n % 2 != r {
                 continue;
             }
             let r = engine.call(
@@ -285,13 +279,16 @@ fn reviewer_thread(engine: &Engine, r: usize, done: &AtomicBool) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn orchestrator_thread(
     engine: &Engine,
     host: &Actor,
     total: usize,
     landed: &AtomicUsize,
+    rebases: &AtomicUsize,
     refused: &AtomicUsize,
     done: &AtomicBool,
+    finished: &Mutex<Option<Instant>>,
 ) {
     let mut seq = 0;
     let deadline = Instant::now() + Duration::from_secs(900);
@@ -307,12 +304,15 @@ fn orchestrator_thread(
             }
             let r = engine.call(
                 "patch.apply",
-                json!({"proposal_id": item["proposal"]["id"], "revision": item["revision"]}),
+                json!({"proposal_id": item["proposal"]["id"], "revision": item["revision"], "rebase": true}),
                 host,
             );
             match r {
-                Ok(_) => {
+                Ok(out) => {
                     landed.fetch_add(1, Ordering::Relaxed);
+                    if out["transaction"]["revision"] != item["revision"] {
+                        rebases.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 Err(e) if expected_race(&e) => {
                     refused.fetch_add(1, Ordering::Relaxed);
@@ -320,15 +320,13 @@ fn orchestrator_thread(
                 Err(e) => panic!("apply: {e} {}", e.details()),
             }
         }
-        let w = wait(
-            engine,
-            host,
-            seq,
-            &["vote.cast", "proposal.revised"],
-            1000,
-        );
+        if landed.load(Ordering::Relaxed) == total {
+            break;
+        }
+        let w = wait(engine, host, seq, &["vote.cast", "proposal.revised"], 1000);
         seq = w["next_since_seq"].as_i64().expect("seq");
     }
+    *finished.lock().expect("lock") = Some(Instant::now());
     done.store(true, Ordering::Relaxed);
 }
 
@@ -355,21 +353,34 @@ fn run_fleet(root: &Path, fleet: &Fleet) -> Outcome {
     let (landed, rebases, refused, busy) = Default::default();
     let done = AtomicBool::new(false);
     let latencies = Mutex::new(Vec::with_capacity(total));
+    let finished = Mutex::new(None);
     let start_cpu = cpu_time();
     let start = Instant::now();
     std::thread::scope(|s| {
         for a in 0..fleet.agents {
-            let (engine, latencies, rebases, busy) = (&engine, &latencies, &rebases, &busy);
-            s.spawn(move || agent_thread(engine, fleet, a, latencies, rebases, busy));
+            let (engine, latencies, busy) = (&engine, &latencies, &busy);
+            s.spawn(move || agent_thread(engine, fleet, a, latencies, busy));
         }
         for r in 0..2 {
             let (engine, done) = (&engine, &done);
             s.spawn(move || reviewer_thread(engine, r, done));
         }
-        let (engine, host, landed, refused, done) = (&engine, &host, &landed, &refused, &done);
-        s.spawn(move || orchestrator_thread(engine, host, total, landed, refused, done));
+        let (engine, host, landed, rebases, refused, done, finished) = (
+            &engine, &host, &landed, &rebases, &refused, &done, &finished,
+        );
+        s.spawn(move || {
+            orchestrator_thread(
+                engine, host, total, landed, rebases, refused, done, finished,
+            )
+        });
     });
-    let wall = start.elapsed();
+    // Until the last landing (the reviewers then notice within their wait's
+    // timeout that there is nothing left).
+    let wall = finished
+        .into_inner()
+        .expect("lock")
+        .expect("the orchestrator finished")
+        - start;
     let cpu = cpu_time() - start_cpu;
     // Every proposal landed exactly once, and the log verifies.
     assert_eq!(count(&engine, &host, "applied"), total);
@@ -397,7 +408,7 @@ fn run_floor(root: &Path, fleet: &Fleet) -> Duration {
         .enumerate()
         .map(|(n, (a, k))| {
             let path = dir.join(format!("{n}.patch"));
-            std::fs::write(&path, change(a, k, fleet.files).1).expect("write");
+            std::fs::write(&path, change(a, k, fleet).1).expect("write");
             path
         })
         .collect();

@@ -1134,6 +1134,7 @@ impl ApplyRevision {
                 proposal_id: id("proposal_id", proposal_id)?,
                 revision: field("revision", revision)?,
                 transaction_id: None,
+                rebase: None,
                 idempotency_key: None,
             })
         })
@@ -1141,6 +1142,11 @@ impl ApplyRevision {
 }
 
 impl Draft<ApplyRevision> {
+    setter!(
+        /// Rebase a stale revision first, when the rebase is trivial.
+        rebase: bool => rebase
+    );
+
     setter!(
         /// The new transaction's id (generated when absent).
         transaction_id: &str => transaction_id

@@ -433,10 +433,35 @@ pub(crate) fn run_tool<T: Tool>(
         }
     }
     let prep = T::prepare(engine, actor, &args)?;
-    store.write(|tx| {
-        if let Some(key) = &key {
+    write_prepared(engine, actor, args, prep, key.as_ref(), &request)
+}
+
+/// A mutating tool whose preparation the caller made already (no
+/// idempotency key).
+pub(crate) fn run_prepared<T: Tool>(
+    engine: &Engine,
+    actor: &Actor,
+    args: T,
+    prep: T::Prep,
+) -> Result<T::Output, ToolError> {
+    let request = request_digest(T::TOOL, &args);
+    write_prepared(engine, actor, args, prep, None, &request)
+}
+
+/// The write transaction of a mutating tool: the idempotency re-check,
+/// `run`, and the stored result.
+fn write_prepared<T: Tool>(
+    engine: &Engine,
+    actor: &Actor,
+    args: T,
+    prep: T::Prep,
+    key: Option<&Id>,
+    request: &str,
+) -> Result<T::Output, ToolError> {
+    engine.store().write(|tx| {
+        if let Some(key) = key {
             // Another caller may have used the key since the check above.
-            if let Some(v) = replay(tx, actor, key, T::TOOL, &request)? {
+            if let Some(v) = replay(tx, actor, key, T::TOOL, request)? {
                 return Ok(v);
             }
         }
@@ -447,8 +472,8 @@ pub(crate) fn run_tool<T: Tool>(
             now: engine.now(),
         };
         let out = T::run(&cx, args, prep)?;
-        if let Some(key) = &key {
-            remember(&cx, key, T::TOOL, &request, &out)?;
+        if let Some(key) = key {
+            remember(&cx, key, T::TOOL, request, &out)?;
         }
         Ok(out)
     })

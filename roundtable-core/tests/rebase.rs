@@ -340,3 +340,97 @@ fn a_rename_with_edits_rebases_onto_a_changed_source() {
     );
     assert!(!w.dir.path().join("old.txt").exists());
 }
+
+#[test]
+fn apply_with_rebase_lands_a_trivial_rebase_and_keeps_the_approval() {
+    let (w, a, b, r) = world();
+    hold(&w, &a, "symbol:m.py#User.save");
+    hold(&w, &b, "symbol:m.py#Order.total");
+    let pa = approved(&w, &a, &r, IN_SAVE);
+    let pb = approved(&w, &b, &r, IN_TOTAL);
+    apply(&w, &pa, 1);
+    // The orchestrator is told it may land the stale, approved proposal.
+    let status = w.ok("proposal.status", json!({"proposal_id": pb}), &w.host);
+    assert!(
+        status["next"]
+            .as_array()
+            .expect("next")
+            .iter()
+            .any(|n| n["actor"] == "orchestrator"
+                && n["action"] == "apply"
+                && n["why"].as_str().is_some_and(|t| t.contains("rebase"))),
+        "{status:#}"
+    );
+    // Without rebase: precondition_failed, as before.
+    w.refused(
+        "patch.apply",
+        json!({"proposal_id": pb, "revision": 1}),
+        &w.host,
+        ErrorCode::PreconditionFailed,
+    );
+    let out = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pb, "revision": 1, "rebase": true}),
+        &w.host,
+    );
+    assert_eq!(out["proposal"]["status"], "applied");
+    assert_eq!(out["proposal"]["latest_revision"], 2);
+    assert_eq!(out["transaction"]["revision"], 2, "{out:#}");
+    let v2 = w.ok(
+        "proposal.get",
+        json!({"proposal_id": pb, "revision": 2}),
+        &w.host,
+    );
+    assert_eq!(v2["revision"]["rebased_from"], 1);
+    assert_eq!(
+        content(&w),
+        "class User:\n    def save(self):\n        return 10\n\n\nclass Order:\n    def total(self):\n        return 20\n"
+    );
+    // Not stale: rebase changes nothing about an ordinary apply.
+    let (w, a, _b, r) = world();
+    hold(&w, &a, "symbol:m.py#User.save");
+    let pa = approved(&w, &a, &r, IN_SAVE);
+    let out = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pa, "revision": 1, "rebase": true}),
+        &w.host,
+    );
+    assert_eq!(out["proposal"]["latest_revision"], 1);
+}
+
+#[test]
+fn apply_with_rebase_refuses_a_rebase_that_is_not_trivial_or_conflicts_and_writes_nothing() {
+    // A conflict: cat's change and ann's landed one touch the same line.
+    let (w, a, _b, r) = world();
+    let c = w.agent("cat", &["author"]);
+    hold(&w, &a, "symbol:m.py#User.save");
+    let pa = approved(&w, &a, &r, IN_SAVE);
+    let pc = approved(&w, &c, &r, CONFLICTING);
+    apply(&w, &pa, 1);
+    hold(&w, &c, "symbol:m.py#User.save");
+    let err = w.refused(
+        "patch.apply",
+        json!({"proposal_id": pc, "revision": 1, "rebase": true}),
+        &w.host,
+        ErrorCode::Conflict,
+    );
+    assert_eq!(err.details()["reason"], "merge_conflict");
+
+    // Not trivial: half of ann's two-function change landed already.
+    let both = "--- a/m.py\n+++ b/m.py\n@@ -2,7 +2,7 @@\n     def save(self):\n-        return 1\n+        return 10\n \n \n class Order:\n     def total(self):\n-        return 2\n+        return 20\n";
+    let (w, a, b, r) = world();
+    hold(&w, &a, "file:m.py");
+    let p_both = approved(&w, &a, &r, both);
+    release_all(&w, &a);
+    hold(&w, &b, "symbol:m.py#Order.total");
+    let p_total = approved(&w, &b, &r, IN_TOTAL);
+    apply(&w, &p_total, 1);
+    hold(&w, &a, "file:m.py");
+    let err = w.refused(
+        "patch.apply",
+        json!({"proposal_id": p_both, "revision": 1, "rebase": true}),
+        &w.host,
+        ErrorCode::PreconditionFailed,
+    );
+    assert_eq!(err.details()["reason"], "not_trivial");
+}

@@ -281,6 +281,17 @@ pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
             out.push(item);
         }
     }
+    if s.stale && s.policy.approvable {
+        // Its evidence is complete; only the files moved. A trivial rebase
+        // keeps that evidence, so the orchestrator may land it at once.
+        out.push(next(
+            R::Orchestrator,
+            A::Apply,
+            vec![],
+            vec![],
+            "the files moved under it: apply it with rebase (patch.apply rebase: true lands its trivial rebase, keeping the evidence), or wait for the author to rebase".into(),
+        ));
+    }
     if s.valid {
         out.push(next(
             R::Orchestrator,

@@ -50,6 +50,13 @@ pub(crate) struct PreparedRevision {
     pub(super) rebased_from: Option<u32>,
 }
 
+impl PreparedRevision {
+    /// The change without positions ([`Changeset::change_id`]).
+    pub(crate) fn change_id(&self) -> &str {
+        &self.change_id
+    }
+}
+
 /// The summary stored with a revision: each path's operation, precondition
 /// and result.
 pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {

@@ -146,6 +146,14 @@ pub struct ApplyRevision {
     /// The new transaction's id (generated when absent; an id in use is
     /// `conflict`).
     pub transaction_id: Option<Id>,
+    /// When the revision is stale, first rebase it onto the current files
+    /// (as `proposal.rebase`, under the apply lock) and apply the rebase —
+    /// only when the rebase is trivial (the same change at other
+    /// positions, whose evidence carries under `carry_over =
+    /// "trivial_rebase"`); otherwise refused as without it
+    /// (`precondition_failed`, or `conflict` with the merge's hunks), with
+    /// nothing written. Default false.
+    pub rebase: Option<bool>,
     /// Makes a retried call return the first call's result.
     pub idempotency_key: Option<Id>,
 }
@@ -188,6 +196,47 @@ impl super::Request for Rollback {
 /// `patch.apply`'s description.
 const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or nothing across the files and the store (orchestrator only). Takes the apply lock, re-validates every gate, journals the before snapshot durably, writes and flushes the files, then marks the transaction and the proposal applied and releases the author's claims on the change. A refusal changes nothing and carries the full validation report: conflict (with latest_revision) when the revision was superseded, precondition_failed when it no longer matches the files, validation_failed for any other gate, busy when another apply holds the lock past the wait.";
 
+/// With `rebase`, under the apply lock: a stale revision's trivial rebase
+/// stored as the next revision, and the arguments naming it; the arguments
+/// as they are when the revision is not stale. A rebase that conflicts, or
+/// that would change the change, refuses with nothing written.
+fn rebase_first(
+    engine: &Engine,
+    actor: &Actor,
+    mut args: ApplyRevision,
+) -> Result<ApplyRevision, ToolError> {
+    use super::rebase::RebaseProposal;
+    let request = RebaseProposal {
+        proposal_id: args.proposal_id.clone(),
+        expected_revision: args.revision,
+        note_md: None,
+        idempotency_key: None,
+    };
+    let prep = match <RebaseProposal as Tool>::prepare(engine, actor, &request) {
+        Ok(prep) => prep,
+        Err(e) if e.code() == ErrorCode::Conflict && e.details()["reason"] == "up_to_date" => {
+            return Ok(args)
+        }
+        Err(e) => return Err(e),
+    };
+    let from = engine.store().read(|tx| {
+        super::records::Revision::load(tx, args.proposal_id.as_str(), args.revision.0)
+    })?;
+    if from.change_id.is_none() || from.change_id.as_deref() != Some(prep.change_id()) {
+        return Err(ToolError::new(
+            ErrorCode::PreconditionFailed,
+            format!(
+                "revision {} of {} no longer matches the workspace, and rebasing it changes what it changes (not a trivial rebase): rebase it with proposal.rebase, for review",
+                args.revision.0, args.proposal_id
+            ),
+            json!({"proposal_id": args.proposal_id, "revision": args.revision, "reason": "not_trivial"}),
+        ));
+    }
+    let rebased = super::run_prepared(engine, actor, request, prep)?;
+    args.revision = RevisionNumber(rebased.revision.number);
+    Ok(args)
+}
+
 /// `patch.apply`.
 fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied, ToolError> {
     const NAME: &str = <ApplyRevision as super::Request>::TOOL;
@@ -195,6 +244,11 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     let (_lock, request) = match begin(engine, actor, NAME, &args, key.as_ref())? {
         Begun::Replayed(v) => return Ok(v),
         Begun::Locked(lock, request) => (lock, request),
+    };
+    let args = if args.rebase == Some(true) {
+        rebase_first(engine, actor, args)?
+    } else {
+        args
     };
     // One view for the whole apply: validation reads each touched file
     // once (on a second thread, while the store reads the patch), the

@@ -169,6 +169,11 @@ impl StoreError {
 /// An open store.
 pub struct Store {
     conn: Mutex<Connection>,
+    /// Idle read-only connections: a read takes one (opening another when
+    /// none is idle), so reads run beside each other and beside the
+    /// writer (WAL), instead of queueing on the one writing connection.
+    readers: Mutex<Vec<Connection>>,
+    busy_timeout: Duration,
     path: PathBuf,
     created: bool,
     notices: watch::Notices,
@@ -296,6 +301,8 @@ impl Store {
         drop(err);
         Ok(Store {
             conn: Mutex::new(conn),
+            readers: Mutex::new(Vec::new()),
+            busy_timeout: options.busy_timeout,
             path,
             created,
             notices: watch::Notices::default(),
@@ -344,14 +351,40 @@ impl Store {
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
         let err = sqlite_error(&self.path);
-        let mut conn = self.lock();
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .map_err(&err)?;
-        let out = f(&tx)?;
-        // Ending a read transaction cannot lose anything.
-        drop(tx);
-        Ok(out)
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        let mut conn = match idle {
+            Some(conn) => conn,
+            None => self.open_reader().map_err(&err)?,
+        };
+        let out = {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Deferred)
+                .map_err(&err)?;
+            let out = f(&tx);
+            // Ending a read transaction cannot lose anything.
+            drop(tx);
+            out
+        };
+        self.readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(conn);
+        out
+    }
+
+    /// A new read-only connection to the store (opened like the writing
+    /// one: no link followed, never created).
+    fn open_reader(&self) -> rusqlite::Result<Connection> {
+        let flags = (rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW)
+            - rusqlite::OpenFlags::SQLITE_OPEN_CREATE;
+        let conn = Connection::open_with_flags(&self.path, flags)?;
+        conn.busy_timeout(self.busy_timeout)?;
+        conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;")?;
+        Ok(conn)
     }
 
     /// The commit generation: it moves on every commit of this store

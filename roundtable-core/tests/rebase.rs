@@ -162,6 +162,19 @@ fn a_conflicting_rebase_reports_the_hunks_changes_nothing_and_lands_after_a_reso
     );
     let status = w.ok("proposal.status", json!({"proposal_id": pc}), &c);
     assert_eq!(status["stale"], true);
+    // Its author is told the rebase conflicts; the orchestrator is not
+    // offered to land it.
+    let next = status["next"].as_array().expect("next");
+    assert!(
+        next.iter().any(|n| n["actor"] == "author"
+            && n["action"] == "rebase_or_attach"
+            && n["why"].as_str().is_some_and(|t| t.contains("conflicts"))),
+        "{status:#}"
+    );
+    assert!(
+        !next.iter().any(|n| n["actor"] == "orchestrator"),
+        "{status:#}"
+    );
 
     // cat resolves: keeps its own value on top of what landed.
     let resolution = "--- a/m.py\n+++ b/m.py\n@@ -2,3 +2,3 @@\n     def save(self):\n-        return 10\n+        return 100\n \n";

@@ -16,6 +16,7 @@
 
 use super::args::{Cursor, Limit};
 use super::next::{asks, next_actors, NextAction, NextRole, Situation};
+use super::rebase::rebase_outlook;
 use super::records::Proposal;
 use super::validate::{gather_for_policy, policy_from_store, stale_against, Shared};
 use super::Request as _;
@@ -101,10 +102,12 @@ impl Tool for ListInbox {
             let ev = gather_for_policy(cx, p, &shared)?;
             let policy = policy_from_store(cx.engine, cx.tx, &ev)?;
             let stale = stale_against(&ws, &ev.revision.changeset);
+            let rebase = stale.then(|| rebase_outlook(cx, p, &ev.revision)).flatten();
             let next = next_actors(&Situation {
                 proposal: p,
                 policy: &policy,
                 stale,
+                rebase,
                 claims: None,
                 coverage_failed: false,
                 valid: policy.approvable && !stale,

@@ -18,6 +18,17 @@ use crate::policy::{PolicyReport, RequirementId, RequirementStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// What rebasing a stale revision onto the current files would give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RebaseOutlook {
+    /// The same change at other positions: its evidence carries.
+    Trivial,
+    /// A clean merge that changes the change (evidence is earned again).
+    Changed,
+    /// Conflicting hunks: the author resolves them and attaches.
+    Conflicts,
+}
+
 /// Who is expected to act.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -100,6 +111,9 @@ pub(crate) struct Situation<'a> {
     pub policy: &'a PolicyReport,
     /// Whether the revision no longer matches the files.
     pub stale: bool,
+    /// For a stale revision, what rebasing it would give (`None` when not
+    /// stale, or not known).
+    pub rebase: Option<RebaseOutlook>,
     /// The claims stage, when it was run (`None`: the inbox, which does not
     /// resolve claims or coverage — `proposal.status` does).
     pub claims: Option<&'a Stage>,
@@ -155,15 +169,16 @@ pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
     let current = p.latest_revision;
     let mut out = Vec::new();
     if s.stale {
-        out.push(next(
-            R::Author,
-            A::RebaseOrAttach,
-            author(),
-            vec![],
+        let why = if s.rebase == Some(RebaseOutlook::Conflicts) {
+            format!(
+                "the files changed since revision {current} and a rebase conflicts: resolve the conflicting hunks (proposal.rebase lists them) and attach a revision"
+            )
+        } else {
             format!(
                 "the files changed since revision {current}: rebase it onto them (proposal.rebase) or attach a new revision"
-            ),
-        ));
+            )
+        };
+        out.push(next(R::Author, A::RebaseOrAttach, author(), vec![], why));
     } else if let Some(claims) = s.claims {
         // Another agent's claim overlapping the change: name it and what
         // unblocks it, rather than asking the author to claim it.
@@ -281,7 +296,7 @@ pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
             out.push(item);
         }
     }
-    if s.stale && s.policy.approvable {
+    if s.stale && s.policy.approvable && s.rebase == Some(RebaseOutlook::Trivial) {
         // Its evidence is complete; only the files moved. A trivial rebase
         // keeps that evidence, so the orchestrator may land it at once.
         out.push(next(
@@ -385,6 +400,7 @@ mod tests {
             proposal: p,
             policy,
             stale: false,
+            rebase: None,
             claims: None,
             coverage_failed: false,
             valid: policy.approvable,

@@ -418,3 +418,28 @@ fn merged_files(
     }
     Ok(files)
 }
+
+/// What rebasing `revision` (stale) of `p` onto the current files would
+/// give, for `next`: `None` when it cannot be told (its base contents
+/// predate rebase support, or the store or files failed to read).
+pub(crate) fn rebase_outlook(
+    cx: &Cx<'_>,
+    p: &Proposal,
+    revision: &Revision,
+) -> Option<super::next::RebaseOutlook> {
+    use super::next::RebaseOutlook as O;
+    let sides = stored_sides(cx.tx, revision).ok()?;
+    let files = match merged_files(cx.engine, p, revision, &sides) {
+        Ok(files) => files,
+        Err(e) if e.details()["reason"] == "merge_conflict" => return Some(O::Conflicts),
+        Err(_) => return None,
+    };
+    let changeset = Changeset::new(files).ok()?;
+    let patch = changeset.render_diff(cx.engine.workspace()).ok()?;
+    let prep = prepare_bytes(cx.engine, RevisionFormat::Patch, patch).ok()?;
+    Some(if revision.change_id.as_deref() == Some(prep.change_id()) {
+        O::Trivial
+    } else {
+        O::Changed
+    })
+}

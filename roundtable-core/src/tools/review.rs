@@ -792,10 +792,14 @@ impl Tool for GetProposalStatus {
                 .iter()
                 .any(|s| s.name == name && s.status == StageStatus::Failed)
         };
+        let rebase = stale
+            .then(|| super::rebase::rebase_outlook(cx, &p, &evidence.revision))
+            .flatten();
         let next = next_actors(&Situation {
             proposal: &p,
             policy: &report.policy,
             stale,
+            rebase,
             claims: report.stages.iter().find(|s| s.name == StageName::Claims),
             coverage_failed: stage_failed(StageName::Coverage),
             valid: report.valid,

@@ -32,6 +32,33 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// Time spent in each tool across the fleet's threads: (calls, total).
+static PROFILE: Mutex<std::collections::BTreeMap<&'static str, (u32, Duration)>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+/// `tool` called as `actor`, its time added to [`PROFILE`].
+fn call(
+    engine: &Engine,
+    tool: &'static str,
+    args: Value,
+    actor: &Actor,
+) -> Result<Value, roundtable::ToolError> {
+    let t = Instant::now();
+    let out = engine.call(tool, args, actor);
+    let took = t.elapsed();
+    let mut profile = PROFILE.lock().expect("lock");
+    let entry = profile.entry(tool).or_default();
+    entry.0 += 1;
+    entry.1 += took;
+    out
+}
+
+/// [`call`], which must succeed.
+fn okt(engine: &Engine, tool: &'static str, args: Value, actor: &Actor) -> Value {
+    call(engine, tool, args.clone(), actor)
+        .unwrap_or_else(|e| panic!("{tool} {args}: {e} {}", e.details()))
+}
+
 /// The fleet's landing rate must be at least this share of the floor's.
 const TARGET_RATIO: f64 = 0.5;
 
@@ -102,7 +129,8 @@ fn cpu_time() -> Duration {
 /// resource right now: milliseconds) is retried, and counted.
 fn acquire(engine: &Engine, me: &Actor, resource: &str, busy: &AtomicUsize) {
     for _ in 0..1000 {
-        let r = engine.call(
+        let r = call(
+            engine,
             "claim.acquire",
             json!({"resource_id": resource, "type": "write", "ttl_s": 3600, "wait_ms": 60000}),
             me,
@@ -121,7 +149,7 @@ fn acquire(engine: &Engine, me: &Actor, resource: &str, busy: &AtomicUsize) {
 
 /// `events.wait` after `since` for events of `kinds`.
 fn wait(engine: &Engine, actor: &Actor, since: i64, kinds: &[&str], timeout_ms: u64) -> Value {
-    ok(
+    okt(
         engine,
         "events.wait",
         json!({"since_seq": since, "kinds": kinds, "timeout_ms": timeout_ms, "limit": 1000}),
@@ -138,7 +166,7 @@ fn inbox(engine: &Engine, actor: &Actor) -> Vec<Value> {
         if !cursor.is_null() {
             args["cursor"] = cursor.clone();
         }
-        let page = ok(engine, "inbox.list", args, actor);
+        let page = okt(engine, "inbox.list", args, actor);
         items.extend(page["items"].as_array().cloned().unwrap_or_default());
         cursor = page["next_cursor"].clone();
         if cursor.is_null() {
@@ -184,7 +212,7 @@ fn count(engine: &Engine, host: &Actor, status: &str) -> usize {
         if !cursor.is_null() {
             args["cursor"] = cursor.clone();
         }
-        let page = ok(engine, "proposal.list", args, host);
+        let page = okt(engine, "proposal.list", args, host);
         n += page["proposals"].as_array().map_or(0, Vec::len);
         cursor = page["next_cursor"].clone();
         if cursor.is_null() {
@@ -212,14 +240,14 @@ fn agent_thread(
             println!("a{a} k{k} acquire {:.1} ms", ms(ta.elapsed()));
         }
         let t0 = Instant::now();
-        let created = ok(
+        let created = okt(
             engine,
             "proposal.create",
             json!({"task_id": "t1", "title": format!("a{a} change {k}"), "summary_md": "Fleet change.", "patch": patch}),
             &me,
         );
         let pid = created["proposal"]["id"].as_str().expect("id").to_owned();
-        ok(
+        okt(
             engine,
             "proposal.request_review",
             json!({"proposal_id": pid}),
@@ -259,7 +287,8 @@ fn reviewer_thread(engine: &Engine, r: usize, done: &AtomicBool) {
             if item["action"] != "vote" || n % 2 != r {
                 continue;
             }
-            let r = engine.call(
+            let r = call(
+                engine,
                 "vote.cast",
                 json!({"proposal_id": item["proposal"]["id"], "revision": item["revision"], "vote": "approve"}),
                 &me,
@@ -302,7 +331,8 @@ fn orchestrator_thread(
             if item["action"] != "apply" {
                 continue;
             }
-            let r = engine.call(
+            let r = call(
+                engine,
                 "patch.apply",
                 json!({"proposal_id": item["proposal"]["id"], "revision": item["revision"], "rebase": true}),
                 host,
@@ -336,14 +366,14 @@ fn run_fleet(root: &Path, fleet: &Fleet) -> Outcome {
     let agents = (0..fleet.agents).map(|a| (format!("a{a}"), "author"));
     let reviewers = (0..2).map(|r| (format!("r{r}"), "reviewer"));
     for (name, role) in agents.chain(reviewers) {
-        ok(
+        okt(
             &engine,
             "agent.register",
             json!({"agent_id": name, "roles": [role]}),
             &host,
         );
     }
-    ok(
+    okt(
         &engine,
         "task.create",
         json!({"task_id": "t1", "title": "Fleet"}),
@@ -384,7 +414,7 @@ fn run_fleet(root: &Path, fleet: &Fleet) -> Outcome {
     let cpu = cpu_time() - start_cpu;
     // Every proposal landed exactly once, and the log verifies.
     assert_eq!(count(&engine, &host, "applied"), total);
-    let verify = ok(&engine, "events.verify", json!({}), &host);
+    let verify = okt(&engine, "events.verify", json!({}), &host);
     assert_eq!(verify["valid"], true, "{verify:#}");
     let landed: AtomicUsize = landed;
     assert_eq!(landed.into_inner(), total);
@@ -498,6 +528,18 @@ fn main() {
         out.busy,
         loadavg()
     );
+    println!();
+    println!("| tool | calls | total | mean | per landing |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (tool, (calls, total)) in PROFILE.lock().expect("lock").iter() {
+        println!(
+            "| `{tool}` | {calls} | {:.0} ms | {:.2} ms | {:.2} ms |",
+            ms(*total),
+            ms(*total) / f64::from(*calls),
+            ms(*total) / n as f64
+        );
+    }
+    println!("(wall time inside each call, summed over threads: waits included)");
     let met = ratio >= TARGET_RATIO;
     println!(
         "- fleet rate ≥ {TARGET_RATIO}× the floor: **{}** ({ratio:.2}×)",

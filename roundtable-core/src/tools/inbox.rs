@@ -102,7 +102,13 @@ impl Tool for ListInbox {
             let ev = gather_for_policy(cx, p, &shared)?;
             let policy = policy_from_store(cx.engine, cx.tx, &ev)?;
             let stale = stale_against(&ws, &ev.revision.changeset);
-            let rebase = stale.then(|| rebase_outlook(cx, p, &ev.revision)).flatten();
+            // Only the orchestrator and the author act on the outlook: a
+            // reviewer's page does not merge anything.
+            let concerned = cx.actor.kind == ActorKind::Orchestrator
+                || (cx.actor.kind == ActorKind::Agent && cx.actor.id.as_str() == p.author);
+            let rebase = (stale && concerned)
+                .then(|| rebase_outlook(cx, p, &ev.revision))
+                .flatten();
             let next = next_actors(&Situation {
                 proposal: p,
                 policy: &policy,

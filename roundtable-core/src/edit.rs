@@ -99,6 +99,7 @@
 //! `path`/`expected`/`actual` details, the full list in `failures` (and in
 //! [`EditError::failures`]); `"absent"` spells a missing file.
 
+pub mod agent;
 mod parse;
 #[cfg(test)]
 mod tests;

@@ -4,8 +4,8 @@ use super::secrets::{scan_secrets, SecretFinding};
 use super::{CarryOver, Gate, PathGlob, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
 use crate::model::{
-    Agent, Approval, FileState, FileSummary, Revision, Risk, SecurityReviewRecord, TestResult,
-    TestStatus, Verdict, Vote, VoteValue,
+    Agent, Approval, FileState, FileSummary, MatchRung, Revision, Risk, SecurityReviewRecord,
+    TestResult, TestStatus, Verdict, Vote, VoteValue,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -1000,6 +1000,19 @@ fn gate_reasons(cx: &Context<'_, '_>, gate: &Gate) -> (Vec<String>, Vec<String>)
     }
     if let Some(reverted) = cx.input.reverts.filter(|_| gate.reverts) {
         reasons.push(format!("it reverts proposal {reverted}"));
+    }
+    if gate.loose_match {
+        for f in cx.input.revision.changeset {
+            for m in f.matches.iter().filter(|m| m.rung != MatchRung::Exact) {
+                reasons.push(format!(
+                    "hunk {} of {} matched only at rung {} (line {})",
+                    m.hunk,
+                    f.path,
+                    m.rung.as_str(),
+                    m.line
+                ));
+            }
+        }
     }
     let paths = matching(&cx.touched, globs);
     for p in &paths {

@@ -280,6 +280,34 @@ impl JsonSchema for PatchText {
     }
 }
 
+/// How a request's `patch` text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchFormat {
+    /// A unified or git diff (the default).
+    #[default]
+    Unified,
+    /// A Codex `apply_patch` envelope: `*** Begin Patch`, `*** Add File:`,
+    /// `*** Update File:` (with `*** Move to:`, `@@` anchors, ` `/`-`/`+`
+    /// lines, `*** End of File`), `*** Delete File:`, `*** End Patch`.
+    Codex,
+    /// SEARCH/REPLACE blocks: a file path line, `<<<<<<< SEARCH`, the lines
+    /// to find, `=======`, their replacement, `>>>>>>> REPLACE`.
+    SearchReplace,
+}
+
+impl PatchFormat {
+    /// The format a revision of this text is stored as.
+    pub fn revision_format(self) -> crate::model::RevisionFormat {
+        use crate::model::RevisionFormat as R;
+        match self {
+            PatchFormat::Unified => R::Patch,
+            PatchFormat::Codex => R::CodexPatch,
+            PatchFormat::SearchReplace => R::SearchReplace,
+        }
+    }
+}
+
 /// An Opcore edit plan (a JSON object).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(transparent)]

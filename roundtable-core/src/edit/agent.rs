@@ -651,7 +651,12 @@ fn apply_hunks(
                 lo
             }
         } else {
-            let what = |m: &str| refuse("ambiguous", format!("its lines {m}"));
+            let what = |m: &str| {
+                refuse(
+                    "ambiguous",
+                    format!("its block of {} lines {m}", h.old.len()),
+                )
+            };
             let missing = |c: Vec<Value>| {
                 let first = h.old.first().map_or("", String::as_str);
                 let mut e = refuse(

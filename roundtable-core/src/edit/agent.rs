@@ -466,25 +466,102 @@ fn normalize(line: &[u8], rung: MatchRung) -> Vec<u8> {
     }
 }
 
-/// A file's lines under every rung, computed once.
+/// A file's lines under every rung, and each normalized line's hash,
+/// computed once.
 struct Normalized {
     rungs: Vec<Vec<Vec<u8>>>,
+    hashes: Vec<Vec<u64>>,
+}
+
+fn line_hash(line: &[u8]) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    line.hash(&mut h);
+    h.finish()
 }
 
 impl Normalized {
     fn new(lines: &[Line<'_>]) -> Self {
-        Normalized {
-            rungs: MatchRung::LADDER
-                .iter()
-                .map(|r| lines.iter().map(|l| normalize(l.content, *r)).collect())
-                .collect(),
-        }
+        let rungs: Vec<Vec<Vec<u8>>> = MatchRung::LADDER
+            .iter()
+            .map(|r| lines.iter().map(|l| normalize(l.content, *r)).collect())
+            .collect();
+        let hashes = rungs
+            .iter()
+            .map(|ls| ls.iter().map(|l| line_hash(l)).collect())
+            .collect();
+        Normalized { rungs, hashes }
     }
 
     fn at(&self, rung: MatchRung) -> &[Vec<u8>] {
         &self.rungs[rung as usize]
     }
+
+    fn hashes(&self, rung: MatchRung) -> &[u64] {
+        &self.hashes[rung as usize]
+    }
 }
+
+/// The rolling hash's base (odd, so multiplication by it is invertible).
+const BASE: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// How many places a search verifies line by line; beyond them, places
+/// are only counted (by their hash), so an ambiguous search of a
+/// repetitive file costs O(lines), not O(lines × hunk).
+const VERIFIED: usize = 11;
+
+/// The places in `[lo, n]` where `want` (already normalized) matches:
+/// up to [`VERIFIED`] of them checked line by line, and how many there
+/// are in all (a Rabin–Karp search over the lines' hashes).
+fn starts(
+    norm: &Normalized,
+    rung: MatchRung,
+    lo: usize,
+    want: &[Vec<u8>],
+    at_end: bool,
+) -> (Vec<usize>, usize) {
+    let file = norm.at(rung);
+    let hashes = norm.hashes(rung);
+    let n = file.len();
+    let m = want.len();
+    if m > n.saturating_sub(lo) {
+        return (Vec::new(), 0);
+    }
+    let roll = |acc: u64, h: u64| acc.wrapping_mul(BASE).wrapping_add(h);
+    let target = want.iter().fold(0u64, |acc, l| roll(acc, line_hash(l)));
+    let top = (1..m).fold(1u64, |acc, _| acc.wrapping_mul(BASE));
+    let first = if at_end { n - m } else { lo };
+    let mut window = hashes[first..first + m]
+        .iter()
+        .fold(0u64, |acc, h| roll(acc, *h));
+    let mut verified = Vec::new();
+    let mut count = 0;
+    let mut s = first;
+    loop {
+        if window == target {
+            if verified.len() < VERIFIED {
+                if file[s..s + m] == *want {
+                    verified.push(s);
+                    count += 1;
+                }
+            } else {
+                count += 1;
+            }
+        }
+        if at_end || s + m >= n {
+            break;
+        }
+        window = roll(
+            window.wrapping_sub(hashes[s].wrapping_mul(top)),
+            hashes[s + m],
+        );
+        s += 1;
+    }
+    (verified, count)
+}
+
+/// The most line comparisons the near-miss search makes for one refusal.
+const NEAR_MISS_BUDGET: usize = 1 << 22;
 
 /// Where a hunk landed: the old lines `[start, start + len)`, and the rung.
 struct Placed {
@@ -496,24 +573,6 @@ struct Placed {
 /// The text of a file line for a refusal.
 fn shown(line: &[u8]) -> String {
     String::from_utf8_lossy(line).into_owned()
-}
-
-/// The starts in `[lo, n]` where `want` (already normalized) matches.
-fn starts(file: &[Vec<u8>], lo: usize, want: &[Vec<u8>], at_end: bool) -> Vec<usize> {
-    let n = file.len();
-    let m = want.len();
-    if m > n.saturating_sub(lo) {
-        return Vec::new();
-    }
-    let range: Vec<usize> = if at_end {
-        vec![n - m]
-    } else {
-        (lo..=n - m).collect()
-    };
-    range
-        .into_iter()
-        .filter(|&s| file[s..s + m] == *want)
-        .collect()
 }
 
 /// Find `want` in the lines from `lo` by the ladder: the first rung with a
@@ -529,29 +588,29 @@ fn ladder(
 ) -> Result<(usize, MatchRung), AgentEditError> {
     for rung in MatchRung::LADDER {
         let w: Vec<Vec<u8>> = want.iter().map(|l| normalize(l.as_bytes(), rung)).collect();
-        let found = starts(norm.at(rung), lo, &w, at_end);
-        match found.as_slice() {
-            [s] => return Ok((*s, rung)),
-            [] => continue,
-            many => {
+        let (found, count) = starts(norm, rung, lo, &w, at_end);
+        match (found.as_slice(), count) {
+            ([s], 1) => return Ok((*s, rung)),
+            (_, 0) => continue,
+            (many, count) => {
                 let candidates: Vec<Value> = many
                     .iter()
                     .take(10)
                     .map(|&s| json!({"line": s + 1, "text": shown(lines[s].content)}))
                     .collect();
                 let mut e = what(&format!(
-                    "matches {} places at rung {} (lines {}); add context lines or an `@@` anchor to make it unique",
-                    many.len(),
+                    "matches {count} places at rung {} (lines {}{}); add context lines or an `@@` anchor to make it unique",
                     rung.as_str(),
                     many.iter()
                         .take(10)
                         .map(|s| (s + 1).to_string())
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    if count > 10 { ", …" } else { "" }
                 ));
                 e.details["reason"] = json!("ambiguous");
                 e.details["rung"] = json!(rung);
-                e.details["count"] = json!(many.len());
+                e.details["count"] = json!(count);
                 e.details["candidates"] = Value::Array(candidates);
                 return Err(e);
             }
@@ -566,12 +625,17 @@ fn ladder(
         .collect();
     let mut best = 0;
     let mut at = Vec::new();
+    let mut budget = NEAR_MISS_BUDGET;
     for s in lo..loose.len() {
+        if budget == 0 {
+            break;
+        }
         let k = w
             .iter()
             .zip(&loose[s..])
             .take_while(|(a, b)| a == b)
             .count();
+        budget = budget.saturating_sub(k + 1);
         if k > best {
             best = k;
             at.clear();

@@ -95,3 +95,26 @@ fn overlapping_hunks_are_refused() {
     .expect_err("overlap");
     assert_eq!(e.details()["reason"], "overlap");
 }
+
+#[test]
+fn a_repetitive_file_costs_lines_not_lines_times_hunk() {
+    // 200k identical lines and a hunk of 20k of them: a line-by-line
+    // search would make billions of comparisons.
+    let file = "x\n".repeat(200_000);
+    let t = tree(&[("big", &file)]);
+    let mut search = "x\n".repeat(20_000);
+    let started = std::time::Instant::now();
+    let block = format!("big\n<<<<<<< SEARCH\n{search}=======\ny\n>>>>>>> REPLACE\n");
+    let e = changeset(AgentFormat::SearchReplace, block.as_bytes(), &t).expect_err("ambiguous");
+    assert_eq!(e.details()["reason"], "ambiguous");
+    assert_eq!(e.details()["count"], 180_001);
+    search.push_str("z\n");
+    let block = format!("big\n<<<<<<< SEARCH\n{search}=======\ny\n>>>>>>> REPLACE\n");
+    let e = changeset(AgentFormat::SearchReplace, block.as_bytes(), &t).expect_err("missing");
+    assert_eq!(e.details()["reason"], "not_found");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+}

@@ -367,6 +367,27 @@ fn build<T: Tree + ?Sized>(ops: &[FileOp], tree: &T) -> Result<Changeset, AgentE
             }
         }
     }
+    // No path ends up both a file and the directory of another.
+    let results: std::collections::HashSet<&str> = files
+        .iter()
+        .filter(|f| f.after.is_some())
+        .map(|f| f.path.as_str())
+        .collect();
+    for path in &results {
+        if let Some((at, _)) = path
+            .match_indices('/')
+            .find(|(at, _)| results.contains(&path[..*at]))
+        {
+            return Err(AgentEditError::new(
+                ErrorCode::InvalidPatch,
+                format!(
+                    "{path} needs {} to be a directory, but the change makes it a file",
+                    &path[..at]
+                ),
+                json!({"path": path, "file": &path[..at]}),
+            ));
+        }
+    }
     let cs = Changeset::new(files).map_err(|d| {
         AgentEditError::new(
             ErrorCode::InvalidPatch,

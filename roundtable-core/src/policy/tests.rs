@@ -1337,6 +1337,20 @@ fn a_gate_with_loose_match_applies_when_a_hunk_needed_a_loose_rung() {
     );
     // The built-in default does not ask for it.
     assert!(f.eval(&Policy::default()).approvable);
+    // A rebase making the same change keeps the gate, naming the revision
+    // whose hunk was loose; another change does not.
+    f.revise("sha256:c2", vec![modify("src/a.rs", "a1", "a3")]);
+    f.change_ids = vec![(1, "same".into()), (2, "same".into())];
+    f.vote("V2", 2, "bob", VoteValue::Approve);
+    let report = f.eval(&p);
+    let r = req(&report, "human_approval");
+    assert_eq!(r.status, Unsatisfied);
+    assert_eq!(
+        r.reasons,
+        vec!["hunk 2 of src/a.rs matched only at rung trailing_whitespace (line 9, in revision 1 whose change this one makes)"]
+    );
+    f.change_ids = vec![(1, "one".into()), (2, "other".into())];
+    assert!(f.eval(&p).approvable);
 }
 
 #[test]

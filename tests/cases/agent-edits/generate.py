@@ -364,6 +364,9 @@ refused("codex move onto an existing file", "codex", {C: "claims.rs", "src/path.
 refused("codex the same file twice", "codex", CF,
         codex(["*** Delete File: " + C, "*** Add File: " + C, "+x"]), "invalid_patch",
         "already changed", {"path": C})
+refused("codex a path that is both a file and a directory", "codex", CF,
+        codex(["*** Add File: src/x", "+a", "*** Add File: src/x/y.rs", "+b"]), "invalid_patch",
+        "to be a directory", {"path": "src/x/y.rs", "file": "src/x"})
 refused("codex an absolute path", "codex", CF, codex(["*** Delete File: /etc/passwd"]),
         "path_escape", "absolute", {"line": 2})
 refused("codex a path into .roundtable", "codex", CF, codex(["*** Add File: .roundtable/x", "+x"]),

@@ -253,14 +253,18 @@ class Engine:
         patch: Optional[Patch] = None,
         edit_plan: Optional[Mapping[str, Any]] = None,
         risk: Optional[str] = None,
+        patch_format: Optional[str] = None,
         affected_resources: Optional[Sequence[str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> ProposalRevision:
         """``proposal.create``: a new proposal with its first revision (a
-        unified/git ``patch`` or an ``edit_plan``)."""
+        ``patch`` — a unified/git diff, or with ``patch_format="codex"`` a
+        Codex ``*** Begin Patch`` envelope, with ``"search_replace"``
+        SEARCH/REPLACE blocks — or an ``edit_plan``)."""
         args = _put(
             {"task_id": task_id, "title": title, "summary_md": summary_md},
             patch=_text(patch) if patch is not None else None,
+            patch_format=patch_format,
             edit_plan=dict(edit_plan) if edit_plan is not None else None,
             risk=risk,
             affected_resources=list(affected_resources) if affected_resources is not None else None,
@@ -277,14 +281,17 @@ class Engine:
         patch: Optional[Patch] = None,
         edit_plan: Optional[Mapping[str, Any]] = None,
         note_md: Optional[str] = None,
+        patch_format: Optional[str] = None,
         affected_resources: Optional[Sequence[str]] = None,
         idempotency_key: Optional[str] = None,
     ) -> ProposalRevision:
         """``proposal.attach_patch``: a new revision; ``expected_revision`` is
-        the latest one the caller saw (a stale one is a :class:`Conflict`)."""
+        the latest one the caller saw (a stale one is a :class:`Conflict`);
+        ``patch_format`` as for :meth:`create_proposal`."""
         args = _put(
             {"proposal_id": proposal_id, "expected_revision": expected_revision},
             patch=_text(patch) if patch is not None else None,
+            patch_format=patch_format,
             edit_plan=dict(edit_plan) if edit_plan is not None else None,
             note_md=note_md,
             affected_resources=list(affected_resources) if affected_resources is not None else None,

@@ -317,6 +317,15 @@ struct RequirementView {
     evidence: Vec<String>,
 }
 
+/// One hunk's match, for the reviewer.
+#[derive(Serialize)]
+struct MatchView {
+    path: String,
+    hunk: u32,
+    rung: roundtable::model::MatchRung,
+    line: u32,
+}
+
 /// The data `show` prints, readable or as JSON.
 #[derive(Serialize)]
 struct ShowView {
@@ -328,6 +337,13 @@ struct ShowView {
     stale: bool,
     /// The revision's validity; `null` when it was not evaluated.
     valid: Option<bool>,
+    /// What the revision was submitted as (`patch`, `edit_plan`,
+    /// `codex_patch`, `search_replace`).
+    format: roundtable::model::RevisionFormat,
+    /// Where each hunk of a Codex patch or SEARCH/REPLACE revision matched,
+    /// and the rung it needed; empty for the other formats.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    matches: Vec<MatchView>,
     next: Vec<NextActor>,
     requirements: Vec<RequirementView>,
     /// The revision's diff, every page (a note for a section that is not
@@ -430,7 +446,22 @@ fn show_view(
             }
         }
     }
+    let matches = detail
+        .revision
+        .changeset
+        .iter()
+        .flat_map(|f| {
+            f.matches.iter().map(|m| MatchView {
+                path: f.path.clone(),
+                hunk: m.hunk,
+                rung: m.rung,
+                line: m.line,
+            })
+        })
+        .collect();
     Ok(ShowView {
+        format: detail.revision.format,
+        matches,
         proposal: detail.proposal,
         revision: number,
         latest_revision: latest,
@@ -510,6 +541,39 @@ fn show(proposal: &str, revision: Option<u32>, common: &Common) -> Result<String
         "status:   {status} (revision {} of {})",
         view.revision, view.latest_revision
     );
+    if view.format.is_text() && view.format != roundtable::model::RevisionFormat::Patch {
+        let loose = view
+            .matches
+            .iter()
+            .filter(|m| m.rung != roundtable::model::MatchRung::Exact)
+            .count();
+        let summary = if loose == 0 {
+            "every hunk matched exactly".to_owned()
+        } else {
+            paint.wrap(
+                "33",
+                &format!(
+                    "{loose} of {} hunks matched only ignoring whitespace",
+                    view.matches.len()
+                ),
+            )
+        };
+        let _ = writeln!(out, "format:   {} ({summary})", view.format.as_str());
+        for m in &view.matches {
+            let rung = if m.rung == roundtable::model::MatchRung::Exact {
+                m.rung.as_str().to_owned()
+            } else {
+                paint.wrap("33", &format!("{} ⚠", m.rung.as_str()))
+            };
+            let _ = writeln!(
+                out,
+                "          hunk {} → {}:{} ({rung})",
+                m.hunk,
+                terminal::name(&m.path),
+                m.line
+            );
+        }
+    }
     if matches!(p.status, ProposalStatus::Pending | ProposalStatus::InReview) {
         let land = if view.can_land {
             paint.wrap("32", "yes")

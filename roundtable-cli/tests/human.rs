@@ -377,3 +377,39 @@ fn show_status_and_events_escape_terminal_controls_and_quote_odd_names() {
     assert_eq!(refused.status.code(), Some(1));
     assert_safe("error", &String::from_utf8_lossy(&refused.stderr));
 }
+
+#[test]
+fn show_names_the_format_and_each_hunk_s_rung_for_an_agent_edit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let (_, _) = scenario(root);
+    // notes.txt is now "ONE\ntwo\n"; the agent's SEARCH carries trailing
+    // blanks on its second block.
+    let blocks = r#"notes.txt\n<<<<<<< SEARCH\nONE\n=======\nUno\n>>>>>>> REPLACE\n<<<<<<< SEARCH\ntwo  \n=======\nDos\n>>>>>>> REPLACE\n"#;
+    let made = call(
+        root,
+        "proposal.create",
+        "agent:alice",
+        &format!(
+            r#"{{"task_id":"t1","title":"Spanish notes","summary_md":"Uno, dos.","patch":"{blocks}","patch_format":"search_replace"}}"#
+        ),
+    );
+    let pid = made["proposal"]["id"].as_str().expect("id").to_owned();
+    let show = ok(root, &["show", &pid]);
+    assert!(
+        show.contains("format:   search_replace (1 of 2 hunks matched only ignoring whitespace)"),
+        "{show}"
+    );
+    assert!(show.contains("hunk 1 → notes.txt:1 (exact)"), "{show}");
+    assert!(
+        show.contains("hunk 2 → notes.txt:2 (trailing_whitespace ⚠)"),
+        "{show}"
+    );
+    let json: Value = serde_json::from_str(&ok(root, &["show", &pid, "--json"])).expect("JSON");
+    assert_eq!(json["format"], "search_replace");
+    assert_eq!(
+        json["matches"][1],
+        serde_json::json!({"path": "notes.txt", "hunk": 2, "rung": "trailing_whitespace", "line": 2})
+    );
+    stable(|| insta::assert_snapshot!("show_agent_edit", show));
+}

@@ -139,6 +139,10 @@ pub struct Changeset {
     files: Vec<FileChange>,
     /// Each result's digest and mode, computed once when first asked for.
     afters: std::sync::OnceLock<Vec<Option<FileMeta>>>,
+    /// For an agent-native change: where each hunk matched, per path it
+    /// edited (a record of how the changeset was found, not part of it:
+    /// equality ignores it).
+    matches: std::collections::BTreeMap<RepoPath, Vec<crate::model::MatchedHunk>>,
 }
 
 impl PartialEq for Changeset {
@@ -164,7 +168,24 @@ impl Changeset {
         Ok(Changeset {
             files,
             afters: Default::default(),
+            matches: Default::default(),
         })
+    }
+
+    /// This changeset, recording where the hunks of the change it was
+    /// made from matched ([`edit::agent`](crate::edit::agent)).
+    pub fn with_matches(
+        mut self,
+        matches: std::collections::BTreeMap<RepoPath, Vec<crate::model::MatchedHunk>>,
+    ) -> Changeset {
+        self.matches = matches;
+        self
+    }
+
+    /// Where the hunks that edit `path` matched, in hunk order (empty for
+    /// a unified diff or an edit plan).
+    pub fn matches(&self, path: &RepoPath) -> &[crate::model::MatchedHunk] {
+        self.matches.get(path).map_or(&[], Vec::as_slice)
     }
 
     /// The changes, sorted by path.

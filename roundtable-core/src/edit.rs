@@ -99,7 +99,15 @@
 //! `path`/`expected`/`actual` details, the full list in `failures` (and in
 //! [`EditError::failures`]); `"absent"` spells a missing file.
 
+pub mod agent;
 mod parse;
+/// The keys the edit-plan reader accepts at each level (the tool schema is
+/// checked against them).
+#[cfg(test)]
+pub(crate) use parse::{
+    BARE_KEYS, CHANGE_KEYS, EDIT_KEYS, POSITION_KEYS, PRECONDITION_KEYS, PROPOSAL_KEYS, RANGE_KEYS,
+    TOUCHED_KEYS, WORKSPACE_EDIT_KEYS, WRAPPER_KEYS,
+};
 #[cfg(test)]
 mod tests;
 mod text;

@@ -267,6 +267,11 @@ pub struct Gate {
     /// it, whatever its risk and paths (default false).
     #[serde(default)]
     pub reverts: bool,
+    /// Whether a revision any of whose hunks (of a Codex patch or
+    /// SEARCH/REPLACE blocks) matched only below the exact rung of the
+    /// matching ladder requires it (default false).
+    #[serde(default)]
+    pub loose_match: bool,
 }
 
 /// The `[checks]` table.
@@ -311,11 +316,13 @@ impl Default for Policy {
                 risk: default_security_risk(),
                 paths: Vec::new(),
                 reverts: false,
+                loose_match: false,
             },
             human_approval: Gate {
                 risk: default_human_risk(),
                 paths: Vec::new(),
                 reverts: false,
+                loose_match: false,
             },
             checks: Checks {
                 required: Vec::new(),
@@ -644,6 +651,7 @@ struct RawGate {
     risk: Option<Vec<Spanned<Risk>>>,
     paths: Option<Vec<Spanned<String>>>,
     reverts: Option<bool>,
+    loose_match: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -805,6 +813,7 @@ impl Policy {
                 risk,
                 paths,
                 reverts: raw.reverts.unwrap_or(default.reverts),
+                loose_match: raw.loose_match.unwrap_or(default.loose_match),
             })
         };
         let security_review = gate(

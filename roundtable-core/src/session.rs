@@ -454,6 +454,7 @@ impl CreateProposal {
                 summary_md: field("summary_md", summary_md)?,
                 risk: None,
                 patch: patch.map(|p| field("patch", p)).transpose()?,
+                patch_format: None,
                 edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
                 affected_resources: None,
                 idempotency_key: None,
@@ -500,6 +501,15 @@ impl Draft<CreateProposal> {
         })
     }
 
+    /// How to read the patch text: a unified diff (the default), a Codex
+    /// envelope or SEARCH/REPLACE blocks.
+    pub fn patch_format(self, format: crate::tools::args::PatchFormat) -> Self {
+        self.set(|r| {
+            r.patch_format = Some(format);
+            Ok(())
+        })
+    }
+
     /// Its risk (default `normal`).
     pub fn risk(self, risk: Risk) -> Self {
         self.set(|r| {
@@ -540,6 +550,7 @@ impl AttachPatch {
                 proposal_id: id("proposal_id", proposal_id)?,
                 expected_revision: field("expected_revision", expected_revision)?,
                 patch: patch.map(|p| field("patch", p)).transpose()?,
+                patch_format: None,
                 edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
                 affected_resources: None,
                 note_md: None,
@@ -573,6 +584,15 @@ impl Draft<RebaseProposal> {
 }
 
 impl Draft<AttachPatch> {
+    /// How to read the patch text: a unified diff (the default), a Codex
+    /// envelope or SEARCH/REPLACE blocks.
+    pub fn patch_format(self, format: crate::tools::args::PatchFormat) -> Self {
+        self.set(|r| {
+            r.patch_format = Some(format);
+            Ok(())
+        })
+    }
+
     /// The resources the new revision touches.
     pub fn resources<S: AsRef<str>>(self, ids: impl IntoIterator<Item = S>) -> Self {
         self.set(|r| {

@@ -47,6 +47,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v5.sql"),
     include_str!("store/v6.sql"),
     include_str!("store/v7.sql"),
+    include_str!("store/v8.sql"),
 ];
 
 /// The schema version this code writes.

@@ -1,5 +1,6 @@
 //! roundtable-core's integration tests: one binary, one module per area.
 
+mod agent_edits;
 mod agents_tasks;
 mod claims_touched;
 mod edit_plans;

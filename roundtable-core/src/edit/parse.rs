@@ -12,9 +12,9 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-const BARE_KEYS: &[&str] = &["status", "reason", "baseline", "documentChanges", "blobs"];
-const WRAPPER_KEYS: &[&str] = &["proposal", "blobs"];
-const PROPOSAL_KEYS: &[&str] = &[
+pub(crate) const BARE_KEYS: &[&str] = &["status", "reason", "baseline", "documentChanges", "blobs"];
+pub(crate) const WRAPPER_KEYS: &[&str] = &["proposal", "blobs"];
+pub(crate) const PROPOSAL_KEYS: &[&str] = &[
     "proposalId",
     "provider",
     "status",
@@ -27,13 +27,13 @@ const PROPOSAL_KEYS: &[&str] = &[
     "complete",
     "incompleteReason",
 ];
-const WORKSPACE_EDIT_KEYS: &[&str] = &["baseline", "documentChanges"];
-const CHANGE_KEYS: &[&str] = &["path", "kind", "to", "precondition", "edits", "after"];
-const PRECONDITION_KEYS: &[&str] = &["expectedDigest", "expectedAbsence"];
-const EDIT_KEYS: &[&str] = &["range", "coordinateSystem", "newText", "rangeBasis"];
-const RANGE_KEYS: &[&str] = &["start", "end"];
-const POSITION_KEYS: &[&str] = &["line", "char"];
-const TOUCHED_KEYS: &[&str] = &["path", "kind", "to", "precondition"];
+pub(crate) const WORKSPACE_EDIT_KEYS: &[&str] = &["baseline", "documentChanges"];
+pub(crate) const CHANGE_KEYS: &[&str] = &["path", "kind", "to", "precondition", "edits", "after"];
+pub(crate) const PRECONDITION_KEYS: &[&str] = &["expectedDigest", "expectedAbsence"];
+pub(crate) const EDIT_KEYS: &[&str] = &["range", "coordinateSystem", "newText", "rangeBasis"];
+pub(crate) const RANGE_KEYS: &[&str] = &["start", "end"];
+pub(crate) const POSITION_KEYS: &[&str] = &["line", "char"];
+pub(crate) const TOUCHED_KEYS: &[&str] = &["path", "kind", "to", "precondition"];
 
 pub(super) fn parse(json: &[u8]) -> Result<EditPlan, EditError> {
     let root = strict_json(json)?;

@@ -161,6 +161,58 @@ pub struct FileSummary {
     pub before: Option<FileState>,
     /// The digest and mode it becomes, or `null` for "removed".
     pub after: Option<FileState>,
+    /// For a Codex patch or SEARCH/REPLACE revision: where each hunk that
+    /// edits this path's content matched, and the rung of the matching
+    /// ladder it needed (written only when there are any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<MatchedHunk>,
+}
+
+/// How loosely a hunk of an agent-native change had to be matched to find
+/// its unique place in the file: the rungs of the ladder, strictest first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchRung {
+    /// Every line equal (line terminators aside).
+    Exact,
+    /// Equal once trailing whitespace is removed from each line.
+    TrailingWhitespace,
+    /// Equal once each line is trimmed and inner runs of whitespace are
+    /// collapsed to one space.
+    Whitespace,
+}
+
+impl MatchRung {
+    /// Every rung, strictest first: the order the ladder tries them in.
+    pub const LADDER: [MatchRung; 3] = [
+        MatchRung::Exact,
+        MatchRung::TrailingWhitespace,
+        MatchRung::Whitespace,
+    ];
+
+    /// The stable spelling: `exact`, `trailing_whitespace`, `whitespace`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchRung::Exact => "exact",
+            MatchRung::TrailingWhitespace => "trailing_whitespace",
+            MatchRung::Whitespace => "whitespace",
+        }
+    }
+}
+
+/// Where one hunk of an agent-native change matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MatchedHunk {
+    /// The hunk's number in the submitted text (1-based, counted across
+    /// the whole document).
+    pub hunk: u32,
+    /// The rung it needed (the loosest of its anchors and its lines).
+    pub rung: MatchRung,
+    /// The 1-based line of the original file where its lines start (for
+    /// a pure insertion: the line it is inserted before).
+    pub line: u32,
 }
 
 /// A file's digest, mode and size.
@@ -186,16 +238,37 @@ pub enum RevisionFormat {
     Patch,
     /// An Opcore edit plan.
     EditPlan,
+    /// A Codex `apply_patch` envelope (`*** Begin Patch` … `*** End Patch`).
+    CodexPatch,
+    /// SEARCH/REPLACE blocks (aider's format, or exact-replace edits).
+    SearchReplace,
 }
 
 impl RevisionFormat {
-    /// The stable spelling, which is also the request field that carries
-    /// it (`patch`, `edit_plan`).
+    /// The stable spelling: `patch`, `edit_plan`, `codex_patch`,
+    /// `search_replace`.
     pub fn as_str(self) -> &'static str {
         match self {
             RevisionFormat::Patch => "patch",
             RevisionFormat::EditPlan => "edit_plan",
+            RevisionFormat::CodexPatch => "codex_patch",
+            RevisionFormat::SearchReplace => "search_replace",
         }
+    }
+
+    /// The request field that carries a revision of this format:
+    /// `edit_plan` for an edit plan, `patch` for every text format.
+    pub fn field(self) -> &'static str {
+        match self {
+            RevisionFormat::EditPlan => "edit_plan",
+            _ => "patch",
+        }
+    }
+
+    /// Whether the revision is submitted as text (everything but an edit
+    /// plan).
+    pub fn is_text(self) -> bool {
+        self != RevisionFormat::EditPlan
     }
 }
 
@@ -206,7 +279,7 @@ string_schema!(RevisionFormat);
 pub struct RevisionEntry {
     /// The revision's number.
     pub number: u32,
-    /// `patch` or `edit_plan`.
+    /// `patch`, `edit_plan`, `codex_patch` or `search_replace`.
     pub format: RevisionFormat,
     /// Its content digest.
     pub digest: Digest,
@@ -221,7 +294,7 @@ pub struct RevisionEntry {
 pub struct Revision {
     /// 1 for the first revision, then 2, 3…
     pub number: u32,
-    /// `patch` or `edit_plan`.
+    /// `patch`, `edit_plan`, `codex_patch` or `search_replace`.
     pub format: RevisionFormat,
     /// `blob:sha256:` of the patch or edit-plan bytes.
     pub digest: Digest,

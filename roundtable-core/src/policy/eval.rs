@@ -4,8 +4,8 @@ use super::secrets::{scan_secrets, SecretFinding};
 use super::{CarryOver, Gate, PathGlob, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
 use crate::model::{
-    Agent, Approval, FileState, FileSummary, Revision, Risk, SecurityReviewRecord, TestResult,
-    TestStatus, Verdict, Vote, VoteValue,
+    Agent, Approval, FileState, FileSummary, MatchRung, Revision, Risk, SecurityReviewRecord,
+    TestResult, TestStatus, Verdict, Vote, VoteValue,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -1000,6 +1000,34 @@ fn gate_reasons(cx: &Context<'_, '_>, gate: &Gate) -> (Vec<String>, Vec<String>)
     }
     if let Some(reverted) = cx.input.reverts.filter(|_| gate.reverts) {
         reasons.push(format!("it reverts proposal {reverted}"));
+    }
+    if gate.loose_match {
+        // The revision's own hunks, and those of any earlier revision that
+        // makes the same change (a rebase, or the change resubmitted as a
+        // diff): the loosely placed change is still the one judged.
+        let current = cx.input.revision;
+        let same_change = cx.input.earlier_revisions.iter().filter(|r| {
+            r.number < current.number && r.change_id.is_some() && r.change_id == current.change_id
+        });
+        for (r, earlier) in std::iter::once((&current, false)).chain(same_change.map(|r| (r, true)))
+        {
+            for f in r.changeset {
+                for m in f.matches.iter().filter(|m| m.rung != MatchRung::Exact) {
+                    let from = if earlier {
+                        format!(", in revision {} whose change this one makes", r.number)
+                    } else {
+                        String::new()
+                    };
+                    reasons.push(format!(
+                        "hunk {} of {} matched only at rung {} (line {}{from})",
+                        m.hunk,
+                        f.path,
+                        m.rung.as_str(),
+                        m.line
+                    ));
+                }
+            }
+        }
     }
     let paths = matching(&cx.touched, globs);
     for p in &paths {

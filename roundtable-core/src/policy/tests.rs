@@ -121,11 +121,13 @@ fn a_complete_document_parses_to_exact_values() {
                 risk: vec![Risk::Critical],
                 paths: vec![glob("infra/**")],
                 reverts: false,
+                loose_match: false,
             },
             human_approval: Gate {
                 risk: vec![],
                 paths: vec![glob(".github/workflows/**")],
                 reverts: false,
+                loose_match: false,
             },
             checks: Checks {
                 required: vec!["unit".into(), "lint".into()],
@@ -372,6 +374,7 @@ fn modify(path: &str, before: &str, after: &str) -> FileSummary {
         other_path: None,
         before: fs(before),
         after: fs(after),
+        matches: Vec::new(),
     }
 }
 
@@ -383,6 +386,7 @@ fn rename(from: &str, to: &str, digest: &str) -> Vec<FileSummary> {
             other_path: Some(from.into()),
             before: fs(digest),
             after: fs(digest),
+            matches: Vec::new(),
         },
         FileSummary {
             path: from.into(),
@@ -390,6 +394,7 @@ fn rename(from: &str, to: &str, digest: &str) -> Vec<FileSummary> {
             other_path: Some(to.into()),
             before: fs(digest),
             after: None,
+            matches: Vec::new(),
         },
     ]
 }
@@ -1298,6 +1303,54 @@ fn a_gate_with_reverts_applies_to_reverts_only() {
     assert!(f.eval(&Policy::default()).approvable);
     let e = parse_err("version = 1\n[human_approval]\nreverts = \"yes\"\n");
     assert_eq!(e.code(), crate::ErrorCode::InvalidPolicy);
+}
+
+#[test]
+fn a_gate_with_loose_match_applies_when_a_hunk_needed_a_loose_rung() {
+    use crate::model::{MatchRung, MatchedHunk};
+    let p = Policy::parse("version = 1\n[human_approval]\nloose_match = true\n").expect("valid");
+    assert!(p.human_approval.loose_match);
+    assert!(!p.security_review.loose_match);
+    let mut f = Fixture::new();
+    f.vote("V1", 1, "bob", VoteValue::Approve);
+    let mut file = modify("src/a.rs", "a1", "a2");
+    file.matches = vec![MatchedHunk {
+        hunk: 1,
+        rung: MatchRung::Exact,
+        line: 3,
+    }];
+    f.revisions[0].2 = vec![file.clone()];
+    assert!(f.eval(&p).approvable, "every hunk matched exactly");
+    file.matches.push(MatchedHunk {
+        hunk: 2,
+        rung: MatchRung::TrailingWhitespace,
+        line: 9,
+    });
+    f.revisions[0].2 = vec![file];
+    let report = f.eval(&p);
+    assert!(!report.approvable);
+    let r = req(&report, "human_approval");
+    assert_eq!(r.status, Unsatisfied);
+    assert_eq!(
+        r.reasons,
+        vec!["hunk 2 of src/a.rs matched only at rung trailing_whitespace (line 9)"]
+    );
+    // The built-in default does not ask for it.
+    assert!(f.eval(&Policy::default()).approvable);
+    // A rebase making the same change keeps the gate, naming the revision
+    // whose hunk was loose; another change does not.
+    f.revise("sha256:c2", vec![modify("src/a.rs", "a1", "a3")]);
+    f.change_ids = vec![(1, "same".into()), (2, "same".into())];
+    f.vote("V2", 2, "bob", VoteValue::Approve);
+    let report = f.eval(&p);
+    let r = req(&report, "human_approval");
+    assert_eq!(r.status, Unsatisfied);
+    assert_eq!(
+        r.reasons,
+        vec!["hunk 2 of src/a.rs matched only at rung trailing_whitespace (line 9, in revision 1 whose change this one makes)"]
+    );
+    f.change_ids = vec![(1, "one".into()), (2, "other".into())];
+    assert!(f.eval(&p).approvable);
 }
 
 #[test]

@@ -280,6 +280,34 @@ impl JsonSchema for PatchText {
     }
 }
 
+/// How a request's `patch` text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchFormat {
+    /// A unified or git diff (the default).
+    #[default]
+    Unified,
+    /// A Codex `apply_patch` envelope: `*** Begin Patch`, `*** Add File:`,
+    /// `*** Update File:` (with `*** Move to:`, `@@` anchors, ` `/`-`/`+`
+    /// lines, `*** End of File`), `*** Delete File:`, `*** End Patch`.
+    Codex,
+    /// SEARCH/REPLACE blocks: a file path line, `<<<<<<< SEARCH`, the lines
+    /// to find, `=======`, their replacement, `>>>>>>> REPLACE`.
+    SearchReplace,
+}
+
+impl PatchFormat {
+    /// The format a revision of this text is stored as.
+    pub fn revision_format(self) -> crate::model::RevisionFormat {
+        use crate::model::RevisionFormat as R;
+        match self {
+            PatchFormat::Unified => R::Patch,
+            PatchFormat::Codex => R::CodexPatch,
+            PatchFormat::SearchReplace => R::SearchReplace,
+        }
+    }
+}
+
 /// An Opcore edit plan (a JSON object).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(transparent)]
@@ -301,9 +329,127 @@ impl JsonSchema for EditPlanJson {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        use serde_json::json;
+        let digest = json!({"type": "string", "pattern": "^blob:sha256:[0-9a-f]{64}$"});
+        let position = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["line", "char"],
+            "properties": {
+                "line": {"type": "integer", "minimum": 0, "maximum": u32::MAX,
+                         "description": "0-based line; `\\r\\n`, `\\n` and a lone `\\r` each end a line."},
+                "char": {"type": "integer", "minimum": 0, "maximum": u32::MAX,
+                         "description": "Offset in the line, in the edit's coordinateSystem units, from 0 to the line's length (its terminator excluded); never clamped."}
+            }
+        });
+        let edit = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["range", "coordinateSystem", "newText"],
+            "properties": {
+                "range": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["start", "end"],
+                    "properties": {"start": position, "end": position},
+                    "description": "[start, end) in the original text; edits of one file may touch but not overlap."
+                },
+                "coordinateSystem": {"enum": ["utf8", "utf16", "codepoint"],
+                                     "description": "What `char` counts: bytes, UTF-16 code units or code points."},
+                "newText": {"type": "string"},
+                "rangeBasis": {"allOf": [digest],
+                               "description": "The digest of the text the range applies to (the precondition's, or the empty blob's for a create)."}
+            }
+        });
+        let change = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["path", "kind", "precondition"],
+            "properties": {
+                "path": {"type": "string", "description": "A repository path (for a rename, the source)."},
+                "kind": {"enum": ["modify", "create", "delete", "rename"]},
+                "to": {"type": "string", "description": "A rename's destination, which must be absent (rename only)."},
+                "precondition": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": {
+                        "expectedDigest": digest,
+                        "expectedAbsence": {"const": true}
+                    },
+                    "oneOf": [{"required": ["expectedDigest"]}, {"required": ["expectedAbsence"]}],
+                    "description": "create: {\"expectedAbsence\": true}; modify, delete, rename: {\"expectedDigest\": \"blob:sha256:…\"} of the current file."
+                },
+                "edits": {"type": "array", "minItems": 1, "items": edit,
+                          "description": "Text edits (modify, create on empty text, rename); or give `after`."},
+                "after": {"allOf": [digest],
+                          "description": "Whole-blob replacement: the new content's digest; its bytes travel base64-encoded in the top-level `blobs`."}
+            }
+        });
+        let changes = json!({"type": "array", "minItems": 1, "items": change});
+        let blobs = json!({
+            "type": "object",
+            "additionalProperties": {"type": "string", "contentEncoding": "base64"},
+            "description": "Digest → base64 bytes of each `after` (each must be referenced)."
+        });
+        let status = json!({"enum": ["complete", "incomplete", "unsupported", "cancelled", "errored"],
+                            "description": "Anything but complete is refused with incomplete_edit_plan."});
+        let touched = json!({
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["path", "kind"],
+                "properties": {"path": {"type": "string"}, "kind": {"type": "string"},
+                               "to": {"type": "string"}, "precondition": {"type": "object"}}
+            },
+            "description": "Must list exactly the plan's changes (same path, kind, to and precondition)."
+        });
         json_schema!({
             "type": "object",
-            "description": "An Opcore EditPlan: {status, changes[], blobs?} (see the edit-plan documentation)."
+            "description": "An Opcore edit plan (not an LSP WorkspaceEdit: every change names its kind and a precondition, every edit its coordinateSystem). Either a bare plan {status?, reason?, baseline?, documentChanges, blobs?} or an edit/propose result {proposal: {status, workspaceEdit: {documentChanges}, …}, blobs?}. Unknown and duplicate keys are refused. See the README section \"Edit plans\".",
+            "anyOf": [
+                {
+                    "additionalProperties": false,
+                    "required": ["documentChanges"],
+                    "properties": {
+                        "status": status,
+                        "reason": {},
+                        "baseline": {"type": "object"},
+                        "documentChanges": changes,
+                        "blobs": blobs
+                    }
+                },
+                {
+                    "additionalProperties": false,
+                    "required": ["proposal"],
+                    "properties": {
+                        "proposal": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": ["status"],
+                            "properties": {
+                                "proposalId": {"type": "string", "minLength": 1},
+                                "provider": {"type": "object"},
+                                "status": status,
+                                "baseline": {"type": "object"},
+                                "validAsOf": {"type": "object"},
+                                "touchedResources": touched,
+                                "workspaceEdit": {
+                                    "type": "object",
+                                    "additionalProperties": false,
+                                    "required": ["documentChanges"],
+                                    "properties": {"baseline": {"type": "object"}, "documentChanges": changes}
+                                },
+                                "reason": {},
+                                "diagnostics": {},
+                                "complete": {"type": "boolean"},
+                                "incompleteReason": {}
+                            }
+                        },
+                        "blobs": blobs
+                    }
+                }
+            ]
         })
     }
 }
@@ -357,5 +503,64 @@ impl Cursor {
             .ok()?;
         let text = std::str::from_utf8(&raw).ok()?;
         text.strip_prefix("s:")?.parse().ok().filter(|n| *n >= 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn keys(v: &Value) -> Vec<String> {
+        let mut k: Vec<String> = v["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .cloned()
+            .collect();
+        k.sort();
+        k
+    }
+
+    fn sorted(k: &[&str]) -> Vec<String> {
+        let mut k: Vec<String> = k.iter().map(|s| (*s).to_owned()).collect();
+        k.sort();
+        k
+    }
+
+    /// The edit-plan schema names exactly the keys the reader accepts, at
+    /// every level: it cannot drift from `edit::parse`.
+    #[test]
+    fn the_edit_plan_schema_lists_exactly_the_keys_the_reader_accepts() {
+        use crate::edit::*;
+        let mut g = SchemaGenerator::default();
+        let s = serde_json::to_value(EditPlanJson::json_schema(&mut g)).expect("a schema");
+        let bare = &s["anyOf"][0];
+        let wrapper = &s["anyOf"][1];
+        let proposal = &wrapper["properties"]["proposal"];
+        let we = &proposal["properties"]["workspaceEdit"];
+        let change = &bare["properties"]["documentChanges"]["items"];
+        let edit = &change["properties"]["edits"]["items"];
+        let range = &edit["properties"]["range"];
+        let position = &range["properties"]["start"];
+        for (schema, want) in [
+            (bare, BARE_KEYS),
+            (wrapper, WRAPPER_KEYS),
+            (proposal, PROPOSAL_KEYS),
+            (we, WORKSPACE_EDIT_KEYS),
+            (change, CHANGE_KEYS),
+            (&change["properties"]["precondition"], PRECONDITION_KEYS),
+            (edit, EDIT_KEYS),
+            (range, RANGE_KEYS),
+            (position, POSITION_KEYS),
+            (
+                &proposal["properties"]["touchedResources"]["items"],
+                TOUCHED_KEYS,
+            ),
+        ] {
+            assert_eq!(keys(schema), sorted(want), "{schema}");
+            assert_eq!(schema["additionalProperties"], false);
+        }
+        assert_eq!(we["properties"]["documentChanges"]["items"], *change);
     }
 }

@@ -124,6 +124,12 @@ impl From<crate::edit::EditError> for ToolError {
     }
 }
 
+impl From<crate::edit::agent::AgentEditError> for ToolError {
+    fn from(e: crate::edit::agent::AgentEditError) -> ToolError {
+        ToolError::new(e.code(), e.to_string(), e.details().clone()).with_source(e)
+    }
+}
+
 impl From<crate::state::StateError> for ToolError {
     fn from(e: crate::state::StateError) -> ToolError {
         ToolError::new(e.code(), e.to_string(), json!({})).with_source(e)

@@ -11,7 +11,8 @@
 //! (guarded by `expected_revision`) and never overwrites one.
 
 use super::args::{
-    Cursor, EditPlanJson, Limit, Markdown, PatchText, ResourceId, RevisionNumber, Title,
+    Cursor, EditPlanJson, Limit, Markdown, PatchFormat, PatchText, ResourceId, RevisionNumber,
+    Title,
 };
 use super::records::{
     Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus, Revision, Risk,
@@ -87,6 +88,7 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
                     symlink: m.symlink,
                     size: Some(c.data.len() as u64),
                 }),
+                matches: changeset.matches(&f.path).to_vec(),
             }
         })
         .collect()
@@ -97,12 +99,19 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
 fn prepare_revision(
     engine: &Engine,
     patch: Option<&PatchText>,
+    patch_format: Option<PatchFormat>,
     edit_plan: Option<&EditPlanJson>,
 ) -> Result<PreparedRevision, ToolError> {
     let limit = engine.options().max_patch_bytes;
     let too_big = |field: &str, n: usize| {
         ToolError::invalid_argument(field, format!("is {n} bytes; the limit is {limit}"))
     };
+    if patch_format.is_some() && patch.is_none() {
+        return Err(ToolError::invalid_argument(
+            "patch_format",
+            "says how to read `patch`, and no patch is given",
+        ));
+    }
     let (format, bytes) = match (patch, edit_plan) {
         (Some(_), Some(_)) => {
             return Err(ToolError::invalid_argument(
@@ -121,7 +130,7 @@ fn prepare_revision(
             if bytes.len() > limit {
                 return Err(too_big("patch", bytes.len()));
             }
-            (RevisionFormat::Patch, bytes)
+            (patch_format.unwrap_or_default().revision_format(), bytes)
         }
         (None, Some(plan)) => {
             let bytes = serde_json::to_vec(&plan.0).expect("a JSON object serializes");
@@ -132,6 +141,29 @@ fn prepare_revision(
         }
     };
     prepare_bytes(engine, format, bytes)
+}
+
+/// A unified diff that fails to parse but reads like an agent-native
+/// format: say which `patch_format` it looks like.
+fn hint(e: ToolError, format: RevisionFormat, bytes: &[u8]) -> ToolError {
+    if format != RevisionFormat::Patch || e.code() != crate::ErrorCode::InvalidPatch {
+        return e;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let looks = if text.trim_start().starts_with("*** Begin Patch") {
+        "codex"
+    } else if text.lines().any(|l| l.trim_end() == "<<<<<<< SEARCH") {
+        "search_replace"
+    } else {
+        return e;
+    };
+    let message = format!(
+        "{} (it reads like patch_format {looks:?}: give that to have it read so)",
+        e.message()
+    );
+    let mut details = e.details().clone();
+    details["suggested_patch_format"] = serde_json::json!(looks);
+    ToolError::new(e.code(), message, details)
 }
 
 /// The current content of each path `changeset` reads: every path with a
@@ -166,8 +198,9 @@ pub(crate) fn prepare_bytes(
     format: RevisionFormat,
     bytes: Vec<u8>,
 ) -> Result<PreparedRevision, ToolError> {
-    let changeset = revision_changeset(engine, format, &bytes)?;
-    let field = format.as_str();
+    let changeset =
+        revision_changeset(engine, format, &bytes).map_err(|e| hint(e, format, &bytes))?;
+    let field = format.field();
     if changeset.is_empty() {
         return Err(ToolError::invalid_argument(field, "changes nothing"));
     }
@@ -181,7 +214,7 @@ pub(crate) fn prepare_bytes(
             ),
         ));
     }
-    let rendered = if format == RevisionFormat::EditPlan {
+    let rendered = if format != RevisionFormat::Patch {
         Some(changeset.render_diff(engine.workspace())?)
     } else {
         None
@@ -189,7 +222,16 @@ pub(crate) fn prepare_bytes(
     let summary = summarize(&changeset);
     let changeset_digest = {
         use sha2::{Digest as _, Sha256};
-        let text = serde_json::to_string(&summary).expect("summaries serialize");
+        // Over what the change does, not how its hunks were found: the
+        // same results make the same digest whatever rung matched them.
+        let plain: Vec<FileSummary> = summary
+            .iter()
+            .map(|f| FileSummary {
+                matches: Vec::new(),
+                ..f.clone()
+            })
+            .collect();
+        let text = serde_json::to_string(&plain).expect("summaries serialize");
         format!(
             "sha256:{}",
             crate::hex::encode(&Sha256::digest(text.as_bytes()))
@@ -300,8 +342,13 @@ pub struct CreateProposal {
     pub summary_md: Markdown,
     /// Its risk level (default `normal`).
     pub risk: Option<Risk>,
-    /// The change as a unified or git diff (give this or `edit_plan`).
+    /// The change as text (give this or `edit_plan`): a unified or git
+    /// diff, or the format `patch_format` names.
     pub patch: Option<PatchText>,
+    /// How to read `patch`: `unified` (default), `codex` (a Codex
+    /// `*** Begin Patch` envelope) or `search_replace` (SEARCH/REPLACE
+    /// blocks).
+    pub patch_format: Option<PatchFormat>,
     /// The change as an Opcore edit plan (give this or `patch`).
     pub edit_plan: Option<EditPlanJson>,
     /// The resources the change is declared to touch (`file:`,
@@ -348,7 +395,12 @@ impl Tool for CreateProposal {
                 json!({"actor": actor, "allowed_kinds": ["agent"]}),
             ));
         }
-        prepare_revision(engine, args.patch.as_ref(), args.edit_plan.as_ref())
+        prepare_revision(
+            engine,
+            args.patch.as_ref(),
+            args.patch_format,
+            args.edit_plan.as_ref(),
+        )
     }
 
     fn run(
@@ -405,8 +457,12 @@ pub struct AttachPatch {
     /// The revision the author is replacing: must be the latest, else
     /// `conflict` (someone else revised it meanwhile).
     pub expected_revision: RevisionNumber,
-    /// The new change as a unified or git diff (or give `edit_plan`).
+    /// The new change as text (or give `edit_plan`): a unified or git
+    /// diff, or the format `patch_format` names.
     pub patch: Option<PatchText>,
+    /// How to read `patch`: `unified` (default), `codex` or
+    /// `search_replace`.
+    pub patch_format: Option<PatchFormat>,
     /// The new change as an Opcore edit plan (or give `patch`).
     pub edit_plan: Option<EditPlanJson>,
     /// The declared resources; when absent, the previous revision's.
@@ -450,7 +506,12 @@ impl Tool for AttachPatch {
                 json!({"actor": actor, "author": author, "reason": "not_author"}),
             ));
         }
-        prepare_revision(engine, args.patch.as_ref(), args.edit_plan.as_ref())
+        prepare_revision(
+            engine,
+            args.patch.as_ref(),
+            args.patch_format,
+            args.edit_plan.as_ref(),
+        )
     }
 
     fn run(
@@ -539,23 +600,31 @@ pub(crate) fn changeset_against<T: crate::diff::Tree + ?Sized>(
     bytes: &[u8],
     options: &crate::diff::ParseOptions,
 ) -> Result<Changeset, ToolError> {
-    if format == RevisionFormat::EditPlan {
-        let plan = crate::edit::parse_plan(bytes)?;
-        Ok(crate::edit::plan_changeset(&plan, tree)?)
-    } else {
-        let patch = crate::diff::parse(bytes, options)?;
-        Ok(Changeset::from_patch(&patch, tree)?)
+    use crate::edit::agent::{changeset as agent_changeset, AgentFormat};
+    match format {
+        RevisionFormat::EditPlan => {
+            let plan = crate::edit::parse_plan(bytes)?;
+            Ok(crate::edit::plan_changeset(&plan, tree)?)
+        }
+        RevisionFormat::Patch => {
+            let patch = crate::diff::parse(bytes, options)?;
+            Ok(Changeset::from_patch(&patch, tree)?)
+        }
+        RevisionFormat::CodexPatch => Ok(agent_changeset(AgentFormat::Codex, bytes, tree)?),
+        RevisionFormat::SearchReplace => {
+            Ok(agent_changeset(AgentFormat::SearchReplace, bytes, tree)?)
+        }
     }
 }
 
-/// A revision's submitted bytes: patch text as a string, an edit plan as
-/// an object.
+/// A revision's submitted bytes: text (a patch, Codex patch or
+/// SEARCH/REPLACE blocks) as a string, an edit plan as an object.
 fn revision_content(
     tx: &rusqlite::Transaction<'_>,
     revision: &Revision,
 ) -> Result<serde_json::Value, ToolError> {
     let bytes = revision_bytes(tx, revision)?;
-    if revision.format == RevisionFormat::EditPlan {
+    if !revision.format.is_text() {
         serde_json::from_slice(&bytes).map_err(|e| corrupt(revision, e.to_string()))
     } else {
         String::from_utf8(bytes)

@@ -112,6 +112,12 @@ pub struct FileEntry {
     pub added_lines: Option<u64>,
     /// Lines removed (`null` for binary).
     pub removed_lines: Option<u64>,
+    /// For a Codex patch or SEARCH/REPLACE revision: where each hunk
+    /// editing this file matched and the rung of the matching ladder it
+    /// needed (`exact`, `trailing_whitespace`, `whitespace`); written only
+    /// when there are any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<crate::model::MatchedHunk>,
 }
 
 fn file_entry(f: &FilePatch<'_>) -> FileEntry {
@@ -131,6 +137,7 @@ fn file_entry(f: &FilePatch<'_>) -> FileEntry {
         binary,
         added_lines: (!binary).then_some(f.added_lines() as u64),
         removed_lines: (!binary).then_some(f.removed_lines() as u64),
+        matches: Vec::new(),
     }
 }
 
@@ -165,7 +172,15 @@ impl Tool for ProposalFiles {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = diff_bytes(cx.tx, &revision)?;
         let patch = parse_diff(cx.engine, &bytes)?;
-        let files: Vec<FileEntry> = patch.files().iter().map(file_entry).collect();
+        let mut files: Vec<FileEntry> = patch.files().iter().map(file_entry).collect();
+        // The hunks were matched in the file they edit: the old path (a
+        // move's source).
+        for entry in &mut files {
+            let edited = entry.old_path.as_ref().or(entry.new_path.as_ref());
+            if let Some(f) = revision.changeset.iter().find(|f| Some(&f.path) == edited) {
+                entry.matches.clone_from(&f.matches);
+            }
+        }
         Ok(Files {
             revision: revision.number,
             added_lines: files.iter().filter_map(|f| f.added_lines).sum(),

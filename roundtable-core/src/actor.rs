@@ -33,6 +33,9 @@ pub enum ActorKind {
 }
 
 impl ActorKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [ActorKind; 3] = [ActorKind::Agent, ActorKind::Human, ActorKind::Orchestrator];
+
     /// The stable spelling (`agent`, `human`, `orchestrator`).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -237,7 +237,7 @@ impl Engine {
         tools::TOOLS
     }
 
-    /// Every tool as JSON: `[{"name", "description", "mutates",
+    /// Every tool as JSON: `[{"name", "description", "mutates", "callers",
     /// "input_schema", "output_schema"}]`.
     pub fn tools_json() -> Value {
         Value::Array(
@@ -248,6 +248,7 @@ impl Engine {
                         "name": t.name,
                         "description": t.description,
                         "mutates": t.mutates,
+                        "callers": t.callers,
                         "input_schema": t.input_schema(),
                         "output_schema": t.output_schema(),
                     })

@@ -122,6 +122,7 @@ impl<'e> Session<'e> {
     /// surface uses (a struct literal cannot get past a limit a JSON call
     /// could not), then runs exactly as the tool does.
     pub fn run<R: Request>(&self, request: impl Into<Draft<R>>) -> Result<R::Output, ToolError> {
+        crate::tools::authorize::<R>(&self.actor)?;
         let request = request.into().build()?;
         let checked: R = decode(serde_json::to_value(&request).map_err(|e| {
             ToolError::invalid_argument("", format!("the request does not serialize: {e}"))

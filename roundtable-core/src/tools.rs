@@ -13,7 +13,7 @@
 //! same result, and the same key with other arguments is
 //! `idempotency_conflict`. Keys are scoped to the actor.
 
-use crate::actor::Actor;
+use crate::actor::{Actor, ActorKind};
 use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
@@ -171,6 +171,10 @@ pub trait Request: Serialize + DeserializeOwned + JsonSchema {
     const DESCRIPTION: &'static str;
     /// Whether it changes state (and so takes an idempotency key).
     const MUTATES: bool;
+    /// The kinds of actor that may call it; any other is `forbidden`
+    /// before the request runs (finer checks, such as "only the author",
+    /// run inside the tool). Front ends list a tool only to these kinds.
+    const CALLERS: &'static [ActorKind] = &ActorKind::ALL;
     /// What it returns.
     type Output: Serialize + DeserializeOwned + JsonSchema;
 
@@ -188,6 +192,8 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// Whether it changes state.
     pub mutates: bool,
+    /// The kinds of actor that may call it.
+    pub callers: &'static [ActorKind],
     input_schema: fn() -> Value,
     output_schema: fn() -> Value,
     call: fn(&Engine, Value, &Actor) -> Result<Value, ToolError>,
@@ -202,6 +208,12 @@ impl std::fmt::Debug for ToolSpec {
 }
 
 impl ToolSpec {
+    /// Whether an actor of this kind may call the tool (the tool list a
+    /// front end shows that actor).
+    pub fn callable_by(&self, kind: ActorKind) -> bool {
+        self.callers.contains(&kind)
+    }
+
     /// The JSON Schema of the arguments.
     pub fn input_schema(&self) -> Value {
         (self.input_schema)()
@@ -231,6 +243,7 @@ const fn spec<R: Request>() -> ToolSpec {
         name: R::TOOL,
         description: R::DESCRIPTION,
         mutates: R::MUTATES,
+        callers: R::CALLERS,
         input_schema: schema::<R>,
         output_schema: schema::<R::Output>,
         call: call::<R>,
@@ -239,6 +252,7 @@ const fn spec<R: Request>() -> ToolSpec {
 
 /// The JSON adapter of one request type: decode, run, encode.
 fn call<R: Request>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+    authorize::<R>(actor)?;
     let request: R = decode(args)?;
     let out = request.execute(engine, actor)?;
     let value = serde_json::to_value(&out).expect("results serialize");
@@ -256,6 +270,14 @@ fn call<R: Request>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value
         );
     }
     Ok(value)
+}
+
+/// `forbidden` unless `actor`'s kind is one of the tool's
+/// [`Request::CALLERS`]. Every front end (the JSON registry,
+/// [`Session::run`](crate::session::Session::run)) checks this first,
+/// before the arguments are decoded.
+pub(crate) fn authorize<R: Request>(actor: &Actor) -> Result<(), ToolError> {
+    auth::require_kind(actor, R::CALLERS, R::TOOL)
 }
 
 /// Every tool, in a stable order.

@@ -558,7 +558,7 @@ fn a_revert_is_refused_unless_its_inverse_applies_to_an_applied_proposal() {
     w.refused(
         "proposal.revert",
         json!({"proposal_id": pid, "author": "alice"}),
-        &w.host,
+        &w.author,
         ErrorCode::InvalidArgument,
     );
     w.refused(

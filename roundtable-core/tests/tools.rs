@@ -822,14 +822,17 @@ fn request_review_moves_pending_to_in_review() {
     );
     // An orchestrator may ask too; another agent or a person may not.
     let other = w.proposal();
-    for actor in [w.reviewer.clone(), Actor::human(id("hana"))] {
+    for (actor, reason) in [
+        (w.reviewer.clone(), "not_author"),
+        (Actor::human(id("hana")), "wrong_kind"),
+    ] {
         let err = w.refused(
             "proposal.request_review",
             json!({"proposal_id": other}),
             &actor,
             ErrorCode::Forbidden,
         );
-        assert_eq!(err.details()["reason"], "not_author");
+        assert_eq!(err.details()["reason"], reason);
     }
     let out = w.ok(
         "proposal.request_review",

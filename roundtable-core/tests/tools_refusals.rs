@@ -23,6 +23,7 @@ fn create_args(extra: Value) -> Value {
 fn unknown_keys_are_refused_at_the_top_level_and_nested() {
     let w = World::new();
     let pid = w.in_review();
+    let hana = Actor::human(id("hana"));
     for (tool, args, field) in [
         (
             "agent.register",
@@ -56,7 +57,7 @@ fn unknown_keys_are_refused_at_the_top_level_and_nested() {
         let actor = match tool {
             "agent.register" | "task.create" => &w.host,
             "proposal.attach_patch" => &w.author,
-            "human.approve" => &w.host,
+            "human.approve" => &hana,
             _ => &w.reviewer,
         };
         let err = w.refused(tool, args.clone(), actor, ErrorCode::InvalidArgument);
@@ -458,20 +459,30 @@ fn ids_with_bad_characters_or_length_are_refused() {
 fn foreign_actors_are_refused() {
     let w = World::new();
     let pid = w.proposal();
-    // Another agent attaching a revision; an orchestrator or person too.
-    for actor in [
-        w.reviewer.clone(),
-        w.host.clone(),
-        Actor::human(id("alice")),
-    ] {
+    // Another agent attaching a revision.
+    let err = w.refused(
+        "proposal.attach_patch",
+        json!({"proposal_id": pid, "expected_revision": 1, "patch": PATCH2}),
+        &w.reviewer,
+        ErrorCode::Forbidden,
+    );
+    assert_eq!(err.details()["reason"], "not_author");
+    assert_eq!(err.details()["author"], "alice");
+    assert_eq!(
+        err.details()["actor"],
+        json!({"id": "bob", "kind": "agent"})
+    );
+    // An orchestrator or a person (even one named like the author) is not
+    // an agent at all: refused for its kind.
+    for actor in [w.host.clone(), Actor::human(id("alice"))] {
         let err = w.refused(
             "proposal.attach_patch",
             json!({"proposal_id": pid, "expected_revision": 1, "patch": PATCH2}),
             &actor,
             ErrorCode::Forbidden,
         );
-        assert_eq!(err.details()["reason"], "not_author");
-        assert_eq!(err.details()["author"], "alice");
+        assert_eq!(err.details()["reason"], "wrong_kind");
+        assert_eq!(err.details()["allowed_kinds"], json!(["agent"]));
         assert_eq!(
             err.details()["actor"],
             serde_json::to_value(&actor).expect("json")
@@ -581,6 +592,44 @@ fn foreign_actors_are_refused() {
         ErrorCode::Forbidden,
     );
     assert_eq!(err.details()["reason"], "not_author");
+}
+
+#[test]
+fn every_tool_refuses_the_kinds_it_is_not_for_before_reading_its_arguments() {
+    let w = World::new();
+    let pid = w.proposal();
+    let mut refusals = 0;
+    for spec in roundtable::Engine::tools() {
+        assert!(!spec.callers.is_empty(), "{} has no callers", spec.name);
+        for kind in roundtable::ActorKind::ALL {
+            let actor = Actor {
+                id: id("someone"),
+                kind,
+            };
+            if spec.callable_by(kind) {
+                continue;
+            }
+            // Arguments that would be refused on their own: the kind is
+            // checked first, so the refusal is for the kind.
+            let err = w.refused(
+                spec.name,
+                json!({"proposal_id": pid, "no_such_key": 1}),
+                &actor,
+                ErrorCode::Forbidden,
+            );
+            assert_eq!(err.details()["reason"], "wrong_kind", "{}", spec.name);
+            let allowed: Vec<&str> = spec.callers.iter().map(|k| k.as_str()).collect();
+            assert_eq!(
+                err.details()["allowed_kinds"],
+                json!(allowed),
+                "{}",
+                spec.name
+            );
+            refusals += 1;
+        }
+    }
+    // 22 tools are limited to some kinds (agent.register, patch.apply, ...).
+    assert_eq!(refusals, 33);
 }
 
 #[test]

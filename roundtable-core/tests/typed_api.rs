@@ -67,6 +67,7 @@ fn event_count(engine: &Engine) -> usize {
 fn a_request_built_from_bad_values_is_refused_naming_the_field_and_changes_nothing() {
     let (_dir, engine) = world();
     let host = engine.session(Actor::orchestrator(Id::new("host").expect("id")));
+    let agent = engine.session(Actor::agent(Id::new("alice").expect("id")));
     let cases: Vec<(&str, roundtable::ToolError)> = vec![
         (
             "agent_id",
@@ -100,13 +101,15 @@ fn a_request_built_from_bad_values_is_refused_naming_the_field_and_changes_nothi
         ),
         (
             "affected_resources",
-            host.proposals()
+            agent
+                .proposals()
                 .create(CreateProposal::patch("t1", "T", "S", "x").resources(["nowhere:a"]))
                 .expect_err("refused"),
         ),
         (
             "ttl_s",
-            host.claims()
+            agent
+                .claims()
                 .acquire(AcquireClaim::write(
                     "file:a.py".parse().expect("resource"),
                     0,

@@ -2,25 +2,33 @@
 
 use super::records::Agent;
 use super::{Cx, ToolError};
-use crate::actor::ActorKind;
+use crate::actor::{Actor, ActorKind};
 use serde_json::json;
+
+/// `forbidden` unless `actor` is of one of these kinds.
+pub(crate) fn require_kind(
+    actor: &Actor,
+    kinds: &[ActorKind],
+    tool: &str,
+) -> Result<(), ToolError> {
+    if kinds.contains(&actor.kind) {
+        return Ok(());
+    }
+    let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+    Err(ToolError::forbidden(
+        format!(
+            "{tool} is for {} actors; {actor} is {}",
+            names.join(" or "),
+            actor.kind.as_str()
+        ),
+        json!({"actor": actor, "allowed_kinds": names, "reason": "wrong_kind"}),
+    ))
+}
 
 impl Cx<'_> {
     /// `forbidden` unless the actor is of one of these kinds.
     pub(crate) fn require_kind(&self, kinds: &[ActorKind], tool: &str) -> Result<(), ToolError> {
-        if kinds.contains(&self.actor.kind) {
-            return Ok(());
-        }
-        let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-        Err(ToolError::forbidden(
-            format!(
-                "{tool} is for {} actors; {} is {}",
-                names.join(" or "),
-                self.actor,
-                self.actor.kind.as_str()
-            ),
-            json!({"actor": self.actor, "allowed_kinds": names}),
-        ))
+        require_kind(self.actor, kinds, tool)
     }
 
     /// The calling agent's record: `forbidden` unless the actor is a

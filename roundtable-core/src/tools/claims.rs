@@ -202,6 +202,7 @@ impl super::Request for AcquireClaim {
     const TOOL: &'static str = "claim.acquire";
     const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
     type Output = ClaimChanged;
 
     fn execute(self, engine: &Engine, actor: &Actor) -> Result<ClaimChanged, ToolError> {
@@ -394,26 +395,12 @@ fn acquire_waiting(
 }
 
 impl Tool for AcquireClaim {
-    type Prep = ();
-
     keyed!();
 
-    fn prepare(engine: &Engine, actor: &Actor, args: &AcquireClaim) -> Result<(), ToolError> {
-        if actor.kind != ActorKind::Agent {
-            return Err(ToolError::forbidden(
-                format!(
-                    "{} is for agent actors; {actor} is not an agent",
-                    Self::TOOL
-                ),
-                json!({"actor": actor, "allowed_kinds": ["agent"]}),
-            ));
-        }
-        // The resource is read inside the transaction (`run`), not here:
-        // an apply landing between a read here and the grant would leave
-        // the claim recording content that is already gone.
-        let _ = (engine, args);
-        Ok(())
-    }
+    // The resource is read inside the transaction (`run`), not in
+    // `prepare`: an apply landing between a read there and the grant would
+    // leave the claim recording content that is already gone.
+    no_prep!();
 
     fn run(cx: &Cx<'_>, args: AcquireClaim, (): ()) -> Result<ClaimChanged, ToolError> {
         let agent = cx.enabled_agent(Self::TOOL)?;
@@ -586,6 +573,7 @@ impl super::Request for RenewClaim {
     const TOOL: &'static str = "claim.renew";
     const DESCRIPTION: &'static str = "Extend an active claim's lease from now (its holder). An expired or released claim cannot be renewed: acquire a new one (which gets a new fencing token).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
     type Output = ClaimChanged;
 
     store_tool!();
@@ -630,6 +618,7 @@ impl super::Request for ReleaseClaim {
     const TOOL: &'static str = "claim.release";
     const DESCRIPTION: &'static str = "Release an active claim (its holder, or an orchestrator).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ClaimChanged;
 
     store_tool!();

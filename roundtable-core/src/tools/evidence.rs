@@ -68,6 +68,7 @@ impl super::Request for CastVote {
     const TOOL: &'static str = "vote.cast";
     const DESCRIPTION: &'static str = "Vote on the latest revision of an in-review proposal (an enabled agent other than the author). A later vote by the same agent on the same revision supersedes its earlier one; votes are never edited.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
     type Output = VoteRecorded;
 
     store_tool!();
@@ -228,6 +229,7 @@ impl super::Request for RecordDecision {
     const TOOL: &'static str = "decision.record";
     const DESCRIPTION: &'static str = "Record a decision (accept, reject, defer) on the latest revision of an open proposal (orchestrator or human). It is evidence only: use patch.reject to reject the proposal.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = DecisionRecorded;
 
     store_tool!();
@@ -238,7 +240,6 @@ impl Tool for RecordDecision {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: RecordDecision, (): ()) -> Result<DecisionRecorded, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,
@@ -292,6 +293,7 @@ impl super::Request for RecordSecurityReview {
     const TOOL: &'static str = "security.review";
     const DESCRIPTION: &'static str = "Record a security review verdict on the latest revision of an open proposal (a human, or an enabled agent with the security role that is not the author).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Human, ActorKind::Agent];
     type Output = SecurityReviewed;
 
     store_tool!();
@@ -302,7 +304,6 @@ impl Tool for RecordSecurityReview {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: RecordSecurityReview, (): ()) -> Result<SecurityReviewed, ToolError> {
-        cx.require_kind(&[ActorKind::Human, ActorKind::Agent], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,
@@ -386,6 +387,7 @@ impl super::Request for RequestApproval {
     const TOOL: &'static str = "human.request_approval";
     const DESCRIPTION: &'static str = "Ask a person to approve the latest revision of an open proposal (the author or an orchestrator).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ApprovalRequested;
 
     store_tool!();
@@ -454,6 +456,7 @@ impl super::Request for Approve {
     const DESCRIPTION: &'static str =
         "Approve the latest revision of an open proposal as a person (human actors only).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Human];
     type Output = Approved;
 
     store_tool!();
@@ -464,7 +467,6 @@ impl Tool for Approve {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: Approve, (): ()) -> Result<Approved, ToolError> {
-        cx.require_kind(&[ActorKind::Human], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,
@@ -546,6 +548,7 @@ impl super::Request for RecordTest {
     const TOOL: &'static str = "test.record";
     const DESCRIPTION: &'static str = "Record a test or check result for the latest revision of an open proposal (orchestrator only: the host runs the tests).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = TestRecorded;
 
     store_tool!();
@@ -556,7 +559,6 @@ impl Tool for RecordTest {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: RecordTest, (): ()) -> Result<TestRecorded, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator], Self::TOOL)?;
         let p = judged(
             cx,
             &args.proposal_id,

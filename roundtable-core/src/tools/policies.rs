@@ -141,6 +141,7 @@ impl super::Request for SetPolicy {
     const TOOL: &'static str = "policy.set";
     const DESCRIPTION: &'static str = "Store a policy document as a new draft version (orchestrator or human). It is parsed strictly first; it takes effect only when activated.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = PolicyResult;
 
     store_tool!();
@@ -157,7 +158,6 @@ impl Tool for SetPolicy {
     }
 
     fn run(cx: &Cx<'_>, args: SetPolicy, (): ()) -> Result<PolicyResult, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let version = store::policies::next_version(cx.tx)?;
         let document = args.document.as_str();
         let digest = crate::Digest::of(document.as_bytes()).to_string();
@@ -207,6 +207,7 @@ impl super::Request for ActivatePolicy {
     const TOOL: &'static str = "policy.activate";
     const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator or human).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = Activated;
 
     store_tool!();
@@ -218,7 +219,6 @@ impl Tool for ActivatePolicy {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: ActivatePolicy, (): ()) -> Result<Activated, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let target = PolicyRecord::load(cx.tx, args.version.0)?;
         if target.status != "draft" {
             return Err(ToolError::new(

@@ -371,6 +371,7 @@ impl super::Request for CreateProposal {
     const TOOL: &'static str = "proposal.create";
     const DESCRIPTION: &'static str = "Propose a change (a patch or an edit plan) for a task. The caller, a registered enabled agent, becomes the author. The change must apply to the current files; it becomes revision 1.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
     type Output = ProposalRevised;
 
     store_tool!();
@@ -477,6 +478,7 @@ impl super::Request for AttachPatch {
     const TOOL: &'static str = "proposal.attach_patch";
     const DESCRIPTION: &'static str = "Attach a new revision (patch or edit plan) to a pending or in-review proposal (author only). Requires expected_revision = the latest revision; earlier revisions are kept unchanged, and evidence for them does not count for the new one.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
     type Output = ProposalRevised;
 
     store_tool!();
@@ -808,6 +810,7 @@ impl super::Request for RequestReview {
     const TOOL: &'static str = "proposal.request_review";
     const DESCRIPTION: &'static str = "Ask for review: pending → in_review (the author or an orchestrator). Returns the review plan: the roles the policy requires for the latest revision and the agents that can fill each.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ReviewRequested;
 
     store_tool!();
@@ -856,6 +859,7 @@ impl super::Request for Withdraw {
     const DESCRIPTION: &'static str =
         "Withdraw a pending or in-review proposal (the author or an orchestrator).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ProposalChanged;
 
     store_tool!();
@@ -910,6 +914,7 @@ impl super::Request for Reject {
     const TOOL: &'static str = "patch.reject";
     const DESCRIPTION: &'static str = "Reject a pending or in-review proposal with a reason (orchestrator or human); records a reject decision on its latest revision.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = Rejected;
 
     store_tool!();
@@ -921,7 +926,6 @@ impl Tool for Reject {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: Reject, (): ()) -> Result<Rejected, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         p.require_status(
             &[ProposalStatus::Pending, ProposalStatus::InReview],

@@ -62,6 +62,7 @@ impl super::Request for RebaseProposal {
     const TOOL: &'static str = "proposal.rebase";
     const DESCRIPTION: &'static str = "Make revision n+1 of a pending or in-review proposal by a three-way merge of revision n's change (from the files it was made on) onto the current files (author or orchestrator; expected_revision must be the latest). A conflict is refused with `conflict` and, in details.files, each file's conflicting hunks with base, ours (the revision) and theirs (the current file), to resolve and attach. A clean rebase that makes the same change at other positions keeps the revision's evidence under carry_over = \"trivial_rebase\".";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ProposalRevised;
 
     store_tool!();

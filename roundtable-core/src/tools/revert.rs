@@ -69,6 +69,7 @@ impl super::Request for RevertProposal {
     const TOOL: &'static str = "proposal.revert";
     const DESCRIPTION: &'static str = "Propose reverting an applied proposal: a new proposal (the caller, an enabled agent, is its author) whose revision 1 is the inverse of the applied revision, computed against the current files, governed like any other (a policy may require a human approval or security review of every revert). Its proposal names the one it reverts (reverts). precondition_failed when later changes keep the inverse from applying; illegal_transition unless the proposal is applied (a rolled-back one is already undone).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
     type Output = ProposalRevised;
 
     store_tool!();

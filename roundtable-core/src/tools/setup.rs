@@ -2,7 +2,6 @@
 
 use super::args::{Cursor, Limit, Markdown, Role, Title};
 use super::records::{Agent, Task};
-use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
@@ -44,6 +43,7 @@ impl super::Request for RegisterAgent {
     const TOOL: &'static str = "agent.register";
     const DESCRIPTION: &'static str = "Register an agent with its roles (orchestrator only). Registering an existing agent updates its roles, enabled flag and display name.";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = AgentRegistered;
 
     store_tool!();
@@ -55,7 +55,6 @@ impl Tool for RegisterAgent {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: Self, (): ()) -> Result<AgentRegistered, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator], Self::TOOL)?;
         if args.roles.len() > 32 {
             return Err(ToolError::invalid_argument(
                 "roles",
@@ -157,6 +156,7 @@ impl super::Request for CreateTask {
     const DESCRIPTION: &'static str =
         "Create a task that proposals belong to (orchestrator or human).";
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = TaskCreated;
 
     store_tool!();
@@ -168,7 +168,6 @@ impl Tool for CreateTask {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: Self, (): ()) -> Result<TaskCreated, ToolError> {
-        cx.require_kind(&[ActorKind::Orchestrator, ActorKind::Human], Self::TOOL)?;
         let id = args.task_id.unwrap_or_else(|| cx.new_id("task"));
         let summary = args.summary_md.as_ref().map(|t| t.as_str());
         if let Some(task) = store::agents::task(cx.tx, id.as_str())? {

@@ -26,19 +26,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-fn orchestrator_only(actor: &Actor, tool: &str) -> Result<(), ToolError> {
-    if actor.kind == ActorKind::Orchestrator {
-        return Ok(());
-    }
-    Err(ToolError::forbidden(
-        format!(
-            "{tool} is for orchestrator actors; {actor} is {}",
-            actor.kind.as_str()
-        ),
-        json!({"actor": actor, "allowed_kinds": ["orchestrator"]}),
-    ))
-}
-
 /// How a journaled call starts.
 enum Begun<O> {
     /// An earlier call with the same idempotency key: its stored result.
@@ -47,8 +34,8 @@ enum Begun<O> {
     Locked(ApplyLock, String),
 }
 
-/// The common start of `patch.apply` and `transaction.rollback`: an
-/// orchestrator, a replay check, the apply lock, and the replay check again
+/// The common start of `patch.apply` and `transaction.rollback` (an
+/// orchestrator's calls): a replay check, the apply lock, and the replay check again
 /// under the lock (another process may have finished the same call).
 fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
     engine: &Engine,
@@ -57,7 +44,6 @@ fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
     args: &A,
     key: Option<&Id>,
 ) -> Result<Begun<O>, ToolError> {
-    orchestrator_only(actor, name)?;
     let request = request_digest(name, args);
     let replayed = |key: Option<&Id>| -> Result<Option<O>, ToolError> {
         match key {
@@ -175,6 +161,7 @@ impl super::Request for ApplyRevision {
     const TOOL: &'static str = "patch.apply";
     const DESCRIPTION: &'static str = APPLY;
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = Applied;
 
     fn execute(self, engine: &Engine, actor: &Actor) -> Result<Applied, ToolError> {
@@ -186,6 +173,7 @@ impl super::Request for Rollback {
     const TOOL: &'static str = "transaction.rollback";
     const DESCRIPTION: &'static str = ROLLBACK;
     const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = RolledBack;
 
     fn execute(self, engine: &Engine, actor: &Actor) -> Result<RolledBack, ToolError> {

@@ -574,6 +574,7 @@ def apply_patch(root: StrPath, data: Patch, *, check: bool = False, strip: int =
 
 
 def tools() -> List[Dict[str, Any]]:
-    """Every tool: ``name``, ``description``, ``mutates``, ``input_schema``,
-    ``output_schema``."""
+    """Every tool: ``name``, ``description``, ``mutates``, ``callers`` (the
+    actor kinds that may call it), ``idempotent``, ``destructive``,
+    ``input_schema``, ``output_schema``."""
     return _roundtable.tools()

@@ -238,7 +238,7 @@ impl Engine {
     }
 
     /// Every tool as JSON: `[{"name", "description", "mutates", "callers",
-    /// "input_schema", "output_schema"}]`.
+    /// "idempotent", "destructive", "input_schema", "output_schema"}]`.
     pub fn tools_json() -> Value {
         Value::Array(
             tools::TOOLS
@@ -249,6 +249,8 @@ impl Engine {
                         "description": t.description,
                         "mutates": t.mutates,
                         "callers": t.callers,
+                        "idempotent": t.idempotent,
+                        "destructive": t.destructive,
                         "input_schema": t.input_schema(),
                         "output_schema": t.output_schema(),
                     })

@@ -175,6 +175,12 @@ pub trait Request: Serialize + DeserializeOwned + JsonSchema {
     /// before the request runs (finer checks, such as "only the author",
     /// run inside the tool). Front ends list a tool only to these kinds.
     const CALLERS: &'static [ActorKind] = &ActorKind::ALL;
+    /// Whether calling it again with the same arguments has no further
+    /// effect (every read; a mutation whose repeat is a no-op or a refusal).
+    const IDEMPOTENT: bool = !Self::MUTATES;
+    /// Whether it may overwrite or retire state rather than only add to it
+    /// (writing files, withdrawing, releasing, replacing).
+    const DESTRUCTIVE: bool = false;
     /// What it returns.
     type Output: Serialize + DeserializeOwned + JsonSchema;
 
@@ -194,6 +200,10 @@ pub struct ToolSpec {
     pub mutates: bool,
     /// The kinds of actor that may call it.
     pub callers: &'static [ActorKind],
+    /// Whether a repeat with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// Whether it may overwrite or retire state rather than only add.
+    pub destructive: bool,
     input_schema: fn() -> Value,
     output_schema: fn() -> Value,
     call: fn(&Engine, Value, &Actor) -> Result<Value, ToolError>,
@@ -244,6 +254,8 @@ const fn spec<R: Request>() -> ToolSpec {
         description: R::DESCRIPTION,
         mutates: R::MUTATES,
         callers: R::CALLERS,
+        idempotent: R::IDEMPOTENT,
+        destructive: R::DESTRUCTIVE,
         input_schema: schema::<R>,
         output_schema: schema::<R::Output>,
         call: call::<R>,

@@ -618,6 +618,8 @@ impl super::Request for ReleaseClaim {
     const TOOL: &'static str = "claim.release";
     const DESCRIPTION: &'static str = "Release an active claim (its holder, or an orchestrator).";
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ClaimChanged;
 

@@ -207,6 +207,8 @@ impl super::Request for ActivatePolicy {
     const TOOL: &'static str = "policy.activate";
     const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator or human).";
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = Activated;
 

@@ -810,6 +810,7 @@ impl super::Request for RequestReview {
     const TOOL: &'static str = "proposal.request_review";
     const DESCRIPTION: &'static str = "Ask for review: pending → in_review (the author or an orchestrator). Returns the review plan: the roles the policy requires for the latest revision and the agents that can fill each.";
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ReviewRequested;
 
@@ -859,6 +860,8 @@ impl super::Request for Withdraw {
     const DESCRIPTION: &'static str =
         "Withdraw a pending or in-review proposal (the author or an orchestrator).";
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Agent, ActorKind::Orchestrator];
     type Output = ProposalChanged;
 
@@ -914,6 +917,8 @@ impl super::Request for Reject {
     const TOOL: &'static str = "patch.reject";
     const DESCRIPTION: &'static str = "Reject a pending or in-review proposal with a reason (orchestrator or human); records a reject decision on its latest revision.";
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = Rejected;
 

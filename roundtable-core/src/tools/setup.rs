@@ -43,6 +43,8 @@ impl super::Request for RegisterAgent {
     const TOOL: &'static str = "agent.register";
     const DESCRIPTION: &'static str = "Register an agent with its roles (orchestrator only). Registering an existing agent updates its roles, enabled flag and display name.";
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = AgentRegistered;
 

@@ -161,6 +161,8 @@ impl super::Request for ApplyRevision {
     const TOOL: &'static str = "patch.apply";
     const DESCRIPTION: &'static str = APPLY;
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = Applied;
 
@@ -173,6 +175,8 @@ impl super::Request for Rollback {
     const TOOL: &'static str = "transaction.rollback";
     const DESCRIPTION: &'static str = ROLLBACK;
     const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = RolledBack;
 

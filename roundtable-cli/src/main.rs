@@ -22,6 +22,7 @@ use std::process::ExitCode;
 
 mod demo;
 mod human;
+mod mcp;
 mod terminal;
 
 #[derive(Parser)]
@@ -85,8 +86,8 @@ enum Command {
         #[arg(long, value_name = "JSON|@FILE|-", default_value = "{}")]
         args: String,
     },
-    /// Print every tool: `[{"name", "description", "mutates",
-    /// "input_schema", "output_schema"}]`.
+    /// Print every tool: `[{"name", "description", "mutates", "callers",
+    /// "idempotent", "destructive", "input_schema", "output_schema"}]`.
     Tools,
     /// Run a whole governed change in a fresh temporary git repository,
     /// printing each step.
@@ -97,6 +98,35 @@ enum Command {
         /// Print one JSON document with every step's data instead of lines.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve every tool over the Model Context Protocol, for coding agents.
+    ///
+    /// Over stdio (the default) one server serves one actor, named by the
+    /// host that launches it: `--as agent:ID`, or $ROUNDTABLE_ACTOR. The
+    /// tool list holds only what that actor's kind may call. Standard
+    /// output carries the protocol only.
+    ///
+    /// With --http ADDR:PORT (loopback) and --tokens FILE, one server serves
+    /// many agents over streamable HTTP at /mcp: each request names its
+    /// actor by `Authorization: Bearer TOKEN`, the file holding one
+    /// `TOKEN KIND:ID` per line (re-read when it changes). A missing or
+    /// unknown token is 401. It prints {"url", "tokens"} once listening.
+    ///
+    /// Example: roundtable mcp --root . --as agent:alice
+    #[command(verbatim_doc_comment)]
+    Mcp {
+        /// The repository root.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// The actor every call acts as, KIND:ID (stdio only).
+        #[arg(long = "as", value_name = "KIND:ID", conflicts_with = "http")]
+        actor: Option<String>,
+        /// Serve streamable HTTP on this loopback address instead of stdio.
+        #[arg(long, value_name = "ADDR:PORT", requires = "tokens")]
+        http: Option<std::net::SocketAddr>,
+        /// The bearer tokens file for --http.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        tokens: Option<PathBuf>,
     },
     /// The commands a person uses (readable text; `--json` for JSON).
     #[command(flatten)]
@@ -330,6 +360,7 @@ fn run(command: Command) -> Result<String, ToolError> {
         }
         Command::Demo { keep, json: true } => to_json_sorted(&demo::run(keep, &mut |_| {})?),
         Command::Human(command) => human::run(command),
+        Command::Mcp { .. } => unreachable!("main serves mcp itself"),
     }
 }
 
@@ -344,7 +375,23 @@ fn print(text: &str) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits 2 on usage errors
-                            // The human commands report a refusal as readable text unless --json.
+    if let Command::Mcp {
+        root,
+        actor,
+        http,
+        tokens,
+    } = &cli.command
+    {
+        // Standard output is the protocol's: a refusal goes to stderr.
+        return match mcp::run(root, actor.as_deref(), *http, tokens.as_ref()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{}", json!({"error": e.to_json()}));
+                ExitCode::from(1)
+            }
+        };
+    }
+    // The human commands report a refusal as readable text unless --json.
     let readable = matches!(&cli.command, Command::Human(c) if !c.json());
     match run(cli.command) {
         Ok(text) => {

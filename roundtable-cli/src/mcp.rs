@@ -1,0 +1,77 @@
+//! `roundtable mcp`: the tools over the Model Context Protocol.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
+use serde_json::json;
+
+/// The environment variable a launching host may set instead of `--as`.
+pub(crate) const ACTOR_ENV: &str = "ROUNDTABLE_ACTOR";
+
+/// Serve over stdio as one actor, or over HTTP with a token file.
+pub(crate) fn run(
+    root: &Path,
+    actor: Option<&str>,
+    http: Option<SocketAddr>,
+    tokens: Option<&PathBuf>,
+) -> Result<(), ToolError> {
+    // Everything that can be refused without the store is checked first.
+    let served = match (http, tokens) {
+        (Some(addr), Some(file)) => {
+            if !addr.ip().is_loopback() {
+                return Err(ToolError::invalid_argument(
+                    "--http",
+                    format!("{addr} is not a loopback address (use 127.0.0.1 or [::1])"),
+                ));
+            }
+            let tokens = roundtable_mcp::Tokens::load(file).map_err(|e| {
+                ToolError::new(e.code(), e.to_string(), json!({"field": "--tokens"}))
+            })?;
+            Served::Http(addr, Arc::new(tokens))
+        }
+        _ => Served::Stdio(stdio_actor(actor)?),
+    };
+    let engine = Arc::new(Engine::open(
+        &crate::absolute(root),
+        EngineOptions::default(),
+    )?);
+    match served {
+        Served::Stdio(actor) => roundtable_mcp::run_stdio(engine, actor)
+            .map_err(|e| ToolError::new(ErrorCode::Io, format!("mcp over stdio: {e}"), json!({}))),
+        Served::Http(addr, tokens) => {
+            let count = tokens.len();
+            roundtable_mcp::run_http(engine, addr, tokens, |bound| {
+                // The one line a host reads to learn the port (with port 0).
+                crate::print(
+                    &json!({"url": format!("http://{bound}{}", roundtable_mcp::MCP_PATH), "tokens": count})
+                        .to_string(),
+                );
+            })
+            .map_err(|e| ToolError::new(e.code(), e.to_string(), json!({"field": "--http"})))
+        }
+    }
+}
+
+enum Served {
+    Stdio(Actor),
+    Http(SocketAddr, Arc<roundtable_mcp::Tokens>),
+}
+
+/// `--as`, else `$ROUNDTABLE_ACTOR`; never a default.
+fn stdio_actor(actor: Option<&str>) -> Result<Actor, ToolError> {
+    let spelled = match actor {
+        Some(a) => a.to_owned(),
+        None => std::env::var(ACTOR_ENV)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                ToolError::invalid_argument(
+                    "--as",
+                    format!("no actor: pass --as KIND:ID (e.g. agent:alice) or set ${ACTOR_ENV}"),
+                )
+            })?,
+    };
+    Actor::parse(&spelled).map_err(|e| ToolError::invalid_argument("--as", e))
+}

@@ -1,0 +1,212 @@
+//! The MCP handler: the registry as MCP tools, calls run on the engine.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use roundtable::tools::ToolSpec;
+use roundtable::{Actor, ActorKind, Engine};
+use serde_json::Value;
+
+/// What the server says about itself to every client.
+const INSTRUCTIONS: &str = "roundtable governs changes to this repository. \
+Propose a change with proposal.create (a unified diff, an edit plan, a Codex \
+*** Begin Patch envelope or SEARCH/REPLACE blocks), follow it with \
+proposal.status (its next field says who acts next), and wait for what \
+concerns you with events.wait instead of polling. A refusal is a tool error \
+whose structured content carries a stable code, a message and details.";
+
+/// One MCP server over one engine.
+///
+/// Built [`for_actor`](McpServer::for_actor) (stdio: the launching host
+/// names the actor once), or by [`serve_http`](crate::serve_http) to take
+/// each request's actor from the bearer check.
+#[derive(Clone, Debug)]
+pub struct McpServer {
+    engine: Arc<Engine>,
+    actor: Option<Actor>,
+}
+
+impl McpServer {
+    /// A server whose every request acts as `actor`.
+    pub fn for_actor(engine: Arc<Engine>, actor: Actor) -> McpServer {
+        McpServer {
+            engine,
+            actor: Some(actor),
+        }
+    }
+
+    /// A server that takes each request's actor from the HTTP request the
+    /// bearer check annotated; a request without one is refused.
+    pub(crate) fn per_request(engine: Arc<Engine>) -> McpServer {
+        McpServer {
+            engine,
+            actor: None,
+        }
+    }
+
+    fn actor(&self, cx: &RequestContext<RoleServer>) -> Result<Actor, McpError> {
+        if let Some(actor) = &self.actor {
+            return Ok(actor.clone());
+        }
+        cx.extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Actor>())
+            .cloned()
+            .ok_or_else(|| McpError::invalid_request("no actor is bound to this request", None))
+    }
+}
+
+/// The MCP tools an actor of `kind` may call, in registry order, each with
+/// its schemas and annotations.
+pub fn tool_list(kind: ActorKind) -> Vec<Tool> {
+    Engine::tools()
+        .iter()
+        .filter(|spec| spec.callable_by(kind))
+        .map(tool)
+        .collect()
+}
+
+fn tool(spec: &ToolSpec) -> Tool {
+    let annotations = ToolAnnotations::new()
+        .read_only(!spec.mutates)
+        .destructive(spec.destructive)
+        .idempotent(spec.idempotent)
+        // The tools act on this repository and its store only.
+        .open_world(false);
+    Tool::new_with_raw(
+        spec.name,
+        Some(spec.description.into()),
+        schema_object(spec.input_schema()),
+    )
+    .with_raw_output_schema(Arc::new(schema_object(spec.output_schema())))
+    .with_annotations(annotations)
+}
+
+/// A registry schema as the object MCP carries; every registry schema is a
+/// JSON object (a test holds the registry to that).
+fn schema_object(schema: Value) -> JsonObject {
+    match schema {
+        Value::Object(map) => map,
+        other => panic!("a tool schema is not an object: {other}"),
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("roundtable", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let actor = self.actor(&cx)?;
+        Ok(ListToolsResult::with_all_items(tool_list(actor.kind)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let actor = self.actor(&cx)?;
+        let engine = Arc::clone(&self.engine);
+        let name = request.name.into_owned();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        // Engine calls block (the store, the files, events.wait): they run
+        // on the blocking pool, never on the transport's threads.
+        let outcome = tokio::task::spawn_blocking(move || engine.call(&name, args, &actor))
+            .await
+            .map_err(|e| McpError::internal_error(format!("the tool call panicked: {e}"), None))?;
+        Ok(match outcome {
+            Ok(value) => CallToolResult::structured(value),
+            Err(refusal) => CallToolResult::structured_error(refusal.to_json()),
+        }
+        .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(kind: ActorKind) -> Vec<String> {
+        tool_list(kind).into_iter().map(|t| t.name.into()).collect()
+    }
+
+    #[test]
+    fn each_kind_sees_exactly_the_tools_it_may_call() {
+        for kind in ActorKind::ALL {
+            let expected: Vec<String> = Engine::tools()
+                .iter()
+                .filter(|s| s.callers.contains(&kind))
+                .map(|s| s.name.to_owned())
+                .collect();
+            assert_eq!(names(kind), expected, "{kind:?}");
+        }
+        let agent = names(ActorKind::Agent);
+        for hidden in [
+            "patch.apply",
+            "agent.register",
+            "task.create",
+            "transaction.rollback",
+            "test.record",
+            "policy.activate",
+            "human.approve",
+        ] {
+            assert!(!agent.iter().any(|n| n == hidden), "agent sees {hidden}");
+        }
+        for shown in [
+            "proposal.create",
+            "proposal.status",
+            "events.wait",
+            "vote.cast",
+        ] {
+            assert!(agent.iter().any(|n| n == shown), "agent lacks {shown}");
+        }
+        let host = names(ActorKind::Orchestrator);
+        assert!(host.iter().any(|n| n == "patch.apply"));
+        assert!(!host.iter().any(|n| n == "proposal.create"));
+    }
+
+    #[test]
+    fn every_tool_carries_object_schemas_and_annotations_from_its_nature() {
+        let all: Vec<Tool> = Engine::tools().iter().map(tool).collect();
+        assert_eq!(all.len(), Engine::tools().len());
+        for (t, spec) in all.iter().zip(Engine::tools()) {
+            assert_eq!(t.input_schema.get("type"), Some(&Value::from("object")));
+            let out = t.output_schema.as_ref().expect("output schema");
+            assert_eq!(
+                out.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                spec.name
+            );
+            let a = t.annotations.as_ref().expect("annotations");
+            assert_eq!(a.read_only_hint, Some(!spec.mutates), "{}", spec.name);
+            assert_eq!(a.idempotent_hint, Some(spec.idempotent), "{}", spec.name);
+            assert_eq!(a.destructive_hint, Some(spec.destructive), "{}", spec.name);
+        }
+        let by = |n: &str| {
+            all.iter()
+                .find(|t| t.name == n)
+                .and_then(|t| t.annotations.clone())
+                .expect("tool")
+        };
+        assert_eq!(by("proposal.get").read_only_hint, Some(true));
+        assert_eq!(by("proposal.get").idempotent_hint, Some(true));
+        assert_eq!(by("patch.apply").destructive_hint, Some(true));
+        assert_eq!(by("proposal.create").read_only_hint, Some(false));
+        assert_eq!(by("proposal.create").idempotent_hint, Some(false));
+        assert_eq!(by("proposal.create").destructive_hint, Some(false));
+    }
+}

@@ -575,6 +575,6 @@ def apply_patch(root: StrPath, data: Patch, *, check: bool = False, strip: int =
 
 def tools() -> List[Dict[str, Any]]:
     """Every tool: ``name``, ``description``, ``mutates``, ``callers`` (the
-    actor kinds that may call it), ``idempotent``, ``destructive``,
+    actor kinds that may call it), ``idempotent``, ``destructive``, ``waits``,
     ``input_schema``, ``output_schema``."""
     return _roundtable.tools()

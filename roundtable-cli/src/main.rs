@@ -87,7 +87,7 @@ enum Command {
         args: String,
     },
     /// Print every tool: `[{"name", "description", "mutates", "callers",
-    /// "idempotent", "destructive", "input_schema", "output_schema"}]`.
+    /// "idempotent", "destructive", "waits", "input_schema", "output_schema"}]`.
     Tools,
     /// Run a whole governed change in a fresh temporary git repository,
     /// printing each step.

@@ -238,7 +238,7 @@ impl Engine {
     }
 
     /// Every tool as JSON: `[{"name", "description", "mutates", "callers",
-    /// "idempotent", "destructive", "input_schema", "output_schema"}]`.
+    /// "idempotent", "destructive", "waits", "input_schema", "output_schema"}]`.
     pub fn tools_json() -> Value {
         Value::Array(
             tools::TOOLS
@@ -251,6 +251,7 @@ impl Engine {
                         "callers": t.callers,
                         "idempotent": t.idempotent,
                         "destructive": t.destructive,
+                        "waits": t.waits,
                         "input_schema": t.input_schema(),
                         "output_schema": t.output_schema(),
                     })

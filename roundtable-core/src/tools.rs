@@ -181,6 +181,9 @@ pub trait Request: Serialize + DeserializeOwned + JsonSchema {
     /// Whether it may overwrite or retire state rather than only add to it
     /// (writing files, withdrawing, releasing, replacing).
     const DESTRUCTIVE: bool = false;
+    /// Whether it may wait on other actors (a long poll, a claim wait)
+    /// rather than return as soon as its own work is done.
+    const WAITS: bool = false;
     /// What it returns.
     type Output: Serialize + DeserializeOwned + JsonSchema;
 
@@ -204,6 +207,8 @@ pub struct ToolSpec {
     pub idempotent: bool,
     /// Whether it may overwrite or retire state rather than only add.
     pub destructive: bool,
+    /// Whether it may wait on other actors (`events.wait`, a claim wait).
+    pub waits: bool,
     input_schema: fn() -> Value,
     output_schema: fn() -> Value,
     call: fn(&Engine, Value, &Actor) -> Result<Value, ToolError>,
@@ -256,6 +261,7 @@ const fn spec<R: Request>() -> ToolSpec {
         callers: R::CALLERS,
         idempotent: R::IDEMPOTENT,
         destructive: R::DESTRUCTIVE,
+        waits: R::WAITS,
         input_schema: schema::<R>,
         output_schema: schema::<R::Output>,
         call: call::<R>,

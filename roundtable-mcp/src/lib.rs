@@ -23,6 +23,7 @@
 
 mod http;
 mod server;
+mod stdio;
 mod tokens;
 
 pub use http::{serve_http, HttpError, MCP_PATH};
@@ -42,7 +43,7 @@ use roundtable::{Actor, Engine};
 pub async fn serve_stdio(engine: Arc<Engine>, actor: Actor) -> std::io::Result<()> {
     use rmcp::ServiceExt;
     let running = McpServer::for_actor(engine, actor)
-        .serve(rmcp::transport::io::stdio())
+        .serve(stdio::transport())
         .await
         .map_err(std::io::Error::other)?;
     running.waiting().await.map_err(std::io::Error::other)?;
@@ -55,7 +56,12 @@ pub async fn serve_stdio(engine: Arc<Engine>, actor: Actor) -> std::io::Result<(
 /// # Errors
 /// As [`serve_stdio`], or the runtime could not start.
 pub fn run_stdio(engine: Arc<Engine>, actor: Actor) -> std::io::Result<()> {
-    runtime()?.block_on(serve_stdio(engine, actor))
+    // One agent's requests: one thread for the protocol (no hand-offs
+    // between workers), engine calls on the blocking pool.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve_stdio(engine, actor))
 }
 
 /// [`serve_http`] on a runtime of its own (the `roundtable mcp --http`

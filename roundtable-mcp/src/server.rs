@@ -122,11 +122,20 @@ impl ServerHandler for McpServer {
         let engine = Arc::clone(&self.engine);
         let name = request.name.into_owned();
         let args = Value::Object(request.arguments.unwrap_or_default());
-        // Engine calls block (the store, the files, events.wait): they run
-        // on the blocking pool, never on the transport's threads.
-        let outcome = tokio::task::spawn_blocking(move || engine.call(&name, args, &actor))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the tool call panicked: {e}"), None))?;
+        // A read returns in microseconds: it runs here, since a hand-off to
+        // another thread costs more than the call (`bench/mcp_bench.py`).
+        // A change (fsync, the apply lock) or a wait runs on the blocking
+        // pool, so it never holds up the protocol or other requests.
+        let quick = roundtable::tools::find(&name).is_none_or(|s| !s.mutates && !s.waits);
+        let outcome = if quick {
+            engine.call(&name, args, &actor)
+        } else {
+            tokio::task::spawn_blocking(move || engine.call(&name, args, &actor))
+                .await
+                .map_err(|e| {
+                    McpError::internal_error(format!("the tool call panicked: {e}"), None)
+                })?
+        };
         Ok(match outcome {
             Ok(value) => CallToolResult::structured(value),
             Err(refusal) => CallToolResult::structured_error(refusal.to_json()),

@@ -315,3 +315,36 @@ def test_http_is_loopback_only_and_a_bad_token_file_is_refused(repo: Path, tmp_p
     assert out.returncode == 1
     err = json.loads(out.stderr)["error"]
     assert err["code"] == "invalid_argument" and "line 1" in err["message"]
+
+
+# -- the README's client configurations ---------------------------------------
+
+def readme_configs() -> list[dict[str, Any]]:
+    import re
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Connecting agents (MCP)")
+    section = text[start:text.index("\n## ", start + 1)]
+    servers = []
+    for block in re.findall(r"```json\n(.*?)```", section, re.S):
+        servers.extend(json.loads(block)["mcpServers"].values())
+    return servers
+
+
+def test_the_readme_client_configs_start_a_server_that_serves_their_actor(repo: Path) -> None:
+    servers = readme_configs()
+    stdio_servers = [s for s in servers if "command" in s]
+    assert len(stdio_servers) >= 2 and any("url" in s for s in servers)
+
+    async def go(server: dict[str, Any]) -> None:
+        assert server["command"] == "roundtable"
+        args = [str(repo) if a == "." else a for a in server["args"]]
+        actor = args[args.index("--as") + 1]
+        params = StdioServerParameters(command=RT, args=args, cwd=str(repo), env=dict(os.environ))
+        async with Client(params, mode="legacy") as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert "proposal.create" in tools and "patch.apply" not in tools, actor
+            body = refusal(await client.call_tool("agent.get", {"agent_id": actor.split(":", 1)[1]}))
+            assert body["code"] == "not_found"  # the README's agents are examples, not registered
+    for server in stdio_servers:
+        run(go(server))

@@ -202,6 +202,7 @@ impl super::Request for AcquireClaim {
     const TOOL: &'static str = "claim.acquire";
     const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.";
     const MUTATES: bool = true;
+    const WAITS: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
     type Output = ClaimChanged;
 

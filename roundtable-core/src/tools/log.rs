@@ -123,6 +123,7 @@ impl super::Request for WaitEvents {
     const TOOL: &'static str = "events.wait";
     const DESCRIPTION: &'static str = "Wait (a long poll, up to timeout_ms) for events after since_seq, optionally only of some kinds, about one proposal or by one actor. Returns as soon as one matching event is committed, by this process or another on the same store; on timeout returns no events, timed_out true and the head seq to resume from.";
     const MUTATES: bool = false;
+    const WAITS: bool = true;
     type Output = EventWait;
 
     fn execute(self, engine: &Engine, _actor: &Actor) -> Result<EventWait, ToolError> {

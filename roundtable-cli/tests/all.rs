@@ -5,4 +5,5 @@ mod differential;
 mod differential_formats;
 mod differential_history;
 mod human;
+mod mcp;
 mod tools_cli;

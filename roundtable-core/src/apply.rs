@@ -26,6 +26,7 @@
 use crate::actor::Actor;
 use crate::changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
 use crate::clock::{Clock, Timestamp};
+use crate::store::CachedRow as _;
 use crate::store::{Durability, Store, StoreError};
 use crate::workspace::{Workspace, WorkspaceError, WriteOptions};
 use crate::{Digest, ErrorCode, RepoPath};
@@ -297,7 +298,7 @@ impl Transaction {
         tx: &rusqlite::Transaction<'_>,
         id: &str,
     ) -> Result<Transaction, TransactionError> {
-        tx.query_row(
+        tx.cached_row(
             &format!(
                 "SELECT {} FROM transactions t WHERE t.id = ?1",
                 Transaction::COLUMNS
@@ -315,7 +316,7 @@ pub(crate) fn journal(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
 ) -> Result<Vec<JournalFile>, TransactionError> {
-    let mut stmt = tx.prepare(
+    let mut stmt = tx.prepare_cached(
         "SELECT path, operation, before_digest, before_executable, after_digest, after_executable,
                 before_symlink, after_symlink
          FROM transaction_files WHERE transaction_id = ?1 ORDER BY path",
@@ -347,7 +348,7 @@ pub(crate) fn created_dirs(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
 ) -> Result<BTreeSet<RepoPath>, TransactionError> {
-    let text: String = tx.query_row(
+    let text: String = tx.cached_row(
         "SELECT created_dirs FROM transactions WHERE id = ?1",
         [id],
         |r| r.get(0),
@@ -637,7 +638,7 @@ fn write_journal(
     for b in &plan.snapshot {
         crate::store::put_blob_digested(tx, &b.digest, &b.data)?;
     }
-    let mut insert = tx.prepare(
+    let mut insert = tx.prepare_cached(
         "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
              after_digest, after_executable, before_symlink, after_symlink)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -680,7 +681,7 @@ fn write_journal(
 
 /// Whether transaction `id` exists.
 fn exists(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<bool, TransactionError> {
-    Ok(tx.query_row(
+    Ok(tx.cached_row(
         "SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ?1)",
         [id],
         |r| r.get(0),
@@ -939,8 +940,8 @@ pub(crate) fn recover_one(
 /// The transactions left `applying`, oldest first.
 fn applying(store: &Store) -> Result<Vec<String>, TransactionError> {
     store.read(|tx| {
-        let mut stmt =
-            tx.prepare("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
+        let mut stmt = tx
+            .prepare_cached("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
         let ids = stmt
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
@@ -1067,7 +1068,7 @@ mod tests {
         fn query(&self, sql: &str) -> Vec<String> {
             self.store
                 .read(|tx| {
-                    let mut stmt = tx.prepare(sql)?;
+                    let mut stmt = tx.prepare_cached(sql)?;
                     let rows = stmt
                         .query_map([], |r| r.get::<_, String>(0))?
                         .collect::<rusqlite::Result<Vec<_>>>()?;

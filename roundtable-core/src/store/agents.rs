@@ -1,6 +1,7 @@
 //! The `agents` and `tasks` tables: who may act, and what proposals
 //! belong to.
 
+use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::model::{Agent, Task};
@@ -8,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension as _};
 
 /// The agent named `id`, if registered.
 pub(crate) fn agent(conn: &Connection, id: &str) -> rusqlite::Result<Option<Agent>> {
-    conn.query_row(
+    conn.cached_row(
         &format!("SELECT {} FROM agents WHERE id = ?1", Agent::COLUMNS),
         [id],
         Agent::from_row,
@@ -18,7 +19,7 @@ pub(crate) fn agent(conn: &Connection, id: &str) -> rusqlite::Result<Option<Agen
 
 /// Every agent, by id.
 pub(crate) fn all_agents(conn: &Connection) -> rusqlite::Result<Vec<Agent>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM agents ORDER BY id",
         Agent::COLUMNS
     ))?;
@@ -68,7 +69,7 @@ pub(crate) fn update_agent(
 
 /// Whether a task named `id` exists.
 pub(crate) fn task_exists(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
         [id],
         |r| r.get(0),
@@ -93,7 +94,7 @@ pub(crate) fn insert_task(
 
 /// The task named `id`, if any.
 pub(crate) fn task(conn: &Connection, id: &str) -> rusqlite::Result<Option<Task>> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT id, title, summary_md, created_by, created_at FROM tasks WHERE id = ?1",
         [id],
         Task::from_row,
@@ -111,7 +112,7 @@ pub(crate) fn list_agents(
     enabled: Option<bool>,
     limit: u64,
 ) -> rusqlite::Result<Vec<(i64, Agent)>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {}, rowid FROM agents
          WHERE rowid > ?1
            AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(agents.roles) WHERE value = ?2))
@@ -134,7 +135,7 @@ pub(crate) fn list_tasks(
     after: i64,
     limit: u64,
 ) -> rusqlite::Result<Vec<(i64, Task)>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT id, title, summary_md, created_by, created_at, rowid FROM tasks
          WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
     )?;

@@ -1,6 +1,7 @@
 //! The `claims` table and its fencing-token counter.
 
 use super::enum_from_sql;
+use super::CachedRow as _;
 use crate::claims::{ClaimType, LineSpan};
 use crate::clock::Timestamp;
 use crate::model::{Claim, ClaimStatus};
@@ -48,7 +49,7 @@ pub(crate) fn claim(
     id: &str,
     now: Timestamp,
 ) -> rusqlite::Result<Option<Claim>> {
-    conn.query_row(
+    conn.cached_row(
         &format!("SELECT {} FROM claims WHERE id = ?1", Claim::COLUMNS),
         [id],
         |r| Claim::from_row(r, now),
@@ -63,7 +64,7 @@ pub(crate) fn live_write_claims(
     agent: Option<&str>,
     now: Timestamp,
 ) -> rusqlite::Result<Vec<Claim>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM claims WHERE type = 'write' AND released_at IS NULL AND expires_at > ?1
          AND (?2 IS NULL OR agent_id = ?2) ORDER BY seq",
         Claim::COLUMNS
@@ -81,7 +82,7 @@ pub(crate) fn live_claims_facing(
     agent: &str,
     now: Timestamp,
 ) -> rusqlite::Result<Vec<Claim>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM claims WHERE released_at IS NULL AND expires_at > ?1
              AND (type = 'write' OR agent_id = ?2) ORDER BY seq",
         Claim::COLUMNS
@@ -94,7 +95,7 @@ pub(crate) fn live_claims_facing(
 
 /// The next fencing token: the store's counter, incremented.
 pub(crate) fn next_token(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<i64> {
-    tx.query_row(
+    tx.cached_row(
         "UPDATE counters SET value = value + 1 WHERE name = 'claim_token' RETURNING value",
         [],
         |r| r.get(0),
@@ -220,7 +221,7 @@ pub(crate) fn list(conn: &Connection, filter: &ClaimFilter<'_>) -> rusqlite::Res
         "SELECT {} FROM claims WHERE seq > ?1{agent}{resource}{status} AND ?4 = ?4 ORDER BY seq LIMIT ?5",
         Claim::COLUMNS
     );
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let claims = stmt
         .query_map(
             params![

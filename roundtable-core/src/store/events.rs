@@ -2,6 +2,7 @@
 //! [`append_event`](super::append_event)), read back in order, and the
 //! evidence tables' cross-check against it.
 
+use super::CachedRow as _;
 use super::EventFields;
 use crate::model::Event;
 use rusqlite::{params, Connection};
@@ -110,7 +111,7 @@ pub(crate) fn list(
     } else {
         "?2 IS NULL"
     };
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM events WHERE seq > ?1 AND {filter} ORDER BY seq LIMIT ?3",
         Event::COLUMNS
     ))?;
@@ -166,7 +167,7 @@ pub(crate) fn matching(
 
 /// The last event's seq (0 for an empty log).
 pub(crate) fn head_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))
+    conn.cached_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))
 }
 
 /// The chain head a transaction's `journaled` phase recorded.
@@ -181,7 +182,7 @@ pub(crate) struct JournaledHead {
 
 /// Every chain head a `journaled` phase recorded, in phase order.
 pub(crate) fn journaled_heads(conn: &Connection) -> rusqlite::Result<Vec<JournaledHead>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT transaction_id, json_extract(detail, '$.chain_head.seq'), json_extract(detail, '$.chain_head.digest')
          FROM transaction_phases WHERE phase = 'journaled' AND json_extract(detail, '$.chain_head') IS NOT NULL
          ORDER BY seq",
@@ -204,7 +205,7 @@ pub(crate) fn for_each(
     conn: &Connection,
     mut f: impl FnMut(&EventFields<'_>, &str) -> bool,
 ) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest
          FROM events ORDER BY seq",
     )?;
@@ -249,7 +250,7 @@ pub(crate) fn unrecorded(
     t: &Recorded,
     max: usize,
 ) -> rusqlite::Result<(u64, Vec<(String, String)>)> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT r.id, r.proposal_id FROM {} r
          WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.proposal_id = r.proposal_id AND ({}))
          ORDER BY r.seq",

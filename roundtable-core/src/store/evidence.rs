@@ -4,6 +4,7 @@
 
 use super::enum_to_sql;
 use super::events::recorded_filter;
+use super::CachedRow as _;
 use crate::clock::Timestamp;
 use crate::model::{
     Approval, ApprovalRequest, Decision, SecurityReviewRecord, TestResult, Vote, VoteValue,
@@ -40,7 +41,7 @@ pub(crate) fn insert_vote(
 
 /// The vote named `id`, if any.
 pub(crate) fn vote(conn: &Connection, id: &str) -> rusqlite::Result<Option<Vote>> {
-    conn.query_row(
+    conn.cached_row(
         &format!("SELECT {} FROM votes WHERE id = ?1", Vote::COLUMNS),
         [id],
         Vote::from_row,
@@ -57,7 +58,7 @@ pub(crate) fn list_votes(
     revision: Option<u32>,
     limit: i64,
 ) -> rusqlite::Result<Vec<Vote>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (?3 IS NULL OR revision = ?3)
          ORDER BY seq LIMIT ?4",
         Vote::COLUMNS
@@ -135,7 +136,7 @@ pub(crate) fn approval_request_target(
     conn: &Connection,
     id: &str,
 ) -> rusqlite::Result<Option<(String, u32)>> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT proposal_id, revision FROM human_approval_requests WHERE id = ?1",
         [id],
         |r| Ok((r.get(0)?, r.get(1)?)),
@@ -205,7 +206,7 @@ fn recorded<T>(
         "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
         recorded_filter(table)
     );
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let out = stmt
         .query_map([proposal_id], row)?
         .collect::<rusqlite::Result<Vec<T>>>()?;
@@ -261,7 +262,7 @@ pub(crate) fn recorded_test_results(
 
 /// Test result `id`, if any.
 pub(crate) fn test_result(conn: &Connection, id: &str) -> rusqlite::Result<Option<TestResult>> {
-    conn.query_row(
+    conn.cached_row(
         &format!(
             "SELECT {} FROM test_results WHERE id = ?1",
             TestResult::COLUMNS
@@ -282,7 +283,7 @@ pub(crate) fn list_test_results(
     name: Option<&str>,
     limit: i64,
 ) -> rusqlite::Result<Vec<TestResult>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM test_results WHERE proposal_id = ?1 AND seq > ?2
              AND (?3 IS NULL OR revision = ?3) AND (?4 IS NULL OR name = ?4)
          ORDER BY seq LIMIT ?5",

@@ -1,6 +1,7 @@
 //! The `idempotency` table: a mutating call's stored result under its
 //! caller's key.
 
+use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use rusqlite::{params, Connection, OptionalExtension as _};
@@ -21,7 +22,7 @@ pub(crate) fn get(
     actor: &Actor,
     key: &str,
 ) -> rusqlite::Result<Option<Remembered>> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT tool, request_digest, result FROM idempotency
          WHERE actor_kind = ?1 AND actor_id = ?2 AND key = ?3",
         params![actor.kind.as_str(), actor.id.as_str(), key],

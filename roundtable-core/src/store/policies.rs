@@ -2,6 +2,7 @@
 //! `retired`).
 
 use super::actor_from_sql;
+use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::model::PolicyRecord;
@@ -30,7 +31,7 @@ impl PolicyRecord {
 
 /// Policy version `version`, if stored.
 pub(crate) fn version(conn: &Connection, version: u32) -> rusqlite::Result<Option<PolicyRecord>> {
-    conn.query_row(
+    conn.cached_row(
         &format!(
             "SELECT {} FROM policies WHERE version = ?1",
             PolicyRecord::COLUMNS
@@ -43,7 +44,7 @@ pub(crate) fn version(conn: &Connection, version: u32) -> rusqlite::Result<Optio
 
 /// The active version, if one is.
 pub(crate) fn active(conn: &Connection) -> rusqlite::Result<Option<PolicyRecord>> {
-    conn.query_row(
+    conn.cached_row(
         &format!(
             "SELECT {} FROM policies WHERE status = 'active'",
             PolicyRecord::COLUMNS
@@ -56,7 +57,7 @@ pub(crate) fn active(conn: &Connection) -> rusqlite::Result<Option<PolicyRecord>
 
 /// The active version's number, if one is.
 pub(crate) fn active_version(conn: &Connection) -> rusqlite::Result<Option<u32>> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT version FROM policies WHERE status = 'active'",
         [],
         |r| r.get(0),
@@ -66,7 +67,7 @@ pub(crate) fn active_version(conn: &Connection) -> rusqlite::Result<Option<u32>>
 
 /// The number the next stored version gets.
 pub(crate) fn next_version(conn: &Connection) -> rusqlite::Result<u32> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT COALESCE(MAX(version), 0) + 1 FROM policies",
         [],
         |r| r.get(0),

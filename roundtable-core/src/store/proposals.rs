@@ -2,6 +2,7 @@
 //! once inserted; a proposal's status and latest revision move.
 
 use super::enum_to_sql;
+use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::model::{FileSummary, Proposal, ProposalStatus, Revision, RevisionEntry, Risk};
@@ -10,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension as _};
 
 /// The proposal named `id`, if any.
 pub(crate) fn proposal(conn: &Connection, id: &str) -> rusqlite::Result<Option<Proposal>> {
-    conn.query_row(
+    conn.cached_row(
         &format!("SELECT {} FROM proposals WHERE id = ?1", Proposal::COLUMNS),
         [id],
         Proposal::from_row,
@@ -111,7 +112,7 @@ pub(crate) fn open_proposals(
     after: i64,
     limit: u64,
 ) -> rusqlite::Result<Vec<Proposal>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM proposals WHERE seq > ?1 AND status IN ('pending', 'in_review')
          ORDER BY seq LIMIT ?2",
         Proposal::COLUMNS
@@ -158,7 +159,7 @@ pub(crate) fn list_proposals(
         }
     }
     sql.push_str(&format!(" ORDER BY seq LIMIT {}", filter.limit));
-    let mut stmt = conn.prepare(&sql)?;
+    let mut stmt = conn.prepare_cached(&sql)?;
     let proposals = stmt
         .query_map(
             rusqlite::params_from_iter(values.iter()),
@@ -174,7 +175,7 @@ pub(crate) fn revision(
     proposal_id: &str,
     number: u32,
 ) -> rusqlite::Result<Option<Revision>> {
-    conn.query_row(
+    conn.cached_row(
         &format!(
             "SELECT {} FROM revisions WHERE proposal_id = ?1 AND number = ?2",
             Revision::COLUMNS
@@ -187,7 +188,7 @@ pub(crate) fn revision(
 
 /// Every revision of `proposal_id`, by number.
 pub(crate) fn revisions(conn: &Connection, proposal_id: &str) -> rusqlite::Result<Vec<Revision>> {
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
         Revision::COLUMNS
     ))?;
@@ -202,7 +203,7 @@ pub(crate) fn revision_entries(
     conn: &Connection,
     proposal_id: &str,
 ) -> rusqlite::Result<Vec<RevisionEntry>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT number, format, digest, changeset_digest, created_at FROM revisions
          WHERE proposal_id = ?1 ORDER BY number",
     )?;

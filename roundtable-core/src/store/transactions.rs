@@ -2,6 +2,7 @@
 //! make (the apply writes its journal itself, in `apply`).
 
 use super::enum_to_sql;
+use super::CachedRow as _;
 use crate::clock::Timestamp;
 use crate::model::{Transaction, TransactionStatus};
 use rusqlite::{params, Connection, OptionalExtension as _};
@@ -19,7 +20,7 @@ pub(crate) struct ApplyingFile {
 /// Every path of every transaction still `applying`, by transaction then
 /// path.
 pub(crate) fn applying_files(conn: &Connection) -> rusqlite::Result<Vec<ApplyingFile>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT t.id, t.proposal_id, f.path FROM transactions t
          JOIN transaction_files f ON f.transaction_id = t.id
          WHERE t.status = 'applying' ORDER BY t.seq, f.path",
@@ -39,7 +40,7 @@ pub(crate) fn applying_files(conn: &Connection) -> rusqlite::Result<Vec<Applying
 /// The newest transaction's `seq` (0 for none) and how many are
 /// `applying`.
 pub(crate) fn apply_mark(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT coalesce(max(seq), 0), count(*) FILTER (WHERE status = 'applying') FROM transactions",
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
@@ -51,7 +52,7 @@ pub(crate) fn applying_for(
     conn: &Connection,
     proposal_id: &str,
 ) -> rusqlite::Result<Option<String>> {
-    conn.query_row(
+    conn.cached_row(
         "SELECT id FROM transactions WHERE proposal_id = ?1 AND kind = 'apply' AND status = 'applying'
                  ORDER BY seq DESC LIMIT 1",
         [proposal_id],
@@ -90,7 +91,7 @@ pub(crate) fn list(
     } else {
         " AND ?3 IS NULL"
     };
-    let mut stmt = conn.prepare(&format!(
+    let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM transactions t WHERE t.seq > ?1{proposal}{status_sql} ORDER BY t.seq LIMIT ?4",
         Transaction::COLUMNS
     ))?;
@@ -105,7 +106,7 @@ pub(crate) fn list(
 
 /// Transaction `id`'s phases, in order.
 pub(crate) fn phases(conn: &Connection, id: &str) -> rusqlite::Result<Vec<crate::model::Phase>> {
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare_cached(
         "SELECT phase, status, detail, at FROM transaction_phases WHERE transaction_id = ?1 ORDER BY seq",
     )?;
     let phases = stmt

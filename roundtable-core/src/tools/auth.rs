@@ -26,15 +26,10 @@ pub(crate) fn require_kind(
 }
 
 impl Cx<'_> {
-    /// `forbidden` unless the actor is of one of these kinds.
-    pub(crate) fn require_kind(&self, kinds: &[ActorKind], tool: &str) -> Result<(), ToolError> {
-        require_kind(self.actor, kinds, tool)
-    }
-
     /// The calling agent's record: `forbidden` unless the actor is a
     /// registered, enabled agent.
     pub(crate) fn enabled_agent(&self, tool: &str) -> Result<Agent, ToolError> {
-        self.require_kind(&[ActorKind::Agent], tool)?;
+        require_kind(self.actor, &[ActorKind::Agent], tool)?;
         let agent = Agent::load(self.tx, self.actor.id.as_str())?.ok_or_else(|| {
             ToolError::forbidden(
                 format!("agent {} is not registered", self.actor.id),

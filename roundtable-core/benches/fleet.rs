@@ -256,14 +256,14 @@ fn agent_thread(
         // Sleep until it lands (the orchestrator rebases it if the files
         // moved under it).
         'landing: loop {
-            let w = wait(engine, &me, seq, &["proposal.applied"], 30_000);
+            let w = okt(
+                engine,
+                "events.wait",
+                json!({"since_seq": seq, "proposal_id": pid, "kinds": ["proposal.applied"], "timeout_ms": 30_000}),
+                &me,
+            );
             seq = w["next_since_seq"].as_i64().expect("seq");
-            if w["events"]
-                .as_array()
-                .expect("events")
-                .iter()
-                .any(|e| e["proposal_id"] == pid.as_str())
-            {
+            if w["timed_out"] == false {
                 break 'landing;
             }
         }

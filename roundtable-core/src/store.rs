@@ -336,14 +336,16 @@ impl Store {
     ) -> Result<T, E> {
         let err = sqlite_error(&self.path);
         let mut conn = self.lock();
+        APPENDED.with_borrow_mut(Vec::clear);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&err)?;
         let out = f(&tx)?;
         tx.commit().map_err(&err)?;
         drop(conn);
-        // Waiters in this engine learn of the commit at once.
-        self.notices.commits.bump();
+        // Waiters in this engine learn at once of the events committed.
+        let appended = APPENDED.take();
+        self.notices.commits.publish(&appended);
         Ok(out)
     }
 
@@ -390,43 +392,30 @@ impl Store {
         Ok(conn)
     }
 
-    /// The commit generation: it moves on every commit of this store
-    /// and, once a waiter watches ([`Store::wait_for_change`]), on every
-    /// write into the store's directory by anyone. Read it before
-    /// checking, then wait past it: no change between the two is lost.
-    pub(crate) fn generation(&self) -> u64 {
-        self.notices.commits.current()
+    /// Register a waiter for `interest`: it is woken by the events this
+    /// engine commits and, once [`Store::watch_commits`] ran, by those
+    /// other connections commit. Register before the first check, so
+    /// nothing committed after that check goes unseen.
+    pub(crate) fn register(&self, interest: watch::Interest) -> watch::Waiting<'_> {
+        self.notices.commits.register(interest)
     }
 
-    /// Make the generation also move on other connections' commits: the
-    /// first call starts watching the store's directory (a waiter calls
-    /// it before its first check, so nothing committed after that check
-    /// goes unseen); later calls cost an atomic load.
+    /// Make waiters also learn of other connections' commits: the first
+    /// call starts watching the store's directory, following the log
+    /// from its head then; later calls cost an atomic load.
     pub(crate) fn watch_commits(&self) {
         if let Some(dir) = self.path.parent() {
-            self.notices.watch(dir);
+            self.notices.watch(dir, || {
+                let conn = self.open_reader().ok()?;
+                watch::LogTail::new(conn).ok()
+            });
         }
-    }
-
-    /// Block until the generation moves past `seen` or `timeout` passed
-    /// (holding no connection and no lock meanwhile); returns the
-    /// generation then.
-    pub(crate) fn wait_for_change(&self, seen: u64, timeout: Duration) -> u64 {
-        self.notices.commits.wait_past(seen, timeout)
     }
 
     /// Wake every waiter: something they wait on changed outside the
     /// store (a claim waiter left the queue).
     pub(crate) fn notify(&self) {
         self.notices.commits.bump();
-    }
-
-    /// `PRAGMA data_version`: it changes when another connection (this
-    /// process or another) committed since this connection last read it.
-    pub(crate) fn data_version(&self) -> Result<i64, StoreError> {
-        self.lock()
-            .query_row("PRAGMA data_version", [], |r| r.get(0))
-            .map_err(sqlite_error(&self.path))
     }
 
     /// Tag a SQLite error with this store's path.
@@ -824,10 +813,11 @@ pub(crate) fn append_event(
         prev_digest: &prev,
     }
     .digest();
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO events (seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![
+    )?
+    .execute(params![
             seq,
             event.kind.as_str(),
             event.actor.kind.as_str(),
@@ -838,9 +828,26 @@ pub(crate) fn append_event(
             event.at.0,
             prev,
             digest
-        ],
-    )?;
+        ])?;
+    APPENDED.with_borrow_mut(|a| {
+        a.push(watch::Notice {
+            seq,
+            kind: event.kind.as_str().to_owned(),
+            proposal_id: event.proposal_id.map(str::to_owned),
+            actor_kind: event.actor.kind.as_str().to_owned(),
+            actor_id: event.actor.id.as_str().to_owned(),
+        });
+    });
     Ok(seq)
+}
+
+thread_local! {
+    /// The events the write transaction running on this thread appended
+    /// so far: [`Store::write`] empties it before `f` and publishes it
+    /// once the transaction committed (a write holds the writing
+    /// connection and runs `f` on its own thread, so nothing else adds
+    /// to it meanwhile).
+    static APPENDED: std::cell::RefCell<Vec<watch::Notice>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[cfg(test)]

@@ -1,74 +1,307 @@
 //! Commit notifications: how a waiter (`events.wait`, a waiting
-//! `claim.acquire`) learns that the store may have changed, without
-//! polling it.
+//! `claim.acquire`) learns that something it waits for may have been
+//! committed, without polling the store, and without waking for what it
+//! does not wait for.
 //!
+//! - **What a commit appended.** Every state change appends its event in
+//!   the same transaction, so the log says what changed. A waiter
+//!   registers an [`Interest`] (event kinds, a proposal, an actor, or
+//!   anything) and is woken only by a [`Notice`] of an event it matches,
+//!   with a `seq` past the log head it last checked: sixteen agents each
+//!   waiting for their own proposal's landing are not all woken by every
+//!   vote.
 //! - **This engine's commits**: [`Store::write`](super::Store::write)
-//!   bumps a generation counter and wakes every waiter on its condition
-//!   variable after each commit.
+//!   publishes the events each commit appended, right after the commit.
 //! - **Other connections' commits** (other processes, other engines in
-//!   this process): a watcher thread, started with the first wait, blocks
+//!   this process): a watcher thread, started by the first waiter, blocks
 //!   in `poll` on an inotify watch of the store's directory (SQLite
-//!   appends every commit to `store.db-wal`; a checkpoint writes
-//!   `store.db`) and bumps the same counter on every change there. It
-//!   holds no connection and no lock, and costs nothing while nothing
-//!   changes; dropping the store stops it through an eventfd.
-//! - **A missed notification** (inotify unavailable, or a change seen an
-//!   instant before SQLite made the commit visible): waiters recheck
-//!   `PRAGMA data_version` every [`FALLBACK`], so one costs at most that.
+//!   appends every commit to `store.db-wal`). On a change it reads the
+//!   events appended since it last looked, with one indexed query on its
+//!   own read-only connection, and publishes them the same way; the
+//!   waiters then wake exactly as for this engine's commits (an event
+//!   they were already told of, or already read, wakes nobody twice). A
+//!   change that shows no new event yet (the WAL written an instant
+//!   before SQLite made the commit visible) is looked at again [`NUDGE`]
+//!   later.
+//! - **A missed notification** (inotify unavailable, or a commit that
+//!   became visible after the nudge): while waiters are registered the
+//!   watcher checks `PRAGMA data_version` on its connection every
+//!   [`FALLBACK`], so a missed one costs at most that; with no waiter it
+//!   sleeps in `poll` and costs nothing.
+//! - [`Commits::bump`] wakes every waiter, for a change outside the log
+//!   (a claim waiter left the queue).
 
+use rusqlite::Connection;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-/// How often a waiter rechecks `PRAGMA data_version` when no
-/// notification came: the most a missed notification can cost.
+/// How often the watcher checks `PRAGMA data_version` while waiters are
+/// registered: the most a missed notification can cost.
 pub(crate) const FALLBACK: Duration = Duration::from_millis(100);
 
-/// The commit generation and the waiters blocked on it.
+/// After a change in the store's directory that showed no new event, the
+/// watcher looks again this soon (the commit may not have been visible
+/// yet) rather than at [`FALLBACK`].
+pub(crate) const NUDGE: Duration = Duration::from_millis(5);
+
+/// Lock `m`, through a poisoned lock: every value behind these locks is
+/// valid at every instant (plain numbers and lists).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One committed event, as much of it as a waiter filters on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Notice {
+    /// Its place in the log.
+    pub seq: i64,
+    /// Its kind's stable spelling.
+    pub kind: String,
+    /// The proposal it is about, if any.
+    pub proposal_id: Option<String>,
+    /// Who caused it: actor kind.
+    pub actor_kind: String,
+    /// Who caused it: actor id.
+    pub actor_id: String,
+}
+
+/// What a waiter waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Interest {
+    /// Any commit at all (a claim waiter: a release, a landing, an expiry
+    /// renewed — its check decides).
+    Any,
+    /// Events matching every given filter.
+    Events {
+        /// Only these kinds (any when empty).
+        kinds: Vec<String>,
+        /// Only this proposal's.
+        proposal_id: Option<String>,
+        /// Only this actor's: `(kind, id)`.
+        actor: Option<(String, String)>,
+    },
+}
+
+impl Interest {
+    /// Whether `notice` is something this waiter waits for.
+    pub(crate) fn matches(&self, notice: &Notice) -> bool {
+        match self {
+            Interest::Any => true,
+            Interest::Events {
+                kinds,
+                proposal_id,
+                actor,
+            } => {
+                (kinds.is_empty() || kinds.contains(&notice.kind))
+                    && proposal_id
+                        .as_ref()
+                        .is_none_or(|p| notice.proposal_id.as_ref() == Some(p))
+                    && actor
+                        .as_ref()
+                        .is_none_or(|(k, id)| *k == notice.actor_kind && *id == notice.actor_id)
+            }
+        }
+    }
+}
+
+/// One registered waiter.
+#[derive(Debug)]
+struct Slot {
+    interest: Interest,
+    marks: Mutex<Marks>,
+    woken: Condvar,
+}
+
+/// Where a waiter stands in the log.
+#[derive(Debug, Clone, Copy)]
+struct Marks {
+    /// Everything up to this seq has been read (or woken for) already.
+    seen: i64,
+    /// The highest seq of a matching notice ([`i64::MAX`]: something
+    /// changed outside the log). The waiter is due to look while
+    /// `pending > seen`.
+    pending: i64,
+}
+
+/// The registered waiters of one store, and what wakes them.
 #[derive(Debug, Default)]
 pub(crate) struct Commits {
-    generation: Mutex<u64>,
-    changed: Condvar,
+    waiters: Mutex<Vec<Arc<Slot>>>,
+    /// Tells the watcher thread (once there is one) that the first waiter
+    /// registered, so it starts its [`FALLBACK`] checks.
+    kick: OnceLock<OwnedFd>,
 }
 
 impl Commits {
-    fn lock(&self) -> std::sync::MutexGuard<'_, u64> {
-        self.generation
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Wake the waiters that match one of `notices` past what they have
+    /// seen.
+    pub(crate) fn publish(&self, notices: &[Notice]) {
+        if notices.is_empty() {
+            return;
+        }
+        for slot in lock(&self.waiters).iter() {
+            let mut marks = lock(&slot.marks);
+            let top = notices
+                .iter()
+                .filter(|n| n.seq > marks.seen && slot.interest.matches(n))
+                .map(|n| n.seq)
+                .max();
+            if let Some(top) = top.filter(|t| *t > marks.pending) {
+                marks.pending = top;
+                drop(marks);
+                slot.woken.notify_one();
+            }
+        }
     }
 
-    /// The generation now.
-    pub(crate) fn current(&self) -> u64 {
-        *self.lock()
-    }
-
-    /// Something may have changed: a new generation, every waiter woken.
+    /// Wake every waiter: something may have changed that the log does
+    /// not show.
     pub(crate) fn bump(&self) {
-        let mut g = self.lock();
-        *g = g.wrapping_add(1);
-        drop(g);
-        self.changed.notify_all();
+        for slot in lock(&self.waiters).iter() {
+            lock(&slot.marks).pending = i64::MAX;
+            slot.woken.notify_one();
+        }
     }
 
-    /// Block until the generation is no longer `seen`, or `timeout`
-    /// passed; returns the generation then.
-    pub(crate) fn wait_past(&self, seen: u64, timeout: Duration) -> u64 {
-        let g = self.lock();
-        let (g, _) = self
-            .changed
-            .wait_timeout_while(g, timeout, |g| *g == seen)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *g
+    /// Whether anyone waits.
+    fn has_waiters(&self) -> bool {
+        !lock(&self.waiters).is_empty()
+    }
+
+    /// Register a waiter for `interest` that has seen nothing yet. Register
+    /// before the first check: a notice published after that wakes it.
+    pub(crate) fn register(&self, interest: Interest) -> Waiting<'_> {
+        let slot = Arc::new(Slot {
+            interest,
+            marks: Mutex::new(Marks {
+                seen: 0,
+                pending: 0,
+            }),
+            woken: Condvar::new(),
+        });
+        let mut waiters = lock(&self.waiters);
+        let first = waiters.is_empty();
+        waiters.push(Arc::clone(&slot));
+        drop(waiters);
+        if first {
+            if let Some(kick) = self.kick.get() {
+                let _ = rustix::io::write(kick.as_fd(), &1u64.to_ne_bytes());
+            }
+        }
+        Waiting {
+            commits: self,
+            slot,
+        }
     }
 }
 
-/// The watcher thread of one store: it bumps [`Commits`] whenever a file
-/// in the store's directory is written. Dropping it stops the thread.
+/// A registered waiter; dropping it unregisters.
+#[derive(Debug)]
+#[must_use = "a waiter is woken only while it is registered"]
+pub(crate) struct Waiting<'a> {
+    commits: &'a Commits,
+    slot: Arc<Slot>,
+}
+
+impl Waiting<'_> {
+    /// The waiter has read the log up to `head` (its check's snapshot):
+    /// notices up to there wake it no more.
+    pub(crate) fn checked(&self, head: i64) {
+        let mut marks = lock(&self.slot.marks);
+        marks.seen = marks.seen.max(head);
+    }
+
+    /// Sleep until a matching notice past what was seen arrives, or
+    /// `timeout` passes; true when woken (the waiter should look now).
+    pub(crate) fn sleep(&self, timeout: Duration) -> bool {
+        let marks = lock(&self.slot.marks);
+        let (mut marks, _) = self
+            .slot
+            .woken
+            .wait_timeout_while(marks, timeout, |m| m.pending <= m.seen)
+            .unwrap_or_else(PoisonError::into_inner);
+        if marks.pending <= marks.seen {
+            return false;
+        }
+        // The look that follows reads everything committed so far.
+        if marks.pending != i64::MAX {
+            marks.seen = marks.pending;
+        } else {
+            marks.pending = marks.seen;
+        }
+        true
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(&self.commits.waiters).retain(|s| !Arc::ptr_eq(s, &self.slot));
+    }
+}
+
+/// Reads the events appended since it last looked, for the watcher.
+pub(crate) struct LogTail {
+    conn: Connection,
+    /// The last seq read.
+    last: i64,
+    /// `PRAGMA data_version` when last read.
+    version: i64,
+}
+
+impl LogTail {
+    /// Follow the log from its head now, on `conn` (a read-only
+    /// connection of its own).
+    pub(crate) fn new(conn: Connection) -> rusqlite::Result<LogTail> {
+        let last = conn.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?;
+        let version = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        Ok(LogTail {
+            conn,
+            last,
+            version,
+        })
+    }
+
+    /// The events committed since the last call.
+    fn new_events(&mut self) -> rusqlite::Result<Vec<Notice>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, kind, proposal_id, actor_kind, actor_id FROM events WHERE seq > ?1 ORDER BY seq",
+        )?;
+        let notices = stmt
+            .query_map([self.last], |r| {
+                Ok(Notice {
+                    seq: r.get(0)?,
+                    kind: r.get(1)?,
+                    proposal_id: r.get(2)?,
+                    actor_kind: r.get(3)?,
+                    actor_id: r.get(4)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        if let Some(n) = notices.last() {
+            self.last = n.seq;
+        }
+        Ok(notices)
+    }
+
+    /// Whether another connection committed since the last look.
+    fn moved(&mut self) -> rusqlite::Result<bool> {
+        let v: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        Ok(std::mem::replace(&mut self.version, v) != v)
+    }
+}
+
+/// The watcher thread of one store: it publishes other connections'
+/// commits. Dropping it stops the thread.
 #[derive(Debug)]
 pub(crate) struct Watcher {
-    stop: OwnedFd,
+    stop: Arc<AtomicBool>,
+    /// Written to stop the thread (after `stop` is set) or to kick it.
+    signal: OwnedFd,
     thread: Option<std::thread::JoinHandle<()>>,
     /// The process that started the thread: a child forked since has
     /// the eventfd but not the thread, and must neither signal the
@@ -77,39 +310,52 @@ pub(crate) struct Watcher {
 }
 
 impl Watcher {
-    /// Watch `dir` (the store's directory) for `commits`. `None` when the
-    /// system refuses (no inotify, too many watches): waiters then rely on
-    /// the [`FALLBACK`] recheck alone.
-    pub(crate) fn start(dir: &Path, commits: &Arc<Commits>) -> Option<Watcher> {
+    /// Watch `dir` (the store's directory) for `commits`, reading new
+    /// events with `tail`. Without inotify (the system refuses, or too
+    /// many watches) the thread still runs its [`FALLBACK`] checks.
+    /// `None` when not even a thread or an eventfd can be had: waiters
+    /// then wake on this engine's commits and their deadlines only.
+    pub(crate) fn start(dir: &Path, commits: &Arc<Commits>, tail: LogTail) -> Option<Watcher> {
         use rustix::event::{eventfd, EventfdFlags};
-        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
-        let inotify = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
-        // Writes (the WAL, a checkpoint), and files appearing (the WAL
-        // recreated after the last connection closed it). The directory
-        // was checked not to be a link when the store opened.
-        inotify::add_watch(
-            &inotify,
-            dir,
-            WatchFlags::MODIFY
-                | WatchFlags::CREATE
-                | WatchFlags::MOVED_TO
-                | WatchFlags::DONT_FOLLOW
-                | WatchFlags::ONLYDIR,
-        )
-        .ok()?;
-        let stop = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
-        let stop_seen = stop.try_clone().ok()?;
+        let inotify = watch_dir(dir);
+        let signal = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
+        let signal_seen = signal.try_clone().ok()?;
+        if let Ok(kick) = signal.try_clone() {
+            let _ = commits.kick.set(kick);
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
         let commits = Arc::downgrade(commits);
         let thread = std::thread::Builder::new()
             .name("roundtable-watch".into())
-            .spawn(move || watch(&inotify, &stop_seen, &commits))
+            .spawn(move || watch(inotify.as_ref(), &signal_seen, &stopping, &commits, tail))
             .ok()?;
         Some(Watcher {
             stop,
+            signal,
             thread: Some(thread),
             pid: std::process::id(),
         })
     }
+}
+
+/// An inotify watch of `dir`: writes (the WAL, a checkpoint) and files
+/// appearing (the WAL recreated after the last connection closed it).
+/// The directory was checked not to be a link when the store opened.
+fn watch_dir(dir: &Path) -> Option<OwnedFd> {
+    use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+    let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
+    inotify::add_watch(
+        &fd,
+        dir,
+        WatchFlags::MODIFY
+            | WatchFlags::CREATE
+            | WatchFlags::MOVED_TO
+            | WatchFlags::DONT_FOLLOW
+            | WatchFlags::ONLYDIR,
+    )
+    .ok()?;
+    Some(fd)
 }
 
 impl Drop for Watcher {
@@ -117,52 +363,99 @@ impl Drop for Watcher {
         if self.pid != std::process::id() {
             return;
         }
-        // Wake the thread out of `poll`; it sees the eventfd and returns.
-        let _ = rustix::io::write(self.stop.as_fd(), &1u64.to_ne_bytes());
+        // Wake the thread out of `poll`; it sees `stop` and returns.
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = rustix::io::write(self.signal.as_fd(), &1u64.to_ne_bytes());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// The watcher thread's loop: block until the directory changes (then
-/// drain the events and bump the generation) or `stop` is signalled.
-fn watch(inotify: &OwnedFd, stop: &OwnedFd, commits: &std::sync::Weak<Commits>) {
-    use rustix::event::{poll, PollFd, PollFlags};
+/// Read everything queued on a non-blocking `fd`; true when there was
+/// anything.
+fn drain(fd: &OwnedFd) -> bool {
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut any = false;
     loop {
-        let mut fds = [
-            PollFd::new(inotify, PollFlags::IN),
-            PollFd::new(stop, PollFlags::IN),
-        ];
-        match poll(&mut fds, None) {
-            Ok(_) => {}
-            Err(rustix::io::Errno::INTR) => continue,
-            Err(_) => return,
-        }
-        if !fds[1].revents().is_empty() {
-            return;
-        }
-        if fds[0].revents().is_empty() {
-            continue;
-        }
-        // Drain everything queued: one bump covers them all.
-        loop {
-            match rustix::io::read(inotify.as_fd(), &mut buf[..]) {
-                Ok((read, _)) if !read.is_empty() => {}
-                Err(rustix::io::Errno::INTR) => {}
-                _ => break,
-            }
-        }
-        match commits.upgrade() {
-            Some(c) => c.bump(),
-            None => return,
+        match rustix::io::read(fd.as_fd(), &mut buf[..]) {
+            Ok((read, _)) if !read.is_empty() => any = true,
+            Err(rustix::io::Errno::INTR) => {}
+            _ => return any,
         }
     }
 }
 
-/// The store's notification state: the generation, and the watcher once
-/// a waiter started it.
+/// The watcher thread's loop: block until the directory changes, the
+/// fallback check is due, or `signal` says stop (or that waiters came).
+fn watch(
+    inotify: Option<&OwnedFd>,
+    signal: &OwnedFd,
+    stop: &AtomicBool,
+    commits: &Weak<Commits>,
+    mut tail: LogTail,
+) {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut nudge = false;
+    loop {
+        let waiting = match commits.upgrade() {
+            Some(c) => c.has_waiters(),
+            None => return,
+        };
+        let timeout = if nudge {
+            Some(NUDGE)
+        } else if waiting {
+            Some(FALLBACK)
+        } else {
+            None
+        };
+        let timeout = timeout.map(|t| Timespec {
+            tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(t.subsec_nanos()),
+        });
+        let mut fds = vec![PollFd::new(signal, PollFlags::IN)];
+        if let Some(fd) = inotify {
+            fds.push(PollFd::new(fd, PollFlags::IN));
+        }
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return,
+        }
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let kicked = !fds[0].revents().is_empty() && drain(signal);
+        let changed =
+            fds.get(1).is_some_and(|f| !f.revents().is_empty()) && inotify.is_some_and(drain);
+        if kicked && !changed {
+            continue; // a waiter came: recompute the timeout
+        }
+        let look = changed || nudge || tail.moved().unwrap_or(true);
+        if !look {
+            continue;
+        }
+        let Some(c) = commits.upgrade() else { return };
+        match tail.new_events() {
+            Ok(notices) if notices.is_empty() => {
+                // Not visible yet, or a commit that appended nothing:
+                // one more look soon after a directory change.
+                nudge = changed;
+            }
+            Ok(notices) => {
+                nudge = false;
+                c.publish(&notices);
+            }
+            Err(_) => {
+                // The waiters look for themselves.
+                nudge = false;
+                c.bump();
+            }
+        }
+    }
+}
+
+/// The store's notification state: the waiters, and the watcher once a
+/// waiter started it.
 #[derive(Debug, Default)]
 pub(crate) struct Notices {
     pub(crate) commits: Arc<Commits>,
@@ -171,10 +464,11 @@ pub(crate) struct Notices {
 
 impl Notices {
     /// Make sure changes by other connections are watched (the first
-    /// waiter starts the thread; later calls cost an atomic load).
-    pub(crate) fn watch(&self, dir: &Path) {
+    /// waiter starts the thread, following the log from `tail`'s head;
+    /// later calls cost an atomic load).
+    pub(crate) fn watch(&self, dir: &Path, tail: impl FnOnce() -> Option<LogTail>) {
         self.watcher
-            .get_or_init(|| Watcher::start(dir, &self.commits));
+            .get_or_init(|| Watcher::start(dir, &self.commits, tail()?));
     }
 }
 
@@ -182,27 +476,132 @@ impl Notices {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_write_in_the_directory_bumps_the_generation_and_drop_stops_the_thread() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let commits = Arc::new(Commits::default());
-        let watcher = Watcher::start(dir.path(), &commits).expect("inotify");
-        let seen = commits.current();
-        std::fs::write(dir.path().join("store.db-wal"), b"frame").expect("write");
-        let now = commits.wait_past(seen, Duration::from_secs(5));
-        assert_ne!(now, seen, "the write woke nobody");
-        drop(watcher); // joins the thread: hangs here if stopping failed
+    fn notice(seq: i64, kind: &str, proposal: Option<&str>) -> Notice {
+        Notice {
+            seq,
+            kind: kind.into(),
+            proposal_id: proposal.map(Into::into),
+            actor_kind: "agent".into(),
+            actor_id: "a1".into(),
+        }
+    }
+
+    fn applied_of(p: &str) -> Interest {
+        Interest::Events {
+            kinds: vec!["proposal.applied".into()],
+            proposal_id: Some(p.into()),
+            actor: None,
+        }
     }
 
     #[test]
-    fn wait_past_returns_at_once_when_the_generation_moved_and_times_out_otherwise() {
+    fn a_waiter_wakes_only_for_what_it_waits_for_and_only_once() {
         let commits = Commits::default();
-        let seen = commits.current();
+        let w = commits.register(applied_of("p1"));
+        w.checked(10);
+        // Another proposal's landing, a vote on p1, and an event already
+        // read: none wakes it.
+        commits.publish(&[notice(11, "proposal.applied", Some("p2"))]);
+        commits.publish(&[notice(12, "vote.cast", Some("p1"))]);
+        commits.publish(&[notice(9, "proposal.applied", Some("p1"))]);
+        assert!(!w.sleep(Duration::from_millis(20)));
+        commits.publish(&[notice(13, "proposal.applied", Some("p1"))]);
+        assert!(w.sleep(Duration::from_secs(5)));
+        // The same event told again (the watcher reads this engine's
+        // commits too) wakes nobody twice.
+        commits.publish(&[notice(13, "proposal.applied", Some("p1"))]);
+        assert!(!w.sleep(Duration::from_millis(20)));
+    }
+
+    #[test]
+    fn a_notice_during_a_check_wakes_unless_the_check_read_it() {
+        let commits = Commits::default();
+        let w = commits.register(Interest::Any);
+        // Published between registering and the check's snapshot.
+        commits.publish(&[notice(5, "task.created", None)]);
+        w.checked(4); // the check's snapshot did not hold it
+        assert!(w.sleep(Duration::from_secs(5)));
+        let v = commits.register(Interest::Any);
+        commits.publish(&[notice(6, "task.created", None)]);
+        v.checked(6); // this check read it
+        assert!(!v.sleep(Duration::from_millis(20)));
+    }
+
+    #[test]
+    fn bump_wakes_every_waiter_once_and_a_dropped_waiter_leaves() {
+        let commits = Commits::default();
+        let a = commits.register(applied_of("p1"));
+        let b = commits.register(Interest::Any);
+        a.checked(100);
         commits.bump();
-        assert_ne!(commits.wait_past(seen, Duration::from_secs(5)), seen);
-        let now = commits.current();
-        let start = std::time::Instant::now();
-        assert_eq!(commits.wait_past(now, Duration::from_millis(30)), now);
-        assert!(start.elapsed() >= Duration::from_millis(30));
+        assert!(a.sleep(Duration::from_secs(5)));
+        assert!(b.sleep(Duration::from_secs(5)));
+        assert!(!a.sleep(Duration::from_millis(20)));
+        drop(b);
+        assert!(commits.has_waiters());
+        drop(a);
+        assert!(!commits.has_waiters());
+    }
+
+    #[test]
+    fn a_waiter_on_another_thread_is_woken_by_a_matching_notice() {
+        let commits = Arc::new(Commits::default());
+        let w = commits.register(applied_of("p1"));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                commits.publish(&[notice(1, "proposal.applied", Some("p1"))]);
+            });
+            assert!(w.sleep(Duration::from_secs(10)), "the notice woke nobody");
+        });
+    }
+
+    #[test]
+    fn filters_match_kind_proposal_and_actor() {
+        let n = notice(1, "vote.cast", Some("p1"));
+        assert!(Interest::Any.matches(&n));
+        let only =
+            |kinds: &[&str], p: Option<&str>, actor: Option<(&str, &str)>| Interest::Events {
+                kinds: kinds.iter().map(|k| (*k).to_owned()).collect(),
+                proposal_id: p.map(Into::into),
+                actor: actor.map(|(k, i)| (k.to_owned(), i.to_owned())),
+            };
+        assert!(only(&[], None, None).matches(&n));
+        assert!(only(
+            &["proposal.revised", "vote.cast"],
+            Some("p1"),
+            Some(("agent", "a1"))
+        )
+        .matches(&n));
+        assert!(!only(&["proposal.revised"], None, None).matches(&n));
+        assert!(!only(&[], Some("p2"), None).matches(&n));
+        assert!(!only(&[], None, Some(("agent", "a2"))).matches(&n));
+        assert!(!only(&[], Some("p1"), None).matches(&notice(2, "vote.cast", None)));
+    }
+
+    #[test]
+    fn the_watcher_publishes_another_connections_commit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("store.db");
+        let writer = Connection::open(&db).expect("open");
+        writer
+            .execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE events (seq INTEGER PRIMARY KEY, kind TEXT, proposal_id TEXT, actor_kind TEXT, actor_id TEXT);",
+            )
+            .expect("schema");
+        let commits = Arc::new(Commits::default());
+        let tail = LogTail::new(Connection::open(&db).expect("reader")).expect("tail");
+        let watcher = Watcher::start(dir.path(), &commits, tail).expect("watcher");
+        let w = commits.register(applied_of("p1"));
+        writer
+            .execute(
+                "INSERT INTO events VALUES (1, 'proposal.applied', 'p1', 'orchestrator', 'host')",
+                [],
+            )
+            .expect("insert");
+        assert!(w.sleep(Duration::from_secs(5)), "the commit woke nobody");
+        drop(w);
+        drop(watcher); // joins the thread: hangs here if stopping failed
     }
 }

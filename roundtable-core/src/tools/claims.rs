@@ -334,6 +334,7 @@ fn acquire_waiting(
     wait: WaitMs<MAX_WAIT_MS>,
 ) -> Result<ClaimChanged, ToolError> {
     use super::wait::Check;
+    use crate::store::watch::Interest;
     let deadline = std::time::Instant::now() + wait.duration();
     let slot = engine
         .claim_queue()
@@ -344,7 +345,7 @@ fn acquire_waiting(
         let ms = claim.expires_at.0.saturating_sub(engine.now().0).max(0);
         std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0) + 1)
     };
-    let granted = super::wait::until(engine, deadline, || {
+    let granted = super::wait::until(engine, deadline, Interest::Any, || {
         let ahead = slot.ahead();
         if ahead > 0 {
             if refusal.is_none() {
@@ -356,14 +357,20 @@ fn acquire_waiting(
                     json!({"resource_id": args.resource_id, "waiters_ahead": ahead}),
                 ));
             }
-            return Ok(Check::Wait(None));
+            return Ok(Check::Wait {
+                due: None,
+                head: None,
+            });
         }
         if let Some(id) = &blocker {
             let held = engine
                 .store()
                 .read(|tx| Ok::<_, ToolError>(store::claims::claim(tx, id, engine.now())?))?;
             if let Some(claim) = held.filter(|c| c.status == ClaimStatus::Active) {
-                return Ok(Check::Wait(Some(until_expiry(&claim))));
+                return Ok(Check::Wait {
+                    due: Some(until_expiry(&claim)),
+                    head: None,
+                });
             }
         }
         match super::run_tool(engine, actor, args.clone()) {
@@ -374,11 +381,14 @@ fn acquire_waiting(
                 blocker = holder.as_ref().map(|c| c.id.clone());
                 let due = holder.as_ref().map(until_expiry);
                 refusal = Some(e);
-                Ok(Check::Wait(due))
+                Ok(Check::Wait { due, head: None })
             }
             Err(e) if e.code() == crate::ErrorCode::Busy => {
                 refusal = Some(e);
-                Ok(Check::Wait(None))
+                Ok(Check::Wait {
+                    due: None,
+                    head: None,
+                })
             }
             Err(e) => Err(e),
         }

@@ -8,6 +8,7 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::model::EventKind;
 use crate::store;
+use crate::store::watch::Interest;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -159,17 +160,27 @@ impl super::Request for WaitEvents {
             .timeout_ms
             .map_or(std::time::Duration::from_secs(30), WaitMs::duration);
         let deadline = std::time::Instant::now() + timeout;
-        let filter = store::events::EventFilter {
-            since,
-            proposal_id: self.proposal_id.as_ref().map(Id::as_str),
-            kinds: &kinds,
-            actor: self
-                .actor
-                .as_ref()
-                .map(|a| (a.kind.as_str(), a.id.as_str())),
+        let proposal_id = self.proposal_id.as_ref().map(Id::as_str);
+        let actor = self
+            .actor
+            .as_ref()
+            .map(|a| (a.kind.as_str(), a.id.as_str()));
+        let interest = Interest::Events {
+            kinds: kinds.iter().map(|k| (*k).to_owned()).collect(),
+            proposal_id: proposal_id.map(str::to_owned),
+            actor: actor.map(|(k, id)| (k.to_owned(), id.to_owned())),
         };
-        // One look: the matching events, where to resume, the head.
-        let look = || -> Result<EventWait, ToolError> {
+        // One look at the events after `after` (`since`, or the head a
+        // look found nothing up to: the log is appended in `seq` order
+        // under the write lock, so a later look need only read what
+        // came since): the matching events, where to resume, the head.
+        let look = |after: i64| -> Result<EventWait, ToolError> {
+            let filter = store::events::EventFilter {
+                since: after,
+                proposal_id,
+                kinds: &kinds,
+                actor,
+            };
             engine.store().read(|tx| {
                 let mut events = store::events::matching(tx, &filter, i64::from(limit) + 1)?;
                 let head_seq = store::events::head_seq(tx)?;
@@ -187,19 +198,24 @@ impl super::Request for WaitEvents {
                 })
             })
         };
-        let mut last = None;
-        let found = super::wait::until(engine, deadline, || {
-            let page = look()?;
+        let mut last: Option<EventWait> = None;
+        let found = super::wait::until(engine, deadline, interest, || {
+            let after = last.as_ref().map_or(since, |l| l.head_seq.max(since));
+            let page = look(after)?;
             Ok(if page.events.is_empty() {
+                let head = page.head_seq;
                 last = Some(page);
-                super::wait::Check::Wait(None)
+                super::wait::Check::Wait {
+                    due: None,
+                    head: Some(head),
+                }
             } else {
                 super::wait::Check::Done(page)
             })
         })?;
         match found.or(last) {
             Some(page) => Ok(page),
-            None => look(),
+            None => look(since),
         }
     }
 }

@@ -567,7 +567,7 @@ fn phase(
     status: PhaseStatus,
     detail: Value,
 ) -> Result<(), TransactionError> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO transaction_phases (transaction_id, phase, status, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![id, name.as_str(), status.as_str(), detail.to_string(), now.0],
     )?;
@@ -613,7 +613,7 @@ fn write_journal(
     let id = plan.id.as_str();
     let files = plan.changeset.files();
     let afters = plan.changeset.after_metas();
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO transactions (id, kind, proposal_id, revision, rollback_of, status, actor, pid,
              durability, before_digest, after_digest, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, 'applying', ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -631,7 +631,7 @@ fn write_journal(
             now.0
         ],
     )?;
-    tx.execute(
+    tx.cached_execute(
         "UPDATE transactions SET created_dirs = ?2 WHERE id = ?1",
         params![id, dirs_to_sql(created_dirs)],
     )?;
@@ -774,7 +774,7 @@ where
             env.store.write(|tx| {
                 let now = env.clock.now();
                 still_applying(
-                    tx.execute(
+                    tx.cached_execute(
                         "UPDATE transactions SET status = 'failed', error = ?2, finished_at = ?3
                      WHERE id = ?1 AND status = 'applying'",
                         params![id, record.to_string(), now.0],
@@ -811,7 +811,7 @@ where
     let finished = env.store.write(|tx| {
         let now = env.clock.now();
         still_applying(
-            tx.execute(
+            tx.cached_execute(
                 "UPDATE transactions SET status = 'applied', finished_at = ?2
                  WHERE id = ?1 AND status = 'applying'",
                 params![id, now.0],
@@ -917,7 +917,7 @@ pub(crate) fn recover_one(
     };
     env.store.write(|tx| {
         let now = env.clock.now();
-        tx.execute(
+        tx.cached_execute(
             "UPDATE transactions SET status = 'recovered', finished_at = ?2 WHERE id = ?1 AND status = 'applying'",
             params![id, now.0],
         )?;
@@ -1094,7 +1094,7 @@ mod tests {
             None,
             |tx, t, _| {
                 assert_eq!(t.status, TransactionStatus::Applied);
-                tx.execute(
+                tx.cached_execute(
                     "UPDATE proposals SET status = 'applied' WHERE id = 'p1'",
                     [],
                 )?;

@@ -467,6 +467,10 @@ pub(crate) trait CachedRow {
     where
         P: rusqlite::Params,
         F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+
+    /// [`Connection::execute`] through the connection's statement cache:
+    /// the statements every write runs are compiled once per connection.
+    fn cached_execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
 }
 
 /// Let a connection keep its compiled statements: a cache of
@@ -491,6 +495,10 @@ impl CachedRow for Connection {
         F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
     {
         self.prepare_cached(sql)?.query_row(params, f)
+    }
+
+    fn cached_execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
     }
 }
 

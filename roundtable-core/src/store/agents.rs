@@ -43,7 +43,7 @@ pub(crate) fn insert_agent(
     display_name: Option<&str>,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO agents (id, roles, enabled, display_name, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
         params![id, roles_json(roles), enabled, display_name, now.0],
@@ -60,7 +60,7 @@ pub(crate) fn update_agent(
     display_name: Option<&str>,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE agents SET roles = ?2, enabled = ?3, display_name = ?4, updated_at = ?5 WHERE id = ?1",
         params![id, roles_json(roles), enabled, display_name, now.0],
     )?;
@@ -85,7 +85,7 @@ pub(crate) fn insert_task(
     created_by: &Actor,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO tasks (id, title, summary_md, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![id, title, summary_md, created_by.to_string(), now.0],
     )?;

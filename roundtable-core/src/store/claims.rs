@@ -132,7 +132,7 @@ pub(crate) struct NewClaim<'a> {
 
 /// Insert a new claim.
 pub(crate) fn insert(tx: &rusqlite::Transaction<'_>, claim: &NewClaim<'_>) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO claims (id, agent_id, resource_id, path, symbol, start_line, end_line, type, task_id,
              base_digest, token, acquired_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -161,7 +161,7 @@ pub(crate) fn renew(
     id: &str,
     expires_at: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE claims SET expires_at = ?2 WHERE id = ?1",
         params![id, expires_at.0],
     )?;
@@ -174,7 +174,7 @@ pub(crate) fn release(
     id: &str,
     at: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE claims SET released_at = ?2 WHERE id = ?1",
         params![id, at.0],
     )?;

@@ -23,7 +23,7 @@ pub(crate) fn insert_vote(
     reason_md: Option<&str>,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO votes (id, proposal_id, revision, agent_id, vote, reason_md, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -74,7 +74,7 @@ pub(crate) fn insert_decision(
     tx: &rusqlite::Transaction<'_>,
     d: &Decision,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO decisions (id, proposal_id, revision, decision, reason_md, decided_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -95,7 +95,7 @@ pub(crate) fn insert_security_review(
     tx: &rusqlite::Transaction<'_>,
     r: &SecurityReviewRecord,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO security_reviews (id, proposal_id, revision, verdict, note_md, reviewer, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -116,7 +116,7 @@ pub(crate) fn insert_approval_request(
     tx: &rusqlite::Transaction<'_>,
     r: &ApprovalRequest,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO human_approval_requests (id, proposal_id, revision, reason_md, requested_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -149,7 +149,7 @@ pub(crate) fn insert_approval(
     tx: &rusqlite::Transaction<'_>,
     a: &Approval,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO human_approvals (id, proposal_id, revision, request_id, human_id, note_md, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -175,7 +175,7 @@ pub(crate) fn insert_test_result(
         .map(i64::try_from)
         .transpose()
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO test_results (id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![

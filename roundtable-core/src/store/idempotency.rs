@@ -47,7 +47,7 @@ pub(crate) fn insert(
     result: &str,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO idempotency (actor_kind, actor_id, key, tool, request_digest, result, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![

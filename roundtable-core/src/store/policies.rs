@@ -84,7 +84,7 @@ pub(crate) fn insert_draft(
     created_by: &Actor,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO policies (version, status, document, digest, note_md, created_by, created_at)
          VALUES (?1, 'draft', ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -105,7 +105,7 @@ pub(crate) fn retire(
     version: u32,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE policies SET status = 'retired', retired_at = ?2 WHERE version = ?1",
         params![version, now.0],
     )?;
@@ -118,7 +118,7 @@ pub(crate) fn activate(
     version: u32,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE policies SET status = 'active', activated_at = ?2 WHERE version = ?1",
         params![version, now.0],
     )?;

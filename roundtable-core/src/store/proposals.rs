@@ -44,7 +44,7 @@ pub(crate) fn insert_proposal(
     tx: &rusqlite::Transaction<'_>,
     p: &NewProposal<'_>,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at, reverts)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, ?7, ?7, ?8)",
         params![
@@ -68,7 +68,7 @@ pub(crate) fn set_latest_revision(
     number: u32,
     now: Timestamp,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE proposals SET latest_revision = ?2, updated_at = ?3 WHERE id = ?1",
         params![id, number, now.0],
     )?;
@@ -84,7 +84,7 @@ pub(crate) fn set_status(
     to: ProposalStatus,
     now: Timestamp,
 ) -> rusqlite::Result<usize> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE proposals SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
         params![id, to.as_str(), now.0, from.as_str()],
     )
@@ -98,7 +98,7 @@ pub(crate) fn mark_applied(
     id: &str,
     now: Timestamp,
 ) -> rusqlite::Result<usize> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review', 'rolled_back')",
         params![id, now.0],
     )
@@ -260,7 +260,7 @@ pub(crate) fn insert_revision(
     tx: &rusqlite::Transaction<'_>,
     r: &NewRevision<'_>,
 ) -> rusqlite::Result<()> {
-    tx.execute(
+    tx.cached_execute(
         "INSERT INTO revisions (proposal_id, number, format, digest, changeset, changeset_digest,
              affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest,
              rebased_from, change_id)

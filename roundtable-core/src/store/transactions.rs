@@ -66,7 +66,7 @@ pub(crate) fn mark_rolled_back(
     tx: &rusqlite::Transaction<'_>,
     id: &str,
 ) -> rusqlite::Result<usize> {
-    tx.execute(
+    tx.cached_execute(
         "UPDATE transactions SET status = 'rolled_back' WHERE id = ?1 AND status = 'applied'",
         [id],
     )

@@ -157,6 +157,7 @@ pub struct Engine {
     options: EngineOptions,
     ids: IdGenerator,
     claim_queue: crate::tools::claims::ClaimQueue,
+    inbox_memo: crate::tools::inbox::InboxMemo,
 }
 
 impl std::fmt::Debug for Engine {
@@ -200,6 +201,7 @@ impl Engine {
             options,
             ids: IdGenerator::default(),
             claim_queue: crate::tools::claims::ClaimQueue::default(),
+            inbox_memo: crate::tools::inbox::InboxMemo::default(),
         })
     }
 
@@ -313,5 +315,10 @@ impl Engine {
     /// This engine's waiters for write claims, in arrival order.
     pub(crate) fn claim_queue(&self) -> &crate::tools::claims::ClaimQueue {
         &self.claim_queue
+    }
+
+    /// What `inbox.list` remembers of the open proposals it judged.
+    pub(crate) fn inbox_memo(&self) -> &crate::tools::inbox::InboxMemo {
+        &self.inbox_memo
     }
 }

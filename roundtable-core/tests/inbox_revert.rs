@@ -316,6 +316,56 @@ fn the_inbox_lists_what_waits_on_each_actor() {
     assert!(bad.is_err());
 }
 
+/// The inbox remembers what it worked out per proposal; what it remembers
+/// must follow every change that would change it: evidence written by
+/// another engine on the same store, a new policy, a changed agent.
+#[test]
+fn the_inbox_remembers_nothing_that_changed_since() {
+    let w = World::new();
+    let pid = w.in_review();
+    assert_eq!(inbox(&w, &w.reviewer), vec![item(&pid, "reviewer", "vote")]);
+    assert!(inbox(&w, &w.host).is_empty());
+    // A vote cast through another engine on the same store.
+    let other = roundtable::Engine::open(w.dir.path(), roundtable::EngineOptions::default())
+        .expect("a second engine");
+    other
+        .call(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &w.reviewer,
+        )
+        .expect("vote");
+    assert!(inbox(&w, &w.reviewer).is_empty());
+    assert_eq!(
+        inbox(&w, &w.host),
+        vec![item(&pid, "orchestrator", "apply")]
+    );
+    // A policy that wants two approvals: no apply any more, a vote wanted.
+    let carol = w.agent("carol", &["reviewer"]);
+    activate_policy(&w, "version = 1\n\n[approvals]\nminimum = 2\n");
+    assert!(inbox(&w, &w.host).is_empty(), "{:?}", inbox(&w, &w.host));
+    assert_eq!(inbox(&w, &carol), vec![item(&pid, "reviewer", "vote")]);
+    // The approving reviewer disabled: its vote no longer counts.
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &carol,
+    );
+    assert_eq!(
+        inbox(&w, &w.host),
+        vec![item(&pid, "orchestrator", "apply")]
+    );
+    w.ok(
+        "agent.register",
+        json!({"agent_id": "carol", "roles": ["reviewer"], "enabled": false}),
+        &w.host,
+    );
+    assert!(
+        inbox(&w, &w.host).is_empty(),
+        "a disabled agent's vote counted"
+    );
+}
+
 #[test]
 fn a_rolled_back_proposal_reads_rolled_back_and_can_land_again() {
     let w = World::new();

@@ -165,6 +165,15 @@ pub(crate) fn matching(
     Ok(events)
 }
 
+/// The seq of the last event about `proposal_id` (0 when none).
+pub(crate) fn last_of_proposal(conn: &Connection, proposal_id: &str) -> rusqlite::Result<i64> {
+    conn.cached_row(
+        "SELECT coalesce(max(seq), 0) FROM events WHERE proposal_id = ?1",
+        [proposal_id],
+        |r| r.get(0),
+    )
+}
+
 /// The last event's seq (0 for an empty log).
 pub(crate) fn head_seq(conn: &Connection) -> rusqlite::Result<i64> {
     conn.cached_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))

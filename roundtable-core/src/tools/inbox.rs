@@ -22,9 +22,13 @@ use super::validate::{gather_for_policy, policy_from_store, stale_against, Share
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
+use crate::model::{Agent, Revision, SecurityReviewRecord, TestResult, Vote};
+use crate::policy::{Policy, PolicyReport};
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Arguments of `inbox.list`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -94,32 +98,33 @@ impl Tool for ListInbox {
         let next_cursor = Cursor::page(&mut open, limit, |p| p.seq);
         let ws = cx.engine.workspace().view();
         let shared = Shared::read(cx)?;
+        let memo = cx.engine.inbox_memo();
+        memo.keep_for(&shared);
         let mut items = Vec::new();
         for p in &open {
             if store::transactions::applying_for(cx.tx, &p.id)?.is_some() {
                 continue; // being applied: it waits on nobody
             }
-            let ev = gather_for_policy(cx, p, &shared)?;
-            let policy = policy_from_store(cx.engine, cx.tx, &ev)?;
-            let stale = stale_against(&ws, &ev.revision.changeset);
+            let judged = memo.judged(cx, p, &shared)?;
+            let stale = stale_against(&ws, &judged.revision.changeset);
             // Only the orchestrator and the author act on the outlook: a
             // reviewer's page does not merge anything.
             let concerned = cx.actor.kind == ActorKind::Orchestrator
                 || (cx.actor.kind == ActorKind::Agent && cx.actor.id.as_str() == p.author);
             let rebase = (stale && concerned)
-                .then(|| rebase_outlook(cx, p, &ev.revision))
+                .then(|| rebase_outlook(cx, p, &judged.revision))
                 .flatten();
             let next = next_actors(&Situation {
                 proposal: p,
-                policy: &policy,
+                policy: &judged.policy,
                 stale,
                 rebase,
                 claims: None,
                 coverage_failed: false,
-                valid: policy.approvable && !stale,
-                votes: &ev.votes,
-                reviews: &ev.reviews,
-                tests: &ev.tests,
+                valid: judged.policy.approvable && !stale,
+                votes: &judged.votes,
+                reviews: &judged.reviews,
+                tests: &judged.tests,
             });
             items.extend(
                 next.into_iter()
@@ -138,5 +143,99 @@ impl Tool for ListInbox {
             examined: u32::try_from(open.len()).unwrap_or(u32::MAX),
             next_cursor,
         })
+    }
+}
+
+/// What the inbox worked out for one proposal from the store alone: its
+/// latest revision, the policy's evaluation of it and the evidence
+/// `next_actors` reads.
+#[derive(Debug)]
+struct Judged {
+    /// The proposal's last event when this was worked out.
+    last_event: i64,
+    revision: Revision,
+    policy: PolicyReport,
+    votes: Vec<Vote>,
+    reviews: Vec<SecurityReviewRecord>,
+    tests: Vec<TestResult>,
+}
+
+/// The inbox's memory of what it worked out per open proposal, so a page
+/// re-reads and re-evaluates only the proposals something happened to.
+///
+/// Everything a judgement reads is the proposal's own rows (revisions,
+/// votes, reviews, approvals, checks: each written with an event naming
+/// the proposal, which the policy requires of evidence anyway) and the
+/// agents and policy every page reads ([`Shared`]). So a judgement holds
+/// while the proposal's last event is the same and the agents and policy
+/// are those it was made with; the staleness of the files and a rebase's
+/// outlook are never remembered (the files change behind the store).
+#[derive(Debug, Default)]
+pub(crate) struct InboxMemo(Mutex<Memory>);
+
+#[derive(Debug, Default)]
+struct Memory {
+    /// The agents and policy the judgements were made with.
+    made_with: Option<(Vec<Agent>, Policy, Option<u32>)>,
+    judged: HashMap<String, Arc<Judged>>,
+}
+
+/// The most proposals remembered: past it the memory starts over (a page
+/// re-reads what it needs).
+const MEMO_LIMIT: usize = 4096;
+
+impl InboxMemo {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Forget every judgement made with other agents or another policy.
+    fn keep_for(&self, shared: &Shared) {
+        let now = (shared.agents(), shared.policy(), shared.policy_version());
+        let mut memory = self.lock();
+        let same = memory
+            .made_with
+            .as_ref()
+            .is_some_and(|(a, p, v)| (a.as_slice(), p, *v) == now);
+        if !same {
+            memory.judged.clear();
+            memory.made_with = Some((now.0.to_vec(), now.1.clone(), now.2));
+        }
+        if memory.judged.len() > MEMO_LIMIT {
+            memory.judged.clear();
+        }
+    }
+
+    /// `p`'s judgement with `shared`'s agents and policy: remembered when
+    /// nothing happened to `p` since, else worked out now (outside the
+    /// lock: pages run side by side) and remembered.
+    fn judged(&self, cx: &Cx<'_>, p: &Proposal, shared: &Shared) -> Result<Arc<Judged>, ToolError> {
+        let last_event = store::events::last_of_proposal(cx.tx, &p.id)?;
+        let remembered = self.lock().judged.get(&p.id).cloned();
+        if let Some(j) = remembered
+            .filter(|j| j.last_event == last_event && j.revision.number == p.latest_revision)
+        {
+            return Ok(j);
+        }
+        let ev = gather_for_policy(cx, p, shared)?;
+        let policy = policy_from_store(cx.engine, cx.tx, &ev)?;
+        let judged = Arc::new(Judged {
+            last_event,
+            revision: ev.revision,
+            policy,
+            votes: ev.votes,
+            reviews: ev.reviews,
+            tests: ev.tests,
+        });
+        let mut memory = self.lock();
+        // Only what was made with the agents and policy remembered now.
+        if memory.made_with.as_ref().is_some_and(|(a, pol, v)| {
+            (a.as_slice(), pol, *v) == (shared.agents(), shared.policy(), shared.policy_version())
+        }) {
+            memory.judged.insert(p.id.clone(), Arc::clone(&judged));
+        }
+        Ok(judged)
     }
 }

@@ -159,6 +159,21 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Every agent.
+    pub(crate) fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    /// The effective policy.
+    pub(crate) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The active policy's version (`None`: the built-in default).
+    pub(crate) fn policy_version(&self) -> Option<u32> {
+        self.policy_version
+    }
+
     /// Read them in `cx`'s transaction.
     pub(crate) fn read(cx: &Cx<'_>) -> Result<Shared, ToolError> {
         let (record, policy) = super::policies::effective(cx.tx)?;

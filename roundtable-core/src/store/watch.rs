@@ -21,8 +21,9 @@
 //!   waiters then wake exactly as for this engine's commits (an event
 //!   they were already told of, or already read, wakes nobody twice). A
 //!   change that shows no new event yet (the WAL written an instant
-//!   before SQLite made the commit visible) is looked at again [`NUDGE`]
-//!   later.
+//!   before SQLite made the commit visible, which under `synchronous =
+//!   FULL` waits for the fsync) is looked at again after each of
+//!   [`NUDGES`].
 //! - **A missed notification** (inotify unavailable, or a commit that
 //!   became visible after the nudge): while waiters are registered the
 //!   watcher checks `PRAGMA data_version` on its connection every
@@ -43,9 +44,14 @@ use std::time::Duration;
 pub(crate) const FALLBACK: Duration = Duration::from_millis(100);
 
 /// After a change in the store's directory that showed no new event, the
-/// watcher looks again this soon (the commit may not have been visible
-/// yet) rather than at [`FALLBACK`].
-pub(crate) const NUDGE: Duration = Duration::from_millis(5);
+/// watcher looks again after each of these pauses (the commit may not have
+/// been visible yet: SQLite writes the WAL, syncs it, then publishes the
+/// commit) before it falls back to [`FALLBACK`].
+pub(crate) const NUDGES: [Duration; 3] = [
+    Duration::from_micros(500),
+    Duration::from_millis(2),
+    Duration::from_millis(5),
+];
 
 /// Lock `m`, through a poisoned lock: every value behind these locks is
 /// valid at every instant (plain numbers and lists).
@@ -396,14 +402,16 @@ fn watch(
     mut tail: LogTail,
 ) {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut nudge = false;
+    // How many nudges of [`NUDGES`] are left after a change that showed no
+    // new event.
+    let mut nudge: Option<usize> = None;
     loop {
         let waiting = match commits.upgrade() {
             Some(c) => c.has_waiters(),
             None => return,
         };
-        let timeout = if nudge {
-            Some(NUDGE)
+        let timeout = if let Some(n) = nudge {
+            NUDGES.get(n).copied()
         } else if waiting {
             Some(FALLBACK)
         } else {
@@ -430,7 +438,7 @@ fn watch(
         if kicked && !changed {
             continue; // a waiter came: recompute the timeout
         }
-        let look = changed || nudge || tail.moved().unwrap_or(true);
+        let look = changed || nudge.is_some() || tail.moved().unwrap_or(true);
         if !look {
             continue;
         }
@@ -438,16 +446,20 @@ fn watch(
         match tail.new_events() {
             Ok(notices) if notices.is_empty() => {
                 // Not visible yet, or a commit that appended nothing:
-                // one more look soon after a directory change.
-                nudge = changed;
+                // look again soon after a directory change, a few times.
+                nudge = if changed {
+                    Some(0)
+                } else {
+                    nudge.map(|n| n + 1).filter(|n| *n < NUDGES.len())
+                };
             }
             Ok(notices) => {
-                nudge = false;
+                nudge = None;
                 c.publish(&notices);
             }
             Err(_) => {
                 // The waiters look for themselves.
-                nudge = false;
+                nudge = None;
                 c.bump();
             }
         }

@@ -412,10 +412,11 @@ impl Store {
         }
     }
 
-    /// Wake every waiter: something they wait on changed outside the
-    /// store (a claim waiter left the queue).
-    pub(crate) fn notify(&self) {
-        self.notices.commits.bump();
+    /// Wake the claim waiters (those of [`watch::Interest::Any`]):
+    /// something they wait on changed outside the store (a claim waiter
+    /// left the queue).
+    pub(crate) fn notify_claim_waiters(&self) {
+        self.notices.commits.bump_any();
     }
 
     /// Tag a SQLite error with this store's path.

@@ -29,8 +29,10 @@
 //!   watcher checks `PRAGMA data_version` on its connection every
 //!   [`FALLBACK`], so a missed one costs at most that; with no waiter it
 //!   sleeps in `poll` and costs nothing.
-//! - [`Commits::bump`] wakes every waiter, for a change outside the log
-//!   (a claim waiter left the queue).
+//! - [`Commits::bump_any`] wakes the waiters that wait on anything (claim
+//!   waiters), for a change outside the log (a claim waiter left the
+//!   queue); [`Commits::bump`] wakes every waiter (the watcher could not
+//!   read the log).
 
 use rusqlite::Connection;
 use std::os::fd::{AsFd as _, OwnedFd};
@@ -47,8 +49,14 @@ pub(crate) const FALLBACK: Duration = Duration::from_millis(100);
 /// watcher looks again after each of these pauses (the commit may not have
 /// been visible yet: SQLite writes the WAL, syncs it, then publishes the
 /// commit) before it falls back to [`FALLBACK`].
+///
+/// The first pause is also how long the watcher lets a burst of commits
+/// gather before it reads them: a busy engine's own commits (which it
+/// publishes itself, and the watcher reads again) cost the watcher one
+/// query per burst, not one per commit, for a millisecond more on another
+/// process's wake.
 pub(crate) const NUDGES: [Duration; 3] = [
-    Duration::from_micros(500),
+    Duration::from_millis(1),
     Duration::from_millis(2),
     Duration::from_millis(5),
 ];
@@ -166,7 +174,18 @@ impl Commits {
     /// Wake every waiter: something may have changed that the log does
     /// not show.
     pub(crate) fn bump(&self) {
-        for slot in lock(&self.waiters).iter() {
+        self.wake(|_| true);
+    }
+
+    /// Wake the waiters of [`Interest::Any`] (claim waiters): something
+    /// only they look at changed (a claim waiter left the queue). Those
+    /// waiting for events are not woken: no event was committed.
+    pub(crate) fn bump_any(&self) {
+        self.wake(|i| *i == Interest::Any);
+    }
+
+    fn wake(&self, which: impl Fn(&Interest) -> bool) {
+        for slot in lock(&self.waiters).iter().filter(|s| which(&s.interest)) {
             lock(&slot.marks).pending = i64::MAX;
             slot.woken.notify_one();
         }
@@ -392,8 +411,9 @@ fn drain(fd: &OwnedFd) -> bool {
     }
 }
 
-/// The watcher thread's loop: block until the directory changes, the
-/// fallback check is due, or `signal` says stop (or that waiters came).
+/// The watcher thread's loop: block until the directory changes, a look
+/// or the fallback check is due, or `signal` says stop (or that waiters
+/// came).
 fn watch(
     inotify: Option<&OwnedFd>,
     signal: &OwnedFd,
@@ -402,20 +422,18 @@ fn watch(
     mut tail: LogTail,
 ) {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    // How many nudges of [`NUDGES`] are left after a change that showed no
-    // new event.
-    let mut nudge: Option<usize> = None;
+    use std::time::Instant;
+    // After a change: when to look, and which pause of [`NUDGES`] that is.
+    let mut look_at: Option<(Instant, usize)> = None;
     loop {
         let waiting = match commits.upgrade() {
             Some(c) => c.has_waiters(),
             None => return,
         };
-        let timeout = if let Some(n) = nudge {
-            NUDGES.get(n).copied()
-        } else if waiting {
-            Some(FALLBACK)
-        } else {
-            None
+        let timeout = match look_at {
+            Some((at, _)) => Some(at.saturating_duration_since(Instant::now())),
+            None if waiting => Some(FALLBACK),
+            None => None,
         };
         let timeout = timeout.map(|t| Timespec {
             tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
@@ -425,41 +443,48 @@ fn watch(
         if let Some(fd) = inotify {
             fds.push(PollFd::new(fd, PollFlags::IN));
         }
-        match poll(&mut fds, timeout.as_ref()) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+        let ready = match poll(&mut fds, timeout.as_ref()) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return,
-        }
+        };
         if stop.load(Ordering::SeqCst) {
             return;
         }
         let kicked = !fds[0].revents().is_empty() && drain(signal);
         let changed =
             fds.get(1).is_some_and(|f| !f.revents().is_empty()) && inotify.is_some_and(drain);
-        if kicked && !changed {
-            continue; // a waiter came: recompute the timeout
-        }
-        let look = changed || nudge.is_some() || tail.moved().unwrap_or(true);
+        let look = match look_at {
+            // A change: let the burst gather, look after the first pause.
+            None if changed => {
+                look_at = Some((Instant::now() + NUDGES[0], 0));
+                false
+            }
+            Some((at, _)) => Instant::now() >= at,
+            // The fallback check, when nothing woke the watcher.
+            None => ready == 0 && !kicked && tail.moved().unwrap_or(true),
+        };
         if !look {
             continue;
         }
         let Some(c) = commits.upgrade() else { return };
         match tail.new_events() {
             Ok(notices) if notices.is_empty() => {
-                // Not visible yet, or a commit that appended nothing:
-                // look again soon after a directory change, a few times.
-                nudge = if changed {
-                    Some(0)
-                } else {
-                    nudge.map(|n| n + 1).filter(|n| *n < NUDGES.len())
-                };
+                // Not visible yet (or a commit that appended nothing):
+                // look again after the next pause, if any is left.
+                look_at = look_at.and_then(|(_, n)| {
+                    NUDGES
+                        .get(n + 1)
+                        .map(|pause| (Instant::now() + *pause, n + 1))
+                });
             }
             Ok(notices) => {
-                nudge = None;
+                look_at = None;
                 c.publish(&notices);
             }
             Err(_) => {
                 // The waiters look for themselves.
-                nudge = None;
+                look_at = None;
                 c.bump();
             }
         }
@@ -537,6 +562,16 @@ mod tests {
         commits.publish(&[notice(6, "task.created", None)]);
         v.checked(6); // this check read it
         assert!(!v.sleep(Duration::from_millis(20)));
+    }
+
+    #[test]
+    fn bump_any_wakes_only_those_waiting_on_anything() {
+        let commits = Commits::default();
+        let events = commits.register(applied_of("p1"));
+        let claims = commits.register(Interest::Any);
+        commits.bump_any();
+        assert!(claims.sleep(Duration::from_secs(5)));
+        assert!(!events.sleep(Duration::from_millis(20)));
     }
 
     #[test]

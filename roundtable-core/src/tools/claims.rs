@@ -318,7 +318,7 @@ impl Drop for Slot<'_> {
             .lock()
             .retain(|w| w.ticket != self.ticket);
         // The next in line may try now.
-        self.engine.store().notify();
+        self.engine.store().notify_claim_waiters();
     }
 }
 

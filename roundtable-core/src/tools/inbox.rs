@@ -180,6 +180,15 @@ struct Memory {
     judged: HashMap<String, Arc<Judged>>,
 }
 
+impl Memory {
+    /// Whether the judgements were made with `shared`'s agents and policy.
+    fn made_with(&self, shared: &Shared) -> bool {
+        self.made_with.as_ref().is_some_and(|(a, p, v)| {
+            (a.as_slice(), p, *v) == (shared.agents(), shared.policy(), shared.policy_version())
+        })
+    }
+}
+
 /// The most proposals remembered: past it the memory starts over (a page
 /// re-reads what it needs).
 const MEMO_LIMIT: usize = 4096;
@@ -193,15 +202,14 @@ impl InboxMemo {
 
     /// Forget every judgement made with other agents or another policy.
     fn keep_for(&self, shared: &Shared) {
-        let now = (shared.agents(), shared.policy(), shared.policy_version());
         let mut memory = self.lock();
-        let same = memory
-            .made_with
-            .as_ref()
-            .is_some_and(|(a, p, v)| (a.as_slice(), p, *v) == now);
-        if !same {
+        if !memory.made_with(shared) {
             memory.judged.clear();
-            memory.made_with = Some((now.0.to_vec(), now.1.clone(), now.2));
+            memory.made_with = Some((
+                shared.agents().to_vec(),
+                shared.policy().clone(),
+                shared.policy_version(),
+            ));
         }
         if memory.judged.len() > MEMO_LIMIT {
             memory.judged.clear();
@@ -231,9 +239,7 @@ impl InboxMemo {
         });
         let mut memory = self.lock();
         // Only what was made with the agents and policy remembered now.
-        if memory.made_with.as_ref().is_some_and(|(a, pol, v)| {
-            (a.as_slice(), pol, *v) == (shared.agents(), shared.policy(), shared.policy_version())
-        }) {
+        if memory.made_with(shared) {
             memory.judged.insert(p.id.clone(), Arc::clone(&judged));
         }
         Ok(judged)

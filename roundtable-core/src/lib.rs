@@ -77,6 +77,7 @@ mod error;
 mod hex;
 pub mod id;
 pub mod json;
+pub mod landing;
 pub mod merge;
 pub mod model;
 pub mod path;

@@ -10,6 +10,7 @@ mod governance_hardening;
 mod hardening;
 mod ignored;
 mod inbox_revert;
+mod landing;
 mod layers;
 mod properties;
 mod proposal_base;

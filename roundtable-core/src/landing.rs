@@ -1,0 +1,305 @@
+//! Landing a changeset as a git commit (issue 18, the object half): the
+//! commit is built from objects — the base commit's tree plus the
+//! changeset, blob by blob, never a checkout — and a branch moves to it by
+//! compare-and-swap, from the id the caller validated against to the new
+//! one, so a branch that moved meanwhile is refused and nothing else
+//! changes.
+//!
+//! The pure half is [`message`]: the commit message with the trailers that
+//! name what governed the change (`Roundtable-Proposal`, `Approved-by`, …),
+//! in the form `git interpret-trailers` parses.
+//!
+//! The shell half works on a [`git2::Repository`] (libgit2, in process:
+//! no `git` binary on the landing path). [`build_commit`] writes the blobs,
+//! the trees that change (`git_tree_create_updated`: the work is the
+//! change's paths times their depth, not the repository's size) and the
+//! commit object, and moves no ref: an object nothing references is inert
+//! (`git gc` prunes it). [`move_branch`] is the commit point.
+
+use crate::changeset::Changeset;
+use crate::ErrorCode;
+use git2::{FileMode, Oid, Repository};
+
+/// Why a landing step failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LandingError {
+    /// The branch is not at the commit the change was validated against.
+    #[error("{branch} moved: expected {expected}, found {}", actual.as_deref().unwrap_or("no branch"))]
+    BranchMoved {
+        /// The full ref name.
+        branch: String,
+        /// The id the caller expected.
+        expected: String,
+        /// The id it holds now (`None`: the ref does not exist).
+        actual: Option<String>,
+    },
+    /// A trailer or identity the caller gave cannot be written as given.
+    #[error("{field}: {reason}")]
+    InvalidInput {
+        /// Which value.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// libgit2 refused or failed.
+    #[error("git: {what}: {source}")]
+    Git {
+        /// What was being done.
+        what: &'static str,
+        /// libgit2's error.
+        #[source]
+        source: git2::Error,
+    },
+}
+
+impl LandingError {
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            LandingError::BranchMoved { .. } => ErrorCode::PreconditionFailed,
+            LandingError::InvalidInput { .. } => ErrorCode::InvalidArgument,
+            LandingError::Git { .. } => ErrorCode::Io,
+        }
+    }
+}
+
+fn git(what: &'static str) -> impl FnOnce(git2::Error) -> LandingError {
+    move |source| LandingError::Git { what, source }
+}
+
+/// One `Key: value` line of a commit message's trailer block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trailer {
+    /// The key (`Roundtable-Proposal`, `Approved-by`, …): letters, digits
+    /// and `-`.
+    pub key: String,
+    /// The value: one line.
+    pub value: String,
+}
+
+impl Trailer {
+    /// A trailer `key: value`.
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Trailer {
+        Trailer {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// The commit message: `title`, a blank line and `summary` (when not
+/// blank), a blank line and one line per trailer. Refused when the title is
+/// blank or spans lines, a key is not a trailer key, or a value spans lines
+/// (each would make `git interpret-trailers` read something else).
+pub fn message(title: &str, summary: &str, trailers: &[Trailer]) -> Result<String, LandingError> {
+    let title = title.trim();
+    if title.is_empty() || title.contains('\n') {
+        return Err(LandingError::InvalidInput {
+            field: "title",
+            reason: "must be one non-blank line".into(),
+        });
+    }
+    let mut out = String::from(title);
+    out.push('\n');
+    let summary = summary.trim();
+    if !summary.is_empty() {
+        out.push('\n');
+        out.push_str(summary);
+        out.push('\n');
+    }
+    if !trailers.is_empty() {
+        out.push('\n');
+    }
+    for t in trailers {
+        let key_ok = !t.key.is_empty()
+            && t.key.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && t.key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !key_ok {
+            return Err(LandingError::InvalidInput {
+                field: "trailer key",
+                reason: format!("{:?} is not a trailer key (letters, digits, '-')", t.key),
+            });
+        }
+        let value = t.value.trim();
+        if value.is_empty() || value.contains(['\n', '\r']) {
+            return Err(LandingError::InvalidInput {
+                field: "trailer value",
+                reason: format!("the value of {} must be one non-blank line", t.key),
+            });
+        }
+        out.push_str(&t.key);
+        out.push_str(": ");
+        out.push_str(value);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// Who a commit names: a name, an email and a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The name.
+    pub name: String,
+    /// The email address.
+    pub email: String,
+    /// Seconds since the epoch.
+    pub seconds: i64,
+    /// Offset from UTC in minutes.
+    pub offset_minutes: i32,
+}
+
+impl Identity {
+    fn signature(&self, field: &'static str) -> Result<git2::Signature<'static>, LandingError> {
+        let bad = |s: &str| s.trim().is_empty() || s.contains(['<', '>', '\n']);
+        if bad(&self.name) || bad(&self.email) {
+            return Err(LandingError::InvalidInput {
+                field,
+                reason: "a name and an email, each one line without '<' or '>'".into(),
+            });
+        }
+        git2::Signature::new(
+            &self.name,
+            &self.email,
+            &git2::Time::new(self.seconds, self.offset_minutes),
+        )
+        .map_err(git("make a signature"))
+    }
+}
+
+/// What [`build_commit`] makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The new commit's id.
+    pub id: Oid,
+    /// Its tree's id.
+    pub tree: Oid,
+}
+
+/// Write the commit whose tree is `base`'s tree with `changeset` applied
+/// (each resulting file a blob of its bytes, mode `100644`, `100755` or
+/// `120000` for a link; each removed path gone), `base` its only parent.
+/// Moves no ref.
+pub fn build_commit(
+    repo: &Repository,
+    base: Oid,
+    changeset: &Changeset,
+    message: &str,
+    author: &Identity,
+    committer: &Identity,
+) -> Result<Commit, LandingError> {
+    let parent = repo
+        .find_commit(base)
+        .map_err(git("find the base commit"))?;
+    let base_tree = parent.tree().map_err(git("read the base tree"))?;
+    // Removals in a pass of their own, before any new entry: a path that
+    // stops being a file and becomes a directory (or the reverse) cannot be
+    // removed and re-added in one update (libgit2 refuses it as a
+    // directory/file conflict).
+    let mut removals = git2::build::TreeUpdateBuilder::new();
+    let mut removed = false;
+    for file in changeset.files().iter().filter(|f| f.after.is_none()) {
+        removals.remove(file.path.as_str());
+        removed = true;
+    }
+    let mid = if removed {
+        let id = removals
+            .create_updated(repo, &base_tree)
+            .map_err(git("write the trees"))?;
+        repo.find_tree(id).map_err(git("read a tree"))?
+    } else {
+        base_tree
+    };
+    let mut upserts = git2::build::TreeUpdateBuilder::new();
+    for file in changeset.files() {
+        let Some(after) = &file.after else { continue };
+        let blob = repo.blob(&after.data).map_err(git("write a blob"))?;
+        let mode = if after.symlink {
+            FileMode::Link
+        } else if after.executable {
+            FileMode::BlobExecutable
+        } else {
+            FileMode::Blob
+        };
+        upserts.upsert(file.path.as_str(), blob, mode);
+    }
+    let tree_id = upserts
+        .create_updated(repo, &mid)
+        .map_err(git("write the trees"))?;
+    let tree = repo.find_tree(tree_id).map_err(git("read the new tree"))?;
+    let id = repo
+        .commit(
+            None,
+            &author.signature("author")?,
+            &committer.signature("committer")?,
+            message,
+            &tree,
+            &[&parent],
+        )
+        .map_err(git("write the commit"))?;
+    Ok(Commit { id, tree: tree_id })
+}
+
+/// Move `branch` (a full ref name, `refs/heads/main`) from `expected` to
+/// `new`, atomically: refused with [`LandingError::BranchMoved`] (naming
+/// what it holds) when it is not at `expected`, and then nothing changed.
+pub fn move_branch(
+    repo: &Repository,
+    branch: &str,
+    expected: Oid,
+    new: Oid,
+    reflog: &str,
+) -> Result<(), LandingError> {
+    match repo.reference_matching(branch, new, true, expected, reflog) {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.code() == git2::ErrorCode::Modified || e.code() == git2::ErrorCode::NotFound =>
+        {
+            let actual = repo.refname_to_id(branch).ok().map(|id| id.to_string());
+            Err(LandingError::BranchMoved {
+                branch: branch.to_owned(),
+                expected: expected.to_string(),
+                actual,
+            })
+        }
+        Err(e) => Err(git("move the branch")(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_title_summary_and_one_line_per_trailer() {
+        let m = message(
+            "Say hello",
+            "Greets the world.\n",
+            &[
+                Trailer::new("Roundtable-Proposal", "p1"),
+                Trailer::new("Approved-by", "agent:bob"),
+            ],
+        )
+        .expect("message");
+        assert_eq!(
+            m,
+            "Say hello\n\nGreets the world.\n\nRoundtable-Proposal: p1\nApproved-by: agent:bob\n"
+        );
+        assert_eq!(message(" T ", "  ", &[]).expect("bare"), "T\n");
+    }
+
+    #[test]
+    fn a_message_refuses_what_would_read_as_something_else() {
+        for (title, trailers) in [
+            ("", vec![]),
+            ("two\nlines", vec![]),
+            ("t", vec![Trailer::new("Bad Key", "v")]),
+            ("t", vec![Trailer::new("-lead", "v")]),
+            ("t", vec![Trailer::new("Key", "two\nlines")]),
+            ("t", vec![Trailer::new("Key", " ")]),
+        ] {
+            let e = message(title, "", &trailers).expect_err(title);
+            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+        }
+    }
+}

@@ -19,6 +19,7 @@
 use crate::changeset::Changeset;
 use crate::ErrorCode;
 use git2::{FileMode, Oid, Repository};
+use std::path::Path;
 
 /// Why a landing step failed.
 #[derive(Debug, thiserror::Error)]
@@ -264,6 +265,74 @@ pub fn move_branch(
         }
         Err(e) => Err(git("move the branch")(e)),
     }
+}
+
+/// Bring the index of `repo` (which has a working tree) in line with the
+/// working tree for the paths `changeset` touches, once their files are
+/// written: each resulting file is staged from the file on disk (libgit2
+/// stats and hashes it, as `git add` does), each removed path leaves the
+/// index. Written atomically (`index.lock`, then a rename).
+pub fn update_index(repo: &Repository, changeset: &Changeset) -> Result<(), LandingError> {
+    let mut index = repo.index().map_err(git("read the index"))?;
+    for file in changeset.files() {
+        let path = Path::new(file.path.as_str());
+        if file.after.is_some() {
+            index.add_path(path).map_err(git("stage a file"))?;
+        } else {
+            match index.remove_path(path) {
+                Ok(()) => {}
+                Err(e) if e.code() == git2::ErrorCode::NotFound => {}
+                Err(e) => return Err(git("unstage a file")(e)),
+            }
+        }
+    }
+    index.write().map_err(git("write the index"))
+}
+
+/// Whether each path `changeset` touches is, in `base`'s tree, what the
+/// changeset's precondition says (the same bytes and mode, or absent): a
+/// change validated against the working tree lands on the branch only when
+/// the branch holds what it was validated against there, so the commit is
+/// the change and nothing else (no uncommitted local edit rides along).
+/// The first path that differs, or `None`.
+pub fn first_difference(
+    repo: &Repository,
+    base: Oid,
+    changeset: &Changeset,
+) -> Result<Option<crate::RepoPath>, LandingError> {
+    let tree = repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(git("read the base tree"))?;
+    for file in changeset.files() {
+        let entry = match tree.get_path(Path::new(file.path.as_str())) {
+            Ok(entry) => Some(entry),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+            Err(e) => return Err(git("look up a path")(e)),
+        };
+        let same = match (&file.before, entry) {
+            (None, None) => true,
+            (Some(meta), Some(entry)) => {
+                let mode = entry.filemode();
+                let mode_ok = if meta.symlink {
+                    mode == i32::from(FileMode::Link)
+                } else if meta.executable {
+                    mode == i32::from(FileMode::BlobExecutable)
+                } else {
+                    mode == i32::from(FileMode::Blob)
+                };
+                mode_ok
+                    && repo
+                        .find_blob(entry.id())
+                        .is_ok_and(|b| crate::Digest::of(b.content()) == meta.digest)
+            }
+            _ => false,
+        };
+        if !same {
+            return Ok(Some(file.path.clone()));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use roundtable::diff::{parse, ParseOptions};
 use roundtable::landing::{self, Identity, LandingError, Trailer};
 use roundtable::workspace::Workspace;
 use roundtable::ErrorCode;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -328,4 +329,89 @@ fn trailers_read_back_through_git_and_the_branch_moves_by_compare_and_swap() {
     bad.email = "a>b".into();
     let e = landing::build_commit(&repo, head, &cs, "m\n", &bad, &who("h")).expect_err("bad");
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
+}
+
+/// Write `cs`'s results into the work tree at `dir` (what the transaction
+/// engine does, without its journal).
+fn write_files(dir: &Path, cs: &Changeset) {
+    use std::os::unix::fs::PermissionsExt as _;
+    for f in cs.files() {
+        let p = dir.join(f.path.as_str());
+        if p.is_symlink() || p.is_file() {
+            std::fs::remove_file(&p).expect("rm");
+        }
+        let Some(after) = &f.after else { continue };
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        if after.symlink {
+            let target = std::ffi::OsStr::from_bytes(&after.data);
+            std::os::unix::fs::symlink(target, &p).expect("symlink");
+        } else {
+            std::fs::write(&p, &after.data).expect("write");
+            let mode = if after.executable { 0o755 } else { 0o644 };
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        }
+    }
+}
+
+#[test]
+fn the_landing_steps_leave_branch_files_and_index_agreeing() {
+    let dir = repo(&[
+        ("hello.txt", "hello\n"),
+        ("old.txt", "old\n"),
+        ("notes.txt", "notes\n"),
+        ("run.sh", "echo hi\n"),
+    ]);
+    let d = dir.path();
+    let head = git2::Oid::from_str(git(d, &["rev-parse", "HEAD"]).trim()).expect("oid");
+    // A local edit nobody proposed: it must stay local.
+    std::fs::write(d.join("notes.txt"), "notes, edited locally\n").expect("write");
+    let patch = "diff --git a/hello.txt b/hello.txt\n--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, world\n\
+diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n\
+diff --git a/src/new.rs b/src/new.rs\nnew file mode 100644\n--- /dev/null\n+++ b/src/new.rs\n@@ -0,0 +1 @@\n+fn new() {}\n\
+diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n";
+    let cs = changeset(d, patch.as_bytes());
+    let repo = git2::Repository::open(d).expect("open");
+    assert_eq!(
+        landing::first_difference(&repo, head, &cs).expect("compare"),
+        None
+    );
+    let built =
+        landing::build_commit(&repo, head, &cs, "Land\n", &who("a"), &who("h")).expect("build");
+    landing::move_branch(&repo, "refs/heads/main", head, built.id, "land").expect("move");
+    write_files(d, &cs);
+    landing::update_index(&repo, &cs).expect("index");
+    // Only the local edit differs from the branch; nothing is staged.
+    assert_eq!(git(d, &["status", "--porcelain"]), " M notes.txt\n");
+    assert_eq!(git(d, &["diff", "--cached", "--name-only"]), "");
+    assert_eq!(
+        git(d, &["show", "--format=", "--name-status", "HEAD"]),
+        "M\thello.txt\nD\told.txt\nM\trun.sh\nA\tsrc/new.rs\n"
+    );
+    git(d, &["fsck", "--strict"]);
+
+    // A touched path whose file differs from the branch (an uncommitted
+    // local edit the change was validated against) is found before
+    // anything is built.
+    let patch =
+        "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-notes, edited locally\n+notes, proposed\n";
+    let cs = changeset(d, patch.as_bytes());
+    let tip = repo.refname_to_id("refs/heads/main").expect("main");
+    assert_eq!(
+        landing::first_difference(&repo, tip, &cs)
+            .expect("compare")
+            .map(|p| p.to_string()),
+        Some("notes.txt".to_owned())
+    );
+    // A mode the branch does not have is a difference too.
+    std::fs::write(d.join("notes.txt"), "notes\n").expect("write");
+    std::fs::set_permissions(
+        d.join("notes.txt"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let patch = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-notes\n+notes, proposed\n";
+    let cs = changeset(d, patch.as_bytes());
+    assert!(landing::first_difference(&repo, tip, &cs)
+        .expect("compare")
+        .is_some());
 }

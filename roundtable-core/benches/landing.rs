@@ -1,0 +1,157 @@
+//! The git half of a git-mode landing (issue 18), beside git doing the same:
+//! a 3-file change in repositories of 1,000 and 100,000 files on /dev/shm.
+//!
+//! `cargo bench -p roundtable-core --bench landing`. Each round lands a
+//! fresh 3-file change (line 19 of three files no earlier round touched)
+//! in two repositories made alike:
+//!
+//! - **roundtable's steps** (`roundtable::landing`, libgit2 in process):
+//!   the changeset of the patch against the work tree, the check that the
+//!   branch holds what the change was validated against, the commit built
+//!   from objects, the branch moved by compare-and-swap, the three files
+//!   written, the index updated;
+//! - **git**: `git apply --index PATCH` then `git commit -q -m …`, two
+//!   processes, as a host scripting the same landing would.
+//!
+//! Not timed: the governance around it (validation, journal, store) —
+//! that is the Transactions bench. Prints medians and ratios; asserts
+//! only that both repositories end on the same tree. `RT_LANDING_ROUNDS`
+//! (30) sets the rounds.
+
+// A benchmark reports on stdout.
+#![allow(clippy::print_stdout)]
+
+mod common;
+
+use common::*;
+use roundtable::changeset::Changeset;
+use roundtable::diff::{parse, ParseOptions};
+use roundtable::landing::{self, Identity};
+use roundtable::workspace::Workspace;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// A committed repository of `files` generated files under `base`.
+fn repository(base: &Path, files: usize) -> tempfile::TempDir {
+    let dir = tree(base, files, numbered_lines);
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-q", "-m", "base"]);
+    dir
+}
+
+fn who(name: &str) -> Identity {
+    Identity {
+        name: name.into(),
+        email: format!("{name}@example.com"),
+        seconds: 1_700_000_000,
+        offset_minutes: 0,
+    }
+}
+
+/// roundtable's steps for `patch` in the repository at `dir`.
+fn land(dir: &Path, ws: &Workspace, repo: &git2::Repository, patch: &[u8], round: usize) {
+    let parsed = parse(patch, &ParseOptions::default()).expect("parse");
+    let cs = Changeset::from_patch(&parsed, ws).expect("changeset");
+    let tip = repo.refname_to_id("refs/heads/main").expect("main");
+    assert!(landing::first_difference(repo, tip, &cs)
+        .expect("compare")
+        .is_none());
+    let built = landing::build_commit(
+        repo,
+        tip,
+        &cs,
+        &format!("round {round}\n"),
+        &who("agent"),
+        &who("host"),
+    )
+    .expect("build");
+    landing::move_branch(repo, "refs/heads/main", tip, built.id, "land").expect("move");
+    for f in cs.files() {
+        let after = f.after.as_ref().expect("a modification");
+        std::fs::write(dir.join(f.path.as_str()), &after.data).expect("write");
+    }
+    landing::update_index(repo, &cs).expect("index");
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort_unstable();
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    let rounds: usize = std::env::var("RT_LANDING_ROUNDS")
+        .ok()
+        .map_or(30, |v| v.parse().expect("a number"));
+    let base = if Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm/rt-landing")
+    } else {
+        std::env::temp_dir().join("rt-landing")
+    };
+    println!("# landing: {rounds} rounds per size, load {}", loadavg());
+    println!();
+    println!("| files | roundtable's steps (median) | `git apply --index` + `git commit` (median) | × git |");
+    println!("| ---: | ---: | ---: | ---: |");
+    for files in [1_000, 100_000] {
+        let ours = repository(&base, files);
+        let theirs = repository(&base, files);
+        let ws = Workspace::open(ours.path()).expect("workspace");
+        let repo = git2::Repository::open(ours.path()).expect("open");
+        let patch_file = base.join(format!("round-{files}.patch"));
+        let stride = files / (rounds * 3 + 1);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let touched: Vec<usize> = (0..3).map(|j| (round * 3 + j) * stride).collect();
+            let patch = line19_patch(&touched);
+            let t = Instant::now();
+            land(ours.path(), &ws, &repo, patch.as_bytes(), round);
+            a.push(t.elapsed());
+            std::fs::write(&patch_file, &patch).expect("write the patch");
+            let t = Instant::now();
+            git(
+                theirs.path(),
+                &["apply", "--index", patch_file.to_str().expect("utf-8")],
+            );
+            git(
+                theirs.path(),
+                &["commit", "-q", "-m", &format!("round {round}")],
+            );
+            b.push(t.elapsed());
+        }
+        assert_eq!(
+            git(ours.path(), &["rev-parse", "HEAD^{tree}"]),
+            git(theirs.path(), &["rev-parse", "HEAD^{tree}"]),
+            "both end on the same tree"
+        );
+        assert_eq!(git(ours.path(), &["status", "--porcelain"]), "");
+        let (ma, mb) = (median(&mut a), median(&mut b));
+        println!(
+            "| {files} | {:.2} ms | {:.2} ms | {:.2}× |",
+            ms(ma),
+            ms(mb),
+            ms(ma) / ms(mb)
+        );
+        std::fs::remove_file(&patch_file).ok();
+    }
+}

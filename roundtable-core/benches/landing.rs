@@ -13,10 +13,15 @@
 //! - **git**: `git apply --index PATCH` then `git commit -q -m …`, two
 //!   processes, as a host scripting the same landing would.
 //!
-//! Not timed: the governance around it (validation, journal, store) —
-//! that is the Transactions bench. Prints medians and ratios; asserts
-//! only that both repositories end on the same tree. `RT_LANDING_ROUNDS`
-//! (30) sets the rounds.
+//! Then the whole governed landing: in the same repository, now a
+//! workspace in git landing mode, each round's 3-file change is claimed,
+//! proposed and approved (not timed), and `patch.apply` is timed — the
+//! validation, the journal, the files, the commit, the branch's
+//! compare-and-swap, the index and the outcome — beside `git apply
+//! --index` + `git commit` of the same change in the peer repository.
+//! Target (issue 18): at 100,000 files, within 1.5× of git; exits non-zero
+//! when missed. Both repositories must end on the same tree.
+//! `RT_LANDING_ROUNDS` (30) sets the rounds.
 
 // A benchmark reports on stdout.
 #![allow(clippy::print_stdout)]
@@ -28,6 +33,8 @@ use roundtable::changeset::Changeset;
 use roundtable::diff::{parse, ParseOptions};
 use roundtable::landing::{self, Identity};
 use roundtable::workspace::Workspace;
+use roundtable::{Actor, Engine, EngineOptions};
+use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -110,24 +117,22 @@ fn main() {
         std::env::temp_dir().join("rt-landing")
     };
     println!("# landing: {rounds} rounds per size, load {}", loadavg());
+    let mut governed = Vec::new();
     println!();
     println!("| files | roundtable's steps (median) | `git apply --index` + `git commit` (median) | × git |");
     println!("| ---: | ---: | ---: | ---: |");
     for files in [1_000, 100_000] {
         let ours = repository(&base, files);
         let theirs = repository(&base, files);
-        let ws = Workspace::open(ours.path()).expect("workspace");
-        let repo = git2::Repository::open(ours.path()).expect("open");
         let patch_file = base.join(format!("round-{files}.patch"));
-        let stride = files / (rounds * 3 + 1);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for round in 0..rounds {
-            let touched: Vec<usize> = (0..3).map(|j| (round * 3 + j) * stride).collect();
-            let patch = line19_patch(&touched);
-            let t = Instant::now();
-            land(ours.path(), &ws, &repo, patch.as_bytes(), round);
-            a.push(t.elapsed());
-            std::fs::write(&patch_file, &patch).expect("write the patch");
+        // Two series of 3-file changes, each file touched once.
+        let stride = files / (rounds * 6 + 1);
+        let change = |slot: usize| -> String {
+            let touched: Vec<usize> = (0..3).map(|j| (slot * 3 + j) * stride).collect();
+            line19_patch(&touched)
+        };
+        let git_lands = |patch: &str, round: usize| -> Duration {
+            std::fs::write(&patch_file, patch).expect("write the patch");
             let t = Instant::now();
             git(
                 theirs.path(),
@@ -137,14 +142,20 @@ fn main() {
                 theirs.path(),
                 &["commit", "-q", "-m", &format!("round {round}")],
             );
-            b.push(t.elapsed());
+            t.elapsed()
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        {
+            let ws = Workspace::open(ours.path()).expect("workspace");
+            let repo = git2::Repository::open(ours.path()).expect("open");
+            for round in 0..rounds {
+                let patch = change(round);
+                let t = Instant::now();
+                land(ours.path(), &ws, &repo, patch.as_bytes(), round);
+                a.push(t.elapsed());
+                b.push(git_lands(&patch, round));
+            }
         }
-        assert_eq!(
-            git(ours.path(), &["rev-parse", "HEAD^{tree}"]),
-            git(theirs.path(), &["rev-parse", "HEAD^{tree}"]),
-            "both end on the same tree"
-        );
-        assert_eq!(git(ours.path(), &["status", "--porcelain"]), "");
         let (ma, mb) = (median(&mut a), median(&mut b));
         println!(
             "| {files} | {:.2} ms | {:.2} ms | {:.2}× |",
@@ -152,6 +163,88 @@ fn main() {
             ms(mb),
             ms(ma) / ms(mb)
         );
+        // The governed landing, in the same repositories.
+        let engine = Engine::open(ours.path(), EngineOptions::default()).expect("open");
+        let host = Actor::orchestrator(id("host"));
+        let author = Actor::agent(id("alice"));
+        let reviewer = Actor::agent(id("bob"));
+        ok(
+            &engine,
+            "agent.register",
+            json!({"agent_id": "alice", "roles": ["author"]}),
+            &host,
+        );
+        ok(
+            &engine,
+            "agent.register",
+            json!({"agent_id": "bob", "roles": ["reviewer"]}),
+            &host,
+        );
+        ok(
+            &engine,
+            "task.create",
+            json!({"task_id": "t1", "title": "Bench"}),
+            &host,
+        );
+        ok(
+            &engine,
+            "workspace.configure",
+            json!({"landing": {"mode": "git", "branch": "main", "remote": null}}),
+            &host,
+        );
+        let (mut g, mut b) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let slot = rounds + round;
+            let patch = change(slot);
+            for j in 0..3 {
+                ok(
+                    &engine,
+                    "claim.acquire",
+                    json!({"resource_id": format!("file:{}", rel((slot * 3 + j) * stride)), "type": "write", "ttl_s": 3600}),
+                    &author,
+                );
+            }
+            let pid = proposal(&engine, &author, "t1", &patch, &reviewer);
+            let t = Instant::now();
+            ok(
+                &engine,
+                "patch.apply",
+                json!({"proposal_id": pid, "revision": 1}),
+                &host,
+            );
+            g.push(t.elapsed());
+            b.push(git_lands(&patch, slot));
+        }
+        assert_eq!(
+            git(ours.path(), &["rev-parse", "HEAD^{tree}"]),
+            git(theirs.path(), &["rev-parse", "HEAD^{tree}"]),
+            "both end on the same tree"
+        );
+        assert_eq!(git(ours.path(), &["status", "--porcelain"]), "");
+        governed.push((files, median(&mut g), median(&mut b)));
         std::fs::remove_file(&patch_file).ok();
+    }
+    println!();
+    println!("| files | governed `patch.apply`, git mode (median) | `git apply --index` + `git commit` (median) | × git |");
+    println!("| ---: | ---: | ---: | ---: |");
+    let mut met = true;
+    for (files, g, b) in &governed {
+        let ratio = ms(*g) / ms(*b);
+        println!(
+            "| {files} | {:.2} ms | {:.2} ms | {ratio:.2}× |",
+            ms(*g),
+            ms(*b)
+        );
+        if *files == 100_000 && ratio > 1.5 {
+            met = false;
+        }
+    }
+    println!(
+        "- governed git-mode landing at 100,000 files within 1.5× of git: **{}**; load {}",
+        if met { "met" } else { "not met" },
+        loadavg()
+    );
+    if !met {
+        std::process::exit(1);
     }
 }

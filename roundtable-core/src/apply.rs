@@ -97,6 +97,17 @@ pub enum TransactionError {
         /// Where (`path`, `digest`, `transaction_id`).
         details: Value,
     },
+    /// The git side of a git-mode landing failed (the branch moved:
+    /// `precondition_failed`; libgit2 failed: `io`); the files were put
+    /// back.
+    #[error("{source}")]
+    Landing {
+        /// The transaction, recorded `recovered`.
+        transaction_id: String,
+        /// Why.
+        #[source]
+        source: crate::landing::LandingError,
+    },
     /// The store refused (`database`, or the store error's code).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -119,6 +130,7 @@ impl TransactionError {
                 source.code()
             }
             TransactionError::Journal { .. } | TransactionError::Sqlite(_) => ErrorCode::Database,
+            TransactionError::Landing { source, .. } => source.code(),
             TransactionError::Store(e) => e.code(),
         }
     }
@@ -146,6 +158,23 @@ impl TransactionError {
             }
             TransactionError::Workspace(e) => e.details(),
             TransactionError::Journal { details, .. } => details.clone(),
+            TransactionError::Landing {
+                transaction_id,
+                source,
+            } => {
+                let mut details = json!({"transaction_id": transaction_id});
+                if let crate::landing::LandingError::BranchMoved {
+                    branch,
+                    expected,
+                    actual,
+                } = source
+                {
+                    details["ref"] = json!(branch);
+                    details["expected"] = json!(expected);
+                    details["actual"] = json!(actual);
+                }
+                details
+            }
             TransactionError::Store(_) | TransactionError::Sqlite(_) => json!({}),
         }
     }
@@ -557,6 +586,10 @@ pub(crate) struct Plan<'a> {
     /// the only ones it may remove when they are left empty (`None`: any
     /// directory a removal empties, as `git apply` does).
     pub prune_only: Option<BTreeSet<RepoPath>>,
+    /// In git mode: the branch to move from the validated commit to the
+    /// one built for the change (already written; nothing references it
+    /// yet). The move is the commit point.
+    pub landing: Option<crate::store::settings::TransactionLanding>,
 }
 
 fn phase(
@@ -743,6 +776,10 @@ where
             &before_digest,
             &after_digest,
         )?;
+        if let Some(landing) = &plan.landing {
+            crate::store::settings::insert_transaction_landing(tx, id, landing)
+                .map_err(TransactionError::from)?;
+        }
         Ok::<_, E>(())
     })?;
 
@@ -807,6 +844,25 @@ where
         .into());
     }
 
+    // 2b. In git mode, the commit point: the branch moves by
+    // compare-and-swap to the commit built for the change, then the index
+    // follows the files.
+    let mut index_note = Value::Null;
+    if let Some(landing) = &plan.landing {
+        if let Err(source) = move_branch(env.workspace.root(), landing) {
+            recover_one(env, actor, id, "the branch moved since validation")?;
+            return Err(TransactionError::Landing {
+                transaction_id: id.to_owned(),
+                source,
+            }
+            .into());
+        }
+        index_note = match stage(env.workspace.root(), &plan.changeset) {
+            Ok(()) => json!("updated"),
+            Err(e) => json!(format!("not updated: {e}")),
+        };
+    }
+
     // 3. The outcome, with the caller's state changes, in one transaction.
     let finished = env.store.write(|tx| {
         let now = env.clock.now();
@@ -825,7 +881,7 @@ where
             id,
             PhaseName::Written,
             PhaseStatus::Done,
-            json!({"files": files.len(), "durable": durable}),
+            json!({"files": files.len(), "durable": durable, "index": index_note}),
         )?;
         let transaction = Transaction::load(tx, id)?;
         let out = finish(tx, &transaction, now)?;
@@ -850,6 +906,11 @@ where
     });
     match finished {
         Ok(out) => Ok(out),
+        Err(e) if plan.landing.is_some() => {
+            // The branch moved: the change landed. The transaction stays
+            // `applying`, and the next open brings the store forward.
+            Err(e)
+        }
         Err(e) => {
             // The files are written but the store could not say so: put
             // them back now rather than leave the two disagreeing.
@@ -857,6 +918,55 @@ where
             Err(e)
         }
     }
+}
+
+/// Move `landing`'s branch in the repository at `root` from its old commit
+/// to its new one (compare-and-swap).
+fn move_branch(
+    root: &Path,
+    landing: &crate::store::settings::TransactionLanding,
+) -> Result<(), crate::landing::LandingError> {
+    let git = |what| move |source| crate::landing::LandingError::Git { what, source };
+    let repo = git2::Repository::open(root).map_err(git("open the repository"))?;
+    let old = git2::Oid::from_str(&landing.old_id).map_err(git("read the old id"))?;
+    let new = git2::Oid::from_str(&landing.new_id).map_err(git("read the new id"))?;
+    crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
+}
+
+/// Stage `changeset`'s paths in the index of the repository at `root`,
+/// retried briefly while another git process holds `index.lock`.
+fn stage(root: &Path, changeset: &Changeset) -> Result<(), crate::landing::LandingError> {
+    let mut tries = 0;
+    loop {
+        let done = git2::Repository::open(root)
+            .map_err(|source| crate::landing::LandingError::Git {
+                what: "open the repository",
+                source,
+            })
+            .and_then(|repo| crate::landing::update_index(&repo, changeset));
+        match done {
+            Err(_) if tries < 20 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether transaction `id` landed in git mode: its branch is at the
+/// commit built for it (the ref update is the commit point).
+fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError> {
+    let landing = store.read(|tx| {
+        Ok::<_, TransactionError>(crate::store::settings::transaction_landing(tx, id)?)
+    })?;
+    let Some(landing) = landing else {
+        return Ok(false);
+    };
+    let at = git2::Repository::open(root)
+        .and_then(|repo| repo.refname_to_id(&landing.branch))
+        .map(|oid| oid.to_string());
+    Ok(at.is_ok_and(|at| at == landing.new_id))
 }
 
 /// A transaction's final status is only ever set over `applying`: if
@@ -963,17 +1073,107 @@ pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     // Re-read under the lock: the applier may have finished meanwhile.
     let pending = applying(env.store)?;
-    pending
-        .iter()
-        .map(|id| {
-            recover_one(
-                env,
-                &actor,
-                id,
-                "found applying when the workspace was opened",
+    let mut recovered = Vec::new();
+    for id in &pending {
+        if landed(env.store, env.workspace.root(), id)? {
+            // Past its commit point: the caller brings it forward.
+            continue;
+        }
+        recovered.push(recover_one(
+            env,
+            &actor,
+            id,
+            "found applying when the workspace was opened",
+        )?);
+    }
+    Ok(recovered)
+}
+
+/// The git-mode transactions left `applying` whose branch is at the commit
+/// built for them: they landed, and only the index and the store's outcome
+/// are missing. Their files were written before the branch moved.
+pub(crate) fn landed_unfinished(env: Env<'_>) -> Result<Vec<String>, TransactionError> {
+    let mut out = Vec::new();
+    for id in applying(env.store)? {
+        if landed(env.store, env.workspace.root(), &id)? {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
+/// Bring a landed git-mode transaction forward: the index follows the
+/// files, then `finish` records the caller's outcome and the transaction
+/// `applied`, in one SQL transaction.
+pub(crate) fn finish_landed<E>(
+    env: Env<'_>,
+    actor: &Actor,
+    id: &str,
+    finish: impl FnOnce(&rusqlite::Transaction<'_>, &Transaction, Timestamp) -> Result<(), E>,
+) -> Result<(), E>
+where
+    E: From<TransactionError> + From<StoreError>,
+{
+    let files = env.store.read(|tx| journal(tx, id))?;
+    let changeset = Changeset::new(
+        files
+            .iter()
+            .filter_map(|f| f.path.parse::<RepoPath>().ok())
+            .map(|path| FileChange {
+                after: env
+                    .workspace
+                    .read(&path)
+                    .ok()
+                    .flatten()
+                    .map(|t| FileContent {
+                        data: t.data,
+                        executable: t.executable,
+                        symlink: t.symlink,
+                    }),
+                path,
+                operation: Operation::Modify,
+                before: None,
+            })
+            .collect(),
+    )
+    .map_err(|e| TransactionError::journal(e.to_string(), json!({"transaction_id": id})))?;
+    let index_note = match stage(env.workspace.root(), &changeset) {
+        Ok(()) => json!("updated"),
+        Err(e) => json!(format!("not updated: {e}")),
+    };
+    env.store.write(|tx| {
+        let now = env.clock.now();
+        still_applying(
+            tx.cached_execute(
+                "UPDATE transactions SET status = 'applied', finished_at = ?2
+                 WHERE id = ?1 AND status = 'applying'",
+                params![id, now.0],
             )
-        })
-        .collect()
+            .map_err(TransactionError::from)?,
+            id,
+        )?;
+        phase(
+            tx,
+            now,
+            id,
+            PhaseName::Written,
+            PhaseStatus::Done,
+            json!({"files": files.len(), "index": index_note, "recovered": "landed: the branch was at the new commit"}),
+        )?;
+        let transaction = Transaction::load(tx, id)?;
+        finish(tx, &transaction, now)?;
+        phase(tx, now, id, PhaseName::Applied, PhaseStatus::Done, json!({}))?;
+        event(
+            tx,
+            actor,
+            now,
+            crate::model::EventKind::TransactionApplied,
+            id,
+            &transaction.proposal_id,
+            json!({"kind": transaction.kind, "files": files.len(), "recovered": true}),
+        )?;
+        Ok::<_, E>(())
+    })
 }
 
 /// The transaction engine alone: a store and a temporary workspace, no
@@ -1058,6 +1258,7 @@ mod tests {
                 snapshot,
                 workspace: &self.ws,
                 prune_only: None,
+                landing: None,
             }
         }
 

@@ -194,7 +194,7 @@ impl Engine {
             durability: options.durability,
             clock: options.clock.as_ref(),
         })?;
-        Ok(Engine {
+        let engine = Engine {
             root: root.to_path_buf(),
             workspace,
             store,
@@ -202,7 +202,11 @@ impl Engine {
             ids: IdGenerator::default(),
             claim_queue: crate::tools::claims::ClaimQueue::default(),
             inbox_memo: crate::tools::inbox::InboxMemo::default(),
-        })
+        };
+        // A git-mode apply that moved its branch before it could record
+        // its outcome landed: bring the store forward.
+        crate::tools::transactions::finish_landed(&engine)?;
+        Ok(engine)
     }
 
     /// A handle that makes every call as `actor`: the typed API, one

@@ -99,6 +99,7 @@ pub use crate::tools::transactions::{
     RecoveryAdvice, Rollback, RolledBack, TransactionDetail, TransactionPage,
 };
 pub use crate::tools::validate::{Validate, ValidationReport};
+pub use crate::tools::workspace::{ConfigureWorkspace, GetWorkspace, WorkspaceSettings};
 
 /// One actor's handle on an engine: every call it makes is made as that
 /// actor. Cheap to create; a host gives each agent thread its own.
@@ -240,6 +241,7 @@ macro_rules! keyed {
 }
 
 keyed!(
+    ConfigureWorkspace,
     RegisterAgent,
     CreateTask,
     CreateProposal,
@@ -393,6 +395,25 @@ impl GetTask {
                 task_id: id("task_id", task_id)?,
             })
         })
+    }
+}
+
+impl ConfigureWorkspace {
+    /// Land applied revisions as `landing` says.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(landing: crate::model::Landing) -> Draft<ConfigureWorkspace> {
+        Draft::from(ConfigureWorkspace {
+            landing,
+            idempotency_key: None,
+        })
+    }
+}
+
+impl GetWorkspace {
+    /// The workspace's settings.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> Draft<GetWorkspace> {
+        Draft::from(GetWorkspace {})
     }
 }
 
@@ -1346,6 +1367,10 @@ methods!(SetupApi {
     get_task(GetTask) -> TaskDetail;
     /// `task.list`: tasks, a page at a time.
     list_tasks(ListTasks) -> TaskPage;
+    /// `workspace.configure`: how `patch.apply` lands.
+    configure_workspace(ConfigureWorkspace) -> WorkspaceSettings;
+    /// `workspace.get`: the workspace's settings.
+    workspace(GetWorkspace) -> WorkspaceSettings;
 });
 
 /// [`Session::proposals`].

@@ -19,6 +19,7 @@ pub(crate) mod idempotency;
 pub(crate) mod policies;
 pub(crate) mod proposals;
 mod rows;
+pub(crate) mod settings;
 pub(crate) mod transactions;
 pub(crate) mod watch;
 
@@ -48,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v6.sql"),
     include_str!("store/v7.sql"),
     include_str!("store/v8.sql"),
+    include_str!("store/v9.sql"),
 ];
 
 /// The schema version this code writes.

@@ -87,6 +87,7 @@ pub mod setup;
 pub mod transactions;
 pub mod validate;
 mod wait;
+pub mod workspace;
 
 pub use error::ToolError;
 
@@ -347,6 +348,8 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),
+    spec::<workspace::ConfigureWorkspace>(),
+    spec::<workspace::GetWorkspace>(),
 ];
 
 /// The tool named `name`.

@@ -5,6 +5,7 @@ mod agents_tasks;
 mod claims_touched;
 mod edit_plans;
 mod fuzz_replay;
+mod git_landing;
 mod governance;
 mod governance_hardening;
 mod hardening;

@@ -88,7 +88,7 @@ fn call(engine: &Engine, tool: &str, args: Value, actor: &Actor) -> Value {
         .unwrap_or_else(|e| panic!("{tool} {args}: {} {e} {}", e.code(), e.details()))
 }
 
-fn host() -> Actor {
+pub(crate) fn host() -> Actor {
     Actor::orchestrator(id("host"))
 }
 
@@ -945,7 +945,7 @@ fn spawn(test: &str, envs: &[(&str, &str)]) -> Child {
     cmd.spawn().expect("spawn a worker")
 }
 
-fn check_worker(child: Child, what: &str) {
+pub(crate) fn check_worker(child: Child, what: &str) {
     let out = child.wait_with_output().expect("wait for a worker");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1075,7 +1075,7 @@ fn lcg(state: &mut u64) -> u64 {
 
 /// Start a worker applying `pid` in `root`; wait until it has opened the
 /// workspace; the child, the sync dir and the wall-clock time it was ready.
-fn start_apply(root: &Path, pid: &str) -> (Child, tempfile::TempDir, i64) {
+pub(crate) fn start_apply(root: &Path, pid: &str) -> (Child, tempfile::TempDir, i64) {
     let sync = scratch_dir();
     let args = json!({"proposal_id": pid, "revision": 1}).to_string();
     let root_s = root.to_string_lossy().into_owned();

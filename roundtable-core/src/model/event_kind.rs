@@ -41,6 +41,8 @@ macro_rules! event_kinds {
 }
 
 event_kinds! {
+    /// The workspace's settings changed (`workspace.configure`).
+    WorkspaceConfigured = "workspace.configured",
     /// An agent was registered.
     AgentRegistered = "agent.registered",
     /// An agent's roles, enabled flag or name changed.

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 mod claim;
 mod event_kind;
+mod landing;
 mod operation;
 mod policy_record;
 mod role;
@@ -23,6 +24,7 @@ mod transaction;
 
 pub use claim::{Claim, ClaimStatus};
 pub use event_kind::EventKind;
+pub use landing::{Landing, LandingMode};
 pub use operation::OperationKind;
 pub use policy_record::PolicyRecord;
 pub use role::Role;

@@ -322,6 +322,12 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         .transaction_id
         .clone()
         .unwrap_or_else(|| engine.ids().next("tx", engine.now().0));
+    let landing = engine
+        .store()
+        .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?
+        .branch_ref()
+        .map(|branch| plan_landing(engine, actor, &evidence, &changeset, &branch, id.as_str()))
+        .transpose()?;
     let touched: Vec<Scope> = changeset
         .files()
         .iter()
@@ -378,6 +384,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         snapshot,
         workspace: &ws,
         prune_only: None,
+        landing,
     };
     execute(
         engine.tx_env(),
@@ -391,35 +398,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 actor,
                 now,
             };
-            let changed = store::proposals::mark_applied(cx.tx, &proposal.id, cx.now)?;
-            if changed != 1 {
-                return Err(ToolError::conflict(
-                    format!("proposal {} changed status during the apply", proposal.id),
-                    json!({"proposal_id": proposal.id}),
-                ));
-            }
-            cx.event(
-            crate::model::EventKind::ProposalApplied,
-            &proposal.id,
-            Some(&proposal.id),
-            json!({"revision": args.revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
-        )?;
-            let mut released = Vec::new();
-            for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
-                if claim
-                    .scope()
-                    .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
-                {
-                    store::claims::release(cx.tx, &claim.id, cx.now)?;
-                    cx.event(
-                        crate::model::EventKind::ClaimReleased,
-                        &claim.id,
-                        None,
-                        json!({"token": claim.token, "transaction_id": transaction.id}),
-                    )?;
-                    released.push(claim.id);
-                }
-            }
+            let released = land_outcome(cx, &proposal, args.revision.0, &touched, transaction)?;
             let out = Applied {
                 transaction: transaction.clone(),
                 proposal: Proposal::load(cx.tx, &proposal.id)?,
@@ -432,6 +411,212 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
             Ok(out)
         },
     )
+}
+
+/// What landing `revision` of `proposal` records beside the transaction,
+/// in its outcome's SQL transaction: the proposal `applied` with its
+/// event, and the author's write claims on the touched paths released.
+/// The released claims' ids.
+fn land_outcome(
+    cx: &Cx<'_>,
+    proposal: &Proposal,
+    revision: u32,
+    touched: &[Scope],
+    transaction: &crate::apply::Transaction,
+) -> Result<Vec<String>, ToolError> {
+    let changed = store::proposals::mark_applied(cx.tx, &proposal.id, cx.now)?;
+    if changed != 1 {
+        return Err(ToolError::conflict(
+            format!("proposal {} changed status during the apply", proposal.id),
+            json!({"proposal_id": proposal.id}),
+        ));
+    }
+    cx.event(
+        crate::model::EventKind::ProposalApplied,
+        &proposal.id,
+        Some(&proposal.id),
+        json!({"revision": revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
+    )?;
+    let mut released = Vec::new();
+    for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
+        if claim
+            .scope()
+            .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+        {
+            store::claims::release(cx.tx, &claim.id, cx.now)?;
+            cx.event(
+                crate::model::EventKind::ClaimReleased,
+                &claim.id,
+                None,
+                json!({"token": claim.token, "transaction_id": transaction.id}),
+            )?;
+            released.push(claim.id);
+        }
+    }
+    Ok(released)
+}
+
+/// A landing step's refusal as a tool error, with its code and details.
+fn landing_refusal(e: crate::landing::LandingError) -> ToolError {
+    use crate::landing::LandingError;
+    let details = match &e {
+        LandingError::BranchMoved {
+            branch,
+            expected,
+            actual,
+        } => json!({"ref": branch, "expected": expected, "actual": actual}),
+        _ => json!({}),
+    };
+    ToolError::new(e.code(), e.to_string(), details)
+}
+
+/// In git mode: the commit for `changeset` on `branch` (built, not yet
+/// referenced), after checking that the working tree is on the branch and
+/// that the branch holds, at every touched path, what the change was
+/// validated against. Its trailers name what governed it.
+fn plan_landing(
+    engine: &Engine,
+    actor: &Actor,
+    evidence: &super::validate::Evidence,
+    changeset: &crate::changeset::Changeset,
+    branch: &str,
+    transaction_id: &str,
+) -> Result<store::settings::TransactionLanding, ToolError> {
+    use crate::landing::{self, Identity, LandingError, Trailer};
+    let git = |what| move |source| landing_refusal(LandingError::Git { what, source });
+    let repo = git2::Repository::open(engine.root()).map_err(git("open the repository"))?;
+    let head = repo.find_reference("HEAD").map_err(git("read HEAD"))?;
+    let on = head.symbolic_target().ok().flatten().map(str::to_owned);
+    if on.as_deref() != Some(branch) {
+        return Err(ToolError::new(
+            ErrorCode::PreconditionFailed,
+            format!(
+                "the working tree's HEAD is on {}, not {branch}: nothing was applied",
+                on.as_deref().unwrap_or("a detached commit")
+            ),
+            json!({"ref": branch, "head": on}),
+        ));
+    }
+    let old = repo.refname_to_id(branch).map_err(|_| {
+        landing_refusal(LandingError::BranchMoved {
+            branch: branch.to_owned(),
+            expected: "a commit".into(),
+            actual: None,
+        })
+    })?;
+    if let Some(path) = landing::first_difference(&repo, old, changeset).map_err(landing_refusal)? {
+        return Err(ToolError::new(
+            ErrorCode::PreconditionFailed,
+            format!("{path} in the working tree is not what {branch} holds (an uncommitted change): commit or discard it, then apply"),
+            json!({"path": path.to_string(), "ref": branch}),
+        ));
+    }
+    let p = &evidence.proposal;
+    let revision = evidence.revision.number;
+    let mut trailers = vec![
+        Trailer::new("Roundtable-Proposal", p.id.as_str()),
+        Trailer::new("Roundtable-Revision", revision.to_string()),
+        Trailer::new("Roundtable-Transaction", transaction_id),
+    ];
+    // The latest vote of each reviewer on the revision counts.
+    let mut latest = std::collections::BTreeMap::new();
+    for v in evidence.votes.iter().filter(|v| v.revision == revision) {
+        latest.insert(v.agent_id.clone(), v.vote);
+    }
+    for (agent, vote) in &latest {
+        if matches!(
+            vote,
+            crate::model::VoteValue::Approve | crate::model::VoteValue::ApproveWithNotes
+        ) {
+            trailers.push(Trailer::new("Approved-by", format!("agent:{agent}")));
+        }
+    }
+    for r in evidence.reviews.iter().filter(|r| r.revision == revision) {
+        if r.verdict == crate::model::Verdict::Pass {
+            trailers.push(Trailer::new("Security-Reviewed-by", r.reviewer.to_string()));
+        }
+    }
+    for a in evidence.approvals.iter().filter(|a| a.revision == revision) {
+        trailers.push(Trailer::new(
+            "Human-Approved-by",
+            format!("human:{}", a.human_id),
+        ));
+    }
+    let checks: Vec<String> = evidence
+        .tests
+        .iter()
+        .filter(|t| t.revision == revision)
+        .map(|t| {
+            let status = serde_json::to_value(t.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            format!("{}={status}", t.name)
+        })
+        .collect();
+    if !checks.is_empty() {
+        trailers.push(Trailer::new("Checks", checks.join(" ")));
+    }
+    let message = landing::message(&p.title, &p.summary_md, &trailers).map_err(landing_refusal)?;
+    let now = engine.now().0;
+    let identity = |kind: &str, id: &str| Identity {
+        name: id.to_owned(),
+        email: format!("{id}@{kind}.roundtable"),
+        seconds: now.div_euclid(1000),
+        offset_minutes: 0,
+    };
+    let built = landing::build_commit(
+        &repo,
+        old,
+        changeset,
+        &message,
+        &identity("agent", &p.author),
+        &identity(actor.kind.as_str(), actor.id.as_str()),
+    )
+    .map_err(landing_refusal)?;
+    Ok(store::settings::TransactionLanding {
+        branch: branch.to_owned(),
+        old_id: old.to_string(),
+        new_id: built.id.to_string(),
+    })
+}
+
+/// Bring every git-mode transaction that landed (its branch at the commit
+/// built for it) but was left `applying` forward: the index, the
+/// transaction `applied`, the proposal `applied`, its claims released.
+/// `Engine::open` runs it after `apply::recover`.
+pub(crate) fn finish_landed(engine: &Engine) -> Result<(), ToolError> {
+    if crate::apply::landed_unfinished(engine.tx_env())?.is_empty() {
+        return Ok(());
+    }
+    // Under the apply lock, as recovery: a transaction whose applier is
+    // alive and holds it is in flight, not left behind.
+    let Some(_lock) = crate::apply::ApplyLock::try_acquire(engine.root())? else {
+        return Ok(());
+    };
+    let actor = Actor::orchestrator(Id::new("roundtable-recovery").expect("a valid id"));
+    for id in crate::apply::landed_unfinished(engine.tx_env())? {
+        crate::apply::finish_landed(engine.tx_env(), &actor, &id, |tx, transaction, now| {
+            let cx = &Cx {
+                engine,
+                tx,
+                actor: &actor,
+                now,
+            };
+            let proposal = Proposal::load(tx, &transaction.proposal_id)?;
+            let touched: Vec<Scope> = crate::apply::journal(tx, &transaction.id)?
+                .iter()
+                .filter_map(|f| f.path.parse().ok())
+                .map(|path| Scope {
+                    resource: Resource::File(path),
+                    span: None,
+                })
+                .collect();
+            land_outcome(cx, &proposal, transaction.revision, &touched, transaction)?;
+            Ok::<_, ToolError>(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Arguments of `transaction.rollback`.
@@ -465,6 +650,18 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
     };
     let (original, files, created) = engine.store().read(|tx| {
         let t = Transaction::load(tx, args.transaction_id.as_str())?;
+        let git = store::settings::landing(tx)?.mode == crate::model::LandingMode::Git
+            || store::settings::transaction_landing(tx, &t.id)?.is_some();
+        if git {
+            return Err(ToolError::new(
+                ErrorCode::IllegalTransition,
+                format!(
+                    "{} cannot be rolled back in git landing mode yet (a revert commit): revert its proposal (proposal.revert) instead",
+                    t.id
+                ),
+                json!({"transaction_id": t.id, "landing": "git"}),
+            ));
+        }
         let files = journal(tx, &t.id)?;
         let created = created_dirs(tx, &t.id)?;
         Ok::<_, ToolError>((t, files, created))
@@ -514,6 +711,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         snapshot,
         workspace: &ws,
         prune_only: Some(created),
+        landing: None,
     };
     execute(
         engine.tx_env(),

@@ -1,0 +1,83 @@
+//! The `settings` table: the workspace's own settings, one JSON value per
+//! key (store/v9.sql), and the git side of git-mode transactions
+//! (`transaction_landings`).
+
+use super::CachedRow as _;
+use crate::clock::Timestamp;
+use crate::model::Landing;
+use rusqlite::{params, Connection, OptionalExtension as _};
+
+/// The key of the landing setting.
+const LANDING: &str = "landing";
+
+/// The landing setting (files mode when never set).
+pub(crate) fn landing(conn: &Connection) -> rusqlite::Result<Landing> {
+    let value: Option<String> = conn
+        .cached_row(
+            "SELECT value FROM settings WHERE key = ?1",
+            [LANDING],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(value
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_default())
+}
+
+/// Store the landing setting.
+pub(crate) fn set_landing(
+    conn: &Connection,
+    landing: &Landing,
+    now: Timestamp,
+) -> rusqlite::Result<()> {
+    let value = serde_json::to_string(landing).expect("a landing serializes");
+    conn.cached_execute(
+        "INSERT INTO settings (key, value, updated_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        params![LANDING, value, now.0],
+    )?;
+    Ok(())
+}
+
+/// The git side of one git-mode transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TransactionLanding {
+    /// The full ref name.
+    pub branch: String,
+    /// The commit the branch was at when the change was validated.
+    pub old_id: String,
+    /// The commit built for the change.
+    pub new_id: String,
+}
+
+/// Record `landing` for transaction `id`.
+pub(crate) fn insert_transaction_landing(
+    conn: &Connection,
+    id: &str,
+    landing: &TransactionLanding,
+) -> rusqlite::Result<()> {
+    conn.cached_execute(
+        "INSERT INTO transaction_landings (transaction_id, branch, old_id, new_id) VALUES (?1, ?2, ?3, ?4)",
+        params![id, landing.branch, landing.old_id, landing.new_id],
+    )?;
+    Ok(())
+}
+
+/// The git side of transaction `id`, if it landed in git mode.
+pub(crate) fn transaction_landing(
+    conn: &Connection,
+    id: &str,
+) -> rusqlite::Result<Option<TransactionLanding>> {
+    conn.cached_row(
+        "SELECT branch, old_id, new_id FROM transaction_landings WHERE transaction_id = ?1",
+        [id],
+        |r| {
+            Ok(TransactionLanding {
+                branch: r.get(0)?,
+                old_id: r.get(1)?,
+                new_id: r.get(2)?,
+            })
+        },
+    )
+    .optional()
+}

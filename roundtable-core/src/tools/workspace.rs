@@ -1,0 +1,148 @@
+//! `workspace.configure` and `workspace.get`: the workspace's landing
+//! setting, stored in the store so every process and front end sees the
+//! same one.
+
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::model::{Landing, LandingMode};
+use crate::store;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Arguments of `workspace.configure`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "WorkspaceConfigureArgs")]
+pub struct ConfigureWorkspace {
+    /// How `patch.apply` lands: `{"mode": "files"}` (the default: the
+    /// working tree only) or `{"mode": "git", "branch": "main", "remote":
+    /// null}` (one commit per applied revision on the branch the working
+    /// tree's HEAD is on).
+    pub landing: Landing,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Arguments of `workspace.get`.
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "WorkspaceGetArgs")]
+pub struct GetWorkspace {}
+
+/// Result of `workspace.configure` and `workspace.get`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkspaceSettings {
+    /// How `patch.apply` lands.
+    pub landing: Landing,
+}
+
+impl super::Request for ConfigureWorkspace {
+    const TOOL: &'static str = "workspace.configure";
+    const DESCRIPTION: &'static str = "Set how patch.apply lands (orchestrator only): mode files (the working tree, the default) or git (one commit per applied revision on branch, which the working tree's HEAD must be on, moved by compare-and-swap; the working tree and index follow). remote must be null: pushing is not supported yet.";
+    const MUTATES: bool = true;
+    const IDEMPOTENT: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
+    type Output = WorkspaceSettings;
+
+    store_tool!();
+}
+
+/// Why the repository at the root cannot land in git mode on `branch`,
+/// or `None` when it can.
+fn git_refusal(root: &std::path::Path, branch: &str) -> Option<ToolError> {
+    let invalid = |reason: String| Some(ToolError::invalid_argument("landing", reason));
+    let name = format!("refs/heads/{branch}");
+    if !git2::Reference::is_valid_name(&name) {
+        return invalid(format!("{branch:?} is not a branch name"));
+    }
+    let repo = match git2::Repository::open(root) {
+        Ok(repo) => repo,
+        Err(e) => return invalid(format!("the workspace is not a git repository: {e}")),
+    };
+    if repo.workdir().and_then(|w| w.canonicalize().ok()) != root.canonicalize().ok() {
+        return invalid("the workspace root is not the repository's working tree".into());
+    }
+    if repo.refname_to_id(&name).is_err() {
+        return invalid(format!("there is no branch {branch}"));
+    }
+    let head = repo.find_reference("HEAD").ok();
+    let on = head
+        .as_ref()
+        .and_then(|h| h.symbolic_target().ok().flatten());
+    if on != Some(name.as_str()) {
+        return invalid(format!(
+            "the working tree's HEAD is on {}, not {name}",
+            on.unwrap_or("a detached commit")
+        ));
+    }
+    None
+}
+
+impl Tool for ConfigureWorkspace {
+    type Prep = ();
+
+    keyed!();
+
+    fn prepare(engine: &Engine, _: &Actor, args: &ConfigureWorkspace) -> Result<(), ToolError> {
+        let l = &args.landing;
+        if l.remote.is_some() {
+            return Err(ToolError::invalid_argument(
+                "landing.remote",
+                "pushing to a remote is not supported yet: it must be null",
+            ));
+        }
+        match (l.mode, &l.branch) {
+            (LandingMode::Files, None) => Ok(()),
+            (LandingMode::Files, Some(_)) => Err(ToolError::invalid_argument(
+                "landing.branch",
+                "is only for mode git",
+            )),
+            (LandingMode::Git, None) => Err(ToolError::invalid_argument(
+                "landing.branch",
+                "mode git needs the branch to land on",
+            )),
+            (LandingMode::Git, Some(b)) => git_refusal(engine.root(), b).map_or(Ok(()), Err),
+        }
+    }
+
+    fn run(cx: &Cx<'_>, args: ConfigureWorkspace, (): ()) -> Result<WorkspaceSettings, ToolError> {
+        let before = store::settings::landing(cx.tx)?;
+        if before != args.landing {
+            store::settings::set_landing(cx.tx, &args.landing, cx.now)?;
+            cx.event(
+                crate::model::EventKind::WorkspaceConfigured,
+                "landing",
+                None,
+                json!({"landing": args.landing, "was": before}),
+            )?;
+        }
+        Ok(WorkspaceSettings {
+            landing: args.landing,
+        })
+    }
+}
+
+impl super::Request for GetWorkspace {
+    const TOOL: &'static str = "workspace.get";
+    const DESCRIPTION: &'static str =
+        "The workspace's settings: how patch.apply lands (mode files or git, the branch).";
+    const MUTATES: bool = false;
+    type Output = WorkspaceSettings;
+
+    store_tool!();
+}
+
+impl Tool for GetWorkspace {
+    unkeyed!();
+
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, _: GetWorkspace, (): ()) -> Result<WorkspaceSettings, ToolError> {
+        Ok(WorkspaceSettings {
+            landing: store::settings::landing(cx.tx)?,
+        })
+    }
+}

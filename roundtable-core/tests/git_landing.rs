@@ -1,0 +1,446 @@
+//! Issue 18 item 1: `patch.apply` in git landing mode lands a revision as
+//! one commit on the configured branch (trailers naming what governed it,
+//! authored as the proposal's author, committed as the host), the branch
+//! moved by compare-and-swap; the working tree and the index follow; the
+//! store agrees. A change the branch does not hold at a touched path, or a
+//! HEAD off the branch, is `precondition_failed` with nothing changed. A
+//! SIGKILL at any moment leaves the branch at the old or the new commit,
+//! the working tree matching it, and the store agreeing.
+
+use super::tools::{fingerprint, str_of, World, PATCH};
+use super::transactions::{check_worker, start_apply};
+use roundtable::{Engine, EngineOptions, ErrorCode};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 from git")
+}
+
+/// A repository on `main` holding `hello.txt` and `files`, committed, then
+/// a World (an engine, its agents and task) on it, in git landing mode.
+fn git_world(files: &[(&str, &str)]) -> World {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    git(d, &["init", "-q", "-b", "main"]);
+    std::fs::write(d.join("hello.txt"), "hello\n").expect("write");
+    for (path, body) in files {
+        let p = d.join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, body).expect("write");
+    }
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    let w = World::with(dir, EngineOptions::default());
+    let set = w.ok(
+        "workspace.configure",
+        json!({"landing": {"mode": "git", "branch": "main", "remote": null}}),
+        &w.host,
+    );
+    assert_eq!(set["landing"]["mode"], "git");
+    w
+}
+
+fn head(d: &Path) -> String {
+    git(d, &["rev-parse", "refs/heads/main"]).trim().to_owned()
+}
+
+fn trailers(d: &Path, commit: &str) -> String {
+    let body = git(d, &["log", "-1", "--format=%B", commit]);
+    let mut child = Command::new("git")
+        .args(["interpret-trailers", "--parse"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("git interpret-trailers");
+    {
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(body.as_bytes())
+            .expect("write");
+    }
+    String::from_utf8(child.wait_with_output().expect("wait").stdout).expect("utf-8")
+}
+
+#[test]
+fn a_git_mode_apply_lands_one_commit_and_the_tree_index_and_store_agree() {
+    let w = git_world(&[("src/lib.rs", "fn a() {}\n")]);
+    let d = w.dir.path();
+    assert_eq!(
+        w.ok("workspace.get", json!({}), &w.reviewer)["landing"],
+        json!({"mode": "git", "branch": "main", "remote": null})
+    );
+    let base = head(d);
+    let pid = w.approved("file:hello.txt", PATCH);
+    w.ok(
+        "test.record",
+        json!({"proposal_id": pid, "revision": 1, "name": "unit", "status": "passed"}),
+        &w.host,
+    );
+    let out = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    let tid = str_of(&out["transaction"]["id"]);
+    assert_eq!(out["transaction"]["status"], "applied");
+    assert_eq!(out["proposal"]["status"], "applied");
+    // One commit on main, its parent the base, holding the change.
+    let tip = head(d);
+    assert_ne!(tip, base);
+    assert_eq!(git(d, &["rev-parse", "main^"]).trim(), base);
+    assert_eq!(git(d, &["show", "main:hello.txt"]), "hello, world\n");
+    assert_eq!(
+        git(d, &["show", "--format=", "--name-status", "main"]),
+        "M\thello.txt\n"
+    );
+    // Trailers git reads back; author and committer.
+    assert_eq!(
+        trailers(d, &tip),
+        format!(
+            "Roundtable-Proposal: {pid}\nRoundtable-Revision: 1\nRoundtable-Transaction: {tid}\n\
+             Approved-by: agent:bob\nChecks: unit=passed\n"
+        )
+    );
+    assert_eq!(
+        git(d, &["log", "-1", "--format=%s|%an <%ae>|%cn <%ce>", "main"]).trim(),
+        "Change|alice <alice@agent.roundtable>|host <host@orchestrator.roundtable>"
+    );
+    // The working tree and the index are the branch's; .roundtable/ is
+    // ignored; the repository is sound.
+    assert_eq!(
+        std::fs::read_to_string(d.join("hello.txt")).expect("read"),
+        "hello, world\n"
+    );
+    assert_eq!(
+        git(d, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    git(d, &["fsck", "--strict"]);
+    let verify = w.ok("events.verify", json!({}), &w.host);
+    assert_eq!(verify["valid"], true, "{verify:#}");
+    // Rollback would leave the branch behind: refused, nothing changes.
+    let e = w.refused(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &w.host,
+        ErrorCode::IllegalTransition,
+    );
+    assert_eq!(e.details()["landing"], "git");
+    assert_eq!(head(d), tip);
+}
+
+#[test]
+fn a_branch_that_differs_at_a_touched_path_or_a_head_off_the_branch_changes_nothing() {
+    let w = git_world(&[]);
+    let d = w.dir.path();
+    // The branch holds another hello.txt than the working tree (committed
+    // behind the working tree's back).
+    std::fs::write(d.join("hello.txt"), "hola\n").expect("write");
+    git(d, &["commit", "-q", "-am", "hola"]);
+    std::fs::write(d.join("hello.txt"), "hello\n").expect("write");
+    let tip = head(d);
+    let pid = w.approved("file:hello.txt", PATCH);
+    let before = fingerprint(d);
+    let e = w
+        .engine
+        .call(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &w.host,
+        )
+        .expect_err("the branch differs");
+    assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
+    assert_eq!(e.details()["path"], "hello.txt");
+    assert_eq!(fingerprint(d), before, "nothing changed");
+    assert_eq!(head(d), tip);
+    // Put the branch back to what the working tree holds; detach HEAD.
+    git(d, &["commit", "-q", "-am", "hello again"]);
+    git(d, &["checkout", "-q", "--detach"]);
+    let tip = head(d);
+    let before = fingerprint(d);
+    let e = w
+        .engine
+        .call(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &w.host,
+        )
+        .expect_err("HEAD is detached");
+    assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
+    assert_eq!(fingerprint(d), before, "nothing changed");
+    assert_eq!(head(d), tip);
+    // Back on the branch, it lands.
+    git(d, &["checkout", "-q", "main"]);
+    let out = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    assert_eq!(out["transaction"]["status"], "applied");
+    assert_eq!(git(d, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn workspace_configure_refuses_what_cannot_land_and_writes_nothing() {
+    // Not a git repository.
+    let plain = World::new();
+    let git_main = json!({"landing": {"mode": "git", "branch": "main"}});
+    let e = plain.refused(
+        "workspace.configure",
+        git_main.clone(),
+        &plain.host,
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(e.details()["field"], "landing");
+    assert_eq!(
+        plain.ok("workspace.get", json!({}), &plain.host)["landing"]["mode"],
+        "files"
+    );
+    let w = git_world(&[]);
+    for (args, field) in [
+        (
+            json!({"landing": {"mode": "git", "branch": "nope"}}),
+            "landing",
+        ),
+        (
+            json!({"landing": {"mode": "git", "branch": "bad..name"}}),
+            "landing",
+        ),
+        (json!({"landing": {"mode": "git"}}), "landing.branch"),
+        (
+            json!({"landing": {"mode": "files", "branch": "main"}}),
+            "landing.branch",
+        ),
+        (
+            json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+            "landing.remote",
+        ),
+        (json!({"landing": {"mode": "svn"}}), "landing.mode"),
+        (
+            json!({"landing": {"mode": "git", "branch": "main", "x": 1}}),
+            "landing",
+        ),
+    ] {
+        let e = w.refused(
+            "workspace.configure",
+            args.clone(),
+            &w.host,
+            ErrorCode::InvalidArgument,
+        );
+        assert!(
+            e.details()["field"]
+                .as_str()
+                .is_some_and(|f| f.starts_with(field)),
+            "{args}: {}",
+            e.details()
+        );
+    }
+    w.refused(
+        "workspace.configure",
+        json!({"landing": {"mode": "files"}}),
+        &w.author,
+        ErrorCode::Forbidden,
+    );
+    // Back to files mode: recorded once, and a repeat changes nothing.
+    let files = json!({"landing": {"mode": "files"}});
+    w.ok("workspace.configure", files.clone(), &w.host);
+    let n = w.events().len();
+    w.ok("workspace.configure", files, &w.host);
+    assert_eq!(w.events().len(), n, "a repeat wrote an event");
+}
+
+/// Kill a git-mode apply at moments spread over it; after reopening, the
+/// branch is at the old or the new commit, the working tree and index
+/// match it, and the store says the same.
+#[test]
+fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
+    const RUNS: usize = 30;
+    let files: Vec<(String, String)> = (0..200)
+        .map(|i| {
+            (
+                format!("d{}/f{i}.txt", i % 10),
+                format!("file {i}\nline two\n"),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_str()))
+        .collect();
+    let w = git_world(&refs);
+    let patch: String = (0..200)
+        .map(|i| {
+            let p = format!("d{}/f{i}.txt", i % 10);
+            format!(
+                "diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1,2 +1,2 @@\n file {i}\n-line two\n+line two, changed\n"
+            )
+        })
+        .collect();
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "directory:.", "type": "write", "ttl_s": 36000}),
+        &w.author,
+    );
+    let pid = str_of(
+        &w.ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "Many", "summary_md": "Many files.", "patch": patch}),
+            &w.author,
+        )["proposal"]["id"],
+    );
+    w.ok(
+        "proposal.request_review",
+        json!({"proposal_id": pid}),
+        &w.author,
+    );
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    let World {
+        dir: prepared,
+        engine,
+        ..
+    } = w;
+    drop(engine);
+    let old = head(prepared.path());
+    let copy = |to: &Path| {
+        let status = Command::new("cp")
+            .args(["-a", "--"])
+            .arg(prepared.path().join("."))
+            .arg(to)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+    };
+    // One uninterrupted apply: how long it takes.
+    let first = tempfile::tempdir().expect("tempdir");
+    copy(first.path());
+    let (child, _sync, _) = start_apply(first.path(), &pid);
+    let t0 = Instant::now();
+    check_worker(child, "uninterrupted git-mode apply");
+    let full = t0.elapsed().max(Duration::from_millis(2));
+    // Each apply builds its own commit (its time differs); all have the
+    // old commit as parent and this tree.
+    let new = head(first.path());
+    assert_ne!(new, old);
+    let new_tree = git(first.path(), &["rev-parse", "main^{tree}"]);
+    let (mut at_old, mut at_new, mut forward) = (0, 0, 0);
+    for run in 0..RUNS {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        copy(d);
+        let (mut child, _sync, _) = start_apply(d, &pid);
+        if run % 3 == 2 {
+            // Right after the commit point: as soon as the branch moved.
+            let branch = d.join(".git/refs/heads/main");
+            let before = std::fs::read(&branch).ok();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while std::fs::read(&branch).ok() == before && Instant::now() < deadline {
+                if child.try_wait().expect("poll").is_some() {
+                    break;
+                }
+            }
+        } else {
+            std::thread::sleep(
+                full * u32::try_from(run).expect("small") / u32::try_from(RUNS).expect("small"),
+            );
+        }
+        child.kill().ok();
+        let _ = child.wait();
+        let engine = Engine::open(d, EngineOptions::default()).expect("reopen recovers");
+        let tip = head(d);
+        let status = str_of(
+            &engine
+                .call(
+                    "proposal.get",
+                    json!({"proposal_id": pid}),
+                    &super::transactions::host(),
+                )
+                .expect("get")["proposal"]["status"],
+        );
+        let txs: Vec<Value> = engine
+            .call(
+                "transaction.list",
+                json!({"proposal_id": pid}),
+                &super::transactions::host(),
+            )
+            .expect("list")["transactions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let tx_status = txs.first().map(|t| str_of(&t["status"]));
+        if tip != old {
+            assert_eq!(git(d, &["rev-parse", "main^"]).trim(), old, "run {run}");
+            assert_eq!(git(d, &["rev-parse", "main^{tree}"]), new_tree, "run {run}");
+            at_new += 1;
+            assert_eq!(status, "applied", "run {run}");
+            assert_eq!(tx_status.as_deref(), Some("applied"), "run {run}");
+            let events = engine
+                .call(
+                    "events.list",
+                    json!({"since_seq": 0, "limit": 1000}),
+                    &super::transactions::host(),
+                )
+                .expect("events");
+            forward += events["events"]
+                .as_array()
+                .expect("events")
+                .iter()
+                .filter(|e| e["kind"] == "transaction.applied" && e["data"]["recovered"] == true)
+                .count();
+        } else {
+            at_old += 1;
+            assert_eq!(status, "in_review", "run {run}");
+            assert!(
+                matches!(tx_status.as_deref(), None | Some("recovered")),
+                "run {run}: {tx_status:?}"
+            );
+        }
+        // The working tree and the index are the branch's.
+        assert_eq!(
+            git(d, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "run {run}: the working tree or index differs from {tip}"
+        );
+        assert_eq!(
+            engine
+                .call("events.verify", json!({}), &super::transactions::host())
+                .expect("verify")["valid"],
+            true,
+            "run {run}"
+        );
+        git(d, &["fsck"]);
+    }
+    eprintln!(
+        "git crash test: {RUNS} SIGKILLed applies: {at_new} at the new commit ({forward} brought forward on open), {at_old} at the old"
+    );
+    assert_eq!(at_new + at_old, RUNS);
+    assert!(
+        forward > 0,
+        "no run was killed between the commit point and the outcome"
+    );
+}

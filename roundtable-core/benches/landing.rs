@@ -99,7 +99,7 @@ fn land(dir: &Path, ws: &Workspace, repo: &git2::Repository, patch: &[u8], round
         let after = f.after.as_ref().expect("a modification");
         std::fs::write(dir.join(f.path.as_str()), &after.data).expect("write");
     }
-    landing::update_index(repo, &cs).expect("index");
+    landing::update_index(repo, cs.files().iter().map(|f| &f.path)).expect("index");
 }
 
 fn median(samples: &mut [Duration]) -> Duration {

@@ -857,7 +857,8 @@ where
             }
             .into());
         }
-        index_note = match stage(env.workspace.root(), &plan.changeset) {
+        let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
+        index_note = match stage(env.workspace.root(), &paths) {
             Ok(()) => json!("updated"),
             Err(e) => json!(format!("not updated: {e}")),
         };
@@ -933,9 +934,9 @@ fn move_branch(
     crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
 }
 
-/// Stage `changeset`'s paths in the index of the repository at `root`,
-/// retried briefly while another git process holds `index.lock`.
-fn stage(root: &Path, changeset: &Changeset) -> Result<(), crate::landing::LandingError> {
+/// Stage `paths` in the index of the repository at `root` as the files
+/// stand, retried briefly while another git process holds `index.lock`.
+fn stage(root: &Path, paths: &[RepoPath]) -> Result<(), crate::landing::LandingError> {
     let mut tries = 0;
     loop {
         let done = git2::Repository::open(root)
@@ -943,7 +944,7 @@ fn stage(root: &Path, changeset: &Changeset) -> Result<(), crate::landing::Landi
                 what: "open the repository",
                 source,
             })
-            .and_then(|repo| crate::landing::update_index(&repo, changeset));
+            .and_then(|repo| crate::landing::update_index(&repo, paths));
         match done {
             Err(_) if tries < 20 => {
                 tries += 1;
@@ -1115,29 +1116,8 @@ where
     E: From<TransactionError> + From<StoreError>,
 {
     let files = env.store.read(|tx| journal(tx, id))?;
-    let changeset = Changeset::new(
-        files
-            .iter()
-            .filter_map(|f| f.path.parse::<RepoPath>().ok())
-            .map(|path| FileChange {
-                after: env
-                    .workspace
-                    .read(&path)
-                    .ok()
-                    .flatten()
-                    .map(|t| FileContent {
-                        data: t.data,
-                        executable: t.executable,
-                        symlink: t.symlink,
-                    }),
-                path,
-                operation: Operation::Modify,
-                before: None,
-            })
-            .collect(),
-    )
-    .map_err(|e| TransactionError::journal(e.to_string(), json!({"transaction_id": id})))?;
-    let index_note = match stage(env.workspace.root(), &changeset) {
+    let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
+    let index_note = match stage(env.workspace.root(), &paths) {
         Ok(()) => json!("updated"),
         Err(e) => json!(format!("not updated: {e}")),
     };

@@ -268,18 +268,25 @@ pub fn move_branch(
 }
 
 /// Bring the index of `repo` (which has a working tree) in line with the
-/// working tree for the paths `changeset` touches, once their files are
-/// written: each resulting file is staged from the file on disk (libgit2
-/// stats and hashes it, as `git add` does), each removed path leaves the
-/// index. Written atomically (`index.lock`, then a rename).
-pub fn update_index(repo: &Repository, changeset: &Changeset) -> Result<(), LandingError> {
+/// working tree at `paths` (the paths a change touched, once its files
+/// are written): a path that exists is staged from the file on disk
+/// (libgit2 stats and hashes it, as `git add` does), a path that does not
+/// leaves the index. Written atomically (`index.lock`, then a rename).
+pub fn update_index<'p>(
+    repo: &Repository,
+    paths: impl IntoIterator<Item = &'p crate::RepoPath>,
+) -> Result<(), LandingError> {
+    let workdir = repo.workdir().ok_or_else(|| LandingError::InvalidInput {
+        field: "repository",
+        reason: "has no working tree".into(),
+    })?;
     let mut index = repo.index().map_err(git("read the index"))?;
-    for file in changeset.files() {
-        let path = Path::new(file.path.as_str());
-        if file.after.is_some() {
-            index.add_path(path).map_err(git("stage a file"))?;
+    for path in paths {
+        let rel = Path::new(path.as_str());
+        if workdir.join(rel).symlink_metadata().is_ok() {
+            index.add_path(rel).map_err(git("stage a file"))?;
         } else {
-            match index.remove_path(path) {
+            match index.remove_path(rel) {
                 Ok(()) => {}
                 Err(e) if e.code() == git2::ErrorCode::NotFound => {}
                 Err(e) => return Err(git("unstage a file")(e)),

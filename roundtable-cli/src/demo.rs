@@ -12,11 +12,13 @@
 //! not what it should be.
 
 use roundtable::apply::Transaction;
+use roundtable::model::{Landing, LandingMode};
 use roundtable::policy::RoleNeed;
 use roundtable::session::{
-    AcquireClaim, ApplyRevision, Approve, AttachPatch, CastVote, CreateProposal, CreateTask,
-    GetTransaction, ListPhases, ProposalStatus, RecordSecurityReview, RegisterAgent, RequestReview,
-    Risk, Rollback, TransactionDetail, Validate, ValidationReport, Verdict, VoteValue,
+    AcquireClaim, ApplyRevision, Approve, AttachPatch, CastVote, ConfigureWorkspace,
+    CreateProposal, CreateTask, GetTransaction, ListPhases, ProposalStatus, RecordSecurityReview,
+    RegisterAgent, RequestReview, RevertProposal, Risk, Rollback, TransactionDetail, Validate,
+    ValidationReport, Verdict, VoteValue,
 };
 use roundtable::tools::claims::Claim;
 use roundtable::tools::records::Revision;
@@ -173,6 +175,9 @@ enum StepData {
         events: u64,
         head_digest: String,
     },
+    Log {
+        commits: Vec<roundtable::landing::LandedCommit>,
+    },
 }
 
 /// One step of the demo's result: its name and what it recorded.
@@ -191,6 +196,8 @@ pub(crate) struct Demo {
     pub(crate) root: Option<String>,
     /// Whether it is a git repository.
     git: bool,
+    /// Whether changes landed as git commits (`--git`).
+    landing_git: bool,
     steps: Vec<Step>,
 }
 
@@ -219,8 +226,14 @@ fn git_init(root: &Path) -> bool {
         ])
 }
 
-/// Run the demo; `say` receives each readable line as it happens.
-pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolError> {
+/// Run the demo (`land_commits`: in git landing mode, the change and its
+/// revert each land as a commit); `say` receives each readable line as it
+/// happens.
+pub(crate) fn run(
+    keep: bool,
+    land_commits: bool,
+    say: &mut dyn FnMut(&str),
+) -> Result<Demo, ToolError> {
     let dir = tempfile::Builder::new()
         .prefix("roundtable-demo-")
         .tempdir()
@@ -262,6 +275,15 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolErr
         "excited-greeting",
         "Greet with more enthusiasm",
     ))?;
+    if land_commits {
+        verify(git, "--git needs git to make the repository")?;
+        host.setup()
+            .configure_workspace(ConfigureWorkspace::new(Landing {
+                mode: LandingMode::Git,
+                branch: Some(branch_of(root)?),
+                remote: None,
+            }))?;
+    }
     step(
         "register",
         "author alice; reviewers bob and sam (security); human carol approves; task excited-greeting".into(),
@@ -442,23 +464,81 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolErr
         say,
     );
 
-    let rolled = host.transactions().rollback(Rollback::new(&tid))?;
-    let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
-    verify(
-        restored == LIB_RS,
-        "the rollback restored the original bytes",
-    )?;
-    step(
-        "rollback",
-        format!(
-            "transaction {} restored src/lib.rs byte for byte; {tid} is rolled_back",
-            rolled.transaction.id
-        ),
-        StepData::Transaction {
-            transaction: rolled.transaction,
-        },
-        say,
-    );
+    if land_commits {
+        // The revert is a proposal of its own, governed like any other,
+        // and lands as a second commit.
+        alice.claims().acquire(AcquireClaim::write(
+            resource("symbol:src/lib.rs#greet")?,
+            900,
+        ))?;
+        let revert = alice.proposals().revert(RevertProposal::new(&pid))?;
+        let rid = revert.proposal.id;
+        alice.proposals().request_review(RequestReview::new(&rid))?;
+        bob.evidence()
+            .vote(CastVote::approve(&rid, 1).reason("Back to the old greeting."))?;
+        sam.evidence().security_review(
+            RecordSecurityReview::new(&rid, 1, Verdict::Pass).note_md("No security impact."),
+        )?;
+        carol
+            .evidence()
+            .approve(Approve::new(&rid, 1).note_md("Revert it."))?;
+        let reverted = host.transactions().apply(ApplyRevision::new(&rid, 1))?;
+        let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
+        verify(restored == LIB_RS, "the revert restored the original bytes")?;
+        step(
+            "revert",
+            format!(
+                "{rid} reverts {pid}: approved, landed as transaction {}",
+                reverted.transaction.id
+            ),
+            StepData::Transaction {
+                transaction: reverted.transaction,
+            },
+            say,
+        );
+        let branch = format!("refs/heads/{}", branch_of(root)?);
+        let commits = roundtable::landing::landed_commits(root, &branch, 10)
+            .map_err(|e| fail(e.to_string()))?;
+        verify(
+            commits.len() == 2,
+            "two commits landed: the change and its revert",
+        )?;
+        let lines: Vec<String> = commits
+            .iter()
+            .map(|c| {
+                let proposal = c
+                    .trailers
+                    .iter()
+                    .find(|(k, _)| k == "Roundtable-Proposal")
+                    .map_or("", |(_, v)| v.as_str());
+                format!(
+                    "{} {} ({proposal}, {} trailers)",
+                    &c.id[..12],
+                    c.summary,
+                    c.trailers.len()
+                )
+            })
+            .collect();
+        step("log", lines.join("; "), StepData::Log { commits }, say);
+    } else {
+        let rolled = host.transactions().rollback(Rollback::new(&tid))?;
+        let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
+        verify(
+            restored == LIB_RS,
+            "the rollback restored the original bytes",
+        )?;
+        step(
+            "rollback",
+            format!(
+                "transaction {} restored src/lib.rs byte for byte; {tid} is rolled_back",
+                rolled.transaction.id
+            ),
+            StepData::Transaction {
+                transaction: rolled.transaction,
+            },
+            say,
+        );
+    }
 
     let chain = host.events().verify()?;
     verify(chain.valid, "the audit log verifies")?;
@@ -485,8 +565,19 @@ pub(crate) fn run(keep: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolErr
         ok: true,
         root: location,
         git,
+        landing_git: land_commits,
         steps,
     })
+}
+
+/// The branch the fresh repository's HEAD is on (git's default, which
+/// `init.defaultBranch` may change).
+fn branch_of(root: &Path) -> Result<String, ToolError> {
+    let head = fs::read_to_string(root.join(".git/HEAD")).map_err(io)?;
+    head.trim()
+        .strip_prefix("ref: refs/heads/")
+        .map(str::to_owned)
+        .ok_or_else(|| fail("the fresh repository's HEAD names a branch"))
 }
 
 /// A journaled digest, or `absent`.

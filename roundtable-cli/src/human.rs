@@ -93,6 +93,15 @@ pub(crate) enum HumanCommand {
         #[command(flatten)]
         common: Common,
     },
+    /// The commits roundtable landed on the workspace's branch (git landing
+    /// mode), newest first, each with the trailers naming what governed it.
+    Log {
+        /// At most this many commits.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        common: Common,
+    },
     /// The audit log, one line per event (with --json, one JSON object per
     /// line).
     Events {
@@ -114,6 +123,7 @@ impl HumanCommand {
             | HumanCommand::Approve { common, .. }
             | HumanCommand::Reject { common, .. }
             | HumanCommand::Status { common }
+            | HumanCommand::Log { common, .. }
             | HumanCommand::Events { common, .. } => common,
         }
     }
@@ -214,6 +224,7 @@ pub(crate) fn run(command: HumanCommand) -> Result<String, ToolError> {
             common,
         } => reject(&proposal, &reason, actor.as_deref(), &common),
         HumanCommand::Status { common } => status(&common),
+        HumanCommand::Log { limit, common } => log(limit, &common),
         HumanCommand::Events {
             since,
             follow,
@@ -768,6 +779,46 @@ fn status_view(engine: &Engine) -> Result<StatusView, ToolError> {
         claims,
         recent_transactions,
     })
+}
+
+/// `roundtable log`: the landed commits of the workspace's branch.
+fn log(limit: usize, common: &Common) -> Result<String, ToolError> {
+    let engine = open(common)?;
+    let host = engine.session(roundtable::Actor::orchestrator(
+        roundtable::Id::new("cli")
+            .map_err(|e| ToolError::invalid_argument("actor", e.to_string()))?,
+    ));
+    let settings = host
+        .setup()
+        .workspace(roundtable::session::GetWorkspace::new())?;
+    let Some(branch) = settings.landing.branch_ref() else {
+        return Ok(if common.json {
+            "[]\n".to_owned()
+        } else {
+            "landing mode is files: roundtable commits nothing (workspace.configure sets git mode)\n".to_owned()
+        });
+    };
+    let commits = roundtable::landing::landed_commits(engine.root(), &branch, limit)
+        .map_err(|e| ToolError::new(e.code(), e.to_string(), serde_json::json!({"ref": branch})))?;
+    if common.json {
+        return crate::to_json_sorted(&commits);
+    }
+    let mut out = String::new();
+    if commits.is_empty() {
+        let _ = writeln!(
+            out,
+            "no commit on {} was landed by roundtable",
+            esc(&branch)
+        );
+    }
+    for c in &commits {
+        let _ = writeln!(out, "{} {}", &c.id[..c.id.len().min(12)], esc(&c.summary));
+        let _ = writeln!(out, "    author {}", esc(&c.author));
+        for (k, v) in &c.trailers {
+            let _ = writeln!(out, "    {}: {}", esc(k), esc(v));
+        }
+    }
+    Ok(out)
 }
 
 fn status(common: &Common) -> Result<String, ToolError> {

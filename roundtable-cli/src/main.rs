@@ -98,6 +98,10 @@ enum Command {
         /// Print one JSON document with every step's data instead of lines.
         #[arg(long)]
         json: bool,
+        /// Land as git commits (git landing mode): the change and its
+        /// revert each land as one commit with trailers.
+        #[arg(long)]
+        git: bool,
     },
     /// Serve every tool over the Model Context Protocol, for coding agents.
     ///
@@ -351,14 +355,22 @@ fn run(command: Command) -> Result<String, ToolError> {
                 &json!({ "state": state.state, "git_head": state.git_head, "files": state.files }),
             )
         }
-        Command::Demo { keep, json: false } => {
-            let result = demo::run(keep, &mut |line| print(line))?;
+        Command::Demo {
+            keep,
+            json: false,
+            git,
+        } => {
+            let result = demo::run(keep, git, &mut |line| print(line))?;
             Ok(match result.root {
                 Some(root) => format!("ok: every step checked; the repository is kept at {root}"),
                 None => "ok: every step checked".to_owned(),
             })
         }
-        Command::Demo { keep, json: true } => to_json_sorted(&demo::run(keep, &mut |_| {})?),
+        Command::Demo {
+            keep,
+            json: true,
+            git,
+        } => to_json_sorted(&demo::run(keep, git, &mut |_| {})?),
         Command::Human(command) => human::run(command),
         Command::Mcp { .. } => unreachable!("main serves mcp itself"),
     }

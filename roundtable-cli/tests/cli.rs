@@ -351,6 +351,78 @@ fn demo_runs_every_step() {
 }
 
 #[test]
+fn demo_git_lands_the_change_and_its_revert_as_commits_and_log_shows_their_trailers() {
+    let (code, json, _) = roundtable(&["demo", "--git", "--json", "--keep"], None);
+    assert_eq!(code, 0, "{json}");
+    assert_eq!(json["landing_git"], true);
+    let steps: Vec<&str> = json["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["step"].as_str())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "register", "claim", "propose", "validate", "revise", "review", "approve", "apply",
+            "show", "revert", "log", "audit"
+        ]
+    );
+    let commits = json["steps"][10]["commits"].as_array().expect("commits");
+    assert_eq!(commits.len(), 2);
+    let root = json["root"].as_str().expect("kept").to_owned();
+    // `roundtable log` reads the same commits back, newest (the revert)
+    // first, with the trailers naming what governed each.
+    let (code, log, _) = roundtable(&["log", "--root", &root, "--json"], None);
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(&log, &json["steps"][10]["commits"]);
+    let keys: Vec<&str> = log[1]["trailers"]
+        .as_array()
+        .expect("trailers")
+        .iter()
+        .filter_map(|t| t[0].as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "Roundtable-Proposal",
+            "Roundtable-Revision",
+            "Roundtable-Transaction",
+            "Approved-by",
+            "Approved-by",
+            "Security-Reviewed-by",
+            "Human-Approved-by"
+        ]
+    );
+    assert!(log[0]["summary"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("Revert ")));
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&root)
+        .output()
+        .expect("git status");
+    assert!(
+        status.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    std::fs::remove_dir_all(&root).expect("remove the kept repository");
+}
+
+#[test]
+fn log_in_files_mode_says_nothing_is_committed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_str().expect("utf-8");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_roundtable"))
+        .args(["log", "--root", root])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("landing mode is files"));
+}
+
+#[test]
 fn demo_prints_readable_steps() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_roundtable"))
         .arg("demo")

@@ -342,6 +342,66 @@ pub fn first_difference(
     Ok(None)
 }
 
+/// A commit roundtable landed, as `roundtable log` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LandedCommit {
+    /// The commit id.
+    pub id: String,
+    /// Its first line.
+    pub summary: String,
+    /// Its author, `name <email>`.
+    pub author: String,
+    /// Its trailers, in order: `(key, value)`.
+    pub trailers: Vec<(String, String)>,
+}
+
+/// The newest `limit` commits on `branch` (first parents, newest first) of
+/// the repository at `root` that roundtable landed: those whose message
+/// carries a `Roundtable-Proposal` trailer.
+pub fn landed_commits(
+    root: &Path,
+    branch: &str,
+    limit: usize,
+) -> Result<Vec<LandedCommit>, LandingError> {
+    let repo = Repository::open(root).map_err(git("open the repository"))?;
+    let tip = repo.refname_to_id(branch).map_err(git("read the branch"))?;
+    let mut walk = repo.revwalk().map_err(git("walk the history"))?;
+    walk.push(tip).map_err(git("walk the history"))?;
+    walk.simplify_first_parent()
+        .map_err(git("walk the history"))?;
+    let mut out = Vec::new();
+    for oid in walk {
+        if out.len() >= limit {
+            break;
+        }
+        let oid = oid.map_err(git("walk the history"))?;
+        let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
+        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        let trailers: Vec<(String, String)> = git2::message_trailers_strs(&message)
+            .map(|t| {
+                t.iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !trailers.iter().any(|(k, _)| k == "Roundtable-Proposal") {
+            continue;
+        }
+        let author = commit.author();
+        out.push(LandedCommit {
+            id: oid.to_string(),
+            summary: message.lines().next().unwrap_or_default().to_owned(),
+            author: format!(
+                "{} <{}>",
+                String::from_utf8_lossy(author.name_bytes()),
+                String::from_utf8_lossy(author.email_bytes())
+            ),
+            trailers,
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

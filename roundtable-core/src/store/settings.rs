@@ -10,7 +10,9 @@ use rusqlite::{params, Connection, OptionalExtension as _};
 /// The key of the landing setting.
 const LANDING: &str = "landing";
 
-/// The landing setting (files mode when never set).
+/// The landing setting (files mode when never set). A stored value that
+/// does not read as a landing setting is an error, never a silent
+/// fallback to files mode.
 pub(crate) fn landing(conn: &Connection) -> rusqlite::Result<Landing> {
     let value: Option<String> = conn
         .cached_row(
@@ -19,9 +21,12 @@ pub(crate) fn landing(conn: &Connection) -> rusqlite::Result<Landing> {
             |r| r.get(0),
         )
         .optional()?;
-    Ok(value
-        .and_then(|v| serde_json::from_str(&v).ok())
-        .unwrap_or_default())
+    match value {
+        None => Ok(Landing::default()),
+        Some(v) => serde_json::from_str(&v).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        }),
+    }
 }
 
 /// Store the landing setting.

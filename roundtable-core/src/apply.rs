@@ -858,52 +858,20 @@ where
             .into());
         }
         let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
-        index_note = match stage(env.workspace.root(), &paths) {
-            Ok(()) => json!("updated"),
-            Err(e) => json!(format!("not updated: {e}")),
-        };
+        index_note = stage_note(env.workspace.root(), &paths);
     }
 
     // 3. The outcome, with the caller's state changes, in one transaction.
     let finished = env.store.write(|tx| {
-        let now = env.clock.now();
-        still_applying(
-            tx.cached_execute(
-                "UPDATE transactions SET status = 'applied', finished_at = ?2
-                 WHERE id = ?1 AND status = 'applying'",
-                params![id, now.0],
-            )
-            .map_err(TransactionError::from)?,
-            id,
-        )?;
-        phase(
+        record_applied(
             tx,
-            now,
-            id,
-            PhaseName::Written,
-            PhaseStatus::Done,
-            json!({"files": files.len(), "durable": durable, "index": index_note}),
-        )?;
-        let transaction = Transaction::load(tx, id)?;
-        let out = finish(tx, &transaction, now)?;
-        phase(
-            tx,
-            now,
-            id,
-            PhaseName::Applied,
-            PhaseStatus::Done,
-            json!({}),
-        )?;
-        event(
-            tx,
+            env.clock.now(),
             actor,
-            now,
-            crate::model::EventKind::TransactionApplied,
             id,
-            plan.proposal_id,
+            json!({"files": files.len(), "durable": durable, "index": index_note}),
             json!({"kind": plan.kind, "files": files.len()}),
-        )?;
-        Ok::<_, E>(out)
+            finish,
+        )
     });
     match finished {
         Ok(out) => Ok(out),
@@ -1117,43 +1085,75 @@ where
 {
     let files = env.store.read(|tx| journal(tx, id))?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
-    let index_note = match stage(env.workspace.root(), &paths) {
+    let index_note = stage_note(env.workspace.root(), &paths);
+    env.store.write(|tx| {
+        record_applied(
+            tx,
+            env.clock.now(),
+            actor,
+            id,
+            json!({"files": files.len(), "index": index_note, "recovered": "landed: the branch was at the new commit"}),
+            json!({"files": files.len(), "recovered": true}),
+            finish,
+        )
+    })
+}
+
+/// Record transaction `id` `applied` in `tx`: its status (only over
+/// `applying`), the `written` phase with `written`, the caller's `finish`,
+/// the `applied` phase and the `transaction.applied` event (`data` plus
+/// the transaction's kind).
+fn record_applied<T, E>(
+    tx: &rusqlite::Transaction<'_>,
+    now: Timestamp,
+    actor: &Actor,
+    id: &str,
+    written: Value,
+    mut data: Value,
+    finish: impl FnOnce(&rusqlite::Transaction<'_>, &Transaction, Timestamp) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<TransactionError> + From<StoreError>,
+{
+    still_applying(
+        tx.cached_execute(
+            "UPDATE transactions SET status = 'applied', finished_at = ?2
+             WHERE id = ?1 AND status = 'applying'",
+            params![id, now.0],
+        )
+        .map_err(TransactionError::from)?,
+        id,
+    )?;
+    phase(tx, now, id, PhaseName::Written, PhaseStatus::Done, written)?;
+    let transaction = Transaction::load(tx, id)?;
+    let out = finish(tx, &transaction, now)?;
+    phase(
+        tx,
+        now,
+        id,
+        PhaseName::Applied,
+        PhaseStatus::Done,
+        json!({}),
+    )?;
+    data["kind"] = json!(transaction.kind);
+    event(
+        tx,
+        actor,
+        now,
+        crate::model::EventKind::TransactionApplied,
+        id,
+        &transaction.proposal_id,
+        data,
+    )?;
+    Ok(out)
+}
+
+/// What staging `paths` in the index gave, for the `written` phase.
+fn stage_note(root: &Path, paths: &[RepoPath]) -> Value {
+    match stage(root, paths) {
         Ok(()) => json!("updated"),
         Err(e) => json!(format!("not updated: {e}")),
-    };
-    env.store.write(|tx| {
-        let now = env.clock.now();
-        still_applying(
-            tx.cached_execute(
-                "UPDATE transactions SET status = 'applied', finished_at = ?2
-                 WHERE id = ?1 AND status = 'applying'",
-                params![id, now.0],
-            )
-            .map_err(TransactionError::from)?,
-            id,
-        )?;
-        phase(
-            tx,
-            now,
-            id,
-            PhaseName::Written,
-            PhaseStatus::Done,
-            json!({"files": files.len(), "index": index_note, "recovered": "landed: the branch was at the new commit"}),
-        )?;
-        let transaction = Transaction::load(tx, id)?;
-        finish(tx, &transaction, now)?;
-        phase(tx, now, id, PhaseName::Applied, PhaseStatus::Done, json!({}))?;
-        event(
-            tx,
-            actor,
-            now,
-            crate::model::EventKind::TransactionApplied,
-            id,
-            &transaction.proposal_id,
-            json!({"kind": transaction.kind, "files": files.len(), "recovered": true}),
-        )?;
-        Ok::<_, E>(())
-    })
+    }
 }
 
 /// The transaction engine alone: a store and a temporary workspace, no

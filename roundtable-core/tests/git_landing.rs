@@ -7,6 +7,7 @@
 //! SIGKILL at any moment leaves the branch at the old or the new commit,
 //! the working tree matching it, and the store agreeing.
 
+use super::landing::git;
 use super::tools::{fingerprint, str_of, World, PATCH};
 use super::transactions::{check_worker, start_apply};
 use roundtable::{Engine, EngineOptions, ErrorCode};
@@ -14,26 +15,6 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 from git")
-}
 
 /// A repository on `main` holding `hello.txt` and `files`, committed, then
 /// a World (an engine, its agents and task) on it, in git landing mode.

@@ -23,7 +23,9 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::process::Command;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+/// Run git in `dir` with a fixed identity and no user or system config;
+/// its standard output (it must succeed).
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "core.quotepath=true"])
         .args(args)

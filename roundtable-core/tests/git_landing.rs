@@ -121,15 +121,55 @@ fn a_git_mode_apply_lands_one_commit_and_the_tree_index_and_store_agree() {
     git(d, &["fsck", "--strict"]);
     let verify = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(verify["valid"], true, "{verify:#}");
-    // Rollback would leave the branch behind: refused, nothing changes.
-    let e = w.refused(
+    // A working-tree edit of a touched path since: the rollback is
+    // refused (conflict), nothing changes.
+    std::fs::write(d.join("hello.txt"), "edited\n").expect("write");
+    w.refused(
         "transaction.rollback",
         json!({"transaction_id": tid}),
         &w.host,
-        ErrorCode::IllegalTransition,
+        ErrorCode::Conflict,
     );
-    assert_eq!(e.details()["landing"], "git");
     assert_eq!(head(d), tip);
+    std::fs::write(d.join("hello.txt"), "hello, world\n").expect("write");
+    // Rolled back: a revert commit on top, the base's tree again, a
+    // `Roundtable-Reverts` trailer naming the reverted commit.
+    let rolled = w.ok(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &w.host,
+    );
+    let rid = str_of(&rolled["transaction"]["id"]);
+    let revert = head(d);
+    assert_eq!(git(d, &["rev-parse", "main^"]).trim(), tip);
+    assert_eq!(
+        git(d, &["rev-parse", "main^{tree}"]),
+        git(d, &["rev-parse", &format!("{base}^{{tree}}")])
+    );
+    assert_eq!(
+        trailers(d, &revert),
+        format!(
+            "Roundtable-Proposal: {pid}\nRoundtable-Revision: 1\nRoundtable-Transaction: {rid}\n\
+             Roundtable-Reverts: {tip}\n"
+        )
+    );
+    assert_eq!(
+        git(d, &["log", "-1", "--format=%s", "main"]).trim(),
+        "Revert \"Change\""
+    );
+    assert_eq!(
+        w.ok("proposal.get", json!({"proposal_id": pid}), &w.host)["proposal"]["status"],
+        "rolled_back"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("hello.txt")).expect("read"),
+        "hello\n"
+    );
+    assert_eq!(
+        git(d, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    git(d, &["fsck", "--strict"]);
 }
 
 #[test]

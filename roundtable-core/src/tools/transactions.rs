@@ -326,7 +326,16 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         .store()
         .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?
         .branch_ref()
-        .map(|branch| plan_landing(engine, actor, &evidence, &changeset, &branch, id.as_str()))
+        .map(|branch| {
+            plan_landing(
+                engine,
+                &changeset,
+                &branch,
+                &apply_message(&evidence, id.as_str())?,
+                &identity(engine, "agent", &evidence.proposal.author),
+                &identity(engine, actor.kind.as_str(), actor.id.as_str()),
+            )
+        })
         .transpose()?;
     let touched: Vec<Scope> = changeset
         .files()
@@ -470,19 +479,29 @@ fn landing_refusal(e: crate::landing::LandingError) -> ToolError {
     ToolError::new(e.code(), e.to_string(), details)
 }
 
-/// In git mode: the commit for `changeset` on `branch` (built, not yet
-/// referenced), after checking that the working tree is on the branch and
-/// that the branch holds, at every touched path, what the change was
-/// validated against. Its trailers name what governed it.
+/// An identity for a commit: `id <id@KIND.roundtable>`, now.
+fn identity(engine: &Engine, kind: &str, id: &str) -> crate::landing::Identity {
+    crate::landing::Identity {
+        name: id.to_owned(),
+        email: format!("{id}@{kind}.roundtable"),
+        seconds: engine.now().0.div_euclid(1000),
+        offset_minutes: 0,
+    }
+}
+
+/// In git mode: the commit for `changeset` on `branch` with `message`
+/// (built, not yet referenced), after checking that the working tree is on
+/// the branch and that the branch holds, at every touched path, what the
+/// change was validated against.
 fn plan_landing(
     engine: &Engine,
-    actor: &Actor,
-    evidence: &super::validate::Evidence,
     changeset: &crate::changeset::Changeset,
     branch: &str,
-    transaction_id: &str,
+    message: &str,
+    author: &crate::landing::Identity,
+    committer: &crate::landing::Identity,
 ) -> Result<store::settings::TransactionLanding, ToolError> {
-    use crate::landing::{self, Identity, LandingError, Trailer};
+    use crate::landing::{self, LandingError};
     let git = |what| move |source| landing_refusal(LandingError::Git { what, source });
     let repo = git2::Repository::open(engine.root()).map_err(git("open the repository"))?;
     let head = repo.find_reference("HEAD").map_err(git("read HEAD"))?;
@@ -511,6 +530,22 @@ fn plan_landing(
             json!({"path": path.to_string(), "ref": branch}),
         ));
     }
+    let built = landing::build_commit(&repo, old, changeset, message, author, committer)
+        .map_err(landing_refusal)?;
+    Ok(store::settings::TransactionLanding {
+        branch: branch.to_owned(),
+        old_id: old.to_string(),
+        new_id: built.id.to_string(),
+    })
+}
+
+/// The commit message of an applied revision: the proposal's title and
+/// summary, and trailers naming what governed it.
+fn apply_message(
+    evidence: &super::validate::Evidence,
+    transaction_id: &str,
+) -> Result<String, ToolError> {
+    use crate::landing::Trailer;
     let p = &evidence.proposal;
     let revision = evidence.revision.number;
     let mut trailers = vec![
@@ -557,28 +592,7 @@ fn plan_landing(
     if !checks.is_empty() {
         trailers.push(Trailer::new("Checks", checks.join(" ")));
     }
-    let message = landing::message(&p.title, &p.summary_md, &trailers).map_err(landing_refusal)?;
-    let now = engine.now().0;
-    let identity = |kind: &str, id: &str| Identity {
-        name: id.to_owned(),
-        email: format!("{id}@{kind}.roundtable"),
-        seconds: now.div_euclid(1000),
-        offset_minutes: 0,
-    };
-    let built = landing::build_commit(
-        &repo,
-        old,
-        changeset,
-        &message,
-        &identity("agent", &p.author),
-        &identity(actor.kind.as_str(), actor.id.as_str()),
-    )
-    .map_err(landing_refusal)?;
-    Ok(store::settings::TransactionLanding {
-        branch: branch.to_owned(),
-        old_id: old.to_string(),
-        new_id: built.id.to_string(),
-    })
+    crate::landing::message(&p.title, &p.summary_md, &trailers).map_err(landing_refusal)
 }
 
 /// Bring every git-mode transaction that landed (its branch at the commit
@@ -603,6 +617,18 @@ pub(crate) fn finish_landed(engine: &Engine) -> Result<(), ToolError> {
                 actor: &actor,
                 now,
             };
+            if let Some(original) = &transaction.rollback_of {
+                // A rollback's revert commit landed: its outcome.
+                let original = Transaction::load(tx, original)?;
+                store::transactions::mark_rolled_back(tx, &original.id)?;
+                cx.event(
+                    crate::model::EventKind::TransactionRolledBack,
+                    &original.id,
+                    Some(&original.proposal_id),
+                    json!({"rollback_transaction_id": transaction.id}),
+                )?;
+                return proposal_follows_rollback(cx, &original, &transaction.id);
+            }
             let proposal = Proposal::load(tx, &transaction.proposal_id)?;
             let touched: Vec<Scope> = crate::apply::journal(tx, &transaction.id)?
                 .iter()
@@ -638,7 +664,7 @@ pub struct RolledBack {
 }
 
 /// `transaction.rollback`'s description.
-const ROLLBACK: &str = "Roll back an applied transaction (orchestrator only): restore its before snapshot as a new transaction with the same guarantees, but only if every path it touched still has its after state — otherwise conflict, listing each path with expected and actual digests. Rolling back a rollback re-applies.";
+const ROLLBACK: &str = "Roll back an applied transaction (orchestrator only): restore its before snapshot as a new transaction with the same guarantees, but only if every path it touched still has its after state — otherwise conflict, listing each path with expected and actual digests. Rolling back a rollback re-applies. In git landing mode it lands as a revert commit (a Roundtable-Reverts trailer naming the reverted commit) by the same compare-and-swap.";
 
 /// `transaction.rollback`.
 fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack, ToolError> {
@@ -648,23 +674,31 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         Begun::Replayed(v) => return Ok(v),
         Begun::Locked(lock, request) => (lock, request),
     };
-    let (original, files, created) = engine.store().read(|tx| {
+    let (original, files, created, git, proposal) = engine.store().read(|tx| {
         let t = Transaction::load(tx, args.transaction_id.as_str())?;
-        let git = store::settings::landing(tx)?.mode == crate::model::LandingMode::Git
-            || store::settings::transaction_landing(tx, &t.id)?.is_some();
-        if git {
-            return Err(ToolError::new(
-                ErrorCode::IllegalTransition,
-                format!(
-                    "{} cannot be rolled back in git landing mode yet (a revert commit): revert its proposal (proposal.revert) instead",
-                    t.id
-                ),
-                json!({"transaction_id": t.id, "landing": "git"}),
-            ));
-        }
+        // In git mode a rollback lands as a revert commit of the one the
+        // transaction landed; a transaction that landed no commit (files
+        // mode then) cannot be rolled back on the branch.
+        let setting = store::settings::landing(tx)?;
+        let landed = store::settings::transaction_landing(tx, &t.id)?;
+        let git = match (setting.branch_ref(), landed) {
+            (None, None) => None,
+            (Some(branch), Some(l)) if l.branch == branch => Some((branch, l.new_id)),
+            _ => {
+                return Err(ToolError::new(
+                    ErrorCode::IllegalTransition,
+                    format!(
+                        "{} landed in another landing mode (or on another branch) than the workspace's now: it cannot be rolled back; revert its proposal (proposal.revert) instead",
+                        t.id
+                    ),
+                    json!({"transaction_id": t.id, "landing": setting}),
+                ))
+            }
+        };
+        let proposal = Proposal::load(tx, &t.proposal_id)?;
         let files = journal(tx, &t.id)?;
         let created = created_dirs(tx, &t.id)?;
-        Ok::<_, ToolError>((t, files, created))
+        Ok::<_, ToolError>((t, files, created, git, proposal))
     })?;
     if original.status != TransactionStatus::Applied {
         let status = super::records::enum_to_sql(&original.status);
@@ -701,8 +735,33 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
     }
     let changeset = restore_changeset(engine.store(), &files, &reports)?;
     let snapshot = snapshot(&ws, &changeset)?;
+    let id = engine.ids().next("tx", engine.now().0);
+    let landing = match git {
+        None => None,
+        Some((branch, reverts)) => {
+            use crate::landing::Trailer;
+            let message = crate::landing::message(
+                &format!("Revert \"{}\"", proposal.title),
+                &format!(
+                    "Rolls back transaction {} of proposal {} (revision {}).",
+                    original.id, original.proposal_id, original.revision
+                ),
+                &[
+                    Trailer::new("Roundtable-Proposal", original.proposal_id.as_str()),
+                    Trailer::new("Roundtable-Revision", original.revision.to_string()),
+                    Trailer::new("Roundtable-Transaction", id.as_str()),
+                    Trailer::new("Roundtable-Reverts", reverts),
+                ],
+            )
+            .map_err(landing_refusal)?;
+            let host = identity(engine, actor.kind.as_str(), actor.id.as_str());
+            Some(plan_landing(
+                engine, &changeset, &branch, &message, &host, &host,
+            )?)
+        }
+    };
     let plan = Plan {
-        id: engine.ids().next("tx", engine.now().0),
+        id,
         kind: TransactionKind::Rollback,
         proposal_id: &original.proposal_id,
         revision: original.revision,
@@ -711,7 +770,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         snapshot,
         workspace: &ws,
         prune_only: Some(created),
-        landing: None,
+        landing,
     };
     execute(
         engine.tx_env(),

@@ -9,7 +9,7 @@
 
 use super::landing::git;
 use super::tools::{fingerprint, str_of, World, PATCH};
-use super::transactions::{check_worker, start_apply};
+use super::transactions::{check_worker, start_apply, start_call};
 use roundtable::{Engine, EngineOptions, ErrorCode};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -462,6 +462,117 @@ fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
     assert_eq!(at_new + at_old, RUNS);
     assert!(
         forward > 0,
+        "no run was killed between the commit point and the outcome"
+    );
+}
+
+/// Kill a git-mode rollback the instant its revert commit's ref moves (and
+/// at moments before): after reopening, the branch is at the landed commit
+/// or at its revert, and the store says the same.
+#[test]
+fn a_sigkilled_git_mode_rollback_is_brought_forward_or_back() {
+    const RUNS: usize = 24;
+    let w = git_world(&[]);
+    let pid = w.approved("file:hello.txt", PATCH);
+    let tid = str_of(
+        &w.ok(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &w.host,
+        )["transaction"]["id"],
+    );
+    let World {
+        dir: prepared,
+        engine,
+        ..
+    } = w;
+    drop(engine);
+    let landed = head(prepared.path());
+    let (mut back, mut forward, mut recovered) = (0, 0, 0);
+    for run in 0..RUNS {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let status = Command::new("cp")
+            .args(["-a", "--"])
+            .arg(prepared.path().join("."))
+            .arg(d)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        let branch = d.join(".git/refs/heads/main");
+        let before = std::fs::read(&branch).ok();
+        let (mut child, _sync, _) =
+            start_call(d, "transaction.rollback", &json!({"transaction_id": tid}));
+        if run % 2 == 0 {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while std::fs::read(&branch).ok() == before && Instant::now() < deadline {
+                if child.try_wait().expect("poll").is_some() {
+                    break;
+                }
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(u64::try_from(run).expect("small")));
+        }
+        child.kill().ok();
+        let _ = child.wait();
+        let engine = Engine::open(d, EngineOptions::default()).expect("reopen recovers");
+        let host = super::transactions::host();
+        let proposal = str_of(
+            &engine
+                .call("proposal.get", json!({"proposal_id": pid}), &host)
+                .expect("get")["proposal"]["status"],
+        );
+        let original = str_of(
+            &engine
+                .call("transaction.get", json!({"transaction_id": tid}), &host)
+                .expect("get")["transaction"]["status"],
+        );
+        if head(d) == landed {
+            back += 1;
+            assert_eq!(proposal, "applied", "run {run}");
+            assert_eq!(original, "applied", "run {run}");
+            assert_eq!(
+                std::fs::read_to_string(d.join("hello.txt")).expect("read"),
+                "hello, world\n"
+            );
+        } else {
+            forward += 1;
+            assert_eq!(git(d, &["rev-parse", "main^"]).trim(), landed, "run {run}");
+            assert_eq!(proposal, "rolled_back", "run {run}");
+            assert_eq!(original, "rolled_back", "run {run}");
+            assert_eq!(
+                std::fs::read_to_string(d.join("hello.txt")).expect("read"),
+                "hello\n"
+            );
+            let events = engine
+                .call("events.list", json!({"since_seq": 0, "limit": 1000}), &host)
+                .expect("events");
+            recovered += events["events"]
+                .as_array()
+                .expect("events")
+                .iter()
+                .filter(|e| e["kind"] == "transaction.applied" && e["data"]["recovered"] == true)
+                .count();
+        }
+        assert_eq!(
+            git(d, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "run {run}"
+        );
+        assert_eq!(
+            engine
+                .call("events.verify", json!({}), &host)
+                .expect("verify")["valid"],
+            true,
+            "run {run}"
+        );
+    }
+    eprintln!(
+        "git rollback crash test: {RUNS} runs: {forward} at the revert commit ({recovered} brought forward on open), {back} at the landed one"
+    );
+    assert_eq!(forward + back, RUNS);
+    assert!(
+        recovered > 0,
         "no run was killed between the commit point and the outcome"
     );
 }

@@ -898,6 +898,7 @@ const ARGS_VAR: &str = "RT_TX_ARGS";
 const NAME_VAR: &str = "RT_TX_NAME";
 const ROUNDS_VAR: &str = "RT_TX_ROUNDS";
 const OFF_VAR: &str = "RT_TX_DURABILITY_OFF";
+const TOOL_VAR: &str = "RT_TX_TOOL";
 
 fn worker_options() -> EngineOptions {
     EngineOptions {
@@ -972,7 +973,9 @@ fn worker_applies_once() {
         .expect("after 1970")
         .as_millis();
     publish(&sync.join("ready"), &ready_at.to_string());
-    let result = engine.call("patch.apply", args, &host());
+    // `patch.apply` unless the test names another tool.
+    let tool = std::env::var(TOOL_VAR).unwrap_or_else(|_| "patch.apply".into());
+    let result = engine.call(&tool, args, &host());
     publish(&sync.join("done"), &outcome(result).to_string());
 }
 
@@ -1076,13 +1079,29 @@ fn lcg(state: &mut u64) -> u64 {
 /// Start a worker applying `pid` in `root`; wait until it has opened the
 /// workspace; the child, the sync dir and the wall-clock time it was ready.
 pub(crate) fn start_apply(root: &Path, pid: &str) -> (Child, tempfile::TempDir, i64) {
+    start_call(
+        root,
+        "patch.apply",
+        &json!({"proposal_id": pid, "revision": 1}),
+    )
+}
+
+/// Start a worker calling `tool` with `args` in `root` as the host; wait
+/// until it has opened the workspace; the child, the sync dir and the
+/// wall-clock time it was ready.
+pub(crate) fn start_call(root: &Path, tool: &str, args: &Value) -> (Child, tempfile::TempDir, i64) {
     let sync = scratch_dir();
-    let args = json!({"proposal_id": pid, "revision": 1}).to_string();
+    let args = args.to_string();
     let root_s = root.to_string_lossy().into_owned();
     let sync_s = sync.path().to_string_lossy().into_owned();
     let mut child = spawn(
         "transactions::worker_applies_once",
-        &[(ROOT_VAR, &root_s), (SYNC_VAR, &sync_s), (ARGS_VAR, &args)],
+        &[
+            (ROOT_VAR, &root_s),
+            (SYNC_VAR, &sync_s),
+            (ARGS_VAR, &args),
+            (TOOL_VAR, tool),
+        ],
     );
     let ready = sync.path().join("ready");
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -162,17 +162,8 @@ impl TransactionError {
                 transaction_id,
                 source,
             } => {
-                let mut details = json!({"transaction_id": transaction_id});
-                if let crate::landing::LandingError::BranchMoved {
-                    branch,
-                    expected,
-                    actual,
-                } = source
-                {
-                    details["ref"] = json!(branch);
-                    details["expected"] = json!(expected);
-                    details["actual"] = json!(actual);
-                }
+                let mut details = source.details();
+                details["transaction_id"] = json!(transaction_id);
                 details
             }
             TransactionError::Store(_) | TransactionError::Sqlite(_) => json!({}),
@@ -896,7 +887,7 @@ fn move_branch(
     landing: &crate::store::settings::TransactionLanding,
 ) -> Result<(), crate::landing::LandingError> {
     let git = |what| move |source| crate::landing::LandingError::Git { what, source };
-    let repo = git2::Repository::open(root).map_err(git("open the repository"))?;
+    let repo = crate::landing::open(root)?;
     let old = git2::Oid::from_str(&landing.old_id).map_err(git("read the old id"))?;
     let new = git2::Oid::from_str(&landing.new_id).map_err(git("read the new id"))?;
     crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
@@ -907,12 +898,8 @@ fn move_branch(
 fn stage(root: &Path, paths: &[RepoPath]) -> Result<(), crate::landing::LandingError> {
     let mut tries = 0;
     loop {
-        let done = git2::Repository::open(root)
-            .map_err(|source| crate::landing::LandingError::Git {
-                what: "open the repository",
-                source,
-            })
-            .and_then(|repo| crate::landing::update_index(&repo, paths));
+        let done =
+            crate::landing::open(root).and_then(|repo| crate::landing::update_index(&repo, paths));
         match done {
             Err(_) if tries < 20 => {
                 tries += 1;
@@ -932,10 +919,11 @@ fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError
     let Some(landing) = landing else {
         return Ok(false);
     };
-    let at = git2::Repository::open(root)
-        .and_then(|repo| repo.refname_to_id(&landing.branch))
+    let at = crate::landing::open(root)
+        .ok()
+        .and_then(|repo| repo.refname_to_id(&landing.branch).ok())
         .map(|oid| oid.to_string());
-    Ok(at.is_ok_and(|at| at == landing.new_id))
+    Ok(at.is_some_and(|at| at == landing.new_id))
 }
 
 /// A transaction's final status is only ever set over `applying`: if

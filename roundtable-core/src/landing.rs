@@ -65,8 +65,28 @@ impl LandingError {
     }
 }
 
+impl LandingError {
+    /// Structured details for programs: for a moved branch, the ref, the
+    /// id expected and the id found.
+    pub fn details(&self) -> serde_json::Value {
+        match self {
+            LandingError::BranchMoved {
+                branch,
+                expected,
+                actual,
+            } => serde_json::json!({"ref": branch, "expected": expected, "actual": actual}),
+            _ => serde_json::json!({}),
+        }
+    }
+}
+
 fn git(what: &'static str) -> impl FnOnce(git2::Error) -> LandingError {
     move |source| LandingError::Git { what, source }
+}
+
+/// The repository whose working tree (or git directory) is `root`.
+pub fn open(root: &Path) -> Result<Repository, LandingError> {
+    Repository::open(root).map_err(git("open the repository"))
 }
 
 /// One `Key: value` line of a commit message's trailer block.
@@ -363,7 +383,7 @@ pub fn landed_commits(
     branch: &str,
     limit: usize,
 ) -> Result<Vec<LandedCommit>, LandingError> {
-    let repo = Repository::open(root).map_err(git("open the repository"))?;
+    let repo = open(root)?;
     let tip = repo.refname_to_id(branch).map_err(git("read the branch"))?;
     let mut walk = repo.revwalk().map_err(git("walk the history"))?;
     walk.push(tip).map_err(git("walk the history"))?;

@@ -467,16 +467,7 @@ fn land_outcome(
 
 /// A landing step's refusal as a tool error, with its code and details.
 fn landing_refusal(e: crate::landing::LandingError) -> ToolError {
-    use crate::landing::LandingError;
-    let details = match &e {
-        LandingError::BranchMoved {
-            branch,
-            expected,
-            actual,
-        } => json!({"ref": branch, "expected": expected, "actual": actual}),
-        _ => json!({}),
-    };
-    ToolError::new(e.code(), e.to_string(), details)
+    ToolError::new(e.code(), e.to_string(), e.details())
 }
 
 /// An identity for a commit: `id <id@KIND.roundtable>`, now.
@@ -502,9 +493,13 @@ fn plan_landing(
     committer: &crate::landing::Identity,
 ) -> Result<store::settings::TransactionLanding, ToolError> {
     use crate::landing::{self, LandingError};
-    let git = |what| move |source| landing_refusal(LandingError::Git { what, source });
-    let repo = git2::Repository::open(engine.root()).map_err(git("open the repository"))?;
-    let head = repo.find_reference("HEAD").map_err(git("read HEAD"))?;
+    let repo = landing::open(engine.root()).map_err(landing_refusal)?;
+    let head = repo.find_reference("HEAD").map_err(|source| {
+        landing_refusal(LandingError::Git {
+            what: "read HEAD",
+            source,
+        })
+    })?;
     let on = head.symbolic_target().ok().flatten().map(str::to_owned);
     if on.as_deref() != Some(branch) {
         return Err(ToolError::new(
@@ -620,14 +615,7 @@ pub(crate) fn finish_landed(engine: &Engine) -> Result<(), ToolError> {
             if let Some(original) = &transaction.rollback_of {
                 // A rollback's revert commit landed: its outcome.
                 let original = Transaction::load(tx, original)?;
-                store::transactions::mark_rolled_back(tx, &original.id)?;
-                cx.event(
-                    crate::model::EventKind::TransactionRolledBack,
-                    &original.id,
-                    Some(&original.proposal_id),
-                    json!({"rollback_transaction_id": transaction.id}),
-                )?;
-                return proposal_follows_rollback(cx, &original, &transaction.id);
+                return rollback_outcome(cx, &original, &transaction.id);
             }
             let proposal = Proposal::load(tx, &transaction.proposal_id)?;
             let touched: Vec<Scope> = crate::apply::journal(tx, &transaction.id)?
@@ -784,14 +772,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
                 actor,
                 now,
             };
-            store::transactions::mark_rolled_back(cx.tx, &original.id)?;
-            cx.event(
-                crate::model::EventKind::TransactionRolledBack,
-                &original.id,
-                Some(&original.proposal_id),
-                json!({"rollback_transaction_id": transaction.id}),
-            )?;
-            proposal_follows_rollback(cx, &original, &transaction.id)?;
+            rollback_outcome(cx, &original, &transaction.id)?;
             let out = RolledBack {
                 transaction: transaction.clone(),
             };
@@ -801,6 +782,20 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             Ok(out)
         },
     )
+}
+
+/// What rolling back `original` by transaction `by` records in the
+/// rollback's outcome transaction: `original` `rolled_back` with its
+/// event, and the proposal following it.
+fn rollback_outcome(cx: &Cx<'_>, original: &Transaction, by: &str) -> Result<(), ToolError> {
+    store::transactions::mark_rolled_back(cx.tx, &original.id)?;
+    cx.event(
+        crate::model::EventKind::TransactionRolledBack,
+        &original.id,
+        Some(&original.proposal_id),
+        json!({"rollback_transaction_id": by}),
+    )?;
+    proposal_follows_rollback(cx, original, by)
 }
 
 /// The proposal's status after `original` was rolled back by transaction

@@ -5,8 +5,10 @@
 //! What a page costs: it examines at most `limit` open proposals (keyset
 //! over the proposals' `seq`, walking the primary key from the cursor). It
 //! reads the agents and the effective policy once; for each proposal, its
-//! own evidence rows and stored revision bytes, evaluates the policy (the added
-//! lines read off the stored diff's hunks), and checks the revision's
+//! last event's seq, and — only when something happened to it since the
+//! engine last judged it ([`InboxMemo`]) — its own evidence rows and
+//! stored revision bytes, and evaluates the policy (the added lines read
+//! off the stored diff's hunks); it always checks the revision's
 //! preconditions: each touched file is read and hashed once per page (one
 //! workspace view serves the page, so a file many proposals touch is read
 //! once). It runs no dry run, no claim freshness or overlap check and no

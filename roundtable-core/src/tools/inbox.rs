@@ -6,7 +6,7 @@
 //! over the proposals' `seq`, walking the primary key from the cursor). It
 //! reads the agents and the effective policy once; for each proposal, its
 //! last event's seq, and — only when something happened to it since the
-//! engine last judged it ([`InboxMemo`]) — its own evidence rows and
+//! engine last judged it (`InboxMemo`) — its own evidence rows and
 //! stored revision bytes, and evaluates the policy (the added lines read
 //! off the stored diff's hunks); it always checks the revision's
 //! preconditions: each touched file is read and hashed once per page (one

@@ -743,10 +743,15 @@ where
         )
     }));
     let id = plan.id.as_str();
-    let created_dirs = plan
-        .workspace
-        .missing_dirs(&plan.changeset)
-        .map_err(TransactionError::from)?;
+    // A bare repository has no working tree: the commit is the change.
+    let bare = plan.workspace.is_bare();
+    let created_dirs = if bare {
+        BTreeSet::new()
+    } else {
+        plan.workspace
+            .missing_dirs(&plan.changeset)
+            .map_err(TransactionError::from)?
+    };
 
     // 1. The journal, durably, before any file is touched.
     env.store.write(|tx| {
@@ -789,10 +794,13 @@ where
         held: Some(&held),
         ..WriteOptions::default()
     };
-    if let Err(e) = plan
-        .workspace
-        .apply_changeset_with(&plan.changeset, &options)
-    {
+    let written = if bare {
+        Ok(Vec::new())
+    } else {
+        plan.workspace
+            .apply_changeset_with(&plan.changeset, &options)
+    };
+    if let Err(e) = written {
         if matches!(e, WorkspaceError::Undo { .. }) {
             // The workspace could not undo its partial commit: restore from
             // the journal now, while the lock is still held.
@@ -836,11 +844,12 @@ where
     }
 
     // 2b. In git mode, the commit point: the branch moves by
-    // compare-and-swap to the commit built for the change, then the index
-    // follows the files.
+    // compare-and-swap to the commit built for the change (with a remote,
+    // the remote's branch, by a push with a lease, and then this
+    // repository's follows), then the index follows the files.
     let mut index_note = Value::Null;
     if let Some(landing) = &plan.landing {
-        if let Err(source) = move_branch(env.workspace.root(), landing) {
+        if let Err(source) = land(env.workspace.root(), landing) {
             recover_one(env, actor, id, "the branch moved since validation")?;
             return Err(TransactionError::Landing {
                 transaction_id: id.to_owned(),
@@ -849,7 +858,7 @@ where
             .into());
         }
         let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
-        index_note = stage_note(env.workspace.root(), &paths);
+        index_note = stage_note(env.workspace, &paths);
     }
 
     // 3. The outcome, with the caller's state changes, in one transaction.
@@ -880,17 +889,53 @@ where
     }
 }
 
-/// Move `landing`'s branch in the repository at `root` from its old commit
-/// to its new one (compare-and-swap).
-fn move_branch(
+/// The repository at `root` and `landing`'s old and new commit ids.
+fn landing_ids(
     root: &Path,
     landing: &crate::store::settings::TransactionLanding,
-) -> Result<(), crate::landing::LandingError> {
+) -> Result<(git2::Repository, git2::Oid, git2::Oid), crate::landing::LandingError> {
     let git = |what| move |source| crate::landing::LandingError::Git { what, source };
     let repo = crate::landing::open(root)?;
     let old = git2::Oid::from_str(&landing.old_id).map_err(git("read the old id"))?;
     let new = git2::Oid::from_str(&landing.new_id).map_err(git("read the new id"))?;
+    Ok((repo, old, new))
+}
+
+/// The commit point of `landing` in the repository at `root`: its branch
+/// moves from the old commit to the new one by compare-and-swap — with a
+/// remote, first the remote's (a push with a lease), then this
+/// repository's follows.
+fn land(
+    root: &Path,
+    landing: &crate::store::settings::TransactionLanding,
+) -> Result<(), crate::landing::LandingError> {
+    let (repo, old, new) = landing_ids(root, landing)?;
+    if let Some(remote) = &landing.remote {
+        let (remote_repo, location) = crate::landing::open_remote(&repo, remote)?;
+        crate::landing::push(&repo, &remote_repo, &location, &landing.branch, old, new)?;
+        return follow(&repo, landing, old, new);
+    }
     crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
+}
+
+/// After the remote's branch moved to `new`, this repository's follows
+/// from `old` (a branch already at `new` stays).
+fn follow(
+    repo: &git2::Repository,
+    landing: &crate::store::settings::TransactionLanding,
+    old: git2::Oid,
+    new: git2::Oid,
+) -> Result<(), crate::landing::LandingError> {
+    if repo.refname_to_id(&landing.branch).ok() == Some(new) {
+        return Ok(());
+    }
+    crate::landing::move_branch(
+        repo,
+        &landing.branch,
+        old,
+        new,
+        "roundtable: landed on the remote",
+    )
 }
 
 /// Stage `paths` in the index of the repository at `root` as the files
@@ -911,7 +956,10 @@ fn stage(root: &Path, paths: &[RepoPath]) -> Result<(), crate::landing::LandingE
 }
 
 /// Whether transaction `id` landed in git mode: its branch is at the
-/// commit built for it (the ref update is the commit point).
+/// commit built for it (the ref update is the commit point) — with a
+/// remote, the remote's branch holds it (at it, or past it: others may
+/// have landed on top since), and then this repository's branch is
+/// brought to it if it was left behind.
 fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError> {
     let landing = store.read(|tx| {
         Ok::<_, TransactionError>(crate::store::settings::transaction_landing(tx, id)?)
@@ -919,11 +967,29 @@ fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError
     let Some(landing) = landing else {
         return Ok(false);
     };
-    let at = crate::landing::open(root)
-        .ok()
-        .and_then(|repo| repo.refname_to_id(&landing.branch).ok())
-        .map(|oid| oid.to_string());
-    Ok(at.is_some_and(|at| at == landing.new_id))
+    let Ok((repo, old, new)) = landing_ids(root, &landing) else {
+        return Ok(false);
+    };
+    let Some(remote) = &landing.remote else {
+        return Ok(repo.refname_to_id(&landing.branch).ok() == Some(new));
+    };
+    let on_remote = |remote: &git2::Repository| -> Result<bool, crate::landing::LandingError> {
+        match remote.refname_to_id(&landing.branch) {
+            Ok(tip) => crate::landing::contains(remote, tip, new),
+            Err(_) => Ok(false),
+        }
+    };
+    let landing_error = |source| TransactionError::Landing {
+        transaction_id: id.to_owned(),
+        source,
+    };
+    // An unreachable remote cannot say: recovery must not guess.
+    let (remote_repo, _) = crate::landing::open_remote(&repo, remote).map_err(landing_error)?;
+    if !on_remote(&remote_repo).map_err(landing_error)? {
+        return Ok(false);
+    }
+    follow(&repo, &landing, old, new).map_err(landing_error)?;
+    Ok(true)
 }
 
 /// A transaction's final status is only ever set over `applying`: if
@@ -949,21 +1015,28 @@ pub(crate) fn recover_one(
         Ok::<_, TransactionError>((journal(tx, id)?, t.proposal_id, created_dirs(tx, id)?))
     })?;
     let reports = compare(env.workspace, &files)?;
-    let changeset = restore_changeset(env.store, &files, &reports)?;
-    let durable = env.durability != Durability::Off;
-    // The restore's own temporary names carry the transaction's tag too: a
-    // crash during recovery leaves only names the next recovery removes.
-    env.workspace.apply_changeset_with(
-        &changeset,
-        &WriteOptions {
-            durable,
-            tag: Some(id),
-            prune_only: Some(&created),
-            ..WriteOptions::default()
-        },
-    )?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
-    let leftovers = env.workspace.remove_leftovers(&paths, id, &created)?;
+    let (changeset, leftovers) = if env.workspace.is_bare() {
+        // No file was written: the commit that did not land is the whole
+        // change, and nothing references it.
+        (Changeset::default(), Vec::new())
+    } else {
+        let changeset = restore_changeset(env.store, &files, &reports)?;
+        let durable = env.durability != Durability::Off;
+        // The restore's own temporary names carry the transaction's tag too:
+        // a crash during recovery leaves only names the next recovery removes.
+        env.workspace.apply_changeset_with(
+            &changeset,
+            &WriteOptions {
+                durable,
+                tag: Some(id),
+                prune_only: Some(&created),
+                ..WriteOptions::default()
+            },
+        )?;
+        let leftovers = env.workspace.remove_leftovers(&paths, id, &created)?;
+        (changeset, leftovers)
+    };
     let recovery = Recovery {
         transaction_id: id.to_owned(),
         restored: changeset
@@ -1073,7 +1146,7 @@ where
 {
     let files = env.store.read(|tx| journal(tx, id))?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
-    let index_note = stage_note(env.workspace.root(), &paths);
+    let index_note = stage_note(env.workspace, &paths);
     env.store.write(|tx| {
         record_applied(
             tx,
@@ -1137,8 +1210,11 @@ where
 }
 
 /// What staging `paths` in the index gave, for the `written` phase.
-fn stage_note(root: &Path, paths: &[RepoPath]) -> Value {
-    match stage(root, paths) {
+fn stage_note(workspace: &Workspace, paths: &[RepoPath]) -> Value {
+    if workspace.is_bare() {
+        return json!("none (a bare repository)");
+    }
+    match stage(workspace.root(), paths) {
         Ok(()) => json!("updated"),
         Err(e) => json!(format!("not updated: {e}")),
     }

@@ -25,9 +25,12 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LandingError {
-    /// The branch is not at the commit the change was validated against.
-    #[error("{branch} moved: expected {expected}, found {}", actual.as_deref().unwrap_or("no branch"))]
+    /// The branch (here, or on the remote) is not at the commit the change
+    /// was validated against.
+    #[error("{}{branch} moved: expected {expected}, found {}", remote.as_deref().map(|r| format!("{r}: ")).unwrap_or_default(), actual.as_deref().unwrap_or("no branch"))]
     BranchMoved {
+        /// The remote whose branch it is (`None`: this repository's).
+        remote: Option<String>,
         /// The full ref name.
         branch: String,
         /// The id the caller expected.
@@ -71,10 +74,13 @@ impl LandingError {
     pub fn details(&self) -> serde_json::Value {
         match self {
             LandingError::BranchMoved {
+                remote,
                 branch,
                 expected,
                 actual,
-            } => serde_json::json!({"ref": branch, "expected": expected, "actual": actual}),
+            } => {
+                serde_json::json!({"remote": remote, "ref": branch, "expected": expected, "actual": actual})
+            }
             _ => serde_json::json!({}),
         }
     }
@@ -261,9 +267,16 @@ pub fn build_commit(
     Ok(Commit { id, tree: tree_id })
 }
 
+/// How long a ref update waits for another writer's lock on the ref (git's
+/// own `core.filesRefLockTimeout` default is 100 ms): several hosts push
+/// to one remote.
+const REF_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Move `branch` (a full ref name, `refs/heads/main`) from `expected` to
 /// `new`, atomically: refused with [`LandingError::BranchMoved`] (naming
 /// what it holds) when it is not at `expected`, and then nothing changed.
+/// While another writer holds the ref's lock, it waits (up to two
+/// seconds) for it.
 pub fn move_branch(
     repo: &Repository,
     branch: &str,
@@ -271,13 +284,22 @@ pub fn move_branch(
     new: Oid,
     reflog: &str,
 ) -> Result<(), LandingError> {
-    match repo.reference_matching(branch, new, true, expected, reflog) {
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    let mut moved = repo.reference_matching(branch, new, true, expected, reflog);
+    while matches!(&moved, Err(e) if e.code() == git2::ErrorCode::Locked)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        moved = repo.reference_matching(branch, new, true, expected, reflog);
+    }
+    match moved {
         Ok(_) => Ok(()),
         Err(e)
             if e.code() == git2::ErrorCode::Modified || e.code() == git2::ErrorCode::NotFound =>
         {
             let actual = repo.refname_to_id(branch).ok().map(|id| id.to_string());
             Err(LandingError::BranchMoved {
+                remote: None,
                 branch: branch.to_owned(),
                 expected: expected.to_string(),
                 actual,
@@ -285,6 +307,133 @@ pub fn move_branch(
         }
         Err(e) => Err(git("move the branch")(e)),
     }
+}
+
+/// The repository `remote` names, to push a branch to and fetch it from:
+/// a remote configured in `repo` (its URL) or a path, either of which
+/// must be a bare repository on this machine's file system (`file://`
+/// URLs included) — libgit2 is built here without network transports.
+/// Returns it with its location as the details name it.
+pub fn open_remote(repo: &Repository, remote: &str) -> Result<(Repository, String), LandingError> {
+    let url = match repo.find_remote(remote) {
+        Ok(r) => r
+            .url()
+            .map(str::to_owned)
+            .map_err(|_| LandingError::InvalidInput {
+                field: "remote",
+                reason: format!("remote {remote:?} has no URL that is valid UTF-8"),
+            })?,
+        Err(_) => remote.to_owned(),
+    };
+    let path = url.strip_prefix("file://").unwrap_or(&url);
+    if path.contains("://") || (path.contains(':') && !path.starts_with('/')) {
+        return Err(LandingError::InvalidInput {
+            field: "remote",
+            reason: format!("{url} is not a path on this machine (only local bare repositories are supported as remotes)"),
+        });
+    }
+    let base = repo.workdir().unwrap_or_else(|| repo.path());
+    let at = base.join(path);
+    let remote_repo = Repository::open_bare(&at).map_err(|e| LandingError::InvalidInput {
+        field: "remote",
+        reason: format!("{url} is not a bare repository: {}", e.message()),
+    })?;
+    Ok((remote_repo, url))
+}
+
+/// Copy into `to` every object reachable from `tip` in `from` that is not
+/// reachable from `known` (ids `to` already has), as one pack written to
+/// `to`'s object store: what a push or fetch transfers.
+pub fn copy_objects(
+    from: &Repository,
+    to: &Repository,
+    tip: Oid,
+    known: &[Oid],
+) -> Result<(), LandingError> {
+    if to.odb().map_err(git("open the object store"))?.exists(tip) {
+        return Ok(());
+    }
+    let mut walk = from.revwalk().map_err(git("walk the history"))?;
+    walk.push(tip).map_err(git("walk the history"))?;
+    for id in known {
+        if from.find_commit(*id).is_ok() {
+            walk.hide(*id).map_err(git("walk the history"))?;
+        }
+    }
+    let mut pack = from.packbuilder().map_err(git("build a pack"))?;
+    pack.insert_walk(&mut walk).map_err(git("build a pack"))?;
+    let odb = to.odb().map_err(git("open the object store"))?;
+    let mut writer = odb.packwriter().map_err(git("write a pack"))?;
+    let mut failed = None;
+    pack.foreach(
+        |chunk| match std::io::Write::write_all(&mut writer, chunk) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        },
+    )
+    .map_err(git("write a pack"))?;
+    if let Some(e) = failed {
+        return Err(git("write a pack")(git2::Error::from_str(&e.to_string())));
+    }
+    writer.commit().map_err(git("write a pack"))?;
+    Ok(())
+}
+
+/// Push `new` to `branch` of `remote` with a lease: the remote branch
+/// must still be at `expected` (`--force-with-lease` semantics), checked
+/// and moved atomically under the remote's ref lock; otherwise
+/// [`LandingError::BranchMoved`] naming the remote, the ref and both ids,
+/// and the remote's branch is unchanged (its new objects are inert).
+pub fn push(
+    local: &Repository,
+    remote: &Repository,
+    location: &str,
+    branch: &str,
+    expected: Oid,
+    new: Oid,
+) -> Result<(), LandingError> {
+    copy_objects(local, remote, new, &[expected])?;
+    move_branch(remote, branch, expected, new, "roundtable: push").map_err(|e| match e {
+        LandingError::BranchMoved {
+            branch,
+            expected,
+            actual,
+            ..
+        } => LandingError::BranchMoved {
+            remote: Some(location.to_owned()),
+            branch,
+            expected,
+            actual,
+        },
+        other => other,
+    })
+}
+
+/// Fetch `branch` of `remote` into `local`'s object store: the remote
+/// branch's commit, now present here (`None`: no such branch there).
+pub fn fetch(
+    local: &Repository,
+    remote: &Repository,
+    branch: &str,
+) -> Result<Option<Oid>, LandingError> {
+    let Ok(tip) = remote.refname_to_id(branch) else {
+        return Ok(None);
+    };
+    let known: Vec<Oid> = local.refname_to_id(branch).into_iter().collect();
+    copy_objects(remote, local, tip, &known)?;
+    Ok(Some(tip))
+}
+
+/// Whether `commit` is `tip` or one of its ancestors in `repo`.
+pub fn contains(repo: &Repository, tip: Oid, commit: Oid) -> Result<bool, LandingError> {
+    if tip == commit {
+        return Ok(true);
+    }
+    repo.graph_descendant_of(tip, commit)
+        .map_err(git("compare histories"))
 }
 
 /// Bring the index of `repo` (which has a working tree) in line with the

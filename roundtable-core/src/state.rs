@@ -98,6 +98,7 @@
 
 mod cache;
 mod git;
+pub use git::is_bare_repository;
 mod ignore;
 mod walk;
 

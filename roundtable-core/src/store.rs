@@ -50,6 +50,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v7.sql"),
     include_str!("store/v8.sql"),
     include_str!("store/v9.sql"),
+    include_str!("store/v10.sql"),
 ];
 
 /// The schema version this code writes.

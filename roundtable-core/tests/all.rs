@@ -6,6 +6,7 @@ mod claims_touched;
 mod edit_plans;
 mod fuzz_replay;
 mod git_landing;
+mod git_remote;
 mod governance;
 mod governance_hardening;
 mod hardening;

@@ -301,10 +301,12 @@ fn trailers_read_back_through_git_and_the_branch_moves_by_compare_and_swap() {
     assert_eq!(e.code(), ErrorCode::PreconditionFailed);
     match &e {
         LandingError::BranchMoved {
+            remote,
             branch,
             expected,
             actual,
         } => {
+            assert_eq!(remote, &None);
             assert_eq!(branch, "refs/heads/main");
             assert_eq!(expected, &head.to_string());
             assert_eq!(actual.as_deref(), Some(other.id.to_string().as_str()));

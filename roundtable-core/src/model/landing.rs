@@ -25,7 +25,10 @@ pub struct Landing {
     /// the working tree's `HEAD` must be on it.
     #[serde(default)]
     pub branch: Option<String>,
-    /// A remote to push to with a lease: not supported yet (`null`).
+    /// In git mode, a remote to push each landing to with a lease (the
+    /// remote's branch must still be where this one was): a remote
+    /// configured in the repository, or a path, naming a bare repository
+    /// on this machine. `null`: the branch is this repository's own.
     #[serde(default)]
     pub remote: Option<String>,
 }

@@ -91,13 +91,31 @@ pub(super) struct GitDirs {
     pub(super) common: PathBuf,
 }
 
-/// The git directories of the repository at `root`; `None` when it is not
-/// a git repository (no `.git`, or a `.git` directory without `HEAD`).
+/// Whether `root` is itself a bare repository's git directory: no `.git`
+/// in it, and `HEAD`, `objects/` and `refs/` are (git's own test).
+pub fn is_bare_repository(root: &Path) -> bool {
+    fs::symlink_metadata(root.join(".git")).is_err()
+        && fs::symlink_metadata(root.join("HEAD")).is_ok_and(|m| m.is_file())
+        && fs::symlink_metadata(root.join("objects")).is_ok_and(|m| m.is_dir())
+        && fs::symlink_metadata(root.join("refs")).is_ok_and(|m| m.is_dir())
+}
+
+/// The git directories of the repository at `root` (a working tree, or a
+/// bare repository's git directory); `None` when it is not a git
+/// repository (no `.git`, or a `.git` directory without `HEAD`).
 pub(super) fn git_dirs(root: &Path) -> Result<Option<GitDirs>, StateError> {
     let dotgit = root.join(".git");
     let meta = match fs::metadata(&dotgit) {
         Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if !is_bare_repository(root) {
+                return Ok(None);
+            }
+            return Ok(Some(GitDirs {
+                gitdir: root.to_path_buf(),
+                common: root.to_path_buf(),
+            }));
+        }
         Err(e) => return Err(io_err(&dotgit, e)),
     };
     let gitdir = if meta.is_dir() {

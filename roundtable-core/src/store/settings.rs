@@ -53,6 +53,9 @@ pub(crate) struct TransactionLanding {
     pub old_id: String,
     /// The commit built for the change.
     pub new_id: String,
+    /// The remote the branch is pushed to (its configured location), when
+    /// there is one: then the push is the commit point.
+    pub remote: Option<String>,
 }
 
 /// Record `landing` for transaction `id`.
@@ -62,8 +65,8 @@ pub(crate) fn insert_transaction_landing(
     landing: &TransactionLanding,
 ) -> rusqlite::Result<()> {
     conn.cached_execute(
-        "INSERT INTO transaction_landings (transaction_id, branch, old_id, new_id) VALUES (?1, ?2, ?3, ?4)",
-        params![id, landing.branch, landing.old_id, landing.new_id],
+        "INSERT INTO transaction_landings (transaction_id, branch, old_id, new_id, remote) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![id, landing.branch, landing.old_id, landing.new_id, landing.remote],
     )?;
     Ok(())
 }
@@ -74,13 +77,14 @@ pub(crate) fn transaction_landing(
     id: &str,
 ) -> rusqlite::Result<Option<TransactionLanding>> {
     conn.cached_row(
-        "SELECT branch, old_id, new_id FROM transaction_landings WHERE transaction_id = ?1",
+        "SELECT branch, old_id, new_id, remote FROM transaction_landings WHERE transaction_id = ?1",
         [id],
         |r| {
             Ok(TransactionLanding {
                 branch: r.get(0)?,
                 old_id: r.get(1)?,
                 new_id: r.get(2)?,
+                remote: r.get(3)?,
             })
         },
     )

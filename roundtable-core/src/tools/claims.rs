@@ -99,8 +99,13 @@ fn resource_state_indexed(
         )),
         Resource::Directory(dir) => Ok((
             ResourceState {
-                digest: crate::state::subtree_state(engine.root(), dir.as_ref(), ignore)?
-                    .to_string(),
+                // A bare repository's directory is a git tree, whose id
+                // already names its content.
+                digest: match ws.bare_subtree(dir.as_ref())? {
+                    Some(tree) => format!("git-tree:{}", tree.as_deref().unwrap_or("absent")),
+                    None => crate::state::subtree_state(engine.root(), dir.as_ref(), ignore)?
+                        .to_string(),
+                },
                 span: None,
             },
             None,

@@ -56,6 +56,21 @@ fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
     if let Some(v) = replayed(key)? {
         return Ok(Begun::Replayed(v));
     }
+    if engine.workspace().is_bare() {
+        let setting = engine
+            .store()
+            .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
+        if setting.branch_ref().is_none() {
+            return Err(ToolError::new(
+                ErrorCode::PreconditionFailed,
+                format!(
+                    "{} is a bare repository: it has no working tree to write files to; land changes as commits (workspace.configure with mode git); nothing was changed",
+                    engine.root().display()
+                ),
+                json!({"root": engine.root().display().to_string(), "bare": true, "landing": setting}),
+            ));
+        }
+    }
     let lock = ApplyLock::acquire(engine.root(), engine.options().busy_timeout)?;
     if let Some(v) = replayed(key)? {
         return Ok(Begun::Replayed(v));
@@ -322,15 +337,16 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         .transaction_id
         .clone()
         .unwrap_or_else(|| engine.ids().next("tx", engine.now().0));
-    let landing = engine
+    let setting = engine
         .store()
-        .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?
+        .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
+    let landing = setting
         .branch_ref()
-        .map(|branch| {
+        .map(|_| {
             plan_landing(
                 engine,
                 &changeset,
-                &branch,
+                &setting,
                 &apply_message(&evidence, id.as_str())?,
                 &identity(engine, "agent", &evidence.proposal.author),
                 &identity(engine, actor.kind.as_str(), actor.id.as_str()),
@@ -480,19 +496,30 @@ fn identity(engine: &Engine, kind: &str, id: &str) -> crate::landing::Identity {
     }
 }
 
-/// In git mode: the commit for `changeset` on `branch` with `message`
-/// (built, not yet referenced), after checking that the working tree is on
+/// In git mode: the commit for `changeset` on `landing`'s branch with
+/// `message` (built, not yet referenced), after checking that `HEAD` is on
 /// the branch and that the branch holds, at every touched path, what the
 /// change was validated against.
+///
+/// With a remote, the remote's branch is fetched first: the commit is
+/// built on it. A bare repository's branch follows the remote's there and
+/// then (it has no working tree to bring along); a working tree behind the
+/// remote is refused, to be brought forward by the host (`git pull
+/// --ff-only`) first.
 fn plan_landing(
     engine: &Engine,
     changeset: &crate::changeset::Changeset,
-    branch: &str,
+    setting: &crate::model::Landing,
     message: &str,
     author: &crate::landing::Identity,
     committer: &crate::landing::Identity,
 ) -> Result<store::settings::TransactionLanding, ToolError> {
     use crate::landing::{self, LandingError};
+    let branch = setting
+        .branch_ref()
+        .expect("plan_landing is called in git mode only");
+    let branch = branch.as_str();
+    let bare = engine.workspace().is_bare();
     let repo = landing::open(engine.root()).map_err(landing_refusal)?;
     let head = repo.find_reference("HEAD").map_err(|source| {
         landing_refusal(LandingError::Git {
@@ -505,24 +532,71 @@ fn plan_landing(
         return Err(ToolError::new(
             ErrorCode::PreconditionFailed,
             format!(
-                "the working tree's HEAD is on {}, not {branch}: nothing was applied",
+                "the repository's HEAD is on {}, not {branch}: nothing was applied",
                 on.as_deref().unwrap_or("a detached commit")
             ),
             json!({"ref": branch, "head": on}),
         ));
     }
-    let old = repo.refname_to_id(branch).map_err(|_| {
+    let moved = |actual: Option<String>| {
         landing_refusal(LandingError::BranchMoved {
+            remote: None,
             branch: branch.to_owned(),
             expected: "a commit".into(),
-            actual: None,
+            actual,
         })
-    })?;
+    };
+    let mut old = repo.refname_to_id(branch).map_err(|_| moved(None))?;
+    let remote = match &setting.remote {
+        None => None,
+        Some(name) => {
+            let (remote_repo, location) =
+                landing::open_remote(&repo, name).map_err(landing_refusal)?;
+            let tip = landing::fetch(&repo, &remote_repo, branch)
+                .map_err(landing_refusal)?
+                .ok_or_else(|| {
+                    landing_refusal(LandingError::BranchMoved {
+                        remote: Some(location.clone()),
+                        branch: branch.to_owned(),
+                        expected: old.to_string(),
+                        actual: None,
+                    })
+                })?;
+            if tip != old {
+                let behind = landing::contains(&repo, tip, old).map_err(landing_refusal)?;
+                if !(bare && behind) {
+                    return Err(ToolError::new(
+                        ErrorCode::PreconditionFailed,
+                        format!(
+                            "{location}'s {branch} is at {tip}, this repository's at {old}: {}; nothing was applied",
+                            if behind {
+                                "bring the working tree to it (git pull --ff-only), then apply again"
+                            } else {
+                                "the two have diverged"
+                            }
+                        ),
+                        json!({"remote": location, "ref": branch, "expected": old.to_string(), "actual": tip.to_string()}),
+                    ));
+                }
+                landing::move_branch(&repo, branch, old, tip, "roundtable: fetch")
+                    .map_err(landing_refusal)?;
+                old = tip;
+            }
+            Some(location)
+        }
+    };
     if let Some(path) = landing::first_difference(&repo, old, changeset).map_err(landing_refusal)? {
+        let message = if bare {
+            format!(
+                "{path} changed on {branch} since the change was validated: rebase it, then apply"
+            )
+        } else {
+            format!("{path} in the working tree is not what {branch} holds (an uncommitted change): commit or discard it, then apply")
+        };
         return Err(ToolError::new(
             ErrorCode::PreconditionFailed,
-            format!("{path} in the working tree is not what {branch} holds (an uncommitted change): commit or discard it, then apply"),
-            json!({"path": path.to_string(), "ref": branch}),
+            message,
+            json!({"path": path.to_string(), "ref": branch, "remote": remote}),
         ));
     }
     let built = landing::build_commit(&repo, old, changeset, message, author, committer)
@@ -531,6 +605,7 @@ fn plan_landing(
         branch: branch.to_owned(),
         old_id: old.to_string(),
         new_id: built.id.to_string(),
+        remote,
     })
 }
 
@@ -671,7 +746,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         let landed = store::settings::transaction_landing(tx, &t.id)?;
         let git = match (setting.branch_ref(), landed) {
             (None, None) => None,
-            (Some(branch), Some(l)) if l.branch == branch => Some((branch, l.new_id)),
+            (Some(branch), Some(l)) if l.branch == branch => Some((setting, l.new_id)),
             _ => {
                 return Err(ToolError::new(
                     ErrorCode::IllegalTransition,
@@ -726,7 +801,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
     let id = engine.ids().next("tx", engine.now().0);
     let landing = match git {
         None => None,
-        Some((branch, reverts)) => {
+        Some((setting, reverts)) => {
             use crate::landing::Trailer;
             let message = crate::landing::message(
                 &format!("Revert \"{}\"", proposal.title),
@@ -744,7 +819,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             .map_err(landing_refusal)?;
             let host = identity(engine, actor.kind.as_str(), actor.id.as_str());
             Some(plan_landing(
-                engine, &changeset, &branch, &message, &host, &host,
+                engine, &changeset, &setting, &message, &host, &host,
             )?)
         }
     };

@@ -19,8 +19,8 @@ use serde_json::json;
 pub struct ConfigureWorkspace {
     /// How `patch.apply` lands: `{"mode": "files"}` (the default: the
     /// working tree only) or `{"mode": "git", "branch": "main", "remote":
-    /// null}` (one commit per applied revision on the branch the working
-    /// tree's HEAD is on).
+    /// null}` (one commit per applied revision on the branch the
+    /// repository's HEAD is on; with a remote, pushed to it with a lease).
     pub landing: Landing,
     /// Makes a retried call return the first call's result.
     pub idempotency_key: Option<Id>,
@@ -41,7 +41,7 @@ pub struct WorkspaceSettings {
 
 impl super::Request for ConfigureWorkspace {
     const TOOL: &'static str = "workspace.configure";
-    const DESCRIPTION: &'static str = "Set how patch.apply lands (orchestrator only): mode files (the working tree, the default) or git (one commit per applied revision on branch, which the working tree's HEAD must be on, moved by compare-and-swap; the working tree and index follow). remote must be null: pushing is not supported yet.";
+    const DESCRIPTION: &'static str = "Set how patch.apply lands (orchestrator only): mode files (the working tree, the default) or git (one commit per applied revision on branch, which the repository's HEAD must be on, moved by compare-and-swap; the working tree and index follow, and a bare repository has neither). remote (git mode, optional): a configured remote or a path naming a bare repository on this machine; each landing is fetched onto its branch and pushed with a lease (its branch must still be where this one was), and the push is the commit point.";
     const MUTATES: bool = true;
     const IDEMPOTENT: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
@@ -50,9 +50,9 @@ impl super::Request for ConfigureWorkspace {
     store_tool!();
 }
 
-/// Why the repository at the root cannot land in git mode on `branch`,
-/// or `None` when it can.
-fn git_refusal(root: &std::path::Path, branch: &str) -> Option<ToolError> {
+/// Why the repository at the root cannot land in git mode on `branch`
+/// (pushing to `remote`), or `None` when it can.
+fn git_refusal(root: &std::path::Path, branch: &str, remote: Option<&str>) -> Option<ToolError> {
     let invalid = |reason: String| Some(ToolError::invalid_argument("landing", reason));
     let name = format!("refs/heads/{branch}");
     if !git2::Reference::is_valid_name(&name) {
@@ -62,8 +62,12 @@ fn git_refusal(root: &std::path::Path, branch: &str) -> Option<ToolError> {
         Ok(repo) => repo,
         Err(e) => return invalid(format!("the workspace is not a git repository: {e}")),
     };
-    if repo.workdir().and_then(|w| w.canonicalize().ok()) != root.canonicalize().ok() {
-        return invalid("the workspace root is not the repository's working tree".into());
+    let at = repo.workdir().unwrap_or_else(|| repo.path());
+    if at.canonicalize().ok() != root.canonicalize().ok() {
+        return invalid(
+            "the workspace root is not the repository's working tree (or, bare, its git directory)"
+                .into(),
+        );
     }
     if repo.refname_to_id(&name).is_err() {
         return invalid(format!("there is no branch {branch}"));
@@ -74,9 +78,25 @@ fn git_refusal(root: &std::path::Path, branch: &str) -> Option<ToolError> {
         .and_then(|h| h.symbolic_target().ok().flatten());
     if on != Some(name.as_str()) {
         return invalid(format!(
-            "the working tree's HEAD is on {}, not {name}",
+            "the repository's HEAD is on {}, not {name}",
             on.unwrap_or("a detached commit")
         ));
+    }
+    if let Some(remote) = remote {
+        let opened = crate::landing::open_remote(&repo, remote);
+        match opened {
+            Err(e) => {
+                return Some(ToolError::new(
+                    e.code(),
+                    e.to_string(),
+                    json!({"field": "landing.remote"}),
+                ))
+            }
+            Ok((remote_repo, location)) if remote_repo.refname_to_id(&name).is_err() => {
+                return invalid(format!("{location} has no branch {branch}"));
+            }
+            Ok(_) => {}
+        }
     }
     None
 }
@@ -88,13 +108,17 @@ impl Tool for ConfigureWorkspace {
 
     fn prepare(engine: &Engine, _: &Actor, args: &ConfigureWorkspace) -> Result<(), ToolError> {
         let l = &args.landing;
-        if l.remote.is_some() {
-            return Err(ToolError::invalid_argument(
-                "landing.remote",
-                "pushing to a remote is not supported yet: it must be null",
-            ));
-        }
         match (l.mode, &l.branch) {
+            (LandingMode::Files, _) if l.remote.is_some() => Err(ToolError::invalid_argument(
+                "landing.remote",
+                "is only for mode git",
+            )),
+            (LandingMode::Files, None) if engine.workspace().is_bare() => {
+                Err(ToolError::invalid_argument(
+                    "landing.mode",
+                    "the workspace is a bare repository: it has no working tree to land files in, only mode git",
+                ))
+            }
             (LandingMode::Files, None) => Ok(()),
             (LandingMode::Files, Some(_)) => Err(ToolError::invalid_argument(
                 "landing.branch",
@@ -104,7 +128,9 @@ impl Tool for ConfigureWorkspace {
                 "landing.branch",
                 "mode git needs the branch to land on",
             )),
-            (LandingMode::Git, Some(b)) => git_refusal(engine.root(), b).map_or(Ok(()), Err),
+            (LandingMode::Git, Some(b)) => {
+                git_refusal(engine.root(), b, l.remote.as_deref()).map_or(Ok(()), Err)
+            }
         }
     }
 

@@ -63,6 +63,22 @@ pub enum WorkspaceError {
         #[source]
         source: io::Error,
     },
+    /// A bare repository has no working tree: files are never written into
+    /// its git directory (changes land as commits, in git landing mode).
+    #[error("{root} is a bare repository: it has no working tree to write files to (land changes as commits: workspace.configure git mode)")]
+    Bare {
+        /// The repository.
+        root: String,
+    },
+    /// Reading a bare repository's objects failed.
+    #[error("could not {what}: {source}")]
+    Git {
+        /// What was being read.
+        what: &'static str,
+        /// The cause.
+        #[source]
+        source: git2::Error,
+    },
     /// Undoing a failed commit also failed: the directory needs attention.
     #[error("{path}: {source}; undoing the partial apply failed too: {undo}")]
     Undo {
@@ -87,6 +103,8 @@ impl WorkspaceError {
             WorkspaceError::Precondition { .. } => ErrorCode::PreconditionFailed,
             WorkspaceError::Root { .. } => ErrorCode::InvalidArgument,
             WorkspaceError::Commit { .. } | WorkspaceError::Undo { .. } => ErrorCode::Io,
+            WorkspaceError::Bare { .. } => ErrorCode::PreconditionFailed,
+            WorkspaceError::Git { .. } => ErrorCode::Io,
         }
     }
 
@@ -106,6 +124,7 @@ impl WorkspaceError {
             WorkspaceError::Commit { path, .. } | WorkspaceError::Undo { path, .. } => {
                 json!({"path": path})
             }
+            WorkspaceError::Bare { root } => json!({"root": root, "bare": true}),
             _ => json!({}),
         }
     }

@@ -34,6 +34,9 @@ pub enum SpecialKind {
     CharDevice,
     /// A block device.
     BlockDevice,
+    /// A submodule (a gitlink in a bare repository's tree): another
+    /// repository's commit, not a file.
+    Submodule,
 }
 
 impl SpecialKind {
@@ -48,13 +51,15 @@ impl SpecialKind {
         }
     }
 
-    /// Its stable spelling (`fifo`, `socket`, `char_device`, `block_device`).
+    /// Its stable spelling (`fifo`, `socket`, `char_device`, `block_device`,
+    /// `submodule`).
     pub fn as_str(self) -> &'static str {
         match self {
             SpecialKind::Fifo => "fifo",
             SpecialKind::Socket => "socket",
             SpecialKind::CharDevice => "char_device",
             SpecialKind::BlockDevice => "block_device",
+            SpecialKind::Submodule => "submodule",
         }
     }
 }
@@ -71,6 +76,9 @@ impl Workspace {
         if self.seen(path).is_some() {
             return Ok(Some(Kind::File));
         }
+        if let Some(bare) = &self.bare {
+            return self.bare_kind(bare, path);
+        }
         match self.parent(path)? {
             None => Ok(None),
             Some((dir, name)) => kind_at(&*dir, &name).map_err(|e| tree(path, e)),
@@ -82,6 +90,9 @@ impl Workspace {
     pub(super) fn kind(&self, path: &RepoPath) -> Result<Option<Kind>, WorkspaceError> {
         if self.seen(path).is_some() {
             return Ok(Some(Kind::File));
+        }
+        if let Some(bare) = &self.bare {
+            return self.bare_kind(bare, path);
         }
         match self.parent(path) {
             Ok(None) => Ok(None),

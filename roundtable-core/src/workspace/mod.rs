@@ -35,6 +35,7 @@
 //! | `flush` | the durable flushes (per file, or `syncfs`) |
 //! | `leftovers` | removing what an interrupted write left |
 
+mod bare;
 mod commit;
 mod error;
 mod flush;
@@ -76,6 +77,12 @@ pub struct Workspace {
     /// Set on a [view](Workspace::view) (and, directories only, while
     /// [`Workspace::apply_patch`] reads): what it has already opened and read.
     memo: Option<Memo>,
+    /// Set when `root` is a bare repository: reads come from its branch's
+    /// commit, and nothing is written.
+    bare: Option<Arc<bare::Bare>>,
+    /// On a view of a bare repository: the tree it reads (`Some(None)`:
+    /// the branch is unborn), pinned when the view was made.
+    pinned: Option<Option<git2::Oid>>,
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -108,6 +115,8 @@ impl Workspace {
             root: root.to_path_buf(),
             dir: Arc::new(dir),
             memo: None,
+            bare: bare::Bare::open(root)?.map(Arc::new),
+            pinned: None,
         })
     }
 
@@ -120,11 +129,19 @@ impl Workspace {
     /// (reading again only a file whose metadata moved or is too recent to
     /// trust), then forgets everything. Not for sharing between threads that
     /// each expect fresh reads: make one view per operation.
+    ///
+    /// A view of a bare repository reads the commit its branch was at when
+    /// the view was made.
     pub fn view(&self) -> Workspace {
-        self.with_memo(Some(Memo {
+        let mut view = self.with_memo(Some(Memo {
             files: Some(Default::default()),
             ..Memo::default()
-        }))
+        }));
+        if let Some(bare) = &self.bare {
+            // An unreadable HEAD is reported by the first read instead.
+            view.pinned = bare.head_tree().ok();
+        }
+        view
     }
 
     /// The same root, remembering nothing: for writing, where a remembered
@@ -138,6 +155,8 @@ impl Workspace {
             root: self.root.clone(),
             dir: Arc::clone(&self.dir),
             memo,
+            bare: self.bare.clone(),
+            pinned: self.pinned,
         }
     }
 

@@ -50,6 +50,9 @@ impl Workspace {
 
     /// The file at `path` read now, with what `fstat` said of it.
     fn read_stamped(&self, path: &RepoPath) -> Result<Option<(TreeFile, Stamp)>, WorkspaceError> {
+        if let Some(bare) = &self.bare {
+            return Ok(self.bare_read(bare, path)?.map(|f| (f, Stamp::never())));
+        }
         let Some((dir, name)) = self.parent(path)? else {
             return Ok(None);
         };

@@ -59,6 +59,9 @@ impl Workspace {
         path: &RepoPath,
         removes: &BTreeSet<&RepoPath>,
     ) -> Result<(), WorkspaceError> {
+        if let Some(bare) = &self.bare {
+            return self.bare_room_for(bare, path, removes);
+        }
         let in_the_way = |what: String| {
             WorkspaceError::Apply(ApplyError::File {
                 path: path.as_str().as_bytes().to_vec(),

@@ -72,6 +72,15 @@ impl Stamp {
         }
     }
 
+    /// A stamp that never proves a file unchanged (a blob read from a
+    /// bare repository has no `fstat`).
+    pub(super) fn never() -> Stamp {
+        Stamp {
+            stat: crate::state::Stat::default(),
+            settled: false,
+        }
+    }
+
     /// Whether `now` is certainly the same, unwritten file.
     pub(super) fn unchanged(&self, now: &Stamp) -> bool {
         self.settled && self.stat == now.stat

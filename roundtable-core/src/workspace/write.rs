@@ -89,6 +89,9 @@ impl Workspace {
         patch: &Patch<'_>,
         mode: WriteMode,
     ) -> Result<Vec<PathChange>, WorkspaceError> {
+        if mode == WriteMode::Write {
+            self.refuse_bare_write()?;
+        }
         for fp in patch.files() {
             for p in [fp.old_path(), fp.new_path()].into_iter().flatten() {
                 RepoPath::from_bytes(p)?;
@@ -196,6 +199,9 @@ impl Workspace {
         changeset: &Changeset,
         options: &WriteOptions<'_>,
     ) -> Result<Vec<PathChange>, WorkspaceError> {
+        if options.mode == WriteMode::Write && !changeset.files().is_empty() {
+            self.refuse_bare_write()?;
+        }
         // Reading and staging remember directory handles (a view's own, or
         // ones kept for this call); the commit remembers nothing.
         let local;

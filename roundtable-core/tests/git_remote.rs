@@ -1,0 +1,571 @@
+//! Issue 18 item 2: git landing mode on a bare repository (reads come from
+//! the branch's commit, nothing is written into the git directory) and
+//! through a remote (the commit is pushed with a lease, and the push is
+//! the commit point): two engines on two clones of one bare remote land
+//! concurrently, disjoint changes all land once on a linear history, and
+//! of two overlapping changes the loser is `precondition_failed` with
+//! nothing of it on either branch.
+
+use super::landing::git;
+use super::tools::{id, str_of};
+use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// One host: an engine on one repository, its orchestrator, an author and
+/// a reviewer, a task, and git landing mode on `main`.
+struct Host {
+    root: PathBuf,
+    engine: Engine,
+    host: Actor,
+    author: Actor,
+    reviewer: Actor,
+}
+
+impl Host {
+    fn open(root: &Path, remote: Option<&str>) -> Host {
+        let engine = Engine::open(root, EngineOptions::default()).expect("open");
+        let h = Host {
+            root: root.to_path_buf(),
+            engine,
+            host: Actor::orchestrator(id("host")),
+            author: Actor::agent(id("alice")),
+            reviewer: Actor::agent(id("bob")),
+        };
+        h.ok(
+            "agent.register",
+            json!({"agent_id": "alice", "roles": ["author"]}),
+            &h.host,
+        );
+        h.ok(
+            "agent.register",
+            json!({"agent_id": "bob", "roles": ["reviewer"]}),
+            &h.host,
+        );
+        h.ok(
+            "task.create",
+            json!({"task_id": "t1", "title": "t"}),
+            &h.host,
+        );
+        h.ok(
+            "workspace.configure",
+            json!({"landing": {"mode": "git", "branch": "main", "remote": remote}}),
+            &h.host,
+        );
+        h
+    }
+
+    fn call(&self, tool: &str, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+        self.engine.call(tool, args, actor)
+    }
+
+    fn ok(&self, tool: &str, args: Value, actor: &Actor) -> Value {
+        self.call(tool, args.clone(), actor)
+            .unwrap_or_else(|e| panic!("{tool} {args}: {e} {}", e.details()))
+    }
+
+    /// An approved proposal for `patch` (its author first claims `path`).
+    fn approved(&self, path: &str, patch: &str) -> String {
+        self.ok(
+            "claim.acquire",
+            json!({"resource_id": format!("file:{path}"), "type": "write", "ttl_s": 3600}),
+            &self.author,
+        );
+        let pid = str_of(
+            &self.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": format!("Change {path}"), "summary_md": "s", "patch": patch}),
+                &self.author,
+            )["proposal"]["id"],
+        );
+        self.ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &self.author,
+        );
+        self.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &self.reviewer,
+        );
+        pid
+    }
+
+    fn apply(&self, pid: &str) -> Result<Value, ToolError> {
+        self.call(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &self.host,
+        )
+    }
+
+    fn branch(&self) -> String {
+        rev(&self.root, "refs/heads/main")
+    }
+}
+
+fn rev(d: &Path, what: &str) -> String {
+    git(d, &["rev-parse", what]).trim().to_owned()
+}
+
+fn new_file(path: &str, body: &str) -> String {
+    format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{body}\n")
+}
+
+/// A bare repository on `main` holding `hello.txt` (and `src/lib.rs`),
+/// made by pushing one commit from a scratch clone; its path.
+fn bare_remote(top: &Path) -> PathBuf {
+    let work = top.join("seed");
+    std::fs::create_dir_all(work.join("src")).expect("mkdir");
+    git(&work, &["init", "-q", "-b", "main"]);
+    std::fs::write(work.join("hello.txt"), "hello\n").expect("write");
+    std::fs::write(work.join("src/lib.rs"), "fn a() {}\n").expect("write");
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "base"]);
+    let remote = top.join("remote.git");
+    git(
+        top,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "seed",
+            remote.to_str().expect("utf-8"),
+        ],
+    );
+    remote
+}
+
+fn fsck(d: &Path) {
+    git(d, &["fsck", "--strict", "--no-progress"]);
+}
+
+#[test]
+fn a_bare_repository_lands_and_reverts_commits_and_writes_no_file() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let bare = bare_remote(top.path());
+    let listing = |d: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(d)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n != ".roundtable")
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&bare);
+    let engine = Engine::open(&bare, EngineOptions::default()).expect("open");
+    let host = Actor::orchestrator(id("host"));
+    // No working tree: files mode is refused, and so is an apply before
+    // git mode is set.
+    let e = engine
+        .call(
+            "workspace.configure",
+            json!({"landing": {"mode": "files"}}),
+            &host,
+        )
+        .expect_err("files mode on a bare repository");
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    drop(engine);
+    let h = Host::open(&bare, None);
+    let base = h.branch();
+    // Reads come from the branch's commit: a proposal is made, validated
+    // and claimed against it; a directory claim names the git tree.
+    let pid = h.approved(
+        "hello.txt",
+        "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, bare\n",
+    );
+    let claim = h.ok(
+        "claim.acquire",
+        json!({"resource_id": "directory:src", "type": "read", "ttl_s": 60}),
+        &h.reviewer,
+    );
+    let tree = rev(&bare, "main:src");
+    assert_eq!(
+        claim["claim"]["base_digest"],
+        json!(format!("git-tree:{tree}")),
+        "{claim}"
+    );
+    // The revision's base is the branch's commit.
+    let got = h.ok("proposal.get", json!({"proposal_id": pid}), &h.host);
+    assert_eq!(got["revision"]["base_git_head"], json!(base), "{got}");
+    let status = h.ok("proposal.status", json!({"proposal_id": pid}), &h.host);
+    assert_eq!(status["stale"], false, "{status}");
+    let out = h.apply(&pid).expect("applies");
+    assert_eq!(out["transaction"]["status"], "applied");
+    let tip = h.branch();
+    assert_eq!(rev(&bare, "main^"), base);
+    assert_eq!(git(&bare, &["show", "main:hello.txt"]), "hello, bare\n");
+    assert!(git(&bare, &["log", "-1", "--format=%B", "main"])
+        .contains(&format!("Roundtable-Proposal: {pid}")));
+    // Nothing was written into the git directory but objects and refs.
+    assert_eq!(listing(&bare), before);
+    assert!(!bare.join("hello.txt").exists());
+    fsck(&bare);
+
+    // A rollback lands a revert commit the same way.
+    let tid = str_of(&out["transaction"]["id"]);
+    let back = h.ok(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &h.host,
+    );
+    assert_eq!(back["transaction"]["status"], "applied");
+    assert_eq!(rev(&bare, "main^"), tip);
+    assert_eq!(git(&bare, &["show", "main:hello.txt"]), "hello\n");
+    assert!(git(&bare, &["log", "-1", "--format=%B", "main"])
+        .contains(&format!("Roundtable-Reverts: {tip}")));
+    assert_eq!(listing(&bare), before);
+    fsck(&bare);
+}
+
+#[test]
+fn a_bare_repository_in_files_mode_refuses_to_apply_and_changes_nothing() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let bare = bare_remote(top.path());
+    let engine = Engine::open(&bare, EngineOptions::default()).expect("open");
+    let host = Actor::orchestrator(id("host"));
+    let alice = Actor::agent(id("alice"));
+    let bob = Actor::agent(id("bob"));
+    for (agent, role) in [("alice", "author"), ("bob", "reviewer")] {
+        engine
+            .call(
+                "agent.register",
+                json!({"agent_id": agent, "roles": [role]}),
+                &host,
+            )
+            .expect("register");
+    }
+    engine
+        .call("task.create", json!({"task_id": "t1", "title": "t"}), &host)
+        .expect("task");
+    let created = engine
+        .call(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "x", "summary_md": "s", "patch": "--- a/HEAD\n+++ b/HEAD\n@@ -1 +1 @@\n-ref: refs/heads/main\n+ref: refs/heads/evil\n"}),
+            &alice,
+        )
+        .expect_err("HEAD is not in the branch's tree");
+    assert_eq!(created.code(), ErrorCode::PatchDoesNotApply, "{created}");
+    let pid = str_of(
+        &engine
+            .call(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "x", "summary_md": "s", "patch": new_file("config", "[core]")}),
+                &alice,
+            )
+            .expect("create")["proposal"]["id"],
+    );
+    engine
+        .call(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &alice,
+        )
+        .expect("review");
+    engine
+        .call(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &bob,
+        )
+        .expect("vote");
+    let config = std::fs::read(bare.join("config")).expect("config");
+    let branch = rev(&bare, "refs/heads/main");
+    let db = || {
+        let c = rusqlite::Connection::open(bare.join(".roundtable/store.db")).expect("db");
+        c.query_row(
+            "SELECT (SELECT count(*) FROM transactions), (SELECT max(seq) FROM events)",
+            [],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+        )
+        .expect("count")
+    };
+    let rows = db();
+    let e = engine
+        .call(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &host,
+        )
+        .expect_err("no working tree");
+    assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
+    assert_eq!(e.details()["bare"], true);
+    assert_eq!(std::fs::read(bare.join("config")).expect("config"), config);
+    assert_eq!(rev(&bare, "refs/heads/main"), branch);
+    assert_eq!(db(), rows, "the refusal wrote to the store");
+    fsck(&bare);
+}
+
+/// Apply `pid`, applying again while the remote's branch moves under it
+/// (a lost push race is `precondition_failed`; applying again fetches
+/// and lands on the new tip); how many tries it took.
+fn apply_until_landed(h: &Host, pid: &str) -> u32 {
+    for tries in 1..=50 {
+        match h.apply(pid) {
+            Ok(out) => {
+                assert_eq!(out["transaction"]["status"], "applied");
+                return tries;
+            }
+            Err(e) if e.code() == ErrorCode::PreconditionFailed => {
+                assert!(e.details()["remote"].is_string(), "{e} {}", e.details());
+            }
+            Err(e) => panic!("{pid}: {e} {}", e.details()),
+        }
+    }
+    panic!("{pid} did not land in 50 tries");
+}
+
+#[test]
+fn two_engines_on_two_bare_clones_land_disjoint_changes_all_once_on_a_linear_history() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let remote = bare_remote(top.path());
+    let base = rev(&remote, "refs/heads/main");
+    let per_host: usize = std::env::var("RT_REMOTE_PROPOSALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let hosts: Vec<(String, PathBuf)> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let clone = top.path().join(format!("{name}.git"));
+            git(
+                top.path(),
+                &[
+                    "clone",
+                    "-q",
+                    "--bare",
+                    "remote.git",
+                    clone.to_str().expect("utf-8"),
+                ],
+            );
+            ((*name).to_owned(), clone)
+        })
+        .collect();
+    let retries: Vec<u32> = std::thread::scope(|scope| {
+        let runs: Vec<_> = hosts
+            .iter()
+            .map(|(name, clone)| {
+                scope.spawn(move || {
+                    let h = Host::open(clone, Some("origin"));
+                    let mut extra = 0;
+                    for i in 0..per_host {
+                        let path = format!("{name}/{i}.txt");
+                        let pid = h.approved(&path, &new_file(&path, &format!("{name} {i}")));
+                        extra += apply_until_landed(&h, &pid) - 1;
+                    }
+                    extra
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().expect("host")).collect()
+    });
+    eprintln!("lost push races, retried: {retries:?}");
+    // Every change landed exactly once, on one linear history.
+    let log = git(&remote, &["rev-list", "--parents", "main"]);
+    let commits: Vec<&str> = log.lines().collect();
+    assert_eq!(commits.len(), 2 * per_host + 1);
+    for line in &commits {
+        assert!(line.split(' ').count() <= 2, "a merge: {line}");
+    }
+    assert_eq!(commits.last().map(|l| l.trim()), Some(base.as_str()));
+    for (name, _) in &hosts {
+        for i in 0..per_host {
+            let path = format!("{name}/{i}.txt");
+            assert_eq!(
+                git(&remote, &["show", &format!("main:{path}")]),
+                format!("{name} {i}\n")
+            );
+            let touching = git(&remote, &["log", "--format=%H", "main", "--", &path]);
+            assert_eq!(touching.lines().count(), 1, "{path} landed more than once");
+        }
+    }
+    fsck(&remote);
+    for (_, clone) in &hosts {
+        fsck(clone);
+        // Each clone's branch is on the remote's history.
+        git(
+            &remote,
+            &[
+                "merge-base",
+                "--is-ancestor",
+                &rev(clone, "refs/heads/main"),
+                "main",
+            ],
+        );
+    }
+}
+
+#[test]
+fn of_two_overlapping_changes_racing_to_the_remote_the_loser_is_refused_and_leaves_nothing() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let remote = bare_remote(top.path());
+    let clones: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let clone = top.path().join(format!("{name}.git"));
+            git(
+                top.path(),
+                &[
+                    "clone",
+                    "-q",
+                    "--bare",
+                    "remote.git",
+                    clone.to_str().expect("utf-8"),
+                ],
+            );
+            clone
+        })
+        .collect();
+    let hosts: Vec<Host> = clones
+        .iter()
+        .map(|c| Host::open(c, Some("origin")))
+        .collect();
+    let rounds = 12;
+    let mut wins = [0, 0];
+    for round in 0..rounds {
+        // Both create the same file with their own content, from the
+        // same remote commit, and apply at once.
+        let path = format!("race/{round}.txt");
+        let before = rev(&remote, "refs/heads/main");
+        let pids: Vec<String> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| h.approved(&path, &new_file(&path, &format!("host {i}"))))
+            .collect();
+        let outcomes: Vec<Result<Value, ToolError>> = std::thread::scope(|scope| {
+            let runs: Vec<_> = hosts
+                .iter()
+                .zip(&pids)
+                .map(|(h, pid)| scope.spawn(move || h.apply(pid)))
+                .collect();
+            runs.into_iter().map(|r| r.join().expect("apply")).collect()
+        });
+        let winners: Vec<usize> = (0..2).filter(|i| outcomes[*i].is_ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        let (winner, loser) = (winners[0], 1 - winners[0]);
+        wins[winner] += 1;
+        let e = outcomes[loser].as_ref().expect_err("the loser");
+        assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
+        // The remote holds the winner's change on top of the round's base,
+        // and nothing of the loser's.
+        let tip = rev(&remote, "refs/heads/main");
+        assert_eq!(rev(&remote, "main^"), before);
+        assert_eq!(
+            git(&remote, &["show", &format!("main:{path}")]),
+            format!("host {winner}\n")
+        );
+        // The loser's branch holds none of its change: at the round's
+        // base or the winner's commit (fetched), nowhere else.
+        let at = hosts[loser].branch();
+        assert!(at == before || at == tip, "round {round}: loser at {at}");
+        let proposal = hosts[loser].ok(
+            "proposal.get",
+            json!({"proposal_id": pids[loser]}),
+            &hosts[loser].host,
+        );
+        assert_ne!(proposal["proposal"]["status"], "applied");
+        // The refusal named what moved.
+        let details = e.details();
+        assert!(
+            details["path"] == json!(path) || details["actual"].is_string(),
+            "{details}"
+        );
+    }
+    eprintln!("wins by host: {wins:?}");
+    fsck(&remote);
+}
+
+#[test]
+fn a_working_tree_behind_its_remote_is_refused_until_brought_forward() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let remote = bare_remote(top.path());
+    let clone = top.path().join("clone");
+    git(top.path(), &["clone", "-q", "remote.git", "clone"]);
+    let h = Host::open(&clone, Some("origin"));
+    let pid = h.approved(
+        "hello.txt",
+        "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, remote\n",
+    );
+    // Someone else pushes to the remote meanwhile.
+    let other = top.path().join("other");
+    git(top.path(), &["clone", "-q", "remote.git", "other"]);
+    std::fs::write(other.join("other.txt"), "other\n").expect("write");
+    git(&other, &["add", "other.txt"]);
+    git(&other, &["commit", "-q", "-m", "other"]);
+    git(&other, &["push", "-q", "origin", "main"]);
+    let pushed = rev(&remote, "refs/heads/main");
+    let local = h.branch();
+    let e = h.apply(&pid).expect_err("behind the remote");
+    assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
+    assert_eq!(e.details()["actual"], json!(pushed), "{}", e.details());
+    assert_eq!(e.details()["expected"], json!(local));
+    assert_eq!(h.branch(), local, "the local branch moved");
+    assert_eq!(rev(&remote, "refs/heads/main"), pushed);
+    assert_eq!(
+        std::fs::read_to_string(clone.join("hello.txt")).expect("read"),
+        "hello\n"
+    );
+    // Brought forward by the host, the same revision lands: pushed, and
+    // the clone's branch, working tree and index follow.
+    git(&clone, &["pull", "-q", "--ff-only"]);
+    let out = h.apply(&pid).expect("lands");
+    assert_eq!(out["transaction"]["status"], "applied");
+    let tip = rev(&remote, "refs/heads/main");
+    assert_eq!(rev(&remote, "main^"), pushed);
+    assert_eq!(h.branch(), tip);
+    assert_eq!(git(&remote, &["show", "main:hello.txt"]), "hello, remote\n");
+    assert_eq!(
+        std::fs::read_to_string(clone.join("hello.txt")).expect("read"),
+        "hello, remote\n"
+    );
+    git(&clone, &["diff", "--quiet", "HEAD", "--"]);
+    fsck(&remote);
+    fsck(&clone);
+}
+
+#[test]
+fn workspace_configure_refuses_a_remote_it_cannot_push_to() {
+    let top = tempfile::tempdir().expect("tempdir");
+    bare_remote(top.path());
+    let clone = top.path().join("clone");
+    git(top.path(), &["clone", "-q", "remote.git", "clone"]);
+    let engine = Engine::open(&clone, EngineOptions::default()).expect("open");
+    let host = Actor::orchestrator(id("host"));
+    for remote in [
+        "https://example.com/repo.git",
+        "git@example.com:repo.git",
+        "nowhere",
+        "../seed",
+    ] {
+        let e = engine
+            .call(
+                "workspace.configure",
+                json!({"landing": {"mode": "git", "branch": "main", "remote": remote}}),
+                &host,
+            )
+            .expect_err(remote);
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{remote}: {e}");
+    }
+    let e = engine
+        .call(
+            "workspace.configure",
+            json!({"landing": {"mode": "files", "remote": "origin"}}),
+            &host,
+        )
+        .expect_err("a remote in files mode");
+    assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    let got = engine.call("workspace.get", json!({}), &host).expect("get");
+    assert_eq!(got["landing"]["mode"], "files");
+    // By name or by path, a bare repository with the branch is accepted.
+    for remote in ["origin", "../remote.git"] {
+        let set = engine
+            .call(
+                "workspace.configure",
+                json!({"landing": {"mode": "git", "branch": "main", "remote": remote}}),
+                &host,
+            )
+            .expect(remote);
+        assert_eq!(set["landing"]["remote"], remote);
+    }
+}

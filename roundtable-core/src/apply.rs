@@ -955,6 +955,29 @@ fn stage(root: &Path, paths: &[RepoPath]) -> Result<(), crate::landing::LandingE
     }
 }
 
+/// Remove the ref locks a killed git-mode transaction `id` left on its
+/// branch, here and on its remote ([`crate::landing::clear_stale_lock`]).
+fn clear_stale_locks(store: &Store, root: &Path, id: &str) -> Result<(), TransactionError> {
+    let landing = store.read(|tx| {
+        Ok::<_, TransactionError>(crate::store::settings::transaction_landing(tx, id)?)
+    })?;
+    let Some(landing) = landing else {
+        return Ok(());
+    };
+    let landing_error = |source| TransactionError::Landing {
+        transaction_id: id.to_owned(),
+        source,
+    };
+    let (repo, _, new) = landing_ids(root, &landing).map_err(landing_error)?;
+    crate::landing::clear_stale_lock(&repo, &landing.branch, new).map_err(landing_error)?;
+    if let Some(remote) = &landing.remote {
+        let (remote_repo, _) = crate::landing::open_remote(&repo, remote).map_err(landing_error)?;
+        crate::landing::clear_stale_lock(&remote_repo, &landing.branch, new)
+            .map_err(landing_error)?;
+    }
+    Ok(())
+}
+
 /// Whether transaction `id` landed in git mode: its branch is at the
 /// commit built for it (the ref update is the commit point) — with a
 /// remote, the remote's branch holds it (at it, or past it: others may
@@ -1105,6 +1128,7 @@ pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
     let pending = applying(env.store)?;
     let mut recovered = Vec::new();
     for id in &pending {
+        clear_stale_locks(env.store, env.workspace.root(), id)?;
         if landed(env.store, env.workspace.root(), id)? {
             // Past its commit point: the caller brings it forward.
             continue;
@@ -1146,6 +1170,15 @@ where
 {
     let files = env.store.read(|tx| journal(tx, id))?;
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
+    if !env.workspace.is_bare() {
+        // Killed while it staged: its lock would keep the index behind.
+        crate::landing::open(env.workspace.root())
+            .and_then(|repo| crate::landing::clear_stale_index_lock(&repo))
+            .map_err(|source| TransactionError::Landing {
+                transaction_id: id.to_owned(),
+                source,
+            })?;
+    }
     let index_note = stage_note(env.workspace, &paths);
     env.store.write(|tx| {
         record_applied(

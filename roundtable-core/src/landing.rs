@@ -427,13 +427,82 @@ pub fn fetch(
     Ok(Some(tip))
 }
 
-/// Whether `commit` is `tip` or one of its ancestors in `repo`.
+/// Whether `commit` is `tip` or one of its ancestors in `repo` (never,
+/// when `repo` does not have it).
 pub fn contains(repo: &Repository, tip: Oid, commit: Oid) -> Result<bool, LandingError> {
     if tip == commit {
         return Ok(true);
     }
+    if !repo
+        .odb()
+        .map_err(git("open the object store"))?
+        .exists(commit)
+    {
+        return Ok(false);
+    }
     repo.graph_descendant_of(tip, commit)
         .map_err(git("compare histories"))
+}
+
+/// Remove the lock file a killed landing left on `branch` in `repo`
+/// (called by recovery, under the apply lock). A lock that holds `ours`
+/// — the id the killed landing was writing — is its own and goes at once;
+/// an empty one (killed between creating and writing it) goes once it has
+/// stood longer than any live writer takes; any other is another
+/// writer's, waited for as a ref update waits, and then left alone.
+pub fn clear_stale_lock(repo: &Repository, branch: &str, ours: Oid) -> Result<(), LandingError> {
+    let lock = repo.commondir().join(format!("{branch}.lock"));
+    let io =
+        |e: std::io::Error| git("clear a stale ref lock")(git2::Error::from_str(&e.to_string()));
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    loop {
+        let held = match std::fs::read(&lock) {
+            Ok(held) => held,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(e)),
+        };
+        let text = String::from_utf8_lossy(&held);
+        let mine = text.trim() == ours.to_string();
+        if mine || (held.is_empty() && std::time::Instant::now() >= deadline) {
+            return match std::fs::remove_file(&lock) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+                _ => Ok(()),
+            };
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Remove the `index.lock` a killed landing left in `repo` (called by
+/// recovery, under the apply lock, before it stages the landed paths):
+/// a lock that neither goes nor changes for as long as a ref update waits
+/// has no live writer.
+pub fn clear_stale_index_lock(repo: &Repository) -> Result<(), LandingError> {
+    let lock = repo.path().join("index.lock");
+    let io =
+        |e: std::io::Error| git("clear a stale index lock")(git2::Error::from_str(&e.to_string()));
+    let seen = |lock: &Path| {
+        std::fs::metadata(lock)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let Some(first) = seen(&lock) else {
+        return Ok(());
+    };
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        if seen(&lock) != Some(first) {
+            return Ok(());
+        }
+    }
+    match std::fs::remove_file(&lock) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+        _ => Ok(()),
+    }
 }
 
 /// Bring the index of `repo` (which has a working tree) in line with the

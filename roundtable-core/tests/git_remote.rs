@@ -569,3 +569,169 @@ fn workspace_configure_refuses_a_remote_it_cannot_push_to() {
         assert_eq!(set["landing"]["remote"], remote);
     }
 }
+
+/// The bytes of `d`'s loose ref file for `main` (`None` while it is
+/// packed or absent).
+fn loose_main(git_dir: &Path) -> Option<Vec<u8>> {
+    std::fs::read(git_dir.join("refs/heads/main")).ok()
+}
+
+#[test]
+fn a_sigkilled_apply_through_a_remote_leaves_remote_branch_tree_and_store_agreeing() {
+    const RUNS: usize = 30;
+    // Prepared once: a bare remote, a working-tree clone whose origin is
+    // named relative to it (so a copy of the pair is self-contained), an
+    // engine pushing to origin, and an approved 200-file proposal.
+    let prepared = tempfile::tempdir().expect("tempdir");
+    let top = prepared.path();
+    let remote = bare_remote(top);
+    let work = top.join("seed");
+    for i in 0..200 {
+        std::fs::create_dir_all(work.join(format!("d{}", i % 10))).expect("mkdir");
+        std::fs::write(
+            work.join(format!("d{}/f{i}.txt", i % 10)),
+            format!("file {i}\nline two\n"),
+        )
+        .expect("write");
+    }
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "files"]);
+    git(&work, &["push", "-q", "../remote.git", "main"]);
+    git(top, &["clone", "-q", "remote.git", "clone"]);
+    let clone = top.join("clone");
+    git(&clone, &["remote", "set-url", "origin", "../remote.git"]);
+    let old = rev(&remote, "refs/heads/main");
+    let pid = {
+        let h = Host::open(&clone, Some("origin"));
+        h.ok(
+            "claim.acquire",
+            json!({"resource_id": "directory:.", "type": "write", "ttl_s": 36000}),
+            &h.author,
+        );
+        let patch: String = (0..200)
+            .map(|i| {
+                let p = format!("d{}/f{i}.txt", i % 10);
+                format!("--- a/{p}\n+++ b/{p}\n@@ -1,2 +1,2 @@\n file {i}\n-line two\n+line two, changed\n")
+            })
+            .collect();
+        let pid = str_of(
+            &h.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Many", "summary_md": "s", "patch": patch}),
+                &h.author,
+            )["proposal"]["id"],
+        );
+        h.ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &h.author,
+        );
+        h.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &h.reviewer,
+        );
+        pid
+    };
+    let copy = |to: &Path| {
+        let status = std::process::Command::new("cp")
+            .args(["-a", "--"])
+            .arg(top.join("."))
+            .arg(to)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+    };
+    let first = tempfile::tempdir().expect("tempdir");
+    copy(first.path());
+    let (child, _sync, _) = super::transactions::start_apply(&first.path().join("clone"), &pid);
+    let t0 = std::time::Instant::now();
+    super::transactions::check_worker(child, "uninterrupted apply through a remote");
+    let full = t0.elapsed().max(std::time::Duration::from_millis(2));
+    let new_tree = rev(&first.path().join("remote.git"), "main^{tree}");
+    let (mut at_old, mut at_new, mut forward) = (0, 0, 0);
+    for run in 0..RUNS {
+        let dir = tempfile::tempdir().expect("tempdir");
+        copy(dir.path());
+        let (remote, clone) = (dir.path().join("remote.git"), dir.path().join("clone"));
+        let (mut child, _sync, _) = super::transactions::start_apply(&clone, &pid);
+        if run % 3 == 2 {
+            // Right after the commit point: as soon as the remote's
+            // branch moved.
+            let before = loose_main(&remote);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while loose_main(&remote) == before && std::time::Instant::now() < deadline {
+                if child.try_wait().expect("poll").is_some() {
+                    break;
+                }
+            }
+        } else {
+            std::thread::sleep(
+                full * u32::try_from(run).expect("small") / u32::try_from(RUNS).expect("small"),
+            );
+        }
+        child.kill().ok();
+        let _ = child.wait();
+        let engine = Engine::open(&clone, EngineOptions::default()).expect("reopen recovers");
+        let host = Actor::orchestrator(id("host"));
+        let status = str_of(
+            &engine
+                .call("proposal.get", json!({"proposal_id": pid}), &host)
+                .expect("get")["proposal"]["status"],
+        );
+        let txs = engine
+            .call("transaction.list", json!({"proposal_id": pid}), &host)
+            .expect("list")["transactions"]
+            .clone();
+        let tx_status = txs[0]["status"].as_str().map(str::to_owned);
+        let tip = rev(&remote, "refs/heads/main");
+        if tip == old {
+            at_old += 1;
+            assert_eq!(status, "in_review", "run {run}");
+            assert!(
+                matches!(tx_status.as_deref(), None | Some("recovered")),
+                "run {run}: {tx_status:?}"
+            );
+        } else {
+            at_new += 1;
+            assert_eq!(rev(&remote, "main^"), old, "run {run}");
+            assert_eq!(rev(&remote, "main^{tree}"), new_tree, "run {run}");
+            assert_eq!(status, "applied", "run {run}");
+            assert_eq!(tx_status.as_deref(), Some("applied"), "run {run}");
+            let events = engine
+                .call("events.list", json!({"since_seq": 0, "limit": 1000}), &host)
+                .expect("events");
+            forward += events["events"]
+                .as_array()
+                .expect("events")
+                .iter()
+                .filter(|e| e["kind"] == "transaction.applied" && e["data"]["recovered"] == true)
+                .count();
+        }
+        // The clone's branch is the remote's, and its working tree and
+        // index are that commit.
+        assert_eq!(rev(&clone, "refs/heads/main"), tip, "run {run}");
+        assert_eq!(
+            git(&clone, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "run {run}: the working tree or index differs from {tip}"
+        );
+        assert_eq!(
+            engine
+                .call("events.verify", json!({}), &host)
+                .expect("verify")["valid"],
+            true,
+            "run {run}"
+        );
+        fsck(&remote);
+        fsck(&clone);
+    }
+    eprintln!(
+        "remote crash test: {RUNS} SIGKILLed applies: {at_new} landed ({forward} brought forward on open), {at_old} did not"
+    );
+    assert_eq!(at_new + at_old, RUNS);
+    assert!(
+        forward > 0,
+        "no run was killed between the push and the outcome"
+    );
+}

@@ -419,3 +419,47 @@ diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n";
         .expect("compare")
         .is_some());
 }
+
+#[test]
+fn recovery_clears_the_locks_a_killed_landing_left_and_no_other() {
+    let dir = repo(&[("a.txt", "a\n")]);
+    let r = git2::Repository::open(dir.path()).expect("open");
+    let head = r.refname_to_id("refs/heads/main").expect("main");
+    let lock = dir.path().join(".git/refs/heads/main.lock");
+    // The killed landing's own lock (it holds the id it was writing) goes
+    // at once, and the branch can move again.
+    let ours = git2::Oid::from_str("1111111111111111111111111111111111111111").expect("oid");
+    std::fs::write(&lock, format!("{ours}\n")).expect("write");
+    let t = std::time::Instant::now();
+    landing::clear_stale_lock(&r, "refs/heads/main", ours).expect("clear");
+    assert!(!lock.exists());
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    // Another writer's lock (another id) stays.
+    std::fs::write(&lock, format!("{head}\n")).expect("write");
+    landing::clear_stale_lock(&r, "refs/heads/main", ours).expect("clear");
+    assert!(lock.exists(), "another writer's lock was removed");
+    // An empty one (killed between creating and writing it) goes once it
+    // has stood longer than a live writer takes.
+    std::fs::write(&lock, "").expect("write");
+    landing::clear_stale_lock(&r, "refs/heads/main", ours).expect("clear");
+    assert!(!lock.exists());
+    // An index lock nobody touches goes; one that changes stays.
+    let index_lock = dir.path().join(".git/index.lock");
+    std::fs::write(&index_lock, "x").expect("write");
+    landing::clear_stale_index_lock(&r).expect("clear");
+    assert!(!index_lock.exists());
+    std::fs::write(&index_lock, "x").expect("write");
+    let writer = {
+        let index_lock = index_lock.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::fs::write(&index_lock, "xy").expect("write");
+        })
+    };
+    landing::clear_stale_index_lock(&r).expect("clear");
+    writer.join().expect("writer");
+    assert!(
+        index_lock.exists(),
+        "a live writer's index lock was removed"
+    );
+}

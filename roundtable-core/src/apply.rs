@@ -196,6 +196,9 @@ use crate::model::{PhaseName, PhaseStatus};
 /// A journaled state: digest, executable, symbolic link.
 type State = (Digest, bool, bool);
 
+/// How long recovery waits for the apply lock ([`ApplyLock::for_recovery`]).
+const RECOVERY_LOCK_WAIT: Duration = Duration::from_millis(200);
+
 /// The lock file under `.roundtable/`.
 pub const LOCK_FILE: &str = "apply.lock";
 
@@ -287,6 +290,19 @@ impl ApplyLock {
     /// Take the lock of the workspace at `root` if nobody holds it.
     pub fn try_acquire(root: &Path) -> Result<Option<ApplyLock>, TransactionError> {
         try_lock(root)
+    }
+
+    /// Take the lock to recover what a dead applier left, waiting briefly
+    /// (200 ms): a live applier's transaction is in flight (`None`: leave
+    /// it), but a lock held only for an instant — a process forked by
+    /// this one between its `fork` and `exec` holds a copy of every lock
+    /// this process holds — must not make recovery skip its work.
+    pub(crate) fn for_recovery(root: &Path) -> Result<Option<ApplyLock>, TransactionError> {
+        match ApplyLock::acquire(root, RECOVERY_LOCK_WAIT) {
+            Ok(lock) => Ok(Some(lock)),
+            Err(TransactionError::Busy { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -858,7 +874,7 @@ where
             .into());
         }
         let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
-        index_note = stage_note(env.workspace, &paths);
+        index_note = stage_note(env.workspace, &landing.new_id, &paths);
     }
 
     // 3. The outcome, with the caller's state changes, in one transaction.
@@ -940,11 +956,20 @@ fn follow(
 
 /// Stage `paths` in the index of the repository at `root` as the files
 /// stand, retried briefly while another git process holds `index.lock`.
-fn stage(root: &Path, paths: &[RepoPath]) -> Result<(), crate::landing::LandingError> {
+fn stage(
+    root: &Path,
+    landed: &str,
+    paths: &[RepoPath],
+) -> Result<(), crate::landing::LandingError> {
+    let landed =
+        git2::Oid::from_str(landed).map_err(|source| crate::landing::LandingError::Git {
+            what: "read the new id",
+            source,
+        })?;
     let mut tries = 0;
     loop {
-        let done =
-            crate::landing::open(root).and_then(|repo| crate::landing::update_index(&repo, paths));
+        let done = crate::landing::open(root)
+            .and_then(|repo| crate::landing::update_index(&repo, landed, paths));
         match done {
             Err(_) if tries < 20 => {
                 tries += 1;
@@ -1120,7 +1145,7 @@ pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
     if pending.is_empty() {
         return Ok(Vec::new());
     }
-    let Some(_lock) = ApplyLock::try_acquire(env.workspace.root())? else {
+    let Some(_lock) = ApplyLock::for_recovery(env.workspace.root())? else {
         return Ok(Vec::new());
     };
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
@@ -1168,7 +1193,13 @@ pub(crate) fn finish_landed<E>(
 where
     E: From<TransactionError> + From<StoreError>,
 {
-    let files = env.store.read(|tx| journal(tx, id))?;
+    let (files, landing) = env.store.read(|tx| {
+        Ok::<_, TransactionError>((
+            journal(tx, id)?,
+            crate::store::settings::transaction_landing(tx, id)?,
+        ))
+    })?;
+    let landed = landing.map(|l| l.new_id).unwrap_or_default();
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
     if !env.workspace.is_bare() {
         // Killed while it staged: its lock would keep the index behind.
@@ -1179,7 +1210,7 @@ where
                 source,
             })?;
     }
-    let index_note = stage_note(env.workspace, &paths);
+    let index_note = stage_note(env.workspace, &landed, &paths);
     env.store.write(|tx| {
         record_applied(
             tx,
@@ -1242,12 +1273,13 @@ where
     Ok(out)
 }
 
-/// What staging `paths` in the index gave, for the `written` phase.
-fn stage_note(workspace: &Workspace, paths: &[RepoPath]) -> Value {
+/// What staging `paths` of commit `landed` in the index gave, for the
+/// `written` phase.
+fn stage_note(workspace: &Workspace, landed: &str, paths: &[RepoPath]) -> Value {
     if workspace.is_bare() {
         return json!("none (a bare repository)");
     }
-    match stage(workspace.root(), paths) {
+    match stage(workspace.root(), landed, paths) {
         Ok(()) => json!("updated"),
         Err(e) => json!(format!("not updated: {e}")),
     }

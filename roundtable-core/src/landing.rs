@@ -505,30 +505,63 @@ pub fn clear_stale_index_lock(repo: &Repository) -> Result<(), LandingError> {
     }
 }
 
-/// Bring the index of `repo` (which has a working tree) in line with the
-/// working tree at `paths` (the paths a change touched, once its files
-/// are written): a path that exists is staged from the file on disk
-/// (libgit2 stats and hashes it, as `git add` does), a path that does not
-/// leaves the index. Written atomically (`index.lock`, then a rename).
+/// Bring the index of `repo` (which has a working tree) in line with
+/// commit `landed` at `paths` (the paths a change touched, once its files
+/// are written and the branch is at `landed`): a path the commit holds is
+/// staged with the commit's blob id and mode and the stat data of the file
+/// on disk (the blob is already written: nothing is hashed or compressed
+/// again), a path it does not hold leaves the index. Written atomically
+/// (`index.lock`, then a rename).
 pub fn update_index<'p>(
     repo: &Repository,
+    landed: Oid,
     paths: impl IntoIterator<Item = &'p crate::RepoPath>,
 ) -> Result<(), LandingError> {
+    use std::os::unix::fs::MetadataExt as _;
     let workdir = repo.workdir().ok_or_else(|| LandingError::InvalidInput {
         field: "repository",
         reason: "has no working tree".into(),
     })?;
+    let tree = repo
+        .find_commit(landed)
+        .and_then(|c| c.tree())
+        .map_err(git("read the landed tree"))?;
     let mut index = repo.index().map_err(git("read the index"))?;
     for path in paths {
         let rel = Path::new(path.as_str());
-        if workdir.join(rel).symlink_metadata().is_ok() {
-            index.add_path(rel).map_err(git("stage a file"))?;
-        } else {
-            match index.remove_path(rel) {
+        let entry = match tree.get_path(rel) {
+            Ok(entry) => Some(entry),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+            Err(e) => return Err(git("look up a path")(e)),
+        };
+        let on_disk = workdir.join(rel).symlink_metadata().ok();
+        match (entry, on_disk) {
+            (Some(entry), Some(meta)) if entry.kind() == Some(git2::ObjectType::Blob) => {
+                // The index stores 32-bit stat fields, truncated as git does.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let time = |secs: i64, nanos: i64| git2::IndexTime::new(secs as i32, nanos as u32);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let staged = git2::IndexEntry {
+                    ctime: time(meta.ctime(), meta.ctime_nsec()),
+                    mtime: time(meta.mtime(), meta.mtime_nsec()),
+                    dev: meta.dev() as u32,
+                    ino: meta.ino() as u32,
+                    mode: entry.filemode() as u32,
+                    uid: meta.uid(),
+                    gid: meta.gid(),
+                    file_size: meta.size() as u32,
+                    id: entry.id(),
+                    flags: 0,
+                    flags_extended: 0,
+                    path: path.as_str().as_bytes().to_vec(),
+                };
+                index.add(&staged).map_err(git("stage a file"))?;
+            }
+            _ => match index.remove_path(rel) {
                 Ok(()) => {}
                 Err(e) if e.code() == git2::ErrorCode::NotFound => {}
                 Err(e) => return Err(git("unstage a file")(e)),
-            }
+            },
         }
     }
     index.write().map_err(git("write the index"))

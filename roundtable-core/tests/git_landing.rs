@@ -542,7 +542,10 @@ fn a_sigkilled_git_mode_rollback_is_brought_forward_or_back() {
         } else {
             forward += 1;
             assert_eq!(git(d, &["rev-parse", "main^"]).trim(), landed, "run {run}");
-            assert_eq!(proposal, "rolled_back", "run {run}");
+            let txs = engine
+                .call("transaction.list", json!({"proposal_id": pid}), &host)
+                .expect("list");
+            assert_eq!(proposal, "rolled_back", "run {run}: {txs}");
             assert_eq!(original, "rolled_back", "run {run}");
             assert_eq!(
                 std::fs::read_to_string(d.join("hello.txt")).expect("read"),

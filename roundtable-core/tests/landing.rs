@@ -383,7 +383,7 @@ diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n";
         landing::build_commit(&repo, head, &cs, "Land\n", &who("a"), &who("h")).expect("build");
     landing::move_branch(&repo, "refs/heads/main", head, built.id, "land").expect("move");
     write_files(d, &cs);
-    landing::update_index(&repo, cs.files().iter().map(|f| &f.path)).expect("index");
+    landing::update_index(&repo, built.id, cs.files().iter().map(|f| &f.path)).expect("index");
     // Only the local edit differs from the branch; nothing is staged.
     assert_eq!(git(d, &["status", "--porcelain"]), " M notes.txt\n");
     assert_eq!(git(d, &["diff", "--cached", "--name-only"]), "");

@@ -675,7 +675,7 @@ pub(crate) fn finish_landed(engine: &Engine) -> Result<(), ToolError> {
     }
     // Under the apply lock, as recovery: a transaction whose applier is
     // alive and holds it is in flight, not left behind.
-    let Some(_lock) = crate::apply::ApplyLock::try_acquire(engine.root())? else {
+    let Some(_lock) = crate::apply::ApplyLock::for_recovery(engine.root())? else {
         return Ok(());
     };
     let actor = Actor::orchestrator(Id::new("roundtable-recovery").expect("a valid id"));

@@ -476,11 +476,26 @@ impl CreateProposal {
                 summary_md: field("summary_md", summary_md)?,
                 risk: None,
                 patch: patch.map(|p| field("patch", p)).transpose()?,
+                patch_base64: None,
                 patch_format: None,
                 edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
                 affected_resources: None,
                 idempotency_key: None,
             })
+        })
+    }
+
+    /// A proposal of a diff given as bytes (`patch_base64`): one that is
+    /// not UTF-8 lands byte for byte.
+    pub fn patch_bytes(
+        task_id: impl AsRef<str>,
+        title: &str,
+        summary_md: &str,
+        patch: &[u8],
+    ) -> Draft<CreateProposal> {
+        CreateProposal::with_change(task_id, title, summary_md, None, None).set(|r| {
+            r.patch_base64 = Some(crate::tools::args::PatchBytes(patch.to_vec()));
+            Ok(())
         })
     }
 
@@ -561,6 +576,18 @@ impl AttachPatch {
         AttachPatch::with_change(proposal_id, expected_revision, None, Some(plan))
     }
 
+    /// A new revision from a diff given as bytes (`patch_base64`).
+    pub fn patch_bytes(
+        proposal_id: impl AsRef<str>,
+        expected_revision: u32,
+        patch: &[u8],
+    ) -> Draft<AttachPatch> {
+        AttachPatch::with_change(proposal_id, expected_revision, None, None).set(|r| {
+            r.patch_base64 = Some(crate::tools::args::PatchBytes(patch.to_vec()));
+            Ok(())
+        })
+    }
+
     fn with_change(
         proposal_id: impl AsRef<str>,
         expected_revision: u32,
@@ -572,6 +599,7 @@ impl AttachPatch {
                 proposal_id: id("proposal_id", proposal_id)?,
                 expected_revision: field("expected_revision", expected_revision)?,
                 patch: patch.map(|p| field("patch", p)).transpose()?,
+                patch_base64: None,
                 patch_format: None,
                 edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
                 affected_resources: None,

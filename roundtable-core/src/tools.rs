@@ -69,6 +69,14 @@ macro_rules! no_prep {
     };
 }
 
+/// The version of the JSON surface: the tools, their argument and result
+/// shapes and error codes as `Engine::tools_json` describes them. It grows
+/// when a change could break a host that reads or writes them (a field
+/// removed or renamed, a meaning changed); adding a tool, an optional
+/// argument or a result field keeps it. Front ends compare it with the one
+/// they were generated from.
+pub const JSON_VERSION: u32 = 1;
+
 pub mod args;
 mod auth;
 pub mod claims;

@@ -14,6 +14,7 @@ mod ignored;
 mod inbox_revert;
 mod landing;
 mod layers;
+mod patch_bytes;
 mod properties;
 mod proposal_base;
 mod rebase;

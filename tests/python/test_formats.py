@@ -66,3 +66,34 @@ def test_an_ambiguous_match_is_refused_naming_the_candidates(repo: Path, engine:
     assert refused.value.details["hunk"] == 1
     assert [c["line"] for c in refused.value.details["candidates"]] == [3, 7]
     assert files(repo) == before_files and store_rows(repo) == before_rows
+
+
+def test_a_latin1_patch_given_as_bytes_lands_byte_exact(repo: Path, engine: roundtable.Engine) -> None:
+    """`patch_base64`: a diff that is not UTF-8 crosses JSON exactly."""
+    import base64
+
+    from conftest import BOB, HOST
+
+    register(engine)
+    (repo / "latin1.txt").write_bytes(b"caf\xe9\nkeep \xff\n")
+    engine.call(
+        "claim.acquire", {"resource_id": "file:latin1.txt", "type": "write", "ttl_s": 600}, ALICE
+    )
+    patch = b"--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1,2 +1,2 @@\n-caf\xe9\n+na\xefve\n keep \xff\n"
+    made = engine.call(
+        "proposal.create",
+        {
+            "task_id": "excited-greeting",
+            "title": "Latin-1",
+            "summary_md": "bytes",
+            "patch_base64": base64.b64encode(patch).decode("ascii"),
+        },
+        ALICE,
+    )
+    pid = made["proposal"]["id"]
+    got = engine.call("proposal.get", {"proposal_id": pid, "include_content": True}, BOB)
+    assert base64.b64decode(got["content_base64"]) == patch
+    engine.call("proposal.request_review", {"proposal_id": pid}, ALICE)
+    engine.call("vote.cast", {"proposal_id": pid, "revision": 1, "vote": "approve"}, BOB)
+    engine.call("patch.apply", {"proposal_id": pid, "revision": 1}, HOST)
+    assert (repo / "latin1.txt").read_bytes() == b"na\xefve\nkeep \xff\n"

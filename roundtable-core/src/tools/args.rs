@@ -280,6 +280,53 @@ impl JsonSchema for PatchText {
     }
 }
 
+/// Patch bytes, base64-encoded in JSON (the standard alphabet, padded): a
+/// diff that is not UTF-8 (a Latin-1 file's lines) crosses JSON exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchBytes(pub Vec<u8>);
+
+impl Serialize for PatchBytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine as _;
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for PatchBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use base64::Engine as _;
+        let s = String::deserialize(d)?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(s.as_bytes())
+            .map_err(|e| {
+                D::Error::custom(format!("is not base64 (standard alphabet, padded): {e}"))
+            })?;
+        if bytes.trim_ascii().is_empty() {
+            return Err(D::Error::custom("is blank"));
+        }
+        Ok(PatchBytes(bytes))
+    }
+}
+
+impl JsonSchema for PatchBytes {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "PatchBytes".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "contentEncoding": "base64",
+            "description": "The patch's bytes, base64-encoded (standard alphabet, padded): for a diff that is not UTF-8, which `patch` (a JSON string) cannot carry exactly."
+        })
+    }
+}
+
 /// How a request's `patch` text is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

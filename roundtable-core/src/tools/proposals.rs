@@ -11,8 +11,8 @@
 //! (guarded by `expected_revision`) and never overwrites one.
 
 use super::args::{
-    Cursor, EditPlanJson, Limit, Markdown, PatchFormat, PatchText, ResourceId, RevisionNumber,
-    Title,
+    Cursor, EditPlanJson, Limit, Markdown, PatchBytes, PatchFormat, PatchText, ResourceId,
+    RevisionNumber, Title,
 };
 use super::records::{
     Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus, Revision, Risk,
@@ -99,6 +99,7 @@ pub(crate) fn summarize(changeset: &Changeset) -> Vec<FileSummary> {
 fn prepare_revision(
     engine: &Engine,
     patch: Option<&PatchText>,
+    patch_base64: Option<&PatchBytes>,
     patch_format: Option<PatchFormat>,
     edit_plan: Option<&EditPlanJson>,
 ) -> Result<PreparedRevision, ToolError> {
@@ -106,6 +107,16 @@ fn prepare_revision(
     let too_big = |field: &str, n: usize| {
         ToolError::invalid_argument(field, format!("is {n} bytes; the limit is {limit}"))
     };
+    let patch: Option<&[u8]> =
+        match (patch, patch_base64) {
+            (Some(_), Some(_)) => return Err(ToolError::invalid_argument(
+                "patch_base64",
+                "give the patch once: as text (patch) or as base64 bytes (patch_base64), not both",
+            )),
+            (Some(p), None) => Some(p.0.as_bytes()),
+            (None, Some(b)) => Some(&b.0),
+            (None, None) => None,
+        };
     if patch_format.is_some() && patch.is_none() {
         return Err(ToolError::invalid_argument(
             "patch_format",
@@ -126,7 +137,7 @@ fn prepare_revision(
             ))
         }
         (Some(p), None) => {
-            let bytes = p.0.as_bytes().to_vec();
+            let bytes = p.to_vec();
             if bytes.len() > limit {
                 return Err(too_big("patch", bytes.len()));
             }
@@ -342,9 +353,12 @@ pub struct CreateProposal {
     pub summary_md: Markdown,
     /// Its risk level (default `normal`).
     pub risk: Option<Risk>,
-    /// The change as text (give this or `edit_plan`): a unified or git
-    /// diff, or the format `patch_format` names.
+    /// The change as text (give this, `patch_base64` or `edit_plan`): a
+    /// unified or git diff, or the format `patch_format` names.
     pub patch: Option<PatchText>,
+    /// The same as `patch`, as base64-encoded bytes: for a diff that is
+    /// not UTF-8.
+    pub patch_base64: Option<PatchBytes>,
     /// How to read `patch`: `unified` (default), `codex` (a Codex
     /// `*** Begin Patch` envelope) or `search_replace` (SEARCH/REPLACE
     /// blocks).
@@ -399,6 +413,7 @@ impl Tool for CreateProposal {
         prepare_revision(
             engine,
             args.patch.as_ref(),
+            args.patch_base64.as_ref(),
             args.patch_format,
             args.edit_plan.as_ref(),
         )
@@ -458,9 +473,12 @@ pub struct AttachPatch {
     /// The revision the author is replacing: must be the latest, else
     /// `conflict` (someone else revised it meanwhile).
     pub expected_revision: RevisionNumber,
-    /// The new change as text (or give `edit_plan`): a unified or git
-    /// diff, or the format `patch_format` names.
+    /// The new change as text (or give `patch_base64` or `edit_plan`): a
+    /// unified or git diff, or the format `patch_format` names.
     pub patch: Option<PatchText>,
+    /// The same as `patch`, as base64-encoded bytes: for a diff that is
+    /// not UTF-8.
+    pub patch_base64: Option<PatchBytes>,
     /// How to read `patch`: `unified` (default), `codex` or
     /// `search_replace`.
     pub patch_format: Option<PatchFormat>,
@@ -511,6 +529,7 @@ impl Tool for AttachPatch {
         prepare_revision(
             engine,
             args.patch.as_ref(),
+            args.patch_base64.as_ref(),
             args.patch_format,
             args.edit_plan.as_ref(),
         )
@@ -620,19 +639,28 @@ pub(crate) fn changeset_against<T: crate::diff::Tree + ?Sized>(
 }
 
 /// A revision's submitted bytes: text (a patch, Codex patch or
-/// SEARCH/REPLACE blocks) as a string, an edit plan as an object.
+/// SEARCH/REPLACE blocks) as a string, an edit plan as an object — or,
+/// for a patch that is not UTF-8, its bytes base64-encoded (the second).
 fn revision_content(
     tx: &rusqlite::Transaction<'_>,
     revision: &Revision,
-) -> Result<serde_json::Value, ToolError> {
+) -> Result<(Option<serde_json::Value>, Option<String>), ToolError> {
     let bytes = revision_bytes(tx, revision)?;
     if !revision.format.is_text() {
-        serde_json::from_slice(&bytes).map_err(|e| corrupt(revision, e.to_string()))
-    } else {
-        String::from_utf8(bytes)
-            .map(serde_json::Value::String)
-            .map_err(|e| corrupt(revision, e.to_string()))
+        return serde_json::from_slice(&bytes)
+            .map(|v| (Some(v), None))
+            .map_err(|e| corrupt(revision, e.to_string()));
     }
+    Ok(match String::from_utf8(bytes) {
+        Ok(s) => (Some(serde_json::Value::String(s)), None),
+        Err(e) => {
+            use base64::Engine as _;
+            (
+                None,
+                Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+            )
+        }
+    })
 }
 
 /// Arguments of `proposal.get`.
@@ -664,6 +692,10 @@ pub struct ProposalDetail {
     /// (an object) of the returned revision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<serde_json::Value>,
+    /// With `include_content`, instead of `content` when the patch is not
+    /// UTF-8: its exact bytes, base64-encoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_base64: Option<String>,
 }
 
 impl super::Request for GetProposal {
@@ -686,16 +718,17 @@ impl Tool for GetProposal {
         let number = args.revision.map_or(proposal.latest_revision, |r| r.0);
         let revision = Revision::load(cx.tx, &proposal.id, number)?;
         let revisions = store::proposals::revision_entries(cx.tx, &proposal.id)?;
-        let content = if args.include_content == Some(true) {
-            Some(revision_content(cx.tx, &revision)?)
+        let (content, content_base64) = if args.include_content == Some(true) {
+            revision_content(cx.tx, &revision)?
         } else {
-            None
+            (None, None)
         };
         Ok(ProposalDetail {
             proposal,
             revision,
             revisions,
             content,
+            content_base64,
         })
     }
 }

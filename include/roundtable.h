@@ -43,6 +43,12 @@
 // `rt_abi_version()` to detect a header/library mismatch.
 #define RT_ABI_VERSION 1
 
+// The version of the JSON surface (the tools, their arguments, results
+// and error codes, as `rt_tools_json` describes them), independent of
+// the ABI's: compare it with `rt_json_version()` to detect a binding
+// generated from other schemas.
+#define RT_JSON_VERSION 1
+
 // The status every fallible function returns: `RT_OK` (0) on success,
 // otherwise one value per stable error code (the `rt_error`'s
 // `rt_error_code` is the same code spelled in snake_case).
@@ -128,6 +134,10 @@ typedef uint32_t rt_status;
 
 // A governed workspace opened by `rt_engine_open`: a repository root and its
 // store. Opaque to the host.
+//
+// Reference-counted: the host's handle holds one reference and each call
+// in flight another, so `rt_engine_close` while other threads are inside
+// calls lets them finish; the engine is freed when the last one returns.
 typedef struct rt_engine rt_engine;
 
 // A failed call's error: a stable code, a message for people and details
@@ -180,9 +190,12 @@ rt_status rt_engine_open(const char *root,
 // - `err_out`: NULL, or receives an error the caller frees with
 //   `rt_error_free` — only on failure. A refused call changes nothing.
 //
-// Thread safety: one engine may be used from several threads at once
-// (calls are serialized on its store connection); do not call it while
-// another thread closes the engine.
+// Thread safety: one engine may be used from several threads at once,
+// and closed while calls are in flight (they finish first); a call must
+// not start after `rt_engine_close`.
+//
+// A string cannot hold a NUL byte here: `rt_engine_call_n` takes each as
+// pointer and length.
 //
 // # Safety
 // `engine` is NULL or an open engine from `rt_engine_open`; each other
@@ -194,10 +207,54 @@ rt_status rt_engine_call(struct rt_engine *engine,
                          char **result_json_out,
                          struct rt_error **err_out);
 
-// Close an engine and free it. NULL is accepted (nothing happens).
+// `rt_engine_call` with every string as a pointer and a length in bytes
+// (not NUL-terminated; a NUL byte inside is refused as invalid JSON or an
+// unknown tool, never a silent truncation), and the result's length.
 //
-// Thread safety: call it once, after every other call on this engine has
-// returned; the handle is invalid afterwards.
+// - `tool`, `args_json`, `actor_json`: `len` bytes of UTF-8 each; a
+//   pointer may be NULL only with a length of 0 (then refused as empty).
+// - `result_json_out`: required; on success receives the result as
+//   NUL-terminated JSON text the caller frees with `rt_string_free`.
+// - `result_len_out`: NULL, or receives the result's length in bytes
+//   (without the NUL) on success.
+// - `err_out`: as for `rt_engine_call`.
+//
+// Thread safety: as `rt_engine_call`.
+//
+// # Safety
+// `engine` is NULL or an open engine; each input pointer is NULL or valid
+// for reading its length; the outputs are NULL or writable.
+rt_status rt_engine_call_n(struct rt_engine *engine,
+                           const uint8_t *tool,
+                           size_t tool_len,
+                           const uint8_t *args_json,
+                           size_t args_len,
+                           const uint8_t *actor_json,
+                           size_t actor_len,
+                           char **result_json_out,
+                           size_t *result_len_out,
+                           struct rt_error **err_out);
+
+// Every tool as JSON (`[{"name", "description", "mutates", "callers",
+// "idempotent", "destructive", "waits", "input_schema",
+// "output_schema"}]`): what `roundtable tools` prints, for a binding to
+// check or generate its types from.
+//
+// - `json_out`: required; on success receives JSON text the caller frees
+//   with `rt_string_free`.
+// - `err_out`: NULL, or receives an error — only on failure.
+//
+// Thread safety: any thread; touches no engine.
+//
+// # Safety
+// The outputs are NULL or writable.
+rt_status rt_tools_json(char **json_out, struct rt_error **err_out);
+
+// Close an engine. NULL is accepted (nothing happens).
+//
+// Thread safety: call it once. Calls other threads are making on this
+// engine finish normally, and the engine is freed when the last returns;
+// no call may start after this one (the handle is invalid then).
 //
 // # Safety
 // `engine` is NULL or an engine from `rt_engine_open` not yet closed.
@@ -278,6 +335,12 @@ void rt_error_free(struct rt_error *err);
 //
 // Thread safety: any thread.
 const char *rt_version(void);
+
+// The JSON-surface version this library implements (`RT_JSON_VERSION`
+// of its header).
+//
+// Thread safety: any thread.
+uint32_t rt_json_version(void);
 
 // The ABI version this library implements (`RT_ABI_VERSION` of its
 // header).

@@ -34,10 +34,81 @@ use std::ptr;
 /// `rt_abi_version()` to detect a header/library mismatch.
 pub const RT_ABI_VERSION: u32 = 1;
 
+/// The version of the JSON surface (the tools, their arguments, results
+/// and error codes, as `rt_tools_json` describes them), independent of
+/// the ABI's: compare it with `rt_json_version()` to detect a binding
+/// generated from other schemas.
+pub const RT_JSON_VERSION: u32 = 1;
+
 /// A governed workspace opened by `rt_engine_open`: a repository root and its
 /// store. Opaque to the host.
+///
+/// Reference-counted: the host's handle holds one reference and each call
+/// in flight another, so `rt_engine_close` while other threads are inside
+/// calls lets them finish; the engine is freed when the last one returns.
 pub struct rt_engine {
     engine: Engine,
+    refs: std::sync::atomic::AtomicUsize,
+}
+
+/// One reference to an engine, held for a call's duration.
+struct Held(ptr::NonNull<rt_engine>);
+
+impl Held {
+    /// A reference to the engine at `engine`, or `invalid_argument` for
+    /// NULL.
+    ///
+    /// # Safety
+    /// `engine` is NULL or an engine from `rt_engine_open` on which the
+    /// host has not yet called `rt_engine_close` (calls already inside it
+    /// keep it alive; a call may not start after the close).
+    unsafe fn enter(engine: *mut rt_engine) -> Result<Held, rt_error> {
+        let Some(ptr) = ptr::NonNull::new(engine) else {
+            return Err(rt_error::invalid_argument("engine", "must not be NULL"));
+        };
+        // SAFETY: the caller guarantees the engine is alive: the host's own
+        // reference has not been released.
+        unsafe { ptr.as_ref() }
+            .refs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Held(ptr))
+    }
+
+    fn engine(&self) -> &Engine {
+        // SAFETY: this reference keeps the engine alive until dropped.
+        &unsafe { self.0.as_ref() }.engine
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: this reference kept it alive until now.
+        unsafe { release(self.0) };
+    }
+}
+
+/// Drop one reference; the last frees the engine.
+///
+/// # Safety
+/// `engine` is alive and the caller owns one of its references, which it
+/// gives up.
+unsafe fn release(engine: ptr::NonNull<rt_engine>) {
+    use std::sync::atomic::{fence, Ordering};
+    // SAFETY: alive: the caller still owns a reference.
+    if unsafe { engine.as_ref() }
+        .refs
+        .fetch_sub(1, Ordering::Release)
+        != 1
+    {
+        return;
+    }
+    // Every other reference's release happened before this free.
+    fence(Ordering::Acquire);
+    // SAFETY: the last reference: nobody else can reach it; it came from
+    // `Box::into_raw` in `rt_engine_open`.
+    let handle = unsafe { Box::from_raw(engine.as_ptr()) };
+    // A panic while closing is contained: there is no status to report it.
+    guarded((), move || drop(handle));
 }
 
 /// A failed call's error: a stable code, a message for people and details
@@ -157,7 +228,7 @@ fn out_arg<T>(p: *mut *mut T, field: &str) -> Result<(), rt_error> {
 }
 
 /// A JSON value as a string the host frees with `rt_string_free`.
-fn json_out(value: &serde_json::Value) -> *mut c_char {
+fn json_out_string(value: &serde_json::Value) -> *mut c_char {
     cstring(value.to_string()).into_raw()
 }
 
@@ -215,7 +286,10 @@ pub unsafe extern "C" fn rt_engine_open(
         };
         out_arg(engine_out, "engine_out")?;
         let engine = Engine::open(Path::new(root), options)?;
-        let handle = Box::into_raw(Box::new(rt_engine { engine }));
+        let handle = Box::into_raw(Box::new(rt_engine {
+            engine,
+            refs: std::sync::atomic::AtomicUsize::new(1),
+        }));
         // SAFETY: checked non-NULL above; the caller guarantees it is
         // writable. The host owns the box until `rt_engine_close`.
         unsafe { engine_out.write(handle) };
@@ -240,9 +314,12 @@ pub unsafe extern "C" fn rt_engine_open(
 /// - `err_out`: NULL, or receives an error the caller frees with
 ///   `rt_error_free` — only on failure. A refused call changes nothing.
 ///
-/// Thread safety: one engine may be used from several threads at once
-/// (calls are serialized on its store connection); do not call it while
-/// another thread closes the engine.
+/// Thread safety: one engine may be used from several threads at once,
+/// and closed while calls are in flight (they finish first); a call must
+/// not start after `rt_engine_close`.
+///
+/// A string cannot hold a NUL byte here: `rt_engine_call_n` takes each as
+/// pointer and length.
 ///
 /// # Safety
 /// `engine` is NULL or an open engine from `rt_engine_open`; each other
@@ -257,12 +334,9 @@ pub unsafe extern "C" fn rt_engine_call(
     err_out: *mut *mut rt_error,
 ) -> rt_status {
     let result = catching(|| {
-        // SAFETY: the caller guarantees a non-NULL `engine` is an open engine
-        // that is not closed during this call; only shared access is taken
-        // (`Engine` is `Sync`).
-        let Some(handle) = (unsafe { engine.as_ref() }) else {
-            return Err(rt_error::invalid_argument("engine", "must not be NULL"));
-        };
+        // SAFETY: the caller guarantees a non-NULL `engine` is open; the
+        // reference keeps it alive through a concurrent close.
+        let held = unsafe { Held::enter(engine) }?;
         // SAFETY: the caller guarantees each is NULL or NUL-terminated and
         // lives through this call.
         let (tool, args, actor) = unsafe {
@@ -272,35 +346,153 @@ pub unsafe extern "C" fn rt_engine_call(
                 str_arg(actor_json, "actor")?,
             )
         };
-        let actor = parse_actor(actor)?;
         out_arg(result_json_out, "result_json_out")?;
-        let result = handle.engine.call_json(tool, args.as_bytes(), &actor)?;
+        let text = call(&held, tool, args.as_bytes(), actor)?;
         // SAFETY: checked non-NULL above; the caller guarantees it is
         // writable. The host owns the string until `rt_string_free`.
-        unsafe { result_json_out.write(json_out(&result)) };
+        unsafe { result_json_out.write(text.into_raw()) };
         Ok(())
     });
     // SAFETY: the caller guarantees `err_out` is NULL or writable.
     unsafe { finish(err_out, result) }
 }
 
-/// Close an engine and free it. NULL is accepted (nothing happens).
+/// The call both entry points make: the result as JSON text.
+fn call(held: &Held, tool: &str, args: &[u8], actor: &str) -> Result<CString, rt_error> {
+    let actor = parse_actor(actor)?;
+    let result = held.engine().call_json(tool, args, &actor)?;
+    Ok(cstring(result.to_string()))
+}
+
+/// `rt_engine_call` with every string as a pointer and a length in bytes
+/// (not NUL-terminated; a NUL byte inside is refused as invalid JSON or an
+/// unknown tool, never a silent truncation), and the result's length.
 ///
-/// Thread safety: call it once, after every other call on this engine has
-/// returned; the handle is invalid afterwards.
+/// - `tool`, `args_json`, `actor_json`: `len` bytes of UTF-8 each; a
+///   pointer may be NULL only with a length of 0 (then refused as empty).
+/// - `result_json_out`: required; on success receives the result as
+///   NUL-terminated JSON text the caller frees with `rt_string_free`.
+/// - `result_len_out`: NULL, or receives the result's length in bytes
+///   (without the NUL) on success.
+/// - `err_out`: as for `rt_engine_call`.
+///
+/// Thread safety: as `rt_engine_call`.
+///
+/// # Safety
+/// `engine` is NULL or an open engine; each input pointer is NULL or valid
+/// for reading its length; the outputs are NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn rt_engine_call_n(
+    engine: *mut rt_engine,
+    tool: *const u8,
+    tool_len: usize,
+    args_json: *const u8,
+    args_len: usize,
+    actor_json: *const u8,
+    actor_len: usize,
+    result_json_out: *mut *mut c_char,
+    result_len_out: *mut usize,
+    err_out: *mut *mut rt_error,
+) -> rt_status {
+    let result = catching(|| {
+        // SAFETY: as in `rt_engine_call`.
+        let held = unsafe { Held::enter(engine) }?;
+        // SAFETY: the caller guarantees each is NULL or valid for its length.
+        let (tool, args, actor) = unsafe {
+            (
+                bytes_arg(tool, tool_len, "tool")?,
+                bytes_arg(args_json, args_len, "args")?,
+                bytes_arg(actor_json, actor_len, "actor")?,
+            )
+        };
+        let utf8 = |bytes: &'_ [u8], field: &str| -> Result<String, rt_error> {
+            std::str::from_utf8(bytes).map(str::to_owned).map_err(|e| {
+                let reason = format!("is not valid UTF-8 (at byte {})", e.valid_up_to());
+                rt_error::invalid_argument(field, &reason)
+            })
+        };
+        let (tool, actor) = (utf8(tool, "tool")?, utf8(actor, "actor")?);
+        out_arg(result_json_out, "result_json_out")?;
+        let text = call(&held, &tool, args, &actor)?;
+        let len = text.as_bytes().len();
+        // SAFETY: checked non-NULL above; the caller guarantees the outputs
+        // are writable. The host owns the string until `rt_string_free`.
+        unsafe {
+            result_json_out.write(text.into_raw());
+            if !result_len_out.is_null() {
+                result_len_out.write(len);
+            }
+        }
+        Ok(())
+    });
+    // SAFETY: the caller guarantees `err_out` is NULL or writable.
+    unsafe { finish(err_out, result) }
+}
+
+/// The `len` bytes at `p`, or `invalid_argument` naming `field` (NULL with
+/// a length).
+///
+/// # Safety
+/// `p` is NULL or valid for reading `len` bytes that outlive `'a`.
+unsafe fn bytes_arg<'a>(p: *const u8, len: usize, field: &str) -> Result<&'a [u8], rt_error> {
+    if p.is_null() {
+        if len == 0 {
+            return Ok(&[]);
+        }
+        return Err(rt_error::invalid_argument(
+            field,
+            "is NULL with a nonzero length",
+        ));
+    }
+    // SAFETY: non-NULL, and the caller guarantees `len` readable bytes.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// Every tool as JSON (`[{"name", "description", "mutates", "callers",
+/// "idempotent", "destructive", "waits", "input_schema",
+/// "output_schema"}]`): what `roundtable tools` prints, for a binding to
+/// check or generate its types from.
+///
+/// - `json_out`: required; on success receives JSON text the caller frees
+///   with `rt_string_free`.
+/// - `err_out`: NULL, or receives an error — only on failure.
+///
+/// Thread safety: any thread; touches no engine.
+///
+/// # Safety
+/// The outputs are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rt_tools_json(
+    json_out: *mut *mut c_char,
+    err_out: *mut *mut rt_error,
+) -> rt_status {
+    let result = catching(|| {
+        out_arg(json_out, "json_out")?;
+        let text = json_out_string(&Engine::tools_json());
+        // SAFETY: checked non-NULL; the caller guarantees it is writable.
+        unsafe { json_out.write(text) };
+        Ok(())
+    });
+    // SAFETY: the caller guarantees `err_out` is NULL or writable.
+    unsafe { finish(err_out, result) }
+}
+
+/// Close an engine. NULL is accepted (nothing happens).
+///
+/// Thread safety: call it once. Calls other threads are making on this
+/// engine finish normally, and the engine is freed when the last returns;
+/// no call may start after this one (the handle is invalid then).
 ///
 /// # Safety
 /// `engine` is NULL or an engine from `rt_engine_open` not yet closed.
 #[no_mangle]
 pub unsafe extern "C" fn rt_engine_close(engine: *mut rt_engine) {
-    if engine.is_null() {
+    let Some(engine) = ptr::NonNull::new(engine) else {
         return;
-    }
-    // SAFETY: `engine` came from `Box::into_raw` in `rt_engine_open` and the
-    // caller guarantees it is closed once, with no call in flight.
-    let handle = unsafe { Box::from_raw(engine) };
-    // A panic while closing is contained: there is no status to report it.
-    guarded((), move || drop(handle));
+    };
+    // SAFETY: the caller gives up the host's reference, once.
+    unsafe { release(engine) };
 }
 
 /// Parse the patch text `patch` (`len` bytes, need not be NUL-terminated;
@@ -352,7 +544,7 @@ pub unsafe extern "C" fn rt_patch_parse(
         })?;
         // SAFETY: checked non-NULL above; the caller guarantees it is
         // writable. The host owns the string until `rt_string_free`.
-        unsafe { result_json_out.write(json_out(&summary)) };
+        unsafe { result_json_out.write(json_out_string(&summary)) };
         Ok(())
     });
     // SAFETY: the caller guarantees `err_out` is NULL or writable.
@@ -450,6 +642,15 @@ pub unsafe extern "C" fn rt_error_free(err: *mut rt_error) {
 pub extern "C" fn rt_version() -> *const c_char {
     const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
     guarded(ptr::null(), || VERSION.as_ptr().cast())
+}
+
+/// The JSON-surface version this library implements (`RT_JSON_VERSION`
+/// of its header).
+///
+/// Thread safety: any thread.
+#[no_mangle]
+pub extern "C" fn rt_json_version() -> u32 {
+    guarded(0, || RT_JSON_VERSION)
 }
 
 /// The ABI version this library implements (`RT_ABI_VERSION` of its

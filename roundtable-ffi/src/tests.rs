@@ -117,3 +117,17 @@ fn versions() {
     assert_eq!(rt_abi_version(), RT_ABI_VERSION);
     assert_eq!(text(rt_version()), env!("CARGO_PKG_VERSION"));
 }
+
+#[test]
+fn the_json_version_is_the_cores_and_the_tools_json_is_the_registry() {
+    assert_eq!(RT_JSON_VERSION, rt::tools::JSON_VERSION);
+    assert_eq!(rt_json_version(), RT_JSON_VERSION);
+    let mut out: *mut c_char = ptr::null_mut();
+    // SAFETY: `out` is writable; the error pointer may be NULL.
+    let status = unsafe { rt_tools_json(&mut out, ptr::null_mut()) };
+    assert_eq!(status, rt_status::RT_OK);
+    let json: serde_json::Value = serde_json::from_str(&text(out)).expect("JSON");
+    // SAFETY: freed once.
+    unsafe { rt_string_free(out) };
+    assert_eq!(json, Engine::tools_json());
+}

@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -559,12 +561,139 @@ static void test_threads(void) {
   free(root);
 }
 
+/* ---- byte-safe input, discovery, close during calls (issue 19) ------- */
+
+/* Standard base64 of `n` bytes into `out` (NUL-terminated). */
+static void base64(const unsigned char *in, size_t n, char *out) {
+  static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+                 (i + 2 < n ? in[i + 2] : 0);
+    out[o++] = A[v >> 18 & 63];
+    out[o++] = A[v >> 12 & 63];
+    out[o++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+    out[o++] = i + 2 < n ? A[v & 63] : '=';
+  }
+  out[o] = '\0';
+}
+
+static void test_bytes_and_discovery(void) {
+  /* A Latin-1 file changed by a Latin-1 patch, given as patch_base64. */
+  char *root = scratch_repo(LIB_RS);
+  write_file(root, "latin1.txt", "caf\xe9\nkeep \xff\n");
+  rt_engine *e = open_engine(root, NULL);
+  if (!e) return;
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"alice\",\"roles\":[\"author\"]}", HOST);
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"bob\",\"roles\":[\"reviewer\"]}", HOST);
+  FREE_CALL(e, "task.create", "{\"task_id\":\"t1\",\"title\":\"Latin-1\"}", HOST);
+  FREE_CALL(e, "claim.acquire", "{\"resource_id\":\"file:latin1.txt\",\"type\":\"write\",\"ttl_s\":600}", ALICE);
+  static const unsigned char patch[] =
+      "--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1,2 +1,2 @@\n-caf\xe9\n+na\xefve\n keep \xff\n";
+  char b64[512];
+  base64(patch, sizeof patch - 1, b64);
+  char *made = ok_call(e, "proposal.create",
+                       args("{\"task_id\":\"t1\",\"title\":\"L\",\"summary_md\":\"s\",\"patch_base64\":\"%s\"}", b64),
+                       ALICE);
+  char pid[256];
+  str_at(made, "proposal.id", pid, sizeof pid);
+  rt_string_free(made);
+  FREE_CALL(e, "proposal.request_review", args("{\"proposal_id\":\"%s\"}", pid), ALICE);
+  FREE_CALL(e, "vote.cast", args("{\"proposal_id\":\"%s\",\"revision\":1,\"vote\":\"approve\"}", pid), BOB);
+  FREE_CALL(e, "patch.apply", args("{\"proposal_id\":\"%s\",\"revision\":1}", pid), HOST);
+  CHECK(file_equals(root, "latin1.txt", "na\xefve\nkeep \xff\n"), "latin1.txt is not byte-exact");
+
+  /* rt_engine_call_n: lengths, not NULs. A NUL inside the arguments is
+   * refused (never a call on the text before it); the result's length is
+   * reported. */
+  static const char tool[] = "proposal.get";
+  char get[300];
+  int n = snprintf(get, sizeof get, "{\"proposal_id\":\"%s\"}", pid);
+  char *out = NULL;
+  size_t len = 0;
+  rt_error *err = NULL;
+  rt_status s = rt_engine_call_n(e, (const unsigned char *)tool, sizeof tool - 1,
+                                 (const unsigned char *)get, (size_t)n,
+                                 (const unsigned char *)HOST, strlen(HOST), &out, &len, &err);
+  CHECK(s == RT_OK && out && len == strlen(out), "call_n: %u len %zu", (unsigned)s, len);
+  rt_string_free(out);
+  rt_error_free(err);
+  char with_nul[300];
+  memcpy(with_nul, get, (size_t)n);
+  with_nul[n] = '\0';
+  memcpy(with_nul + n + 1, " junk", 5);
+  out = NULL;
+  err = NULL;
+  s = rt_engine_call_n(e, (const unsigned char *)tool, sizeof tool - 1,
+                       (const unsigned char *)with_nul, (size_t)n + 6,
+                       (const unsigned char *)HOST, strlen(HOST), &out, NULL, &err);
+  CHECK(s == RT_INVALID_ARGUMENT && out == NULL, "a NUL inside args: %u", (unsigned)s);
+  rt_error_free(err);
+  s = rt_engine_call_n(e, NULL, 3, (const unsigned char *)get, (size_t)n,
+                       (const unsigned char *)HOST, strlen(HOST), &out, NULL, NULL);
+  CHECK(s == RT_INVALID_ARGUMENT, "NULL with a length: %u", (unsigned)s);
+
+  /* Discovery: the registry's schemas and the JSON surface's version. */
+  char *tools = NULL;
+  CHECK(rt_tools_json(&tools, NULL) == RT_OK && tools && tools[0] == '[', "rt_tools_json");
+  CHECK(tools && strstr(tools, "\"name\":\"proposal.create\"") && strstr(tools, "\"patch_base64\""),
+        "rt_tools_json lacks proposal.create's patch_base64");
+  rt_string_free(tools);
+  CHECK(rt_tools_json(NULL, NULL) == RT_INVALID_ARGUMENT, "rt_tools_json(NULL)");
+  CHECK(rt_json_version() == RT_JSON_VERSION, "JSON version %u", rt_json_version());
+  rt_engine_close(e);
+  remove_tree(root);
+  free(root);
+}
+
+struct waiter {
+  rt_engine *engine;
+  volatile int entering;
+  int ok;
+};
+
+/* One events.wait that waits its whole 300 ms (nothing happens). */
+static void *wait_once(void *arg) {
+  struct waiter *w = arg;
+  char *out = NULL;
+  w->entering = 1;
+  if (rt_engine_call(w->engine, "events.wait", "{\"since_seq\":0,\"timeout_ms\":300}", HOST,
+                     &out, NULL) == RT_OK)
+    w->ok = 1;
+  rt_string_free(out);
+  return NULL;
+}
+
+/* Closing an engine while another thread is inside a call on it: the call
+ * finishes normally, and the engine is freed after it (valgrind checks the
+ * memory). The close comes 100 ms into a 300 ms wait. */
+static void test_close_during_call(void) {
+  for (int round = 0; round < 3; round++) {
+    char *root = scratch_repo(LIB_RS);
+    rt_engine *e = open_engine(root, "{\"durability\":\"off\"}");
+    if (!e) return;
+    struct waiter w = {e, 0, 0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, wait_once, &w) == 0, "pthread_create");
+    while (!w.entering) sched_yield();
+    struct timespec pause = {0, 100000000L};
+    nanosleep(&pause, NULL);
+    rt_engine_close(e);
+    pthread_join(t, NULL);
+    CHECK(w.ok == 1, "round %d: the call in flight failed", round);
+    remove_tree(root);
+    free(root);
+  }
+}
+
 int main(void) {
   CHECK(rt_abi_version() == RT_ABI_VERSION, "ABI %u", rt_abi_version());
   CHECK(rt_version() && rt_version()[0], "version");
   test_governed_change();
   test_error_paths();
   test_threads();
+  test_bytes_and_discovery();
+  test_close_during_call();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -191,31 +191,35 @@ func (e *Engine) Call(tool string, args any, actor Actor) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
-	ctool, err := cString("tool", tool)
-	if err != nil {
-		return nil, err
-	}
-	defer C.free(unsafe.Pointer(ctool))
-	cargs, err := cString("args", string(text))
-	if err != nil {
-		return nil, err
-	}
-	defer C.free(unsafe.Pointer(cargs))
-	cactor := C.CString(string(actorText))
-	defer C.free(unsafe.Pointer(cactor))
+	toolText := []byte(tool)
 
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.ptr == nil {
 		return nil, ErrClosed
 	}
+	// Pointer and length: no copy, and a NUL byte cannot truncate anything.
 	var out *C.char
+	var outLen C.size_t
 	var cerr *C.rt_error
-	if st := C.rt_engine_call(e.ptr, ctool, cargs, cactor, &out, &cerr); st != C.RT_OK {
+	st := C.rt_engine_call_n(e.ptr,
+		bytesPtr(toolText), C.size_t(len(toolText)),
+		bytesPtr(text), C.size_t(len(text)),
+		bytesPtr(actorText), C.size_t(len(actorText)),
+		&out, &outLen, &cerr)
+	if st != C.RT_OK {
 		return nil, takeError(st, cerr)
 	}
 	defer C.rt_string_free(out)
-	return json.RawMessage(C.GoString(out)), nil
+	return json.RawMessage(C.GoBytes(unsafe.Pointer(out), C.int(outLen))), nil
+}
+
+// bytesPtr is the C view of b for the duration of a call (NULL when empty).
+func bytesPtr(b []byte) *C.uchar {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.uchar)(unsafe.Pointer(&b[0]))
 }
 
 // CallInto is Call decoding the result into out.

@@ -169,7 +169,9 @@ func TestErrors(t *testing.T) {
 	if _, err := e.Call("agent.list", obj{}, Actor{ID: "x", Kind: "robot"}); code(err) != CodeInvalidArgument {
 		t.Fatalf("bad actor kind: %v", err)
 	}
-	if _, err := e.Call("agent.list\x00", obj{}, host); code(err) != CodeInvalidArgument {
+	// A NUL is part of the name (pointer and length): no such tool, never
+	// a call of the name before it.
+	if _, err := e.Call("agent.list\x00", obj{}, host); code(err) != CodeNotFound {
 		t.Fatalf("NUL in tool: %v", err)
 	}
 	call(t, e, "task.create", obj{"task_id": "t1", "title": "A task"}, host)
@@ -440,5 +442,38 @@ func TestDirectoryClaimIgnoresGitIgnoredFiles(t *testing.T) {
 	write("pkg/other.py", "y = 1\n")
 	if report := call(t, e, "patch.validate", obj{"proposal_id": pid}, host); report["valid"] != false {
 		t.Fatalf("a new tracked file must make the directory claim stale: %v", report)
+	}
+}
+
+// A Latin-1 patch given as bytes (patch_base64: encoding/json encodes a
+// []byte as base64) lands byte for byte; a NUL inside a string argument is
+// refused, never a silent truncation.
+func TestLatin1PatchLandsByteExact(t *testing.T) {
+	root := repo(t)
+	before := []byte("caf\xe9\nkeep \xff\n")
+	if err := os.WriteFile(filepath.Join(root, "latin1.txt"), before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := open(t, root, nil)
+	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
+	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
+	call(t, e, "task.create", obj{"task_id": "t1", "title": "Latin-1"}, host)
+	call(t, e, "claim.acquire", obj{"resource_id": "file:latin1.txt", "type": "write", "ttl_s": 600}, alice)
+	patch := []byte("--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1,2 +1,2 @@\n-caf\xe9\n+na\xefve\n keep \xff\n")
+	made := call(t, e, "proposal.create", obj{"task_id": "t1", "title": "L", "summary_md": "s", "patch_base64": patch}, alice)
+	pid := field(made, "proposal", "id")
+	call(t, e, "proposal.request_review", obj{"proposal_id": pid}, alice)
+	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 1, "vote": "approve"}, bob)
+	call(t, e, "patch.apply", obj{"proposal_id": pid, "revision": 1}, host)
+	got, err := os.ReadFile(filepath.Join(root, "latin1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte("na\xefve\nkeep \xff\n"); string(got) != string(want) {
+		t.Fatalf("latin1.txt = %q, want %q", got, want)
+	}
+	_, err = e.Call("proposal.get", json.RawMessage("{\"proposal_id\":\"x\"}\x00junk"), host)
+	if code(err) != CodeInvalidArgument {
+		t.Fatalf("a NUL inside the arguments: %v", err)
 	}
 }

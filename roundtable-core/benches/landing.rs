@@ -64,6 +64,8 @@ fn git(dir: &Path, args: &[&str]) -> String {
 fn repository(base: &Path, files: usize) -> tempfile::TempDir {
     let dir = tree(base, files, numbered_lines);
     git(dir.path(), &["init", "-q", "-b", "main"]);
+    // No background `git gc --auto` racing the timed steps.
+    git(dir.path(), &["config", "gc.auto", "0"]);
     git(dir.path(), &["add", "-A"]);
     git(dir.path(), &["commit", "-q", "-m", "base"]);
     dir
@@ -178,6 +180,7 @@ fn large_real_diff(base: &Path) -> bool {
             .expect("cp");
         assert!(status.success());
         git(dir.path(), &["init", "-q", "-b", "main"]);
+        git(dir.path(), &["config", "gc.auto", "0"]);
         git(dir.path(), &["add", "-A"]);
         git(dir.path(), &["commit", "-q", "-m", "base"]);
         dir

@@ -5,12 +5,13 @@
 //	var rterr *roundtable.Error
 //	if errors.As(err, &rterr) && rterr.Code == roundtable.CodeForbidden { ... }
 //
-// It links the library through pkg-config (`#cgo pkg-config: roundtable`):
-// set PKG_CONFIG_PATH to the directory scripts/ffi-pc writes roundtable.pc to.
+// It links the library through pkg-config: `roundtable` (the shared
+// library; link_dynamic.go), or with `-tags roundtable_static` the static
+// archive (`roundtable-static`; link_static.go). Set PKG_CONFIG_PATH to the
+// directory scripts/ffi-pc writes the .pc files to.
 package roundtable
 
 /*
-#cgo pkg-config: roundtable
 #include <stdlib.h>
 #include "roundtable.h"
 */

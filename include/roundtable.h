@@ -121,6 +121,12 @@ enum rt_status
   RT_BUSY = 25,
   // `special_file`: a path names a FIFO, socket or device, never opened.
   RT_SPECIAL_FILE = 26,
+  // `cancelled`: the call's cancel handle was cancelled while it waited,
+  // before its commit point; nothing changed.
+  RT_CANCELLED = 27,
+  // `deadline_exceeded`: the call's deadline passed while it waited,
+  // before its commit point; nothing changed.
+  RT_DEADLINE_EXCEEDED = 28,
   // `panic`: a bug inside roundtable was caught at the ABI boundary; the
   // call's effects are unknown (a store write is all or nothing).
   RT_PANIC = 1000,
@@ -131,6 +137,12 @@ enum rt_status
 #ifndef __cplusplus
 typedef uint32_t rt_status;
 #endif // __cplusplus
+
+// A cancellation handle for calls (`rt_call_options.cancel`): made by
+// `rt_cancel_new`, cancelled from any thread by `rt_cancel_cancel`, freed
+// by `rt_cancel_free` (a call using it keeps what it needs, so freeing it
+// during the call is safe). Opaque.
+typedef struct rt_cancel rt_cancel;
 
 // A governed workspace opened by `rt_engine_open`: a repository root and its
 // store. Opaque to the host.
@@ -144,6 +156,21 @@ typedef struct rt_engine rt_engine;
 // (a JSON object) for programs. Opaque; read it with the `rt_error_*`
 // accessors and free it with `rt_error_free`.
 typedef struct rt_error rt_error;
+
+// What may interrupt one call (`rt_engine_call_n`): every wait the call
+// makes — the workspace apply lock, a store busy with another writer, a
+// claim wait, `events.wait` — gives up when the deadline passes or the
+// handle is cancelled, and the call then fails with `RT_DEADLINE_EXCEEDED`
+// or `RT_CANCELLED` having changed nothing. A mutating call that passed
+// its commit point finishes and reports success even if it was cancelled
+// meanwhile: retry it with its idempotency key to learn the outcome.
+typedef struct rt_call_options {
+  // Milliseconds from the call's start before it gives up waiting; 0
+  // for no deadline.
+  uint64_t timeout_ms;
+  // NULL, or a handle from `rt_cancel_new`.
+  const struct rt_cancel *cancel;
+} rt_call_options;
 
 #ifdef __cplusplus
 extern "C" {
@@ -207,12 +234,36 @@ rt_status rt_engine_call(struct rt_engine *engine,
                          char **result_json_out,
                          struct rt_error **err_out);
 
+// A new cancellation handle, not cancelled; free it with
+// `rt_cancel_free`. NULL only if the allocation panicked.
+//
+// Thread safety: any thread.
+struct rt_cancel *rt_cancel_new(void);
+
+// Cancel every call using `cancel`: each stops at its next wait. NULL is
+// accepted.
+//
+// Thread safety: any thread, while calls use it.
+//
+// # Safety
+// `cancel` is NULL or a handle from `rt_cancel_new` not yet freed.
+void rt_cancel_cancel(const struct rt_cancel *cancel);
+
+// Free a cancellation handle. NULL is accepted.
+//
+// # Safety
+// `cancel` is NULL or a handle from `rt_cancel_new`, freed once.
+void rt_cancel_free(struct rt_cancel *cancel);
+
 // `rt_engine_call` with every string as a pointer and a length in bytes
 // (not NUL-terminated; a NUL byte inside is refused as invalid JSON or an
-// unknown tool, never a silent truncation), and the result's length.
+// unknown tool, never a silent truncation), the result's length, and
+// options that interrupt its waits.
 //
 // - `tool`, `args_json`, `actor_json`: `len` bytes of UTF-8 each; a
 //   pointer may be NULL only with a length of 0 (then refused as empty).
+// - `options`: NULL, or a deadline and a cancellation handle
+//   (`rt_call_options`).
 // - `result_json_out`: required; on success receives the result as
 //   NUL-terminated JSON text the caller frees with `rt_string_free`.
 // - `result_len_out`: NULL, or receives the result's length in bytes
@@ -223,7 +274,8 @@ rt_status rt_engine_call(struct rt_engine *engine,
 //
 // # Safety
 // `engine` is NULL or an open engine; each input pointer is NULL or valid
-// for reading its length; the outputs are NULL or writable.
+// for reading its length; `options` is NULL or valid; the outputs are
+// NULL or writable.
 rt_status rt_engine_call_n(struct rt_engine *engine,
                            const uint8_t *tool,
                            size_t tool_len,
@@ -231,6 +283,7 @@ rt_status rt_engine_call_n(struct rt_engine *engine,
                            size_t args_len,
                            const uint8_t *actor_json,
                            size_t actor_len,
+                           const struct rt_call_options *options,
                            char **result_json_out,
                            size_t *result_len_out,
                            struct rt_error **err_out);

@@ -18,6 +18,7 @@ subclass named after its stable code and changes nothing.
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import os
 import time
@@ -27,6 +28,8 @@ from . import _roundtable
 from ._errors import (
     AmbiguousSymbol,
     Busy,
+    Cancelled,
+    DeadlineExceeded,
     Conflict,
     DatabaseError,
     EditPlanError,
@@ -126,6 +129,8 @@ __all__ = [
     "StaleClaim",
     "ValidationFailed",
     "Busy",
+    "Cancelled",
+    "DeadlineExceeded",
     "PatchError",
     "InvalidPatch",
     "PatchDoesNotApply",
@@ -161,21 +166,18 @@ StrPath = Union[str, "os.PathLike[str]"]
 Patch = Union[str, bytes]
 
 
-def _text(patch: Patch, field: str = "patch") -> str:
-    """``patch`` as text: a tool's ``patch`` argument is a JSON string, so
-    bytes must be UTF-8; anything else is a coded :class:`InvalidArgument`
-    naming the field (never a bare ``UnicodeDecodeError``)."""
+def _patch(patch: Optional[Patch]) -> Dict[str, str]:
+    """The tool argument carrying ``patch``: ``patch`` (text) for a string
+    or UTF-8 bytes, ``patch_base64`` for bytes that are not UTF-8 (a
+    Latin-1 diff), which a JSON string cannot carry exactly."""
+    if patch is None:
+        return {}
     if not isinstance(patch, bytes):
-        return patch
+        return {"patch": patch}
     try:
-        return patch.decode("utf-8")
-    except UnicodeDecodeError as e:
-        reason = f"is not UTF-8 (byte {e.start} is 0x{patch[e.start]:02x})"
-        raise InvalidArgument(
-            f"{field}: {reason}",
-            "invalid_argument",
-            {"field": field, "reason": reason, "offset": e.start},
-        ) from None
+        return {"patch": patch.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"patch_base64": base64.b64encode(patch).decode("ascii")}
 
 
 def _put(args: Dict[str, Any], **optional: Any) -> Dict[str, Any]:
@@ -260,10 +262,12 @@ class Engine:
         """``proposal.create``: a new proposal with its first revision (a
         ``patch`` — a unified/git diff, or with ``patch_format="codex"`` a
         Codex ``*** Begin Patch`` envelope, with ``"search_replace"``
-        SEARCH/REPLACE blocks — or an ``edit_plan``)."""
+        SEARCH/REPLACE blocks — or an ``edit_plan``). ``patch`` may be
+        bytes: ones that are not UTF-8 (a Latin-1 diff) travel as
+        ``patch_base64`` and land byte for byte."""
         args = _put(
             {"task_id": task_id, "title": title, "summary_md": summary_md},
-            patch=_text(patch) if patch is not None else None,
+            **_patch(patch),
             patch_format=patch_format,
             edit_plan=dict(edit_plan) if edit_plan is not None else None,
             risk=risk,
@@ -290,7 +294,7 @@ class Engine:
         ``patch_format`` as for :meth:`create_proposal`."""
         args = _put(
             {"proposal_id": proposal_id, "expected_revision": expected_revision},
-            patch=_text(patch) if patch is not None else None,
+            **_patch(patch),
             patch_format=patch_format,
             edit_plan=dict(edit_plan) if edit_plan is not None else None,
             note_md=note_md,

@@ -19,6 +19,8 @@ Families group related codes so a caller can catch broadly or narrowly::
     ├── StaleClaim                             stale_claim
     ├── ValidationFailed (.report)             validation_failed
     ├── Busy                                   busy
+    ├── Cancelled                              cancelled
+    ├── DeadlineExceeded (also TimeoutError)   deadline_exceeded
     ├── PatchError
     │   ├── InvalidPatch                       invalid_patch
     │   ├── PatchDoesNotApply                  patch_does_not_apply
@@ -67,6 +69,8 @@ __all__ = [
     "StaleClaim",
     "ValidationFailed",
     "Busy",
+    "Cancelled",
+    "DeadlineExceeded",
     "PatchError",
     "InvalidPatch",
     "PatchDoesNotApply",
@@ -203,6 +207,20 @@ class Busy(RoundtableError):
     wait; nothing changed and the call may be retried soon."""
 
     codes = ("busy",)
+
+
+class Cancelled(RoundtableError):
+    """``cancelled``: the call's cancel handle was cancelled while it waited,
+    before its commit point; nothing changed."""
+
+    codes = ("cancelled",)
+
+
+class DeadlineExceeded(RoundtableError, TimeoutError):
+    """``deadline_exceeded``: the call's deadline passed while it waited,
+    before its commit point; nothing changed."""
+
+    codes = ("deadline_exceeded",)
 
 
 class PatchError(RoundtableError):
@@ -424,6 +442,8 @@ for _cls in (
     StaleClaim,
     ValidationFailed,
     Busy,
+    Cancelled,
+    DeadlineExceeded,
     InvalidPatch,
     PatchDoesNotApply,
     UnsupportedPatch,

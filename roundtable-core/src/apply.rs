@@ -50,6 +50,10 @@ pub enum TransactionError {
         #[source]
         source: rustix::io::Errno,
     },
+    /// The call was cancelled, or its deadline passed, while it waited
+    /// for the lock (`cancelled`, `deadline_exceeded`); nothing changed.
+    #[error("{0} (it was waiting for the workspace apply lock)")]
+    Interrupted(crate::interrupt::Interrupted),
     /// Another applier held the lock past the wait (`busy`).
     #[error("another apply held the workspace apply lock for more than {waited_ms} ms; nothing changed, retry soon")]
     Busy {
@@ -122,6 +126,7 @@ impl TransactionError {
         match self {
             TransactionError::Lock { .. } => ErrorCode::Io,
             TransactionError::Busy { .. } => ErrorCode::Busy,
+            TransactionError::Interrupted(i) => i.code(),
             TransactionError::Exists { .. } | TransactionError::FinishedElsewhere { .. } => {
                 ErrorCode::Conflict
             }
@@ -167,6 +172,7 @@ impl TransactionError {
                 details
             }
             TransactionError::Store(_) | TransactionError::Sqlite(_) => json!({}),
+            TransactionError::Interrupted(_) => json!({"lock": LOCK_FILE}),
         }
     }
 
@@ -278,6 +284,7 @@ impl ApplyLock {
             if let Some(lock) = try_lock(root)? {
                 return Ok(lock);
             }
+            crate::interrupt::check().map_err(TransactionError::Interrupted)?;
             if start.elapsed() >= timeout {
                 return Err(TransactionError::Busy {
                     waited_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
@@ -873,6 +880,8 @@ where
             }
             .into());
         }
+        // Landed: the caller learns so, whatever it gave up on since.
+        crate::interrupt::committed();
         let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
         index_note = stage_note(env.workspace, &landing.new_id, &paths);
     }

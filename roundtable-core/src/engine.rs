@@ -230,6 +230,40 @@ impl Engine {
         spec.invoke(self, args, actor)
     }
 
+    /// [`call`](Engine::call), interrupted by `options`: every wait it makes
+    /// (the apply lock, a busy store, a claim wait, `events.wait`) gives up
+    /// when `options`' token is cancelled or its deadline passes, and the
+    /// call then fails with `cancelled` or `deadline_exceeded` having
+    /// changed nothing. A call past its commit point finishes and reports
+    /// success whatever happens to `options` (see [`crate::interrupt`]).
+    pub fn call_with(
+        &self,
+        tool: &str,
+        args: Value,
+        actor: &Actor,
+        options: &crate::CallOptions,
+    ) -> Result<Value, ToolError> {
+        crate::interrupt::scope(options, || {
+            crate::interrupt::check()?;
+            self.call(tool, args, actor)
+        })
+    }
+
+    /// [`call_json`](Engine::call_json) interrupted by `options`, as
+    /// [`call_with`](Engine::call_with).
+    pub fn call_json_with(
+        &self,
+        tool: &str,
+        args: &[u8],
+        actor: &Actor,
+        options: &crate::CallOptions,
+    ) -> Result<Value, ToolError> {
+        crate::interrupt::scope(options, || {
+            crate::interrupt::check()?;
+            self.call_json(tool, args, actor)
+        })
+    }
+
     /// [`call`](Engine::call) with the arguments as JSON text, parsed
     /// strictly (a key given twice is refused).
     pub fn call_json(&self, tool: &str, args: &[u8], actor: &Actor) -> Result<Value, ToolError> {

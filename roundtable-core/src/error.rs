@@ -165,6 +165,12 @@ error_codes! {
     /// symbolic link (a FIFO, a socket, a device): roundtable never opens
     /// one (the details name the path and its type).
     SpecialFile = "special_file", 26;
+    /// The caller cancelled the call (its cancel token) while it waited,
+    /// before its commit point: it changed nothing.
+    Cancelled = "cancelled", 27;
+    /// The call's deadline passed while it waited, before its commit
+    /// point: it changed nothing.
+    DeadlineExceeded = "deadline_exceeded", 28;
 }
 
 /// A name that is not the spelling of any [`ErrorCode`] (what parsing one

@@ -145,6 +145,10 @@ pub enum StoreError {
         /// The file.
         path: String,
     },
+    /// The call was cancelled, or its deadline passed, while the store was
+    /// busy with another writer: nothing was written.
+    #[error("{0} (the store was busy with another writer)")]
+    Interrupted(crate::interrupt::Interrupted),
     /// The store directory could not be created or is not a directory.
     #[error("store directory {path}: {source}")]
     Dir {
@@ -166,6 +170,7 @@ impl StoreError {
             }
             StoreError::NotAFile { .. } => ErrorCode::PathEscape,
             StoreError::Dir { .. } => ErrorCode::Io,
+            StoreError::Interrupted(i) => i.code(),
         }
     }
 }
@@ -191,10 +196,60 @@ impl std::fmt::Debug for Store {
 
 /// A failed SQLite call, tagged with the database path.
 pub(crate) fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |source| StoreError::Sqlite {
-        path: path.display().to_string(),
-        source,
+    move |source| {
+        // A busy store the caller's call gave up on says why.
+        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+            if let Err(why) = crate::interrupt::check() {
+                return StoreError::Interrupted(why);
+            }
+        }
+        StoreError::Sqlite {
+            path: path.display().to_string(),
+            source,
+        }
     }
+}
+
+thread_local! {
+    /// The busy timeout of the store the calling thread is using
+    /// ([`busy_wait`]).
+    static BUSY_LIMIT: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::from_secs(10)) };
+    /// When the calling thread's current busy wait began.
+    static BUSY_SINCE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// SQLite's busy handler for every connection: while another connection
+/// holds the lock, wait (1 ms at first, then 5 ms at a time) up to the
+/// store's busy timeout — but no longer than the calling thread's call
+/// allows ([`crate::interrupt`]): a cancelled call, or one past its
+/// deadline, stops waiting at once. `false` ends the wait (SQLite then
+/// returns `SQLITE_BUSY`).
+fn busy_wait(attempt: i32) -> bool {
+    use std::time::Instant;
+    if crate::interrupt::check().is_err() {
+        return false;
+    }
+    let now = Instant::now();
+    let since = BUSY_SINCE.with(|s| match s.get() {
+        Some(t) if attempt > 0 => t,
+        _ => {
+            s.set(Some(now));
+            now
+        }
+    });
+    let limit = BUSY_LIMIT.with(std::cell::Cell::get);
+    if now.duration_since(since) >= limit {
+        return false;
+    }
+    let step = Duration::from_millis(if attempt < 5 { 1 } else { 5 });
+    let (until, _) = crate::interrupt::bound((now + step).min(since + limit));
+    std::thread::sleep(until.saturating_duration_since(now));
+    true
+}
+
+/// Install [`busy_wait`] on `conn`.
+fn set_busy_handler(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.busy_handler(Some(busy_wait))
 }
 
 /// What a host may know of an engine's store.
@@ -258,7 +313,8 @@ impl Store {
         let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let flags = flags - rusqlite::OpenFlags::SQLITE_OPEN_CREATE;
         let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| invalid(&path, e))?;
-        conn.busy_timeout(options.busy_timeout).map_err(&err)?;
+        BUSY_LIMIT.with(|l| l.set(options.busy_timeout));
+        set_busy_handler(&mut conn).map_err(&err)?;
         keep_statements(&conn).map_err(&err)?;
         // Before anything writes to it (setting WAL writes a header into
         // an empty file): is it a roundtable store at all?
@@ -338,6 +394,7 @@ impl Store {
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
         let err = sqlite_error(&self.path);
+        BUSY_LIMIT.with(|l| l.set(self.busy_timeout));
         let mut conn = self.lock();
         APPENDED.with_borrow_mut(Vec::clear);
         let tx = conn
@@ -358,6 +415,7 @@ impl Store {
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
         let err = sqlite_error(&self.path);
+        BUSY_LIMIT.with(|l| l.set(self.busy_timeout));
         let idle = self
             .readers
             .lock()
@@ -388,8 +446,8 @@ impl Store {
     fn open_reader(&self) -> rusqlite::Result<Connection> {
         let flags = (rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW)
             - rusqlite::OpenFlags::SQLITE_OPEN_CREATE;
-        let conn = Connection::open_with_flags(&self.path, flags)?;
-        conn.busy_timeout(self.busy_timeout)?;
+        let mut conn = Connection::open_with_flags(&self.path, flags)?;
+        set_busy_handler(&mut conn)?;
         keep_statements(&conn)?;
         conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;")?;
         Ok(conn)

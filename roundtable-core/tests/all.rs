@@ -12,6 +12,7 @@ mod governance_hardening;
 mod hardening;
 mod ignored;
 mod inbox_revert;
+mod interrupt;
 mod landing;
 mod layers;
 mod patch_bytes;

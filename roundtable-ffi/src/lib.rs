@@ -347,7 +347,13 @@ pub unsafe extern "C" fn rt_engine_call(
             )
         };
         out_arg(result_json_out, "result_json_out")?;
-        let text = call(&held, tool, args.as_bytes(), actor)?;
+        let text = call(
+            &held,
+            tool,
+            args.as_bytes(),
+            actor,
+            &rt::CallOptions::default(),
+        )?;
         // SAFETY: checked non-NULL above; the caller guarantees it is
         // writable. The host owns the string until `rt_string_free`.
         unsafe { result_json_out.write(text.into_raw()) };
@@ -358,18 +364,111 @@ pub unsafe extern "C" fn rt_engine_call(
 }
 
 /// The call both entry points make: the result as JSON text.
-fn call(held: &Held, tool: &str, args: &[u8], actor: &str) -> Result<CString, rt_error> {
+fn call(
+    held: &Held,
+    tool: &str,
+    args: &[u8],
+    actor: &str,
+    options: &rt::CallOptions,
+) -> Result<CString, rt_error> {
     let actor = parse_actor(actor)?;
-    let result = held.engine().call_json(tool, args, &actor)?;
+    let result = held.engine().call_json_with(tool, args, &actor, options)?;
     Ok(cstring(result.to_string()))
+}
+
+/// A cancellation handle for calls (`rt_call_options.cancel`): made by
+/// `rt_cancel_new`, cancelled from any thread by `rt_cancel_cancel`, freed
+/// by `rt_cancel_free` (a call using it keeps what it needs, so freeing it
+/// during the call is safe). Opaque.
+pub struct rt_cancel {
+    token: rt::CancelToken,
+}
+
+/// What may interrupt one call (`rt_engine_call_n`): every wait the call
+/// makes — the workspace apply lock, a store busy with another writer, a
+/// claim wait, `events.wait` — gives up when the deadline passes or the
+/// handle is cancelled, and the call then fails with `RT_DEADLINE_EXCEEDED`
+/// or `RT_CANCELLED` having changed nothing. A mutating call that passed
+/// its commit point finishes and reports success even if it was cancelled
+/// meanwhile: retry it with its idempotency key to learn the outcome.
+#[repr(C)]
+pub struct rt_call_options {
+    /// Milliseconds from the call's start before it gives up waiting; 0
+    /// for no deadline.
+    pub timeout_ms: u64,
+    /// NULL, or a handle from `rt_cancel_new`.
+    pub cancel: *const rt_cancel,
+}
+
+/// A new cancellation handle, not cancelled; free it with
+/// `rt_cancel_free`. NULL only if the allocation panicked.
+///
+/// Thread safety: any thread.
+#[no_mangle]
+pub extern "C" fn rt_cancel_new() -> *mut rt_cancel {
+    guarded(ptr::null_mut(), || {
+        Box::into_raw(Box::new(rt_cancel {
+            token: rt::CancelToken::new(),
+        }))
+    })
+}
+
+/// Cancel every call using `cancel`: each stops at its next wait. NULL is
+/// accepted.
+///
+/// Thread safety: any thread, while calls use it.
+///
+/// # Safety
+/// `cancel` is NULL or a handle from `rt_cancel_new` not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn rt_cancel_cancel(cancel: *const rt_cancel) {
+    // SAFETY: the caller guarantees a live handle or NULL.
+    if let Some(c) = unsafe { cancel.as_ref() } {
+        c.token.cancel();
+    }
+}
+
+/// Free a cancellation handle. NULL is accepted.
+///
+/// # Safety
+/// `cancel` is NULL or a handle from `rt_cancel_new`, freed once.
+#[no_mangle]
+pub unsafe extern "C" fn rt_cancel_free(cancel: *mut rt_cancel) {
+    if cancel.is_null() {
+        return;
+    }
+    // SAFETY: from `Box::into_raw` in `rt_cancel_new`, freed once.
+    let handle = unsafe { Box::from_raw(cancel) };
+    guarded((), move || drop(handle));
+}
+
+/// The call options `options` points at (NULL: none).
+///
+/// # Safety
+/// `options` is NULL or valid, its `cancel` NULL or a live handle.
+unsafe fn call_options(options: *const rt_call_options) -> rt::CallOptions {
+    // SAFETY: the caller guarantees NULL or valid.
+    let Some(o) = (unsafe { options.as_ref() }) else {
+        return rt::CallOptions::default();
+    };
+    rt::CallOptions {
+        deadline: (o.timeout_ms > 0)
+            .then(|| std::time::Instant::now() + std::time::Duration::from_millis(o.timeout_ms)),
+        // SAFETY: the caller guarantees NULL or a live handle; the token is
+        // cloned, so the handle may be freed during the call.
+        cancel: unsafe { o.cancel.as_ref() }.map(|c| c.token.clone()),
+    }
 }
 
 /// `rt_engine_call` with every string as a pointer and a length in bytes
 /// (not NUL-terminated; a NUL byte inside is refused as invalid JSON or an
-/// unknown tool, never a silent truncation), and the result's length.
+/// unknown tool, never a silent truncation), the result's length, and
+/// options that interrupt its waits.
 ///
 /// - `tool`, `args_json`, `actor_json`: `len` bytes of UTF-8 each; a
 ///   pointer may be NULL only with a length of 0 (then refused as empty).
+/// - `options`: NULL, or a deadline and a cancellation handle
+///   (`rt_call_options`).
 /// - `result_json_out`: required; on success receives the result as
 ///   NUL-terminated JSON text the caller frees with `rt_string_free`.
 /// - `result_len_out`: NULL, or receives the result's length in bytes
@@ -380,7 +479,8 @@ fn call(held: &Held, tool: &str, args: &[u8], actor: &str) -> Result<CString, rt
 ///
 /// # Safety
 /// `engine` is NULL or an open engine; each input pointer is NULL or valid
-/// for reading its length; the outputs are NULL or writable.
+/// for reading its length; `options` is NULL or valid; the outputs are
+/// NULL or writable.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn rt_engine_call_n(
@@ -391,6 +491,7 @@ pub unsafe extern "C" fn rt_engine_call_n(
     args_len: usize,
     actor_json: *const u8,
     actor_len: usize,
+    options: *const rt_call_options,
     result_json_out: *mut *mut c_char,
     result_len_out: *mut usize,
     err_out: *mut *mut rt_error,
@@ -398,6 +499,8 @@ pub unsafe extern "C" fn rt_engine_call_n(
     let result = catching(|| {
         // SAFETY: as in `rt_engine_call`.
         let held = unsafe { Held::enter(engine) }?;
+        // SAFETY: the caller guarantees `options` is NULL or valid.
+        let options = unsafe { call_options(options) };
         // SAFETY: the caller guarantees each is NULL or valid for its length.
         let (tool, args, actor) = unsafe {
             (
@@ -414,7 +517,7 @@ pub unsafe extern "C" fn rt_engine_call_n(
         };
         let (tool, actor) = (utf8(tool, "tool")?, utf8(actor, "actor")?);
         out_arg(result_json_out, "result_json_out")?;
-        let text = call(&held, &tool, args, &actor)?;
+        let text = call(&held, &tool, args, &actor, &options)?;
         let len = text.as_bytes().len();
         // SAFETY: checked non-NULL above; the caller guarantees the outputs
         // are writable. The host owns the string until `rt_string_free`.

@@ -73,6 +73,12 @@ pub enum rt_status {
     RT_BUSY = 25,
     /// `special_file`: a path names a FIFO, socket or device, never opened.
     RT_SPECIAL_FILE = 26,
+    /// `cancelled`: the call's cancel handle was cancelled while it waited,
+    /// before its commit point; nothing changed.
+    RT_CANCELLED = 27,
+    /// `deadline_exceeded`: the call's deadline passed while it waited,
+    /// before its commit point; nothing changed.
+    RT_DEADLINE_EXCEEDED = 28,
     /// `panic`: a bug inside roundtable was caught at the ABI boundary; the
     /// call's effects are unknown (a store write is all or nothing).
     RT_PANIC = 1000,
@@ -112,6 +118,8 @@ impl rt_status {
         rt_status::RT_VALIDATION_FAILED,
         rt_status::RT_BUSY,
         rt_status::RT_SPECIAL_FILE,
+        rt_status::RT_CANCELLED,
+        rt_status::RT_DEADLINE_EXCEEDED,
         rt_status::RT_PANIC,
         rt_status::RT_UNKNOWN_ERROR,
     ];

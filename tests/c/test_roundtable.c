@@ -9,7 +9,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -614,7 +616,7 @@ static void test_bytes_and_discovery(void) {
   rt_error *err = NULL;
   rt_status s = rt_engine_call_n(e, (const unsigned char *)tool, sizeof tool - 1,
                                  (const unsigned char *)get, (size_t)n,
-                                 (const unsigned char *)HOST, strlen(HOST), &out, &len, &err);
+                                 (const unsigned char *)HOST, strlen(HOST), NULL, &out, &len, &err);
   CHECK(s == RT_OK && out && len == strlen(out), "call_n: %u len %zu", (unsigned)s, len);
   rt_string_free(out);
   rt_error_free(err);
@@ -626,11 +628,11 @@ static void test_bytes_and_discovery(void) {
   err = NULL;
   s = rt_engine_call_n(e, (const unsigned char *)tool, sizeof tool - 1,
                        (const unsigned char *)with_nul, (size_t)n + 6,
-                       (const unsigned char *)HOST, strlen(HOST), &out, NULL, &err);
+                       (const unsigned char *)HOST, strlen(HOST), NULL, &out, NULL, &err);
   CHECK(s == RT_INVALID_ARGUMENT && out == NULL, "a NUL inside args: %u", (unsigned)s);
   rt_error_free(err);
   s = rt_engine_call_n(e, NULL, 3, (const unsigned char *)get, (size_t)n,
-                       (const unsigned char *)HOST, strlen(HOST), &out, NULL, NULL);
+                       (const unsigned char *)HOST, strlen(HOST), NULL, &out, NULL, NULL);
   CHECK(s == RT_INVALID_ARGUMENT, "NULL with a length: %u", (unsigned)s);
 
   /* Discovery: the registry's schemas and the JSON surface's version. */
@@ -686,6 +688,88 @@ static void test_close_during_call(void) {
   }
 }
 
+/* ---- cancellation and deadlines (issue 19 item 3) ---------------------- */
+
+struct canceller {
+  rt_cancel *cancel;
+};
+
+static void *cancel_soon(void *arg) {
+  struct canceller *c = arg;
+  struct timespec pause = {0, 50000000L};
+  nanosleep(&pause, NULL);
+  rt_cancel_cancel(c->cancel);
+  return NULL;
+}
+
+/* An apply waiting for the workspace apply lock (held here with flock, as
+ * another applier would) gives up at its deadline, or when its handle is
+ * cancelled from another thread, long before the 10 s busy timeout — and
+ * changes nothing. */
+static void test_cancel_and_deadline(void) {
+  char *root = scratch_repo(LIB_RS);
+  rt_engine *e = open_engine(root, NULL);
+  if (!e) return;
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"alice\",\"roles\":[\"author\"]}", HOST);
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"bob\",\"roles\":[\"reviewer\"]}", HOST);
+  FREE_CALL(e, "task.create", "{\"task_id\":\"t1\",\"title\":\"t\"}", HOST);
+  FREE_CALL(e, "claim.acquire", "{\"resource_id\":\"file:README.md\",\"type\":\"write\",\"ttl_s\":600}", ALICE);
+  char *made = ok_call(e, "proposal.create",
+                       "{\"task_id\":\"t1\",\"title\":\"R\",\"summary_md\":\"s\",\"patch\":"
+                       "\"--- a/README.md\\n+++ b/README.md\\n@@ -1 +1 @@\\n-demo project\\n+demo project!\\n\"}",
+                       ALICE);
+  char pid[256];
+  str_at(made, "proposal.id", pid, sizeof pid);
+  rt_string_free(made);
+  FREE_CALL(e, "proposal.request_review", args("{\"proposal_id\":\"%s\"}", pid), ALICE);
+  FREE_CALL(e, "vote.cast", args("{\"proposal_id\":\"%s\",\"revision\":1,\"vote\":\"approve\"}", pid), BOB);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/.roundtable", root);
+  int held = open(dir, O_RDONLY | O_DIRECTORY);
+  CHECK(held >= 0 && flock(held, LOCK_EX) == 0, "flock %s", dir);
+  static const char tool[] = "patch.apply";
+  char apply[512];
+  snprintf(apply, sizeof apply, "{\"proposal_id\":\"%s\",\"revision\":1}", pid);
+  size_t apply_len = strlen(apply);
+  for (int round = 0; round < 2; round++) {
+    rt_cancel *cancel = rt_cancel_new();
+    rt_call_options options = {round == 0 ? 100 : 0, round == 1 ? cancel : NULL};
+    pthread_t t;
+    struct canceller c = {cancel};
+    if (round == 1) CHECK(pthread_create(&t, NULL, cancel_soon, &c) == 0, "pthread_create");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char *out = NULL;
+    rt_error *err = NULL;
+    rt_status s = rt_engine_call_n(e, (const unsigned char *)tool, sizeof tool - 1, (const unsigned char *)apply,
+                                   apply_len, (const unsigned char *)HOST, strlen(HOST), &options, &out, NULL, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    rt_status want = round == 0 ? RT_DEADLINE_EXCEEDED : RT_CANCELLED;
+    CHECK(s == want && out == NULL, "round %d: status %u (%s), want %u", round, (unsigned)s,
+          err ? rt_error_message(err) : "", (unsigned)want);
+    CHECK(ms < 5000, "round %d: gave up after %.0f ms", round, ms);
+    rt_error_free(err);
+    if (round == 1) pthread_join(t, NULL);
+    rt_cancel_free(cancel);
+  }
+  flock(held, LOCK_UN);
+  close(held);
+  /* Nothing changed: the file, and no transaction was recorded. */
+  CHECK(file_equals(root, "README.md", "demo project\n"), "README.md changed");
+  char *txs = ok_call(e, "transaction.list", "{}", HOST);
+  CHECK(txs && strstr(txs, "\"transactions\":[]"), "a transaction was recorded: %s", txs);
+  rt_string_free(txs);
+  /* With the lock free, the same apply lands. */
+  FREE_CALL(e, "patch.apply", apply, HOST);
+  CHECK(file_equals(root, "README.md", "demo project!\n"), "README.md not applied");
+  rt_cancel_cancel(NULL);
+  rt_cancel_free(NULL);
+  rt_engine_close(e);
+  remove_tree(root);
+  free(root);
+}
+
 int main(void) {
   CHECK(rt_abi_version() == RT_ABI_VERSION, "ABI %u", rt_abi_version());
   CHECK(rt_version() && rt_version()[0], "version");
@@ -694,6 +778,7 @@ int main(void) {
   test_threads();
   test_bytes_and_discovery();
   test_close_during_call();
+  test_cancel_and_deadline();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -18,11 +18,13 @@ package roundtable
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -59,6 +61,8 @@ const (
 	CodeValidationFailed    Code = "validation_failed"
 	CodeBusy                Code = "busy"
 	CodeSpecialFile         Code = "special_file"
+	CodeCancelled           Code = "cancelled"
+	CodeDeadlineExceeded    Code = "deadline_exceeded"
 	CodePanic               Code = "panic"
 )
 
@@ -74,8 +78,16 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("roundtable: %s: %s", e.Code, e.Message) }
 
 // Is reports whether target is an *Error with the same code, so that
-// errors.Is(err, &roundtable.Error{Code: roundtable.CodeNotFound}) works.
+// errors.Is(err, &roundtable.Error{Code: roundtable.CodeNotFound}) works;
+// a cancelled call is also context.Canceled, one past its deadline
+// context.DeadlineExceeded.
 func (e *Error) Is(target error) bool {
+	switch {
+	case target == context.Canceled:
+		return e.Code == CodeCancelled
+	case target == context.DeadlineExceeded:
+		return e.Code == CodeDeadlineExceeded
+	}
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code
 }
@@ -179,6 +191,20 @@ func Open(root string, options map[string]any) (*Engine, error) {
 // is marshalled with encoding/json, except a json.RawMessage, which is
 // passed as it is.
 func (e *Engine) Call(tool string, args any, actor Actor) (json.RawMessage, error) {
+	return e.CallContext(context.Background(), tool, args, actor)
+}
+
+// CallContext is Call under ctx: its deadline bounds every wait the call
+// makes (the apply lock, a busy store, claim waits, events.wait), and
+// cancelling ctx ends them; the call then fails with CodeCancelled or
+// CodeDeadlineExceeded (errors.Is with context.Canceled and
+// context.DeadlineExceeded) having changed nothing. A mutating call past
+// its commit point returns success even if ctx was cancelled meanwhile:
+// retry with an idempotency key to learn the outcome.
+func (e *Engine) CallContext(ctx context.Context, tool string, args any, actor Actor) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var text []byte
 	if raw, ok := args.(json.RawMessage); ok {
 		text = raw
@@ -199,6 +225,37 @@ func (e *Engine) Call(tool string, args any, actor Actor) (json.RawMessage, erro
 	if e.ptr == nil {
 		return nil, ErrClosed
 	}
+	var options C.rt_call_options
+	if deadline, ok := ctx.Deadline(); ok {
+		ms := time.Until(deadline).Milliseconds()
+		if ms < 1 {
+			ms = 1
+		}
+		options.timeout_ms = C.uint64_t(ms)
+	}
+	if ctx.Done() != nil {
+		cancel := C.rt_cancel_new()
+		options.cancel = cancel
+		stop, exited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(exited)
+			select {
+			case <-ctx.Done():
+				// A deadline is the call's own (timeout_ms, rounded
+				// down): cancelling too would race it for the error.
+				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					C.rt_cancel_cancel(cancel)
+				}
+			case <-stop:
+			}
+		}()
+		// The handle is freed only after the goroutine stopped using it.
+		defer func() {
+			close(stop)
+			<-exited
+			C.rt_cancel_free(cancel)
+		}()
+	}
 	// Pointer and length: no copy, and a NUL byte cannot truncate anything.
 	var out *C.char
 	var outLen C.size_t
@@ -207,7 +264,7 @@ func (e *Engine) Call(tool string, args any, actor Actor) (json.RawMessage, erro
 		bytesPtr(toolText), C.size_t(len(toolText)),
 		bytesPtr(text), C.size_t(len(text)),
 		bytesPtr(actorText), C.size_t(len(actorText)),
-		&out, &outLen, &cerr)
+		&options, &out, &outLen, &cerr)
 	if st != C.RT_OK {
 		return nil, takeError(st, cerr)
 	}

@@ -1,13 +1,16 @@
 package roundtable
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const libRS = "pub fn greet(name: &str) -> String {\n    format!(\"Hello, {name}\")\n}\n\npub fn shout(name: &str) -> String {\n    greet(name).to_uppercase()\n}\n"
@@ -476,4 +479,63 @@ func TestLatin1PatchLandsByteExact(t *testing.T) {
 	if code(err) != CodeInvalidArgument {
 		t.Fatalf("a NUL inside the arguments: %v", err)
 	}
+}
+
+// An apply waiting for the workspace apply lock (held here as another
+// applier would hold it) is cancelled through its context, or gives up at
+// the context's deadline, long before the busy timeout; nothing changes.
+func TestCancellingAWaitingApplyChangesNothing(t *testing.T) {
+	root := repo(t)
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("demo project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := open(t, root, nil)
+	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
+	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
+	call(t, e, "task.create", obj{"task_id": "t1", "title": "t"}, host)
+	call(t, e, "claim.acquire", obj{"resource_id": "file:README.md", "type": "write", "ttl_s": 600}, alice)
+	made := call(t, e, "proposal.create", obj{"task_id": "t1", "title": "R", "summary_md": "s",
+		"patch": "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-demo project\n+demo project!\n"}, alice)
+	pid := field(made, "proposal", "id")
+	call(t, e, "proposal.request_review", obj{"proposal_id": pid}, alice)
+	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 1, "vote": "approve"}, bob)
+
+	lock, err := os.Open(filepath.Join(root, ".roundtable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	apply := obj{"proposal_id": pid, "revision": 1}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = e.CallContext(ctx, "patch.apply", apply, host)
+	if !errors.Is(err, context.Canceled) || code(err) != CodeCancelled {
+		t.Fatalf("cancelled apply: %v", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("the cancelled apply returned after %v", waited)
+	}
+	ctx, stop := context.WithTimeout(context.Background(), 80*time.Millisecond)
+	defer stop()
+	_, err = e.CallContext(ctx, "patch.apply", apply, host)
+	if !errors.Is(err, context.DeadlineExceeded) || code(err) != CodeDeadlineExceeded {
+		t.Fatalf("apply past its deadline: %v", err)
+	}
+	got, _ := os.ReadFile(filepath.Join(root, "README.md"))
+	if string(got) != "demo project\n" {
+		t.Fatalf("README.md changed: %q", got)
+	}
+	txs := call(t, e, "transaction.list", obj{}, host)
+	if list, _ := txs["transactions"].([]any); len(list) != 0 {
+		t.Fatalf("a transaction was recorded: %v", txs)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	call(t, e, "patch.apply", apply, host)
 }

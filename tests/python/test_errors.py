@@ -197,18 +197,37 @@ def test_engine_error_families(repo: Path, engine: roundtable.Engine) -> None:
     assert claim.status == "active"
 
 
-def test_a_patch_that_is_not_utf8_is_a_coded_invalid_argument(repo: Path, engine: roundtable.Engine) -> None:
+def test_a_patch_that_is_not_utf8_travels_as_bytes_and_is_judged_as_a_patch(
+    repo: Path, engine: roundtable.Engine
+) -> None:
+    """Bytes that are not UTF-8 go as ``patch_base64``: never a bare
+    ``UnicodeDecodeError``, never a lossy string; a malformed one is the
+    engine's own coded refusal, and nothing is written."""
     register(engine)
     before = engine.call("events.verify", {}, HOST)["checked"]
     for call in (
         lambda: engine.create_proposal(ALICE, task_id="excited-greeting", title="t", summary_md="s", patch=b"\xff"),
         lambda: engine.attach_patch(ALICE, "prop-x", expected_revision=1, patch=b"--- a/x\n\xc3"),
     ):
-        e = raises(roundtable.InvalidArgument, "invalid_argument", call)
-        assert not isinstance(e, UnicodeDecodeError)
-        assert e.details["field"] == "patch"
-        assert "UTF-8" in e.message
+        with pytest.raises(roundtable.RoundtableError) as info:
+            call()
+        assert not isinstance(info.value, UnicodeDecodeError)
+        assert info.value.code in ("invalid_patch", "not_found"), info.value
     assert engine.call("events.verify", {}, HOST)["checked"] == before, "nothing was written"
+    # A Latin-1 diff through the typed method lands byte for byte.
+    (repo / "latin1.txt").write_bytes(b"caf\xe9\n")
+    engine.call("claim.acquire", {"resource_id": "file:latin1.txt", "type": "write", "ttl_s": 600}, ALICE)
+    made = engine.create_proposal(
+        ALICE,
+        task_id="excited-greeting",
+        title="Latin-1",
+        summary_md="s",
+        patch=b"--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1 +1 @@\n-caf\xe9\n+na\xefve\n",
+    )
+    engine.call("proposal.request_review", {"proposal_id": made.proposal.id}, ALICE)
+    engine.call("vote.cast", {"proposal_id": made.proposal.id, "revision": 1, "vote": "approve"}, BOB)
+    engine.call("patch.apply", {"proposal_id": made.proposal.id, "revision": 1}, HOST)
+    assert (repo / "latin1.txt").read_bytes() == b"na\xefve\n"
 
 
 def test_patch_error_families(repo: Path) -> None:

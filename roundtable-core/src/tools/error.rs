@@ -96,6 +96,12 @@ impl ToolError {
     }
 }
 
+impl From<crate::interrupt::Interrupted> for ToolError {
+    fn from(e: crate::interrupt::Interrupted) -> ToolError {
+        ToolError::new(e.code(), e.to_string(), json!({}))
+    }
+}
+
 impl From<rusqlite::Error> for ToolError {
     fn from(e: rusqlite::Error) -> ToolError {
         ToolError::new(ErrorCode::Database, format!("store: {e}"), json!({})).with_source(e)

@@ -58,8 +58,18 @@ pub(crate) fn until<T>(
             // That check was the last one (a zero timeout looks once).
             return Ok(None);
         }
+        // The caller's own deadline or cancel token (crate::interrupt)
+        // ends the wait early, with its own error.
+        crate::interrupt::check()?;
         let wake_by = due.map_or(deadline, |d| deadline.min(checked_at + d));
+        let (wake_by, cancellable) = crate::interrupt::bound(wake_by);
+        let wake_by = if cancellable {
+            wake_by.min(Instant::now() + crate::interrupt::SLICE)
+        } else {
+            wake_by
+        };
         let woken = waiting.sleep(wake_by.saturating_duration_since(Instant::now()));
+        crate::interrupt::check()?;
         if !woken && Instant::now() >= deadline {
             return match check()? {
                 Check::Done(v) => Ok(Some(v)),

@@ -4,10 +4,10 @@
 //! both ([`Engine::call_with`](crate::Engine::call_with)). For the call's
 //! duration they are the calling thread's, so every wait the call makes
 //! deep down — the apply lock, a busy store, a claim wait, `events.wait` —
-//! checks them ([`check`]) without each layer passing them on. A call
+//! checks them (`interrupt::check`) without each layer passing them on. A call
 //! interrupted before its commit point changes nothing and fails with
 //! `cancelled` or `deadline_exceeded`. A call that passed its commit point
-//! ([`committed`]) is no longer interrupted: it finishes and reports
+//! (`interrupt::committed`) is no longer interrupted: it finishes and reports
 //! success even if the caller gave up — retry with an idempotency key to
 //! learn the outcome.
 

@@ -136,6 +136,27 @@ fn bare_remote(top: &Path) -> PathBuf {
     remote
 }
 
+/// Bare clones `NAME.git` of `top/remote.git`, one per name; their paths.
+fn bare_clones(top: &Path, names: &[&str]) -> Vec<PathBuf> {
+    names
+        .iter()
+        .map(|name| {
+            let clone = top.join(format!("{name}.git"));
+            git(
+                top,
+                &[
+                    "clone",
+                    "-q",
+                    "--bare",
+                    "remote.git",
+                    clone.to_str().expect("utf-8"),
+                ],
+            );
+            clone
+        })
+        .collect()
+}
+
 fn fsck(d: &Path) {
     git(d, &["fsck", "--strict", "--no-progress"]);
 }
@@ -326,21 +347,9 @@ fn two_engines_on_two_bare_clones_land_disjoint_changes_all_once_on_a_linear_his
         .and_then(|v| v.parse().ok())
         .unwrap_or(50);
     let hosts: Vec<(String, PathBuf)> = ["a", "b"]
-        .iter()
-        .map(|name| {
-            let clone = top.path().join(format!("{name}.git"));
-            git(
-                top.path(),
-                &[
-                    "clone",
-                    "-q",
-                    "--bare",
-                    "remote.git",
-                    clone.to_str().expect("utf-8"),
-                ],
-            );
-            ((*name).to_owned(), clone)
-        })
+        .into_iter()
+        .zip(bare_clones(top.path(), &["a", "b"]))
+        .map(|(name, clone)| (name.to_owned(), clone))
         .collect();
     let retries: Vec<u32> = std::thread::scope(|scope| {
         let runs: Vec<_> = hosts
@@ -400,23 +409,7 @@ fn two_engines_on_two_bare_clones_land_disjoint_changes_all_once_on_a_linear_his
 fn of_two_overlapping_changes_racing_to_the_remote_the_loser_is_refused_and_leaves_nothing() {
     let top = tempfile::tempdir().expect("tempdir");
     let remote = bare_remote(top.path());
-    let clones: Vec<PathBuf> = ["a", "b"]
-        .iter()
-        .map(|name| {
-            let clone = top.path().join(format!("{name}.git"));
-            git(
-                top.path(),
-                &[
-                    "clone",
-                    "-q",
-                    "--bare",
-                    "remote.git",
-                    clone.to_str().expect("utf-8"),
-                ],
-            );
-            clone
-        })
-        .collect();
+    let clones = bare_clones(top.path(), &["a", "b"]);
     let hosts: Vec<Host> = clones
         .iter()
         .map(|c| Host::open(c, Some("origin")))

@@ -565,6 +565,22 @@ static void test_threads(void) {
 
 /* ---- byte-safe input, discovery, close during calls (issue 19) ------- */
 
+/* alice (author) and bob (reviewer) registered, task t1, and alice's write
+ * claim on `path`. */
+static void author_and_reviewer(rt_engine *e, const char *path) {
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"alice\",\"roles\":[\"author\"]}", HOST);
+  FREE_CALL(e, "agent.register", "{\"agent_id\":\"bob\",\"roles\":[\"reviewer\"]}", HOST);
+  FREE_CALL(e, "task.create", "{\"task_id\":\"t1\",\"title\":\"t\"}", HOST);
+  FREE_CALL(e, "claim.acquire",
+            args("{\"resource_id\":\"file:%s\",\"type\":\"write\",\"ttl_s\":600}", path), ALICE);
+}
+
+/* Proposal `pid` in review, approved by bob. */
+static void approve(rt_engine *e, const char *pid) {
+  FREE_CALL(e, "proposal.request_review", args("{\"proposal_id\":\"%s\"}", pid), ALICE);
+  FREE_CALL(e, "vote.cast", args("{\"proposal_id\":\"%s\",\"revision\":1,\"vote\":\"approve\"}", pid), BOB);
+}
+
 /* Standard base64 of `n` bytes into `out` (NUL-terminated). */
 static void base64(const unsigned char *in, size_t n, char *out) {
   static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -586,10 +602,7 @@ static void test_bytes_and_discovery(void) {
   write_file(root, "latin1.txt", "caf\xe9\nkeep \xff\n");
   rt_engine *e = open_engine(root, NULL);
   if (!e) return;
-  FREE_CALL(e, "agent.register", "{\"agent_id\":\"alice\",\"roles\":[\"author\"]}", HOST);
-  FREE_CALL(e, "agent.register", "{\"agent_id\":\"bob\",\"roles\":[\"reviewer\"]}", HOST);
-  FREE_CALL(e, "task.create", "{\"task_id\":\"t1\",\"title\":\"Latin-1\"}", HOST);
-  FREE_CALL(e, "claim.acquire", "{\"resource_id\":\"file:latin1.txt\",\"type\":\"write\",\"ttl_s\":600}", ALICE);
+  author_and_reviewer(e, "latin1.txt");
   static const unsigned char patch[] =
       "--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1,2 +1,2 @@\n-caf\xe9\n+na\xefve\n keep \xff\n";
   char b64[512];
@@ -600,8 +613,7 @@ static void test_bytes_and_discovery(void) {
   char pid[256];
   str_at(made, "proposal.id", pid, sizeof pid);
   rt_string_free(made);
-  FREE_CALL(e, "proposal.request_review", args("{\"proposal_id\":\"%s\"}", pid), ALICE);
-  FREE_CALL(e, "vote.cast", args("{\"proposal_id\":\"%s\",\"revision\":1,\"vote\":\"approve\"}", pid), BOB);
+  approve(e, pid);
   FREE_CALL(e, "patch.apply", args("{\"proposal_id\":\"%s\",\"revision\":1}", pid), HOST);
   CHECK(file_equals(root, "latin1.txt", "na\xefve\nkeep \xff\n"), "latin1.txt is not byte-exact");
 
@@ -710,10 +722,7 @@ static void test_cancel_and_deadline(void) {
   char *root = scratch_repo(LIB_RS);
   rt_engine *e = open_engine(root, NULL);
   if (!e) return;
-  FREE_CALL(e, "agent.register", "{\"agent_id\":\"alice\",\"roles\":[\"author\"]}", HOST);
-  FREE_CALL(e, "agent.register", "{\"agent_id\":\"bob\",\"roles\":[\"reviewer\"]}", HOST);
-  FREE_CALL(e, "task.create", "{\"task_id\":\"t1\",\"title\":\"t\"}", HOST);
-  FREE_CALL(e, "claim.acquire", "{\"resource_id\":\"file:README.md\",\"type\":\"write\",\"ttl_s\":600}", ALICE);
+  author_and_reviewer(e, "README.md");
   char *made = ok_call(e, "proposal.create",
                        "{\"task_id\":\"t1\",\"title\":\"R\",\"summary_md\":\"s\",\"patch\":"
                        "\"--- a/README.md\\n+++ b/README.md\\n@@ -1 +1 @@\\n-demo project\\n+demo project!\\n\"}",
@@ -721,8 +730,7 @@ static void test_cancel_and_deadline(void) {
   char pid[256];
   str_at(made, "proposal.id", pid, sizeof pid);
   rt_string_free(made);
-  FREE_CALL(e, "proposal.request_review", args("{\"proposal_id\":\"%s\"}", pid), ALICE);
-  FREE_CALL(e, "vote.cast", args("{\"proposal_id\":\"%s\",\"revision\":1,\"vote\":\"approve\"}", pid), BOB);
+  approve(e, pid);
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/.roundtable", root);
   int held = open(dir, O_RDONLY | O_DIRECTORY);

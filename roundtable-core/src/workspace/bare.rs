@@ -51,12 +51,14 @@ impl Bare {
         Ok(Some(commit.tree_id()))
     }
 
-    /// What `tree` holds at `path`: its kind, and the file when it is a
-    /// blob (`None` when nothing is there, or a blob is on the way).
+    /// What `tree` holds at `path`: its kind, and with `content` the file
+    /// when it is a blob (`None` when nothing is there, or a blob is on the
+    /// way). Without `content`, no blob is read.
     pub(super) fn entry(
         &self,
         tree: Option<Oid>,
         path: &RepoPath,
+        content: bool,
     ) -> Result<Option<(Kind, Option<TreeFile>)>, WorkspaceError> {
         let Some(tree) = tree else {
             return Ok(None);
@@ -74,6 +76,9 @@ impl Bare {
             Some(ObjectType::Blob) => Kind::File,
             _ => return Ok(Some((Kind::Special(SpecialKind::Submodule), None))),
         };
+        if !content {
+            return Ok(Some((kind, None)));
+        }
         let blob = repo
             .find_blob(entry.id())
             .map_err(git("read a blob"))?
@@ -195,7 +200,7 @@ impl Workspace {
         bare: &Bare,
         path: &RepoPath,
     ) -> Result<Option<TreeFile>, WorkspaceError> {
-        match bare.entry(self.bare_tree(bare)?, path)? {
+        match bare.entry(self.bare_tree(bare)?, path, true)? {
             None => Ok(None),
             Some((Kind::Special(kind), _)) => Err(WorkspaceError::Special {
                 path: path.to_string(),
@@ -216,7 +221,7 @@ impl Workspace {
         path: &RepoPath,
     ) -> Result<Option<Kind>, WorkspaceError> {
         Ok(bare
-            .entry(self.bare_tree(bare)?, path)?
+            .entry(self.bare_tree(bare)?, path, false)?
             .map(|(kind, _)| kind))
     }
 
@@ -239,7 +244,7 @@ impl Workspace {
         let components: Vec<&str> = path.components().collect();
         for depth in 1..components.len() {
             let ancestor = RepoPath::from_bytes(components[..depth].join("/").as_bytes())?;
-            match bare.entry(tree, &ancestor)?.map(|(kind, _)| kind) {
+            match bare.entry(tree, &ancestor, false)?.map(|(kind, _)| kind) {
                 Some(Kind::Dir) => continue,
                 Some(_) if !removes.contains(&ancestor) => {
                     return Err(in_the_way(format!(
@@ -250,7 +255,7 @@ impl Workspace {
             }
         }
         if bare
-            .entry(tree, path)?
+            .entry(tree, path, false)?
             .is_some_and(|(kind, _)| kind == Kind::Dir)
         {
             if let Some(rel) = bare.kept_below(tree, path, removes)? {

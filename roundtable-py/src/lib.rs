@@ -141,6 +141,13 @@ impl PyActor {
     fn __str__(&self) -> String {
         self.inner.to_string()
     }
+
+    /// Pickling and copying: `Actor.parse("KIND:ID")`, so an actor (and a
+    /// record holding one) crosses a `multiprocessing` queue.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let parse = slf.get_type().getattr("parse")?;
+        Ok((parse, (slf.get().inner.to_string(),)))
+    }
 }
 
 /// An open workspace: the repository root and its store.

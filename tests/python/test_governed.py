@@ -8,6 +8,7 @@ import pytest
 
 import roundtable
 from conftest import ALICE, BOB, CAROL, FIRST_PATCH, HOST, LIB_RS, SAM, SECOND_PATCH, register
+from roundtable import Actor
 
 
 def test_full_governed_change(repo: Path, engine: roundtable.Engine) -> None:
@@ -130,3 +131,20 @@ def test_closed_engine(repo: Path) -> None:
 def test_tools_listed() -> None:
     names = {t["name"] for t in roundtable.tools()}
     assert {"proposal.create", "patch.apply", "transaction.rollback", "events.list"} <= names
+
+
+def test_actors_and_records_pickle_and_copy(repo: Path, engine: roundtable.Engine) -> None:
+    """An actor, and a record holding one, cross a multiprocessing queue."""
+    import copy
+    import pickle
+
+    for actor in (ALICE, HOST, Actor.human("carol")):
+        assert pickle.loads(pickle.dumps(actor)) == actor
+        assert copy.deepcopy(actor) == actor and copy.copy(actor) == actor
+    register(engine)
+    made = engine.create_proposal(
+        ALICE, task_id="excited-greeting", title="t", summary_md="s", patch=SECOND_PATCH
+    )
+    again = pickle.loads(pickle.dumps(made))
+    assert again == made
+    assert again.revision.created_by == ALICE

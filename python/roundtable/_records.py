@@ -39,12 +39,9 @@ JSON = Dict[str, Any]
 
 
 def _actor(d: Mapping[str, Any]) -> Actor:
-    kind = d["kind"]
-    if kind == "agent":
-        return Actor.agent(d["id"])
-    if kind == "human":
-        return Actor.human(d["id"])
-    return Actor.orchestrator(d["id"])
+    """The actor a record names; an unknown kind is a coded
+    :class:`InvalidArgument`, never some other kind."""
+    return Actor.parse(f"{d['kind']}:{d['id']}")
 
 
 class _Record:

@@ -148,3 +148,13 @@ def test_actors_and_records_pickle_and_copy(repo: Path, engine: roundtable.Engin
     again = pickle.loads(pickle.dumps(made))
     assert again == made
     assert again.revision.created_by == ALICE
+
+
+def test_a_record_naming_an_unknown_actor_kind_is_refused_not_guessed() -> None:
+    """Before, any kind but agent and human became an orchestrator."""
+    from roundtable import _records
+
+    assert _records._actor({"kind": "human", "id": "carol"}) == Actor.human("carol")
+    assert _records._actor({"kind": "orchestrator", "id": "h"}) == Actor.orchestrator("h")
+    with pytest.raises(roundtable.InvalidArgument):
+        _records._actor({"kind": "robot", "id": "r2"})

@@ -998,16 +998,13 @@ fn clear_stale_locks(store: &Store, root: &Path, id: &str) -> Result<(), Transac
     let Some(landing) = landing else {
         return Ok(());
     };
-    let landing_error = |source| TransactionError::Landing {
-        transaction_id: id.to_owned(),
-        source,
-    };
-    let (repo, _, new) = landing_ids(root, &landing).map_err(landing_error)?;
-    crate::landing::clear_stale_lock(&repo, &landing.branch, new).map_err(landing_error)?;
+    let (repo, _, new) = landing_ids(root, &landing).map_err(landing_error(id))?;
+    crate::landing::clear_stale_lock(&repo, &landing.branch, new).map_err(landing_error(id))?;
     if let Some(remote) = &landing.remote {
-        let (remote_repo, _) = crate::landing::open_remote(&repo, remote).map_err(landing_error)?;
+        let (remote_repo, _) =
+            crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
         crate::landing::clear_stale_lock(&remote_repo, &landing.branch, new)
-            .map_err(landing_error)?;
+            .map_err(landing_error(id))?;
     }
     Ok(())
 }
@@ -1015,8 +1012,8 @@ fn clear_stale_locks(store: &Store, root: &Path, id: &str) -> Result<(), Transac
 /// Whether transaction `id` landed in git mode: its branch is at the
 /// commit built for it (the ref update is the commit point) — with a
 /// remote, the remote's branch holds it (at it, or past it: others may
-/// have landed on top since), and then this repository's branch is
-/// brought to it if it was left behind.
+/// have landed on top since). Changes nothing: [`finish_landed`] brings
+/// this repository's branch forward, under the apply lock.
 fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError> {
     let landing = store.read(|tx| {
         Ok::<_, TransactionError>(crate::store::settings::transaction_landing(tx, id)?)
@@ -1024,29 +1021,26 @@ fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError
     let Some(landing) = landing else {
         return Ok(false);
     };
-    let Ok((repo, old, new)) = landing_ids(root, &landing) else {
+    let Ok((repo, _, new)) = landing_ids(root, &landing) else {
         return Ok(false);
     };
     let Some(remote) = &landing.remote else {
         return Ok(repo.refname_to_id(&landing.branch).ok() == Some(new));
     };
-    let on_remote = |remote: &git2::Repository| -> Result<bool, crate::landing::LandingError> {
-        match remote.refname_to_id(&landing.branch) {
-            Ok(tip) => crate::landing::contains(remote, tip, new),
-            Err(_) => Ok(false),
-        }
-    };
-    let landing_error = |source| TransactionError::Landing {
+    // An unreachable remote cannot say: recovery must not guess.
+    let (remote_repo, _) = crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
+    match remote_repo.refname_to_id(&landing.branch) {
+        Ok(tip) => crate::landing::contains(&remote_repo, tip, new).map_err(landing_error(id)),
+        Err(_) => Ok(false),
+    }
+}
+
+/// A landing step's failure as transaction `id`'s error.
+fn landing_error(id: &str) -> impl Fn(crate::landing::LandingError) -> TransactionError + '_ {
+    move |source| TransactionError::Landing {
         transaction_id: id.to_owned(),
         source,
-    };
-    // An unreachable remote cannot say: recovery must not guess.
-    let (remote_repo, _) = crate::landing::open_remote(&repo, remote).map_err(landing_error)?;
-    if !on_remote(&remote_repo).map_err(landing_error)? {
-        return Ok(false);
     }
-    follow(&repo, &landing, old, new).map_err(landing_error)?;
-    Ok(true)
 }
 
 /// A transaction's final status is only ever set over `applying`: if
@@ -1208,16 +1202,19 @@ where
             crate::store::settings::transaction_landing(tx, id)?,
         ))
     })?;
+    if let Some(landing) = landing.as_ref().filter(|l| l.remote.is_some()) {
+        // Landed on the remote: this repository's branch follows it.
+        let (repo, old, new) =
+            landing_ids(env.workspace.root(), landing).map_err(landing_error(id))?;
+        follow(&repo, landing, old, new).map_err(landing_error(id))?;
+    }
     let landed = landing.map(|l| l.new_id).unwrap_or_default();
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
     if !env.workspace.is_bare() {
         // Killed while it staged: its lock would keep the index behind.
         crate::landing::open(env.workspace.root())
             .and_then(|repo| crate::landing::clear_stale_index_lock(&repo))
-            .map_err(|source| TransactionError::Landing {
-                transaction_id: id.to_owned(),
-                source,
-            })?;
+            .map_err(landing_error(id))?;
     }
     let index_note = stage_note(env.workspace, &landed, &paths);
     env.store.write(|tx| {

@@ -71,12 +71,9 @@ def setup(root: Path) -> str:
     (root / "app.py").write_text('print("hello")\n')
     host = Actor.orchestrator("host")
     with roundtable.open(root) as engine:
-        engine.call("agent.register", {"agent_id": "ada", "roles": ["author"]}, host)
-        engine.call("task.create", {"task_id": "t", "title": "bench"}, host)
-        return engine.create_proposal(
-            Actor.agent("ada"), task_id="t", title="bench", summary_md="s",
-            patch='--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print("hello")\n+print("hi")\n',
-        ).proposal.id
+        engine.call(host, "agent.register", {"agent_id": "ada", "roles": ["author"]})
+        engine.call(host, "task.create", {"task_id": "t", "title": "bench"})
+        return engine.session(Actor.agent("ada")).proposal_create(task_id="t", title="bench", summary_md="s", patch='--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print("hello")\n+print("hi")\n').proposal.id
 
 
 @contextlib.contextmanager

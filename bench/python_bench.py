@@ -83,17 +83,14 @@ def call_overhead(calls: int, runs: int) -> dict:
         root = Path(d)
         (root / "app.py").write_text('print("hello")\n')
         with roundtable.open(root, durability="off") as engine:
-            engine.call("agent.register", {"agent_id": "ada", "roles": ["author"]}, host)
-            engine.call("task.create", {"task_id": "t", "title": "bench"}, host)
-            pid = engine.create_proposal(
-                Actor.agent("ada"), task_id="t", title="bench", summary_md="s",
-                patch='--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print("hello")\n+print("hi")\n',
-            ).proposal.id
+            engine.call(host, "agent.register", {"agent_id": "ada", "roles": ["author"]})
+            engine.call(host, "task.create", {"task_id": "t", "title": "bench"})
+            pid = engine.session(Actor.agent("ada")).proposal_create(task_id="t", title="bench", summary_md="s", patch='--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print("hello")\n+print("hi")\n').proposal.id
             args = {"proposal_id": pid}
             text = '{"proposal_id": "%s"}' % pid
             for _ in range(200):
-                engine.call("proposal.get", args, host)
-            out = engine.call("proposal.get", args, host)
+                engine.call(host, "proposal.get", args)
+            out = engine.call(host, "proposal.get", args)
             assert out["proposal"]["id"] == pid
 
             def py_loop() -> None:
@@ -107,7 +104,7 @@ def call_overhead(calls: int, runs: int) -> dict:
                     call("proposal.get", text, host)
 
             inner = engine._inner
-            rust_times = sorted(inner._time_calls("proposal.get", args, host, calls) for _ in range(runs))
+            rust_times = sorted(inner._time_calls(host, "proposal.get", args, calls) for _ in range(runs))
             py_best, py_med = best_of(runs, py_loop)
             js_best, js_med = best_of(runs, json_loop)
     rust_best, rust_med = rust_times[0], statistics.median(rust_times)

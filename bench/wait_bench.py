@@ -84,20 +84,20 @@ def main() -> int:
         root = Path(d)
         (root / "README.md").write_text("wait bench\n")
         with roundtable.open(root, durability=args.durability) as engine:
-            engine.call("task.create", {"task_id": "t0", "title": "seed"}, HOST)
+            engine.call(HOST, "task.create", {"task_id": "t0", "title": "seed"})
             child = subprocess.Popen(
                 [sys.executable, "-c", COMMITTER, str(root)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             )
             assert child.stdin is not None and child.stdout is not None
             assert child.stdout.readline().strip() == "ready"
-            since = engine.wait_events(HOST, since_seq=0, timeout_ms=0).head_seq
+            since = engine.session(HOST).events_wait(since_seq=0, timeout_ms=0).head_seq
             after_end: List[float] = []
             after_start: List[float] = []
             for i in range(args.trials):
                 child.stdin.write("go\n")
                 child.stdin.flush()
-                page = engine.wait_events(HOST, since_seq=since, kinds=["task.created"], timeout_ms=10000)
+                page = engine.session(HOST).events_wait(since_seq=since, kinds=["task.created"], timeout_ms=10000)
                 woke = time.monotonic_ns()
                 t0, t1 = (int(x) for x in child.stdout.readline().split())
                 if page.timed_out or page.events[0].subject != f"t{i + 1}":
@@ -111,7 +111,7 @@ def main() -> int:
 
             log(f"idle: one wait_events of {args.idle_s:.0f} s with nothing committed")
             c0, w0 = cpu_s(), time.monotonic()
-            page = engine.wait_events(HOST, since_seq=since, timeout_ms=int(args.idle_s * 1000))
+            page = engine.session(HOST).events_wait(since_seq=since, timeout_ms=int(args.idle_s * 1000))
             c1, w1 = cpu_s(), time.monotonic()
             assert page.timed_out
     idle_pct = (c1 - c0) / (w1 - w0) * 100

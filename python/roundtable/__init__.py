@@ -1,13 +1,17 @@
 """roundtable: govern the changes AI agents propose to a repository.
 
-Open a workspace, then call tools as an actor::
+Open a workspace, then call tools as an actor, through a session bound to
+it (one typed method per tool, returning typed records)::
 
     import roundtable
     from roundtable import Actor
 
     with roundtable.open("path/to/repo") as engine:
-        host = Actor.orchestrator("host")
-        engine.call("agent.register", {"agent_id": "alice", "roles": ["author"]}, host)
+        host = engine.session(Actor.orchestrator("host"))
+        host.agent_register(agent_id="alice", roles=["author"])
+        engine.call(Actor.agent("alice"), "proposal.list", {})  # any tool, as JSON
+
+``roundtable.aio`` has the same surface for asyncio.
 
 Every call runs with the GIL released (the store, hashing and file writes
 happen in Rust while other Python threads run), and one engine may be
@@ -17,14 +21,11 @@ subclass named after its stable code and changes nothing.
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import functools
 import os
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
-from . import _roundtable
+from . import _records, _roundtable
 from ._errors import (
     AmbiguousSymbol,
     Busy,
@@ -69,54 +70,23 @@ from ._errors import (
     ValidationFailed,
     error_class,
 )
-from ._records import (
-    Applied,
-    ChangedFile,
-    Claim,
-    Event,
-    EventPage,
-    EventWait,
-    LineSpan,
-    Proposal,
-    ProposalRevision,
-    ProposalStatus,
-    Revision,
-    RolledBack,
-    Stage,
-    TestResult,
-    Transaction,
-    ValidationReport,
-    Vote,
-)
-from ._roundtable import ERROR_CODES, Actor, __version__
+from ._records import *  # noqa: F401,F403 (every record and enum, generated)
+from ._records import Event
+from ._roundtable import ERROR_CODES, Actor, Cancel, __version__
+from ._tools import Patch, ToolMethods
 
 __all__ = [
     "open",
     "Engine",
+    "Session",
     "Actor",
+    "Cancel",
+    "Patch",
     "parse_patch",
     "apply_patch",
     "tools",
     "ERROR_CODES",
     "__version__",
-    # records
-    "Applied",
-    "ChangedFile",
-    "Claim",
-    "Event",
-    "EventPage",
-    "EventWait",
-    "LineSpan",
-    "Proposal",
-    "ProposalRevision",
-    "ProposalStatus",
-    "Revision",
-    "RolledBack",
-    "Stage",
-    "TestResult",
-    "Transaction",
-    "ValidationReport",
-    "Vote",
     # errors
     "RoundtableError",
     "InvalidArgument",
@@ -161,31 +131,9 @@ __all__ = [
     "RoundtableTimeoutError",
     "error_class",
 ]
+__all__ += _records.__all__
 
 StrPath = Union[str, "os.PathLike[str]"]
-Patch = Union[str, bytes]
-
-
-def _patch(patch: Optional[Patch]) -> Dict[str, str]:
-    """The tool argument carrying ``patch``: ``patch`` (text) for a string
-    or UTF-8 bytes, ``patch_base64`` for bytes that are not UTF-8 (a
-    Latin-1 diff), which a JSON string cannot carry exactly."""
-    if patch is None:
-        return {}
-    if not isinstance(patch, bytes):
-        return {"patch": patch}
-    try:
-        return {"patch": patch.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"patch_base64": base64.b64encode(patch).decode("ascii")}
-
-
-def _put(args: Dict[str, Any], **optional: Any) -> Dict[str, Any]:
-    """``args`` plus every optional argument that was given (not None)."""
-    for key, value in optional.items():
-        if value is not None:
-            args[key] = value
-    return args
 
 
 class Engine:
@@ -196,14 +144,15 @@ class Engine:
     nothing else — every tool call is its own all-or-nothing transaction,
     already committed or refused when it returns, so nothing is ever
     applied or committed on exit, with or without an exception.
+
+    Calls take the actor first: ``engine.call(actor, tool, args)``; a
+    :meth:`session` is bound to one actor and has a typed method per tool.
     """
 
     __slots__ = ("_inner",)
 
     def __init__(self, inner: _roundtable.Engine) -> None:
         self._inner = inner
-
-    # -- lifecycle -------------------------------------------------------
 
     @property
     def root(self) -> str:
@@ -230,276 +179,73 @@ class Engine:
     def __repr__(self) -> str:
         return f"<roundtable.Engine root={self.root!r}{' closed' if self.closed else ''}>"
 
-    # -- the generic entry point -----------------------------------------
-
-    def call(self, tool: str, args: Mapping[str, Any], actor: Actor) -> Dict[str, Any]:
-        """Call any tool (see :func:`tools`) with ``args`` as ``actor``; its
+    def call(
+        self,
+        actor: Actor,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        timeout_ms: Optional[int] = None,
+        cancel: Optional[Cancel] = None,
+    ) -> Dict[str, Any]:
+        """Call any tool (see :func:`tools`) as ``actor`` with ``args``; its
         JSON result as a dict. Raises a :class:`RoundtableError` subclass
-        when the call is refused (and then nothing changed)."""
-        result: Dict[str, Any] = self._inner.call(tool, args, actor)
+        when the call is refused (and then nothing changed).
+
+        ``timeout_ms`` and ``cancel`` bound the call's waits (the apply
+        lock, a busy store, claim waits, ``events.wait``): past the deadline
+        or once ``cancel.cancel()`` is called, it raises
+        :class:`DeadlineExceeded` or :class:`Cancelled` having changed
+        nothing. A mutating call past its commit point reports success
+        whatever happens meanwhile; retry with an ``idempotency_key`` to
+        learn the outcome of a call you gave up on."""
+        result: Dict[str, Any] = self._inner.call(actor, tool, args, timeout_ms=timeout_ms, cancel=cancel)
         return result
 
-    def call_json(self, tool: str, args: Union[str, bytes], actor: Actor) -> str:
+    def call_json(
+        self,
+        actor: Actor,
+        tool: str,
+        args: Union[str, bytes],
+        *,
+        timeout_ms: Optional[int] = None,
+        cancel: Optional[Cancel] = None,
+    ) -> str:
         """:meth:`call` with JSON text in and out (a key given twice is refused)."""
-        return self._inner.call_json(tool, args, actor)
+        return self._inner.call_json(actor, tool, args, timeout_ms=timeout_ms, cancel=cancel)
 
-    # -- typed methods for the main flow ---------------------------------
+    def session(self, actor: Actor) -> "Session":
+        """A handle bound to ``actor``: every tool as a typed method that
+        needs no actor argument. Give an agent's thread its session and it
+        can act as nobody else."""
+        return Session(self, actor)
 
-    def create_proposal(
-        self,
-        actor: Actor,
-        *,
-        task_id: str,
-        title: str,
-        summary_md: str,
-        patch: Optional[Patch] = None,
-        edit_plan: Optional[Mapping[str, Any]] = None,
-        risk: Optional[str] = None,
-        patch_format: Optional[str] = None,
-        affected_resources: Optional[Sequence[str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> ProposalRevision:
-        """``proposal.create``: a new proposal with its first revision (a
-        ``patch`` — a unified/git diff, or with ``patch_format="codex"`` a
-        Codex ``*** Begin Patch`` envelope, with ``"search_replace"``
-        SEARCH/REPLACE blocks — or an ``edit_plan``). ``patch`` may be
-        bytes: ones that are not UTF-8 (a Latin-1 diff) travel as
-        ``patch_base64`` and land byte for byte."""
-        args = _put(
-            {"task_id": task_id, "title": title, "summary_md": summary_md},
-            **_patch(patch),
-            patch_format=patch_format,
-            edit_plan=dict(edit_plan) if edit_plan is not None else None,
-            risk=risk,
-            affected_resources=list(affected_resources) if affected_resources is not None else None,
-            idempotency_key=idempotency_key,
-        )
-        return ProposalRevision.from_dict(self.call("proposal.create", args, actor))
 
-    def attach_patch(
-        self,
-        actor: Actor,
-        proposal_id: str,
-        *,
-        expected_revision: int,
-        patch: Optional[Patch] = None,
-        edit_plan: Optional[Mapping[str, Any]] = None,
-        note_md: Optional[str] = None,
-        patch_format: Optional[str] = None,
-        affected_resources: Optional[Sequence[str]] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> ProposalRevision:
-        """``proposal.attach_patch``: a new revision; ``expected_revision`` is
-        the latest one the caller saw (a stale one is a :class:`Conflict`);
-        ``patch_format`` as for :meth:`create_proposal`."""
-        args = _put(
-            {"proposal_id": proposal_id, "expected_revision": expected_revision},
-            **_patch(patch),
-            patch_format=patch_format,
-            edit_plan=dict(edit_plan) if edit_plan is not None else None,
-            note_md=note_md,
-            affected_resources=list(affected_resources) if affected_resources is not None else None,
-            idempotency_key=idempotency_key,
-        )
-        return ProposalRevision.from_dict(self.call("proposal.attach_patch", args, actor))
+class Session(ToolMethods):
+    """An :class:`Engine` bound to one actor: one typed method per tool
+    (``session.proposal_create(task_id=..., ...)``), each returning the
+    tool's result record, an ``iter_*`` generator per paged list, and
+    :meth:`follow` for the audit log as it grows. Cheap to make; as
+    thread-safe as the engine."""
 
-    def acquire_claim(
-        self,
-        actor: Actor,
-        resource_id: str,
-        *,
-        type: str = "write",
-        ttl_s: int = 900,
-        task_id: Optional[str] = None,
-        wait_ms: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> Claim:
-        """``claim.acquire``: claim a resource (``file:PATH``,
-        ``symbol:PATH#NAME``…) for ``ttl_s`` seconds. With ``wait_ms`` (at
-        most 60000), a conflicting claim of another agent is waited for —
-        first come first served — until it is released or expires; still
-        held then, :class:`Conflict`. Re-acquiring one's own live claim
-        returns it, renewed."""
-        args = _put(
-            {"resource_id": resource_id, "type": type, "ttl_s": ttl_s},
-            task_id=task_id,
-            wait_ms=wait_ms,
-            idempotency_key=idempotency_key,
-        )
-        return Claim.from_dict(self.call("claim.acquire", args, actor)["claim"])
+    __slots__ = ("engine", "actor")
 
-    async def acquire_claim_async(
-        self,
-        actor: Actor,
-        resource_id: str,
-        *,
-        type: str = "write",
-        ttl_s: int = 900,
-        task_id: Optional[str] = None,
-        wait_ms: Optional[int] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> Claim:
-        """:meth:`acquire_claim` awaited: it waits in the loop's default
-        executor (a thread, GIL released), so the event loop keeps running."""
-        call = functools.partial(
-            self.acquire_claim,
-            actor,
-            resource_id,
-            type=type,
-            ttl_s=ttl_s,
-            task_id=task_id,
-            wait_ms=wait_ms,
-            idempotency_key=idempotency_key,
-        )
-        return await asyncio.get_running_loop().run_in_executor(None, call)
+    def __init__(self, engine: Engine, actor: Actor) -> None:
+        #: The engine it calls.
+        self.engine = engine
+        #: Who every call is made as.
+        self.actor = actor
 
-    def cast_vote(
-        self,
-        actor: Actor,
-        proposal_id: str,
-        revision: int,
-        vote: str,
-        *,
-        reason_md: Optional[str] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> Vote:
-        """``vote.cast``: ``approve``, ``approve_with_notes``, ``revise``,
-        ``reject``, ``veto`` or ``abstain`` on one revision."""
-        args = _put(
-            {"proposal_id": proposal_id, "revision": revision, "vote": vote},
-            reason_md=reason_md,
-            idempotency_key=idempotency_key,
-        )
-        return Vote.from_dict(self.call("vote.cast", args, actor)["vote"])
+    def __repr__(self) -> str:
+        return f"<roundtable.Session {self.actor} root={self.engine.root!r}>"
 
-    def validate(self, actor: Actor, proposal_id: str, *, revision: Optional[int] = None) -> ValidationReport:
-        """``patch.validate``: every gate for a revision (the latest by
-        default); read-only."""
-        args = _put({"proposal_id": proposal_id}, revision=revision)
-        return ValidationReport.from_dict(self.call("patch.validate", args, actor))
-
-    def apply(
-        self,
-        actor: Actor,
-        proposal_id: str,
-        revision: int,
-        *,
-        transaction_id: Optional[str] = None,
-        idempotency_key: Optional[str] = None,
-    ) -> Applied:
-        """``patch.apply``: apply a valid revision as one transaction (a
-        failing gate raises :class:`ValidationFailed` with the ``.report``)."""
-        args = _put(
-            {"proposal_id": proposal_id, "revision": revision},
-            transaction_id=transaction_id,
-            idempotency_key=idempotency_key,
-        )
-        return Applied.from_dict(self.call("patch.apply", args, actor))
-
-    def rollback(self, actor: Actor, transaction_id: str, *, idempotency_key: Optional[str] = None) -> RolledBack:
-        """``transaction.rollback``: restore the exact bytes and modes an
-        applied transaction replaced."""
-        args = _put({"transaction_id": transaction_id}, idempotency_key=idempotency_key)
-        return RolledBack.from_dict(self.call("transaction.rollback", args, actor))
-
-    def test_result(self, actor: Actor, test_result_id: str) -> TestResult:
-        """``test.get``: one test or check result with its note (a failed
-        check's output)."""
-        args = {"test_result_id": test_result_id}
-        return TestResult.from_dict(self.call("test.get", args, actor)["test_result"])
-
-    def test_results(
-        self,
-        actor: Actor,
-        proposal_id: str,
-        *,
-        revision: Optional[int] = None,
-        name: Optional[str] = None,
-    ) -> List[TestResult]:
-        """``test.list``, every page: a proposal's results oldest first,
-        optionally of one revision or one check name."""
-        out: List[TestResult] = []
-        cursor: Optional[str] = None
-        while True:
-            args = _put({"proposal_id": proposal_id}, revision=revision, name=name, limit=200, cursor=cursor)
-            page = self.call("test.list", args, actor)
-            out.extend(TestResult.from_dict(t) for t in page["test_results"])
-            cursor = page["next_cursor"]
-            if cursor is None:
-                return out
-
-    def inbox(self, actor: Actor, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Dict[str, Any]:
-        """``inbox.list``: a page of what waits on ``actor`` (``items``, each
-        with its ``proposal``, ``revision``, ``role``, ``action`` and
-        ``why``; ``next_cursor``)."""
-        return self.call("inbox.list", _put({}, limit=limit, cursor=cursor), actor)
-
-    def events(
-        self,
-        actor: Actor,
-        *,
-        proposal_id: Optional[str] = None,
-        since_seq: Optional[int] = None,
-        limit: Optional[int] = None,
-    ) -> EventPage:
-        """``events.list``: a page of the audit log, oldest first."""
-        args = _put({}, proposal_id=proposal_id, since_seq=since_seq, limit=limit)
-        return EventPage.from_dict(self.call("events.list", args, actor))
-
-    def wait_events(
-        self,
-        actor: Actor,
-        *,
-        since_seq: int,
-        proposal_id: Optional[str] = None,
-        kinds: Optional[Sequence[str]] = None,
-        by: Optional[Actor] = None,
-        limit: Optional[int] = None,
-        timeout_ms: Optional[int] = None,
-    ) -> EventWait:
-        """``events.wait``: block (GIL released) until an event after
-        ``since_seq`` matching the filters (``proposal_id``, ``kinds``, the
-        actor ``by`` whom) is committed by any process, or ``timeout_ms``
-        (default 30000, at most 60000) passes; then ``timed_out`` is true
-        and ``next_since_seq`` is where to resume."""
-        args = _put(
-            {"since_seq": since_seq},
-            proposal_id=proposal_id,
-            kinds=list(kinds) if kinds is not None else None,
-            actor={"kind": by.kind, "id": by.id} if by is not None else None,
-            limit=limit,
-            timeout_ms=timeout_ms,
-        )
-        return EventWait.from_dict(self.call("events.wait", args, actor))
-
-    async def wait_events_async(
-        self,
-        actor: Actor,
-        *,
-        since_seq: int,
-        proposal_id: Optional[str] = None,
-        kinds: Optional[Sequence[str]] = None,
-        by: Optional[Actor] = None,
-        limit: Optional[int] = None,
-        timeout_ms: Optional[int] = None,
-    ) -> EventWait:
-        """:meth:`wait_events` awaited: it waits in the loop's default
-        executor (a thread, GIL released), so the event loop keeps running."""
-        call = functools.partial(
-            self.wait_events,
-            actor,
-            since_seq=since_seq,
-            proposal_id=proposal_id,
-            kinds=kinds,
-            by=by,
-            limit=limit,
-            timeout_ms=timeout_ms,
-        )
-        return await asyncio.get_running_loop().run_in_executor(None, call)
+    def call(self, tool: str, args: Mapping[str, Any]) -> Dict[str, Any]:
+        """Call any tool as this session's actor; its JSON result."""
+        result: Dict[str, Any] = self.engine._inner.call(self.actor, tool, args)
+        return result
 
     def follow(
         self,
-        actor: Actor,
         *,
         since_seq: int = 0,
         proposal_id: Optional[str] = None,
@@ -509,32 +255,33 @@ class Engine:
         idle_timeout_s: Optional[float] = None,
     ) -> Iterator[Event]:
         """Every matching event after ``since_seq``, as it is committed (by
-        any process): an endless iterator over :meth:`wait_events`, each
-        long poll at most ``poll_timeout_ms``. With ``idle_timeout_s`` it
-        ends once that long passed without a matching event. No polling
-        loop: each call sleeps until a commit wakes it."""
+        any process): an endless iterator over ``events.wait``, each long
+        poll at most ``poll_timeout_ms``. With ``idle_timeout_s`` it ends
+        once that long passed without a matching event. No polling loop:
+        each call sleeps until a commit wakes it."""
         since = since_seq
         idle_since = time.monotonic()
         while True:
-            timeout = poll_timeout_ms
-            if idle_timeout_s is not None:
-                left = idle_timeout_s - (time.monotonic() - idle_since)
-                if left <= 0:
-                    return
-                timeout = max(0, min(timeout, int(left * 1000) + 1))
-            page = self.wait_events(
-                actor,
-                since_seq=since,
-                proposal_id=proposal_id,
-                kinds=kinds,
-                by=by,
-                timeout_ms=timeout,
+            timeout = _poll_timeout(poll_timeout_ms, idle_timeout_s, idle_since)
+            if timeout is None:
+                return
+            page = self.events_wait(
+                since_seq=since, proposal_id=proposal_id, kinds=kinds, actor=by, timeout_ms=timeout
             )
             since = page.next_since_seq
             if page.events:
                 idle_since = time.monotonic()
-            for event in page.events:
-                yield event
+            yield from page.events
+
+
+def _poll_timeout(poll_timeout_ms: int, idle_timeout_s: Optional[float], idle_since: float) -> Optional[int]:
+    """The next long poll's timeout, or None once ``idle_timeout_s`` passed."""
+    if idle_timeout_s is None:
+        return poll_timeout_ms
+    left = idle_timeout_s - (time.monotonic() - idle_since)
+    if left <= 0:
+        return None
+    return max(0, min(poll_timeout_ms, int(left * 1000) + 1))
 
 
 def open(
@@ -553,13 +300,14 @@ def open(
     patch`` hunks may inflate to (default 128 MiB). Use the engine as a
     context manager to close it.
     """
-    options = _put(
-        {"durability": durability},
-        busy_timeout_ms=busy_timeout_ms,
-        max_patch_bytes=max_patch_bytes,
-        max_files=max_files,
-        max_inflated_bytes=max_inflated_bytes,
-    )
+    given = {
+        "busy_timeout_ms": busy_timeout_ms,
+        "max_patch_bytes": max_patch_bytes,
+        "max_files": max_files,
+        "max_inflated_bytes": max_inflated_bytes,
+    }
+    options: Dict[str, Any] = {"durability": durability}
+    options.update((k, v) for k, v in given.items() if v is not None)
     return Engine(_roundtable.Engine.open(os.fspath(root), options))
 
 

@@ -8,7 +8,7 @@
 import os
 from typing import Any, Dict, List, Optional, Tuple, Union, final
 
-__all__ = ["__version__", "ERROR_CODES", "Actor", "Engine", "parse_patch", "apply_patch", "tools", "_raise_error"]
+__all__ = ["__version__", "ERROR_CODES", "Actor", "Cancel", "Engine", "parse_patch", "apply_patch", "tools", "_raise_error"]
 
 __version__: str
 #: Every stable error code this build knows, in declaration order.
@@ -36,14 +36,39 @@ class Actor:
     def __reduce__(self) -> Tuple[Any, Tuple[str]]: ...
 
 @final
+class Cancel:
+    """A cancellation handle: give it to calls, then ``cancel()`` ends their waits."""
+
+    def __new__(cls) -> Cancel: ...
+    def cancel(self) -> None: ...
+    @property
+    def cancelled(self) -> bool: ...
+
+@final
 class Engine:
     """An open workspace: the repository root and its store."""
 
     @staticmethod
     def open(root: Union[str, os.PathLike[str]], options: Optional[Dict[str, Any]] = None) -> Engine: ...
-    def call(self, tool: str, args: Any, actor: Actor) -> Any: ...
-    def call_json(self, tool: str, args: Union[str, bytes], actor: Actor) -> str: ...
-    def _time_calls(self, tool: str, args: Any, actor: Actor, n: int) -> float: ...
+    def call(
+        self,
+        actor: Actor,
+        tool: str,
+        args: Any,
+        *,
+        timeout_ms: Optional[int] = None,
+        cancel: Optional[Cancel] = None,
+    ) -> Any: ...
+    def call_json(
+        self,
+        actor: Actor,
+        tool: str,
+        args: Union[str, bytes],
+        *,
+        timeout_ms: Optional[int] = None,
+        cancel: Optional[Cancel] = None,
+    ) -> str: ...
+    def _time_calls(self, actor: Actor, tool: str, args: Any, n: int) -> float: ...
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

@@ -21,10 +21,13 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use roundtable::diff::{self, ParseOptions};
-use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, ToolError};
+use roundtable::{
+    Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, ToolError,
+};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 /// The first `std::io::Error` in the cause chain: its errno and kind.
 fn os_cause(e: &ToolError) -> (Option<i32>, Option<String>) {
@@ -150,6 +153,45 @@ impl PyActor {
     }
 }
 
+/// A cancellation handle: give it to calls (`cancel=`), then `cancel()`
+/// from any thread ends their waits.
+#[pyclass(frozen, module = "roundtable._roundtable", name = "Cancel")]
+#[derive(Default)]
+pub struct PyCancel {
+    token: CancelToken,
+}
+
+#[pymethods]
+impl PyCancel {
+    #[new]
+    fn new() -> PyCancel {
+        PyCancel::default()
+    }
+
+    /// Cancel every call given this handle: each one still waiting fails
+    /// with `cancelled` and changes nothing.
+    fn cancel(&self) {
+        self.token.cancel();
+    }
+
+    /// Whether `cancel()` was called.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+/// The options of a call given a timeout or a cancellation handle.
+fn call_options(timeout_ms: Option<u64>, cancel: Option<&PyCancel>) -> Option<CallOptions> {
+    if timeout_ms.is_none() && cancel.is_none() {
+        return None;
+    }
+    Some(CallOptions {
+        deadline: timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms)),
+        cancel: cancel.map(|c| c.token.clone()),
+    })
+}
+
 /// An open workspace: the repository root and its store.
 #[pyclass(frozen, module = "roundtable._roundtable", name = "Engine")]
 pub struct PyEngine {
@@ -192,37 +234,54 @@ impl PyEngine {
         })
     }
 
-    /// Call `tool` with `args` (a dict) as `actor`; the tool's result.
+    /// Call `tool` with `args` (a dict) as `actor`; the tool's result. With
+    /// `timeout_ms` or `cancel`, every wait the call makes gives up at the
+    /// deadline or once `cancel` is cancelled (`deadline_exceeded`,
+    /// `cancelled`; nothing changed).
+    #[pyo3(signature = (actor, tool, args, *, timeout_ms = None, cancel = None))]
     fn call<'py>(
         &self,
         py: Python<'py>,
+        actor: &PyActor,
         tool: String,
         args: &Bound<'py, PyAny>,
-        actor: &PyActor,
+        timeout_ms: Option<u64>,
+        cancel: Option<&PyCancel>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let engine = self.handle()?;
         let args = convert::to_json(args, "").map_err(|e| raise(py, &e))?;
         let actor = actor.inner.clone();
+        let options = call_options(timeout_ms, cancel);
         let out = py
-            .detach(move || engine.call(&tool, args, &actor))
+            .detach(move || match options {
+                None => engine.call(&tool, args, &actor),
+                Some(o) => engine.call_with(&tool, args, &actor, &o),
+            })
             .map_err(|e| raise(py, &e))?;
         convert::to_py(py, &out)
     }
 
     /// `call` with JSON text in and out (parsed strictly: a key given twice
     /// is refused).
+    #[pyo3(signature = (actor, tool, args, *, timeout_ms = None, cancel = None))]
     fn call_json(
         &self,
         py: Python<'_>,
+        actor: &PyActor,
         tool: String,
         args: &Bound<'_, PyAny>,
-        actor: &PyActor,
+        timeout_ms: Option<u64>,
+        cancel: Option<&PyCancel>,
     ) -> PyResult<String> {
         let engine = self.handle()?;
         let args = bytes_of(args, "args").map_err(|e| raise(py, &e))?;
         let actor = actor.inner.clone();
+        let options = call_options(timeout_ms, cancel);
         let out = py
-            .detach(move || engine.call_json(&tool, &args, &actor))
+            .detach(move || match options {
+                None => engine.call_json(&tool, &args, &actor),
+                Some(o) => engine.call_json_with(&tool, &args, &actor, &o),
+            })
             .map_err(|e| raise(py, &e))?;
         Ok(out.to_string())
     }
@@ -233,9 +292,9 @@ impl PyEngine {
     fn _time_calls(
         &self,
         py: Python<'_>,
+        actor: &PyActor,
         tool: String,
         args: &Bound<'_, PyAny>,
-        actor: &PyActor,
         n: u32,
     ) -> PyResult<f64> {
         let engine = self.handle()?;
@@ -371,6 +430,7 @@ fn _roundtable(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ERROR_CODES", PyTuple::new(py, codes)?)?;
     m.add_class::<PyActor>()?;
     m.add_class::<PyEngine>()?;
+    m.add_class::<PyCancel>()?;
     m.add_function(wrap_pyfunction!(parse_patch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_patch, m)?)?;
     m.add_function(wrap_pyfunction!(tools, m)?)?;

@@ -79,10 +79,10 @@ def engine(repo: Path) -> Iterator[roundtable.Engine]:
 
 def register(engine: roundtable.Engine) -> None:
     """The demo's agents and task."""
-    engine.call("agent.register", {"agent_id": "alice", "roles": ["author"]}, HOST)
-    engine.call("agent.register", {"agent_id": "bob", "roles": ["reviewer"]}, HOST)
-    engine.call("agent.register", {"agent_id": "sam", "roles": ["reviewer", "security"]}, HOST)
-    engine.call("task.create", {"task_id": "excited-greeting", "title": "Greet with more enthusiasm"}, HOST)
+    engine.call(HOST, "agent.register", {"agent_id": "alice", "roles": ["author"]})
+    engine.call(HOST, "agent.register", {"agent_id": "bob", "roles": ["reviewer"]})
+    engine.call(HOST, "agent.register", {"agent_id": "sam", "roles": ["reviewer", "security"]})
+    engine.call(HOST, "task.create", {"task_id": "excited-greeting", "title": "Greet with more enthusiasm"})
 
 
 def files(root: Path) -> Dict[str, str]:

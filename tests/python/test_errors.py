@@ -134,64 +134,61 @@ def test_engine_error_families(repo: Path, engine: roundtable.Engine) -> None:
     e = raises(
         roundtable.InvalidArgument,
         "invalid_argument",
-        lambda: engine.call("task.create", {"task_id": "t2", "title": "x", "colour": "red"}, HOST),
+        lambda: engine.call(HOST, "task.create", {"task_id": "t2", "title": "x", "colour": "red"}),
     )
     assert e.details["field"] == "colour"
     assert isinstance(e, ValueError)
-    e = raises(roundtable.InvalidArgument, "invalid_argument", lambda: engine.call("task.create", {"title": object()}, HOST))
+    e = raises(roundtable.InvalidArgument, "invalid_argument", lambda: engine.call(HOST, "task.create", {"title": object()}))
     assert e.details["field"] == "title"
-    e = raises(roundtable.InvalidArgument, "invalid_argument", lambda: engine.call("task.create", {"title": "x", "n": [2**70]}, HOST))
+    e = raises(roundtable.InvalidArgument, "invalid_argument", lambda: engine.call(HOST, "task.create", {"title": "x", "n": [2**70]}))
     assert e.details["field"] == "n[0]"
 
-    e = raises(roundtable.NotFound, "not_found", lambda: engine.call("proposal.get", {"proposal_id": "nope"}, HOST))
+    e = raises(roundtable.NotFound, "not_found", lambda: engine.call(HOST, "proposal.get", {"proposal_id": "nope"}))
     assert e.details == {"kind": "proposal", "id": "nope"}
-    raises(roundtable.NotFound, "not_found", lambda: engine.call("no.such.tool", {}, HOST))
+    raises(roundtable.NotFound, "not_found", lambda: engine.call(HOST, "no.such.tool", {}))
 
-    claim = engine.acquire_claim(ALICE, "file:src/lib.rs")
-    raises(roundtable.Conflict, "conflict", lambda: engine.acquire_claim(BOB, "file:src/lib.rs"))
-    raises(roundtable.UnknownSymbol, "unknown_symbol", lambda: engine.acquire_claim(ALICE, "symbol:src/lib.rs#nope"))
-    e = raises(roundtable.AmbiguousSymbol, "ambiguous_symbol", lambda: engine.acquire_claim(ALICE, "symbol:m.py#f"))
+    claim = engine.session(ALICE).claim_acquire(resource_id="file:src/lib.rs", type="write", ttl_s=900).claim
+    raises(roundtable.Conflict, "conflict", lambda: engine.session(BOB).claim_acquire(resource_id="file:src/lib.rs", type="write", ttl_s=900))
+    raises(roundtable.UnknownSymbol, "unknown_symbol", lambda: engine.session(ALICE).claim_acquire(resource_id="symbol:src/lib.rs#nope", type="write", ttl_s=900))
+    e = raises(roundtable.AmbiguousSymbol, "ambiguous_symbol", lambda: engine.session(ALICE).claim_acquire(resource_id="symbol:m.py#f", type="write", ttl_s=900))
     assert len(e.details["candidates"]) == 2
-    raises(roundtable.UnsupportedLanguage, "unsupported_language", lambda: engine.acquire_claim(ALICE, "symbol:notes.txt#f"))
-    raises(roundtable.InvalidPolicy, "invalid_policy", lambda: engine.call("policy.set", {"document": "bogus = ["}, HOST))
+    raises(roundtable.UnsupportedLanguage, "unsupported_language", lambda: engine.session(ALICE).claim_acquire(resource_id="symbol:notes.txt#f", type="write", ttl_s=900))
+    raises(roundtable.InvalidPolicy, "invalid_policy", lambda: engine.call(HOST, "policy.set", {"document": "bogus = ["}))
     raises(
         roundtable.InvalidEditPlan,
         "invalid_edit_plan",
-        lambda: engine.create_proposal(ALICE, task_id="excited-greeting", title="t", summary_md="s", edit_plan={}),
+        lambda: engine.session(ALICE).proposal_create(task_id="excited-greeting", title="t", summary_md="s", edit_plan={}),
     )
 
-    engine.call("task.create", {"task_id": "k", "title": "a", "idempotency_key": "key-1"}, HOST)
+    engine.call(HOST, "task.create", {"task_id": "k", "title": "a", "idempotency_key": "key-1"})
     raises(
         roundtable.IdempotencyConflict,
         "idempotency_conflict",
-        lambda: engine.call("task.create", {"task_id": "k", "title": "b", "idempotency_key": "key-1"}, HOST),
+        lambda: engine.call(HOST, "task.create", {"task_id": "k", "title": "b", "idempotency_key": "key-1"}),
     )
 
-    created = engine.create_proposal(
-        ALICE, task_id="excited-greeting", title="t", summary_md="s", patch=SECOND_PATCH,
-        risk="low", affected_resources=["file:src/lib.rs"],
-    )
+    created = engine.session(ALICE).proposal_create(task_id="excited-greeting", title="t", summary_md="s", patch=SECOND_PATCH, risk="low", affected_resources=["file:src/lib.rs"])
     pid = created.proposal.id
-    raises(roundtable.Forbidden, "forbidden", lambda: engine.cast_vote(ALICE, pid, 1, "approve"))
-    raises(roundtable.Conflict, "conflict", lambda: engine.attach_patch(ALICE, pid, expected_revision=7, patch=SECOND_PATCH))
+    raises(roundtable.Forbidden, "forbidden", lambda: engine.session(ALICE).vote_cast(proposal_id=pid, revision=1, vote="approve").vote)
+    raises(roundtable.Conflict, "conflict", lambda: engine.session(ALICE).proposal_attach_patch(proposal_id=pid, expected_revision=7, patch=SECOND_PATCH))
 
-    e = raises(roundtable.ValidationFailed, "validation_failed", lambda: engine.apply(HOST, pid, 1))
+    e = raises(roundtable.ValidationFailed, "validation_failed", lambda: engine.session(HOST).patch_apply(proposal_id=pid, revision=1))
     assert isinstance(e, roundtable.ValidationFailed)
     assert e.report["valid"] is False and e.report["proposal_id"] == pid
     assert {s["name"] for s in e.report["stages"]} >= {"claims", "policy"}
 
-    engine.call("proposal.request_review", {"proposal_id": pid}, ALICE)
-    engine.cast_vote(BOB, pid, 1, "approve")
-    assert engine.validate(HOST, pid).valid
+    engine.call(ALICE, "proposal.request_review", {"proposal_id": pid})
+    engine.session(BOB).vote_cast(proposal_id=pid, revision=1, vote="approve").vote
+    assert engine.session(HOST).patch_validate(proposal_id=pid).valid
     (repo / "src" / "lib.rs").write_text(LIB_RS + "// moved on\n")
-    e = raises(roundtable.PreconditionFailed, "precondition_failed", lambda: engine.apply(HOST, pid, 1))
+    e = raises(roundtable.PreconditionFailed, "precondition_failed", lambda: engine.session(HOST).patch_apply(proposal_id=pid, revision=1))
     assert "preconditions" in {s["name"] for s in e.details["report"]["stages"] if s["status"] == "failed"}
 
-    engine.call("proposal.withdraw", {"proposal_id": pid}, ALICE)
+    engine.call(ALICE, "proposal.withdraw", {"proposal_id": pid})
     e = raises(
         roundtable.IllegalTransition,
         "illegal_transition",
-        lambda: engine.attach_patch(ALICE, pid, expected_revision=1, patch=SECOND_PATCH),
+        lambda: engine.session(ALICE).proposal_attach_patch(proposal_id=pid, expected_revision=1, patch=SECOND_PATCH),
     )
     assert e.details["status"] == "withdrawn"
     assert claim.status == "active"
@@ -204,29 +201,23 @@ def test_a_patch_that_is_not_utf8_travels_as_bytes_and_is_judged_as_a_patch(
     ``UnicodeDecodeError``, never a lossy string; a malformed one is the
     engine's own coded refusal, and nothing is written."""
     register(engine)
-    before = engine.call("events.verify", {}, HOST)["checked"]
+    before = engine.call(HOST, "events.verify", {})["checked"]
     for call in (
-        lambda: engine.create_proposal(ALICE, task_id="excited-greeting", title="t", summary_md="s", patch=b"\xff"),
-        lambda: engine.attach_patch(ALICE, "prop-x", expected_revision=1, patch=b"--- a/x\n\xc3"),
+        lambda: engine.session(ALICE).proposal_create(task_id="excited-greeting", title="t", summary_md="s", patch=b"\xff"),
+        lambda: engine.session(ALICE).proposal_attach_patch(proposal_id="prop-x", expected_revision=1, patch=b"--- a/x\n\xc3"),
     ):
         with pytest.raises(roundtable.RoundtableError) as info:
             call()
         assert not isinstance(info.value, UnicodeDecodeError)
         assert info.value.code in ("invalid_patch", "not_found"), info.value
-    assert engine.call("events.verify", {}, HOST)["checked"] == before, "nothing was written"
+    assert engine.call(HOST, "events.verify", {})["checked"] == before, "nothing was written"
     # A Latin-1 diff through the typed method lands byte for byte.
     (repo / "latin1.txt").write_bytes(b"caf\xe9\n")
-    engine.call("claim.acquire", {"resource_id": "file:latin1.txt", "type": "write", "ttl_s": 600}, ALICE)
-    made = engine.create_proposal(
-        ALICE,
-        task_id="excited-greeting",
-        title="Latin-1",
-        summary_md="s",
-        patch=b"--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1 +1 @@\n-caf\xe9\n+na\xefve\n",
-    )
-    engine.call("proposal.request_review", {"proposal_id": made.proposal.id}, ALICE)
-    engine.call("vote.cast", {"proposal_id": made.proposal.id, "revision": 1, "vote": "approve"}, BOB)
-    engine.call("patch.apply", {"proposal_id": made.proposal.id, "revision": 1}, HOST)
+    engine.call(ALICE, "claim.acquire", {"resource_id": "file:latin1.txt", "type": "write", "ttl_s": 600})
+    made = engine.session(ALICE).proposal_create(task_id="excited-greeting", title="Latin-1", summary_md="s", patch=b"--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1 +1 @@\n-caf\xe9\n+na\xefve\n")
+    engine.call(ALICE, "proposal.request_review", {"proposal_id": made.proposal.id})
+    engine.call(BOB, "vote.cast", {"proposal_id": made.proposal.id, "revision": 1, "vote": "approve"})
+    engine.call(HOST, "patch.apply", {"proposal_id": made.proposal.id, "revision": 1})
     assert (repo / "latin1.txt").read_bytes() == b"na\xefve\n"
 
 

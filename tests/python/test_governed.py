@@ -14,24 +14,16 @@ from roundtable import Actor
 def test_full_governed_change(repo: Path, engine: roundtable.Engine) -> None:
     register(engine)
 
-    claim = engine.acquire_claim(ALICE, "symbol:src/lib.rs#greet", ttl_s=900, task_id="excited-greeting")
+    claim = engine.session(ALICE).claim_acquire(resource_id="symbol:src/lib.rs#greet", type="write", ttl_s=900, task_id="excited-greeting").claim
     assert isinstance(claim, roundtable.Claim)
     assert claim.resource_id == "symbol:src/lib.rs#greet"
     assert claim.span == roundtable.LineSpan(1, 3)
     assert claim.status == "active" and claim.token >= 1
     with pytest.raises(roundtable.Conflict) as clash:
-        engine.acquire_claim(BOB, "file:src/lib.rs")
+        engine.session(BOB).claim_acquire(resource_id="file:src/lib.rs", type="write", ttl_s=900)
     assert clash.value.code == "conflict"
 
-    created = engine.create_proposal(
-        ALICE,
-        task_id="excited-greeting",
-        title="Greet with an exclamation mark",
-        summary_md="`greet` ends with `!`.",
-        risk="critical",
-        patch=FIRST_PATCH,
-        affected_resources=["symbol:src/lib.rs#greet"],
-    )
+    created = engine.session(ALICE).proposal_create(task_id="excited-greeting", title="Greet with an exclamation mark", summary_md="`greet` ends with `!`.", risk="critical", patch=FIRST_PATCH, affected_resources=["symbol:src/lib.rs#greet"])
     pid = created.proposal.id
     assert created.revision.number == 1
     assert created.proposal.risk == "critical"
@@ -40,54 +32,52 @@ def test_full_governed_change(repo: Path, engine: roundtable.Engine) -> None:
     assert created.to_dict()["proposal"]["id"] == pid
     assert "Proposal(id=" in repr(created.proposal)
 
-    first = engine.validate(HOST, pid)
+    first = engine.session(HOST).patch_validate(proposal_id=pid)
     assert not first.valid
     assert first.stage("coverage").status == "failed"
     assert "coverage" in first.failed
 
-    revised = engine.attach_patch(
-        ALICE, pid, expected_revision=1, patch=SECOND_PATCH.encode(), note_md="Only `greet` changes now."
-    )
+    revised = engine.session(ALICE).proposal_attach_patch(proposal_id=pid, expected_revision=1, patch=SECOND_PATCH.encode(), note_md="Only `greet` changes now.")
     assert revised.revision.number == 2
-    assert engine.validate(HOST, pid).stage("coverage").status == "passed"
+    assert engine.session(HOST).patch_validate(proposal_id=pid).stage("coverage").status == "passed"
 
-    plan = engine.call("proposal.request_review", {"proposal_id": pid}, ALICE)
+    plan = engine.call(ALICE, "proposal.request_review", {"proposal_id": pid})
     assert plan["review_plan"]
 
     with pytest.raises(roundtable.Forbidden) as own:
-        engine.cast_vote(ALICE, pid, 2, "approve")
+        engine.session(ALICE).vote_cast(proposal_id=pid, revision=2, vote="approve").vote
     assert own.value.code == "forbidden"
-    vote = engine.cast_vote(BOB, pid, 2, "approve", reason_md="Reads well.")
+    vote = engine.session(BOB).vote_cast(proposal_id=pid, revision=2, vote="approve", reason_md="Reads well.").vote
     assert (vote.agent_id, vote.vote, vote.revision) == ("bob", "approve", 2)
-    engine.cast_vote(SAM, pid, 2, "approve_with_notes", reason_md="Fine.")
-    engine.call("security.review", {"proposal_id": pid, "revision": 2, "verdict": "pass"}, SAM)
-    engine.call("human.approve", {"proposal_id": pid, "revision": 2, "note_md": "Ship it."}, CAROL)
+    engine.session(SAM).vote_cast(proposal_id=pid, revision=2, vote="approve_with_notes", reason_md="Fine.").vote
+    engine.call(SAM, "security.review", {"proposal_id": pid, "revision": 2, "verdict": "pass"})
+    engine.call(CAROL, "human.approve", {"proposal_id": pid, "revision": 2, "note_md": "Ship it."})
 
-    ready = engine.validate(HOST, pid)
+    ready = engine.session(HOST).patch_validate(proposal_id=pid)
     assert ready.valid, ready.failed
 
-    applied = engine.apply(HOST, pid, 2)
+    applied = engine.session(HOST).patch_apply(proposal_id=pid, revision=2)
     assert applied.proposal.status == "applied"
     assert applied.transaction.status == "applied" or applied.transaction.status == "committed"
     assert applied.transaction.file_count == 1
     assert applied.validation.valid
     assert "Hello, {name}!" in (repo / "src" / "lib.rs").read_text()
 
-    rolled = engine.rollback(HOST, applied.transaction.id)
+    rolled = engine.session(HOST).transaction_rollback(transaction_id=applied.transaction.id)
     assert rolled.transaction.rollback_of == applied.transaction.id
     assert (repo / "src" / "lib.rs").read_text() == LIB_RS
 
-    page = engine.events(HOST, proposal_id=pid)
+    page = engine.session(HOST).events_list(proposal_id=pid)
     assert len(page) >= 5
     assert page.events[0].proposal_id == pid
     assert all(e.seq < f.seq for e, f in zip(page.events, page.events[1:]))
-    chain = engine.call("events.verify", {}, HOST)
+    chain = engine.call(HOST, "events.verify", {})
     assert chain["valid"] is True
 
 
 def test_records_are_frozen(engine: roundtable.Engine) -> None:
     register(engine)
-    claim = engine.acquire_claim(ALICE, "file:README.md")
+    claim = engine.session(ALICE).claim_acquire(resource_id="file:README.md", type="write", ttl_s=900).claim
     with pytest.raises(AttributeError):
         claim.status = "released"  # type: ignore[misc]
     assert claim.to_dict()["id"] == claim.id
@@ -125,7 +115,7 @@ def test_closed_engine(repo: Path) -> None:
     e.close()
     assert e.closed
     with pytest.raises(ValueError, match="closed"):
-        e.call("events.verify", {}, HOST)
+        e.call(HOST, "events.verify", {})
 
 
 def test_tools_listed() -> None:
@@ -142,9 +132,7 @@ def test_actors_and_records_pickle_and_copy(repo: Path, engine: roundtable.Engin
         assert pickle.loads(pickle.dumps(actor)) == actor
         assert copy.deepcopy(actor) == actor and copy.copy(actor) == actor
     register(engine)
-    made = engine.create_proposal(
-        ALICE, task_id="excited-greeting", title="t", summary_md="s", patch=SECOND_PATCH
-    )
+    made = engine.session(ALICE).proposal_create(task_id="excited-greeting", title="t", summary_md="s", patch=SECOND_PATCH)
     again = pickle.loads(pickle.dumps(made))
     assert again == made
     assert again.revision.created_by == ALICE

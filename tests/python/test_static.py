@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import roundtable
+
 HERE = Path(__file__).parent
 skip = pytest.mark.skipif(os.environ.get("RT_STATIC_CHECKED") == "1", reason="run by scripts/test-python directly")
 
@@ -42,4 +44,6 @@ def test_typed_usage_runs(tmp_path: Path) -> None:
         import typed_usage
     finally:
         sys.path.remove(str(HERE))
-    assert typed_usage.run(tmp_path) == "1 file, 1 change"
+    tools = {t["name"] for t in roundtable.tools()}
+    assert typed_usage.run(tmp_path) == f"1 file, {len(tools)} tools"
+    assert typed_usage.TOOLS_CALLED == tools, "every tool is called through its typed method"

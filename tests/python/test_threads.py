@@ -21,8 +21,8 @@ def new_file_patch(path: str, lines: int) -> str:
 def test_eight_threads_propose_and_vote_while_another_validates(repo: Path) -> None:
     with roundtable.open(repo, durability="normal") as engine:
         for i in range(N):
-            engine.call("agent.register", {"agent_id": f"a{i}", "roles": ["author", "reviewer"]}, HOST)
-        engine.call("task.create", {"task_id": "t", "title": "Many hands"}, HOST)
+            engine.call(HOST, "agent.register", {"agent_id": f"a{i}", "roles": ["author", "reviewer"]})
+        engine.call(HOST, "task.create", {"task_id": "t", "title": "Many hands"})
 
         pids: List[Optional[str]] = [None] * N
         errors: List[BaseException] = []
@@ -41,22 +41,19 @@ def test_eight_threads_propose_and_vote_while_another_validates(repo: Path) -> N
 
         def worker(i: int) -> None:
             me = roundtable.Actor.agent(f"a{i}")
-            pid = engine.create_proposal(
-                me, task_id="t", title=f"file {i}", summary_md="s",
-                patch=new_file_patch(f"new/f{i}.txt", 50),
-            ).proposal.id
-            engine.call("proposal.request_review", {"proposal_id": pid}, me)
+            pid = engine.session(me).proposal_create(task_id="t", title=f"file {i}", summary_md="s", patch=new_file_patch(f"new/f{i}.txt", 50)).proposal.id
+            engine.call(me, "proposal.request_review", {"proposal_id": pid})
             pids[i] = pid
             created.wait(timeout=60)
             other = pids[(i + 1) % N]
             assert other is not None
-            engine.cast_vote(me, other, 1, "approve", reason_md=f"a{i} approves")
+            engine.session(me).vote_cast(proposal_id=other, revision=1, vote="approve", reason_md=f"a{i} approves").vote
 
         def validator() -> None:
             while not done.is_set():
                 for pid in list(pids):
                     if pid is not None:
-                        report = engine.validate(HOST, pid)
+                        report = engine.session(HOST).patch_validate(proposal_id=pid)
                         assert report.proposal_id == pid
                         validations[0] += 1
                 time.sleep(0)
@@ -75,11 +72,11 @@ def test_eight_threads_propose_and_vote_while_another_validates(repo: Path) -> N
         assert validations[0] > 0
         for i, pid in enumerate(pids):
             assert pid is not None
-            votes = engine.call("vote.list", {"proposal_id": pid}, HOST)["votes"]
+            votes = engine.call(HOST, "vote.list", {"proposal_id": pid})["votes"]
             assert [v["agent_id"] for v in votes] == [f"a{(i - 1) % N}"]
-        listed = engine.call("proposal.list", {"task_id": "t"}, HOST)["proposals"]
+        listed = engine.call(HOST, "proposal.list", {"task_id": "t"})["proposals"]
         assert len(listed) == N
-        assert engine.call("events.verify", {}, HOST)["valid"] is True
+        assert engine.call(HOST, "events.verify", {})["valid"] is True
 
 
 class Counter:
@@ -146,15 +143,13 @@ def test_gil_is_released_during_engine_calls(tmp_path: Path) -> None:
     root.mkdir()
     patch = "".join(new_file_patch(f"d{i % 40}/f{i}.txt", 40) for i in range(3000))
     with roundtable.open(root, durability="off") as engine:
-        engine.call("agent.register", {"agent_id": "a", "roles": ["author"]}, HOST)
-        engine.call("task.create", {"task_id": "t", "title": "big"}, HOST)
+        engine.call(HOST, "agent.register", {"agent_id": "a", "roles": ["author"]})
+        engine.call(HOST, "task.create", {"task_id": "t", "title": "big"})
         rate = baseline_rate()
         out: List[str] = []
         assert_released(
             "proposal.create (3000 files)",
-            lambda: out.append(engine.create_proposal(
-                roundtable.Actor.agent("a"), task_id="t", title="big", summary_md="s", patch=patch
-            ).proposal.id),
+            lambda: out.append(engine.session(roundtable.Actor.agent("a")).proposal_create(task_id="t", title="big", summary_md="s", patch=patch).proposal.id),
             rate,
         )
-        assert_released("patch.validate (3000 files)", lambda: engine.validate(HOST, out[0]), rate)
+        assert_released("patch.validate (3000 files)", lambda: engine.session(HOST).patch_validate(proposal_id=out[0]), rate)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
 from . import _records, _roundtable
 from ._errors import (
@@ -73,6 +73,7 @@ from ._errors import (
 from ._records import *  # noqa: F401,F403 (every record and enum, generated)
 from ._records import Event
 from ._roundtable import ERROR_CODES, Actor, Cancel, __version__
+from ._records import Record
 from ._tools import Patch, ToolMethods
 
 __all__ = [
@@ -134,6 +135,7 @@ __all__ = [
 __all__ += _records.__all__
 
 StrPath = Union[str, "os.PathLike[str]"]
+R = TypeVar("R", bound=Record)
 
 
 class Engine:
@@ -243,6 +245,12 @@ class Session(ToolMethods):
         """Call any tool as this session's actor; its JSON result."""
         result: Dict[str, Any] = self.engine._inner.call(self.actor, tool, args)
         return result
+
+    def call_record(self, tool: str, args: Mapping[str, Any], record: Type[R]) -> R:
+        """Call any tool as this session's actor; its result as ``record``,
+        built by the extension in one pass."""
+        built: R = self.engine._inner.call_record(self.actor, tool, args, record._PLAN)
+        return built
 
     def follow(
         self,

@@ -17,28 +17,50 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Dict, Literal, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, Literal, Mapping, Optional, Tuple, Type, TypeVar
 
 from . import _extras
 from ._roundtable import Actor
 
 JSON = Dict[str, Any]
+_R = TypeVar("_R", bound="Record")
+
+
+_new = object.__new__
+_set = object.__setattr__
+_ACTORS: Dict[Tuple[str, str], Actor] = {}
 
 
 def _actor(d: Mapping[str, Any]) -> Actor:
-    """The actor a record names; an unknown kind is a coded
-    :class:`~roundtable.InvalidArgument`, never some other kind."""
-    return Actor.parse(f"{d['kind']}:{d['id']}")
+    """The actor a record names (actors are immutable: each one is parsed
+    once); an unknown kind is a coded :class:`~roundtable.InvalidArgument`,
+    never some other kind."""
+    key = (d["kind"], d["id"])
+    actor = _ACTORS.get(key)
+    if actor is None:
+        actor = Actor.parse(f"{key[0]}:{key[1]}")
+        if len(_ACTORS) >= 4096:
+            _ACTORS.clear()
+        _ACTORS[key] = actor
+    return actor
 
 
-class _Record:
-    """What every record shares."""
+class Record:
+    """What every record shares: ``raw``, ``to_dict()`` and ``from_dict``."""
 
     raw: JSON
+    #: How the extension builds this record from a tool's JSON result in
+    #: one pass (``Engine.call_record``); see ``convert::to_record``.
+    _PLAN: ClassVar[Any]
 
     def to_dict(self) -> JSON:
         """The JSON this record was built from (a deep copy)."""
         return copy.deepcopy(self.raw)
+
+    @classmethod
+    def from_dict(cls: Type[_R], d: Mapping[str, Any]) -> _R:
+        """Build from the JSON object (as a tool returns it)."""
+        raise NotImplementedError
 
 
 #: What kind of party an actor is.
@@ -257,7 +279,7 @@ VOTE_VALUES: Tuple[VoteValue, ...] = ('approve', 'approve_with_notes', 'revise',
 
 
 @dataclass(frozen=True)
-class Agent(_Record):
+class Agent(Record):
     """A registered agent."""
 
     #: The agent's id (an agent actor's `id`).
@@ -274,24 +296,26 @@ class Agent(_Record):
     display_name: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['created_at', 'enabled', 'id', 'roles', 'updated_at'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Agent:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            roles=tuple(d["roles"]),
-            enabled=d["enabled"],
-            created_at=d["created_at"],
-            updated_at=d["updated_at"],
-            display_name=d.get("display_name"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["roles"] = tuple(v["roles"])
+        if "display_name" not in v:
+            v["display_name"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Approval(_Record):
+class Approval(Record):
     """A person's approval of one revision."""
 
     #: The approval's id.
@@ -310,25 +334,27 @@ class Approval(_Record):
     request_id: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['created_at', 'human_id', 'id', 'proposal_id', 'revision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Approval:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            human_id=d["human_id"],
-            created_at=d["created_at"],
-            note_md=d.get("note_md"),
-            request_id=d.get("request_id"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "note_md" not in v:
+            v["note_md"] = None
+        if "request_id" not in v:
+            v["request_id"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ApprovalRequest(_Record):
+class ApprovalRequest(Record):
     """A request for a person to approve one revision."""
 
     #: The request's id.
@@ -345,24 +371,26 @@ class ApprovalRequest(_Record):
     reason_md: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['created_at', 'id', 'proposal_id', 'requested_by', 'revision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ApprovalRequest:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            requested_by=_actor(d["requested_by"]),
-            created_at=d["created_at"],
-            reason_md=d.get("reason_md"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["requested_by"] = _actor(v["requested_by"])
+        if "reason_md" not in v:
+            v["reason_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ChainHead(_Record):
+class ChainHead(Record):
     """A point of the audit chain: an event's `seq` and `digest` (`0` and
     the genesis digest stand for the empty log). A host that keeps one
     outside the store (from `events.verify` or a transaction's `journaled`
@@ -376,20 +404,23 @@ class ChainHead(_Record):
     digest: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['digest', 'seq'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ChainHead:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            seq=d["seq"],
-            digest=d["digest"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Claim(_Record):
+class Claim(Record):
     """A claim as tools return it."""
 
     #: The claim's id.
@@ -420,30 +451,31 @@ class Claim(_Record):
     task_id: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['acquired_at', 'agent_id', 'base_digest', 'expires_at', 'id', 'resource_id', 'status', 'token', 'type'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Claim:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            agent_id=d["agent_id"],
-            resource_id=d["resource_id"],
-            type=d["type"],
-            base_digest=d["base_digest"],
-            token=d["token"],
-            acquired_at=d["acquired_at"],
-            expires_at=d["expires_at"],
-            status=d["status"],
-            released_at=d.get("released_at"),
-            span=(None if d.get("span") is None else LineSpan.from_dict(d["span"])),
-            task_id=d.get("task_id"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "released_at" not in v:
+            v["released_at"] = None
+        if v.get("span") is not None:
+            v["span"] = LineSpan.from_dict(v["span"])
+        else:
+            v["span"] = None
+        if "task_id" not in v:
+            v["task_id"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Decision(_Record):
+class Decision(Record):
     """A recorded decision."""
 
     #: The decision's id.
@@ -462,25 +494,24 @@ class Decision(_Record):
     created_at: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['created_at', 'decided_by', 'decision', 'id', 'proposal_id', 'reason_md', 'revision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Decision:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            decision=d["decision"],
-            reason_md=d["reason_md"],
-            decided_by=_actor(d["decided_by"]),
-            created_at=d["created_at"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["decided_by"] = _actor(v["decided_by"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class DiffSection(_Record):
+class DiffSection(Record):
     """One file's section of the diff, exactly as stored."""
 
     #: Its position among the revision's files (from 0).
@@ -495,23 +526,31 @@ class DiffSection(_Record):
     old_path: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['index'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DiffSection:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            index=d["index"],
-            diff=d.get("diff"),
-            diff_base64=d.get("diff_base64"),
-            new_path=d.get("new_path"),
-            old_path=d.get("old_path"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "diff" not in v:
+            v["diff"] = None
+        if "diff_base64" not in v:
+            v["diff_base64"] = None
+        if "new_path" not in v:
+            v["new_path"] = None
+        if "old_path" not in v:
+            v["old_path"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Event(_Record):
+class Event(Record):
     """One entry of the audit log."""
 
     #: Its position in the store's log, from 1.
@@ -534,27 +573,26 @@ class Event(_Record):
     proposal_id: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['actor', 'at', 'data', 'digest', 'kind', 'prev_digest', 'seq', 'subject'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Event:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            seq=d["seq"],
-            kind=d["kind"],
-            actor=_actor(d["actor"]),
-            subject=d["subject"],
-            data=d["data"],
-            at=d["at"],
-            prev_digest=d["prev_digest"],
-            digest=d["digest"],
-            proposal_id=d.get("proposal_id"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["actor"] = _actor(v["actor"])
+        if "proposal_id" not in v:
+            v["proposal_id"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class FileEntry(_Record):
+class FileEntry(Record):
     """One file of a revision."""
 
     #: `create`, `modify`, `delete`, `rename` or `copy`.
@@ -582,28 +620,39 @@ class FileEntry(_Record):
     removed_lines: Optional[int]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['binary', 'mode_change', 'operation'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FileEntry:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            operation=d["operation"],
-            mode_change=d["mode_change"],
-            binary=d["binary"],
-            added_lines=d.get("added_lines"),
-            matches=(None if d.get("matches") is None else tuple([MatchedHunk.from_dict(_i0) for _i0 in d["matches"]])),
-            new_mode=d.get("new_mode"),
-            new_path=d.get("new_path"),
-            old_mode=d.get("old_mode"),
-            old_path=d.get("old_path"),
-            removed_lines=d.get("removed_lines"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "added_lines" not in v:
+            v["added_lines"] = None
+        if v.get("matches") is not None:
+            v["matches"] = tuple([MatchedHunk.from_dict(_i0) for _i0 in v["matches"]])
+        else:
+            v["matches"] = None
+        if "new_mode" not in v:
+            v["new_mode"] = None
+        if "new_path" not in v:
+            v["new_path"] = None
+        if "old_mode" not in v:
+            v["old_mode"] = None
+        if "old_path" not in v:
+            v["old_path"] = None
+        if "removed_lines" not in v:
+            v["removed_lines"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class FileInterdiff(_Record):
+class FileInterdiff(Record):
     """How one file differs between two revisions."""
 
     #: The path.
@@ -618,22 +667,25 @@ class FileInterdiff(_Record):
     added_hunks: Tuple[str, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['added_hunks', 'path', 'removed_hunks', 'status'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FileInterdiff:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            path=d["path"],
-            status=d["status"],
-            removed_hunks=tuple(d["removed_hunks"]),
-            added_hunks=tuple(d["added_hunks"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["removed_hunks"] = tuple(v["removed_hunks"])
+        v["added_hunks"] = tuple(v["added_hunks"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class FileState(_Record):
+class FileState(Record):
     """A file's digest, mode and size."""
 
     #: `blob:sha256:<hex>`.
@@ -647,22 +699,27 @@ class FileState(_Record):
     symlink: Optional[bool]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['digest', 'executable'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FileState:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            digest=d["digest"],
-            executable=d["executable"],
-            size=d.get("size"),
-            symlink=d.get("symlink"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "size" not in v:
+            v["size"] = None
+        if "symlink" not in v:
+            v["symlink"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class FileSummary(_Record):
+class FileSummary(Record):
     """What one revision does to one path."""
 
     #: The path.
@@ -684,24 +741,37 @@ class FileSummary(_Record):
     other_path: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['operation', 'path'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FileSummary:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            path=d["path"],
-            operation=d["operation"],
-            after=(None if d.get("after") is None else FileState.from_dict(d["after"])),
-            before=(None if d.get("before") is None else FileState.from_dict(d["before"])),
-            matches=(None if d.get("matches") is None else tuple([MatchedHunk.from_dict(_i0) for _i0 in d["matches"]])),
-            other_path=d.get("other_path"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if v.get("after") is not None:
+            v["after"] = FileState.from_dict(v["after"])
+        else:
+            v["after"] = None
+        if v.get("before") is not None:
+            v["before"] = FileState.from_dict(v["before"])
+        else:
+            v["before"] = None
+        if v.get("matches") is not None:
+            v["matches"] = tuple([MatchedHunk.from_dict(_i0) for _i0 in v["matches"]])
+        else:
+            v["matches"] = None
+        if "other_path" not in v:
+            v["other_path"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class FileSymbols(_Record):
+class FileSymbols(Record):
     """One file's symbol changes."""
 
     #: The path (after the change).
@@ -712,21 +782,26 @@ class FileSymbols(_Record):
     language: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['path', 'symbols'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FileSymbols:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            path=d["path"],
-            symbols=tuple([SymbolChange.from_dict(_i0) for _i0 in d["symbols"]]),
-            language=d.get("language"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["symbols"] = tuple([SymbolChange.from_dict(_i0) for _i0 in v["symbols"]])
+        if "language" not in v:
+            v["language"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class InboxItem(_Record):
+class InboxItem(Record):
     """One thing waiting on the caller."""
 
     #: The proposal.
@@ -742,23 +817,24 @@ class InboxItem(_Record):
     why: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['action', 'proposal', 'revision', 'role', 'why'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> InboxItem:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposal=Proposal.from_dict(d["proposal"]),
-            revision=d["revision"],
-            role=d["role"],
-            action=d["action"],
-            why=d["why"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class JournalFile(_Record):
+class JournalFile(Record):
     """One path in a transaction's journal."""
 
     #: The path.
@@ -780,26 +856,35 @@ class JournalFile(_Record):
     before_symlink: Optional[bool]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['operation', 'path'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> JournalFile:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            path=d["path"],
-            operation=d["operation"],
-            after_digest=d.get("after_digest"),
-            after_executable=d.get("after_executable"),
-            after_symlink=d.get("after_symlink"),
-            before_digest=d.get("before_digest"),
-            before_executable=d.get("before_executable"),
-            before_symlink=d.get("before_symlink"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "after_digest" not in v:
+            v["after_digest"] = None
+        if "after_executable" not in v:
+            v["after_executable"] = None
+        if "after_symlink" not in v:
+            v["after_symlink"] = None
+        if "before_digest" not in v:
+            v["before_digest"] = None
+        if "before_executable" not in v:
+            v["before_executable"] = None
+        if "before_symlink" not in v:
+            v["before_symlink"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Landing(_Record):
+class Landing(Record):
     """The workspace's landing setting."""
 
     #: `files` or `git`.
@@ -814,21 +899,27 @@ class Landing(_Record):
     remote: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['mode'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Landing:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            mode=d["mode"],
-            branch=d.get("branch"),
-            remote=d.get("remote"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "branch" not in v:
+            v["branch"] = None
+        if "remote" not in v:
+            v["remote"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class LineSpan(_Record):
+class LineSpan(Record):
     """A 1-based, inclusive line span."""
 
     #: The first line.
@@ -837,20 +928,23 @@ class LineSpan(_Record):
     end: int
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['end', 'start'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LineSpan:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            start=d["start"],
-            end=d["end"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class MatchedHunk(_Record):
+class MatchedHunk(Record):
     """Where one hunk of an agent-native change matched."""
 
     #: The hunk's number in the submitted text (1-based, counted across
@@ -863,21 +957,23 @@ class MatchedHunk(_Record):
     line: int
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['hunk', 'line', 'rung'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MatchedHunk:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            hunk=d["hunk"],
-            rung=d["rung"],
-            line=d["line"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class NextActor(_Record):
+class NextActor(Record):
     """Who is expected to act next, and why."""
 
     #: `author`, `reviewer`, `security_reviewer`, `human` or
@@ -893,23 +989,25 @@ class NextActor(_Record):
     why: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['action', 'actor', 'candidates', 'roles', 'why'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> NextActor:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            actor=d["actor"],
-            action=d["action"],
-            candidates=tuple(d["candidates"]),
-            roles=tuple(d["roles"]),
-            why=d["why"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["candidates"] = tuple(v["candidates"])
+        v["roles"] = tuple(v["roles"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class PathReport(_Record):
+class PathReport(Record):
     """One path compared with the journal."""
 
     #: The path.
@@ -926,23 +1024,23 @@ class PathReport(_Record):
     after: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['actual', 'after', 'before', 'path', 'state'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PathReport:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            path=d["path"],
-            state=d["state"],
-            actual=d["actual"],
-            before=d["before"],
-            after=d["after"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Phase(_Record):
+class Phase(Record):
     """One phase of a transaction."""
 
     #: `journaled`, `write`, `written`, `applied`, `recovered`.
@@ -955,22 +1053,23 @@ class Phase(_Record):
     at: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['at', 'detail', 'phase', 'status'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Phase:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            phase=d["phase"],
-            status=d["status"],
-            detail=d["detail"],
-            at=d["at"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class PolicyRecord(_Record):
+class PolicyRecord(Record):
     """A stored policy version."""
 
     #: `draft`, `active`, `retired`, or `builtin` for the default.
@@ -993,27 +1092,37 @@ class PolicyRecord(_Record):
     version: Optional[int]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['digest', 'document', 'status'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PolicyRecord:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            status=d["status"],
-            document=d["document"],
-            digest=d["digest"],
-            activated_at=d.get("activated_at"),
-            created_at=d.get("created_at"),
-            created_by=(None if d.get("created_by") is None else _actor(d["created_by"])),
-            note_md=d.get("note_md"),
-            retired_at=d.get("retired_at"),
-            version=d.get("version"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "activated_at" not in v:
+            v["activated_at"] = None
+        if "created_at" not in v:
+            v["created_at"] = None
+        if v.get("created_by") is not None:
+            v["created_by"] = _actor(v["created_by"])
+        else:
+            v["created_by"] = None
+        if "note_md" not in v:
+            v["note_md"] = None
+        if "retired_at" not in v:
+            v["retired_at"] = None
+        if "version" not in v:
+            v["version"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class PolicyReport(_Record):
+class PolicyReport(Record):
     """The outcome of [`evaluate`]: every requirement, not a bare boolean."""
 
     #: True when every requirement is satisfied or not applicable.
@@ -1024,20 +1133,24 @@ class PolicyReport(_Record):
     requirements: Tuple[Requirement, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['approvable', 'requirements'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PolicyReport:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            approvable=d["approvable"],
-            requirements=tuple([Requirement.from_dict(_i0) for _i0 in d["requirements"]]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["requirements"] = tuple([Requirement.from_dict(_i0) for _i0 in v["requirements"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Proposal(_Record):
+class Proposal(Record):
     """A proposal: a change an agent asks to make, with its numbered revisions."""
 
     #: The proposal's id.
@@ -1065,29 +1178,25 @@ class Proposal(_Record):
     reverts: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['author', 'created_at', 'id', 'latest_revision', 'risk', 'status', 'summary_md', 'task_id', 'title', 'updated_at'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Proposal:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            task_id=d["task_id"],
-            author=d["author"],
-            title=d["title"],
-            summary_md=d["summary_md"],
-            risk=d["risk"],
-            status=d["status"],
-            latest_revision=d["latest_revision"],
-            created_at=d["created_at"],
-            updated_at=d["updated_at"],
-            reverts=d.get("reverts"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "reverts" not in v:
+            v["reverts"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Requirement(_Record):
+class Requirement(Record):
     """One requirement of the policy, judged on one revision."""
 
     #: A stable id: `approvals`, `role:<role>:<globs>`, `no_blocking_votes`,
@@ -1113,26 +1222,30 @@ class Requirement(_Record):
     missing: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['candidates', 'evidence', 'findings', 'id', 'paths', 'reasons', 'status'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Requirement:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            status=d["status"],
-            evidence=tuple(d["evidence"]),
-            candidates=tuple(d["candidates"]),
-            reasons=tuple(d["reasons"]),
-            paths=tuple(d["paths"]),
-            findings=tuple([SecretFinding.from_dict(_i0) for _i0 in d["findings"]]),
-            missing=d.get("missing"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["evidence"] = tuple(v["evidence"])
+        v["candidates"] = tuple(v["candidates"])
+        v["reasons"] = tuple(v["reasons"])
+        v["paths"] = tuple(v["paths"])
+        v["findings"] = tuple([SecretFinding.from_dict(_i0) for _i0 in v["findings"]])
+        if "missing" not in v:
+            v["missing"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Revision(_Record):
+class Revision(Record):
     """One immutable revision of a proposal."""
 
     #: 1 for the first revision, then 2, 3…
@@ -1176,32 +1289,36 @@ class Revision(_Record):
     rebased_from: Optional[int]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['affected_resources', 'base_state', 'changeset', 'changeset_digest', 'created_at', 'created_by', 'digest', 'format', 'number'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Revision:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            number=d["number"],
-            format=d["format"],
-            digest=d["digest"],
-            changeset=tuple([FileSummary.from_dict(_i0) for _i0 in d["changeset"]]),
-            changeset_digest=d["changeset_digest"],
-            affected_resources=tuple(d["affected_resources"]),
-            base_state=d["base_state"],
-            created_by=_actor(d["created_by"]),
-            created_at=d["created_at"],
-            base_git_head=d.get("base_git_head"),
-            change_id=d.get("change_id"),
-            diff_digest=d.get("diff_digest"),
-            note_md=d.get("note_md"),
-            rebased_from=d.get("rebased_from"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["changeset"] = tuple([FileSummary.from_dict(_i0) for _i0 in v["changeset"]])
+        v["affected_resources"] = tuple(v["affected_resources"])
+        v["created_by"] = _actor(v["created_by"])
+        if "base_git_head" not in v:
+            v["base_git_head"] = None
+        if "change_id" not in v:
+            v["change_id"] = None
+        if "diff_digest" not in v:
+            v["diff_digest"] = None
+        if "note_md" not in v:
+            v["note_md"] = None
+        if "rebased_from" not in v:
+            v["rebased_from"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class RevisionEntry(_Record):
+class RevisionEntry(Record):
     """One line of a proposal's revision history."""
 
     #: The revision's number.
@@ -1216,23 +1333,23 @@ class RevisionEntry(_Record):
     created_at: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['changeset_digest', 'created_at', 'digest', 'format', 'number'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RevisionEntry:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            number=d["number"],
-            format=d["format"],
-            digest=d["digest"],
-            changeset_digest=d["changeset_digest"],
-            created_at=d["created_at"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class RoleNeed(_Record):
+class RoleNeed(Record):
     """A role a revision needs reviewed, and who can fill it."""
 
     #: The requirement it serves (`approvals`, `role:…`, `security_review`).
@@ -1249,23 +1366,26 @@ class RoleNeed(_Record):
     candidates: Tuple[str, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['candidates', 'minimum', 'paths', 'requirement', 'roles'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RoleNeed:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            requirement=d["requirement"],
-            roles=tuple(d["roles"]),
-            minimum=d["minimum"],
-            paths=tuple(d["paths"]),
-            candidates=tuple(d["candidates"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["roles"] = tuple(v["roles"])
+        v["paths"] = tuple(v["paths"])
+        v["candidates"] = tuple(v["candidates"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class SecretFinding(_Record):
+class SecretFinding(Record):
     """A secret found in an added line: where and what kind, never the text."""
 
     #: The file.
@@ -1276,21 +1396,23 @@ class SecretFinding(_Record):
     kind: SecretKind
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['kind', 'line', 'path'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SecretFinding:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            path=d["path"],
-            line=d["line"],
-            kind=d["kind"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class SecurityReviewRecord(_Record):
+class SecurityReviewRecord(Record):
     """A security review of one revision."""
 
     #: The review's id.
@@ -1309,25 +1431,26 @@ class SecurityReviewRecord(_Record):
     note_md: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['created_at', 'id', 'proposal_id', 'reviewer', 'revision', 'verdict'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SecurityReviewRecord:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            verdict=d["verdict"],
-            reviewer=_actor(d["reviewer"]),
-            created_at=d["created_at"],
-            note_md=d.get("note_md"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["reviewer"] = _actor(v["reviewer"])
+        if "note_md" not in v:
+            v["note_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Stage(_Record):
+class Stage(Record):
     """One stage of the report."""
 
     #: `claims`, `preconditions`, `coverage`, `dry_run`, `policy`,
@@ -1339,21 +1462,24 @@ class Stage(_Record):
     reasons: Tuple[Any, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['name', 'reasons', 'status'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Stage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            name=d["name"],
-            status=d["status"],
-            reasons=tuple(d["reasons"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["reasons"] = tuple(v["reasons"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class SymbolChange(_Record):
+class SymbolChange(Record):
     """A symbol a change touches."""
 
     #: `added`, `removed`, `modified` or `renamed`.
@@ -1370,24 +1496,33 @@ class SymbolChange(_Record):
     old_name: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['change', 'kind', 'name'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SymbolChange:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            change=d["change"],
-            name=d["name"],
-            kind=d["kind"],
-            after=(None if d.get("after") is None else tuple(d["after"])),
-            before=(None if d.get("before") is None else tuple(d["before"])),
-            old_name=d.get("old_name"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if v.get("after") is not None:
+            v["after"] = tuple(v["after"])
+        else:
+            v["after"] = None
+        if v.get("before") is not None:
+            v["before"] = tuple(v["before"])
+        else:
+            v["before"] = None
+        if "old_name" not in v:
+            v["old_name"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Task(_Record):
+class Task(Record):
     """A task proposals belong to."""
 
     #: The task's id.
@@ -1402,23 +1537,26 @@ class Task(_Record):
     summary_md: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['created_at', 'created_by', 'id', 'title'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Task:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            title=d["title"],
-            created_by=_actor(d["created_by"]),
-            created_at=d["created_at"],
-            summary_md=d.get("summary_md"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["created_by"] = _actor(v["created_by"])
+        if "summary_md" not in v:
+            v["summary_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TestResult(_Record):
+class TestResult(Record):
     """The result of one test run against one revision."""
 
     #: The result's id.
@@ -1441,27 +1579,28 @@ class TestResult(_Record):
     note_md: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['created_at', 'id', 'name', 'proposal_id', 'recorded_by', 'revision', 'status'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TestResult:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            name=d["name"],
-            status=d["status"],
-            recorded_by=_actor(d["recorded_by"]),
-            created_at=d["created_at"],
-            duration_ms=d.get("duration_ms"),
-            note_md=d.get("note_md"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["recorded_by"] = _actor(v["recorded_by"])
+        if "duration_ms" not in v:
+            v["duration_ms"] = None
+        if "note_md" not in v:
+            v["note_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Transaction(_Record):
+class Transaction(Record):
     """A transaction as the tools return it."""
 
     #: Its id.
@@ -1496,33 +1635,30 @@ class Transaction(_Record):
     rollback_of: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['actor', 'after_digest', 'before_digest', 'created_at', 'durability', 'file_count', 'id', 'kind', 'pid', 'proposal_id', 'revision', 'status'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Transaction:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            kind=d["kind"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            status=d["status"],
-            actor=_actor(d["actor"]),
-            pid=d["pid"],
-            durability=d["durability"],
-            before_digest=d["before_digest"],
-            after_digest=d["after_digest"],
-            created_at=d["created_at"],
-            file_count=d["file_count"],
-            error=d.get("error"),
-            finished_at=d.get("finished_at"),
-            rollback_of=d.get("rollback_of"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["actor"] = _actor(v["actor"])
+        if "error" not in v:
+            v["error"] = None
+        if "finished_at" not in v:
+            v["finished_at"] = None
+        if "rollback_of" not in v:
+            v["rollback_of"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class UnrecordedRecord(_Record):
+class UnrecordedRecord(Record):
     """An evidence record (or transaction) that no event records."""
 
     #: `vote`, `decision`, `security_review`, `human_approval_request`,
@@ -1534,21 +1670,23 @@ class UnrecordedRecord(_Record):
     proposal_id: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['id', 'kind', 'proposal_id'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> UnrecordedRecord:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            kind=d["kind"],
-            id=d["id"],
-            proposal_id=d["proposal_id"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ValidationReport(_Record, _extras.ValidationReportExtras):
+class ValidationReport(Record, _extras.ValidationReportExtras):
     """The validation report."""
 
     #: True only when every stage passed or was skipped as not applicable.
@@ -1568,25 +1706,27 @@ class ValidationReport(_Record, _extras.ValidationReportExtras):
     policy_version: Optional[int]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['latest_revision', 'policy', 'proposal_id', 'revision', 'stages', 'valid'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ValidationReport:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            valid=d["valid"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            latest_revision=d["latest_revision"],
-            stages=tuple([Stage.from_dict(_i0) for _i0 in d["stages"]]),
-            policy=PolicyReport.from_dict(d["policy"]),
-            policy_version=d.get("policy_version"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["stages"] = tuple([Stage.from_dict(_i0) for _i0 in v["stages"]])
+        v["policy"] = PolicyReport.from_dict(v["policy"])
+        if "policy_version" not in v:
+            v["policy_version"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Vote(_Record):
+class Vote(Record):
     """A vote on one revision. Votes are never changed: a reviewer who changes
     their mind casts another, and the latest counts.
     """
@@ -1607,25 +1747,25 @@ class Vote(_Record):
     reason_md: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['agent_id', 'created_at', 'id', 'proposal_id', 'revision', 'vote'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Vote:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            id=d["id"],
-            proposal_id=d["proposal_id"],
-            revision=d["revision"],
-            agent_id=d["agent_id"],
-            vote=d["vote"],
-            created_at=d["created_at"],
-            reason_md=d.get("reason_md"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "reason_md" not in v:
+            v["reason_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Activated(_Record):
+class Activated(Record):
     """Result of `policy.activate`."""
 
     #: The policy now active.
@@ -1635,39 +1775,50 @@ class Activated(_Record):
     retired_version: Optional[int]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['policy'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Activated:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            policy=PolicyRecord.from_dict(d["policy"]),
-            retired_version=d.get("retired_version"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["policy"] = PolicyRecord.from_dict(v["policy"])
+        if "retired_version" not in v:
+            v["retired_version"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class AgentDetail(_Record):
+class AgentDetail(Record):
     """Result of `agent.get`."""
 
     #: The agent as stored.
     agent: Agent
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['agent'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AgentDetail:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            agent=Agent.from_dict(d["agent"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["agent"] = Agent.from_dict(v["agent"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class AgentPage(_Record):
+class AgentPage(Record):
     """Result of `agent.list`."""
 
     #: The agents, in the order they were registered.
@@ -1676,20 +1827,26 @@ class AgentPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['agents'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AgentPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            agents=tuple([Agent.from_dict(_i0) for _i0 in d["agents"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["agents"] = tuple([Agent.from_dict(_i0) for _i0 in v["agents"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class AgentRegistered(_Record):
+class AgentRegistered(Record):
     """Result of `agent.register`."""
 
     #: The agent as stored.
@@ -1699,20 +1856,24 @@ class AgentRegistered(_Record):
     created: bool
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['agent', 'created'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> AgentRegistered:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            agent=Agent.from_dict(d["agent"]),
-            created=d["created"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["agent"] = Agent.from_dict(v["agent"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Applied(_Record):
+class Applied(Record):
     """Result of `patch.apply`."""
 
     #: The transaction, `applied`.
@@ -1725,60 +1886,75 @@ class Applied(_Record):
     validation: ValidationReport
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['proposal', 'released_claims', 'transaction', 'validation'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Applied:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            transaction=Transaction.from_dict(d["transaction"]),
-            proposal=Proposal.from_dict(d["proposal"]),
-            released_claims=tuple(d["released_claims"]),
-            validation=ValidationReport.from_dict(d["validation"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["transaction"] = Transaction.from_dict(v["transaction"])
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["released_claims"] = tuple(v["released_claims"])
+        v["validation"] = ValidationReport.from_dict(v["validation"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ApprovalRequested(_Record):
+class ApprovalRequested(Record):
     """Result of `human.request_approval`."""
 
     #: The request as stored.
     request: ApprovalRequest
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['request'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ApprovalRequested:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            request=ApprovalRequest.from_dict(d["request"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["request"] = ApprovalRequest.from_dict(v["request"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Approved(_Record):
+class Approved(Record):
     """Result of `human.approve`."""
 
     #: The approval as stored.
     approval: Approval
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['approval'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Approved:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            approval=Approval.from_dict(d["approval"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["approval"] = Approval.from_dict(v["approval"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ChainReport(_Record):
+class ChainReport(Record):
     """Result of `events.verify`."""
 
     #: Whether every check passed: each event's digest matches its content
@@ -1806,46 +1982,54 @@ class ChainReport(_Record):
     reason: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['checked', 'head_digest', 'last_seq', 'records_checked', 'unrecorded', 'valid'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ChainReport:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            valid=d["valid"],
-            checked=d["checked"],
-            last_seq=d["last_seq"],
-            head_digest=d["head_digest"],
-            records_checked=d["records_checked"],
-            unrecorded=tuple([UnrecordedRecord.from_dict(_i0) for _i0 in d["unrecorded"]]),
-            expected_head_found=d.get("expected_head_found"),
-            first_invalid_seq=d.get("first_invalid_seq"),
-            reason=d.get("reason"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["unrecorded"] = tuple([UnrecordedRecord.from_dict(_i0) for _i0 in v["unrecorded"]])
+        if "expected_head_found" not in v:
+            v["expected_head_found"] = None
+        if "first_invalid_seq" not in v:
+            v["first_invalid_seq"] = None
+        if "reason" not in v:
+            v["reason"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ClaimChanged(_Record):
+class ClaimChanged(Record):
     """Result of the claim tools that change one claim."""
 
     #: The claim as it is now.
     claim: Claim
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['claim'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ClaimChanged:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            claim=Claim.from_dict(d["claim"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["claim"] = Claim.from_dict(v["claim"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ClaimPage(_Record):
+class ClaimPage(Record):
     """Result of `claim.list`."""
 
     #: Claims, oldest first.
@@ -1854,39 +2038,50 @@ class ClaimPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['claims'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ClaimPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            claims=tuple([Claim.from_dict(_i0) for _i0 in d["claims"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["claims"] = tuple([Claim.from_dict(_i0) for _i0 in v["claims"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class DecisionRecorded(_Record):
+class DecisionRecorded(Record):
     """Result of `decision.record`."""
 
     #: The decision as stored.
     decision: Decision
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['decision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DecisionRecorded:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            decision=Decision.from_dict(d["decision"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["decision"] = Decision.from_dict(v["decision"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class DiffPage(_Record):
+class DiffPage(Record):
     """Result of `proposal.diff`."""
 
     #: The revision.
@@ -1900,22 +2095,26 @@ class DiffPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['files', 'revision', 'total_files'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DiffPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            revision=d["revision"],
-            total_files=d["total_files"],
-            files=tuple([DiffSection.from_dict(_i0) for _i0 in d["files"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["files"] = tuple([DiffSection.from_dict(_i0) for _i0 in v["files"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class EventPage(_Record, _extras.EventPageExtras):
+class EventPage(Record, _extras.EventPageExtras):
     """Result of `events.list`."""
 
     #: Events in `seq` order.
@@ -1925,20 +2124,26 @@ class EventPage(_Record, _extras.EventPageExtras):
     next_since_seq: Optional[int]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['events'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EventPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            events=tuple([Event.from_dict(_i0) for _i0 in d["events"]]),
-            next_since_seq=d.get("next_since_seq"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["events"] = tuple([Event.from_dict(_i0) for _i0 in v["events"]])
+        if "next_since_seq" not in v:
+            v["next_since_seq"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class EventWait(_Record, _extras.EventWaitExtras):
+class EventWait(Record, _extras.EventWaitExtras):
     """Result of `events.wait`."""
 
     #: The matching events after `since_seq`, in `seq` order (empty when
@@ -1954,22 +2159,24 @@ class EventWait(_Record, _extras.EventWaitExtras):
     next_since_seq: int
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['events', 'head_seq', 'next_since_seq', 'timed_out'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EventWait:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            events=tuple([Event.from_dict(_i0) for _i0 in d["events"]]),
-            timed_out=d["timed_out"],
-            head_seq=d["head_seq"],
-            next_since_seq=d["next_since_seq"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["events"] = tuple([Event.from_dict(_i0) for _i0 in v["events"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Files(_Record):
+class Files(Record):
     """Result of `proposal.files`."""
 
     #: The revision.
@@ -1982,22 +2189,24 @@ class Files(_Record):
     removed_lines: int
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['added_lines', 'files', 'removed_lines', 'revision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Files:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            revision=d["revision"],
-            files=tuple([FileEntry.from_dict(_i0) for _i0 in d["files"]]),
-            added_lines=d["added_lines"],
-            removed_lines=d["removed_lines"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["files"] = tuple([FileEntry.from_dict(_i0) for _i0 in v["files"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class InboxPage(_Record):
+class InboxPage(Record):
     """Result of `inbox.list`."""
 
     #: What waits on the caller, oldest proposal first (a proposal may
@@ -2009,21 +2218,26 @@ class InboxPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['examined', 'items'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> InboxPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            items=tuple([InboxItem.from_dict(_i0) for _i0 in d["items"]]),
-            examined=d["examined"],
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["items"] = tuple([InboxItem.from_dict(_i0) for _i0 in v["items"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Interdiff(_Record):
+class Interdiff(Record):
     """Result of `proposal.compare`."""
 
     #: The earlier revision.
@@ -2037,79 +2251,96 @@ class Interdiff(_Record):
     files: Tuple[FileInterdiff, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['files', 'from_revision', 'identical', 'to_revision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Interdiff:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            from_revision=d["from_revision"],
-            to_revision=d["to_revision"],
-            identical=d["identical"],
-            files=tuple([FileInterdiff.from_dict(_i0) for _i0 in d["files"]]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["files"] = tuple([FileInterdiff.from_dict(_i0) for _i0 in v["files"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Phases(_Record):
+class Phases(Record):
     """Result of `transaction.phases`."""
 
     #: The phases, in order.
     phases: Tuple[Phase, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['phases'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Phases:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            phases=tuple([Phase.from_dict(_i0) for _i0 in d["phases"]]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["phases"] = tuple([Phase.from_dict(_i0) for _i0 in v["phases"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class PolicyResult(_Record):
+class PolicyResult(Record):
     """Result of `policy.set` and `policy.get`."""
 
     #: The policy.
     policy: PolicyRecord
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['policy'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PolicyResult:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            policy=PolicyRecord.from_dict(d["policy"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["policy"] = PolicyRecord.from_dict(v["policy"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ProposalChanged(_Record):
+class ProposalChanged(Record):
     """Result of the status-changing proposal tools."""
 
     #: The proposal as it is now.
     proposal: Proposal
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['proposal'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProposalChanged:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposal=Proposal.from_dict(d["proposal"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ProposalDetail(_Record):
+class ProposalDetail(Record):
     """Result of `proposal.get`."""
 
     #: The proposal.
@@ -2126,23 +2357,30 @@ class ProposalDetail(_Record):
     content_base64: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['proposal', 'revision', 'revisions'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProposalDetail:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposal=Proposal.from_dict(d["proposal"]),
-            revision=Revision.from_dict(d["revision"]),
-            revisions=tuple([RevisionEntry.from_dict(_i0) for _i0 in d["revisions"]]),
-            content=d.get("content"),
-            content_base64=d.get("content_base64"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["revision"] = Revision.from_dict(v["revision"])
+        v["revisions"] = tuple([RevisionEntry.from_dict(_i0) for _i0 in v["revisions"]])
+        if "content" not in v:
+            v["content"] = None
+        if "content_base64" not in v:
+            v["content_base64"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ProposalPage(_Record):
+class ProposalPage(Record):
     """Result of `proposal.list`."""
 
     #: The proposals, oldest first.
@@ -2151,20 +2389,26 @@ class ProposalPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['proposals'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProposalPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposals=tuple([Proposal.from_dict(_i0) for _i0 in d["proposals"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposals"] = tuple([Proposal.from_dict(_i0) for _i0 in v["proposals"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ProposalRevised(_Record):
+class ProposalRevised(Record):
     """Result of `proposal.create` and `proposal.attach_patch`."""
 
     #: The proposal.
@@ -2173,20 +2417,25 @@ class ProposalRevised(_Record):
     revision: Revision
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['proposal', 'revision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProposalRevised:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposal=Proposal.from_dict(d["proposal"]),
-            revision=Revision.from_dict(d["revision"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["revision"] = Revision.from_dict(v["revision"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class RecoveryAdvice(_Record):
+class RecoveryAdvice(Record):
     """Result of `transaction.recovery`."""
 
     #: The transaction.
@@ -2211,27 +2460,25 @@ class RecoveryAdvice(_Record):
     advice: str
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['actions', 'advice', 'at_after', 'at_before', 'consistent', 'diverged', 'paths', 'status', 'transaction_id'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RecoveryAdvice:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            transaction_id=d["transaction_id"],
-            status=d["status"],
-            paths=tuple([PathReport.from_dict(_i0) for _i0 in d["paths"]]),
-            at_after=d["at_after"],
-            at_before=d["at_before"],
-            diverged=d["diverged"],
-            consistent=d["consistent"],
-            actions=tuple(d["actions"]),
-            advice=d["advice"],
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["paths"] = tuple([PathReport.from_dict(_i0) for _i0 in v["paths"]])
+        v["actions"] = tuple(v["actions"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Rejected(_Record):
+class Rejected(Record):
     """Result of `patch.reject`."""
 
     #: The proposal, now `rejected`.
@@ -2240,20 +2487,25 @@ class Rejected(_Record):
     decision: Decision
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['decision', 'proposal'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Rejected:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposal=Proposal.from_dict(d["proposal"]),
-            decision=Decision.from_dict(d["decision"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["decision"] = Decision.from_dict(v["decision"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class ReviewRequested(_Record):
+class ReviewRequested(Record):
     """Result of `proposal.request_review`."""
 
     #: The proposal, now `in_review`.
@@ -2263,58 +2515,73 @@ class ReviewRequested(_Record):
     review_plan: Tuple[RoleNeed, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['proposal', 'review_plan'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ReviewRequested:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposal=Proposal.from_dict(d["proposal"]),
-            review_plan=tuple([RoleNeed.from_dict(_i0) for _i0 in d["review_plan"]]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["review_plan"] = tuple([RoleNeed.from_dict(_i0) for _i0 in v["review_plan"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class RolledBack(_Record):
+class RolledBack(Record):
     """Result of `transaction.rollback`."""
 
     #: The new (rollback) transaction, `applied`.
     transaction: Transaction
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['transaction'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RolledBack:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            transaction=Transaction.from_dict(d["transaction"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["transaction"] = Transaction.from_dict(v["transaction"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class SecurityReviewed(_Record):
+class SecurityReviewed(Record):
     """Result of `security.review`."""
 
     #: The review as stored.
     security_review: SecurityReviewRecord
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['security_review'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SecurityReviewed:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            security_review=SecurityReviewRecord.from_dict(d["security_review"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["security_review"] = SecurityReviewRecord.from_dict(v["security_review"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class StatusReport(_Record):
+class StatusReport(Record):
     """Result of `proposal.status`."""
 
     #: The proposal.
@@ -2337,24 +2604,31 @@ class StatusReport(_Record):
     validation: Optional[ValidationReport]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['can_land', 'next', 'proposal', 'stale'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StatusReport:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            proposal=Proposal.from_dict(d["proposal"]),
-            can_land=d["can_land"],
-            stale=d["stale"],
-            next=tuple([NextActor.from_dict(_i0) for _i0 in d["next"]]),
-            applying=d.get("applying"),
-            validation=(None if d.get("validation") is None else ValidationReport.from_dict(d["validation"])),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["next"] = tuple([NextActor.from_dict(_i0) for _i0 in v["next"]])
+        if "applying" not in v:
+            v["applying"] = None
+        if v.get("validation") is not None:
+            v["validation"] = ValidationReport.from_dict(v["validation"])
+        else:
+            v["validation"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class Symbols(_Record):
+class Symbols(Record):
     """Result of `proposal.symbols`."""
 
     #: The revision.
@@ -2363,20 +2637,24 @@ class Symbols(_Record):
     files: Tuple[FileSymbols, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['files', 'revision'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Symbols:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            revision=d["revision"],
-            files=tuple([FileSymbols.from_dict(_i0) for _i0 in d["files"]]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["files"] = tuple([FileSymbols.from_dict(_i0) for _i0 in v["files"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TaskCreated(_Record):
+class TaskCreated(Record):
     """Result of `task.create`."""
 
     #: The task (new, or the existing identical one).
@@ -2386,39 +2664,50 @@ class TaskCreated(_Record):
     created: Optional[bool]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['task'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TaskCreated:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            task=Task.from_dict(d["task"]),
-            created=d.get("created"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["task"] = Task.from_dict(v["task"])
+        if "created" not in v:
+            v["created"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TaskDetail(_Record):
+class TaskDetail(Record):
     """Result of `task.get`."""
 
     #: The task.
     task: Task
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['task'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TaskDetail:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            task=Task.from_dict(d["task"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["task"] = Task.from_dict(v["task"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TaskPage(_Record):
+class TaskPage(Record):
     """Result of `task.list`."""
 
     #: The tasks, oldest first.
@@ -2427,39 +2716,50 @@ class TaskPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['tasks'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TaskPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            tasks=tuple([Task.from_dict(_i0) for _i0 in d["tasks"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["tasks"] = tuple([Task.from_dict(_i0) for _i0 in v["tasks"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TestDetail(_Record):
+class TestDetail(Record):
     """Result of `test.get`."""
 
     #: The result, with its note.
     test_result: TestResult
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['test_result'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TestDetail:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            test_result=TestResult.from_dict(d["test_result"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["test_result"] = TestResult.from_dict(v["test_result"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TestPage(_Record):
+class TestPage(Record):
     """Result of `test.list`."""
 
     #: Test results with their notes, oldest first.
@@ -2468,39 +2768,50 @@ class TestPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['test_results'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TestPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            test_results=tuple([TestResult.from_dict(_i0) for _i0 in d["test_results"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["test_results"] = tuple([TestResult.from_dict(_i0) for _i0 in v["test_results"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TestRecorded(_Record):
+class TestRecorded(Record):
     """Result of `test.record`."""
 
     #: The result as stored.
     test_result: TestResult
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['test_result'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TestRecorded:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            test_result=TestResult.from_dict(d["test_result"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["test_result"] = TestResult.from_dict(v["test_result"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TransactionDetail(_Record):
+class TransactionDetail(Record):
     """Result of `transaction.get`."""
 
     #: The transaction.
@@ -2509,20 +2820,25 @@ class TransactionDetail(_Record):
     files: Tuple[JournalFile, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['files', 'transaction'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TransactionDetail:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            transaction=Transaction.from_dict(d["transaction"]),
-            files=tuple([JournalFile.from_dict(_i0) for _i0 in d["files"]]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["transaction"] = Transaction.from_dict(v["transaction"])
+        v["files"] = tuple([JournalFile.from_dict(_i0) for _i0 in v["files"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class TransactionPage(_Record):
+class TransactionPage(Record):
     """Result of `transaction.list`."""
 
     #: Transactions, oldest first.
@@ -2531,20 +2847,26 @@ class TransactionPage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['transactions'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TransactionPage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            transactions=tuple([Transaction.from_dict(_i0) for _i0 in d["transactions"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["transactions"] = tuple([Transaction.from_dict(_i0) for _i0 in v["transactions"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class VotePage(_Record):
+class VotePage(Record):
     """Result of `vote.list`."""
 
     #: Votes, oldest first.
@@ -2553,56 +2875,155 @@ class VotePage(_Record):
     next_cursor: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['votes'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> VotePage:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            votes=tuple([Vote.from_dict(_i0) for _i0 in d["votes"]]),
-            next_cursor=d.get("next_cursor"),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["votes"] = tuple([Vote.from_dict(_i0) for _i0 in v["votes"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class VoteRecorded(_Record):
+class VoteRecorded(Record):
     """Result of `vote.cast`."""
 
     #: The vote as stored.
     vote: Vote
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['vote'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> VoteRecorded:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            vote=Vote.from_dict(d["vote"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["vote"] = Vote.from_dict(v["vote"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
 
 @dataclass(frozen=True)
-class WorkspaceSettings(_Record):
+class WorkspaceSettings(Record):
     """Result of `workspace.configure` and `workspace.get`."""
 
     #: How `patch.apply` lands.
     landing: Landing
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
+    _REQUIRED = frozenset(['landing'])
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> WorkspaceSettings:
-        """Build from the JSON object (as a tool returns it)."""
-        self = cls.__new__(cls)
-        self.__dict__.update(
-            landing=Landing.from_dict(d["landing"]),
-            raw=d,
-        )
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["landing"] = Landing.from_dict(v["landing"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
         return self
 
+
+# How the extension builds each record (dependencies first).
+Agent._PLAN = (0, Agent, (('roles', 'roles', (1, None)), ('display_name', 'display_name', None)))
+Approval._PLAN = (0, Approval, (('note_md', 'note_md', None), ('request_id', 'request_id', None)))
+ApprovalRequest._PLAN = (0, ApprovalRequest, (('requested_by', 'requested_by', (2,)), ('reason_md', 'reason_md', None)))
+ChainHead._PLAN = (0, ChainHead, ())
+LineSpan._PLAN = (0, LineSpan, ())
+Claim._PLAN = (0, Claim, (('released_at', 'released_at', None), ('span', 'span', LineSpan._PLAN), ('task_id', 'task_id', None)))
+Decision._PLAN = (0, Decision, (('decided_by', 'decided_by', (2,)), ))
+DiffSection._PLAN = (0, DiffSection, (('diff', 'diff', None), ('diff_base64', 'diff_base64', None), ('new_path', 'new_path', None), ('old_path', 'old_path', None)))
+Event._PLAN = (0, Event, (('actor', 'actor', (2,)), ('proposal_id', 'proposal_id', None)))
+MatchedHunk._PLAN = (0, MatchedHunk, ())
+FileEntry._PLAN = (0, FileEntry, (('added_lines', 'added_lines', None), ('matches', 'matches', (1, MatchedHunk._PLAN)), ('new_mode', 'new_mode', None), ('new_path', 'new_path', None), ('old_mode', 'old_mode', None), ('old_path', 'old_path', None), ('removed_lines', 'removed_lines', None)))
+FileInterdiff._PLAN = (0, FileInterdiff, (('removed_hunks', 'removed_hunks', (1, None)), ('added_hunks', 'added_hunks', (1, None))))
+FileState._PLAN = (0, FileState, (('size', 'size', None), ('symlink', 'symlink', None)))
+FileSummary._PLAN = (0, FileSummary, (('after', 'after', FileState._PLAN), ('before', 'before', FileState._PLAN), ('matches', 'matches', (1, MatchedHunk._PLAN)), ('other_path', 'other_path', None)))
+SymbolChange._PLAN = (0, SymbolChange, (('after', 'after', (1, None)), ('before', 'before', (1, None)), ('old_name', 'old_name', None)))
+FileSymbols._PLAN = (0, FileSymbols, (('symbols', 'symbols', (1, SymbolChange._PLAN)), ('language', 'language', None)))
+Proposal._PLAN = (0, Proposal, (('reverts', 'reverts', None), ))
+InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ))
+JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_symlink', 'before_symlink', None)))
+Landing._PLAN = (0, Landing, (('branch', 'branch', None), ('remote', 'remote', None)))
+NextActor._PLAN = (0, NextActor, (('candidates', 'candidates', (1, None)), ('roles', 'roles', (1, None))))
+PathReport._PLAN = (0, PathReport, ())
+Phase._PLAN = (0, Phase, ())
+PolicyRecord._PLAN = (0, PolicyRecord, (('activated_at', 'activated_at', None), ('created_at', 'created_at', None), ('created_by', 'created_by', (2,)), ('note_md', 'note_md', None), ('retired_at', 'retired_at', None), ('version', 'version', None)))
+SecretFinding._PLAN = (0, SecretFinding, ())
+Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('missing', 'missing', None)))
+PolicyReport._PLAN = (0, PolicyReport, (('requirements', 'requirements', (1, Requirement._PLAN)), ))
+Revision._PLAN = (0, Revision, (('changeset', 'changeset', (1, FileSummary._PLAN)), ('affected_resources', 'affected_resources', (1, None)), ('created_by', 'created_by', (2,)), ('base_git_head', 'base_git_head', None), ('change_id', 'change_id', None), ('diff_digest', 'diff_digest', None), ('note_md', 'note_md', None), ('rebased_from', 'rebased_from', None)))
+RevisionEntry._PLAN = (0, RevisionEntry, ())
+RoleNeed._PLAN = (0, RoleNeed, (('roles', 'roles', (1, None)), ('paths', 'paths', (1, None)), ('candidates', 'candidates', (1, None))))
+SecurityReviewRecord._PLAN = (0, SecurityReviewRecord, (('reviewer', 'reviewer', (2,)), ('note_md', 'note_md', None)))
+Stage._PLAN = (0, Stage, (('reasons', 'reasons', (1, None)), ))
+Task._PLAN = (0, Task, (('created_by', 'created_by', (2,)), ('summary_md', 'summary_md', None)))
+TestResult._PLAN = (0, TestResult, (('recorded_by', 'recorded_by', (2,)), ('duration_ms', 'duration_ms', None), ('note_md', 'note_md', None)))
+Transaction._PLAN = (0, Transaction, (('actor', 'actor', (2,)), ('error', 'error', None), ('finished_at', 'finished_at', None), ('rollback_of', 'rollback_of', None)))
+UnrecordedRecord._PLAN = (0, UnrecordedRecord, ())
+ValidationReport._PLAN = (0, ValidationReport, (('stages', 'stages', (1, Stage._PLAN)), ('policy', 'policy', PolicyReport._PLAN), ('policy_version', 'policy_version', None)))
+Vote._PLAN = (0, Vote, (('reason_md', 'reason_md', None), ))
+Activated._PLAN = (0, Activated, (('policy', 'policy', PolicyRecord._PLAN), ('retired_version', 'retired_version', None)))
+AgentDetail._PLAN = (0, AgentDetail, (('agent', 'agent', Agent._PLAN), ))
+AgentPage._PLAN = (0, AgentPage, (('agents', 'agents', (1, Agent._PLAN)), ('next_cursor', 'next_cursor', None)))
+AgentRegistered._PLAN = (0, AgentRegistered, (('agent', 'agent', Agent._PLAN), ))
+Applied._PLAN = (0, Applied, (('transaction', 'transaction', Transaction._PLAN), ('proposal', 'proposal', Proposal._PLAN), ('released_claims', 'released_claims', (1, None)), ('validation', 'validation', ValidationReport._PLAN)))
+ApprovalRequested._PLAN = (0, ApprovalRequested, (('request', 'request', ApprovalRequest._PLAN), ))
+Approved._PLAN = (0, Approved, (('approval', 'approval', Approval._PLAN), ))
+ChainReport._PLAN = (0, ChainReport, (('unrecorded', 'unrecorded', (1, UnrecordedRecord._PLAN)), ('expected_head_found', 'expected_head_found', None), ('first_invalid_seq', 'first_invalid_seq', None), ('reason', 'reason', None)))
+ClaimChanged._PLAN = (0, ClaimChanged, (('claim', 'claim', Claim._PLAN), ))
+ClaimPage._PLAN = (0, ClaimPage, (('claims', 'claims', (1, Claim._PLAN)), ('next_cursor', 'next_cursor', None)))
+DecisionRecorded._PLAN = (0, DecisionRecorded, (('decision', 'decision', Decision._PLAN), ))
+DiffPage._PLAN = (0, DiffPage, (('files', 'files', (1, DiffSection._PLAN)), ('next_cursor', 'next_cursor', None)))
+EventPage._PLAN = (0, EventPage, (('events', 'events', (1, Event._PLAN)), ('next_since_seq', 'next_since_seq', None)))
+EventWait._PLAN = (0, EventWait, (('events', 'events', (1, Event._PLAN)), ))
+Files._PLAN = (0, Files, (('files', 'files', (1, FileEntry._PLAN)), ))
+InboxPage._PLAN = (0, InboxPage, (('items', 'items', (1, InboxItem._PLAN)), ('next_cursor', 'next_cursor', None)))
+Interdiff._PLAN = (0, Interdiff, (('files', 'files', (1, FileInterdiff._PLAN)), ))
+Phases._PLAN = (0, Phases, (('phases', 'phases', (1, Phase._PLAN)), ))
+PolicyResult._PLAN = (0, PolicyResult, (('policy', 'policy', PolicyRecord._PLAN), ))
+ProposalChanged._PLAN = (0, ProposalChanged, (('proposal', 'proposal', Proposal._PLAN), ))
+ProposalDetail._PLAN = (0, ProposalDetail, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN), ('revisions', 'revisions', (1, RevisionEntry._PLAN)), ('content', 'content', None), ('content_base64', 'content_base64', None)))
+ProposalPage._PLAN = (0, ProposalPage, (('proposals', 'proposals', (1, Proposal._PLAN)), ('next_cursor', 'next_cursor', None)))
+ProposalRevised._PLAN = (0, ProposalRevised, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN)))
+RecoveryAdvice._PLAN = (0, RecoveryAdvice, (('paths', 'paths', (1, PathReport._PLAN)), ('actions', 'actions', (1, None))))
+Rejected._PLAN = (0, Rejected, (('proposal', 'proposal', Proposal._PLAN), ('decision', 'decision', Decision._PLAN)))
+ReviewRequested._PLAN = (0, ReviewRequested, (('proposal', 'proposal', Proposal._PLAN), ('review_plan', 'review_plan', (1, RoleNeed._PLAN))))
+RolledBack._PLAN = (0, RolledBack, (('transaction', 'transaction', Transaction._PLAN), ))
+SecurityReviewed._PLAN = (0, SecurityReviewed, (('security_review', 'security_review', SecurityReviewRecord._PLAN), ))
+StatusReport._PLAN = (0, StatusReport, (('proposal', 'proposal', Proposal._PLAN), ('next', 'next', (1, NextActor._PLAN)), ('applying', 'applying', None), ('validation', 'validation', ValidationReport._PLAN)))
+Symbols._PLAN = (0, Symbols, (('files', 'files', (1, FileSymbols._PLAN)), ))
+TaskCreated._PLAN = (0, TaskCreated, (('task', 'task', Task._PLAN), ('created', 'created', None)))
+TaskDetail._PLAN = (0, TaskDetail, (('task', 'task', Task._PLAN), ))
+TaskPage._PLAN = (0, TaskPage, (('tasks', 'tasks', (1, Task._PLAN)), ('next_cursor', 'next_cursor', None)))
+TestDetail._PLAN = (0, TestDetail, (('test_result', 'test_result', TestResult._PLAN), ))
+TestPage._PLAN = (0, TestPage, (('test_results', 'test_results', (1, TestResult._PLAN)), ('next_cursor', 'next_cursor', None)))
+TestRecorded._PLAN = (0, TestRecorded, (('test_result', 'test_result', TestResult._PLAN), ))
+TransactionDetail._PLAN = (0, TransactionDetail, (('transaction', 'transaction', Transaction._PLAN), ('files', 'files', (1, JournalFile._PLAN))))
+TransactionPage._PLAN = (0, TransactionPage, (('transactions', 'transactions', (1, Transaction._PLAN)), ('next_cursor', 'next_cursor', None)))
+VotePage._PLAN = (0, VotePage, (('votes', 'votes', (1, Vote._PLAN)), ('next_cursor', 'next_cursor', None)))
+VoteRecorded._PLAN = (0, VoteRecorded, (('vote', 'vote', Vote._PLAN), ))
+WorkspaceSettings._PLAN = (0, WorkspaceSettings, (('landing', 'landing', Landing._PLAN), ))
+
 __all__ = [
+    "Record",
     "ActorKind",
     "ACTOR_KINDS",
     "ClaimStatus",

@@ -59,6 +59,16 @@ class Engine:
         timeout_ms: Optional[int] = None,
         cancel: Optional[Cancel] = None,
     ) -> Any: ...
+    def call_record(
+        self,
+        actor: Actor,
+        tool: str,
+        args: Any,
+        plan: Any,
+        *,
+        timeout_ms: Optional[int] = None,
+        cancel: Optional[Cancel] = None,
+    ) -> Any: ...
     def call_json(
         self,
         actor: Actor,

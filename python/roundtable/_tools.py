@@ -13,7 +13,7 @@ absent) and returns the tool's result record. Paged lists also have an
 from __future__ import annotations
 
 import base64
-from typing import Any, AsyncIterator, Dict, Iterator, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Dict, Iterator, Literal, Mapping, Optional, Sequence, Type, TypeVar, Union
 
 from ._records import (
     Activated,
@@ -78,10 +78,12 @@ from ._records import (
     VoteRecorded,
     VoteValue,
     WorkspaceSettings,
+    Record,
 )
 from ._roundtable import Actor
 
 Patch = Union[str, bytes]
+R = TypeVar("R", bound=Record)
 
 
 def _actor_json(actor: Actor) -> Dict[str, str]:
@@ -112,6 +114,10 @@ class ToolMethods:
         """Call ``tool`` with ``args``; its JSON result."""
         raise NotImplementedError
 
+    def call_record(self, tool: str, args: Mapping[str, Any], record: Type[R]) -> R:
+        """Call ``tool`` with ``args``; its result as ``record``."""
+        return record.from_dict(self.call(tool, args))
+
     def agent_register(
         self,
         *,
@@ -134,7 +140,7 @@ class ToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["roles"] = list(roles)
-        return AgentRegistered.from_dict(self.call("agent.register", args))
+        return self.call_record("agent.register", args, AgentRegistered)
 
     def task_create(
         self,
@@ -156,7 +162,7 @@ class ToolMethods:
         if task_id is not None:
             args["task_id"] = task_id
         args["title"] = title
-        return TaskCreated.from_dict(self.call("task.create", args))
+        return self.call_record("task.create", args, TaskCreated)
 
     def agent_get(self, *, agent_id: str) -> AgentDetail:
         """An agent: its roles, enabled flag and display name (not_found if it was never registered).
@@ -165,7 +171,7 @@ class ToolMethods:
         """
         args: Dict[str, Any] = {}
         args["agent_id"] = agent_id
-        return AgentDetail.from_dict(self.call("agent.get", args))
+        return self.call_record("agent.get", args, AgentDetail)
 
     def agent_list(
         self,
@@ -188,7 +194,7 @@ class ToolMethods:
             args["limit"] = limit
         if role is not None:
             args["role"] = role
-        return AgentPage.from_dict(self.call("agent.list", args))
+        return self.call_record("agent.list", args, AgentPage)
 
     def iter_agent_list(
         self,
@@ -216,7 +222,7 @@ class ToolMethods:
         """
         args: Dict[str, Any] = {}
         args["task_id"] = task_id
-        return TaskDetail.from_dict(self.call("task.get", args))
+        return self.call_record("task.get", args, TaskDetail)
 
     def task_list(self, *, cursor: Optional[str] = None, limit: Optional[int] = None) -> TaskPage:
         """Tasks, a page at a time, oldest first.
@@ -228,7 +234,7 @@ class ToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
-        return TaskPage.from_dict(self.call("task.list", args))
+        return self.call_record("task.list", args, TaskPage)
 
     def iter_task_list(
         self,
@@ -284,7 +290,7 @@ class ToolMethods:
         args["summary_md"] = summary_md
         args["task_id"] = task_id
         args["title"] = title
-        return ProposalRevised.from_dict(self.call("proposal.create", args))
+        return self.call_record("proposal.create", args, ProposalRevised)
 
     def proposal_attach_patch(
         self,
@@ -321,7 +327,7 @@ class ToolMethods:
         if patch_format is not None:
             args["patch_format"] = patch_format
         args["proposal_id"] = proposal_id
-        return ProposalRevised.from_dict(self.call("proposal.attach_patch", args))
+        return self.call_record("proposal.attach_patch", args, ProposalRevised)
 
     def proposal_rebase(
         self,
@@ -342,7 +348,7 @@ class ToolMethods:
         if note_md is not None:
             args["note_md"] = note_md
         args["proposal_id"] = proposal_id
-        return ProposalRevised.from_dict(self.call("proposal.rebase", args))
+        return self.call_record("proposal.rebase", args, ProposalRevised)
 
     def proposal_get(
         self,
@@ -361,7 +367,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return ProposalDetail.from_dict(self.call("proposal.get", args))
+        return self.call_record("proposal.get", args, ProposalDetail)
 
     def proposal_list(
         self,
@@ -387,7 +393,7 @@ class ToolMethods:
             args["status"] = status
         if task_id is not None:
             args["task_id"] = task_id
-        return ProposalPage.from_dict(self.call("proposal.list", args))
+        return self.call_record("proposal.list", args, ProposalPage)
 
     def iter_proposal_list(
         self,
@@ -418,7 +424,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return Files.from_dict(self.call("proposal.files", args))
+        return self.call_record("proposal.files", args, Files)
 
     def proposal_diff(
         self,
@@ -440,7 +446,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return DiffPage.from_dict(self.call("proposal.diff", args))
+        return self.call_record("proposal.diff", args, DiffPage)
 
     def iter_proposal_diff(
         self,
@@ -470,7 +476,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return Symbols.from_dict(self.call("proposal.symbols", args))
+        return self.call_record("proposal.symbols", args, Symbols)
 
     def proposal_compare(
         self,
@@ -487,7 +493,7 @@ class ToolMethods:
         args["from_revision"] = from_revision
         args["proposal_id"] = proposal_id
         args["to_revision"] = to_revision
-        return Interdiff.from_dict(self.call("proposal.compare", args))
+        return self.call_record("proposal.compare", args, Interdiff)
 
     def proposal_status(self, *, proposal_id: str) -> StatusReport:
         """Can this proposal land now, and if not, why: the validation gates of its latest revision, whether the revision is stale against the files, and who is expected to act next (author, reviewer roles, a human, the orchestrator).
@@ -496,7 +502,7 @@ class ToolMethods:
         """
         args: Dict[str, Any] = {}
         args["proposal_id"] = proposal_id
-        return StatusReport.from_dict(self.call("proposal.status", args))
+        return self.call_record("proposal.status", args, StatusReport)
 
     def proposal_revert(
         self,
@@ -527,7 +533,7 @@ class ToolMethods:
             args["task_id"] = task_id
         if title is not None:
             args["title"] = title
-        return ProposalRevised.from_dict(self.call("proposal.revert", args))
+        return self.call_record("proposal.revert", args, ProposalRevised)
 
     def inbox_list(
         self,
@@ -544,7 +550,7 @@ class ToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
-        return InboxPage.from_dict(self.call("inbox.list", args))
+        return self.call_record("inbox.list", args, InboxPage)
 
     def iter_inbox_list(
         self,
@@ -577,7 +583,7 @@ class ToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["proposal_id"] = proposal_id
-        return ReviewRequested.from_dict(self.call("proposal.request_review", args))
+        return self.call_record("proposal.request_review", args, ReviewRequested)
 
     def proposal_withdraw(
         self,
@@ -596,7 +602,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if reason_md is not None:
             args["reason_md"] = reason_md
-        return ProposalChanged.from_dict(self.call("proposal.withdraw", args))
+        return self.call_record("proposal.withdraw", args, ProposalChanged)
 
     def patch_reject(
         self,
@@ -614,7 +620,7 @@ class ToolMethods:
             args["idempotency_key"] = idempotency_key
         args["proposal_id"] = proposal_id
         args["reason_md"] = reason_md
-        return Rejected.from_dict(self.call("patch.reject", args))
+        return self.call_record("patch.reject", args, Rejected)
 
     def vote_cast(
         self,
@@ -637,7 +643,7 @@ class ToolMethods:
             args["reason_md"] = reason_md
         args["revision"] = revision
         args["vote"] = vote
-        return VoteRecorded.from_dict(self.call("vote.cast", args))
+        return self.call_record("vote.cast", args, VoteRecorded)
 
     def vote_list(
         self,
@@ -659,7 +665,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return VotePage.from_dict(self.call("vote.list", args))
+        return self.call_record("vote.list", args, VotePage)
 
     def iter_vote_list(
         self,
@@ -700,7 +706,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         args["reason_md"] = reason_md
         args["revision"] = revision
-        return DecisionRecorded.from_dict(self.call("decision.record", args))
+        return self.call_record("decision.record", args, DecisionRecorded)
 
     def security_review(
         self,
@@ -723,7 +729,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         args["revision"] = revision
         args["verdict"] = verdict
-        return SecurityReviewed.from_dict(self.call("security.review", args))
+        return self.call_record("security.review", args, SecurityReviewed)
 
     def human_request_approval(
         self,
@@ -744,7 +750,7 @@ class ToolMethods:
         if reason_md is not None:
             args["reason_md"] = reason_md
         args["revision"] = revision
-        return ApprovalRequested.from_dict(self.call("human.request_approval", args))
+        return self.call_record("human.request_approval", args, ApprovalRequested)
 
     def human_approve(
         self,
@@ -768,7 +774,7 @@ class ToolMethods:
         if request_id is not None:
             args["request_id"] = request_id
         args["revision"] = revision
-        return Approved.from_dict(self.call("human.approve", args))
+        return self.call_record("human.approve", args, Approved)
 
     def test_record(
         self,
@@ -796,7 +802,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         args["revision"] = revision
         args["status"] = status
-        return TestRecorded.from_dict(self.call("test.record", args))
+        return self.call_record("test.record", args, TestRecorded)
 
     def test_list(
         self,
@@ -821,7 +827,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return TestPage.from_dict(self.call("test.list", args))
+        return self.call_record("test.list", args, TestPage)
 
     def iter_test_list(
         self,
@@ -850,7 +856,7 @@ class ToolMethods:
         """
         args: Dict[str, Any] = {}
         args["test_result_id"] = test_result_id
-        return TestDetail.from_dict(self.call("test.get", args))
+        return self.call_record("test.get", args, TestDetail)
 
     def claim_acquire(
         self,
@@ -876,7 +882,7 @@ class ToolMethods:
         args["type"] = type
         if wait_ms is not None:
             args["wait_ms"] = wait_ms
-        return ClaimChanged.from_dict(self.call("claim.acquire", args))
+        return self.call_record("claim.acquire", args, ClaimChanged)
 
     def claim_renew(
         self,
@@ -894,7 +900,7 @@ class ToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["ttl_s"] = ttl_s
-        return ClaimChanged.from_dict(self.call("claim.renew", args))
+        return self.call_record("claim.renew", args, ClaimChanged)
 
     def claim_release(
         self,
@@ -910,7 +916,7 @@ class ToolMethods:
         args["claim_id"] = claim_id
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
-        return ClaimChanged.from_dict(self.call("claim.release", args))
+        return self.call_record("claim.release", args, ClaimChanged)
 
     def claim_list(
         self,
@@ -936,7 +942,7 @@ class ToolMethods:
             args["resource_id"] = resource_id
         if status is not None:
             args["status"] = status
-        return ClaimPage.from_dict(self.call("claim.list", args))
+        return self.call_record("claim.list", args, ClaimPage)
 
     def iter_claim_list(
         self,
@@ -972,7 +978,7 @@ class ToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return ValidationReport.from_dict(self.call("patch.validate", args))
+        return self.call_record("patch.validate", args, ValidationReport)
 
     def policy_set(
         self,
@@ -991,7 +997,7 @@ class ToolMethods:
             args["idempotency_key"] = idempotency_key
         if note_md is not None:
             args["note_md"] = note_md
-        return PolicyResult.from_dict(self.call("policy.set", args))
+        return self.call_record("policy.set", args, PolicyResult)
 
     def policy_activate(self, *, version: int, idempotency_key: Optional[str] = None) -> Activated:
         """Activate a draft policy version and retire the active one, atomically (orchestrator or human).
@@ -1002,7 +1008,7 @@ class ToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["version"] = version
-        return Activated.from_dict(self.call("policy.activate", args))
+        return self.call_record("policy.activate", args, Activated)
 
     def policy_get(self, *, version: Optional[int] = None) -> PolicyResult:
         """Read a policy version, or (by default) the policy in force: the active version or the built-in default.
@@ -1012,7 +1018,7 @@ class ToolMethods:
         args: Dict[str, Any] = {}
         if version is not None:
             args["version"] = version
-        return PolicyResult.from_dict(self.call("policy.get", args))
+        return self.call_record("policy.get", args, PolicyResult)
 
     def patch_apply(
         self,
@@ -1036,7 +1042,7 @@ class ToolMethods:
         args["revision"] = revision
         if transaction_id is not None:
             args["transaction_id"] = transaction_id
-        return Applied.from_dict(self.call("patch.apply", args))
+        return self.call_record("patch.apply", args, Applied)
 
     def transaction_rollback(
         self,
@@ -1052,7 +1058,7 @@ class ToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["transaction_id"] = transaction_id
-        return RolledBack.from_dict(self.call("transaction.rollback", args))
+        return self.call_record("transaction.rollback", args, RolledBack)
 
     def transaction_get(self, *, transaction_id: str) -> TransactionDetail:
         """Read a transaction and its journal (every touched path's before and after state).
@@ -1061,7 +1067,7 @@ class ToolMethods:
         """
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
-        return TransactionDetail.from_dict(self.call("transaction.get", args))
+        return self.call_record("transaction.get", args, TransactionDetail)
 
     def transaction_list(
         self,
@@ -1084,7 +1090,7 @@ class ToolMethods:
             args["proposal_id"] = proposal_id
         if status is not None:
             args["status"] = status
-        return TransactionPage.from_dict(self.call("transaction.list", args))
+        return self.call_record("transaction.list", args, TransactionPage)
 
     def iter_transaction_list(
         self,
@@ -1112,7 +1118,7 @@ class ToolMethods:
         """
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
-        return Phases.from_dict(self.call("transaction.phases", args))
+        return self.call_record("transaction.phases", args, Phases)
 
     def transaction_recovery(self, *, transaction_id: str) -> RecoveryAdvice:
         """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
@@ -1121,7 +1127,7 @@ class ToolMethods:
         """
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
-        return RecoveryAdvice.from_dict(self.call("transaction.recovery", args))
+        return self.call_record("transaction.recovery", args, RecoveryAdvice)
 
     def events_list(
         self,
@@ -1141,7 +1147,7 @@ class ToolMethods:
             args["proposal_id"] = proposal_id
         if since_seq is not None:
             args["since_seq"] = since_seq
-        return EventPage.from_dict(self.call("events.list", args))
+        return self.call_record("events.list", args, EventPage)
 
     def iter_events_list(
         self,
@@ -1187,7 +1193,7 @@ class ToolMethods:
         args["since_seq"] = since_seq
         if timeout_ms is not None:
             args["timeout_ms"] = timeout_ms
-        return EventWait.from_dict(self.call("events.wait", args))
+        return self.call_record("events.wait", args, EventWait)
 
     def events_verify(self, *, expected_head: Optional[Mapping[str, Any]] = None) -> ChainReport:
         """Check the audit log: every event's digest covers its fields and its predecessor's digest; the expected_head the host kept (seq and digest) is still in the log, as is the head every transaction saw when it was journaled; and every vote, decision, security review, approval (request), test result and transaction has the event that records it.
@@ -1197,7 +1203,7 @@ class ToolMethods:
         args: Dict[str, Any] = {}
         if expected_head is not None:
             args["expected_head"] = dict(expected_head)
-        return ChainReport.from_dict(self.call("events.verify", args))
+        return self.call_record("events.verify", args, ChainReport)
 
     def workspace_configure(
         self,
@@ -1213,7 +1219,7 @@ class ToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["landing"] = dict(landing)
-        return WorkspaceSettings.from_dict(self.call("workspace.configure", args))
+        return self.call_record("workspace.configure", args, WorkspaceSettings)
 
     def workspace_get(self) -> WorkspaceSettings:
         """The workspace's settings: how patch.apply lands (mode files or git, the branch).
@@ -1221,7 +1227,7 @@ class ToolMethods:
         ``workspace.get``; called by: agent, human, orchestrator. Read-only.
         """
         args: Dict[str, Any] = {}
-        return WorkspaceSettings.from_dict(self.call("workspace.get", args))
+        return self.call_record("workspace.get", args, WorkspaceSettings)
 
 
 class AsyncToolMethods:
@@ -1232,6 +1238,10 @@ class AsyncToolMethods:
     async def call(self, tool: str, args: Mapping[str, Any]) -> Dict[str, Any]:
         """Call ``tool`` with ``args``; its JSON result."""
         raise NotImplementedError
+
+    async def call_record(self, tool: str, args: Mapping[str, Any], record: Type[R]) -> R:
+        """Call ``tool`` with ``args``; its result as ``record``."""
+        return record.from_dict(await self.call(tool, args))
 
     async def agent_register(
         self,
@@ -1255,7 +1265,7 @@ class AsyncToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["roles"] = list(roles)
-        return AgentRegistered.from_dict(await self.call("agent.register", args))
+        return await self.call_record("agent.register", args, AgentRegistered)
 
     async def task_create(
         self,
@@ -1277,7 +1287,7 @@ class AsyncToolMethods:
         if task_id is not None:
             args["task_id"] = task_id
         args["title"] = title
-        return TaskCreated.from_dict(await self.call("task.create", args))
+        return await self.call_record("task.create", args, TaskCreated)
 
     async def agent_get(self, *, agent_id: str) -> AgentDetail:
         """An agent: its roles, enabled flag and display name (not_found if it was never registered).
@@ -1286,7 +1296,7 @@ class AsyncToolMethods:
         """
         args: Dict[str, Any] = {}
         args["agent_id"] = agent_id
-        return AgentDetail.from_dict(await self.call("agent.get", args))
+        return await self.call_record("agent.get", args, AgentDetail)
 
     async def agent_list(
         self,
@@ -1309,7 +1319,7 @@ class AsyncToolMethods:
             args["limit"] = limit
         if role is not None:
             args["role"] = role
-        return AgentPage.from_dict(await self.call("agent.list", args))
+        return await self.call_record("agent.list", args, AgentPage)
 
     async def iter_agent_list(
         self,
@@ -1338,7 +1348,7 @@ class AsyncToolMethods:
         """
         args: Dict[str, Any] = {}
         args["task_id"] = task_id
-        return TaskDetail.from_dict(await self.call("task.get", args))
+        return await self.call_record("task.get", args, TaskDetail)
 
     async def task_list(
         self,
@@ -1355,7 +1365,7 @@ class AsyncToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
-        return TaskPage.from_dict(await self.call("task.list", args))
+        return await self.call_record("task.list", args, TaskPage)
 
     async def iter_task_list(
         self,
@@ -1412,7 +1422,7 @@ class AsyncToolMethods:
         args["summary_md"] = summary_md
         args["task_id"] = task_id
         args["title"] = title
-        return ProposalRevised.from_dict(await self.call("proposal.create", args))
+        return await self.call_record("proposal.create", args, ProposalRevised)
 
     async def proposal_attach_patch(
         self,
@@ -1449,7 +1459,7 @@ class AsyncToolMethods:
         if patch_format is not None:
             args["patch_format"] = patch_format
         args["proposal_id"] = proposal_id
-        return ProposalRevised.from_dict(await self.call("proposal.attach_patch", args))
+        return await self.call_record("proposal.attach_patch", args, ProposalRevised)
 
     async def proposal_rebase(
         self,
@@ -1470,7 +1480,7 @@ class AsyncToolMethods:
         if note_md is not None:
             args["note_md"] = note_md
         args["proposal_id"] = proposal_id
-        return ProposalRevised.from_dict(await self.call("proposal.rebase", args))
+        return await self.call_record("proposal.rebase", args, ProposalRevised)
 
     async def proposal_get(
         self,
@@ -1489,7 +1499,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return ProposalDetail.from_dict(await self.call("proposal.get", args))
+        return await self.call_record("proposal.get", args, ProposalDetail)
 
     async def proposal_list(
         self,
@@ -1515,7 +1525,7 @@ class AsyncToolMethods:
             args["status"] = status
         if task_id is not None:
             args["task_id"] = task_id
-        return ProposalPage.from_dict(await self.call("proposal.list", args))
+        return await self.call_record("proposal.list", args, ProposalPage)
 
     async def iter_proposal_list(
         self,
@@ -1547,7 +1557,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return Files.from_dict(await self.call("proposal.files", args))
+        return await self.call_record("proposal.files", args, Files)
 
     async def proposal_diff(
         self,
@@ -1569,7 +1579,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return DiffPage.from_dict(await self.call("proposal.diff", args))
+        return await self.call_record("proposal.diff", args, DiffPage)
 
     async def iter_proposal_diff(
         self,
@@ -1605,7 +1615,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return Symbols.from_dict(await self.call("proposal.symbols", args))
+        return await self.call_record("proposal.symbols", args, Symbols)
 
     async def proposal_compare(
         self,
@@ -1622,7 +1632,7 @@ class AsyncToolMethods:
         args["from_revision"] = from_revision
         args["proposal_id"] = proposal_id
         args["to_revision"] = to_revision
-        return Interdiff.from_dict(await self.call("proposal.compare", args))
+        return await self.call_record("proposal.compare", args, Interdiff)
 
     async def proposal_status(self, *, proposal_id: str) -> StatusReport:
         """Can this proposal land now, and if not, why: the validation gates of its latest revision, whether the revision is stale against the files, and who is expected to act next (author, reviewer roles, a human, the orchestrator).
@@ -1631,7 +1641,7 @@ class AsyncToolMethods:
         """
         args: Dict[str, Any] = {}
         args["proposal_id"] = proposal_id
-        return StatusReport.from_dict(await self.call("proposal.status", args))
+        return await self.call_record("proposal.status", args, StatusReport)
 
     async def proposal_revert(
         self,
@@ -1662,7 +1672,7 @@ class AsyncToolMethods:
             args["task_id"] = task_id
         if title is not None:
             args["title"] = title
-        return ProposalRevised.from_dict(await self.call("proposal.revert", args))
+        return await self.call_record("proposal.revert", args, ProposalRevised)
 
     async def inbox_list(
         self,
@@ -1679,7 +1689,7 @@ class AsyncToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
-        return InboxPage.from_dict(await self.call("inbox.list", args))
+        return await self.call_record("inbox.list", args, InboxPage)
 
     async def iter_inbox_list(
         self,
@@ -1713,7 +1723,7 @@ class AsyncToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["proposal_id"] = proposal_id
-        return ReviewRequested.from_dict(await self.call("proposal.request_review", args))
+        return await self.call_record("proposal.request_review", args, ReviewRequested)
 
     async def proposal_withdraw(
         self,
@@ -1732,7 +1742,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if reason_md is not None:
             args["reason_md"] = reason_md
-        return ProposalChanged.from_dict(await self.call("proposal.withdraw", args))
+        return await self.call_record("proposal.withdraw", args, ProposalChanged)
 
     async def patch_reject(
         self,
@@ -1750,7 +1760,7 @@ class AsyncToolMethods:
             args["idempotency_key"] = idempotency_key
         args["proposal_id"] = proposal_id
         args["reason_md"] = reason_md
-        return Rejected.from_dict(await self.call("patch.reject", args))
+        return await self.call_record("patch.reject", args, Rejected)
 
     async def vote_cast(
         self,
@@ -1773,7 +1783,7 @@ class AsyncToolMethods:
             args["reason_md"] = reason_md
         args["revision"] = revision
         args["vote"] = vote
-        return VoteRecorded.from_dict(await self.call("vote.cast", args))
+        return await self.call_record("vote.cast", args, VoteRecorded)
 
     async def vote_list(
         self,
@@ -1795,7 +1805,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return VotePage.from_dict(await self.call("vote.list", args))
+        return await self.call_record("vote.list", args, VotePage)
 
     async def iter_vote_list(
         self,
@@ -1837,7 +1847,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         args["reason_md"] = reason_md
         args["revision"] = revision
-        return DecisionRecorded.from_dict(await self.call("decision.record", args))
+        return await self.call_record("decision.record", args, DecisionRecorded)
 
     async def security_review(
         self,
@@ -1860,7 +1870,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         args["revision"] = revision
         args["verdict"] = verdict
-        return SecurityReviewed.from_dict(await self.call("security.review", args))
+        return await self.call_record("security.review", args, SecurityReviewed)
 
     async def human_request_approval(
         self,
@@ -1881,7 +1891,7 @@ class AsyncToolMethods:
         if reason_md is not None:
             args["reason_md"] = reason_md
         args["revision"] = revision
-        return ApprovalRequested.from_dict(await self.call("human.request_approval", args))
+        return await self.call_record("human.request_approval", args, ApprovalRequested)
 
     async def human_approve(
         self,
@@ -1905,7 +1915,7 @@ class AsyncToolMethods:
         if request_id is not None:
             args["request_id"] = request_id
         args["revision"] = revision
-        return Approved.from_dict(await self.call("human.approve", args))
+        return await self.call_record("human.approve", args, Approved)
 
     async def test_record(
         self,
@@ -1933,7 +1943,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         args["revision"] = revision
         args["status"] = status
-        return TestRecorded.from_dict(await self.call("test.record", args))
+        return await self.call_record("test.record", args, TestRecorded)
 
     async def test_list(
         self,
@@ -1958,7 +1968,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return TestPage.from_dict(await self.call("test.list", args))
+        return await self.call_record("test.list", args, TestPage)
 
     async def iter_test_list(
         self,
@@ -1988,7 +1998,7 @@ class AsyncToolMethods:
         """
         args: Dict[str, Any] = {}
         args["test_result_id"] = test_result_id
-        return TestDetail.from_dict(await self.call("test.get", args))
+        return await self.call_record("test.get", args, TestDetail)
 
     async def claim_acquire(
         self,
@@ -2014,7 +2024,7 @@ class AsyncToolMethods:
         args["type"] = type
         if wait_ms is not None:
             args["wait_ms"] = wait_ms
-        return ClaimChanged.from_dict(await self.call("claim.acquire", args))
+        return await self.call_record("claim.acquire", args, ClaimChanged)
 
     async def claim_renew(
         self,
@@ -2032,7 +2042,7 @@ class AsyncToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["ttl_s"] = ttl_s
-        return ClaimChanged.from_dict(await self.call("claim.renew", args))
+        return await self.call_record("claim.renew", args, ClaimChanged)
 
     async def claim_release(
         self,
@@ -2048,7 +2058,7 @@ class AsyncToolMethods:
         args["claim_id"] = claim_id
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
-        return ClaimChanged.from_dict(await self.call("claim.release", args))
+        return await self.call_record("claim.release", args, ClaimChanged)
 
     async def claim_list(
         self,
@@ -2074,7 +2084,7 @@ class AsyncToolMethods:
             args["resource_id"] = resource_id
         if status is not None:
             args["status"] = status
-        return ClaimPage.from_dict(await self.call("claim.list", args))
+        return await self.call_record("claim.list", args, ClaimPage)
 
     async def iter_claim_list(
         self,
@@ -2111,7 +2121,7 @@ class AsyncToolMethods:
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
-        return ValidationReport.from_dict(await self.call("patch.validate", args))
+        return await self.call_record("patch.validate", args, ValidationReport)
 
     async def policy_set(
         self,
@@ -2130,7 +2140,7 @@ class AsyncToolMethods:
             args["idempotency_key"] = idempotency_key
         if note_md is not None:
             args["note_md"] = note_md
-        return PolicyResult.from_dict(await self.call("policy.set", args))
+        return await self.call_record("policy.set", args, PolicyResult)
 
     async def policy_activate(
         self,
@@ -2146,7 +2156,7 @@ class AsyncToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["version"] = version
-        return Activated.from_dict(await self.call("policy.activate", args))
+        return await self.call_record("policy.activate", args, Activated)
 
     async def policy_get(self, *, version: Optional[int] = None) -> PolicyResult:
         """Read a policy version, or (by default) the policy in force: the active version or the built-in default.
@@ -2156,7 +2166,7 @@ class AsyncToolMethods:
         args: Dict[str, Any] = {}
         if version is not None:
             args["version"] = version
-        return PolicyResult.from_dict(await self.call("policy.get", args))
+        return await self.call_record("policy.get", args, PolicyResult)
 
     async def patch_apply(
         self,
@@ -2180,7 +2190,7 @@ class AsyncToolMethods:
         args["revision"] = revision
         if transaction_id is not None:
             args["transaction_id"] = transaction_id
-        return Applied.from_dict(await self.call("patch.apply", args))
+        return await self.call_record("patch.apply", args, Applied)
 
     async def transaction_rollback(
         self,
@@ -2196,7 +2206,7 @@ class AsyncToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["transaction_id"] = transaction_id
-        return RolledBack.from_dict(await self.call("transaction.rollback", args))
+        return await self.call_record("transaction.rollback", args, RolledBack)
 
     async def transaction_get(self, *, transaction_id: str) -> TransactionDetail:
         """Read a transaction and its journal (every touched path's before and after state).
@@ -2205,7 +2215,7 @@ class AsyncToolMethods:
         """
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
-        return TransactionDetail.from_dict(await self.call("transaction.get", args))
+        return await self.call_record("transaction.get", args, TransactionDetail)
 
     async def transaction_list(
         self,
@@ -2228,7 +2238,7 @@ class AsyncToolMethods:
             args["proposal_id"] = proposal_id
         if status is not None:
             args["status"] = status
-        return TransactionPage.from_dict(await self.call("transaction.list", args))
+        return await self.call_record("transaction.list", args, TransactionPage)
 
     async def iter_transaction_list(
         self,
@@ -2257,7 +2267,7 @@ class AsyncToolMethods:
         """
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
-        return Phases.from_dict(await self.call("transaction.phases", args))
+        return await self.call_record("transaction.phases", args, Phases)
 
     async def transaction_recovery(self, *, transaction_id: str) -> RecoveryAdvice:
         """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
@@ -2266,7 +2276,7 @@ class AsyncToolMethods:
         """
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
-        return RecoveryAdvice.from_dict(await self.call("transaction.recovery", args))
+        return await self.call_record("transaction.recovery", args, RecoveryAdvice)
 
     async def events_list(
         self,
@@ -2286,7 +2296,7 @@ class AsyncToolMethods:
             args["proposal_id"] = proposal_id
         if since_seq is not None:
             args["since_seq"] = since_seq
-        return EventPage.from_dict(await self.call("events.list", args))
+        return await self.call_record("events.list", args, EventPage)
 
     async def iter_events_list(
         self,
@@ -2333,7 +2343,7 @@ class AsyncToolMethods:
         args["since_seq"] = since_seq
         if timeout_ms is not None:
             args["timeout_ms"] = timeout_ms
-        return EventWait.from_dict(await self.call("events.wait", args))
+        return await self.call_record("events.wait", args, EventWait)
 
     async def events_verify(
         self,
@@ -2347,7 +2357,7 @@ class AsyncToolMethods:
         args: Dict[str, Any] = {}
         if expected_head is not None:
             args["expected_head"] = dict(expected_head)
-        return ChainReport.from_dict(await self.call("events.verify", args))
+        return await self.call_record("events.verify", args, ChainReport)
 
     async def workspace_configure(
         self,
@@ -2363,7 +2373,7 @@ class AsyncToolMethods:
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
         args["landing"] = dict(landing)
-        return WorkspaceSettings.from_dict(await self.call("workspace.configure", args))
+        return await self.call_record("workspace.configure", args, WorkspaceSettings)
 
     async def workspace_get(self) -> WorkspaceSettings:
         """The workspace's settings: how patch.apply lands (mode files or git, the branch).
@@ -2371,6 +2381,6 @@ class AsyncToolMethods:
         ``workspace.get``; called by: agent, human, orchestrator. Read-only.
         """
         args: Dict[str, Any] = {}
-        return WorkspaceSettings.from_dict(await self.call("workspace.get", args))
+        return await self.call_record("workspace.get", args, WorkspaceSettings)
 
 __all__ = ["ToolMethods", "AsyncToolMethods", "Patch"]

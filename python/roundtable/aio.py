@@ -24,17 +24,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from typing import Any, AsyncIterator, Callable, Dict, Mapping, Optional, Sequence, TypeVar
+from typing import Any, AsyncIterator, Callable, Dict, Mapping, Optional, Sequence, Type, TypeVar
 
 from . import Engine, StrPath
 from . import open as _open
-from ._records import Event
+from ._records import Event, Record
 from ._roundtable import Actor, Cancel
 from ._tools import AsyncToolMethods
 
 __all__ = ["AsyncEngine", "AsyncSession"]
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Record)
 
 
 async def _off_loop(call: Callable[[Cancel], T]) -> T:
@@ -94,6 +95,19 @@ class AsyncEngine:
             lambda cancel: self.engine.call(actor, tool, args, timeout_ms=timeout_ms, cancel=cancel)
         )
 
+    async def call_record(
+        self, actor: Actor, tool: str, args: Mapping[str, Any], record: Type[R], *, timeout_ms: Optional[int] = None
+    ) -> R:
+        """:meth:`call`, its result as the generated ``record``."""
+
+        def run(cancel: Cancel) -> R:
+            built: R = self.engine._inner.call_record(
+                actor, tool, args, record._PLAN, timeout_ms=timeout_ms, cancel=cancel
+            )
+            return built
+
+        return await _off_loop(run)
+
     def session(self, actor: Actor) -> "AsyncSession":
         """A handle bound to ``actor``: every tool as an awaitable typed
         method."""
@@ -118,6 +132,10 @@ class AsyncSession(AsyncToolMethods):
     async def call(self, tool: str, args: Mapping[str, Any]) -> Dict[str, Any]:
         """Call any tool as this session's actor; its JSON result."""
         return await self.engine.call(self.actor, tool, args)
+
+    async def call_record(self, tool: str, args: Mapping[str, Any], record: Type[R]) -> R:
+        """Call any tool as this session's actor; its result as ``record``."""
+        return await self.engine.call_record(self.actor, tool, args, record)
 
     async def follow(
         self,

@@ -5,8 +5,10 @@
 //! keys, `list`/`tuple`); anything else is `invalid_argument` naming the
 //! field path the way the core names fields (`affected_resources[2]`).
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::IntoPyObjectExt;
 use roundtable::ToolError;
 use serde_json::{Map, Number, Value};
@@ -140,5 +142,138 @@ pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, 
             }
             Ok(dict.into_any())
         }
+    }
+}
+
+/// What a plan says a JSON value becomes (`roundtable/_records.py` writes
+/// the plans, generated with the records): a record, a tuple, an actor.
+const PLAN_RECORD: u8 = 0;
+const PLAN_TUPLE: u8 = 1;
+const PLAN_ACTOR: u8 = 2;
+
+/// A tool result as its generated record, built here in one pass instead of
+/// as plain dicts that `from_dict` then walks again in Python.
+///
+/// `plan` is `None` (plain JSON values), `(0, cls, fields)` for a record
+/// (`fields`: `(key, attribute, plan)` of each field that is converted,
+/// renamed or may be absent), `(1, plan)` for an array (a tuple of its
+/// items) or `(2,)` for an actor. A record is `cls` with its `__dict__` the
+/// JSON object's dict, converted fields replaced, and `raw` the plain dict
+/// (what `from_dict` builds too).
+pub(crate) fn to_record<'py>(
+    py: Python<'py>,
+    value: &Value,
+    plan: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let raw = to_py(py, value)?;
+    typed(py, raw, plan)
+}
+
+/// `object.__new__(cls)` with `attrs` as its `__dict__`: what `from_dict`
+/// does in Python, without `__init__` or the frozen `__setattr__`.
+fn new_record<'py>(
+    py: Python<'py>,
+    cls: &Bound<'py, PyType>,
+    attrs: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let args = PyTuple::empty(py);
+    // SAFETY: `cls` is a type and `args` a tuple, both alive for the call;
+    // PyType_GenericNew returns a new reference or NULL with an exception
+    // set. `record` then owns a live object, and PyObject_GenericSetDict
+    // takes its own reference to `attrs` (a dict) or fails with an
+    // exception set (e.g. a class without a `__dict__`).
+    unsafe {
+        let made = pyo3::ffi::PyType_GenericNew(
+            cls.as_ptr().cast::<pyo3::ffi::PyTypeObject>(),
+            args.as_ptr(),
+            std::ptr::null_mut(),
+        );
+        if made.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let record = Bound::from_owned_ptr(py, made);
+        if pyo3::ffi::PyObject_GenericSetDict(record.as_ptr(), attrs.as_ptr(), std::ptr::null_mut())
+            != 0
+        {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(record)
+    }
+}
+
+/// The actors records named, by `(kind, id)`: an actor is immutable, so
+/// each one is validated and allocated once (at most 4096 kept).
+static ACTORS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
+/// The actor a record names (`{"kind", "id"}`); an unknown kind or a bad
+/// id is `invalid_argument`, never some other kind.
+fn actor<'py>(py: Python<'py>, raw: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let part = |key: &str| raw.get_item(PyString::intern(py, key));
+    let key = PyTuple::new(py, [part("kind")?, part("id")?])?;
+    let cache = ACTORS.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+    if let Some(known) = cache.get_item(&key)? {
+        return Ok(known);
+    }
+    let spelling = format!(
+        "{}:{}",
+        key.get_item(0)?.extract::<String>()?,
+        key.get_item(1)?.extract::<String>()?
+    );
+    let parsed = roundtable::Actor::parse(&spelling)
+        .map_err(|e| crate::raise(py, &ToolError::invalid_argument("actor", e)))?;
+    let made = Bound::new(py, crate::PyActor { inner: parsed })?.into_any();
+    if cache.len() >= 4096 {
+        cache.clear();
+    }
+    cache.set_item(key, &made)?;
+    Ok(made)
+}
+
+/// `raw` (plain JSON as Python objects) as `plan` says.
+fn typed<'py>(
+    py: Python<'py>,
+    raw: Bound<'py, PyAny>,
+    plan: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if plan.is_none() || raw.is_none() {
+        return Ok(raw);
+    }
+    let plan = plan.cast::<PyTuple>()?;
+    match plan.get_item(0)?.extract::<u8>()? {
+        PLAN_RECORD => {
+            let raw_dict = raw.cast::<PyDict>()?;
+            let attrs = raw_dict.copy()?;
+            for field in plan.get_item(2)?.cast::<PyTuple>()?.iter() {
+                let field = field.cast::<PyTuple>()?;
+                let key = field.get_item(0)?;
+                let attr = field.get_item(1)?;
+                let converted = match raw_dict.get_item(&key)? {
+                    Some(child) => typed(py, child, &field.get_item(2)?)?,
+                    None => py.None().into_bound(py),
+                };
+                if !attr.is(&key) {
+                    attrs.del_item(&key).ok();
+                }
+                attrs.set_item(attr, converted)?;
+            }
+            attrs.set_item(pyo3::intern!(py, "raw"), raw)?;
+            new_record(py, plan.get_item(1)?.cast::<PyType>()?, &attrs)
+        }
+        PLAN_TUPLE => {
+            let item_plan = plan.get_item(1)?;
+            let raw_items = raw.cast::<PyList>()?;
+            if item_plan.is_none() {
+                return Ok(PyTuple::new(py, raw_items.iter())?.into_any());
+            }
+            let items = raw_items
+                .iter()
+                .map(|item| typed(py, item, &item_plan))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(PyTuple::new(py, items)?.into_any())
+        }
+        PLAN_ACTOR => actor(py, &raw),
+        other => Err(PyValueError::new_err(format!(
+            "unknown record plan {other}"
+        ))),
     }
 }

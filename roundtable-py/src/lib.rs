@@ -200,6 +200,27 @@ pub struct PyEngine {
 }
 
 impl PyEngine {
+    /// One tool call with the GIL released: its JSON result.
+    fn run(
+        &self,
+        py: Python<'_>,
+        actor: &PyActor,
+        tool: &str,
+        args: &Bound<'_, PyAny>,
+        timeout_ms: Option<u64>,
+        cancel: Option<&PyCancel>,
+    ) -> PyResult<Value> {
+        let engine = self.handle()?;
+        let args = convert::to_json(args, "").map_err(|e| raise(py, &e))?;
+        let actor = actor.inner.clone();
+        let options = call_options(timeout_ms, cancel);
+        py.detach(move || match options {
+            None => engine.call(tool, args, &actor),
+            Some(o) => engine.call_with(tool, args, &actor, &o),
+        })
+        .map_err(|e| raise(py, &e))
+    }
+
     fn handle(&self) -> PyResult<Arc<Engine>> {
         self.engine
             .read()
@@ -248,17 +269,26 @@ impl PyEngine {
         timeout_ms: Option<u64>,
         cancel: Option<&PyCancel>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let engine = self.handle()?;
-        let args = convert::to_json(args, "").map_err(|e| raise(py, &e))?;
-        let actor = actor.inner.clone();
-        let options = call_options(timeout_ms, cancel);
-        let out = py
-            .detach(move || match options {
-                None => engine.call(&tool, args, &actor),
-                Some(o) => engine.call_with(&tool, args, &actor, &o),
-            })
-            .map_err(|e| raise(py, &e))?;
+        let out = self.run(py, actor, &tool, args, timeout_ms, cancel)?;
         convert::to_py(py, &out)
+    }
+
+    /// `call` returning the result as the generated record `plan` describes
+    /// (see `convert::to_record`): what a session's typed methods use.
+    #[pyo3(signature = (actor, tool, args, plan, *, timeout_ms = None, cancel = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn call_record<'py>(
+        &self,
+        py: Python<'py>,
+        actor: &PyActor,
+        tool: String,
+        args: &Bound<'py, PyAny>,
+        plan: &Bound<'py, PyAny>,
+        timeout_ms: Option<u64>,
+        cancel: Option<&PyCancel>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let out = self.run(py, actor, &tool, args, timeout_ms, cancel)?;
+        convert::to_record(py, &out, plan)
     }
 
     /// `call` with JSON text in and out (parsed strictly: a key given twice

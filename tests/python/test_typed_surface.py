@@ -91,6 +91,9 @@ def test_a_record_is_built_from_what_the_tool_returns(engine: roundtable.Engine)
     raw = engine.call(BOB, "proposal.get", {"proposal_id": made.proposal.id})
     got = engine.session(BOB).proposal_get(proposal_id=made.proposal.id)
     assert got.to_dict() == raw and got.to_dict() is not got.raw
+    # The extension builds it in one pass; from_dict builds the same record.
+    assert got == roundtable.ProposalDetail.from_dict(raw) and got.raw == raw
+    assert type(got.revision.changeset[0].after) is roundtable.FileState
     assert got.revision.created_by == ALICE and isinstance(got.revision.changeset, tuple)
     assert got.revision.diff_digest == raw["revision"]["diff_digest"]
     # Records (and the actors in them) pickle and deep-copy.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Set
+from typing import Any, Dict, List, Mapping, Set, Type, TypeVar
 
 import roundtable
 from roundtable import Actor, Session
@@ -37,6 +37,8 @@ OTHER = """\
 +More.
 """
 
+R = TypeVar("R", bound=roundtable.Record)
+
 #: Every tool this program calls, by name.
 TOOLS_CALLED: Set[str] = set()
 
@@ -49,6 +51,10 @@ class Recorded(Session):
     def call(self, tool: str, args: Mapping[str, Any]) -> Dict[str, Any]:
         TOOLS_CALLED.add(tool)
         return super().call(tool, args)
+
+    def call_record(self, tool: str, args: Mapping[str, Any], record: Type[R]) -> R:
+        TOOLS_CALLED.add(tool)
+        return super().call_record(tool, args, record)
 
 
 def failed_stages(report: roundtable.ValidationReport) -> List[str]:

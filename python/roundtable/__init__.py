@@ -216,11 +216,14 @@ class Engine:
         """:meth:`call` with JSON text in and out (a key given twice is refused)."""
         return self._inner.call_json(actor, tool, args, timeout_ms=timeout_ms, cancel=cancel)
 
-    def session(self, actor: Actor) -> "Session":
+    def session(
+        self, actor: Actor, *, timeout_ms: Optional[int] = None, cancel: Optional[Cancel] = None
+    ) -> "Session":
         """A handle bound to ``actor``: every tool as a typed method that
         needs no actor argument. Give an agent's thread its session and it
-        can act as nobody else."""
-        return Session(self, actor)
+        can act as nobody else. ``timeout_ms`` bounds each call's waits
+        and ``cancel`` ends them, as for :meth:`call`."""
+        return Session(self, actor, timeout_ms=timeout_ms, cancel=cancel)
 
 
 class Session(ToolMethods):
@@ -230,26 +233,37 @@ class Session(ToolMethods):
     :meth:`follow` for the audit log as it grows. Cheap to make; as
     thread-safe as the engine."""
 
-    __slots__ = ("engine", "actor")
+    __slots__ = ("engine", "actor", "timeout_ms", "cancel")
 
-    def __init__(self, engine: Engine, actor: Actor) -> None:
+    def __init__(
+        self, engine: Engine, actor: Actor, *, timeout_ms: Optional[int] = None, cancel: Optional[Cancel] = None
+    ) -> None:
         #: The engine it calls.
         self.engine = engine
         #: Who every call is made as.
         self.actor = actor
+        #: Each call's waits end after this many milliseconds (``None``: the
+        #: tool's own bounds only).
+        self.timeout_ms = timeout_ms
+        #: Cancelling it ends the waits of every call of this session.
+        self.cancel = cancel
 
     def __repr__(self) -> str:
         return f"<roundtable.Session {self.actor} root={self.engine.root!r}>"
 
     def call(self, tool: str, args: Mapping[str, Any]) -> Dict[str, Any]:
         """Call any tool as this session's actor; its JSON result."""
-        result: Dict[str, Any] = self.engine._inner.call(self.actor, tool, args)
+        result: Dict[str, Any] = self.engine._inner.call(
+            self.actor, tool, args, timeout_ms=self.timeout_ms, cancel=self.cancel
+        )
         return result
 
     def call_record(self, tool: str, args: Mapping[str, Any], record: Type[R]) -> R:
         """Call any tool as this session's actor; its result as ``record``,
         built by the extension in one pass."""
-        built: R = self.engine._inner.call_record(self.actor, tool, args, record._PLAN)
+        built: R = self.engine._inner.call_record(
+            self.actor, tool, args, record._PLAN, timeout_ms=self.timeout_ms, cancel=self.cancel
+        )
         return built
 
     def follow(

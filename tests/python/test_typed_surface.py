@@ -164,6 +164,22 @@ def test_cancel_ends_a_wait_from_another_thread(engine: roundtable.Engine) -> No
         engine.call(HOST, "task.list", {}, cancel=cancel)  # already cancelled: refused before it starts
 
 
+def test_a_sessions_options_bound_each_call(engine: roundtable.Engine) -> None:
+    register(engine)
+    engine.session(BOB).claim_acquire(resource_id="file:README.md", type="write", ttl_s=60)
+    hurried = engine.session(ALICE, timeout_ms=100)
+    with pytest.raises(roundtable.DeadlineExceeded):
+        hurried.claim_acquire(resource_id="file:README.md", type="write", ttl_s=60, wait_ms=30000)
+    cancel = roundtable.Cancel()
+    stopped = engine.session(ALICE, cancel=cancel)
+    threading.Timer(0.1, cancel.cancel).start()
+    with pytest.raises(roundtable.Cancelled):
+        stopped.claim_acquire(resource_id="file:README.md", type="write", ttl_s=60, wait_ms=30000)
+    with pytest.raises(roundtable.Cancelled):
+        stopped.call("task.list", {})
+    assert not engine.session(HOST).claim_list(agent_id="alice").claims
+
+
 def test_cancelling_an_awaiting_task_cancels_the_call(engine: roundtable.Engine) -> None:
     register(engine)
     held = engine.session(BOB).claim_acquire(resource_id="file:README.md", type="write", ttl_s=60).claim

@@ -6,7 +6,7 @@ One store on tmpfs holds one proposal with a small revision. Each path calls
 `proposal.get` on it as the same agent, sequentially (one call in flight),
 after 200 warm-up calls:
 
-- **binding**: `engine.call("proposal.get", args, actor)` in this process
+- **binding**: `engine.call(actor, "proposal.get", args)` in this process
   (the installed `roundtable` wheel);
 - **MCP stdio, raw client**: `roundtable mcp --as agent:…` as a child, after
   the `initialize` handshake; one `tools/call` JSON-RPC line written, one
@@ -82,11 +82,11 @@ def binding(root: Path, pid: str) -> Iterator[Batch]:
     args = {"proposal_id": pid}
     with roundtable.open(root) as engine:
         call = engine.call
-        assert call("proposal.get", args, actor)["proposal"]["id"] == pid
+        assert call(actor, "proposal.get", args)["proposal"]["id"] == pid
 
         def batch(n: int) -> None:
             for _ in range(n):
-                call("proposal.get", args, actor)
+                call(actor, "proposal.get", args)
 
         yield batch
 

@@ -52,7 +52,7 @@ with roundtable.open(sys.argv[1]) as engine:
         time.sleep(0.02)
         n += 1
         t0 = time.monotonic_ns()
-        engine.call("task.create", {"task_id": f"t{n}", "title": "wake"}, other)
+        engine.call(other, "task.create", {"task_id": f"t{n}", "title": "wake"})
         t1 = time.monotonic_ns()
         print(t0, t1, flush=True)
 """

@@ -4,14 +4,14 @@ another process commits, and what a waiter costs while nothing happens.
 
 1. **Wake latency.** This process opens a workspace on /dev/shm and starts a
    second Python process on it (the committer). Each trial: the waiter tells
-   the committer "go" through a pipe and blocks in `engine.wait_events(...)`
+   the committer "go" through a pipe and blocks in `session.events_wait(...)`
    (kinds `task.created`, timeout 10 s); the committer sleeps 20 ms (so the
    waiter is asleep), creates a task and reports `time.monotonic_ns()`
    (system-wide CLOCK_MONOTONIC, comparable across processes) taken just
    before and just after the call. Latency = the waiter's monotonic time when
-   `wait_events` returned minus the committer's time when its call returned
+   `events_wait` returned minus the committer's time when its call returned
    (also shown from when it started). Target: p99 <= 50 ms over 100 trials.
-2. **Idle CPU.** One `wait_events` call with a 10 s timeout and no commits;
+2. **Idle CPU.** One `events_wait` call with a 10 s timeout and no commits;
    the process's CPU time (user + system, every thread: the waiter and the
    store's watcher thread) over the wall time. Target: < 1% of a core.
 
@@ -109,7 +109,7 @@ def main() -> int:
             child.stdin.close()
             child.wait(timeout=30)
 
-            log(f"idle: one wait_events of {args.idle_s:.0f} s with nothing committed")
+            log(f"idle: one events_wait of {args.idle_s:.0f} s with nothing committed")
             c0, w0 = cpu_s(), time.monotonic()
             page = engine.session(HOST).events_wait(since_seq=since, timeout_ms=int(args.idle_s * 1000))
             c1, w1 = cpu_s(), time.monotonic()

@@ -7,6 +7,7 @@ package roundtable
 
 import (
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -21,7 +22,7 @@ import (
 // headerStatuses is enum rt_status of include/roundtable.h: name -> value.
 func headerStatuses(t *testing.T) map[string]uint32 {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join("..", "..", "include", "roundtable.h"))
+	text, err := os.ReadFile(filepath.Join("..", "include", "roundtable.h"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +125,30 @@ func TestCodesMatchTheHeader(t *testing.T) {
 	}
 }
 
+// Every code has its sentinel, and errors.Is matches it by code only.
+func TestEveryCodeHasASentinel(t *testing.T) {
+	for c := range goCodes(t) {
+		sentinel, ok := sentinels[c]
+		if !ok || sentinel.Code != c {
+			t.Errorf("no sentinel for %q", c)
+			continue
+		}
+		err := fmt.Errorf("wrapped: %w", &Error{Code: c, Message: "m"})
+		if !errors.Is(err, sentinel) {
+			t.Errorf("errors.Is(%q error, its sentinel) is false", c)
+		}
+		if c != CodeNotFound && errors.Is(err, ErrNotFound) {
+			t.Errorf("a %q error is ErrNotFound", c)
+		}
+	}
+}
+
 // The statuses the library returns are the header's values for their codes.
 func TestStatusesAreTheHeaderValues(t *testing.T) {
 	statuses := headerStatuses(t)
 	e := open(t, repo(t), nil)
-	_, notFound := e.Call("proposal.get", obj{"proposal_id": "nope"}, host)
-	_, invalidArgument := e.Call("agent.list", obj{}, Actor{ID: "x", Kind: "robot"})
+	_, notFound := e.Call(bg, host, "proposal.get", obj{"proposal_id": "nope"})
+	_, invalidArgument := e.Call(bg, Actor{ID: "x", Kind: "robot"}, "agent.list", obj{})
 	_, invalidPatch := ParsePatch([]byte("not a patch"))
 	for _, err := range []error{notFound, invalidArgument, invalidPatch} {
 		var rterr *Error

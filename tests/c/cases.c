@@ -1,0 +1,346 @@
+/* Replays the language-neutral scenario corpus, the JSON files of tests/cases/tools
+ * (the format: its README.md), through rt_engine_call. The Rust, Go and
+ * Python suites replay the same files.
+ *
+ *   cases CORPUS_DIR
+ *
+ * Exits 0 when every step of every scenario did what it expects, and when
+ * a deliberately wrong expectation fails (the runner is not a rubber
+ * stamp). JSON is read and written with cJSON (Debian's libcjson-dev). */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "roundtable.h"
+
+#define MAX_SAVED 32
+
+typedef struct {
+  char *name;
+  cJSON *value;
+} saved_value;
+
+typedef struct {
+  saved_value items[MAX_SAVED];
+  int n;
+} saved_values;
+
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  if (buf) buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+static void mkdirs_for(const char *path) {
+  char *copy = strdup(path);
+  for (char *p = copy + 1; *p; p++) {
+    if (*p == '/') {
+      *p = 0;
+      mkdir(copy, 0755);
+      *p = '/';
+    }
+  }
+  free(copy);
+}
+
+static const cJSON *saved_get(const saved_values *s, const char *name, size_t len) {
+  for (int i = 0; i < s->n; i++)
+    if (strlen(s->items[i].name) == len && strncmp(s->items[i].name, name, len) == 0) return s->items[i].value;
+  return NULL;
+}
+
+/* A copy of v with every ${name} replaced by its saved value (a string that
+ * is exactly ${name} becomes the value itself). */
+static cJSON *substitute(const cJSON *v, const saved_values *s) {
+  if (cJSON_IsString(v)) {
+    const char *text = v->valuestring;
+    size_t len = strlen(text);
+    if (len > 3 && text[0] == '$' && text[1] == '{' && text[len - 1] == '}' && !strchr(text + 2, '$')) {
+      const cJSON *whole = saved_get(s, text + 2, len - 3);
+      if (whole) return cJSON_Duplicate(whole, 1);
+    }
+    size_t cap = len * 4 + 256, used = 0;
+    char *out = malloc(cap);
+    for (const char *p = text; *p;) {
+      const char *end = p[0] == '$' && p[1] == '{' ? strchr(p, '}') : NULL;
+      const cJSON *value = end ? saved_get(s, p + 2, (size_t)(end - p - 2)) : NULL;
+      if (value && cJSON_IsString(value)) {
+        size_t n = strlen(value->valuestring);
+        if (used + n + 1 > cap) out = realloc(out, cap = (used + n) * 2 + 1);
+        memcpy(out + used, value->valuestring, n);
+        used += n;
+        p = end + 1;
+      } else {
+        if (used + 2 > cap) out = realloc(out, cap *= 2);
+        out[used++] = *p++;
+      }
+    }
+    out[used] = 0;
+    cJSON *made = cJSON_CreateString(out);
+    free(out);
+    return made;
+  }
+  if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+    cJSON *made = cJSON_IsArray(v) ? cJSON_CreateArray() : cJSON_CreateObject();
+    for (const cJSON *c = v->child; c; c = c->next) {
+      cJSON *item = substitute(c, s);
+      if (cJSON_IsArray(v))
+        cJSON_AddItemToArray(made, item);
+      else
+        cJSON_AddItemToObject(made, c->string, item);
+    }
+    return made;
+  }
+  return cJSON_Duplicate(v, 1);
+}
+
+/* 1 when actual has everything expected names (objects by key, arrays
+ * element by element with the same length, other values equal); else 0
+ * with the path in why. */
+static int subset(const cJSON *want, const cJSON *got, char *at, size_t atcap, char *why, size_t whycap) {
+  size_t mark = strlen(at);
+  if (cJSON_IsObject(want)) {
+    if (!cJSON_IsObject(got)) return snprintf(why, whycap, "%s: not an object", at), 0;
+    for (const cJSON *w = want->child; w; w = w->next) {
+      snprintf(at + mark, atcap - mark, "/%s", w->string);
+      const cJSON *g = cJSON_GetObjectItemCaseSensitive(got, w->string);
+      if (!g) return snprintf(why, whycap, "%s: missing", at), 0;
+      if (!subset(w, g, at, atcap, why, whycap)) return 0;
+      at[mark] = 0;
+    }
+    return 1;
+  }
+  if (cJSON_IsArray(want)) {
+    if (!cJSON_IsArray(got) || cJSON_GetArraySize(want) != cJSON_GetArraySize(got))
+      return snprintf(why, whycap, "%s: not an array of %d items", at, cJSON_GetArraySize(want)), 0;
+    int i = 0;
+    for (const cJSON *w = want->child, *g = got->child; w; w = w->next, g = g->next, i++) {
+      snprintf(at + mark, atcap - mark, "/%d", i);
+      if (!subset(w, g, at, atcap, why, whycap)) return 0;
+      at[mark] = 0;
+    }
+    return 1;
+  }
+  if (!cJSON_Compare(want, got, 1)) {
+    char *w = cJSON_PrintUnformatted(want), *g = cJSON_PrintUnformatted(got);
+    snprintf(why, whycap, "%s: %s, expected %s", at, g, w);
+    free(w);
+    free(g);
+    return 0;
+  }
+  return 1;
+}
+
+static const cJSON *pointer(const cJSON *doc, const char *path) {
+  char *copy = strdup(path), *save = NULL;
+  for (char *part = strtok_r(copy, "/", &save); part && doc; part = strtok_r(NULL, "/", &save))
+    doc = cJSON_IsArray(doc) ? cJSON_GetArrayItem(doc, atoi(part)) : cJSON_GetObjectItemCaseSensitive(doc, part);
+  free(copy);
+  return doc;
+}
+
+static char *actor_json(const char *spelling) {
+  const char *colon = strchr(spelling, ':');
+  cJSON *a = cJSON_CreateObject();
+  char *kind = strndup(spelling, colon ? (size_t)(colon - spelling) : strlen(spelling));
+  cJSON_AddStringToObject(a, "kind", kind);
+  cJSON_AddStringToObject(a, "id", colon ? colon + 1 : "");
+  char *out = cJSON_PrintUnformatted(a);
+  cJSON_Delete(a);
+  free(kind);
+  return out;
+}
+
+static int check_files(const char *root, const cJSON *files, char *why, size_t whycap) {
+  for (const cJSON *f = files ? files->child : NULL; f; f = f->next) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, f->string);
+    char *got = read_all(path);
+    int ok = cJSON_IsNull(f) ? got == NULL : (got && strcmp(got, f->valuestring) == 0);
+    if (!ok) snprintf(why, whycap, "file %s: %s", f->string, got ? got : "(absent)");
+    free(got);
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+static void remove_tree(const char *path) {
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", path);
+}
+
+/* Runs one scenario: the number of steps, or -1 with why set. */
+static int run(const cJSON *scenario, char *why, size_t whycap) {
+  char dir[] = "/tmp/rt-cases.XXXXXX";
+  if (!mkdtemp(dir)) return snprintf(why, whycap, "mkdtemp: %s", strerror(errno)), -1;
+  char root[256];
+  snprintf(root, sizeof root, "%s/repo", dir);
+  mkdir(root, 0755);
+  for (const cJSON *f = cJSON_GetObjectItemCaseSensitive(scenario, "files")->child; f; f = f->next) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, f->string);
+    mkdirs_for(path);
+    FILE *out = fopen(path, "wb");
+    fputs(f->valuestring, out);
+    fclose(out);
+  }
+  rt_engine *engine = NULL;
+  rt_error *err = NULL;
+  int result = -1;
+  saved_values saved = {.n = 0};
+  if (rt_engine_open(root, NULL, &engine, &err) != RT_OK) {
+    snprintf(why, whycap, "open: %s", rt_error_message(err));
+    rt_error_free(err);
+    goto done;
+  }
+  int i = 0;
+  const cJSON *steps = cJSON_GetObjectItemCaseSensitive(scenario, "steps");
+  for (const cJSON *step = steps->child; step; step = step->next, i++) {
+    const char *tool = cJSON_GetObjectItemCaseSensitive(step, "tool")->valuestring;
+    int prefix = snprintf(why, whycap, "step %d (%s): ", i, tool);
+    char *w = why + prefix;
+    size_t wcap = whycap - (size_t)prefix;
+    cJSON *args = substitute(cJSON_GetObjectItemCaseSensitive(step, "args"), &saved);
+    cJSON *expect = substitute(cJSON_GetObjectItemCaseSensitive(step, "expect"), &saved);
+    char *args_text = cJSON_PrintUnformatted(args);
+    char *actor = actor_json(cJSON_GetObjectItemCaseSensitive(step, "as")->valuestring);
+    char *out = NULL;
+    err = NULL;
+    rt_status st = rt_engine_call(engine, tool, args_text, actor, &out, &err);
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(expect, "error");
+    char at[1024] = "";
+    int ok = 1;
+    if (st == RT_OK) {
+      cJSON *got = cJSON_Parse(out);
+      if (code) {
+        snprintf(w, wcap, "succeeded, expected %s", code->valuestring);
+        ok = 0;
+      } else if (!subset(cJSON_GetObjectItemCaseSensitive(expect, "ok"), got, at, sizeof at, w, wcap)) {
+        ok = 0;
+      } else {
+        const cJSON *save = cJSON_GetObjectItemCaseSensitive(step, "save");
+        for (const cJSON *sv = save ? save->child : NULL; sv && ok; sv = sv->next) {
+          const cJSON *value = pointer(got, sv->valuestring);
+          if (!value || saved.n == MAX_SAVED) {
+            snprintf(w, wcap, "nothing at %s to save", sv->valuestring);
+            ok = 0;
+          } else {
+            saved.items[saved.n].name = strdup(sv->string);
+            saved.items[saved.n++].value = cJSON_Duplicate(value, 1);
+          }
+        }
+      }
+      cJSON_Delete(got);
+      rt_string_free(out);
+    } else {
+      const char *got_code = rt_error_code(err);
+      if (!code) {
+        snprintf(w, wcap, "refused: %s: %s", got_code, rt_error_message(err));
+        ok = 0;
+      } else if (strcmp(got_code, code->valuestring) != 0) {
+        snprintf(w, wcap, "%s: %s, expected %s", got_code, rt_error_message(err), code->valuestring);
+        ok = 0;
+      } else {
+        const cJSON *want = cJSON_GetObjectItemCaseSensitive(expect, "details");
+        cJSON *details = cJSON_Parse(rt_error_details_json(err));
+        strcpy(at, "details");
+        if (want && !subset(want, details, at, sizeof at, w, wcap)) ok = 0;
+        cJSON_Delete(details);
+      }
+      rt_error_free(err);
+    }
+    if (ok) ok = check_files(root, cJSON_GetObjectItemCaseSensitive(step, "files"), w, wcap);
+    free(actor);
+    free(args_text);
+    cJSON_Delete(args);
+    cJSON_Delete(expect);
+    if (!ok) goto done;
+  }
+  result = i;
+done:
+  rt_engine_close(engine);
+  for (int k = 0; k < saved.n; k++) {
+    free(saved.items[k].name);
+    cJSON_Delete(saved.items[k].value);
+  }
+  remove_tree(dir);
+  return result;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  DIR *d = opendir(argv[1]);
+  if (!d) return perror(argv[1]), 2;
+  char *names[256];
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) && n < 256;) {
+    size_t len = strlen(e->d_name);
+    if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0) names[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof *names, by_name);
+  int failed = 0, steps = 0;
+  char why[8192];
+  cJSON *first = NULL;
+  for (int i = 0; i < n; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", argv[1], names[i]);
+    char *text = read_all(path);
+    cJSON *scenario = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    int done = scenario ? run(scenario, why, sizeof why) : -1;
+    if (done < 0) {
+      fprintf(stderr, "FAIL %s: %s\n", names[i], scenario ? why : "not JSON");
+      failed++;
+    } else {
+      printf("ok   %s (%d steps)\n", names[i], done);
+      steps += done;
+    }
+    if (strcmp(names[i], "governed-change.json") == 0 && scenario)
+      first = scenario;
+    else
+      cJSON_Delete(scenario);
+    free(names[i]);
+  }
+  /* The runner is not a rubber stamp: a wrong value must fail it. */
+  if (!first) {
+    fprintf(stderr, "FAIL: no governed-change.json\n");
+    failed++;
+  } else {
+    cJSON *step0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(first, "steps"), 0);
+    cJSON *agent = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(step0, "expect"), "ok"), "agent");
+    cJSON_ReplaceItemInObjectCaseSensitive(agent, "id", cJSON_CreateString("someone-else"));
+    if (run(first, why, sizeof why) >= 0) {
+      fprintf(stderr, "FAIL: a wrong expectation passed\n");
+      failed++;
+    } else {
+      printf("ok   a wrong expectation fails (%s)\n", why);
+    }
+    cJSON_Delete(first);
+  }
+  printf("%d scenarios, %d steps, %d failed\n", n, steps, failed);
+  return failed || n < 4 ? 1 : 0;
+}

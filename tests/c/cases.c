@@ -3,6 +3,13 @@
  * Python suites replay the same files.
  *
  *   cases CORPUS_DIR
+ *   cases --edit EDIT_FIXTURES_DIR
+ *
+ * With --edit it replays the edit-plan fixtures (tests/cases/edit) instead:
+ * each case's files in a workspace, its plan proposed with proposal.create,
+ * then either the refusal compared (code, message, details) or the change
+ * reviewed and applied and the files on disk compared with the expected
+ * bytes and executable bits.
  *
  * Exits 0 when every step of every scenario did what it expects, and when
  * a deliberately wrong expectation fails (the runner is not a rubber
@@ -284,11 +291,250 @@ done:
   return result;
 }
 
+/* --- the edit-plan fixtures (tests/cases/edit) ----------------------- */
+
+static int b64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+/* Standard base64 (padding optional) decoded into a new buffer. */
+static unsigned char *b64_decode(const char *text, size_t *len) {
+  unsigned char *out = malloc(strlen(text) * 3 / 4 + 3);
+  size_t n = 0;
+  unsigned bits = 0;
+  int have = 0;
+  for (const char *p = text; *p && *p != '='; p++) {
+    int v = b64_value(*p);
+    if (v < 0) continue;
+    bits = (bits << 6) | (unsigned)v;
+    if ((have += 6) >= 8) {
+      have -= 8;
+      out[n++] = (unsigned char)(bits >> have);
+    }
+  }
+  *len = n;
+  return out;
+}
+
+static char *call(rt_engine *e, const char *actor, const char *tool, const char *args, rt_error **err) {
+  char *out = NULL, *who = actor_json(actor);
+  *err = NULL;
+  if (rt_engine_call(e, tool, args, who, &out, err) != RT_OK) out = NULL;
+  free(who);
+  return out;
+}
+
+/* One fixture: 1 when it did what it expects, 0 with why set, -1 when it
+ * cannot be sent through the tools (plan_text: not a JSON object). */
+static int run_edit(const cJSON *c, char *why, size_t whycap) {
+  const cJSON *plan = cJSON_GetObjectItemCaseSensitive(c, "plan");
+  if (!plan) return -1;
+  char dir[] = "/tmp/rt-edit.XXXXXX";
+  if (!mkdtemp(dir)) return snprintf(why, whycap, "mkdtemp"), 0;
+  char root[256], path[4096];
+  snprintf(root, sizeof root, "%s/repo", dir);
+  mkdir(root, 0755);
+  for (const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "files")->child; f; f = f->next) {
+    snprintf(path, sizeof path, "%s/%s", root, f->string);
+    mkdirs_for(path);
+    size_t n;
+    unsigned char *bytes = b64_decode(cJSON_GetObjectItemCaseSensitive(f, "base64")->valuestring, &n);
+    FILE *out = fopen(path, "wb");
+    fwrite(bytes, 1, n, out);
+    fclose(out);
+    free(bytes);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "executable"))) chmod(path, 0755);
+  }
+  rt_engine *e = NULL;
+  rt_error *err = NULL;
+  int ok = 0;
+  if (rt_engine_open(root, "{\"durability\": \"off\"}", &e, &err) != RT_OK) {
+    snprintf(why, whycap, "open: %s", rt_error_message(err));
+    rt_error_free(err);
+    goto done;
+  }
+  const char *setup[][3] = {
+      {"orchestrator:host", "agent.register", "{\"agent_id\": \"ada\", \"roles\": [\"author\"]}"},
+      {"orchestrator:host", "agent.register", "{\"agent_id\": \"rex\", \"roles\": [\"reviewer\"]}"},
+      {"orchestrator:host", "task.create", "{\"task_id\": \"t\", \"title\": \"edit fixture\"}"},
+  };
+  for (size_t i = 0; i < sizeof setup / sizeof *setup; i++) {
+    char *out = call(e, setup[i][0], setup[i][1], setup[i][2], &err);
+    if (!out) {
+      snprintf(why, whycap, "%s: %s", setup[i][1], rt_error_message(err));
+      rt_error_free(err);
+      goto done;
+    }
+    rt_string_free(out);
+  }
+  const cJSON *expect = cJSON_GetObjectItemCaseSensitive(c, "expect");
+  const cJSON *error = cJSON_GetObjectItemCaseSensitive(expect, "error");
+  const cJSON *changeset = cJSON_GetObjectItemCaseSensitive(expect, "changeset");
+  /* Claim every path the change touches, so that it can land. */
+  for (const cJSON *w = changeset ? changeset->child : NULL; w; w = w->next) {
+    char args[4200];
+    snprintf(args, sizeof args, "{\"resource_id\": \"file:%s\", \"type\": \"write\", \"ttl_s\": 600}",
+             cJSON_GetObjectItemCaseSensitive(w, "path")->valuestring);
+    char *out = call(e, "agent:ada", "claim.acquire", args, &err);
+    if (!out) {
+      snprintf(why, whycap, "claim.acquire: %s", rt_error_message(err));
+      rt_error_free(err);
+      goto done;
+    }
+    rt_string_free(out);
+  }
+  cJSON *create = cJSON_CreateObject();
+  cJSON_AddStringToObject(create, "task_id", "t");
+  cJSON_AddStringToObject(create, "title", "fixture");
+  cJSON_AddStringToObject(create, "summary_md", cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring);
+  cJSON_AddItemToObject(create, "edit_plan", cJSON_Duplicate(plan, 1));
+  char *create_text = cJSON_PrintUnformatted(create);
+  cJSON_Delete(create);
+  char *made = call(e, "agent:ada", "proposal.create", create_text, &err);
+  free(create_text);
+  if (error) {
+    const char *code = cJSON_GetObjectItemCaseSensitive(error, "code")->valuestring;
+    const cJSON *contains = cJSON_GetObjectItemCaseSensitive(error, "message_contains");
+    const cJSON *details = cJSON_GetObjectItemCaseSensitive(error, "details");
+    if (made) {
+      snprintf(why, whycap, "succeeded, expected %s", code);
+      rt_string_free(made);
+    } else if (strcmp(rt_error_code(err), code) != 0) {
+      snprintf(why, whycap, "%s: %s, expected %s", rt_error_code(err), rt_error_message(err), code);
+    } else if (contains && !strstr(rt_error_message(err), contains->valuestring)) {
+      snprintf(why, whycap, "message %s lacks %s", rt_error_message(err), contains->valuestring);
+    } else {
+      cJSON *got = cJSON_Parse(rt_error_details_json(err));
+      char at[512] = "details";
+      ok = !details || subset(details, got, at, sizeof at, why, whycap);
+      cJSON_Delete(got);
+    }
+    rt_error_free(err);
+    goto done;
+  }
+  if (!made) {
+    snprintf(why, whycap, "proposal.create: %s: %s", rt_error_code(err), rt_error_message(err));
+    rt_error_free(err);
+    goto done;
+  }
+  cJSON *created = cJSON_Parse(made);
+  rt_string_free(made);
+  char pid_args[512];
+  snprintf(pid_args, sizeof pid_args, "{\"proposal_id\": \"%s\", \"revision\": 1, \"vote\": \"approve\"}",
+           pointer(created, "/proposal/id")->valuestring);
+  cJSON_Delete(created);
+  char review_args[512];
+  snprintf(review_args, sizeof review_args, "%.*s}", (int)(strstr(pid_args, ", \"revision\"") - pid_args), pid_args);
+  char apply_args[512];
+  snprintf(apply_args, sizeof apply_args, "%.*s, \"revision\": 1}", (int)(strstr(pid_args, ", \"revision\"") - pid_args),
+           pid_args);
+  const char *flow[][3] = {
+      {"agent:ada", "proposal.request_review", review_args},
+      {"agent:rex", "vote.cast", pid_args},
+      {"orchestrator:host", "patch.apply", apply_args},
+  };
+  for (size_t i = 0; i < sizeof flow / sizeof *flow; i++) {
+    char *out = call(e, flow[i][0], flow[i][1], flow[i][2], &err);
+    if (!out) {
+      snprintf(why, whycap, "%s: %s: %s", flow[i][1], rt_error_code(err), rt_error_message(err));
+      rt_error_free(err);
+      goto done;
+    }
+    rt_string_free(out);
+  }
+  /* What landed is the expected bytes, executable bit and absences. */
+  ok = 1;
+  for (const cJSON *w = changeset->child; w && ok; w = w->next) {
+    const char *p = cJSON_GetObjectItemCaseSensitive(w, "path")->valuestring;
+    const cJSON *after = cJSON_GetObjectItemCaseSensitive(w, "after");
+    snprintf(path, sizeof path, "%s/%s", root, p);
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    if (cJSON_IsNull(after)) {
+      if (exists) ok = 0, snprintf(why, whycap, "%s exists after the change", p);
+      continue;
+    }
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(after, "text");
+    size_t want_len;
+    unsigned char *want = text ? (unsigned char *)strdup(text->valuestring)
+                               : b64_decode(cJSON_GetObjectItemCaseSensitive(after, "base64")->valuestring, &want_len);
+    if (text) want_len = strlen(text->valuestring);
+    FILE *f = exists ? fopen(path, "rb") : NULL;
+    unsigned char *got = malloc(want_len + 2);
+    size_t got_len = f ? fread(got, 1, want_len + 1, f) : 0;
+    if (f) fclose(f);
+    int exec = exists && (st.st_mode & 0100);
+    if (!exists || got_len != want_len || memcmp(got, want, want_len) != 0)
+      ok = 0, snprintf(why, whycap, "%s: not the expected bytes", p);
+    else if (exec != cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(after, "executable")))
+      ok = 0, snprintf(why, whycap, "%s: executable bit %d", p, exec);
+    free(got);
+    free(want);
+  }
+done:
+  rt_engine_close(e);
+  remove_tree(dir);
+  return ok;
+}
+
+/* Replays every fixture of the edit-plan corpus: 0 when all passed. */
+static int run_edit_corpus(const char *dir) {
+  const char *files[] = {"changesets.json", "coordinates.json", "refusals.json"};
+  int passed = 0, skipped = 0, failed = 0;
+  char why[8192];
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    char *text = read_all(path);
+    cJSON *doc = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!doc) {
+      fprintf(stderr, "FAIL %s: not read\n", path);
+      failed++;
+      continue;
+    }
+    for (cJSON *c = cJSON_GetObjectItemCaseSensitive(doc, "cases")->child; c; c = c->next) {
+      int r = run_edit(c, why, sizeof why);
+      /* The first case that lands, once more with other expected bytes:
+       * it must fail (the comparison is not a rubber stamp). */
+      if (r == 1 && i == 0 && c == cJSON_GetObjectItemCaseSensitive(doc, "cases")->child) {
+        cJSON *after = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "expect"), "changeset"), 0),
+            "after");
+        cJSON_ReplaceItemInObjectCaseSensitive(after, "text", cJSON_CreateString("not what lands\n"));
+        cJSON_DeleteItemFromObjectCaseSensitive(after, "base64");
+        char wrong[512];
+        if (run_edit(c, wrong, sizeof wrong) != 0) {
+          fprintf(stderr, "FAIL: a wrong expected content passed\n");
+          failed++;
+        }
+      }
+      if (r < 0)
+        skipped++;
+      else if (r)
+        passed++;
+      else {
+        fprintf(stderr, "FAIL %s: %s: %s\n", files[i], cJSON_GetObjectItemCaseSensitive(c, "name")->valuestring, why);
+        failed++;
+      }
+    }
+    cJSON_Delete(doc);
+  }
+  printf("edit fixtures: %d passed, %d skipped (plan_text), %d failed\n", passed, skipped, failed);
+  return failed || passed < 50;
+}
+
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--edit") == 0) return run_edit_corpus(argv[2]);
   if (argc != 2) {
-    fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s CORPUS_DIR | --edit EDIT_FIXTURES_DIR\n", argv[0]);
     return 2;
   }
   DIR *d = opendir(argv[1]);

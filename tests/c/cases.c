@@ -245,9 +245,18 @@ static int run(const cJSON *scenario, char *why, size_t whycap) {
         const cJSON *save = cJSON_GetObjectItemCaseSensitive(step, "save");
         for (const cJSON *sv = save ? save->child : NULL; sv && ok; sv = sv->next) {
           const cJSON *value = pointer(got, sv->valuestring);
-          if (!value || saved.n == MAX_SAVED) {
+          int again = -1; /* a name saved again takes the new value */
+          for (int k = 0; k < saved.n; k++)
+            if (strcmp(saved.items[k].name, sv->string) == 0) again = k;
+          if (!value) {
             snprintf(w, wcap, "nothing at %s to save", sv->valuestring);
             ok = 0;
+          } else if (again < 0 && saved.n == MAX_SAVED) {
+            snprintf(w, wcap, "more than %d saved names", MAX_SAVED);
+            ok = 0;
+          } else if (again >= 0) {
+            cJSON_Delete(saved.items[again].value);
+            saved.items[again].value = cJSON_Duplicate(value, 1);
           } else {
             saved.items[saved.n].name = strdup(sv->string);
             saved.items[saved.n++].value = cJSON_Duplicate(value, 1);

@@ -193,6 +193,48 @@ static void remove_tree(const char *path) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", path);
 }
 
+/* The status include/roundtable.h gives each stable code: a refusal's
+ * status must be its code's (RT_UNKNOWN_ERROR for a code not listed). */
+static rt_status status_of(const char *code) {
+  static const struct {
+    const char *code;
+    rt_status status;
+  } statuses[] = {
+      {"invalid_patch", RT_INVALID_PATCH},
+      {"patch_does_not_apply", RT_PATCH_DOES_NOT_APPLY},
+      {"unsupported_patch", RT_UNSUPPORTED_PATCH},
+      {"path_escape", RT_PATH_ESCAPE},
+      {"invalid_path", RT_INVALID_PATH},
+      {"irreversible_patch", RT_IRREVERSIBLE_PATCH},
+      {"invalid_argument", RT_INVALID_ARGUMENT},
+      {"io", RT_IO},
+      {"precondition_failed", RT_PRECONDITION_FAILED},
+      {"invalid_edit_plan", RT_INVALID_EDIT_PLAN},
+      {"incomplete_edit_plan", RT_INCOMPLETE_EDIT_PLAN},
+      {"not_found", RT_NOT_FOUND},
+      {"forbidden", RT_FORBIDDEN},
+      {"conflict", RT_CONFLICT},
+      {"illegal_transition", RT_ILLEGAL_TRANSITION},
+      {"idempotency_conflict", RT_IDEMPOTENCY_CONFLICT},
+      {"database", RT_DATABASE},
+      {"incompatible_store", RT_INCOMPATIBLE_STORE},
+      {"unknown_symbol", RT_UNKNOWN_SYMBOL},
+      {"ambiguous_symbol", RT_AMBIGUOUS_SYMBOL},
+      {"unsupported_language", RT_UNSUPPORTED_LANGUAGE},
+      {"invalid_policy", RT_INVALID_POLICY},
+      {"stale_claim", RT_STALE_CLAIM},
+      {"validation_failed", RT_VALIDATION_FAILED},
+      {"busy", RT_BUSY},
+      {"special_file", RT_SPECIAL_FILE},
+      {"cancelled", RT_CANCELLED},
+      {"deadline_exceeded", RT_DEADLINE_EXCEEDED},
+      {"panic", RT_PANIC},
+  };
+  for (size_t i = 0; code && i < sizeof statuses / sizeof *statuses; i++)
+    if (strcmp(statuses[i].code, code) == 0) return statuses[i].status;
+  return RT_UNKNOWN_ERROR;
+}
+
 /* Runs one scenario: the number of steps, or -1 with why set. */
 static int run(const cJSON *scenario, char *why, size_t whycap) {
   char dir[] = "/tmp/rt-cases.XXXXXX";
@@ -228,7 +270,8 @@ static int run(const cJSON *scenario, char *why, size_t whycap) {
     cJSON *expect = substitute(cJSON_GetObjectItemCaseSensitive(step, "expect"), &saved);
     char *args_text = cJSON_PrintUnformatted(args);
     char *actor = actor_json(cJSON_GetObjectItemCaseSensitive(step, "as")->valuestring);
-    char *out = NULL;
+    char *const untouched = (char *)"untouched";
+    char *out = untouched;
     err = NULL;
     rt_status st = rt_engine_call(engine, tool, args_text, actor, &out, &err);
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(expect, "error");
@@ -267,7 +310,13 @@ static int run(const cJSON *scenario, char *why, size_t whycap) {
       rt_string_free(out);
     } else {
       const char *got_code = rt_error_code(err);
-      if (!code) {
+      if (out != untouched) {
+        snprintf(w, wcap, "refused (%s), but the result was written", got_code);
+        ok = 0;
+      } else if (st != status_of(got_code)) {
+        snprintf(w, wcap, "status %u for code %s, expected %u", (unsigned)st, got_code, (unsigned)status_of(got_code));
+        ok = 0;
+      } else if (!code) {
         snprintf(w, wcap, "refused: %s: %s", got_code, rt_error_message(err));
         ok = 0;
       } else if (strcmp(got_code, code->valuestring) != 0) {
@@ -538,6 +587,103 @@ static int run_edit_corpus(const char *dir) {
   return failed || passed < 50;
 }
 
+/* --- the runner's self-test ------------------------------------------ */
+
+static cJSON *ok_of(cJSON *step) {
+  return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(step, "expect"), "ok");
+}
+
+/* The index of the first step with an expected error (with_details: and
+ * details), with files, or with save; -1 when there is none. */
+static int find_step(cJSON *steps, const char *what) {
+  int i = 0;
+  for (cJSON *st = steps->child; st; st = st->next, i++) {
+    cJSON *expect = cJSON_GetObjectItemCaseSensitive(st, "expect");
+    if (strcmp(what, "error") == 0 && cJSON_GetObjectItemCaseSensitive(expect, "error")) return i;
+    if (strcmp(what, "details") == 0 && cJSON_GetObjectItemCaseSensitive(expect, "details")) return i;
+    if (strcmp(what, "files") == 0 && cJSON_GetObjectItemCaseSensitive(st, "files")) return i;
+    if (strcmp(what, "save") == 0 && cJSON_GetObjectItemCaseSensitive(st, "save")) return i;
+  }
+  return -1;
+}
+
+/* Spoils the copy's steps one way; returns the step it spoiled. */
+static int spoil(cJSON *steps, int kind) {
+  cJSON *step0 = cJSON_GetArrayItem(steps, 0);
+  cJSON *agent = cJSON_GetObjectItemCaseSensitive(ok_of(step0), "agent");
+  int i;
+  switch (kind) {
+    case 0: /* another value */
+      cJSON_ReplaceItemInObjectCaseSensitive(agent, "id", cJSON_CreateString("someone-else"));
+      return 0;
+    case 1: /* 1 is not true */
+      cJSON_ReplaceItemInObjectCaseSensitive(ok_of(step0), "created", cJSON_CreateNumber(1));
+      return 0;
+    case 2: /* one element more */
+      cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(agent, "roles"), cJSON_CreateString("x"));
+      return 0;
+    case 3: /* a key the result lacks */
+      cJSON_AddNullToObject(ok_of(step0), "no_such_field");
+      return 0;
+    case 4: /* a refusal expected where the call succeeds */
+      cJSON_ReplaceItemInObjectCaseSensitive(step0, "expect", cJSON_Parse("{\"error\": \"conflict\"}"));
+      return 0;
+    case 5: /* success expected where the call is refused */
+      i = find_step(steps, "error");
+      cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetArrayItem(steps, i), "expect", cJSON_Parse("{\"ok\": {}}"));
+      return i;
+    case 6: /* another code */
+      i = find_step(steps, "error");
+      cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(steps, i), "expect"),
+                                             "error", cJSON_CreateString("not_found"));
+      return i;
+    case 7: /* details the refusal lacks */
+      i = find_step(steps, "details");
+      cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(steps, i), "expect"),
+                                             "details", cJSON_Parse("{\"no_such_detail\": true}"));
+      return i;
+    case 8: /* other file contents */
+    case 9: /* a file expected absent */
+      i = find_step(steps, "files");
+      {
+        cJSON *files = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(steps, i), "files");
+        cJSON_ReplaceItemInObjectCaseSensitive(files, files->child->string,
+                                               kind == 8 ? cJSON_CreateString("not this\n") : cJSON_CreateNull());
+      }
+      return i;
+    case 10: /* a pointer to nothing */
+      i = find_step(steps, "save");
+      {
+        cJSON *save = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(steps, i), "save");
+        cJSON_ReplaceItemInObjectCaseSensitive(save, save->child->string, cJSON_CreateString("/no/such/pointer"));
+      }
+      return i;
+  }
+  return -1;
+}
+
+/* The number of wrong expectations that did not fail at their step. */
+static int self_test(const cJSON *base) {
+  static const char *kinds[] = {"value", "type", "length", "missing key", "expected refusal", "expected success",
+                                "code", "details", "file", "absence", "save"};
+  int bad = 0;
+  char why[8192];
+  for (int k = 0; k < (int)(sizeof kinds / sizeof *kinds); k++) {
+    cJSON *copy = cJSON_Duplicate(base, 1);
+    int at = spoil(cJSON_GetObjectItemCaseSensitive(copy, "steps"), k);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "step %d ", at);
+    if (at < 0 || run(copy, why, sizeof why) >= 0 || strncmp(why, prefix, strlen(prefix)) != 0) {
+      fprintf(stderr, "FAIL: a wrong %s (step %d) did not fail there: %s\n", kinds[k], at, at < 0 ? "" : why);
+      bad++;
+    } else {
+      printf("ok   a wrong %s fails: %s\n", kinds[k], why);
+    }
+    cJSON_Delete(copy);
+  }
+  return bad;
+}
+
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int main(int argc, char **argv) {
@@ -573,27 +719,19 @@ int main(int argc, char **argv) {
       printf("ok   %s (%d steps)\n", names[i], done);
       steps += done;
     }
-    if (strcmp(names[i], "governed-change.json") == 0 && scenario)
+    if (strcmp(names[i], "governed-demo.json") == 0 && scenario)
       first = scenario;
     else
       cJSON_Delete(scenario);
     free(names[i]);
   }
-  /* The runner is not a rubber stamp: a wrong value must fail it. */
+  /* The runner is not a rubber stamp: each kind of wrong expectation, put
+   * into a copy of governed-demo.json, must fail it at that very step. */
   if (!first) {
-    fprintf(stderr, "FAIL: no governed-change.json\n");
+    fprintf(stderr, "FAIL: no governed-demo.json\n");
     failed++;
   } else {
-    cJSON *step0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(first, "steps"), 0);
-    cJSON *agent = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(step0, "expect"), "ok"), "agent");
-    cJSON_ReplaceItemInObjectCaseSensitive(agent, "id", cJSON_CreateString("someone-else"));
-    if (run(first, why, sizeof why) >= 0) {
-      fprintf(stderr, "FAIL: a wrong expectation passed\n");
-      failed++;
-    } else {
-      printf("ok   a wrong expectation fails (%s)\n", why);
-    }
+    failed += self_test(first);
     cJSON_Delete(first);
   }
   printf("%d scenarios, %d steps, %d failed\n", n, steps, failed);

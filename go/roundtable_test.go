@@ -205,27 +205,6 @@ func TestConcurrentProposals(t *testing.T) {
 	}
 }
 
-// The Go host's repro (issue 16): re-acquiring one's own live claim returns
-// it, renewed, instead of conflict; another agent is still refused.
-func TestReacquiringOwnClaimReturnsIt(t *testing.T) {
-	e := open(t, repo(t), map[string]any{"durability": "off"})
-	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
-	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
-	args := obj{"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60}
-	first := call(t, e, "claim.acquire", args, alice)
-	args["ttl_s"] = 600
-	again := call(t, e, "claim.acquire", args, alice)
-	if field(again, "claim", "id") != field(first, "claim", "id") || field(again, "claim", "token") != field(first, "claim", "token") {
-		t.Fatalf("re-acquire gave another claim: %v then %v", first, again)
-	}
-	if field(again, "claim", "status") != "active" {
-		t.Fatalf("re-acquired claim: %v", again)
-	}
-	if _, err := e.Call(bg, bob, "claim.acquire", args); code(err) != CodeConflict {
-		t.Fatalf("another agent's claim: %v", err)
-	}
-}
-
 // events.wait from goroutines: one blocks until another goroutine's commit
 // (through a second engine on the workspace) wakes it; a waiting
 // claim.acquire is granted when the holder releases.
@@ -273,76 +252,6 @@ func TestWaitingForEventsAndClaims(t *testing.T) {
 	call(t, other, "claim.release", obj{"claim_id": field(held, "claim", "id")}, bob)
 	if g := <-granted; field(g, "claim", "agent_id") != "alice" {
 		t.Fatalf("waiting claim: %v", g)
-	}
-}
-
-// The Go host's repros of issue 16: a failed check's note reads back
-// (test.get) and waits on the author, and a rolled-back proposal reads
-// rolled_back.
-func TestFailedCheckNoteAndRolledBackStatus(t *testing.T) {
-	root := repo(t)
-	e := open(t, root, map[string]any{"durability": "off"})
-	call(t, e, "agent.register", obj{"agent_id": "alice", "roles": []string{"author"}}, host)
-	call(t, e, "agent.register", obj{"agent_id": "bob", "roles": []string{"reviewer"}}, host)
-	call(t, e, "task.create", obj{"task_id": "t1", "title": "Greet"}, host)
-	set := call(t, e, "policy.set", obj{"document": "version = 1\n[checks]\nrequired = [\"unit\"]\n"}, host)
-	call(t, e, "policy.activate", obj{"version": field(set, "policy", "version")}, host)
-	call(t, e, "claim.acquire", obj{"resource_id": "symbol:src/lib.rs#greet", "type": "write", "ttl_s": 900}, alice)
-	created := call(t, e, "proposal.create", obj{"task_id": "t1", "title": "Excited", "summary_md": "!", "patch": secondPatch}, alice)
-	pid, _ := field(created, "proposal", "id").(string)
-	call(t, e, "proposal.request_review", obj{"proposal_id": pid}, alice)
-	call(t, e, "vote.cast", obj{"proposal_id": pid, "revision": 1, "vote": "approve"}, bob)
-
-	note := "--- FAIL: TestGreet (0.00s)\n    greet_test.go:9: got \"Hello, ada!\""
-	failed := call(t, e, "test.record", obj{"proposal_id": pid, "revision": 1, "name": "unit", "status": "failed", "note_md": note}, host)
-	testID, _ := field(failed, "test_result", "id").(string)
-	var got struct {
-		TestResult struct {
-			Status string  `json:"status"`
-			NoteMD *string `json:"note_md"`
-		} `json:"test_result"`
-	}
-	if err := e.CallInto(bg, alice, "test.get", obj{"test_result_id": testID}, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.TestResult.Status != "failed" || got.TestResult.NoteMD == nil || *got.TestResult.NoteMD != note {
-		t.Fatalf("test.get: %+v", got)
-	}
-	var inbox struct {
-		Items []struct {
-			Action   string `json:"action"`
-			Proposal struct {
-				ID string `json:"id"`
-			} `json:"proposal"`
-		} `json:"items"`
-	}
-	if err := e.CallInto(bg, alice, "inbox.list", obj{}, &inbox); err != nil || len(inbox.Items) != 1 || inbox.Items[0].Action != "fix_check" || inbox.Items[0].Proposal.ID != pid {
-		t.Fatalf("alice's inbox: %+v %v", inbox, err)
-	}
-	if _, err := e.Call(bg, Actor{ID: "x", Kind: "robot"}, "inbox.list", obj{}); code(err) != CodeInvalidArgument {
-		t.Fatalf("inbox of an unknown actor kind: %v", err)
-	}
-	if _, err := e.Call(bg, host, "inbox.list", obj{"cursor": "nope"}); code(err) != CodeInvalidArgument {
-		t.Fatalf("bad cursor: %v", err)
-	}
-	if _, err := e.Call(bg, host, "test.get", obj{"test_result_id": "test-nope"}); code(err) != CodeNotFound {
-		t.Fatalf("unknown test result: %v", err)
-	}
-
-	call(t, e, "test.record", obj{"proposal_id": pid, "revision": 1, "name": "unit", "status": "passed"}, host)
-	applied := call(t, e, "patch.apply", obj{"proposal_id": pid, "revision": 1}, host)
-	tid, _ := field(applied, "transaction", "id").(string)
-	call(t, e, "transaction.rollback", obj{"transaction_id": tid}, host)
-	var proposal struct {
-		Proposal struct {
-			Status ProposalStatus `json:"status"`
-		} `json:"proposal"`
-	}
-	if err := e.CallInto(bg, host, "proposal.get", obj{"proposal_id": pid}, &proposal); err != nil || proposal.Proposal.Status != ProposalStatusRolledBack {
-		t.Fatalf("after rollback: %+v %v", proposal, err)
-	}
-	if _, err := e.Call(bg, alice, "proposal.revert", obj{"proposal_id": pid}); code(err) != CodeIllegalTransition {
-		t.Fatalf("revert of a rolled-back proposal: %v", err)
 	}
 }
 

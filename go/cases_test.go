@@ -102,7 +102,11 @@ func jsonPointer(doc any, path string) (any, bool) {
 	for _, part := range strings.Split(path, "/")[1:] {
 		switch d := doc.(type) {
 		case map[string]any:
-			doc = d[part]
+			v, ok := d[part]
+			if !ok {
+				return nil, false
+			}
+			doc = v
 		case []any:
 			i, err := strconv.Atoi(part)
 			if err != nil || i >= len(d) {
@@ -113,7 +117,7 @@ func jsonPointer(doc any, path string) (any, bool) {
 			return nil, false
 		}
 	}
-	return doc, doc != nil
+	return doc, true
 }
 
 func actorOf(spelling string) Actor {
@@ -222,11 +226,71 @@ func TestScenarioCorpus(t *testing.T) {
 	}
 }
 
-// The runner is not a rubber stamp: a wrong expectation fails it.
+// The runner is not a rubber stamp: each kind of wrong expectation, put
+// into governed-demo.json, fails it at the step it spoiled.
 func TestScenarioRunnerFailsAWrongExpectation(t *testing.T) {
-	sc := loadScenario(t, filepath.Join("..", "tests", "cases", "tools", "governed-change.json"))
-	sc.Steps[0].Expect["ok"].(map[string]any)["agent"].(map[string]any)["id"] = "someone-else"
-	if _, err := replay(sc, t.TempDir()); err == nil {
-		t.Fatal("a wrong expectation passed")
+	path := filepath.Join("..", "tests", "cases", "tools", "governed-demo.json")
+	first := func(sc scenario, has func(i int) bool) int {
+		for i := range sc.Steps {
+			if has(i) {
+				return i
+			}
+		}
+		t.Fatal("governed-demo.json has no such step")
+		return -1
+	}
+	refusal := func(sc scenario) int {
+		return first(sc, func(i int) bool { _, ok := sc.Steps[i].Expect["error"]; return ok })
+	}
+	ok0 := func(sc scenario) map[string]any { return sc.Steps[0].Expect["ok"].(map[string]any) }
+	spoilers := map[string]func(sc scenario) int{
+		"value":  func(sc scenario) int { ok0(sc)["agent"].(map[string]any)["id"] = "someone-else"; return 0 },
+		"type":   func(sc scenario) int { ok0(sc)["created"] = 1.0; return 0 },
+		"length": func(sc scenario) int { ok0(sc)["agent"].(map[string]any)["roles"] = []any{"author", "x"}; return 0 },
+		"missing key": func(sc scenario) int {
+			ok0(sc)["no_such_field"] = nil
+			return 0
+		},
+		"expected refusal": func(sc scenario) int { sc.Steps[0].Expect = map[string]any{"error": "conflict"}; return 0 },
+		"expected success": func(sc scenario) int {
+			i := refusal(sc)
+			sc.Steps[i].Expect = map[string]any{"ok": map[string]any{}}
+			return i
+		},
+		"code": func(sc scenario) int { i := refusal(sc); sc.Steps[i].Expect["error"] = "not_found"; return i },
+		"details": func(sc scenario) int {
+			i := first(sc, func(i int) bool { _, ok := sc.Steps[i].Expect["details"]; return ok })
+			sc.Steps[i].Expect["details"] = map[string]any{"no_such_detail": true}
+			return i
+		},
+		"file": func(sc scenario) int {
+			i := first(sc, func(i int) bool { return len(sc.Steps[i].Files) > 0 })
+			other := "not this\n"
+			sc.Steps[i].Files["src/lib.rs"] = &other
+			return i
+		},
+		"absence": func(sc scenario) int {
+			i := first(sc, func(i int) bool { return len(sc.Steps[i].Files) > 0 })
+			sc.Steps[i].Files["src/lib.rs"] = nil
+			return i
+		},
+		"save": func(sc scenario) int {
+			i := first(sc, func(i int) bool { return len(sc.Steps[i].Save) > 0 })
+			for name := range sc.Steps[i].Save {
+				sc.Steps[i].Save[name] = "/no/such/pointer"
+			}
+			return i
+		},
+	}
+	for what, spoil := range spoilers {
+		sc := loadScenario(t, path)
+		at := spoil(sc)
+		if n, err := replay(sc, t.TempDir()); err == nil || n != at {
+			t.Errorf("a wrong %s (step %d): stopped at step %d: %v", what, at, n, err)
+		}
+	}
+	// The scenario itself passes: the spoiling is what fails it.
+	if _, err := replay(loadScenario(t, path), t.TempDir()); err != nil {
+		t.Fatal(err)
 	}
 }

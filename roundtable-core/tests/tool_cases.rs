@@ -203,3 +203,82 @@ fn a_wrong_expectation_fails_the_runner() {
         assert!(run(&case).is_err(), "a wrong {what} passed");
     }
 }
+
+/// Each kind of wrong expectation, put into governed-demo.json (which has
+/// refusals with details, saves and file checks), fails the runner at the
+/// step it spoiled, as in the C, Go and Python runners.
+#[test]
+fn every_kind_of_wrong_expectation_fails_at_its_step() {
+    let base: Value =
+        serde_json::from_slice(&std::fs::read(corpus().join("governed-demo.json")).expect("read"))
+            .expect("JSON");
+    let steps = base["steps"].as_array().expect("steps");
+    let first = |has: &dyn Fn(&Value) -> bool| steps.iter().position(has).expect("such a step");
+    let refusal = first(&|s| s["expect"].get("error").is_some());
+    let details = first(&|s| s["expect"].get("details").is_some());
+    let files = first(&|s| s.get("files").is_some());
+    let save = first(&|s| s.get("save").is_some());
+    type Spoil = Box<dyn Fn(&mut Value)>;
+    let spoilers: Vec<(&str, usize, Spoil)> = vec![
+        (
+            "type",
+            0,
+            Box::new(|c| c["steps"][0]["expect"]["ok"]["created"] = 1.into()),
+        ),
+        (
+            "missing key",
+            0,
+            Box::new(|c| c["steps"][0]["expect"]["ok"]["no_such_field"] = Value::Null),
+        ),
+        (
+            "expected success",
+            refusal,
+            Box::new(move |c| c["steps"][refusal]["expect"] = serde_json::json!({"ok": {}})),
+        ),
+        (
+            "code",
+            refusal,
+            Box::new(move |c| c["steps"][refusal]["expect"]["error"] = "not_found".into()),
+        ),
+        (
+            "details",
+            details,
+            Box::new(move |c| {
+                c["steps"][details]["expect"]["details"] =
+                    serde_json::json!({"no_such_detail": true})
+            }),
+        ),
+        (
+            "absence",
+            files,
+            Box::new(move |c| c["steps"][files]["files"]["src/lib.rs"] = Value::Null),
+        ),
+        (
+            "save",
+            save,
+            Box::new(move |c| {
+                let names: Vec<String> = c["steps"][save]["save"]
+                    .as_object()
+                    .expect("save")
+                    .keys()
+                    .cloned()
+                    .collect();
+                for name in names {
+                    c["steps"][save]["save"][name.as_str()] = "/no/such/pointer".into();
+                }
+            }),
+        ),
+    ];
+    for (what, at, spoil) in spoilers {
+        let mut case = base.clone();
+        spoil(&mut case);
+        match run(&case) {
+            Ok(_) => panic!("a wrong {what} passed"),
+            Err(why) => assert!(
+                why.starts_with(&format!("step {at} (")),
+                "a wrong {what} (step {at}) failed elsewhere: {why}"
+            ),
+        }
+    }
+    run(&base).expect("the unspoiled scenario passes");
+}

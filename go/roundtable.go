@@ -88,6 +88,10 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("roundtable: %s: %s", e.Code, e.Message) }
 
+// DecodeDetails decodes the error's details into out (a struct of the
+// details of its code, or a map).
+func (e *Error) DecodeDetails(out any) error { return json.Unmarshal(e.Details, out) }
+
 // Is reports whether target is an *Error with the same code, so that
 // errors.Is(err, &roundtable.Error{Code: roundtable.CodeNotFound}) works;
 // a cancelled call is also context.Canceled, one past its deadline

@@ -44,8 +44,13 @@ func TestTypedGovernedChange(t *testing.T) {
 	if claim.Claim.Status != ClaimStatusActive || claim.Claim.Token < 1 || claim.Claim.Span == nil || claim.Claim.Span.Start != 1 {
 		t.Fatalf("claim: %+v", claim.Claim)
 	}
-	if _, err := b.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "file:src/lib.rs", Type: ClaimTypeWrite, TTLS: 900}); !errors.Is(err, ErrConflict) {
+	_, err := b.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "file:src/lib.rs", Type: ClaimTypeWrite, TTLS: 900})
+	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("overlapping claim: %v", err)
+	}
+	var details map[string]any
+	if rterr := (*Error)(nil); !errors.As(err, &rterr) || rterr.DecodeDetails(&details) != nil || len(details) == 0 {
+		t.Fatalf("the conflict's details: %v %v", err, details)
 	}
 
 	created := must(a.ProposalCreate(ctx, ProposalCreateArgs{

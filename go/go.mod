@@ -1,5 +1,3 @@
 module example.invalid/roundtable/go
 
-go 1.23
-
-require github.com/goccy/go-json v0.12.0
+go 1.22

@@ -33,10 +33,6 @@ import (
 	"sync"
 	"time"
 	"unsafe"
-
-	// The typed methods' JSON: encoding/json's reflection made a typed
-	// call twice the C call; go-json decodes the same structs in a third.
-	fastjson "github.com/goccy/go-json"
 )
 
 // Code is a stable snake_case error code, the same in Rust, C and Python.
@@ -88,8 +84,18 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("roundtable: %s: %s", e.Code, e.Message) }
 
+// detailsInto is what each typed details accessor does.
+func (e *Error) detailsInto(code Code, decode func(*decoder)) error {
+	if e.Code != code {
+		return fmt.Errorf("roundtable: a %s error has no %s details", e.Code, code)
+	}
+	return unmarshal(e.Details, decode)
+}
+
 // DecodeDetails decodes the error's details into out (a struct of the
-// details of its code, or a map).
+// details of its code, or a map). With errors.json, details_gen.go has a
+// typed accessor per code whose details the registry describes
+// (e.NotFoundDetails()...).
 func (e *Error) DecodeDetails(out any) error { return json.Unmarshal(e.Details, out) }
 
 // Is reports whether target is an *Error with the same code, so that
@@ -164,12 +170,6 @@ var sentinels = map[Code]*Error{
 // ErrClosed is returned by calls on an Engine after Close.
 var ErrClosed = errors.New("roundtable: engine is closed")
 
-// Actor is who calls a tool; the host supplies it, never the agent.
-type Actor struct {
-	ID   string    `json:"id"`
-	Kind ActorKind `json:"kind"`
-}
-
 // AsAgent, AsHuman and AsOrchestrator build actors of each kind.
 func AsAgent(id string) Actor        { return Actor{ID: id, Kind: ActorKindAgent} }
 func AsHuman(id string) Actor        { return Actor{ID: id, Kind: ActorKindHuman} }
@@ -200,16 +200,22 @@ func takeError(status C.rt_status, cerr *C.rt_error) error {
 	}
 }
 
+// invalidArgument is the *Error for an argument refused before the call.
+func invalidArgument(field, reason string) *Error {
+	details, _ := json.Marshal(map[string]string{"field": field, "reason": reason})
+	return &Error{
+		Status:  uint32(C.RT_INVALID_ARGUMENT),
+		Code:    CodeInvalidArgument,
+		Message: field + ": " + reason,
+		Details: details,
+	}
+}
+
 // cString is C.CString refusing an interior NUL, which C would silently
 // truncate at.
 func cString(field, s string) (*C.char, error) {
 	if strings.IndexByte(s, 0) >= 0 {
-		return nil, &Error{
-			Status:  uint32(C.RT_INVALID_ARGUMENT),
-			Code:    CodeInvalidArgument,
-			Message: field + ": contains a NUL byte",
-			Details: json.RawMessage(fmt.Sprintf(`{"field":%q,"reason":"contains a NUL byte"}`, field)),
-		}
+		return nil, invalidArgument(field, "contains a NUL byte")
 	}
 	return C.CString(s), nil
 }
@@ -233,7 +239,7 @@ func Open(root string, options map[string]any) (*Engine, error) {
 	}
 	var ptr *C.rt_engine
 	var cerr *C.rt_error
-	if err := CheckVersions(); err != nil {
+	if err := checkVersions(linkedVersions()); err != nil {
 		return nil, err
 	}
 	if st := C.rt_engine_open(croot, copts, &ptr, &cerr); st != C.RT_OK {
@@ -250,7 +256,13 @@ var ErrVersion = errors.New("roundtable: library version mismatch")
 // CheckVersions compares the linked library's ABI and JSON versions with
 // this package's (Open calls it).
 func CheckVersions() error {
-	return checkVersions(ABIVersion(), JSONLibraryVersion())
+	return checkVersions(linkedVersions())
+}
+
+// linkedVersions is the linked library's ABI and JSON versions (a test
+// replaces it to see Open refuse another library).
+var linkedVersions = func() (abi, jsonVersion uint32) {
+	return ABIVersion(), JSONLibraryVersion()
 }
 
 func checkVersions(abi, jsonVersion uint32) error {
@@ -263,8 +275,10 @@ func checkVersions(abi, jsonVersion uint32) error {
 	return nil
 }
 
-// Call calls tool as actor with args (marshalled with encoding/json, or a
-// json.RawMessage passed as it is) and returns the result as JSON. ctx's
+// Call calls tool as actor with args (marshalled with encoding/json, which
+// uses the generated MarshalJSON of this package's types; a
+// json.RawMessage or []byte is passed as it is) and returns the result as
+// JSON. ctx's
 // deadline bounds every wait the call makes (the apply lock, a busy store,
 // claim waits, events.wait), and cancelling ctx ends them; the call then
 // fails with CodeCancelled or CodeDeadlineExceeded (errors.Is with
@@ -272,11 +286,21 @@ func checkVersions(abi, jsonVersion uint32) error {
 // mutating call past its commit point returns success even if ctx was
 // cancelled meanwhile: retry with an idempotency key to learn the outcome.
 func (e *Engine) Call(ctx context.Context, actor Actor, tool string, args any) (json.RawMessage, error) {
-	actorJSON, err := json.Marshal(actor)
+	actorJSON, err := encodeActor(actor)
 	if err != nil {
 		return nil, err
 	}
 	return e.call(ctx, actorJSON, tool, args)
+}
+
+// encodeActor is the actor's JSON, refusing an id that is not UTF-8.
+func encodeActor(actor Actor) ([]byte, error) {
+	var enc encoder
+	actor.encode(&enc)
+	if enc.err != nil {
+		return nil, invalidArgument("actor", enc.err.Error())
+	}
+	return enc.buf, nil
 }
 
 // CallInto is Call decoding the result into out.
@@ -292,7 +316,7 @@ func (e *Engine) CallInto(ctx context.Context, actor Actor, tool string, args an
 // needs no actor (tools_gen.go). Give an agent's goroutine its session and
 // it can act as nobody else. Sessions are cheap and safe for concurrent use.
 func (e *Engine) Session(actor Actor) *Session {
-	actorJSON, err := json.Marshal(actor)
+	actorJSON, err := encodeActor(actor)
 	return &Session{engine: e, actor: actor, actorJSON: actorJSON, actorErr: err}
 }
 
@@ -315,43 +339,96 @@ func (s *Session) Call(ctx context.Context, tool string, args any) (json.RawMess
 	return s.engine.call(ctx, s.actorJSON, tool, args)
 }
 
-// callInto is what each typed method does: args as JSON in, the result
-// decoded straight into out.
-func (s *Session) callInto(ctx context.Context, tool string, args any, out any) error {
+// invoke is what each typed method does: the arguments encoded into a
+// pooled buffer (no reflection), the result decoded straight from the
+// library's buffer into the result struct.
+func (s *Session) invoke(ctx context.Context, tool string, encode func(*encoder), decode func(*decoder)) error {
 	if s.actorErr != nil {
 		return s.actorErr
 	}
-	text, err := fastjson.MarshalNoEscape(args)
-	if err != nil {
-		return err
+	st := getCallState()
+	defer putCallState(st)
+	encode(&st.enc)
+	if err := st.enc.err; err != nil {
+		var bad *notUTF8
+		if errors.As(err, &bad) {
+			return invalidArgument(bad.field, "not valid UTF-8 (send a patch's bytes as PatchBase64)")
+		}
+		return invalidArgument(tool, err.Error())
 	}
-	return s.engine.callWith(ctx, s.actorJSON, tool, text, func(result []byte) error {
-		return fastjson.UnmarshalNoEscape(result, out)
+	return s.engine.callWith(ctx, s.actorJSON, tool, st.enc.buf, st, func(result []byte) error {
+		st.dec = shared(result) // strings are copied out of the library's buffer
+		st.dec.scratch = st.scratch
+		decode(&st.dec)
+		st.scratch = st.dec.scratch
+		if err := st.dec.finish(); err != nil {
+			return fmt.Errorf("roundtable: %s: the result: %w", tool, err)
+		}
+		return nil
 	})
 }
 
 func (e *Engine) call(ctx context.Context, actorJSON []byte, tool string, args any) (json.RawMessage, error) {
 	var text []byte
-	if raw, ok := args.(json.RawMessage); ok {
+	switch raw := args.(type) {
+	case json.RawMessage:
 		text = raw
-	} else {
+	case []byte:
+		text = raw
+	default:
 		var err error
 		if text, err = json.Marshal(args); err != nil {
+			var bad *notUTF8
+			if errors.As(err, &bad) {
+				return nil, invalidArgument(bad.field, "not valid UTF-8 (send a patch's bytes as PatchBase64)")
+			}
 			return nil, err
 		}
 	}
 	var result json.RawMessage
-	err := e.callWith(ctx, actorJSON, tool, text, func(out []byte) error {
+	st := getCallState()
+	defer putCallState(st)
+	err := e.callWith(ctx, actorJSON, tool, text, st, func(out []byte) error {
 		result = append(json.RawMessage(nil), out...)
 		return nil
 	})
 	return result, err
 }
 
+// callState is one call's working memory, pooled: the arguments' encoder,
+// the result's decoder and the out-parameters the library writes (Go
+// variables whose address goes to C would each be a heap allocation). Its
+// fields' addresses go to C as &st.field expressions, so that cgo checks
+// that field only, not the whole struct (which holds Go pointers).
+type callState struct {
+	enc     encoder
+	dec     decoder
+	scratch []byte
+	out     *C.char
+	outLen  C.size_t
+	cerr    *C.rt_error
+}
+
+var callStates = sync.Pool{New: func() any { return &callState{enc: encoder{buf: make([]byte, 0, 512)}} }}
+
+func getCallState() *callState {
+	st := callStates.Get().(*callState)
+	st.enc.buf, st.enc.err = st.enc.buf[:0], nil
+	return st
+}
+
+func putCallState(st *callState) {
+	st.dec = decoder{} // no reference to the last result
+	if cap(st.enc.buf) > 64<<10 || cap(st.scratch) > 64<<10 {
+		return // a big patch's buffers are not kept
+	}
+	callStates.Put(st)
+}
+
 // callWith makes the call and hands the result, still in the library's
 // buffer (valid only during use), to use: a typed method decodes it from
 // there without copying it first.
-func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, text []byte, use func([]byte) error) error {
+func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, text []byte, st *callState, use func([]byte) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -375,40 +452,37 @@ func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, te
 		}
 		cancel := C.rt_cancel_new()
 		opts.cancel = cancel
-		stop, exited := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(exited)
-			select {
-			case <-ctx.Done():
-				// A deadline is the call's own (timeout_ms, rounded
-				// down): cancelling too would race it for the error.
-				if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-					C.rt_cancel_cancel(cancel)
-				}
-			case <-stop:
+		// No goroutine waits for ctx: AfterFunc runs one only once ctx is
+		// done.
+		ran := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			defer close(ran)
+			// A deadline is the call's own (timeout_ms, rounded down):
+			// cancelling too would race it for the error.
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				C.rt_cancel_cancel(cancel)
 			}
-		}()
-		// The handle is freed only after the goroutine stopped using it.
+		})
+		// The handle is freed only once nothing can use it.
 		defer func() {
-			close(stop)
-			<-exited
+			if !stop() {
+				<-ran
+			}
 			C.rt_cancel_free(cancel)
 		}()
 	}
 	// Pointer and length: no copy, and a NUL byte cannot truncate anything.
-	var out *C.char
-	var outLen C.size_t
-	var cerr *C.rt_error
-	st := C.rt_engine_call_n(e.ptr,
+	st.out, st.outLen, st.cerr = nil, 0, nil
+	status := C.rt_engine_call_n(e.ptr,
 		bytesPtr(toolText), C.size_t(len(toolText)),
 		bytesPtr(text), C.size_t(len(text)),
 		bytesPtr(actorJSON), C.size_t(len(actorJSON)),
-		options, &out, &outLen, &cerr)
-	if st != C.RT_OK {
-		return takeError(st, cerr)
+		options, &st.out, &st.outLen, &st.cerr)
+	if status != C.RT_OK {
+		return takeError(status, st.cerr)
 	}
-	defer C.rt_string_free(out)
-	return use(unsafe.Slice((*byte)(unsafe.Pointer(out)), int(outLen)))
+	defer C.rt_string_free(st.out)
+	return use(unsafe.Slice((*byte)(unsafe.Pointer(st.out)), int(st.outLen)))
 }
 
 // bytesPtr is the C view of b for the duration of a call (NULL when empty).

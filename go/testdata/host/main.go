@@ -1,6 +1,9 @@
 // A host program outside the roundtable repository (scripts/test-go copies
-// it into a module of its own): it imports the Go module, governs one
-// change with the typed API only, and exits non-zero if anything is off.
+// this directory into a module of its own, which gets the roundtable module
+// through a `replace` directive or `go get`): it governs one change with
+// the typed API only, cancels an apply waiting on the apply lock through
+// its context and checks that nothing changed, and exits non-zero if
+// anything is off. main_test.go runs the same under `go test -race`.
 //
 //	host DIR   (DIR is created: the repository to govern)
 package main
@@ -11,18 +14,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	roundtable "example.invalid/roundtable/go"
 )
 
-const patch = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print(\"hello\")\n+print(\"hello, world\")\n"
+const (
+	before = "print(\"hello\")\n"
+	after  = "print(\"hello, world\")\n"
+	patch  = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print(\"hello\")\n+print(\"hello, world\")\n"
+)
 
 func run(root string) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
 	app := filepath.Join(root, "app.py")
-	if err := os.WriteFile(app, []byte("print(\"hello\")\n"), 0o644); err != nil {
+	if err := os.WriteFile(app, []byte(before), 0o644); err != nil {
 		return err
 	}
 	engine, err := roundtable.Open(root, map[string]any{"durability": "normal"})
@@ -62,7 +71,47 @@ func run(root string) error {
 	if _, err := rex.VoteCast(ctx, roundtable.VoteCastArgs{ProposalID: pid, Revision: 1, Vote: roundtable.VoteValueApprove}); err != nil {
 		return err
 	}
-	applied, err := host.PatchApply(ctx, roundtable.PatchApplyArgs{ProposalID: pid, Revision: 1})
+	report, err := host.PatchValidate(ctx, roundtable.PatchValidateArgs{ProposalID: pid})
+	if err != nil || !report.Valid {
+		return fmt.Errorf("not valid once approved: %+v, %v", report, err)
+	}
+
+	// An operator holds the apply lock (.roundtable/apply.lock, as with
+	// flock(1)): the apply waits, and its context ends the wait.
+	apply := roundtable.PatchApplyArgs{ProposalID: pid, Revision: 1}
+	if err := withApplyLockHeld(root, func() error {
+		cancelled, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(100*time.Millisecond, cancel)
+		defer timer.Stop()
+		start := time.Now()
+		_, err := host.PatchApply(cancelled, apply)
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, roundtable.ErrCancelled) {
+			return fmt.Errorf("the cancelled apply: %v", err)
+		}
+		if waited := time.Since(start); waited < 100*time.Millisecond || waited > 10*time.Second {
+			return fmt.Errorf("the cancelled apply returned after %v", waited)
+		}
+		late, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer stop()
+		if _, err := host.PatchApply(late, apply); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, roundtable.ErrDeadlineExceeded) {
+			return fmt.Errorf("the apply past its deadline: %v", err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Nothing changed: the file, the proposal, the transactions.
+	if got, err := os.ReadFile(app); err != nil || string(got) != before {
+		return fmt.Errorf("app.py changed by a cancelled apply: %q, %v", got, err)
+	}
+	if txs, err := host.TransactionList(ctx, roundtable.TransactionListArgs{}); err != nil || len(txs.Transactions) != 0 {
+		return fmt.Errorf("a cancelled apply left a transaction: %+v, %v", txs, err)
+	}
+	if got, err := host.ProposalGet(ctx, roundtable.ProposalGetArgs{ProposalID: pid}); err != nil || got.Proposal.Status != roundtable.ProposalStatusInReview {
+		return fmt.Errorf("the proposal after the cancelled apply: %+v, %v", got, err)
+	}
+
+	applied, err := host.PatchApply(ctx, apply)
 	if err != nil {
 		return err
 	}
@@ -70,11 +119,26 @@ func run(root string) error {
 	if err != nil {
 		return err
 	}
-	if applied.Proposal.Status != roundtable.ProposalStatusApplied || string(got) != "print(\"hello, world\")\n" {
+	if applied.Proposal.Status != roundtable.ProposalStatusApplied || string(got) != after {
 		return fmt.Errorf("not landed: %s, %q", applied.Proposal.Status, got)
 	}
 	fmt.Printf("%s %s: %s\n", pid, applied.Proposal.Status, applied.Transaction.ID)
 	return nil
+}
+
+// withApplyLockHeld runs f while this process holds the workspace's apply
+// lock file.
+func withApplyLockHeld(root string, f func() error) error {
+	lock, err := os.OpenFile(filepath.Join(root, ".roundtable", "apply.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	return f()
 }
 
 func main() {

@@ -43,6 +43,7 @@ func BenchmarkProposalGetTyped(b *testing.B) {
 	e, pid := benchWorkspace(b)
 	s, ctx := e.Session(AsOrchestrator("host")), context.Background()
 	args := ProposalGetArgs{ProposalID: pid}
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := s.ProposalGet(ctx, args); err != nil {
@@ -56,6 +57,7 @@ func BenchmarkProposalGetRaw(b *testing.B) {
 	e, pid := benchWorkspace(b)
 	s, ctx := e.Session(AsOrchestrator("host")), context.Background()
 	args := []byte(`{"proposal_id":"` + pid + `"}`)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := s.Call(ctx, "proposal.get", json.RawMessage(args)); err != nil {

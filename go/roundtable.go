@@ -430,7 +430,7 @@ func putCallState(st *callState) {
 // there without copying it first.
 func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, text []byte, st *callState, use func([]byte) error) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return contextError(err)
 	}
 	toolText := unsafe.Slice(unsafe.StringData(tool), len(tool))
 
@@ -483,6 +483,18 @@ func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, te
 	}
 	defer C.rt_string_free(st.out)
 	return use(unsafe.Slice((*byte)(unsafe.Pointer(st.out)), int(st.outLen)))
+}
+
+// contextError is the *Error of a call whose context ended before it
+// began: the library's own codes for it, so that errors.Is matches both the
+// sentinel and the context error.
+func contextError(err error) *Error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Status: uint32(C.RT_DEADLINE_EXCEEDED), Code: CodeDeadlineExceeded,
+			Message: "the context's deadline passed before the call", Details: json.RawMessage(`{}`)}
+	}
+	return &Error{Status: uint32(C.RT_CANCELLED), Code: CodeCancelled,
+		Message: "the context was cancelled before the call", Details: json.RawMessage(`{}`)}
 }
 
 // bytesPtr is the C view of b for the duration of a call (NULL when empty).

@@ -269,3 +269,31 @@ func TestOpenRefusesAnotherVersion(t *testing.T) {
 		t.Fatalf("the library speaks JSON %d, the types are %d", JSONLibraryVersion(), JSONVersion)
 	}
 }
+
+// A context that ended before the call: the call is not made, and the error
+// is both the sentinel and the context's error, as when a wait is ended.
+func TestAContextThatEndedBeforeTheCallChangesNothing(t *testing.T) {
+	e := open(t, repo(t), nil)
+	h := e.Session(host)
+	cancelled, cancel := context.WithCancel(bg)
+	cancel()
+	expired, stop := context.WithDeadline(bg, time.Now().Add(-time.Second))
+	defer stop()
+	for _, c := range []struct {
+		ctx      context.Context
+		sentinel error
+		ctxErr   error
+	}{{cancelled, ErrCancelled, context.Canceled}, {expired, ErrDeadlineExceeded, context.DeadlineExceeded}} {
+		_, err := h.TaskCreate(c.ctx, TaskCreateArgs{TaskID: Ptr("t1"), Title: "t"})
+		var rterr *Error
+		if !errors.Is(err, c.sentinel) || !errors.Is(err, c.ctxErr) || !errors.As(err, &rterr) || rterr.Status == 0 {
+			t.Fatalf("%v: %v", c.ctxErr, err)
+		}
+		if _, err := h.Call(c.ctx, "task.create", json.RawMessage(`{"task_id":"t2","title":"t"}`)); !errors.Is(err, c.sentinel) {
+			t.Fatalf("%v through Call: %v", c.ctxErr, err)
+		}
+	}
+	if tasks := must(h.TaskList(bg, TaskListArgs{})); len(tasks.Tasks) != 0 {
+		t.Fatalf("a task was created: %+v", tasks.Tasks)
+	}
+}

@@ -116,6 +116,15 @@ def main() -> None:
             },
         },
         {"code": "conflict", "status": 14, "description": "Someone else got there first.", "details_schema": {"type": "object"}},
+        {
+            "code": "busy", "status": 25, "description": "Something is held (a made-up tagged union).",
+            "details_schema": {"oneOf": [
+                {"type": "object", "properties": {"kind": {"const": "lock"}, "waited_ms": {"type": "integer"}},
+                 "required": ["kind", "waited_ms"]},
+                {"type": "object", "properties": {"kind": {"const": "store"}}, "required": ["kind"]},
+            ]},
+        },
+        {"code": "io", "status": 8, "description": "No schema at all.", "details_schema": True},
     ]
     out.mkdir(parents=True, exist_ok=True)
     (out / "tools.json").write_text(json.dumps(tools, indent=1))

@@ -139,7 +139,15 @@ func TestSampleErrorDetails(t *testing.T) {
 	if !reflect.DeepEqual(ForbiddenReasons, []ForbiddenReason{ForbiddenReasonWrongKind, ForbiddenReasonUnregistered}) {
 		t.Fatalf("the details' own enum: %v", ForbiddenReasons)
 	}
-	if !reflect.DeepEqual(detailsCodes, []Code{CodeNotFound, CodeForbidden}) {
+	busy := &Error{Code: CodeBusy, Details: json.RawMessage(`{"kind":"lock","waited_ms":5}`)}
+	if d, err := busy.BusyDetails(); err != nil || d.Tag() != "lock" || d.Lock == nil || d.Lock.WaitedMs != 5 {
+		t.Fatalf("busy details (a tagged union): %+v, %v", d, err)
+	}
+	busy.Details = json.RawMessage(`{"kind":"elsewhere"}`)
+	if d, err := busy.BusyDetails(); err == nil || !strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("busy details of an unknown kind: %+v, %v", d, err)
+	}
+	if !reflect.DeepEqual(detailsCodes, []Code{CodeNotFound, CodeForbidden, CodeBusy}) {
 		t.Fatalf("typed details for %v", detailsCodes)
 	}
 }

@@ -140,7 +140,7 @@ def main() -> None:
         if not a.skip_go:
             log("Go")
             for name, times in go_bench(env, root, pid, a.calls, a.runs).items():
-                label = {"ProposalGetTyped": "Go typed `Session.ProposalGet`", "ProposalGetRaw": "Go `Engine.Call` (raw JSON)"}
+                label = {"ProposalGetTyped": "Go typed `Session.ProposalGet`", "ProposalGetRaw": "Go `Session.Call` (raw JSON)"}
                 rows[label.get(name, name)] = times
     c_best = min(rows["C `rt_engine_call`"])
     lines = [

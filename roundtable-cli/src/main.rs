@@ -89,6 +89,11 @@ enum Command {
     /// Print every tool: `[{"name", "description", "mutates", "callers",
     /// "idempotent", "destructive", "waits", "input_schema", "output_schema"}]`.
     Tools,
+    /// Print every error code: `[{"code", "status", "description",
+    /// "details_schema"}]`, sorted by code; `status` is the C `rt_status`
+    /// number and `details_schema` the JSON Schema of the error's
+    /// `details`.
+    Errors,
     /// Run a whole governed change in a fresh temporary git repository,
     /// printing each step.
     Demo {
@@ -323,6 +328,7 @@ fn run(command: Command) -> Result<String, ToolError> {
             args,
         } => call(&tool, &root, &actor, &args),
         Command::Tools => to_json(&Engine::tools_json()),
+        Command::Errors => to_json(&roundtable::tools::errors_json()),
         Command::Patch(PatchCommand::Parse { file, strip }) => {
             let bytes = read_input(&file)?;
             patch_json(&parse_patch(&bytes, strip)?)
@@ -376,6 +382,17 @@ fn run(command: Command) -> Result<String, ToolError> {
     }
 }
 
+/// The error; in a debug build, first a panic when its details do not
+/// conform to its code's schema (`roundtable errors`), so every refusal the
+/// command line prints is held to the published shape by the test suite.
+fn conformed(e: ToolError) -> ToolError {
+    #[cfg(debug_assertions)]
+    if let Err(v) = e.check_details() {
+        panic!("{v}\ndetails: {}", e.details());
+    }
+    e
+}
+
 fn print(text: &str) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
@@ -395,7 +412,7 @@ fn main() -> ExitCode {
     } = &cli.command
     {
         // Standard output is the protocol's: a refusal goes to stderr.
-        return match mcp::run(root, actor.as_deref(), *http, tokens.as_ref()) {
+        return match mcp::run(root, actor.as_deref(), *http, tokens.as_ref()).map_err(conformed) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{}", json!({"error": e.to_json()}));
@@ -405,7 +422,7 @@ fn main() -> ExitCode {
     }
     // The human commands report a refusal as readable text unless --json.
     let readable = matches!(&cli.command, Command::Human(c) if !c.json());
-    match run(cli.command) {
+    match run(cli.command).map_err(conformed) {
         Ok(text) => {
             print(&text);
             ExitCode::SUCCESS

@@ -504,3 +504,99 @@ fn tools_output_is_the_recorded_contract() {
     assert_eq!(now.len(), then.len(), "tools were added");
     panic!("the same tools and schemas, but not the same bytes (key order or layout)");
 }
+
+/// `roundtable errors` byte for byte as recorded: every error code, its C
+/// status, its description and the JSON Schema of its details. The Go and
+/// Python bindings generate their typed details from this file, so a
+/// change to it is a change to the contract: rewrite it with
+/// `RT_UPDATE_GOLDEN=1` only when that is what you mean.
+#[test]
+fn errors_output_is_the_recorded_contract() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/errors.json");
+    let r = rt(&["errors"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    if std::env::var_os("RT_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &r.stdout).expect("write the golden file");
+    }
+    let want = std::fs::read_to_string(&golden).expect("read the golden file");
+    if r.stdout == want {
+        return;
+    }
+    // Name what differs before failing on the bytes.
+    let parse = |text: &str| -> Vec<Value> {
+        serde_json::from_str::<Value>(text)
+            .expect("JSON")
+            .as_array()
+            .expect("a list")
+            .clone()
+    };
+    let (now, then) = (parse(&r.stdout), parse(&want));
+    for t in &then {
+        match now.iter().find(|n| n["code"] == t["code"]) {
+            None => panic!("{} is gone", t["code"]),
+            Some(n) if n != t => panic!("{} changed:\nnow  {n}\nthen {t}", t["code"]),
+            Some(_) => {}
+        }
+    }
+    assert_eq!(now.len(), then.len(), "codes were added");
+    panic!("the same codes and schemas, but not the same bytes (key order or layout)");
+}
+
+/// The recorded errors list every code once, sorted, with its C status,
+/// and a `$defs` entry that the tool schemas also have is the very same
+/// record there (the bindings generate one type from both files).
+#[test]
+fn errors_json_shares_its_records_with_the_tool_schemas() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&fs::read_to_string(dir.join(name)).expect("read")).expect("JSON")
+    };
+    let (errors, tools) = (read("errors.json"), read("tools.json"));
+    let mut defs = serde_json::Map::new();
+    for tool in tools.as_array().expect("tools") {
+        for side in ["input_schema", "output_schema"] {
+            if let Some(d) = tool[side]["$defs"].as_object() {
+                defs.extend(d.clone());
+            }
+        }
+    }
+    let errors = errors.as_array().expect("a list");
+    let codes: Vec<&str> = errors
+        .iter()
+        .map(|e| e["code"].as_str().expect("code"))
+        .collect();
+    let mut sorted = codes.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(codes, sorted, "sorted by code, each once");
+    assert_eq!(codes.len(), roundtable::ErrorCode::ALL.len());
+    let mut shared = 0;
+    for e in errors {
+        let code: roundtable::ErrorCode =
+            e["code"].as_str().expect("code").parse().expect("a code");
+        assert_eq!(e["status"], code.number(), "{code}");
+        let keys: Vec<&String> = e.as_object().expect("entry").keys().collect();
+        assert_eq!(
+            keys,
+            ["code", "description", "details_schema", "status"],
+            "{code}"
+        );
+        for (name, schema) in e["details_schema"]["$defs"]
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(tool_def) = defs.get(name) {
+                assert_eq!(
+                    schema, tool_def,
+                    "{code}: $defs/{name} differs from the tool schemas'"
+                );
+                shared += 1;
+            }
+        }
+    }
+    assert!(
+        shared > 0,
+        "the details borrow records from the tool schemas"
+    );
+}

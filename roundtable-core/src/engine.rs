@@ -173,6 +173,10 @@ impl Engine {
     /// recover every transaction a crashed applier left `applying` (unless
     /// another live process holds the apply lock: then it is in flight).
     pub fn open(root: &Path, options: EngineOptions) -> Result<Engine, ToolError> {
+        Engine::open_unchecked(root, options).map_err(ToolError::conformed)
+    }
+
+    fn open_unchecked(root: &Path, options: EngineOptions) -> Result<Engine, ToolError> {
         if !root.is_dir() {
             return Err(ToolError::invalid_argument(
                 "root",
@@ -226,8 +230,11 @@ impl Engine {
                 format!("there is no tool {tool:?}"),
                 json!({"kind": "tool", "id": tool}),
             )
-        })?;
-        spec.invoke(self, args, actor)
+        });
+        // Every error leaving the engine has details of its code's schema
+        // (checked in debug builds: `tools::details`).
+        spec.and_then(|spec| spec.invoke(self, args, actor))
+            .map_err(ToolError::conformed)
     }
 
     /// [`call`](Engine::call), interrupted by `options`: every wait it makes
@@ -244,7 +251,7 @@ impl Engine {
         options: &crate::CallOptions,
     ) -> Result<Value, ToolError> {
         crate::interrupt::scope(options, || {
-            crate::interrupt::check()?;
+            crate::interrupt::check().map_err(|e| ToolError::from(e).conformed())?;
             self.call(tool, args, actor)
         })
     }
@@ -259,7 +266,7 @@ impl Engine {
         options: &crate::CallOptions,
     ) -> Result<Value, ToolError> {
         crate::interrupt::scope(options, || {
-            crate::interrupt::check()?;
+            crate::interrupt::check().map_err(|e| ToolError::from(e).conformed())?;
             self.call_json(tool, args, actor)
         })
     }
@@ -267,8 +274,9 @@ impl Engine {
     /// [`call`](Engine::call) with the arguments as JSON text, parsed
     /// strictly (a key given twice is refused).
     pub fn call_json(&self, tool: &str, args: &[u8], actor: &Actor) -> Result<Value, ToolError> {
-        let args = crate::json::parse_strict(args)
-            .map_err(|e| ToolError::invalid_argument("", format!("not valid JSON: {e}")))?;
+        let args = crate::json::parse_strict(args).map_err(|e| {
+            ToolError::invalid_argument("", format!("not valid JSON: {e}")).conformed()
+        })?;
         self.call(tool, args, actor)
     }
 
@@ -298,6 +306,13 @@ impl Engine {
                 })
                 .collect(),
         )
+    }
+
+    /// Every error code as JSON, sorted by code: `[{"code", "status",
+    /// "description", "details_schema"}]` (see [`tools::errors_json`]):
+    /// what the `details` of each code's errors hold.
+    pub fn errors_json() -> Value {
+        tools::errors_json()
     }
 
     /// The repository root.

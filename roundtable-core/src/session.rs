@@ -123,6 +123,13 @@ impl<'e> Session<'e> {
     /// surface uses (a struct literal cannot get past a limit a JSON call
     /// could not), then runs exactly as the tool does.
     pub fn run<R: Request>(&self, request: impl Into<Draft<R>>) -> Result<R::Output, ToolError> {
+        self.run_unchecked(request).map_err(ToolError::conformed)
+    }
+
+    fn run_unchecked<R: Request>(
+        &self,
+        request: impl Into<Draft<R>>,
+    ) -> Result<R::Output, ToolError> {
         crate::tools::authorize::<R>(&self.actor)?;
         let request = request.into().build()?;
         let checked: R = decode(serde_json::to_value(&request).map_err(|e| {

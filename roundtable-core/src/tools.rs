@@ -80,6 +80,7 @@ pub const JSON_VERSION: u32 = 1;
 pub mod args;
 mod auth;
 pub mod claims;
+pub mod details;
 mod error;
 pub mod evidence;
 pub mod inbox;
@@ -97,6 +98,7 @@ pub mod validate;
 mod wait;
 pub mod workspace;
 
+pub use details::{errors_json, DetailsViolation};
 pub use error::ToolError;
 
 /// What one tool call can see: the engine, the open SQL transaction, the

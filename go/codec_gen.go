@@ -525,6 +525,69 @@ func (x *AgentRegistered) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *AmbiguousSymbolDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *AmbiguousSymbolDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	e.key(start, "\"name\":")
+	e.str(x.Name, "name")
+	e.key(start, "\"candidates\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Candidates {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Candidates[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *AmbiguousSymbolDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "name":
+			if !d.null() {
+				x.Name = d.str()
+			}
+		case "candidates":
+			if d.null() {
+				x.Candidates = nil
+			} else {
+				s2 := []Symbol{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, Symbol{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Candidates = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x AmbiguousSymbolDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *AmbiguousSymbolDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *Applied) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -815,6 +878,136 @@ func (x Approved) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *Approved) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *BusyDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *BusyDetails) encodeFields(e *encoder, start int) {
+	if x.Lock != nil {
+		e.key(start, "\"lock\":")
+		e.str(*x.Lock, "lock")
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.ProposalID != nil {
+		e.key(start, "\"proposal_id\":")
+		e.str(*x.ProposalID, "proposal_id")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+	if x.WaitedMs != nil {
+		e.key(start, "\"waited_ms\":")
+		e.int64(*x.WaitedMs)
+	}
+}
+
+func (x *BusyDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "lock":
+			if d.null() {
+				x.Lock = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Lock = p1
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Path = p2
+			}
+		case "proposal_id":
+			if d.null() {
+				x.ProposalID = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.ProposalID = p3
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.TransactionID = p4
+			}
+		case "waited_ms":
+			if d.null() {
+				x.WaitedMs = nil
+			} else {
+				p5 := new(int64)
+				(*p5) = d.int64()
+				x.WaitedMs = p5
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x BusyDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *BusyDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *CancelledDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *CancelledDetails) encodeFields(e *encoder, start int) {
+	if x.Lock != nil {
+		e.key(start, "\"lock\":")
+		e.str(*x.Lock, "lock")
+	}
+}
+
+func (x *CancelledDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "lock":
+			if d.null() {
+				x.Lock = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Lock = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x CancelledDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *CancelledDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -1465,6 +1658,488 @@ func (x *ClaimRenewArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *Conflict) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *Conflict) encodeFields(e *encoder, start int) {
+	e.key(start, "\"base_line\":")
+	e.int64(x.BaseLine)
+	e.key(start, "\"theirs_line\":")
+	e.int64(x.TheirsLine)
+	e.key(start, "\"base\":")
+	e.str(x.Base, "base")
+	e.key(start, "\"ours\":")
+	e.str(x.Ours, "ours")
+	e.key(start, "\"theirs\":")
+	e.str(x.Theirs, "theirs")
+}
+
+func (x *Conflict) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "base_line":
+			if !d.null() {
+				x.BaseLine = d.int64()
+			}
+		case "theirs_line":
+			if !d.null() {
+				x.TheirsLine = d.int64()
+			}
+		case "base":
+			if !d.null() {
+				x.Base = d.str()
+			}
+		case "ours":
+			if !d.null() {
+				x.Ours = d.str()
+			}
+		case "theirs":
+			if !d.null() {
+				x.Theirs = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x Conflict) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *Conflict) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ConflictDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ConflictDetails) encodeFields(e *encoder, start int) {
+	if x.ExpectedRevision != nil {
+		e.key(start, "\"expected_revision\":")
+		e.int64(*x.ExpectedRevision)
+	}
+	if x.Files != nil {
+		e.key(start, "\"files\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Files {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			x.Files[i1].encode(e)
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.Holder != nil {
+		e.key(start, "\"holder\":")
+		x.Holder.encode(e)
+	}
+	if x.ID != nil {
+		e.key(start, "\"id\":")
+		e.str(*x.ID, "id")
+	}
+	if x.Kind != nil {
+		e.key(start, "\"kind\":")
+		e.str(*x.Kind, "kind")
+	}
+	if x.LatestRevision != nil {
+		e.key(start, "\"latest_revision\":")
+		e.int64(*x.LatestRevision)
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.Paths != nil {
+		e.key(start, "\"paths\":")
+		e.buf = append(e.buf, '[')
+		for i2 := range x.Paths {
+			if i2 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			x.Paths[i2].encode(e)
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.ProposalID != nil {
+		e.key(start, "\"proposal_id\":")
+		e.str(*x.ProposalID, "proposal_id")
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(string(*x.Reason), "reason")
+	}
+	if x.Report != nil {
+		e.key(start, "\"report\":")
+		x.Report.encode(e)
+	}
+	if x.RequestID != nil {
+		e.key(start, "\"request_id\":")
+		e.str(*x.RequestID, "request_id")
+	}
+	if x.ResourceID != nil {
+		e.key(start, "\"resource_id\":")
+		e.str(*x.ResourceID, "resource_id")
+	}
+	if x.Revision != nil {
+		e.key(start, "\"revision\":")
+		e.int64(*x.Revision)
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+	if x.WaitersAhead != nil {
+		e.key(start, "\"waiters_ahead\":")
+		e.int64(*x.WaitersAhead)
+	}
+}
+
+func (x *ConflictDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "expected_revision":
+			if d.null() {
+				x.ExpectedRevision = nil
+			} else {
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.ExpectedRevision = p3
+			}
+		case "files":
+			if d.null() {
+				x.Files = nil
+			} else {
+				s4 := []FileConflict{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, FileConflict{})
+					if !d.null() {
+						s4[len(s4)-1].decode(d)
+					}
+				}
+				x.Files = s4
+			}
+		case "holder":
+			if d.null() {
+				x.Holder = nil
+			} else {
+				p5 := new(Claim)
+				(*p5).decode(d)
+				x.Holder = p5
+			}
+		case "id":
+			if d.null() {
+				x.ID = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.ID = p6
+			}
+		case "kind":
+			if d.null() {
+				x.Kind = nil
+			} else {
+				p7 := new(string)
+				(*p7) = d.str()
+				x.Kind = p7
+			}
+		case "latest_revision":
+			if d.null() {
+				x.LatestRevision = nil
+			} else {
+				p8 := new(int64)
+				(*p8) = d.int64()
+				x.LatestRevision = p8
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p9 := new(string)
+				(*p9) = d.str()
+				x.Path = p9
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s10 := []MovedPath{}
+				for more := d.array(); more; more = d.next() {
+					s10 = append(s10, MovedPath{})
+					if !d.null() {
+						s10[len(s10)-1].decode(d)
+					}
+				}
+				x.Paths = s10
+			}
+		case "proposal_id":
+			if d.null() {
+				x.ProposalID = nil
+			} else {
+				p11 := new(string)
+				(*p11) = d.str()
+				x.ProposalID = p11
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p12 := new(ConflictReason)
+				(*p12) = ConflictReason(d.str())
+				x.Reason = p12
+			}
+		case "report":
+			if d.null() {
+				x.Report = nil
+			} else {
+				p13 := new(ValidationReport)
+				(*p13).decode(d)
+				x.Report = p13
+			}
+		case "request_id":
+			if d.null() {
+				x.RequestID = nil
+			} else {
+				p14 := new(string)
+				(*p14) = d.str()
+				x.RequestID = p14
+			}
+		case "resource_id":
+			if d.null() {
+				x.ResourceID = nil
+			} else {
+				p15 := new(string)
+				(*p15) = d.str()
+				x.ResourceID = p15
+			}
+		case "revision":
+			if d.null() {
+				x.Revision = nil
+			} else {
+				p16 := new(int64)
+				(*p16) = d.int64()
+				x.Revision = p16
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p17 := new(string)
+				(*p17) = d.str()
+				x.TransactionID = p17
+			}
+		case "waiters_ahead":
+			if d.null() {
+				x.WaitersAhead = nil
+			} else {
+				p18 := new(int64)
+				(*p18) = d.int64()
+				x.WaitersAhead = p18
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ConflictDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ConflictDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *DatabaseDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *DatabaseDetails) encodeFields(e *encoder, start int) {
+	if x.ClaimID != nil {
+		e.key(start, "\"claim_id\":")
+		e.str(*x.ClaimID, "claim_id")
+	}
+	if x.Column != nil {
+		e.key(start, "\"column\":")
+		e.int64(*x.Column)
+	}
+	if x.Digest != nil {
+		e.key(start, "\"digest\":")
+		e.str(*x.Digest, "digest")
+	}
+	if x.Glob != nil {
+		e.key(start, "\"glob\":")
+		e.str(*x.Glob, "glob")
+	}
+	if x.Key != nil {
+		e.key(start, "\"key\":")
+		e.str(*x.Key, "key")
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.Name != nil {
+		e.key(start, "\"name\":")
+		e.str(*x.Name, "name")
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *DatabaseDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "claim_id":
+			if d.null() {
+				x.ClaimID = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.ClaimID = p1
+			}
+		case "column":
+			if d.null() {
+				x.Column = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Column = p2
+			}
+		case "digest":
+			if d.null() {
+				x.Digest = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Digest = p3
+			}
+		case "glob":
+			if d.null() {
+				x.Glob = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Glob = p4
+			}
+		case "key":
+			if d.null() {
+				x.Key = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.Key = p5
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p6 := new(int64)
+				(*p6) = d.int64()
+				x.Line = p6
+			}
+		case "name":
+			if d.null() {
+				x.Name = nil
+			} else {
+				p7 := new(string)
+				(*p7) = d.str()
+				x.Name = p7
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p8 := new(string)
+				(*p8) = d.str()
+				x.Path = p8
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p9 := new(string)
+				(*p9) = d.str()
+				x.TransactionID = p9
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x DatabaseDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *DatabaseDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *DeadlineExceededDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *DeadlineExceededDetails) encodeFields(e *encoder, start int) {
+	if x.Lock != nil {
+		e.key(start, "\"lock\":")
+		e.str(*x.Lock, "lock")
+	}
+}
+
+func (x *DeadlineExceededDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "lock":
+			if d.null() {
+				x.Lock = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Lock = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x DeadlineExceededDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *DeadlineExceededDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *Decision) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -1791,6 +2466,51 @@ func (x DiffSection) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *DiffSection) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ErrorCause) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ErrorCause) encodeFields(e *encoder, start int) {
+	e.key(start, "\"code\":")
+	e.str(x.Code, "code")
+	e.key(start, "\"message\":")
+	e.str(x.Message, "message")
+	e.key(start, "\"details\":")
+	e.raw(x.Details, "details")
+}
+
+func (x *ErrorCause) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "code":
+			if !d.null() {
+				x.Code = d.str()
+			}
+		case "message":
+			if !d.null() {
+				x.Message = d.str()
+			}
+		case "details":
+			x.Details = d.raw()
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ErrorCause) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ErrorCause) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -2223,6 +2943,75 @@ func (x EventsWaitArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *EventsWaitArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *FileConflict) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *FileConflict) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	e.key(start, "\"hunks\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Hunks {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Hunks[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(*x.Reason, "reason")
+	}
+}
+
+func (x *FileConflict) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "hunks":
+			if d.null() {
+				x.Hunks = nil
+			} else {
+				s2 := []Conflict{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, Conflict{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Hunks = s2
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Reason = p3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x FileConflict) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *FileConflict) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -2758,6 +3547,113 @@ func (x *Files) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ForbiddenDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ForbiddenDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"actor\":")
+	x.Actor.encode(e)
+	if x.AllowedKinds != nil {
+		e.key(start, "\"allowed_kinds\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.AllowedKinds {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(string(x.AllowedKinds[i1]), "allowed_kinds")
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.Author != nil {
+		e.key(start, "\"author\":")
+		e.str(*x.Author, "author")
+	}
+	if x.Holder != nil {
+		e.key(start, "\"holder\":")
+		e.str(*x.Holder, "holder")
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(string(*x.Reason), "reason")
+	}
+	if x.RequiredRole != nil {
+		e.key(start, "\"required_role\":")
+		e.str(*x.RequiredRole, "required_role")
+	}
+}
+
+func (x *ForbiddenDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "actor":
+			if !d.null() {
+				x.Actor.decode(d)
+			}
+		case "allowed_kinds":
+			if d.null() {
+				x.AllowedKinds = nil
+			} else {
+				s2 := []ActorKind{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = ActorKind(d.str())
+					}
+				}
+				x.AllowedKinds = s2
+			}
+		case "author":
+			if d.null() {
+				x.Author = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Author = p3
+			}
+		case "holder":
+			if d.null() {
+				x.Holder = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Holder = p4
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p5 := new(ForbiddenReason)
+				(*p5) = ForbiddenReason(d.str())
+				x.Reason = p5
+			}
+		case "required_role":
+			if d.null() {
+				x.RequiredRole = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.RequiredRole = p6
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ForbiddenDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ForbiddenDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *HumanApproveArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -2897,6 +3793,285 @@ func (x HumanRequestApprovalArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *HumanRequestApprovalArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *IODetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *IODetails) encodeFields(e *encoder, start int) {
+	if x.Field != nil {
+		e.key(start, "\"field\":")
+		e.str(*x.Field, "field")
+	}
+	if x.Lock != nil {
+		e.key(start, "\"lock\":")
+		e.str(*x.Lock, "lock")
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.Ref != nil {
+		e.key(start, "\"ref\":")
+		e.str(*x.Ref, "ref")
+	}
+	if x.Step != nil {
+		e.key(start, "\"step\":")
+		e.str(*x.Step, "step")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *IODetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "field":
+			if d.null() {
+				x.Field = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Field = p1
+			}
+		case "lock":
+			if d.null() {
+				x.Lock = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Lock = p2
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Path = p3
+			}
+		case "ref":
+			if d.null() {
+				x.Ref = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Ref = p4
+			}
+		case "step":
+			if d.null() {
+				x.Step = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.Step = p5
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.TransactionID = p6
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x IODetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *IODetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *IdempotencyConflictDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *IdempotencyConflictDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"idempotency_key\":")
+	e.str(x.IdempotencyKey, "idempotency_key")
+	e.key(start, "\"tool\":")
+	e.str(x.Tool, "tool")
+}
+
+func (x *IdempotencyConflictDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "idempotency_key":
+			if !d.null() {
+				x.IdempotencyKey = d.str()
+			}
+		case "tool":
+			if !d.null() {
+				x.Tool = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x IdempotencyConflictDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *IdempotencyConflictDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *IllegalTransitionDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *IllegalTransitionDetails) encodeFields(e *encoder, start int) {
+	if x.Allowed != nil {
+		e.key(start, "\"allowed\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Allowed {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Allowed[i1], "allowed")
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.ClaimID != nil {
+		e.key(start, "\"claim_id\":")
+		e.str(*x.ClaimID, "claim_id")
+	}
+	if x.Landing != nil {
+		e.key(start, "\"landing\":")
+		x.Landing.encode(e)
+	}
+	if x.Operation != nil {
+		e.key(start, "\"operation\":")
+		e.str(*x.Operation, "operation")
+	}
+	if x.ProposalID != nil {
+		e.key(start, "\"proposal_id\":")
+		e.str(*x.ProposalID, "proposal_id")
+	}
+	if x.Status != nil {
+		e.key(start, "\"status\":")
+		e.str(*x.Status, "status")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+	if x.Version != nil {
+		e.key(start, "\"version\":")
+		e.int64(*x.Version)
+	}
+}
+
+func (x *IllegalTransitionDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "allowed":
+			if d.null() {
+				x.Allowed = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Allowed = s2
+			}
+		case "claim_id":
+			if d.null() {
+				x.ClaimID = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.ClaimID = p3
+			}
+		case "landing":
+			if d.null() {
+				x.Landing = nil
+			} else {
+				p4 := new(Landing)
+				(*p4).decode(d)
+				x.Landing = p4
+			}
+		case "operation":
+			if d.null() {
+				x.Operation = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.Operation = p5
+			}
+		case "proposal_id":
+			if d.null() {
+				x.ProposalID = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.ProposalID = p6
+			}
+		case "status":
+			if d.null() {
+				x.Status = nil
+			} else {
+				p7 := new(string)
+				(*p7) = d.str()
+				x.Status = p7
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p8 := new(string)
+				(*p8) = d.str()
+				x.TransactionID = p8
+			}
+		case "version":
+			if d.null() {
+				x.Version = nil
+			} else {
+				p9 := new(int64)
+				(*p9) = d.int64()
+				x.Version = p9
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x IllegalTransitionDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *IllegalTransitionDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -3081,6 +4256,89 @@ func (x *InboxPage) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *IncompatibleStoreDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *IncompatibleStoreDetails) encodeFields(e *encoder, start int) {
+	_ = start
+}
+
+func (x *IncompatibleStoreDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x IncompatibleStoreDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *IncompatibleStoreDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *IncompleteEditPlanDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *IncompleteEditPlanDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"field\":")
+	e.str(x.Field, "field")
+	e.key(start, "\"status\":")
+	e.str(x.Status, "status")
+	if x.Diagnostics != nil {
+		e.key(start, "\"diagnostics\":")
+		e.raw(x.Diagnostics, "diagnostics")
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.raw(x.Reason, "reason")
+	}
+}
+
+func (x *IncompleteEditPlanDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "field":
+			if !d.null() {
+				x.Field = d.str()
+			}
+		case "status":
+			if !d.null() {
+				x.Status = d.str()
+			}
+		case "diagnostics":
+			x.Diagnostics = d.raw()
+		case "reason":
+			x.Reason = d.raw()
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x IncompleteEditPlanDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *IncompleteEditPlanDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *Interdiff) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -3147,6 +4405,559 @@ func (x Interdiff) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *Interdiff) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InvalidArgumentDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InvalidArgumentDetails) encodeFields(e *encoder, start int) {
+	if x.Expected != nil {
+		e.key(start, "\"expected\":")
+		e.str(*x.Expected, "expected")
+	}
+	if x.Field != nil {
+		e.key(start, "\"field\":")
+		e.str(*x.Field, "field")
+	}
+	if x.Found != nil {
+		e.key(start, "\"found\":")
+		e.str(*x.Found, "found")
+	}
+	if x.Len != nil {
+		e.key(start, "\"len\":")
+		e.int64(*x.Len)
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.Max != nil {
+		e.key(start, "\"max\":")
+		e.int64(*x.Max)
+	}
+	if x.MaxNesting != nil {
+		e.key(start, "\"max_nesting\":")
+		e.int64(*x.MaxNesting)
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(*x.Reason, "reason")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *InvalidArgumentDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "expected":
+			if d.null() {
+				x.Expected = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Expected = p1
+			}
+		case "field":
+			if d.null() {
+				x.Field = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Field = p2
+			}
+		case "found":
+			if d.null() {
+				x.Found = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Found = p3
+			}
+		case "len":
+			if d.null() {
+				x.Len = nil
+			} else {
+				p4 := new(int64)
+				(*p4) = d.int64()
+				x.Len = p4
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p5 := new(int64)
+				(*p5) = d.int64()
+				x.Line = p5
+			}
+		case "max":
+			if d.null() {
+				x.Max = nil
+			} else {
+				p6 := new(int64)
+				(*p6) = d.int64()
+				x.Max = p6
+			}
+		case "max_nesting":
+			if d.null() {
+				x.MaxNesting = nil
+			} else {
+				p7 := new(int64)
+				(*p7) = d.int64()
+				x.MaxNesting = p7
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p8 := new(string)
+				(*p8) = d.str()
+				x.Reason = p8
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p9 := new(string)
+				(*p9) = d.str()
+				x.TransactionID = p9
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InvalidArgumentDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InvalidArgumentDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InvalidEditPlanDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InvalidEditPlanDetails) encodeFields(e *encoder, start int) {
+	if x.Field != nil {
+		e.key(start, "\"field\":")
+		e.str(*x.Field, "field")
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+}
+
+func (x *InvalidEditPlanDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "field":
+			if d.null() {
+				x.Field = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Field = p1
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Path = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InvalidEditPlanDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InvalidEditPlanDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InvalidPatchDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InvalidPatchDetails) encodeFields(e *encoder, start int) {
+	if x.Byte != nil {
+		e.key(start, "\"byte\":")
+		e.int64(*x.Byte)
+	}
+	if x.Expected != nil {
+		e.key(start, "\"expected\":")
+		e.str(*x.Expected, "expected")
+	}
+	if x.File != nil {
+		e.key(start, "\"file\":")
+		e.str(*x.File, "file")
+	}
+	if x.Found != nil {
+		e.key(start, "\"found\":")
+		e.str(*x.Found, "found")
+	}
+	if x.FoundLine != nil {
+		e.key(start, "\"found_line\":")
+		e.int64(*x.FoundLine)
+	}
+	if x.Hunk != nil {
+		e.key(start, "\"hunk\":")
+		e.int64(*x.Hunk)
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.PreviousLine != nil {
+		e.key(start, "\"previous_line\":")
+		e.int64(*x.PreviousLine)
+	}
+	if x.SuggestedPatchFormat != nil {
+		e.key(start, "\"suggested_patch_format\":")
+		e.str(string(*x.SuggestedPatchFormat), "suggested_patch_format")
+	}
+}
+
+func (x *InvalidPatchDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "byte":
+			if d.null() {
+				x.Byte = nil
+			} else {
+				p1 := new(int64)
+				(*p1) = d.int64()
+				x.Byte = p1
+			}
+		case "expected":
+			if d.null() {
+				x.Expected = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Expected = p2
+			}
+		case "file":
+			if d.null() {
+				x.File = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.File = p3
+			}
+		case "found":
+			if d.null() {
+				x.Found = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Found = p4
+			}
+		case "found_line":
+			if d.null() {
+				x.FoundLine = nil
+			} else {
+				p5 := new(int64)
+				(*p5) = d.int64()
+				x.FoundLine = p5
+			}
+		case "hunk":
+			if d.null() {
+				x.Hunk = nil
+			} else {
+				p6 := new(int64)
+				(*p6) = d.int64()
+				x.Hunk = p6
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p7 := new(int64)
+				(*p7) = d.int64()
+				x.Line = p7
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p8 := new(string)
+				(*p8) = d.str()
+				x.Path = p8
+			}
+		case "previous_line":
+			if d.null() {
+				x.PreviousLine = nil
+			} else {
+				p9 := new(int64)
+				(*p9) = d.int64()
+				x.PreviousLine = p9
+			}
+		case "suggested_patch_format":
+			if d.null() {
+				x.SuggestedPatchFormat = nil
+			} else {
+				p10 := new(PatchFormat)
+				(*p10) = PatchFormat(d.str())
+				x.SuggestedPatchFormat = p10
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InvalidPatchDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InvalidPatchDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InvalidPathDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InvalidPathDetails) encodeFields(e *encoder, start int) {
+	if x.Field != nil {
+		e.key(start, "\"field\":")
+		e.str(*x.Field, "field")
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(*x.Reason, "reason")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *InvalidPathDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "field":
+			if d.null() {
+				x.Field = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Field = p1
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Line = p2
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Path = p3
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Reason = p4
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.TransactionID = p5
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InvalidPathDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InvalidPathDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InvalidPolicyDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InvalidPolicyDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"line\":")
+	if x.Line == nil {
+		e.null()
+	} else {
+		e.int64(*x.Line)
+	}
+	e.key(start, "\"column\":")
+	if x.Column == nil {
+		e.null()
+	} else {
+		e.int64(*x.Column)
+	}
+	e.key(start, "\"key\":")
+	if x.Key == nil {
+		e.null()
+	} else {
+		e.str(*x.Key, "key")
+	}
+	if x.Glob != nil {
+		e.key(start, "\"glob\":")
+		e.str(*x.Glob, "glob")
+	}
+	if x.Name != nil {
+		e.key(start, "\"name\":")
+		e.str(*x.Name, "name")
+	}
+}
+
+func (x *InvalidPolicyDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p1 := new(int64)
+				(*p1) = d.int64()
+				x.Line = p1
+			}
+		case "column":
+			if d.null() {
+				x.Column = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Column = p2
+			}
+		case "key":
+			if d.null() {
+				x.Key = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Key = p3
+			}
+		case "glob":
+			if d.null() {
+				x.Glob = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Glob = p4
+			}
+		case "name":
+			if d.null() {
+				x.Name = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.Name = p5
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InvalidPolicyDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InvalidPolicyDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *IrreversiblePatchDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *IrreversiblePatchDetails) encodeFields(e *encoder, start int) {
+	_ = start
+}
+
+func (x *IrreversiblePatchDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x IrreversiblePatchDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *IrreversiblePatchDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -3363,6 +5174,91 @@ func (x *LineSpan) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *MatchCandidate) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *MatchCandidate) encodeFields(e *encoder, start int) {
+	e.key(start, "\"line\":")
+	e.int64(x.Line)
+	e.key(start, "\"text\":")
+	if x.Text == nil {
+		e.null()
+	} else {
+		e.str(*x.Text, "text")
+	}
+	if x.Expected != nil {
+		e.key(start, "\"expected\":")
+		e.str(*x.Expected, "expected")
+	}
+	if x.MatchedFrom != nil {
+		e.key(start, "\"matched_from\":")
+		e.int64(*x.MatchedFrom)
+	}
+	if x.MatchedLines != nil {
+		e.key(start, "\"matched_lines\":")
+		e.int64(*x.MatchedLines)
+	}
+}
+
+func (x *MatchCandidate) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "line":
+			if !d.null() {
+				x.Line = d.int64()
+			}
+		case "text":
+			if d.null() {
+				x.Text = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Text = p1
+			}
+		case "expected":
+			if d.null() {
+				x.Expected = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Expected = p2
+			}
+		case "matched_from":
+			if d.null() {
+				x.MatchedFrom = nil
+			} else {
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.MatchedFrom = p3
+			}
+		case "matched_lines":
+			if d.null() {
+				x.MatchedLines = nil
+			} else {
+				p4 := new(int64)
+				(*p4) = d.int64()
+				x.MatchedLines = p4
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x MatchCandidate) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *MatchCandidate) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *MatchedHunk) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -3407,6 +5303,53 @@ func (x MatchedHunk) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *MatchedHunk) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *MovedPath) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *MovedPath) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	e.key(start, "\"expected\":")
+	e.str(x.Expected, "expected")
+	e.key(start, "\"actual\":")
+	e.str(x.Actual, "actual")
+}
+
+func (x *MovedPath) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "expected":
+			if !d.null() {
+				x.Expected = d.str()
+			}
+		case "actual":
+			if !d.null() {
+				x.Actual = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x MovedPath) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *MovedPath) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -3501,6 +5444,47 @@ func (x *NextActor) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *NotFoundDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *NotFoundDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"kind\":")
+	e.str(x.Kind, "kind")
+	e.key(start, "\"id\":")
+	e.str(x.ID, "id")
+}
+
+func (x *NotFoundDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "kind":
+			if !d.null() {
+				x.Kind = d.str()
+			}
+		case "id":
+			if !d.null() {
+				x.ID = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x NotFoundDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *NotFoundDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *PatchApplyArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -3575,6 +5559,173 @@ func (x PatchApplyArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *PatchApplyArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *PatchDoesNotApplyDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *PatchDoesNotApplyDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	if x.Anchor != nil {
+		e.key(start, "\"anchor\":")
+		e.str(*x.Anchor, "anchor")
+	}
+	if x.AtEnd != nil {
+		e.key(start, "\"at_end\":")
+		e.bool(*x.AtEnd)
+	}
+	if x.Candidates != nil {
+		e.key(start, "\"candidates\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Candidates {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			x.Candidates[i1].encode(e)
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.Count != nil {
+		e.key(start, "\"count\":")
+		e.int64(*x.Count)
+	}
+	if x.Hunk != nil {
+		e.key(start, "\"hunk\":")
+		e.int64(*x.Hunk)
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.OtherHunk != nil {
+		e.key(start, "\"other_hunk\":")
+		e.int64(*x.OtherHunk)
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(*x.Reason, "reason")
+	}
+	if x.Rung != nil {
+		e.key(start, "\"rung\":")
+		e.str(string(*x.Rung), "rung")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *PatchDoesNotApplyDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "anchor":
+			if d.null() {
+				x.Anchor = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Anchor = p2
+			}
+		case "at_end":
+			if d.null() {
+				x.AtEnd = nil
+			} else {
+				p3 := new(bool)
+				(*p3) = d.bool()
+				x.AtEnd = p3
+			}
+		case "candidates":
+			if d.null() {
+				x.Candidates = nil
+			} else {
+				s4 := []MatchCandidate{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, MatchCandidate{})
+					if !d.null() {
+						s4[len(s4)-1].decode(d)
+					}
+				}
+				x.Candidates = s4
+			}
+		case "count":
+			if d.null() {
+				x.Count = nil
+			} else {
+				p5 := new(int64)
+				(*p5) = d.int64()
+				x.Count = p5
+			}
+		case "hunk":
+			if d.null() {
+				x.Hunk = nil
+			} else {
+				p6 := new(int64)
+				(*p6) = d.int64()
+				x.Hunk = p6
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p7 := new(int64)
+				(*p7) = d.int64()
+				x.Line = p7
+			}
+		case "other_hunk":
+			if d.null() {
+				x.OtherHunk = nil
+			} else {
+				p8 := new(int64)
+				(*p8) = d.int64()
+				x.OtherHunk = p8
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p9 := new(string)
+				(*p9) = d.str()
+				x.Reason = p9
+			}
+		case "rung":
+			if d.null() {
+				x.Rung = nil
+			} else {
+				p10 := new(MatchRung)
+				(*p10) = MatchRung(d.str())
+				x.Rung = p10
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p11 := new(string)
+				(*p11) = d.str()
+				x.TransactionID = p11
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x PatchDoesNotApplyDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *PatchDoesNotApplyDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -3675,6 +5826,119 @@ func (x PatchValidateArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *PatchValidateArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *PathEscapeDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *PathEscapeDetails) encodeFields(e *encoder, start int) {
+	if x.Field != nil {
+		e.key(start, "\"field\":")
+		e.str(*x.Field, "field")
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(*x.Reason, "reason")
+	}
+	if x.Symlink != nil {
+		e.key(start, "\"symlink\":")
+		e.str(*x.Symlink, "symlink")
+	}
+	if x.Target != nil {
+		e.key(start, "\"target\":")
+		e.str(*x.Target, "target")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *PathEscapeDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "field":
+			if d.null() {
+				x.Field = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Field = p1
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Line = p2
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Path = p3
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Reason = p4
+			}
+		case "symlink":
+			if d.null() {
+				x.Symlink = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.Symlink = p5
+			}
+		case "target":
+			if d.null() {
+				x.Target = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.Target = p6
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p7 := new(string)
+				(*p7) = d.str()
+				x.TransactionID = p7
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x PathEscapeDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *PathEscapeDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -4194,6 +6458,340 @@ func (x PolicySetArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *PolicySetArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *PreconditionFailedDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *PreconditionFailedDetails) encodeFields(e *encoder, start int) {
+	if x.Actual != nil {
+		e.key(start, "\"actual\":")
+		e.str(*x.Actual, "actual")
+	}
+	if x.Bare != nil {
+		e.key(start, "\"bare\":")
+		e.bool(*x.Bare)
+	}
+	if x.Cause != nil {
+		e.key(start, "\"cause\":")
+		x.Cause.encode(e)
+	}
+	if x.Expected != nil {
+		e.key(start, "\"expected\":")
+		e.str(*x.Expected, "expected")
+	}
+	if x.Failures != nil {
+		e.key(start, "\"failures\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Failures {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			x.Failures[i1].encode(e)
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.Head != nil {
+		e.key(start, "\"head\":")
+		e.str(*x.Head, "head")
+	}
+	if x.Hunk != nil {
+		e.key(start, "\"hunk\":")
+		e.int64(*x.Hunk)
+	}
+	if x.Landing != nil {
+		e.key(start, "\"landing\":")
+		x.Landing.encode(e)
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.Paths != nil {
+		e.key(start, "\"paths\":")
+		e.buf = append(e.buf, '[')
+		for i2 := range x.Paths {
+			if i2 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Paths[i2], "paths")
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.ProposalID != nil {
+		e.key(start, "\"proposal_id\":")
+		e.str(*x.ProposalID, "proposal_id")
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(*x.Reason, "reason")
+	}
+	if x.Ref != nil {
+		e.key(start, "\"ref\":")
+		e.str(*x.Ref, "ref")
+	}
+	if x.Remote != nil {
+		e.key(start, "\"remote\":")
+		e.str(*x.Remote, "remote")
+	}
+	if x.Report != nil {
+		e.key(start, "\"report\":")
+		x.Report.encode(e)
+	}
+	if x.Revision != nil {
+		e.key(start, "\"revision\":")
+		e.int64(*x.Revision)
+	}
+	if x.Root != nil {
+		e.key(start, "\"root\":")
+		e.str(*x.Root, "root")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *PreconditionFailedDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "actual":
+			if d.null() {
+				x.Actual = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Actual = p3
+			}
+		case "bare":
+			if d.null() {
+				x.Bare = nil
+			} else {
+				p4 := new(bool)
+				(*p4) = d.bool()
+				x.Bare = p4
+			}
+		case "cause":
+			if d.null() {
+				x.Cause = nil
+			} else {
+				p5 := new(ErrorCause)
+				(*p5).decode(d)
+				x.Cause = p5
+			}
+		case "expected":
+			if d.null() {
+				x.Expected = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.Expected = p6
+			}
+		case "failures":
+			if d.null() {
+				x.Failures = nil
+			} else {
+				s7 := []PreconditionFailure{}
+				for more := d.array(); more; more = d.next() {
+					s7 = append(s7, PreconditionFailure{})
+					if !d.null() {
+						s7[len(s7)-1].decode(d)
+					}
+				}
+				x.Failures = s7
+			}
+		case "head":
+			if d.null() {
+				x.Head = nil
+			} else {
+				p8 := new(string)
+				(*p8) = d.str()
+				x.Head = p8
+			}
+		case "hunk":
+			if d.null() {
+				x.Hunk = nil
+			} else {
+				p9 := new(int64)
+				(*p9) = d.int64()
+				x.Hunk = p9
+			}
+		case "landing":
+			if d.null() {
+				x.Landing = nil
+			} else {
+				p10 := new(Landing)
+				(*p10).decode(d)
+				x.Landing = p10
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p11 := new(int64)
+				(*p11) = d.int64()
+				x.Line = p11
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p12 := new(string)
+				(*p12) = d.str()
+				x.Path = p12
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s13 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s13 = append(s13, "")
+					if !d.null() {
+						s13[len(s13)-1] = d.str()
+					}
+				}
+				x.Paths = s13
+			}
+		case "proposal_id":
+			if d.null() {
+				x.ProposalID = nil
+			} else {
+				p14 := new(string)
+				(*p14) = d.str()
+				x.ProposalID = p14
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p15 := new(string)
+				(*p15) = d.str()
+				x.Reason = p15
+			}
+		case "ref":
+			if d.null() {
+				x.Ref = nil
+			} else {
+				p16 := new(string)
+				(*p16) = d.str()
+				x.Ref = p16
+			}
+		case "remote":
+			if d.null() {
+				x.Remote = nil
+			} else {
+				p17 := new(string)
+				(*p17) = d.str()
+				x.Remote = p17
+			}
+		case "report":
+			if d.null() {
+				x.Report = nil
+			} else {
+				p18 := new(ValidationReport)
+				(*p18).decode(d)
+				x.Report = p18
+			}
+		case "revision":
+			if d.null() {
+				x.Revision = nil
+			} else {
+				p19 := new(int64)
+				(*p19) = d.int64()
+				x.Revision = p19
+			}
+		case "root":
+			if d.null() {
+				x.Root = nil
+			} else {
+				p20 := new(string)
+				(*p20) = d.str()
+				x.Root = p20
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p21 := new(string)
+				(*p21) = d.str()
+				x.TransactionID = p21
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x PreconditionFailedDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *PreconditionFailedDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *PreconditionFailure) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *PreconditionFailure) encodeFields(e *encoder, start int) {
+	e.key(start, "\"field\":")
+	e.str(x.Field, "field")
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	e.key(start, "\"expected\":")
+	e.str(x.Expected, "expected")
+	e.key(start, "\"actual\":")
+	e.str(x.Actual, "actual")
+}
+
+func (x *PreconditionFailure) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "field":
+			if !d.null() {
+				x.Field = d.str()
+			}
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "expected":
+			if !d.null() {
+				x.Expected = d.str()
+			}
+		case "actual":
+			if !d.null() {
+				x.Actual = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x PreconditionFailure) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *PreconditionFailure) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -6453,6 +9051,65 @@ func (x *SecurityReviewed) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *SpecialFileDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *SpecialFileDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+	if x.Type != nil {
+		e.key(start, "\"type\":")
+		e.str(string(*x.Type), "type")
+	}
+}
+
+func (x *SpecialFileDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.TransactionID = p1
+			}
+		case "type":
+			if d.null() {
+				x.Type = nil
+			} else {
+				p2 := new(SpecialKind)
+				(*p2) = SpecialKind(d.str())
+				x.Type = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x SpecialFileDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *SpecialFileDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *Stage) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -6511,6 +9168,36 @@ func (x Stage) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *Stage) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *StaleClaimDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *StaleClaimDetails) encodeFields(e *encoder, start int) {
+	_ = start
+}
+
+func (x *StaleClaimDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x StaleClaimDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *StaleClaimDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -6604,6 +9291,77 @@ func (x StatusReport) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *StatusReport) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *Symbol) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *Symbol) encodeFields(e *encoder, start int) {
+	e.key(start, "\"name\":")
+	e.str(x.Name, "name")
+	e.key(start, "\"kind\":")
+	e.str(string(x.Kind), "kind")
+	e.key(start, "\"start_line\":")
+	e.int64(x.StartLine)
+	e.key(start, "\"end_line\":")
+	e.int64(x.EndLine)
+	e.key(start, "\"start_byte\":")
+	e.int64(x.StartByte)
+	e.key(start, "\"end_byte\":")
+	e.int64(x.EndByte)
+	e.key(start, "\"definition\":")
+	e.bool(x.Definition)
+}
+
+func (x *Symbol) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "name":
+			if !d.null() {
+				x.Name = d.str()
+			}
+		case "kind":
+			if !d.null() {
+				x.Kind = SymbolKind(d.str())
+			}
+		case "start_line":
+			if !d.null() {
+				x.StartLine = d.int64()
+			}
+		case "end_line":
+			if !d.null() {
+				x.EndLine = d.int64()
+			}
+		case "start_byte":
+			if !d.null() {
+				x.StartByte = d.int64()
+			}
+		case "end_byte":
+			if !d.null() {
+				x.EndByte = d.int64()
+			}
+		case "definition":
+			if !d.null() {
+				x.Definition = d.bool()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x Symbol) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *Symbol) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -8055,6 +10813,89 @@ func (x *TransactionRollbackArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *UnknownSymbolDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *UnknownSymbolDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	if x.Name != nil {
+		e.key(start, "\"name\":")
+		e.str(*x.Name, "name")
+	}
+	if x.Similar != nil {
+		e.key(start, "\"similar\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Similar {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Similar[i1], "similar")
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.Symbol != nil {
+		e.key(start, "\"symbol\":")
+		e.str(*x.Symbol, "symbol")
+	}
+}
+
+func (x *UnknownSymbolDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "name":
+			if d.null() {
+				x.Name = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Name = p2
+			}
+		case "similar":
+			if d.null() {
+				x.Similar = nil
+			} else {
+				s3 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s3 = append(s3, "")
+					if !d.null() {
+						s3[len(s3)-1] = d.str()
+					}
+				}
+				x.Similar = s3
+			}
+		case "symbol":
+			if d.null() {
+				x.Symbol = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Symbol = p4
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x UnknownSymbolDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *UnknownSymbolDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *UnrecordedRecord) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -8099,6 +10940,165 @@ func (x UnrecordedRecord) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *UnrecordedRecord) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *UnsupportedLanguageDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *UnsupportedLanguageDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+}
+
+func (x *UnsupportedLanguageDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x UnsupportedLanguageDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *UnsupportedLanguageDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *UnsupportedPatchDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *UnsupportedPatchDetails) encodeFields(e *encoder, start int) {
+	if x.Expected != nil {
+		e.key(start, "\"expected\":")
+		e.str(*x.Expected, "expected")
+	}
+	if x.Found != nil {
+		e.key(start, "\"found\":")
+		e.str(*x.Found, "found")
+	}
+	if x.Line != nil {
+		e.key(start, "\"line\":")
+		e.int64(*x.Line)
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *UnsupportedPatchDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "expected":
+			if d.null() {
+				x.Expected = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Expected = p1
+			}
+		case "found":
+			if d.null() {
+				x.Found = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Found = p2
+			}
+		case "line":
+			if d.null() {
+				x.Line = nil
+			} else {
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.Line = p3
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Path = p4
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.TransactionID = p5
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x UnsupportedPatchDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *UnsupportedPatchDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ValidationFailedDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ValidationFailedDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"report\":")
+	x.Report.encode(e)
+}
+
+func (x *ValidationFailedDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "report":
+			if !d.null() {
+				x.Report.decode(d)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ValidationFailedDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ValidationFailedDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

@@ -25,7 +25,8 @@ import os
 import time
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
-from . import _records, _roundtable
+from . import _details, _records, _roundtable
+from ._details import *  # noqa: F401,F403 (the TypedDict of each error code's details, generated)
 from ._errors import (
     AmbiguousSymbol,
     Busy,
@@ -140,6 +141,7 @@ __all__ = [
     "error_class",
 ]
 __all__ += _records.__all__
+__all__ += _details.__all__
 
 StrPath = Union[str, "os.PathLike[str]"]
 R = TypeVar("R", bound=Record)

@@ -238,3 +238,8 @@ def test_async_open(repo: Path) -> None:
             await aengine.close()
 
     assert asyncio.run(main()) == "files"
+
+
+def test_every_error_code_has_a_details_typeddict() -> None:
+    assert set(roundtable.DETAILS) == set(roundtable.ERROR_CODES)
+    assert "holder" in roundtable.ConflictDetails.__annotations__

@@ -2002,6 +2002,10 @@ func (x *DatabaseDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"path\":")
 		e.str(*x.Path, "path")
 	}
+	if x.Retryable != nil {
+		e.key(start, "\"retryable\":")
+		e.bool(*x.Retryable)
+	}
 	if x.TransactionID != nil {
 		e.key(start, "\"transaction_id\":")
 		e.str(*x.TransactionID, "transaction_id")
@@ -2075,13 +2079,21 @@ func (x *DatabaseDetails) decode(d *decoder) {
 				(*p8) = d.str()
 				x.Path = p8
 			}
+		case "retryable":
+			if d.null() {
+				x.Retryable = nil
+			} else {
+				p9 := new(bool)
+				(*p9) = d.bool()
+				x.Retryable = p9
+			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p9 := new(string)
-				(*p9) = d.str()
-				x.TransactionID = p9
+				p10 := new(string)
+				(*p10) = d.str()
+				x.TransactionID = p10
 			}
 		default:
 			d.skip()

@@ -149,7 +149,7 @@ type ConflictDetails struct {
 	WaitersAhead *int64 `json:"waiters_ahead,omitempty"`
 }
 
-// DatabaseDetails are the details of a `database` error: The store's database failed (locked past the busy timeout, corrupt, disk full) or holds what this code did not write; the call changed nothing.
+// DatabaseDetails are the details of a `database` error: The store's database failed (locked past the busy timeout, corrupt, disk full, the server unreachable) or holds what this code did not write; the call changed nothing (`retryable` says when the same call may succeed later).
 type DatabaseDetails struct {
 	// A stored claim that does not read back.
 	ClaimID *string `json:"claim_id,omitempty"`
@@ -167,6 +167,8 @@ type DatabaseDetails struct {
 	Name *string `json:"name,omitempty"`
 	// A stored path that does not read back.
 	Path *string `json:"path,omitempty"`
+	// The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written.
+	Retryable *bool `json:"retryable,omitempty"`
 	// A transaction whose journal does not read back.
 	TransactionID *string `json:"transaction_id,omitempty"`
 }

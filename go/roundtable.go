@@ -221,7 +221,9 @@ func cString(field, s string) (*C.char, error) {
 }
 
 // Open opens the workspace at root (an existing directory). options may be
-// nil for the defaults, or e.g. map[string]any{"durability": "normal"}.
+// nil for the defaults, or e.g. map[string]any{"durability": "normal"};
+// map[string]any{"store": "postgres://user@host/db?schema=NAME"} puts the
+// governance store in a PostgreSQL database several hosts share.
 func Open(root string, options map[string]any) (*Engine, error) {
 	croot, err := cString("root", root)
 	if err != nil {

@@ -323,19 +323,26 @@ def open(
     max_patch_bytes: Optional[int] = None,
     max_files: Optional[int] = None,
     max_inflated_bytes: Optional[int] = None,
+    store: Optional[str] = None,
+    statement_timeout_ms: Optional[int] = None,
 ) -> Engine:
     """Open the workspace at ``root`` (creating its store when absent).
 
     ``durability``: ``"full"`` (fsync every commit), ``"normal"`` or
     ``"off"``. ``max_inflated_bytes`` bounds what one patch's ``GIT binary
-    patch`` hunks may inflate to (default 128 MiB). Use the engine as a
-    context manager to close it.
+    patch`` hunks may inflate to (default 128 MiB). ``store``: a PostgreSQL
+    URL (``postgres://user@host/db?schema=NAME``) several hosts share,
+    instead of the embedded SQLite store in ``root/.roundtable/``;
+    ``statement_timeout_ms`` bounds one statement there. Use the engine as
+    a context manager to close it.
     """
     given = {
         "busy_timeout_ms": busy_timeout_ms,
         "max_patch_bytes": max_patch_bytes,
         "max_files": max_files,
         "max_inflated_bytes": max_inflated_bytes,
+        "store": store,
+        "statement_timeout_ms": statement_timeout_ms,
     }
     options: Dict[str, Any] = {"durability": durability}
     options.update((k, v) for k, v in given.items() if v is not None)

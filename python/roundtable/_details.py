@@ -82,7 +82,7 @@ class ConflictDetails(TypedDict, total=False):
     waiters_ahead: int
 
 class DatabaseDetails(TypedDict, total=False):
-    """``details`` of ``database``: The store's database failed (locked past the busy timeout, corrupt, disk full) or holds what this code did not write; the call changed nothing.
+    """``details`` of ``database``: The store's database failed (locked past the busy timeout, corrupt, disk full, the server unreachable) or holds what this code did not write; the call changed nothing (`retryable` says when the same call may succeed later).
     Every key is optional.
     """
     #: A stored claim that does not read back.
@@ -101,6 +101,8 @@ class DatabaseDetails(TypedDict, total=False):
     name: str
     #: A stored path that does not read back.
     path: str
+    #: The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written.
+    retryable: Literal[True]
     #: A transaction whose journal does not read back.
     transaction_id: str
 

@@ -19,7 +19,7 @@ use roundtable::session::{
 use roundtable::tools::claims::Claim;
 use roundtable::tools::records::{Event, Proposal};
 use roundtable::tools::review::NextActor;
-use roundtable::{Actor, ActorKind, Engine, EngineOptions, ErrorCode, Id, Session, ToolError};
+use roundtable::{Actor, ActorKind, Engine, ErrorCode, Id, Session, ToolError};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -198,7 +198,7 @@ fn reader() -> Result<Actor, ToolError> {
 fn open(common: &Common) -> Result<Engine, ToolError> {
     let root = crate::absolute(&common.root);
     spinner("opening the store", || {
-        Engine::open(&root, EngineOptions::default())
+        Engine::open(&root, crate::engine_options())
     })
 }
 

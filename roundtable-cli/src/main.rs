@@ -32,8 +32,26 @@ mod terminal;
     about = "Govern the changes AI agents propose to a repository"
 )]
 struct Cli {
+    /// The governance store: a PostgreSQL URL
+    /// (`postgres://user@host/db?schema=NAME`) that several hosts, each on
+    /// its own clone, share. Default: the embedded SQLite store in
+    /// `<root>/.roundtable/`.
+    #[arg(long, global = true, env = "ROUNDTABLE_STORE")]
+    store: Option<String>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// The store every command's engine opens (`--store`).
+static STORE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// How every command opens its engine: the defaults, on the store
+/// `--store` (or `ROUNDTABLE_STORE`) names.
+pub(crate) fn engine_options() -> EngineOptions {
+    EngineOptions {
+        store: STORE.get().cloned().flatten(),
+        ..EngineOptions::default()
+    }
 }
 
 #[derive(Subcommand)]
@@ -51,7 +69,7 @@ enum Command {
         root: PathBuf,
     },
     /// Create the workspace's store (`<root>/.roundtable/`) when absent and
-    /// print `{"root", "store", "schema_version", "created"}`.
+    /// print `{"root", "store", "engine", "schema_version", "created"}`.
     ///
     /// Opening an existing store creates nothing and reports
     /// `"created": false` (an older store is migrated; a newer one is
@@ -290,11 +308,12 @@ fn absolute(root: &Path) -> PathBuf {
 
 fn init(root: &Path) -> Result<String, ToolError> {
     let root = absolute(root);
-    let engine = Engine::open(&root, EngineOptions::default())?;
+    let engine = Engine::open(&root, engine_options())?;
     let store = engine.store_info();
     to_json(&json!({
         "root": engine.root().display().to_string(),
-        "store": store.path.display().to_string(),
+        "store": store.location,
+        "engine": store.engine.as_str(),
         "schema_version": store.schema_version,
         "created": store.created,
     }))
@@ -312,7 +331,7 @@ fn call(tool: &str, root: &Path, actor: &str, args: &str) -> Result<String, Tool
         ));
     }
     let bytes = read_args(args)?;
-    let engine = Engine::open(&absolute(root), EngineOptions::default())?;
+    let engine = Engine::open(&absolute(root), engine_options())?;
     to_json(&human::spinner(tool, || {
         engine.call_json(tool, &bytes, &actor)
     })?)
@@ -404,6 +423,7 @@ fn print(text: &str) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits 2 on usage errors
+    let _ = STORE.set(cli.store.clone().filter(|s| !s.is_empty()));
     if let Command::Mcp {
         root,
         actor,

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
+use roundtable::{Actor, Engine, ErrorCode, ToolError};
 use serde_json::json;
 
 /// The environment variable a launching host may set instead of `--as`.
@@ -35,7 +35,7 @@ pub(crate) fn run(
     };
     let engine = Arc::new(Engine::open(
         &crate::absolute(root),
-        EngineOptions::default(),
+        crate::engine_options(),
     )?);
     match served {
         Served::Stdio(actor) => roundtable_mcp::run_stdio(engine, actor)

@@ -26,11 +26,11 @@
 use crate::actor::Actor;
 use crate::changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
 use crate::clock::{Clock, Timestamp};
-use crate::store::CachedRow as _;
+use crate::store::sql::Tx;
+use crate::store::sql::{params, OptionalExtension as _};
 use crate::store::{Durability, Store, StoreError};
 use crate::workspace::{Workspace, WorkspaceError, WriteOptions};
 use crate::{Digest, ErrorCode, RepoPath};
-use rusqlite::{params, OptionalExtension as _};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::os::fd::OwnedFd;
@@ -117,7 +117,7 @@ pub enum TransactionError {
     Store(#[from] StoreError),
     /// A statement failed (`database`).
     #[error("store: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(#[from] crate::store::sql::SqlError),
 }
 
 impl TransactionError {
@@ -171,7 +171,11 @@ impl TransactionError {
                 details["transaction_id"] = json!(transaction_id);
                 details
             }
-            TransactionError::Store(_) | TransactionError::Sqlite(_) => json!({}),
+            TransactionError::Store(e) if e.code() == ErrorCode::Database => {
+                crate::store::database_details(e.is_retryable())
+            }
+            TransactionError::Store(_) => json!({}),
+            TransactionError::Sqlite(e) => crate::store::database_details(e.is_retryable()),
             TransactionError::Interrupted(_) => json!({"lock": LOCK_FILE}),
         }
     }
@@ -337,11 +341,8 @@ impl JournalFile {
 
 impl Transaction {
     /// The transaction named `id`, or `not_found`.
-    pub(crate) fn load(
-        tx: &rusqlite::Transaction<'_>,
-        id: &str,
-    ) -> Result<Transaction, TransactionError> {
-        tx.cached_row(
+    pub(crate) fn load(tx: &Tx<'_>, id: &str) -> Result<Transaction, TransactionError> {
+        tx.query_row(
             &format!(
                 "SELECT {} FROM transactions t WHERE t.id = ?1",
                 Transaction::COLUMNS
@@ -355,10 +356,7 @@ impl Transaction {
 }
 
 /// A transaction's journal, in path order.
-pub(crate) fn journal(
-    tx: &rusqlite::Transaction<'_>,
-    id: &str,
-) -> Result<Vec<JournalFile>, TransactionError> {
+pub(crate) fn journal(tx: &Tx<'_>, id: &str) -> Result<Vec<JournalFile>, TransactionError> {
     let mut stmt = tx.prepare_cached(
         "SELECT path, operation, before_digest, before_executable, after_digest, after_executable,
                 before_symlink, after_symlink
@@ -368,7 +366,7 @@ pub(crate) fn journal(
         .query_map([id], |r| {
             Ok(JournalFile {
                 path: r.get(0)?,
-                operation: crate::store::enum_from_sql(&r.get::<_, String>(1)?)?,
+                operation: crate::store::enum_from_sql(&r.get::<String>(1)?)?,
                 before_digest: r.get(2)?,
                 before_executable: r.get(3)?,
                 after_digest: r.get(4)?,
@@ -377,7 +375,7 @@ pub(crate) fn journal(
                 after_symlink: r.get(7)?,
             })
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(files)
 }
 
@@ -387,11 +385,8 @@ fn dirs_to_sql(dirs: &BTreeSet<RepoPath>) -> String {
 }
 
 /// The directories transaction `id` created (journaled with it).
-pub(crate) fn created_dirs(
-    tx: &rusqlite::Transaction<'_>,
-    id: &str,
-) -> Result<BTreeSet<RepoPath>, TransactionError> {
-    let text: String = tx.cached_row(
+pub(crate) fn created_dirs(tx: &Tx<'_>, id: &str) -> Result<BTreeSet<RepoPath>, TransactionError> {
+    let text: String = tx.query_row(
         "SELECT created_dirs FROM transactions WHERE id = ?1",
         [id],
         |r| r.get(0),
@@ -579,8 +574,7 @@ pub(crate) struct Before {
 /// when the apply becomes visible (for an apply: no other agent's write
 /// claim was granted on a touched path since validation). Its error
 /// refuses the transaction with nothing written.
-pub(crate) type Guard<'g, E> =
-    dyn Fn(&rusqlite::Transaction<'_>, Timestamp, &Changeset) -> Result<(), E> + 'g;
+pub(crate) type Guard<'g, E> = dyn Fn(&Tx<'_>, Timestamp, &Changeset) -> Result<(), E> + 'g;
 
 /// One transaction to run.
 pub(crate) struct Plan<'a> {
@@ -607,14 +601,14 @@ pub(crate) struct Plan<'a> {
 }
 
 fn phase(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     now: Timestamp,
     id: &str,
     name: PhaseName,
     status: PhaseStatus,
     detail: Value,
 ) -> Result<(), TransactionError> {
-    tx.cached_execute(
+    tx.execute(
         "INSERT INTO transaction_phases (transaction_id, phase, status, detail, at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![id, name.as_str(), status.as_str(), detail.to_string(), now.0],
     )?;
@@ -623,7 +617,7 @@ fn phase(
 
 /// Record a transaction's state change as an event, in `tx`.
 fn event(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     now: Timestamp,
     kind: crate::model::EventKind,
@@ -648,7 +642,7 @@ fn event(
 /// The journal of `plan`, in the SQL transaction `tx`.
 #[allow(clippy::too_many_arguments)]
 fn write_journal(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     now: Timestamp,
     actor: &Actor,
     durability: Durability,
@@ -660,7 +654,7 @@ fn write_journal(
     let id = plan.id.as_str();
     let files = plan.changeset.files();
     let afters = plan.changeset.after_metas();
-    tx.cached_execute(
+    tx.execute(
         "INSERT INTO transactions (id, kind, proposal_id, revision, rollback_of, status, actor, pid,
              durability, before_digest, after_digest, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, 'applying', ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -678,7 +672,7 @@ fn write_journal(
             now.0
         ],
     )?;
-    tx.cached_execute(
+    tx.execute(
         "UPDATE transactions SET created_dirs = ?2 WHERE id = ?1",
         params![id, dirs_to_sql(created_dirs)],
     )?;
@@ -727,8 +721,8 @@ fn write_journal(
 }
 
 /// Whether transaction `id` exists.
-fn exists(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<bool, TransactionError> {
-    Ok(tx.cached_row(
+fn exists(tx: &Tx<'_>, id: &str) -> Result<bool, TransactionError> {
+    Ok(tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ?1)",
         [id],
         |r| r.get(0),
@@ -746,7 +740,7 @@ pub(crate) fn execute<T, E>(
     actor: &Actor,
     plan: Plan<'_>,
     guard: Option<&Guard<'_, E>>,
-    finish: impl FnOnce(&rusqlite::Transaction<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
 ) -> Result<T, E>
 where
     E: From<TransactionError> + From<StoreError>,
@@ -795,6 +789,11 @@ where
             &before_digest,
             &after_digest,
         )?;
+        tx.execute(
+            "UPDATE transactions SET clone_id = ?2 WHERE id = ?1",
+            params![id, env.store.clone_id()],
+        )
+        .map_err(TransactionError::from)?;
         if let Some(landing) = &plan.landing {
             crate::store::settings::insert_transaction_landing(tx, id, landing)
                 .map_err(TransactionError::from)?;
@@ -833,7 +832,7 @@ where
             env.store.write(|tx| {
                 let now = env.clock.now();
                 still_applying(
-                    tx.cached_execute(
+                    tx.execute(
                         "UPDATE transactions SET status = 'failed', error = ?2, finished_at = ?3
                      WHERE id = ?1 AND status = 'applying'",
                         params![id, record.to_string(), now.0],
@@ -1108,7 +1107,7 @@ pub(crate) fn recover_one(
     };
     env.store.write(|tx| {
         let now = env.clock.now();
-        tx.cached_execute(
+        tx.execute(
             "UPDATE transactions SET status = 'recovered', finished_at = ?2 WHERE id = ?1 AND status = 'applying'",
             params![id, now.0],
         )?;
@@ -1131,11 +1130,15 @@ pub(crate) fn recover_one(
 /// The transactions left `applying`, oldest first.
 fn applying(store: &Store) -> Result<Vec<String>, TransactionError> {
     store.read(|tx| {
-        let mut stmt = tx
-            .prepare_cached("SELECT id FROM transactions WHERE status = 'applying' ORDER BY seq")?;
+        // Another clone's are another host's, in flight or its own to
+        // recover.
+        let mut stmt = tx.prepare_cached(
+            "SELECT id FROM transactions WHERE status = 'applying'
+             AND (clone_id IS NULL OR clone_id = ?1) ORDER BY seq",
+        )?;
         let ids = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
+            .query_map([store.clone_id()], |r| r.get(0))?
+            .collect::<crate::store::sql::Result<Vec<String>>>()?;
         Ok(ids)
     })
 }
@@ -1191,7 +1194,7 @@ pub(crate) fn finish_landed<E>(
     env: Env<'_>,
     actor: &Actor,
     id: &str,
-    finish: impl FnOnce(&rusqlite::Transaction<'_>, &Transaction, Timestamp) -> Result<(), E>,
+    finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<(), E>,
 ) -> Result<(), E>
 where
     E: From<TransactionError> + From<StoreError>,
@@ -1235,19 +1238,19 @@ where
 /// the `applied` phase and the `transaction.applied` event (`data` plus
 /// the transaction's kind).
 fn record_applied<T, E>(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     now: Timestamp,
     actor: &Actor,
     id: &str,
     written: Value,
     mut data: Value,
-    finish: impl FnOnce(&rusqlite::Transaction<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
 ) -> Result<T, E>
 where
     E: From<TransactionError> + From<StoreError>,
 {
     still_applying(
-        tx.cached_execute(
+        tx.execute(
             "UPDATE transactions SET status = 'applied', finished_at = ?2
              WHERE id = ?1 AND status = 'applying'",
             params![id, now.0],
@@ -1386,8 +1389,8 @@ mod tests {
                 .read(|tx| {
                     let mut stmt = tx.prepare_cached(sql)?;
                     let rows = stmt
-                        .query_map([], |r| r.get::<_, String>(0))?
-                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                        .query_map(params![], |r| r.get::<String>(0))?
+                        .collect::<crate::store::sql::Result<Vec<_>>>()?;
                     Ok::<_, TransactionError>(rows)
                 })
                 .expect("query")
@@ -1410,9 +1413,9 @@ mod tests {
             None,
             |tx, t, _| {
                 assert_eq!(t.status, TransactionStatus::Applied);
-                tx.cached_execute(
+                tx.execute(
                     "UPDATE proposals SET status = 'applied' WHERE id = 'p1'",
-                    [],
+                    params![],
                 )?;
                 Ok(t.id.clone())
             },
@@ -1442,10 +1445,7 @@ mod tests {
     #[test]
     fn a_guard_refusal_and_a_taken_id_record_nothing_and_touch_no_file() {
         let w = World::new(&[("a.txt", "one\n")]);
-        let refuse = |_: &rusqlite::Transaction<'_>,
-                      _: Timestamp,
-                      _: &Changeset|
-         -> Result<(), TransactionError> {
+        let refuse = |_: &Tx<'_>, _: Timestamp, _: &Changeset| -> Result<(), TransactionError> {
             Err(TransactionError::Exists {
                 id: "claimed".into(),
             })

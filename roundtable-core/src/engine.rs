@@ -29,6 +29,13 @@ pub struct EngineOptions {
     pub max_inflated_bytes: u64,
     /// The clock every timestamp and expiry is read from.
     pub clock: Arc<dyn Clock>,
+    /// Where the governance store is: `None` for the embedded SQLite
+    /// store in `<root>/.roundtable/`, or a PostgreSQL URL
+    /// (`postgres://user@host/db?schema=NAME`) that several hosts, each
+    /// with its own clone, share.
+    pub store: Option<String>,
+    /// The longest one statement may run on a PostgreSQL store.
+    pub statement_timeout: Duration,
 }
 
 impl Default for EngineOptions {
@@ -40,6 +47,8 @@ impl Default for EngineOptions {
             max_files: 10_000,
             max_inflated_bytes: crate::diff::DEFAULT_MAX_INFLATED_BYTES,
             clock: Arc::new(SystemClock),
+            store: None,
+            statement_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -47,7 +56,8 @@ impl Default for EngineOptions {
 impl EngineOptions {
     /// Options from JSON, as the C ABI and other hosts pass them:
     /// `{"durability": "full"|"normal"|"off", "busy_timeout_ms": N,
-    /// "max_patch_bytes": N, "max_files": N, "max_inflated_bytes": N}`,
+    /// "max_patch_bytes": N, "max_files": N, "max_inflated_bytes": N,
+    /// "store": "postgres://…", "statement_timeout_ms": N}`,
     /// every key optional, unknown keys refused (`invalid_argument` naming
     /// the field).
     pub fn from_json(value: &Value) -> Result<EngineOptions, ToolError> {
@@ -59,6 +69,8 @@ impl EngineOptions {
             max_patch_bytes: Option<usize>,
             max_files: Option<usize>,
             max_inflated_bytes: Option<u64>,
+            store: Option<String>,
+            statement_timeout_ms: Option<u64>,
         }
         if !value.is_object() {
             return Err(ToolError::invalid_argument(
@@ -96,6 +108,20 @@ impl EngineOptions {
         if let Some(n) = raw.max_inflated_bytes {
             options.max_inflated_bytes = n;
         }
+        if let Some(url) = raw.store {
+            crate::store::pg::PgLocation::parse(&url)
+                .map_err(|why| ToolError::invalid_argument("store", why))?;
+            options.store = Some(url);
+        }
+        if let Some(ms) = raw.statement_timeout_ms {
+            if ms == 0 {
+                return Err(ToolError::invalid_argument(
+                    "statement_timeout_ms",
+                    "must be at least 1",
+                ));
+            }
+            options.statement_timeout = Duration::from_millis(ms);
+        }
         Ok(options)
     }
 }
@@ -119,8 +145,15 @@ impl std::fmt::Debug for EngineOptions {
             .field("max_patch_bytes", &self.max_patch_bytes)
             .field("max_files", &self.max_files)
             .field("max_inflated_bytes", &self.max_inflated_bytes)
+            .field("store", &self.store.as_deref().map(store_shown))
+            .field("statement_timeout", &self.statement_timeout)
             .finish_non_exhaustive()
     }
+}
+
+/// A store URL as it may be shown (no password).
+fn store_shown(url: &str) -> String {
+    crate::store::pg::PgLocation::parse(url).map_or_else(|_| "(invalid)".to_owned(), |l| l.shown)
 }
 
 /// A governed workspace: the repository root, its store and the tools.
@@ -189,6 +222,8 @@ impl Engine {
             &StoreOptions {
                 durability: options.durability,
                 busy_timeout: options.busy_timeout,
+                url: options.store.clone(),
+                statement_timeout: options.statement_timeout,
             },
         )?;
         // Before anything else runs: finish what a crashed applier left.
@@ -323,9 +358,14 @@ impl Engine {
     /// Where the store is, its schema version, and whether this open
     /// created it.
     pub fn store_info(&self) -> crate::store::StoreInfo {
+        let kind = self.store.kind();
         crate::store::StoreInfo {
-            path: self.store.path().to_path_buf(),
-            schema_version: crate::store::SCHEMA_VERSION,
+            location: self.store.location(),
+            engine: kind,
+            schema_version: match kind {
+                crate::store::StoreKind::Sqlite => crate::store::SCHEMA_VERSION,
+                crate::store::StoreKind::Postgres => crate::store::PG_SCHEMA_VERSION,
+            },
             created: self.store.created(),
         }
     }

@@ -1,5 +1,8 @@
-//! The store: SQLite in `<root>/.roundtable/store.db`.
+//! The store: SQLite in `<root>/.roundtable/store.db` by default, or a
+//! PostgreSQL database many hosts share (`store::pg`); every query is written
+//! once over `store::sql` and runs on either.
 //!
+//! The SQLite store:
 //! - WAL journal, a busy timeout, foreign keys on; several processes may
 //!   open one workspace's store at once.
 //! - Versioned migrations: `PRAGMA user_version` is the schema version;
@@ -16,19 +19,22 @@ pub(crate) mod claims;
 pub(crate) mod events;
 pub(crate) mod evidence;
 pub(crate) mod idempotency;
+pub(crate) mod pg;
 pub(crate) mod policies;
 pub(crate) mod proposals;
 mod rows;
 pub(crate) mod settings;
+pub(crate) mod sql;
 pub(crate) mod transactions;
 pub(crate) mod watch;
 
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::{Digest, ErrorCode};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+use sql::{params, OptionalExtension as _, SqlError, Tx};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -51,6 +57,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v8.sql"),
     include_str!("store/v9.sql"),
     include_str!("store/v10.sql"),
+    include_str!("store/v11.sql"),
 ];
 
 /// The schema version this code writes.
@@ -91,6 +98,11 @@ pub struct StoreOptions {
     pub durability: Durability,
     /// How long a write waits for another process's write to finish.
     pub busy_timeout: Duration,
+    /// A PostgreSQL store's URL (`postgres://…`); `None` for the
+    /// embedded SQLite store in the workspace.
+    pub url: Option<String>,
+    /// The longest one statement may run on a PostgreSQL server.
+    pub statement_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -98,6 +110,8 @@ impl Default for StoreOptions {
         StoreOptions {
             durability: Durability::Full,
             busy_timeout: Duration::from_secs(10),
+            url: None,
+            statement_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -106,15 +120,26 @@ impl Default for StoreOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// SQLite refused an operation.
+    /// The database refused an operation, or could not be reached.
     #[error("store {path}: {source}")]
-    Sqlite {
-        /// The database file.
+    Database {
+        /// The database file, or the server's URL (without a password).
         path: String,
-        /// SQLite's error.
+        /// The engine's error.
         #[source]
-        source: rusqlite::Error,
+        source: SqlError,
     },
+    /// A write waited past the busy timeout for another host's write.
+    #[error("store {path}: another write held the store for {waited:?}")]
+    Busy {
+        /// The server's URL (without a password).
+        path: String,
+        /// How long the write waited.
+        waited: Duration,
+    },
+    /// The store URL is not one roundtable can open.
+    #[error("store URL: {0}")]
+    Url(String),
     /// The database's schema is newer than this code.
     #[error(
         "store {path} has schema version {found}; this roundtable knows versions up to {known}"
@@ -160,11 +185,35 @@ pub enum StoreError {
     },
 }
 
+/// The details of a `database` error: `{"retryable": true}` when the
+/// same call may succeed if made again (the server was down or
+/// restarting, the connection broke, another write held the store), else
+/// none.
+pub(crate) fn database_details(retryable: bool) -> Value {
+    if retryable {
+        serde_json::json!({"retryable": true})
+    } else {
+        serde_json::json!({})
+    }
+}
+
 impl StoreError {
+    /// Whether the call may succeed if made again (the server was down,
+    /// the connection broke, another write held the store): nothing was
+    /// written.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Database { source, .. } => source.is_retryable(),
+            StoreError::Busy { .. } => true,
+            _ => false,
+        }
+    }
+
     /// The stable error code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            StoreError::Sqlite { .. } => ErrorCode::Database,
+            StoreError::Database { .. } | StoreError::Busy { .. } => ErrorCode::Database,
+            StoreError::Url(_) => ErrorCode::InvalidArgument,
             StoreError::TooNew { .. } | StoreError::NotAStore { .. } => {
                 ErrorCode::IncompatibleStore
             }
@@ -177,6 +226,25 @@ impl StoreError {
 
 /// An open store.
 pub struct Store {
+    engine: StoreEngine,
+    created: bool,
+    notices: watch::Notices,
+    /// This workspace clone's id ([`CLONE_FILE`]).
+    clone_id: String,
+}
+
+/// The file in [`STORE_DIR`] that names this workspace clone: the
+/// transactions its applies write say so, and recovery finishes only its
+/// own.
+pub const CLONE_FILE: &str = "clone";
+
+enum StoreEngine {
+    Sqlite(SqliteStore),
+    Postgres(Box<pg::PgStore>),
+}
+
+/// The embedded SQLite store of one workspace.
+struct SqliteStore {
     conn: Mutex<Connection>,
     /// Idle read-only connections: a read takes one (opening another when
     /// none is idle), so reads run beside each other and beside the
@@ -184,26 +252,29 @@ pub struct Store {
     readers: Mutex<Vec<Connection>>,
     busy_timeout: Duration,
     path: PathBuf,
-    created: bool,
-    notices: watch::Notices,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store")
+            .field("location", &self.location())
+            .finish()
     }
 }
 
 /// A failed SQLite call, tagged with the database path.
-pub(crate) fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+pub(crate) fn sqlite_error<S: Into<SqlError>>(path: &Path) -> impl Fn(S) -> StoreError + '_ {
     move |source| {
+        let source = source.into();
         // A busy store the caller's call gave up on says why.
-        if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
-            if let Err(why) = crate::interrupt::check() {
-                return StoreError::Interrupted(why);
+        if let SqlError::Sqlite(e) = &source {
+            if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) {
+                if let Err(why) = crate::interrupt::check() {
+                    return StoreError::Interrupted(why);
+                }
             }
         }
-        StoreError::Sqlite {
+        StoreError::Database {
             path: path.display().to_string(),
             source,
         }
@@ -255,39 +326,254 @@ fn set_busy_handler(conn: &mut Connection) -> rusqlite::Result<()> {
 /// What a host may know of an engine's store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreInfo {
-    /// The database file.
-    pub path: PathBuf,
-    /// The schema version it is at ([`SCHEMA_VERSION`]).
+    /// The database file, or the PostgreSQL URL (without a password).
+    pub location: String,
+    /// Which engine it is on.
+    pub engine: StoreKind,
+    /// The schema version it is at ([`SCHEMA_VERSION`] for SQLite,
+    /// [`PG_SCHEMA_VERSION`] for PostgreSQL).
     pub schema_version: i64,
     /// Whether the engine's open created it.
     pub created: bool,
 }
 
+/// The engine a store runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// The embedded SQLite store in the workspace.
+    Sqlite,
+    /// A PostgreSQL database.
+    Postgres,
+}
+
+impl StoreKind {
+    /// The stable spelling (`sqlite`, `postgres`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "sqlite",
+            StoreKind::Postgres => "postgres",
+        }
+    }
+}
+
+pub use pg::PG_SCHEMA_VERSION;
+
 impl Store {
-    /// Open (creating when absent) the store of the workspace at `root`.
+    /// Open (creating when absent) the store of the workspace at `root`:
+    /// the embedded SQLite store, or the PostgreSQL database of
+    /// `options.url`.
     pub fn open(root: &Path, options: &StoreOptions) -> Result<Store, StoreError> {
-        let dir = root.join(STORE_DIR);
+        let dir = open_store_dir(root)?;
+        let clone_id = clone_id(&dir)?;
+        let (engine, created) = match &options.url {
+            Some(url) => {
+                let location = pg::PgLocation::parse(url).map_err(StoreError::Url)?;
+                let (store, created) =
+                    pg::PgStore::open(location, options.busy_timeout, options.statement_timeout)?;
+                (StoreEngine::Postgres(Box::new(store)), created)
+            }
+            None => {
+                let (store, created) = SqliteStore::open(&dir, options)?;
+                (StoreEngine::Sqlite(store), created)
+            }
+        };
+        Ok(Store {
+            engine,
+            created,
+            notices: watch::Notices::default(),
+            clone_id,
+        })
+    }
+
+    /// This workspace clone's id (see [`CLONE_FILE`]).
+    pub(crate) fn clone_id(&self) -> &str {
+        &self.clone_id
+    }
+
+    /// The database file, or the PostgreSQL URL (without a password).
+    pub fn location(&self) -> String {
+        match &self.engine {
+            StoreEngine::Sqlite(s) => s.path.display().to_string(),
+            StoreEngine::Postgres(p) => p.shown().to_owned(),
+        }
+    }
+
+    /// Which engine the store runs on.
+    pub fn kind(&self) -> StoreKind {
+        match &self.engine {
+            StoreEngine::Sqlite(_) => StoreKind::Sqlite,
+            StoreEngine::Postgres(_) => StoreKind::Postgres,
+        }
+    }
+
+    /// Whether this open created the schema (the store was new).
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// Run `f` in one write transaction (SQLite: `BEGIN IMMEDIATE`, the
+    /// write lock taken up front, so two writers never deadlock on an
+    /// upgrade; PostgreSQL: the store's write lock, see [`pg`]). It
+    /// commits only when `f` succeeds; on error nothing is written.
+    pub(crate) fn write<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&Tx<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        APPENDED.with_borrow_mut(Vec::clear);
+        let out = match &self.engine {
+            StoreEngine::Sqlite(s) => s.write(f),
+            StoreEngine::Postgres(p) => p.write(f, || APPENDED.with_borrow(|a| !a.is_empty())),
+        }?;
+        // Waiters in this engine learn at once of the events committed.
+        let appended = APPENDED.take();
+        self.notices.commits.publish(&appended);
+        Ok(out)
+    }
+
+    /// Run `f` in one read transaction: a consistent snapshot.
+    pub(crate) fn read<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&Tx<'_>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        match &self.engine {
+            StoreEngine::Sqlite(s) => s.read(f),
+            StoreEngine::Postgres(p) => p.read(f),
+        }
+    }
+
+    /// Register a waiter for `interest`: it is woken by the events this
+    /// engine commits and, once [`Store::watch_commits`] ran, by those
+    /// other connections commit. Register before the first check, so
+    /// nothing committed after that check goes unseen.
+    pub(crate) fn register(&self, interest: watch::Interest) -> watch::Waiting<'_> {
+        self.notices.commits.register(interest)
+    }
+
+    /// Make waiters also learn of other connections' commits: the first
+    /// call starts the watcher (SQLite: watching the store's directory;
+    /// PostgreSQL: listening for the commits' notifications), following
+    /// the log from its head then; later calls cost an atomic load.
+    pub(crate) fn watch_commits(&self) {
+        match &self.engine {
+            StoreEngine::Sqlite(s) => {
+                if let Some(dir) = s.path.parent() {
+                    self.notices.watch(dir, || {
+                        let conn = s.open_reader().ok()?;
+                        watch::LogTail::sqlite(conn).ok()
+                    });
+                }
+            }
+            StoreEngine::Postgres(p) => {
+                let connector = p.connector();
+                self.notices.listen(move || connector.connect().ok());
+            }
+        }
+    }
+
+    /// Wake the claim waiters (those of [`watch::Interest::Any`]):
+    /// something they wait on changed outside the store (a claim waiter
+    /// left the queue).
+    pub(crate) fn notify_claim_waiters(&self) {
+        self.notices.commits.bump_any();
+    }
+
+    /// Tag a query error with this store's location.
+    #[cfg(test)]
+    pub(crate) fn err(&self) -> impl Fn(SqlError) -> StoreError + '_ {
+        move |source| match &self.engine {
+            StoreEngine::Sqlite(s) => sqlite_error(&s.path)(source),
+            StoreEngine::Postgres(p) => p.error(source),
+        }
+    }
+}
+
+/// The workspace's [`STORE_DIR`], created when absent; a link or a
+/// non-directory there is refused.
+fn open_store_dir(root: &Path) -> Result<PathBuf, StoreError> {
+    let dir = root.join(STORE_DIR);
+    let dir_err = |source| StoreError::Dir {
+        path: dir.display().to_string(),
+        source,
+    };
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(StoreError::NotAFile {
+                path: dir.display().to_string(),
+            })
+        }
+        Ok(_) => {
+            return Err(dir_err(std::io::Error::other(
+                "exists and is not a directory",
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            create_store_dir(&dir).map_err(dir_err)?
+        }
+        Err(e) => return Err(dir_err(e)),
+    }
+    Ok(dir)
+}
+
+/// The id of the clone whose store directory is `dir`: read from
+/// [`CLONE_FILE`], or made (random) and written there by the first
+/// opener. Two first openers racing agree: the file is created whole
+/// under another name and linked into place.
+fn clone_id(dir: &Path) -> Result<String, StoreError> {
+    let path = dir.join(CLONE_FILE);
+    let io = |source| StoreError::Dir {
+        path: path.display().to_string(),
+        source,
+    };
+    let read = |path: &Path| -> Result<Option<String>, StoreError> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if !m.is_file() => Err(StoreError::NotAFile {
+                path: path.display().to_string(),
+            }),
+            Ok(_) => {
+                let text = std::fs::read_to_string(path).map_err(io)?;
+                let id = text.trim();
+                let valid = !id.is_empty()
+                    && id.len() <= 64
+                    && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+                if valid {
+                    Ok(Some(id.to_owned()))
+                } else {
+                    Err(io(std::io::Error::other("is not a clone id")))
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(e)),
+        }
+    };
+    if let Some(id) = read(&path)? {
+        return Ok(id);
+    }
+    let mut bytes = [0u8; 10];
+    getrandom::fill(&mut bytes).map_err(|e| io(std::io::Error::other(e.to_string())))?;
+    let id = format!("clone-{}", crate::hex::encode(&bytes));
+    let tmp = tempfile::Builder::new()
+        .prefix(".clone.new-")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    std::fs::write(tmp.path(), format!("{id}\n")).map_err(io)?;
+    match std::fs::hard_link(tmp.path(), &path) {
+        Ok(()) => Ok(id),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            read(&path)?.ok_or_else(|| io(std::io::Error::other("vanished")))
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
+impl SqliteStore {
+    /// Open (creating when absent) the store in the workspace's store
+    /// directory `dir`.
+    fn open(dir: &Path, options: &StoreOptions) -> Result<(SqliteStore, bool), StoreError> {
         let dir_err = |source| StoreError::Dir {
             path: dir.display().to_string(),
             source,
         };
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(StoreError::NotAFile {
-                    path: dir.display().to_string(),
-                })
-            }
-            Ok(_) => {
-                return Err(dir_err(std::io::Error::other(
-                    "exists and is not a directory",
-                )))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                create_store_dir(&dir).map_err(dir_err)?
-            }
-            Err(e) => return Err(dir_err(e)),
-        }
         let path = dir.join(DB_FILE);
         let err = sqlite_error(&path);
         // A store is created whole under another name and linked into
@@ -296,7 +582,7 @@ impl Store {
         // refused, never silently replaced by an empty one.
         let created = match std::fs::symlink_metadata(&path) {
             Ok(_) => false,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(&dir, &path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(dir, &path)?,
             Err(e) => return Err(dir_err(e)),
         };
         for suffix in ["", "-wal", "-shm"] {
@@ -360,24 +646,15 @@ impl Store {
         .map_err(&err)?;
         migrate(&mut conn, &path, false)?;
         drop(err);
-        Ok(Store {
-            conn: Mutex::new(conn),
-            readers: Mutex::new(Vec::new()),
-            busy_timeout: options.busy_timeout,
-            path,
+        Ok((
+            SqliteStore {
+                conn: Mutex::new(conn),
+                readers: Mutex::new(Vec::new()),
+                busy_timeout: options.busy_timeout,
+                path,
+            },
             created,
-            notices: watch::Notices::default(),
-        })
-    }
-
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Whether this open created the schema (the store was new).
-    pub fn created(&self) -> bool {
-        self.created
+        ))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -386,33 +663,24 @@ impl Store {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Run `f` in one write transaction (`BEGIN IMMEDIATE`: the write lock
-    /// is taken up front, so two writers never deadlock on an upgrade).
-    /// It commits only when `f` succeeds; on error nothing is written.
-    pub(crate) fn write<T, E: From<StoreError>>(
+    fn write<T, E: From<StoreError>>(
         &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
+        f: impl FnOnce(&Tx<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
-        let err = sqlite_error(&self.path);
+        let err = sqlite_error::<rusqlite::Error>(&self.path);
         BUSY_LIMIT.with(|l| l.set(self.busy_timeout));
         let mut conn = self.lock();
-        APPENDED.with_borrow_mut(Vec::clear);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&err)?;
-        let out = f(&tx)?;
+        let out = f(&Tx::sqlite(&tx))?;
         tx.commit().map_err(&err)?;
-        drop(conn);
-        // Waiters in this engine learn at once of the events committed.
-        let appended = APPENDED.take();
-        self.notices.commits.publish(&appended);
         Ok(out)
     }
 
-    /// Run `f` in one read transaction: a consistent snapshot.
-    pub(crate) fn read<T, E: From<StoreError>>(
+    fn read<T, E: From<StoreError>>(
         &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, E>,
+        f: impl FnOnce(&Tx<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
         let err = sqlite_error(&self.path);
         BUSY_LIMIT.with(|l| l.set(self.busy_timeout));
@@ -429,7 +697,7 @@ impl Store {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Deferred)
                 .map_err(&err)?;
-            let out = f(&tx);
+            let out = f(&Tx::sqlite(&tx));
             // Ending a read transaction cannot lose anything.
             drop(tx);
             out
@@ -451,39 +719,6 @@ impl Store {
         keep_statements(&conn)?;
         conn.execute_batch("PRAGMA query_only = ON; PRAGMA foreign_keys = ON;")?;
         Ok(conn)
-    }
-
-    /// Register a waiter for `interest`: it is woken by the events this
-    /// engine commits and, once [`Store::watch_commits`] ran, by those
-    /// other connections commit. Register before the first check, so
-    /// nothing committed after that check goes unseen.
-    pub(crate) fn register(&self, interest: watch::Interest) -> watch::Waiting<'_> {
-        self.notices.commits.register(interest)
-    }
-
-    /// Make waiters also learn of other connections' commits: the first
-    /// call starts watching the store's directory, following the log
-    /// from its head then; later calls cost an atomic load.
-    pub(crate) fn watch_commits(&self) {
-        if let Some(dir) = self.path.parent() {
-            self.notices.watch(dir, || {
-                let conn = self.open_reader().ok()?;
-                watch::LogTail::new(conn).ok()
-            });
-        }
-    }
-
-    /// Wake the claim waiters (those of [`watch::Interest::Any`]):
-    /// something they wait on changed outside the store (a claim waiter
-    /// left the queue).
-    pub(crate) fn notify_claim_waiters(&self) {
-        self.notices.commits.bump_any();
-    }
-
-    /// Tag a SQLite error with this store's path.
-    #[cfg(test)]
-    pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        sqlite_error(&self.path)
     }
 }
 
@@ -520,21 +755,6 @@ pub(crate) fn create_store_dir(dir: &Path) -> std::io::Result<()> {
 /// variants.
 const STATEMENT_CACHE: usize = 128;
 
-/// A one-row query whose statement is compiled once per connection and
-/// kept: otherwise SQLite's parser and planner run on every call
-/// (`sqlite3_prepare` was a fifth of a `proposal.get` in a profile).
-pub(crate) trait CachedRow {
-    /// [`Connection::query_row`] through the connection's statement cache.
-    fn cached_row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
-
-    /// [`Connection::execute`] through the connection's statement cache:
-    /// the statements every write runs are compiled once per connection.
-    fn cached_execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
-}
-
 /// Let a connection keep its compiled statements: a cache of
 /// [`STATEMENT_CACHE`], and the query planner's stability guarantee.
 /// Without the latter the bundled SQLite (built with `STAT4`) recompiles
@@ -548,20 +768,6 @@ fn keep_statements(conn: &Connection) -> rusqlite::Result<()> {
         true,
     )?;
     Ok(())
-}
-
-impl CachedRow for Connection {
-    fn cached_row<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    {
-        self.prepare_cached(sql)?.query_row(params, f)
-    }
-
-    fn cached_execute<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.prepare_cached(sql)?.execute(params)
-    }
 }
 
 fn create(dir: &Path, path: &Path) -> Result<bool, StoreError> {
@@ -702,10 +908,8 @@ fn migrate_steps(conn: &mut Connection, path: &Path, new: bool) -> Result<(), St
 }
 
 /// Decode a stored enum spelling (`risk`, `status`…) with serde.
-pub(crate) fn enum_from_sql<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
+pub(crate) fn enum_from_sql<T: serde::de::DeserializeOwned>(s: &str) -> sql::Result<T> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(SqlError::decode)
 }
 
 /// The stored spelling of an enum value.
@@ -717,21 +921,17 @@ pub(crate) fn enum_to_sql<T: serde::Serialize>(v: &T) -> String {
 }
 
 /// An actor stored as `kind:id`.
-pub(crate) fn actor_from_sql(s: &str) -> rusqlite::Result<Actor> {
-    Actor::parse(s).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
+pub(crate) fn actor_from_sql(s: &str) -> sql::Result<Actor> {
+    Actor::parse(s).map_err(SqlError::decode)
 }
 
 /// Decode a stored JSON column.
-pub(crate) fn json_from_sql<T: serde::de::DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(s).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
+pub(crate) fn json_from_sql<T: serde::de::DeserializeOwned>(s: &str) -> sql::Result<T> {
+    serde_json::from_str(s).map_err(SqlError::decode)
 }
 
 /// Store `data` in the blob table (once per content) and return its digest.
-pub(crate) fn put_blob(tx: &rusqlite::Transaction<'_>, data: &[u8]) -> rusqlite::Result<Digest> {
+pub(crate) fn put_blob(tx: &Tx<'_>, data: &[u8]) -> sql::Result<Digest> {
     let digest = Digest::of(data);
     put_blob_digested(tx, &digest, data)?;
     Ok(digest)
@@ -739,14 +939,12 @@ pub(crate) fn put_blob(tx: &rusqlite::Transaction<'_>, data: &[u8]) -> rusqlite:
 
 /// [`put_blob`] of bytes whose digest the caller has just computed from
 /// them (`digest` must be [`Digest::of`] `data`).
-pub(crate) fn put_blob_digested(
-    tx: &rusqlite::Transaction<'_>,
-    digest: &Digest,
-    data: &[u8],
-) -> rusqlite::Result<()> {
+pub(crate) fn put_blob_digested(tx: &Tx<'_>, digest: &Digest, data: &[u8]) -> sql::Result<()> {
     debug_assert_eq!(*digest, Digest::of(data));
-    tx.prepare_cached("INSERT OR IGNORE INTO blobs (digest, size, data) VALUES (?1, ?2, ?3)")?
-        .execute(params![digest.to_string(), data.len() as i64, data])?;
+    tx.prepare_cached(
+        "INSERT INTO blobs (digest, size, data) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+    )?
+    .execute(params![digest.to_string(), data.len() as i64, data])?;
     Ok(())
 }
 
@@ -762,9 +960,9 @@ pub(crate) enum BlobFault {
 /// The bytes a record names by `digest`, read and checked against it: the
 /// one way anything reads back a stored blob.
 pub(crate) fn verified_blob(
-    conn: &Connection,
+    conn: &Tx<'_>,
     digest: &Digest,
-) -> rusqlite::Result<Result<Vec<u8>, BlobFault>> {
+) -> sql::Result<Result<Vec<u8>, BlobFault>> {
     Ok(match get_blob(conn, digest)? {
         None => Err(BlobFault::Missing),
         Some((bytes, read)) if read == *digest => Ok(bytes),
@@ -776,19 +974,34 @@ pub(crate) fn verified_blob(
 /// caller compares it with `digest`; [`verified_blob`] does). Streamed from the table in pieces,
 /// hashed as they arrive: a large blob is copied once, not assembled by
 /// SQLite first.
-fn get_blob(conn: &Connection, digest: &Digest) -> rusqlite::Result<Option<(Vec<u8>, Digest)>> {
+fn get_blob(conn: &Tx<'_>, digest: &Digest) -> sql::Result<Option<(Vec<u8>, Digest)>> {
     use sha2::Digest as _;
     use std::io::Read as _;
+    let Some(sqlite) = conn.as_sqlite() else {
+        // PostgreSQL sends a `bytea` whole; hashed once it arrived.
+        let data: Option<Vec<u8>> = conn
+            .query_row(
+                "SELECT data FROM blobs WHERE digest = ?1",
+                [digest.to_string()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        return Ok(data.map(|d| {
+            let read = Digest::of(&d);
+            (d, read)
+        }));
+    };
     let Some((rowid, size)) = conn
-        .prepare_cached("SELECT rowid, size FROM blobs WHERE digest = ?1")?
-        .query_row([digest.to_string()], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-        })
+        .query_row(
+            "SELECT rowid, size FROM blobs WHERE digest = ?1",
+            [digest.to_string()],
+            |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?)),
+        )
         .optional()?
     else {
         return Ok(None);
     };
-    let mut blob = conn.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, true)?;
+    let mut blob = sqlite.blob_open(rusqlite::MAIN_DB, "blobs", "data", rowid, true)?;
     let mut data = vec![0u8; usize::try_from(size).unwrap_or(0).min(blob.len())];
     let mut hasher = sha2::Sha256::new();
     const PIECE: usize = 1 << 20;
@@ -796,7 +1009,7 @@ fn get_blob(conn: &Connection, digest: &Digest) -> rusqlite::Result<Option<(Vec<
     while at < data.len() {
         let end = (at + PIECE).min(data.len());
         blob.read_exact(&mut data[at..end])
-            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+            .map_err(SqlError::decode)?;
         hasher.update(&data[at..end]);
         at = end;
     }
@@ -852,11 +1065,11 @@ impl EventFields<'_> {
 
 /// The head of the chain as `tx` sees it: the last event's seq and
 /// digest, or `(0, GENESIS_DIGEST)` for an empty log.
-pub(crate) fn chain_head(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<(i64, String)> {
+pub(crate) fn chain_head(tx: &Tx<'_>) -> sql::Result<(i64, String)> {
     let last: Option<(i64, String)> = tx
         .query_row(
             "SELECT seq, digest FROM events ORDER BY seq DESC LIMIT 1",
-            [],
+            params![],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
@@ -864,10 +1077,7 @@ pub(crate) fn chain_head(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<(i6
 }
 
 /// Append an event to the chain; returns its `seq`.
-pub(crate) fn append_event(
-    tx: &rusqlite::Transaction<'_>,
-    event: &NewEvent<'_>,
-) -> rusqlite::Result<i64> {
+pub(crate) fn append_event(tx: &Tx<'_>, event: &NewEvent<'_>) -> sql::Result<i64> {
     let (last, prev) = chain_head(tx)?;
     let seq = last + 1;
     let data = event.data.to_string();
@@ -934,11 +1144,13 @@ mod tests {
         for (round, id) in ["p1", "p2", "p3"].into_iter().enumerate() {
             let (reprepared, runs) = store
                 .read(|tx| {
-                    let mut stmt = tx.prepare_cached(sql).map_err(store.err())?;
+                    let e = |e: rusqlite::Error| store.err()(e.into());
+                    let conn = tx.as_sqlite().expect("an SQLite store");
+                    let mut stmt = conn.prepare_cached(sql).map_err(e)?;
                     let rows: Vec<i64> = stmt
                         .query_map([id], |r| r.get(0))
                         .and_then(|rows| rows.collect())
-                        .map_err(store.err())?;
+                        .map_err(e)?;
                     assert!(rows.is_empty());
                     Ok::<_, StoreError>((
                         stmt.get_status(rusqlite::StatementStatus::RePrepare),
@@ -985,7 +1197,7 @@ mod tests {
             .write(|tx| {
                 let e = store.err();
                 let size: i64 = tx
-                    .query_row("PRAGMA page_size", [], |r| r.get(0))
+                    .query_row("PRAGMA page_size", params![], |r| r.get(0))
                     .map_err(&e)?;
                 let digest = put_blob(tx, &big).map_err(&e)?;
                 let back = get_blob(tx, &digest).map_err(&e)?;
@@ -1099,10 +1311,11 @@ mod tests {
         // mode until their first open; openers racing to switch all open.
         for _ in 0..20 {
             let dir = tempfile::tempdir().expect("tempdir");
-            let path = Store::open(dir.path(), &StoreOptions::default())
-                .expect("create")
-                .path()
-                .to_path_buf();
+            let path = PathBuf::from(
+                Store::open(dir.path(), &StoreOptions::default())
+                    .expect("create")
+                    .location(),
+            );
             Connection::open(&path)
                 .expect("open")
                 .query_row("PRAGMA journal_mode = DELETE", [], |r| {
@@ -1148,7 +1361,7 @@ mod tests {
             .expect("append");
         let e = store
             .write(|tx| {
-                tx.execute("UPDATE events SET kind = 'forged'", [])
+                tx.execute("UPDATE events SET kind = 'forged'", params![])
                     .map_err(store.err())
             })
             .expect_err("update refused");

@@ -17,6 +17,7 @@ use crate::actor::{Actor, ActorKind};
 use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
+use crate::store::sql::Tx;
 use crate::ErrorCode;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -105,7 +106,7 @@ pub use error::ToolError;
 /// actor and the time the call started.
 pub(crate) struct Cx<'a> {
     pub engine: &'a Engine,
-    pub tx: &'a rusqlite::Transaction<'a>,
+    pub tx: &'a Tx<'a>,
     pub actor: &'a Actor,
     pub now: Timestamp,
 }
@@ -407,7 +408,7 @@ pub(crate) fn request_digest<A: Serialize>(tool: &str, args: &A) -> String {
 
 /// The stored result of an earlier call with this key, if any.
 pub(crate) fn replay<O: DeserializeOwned>(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     key: &Id,
     tool: &str,
@@ -549,7 +550,7 @@ struct ApplyMark {
 }
 
 impl ApplyMark {
-    fn read(tx: &rusqlite::Transaction<'_>) -> Result<ApplyMark, ToolError> {
+    fn read(tx: &Tx<'_>) -> Result<ApplyMark, ToolError> {
         let (newest, applying) = crate::store::transactions::apply_mark(tx)?;
         Ok(ApplyMark { newest, applying })
     }

@@ -250,9 +250,12 @@ fn parse_actor(json: &str) -> Result<Actor, rt_error> {
 /// - `root`: a NUL-terminated UTF-8 path; required.
 /// - `options_json`: NULL for the defaults, or a JSON object
 ///   `{"durability": "full"|"normal"|"off", "busy_timeout_ms": N,
-///   "max_patch_bytes": N, "max_files": N, "max_inflated_bytes": N}` (every
-///   key optional, unknown keys refused; `max_inflated_bytes` bounds what a
-///   patch's `GIT binary patch` hunks inflate to, default 128 MiB).
+///   "max_patch_bytes": N, "max_files": N, "max_inflated_bytes": N,
+///   "store": "postgres://…", "statement_timeout_ms": N}` (every key
+///   optional, unknown keys refused; `max_inflated_bytes` bounds what a
+///   patch's `GIT binary patch` hunks inflate to, default 128 MiB; `store`
+///   names a PostgreSQL database several hosts share instead of the
+///   embedded SQLite store).
 /// - `engine_out`: required; on success receives the engine, which the
 ///   caller owns and closes with `rt_engine_close`. Untouched on failure.
 /// - `err_out`: NULL, or receives an error the caller frees with

@@ -1,15 +1,14 @@
 //! The `agents` and `tasks` tables: who may act, and what proposals
 //! belong to.
 
-use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::model::{Agent, Task};
-use rusqlite::{params, Connection, OptionalExtension as _};
+use crate::store::sql::{params, Dialect, OptionalExtension as _, Tx};
 
 /// The agent named `id`, if registered.
-pub(crate) fn agent(conn: &Connection, id: &str) -> rusqlite::Result<Option<Agent>> {
-    conn.cached_row(
+pub(crate) fn agent(conn: &Tx<'_>, id: &str) -> crate::store::sql::Result<Option<Agent>> {
+    conn.query_row(
         &format!("SELECT {} FROM agents WHERE id = ?1", Agent::COLUMNS),
         [id],
         Agent::from_row,
@@ -18,14 +17,14 @@ pub(crate) fn agent(conn: &Connection, id: &str) -> rusqlite::Result<Option<Agen
 }
 
 /// Every agent, by id.
-pub(crate) fn all_agents(conn: &Connection) -> rusqlite::Result<Vec<Agent>> {
+pub(crate) fn all_agents(conn: &Tx<'_>) -> crate::store::sql::Result<Vec<Agent>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM agents ORDER BY id",
         Agent::COLUMNS
     ))?;
     let agents = stmt
-        .query_map([], Agent::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .query_map(params![], Agent::from_row)?
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(agents)
 }
 
@@ -36,14 +35,14 @@ fn roles_json(roles: &[String]) -> String {
 
 /// Register a new agent `id`, created and updated `now`.
 pub(crate) fn insert_agent(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     roles: &[String],
     enabled: bool,
     display_name: Option<&str>,
     now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO agents (id, roles, enabled, display_name, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
         params![id, roles_json(roles), enabled, display_name, now.0],
@@ -53,14 +52,14 @@ pub(crate) fn insert_agent(
 
 /// Change agent `id`'s roles, enabled flag and display name, updated `now`.
 pub(crate) fn update_agent(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     roles: &[String],
     enabled: bool,
     display_name: Option<&str>,
     now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "UPDATE agents SET roles = ?2, enabled = ?3, display_name = ?4, updated_at = ?5 WHERE id = ?1",
         params![id, roles_json(roles), enabled, display_name, now.0],
     )?;
@@ -68,8 +67,8 @@ pub(crate) fn update_agent(
 }
 
 /// Whether a task named `id` exists.
-pub(crate) fn task_exists(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
-    conn.cached_row(
+pub(crate) fn task_exists(conn: &Tx<'_>, id: &str) -> crate::store::sql::Result<bool> {
+    conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
         [id],
         |r| r.get(0),
@@ -78,14 +77,14 @@ pub(crate) fn task_exists(conn: &Connection, id: &str) -> rusqlite::Result<bool>
 
 /// Create task `id`, by `created_by` at `now`.
 pub(crate) fn insert_task(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     title: &str,
     summary_md: Option<&str>,
     created_by: &Actor,
     now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO tasks (id, title, summary_md, created_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![id, title, summary_md, created_by.to_string(), now.0],
     )?;
@@ -93,8 +92,8 @@ pub(crate) fn insert_task(
 }
 
 /// The task named `id`, if any.
-pub(crate) fn task(conn: &Connection, id: &str) -> rusqlite::Result<Option<Task>> {
-    conn.cached_row(
+pub(crate) fn task(conn: &Tx<'_>, id: &str) -> crate::store::sql::Result<Option<Task>> {
+    conn.query_row(
         "SELECT id, title, summary_md, created_by, created_at FROM tasks WHERE id = ?1",
         [id],
         Task::from_row,
@@ -106,17 +105,22 @@ pub(crate) fn task(conn: &Connection, id: &str) -> rusqlite::Result<Option<Task>
 /// registration first, at most `limit`, with a role and an enabled flag
 /// to match when given: each with its rowid, the page's keyset.
 pub(crate) fn list_agents(
-    conn: &Connection,
+    conn: &Tx<'_>,
     after: i64,
     role: Option<&str>,
     enabled: Option<bool>,
     limit: u64,
-) -> rusqlite::Result<Vec<(i64, Agent)>> {
+) -> crate::store::sql::Result<Vec<(i64, Agent)>> {
+    // The roles are a JSON array of names.
+    let has_role = match conn.dialect() {
+        Dialect::Sqlite => "EXISTS (SELECT 1 FROM json_each(agents.roles) WHERE value = ?2)",
+        Dialect::Postgres => "agents.roles::jsonb @> jsonb_build_array(CAST(?2 AS TEXT))",
+    };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {}, rowid FROM agents
          WHERE rowid > ?1
-           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(agents.roles) WHERE value = ?2))
-           AND (?3 IS NULL OR enabled = ?3)
+           AND (CAST(?2 AS TEXT) IS NULL OR {has_role})
+           AND (CAST(?3 AS BIGINT) IS NULL OR enabled = ?3)
          ORDER BY rowid LIMIT ?4",
         Agent::COLUMNS
     ))?;
@@ -124,17 +128,17 @@ pub(crate) fn list_agents(
         .query_map(params![after, role, enabled, limit as i64], |r| {
             Ok((r.get(6)?, Agent::from_row(r)?))
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(rows)
 }
 
 /// A page of tasks after `after` (a rowid; 0 from the start), oldest
 /// first, at most `limit`: each with its rowid.
 pub(crate) fn list_tasks(
-    conn: &Connection,
+    conn: &Tx<'_>,
     after: i64,
     limit: u64,
-) -> rusqlite::Result<Vec<(i64, Task)>> {
+) -> crate::store::sql::Result<Vec<(i64, Task)>> {
     let mut stmt = conn.prepare_cached(
         "SELECT id, title, summary_md, created_by, created_at, rowid FROM tasks
          WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
@@ -143,6 +147,6 @@ pub(crate) fn list_tasks(
         .query_map(params![after, limit as i64], |r| {
             Ok((r.get(5)?, Task::from_row(r)?))
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(rows)
 }

@@ -1,21 +1,20 @@
 //! The `claims` table and its fencing-token counter.
 
 use super::enum_from_sql;
-use super::CachedRow as _;
 use crate::claims::{ClaimType, LineSpan};
 use crate::clock::Timestamp;
 use crate::model::{Claim, ClaimStatus};
-use rusqlite::{params, Connection, OptionalExtension as _, Row};
+use crate::store::sql::{params, OptionalExtension as _, Row, Tx};
 
 impl Claim {
     /// The columns [`Claim::from_row`] reads, in order.
     const COLUMNS: &'static str = "id, agent_id, resource_id, type, task_id, base_digest, token, start_line, end_line, acquired_at, expires_at, released_at, seq";
 
     /// A claim from its row, its status as of `now`.
-    fn from_row(r: &Row<'_>, now: Timestamp) -> rusqlite::Result<Claim> {
+    fn from_row(r: &Row<'_>, now: Timestamp) -> crate::store::sql::Result<Claim> {
         let expires_at = Timestamp(r.get(10)?);
         let released_at: Option<i64> = r.get(11)?;
-        let span = match (r.get::<_, Option<u32>>(7)?, r.get::<_, Option<u32>>(8)?) {
+        let span = match (r.get::<Option<u32>>(7)?, r.get::<Option<u32>>(8)?) {
             (Some(start), Some(end)) => Some(LineSpan { start, end }),
             _ => None,
         };
@@ -23,7 +22,7 @@ impl Claim {
             id: r.get(0)?,
             agent_id: r.get(1)?,
             resource_id: r.get(2)?,
-            claim_type: enum_from_sql(&r.get::<_, String>(3)?)?,
+            claim_type: enum_from_sql(&r.get::<String>(3)?)?,
             task_id: r.get(4)?,
             base_digest: r.get(5)?,
             token: r.get(6)?,
@@ -45,11 +44,11 @@ impl Claim {
 
 /// The claim named `id`, its status as of `now`, if any.
 pub(crate) fn claim(
-    conn: &Connection,
+    conn: &Tx<'_>,
     id: &str,
     now: Timestamp,
-) -> rusqlite::Result<Option<Claim>> {
-    conn.cached_row(
+) -> crate::store::sql::Result<Option<Claim>> {
+    conn.query_row(
         &format!("SELECT {} FROM claims WHERE id = ?1", Claim::COLUMNS),
         [id],
         |r| Claim::from_row(r, now),
@@ -60,10 +59,10 @@ pub(crate) fn claim(
 /// Every active write claim (only `agent`'s when given) as of `now`,
 /// oldest first.
 pub(crate) fn live_write_claims(
-    conn: &Connection,
+    conn: &Tx<'_>,
     agent: Option<&str>,
     now: Timestamp,
-) -> rusqlite::Result<Vec<Claim>> {
+) -> crate::store::sql::Result<Vec<Claim>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM claims WHERE type = 'write' AND released_at IS NULL AND expires_at > ?1
          AND (?2 IS NULL OR agent_id = ?2) ORDER BY seq",
@@ -71,17 +70,17 @@ pub(crate) fn live_write_claims(
     ))?;
     let claims = stmt
         .query_map(params![now.0, agent], |r| Claim::from_row(r, now))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(claims)
 }
 
 /// The active claims as of `now` an acquisition by `agent` is checked
 /// against: every write claim and all of `agent`'s own, oldest first.
 pub(crate) fn live_claims_facing(
-    conn: &Connection,
+    conn: &Tx<'_>,
     agent: &str,
     now: Timestamp,
-) -> rusqlite::Result<Vec<Claim>> {
+) -> crate::store::sql::Result<Vec<Claim>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM claims WHERE released_at IS NULL AND expires_at > ?1
              AND (type = 'write' OR agent_id = ?2) ORDER BY seq",
@@ -89,15 +88,15 @@ pub(crate) fn live_claims_facing(
     ))?;
     let claims = stmt
         .query_map(params![now.0, agent], |r| Claim::from_row(r, now))?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(claims)
 }
 
 /// The next fencing token: the store's counter, incremented.
-pub(crate) fn next_token(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<i64> {
-    tx.cached_row(
+pub(crate) fn next_token(tx: &Tx<'_>) -> crate::store::sql::Result<i64> {
+    tx.query_row(
         "UPDATE counters SET value = value + 1 WHERE name = 'claim_token' RETURNING value",
-        [],
+        params![],
         |r| r.get(0),
     )
 }
@@ -131,8 +130,8 @@ pub(crate) struct NewClaim<'a> {
 }
 
 /// Insert a new claim.
-pub(crate) fn insert(tx: &rusqlite::Transaction<'_>, claim: &NewClaim<'_>) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn insert(tx: &Tx<'_>, claim: &NewClaim<'_>) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO claims (id, agent_id, resource_id, path, symbol, start_line, end_line, type, task_id,
              base_digest, token, acquired_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -156,12 +155,8 @@ pub(crate) fn insert(tx: &rusqlite::Transaction<'_>, claim: &NewClaim<'_>) -> ru
 }
 
 /// Move claim `id`'s expiry to `expires_at`.
-pub(crate) fn renew(
-    tx: &rusqlite::Transaction<'_>,
-    id: &str,
-    expires_at: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn renew(tx: &Tx<'_>, id: &str, expires_at: Timestamp) -> crate::store::sql::Result<()> {
+    tx.execute(
         "UPDATE claims SET expires_at = ?2 WHERE id = ?1",
         params![id, expires_at.0],
     )?;
@@ -169,12 +164,8 @@ pub(crate) fn renew(
 }
 
 /// Mark claim `id` released at `at`.
-pub(crate) fn release(
-    tx: &rusqlite::Transaction<'_>,
-    id: &str,
-    at: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn release(tx: &Tx<'_>, id: &str, at: Timestamp) -> crate::store::sql::Result<()> {
+    tx.execute(
         "UPDATE claims SET released_at = ?2 WHERE id = ?1",
         params![id, at.0],
     )?;
@@ -198,7 +189,10 @@ pub(crate) struct ClaimFilter<'a> {
 }
 
 /// A page of claims, oldest first.
-pub(crate) fn list(conn: &Connection, filter: &ClaimFilter<'_>) -> rusqlite::Result<Vec<Claim>> {
+pub(crate) fn list(
+    conn: &Tx<'_>,
+    filter: &ClaimFilter<'_>,
+) -> crate::store::sql::Result<Vec<Claim>> {
     let status = match filter.status {
         None => "",
         Some(ClaimStatus::Active) => " AND released_at IS NULL AND expires_at > ?4",
@@ -210,15 +204,15 @@ pub(crate) fn list(conn: &Connection, filter: &ClaimFilter<'_>) -> rusqlite::Res
     let agent = if filter.agent_id.is_some() {
         " AND agent_id = ?2"
     } else {
-        " AND ?2 IS NULL"
+        " AND CAST(?2 AS TEXT) IS NULL"
     };
     let resource = if filter.resource_id.is_some() {
         " AND resource_id = ?3"
     } else {
-        " AND ?3 IS NULL"
+        " AND CAST(?3 AS TEXT) IS NULL"
     };
     let sql = format!(
-        "SELECT {} FROM claims WHERE seq > ?1{agent}{resource}{status} AND ?4 = ?4 ORDER BY seq LIMIT ?5",
+        "SELECT {} FROM claims WHERE seq > ?1{agent}{resource}{status} AND CAST(?4 AS BIGINT) = CAST(?4 AS BIGINT) ORDER BY seq LIMIT ?5",
         Claim::COLUMNS
     );
     let mut stmt = conn.prepare_cached(&sql)?;
@@ -233,6 +227,6 @@ pub(crate) fn list(conn: &Connection, filter: &ClaimFilter<'_>) -> rusqlite::Res
             ],
             |r| Claim::from_row(r, filter.now),
         )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(claims)
 }

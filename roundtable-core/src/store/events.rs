@@ -2,10 +2,9 @@
 //! [`append_event`](super::append_event)), read back in order, and the
 //! evidence tables' cross-check against it.
 
-use super::CachedRow as _;
 use super::EventFields;
 use crate::model::Event;
-use rusqlite::{params, Connection};
+use crate::store::sql::{params, Dialect, Tx};
 
 /// A table of evidence and the event that must record each of its rows
 /// `r` with the row's own content (an `e` of `r`'s proposal).
@@ -91,25 +90,61 @@ pub(crate) fn recorded_filter(table: &str) -> String {
         Some(kind) => {
             format!("id IN (SELECT subject FROM events WHERE proposal_id = ?1 AND kind = '{kind}')")
         }
-        None => "1".to_owned(),
+        None => "TRUE".to_owned(),
     }
+}
+
+/// A [`Recorded::matches`] condition as PostgreSQL spells it: SQLite's
+/// `json_extract(x, '$.a')` is `(x::jsonb ->> 'a')` (text), so what it is
+/// compared with is compared as text, and `IS` between values is `IS NOT
+/// DISTINCT FROM`.
+fn postgres_matches(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 64);
+    let mut rest = sql;
+    while let Some(at) = rest.find("json_extract(") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "json_extract(".len()..];
+        let Some(close) = after.find(')') else {
+            out.push_str(&rest[at..]);
+            rest = "";
+            break;
+        };
+        let inner = &after[..close];
+        let (column, path) = inner.split_once(", ").unwrap_or((inner, "'$'"));
+        let key = path.trim_matches('\'').trim_start_matches("$.");
+        out.push_str(&format!("({column}::jsonb ->> '{key}')"));
+        rest = &after[close + 1..];
+        // The value compared with it, as text.
+        for (op, pg) in [(" = r.", " = r."), (" IS r.", " IS NOT DISTINCT FROM r.")] {
+            if let Some(tail) = rest.strip_prefix(op) {
+                let end = tail
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(tail.len());
+                out.push_str(&format!("{pg}{}::text", &tail[..end]));
+                rest = &tail[end..];
+                break;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A page of events after `seq` `since` (only `proposal_id`'s when
 /// given), in `seq` order, at most `limit`.
 pub(crate) fn list(
-    conn: &Connection,
+    conn: &Tx<'_>,
     since: i64,
     proposal_id: Option<&str>,
     limit: i64,
-) -> rusqlite::Result<Vec<Event>> {
+) -> crate::store::sql::Result<Vec<Event>> {
     // Two spellings, not `(?2 IS NULL OR proposal_id = ?2)`: SQLite
     // cannot use `events_by_proposal` for the OR, and would scan every
     // later event to fill one proposal's page.
     let filter = if proposal_id.is_some() {
         "proposal_id = ?2"
     } else {
-        "?2 IS NULL"
+        "CAST(?2 AS TEXT) IS NULL"
     };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM events WHERE seq > ?1 AND {filter} ORDER BY seq LIMIT ?3",
@@ -117,7 +152,7 @@ pub(crate) fn list(
     ))?;
     let events = stmt
         .query_map(params![since, proposal_id, limit], Event::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(events)
 }
 
@@ -135,39 +170,39 @@ pub(crate) struct EventFilter<'a> {
 
 /// The first `limit` events matching `filter`, in `seq` order.
 pub(crate) fn matching(
-    conn: &Connection,
+    conn: &Tx<'_>,
     filter: &EventFilter<'_>,
     limit: i64,
-) -> rusqlite::Result<Vec<Event>> {
-    use rusqlite::types::Value;
+) -> crate::store::sql::Result<Vec<Event>> {
+    use crate::store::sql::Value;
     let mut sql = format!("SELECT {} FROM events WHERE seq > ?", Event::COLUMNS);
-    let mut values = vec![Value::Integer(filter.since)];
+    let mut values = vec![Value::Int(filter.since)];
     if let Some(p) = filter.proposal_id {
         sql.push_str(" AND proposal_id = ?");
-        values.push(Value::Text(p.to_owned()));
+        values.push(Value::Text(p.into()));
     }
     if !filter.kinds.is_empty() {
         let marks = vec!["?"; filter.kinds.len()].join(", ");
         sql.push_str(&format!(" AND kind IN ({marks})"));
-        values.extend(filter.kinds.iter().map(|k| Value::Text((*k).to_owned())));
+        values.extend(filter.kinds.iter().map(|k| Value::Text((*k).into())));
     }
     if let Some((kind, id)) = filter.actor {
         sql.push_str(" AND actor_kind = ? AND actor_id = ?");
-        values.push(Value::Text(kind.to_owned()));
-        values.push(Value::Text(id.to_owned()));
+        values.push(Value::Text(kind.into()));
+        values.push(Value::Text(id.into()));
     }
     sql.push_str(" ORDER BY seq LIMIT ?");
-    values.push(Value::Integer(limit));
+    values.push(Value::Int(limit));
     let mut stmt = conn.prepare_cached(&sql)?;
     let events = stmt
-        .query_map(rusqlite::params_from_iter(values), Event::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .query_map(values, Event::from_row)?
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(events)
 }
 
 /// The seq of the last event about `proposal_id` (0 when none).
-pub(crate) fn last_of_proposal(conn: &Connection, proposal_id: &str) -> rusqlite::Result<i64> {
-    conn.cached_row(
+pub(crate) fn last_of_proposal(conn: &Tx<'_>, proposal_id: &str) -> crate::store::sql::Result<i64> {
+    conn.query_row(
         "SELECT coalesce(max(seq), 0) FROM events WHERE proposal_id = ?1",
         [proposal_id],
         |r| r.get(0),
@@ -175,8 +210,10 @@ pub(crate) fn last_of_proposal(conn: &Connection, proposal_id: &str) -> rusqlite
 }
 
 /// The last event's seq (0 for an empty log).
-pub(crate) fn head_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.cached_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))
+pub(crate) fn head_seq(conn: &Tx<'_>) -> crate::store::sql::Result<i64> {
+    conn.query_row("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+        r.get(0)
+    })
 }
 
 /// The chain head a transaction's `journaled` phase recorded.
@@ -190,36 +227,42 @@ pub(crate) struct JournaledHead {
 }
 
 /// Every chain head a `journaled` phase recorded, in phase order.
-pub(crate) fn journaled_heads(conn: &Connection) -> rusqlite::Result<Vec<JournaledHead>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT transaction_id, json_extract(detail, '$.chain_head.seq'), json_extract(detail, '$.chain_head.digest')
+pub(crate) fn journaled_heads(conn: &Tx<'_>) -> crate::store::sql::Result<Vec<JournaledHead>> {
+    let sql = match conn.dialect() {
+        Dialect::Sqlite => "SELECT transaction_id, json_extract(detail, '$.chain_head.seq'), json_extract(detail, '$.chain_head.digest')
          FROM transaction_phases WHERE phase = 'journaled' AND json_extract(detail, '$.chain_head') IS NOT NULL
          ORDER BY seq",
-    )?;
+        Dialect::Postgres => "SELECT transaction_id,
+             CASE WHEN jsonb_typeof(detail::jsonb #> '{chain_head,seq}') = 'number' THEN (detail::jsonb #>> '{chain_head,seq}')::bigint END,
+             CASE WHEN jsonb_typeof(detail::jsonb #> '{chain_head,digest}') = 'string' THEN detail::jsonb #>> '{chain_head,digest}' END
+         FROM transaction_phases WHERE phase = 'journaled' AND detail::jsonb -> 'chain_head' IS NOT NULL
+           AND jsonb_typeof(detail::jsonb -> 'chain_head') <> 'null'
+         ORDER BY seq",
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
     let heads = stmt
-        .query_map([], |r| {
+        .query_map(params![], |r| {
             Ok(JournaledHead {
                 transaction_id: r.get(0)?,
                 seq: r.get(1)?,
                 digest: r.get(2)?,
             })
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(heads)
 }
 
 /// Stream the log in `seq` order to `f`, with each event's hashed fields
 /// as stored and its stored digest, until `f` returns `false`.
 pub(crate) fn for_each(
-    conn: &Connection,
+    conn: &Tx<'_>,
     mut f: impl FnMut(&EventFields<'_>, &str) -> bool,
-) -> rusqlite::Result<()> {
-    let mut stmt = conn.prepare_cached(
+) -> crate::store::sql::Result<()> {
+    conn.for_each_row(
         "SELECT seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest
          FROM events ORDER BY seq",
-    )?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
+        params![],
+        |r| {
         let (kind, actor_kind, actor_id, subject, data): (String, String, String, String, String) =
             (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(6)?);
         let proposal_id: Option<String> = r.get(5)?;
@@ -236,43 +279,49 @@ pub(crate) fn for_each(
             at: r.get(7)?,
             prev_digest: &prev,
         };
-        if !f(&fields, &digest) {
-            break;
-        }
-    }
-    Ok(())
+        Ok(f(&fields, &digest))
+    })
 }
 
 /// How many rows the evidence table `t` holds.
-pub(crate) fn row_count(conn: &Connection, t: &Recorded) -> rusqlite::Result<u64> {
+pub(crate) fn row_count(conn: &Tx<'_>, t: &Recorded) -> crate::store::sql::Result<u64> {
     Ok(conn
-        .query_row(&format!("SELECT count(*) FROM {}", t.table), [], |r| {
-            r.get::<_, i64>(0)
-        })?
+        .query_row(
+            &format!("SELECT count(*) FROM {}", t.table),
+            params![],
+            |r| r.get::<i64>(0),
+        )?
         .unsigned_abs())
 }
 
 /// The rows of `t` no event records, by `seq`: how many, and the first
 /// `max` as `(id, proposal_id)`.
 pub(crate) fn unrecorded(
-    conn: &Connection,
+    conn: &Tx<'_>,
     t: &Recorded,
     max: usize,
-) -> rusqlite::Result<(u64, Vec<(String, String)>)> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT r.id, r.proposal_id FROM {} r
-         WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.proposal_id = r.proposal_id AND ({}))
-         ORDER BY r.seq",
-        t.table, t.matches
-    ))?;
-    let mut rows = stmt.query([])?;
+) -> crate::store::sql::Result<(u64, Vec<(String, String)>)> {
+    let matches = match conn.dialect() {
+        Dialect::Sqlite => t.matches.to_owned(),
+        Dialect::Postgres => postgres_matches(t.matches),
+    };
     let mut count = 0u64;
     let mut first = Vec::new();
-    while let Some(r) = rows.next()? {
-        count += 1;
-        if first.len() < max {
-            first.push((r.get(0)?, r.get(1)?));
-        }
-    }
+    conn.for_each_row(
+        &format!(
+            "SELECT r.id, r.proposal_id FROM {} r
+             WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.proposal_id = r.proposal_id AND ({matches}))
+             ORDER BY r.seq",
+            t.table
+        ),
+        params![],
+        |r| {
+            count += 1;
+            if first.len() < max {
+                first.push((r.get(0)?, r.get(1)?));
+            }
+            Ok(true)
+        },
+    )?;
     Ok((count, first))
 }

@@ -4,17 +4,16 @@
 
 use super::enum_to_sql;
 use super::events::recorded_filter;
-use super::CachedRow as _;
 use crate::clock::Timestamp;
 use crate::model::{
     Approval, ApprovalRequest, Decision, SecurityReviewRecord, TestResult, Vote, VoteValue,
 };
-use rusqlite::{params, Connection, OptionalExtension as _};
+use crate::store::sql::{params, OptionalExtension as _, Tx};
 
 /// Insert vote `id` by `agent_id` on `revision` of `proposal_id`, cast `now`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn insert_vote(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     proposal_id: &str,
     revision: u32,
@@ -22,8 +21,8 @@ pub(crate) fn insert_vote(
     vote: VoteValue,
     reason_md: Option<&str>,
     now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO votes (id, proposal_id, revision, agent_id, vote, reason_md, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -40,8 +39,8 @@ pub(crate) fn insert_vote(
 }
 
 /// The vote named `id`, if any.
-pub(crate) fn vote(conn: &Connection, id: &str) -> rusqlite::Result<Option<Vote>> {
-    conn.cached_row(
+pub(crate) fn vote(conn: &Tx<'_>, id: &str) -> crate::store::sql::Result<Option<Vote>> {
+    conn.query_row(
         &format!("SELECT {} FROM votes WHERE id = ?1", Vote::COLUMNS),
         [id],
         Vote::from_row,
@@ -52,12 +51,12 @@ pub(crate) fn vote(conn: &Connection, id: &str) -> rusqlite::Result<Option<Vote>
 /// A page of `proposal_id`'s votes after `seq` `after` (only on
 /// `revision` when given), oldest first, at most `limit`.
 pub(crate) fn list_votes(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
     after: i64,
     revision: Option<u32>,
     limit: i64,
-) -> rusqlite::Result<Vec<Vote>> {
+) -> crate::store::sql::Result<Vec<Vote>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (?3 IS NULL OR revision = ?3)
          ORDER BY seq LIMIT ?4",
@@ -65,16 +64,13 @@ pub(crate) fn list_votes(
     ))?;
     let votes = stmt
         .query_map(params![proposal_id, after, revision, limit], Vote::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(votes)
 }
 
 /// Insert a decision.
-pub(crate) fn insert_decision(
-    tx: &rusqlite::Transaction<'_>,
-    d: &Decision,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn insert_decision(tx: &Tx<'_>, d: &Decision) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO decisions (id, proposal_id, revision, decision, reason_md, decided_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -92,10 +88,10 @@ pub(crate) fn insert_decision(
 
 /// Insert a security review.
 pub(crate) fn insert_security_review(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     r: &SecurityReviewRecord,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO security_reviews (id, proposal_id, revision, verdict, note_md, reviewer, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -113,10 +109,10 @@ pub(crate) fn insert_security_review(
 
 /// Insert a request for human approval.
 pub(crate) fn insert_approval_request(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     r: &ApprovalRequest,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO human_approval_requests (id, proposal_id, revision, reason_md, requested_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -133,10 +129,10 @@ pub(crate) fn insert_approval_request(
 
 /// The proposal and revision approval request `id` is for, if it exists.
 pub(crate) fn approval_request_target(
-    conn: &Connection,
+    conn: &Tx<'_>,
     id: &str,
-) -> rusqlite::Result<Option<(String, u32)>> {
-    conn.cached_row(
+) -> crate::store::sql::Result<Option<(String, u32)>> {
+    conn.query_row(
         "SELECT proposal_id, revision FROM human_approval_requests WHERE id = ?1",
         [id],
         |r| Ok((r.get(0)?, r.get(1)?)),
@@ -145,11 +141,8 @@ pub(crate) fn approval_request_target(
 }
 
 /// Insert a human approval.
-pub(crate) fn insert_approval(
-    tx: &rusqlite::Transaction<'_>,
-    a: &Approval,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn insert_approval(tx: &Tx<'_>, a: &Approval) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO human_approvals (id, proposal_id, revision, request_id, human_id, note_md, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -166,16 +159,13 @@ pub(crate) fn insert_approval(
 }
 
 /// Insert a test result (a duration beyond `i64` is refused).
-pub(crate) fn insert_test_result(
-    tx: &rusqlite::Transaction<'_>,
-    t: &TestResult,
-) -> rusqlite::Result<()> {
+pub(crate) fn insert_test_result(tx: &Tx<'_>, t: &TestResult) -> crate::store::sql::Result<()> {
     let duration = t
         .duration_ms
         .map(i64::try_from)
         .transpose()
-        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-    tx.cached_execute(
+        .map_err(crate::store::sql::SqlError::decode)?;
+    tx.execute(
         "INSERT INTO test_results (id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
@@ -196,12 +186,12 @@ pub(crate) fn insert_test_result(
 /// The rows of `table` for `proposal_id` that their event records, by
 /// `seq` (see [`recorded_filter`]).
 fn recorded<T>(
-    conn: &Connection,
+    conn: &Tx<'_>,
     table: &str,
     columns: &str,
     proposal_id: &str,
-    row: fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<Vec<T>> {
+    row: fn(&crate::store::sql::Row<'_>) -> crate::store::sql::Result<T>,
+) -> crate::store::sql::Result<Vec<T>> {
     let sql = format!(
         "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
         recorded_filter(table)
@@ -209,20 +199,23 @@ fn recorded<T>(
     let mut stmt = conn.prepare_cached(&sql)?;
     let out = stmt
         .query_map([proposal_id], row)?
-        .collect::<rusqlite::Result<Vec<T>>>()?;
+        .collect::<crate::store::sql::Result<Vec<T>>>()?;
     Ok(out)
 }
 
 /// `proposal_id`'s votes that their events record, oldest first.
-pub(crate) fn recorded_votes(conn: &Connection, proposal_id: &str) -> rusqlite::Result<Vec<Vote>> {
+pub(crate) fn recorded_votes(
+    conn: &Tx<'_>,
+    proposal_id: &str,
+) -> crate::store::sql::Result<Vec<Vote>> {
     recorded(conn, "votes", Vote::COLUMNS, proposal_id, Vote::from_row)
 }
 
 /// `proposal_id`'s security reviews that their events record, oldest first.
 pub(crate) fn recorded_security_reviews(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
-) -> rusqlite::Result<Vec<SecurityReviewRecord>> {
+) -> crate::store::sql::Result<Vec<SecurityReviewRecord>> {
     recorded(
         conn,
         "security_reviews",
@@ -234,9 +227,9 @@ pub(crate) fn recorded_security_reviews(
 
 /// `proposal_id`'s human approvals that their events record, oldest first.
 pub(crate) fn recorded_approvals(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
-) -> rusqlite::Result<Vec<Approval>> {
+) -> crate::store::sql::Result<Vec<Approval>> {
     recorded(
         conn,
         "human_approvals",
@@ -248,9 +241,9 @@ pub(crate) fn recorded_approvals(
 
 /// `proposal_id`'s test results that their events record, oldest first.
 pub(crate) fn recorded_test_results(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
-) -> rusqlite::Result<Vec<TestResult>> {
+) -> crate::store::sql::Result<Vec<TestResult>> {
     recorded(
         conn,
         "test_results",
@@ -261,8 +254,11 @@ pub(crate) fn recorded_test_results(
 }
 
 /// Test result `id`, if any.
-pub(crate) fn test_result(conn: &Connection, id: &str) -> rusqlite::Result<Option<TestResult>> {
-    conn.cached_row(
+pub(crate) fn test_result(
+    conn: &Tx<'_>,
+    id: &str,
+) -> crate::store::sql::Result<Option<TestResult>> {
+    conn.query_row(
         &format!(
             "SELECT {} FROM test_results WHERE id = ?1",
             TestResult::COLUMNS
@@ -276,13 +272,13 @@ pub(crate) fn test_result(conn: &Connection, id: &str) -> rusqlite::Result<Optio
 /// A page of `proposal_id`'s test results after `seq` `after` (only on
 /// `revision`, only named `name`, when given), oldest first.
 pub(crate) fn list_test_results(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
     after: i64,
     revision: Option<u32>,
     name: Option<&str>,
     limit: i64,
-) -> rusqlite::Result<Vec<TestResult>> {
+) -> crate::store::sql::Result<Vec<TestResult>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM test_results WHERE proposal_id = ?1 AND seq > ?2
              AND (?3 IS NULL OR revision = ?3) AND (?4 IS NULL OR name = ?4)
@@ -294,6 +290,6 @@ pub(crate) fn list_test_results(
             params![proposal_id, after, revision, name, limit],
             TestResult::from_row,
         )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(out)
 }

@@ -1,10 +1,9 @@
 //! The `idempotency` table: a mutating call's stored result under its
 //! caller's key.
 
-use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
-use rusqlite::{params, Connection, OptionalExtension as _};
+use crate::store::sql::{params, OptionalExtension as _, Tx};
 
 /// What an earlier call with a key stored.
 pub(crate) struct Remembered {
@@ -18,11 +17,11 @@ pub(crate) struct Remembered {
 
 /// The call `actor` made with `key`, if any.
 pub(crate) fn get(
-    conn: &Connection,
+    conn: &Tx<'_>,
     actor: &Actor,
     key: &str,
-) -> rusqlite::Result<Option<Remembered>> {
-    conn.cached_row(
+) -> crate::store::sql::Result<Option<Remembered>> {
+    conn.query_row(
         "SELECT tool, request_digest, result FROM idempotency
          WHERE actor_kind = ?1 AND actor_id = ?2 AND key = ?3",
         params![actor.kind.as_str(), actor.id.as_str(), key],
@@ -39,15 +38,15 @@ pub(crate) fn get(
 
 /// Store the result (JSON text) of `actor`'s call of `tool` with `key`.
 pub(crate) fn insert(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     actor: &Actor,
     key: &str,
     tool: &str,
     request_digest: &str,
     result: &str,
     now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO idempotency (actor_kind, actor_id, key, tool, request_digest, result, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![

@@ -2,11 +2,10 @@
 //! `retired`).
 
 use super::actor_from_sql;
-use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::model::PolicyRecord;
-use rusqlite::{params, Connection, OptionalExtension as _, Row};
+use crate::store::sql::{params, OptionalExtension as _, Row, Tx};
 
 impl PolicyRecord {
     /// The columns [`PolicyRecord::from_row`] reads, in order.
@@ -14,24 +13,27 @@ impl PolicyRecord {
         "version, status, document, digest, note_md, created_by, created_at, activated_at, retired_at";
 
     /// A stored version from its row.
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<PolicyRecord> {
+    fn from_row(r: &Row<'_>) -> crate::store::sql::Result<PolicyRecord> {
         Ok(PolicyRecord {
             version: r.get(0)?,
             status: r.get(1)?,
             document: r.get(2)?,
             digest: r.get(3)?,
             note_md: r.get(4)?,
-            created_by: Some(actor_from_sql(&r.get::<_, String>(5)?)?),
+            created_by: Some(actor_from_sql(&r.get::<String>(5)?)?),
             created_at: Some(Timestamp(r.get(6)?)),
-            activated_at: r.get::<_, Option<i64>>(7)?.map(Timestamp),
-            retired_at: r.get::<_, Option<i64>>(8)?.map(Timestamp),
+            activated_at: r.get::<Option<i64>>(7)?.map(Timestamp),
+            retired_at: r.get::<Option<i64>>(8)?.map(Timestamp),
         })
     }
 }
 
 /// Policy version `version`, if stored.
-pub(crate) fn version(conn: &Connection, version: u32) -> rusqlite::Result<Option<PolicyRecord>> {
-    conn.cached_row(
+pub(crate) fn version(
+    conn: &Tx<'_>,
+    version: u32,
+) -> crate::store::sql::Result<Option<PolicyRecord>> {
+    conn.query_row(
         &format!(
             "SELECT {} FROM policies WHERE version = ?1",
             PolicyRecord::COLUMNS
@@ -43,48 +45,48 @@ pub(crate) fn version(conn: &Connection, version: u32) -> rusqlite::Result<Optio
 }
 
 /// The active version, if one is.
-pub(crate) fn active(conn: &Connection) -> rusqlite::Result<Option<PolicyRecord>> {
-    conn.cached_row(
+pub(crate) fn active(conn: &Tx<'_>) -> crate::store::sql::Result<Option<PolicyRecord>> {
+    conn.query_row(
         &format!(
             "SELECT {} FROM policies WHERE status = 'active'",
             PolicyRecord::COLUMNS
         ),
-        [],
+        params![],
         PolicyRecord::from_row,
     )
     .optional()
 }
 
 /// The active version's number, if one is.
-pub(crate) fn active_version(conn: &Connection) -> rusqlite::Result<Option<u32>> {
-    conn.cached_row(
+pub(crate) fn active_version(conn: &Tx<'_>) -> crate::store::sql::Result<Option<u32>> {
+    conn.query_row(
         "SELECT version FROM policies WHERE status = 'active'",
-        [],
+        params![],
         |r| r.get(0),
     )
     .optional()
 }
 
 /// The number the next stored version gets.
-pub(crate) fn next_version(conn: &Connection) -> rusqlite::Result<u32> {
-    conn.cached_row(
+pub(crate) fn next_version(conn: &Tx<'_>) -> crate::store::sql::Result<u32> {
+    conn.query_row(
         "SELECT COALESCE(MAX(version), 0) + 1 FROM policies",
-        [],
+        params![],
         |r| r.get(0),
     )
 }
 
 /// Store `document` (digest `digest`) as draft `version`, by `created_by` at `now`.
 pub(crate) fn insert_draft(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     version: u32,
     document: &str,
     digest: &str,
     note_md: Option<&str>,
     created_by: &Actor,
     now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO policies (version, status, document, digest, note_md, created_by, created_at)
          VALUES (?1, 'draft', ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -100,12 +102,8 @@ pub(crate) fn insert_draft(
 }
 
 /// Retire `version` at `now`.
-pub(crate) fn retire(
-    tx: &rusqlite::Transaction<'_>,
-    version: u32,
-    now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn retire(tx: &Tx<'_>, version: u32, now: Timestamp) -> crate::store::sql::Result<()> {
+    tx.execute(
         "UPDATE policies SET status = 'retired', retired_at = ?2 WHERE version = ?1",
         params![version, now.0],
     )?;
@@ -113,12 +111,8 @@ pub(crate) fn retire(
 }
 
 /// Activate `version` at `now`.
-pub(crate) fn activate(
-    tx: &rusqlite::Transaction<'_>,
-    version: u32,
-    now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn activate(tx: &Tx<'_>, version: u32, now: Timestamp) -> crate::store::sql::Result<()> {
+    tx.execute(
         "UPDATE policies SET status = 'active', activated_at = ?2 WHERE version = ?1",
         params![version, now.0],
     )?;

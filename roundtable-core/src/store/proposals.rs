@@ -2,16 +2,15 @@
 //! once inserted; a proposal's status and latest revision move.
 
 use super::enum_to_sql;
-use super::CachedRow as _;
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::model::{FileSummary, Proposal, ProposalStatus, Revision, RevisionEntry, Risk};
+use crate::store::sql::{params, OptionalExtension as _, Tx};
 use crate::Digest;
-use rusqlite::{params, Connection, OptionalExtension as _};
 
 /// The proposal named `id`, if any.
-pub(crate) fn proposal(conn: &Connection, id: &str) -> rusqlite::Result<Option<Proposal>> {
-    conn.cached_row(
+pub(crate) fn proposal(conn: &Tx<'_>, id: &str) -> crate::store::sql::Result<Option<Proposal>> {
+    conn.query_row(
         &format!("SELECT {} FROM proposals WHERE id = ?1", Proposal::COLUMNS),
         [id],
         Proposal::from_row,
@@ -40,11 +39,8 @@ pub(crate) struct NewProposal<'a> {
 }
 
 /// Insert a new proposal (its first revision is inserted apart).
-pub(crate) fn insert_proposal(
-    tx: &rusqlite::Transaction<'_>,
-    p: &NewProposal<'_>,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn insert_proposal(tx: &Tx<'_>, p: &NewProposal<'_>) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO proposals (id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at, reverts)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, ?7, ?7, ?8)",
         params![
@@ -63,12 +59,12 @@ pub(crate) fn insert_proposal(
 
 /// Make `number` proposal `id`'s latest revision, updated `now`.
 pub(crate) fn set_latest_revision(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     number: u32,
     now: Timestamp,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<()> {
+    tx.execute(
         "UPDATE proposals SET latest_revision = ?2, updated_at = ?3 WHERE id = ?1",
         params![id, number, now.0],
     )?;
@@ -78,13 +74,13 @@ pub(crate) fn set_latest_revision(
 /// Move proposal `id` from status `from` to `to`, updated `now`; the
 /// number of rows changed (0 when it was no longer `from`).
 pub(crate) fn set_status(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     from: ProposalStatus,
     to: ProposalStatus,
     now: Timestamp,
-) -> rusqlite::Result<usize> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<usize> {
+    tx.execute(
         "UPDATE proposals SET status = ?2, updated_at = ?3 WHERE id = ?1 AND status = ?4",
         params![id, to.as_str(), now.0, from.as_str()],
     )
@@ -94,11 +90,11 @@ pub(crate) fn set_status(
 /// `in_review`) or `rolled_back` (landing again); the number of rows
 /// changed.
 pub(crate) fn mark_applied(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     now: Timestamp,
-) -> rusqlite::Result<usize> {
-    tx.cached_execute(
+) -> crate::store::sql::Result<usize> {
+    tx.execute(
         "UPDATE proposals SET status = 'applied', updated_at = ?2 WHERE id = ?1 AND status IN ('pending', 'in_review', 'rolled_back')",
         params![id, now.0],
     )
@@ -108,10 +104,10 @@ pub(crate) fn mark_applied(
 /// first, at most `limit`: the rows an inbox page examines. Walks the
 /// primary key from the cursor, so a page costs the rows it passes over.
 pub(crate) fn open_proposals(
-    conn: &Connection,
+    conn: &Tx<'_>,
     after: i64,
     limit: u64,
-) -> rusqlite::Result<Vec<Proposal>> {
+) -> crate::store::sql::Result<Vec<Proposal>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM proposals WHERE seq > ?1 AND status IN ('pending', 'in_review')
          ORDER BY seq LIMIT ?2",
@@ -122,7 +118,7 @@ pub(crate) fn open_proposals(
             params![after, i64::try_from(limit).unwrap_or(i64::MAX)],
             Proposal::from_row,
         )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(out)
 }
 
@@ -142,11 +138,11 @@ pub(crate) struct ProposalFilter<'a> {
 
 /// A page of proposals, oldest first.
 pub(crate) fn list_proposals(
-    conn: &Connection,
+    conn: &Tx<'_>,
     filter: &ProposalFilter<'_>,
-) -> rusqlite::Result<Vec<Proposal>> {
+) -> crate::store::sql::Result<Vec<Proposal>> {
     let mut sql = format!("SELECT {} FROM proposals WHERE seq > ?1", Proposal::COLUMNS);
-    let mut values: Vec<Box<dyn rusqlite::ToSql>> = vec![Box::new(filter.after)];
+    let mut values: Vec<Box<dyn crate::store::sql::ToValue>> = vec![Box::new(filter.after)];
     let filters: [(&str, Option<String>); 3] = [
         ("task_id", filter.task_id.map(str::to_owned)),
         ("status", filter.status.map(|s| s.as_str().to_owned())),
@@ -161,21 +157,18 @@ pub(crate) fn list_proposals(
     sql.push_str(&format!(" ORDER BY seq LIMIT {}", filter.limit));
     let mut stmt = conn.prepare_cached(&sql)?;
     let proposals = stmt
-        .query_map(
-            rusqlite::params_from_iter(values.iter()),
-            Proposal::from_row,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .query_map(values, Proposal::from_row)?
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(proposals)
 }
 
 /// Revision `number` of proposal `proposal_id`, if any.
 pub(crate) fn revision(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
     number: u32,
-) -> rusqlite::Result<Option<Revision>> {
-    conn.cached_row(
+) -> crate::store::sql::Result<Option<Revision>> {
+    conn.query_row(
         &format!(
             "SELECT {} FROM revisions WHERE proposal_id = ?1 AND number = ?2",
             Revision::COLUMNS
@@ -187,22 +180,25 @@ pub(crate) fn revision(
 }
 
 /// Every revision of `proposal_id`, by number.
-pub(crate) fn revisions(conn: &Connection, proposal_id: &str) -> rusqlite::Result<Vec<Revision>> {
+pub(crate) fn revisions(
+    conn: &Tx<'_>,
+    proposal_id: &str,
+) -> crate::store::sql::Result<Vec<Revision>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
         Revision::COLUMNS
     ))?;
     let out = stmt
         .query_map([proposal_id], Revision::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(out)
 }
 
 /// The revision history of `proposal_id`, by number.
 pub(crate) fn revision_entries(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
-) -> rusqlite::Result<Vec<RevisionEntry>> {
+) -> crate::store::sql::Result<Vec<RevisionEntry>> {
     let mut stmt = conn.prepare_cached(
         "SELECT number, format, digest, changeset_digest, created_at FROM revisions
          WHERE proposal_id = ?1 ORDER BY number",
@@ -211,13 +207,13 @@ pub(crate) fn revision_entries(
         .query_map([proposal_id], |r| {
             Ok(RevisionEntry {
                 number: r.get(0)?,
-                format: super::enum_from_sql(&r.get::<_, String>(1)?)?,
+                format: super::enum_from_sql(&r.get::<String>(1)?)?,
                 digest: r.get(2)?,
                 changeset_digest: r.get(3)?,
                 created_at: Timestamp(r.get(4)?),
             })
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(out)
 }
 
@@ -256,11 +252,8 @@ pub(crate) struct NewRevision<'a> {
 }
 
 /// Insert a revision.
-pub(crate) fn insert_revision(
-    tx: &rusqlite::Transaction<'_>,
-    r: &NewRevision<'_>,
-) -> rusqlite::Result<()> {
-    tx.cached_execute(
+pub(crate) fn insert_revision(tx: &Tx<'_>, r: &NewRevision<'_>) -> crate::store::sql::Result<()> {
+    tx.execute(
         "INSERT INTO revisions (proposal_id, number, format, digest, changeset, changeset_digest,
              affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest,
              rebased_from, change_id)

@@ -7,16 +7,16 @@ use crate::model::{
     Agent, Approval, Event, Proposal, Revision, SecurityReviewRecord, Task, TestResult,
     Transaction, TransactionKind, Vote,
 };
-use rusqlite::Row;
+use crate::store::sql::{Row, SqlError};
 
 impl Agent {
     pub(crate) const COLUMNS: &'static str =
         "id, roles, enabled, display_name, created_at, updated_at";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Agent> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Agent> {
         Ok(Agent {
             id: r.get(0)?,
-            roles: json_from_sql(&r.get::<_, String>(1)?)?,
+            roles: json_from_sql(&r.get::<String>(1)?)?,
             enabled: r.get(2)?,
             display_name: r.get(3)?,
             created_at: Timestamp(r.get(4)?),
@@ -26,12 +26,12 @@ impl Agent {
 }
 
 impl Task {
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Task> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Task> {
         Ok(Task {
             id: r.get(0)?,
             title: r.get(1)?,
             summary_md: r.get(2)?,
-            created_by: actor_from_sql(&r.get::<_, String>(3)?)?,
+            created_by: actor_from_sql(&r.get::<String>(3)?)?,
             created_at: Timestamp(r.get(4)?),
         })
     }
@@ -41,15 +41,15 @@ impl Proposal {
     pub(crate) const COLUMNS: &'static str =
         "id, task_id, author, title, summary_md, risk, status, latest_revision, created_at, updated_at, seq, reverts";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Proposal> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Proposal> {
         Ok(Proposal {
             id: r.get(0)?,
             task_id: r.get(1)?,
             author: r.get(2)?,
             title: r.get(3)?,
             summary_md: r.get(4)?,
-            risk: enum_from_sql(&r.get::<_, String>(5)?)?,
-            status: enum_from_sql(&r.get::<_, String>(6)?)?,
+            risk: enum_from_sql(&r.get::<String>(5)?)?,
+            status: enum_from_sql(&r.get::<String>(6)?)?,
             latest_revision: r.get(7)?,
             created_at: Timestamp(r.get(8)?),
             updated_at: Timestamp(r.get(9)?),
@@ -62,24 +62,21 @@ impl Proposal {
 impl Revision {
     pub(crate) const COLUMNS: &'static str = "number, format, digest, changeset, changeset_digest, affected_resources, base_state, base_git_head, note_md, created_by, created_at, diff_digest, rebased_from, change_id";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Revision> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Revision> {
         Ok(Revision {
             number: r.get(0)?,
-            format: enum_from_sql(&r.get::<_, String>(1)?)?,
+            format: enum_from_sql(&r.get::<String>(1)?)?,
             digest: r.get(2)?,
-            changeset: json_from_sql(&r.get::<_, String>(3)?)?,
+            changeset: json_from_sql(&r.get::<String>(3)?)?,
             changeset_digest: r.get(4)?,
-            affected_resources: json_from_sql(&r.get::<_, String>(5)?)?,
-            base_state: r.get::<_, String>(6)?.parse().map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    6,
-                    rusqlite::types::Type::Text,
-                    Box::new(e),
-                )
-            })?,
+            affected_resources: json_from_sql(&r.get::<String>(5)?)?,
+            base_state: r
+                .get::<String>(6)?
+                .parse()
+                .map_err(crate::store::sql::SqlError::decode)?,
             base_git_head: r.get(7)?,
             note_md: r.get(8)?,
-            created_by: actor_from_sql(&r.get::<_, String>(9)?)?,
+            created_by: actor_from_sql(&r.get::<String>(9)?)?,
             created_at: Timestamp(r.get(10)?),
             diff_digest: r.get(11)?,
             rebased_from: r.get(12)?,
@@ -92,13 +89,13 @@ impl Vote {
     pub(crate) const COLUMNS: &'static str =
         "id, proposal_id, revision, agent_id, vote, reason_md, created_at, seq";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Vote> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Vote> {
         Ok(Vote {
             id: r.get(0)?,
             proposal_id: r.get(1)?,
             revision: r.get(2)?,
             agent_id: r.get(3)?,
-            vote: enum_from_sql(&r.get::<_, String>(4)?)?,
+            vote: enum_from_sql(&r.get::<String>(4)?)?,
             reason_md: r.get(5)?,
             created_at: Timestamp(r.get(6)?),
             seq: r.get(7)?,
@@ -110,14 +107,14 @@ impl SecurityReviewRecord {
     pub(crate) const COLUMNS: &'static str =
         "id, proposal_id, revision, verdict, note_md, reviewer, created_at";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<SecurityReviewRecord> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<SecurityReviewRecord> {
         Ok(SecurityReviewRecord {
             id: r.get(0)?,
             proposal_id: r.get(1)?,
             revision: r.get(2)?,
-            verdict: enum_from_sql(&r.get::<_, String>(3)?)?,
+            verdict: enum_from_sql(&r.get::<String>(3)?)?,
             note_md: r.get(4)?,
-            reviewer: actor_from_sql(&r.get::<_, String>(5)?)?,
+            reviewer: actor_from_sql(&r.get::<String>(5)?)?,
             created_at: Timestamp(r.get(6)?),
         })
     }
@@ -127,7 +124,7 @@ impl Approval {
     pub(crate) const COLUMNS: &'static str =
         "id, proposal_id, revision, request_id, human_id, note_md, created_at";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Approval> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Approval> {
         Ok(Approval {
             id: r.get(0)?,
             proposal_id: r.get(1)?,
@@ -144,18 +141,16 @@ impl TestResult {
     pub(crate) const COLUMNS: &'static str =
         "id, proposal_id, revision, name, status, duration_ms, note_md, recorded_by, created_at, seq";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<TestResult> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<TestResult> {
         Ok(TestResult {
             id: r.get(0)?,
             proposal_id: r.get(1)?,
             revision: r.get(2)?,
             name: r.get(3)?,
-            status: enum_from_sql(&r.get::<_, String>(4)?)?,
-            duration_ms: r
-                .get::<_, Option<i64>>(5)?
-                .and_then(|d| u64::try_from(d).ok()),
+            status: enum_from_sql(&r.get::<String>(4)?)?,
+            duration_ms: r.get::<Option<i64>>(5)?.and_then(|d| u64::try_from(d).ok()),
             note_md: r.get(6)?,
-            recorded_by: actor_from_sql(&r.get::<_, String>(7)?)?,
+            recorded_by: actor_from_sql(&r.get::<String>(7)?)?,
             created_at: Timestamp(r.get(8)?),
             seq: r.get(9)?,
         })
@@ -166,16 +161,16 @@ impl Event {
     pub(crate) const COLUMNS: &'static str =
         "seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest";
 
-    pub(crate) fn from_row(r: &Row<'_>) -> rusqlite::Result<Event> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Event> {
         let kind: String = r.get(2)?;
         let id: String = r.get(3)?;
         Ok(Event {
             seq: r.get(0)?,
-            kind: crate::model::EventKind::parse(&r.get::<_, String>(1)?),
+            kind: crate::model::EventKind::parse(&r.get::<String>(1)?),
             actor: actor_from_sql(&format!("{kind}:{id}"))?,
             subject: r.get(4)?,
             proposal_id: r.get(5)?,
-            data: json_from_sql(&r.get::<_, String>(6)?)?,
+            data: json_from_sql(&r.get::<String>(6)?)?,
             at: Timestamp(r.get(7)?),
             prev_digest: r.get(8)?,
             digest: r.get(9)?,
@@ -186,52 +181,36 @@ impl Event {
 impl Transaction {
     pub(crate) const COLUMNS: &'static str = "t.id, t.kind, t.proposal_id, t.revision, t.rollback_of, t.status, t.actor, t.pid, t.durability, t.before_digest, t.after_digest, t.error, t.created_at, t.finished_at, (SELECT COUNT(*) FROM transaction_files f WHERE f.transaction_id = t.id), t.seq";
 
-    pub(crate) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Transaction> {
+    pub(crate) fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Transaction> {
         let error: Option<String> = r.get(11)?;
         Ok(Transaction {
             id: r.get(0)?,
-            kind: enum_from_sql_kind(&r.get::<_, String>(1)?)?,
+            kind: enum_from_sql_kind(&r.get::<String>(1)?)?,
             proposal_id: r.get(2)?,
             revision: r.get(3)?,
             rollback_of: r.get(4)?,
-            status: enum_from_sql(&r.get::<_, String>(5)?)?,
-            actor: actor_from_sql(&r.get::<_, String>(6)?)?,
+            status: enum_from_sql(&r.get::<String>(5)?)?,
+            actor: actor_from_sql(&r.get::<String>(6)?)?,
             pid: r.get(7)?,
             durability: r.get(8)?,
             before_digest: r.get(9)?,
             after_digest: r.get(10)?,
             error: error.and_then(|e| serde_json::from_str(&e).ok()),
             created_at: Timestamp(r.get(12)?),
-            finished_at: r.get::<_, Option<i64>>(13)?.map(Timestamp),
-            file_count: r.get::<_, i64>(14)?.unsigned_abs(),
+            finished_at: r.get::<Option<i64>>(13)?.map(Timestamp),
+            file_count: r.get::<i64>(14)?.unsigned_abs(),
             seq: r.get(15)?,
         })
     }
 }
 
-fn enum_from_sql_kind(s: &str) -> rusqlite::Result<TransactionKind> {
+fn enum_from_sql_kind(s: &str) -> crate::store::sql::Result<TransactionKind> {
     match s {
         "apply" => Ok(TransactionKind::Apply),
         "rollback" => Ok(TransactionKind::Rollback),
-        other => Err(rusqlite::Error::InvalidColumnType(
-            1,
-            other.to_owned(),
-            rusqlite::types::Type::Text,
-        )),
-    }
-}
-
-/// A digest column: its `blob:sha256:` spelling.
-impl rusqlite::types::FromSql for crate::Digest {
-    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
-        let text = value.as_str()?;
-        text.parse()
-            .map_err(|e: crate::DigestError| rusqlite::types::FromSqlError::Other(Box::new(e)))
-    }
-}
-
-impl rusqlite::types::ToSql for crate::Digest {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        Ok(rusqlite::types::ToSqlOutput::from(self.to_string()))
+        other => Err(SqlError::Value {
+            what: "column 1".into(),
+            reason: format!("{other:?} is not a transaction kind"),
+        }),
     }
 }

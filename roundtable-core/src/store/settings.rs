@@ -2,10 +2,9 @@
 //! key (store/v9.sql), and the git side of git-mode transactions
 //! (`transaction_landings`).
 
-use super::CachedRow as _;
 use crate::clock::Timestamp;
 use crate::model::Landing;
-use rusqlite::{params, Connection, OptionalExtension as _};
+use crate::store::sql::{params, OptionalExtension as _, Tx};
 
 /// The key of the landing setting.
 const LANDING: &str = "landing";
@@ -13,9 +12,9 @@ const LANDING: &str = "landing";
 /// The landing setting (files mode when never set). A stored value that
 /// does not read as a landing setting is an error, never a silent
 /// fallback to files mode.
-pub(crate) fn landing(conn: &Connection) -> rusqlite::Result<Landing> {
+pub(crate) fn landing(conn: &Tx<'_>) -> crate::store::sql::Result<Landing> {
     let value: Option<String> = conn
-        .cached_row(
+        .query_row(
             "SELECT value FROM settings WHERE key = ?1",
             [LANDING],
             |r| r.get(0),
@@ -23,20 +22,18 @@ pub(crate) fn landing(conn: &Connection) -> rusqlite::Result<Landing> {
         .optional()?;
     match value {
         None => Ok(Landing::default()),
-        Some(v) => serde_json::from_str(&v).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-        }),
+        Some(v) => serde_json::from_str(&v).map_err(crate::store::sql::SqlError::decode),
     }
 }
 
 /// Store the landing setting.
 pub(crate) fn set_landing(
-    conn: &Connection,
+    conn: &Tx<'_>,
     landing: &Landing,
     now: Timestamp,
-) -> rusqlite::Result<()> {
+) -> crate::store::sql::Result<()> {
     let value = serde_json::to_string(landing).expect("a landing serializes");
-    conn.cached_execute(
+    conn.execute(
         "INSERT INTO settings (key, value, updated_at) VALUES (?1, ?2, ?3)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         params![LANDING, value, now.0],
@@ -60,11 +57,11 @@ pub(crate) struct TransactionLanding {
 
 /// Record `landing` for transaction `id`.
 pub(crate) fn insert_transaction_landing(
-    conn: &Connection,
+    conn: &Tx<'_>,
     id: &str,
     landing: &TransactionLanding,
-) -> rusqlite::Result<()> {
-    conn.cached_execute(
+) -> crate::store::sql::Result<()> {
+    conn.execute(
         "INSERT INTO transaction_landings (transaction_id, branch, old_id, new_id, remote) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![id, landing.branch, landing.old_id, landing.new_id, landing.remote],
     )?;
@@ -73,10 +70,10 @@ pub(crate) fn insert_transaction_landing(
 
 /// The git side of transaction `id`, if it landed in git mode.
 pub(crate) fn transaction_landing(
-    conn: &Connection,
+    conn: &Tx<'_>,
     id: &str,
-) -> rusqlite::Result<Option<TransactionLanding>> {
-    conn.cached_row(
+) -> crate::store::sql::Result<Option<TransactionLanding>> {
+    conn.query_row(
         "SELECT branch, old_id, new_id, remote FROM transaction_landings WHERE transaction_id = ?1",
         [id],
         |r| {

@@ -2,10 +2,9 @@
 //! make (the apply writes its journal itself, in `apply`).
 
 use super::enum_to_sql;
-use super::CachedRow as _;
 use crate::clock::Timestamp;
 use crate::model::{Transaction, TransactionStatus};
-use rusqlite::{params, Connection, OptionalExtension as _};
+use crate::store::sql::{params, OptionalExtension as _, Tx};
 
 /// A path an `applying` transaction journaled.
 pub(crate) struct ApplyingFile {
@@ -19,40 +18,40 @@ pub(crate) struct ApplyingFile {
 
 /// Every path of every transaction still `applying`, by transaction then
 /// path.
-pub(crate) fn applying_files(conn: &Connection) -> rusqlite::Result<Vec<ApplyingFile>> {
+pub(crate) fn applying_files(conn: &Tx<'_>) -> crate::store::sql::Result<Vec<ApplyingFile>> {
     let mut stmt = conn.prepare_cached(
         "SELECT t.id, t.proposal_id, f.path FROM transactions t
          JOIN transaction_files f ON f.transaction_id = t.id
          WHERE t.status = 'applying' ORDER BY t.seq, f.path",
     )?;
     let rows = stmt
-        .query_map([], |r| {
+        .query_map(params![], |r| {
             Ok(ApplyingFile {
                 transaction_id: r.get(0)?,
                 proposal_id: r.get(1)?,
                 path: r.get(2)?,
             })
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(rows)
 }
 
 /// The newest transaction's `seq` (0 for none) and how many are
 /// `applying`.
-pub(crate) fn apply_mark(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
-    conn.cached_row(
+pub(crate) fn apply_mark(conn: &Tx<'_>) -> crate::store::sql::Result<(i64, i64)> {
+    conn.query_row(
         "SELECT coalesce(max(seq), 0), count(*) FILTER (WHERE status = 'applying') FROM transactions",
-        [],
+        params![],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
 }
 
 /// The newest apply of `proposal_id` still `applying`, if any.
 pub(crate) fn applying_for(
-    conn: &Connection,
+    conn: &Tx<'_>,
     proposal_id: &str,
-) -> rusqlite::Result<Option<String>> {
-    conn.cached_row(
+) -> crate::store::sql::Result<Option<String>> {
+    conn.query_row(
         "SELECT id FROM transactions WHERE proposal_id = ?1 AND kind = 'apply' AND status = 'applying'
                  ORDER BY seq DESC LIMIT 1",
         [proposal_id],
@@ -62,11 +61,8 @@ pub(crate) fn applying_for(
 }
 
 /// Mark applied transaction `id` rolled back; the number of rows changed.
-pub(crate) fn mark_rolled_back(
-    tx: &rusqlite::Transaction<'_>,
-    id: &str,
-) -> rusqlite::Result<usize> {
-    tx.cached_execute(
+pub(crate) fn mark_rolled_back(tx: &Tx<'_>, id: &str) -> crate::store::sql::Result<usize> {
+    tx.execute(
         "UPDATE transactions SET status = 'rolled_back' WHERE id = ?1 AND status = 'applied'",
         [id],
     )
@@ -75,21 +71,21 @@ pub(crate) fn mark_rolled_back(
 /// A page of transactions after `seq` `after` (only `proposal_id`'s, only
 /// in `status`, when given), oldest first, at most `limit`.
 pub(crate) fn list(
-    conn: &Connection,
+    conn: &Tx<'_>,
     after: i64,
     proposal_id: Option<&str>,
     status: Option<TransactionStatus>,
     limit: i64,
-) -> rusqlite::Result<Vec<Transaction>> {
+) -> crate::store::sql::Result<Vec<Transaction>> {
     let proposal = if proposal_id.is_some() {
         " AND t.proposal_id = ?2"
     } else {
-        " AND ?2 IS NULL"
+        " AND CAST(?2 AS TEXT) IS NULL"
     };
     let status_sql = if status.is_some() {
         " AND t.status = ?3"
     } else {
-        " AND ?3 IS NULL"
+        " AND CAST(?3 AS TEXT) IS NULL"
     };
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM transactions t WHERE t.seq > ?1{proposal}{status_sql} ORDER BY t.seq LIMIT ?4",
@@ -100,12 +96,15 @@ pub(crate) fn list(
             params![after, proposal_id, status.map(|s| enum_to_sql(&s)), limit],
             Transaction::from_row,
         )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(transactions)
 }
 
 /// Transaction `id`'s phases, in order.
-pub(crate) fn phases(conn: &Connection, id: &str) -> rusqlite::Result<Vec<crate::model::Phase>> {
+pub(crate) fn phases(
+    conn: &Tx<'_>,
+    id: &str,
+) -> crate::store::sql::Result<Vec<crate::model::Phase>> {
     let mut stmt = conn.prepare_cached(
         "SELECT phase, status, detail, at FROM transaction_phases WHERE transaction_id = ?1 ORDER BY seq",
     )?;
@@ -113,12 +112,12 @@ pub(crate) fn phases(conn: &Connection, id: &str) -> rusqlite::Result<Vec<crate:
         .query_map([id], |r| {
             let detail: String = r.get(2)?;
             Ok(crate::model::Phase {
-                phase: super::enum_from_sql(&r.get::<_, String>(0)?)?,
-                status: super::enum_from_sql(&r.get::<_, String>(1)?)?,
+                phase: super::enum_from_sql(&r.get::<String>(0)?)?,
+                status: super::enum_from_sql(&r.get::<String>(1)?)?,
                 detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
                 at: Timestamp(r.get(3)?),
             })
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(phases)
 }

@@ -29,12 +29,19 @@
 //!   watcher checks `PRAGMA data_version` on its connection every
 //!   [`FALLBACK`], so a missed one costs at most that; with no waiter it
 //!   sleeps in `poll` and costs nothing.
+//! - **On PostgreSQL** every commit that appended events sends `NOTIFY
+//!   roundtable_events` (delivered at commit, to every host); the watcher
+//!   thread listens on its own connection and reads the new events the
+//!   same way. A broken connection wakes every waiter (they look for
+//!   themselves) and is reconnected.
 //! - [`Commits::bump_any`] wakes the waiters that wait on anything (claim
 //!   waiters), for a change outside the log (a claim waiter left the
 //!   queue); [`Commits::bump`] wakes every waiter (the watcher could not
 //!   read the log).
 
+use super::sql::{self, params, PgConn, Tx};
 use rusqlite::Connection;
+use std::cell::RefCell;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -269,53 +276,84 @@ impl Drop for Waiting<'_> {
 
 /// Reads the events appended since it last looked, for the watcher.
 pub(crate) struct LogTail {
-    conn: Connection,
+    source: TailSource,
     /// The last seq read.
     last: i64,
-    /// `PRAGMA data_version` when last read.
+    /// `PRAGMA data_version` when last read (SQLite).
     version: i64,
+}
+
+enum TailSource {
+    Sqlite(Connection),
+    Postgres(Box<RefCell<PgConn>>),
 }
 
 impl LogTail {
     /// Follow the log from its head now, on `conn` (a read-only
     /// connection of its own).
-    pub(crate) fn new(conn: Connection) -> rusqlite::Result<LogTail> {
-        let last = conn.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?;
+    pub(crate) fn sqlite(conn: Connection) -> sql::Result<LogTail> {
         let version = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
-        Ok(LogTail {
-            conn,
-            last,
+        LogTail::new(TailSource::Sqlite(conn), version)
+    }
+
+    /// Follow the log from its head now, on `conn` (a PostgreSQL
+    /// connection of its own).
+    fn postgres(conn: PgConn) -> sql::Result<LogTail> {
+        LogTail::new(TailSource::Postgres(Box::new(RefCell::new(conn))), 0)
+    }
+
+    fn new(source: TailSource, version: i64) -> sql::Result<LogTail> {
+        let mut tail = LogTail {
+            source,
+            last: 0,
             version,
-        })
+        };
+        tail.last = tail.with_tx(|tx| {
+            tx.query_row("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+                r.get(0)
+            })
+        })?;
+        Ok(tail)
+    }
+
+    fn with_tx<T>(&self, f: impl FnOnce(&Tx<'_>) -> sql::Result<T>) -> sql::Result<T> {
+        match &self.source {
+            TailSource::Sqlite(c) => f(&Tx::sqlite(c)),
+            TailSource::Postgres(c) => f(&Tx::postgres(c)),
+        }
     }
 
     /// The events committed since the last call.
-    fn new_events(&mut self) -> rusqlite::Result<Vec<Notice>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT seq, kind, proposal_id, actor_kind, actor_id FROM events WHERE seq > ?1 ORDER BY seq",
-        )?;
-        let notices = stmt
-            .query_map([self.last], |r| {
-                Ok(Notice {
-                    seq: r.get(0)?,
-                    kind: r.get(1)?,
-                    proposal_id: r.get(2)?,
-                    actor_kind: r.get(3)?,
-                    actor_id: r.get(4)?,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+    fn new_events(&mut self) -> sql::Result<Vec<Notice>> {
+        let last = self.last;
+        let notices = self.with_tx(|tx| {
+            tx.query_map(
+                "SELECT seq, kind, proposal_id, actor_kind, actor_id FROM events WHERE seq > ?1 ORDER BY seq",
+                [last],
+                |r| {
+                    Ok(Notice {
+                        seq: r.get(0)?,
+                        kind: r.get(1)?,
+                        proposal_id: r.get(2)?,
+                        actor_kind: r.get(3)?,
+                        actor_id: r.get(4)?,
+                    })
+                },
+            )
+        })?;
         if let Some(n) = notices.last() {
             self.last = n.seq;
         }
         Ok(notices)
     }
 
-    /// Whether another connection committed since the last look.
-    fn moved(&mut self) -> rusqlite::Result<bool> {
-        let v: i64 = self
-            .conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?;
+    /// Whether another connection committed since the last look (SQLite;
+    /// PostgreSQL says so by notification).
+    fn moved(&mut self) -> sql::Result<bool> {
+        let TailSource::Sqlite(conn) = &self.source else {
+            return Ok(false);
+        };
+        let v: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
         Ok(std::mem::replace(&mut self.version, v) != v)
     }
 }
@@ -361,6 +399,101 @@ impl Watcher {
             thread: Some(thread),
             pid: std::process::id(),
         })
+    }
+}
+
+impl Watcher {
+    /// Listen for PostgreSQL commit notifications for `commits`, on
+    /// connections `connect` opens (again after a broken one).
+    pub(crate) fn listen(
+        commits: &Arc<Commits>,
+        connect: impl Fn() -> Option<PgConn> + Send + 'static,
+    ) -> Option<Watcher> {
+        use rustix::event::{eventfd, EventfdFlags};
+        let first = listening(&connect)?;
+        let signal = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let commits = Arc::downgrade(commits);
+        let thread = std::thread::Builder::new()
+            .name("roundtable-listen".into())
+            .spawn(move || listen(first, &connect, &stopping, &commits))
+            .ok()?;
+        Some(Watcher {
+            stop,
+            signal,
+            thread: Some(thread),
+            pid: std::process::id(),
+        })
+    }
+}
+
+/// A connection listening on the commit channel, following the log from
+/// its head.
+fn listening(connect: &impl Fn() -> Option<PgConn>) -> Option<LogTail> {
+    let mut conn = connect()?;
+    conn.client
+        .batch_execute(&format!("LISTEN {}", super::pg::CHANNEL))
+        .ok()?;
+    LogTail::postgres(conn).ok()
+}
+
+/// The PostgreSQL watcher's loop: wait for a notification (looking at
+/// `stop` every [`FALLBACK`]), then read and publish the new events.
+fn listen(
+    mut tail: LogTail,
+    connect: &impl Fn() -> Option<PgConn>,
+    stop: &AtomicBool,
+    commits: &Weak<Commits>,
+) {
+    use postgres::fallible_iterator::FallibleIterator as _;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let notified = match &tail.source {
+            TailSource::Postgres(conn) => {
+                let mut conn = conn.borrow_mut();
+                let mut notes = conn.client.notifications();
+                let first = notes.timeout_iter(FALLBACK).next();
+                match first {
+                    Ok(Some(_)) => {
+                        // Drain what else came: one read for the burst.
+                        while let Ok(Some(_)) = notes.iter().next() {}
+                        Ok(true)
+                    }
+                    Ok(None) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            }
+            TailSource::Sqlite(_) => return,
+        };
+        let Some(c) = commits.upgrade() else { return };
+        match notified {
+            Ok(false) => {}
+            Ok(true) => match tail.new_events() {
+                Ok(notices) => c.publish(&notices),
+                Err(_) => c.bump(),
+            },
+            Err(_) => {
+                // The waiters look for themselves; listen again on a new
+                // connection (one try per FALLBACK while the server is away).
+                c.bump();
+                drop(c);
+                let last = tail.last;
+                loop {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if let Some(mut fresh) = listening(connect) {
+                        fresh.last = fresh.last.min(last);
+                        tail = fresh;
+                        break;
+                    }
+                    std::thread::sleep(FALLBACK);
+                }
+            }
+        }
     }
 }
 
@@ -507,6 +640,13 @@ impl Notices {
         self.watcher
             .get_or_init(|| Watcher::start(dir, &self.commits, tail()?));
     }
+
+    /// [`Notices::watch`] for a PostgreSQL store: listen for the commits'
+    /// notifications on connections `connect` opens.
+    pub(crate) fn listen(&self, connect: impl Fn() -> Option<PgConn> + Send + 'static) {
+        self.watcher
+            .get_or_init(|| Watcher::listen(&self.commits, connect));
+    }
 }
 
 #[cfg(test)]
@@ -638,7 +778,7 @@ mod tests {
             )
             .expect("schema");
         let commits = Arc::new(Commits::default());
-        let tail = LogTail::new(Connection::open(&db).expect("reader")).expect("tail");
+        let tail = LogTail::sqlite(Connection::open(&db).expect("reader")).expect("tail");
         let watcher = Watcher::start(dir.path(), &commits, tail).expect("watcher");
         let w = commits.register(applied_of("p1"));
         writer

@@ -15,6 +15,7 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::resource::Resource;
 use crate::store;
+use crate::store::sql::Tx;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -51,7 +52,7 @@ impl Claim {
 
 /// Every active write claim (optionally only one agent's), as of `now`.
 pub(crate) fn live_write_claims(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     agent: Option<&str>,
     now: Timestamp,
 ) -> Result<Vec<Claim>, ToolError> {

@@ -659,7 +659,8 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
             "An idempotency key was used before with other arguments (or another tool)."
         }
         ErrorCode::Database => {
-            s.key("claim_id", text("A stored claim that does not read back."))
+            s.key("retryable", flag("The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written."))
+                .key("claim_id", text("A stored claim that does not read back."))
                 .key("path", text("A stored path that does not read back."))
                 .key("digest", text("A stored blob that is missing or does not match its digest."))
                 .key("transaction_id", text("A transaction whose journal does not read back."))
@@ -668,7 +669,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("key", text_or_null("For a stored policy that no longer parses: the dotted key, when known."))
                 .key("name", text("For a stored policy that no longer parses: an unknown key's name."))
                 .key("glob", text("For a stored policy that no longer parses: the glob that does not compile."));
-            "The store's database failed (locked past the busy timeout, corrupt, disk full) or holds what this code did not write; the call changed nothing."
+            "The store's database failed (locked past the busy timeout, corrupt, disk full, the server unreachable) or holds what this code did not write; the call changed nothing (`retryable` says when the same call may succeed later)."
         }
         ErrorCode::IncompatibleStore => {
             "The store was written by a newer roundtable (or is not a roundtable store), so it is not opened."
@@ -894,7 +895,7 @@ mod tests {
         conforms(ToolError::from(
             crate::interrupt::Interrupted::DeadlineExceeded,
         ));
-        conforms(ToolError::from(rusqlite::Error::QueryReturnedNoRows));
+        conforms(ToolError::from(crate::store::sql::SqlError::NoRows));
         conforms(crate::changeset::ChangesetError::Stale { path: rp("a") });
         conforms(crate::changeset::ChangesetError::Path(
             RepoPath::from_bytes(b"../x").expect_err("escapes"),
@@ -1054,7 +1055,7 @@ mod tests {
                 message: "m".into(),
                 details: json!({}),
             },
-            TransactionError::Sqlite(rusqlite::Error::QueryReturnedNoRows),
+            TransactionError::Sqlite(crate::store::sql::SqlError::NoRows),
         ] {
             conforms(e);
         }

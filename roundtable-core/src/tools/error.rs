@@ -102,15 +102,21 @@ impl From<crate::interrupt::Interrupted> for ToolError {
     }
 }
 
-impl From<rusqlite::Error> for ToolError {
-    fn from(e: rusqlite::Error) -> ToolError {
-        ToolError::new(ErrorCode::Database, format!("store: {e}"), json!({})).with_source(e)
+impl From<crate::store::sql::SqlError> for ToolError {
+    fn from(e: crate::store::sql::SqlError) -> ToolError {
+        let details = crate::store::database_details(e.is_retryable());
+        ToolError::new(ErrorCode::Database, format!("store: {e}"), details).with_source(e)
     }
 }
 
 impl From<crate::store::StoreError> for ToolError {
     fn from(e: crate::store::StoreError) -> ToolError {
-        ToolError::new(e.code(), e.to_string(), json!({})).with_source(e)
+        let details = if e.code() == ErrorCode::Database {
+            crate::store::database_details(e.is_retryable())
+        } else {
+            json!({})
+        };
+        ToolError::new(e.code(), e.to_string(), details).with_source(e)
     }
 }
 

@@ -11,6 +11,7 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::policy::{Policy, DEFAULT_POLICY_TOML};
 use crate::store;
+use crate::store::sql::Tx;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -35,16 +36,14 @@ impl PolicyRecord {
         }
     }
 
-    fn load(tx: &rusqlite::Transaction<'_>, version: u32) -> Result<PolicyRecord, ToolError> {
+    fn load(tx: &Tx<'_>, version: u32) -> Result<PolicyRecord, ToolError> {
         store::policies::version(tx, version)?
             .ok_or_else(|| ToolError::not_found("policy", &version.to_string()))
     }
 }
 
 /// The policy in force: the active version, or the built-in default.
-pub(crate) fn effective(
-    tx: &rusqlite::Transaction<'_>,
-) -> Result<(PolicyRecord, Policy), ToolError> {
+pub(crate) fn effective(tx: &Tx<'_>) -> Result<(PolicyRecord, Policy), ToolError> {
     let active = store::policies::active(tx)?;
     match active {
         None => Ok((PolicyRecord::builtin(), Policy::default())),

@@ -25,6 +25,7 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::model::RevisionFormat;
 use crate::store;
+use crate::store::sql::Tx;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -589,10 +590,7 @@ fn corrupt(revision: &Revision, why: String) -> ToolError {
 }
 
 /// A revision's submitted bytes, checked against their digest.
-pub(crate) fn revision_bytes(
-    tx: &rusqlite::Transaction<'_>,
-    revision: &Revision,
-) -> Result<Vec<u8>, ToolError> {
+pub(crate) fn revision_bytes(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
     use crate::store::BlobFault;
     crate::store::verified_blob(tx, &revision.digest)?.map_err(|fault| match fault {
         BlobFault::Missing => corrupt(revision, "is missing".into()),
@@ -642,7 +640,7 @@ pub(crate) fn changeset_against<T: crate::diff::Tree + ?Sized>(
 /// SEARCH/REPLACE blocks) as a string, an edit plan as an object — or,
 /// for a patch that is not UTF-8, its bytes base64-encoded (the second).
 fn revision_content(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     revision: &Revision,
 ) -> Result<(Option<serde_json::Value>, Option<String>), ToolError> {
     let bytes = revision_bytes(tx, revision)?;

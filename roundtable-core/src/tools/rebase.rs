@@ -25,6 +25,7 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::merge::{merge3, Conflict, Merged};
 use crate::model::{FileState, RevisionFormat};
+use crate::store::sql::Tx;
 use crate::RepoPath;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -159,7 +160,7 @@ struct Sides {
 }
 
 fn stored_file(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     revision: &Revision,
     path: &str,
     state: &FileState,
@@ -180,10 +181,7 @@ fn stored_file(
     })
 }
 
-fn stored_sides(
-    tx: &rusqlite::Transaction<'_>,
-    revision: &Revision,
-) -> Result<Vec<Sides>, ToolError> {
+fn stored_sides(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<Sides>, ToolError> {
     revision
         .changeset
         .iter()

@@ -8,21 +8,19 @@ pub use crate::model::{
     Verdict, Vote, VoteValue,
 };
 pub(crate) use crate::store::enum_to_sql;
+use crate::store::sql::Tx;
 use crate::tools::ToolError;
 use serde_json::json;
 
 impl Agent {
-    pub(crate) fn load(
-        tx: &rusqlite::Transaction<'_>,
-        id: &str,
-    ) -> Result<Option<Agent>, ToolError> {
+    pub(crate) fn load(tx: &Tx<'_>, id: &str) -> Result<Option<Agent>, ToolError> {
         Ok(crate::store::agents::agent(tx, id)?)
     }
 }
 
 impl Proposal {
     /// The proposal named `id`, or `not_found`.
-    pub(crate) fn load(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Proposal, ToolError> {
+    pub(crate) fn load(tx: &Tx<'_>, id: &str) -> Result<Proposal, ToolError> {
         crate::store::proposals::proposal(tx, id)?
             .ok_or_else(|| ToolError::not_found("proposal", id))
     }
@@ -72,11 +70,7 @@ impl Proposal {
 }
 
 impl Revision {
-    pub(crate) fn load(
-        tx: &rusqlite::Transaction<'_>,
-        proposal_id: &str,
-        number: u32,
-    ) -> Result<Revision, ToolError> {
+    pub(crate) fn load(tx: &Tx<'_>, proposal_id: &str, number: u32) -> Result<Revision, ToolError> {
         crate::store::proposals::revision(tx, proposal_id, number)?
             .ok_or_else(|| ToolError::not_found("revision", &format!("{proposal_id}@{number}")))
     }

@@ -13,6 +13,7 @@ use crate::diff::{FilePatch, FileStatus, Mode, Patch, TreeFile};
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::model::StageName;
+use crate::store::sql::Tx;
 use crate::symbols::{Symbol, SymbolKind};
 use crate::{Digest, ErrorCode, RepoPath};
 use schemars::JsonSchema;
@@ -21,10 +22,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 /// The revision's unified diff: the patch itself, or the rendered edit plan.
-pub(crate) fn diff_bytes(
-    tx: &rusqlite::Transaction<'_>,
-    revision: &Revision,
-) -> Result<Vec<u8>, ToolError> {
+pub(crate) fn diff_bytes(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
     use crate::store::BlobFault;
     let digest = revision.diff_digest.as_ref().unwrap_or(&revision.digest);
     let n = revision.number;
@@ -306,7 +304,7 @@ impl Tool for ProposalDiff {
 /// files when they still match.
 fn before_tree(
     engine: &Engine,
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     changeset: &[ChangeSummary],
 ) -> Result<BTreeMap<Vec<u8>, TreeFile>, ToolError> {
     let mut tree = BTreeMap::new();

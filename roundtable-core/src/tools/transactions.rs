@@ -20,6 +20,7 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::resource::Resource;
 use crate::store;
+use crate::store::sql::Tx;
 use crate::workspace::Workspace;
 use crate::ErrorCode;
 use schemars::JsonSchema;
@@ -368,7 +369,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // The same rule as the claims stage: only a claim overlapping the
     // change itself (a file or directory claim on a touched path, a symbol
     // claim whose current span holds a changed line) refuses.
-    let guard = |tx: &rusqlite::Transaction<'_>,
+    let guard = |tx: &Tx<'_>,
                  now: Timestamp,
                  changeset: &crate::changeset::Changeset|
      -> Result<(), ToolError> {

@@ -27,6 +27,7 @@ use crate::policy::{
 };
 use crate::resource::Resource;
 use crate::store;
+use crate::store::sql::Tx;
 use crate::workspace::Workspace;
 use crate::RepoPath;
 use schemars::JsonSchema;
@@ -214,7 +215,7 @@ pub(crate) fn gather_for_policy(
 }
 
 /// Every agent, by id.
-fn all_agents(tx: &rusqlite::Transaction<'_>) -> Result<Vec<Agent>, ToolError> {
+fn all_agents(tx: &Tx<'_>) -> Result<Vec<Agent>, ToolError> {
     Ok(crate::store::agents::all_agents(tx)?)
 }
 
@@ -1092,7 +1093,7 @@ pub(crate) fn stale_against(ws: &Workspace, stored: &[FileSummary]) -> bool {
 /// (validation reads the result and does).
 pub(crate) fn policy_from_store(
     engine: &Engine,
-    tx: &rusqlite::Transaction<'_>,
+    tx: &Tx<'_>,
     ev: &Evidence,
 ) -> Result<PolicyReport, ToolError> {
     let rendered;

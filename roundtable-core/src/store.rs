@@ -129,6 +129,18 @@ pub enum StoreError {
         #[source]
         source: SqlError,
     },
+    /// The connection to the server broke while a write committed and the
+    /// server could not be asked, within the busy timeout, whether it did:
+    /// the change may or may not have been made (a call made again with
+    /// the same idempotency key returns the first call's result if it was).
+    #[error("store {path}: the connection broke during the commit and whether it committed is unknown: {source}")]
+    CommitUnknown {
+        /// The server's URL (without a password).
+        path: String,
+        /// Why the commit failed.
+        #[source]
+        source: SqlError,
+    },
     /// A write waited past the busy timeout for another host's write.
     #[error("store {path}: another write held the store for {waited:?}")]
     Busy {
@@ -212,7 +224,9 @@ impl StoreError {
     /// The stable error code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            StoreError::Database { .. } | StoreError::Busy { .. } => ErrorCode::Database,
+            StoreError::Database { .. }
+            | StoreError::Busy { .. }
+            | StoreError::CommitUnknown { .. } => ErrorCode::Database,
             StoreError::Url(_) => ErrorCode::InvalidArgument,
             StoreError::TooNew { .. } | StoreError::NotAStore { .. } => {
                 ErrorCode::IncompatibleStore

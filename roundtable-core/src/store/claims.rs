@@ -65,7 +65,7 @@ pub(crate) fn live_write_claims(
 ) -> crate::store::sql::Result<Vec<Claim>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM claims WHERE type = 'write' AND released_at IS NULL AND expires_at > ?1
-         AND (?2 IS NULL OR agent_id = ?2) ORDER BY seq",
+         AND (CAST(?2 AS TEXT) IS NULL OR agent_id = ?2) ORDER BY seq",
         Claim::COLUMNS
     ))?;
     let claims = stmt

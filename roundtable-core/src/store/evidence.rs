@@ -58,7 +58,7 @@ pub(crate) fn list_votes(
     limit: i64,
 ) -> crate::store::sql::Result<Vec<Vote>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (?3 IS NULL OR revision = ?3)
+        "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (CAST(?3 AS BIGINT) IS NULL OR revision = ?3)
          ORDER BY seq LIMIT ?4",
         Vote::COLUMNS
     ))?;
@@ -281,7 +281,7 @@ pub(crate) fn list_test_results(
 ) -> crate::store::sql::Result<Vec<TestResult>> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {} FROM test_results WHERE proposal_id = ?1 AND seq > ?2
-             AND (?3 IS NULL OR revision = ?3) AND (?4 IS NULL OR name = ?4)
+             AND (CAST(?3 AS BIGINT) IS NULL OR revision = ?3) AND (CAST(?4 AS TEXT) IS NULL OR name = ?4)
          ORDER BY seq LIMIT ?5",
         TestResult::COLUMNS
     ))?;

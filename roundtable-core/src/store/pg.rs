@@ -260,18 +260,75 @@ impl PgStore {
                 return Err(e);
             }
         };
-        let notify = if appended() {
-            format!("NOTIFY {CHANNEL}; COMMIT")
-        } else {
-            "COMMIT".to_owned()
-        };
-        let committed = conn.client.batch_execute(&notify);
-        if committed.is_err() {
-            let _ = conn.client.batch_execute("ROLLBACK");
+        if appended() {
+            if let Err(e) = conn.client.batch_execute(&format!("NOTIFY {CHANNEL}")) {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                self.give(conn);
+                return Err(E::from(err(e.into())));
+            }
         }
-        self.give(conn);
-        committed.map_err(|e| E::from(err(e.into())))?;
-        Ok(out)
+        // The transaction's id, to learn its fate should the connection
+        // break while it commits.
+        let xid = conn
+            .client
+            .query_one("SELECT txid_current()", &[])
+            .and_then(|r| r.try_get::<_, i64>(0));
+        let xid = match xid {
+            Ok(xid) => xid,
+            Err(e) => {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                self.give(conn);
+                return Err(E::from(err(e.into())));
+            }
+        };
+        match conn.client.batch_execute("COMMIT") {
+            Ok(()) => {
+                self.give(conn);
+                Ok(out)
+            }
+            Err(e) if conn.client.is_closed() || e.as_db_error().is_none() => {
+                // The server may have committed before the connection
+                // broke: ask it, once it is back, rather than report a
+                // committed change as failed.
+                drop(conn);
+                match self.fate(xid) {
+                    Some(true) => Ok(out),
+                    Some(false) => Err(E::from(err(e.into()))),
+                    None => Err(E::from(StoreError::CommitUnknown {
+                        path: self.shown().to_owned(),
+                        source: e.into(),
+                    })),
+                }
+            }
+            Err(e) => {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                self.give(conn);
+                Err(E::from(err(e.into())))
+            }
+        }
+    }
+
+    /// Whether transaction `xid` committed (`None`: the server could not
+    /// be asked within the busy timeout).
+    fn fate(&self, xid: i64) -> Option<bool> {
+        let started = Instant::now();
+        loop {
+            if let Ok(mut conn) = self.connect() {
+                let status = conn
+                    .client
+                    .query_one("SELECT txid_status($1)", &[&xid])
+                    .and_then(|r| r.try_get::<_, Option<String>>(0));
+                match status.as_ref().map(Option::as_deref) {
+                    Ok(Some("committed")) => return Some(true),
+                    Ok(Some("aborted")) => return Some(false),
+                    _ => {}
+                }
+            }
+            if started.elapsed() >= self.busy_timeout {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Take the write lock: the one row of `store_lock`. The wait gives

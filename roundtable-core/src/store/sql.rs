@@ -33,6 +33,15 @@ pub enum SqlError {
     /// PostgreSQL refused it, or the connection to the server failed.
     #[error("{}", postgres_message(.0))]
     Postgres(#[from] postgres::Error),
+    /// PostgreSQL could not prepare a statement (the SQL is named).
+    #[error("{} preparing: {sql}", postgres_message(.source))]
+    Prepare {
+        /// The statement as sent.
+        sql: String,
+        /// PostgreSQL's error.
+        #[source]
+        source: postgres::Error,
+    },
     /// A query expected a row and found none.
     #[error("the query returned no row")]
     NoRows,
@@ -72,7 +81,7 @@ impl SqlError {
     /// serialization failure or deadlock aborted the transaction.
     pub fn is_retryable(&self) -> bool {
         match self {
-            SqlError::Postgres(e) => match e.code() {
+            SqlError::Postgres(e) | SqlError::Prepare { source: e, .. } => match e.code() {
                 Some(code) => {
                     let c = code.code();
                     c.starts_with("08") // connection exception
@@ -475,7 +484,14 @@ impl PgConn {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.client.prepare(&postgres_sql(sql))?;
+        let sql_pg = postgres_sql(sql);
+        let s = self
+            .client
+            .prepare(&sql_pg)
+            .map_err(|source| SqlError::Prepare {
+                sql: sql_pg.clone(),
+                source,
+            })?;
         self.statements.insert(sql.to_owned(), s.clone());
         Ok(s)
     }

@@ -623,3 +623,233 @@ fn a_store_url_the_server_refuses_is_a_retryable_database_error_at_open() {
         "the message names no password"
     );
 }
+
+/// Not a test on its own: re-executed by the SIGKILL test with
+/// `RT_PG_APPLY_ROOT` set, open the clone on the shared store, say so,
+/// and apply the proposal once.
+#[test]
+fn pg_apply_worker() {
+    let Some(root) = std::env::var_os("RT_PG_APPLY_ROOT") else {
+        return;
+    };
+    let url = std::env::var("RT_PG_URL").expect("url");
+    let pid = std::env::var("RT_PG_PID").expect("pid");
+    let ready = PathBuf::from(std::env::var_os("RT_PG_READY").expect("ready"));
+    let engine = Engine::open(Path::new(&root), options(&url)).expect("open");
+    std::fs::write(&ready, "").expect("ready");
+    let host = Actor::orchestrator(id("host"));
+    ok(
+        &engine,
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &host,
+    );
+}
+
+/// The commit `refs/heads/main` of a bare repository holds when loose.
+fn loose_main(git_dir: &Path) -> Option<Vec<u8>> {
+    std::fs::read(git_dir.join("refs/heads/main")).ok()
+}
+
+#[test]
+fn a_host_sigkilled_mid_landing_recovers_on_open_and_the_shared_store_agrees_with_the_remote() {
+    let Some(base) = server() else { return };
+    const RUNS: usize = 15;
+    const FILES: usize = 80;
+    let (mut at_old, mut at_new, mut forward) = (0, 0, 0);
+    let mut full = std::time::Duration::from_millis(300);
+    for run in 0..=RUNS {
+        // Run 0 is not killed: it times a whole landing.
+        let top = tempfile::tempdir().expect("tempdir");
+        let remote = top.path().join("remote.git");
+        let work = top.path().join("seed");
+        std::fs::create_dir_all(&work).expect("mkdir");
+        git(&work, &["init", "-q", "-b", "main"]);
+        for i in 0..FILES {
+            std::fs::create_dir_all(work.join(format!("d{}", i % 8))).expect("mkdir");
+            std::fs::write(
+                work.join(format!("d{}/f{i}.txt", i % 8)),
+                format!("file {i}\nline two\n"),
+            )
+            .expect("write");
+        }
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", "files"]);
+        git(
+            top.path(),
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                "seed",
+                remote.to_str().expect("utf-8"),
+            ],
+        );
+        git(top.path(), &["clone", "-q", "remote.git", "clone"]);
+        let clone = top.path().join("clone");
+        let old = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+        let url = store_url(&base, &fresh_schema("kill"));
+        let host = Actor::orchestrator(id("host"));
+        let pid = {
+            let engine = Engine::open(&clone, options(&url)).expect("open");
+            let author = Actor::agent(id("alice"));
+            let reviewer = Actor::agent(id("bob"));
+            ok(
+                &engine,
+                "agent.register",
+                json!({"agent_id": "alice", "roles": ["author"]}),
+                &host,
+            );
+            ok(
+                &engine,
+                "agent.register",
+                json!({"agent_id": "bob", "roles": ["reviewer"]}),
+                &host,
+            );
+            ok(
+                &engine,
+                "task.create",
+                json!({"task_id": "t1", "title": "t"}),
+                &host,
+            );
+            ok(
+                &engine,
+                "workspace.configure",
+                json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+                &host,
+            );
+            ok(
+                &engine,
+                "claim.acquire",
+                json!({"resource_id": "directory:.", "type": "write", "ttl_s": 36000}),
+                &author,
+            );
+            let patch: String = (0..FILES)
+                .map(|i| {
+                    let p = format!("d{}/f{i}.txt", i % 8);
+                    format!("--- a/{p}\n+++ b/{p}\n@@ -1,2 +1,2 @@\n file {i}\n-line two\n+line two, changed\n")
+                })
+                .collect();
+            let pid = str_of(
+                &ok(
+                    &engine,
+                    "proposal.create",
+                    json!({"task_id": "t1", "title": "Many", "summary_md": "s", "patch": patch}),
+                    &author,
+                )["proposal"]["id"],
+            );
+            ok(
+                &engine,
+                "proposal.request_review",
+                json!({"proposal_id": pid}),
+                &author,
+            );
+            ok(
+                &engine,
+                "vote.cast",
+                json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+                &reviewer,
+            );
+            pid
+        };
+        let ready = top.path().join("ready");
+        let mut child = Command::new(std::env::current_exe().expect("the test binary"))
+            .args([
+                "--exact",
+                "pg_hosts::pg_apply_worker",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("RT_PG_APPLY_ROOT", &clone)
+            .env("RT_PG_URL", &url)
+            .env("RT_PG_PID", &pid)
+            .env("RT_PG_READY", &ready)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !ready.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let t0 = std::time::Instant::now();
+        if run == 0 {
+            assert!(child.wait().expect("wait").success(), "the untouched apply");
+            full = t0.elapsed().max(std::time::Duration::from_millis(2));
+        } else {
+            if run % 3 == 0 {
+                // Right after the commit point: as soon as the remote's
+                // branch moved.
+                let before = loose_main(&remote);
+                while loose_main(&remote) == before && std::time::Instant::now() < deadline {
+                    if child.try_wait().expect("poll").is_some() {
+                        break;
+                    }
+                }
+            } else {
+                std::thread::sleep(full * u32::try_from(run).expect("small") / RUNS as u32);
+            }
+            child.kill().ok();
+            let _ = child.wait();
+        }
+        let engine = Engine::open(&clone, options(&url)).expect("reopen recovers");
+        let status = str_of(
+            &ok(&engine, "proposal.get", json!({"proposal_id": pid}), &host)["proposal"]["status"],
+        );
+        let txs = ok(
+            &engine,
+            "transaction.list",
+            json!({"proposal_id": pid}),
+            &host,
+        )["transactions"]
+            .clone();
+        let tx_status = txs[0]["status"].as_str().map(str::to_owned);
+        let tip = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+        if tip == old {
+            at_old += 1;
+            assert_eq!(status, "in_review", "run {run}");
+            assert!(
+                matches!(tx_status.as_deref(), None | Some("recovered")),
+                "run {run}: {tx_status:?}"
+            );
+        } else {
+            at_new += 1;
+            assert_eq!(
+                git(&remote, &["rev-parse", "main^"]).trim(),
+                old,
+                "run {run}"
+            );
+            assert_eq!(status, "applied", "run {run}");
+            assert_eq!(tx_status.as_deref(), Some("applied"), "run {run}");
+            forward += all_events(&engine, &host)
+                .iter()
+                .filter(|e| e["kind"] == "transaction.applied" && e["data"]["recovered"] == true)
+                .count();
+        }
+        // The clone is the remote's commit, working tree and index too.
+        assert_eq!(
+            git(&clone, &["rev-parse", "refs/heads/main"]).trim(),
+            tip,
+            "run {run}"
+        );
+        assert_eq!(
+            git(&clone, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "run {run}"
+        );
+        assert_eq!(
+            ok(&engine, "events.verify", json!({}), &host)["valid"],
+            true,
+            "run {run}"
+        );
+    }
+    eprintln!(
+        "postgres crash test: {RUNS} SIGKILLed landings: {at_new} landed ({forward} brought forward on open), {at_old} did not"
+    );
+    assert_eq!(at_new + at_old, RUNS + 1);
+    assert!(at_old > 0, "no run was killed before the commit point");
+    assert!(
+        forward > 0,
+        "no run was killed between the push and the outcome"
+    );
+}

@@ -5,12 +5,12 @@
 use roundtable::session::{
     CreateTask, GetAgent, GetTask, ListAgents, ListEvents, ListTasks, RegisterAgent, Session,
 };
-use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id};
+use roundtable::{Actor, Engine, ErrorCode, Id};
 use std::collections::BTreeSet;
 
 fn world() -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("open");
+    let engine = Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("open");
     (dir, engine)
 }
 

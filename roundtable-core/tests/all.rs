@@ -22,6 +22,7 @@ mod proposal_base;
 mod rebase;
 mod review;
 mod state;
+mod support;
 mod symbols_hostile;
 mod symlinks;
 mod tool_cases;

@@ -129,7 +129,8 @@ fn claims_acquired_while_applies_land_are_never_stale_at_birth() {
         let applier = {
             let (root, done, applied) = (root.clone(), done.clone(), applied.clone());
             scope.spawn(move || {
-                let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+                let engine =
+                    Engine::open(&root, crate::support::test_options(&root)).expect("open");
                 let (alice, bob) = (Actor::agent(id("alice")), Actor::agent(id("bob")));
                 let host = Actor::orchestrator(id("host"));
                 let mut round = 0usize;
@@ -191,7 +192,8 @@ fn claims_acquired_while_applies_land_are_never_stale_at_birth() {
             .map(|(n, who)| {
                 let (root, granted, applied) = (root.clone(), granted.clone(), applied.clone());
                 scope.spawn(move || {
-                    let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+                    let engine =
+                        Engine::open(&root, crate::support::test_options(&root)).expect("open");
                     let mut stale = Vec::new();
                     let mut attempt = n;
                     // The acquisitions, and enough applies among them to be
@@ -397,7 +399,8 @@ fn proposal_status_during_an_apply_is_never_stale() {
         let done = AtomicBool::new(false);
         let reports = std::thread::scope(|scope| {
             let watcher = scope.spawn(|| {
-                let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+                let engine =
+                    Engine::open(&root, crate::support::test_options(&root)).expect("open");
                 let host = Actor::orchestrator(id("host"));
                 let mut reports = Vec::new();
                 loop {

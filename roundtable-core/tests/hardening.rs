@@ -3,7 +3,7 @@
 //! promptly with its stable code and changes nothing.
 
 use crate::tools::{fingerprint, str_of, World, PATCH};
-use roundtable::{Engine, EngineOptions, ErrorCode, ToolError};
+use roundtable::{Engine, ErrorCode, ToolError};
 use serde_json::{json, Value};
 use std::os::unix::fs::FileTypeExt as _;
 use std::path::Path;
@@ -168,7 +168,7 @@ fn recovery_reports_a_special_file_at_a_journaled_path_as_diverged_and_does_not_
     assert!(make_special(&dir.path().join("hello.txt"), "fifo"));
     let root = dir.path().to_path_buf();
     let engine = within("Engine::open", move || {
-        Engine::open(&root, EngineOptions::default())
+        Engine::open(&root, crate::support::test_options(&root))
     })
     .expect("open recovers");
     let host = roundtable::Actor::orchestrator(roundtable::Id::new("host").expect("id"));
@@ -239,17 +239,24 @@ fn git_metadata_that_never_ends_or_blocks_is_refused_promptly() {
 
 #[test]
 fn an_empty_or_foreign_store_file_is_incompatible_store_and_kept() {
+    if crate::support::postgres() {
+        return; // about the SQLite store file
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join(".roundtable")).expect("mkdir");
     let db = dir.path().join(".roundtable/store.db");
     std::fs::write(&db, b"").expect("empty store");
-    let err = Engine::open(dir.path(), EngineOptions::default()).expect_err("empty store");
+    let err = Engine::open(dir.path(), crate::support::test_options(dir.path()))
+        .expect_err("empty store");
     assert_eq!(err.code(), ErrorCode::IncompatibleStore, "{err}");
     assert_eq!(std::fs::metadata(&db).expect("kept").len(), 0);
 }
 
 #[test]
 fn a_linked_store_file_is_path_escape_and_nothing_is_created_at_its_target() {
+    if crate::support::postgres() {
+        return; // about the SQLite store file
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let elsewhere = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join(".roundtable")).expect("mkdir");
@@ -258,7 +265,8 @@ fn a_linked_store_file_is_path_escape_and_nothing_is_created_at_its_target() {
         dir.path().join(".roundtable/store.db"),
     )
     .expect("link");
-    let err = Engine::open(dir.path(), EngineOptions::default()).expect_err("linked store");
+    let err = Engine::open(dir.path(), crate::support::test_options(dir.path()))
+        .expect_err("linked store");
     assert_eq!(err.code(), ErrorCode::PathEscape, "{err}");
     assert!(!elsewhere.path().join("stolen.db").exists());
 }
@@ -268,13 +276,10 @@ fn a_linked_store_file_is_path_escape_and_nothing_is_created_at_its_target() {
 fn as_if_crashed(w: World, tid: &str) -> tempfile::TempDir {
     let World { dir, engine, .. } = w;
     drop(engine);
-    rusqlite::Connection::open(dir.path().join(".roundtable/store.db"))
-        .expect("db")
-        .execute(
-            "UPDATE transactions SET status = 'applying' WHERE id = ?1",
-            [tid],
-        )
-        .expect("back to applying");
+    crate::support::store_db(dir.path()).execute(
+        "UPDATE transactions SET status = 'applying' WHERE id = ?1",
+        &[tid],
+    );
     dir
 }
 
@@ -303,7 +308,7 @@ fn recovery_removes_only_its_own_leftovers_never_a_users_look_alike_files() {
     std::fs::write(root.join(".rt-backup-mine/x"), "x\n").expect("write");
     let own = format!(".rt-stage-{tid}-0123456789abcdef");
     std::fs::write(root.join("sub").join(&own), "staged\n").expect("write");
-    let engine = Engine::open(root, EngineOptions::default()).expect("open recovers");
+    let engine = Engine::open(root, crate::support::test_options(root)).expect("open recovers");
     let host = roundtable::Actor::orchestrator(roundtable::Id::new("host").expect("id"));
     let t = engine
         .call("transaction.get", json!({"transaction_id": tid}), &host)
@@ -331,7 +336,7 @@ fn recovery_removes_only_its_own_leftovers_never_a_users_look_alike_files() {
     assert!(root.join("sub/keep.txt").is_file());
     // And every later open works.
     drop(engine);
-    Engine::open(root, EngineOptions::default()).expect("opens again");
+    Engine::open(root, crate::support::test_options(root)).expect("opens again");
 }
 
 #[test]
@@ -358,7 +363,7 @@ fn rollback_and_recovery_keep_directories_that_were_there_and_remove_the_ones_ma
             w.dir
         } else {
             let dir = as_if_crashed(w, &tid);
-            Engine::open(dir.path(), EngineOptions::default()).expect("recovers");
+            Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("recovers");
             dir
         };
         let root = dir.path();

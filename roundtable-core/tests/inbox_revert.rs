@@ -326,7 +326,7 @@ fn the_inbox_remembers_nothing_that_changed_since() {
     assert_eq!(inbox(&w, &w.reviewer), vec![item(&pid, "reviewer", "vote")]);
     assert!(inbox(&w, &w.host).is_empty());
     // A vote cast through another engine on the same store.
-    let other = roundtable::Engine::open(w.dir.path(), roundtable::EngineOptions::default())
+    let other = roundtable::Engine::open(w.dir.path(), crate::support::test_options(w.dir.path()))
         .expect("a second engine");
     other
         .call(
@@ -655,6 +655,9 @@ fn a_revert_is_refused_unless_its_inverse_applies_to_an_applied_proposal() {
 
 #[test]
 fn a_version_5_store_is_migrated_to_6_keeping_rows_indexes_and_keys() {
+    if crate::support::postgres() {
+        return; // an SQLite migration
+    }
     let dir = super::tools::scratch_dir();
     std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
     std::fs::create_dir(dir.path().join(".roundtable")).expect("mkdir");
@@ -686,7 +689,7 @@ fn a_version_5_store_is_migrated_to_6_keeping_rows_indexes_and_keys() {
         )
         .expect("v5 rows");
     }
-    let engine = roundtable::Engine::open(dir.path(), roundtable::EngineOptions::default())
+    let engine = roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
         .expect("open migrates");
     let db = rusqlite::Connection::open(&db_path).expect("db");
     let version: i64 = db
@@ -772,7 +775,7 @@ fn a_version_5_store_is_migrated_to_6_keeping_rows_indexes_and_keys() {
     drop(engine);
     // The engine's own connection has its foreign keys on again: a reopen
     // neither migrates again nor fails.
-    roundtable::Engine::open(dir.path(), roundtable::EngineOptions::default()).expect("reopen");
+    roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("reopen");
 }
 
 #[test]

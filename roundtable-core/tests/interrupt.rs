@@ -149,9 +149,8 @@ fn events_wait_and_claim_waits_end_at_the_callers_deadline_or_cancel() {
 #[test]
 fn a_write_waiting_for_a_busy_store_gives_up_at_its_deadline_and_stores_nothing() {
     let w = World::new();
-    let db = rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("db");
-    db.execute_batch("BEGIN IMMEDIATE")
-        .expect("hold the write lock");
+    let mut db = crate::support::store_db(w.dir.path());
+    db.hold_write_lock();
     let create = json!({"task_id": "t1", "title": "x", "summary_md": "s", "patch": PATCH});
     let start = Instant::now();
     let e = w
@@ -188,7 +187,7 @@ fn a_write_waiting_for_a_busy_store_gives_up_at_its_deadline_and_stores_nothing(
         )
         .expect_err("busy");
     assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
-    db.execute_batch("ROLLBACK").expect("release");
+    db.release();
     assert_eq!(w.rows("proposals"), 0);
     w.ok("proposal.create", create, &w.author);
     assert_eq!(w.rows("proposals"), 1);

@@ -204,14 +204,12 @@ fn a_crashed_link_apply_is_recovered_to_its_before_state() {
     // As if the applier died before its last commit.
     let World { dir, engine, .. } = w;
     drop(engine);
-    rusqlite::Connection::open(dir.path().join(".roundtable/store.db"))
-        .expect("db")
-        .execute(
-            "UPDATE transactions SET status = 'applying', finished_at = NULL WHERE id = ?1",
-            [&tid],
-        )
-        .expect("update");
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("reopen recovers");
+    crate::support::store_db(dir.path()).execute(
+        "UPDATE transactions SET status = 'applying', finished_at = NULL WHERE id = ?1",
+        &[&tid],
+    );
+    let engine = Engine::open(dir.path(), crate::support::test_options(dir.path()))
+        .expect("reopen recovers");
     let t = engine
         .call(
             "transaction.get",

@@ -2,7 +2,7 @@
 //! (the format: its README.md), through `Engine::call`. The C, Go and
 //! Python suites replay the same files through their bindings.
 
-use roundtable::{Actor, Engine, EngineOptions};
+use roundtable::{Actor, Engine};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -98,7 +98,8 @@ fn run(case: &Value) -> Result<usize, String> {
     let root = dir.path().join("repo");
     std::fs::create_dir(&root).expect("mkdir");
     write_files(&root, &case["files"]);
-    let engine = Engine::open(&root, EngineOptions::default()).map_err(|e| e.to_string())?;
+    let engine =
+        Engine::open(&root, crate::support::test_options(&root)).map_err(|e| e.to_string())?;
     let mut saved = BTreeMap::new();
     let steps = case["steps"].as_array().ok_or("no steps")?;
     for (i, step) in steps.iter().enumerate() {

@@ -58,8 +58,11 @@ impl World {
     }
 
     /// The fixture in `dir`, its engine opened with `options`.
-    pub(crate) fn with(dir: tempfile::TempDir, options: EngineOptions) -> World {
+    pub(crate) fn with(dir: tempfile::TempDir, mut options: EngineOptions) -> World {
         std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
+        if options.store.is_none() {
+            options.store = super::support::test_options(dir.path()).store;
+        }
         let engine = Engine::open(dir.path(), options).expect("open");
         let w = World {
             dir,
@@ -199,10 +202,7 @@ impl World {
 
     /// How many rows `table` holds.
     pub(crate) fn rows(&self, table: &str) -> i64 {
-        let db = rusqlite::Connection::open(self.dir.path().join(".roundtable/store.db"))
-            .expect("open db");
-        db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
-            .expect("count")
+        super::support::store_db(self.dir.path()).count(table)
     }
 }
 
@@ -222,39 +222,7 @@ pub(crate) fn ids_of(list: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every row of every table, as text: equal fingerprints mean an
-/// unchanged store.
-pub(crate) fn fingerprint(root: &Path) -> String {
-    let db = rusqlite::Connection::open(root.join(".roundtable/store.db")).expect("open db");
-    let mut tables: Vec<String> = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .expect("prepare")
-        .query_map([], |r| r.get(0))
-        .expect("query")
-        .collect::<Result<_, _>>()
-        .expect("names");
-    tables.retain(|t| !t.starts_with("sqlite_"));
-    let mut out = String::new();
-    for t in tables {
-        let mut stmt = db.prepare(&format!("SELECT * FROM {t}")).expect("select");
-        let n = stmt.column_count();
-        let rows = stmt
-            .query_map([], |r| {
-                let mut row = Vec::new();
-                for i in 0..n {
-                    row.push(format!("{:?}", r.get_ref(i)?));
-                }
-                Ok(row.join("|"))
-            })
-            .expect("rows");
-        out.push_str(&format!("[{t}]\n"));
-        for row in rows {
-            out.push_str(&row.expect("row"));
-            out.push('\n');
-        }
-    }
-    out
-}
+pub(crate) use super::support::fingerprint;
 
 #[test]
 fn a_proposal_goes_from_pending_to_in_review_with_evidence_on_its_revision() {
@@ -1481,7 +1449,7 @@ fn events_list_reads_after_since_seq_a_page_at_a_time() {
 fn events_verify_accepts_the_chain_and_detects_tampering() {
     // An empty log verifies.
     let dir = tempfile::tempdir().expect("tempdir");
-    let empty = Engine::open(dir.path(), EngineOptions::default()).expect("open");
+    let empty = Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("open");
     let host = Actor::orchestrator(id("host"));
     let report = empty
         .call("events.verify", json!({}), &host)
@@ -1510,13 +1478,9 @@ fn events_verify_accepts_the_chain_and_detects_tampering() {
     assert_eq!(report["first_invalid_seq"], Value::Null);
 
     // Rewrite event 3's data behind the store's back.
-    let db =
-        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
-    db.execute_batch(
-        "DROP TRIGGER events_append_only_u;
-         UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 3;",
-    )
-    .expect("tamper");
+    let mut db = super::support::store_db(w.dir.path());
+    db.drop_trigger("events_append_only_u", "events");
+    db.batch("UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 3");
     let report = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(report["valid"], false);
     assert_eq!(report["first_invalid_seq"], 3);
@@ -1531,28 +1495,25 @@ fn events_verify_accepts_the_chain_and_detects_tampering() {
     // Restore it; then forge a digest: the next event no longer links.
     db.execute(
         "UPDATE events SET data = ?1 WHERE seq = 3",
-        [serde_json::to_string(&events[2]["data"]).expect("json")],
-    )
-    .expect("restore");
+        &[&serde_json::to_string(&events[2]["data"]).expect("json")],
+    );
     assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
     db.execute(
         "UPDATE events SET digest = ?1 WHERE seq = 4",
-        [roundtable::store::GENESIS_DIGEST],
-    )
-    .expect("forge digest");
+        &[roundtable::store::GENESIS_DIGEST],
+    );
     let report = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(report["valid"], false);
     assert_eq!(report["first_invalid_seq"], 4);
     db.execute(
         "UPDATE events SET digest = ?1 WHERE seq = 4",
-        [str_of(&events[3]["digest"])],
-    )
-    .expect("restore digest");
+        &[&str_of(&events[3]["digest"])],
+    );
     assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
 
     // Delete an event: the gap is found.
-    db.execute_batch("DROP TRIGGER events_append_only_d; DELETE FROM events WHERE seq = 2;")
-        .expect("delete");
+    db.drop_trigger("events_append_only_d", "events");
+    db.batch("DELETE FROM events WHERE seq = 2");
     let report = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(report["valid"], false);
     assert_eq!(report["first_invalid_seq"], 3);
@@ -1561,52 +1522,41 @@ fn events_verify_accepts_the_chain_and_detects_tampering() {
 
 /// Recompute the chain from event `from` on, as someone with write access
 /// to the store can: every digest and link is again consistent.
-pub(crate) fn rechain(db: &rusqlite::Connection, from: i64) {
-    let _ = db.execute_batch("DROP TRIGGER IF EXISTS events_append_only_u");
+pub(crate) fn rechain(db: &mut super::support::TestDb, from: i64) {
+    if super::support::postgres() {
+        db.batch("DROP TRIGGER IF EXISTS events_append_only_u ON events");
+    } else {
+        db.batch("DROP TRIGGER IF EXISTS events_append_only_u");
+    }
     let mut prev: String = if from == 1 {
         roundtable::store::GENESIS_DIGEST.to_owned()
     } else {
-        db.query_row(
-            "SELECT digest FROM events WHERE seq = ?1",
-            [from - 1],
-            |r| r.get(0),
-        )
-        .expect("previous event")
+        db.texts(&format!(
+            "SELECT digest FROM events WHERE seq = {}",
+            from - 1
+        ))[0]
+            .clone()
+            .expect("previous event")
     };
-    /// seq, kind, actor kind and id, subject, proposal, data, at.
-    type EventRow = (
-        i64,
-        String,
-        String,
-        String,
-        String,
-        Option<String>,
-        String,
-        i64,
-    );
-    let rows: Vec<EventRow> = db
-        .prepare("SELECT seq, kind, actor_kind, actor_id, subject, proposal_id, data, at FROM events WHERE seq >= ?1 ORDER BY seq")
-        .expect("prepare")
-        .query_map([from], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
-        })
-        .expect("query")
-        .collect::<Result<_, _>>()
-        .expect("rows");
-    for (seq, kind, actor_kind, actor_id, subject, proposal_id, data, at) in rows {
+    let rows = db.rows(&format!(
+        "SELECT CAST(seq AS TEXT), kind, actor_kind, actor_id, subject, proposal_id, data, CAST(at AS TEXT)
+         FROM events WHERE seq >= {from} ORDER BY events.seq"
+    ));
+    for row in rows {
+        let text = |i: usize| row[i].clone().expect("not NULL");
+        let (seq, at): (i64, i64) = (text(0).parse().expect("seq"), text(7).parse().expect("at"));
         let canonical = roundtable::json::canonical(&json!({
-            "seq": seq, "kind": kind, "actor": {"kind": actor_kind, "id": actor_id},
-            "subject": subject, "proposal_id": proposal_id, "data": data, "at": at,
+            "seq": seq, "kind": text(1), "actor": {"kind": text(2), "id": text(3)},
+            "subject": text(4), "proposal_id": row[5], "data": text(6), "at": at,
             "prev_digest": prev,
         }));
         let digest = roundtable::Digest::of(canonical.as_bytes())
             .to_string()
             .replacen("blob:", "", 1);
         db.execute(
-            "UPDATE events SET prev_digest = ?2, digest = ?3 WHERE seq = ?1",
-            rusqlite::params![seq, prev, digest],
-        )
-        .expect("rechain");
+            &format!("UPDATE events SET prev_digest = ?1, digest = ?2 WHERE seq = {seq}"),
+            &[&prev, &digest],
+        );
         prev = digest;
     }
 }
@@ -1634,14 +1584,10 @@ fn events_verify_against_an_expected_head_detects_a_rewritten_or_truncated_log()
     assert_eq!(report["valid"], true, "{report}");
 
     // Rewrite event 3 and recompute the chain: consistent in itself.
-    let db =
-        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
-    db.execute_batch(
-        "DROP TRIGGER events_append_only_u;
-         UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 3;",
-    )
-    .expect("tamper");
-    rechain(&db, 3);
+    let mut db = super::support::store_db(w.dir.path());
+    db.drop_trigger("events_append_only_u", "events");
+    db.batch("UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 3");
+    rechain(&mut db, 3);
     assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
     let report = w.ok("events.verify", json!({"expected_head": head}), &w.host);
     assert_eq!(report["valid"], false, "{report}");
@@ -1658,10 +1604,9 @@ fn events_verify_against_an_expected_head_detects_a_rewritten_or_truncated_log()
     w.in_review();
     let kept = w.ok("events.verify", json!({}), &w.host);
     let head = json!({"seq": kept["last_seq"], "digest": kept["head_digest"]});
-    let db =
-        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
-    db.execute_batch("DROP TRIGGER events_append_only_d; DELETE FROM events WHERE seq >= 4;")
-        .expect("truncate");
+    let mut db = super::support::store_db(w.dir.path());
+    db.drop_trigger("events_append_only_d", "events");
+    db.batch("DELETE FROM events WHERE seq >= 4");
     assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
     let report = w.ok("events.verify", json!({"expected_head": head}), &w.host);
     assert_eq!(report["valid"], false, "{report}");
@@ -1717,13 +1662,11 @@ fn evidence_without_its_event_does_not_count_and_verify_reports_it() {
             .clone()
     };
     assert_eq!(approvals(&w), "unsatisfied");
-    let db =
-        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
+    let mut db = super::support::store_db(w.dir.path());
     db.execute(
         "INSERT INTO votes (id, proposal_id, revision, agent_id, vote, created_at) VALUES ('vote-forged', ?1, 1, 'bob', 'approve', 1)",
-        [&pid],
-    )
-    .expect("insert a vote");
+        &[&pid],
+    );
     assert_eq!(
         approvals(&w),
         "unsatisfied",
@@ -1775,16 +1718,16 @@ fn evidence_without_its_event_does_not_count_and_verify_reports_it() {
         json!({"proposal_id": pid, "reason_md": "No."}),
         &w.host,
     );
-    db.execute("DELETE FROM votes WHERE id = 'vote-forged'", [])
+    db.try_batch("DELETE FROM votes WHERE id = 'vote-forged'")
         .expect_err("votes are immutable");
-    db.execute_batch("DROP TRIGGER votes_immutable_d; DELETE FROM votes WHERE id = 'vote-forged';")
-        .expect("remove the forged vote");
+    db.drop_trigger("votes_immutable_d", "votes");
+    db.batch("DELETE FROM votes WHERE id = 'vote-forged'");
     let report = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(report["valid"], true, "{report}");
     assert_eq!(report["records_checked"], 6, "{report}");
     // A recorded vote edited behind the store's back no longer matches its event.
-    db.execute_batch("DROP TRIGGER votes_immutable_u; UPDATE votes SET vote = 'veto';")
-        .expect("edit");
+    db.drop_trigger("votes_immutable_u", "votes");
+    db.batch("UPDATE votes SET vote = 'veto'");
     let report = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(report["valid"], false);
     assert_eq!(report["unrecorded"][0]["kind"], "vote");

@@ -150,7 +150,8 @@ fn worker_creates_proposals() {
         .expect("RT_WORKER_COUNT")
         .parse()
         .expect("a count");
-    let engine = Engine::open(&root, EngineOptions::default()).expect("open the workspace");
+    let engine =
+        Engine::open(&root, crate::support::test_options(&root)).expect("open the workspace");
     let me = Actor::agent(id(&name));
     std::fs::write(sync.join(format!("{name}.ready")), "").expect("signal ready");
     wait_for(&sync.join("go"), "the start signal");

@@ -425,17 +425,13 @@ fn every_transaction_records_the_chain_head_it_saw_and_verify_checks_it() {
     assert_eq!(report["valid"], true, "{report}");
     assert_eq!(report["unrecorded"], json!([]));
 
-    let db =
-        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
-    db.execute_batch(
-        "DROP TRIGGER events_append_only_u;
-         UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 2;",
-    )
-    .expect("tamper");
-    crate::tools::rechain(&db, 2);
+    let mut db = crate::support::store_db(w.dir.path());
+    db.drop_trigger("events_append_only_u", "events");
+    db.batch("UPDATE events SET data = '{\"title\":\"Forged\"}' WHERE seq = 2");
+    crate::tools::rechain(&mut db, 2);
     let report = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(report["valid"], false, "{report}");
-    assert_eq!(report["first_invalid_seq"], head["seq"]);
+    assert_eq!(report["first_invalid_seq"], head["seq"], "{report}");
     assert!(
         str_of(&report["reason"]).contains(&format!("transaction {tid}")),
         "{report}"
@@ -446,10 +442,9 @@ fn every_transaction_records_the_chain_head_it_saw_and_verify_checks_it() {
     claim(&w, "file:hello.txt");
     let pid = approved(&w, crate::tools::PATCH);
     let tid = str_of(&apply(&w, &pid)["transaction"]["id"]);
-    let db =
-        rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("open db");
-    db.execute_batch("DROP TRIGGER events_append_only_d; DELETE FROM events WHERE seq >= 3;")
-        .expect("truncate");
+    let mut db = crate::support::store_db(w.dir.path());
+    db.drop_trigger("events_append_only_d", "events");
+    db.batch("DELETE FROM events WHERE seq >= 3");
     let report = w.ok("events.verify", json!({}), &w.host);
     assert_eq!(report["valid"], false, "{report}");
     assert!(
@@ -818,12 +813,10 @@ fn recovery_advice_for_an_interrupted_transaction_comes_from_the_files() {
     let tid = str_of(&apply(&w, &pid)["transaction"]["id"]);
     // Pretend the applier died before its last commit (while this engine
     // stays open, so nothing recovers it yet).
-    let db = rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("db");
-    db.execute(
+    crate::support::store_db(w.dir.path()).execute(
         "UPDATE transactions SET status = 'applying', finished_at = NULL WHERE id = ?1",
-        [&tid],
-    )
-    .expect("update");
+        &[&tid],
+    );
     let advice = recovery(&w, &tid);
     assert_eq!(advice["status"], "applying");
     assert_eq!(advice["at_after"], 6);
@@ -835,10 +828,10 @@ fn recovery_advice_for_an_interrupted_transaction_comes_from_the_files() {
     let advice = recovery(&w, &tid);
     assert_eq!(advice["diverged"], 1);
     assert_eq!(advice["actions"], json!(["recover"]));
-    drop(db);
     let World { dir, engine, .. } = w;
     drop(engine);
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
+    let engine =
+        Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("reopen");
     let t = call(
         &engine,
         "transaction.get",
@@ -900,14 +893,14 @@ const ROUNDS_VAR: &str = "RT_TX_ROUNDS";
 const OFF_VAR: &str = "RT_TX_DURABILITY_OFF";
 const TOOL_VAR: &str = "RT_TX_TOOL";
 
-fn worker_options() -> EngineOptions {
+fn worker_options(root: &Path) -> EngineOptions {
     EngineOptions {
         durability: if std::env::var_os(OFF_VAR).is_some() {
             Durability::Off
         } else {
             Durability::Full
         },
-        ..EngineOptions::default()
+        ..crate::support::test_options(root)
     }
 }
 
@@ -967,7 +960,8 @@ fn worker_applies_once() {
     let sync = PathBuf::from(std::env::var_os(SYNC_VAR).expect("RT_TX_SYNC"));
     let args: Value =
         serde_json::from_str(&std::env::var(ARGS_VAR).expect("RT_TX_ARGS")).expect("json args");
-    let engine = Engine::open(Path::new(&root), worker_options()).expect("open the workspace");
+    let engine = Engine::open(Path::new(&root), worker_options(Path::new(&root)))
+        .expect("open the workspace");
     let ready_at = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970")
@@ -992,7 +986,8 @@ fn worker_applies_each_round() {
         .expect("RT_TX_ROUNDS")
         .parse()
         .expect("a count");
-    let engine = Engine::open(Path::new(&root), worker_options()).expect("open the workspace");
+    let engine = Engine::open(Path::new(&root), worker_options(Path::new(&root)))
+        .expect("open the workspace");
     publish(&sync.join(format!("{name}.ready")), "");
     for round in 0..rounds {
         wait_for(&sync.join(format!("go{round}")), "the round's start");
@@ -1126,6 +1121,9 @@ pub(crate) fn start_call(root: &Path, tool: &str, args: &Value) -> (Child, tempf
 
 #[test]
 fn a_sigkilled_apply_of_2100_paths_is_recovered_to_entirely_before_or_after() {
+    if crate::support::postgres() {
+        return; // each round copies a prepared workspace, its SQLite store with it (pg_hosts kills PostgreSQL hosts)
+    }
     let started = Instant::now();
     // Prepare once: the files, the governed proposal, approved and ready.
     let prepared = scratch_dir();
@@ -1164,15 +1162,9 @@ fn a_sigkilled_apply_of_2100_paths_is_recovered_to_entirely_before_or_after() {
     let touched = CRASH_FILES + CRASH_NEW;
     assert_eq!(t["file_count"], touched);
     // The journal's and the final commit's wall-clock times, in ms.
-    let db = rusqlite::Connection::open(first.path().join(".roundtable/store.db")).expect("db");
-    let (created, finished): (i64, i64) = db
-        .query_row(
-            "SELECT created_at, finished_at FROM transactions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .expect("one transaction");
-    drop(db);
+    let row = crate::support::store_db(first.path())
+        .ints("SELECT created_at, finished_at FROM transactions");
+    let (created, finished) = (row[0].expect("created"), row[1].expect("finished"));
     let journal_at = created - ready_at;
     let applied_at = finished - ready_at;
     let after = snapshot(first.path());
@@ -1236,7 +1228,8 @@ fn a_sigkilled_apply_of_2100_paths_is_recovered_to_entirely_before_or_after() {
         child.kill().expect("SIGKILL"); // a no-op error if it already exited
         let _ = child.wait().expect("reap");
 
-        let engine = Engine::open(dir.path(), EngineOptions::default()).expect("reopen recovers");
+        let engine = Engine::open(dir.path(), crate::support::test_options(dir.path()))
+            .expect("reopen recovers");
         let tree = snapshot(dir.path());
         assert!(
             leftovers(&tree).is_empty(),
@@ -1683,12 +1676,10 @@ fn an_apply_in_flight_is_not_recovered_by_another_process_opening_the_workspace(
     // The lock is held (as by a live applier); a transaction is `applying`.
     let (w, _, pid) = rich_world();
     let tid = str_of(&apply(&w, &pid)["transaction"]["id"]);
-    let db = rusqlite::Connection::open(w.dir.path().join(".roundtable/store.db")).expect("db");
-    db.execute(
+    crate::support::store_db(w.dir.path()).execute(
         "UPDATE transactions SET status = 'applying' WHERE id = ?1",
-        [&tid],
-    )
-    .expect("update");
+        &[&tid],
+    );
     // flock(1) holds the lock itself (`--close`: not its command) until
     // it is killed.
     let held = Command::new("flock")
@@ -1703,7 +1694,8 @@ fn an_apply_in_flight_is_not_recovered_by_another_process_opening_the_workspace(
     };
     std::thread::sleep(Duration::from_millis(300));
     let tree = snapshot(w.dir.path());
-    let other = Engine::open(w.dir.path(), EngineOptions::default()).expect("open");
+    let other =
+        Engine::open(w.dir.path(), crate::support::test_options(w.dir.path())).expect("open");
     let t = call(
         &other,
         "transaction.get",
@@ -1718,7 +1710,8 @@ fn an_apply_in_flight_is_not_recovered_by_another_process_opening_the_workspace(
     holder.kill().expect("kill the holder");
     let _ = holder.wait();
     drop(other);
-    let reopened = Engine::open(w.dir.path(), EngineOptions::default()).expect("open");
+    let reopened =
+        Engine::open(w.dir.path(), crate::support::test_options(w.dir.path())).expect("open");
     let t = call(
         &reopened,
         "transaction.get",
@@ -1761,6 +1754,9 @@ fn prepared_world(
 /// never "recovered" under its applier.
 #[test]
 fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
+    if crate::support::postgres() {
+        return; // each round copies a prepared workspace, its SQLite store with it (pg_hosts kills PostgreSQL hosts)
+    }
     const FILES: usize = 600;
     const ROUNDS: usize = 50;
     let (prepared, pid) = prepared_world((0..FILES).map(|i| {
@@ -1794,13 +1790,15 @@ fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
         drop(db);
         std::thread::sleep(Duration::from_micros(lcg(&mut rng) % 20_000));
         let _ = std::fs::remove_file(dir.path().join(".roundtable/apply.lock"));
-        let other = Engine::open(dir.path(), EngineOptions::default()).expect("open beside it");
+        let other = Engine::open(dir.path(), crate::support::test_options(dir.path()))
+            .expect("open beside it");
         check_worker(child, "apply while the lock file is unlinked");
         let done: Value =
             serde_json::from_str(&std::fs::read_to_string(sync.path().join("done")).expect("done"))
                 .expect("json");
         drop(other);
-        let engine = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
+        let engine =
+            Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("reopen");
         let tree = snapshot(dir.path());
         let txs = transactions_of(&engine, &pid);
         assert_eq!(txs.len(), 1, "round {round}: {txs:?}");
@@ -1860,6 +1858,9 @@ fn temporaries_under(dir: &Path) -> Vec<PathBuf> {
 /// store agrees with where the change went.
 #[test]
 fn a_directory_swapped_during_an_apply_gets_all_or_nothing_and_others_work_is_kept() {
+    if crate::support::postgres() {
+        return; // each round copies a prepared workspace, its SQLite store with it (pg_hosts kills PostgreSQL hosts)
+    }
     const FILES: usize = 20;
     const ROUNDS: usize = 40;
     let (prepared, pid) = prepared_world((0..FILES).map(|i| {
@@ -1878,7 +1879,7 @@ fn a_directory_swapped_during_an_apply_gets_all_or_nothing_and_others_work_is_ke
         std::fs::create_dir(&outside).expect("mkdir");
         let as_link = round % 2 == 0;
         let delay = Duration::from_micros(lcg(&mut rng) % 40_000);
-        let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+        let engine = Engine::open(&root, crate::support::test_options(&root)).expect("open");
         let result = std::thread::scope(|s| {
             let swapper = s.spawn(|| {
                 std::thread::sleep(delay);

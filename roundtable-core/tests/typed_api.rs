@@ -5,7 +5,7 @@ use roundtable::session::{
     AcquireClaim, Applied, ApplyRevision, CastVote, CreateProposal, CreateTask, ListEvents,
     RegisterAgent, RequestReview, Rollback, Validate,
 };
-use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, Resource};
+use roundtable::{Actor, Engine, ErrorCode, Id, Resource};
 
 #[test]
 #[rustfmt::skip] // The contract program, byte for byte.
@@ -13,7 +13,7 @@ use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, Resource};
 fn a_governed_change_through_the_typed_api() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     std::fs::write(dir.path().join("a.py"), "x = 1\n")?;
-    let engine = Engine::open(dir.path(), EngineOptions::default())?;
+    let engine = Engine::open(dir.path(), crate::support::test_options(dir.path()))?;
     let host = engine.session(Actor::orchestrator(Id::new("host")?));
     host.setup().register_agent(RegisterAgent::new("ada").roles(["author"]))?;
     host.setup().register_agent(RegisterAgent::new("rex").roles(["reviewer"]))?;
@@ -50,7 +50,7 @@ fn a_governed_change_through_the_typed_api() -> Result<(), Box<dyn std::error::E
 fn world() -> (tempfile::TempDir, Engine) {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("a.py"), "x = 1\n").expect("write");
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("open");
+    let engine = Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("open");
     (dir, engine)
 }
 

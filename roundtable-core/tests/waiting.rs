@@ -219,7 +219,11 @@ fn worker_makes_one_call() {
     let call: Value =
         serde_json::from_str(&std::env::var(CALL_VAR).expect("RT_WAIT_CALL")).expect("json");
     let actor: Actor = serde_json::from_value(call["actor"].clone()).expect("actor");
-    let engine = Engine::open(Path::new(&root), EngineOptions::default()).expect("open");
+    let engine = Engine::open(
+        Path::new(&root),
+        crate::support::test_options(Path::new(&root)),
+    )
+    .expect("open");
     std::thread::sleep(Duration::from_millis(200));
     engine
         .call(&str_of(&call["tool"]), call["args"].clone(), &actor)

@@ -98,7 +98,13 @@ impl Host {
         let clone = top.join(format!("h{k}.git"));
         git(
             top,
-            &["clone", "-q", "--bare", "remote.git", clone.to_str().expect("utf-8")],
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                "remote.git",
+                clone.to_str().expect("utf-8"),
+            ],
         );
         let engine = Engine::open(
             &clone,

@@ -104,6 +104,64 @@ fn big_patch(lines: usize) -> String {
     p
 }
 
+/// `--store` (or `ROUNDTABLE_STORE`) names a PostgreSQL store several
+/// roots share; a URL that is not one is `invalid_argument` naming it.
+/// The shared half runs when `RT_TEST_STORE` names a server.
+#[test]
+fn the_store_option_shares_one_postgres_store_between_roots() {
+    let dir = repo();
+    let root = dir.path().display().to_string();
+    let bad = rt(&["--store", "mysql://db/x", "init", "--root", &root]);
+    assert_eq!(bad.code, 1, "{}", bad.stdout);
+    assert_eq!(bad.json["error"]["code"], "invalid_argument");
+    assert_eq!(bad.json["error"]["details"]["field"], "store");
+    let Some(base) = std::env::var("RT_TEST_STORE")
+        .ok()
+        .filter(|s| !s.is_empty())
+    else {
+        return;
+    };
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}schema=cli_{}", std::process::id());
+    let other = repo();
+    let other_root = other.path().display().to_string();
+    let first = rt(&["--store", &url, "init", "--root", &root]);
+    assert_eq!(first.code, 0, "{}", first.stdout);
+    assert_eq!(first.json["engine"], "postgres");
+    assert!(!first.json["store"].as_str().unwrap_or("").is_empty());
+    let created = rt(&[
+        "--store",
+        &url,
+        "call",
+        "task.create",
+        "--root",
+        &root,
+        "--as",
+        "orchestrator:host",
+        "--args",
+        r#"{"task_id":"t1","title":"Shared"}"#,
+    ]);
+    assert_eq!(created.code, 0, "{}", created.stdout);
+    // The other root reads it, through ROUNDTABLE_STORE.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_roundtable"));
+    let out = cmd
+        .args([
+            "call",
+            "task.get",
+            "--root",
+            &other_root,
+            "--as",
+            "orchestrator:host",
+            "--args",
+            r#"{"task_id":"t1"}"#,
+        ])
+        .env("ROUNDTABLE_STORE", &url)
+        .output()
+        .expect("runs");
+    let got: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(got["task"]["title"], "Shared", "{got}");
+}
+
 #[test]
 fn init_creates_the_store_then_reports_it_exists() {
     let dir = repo();

@@ -950,8 +950,12 @@ fn follow(
     old: git2::Oid,
     new: git2::Oid,
 ) -> Result<(), crate::landing::LandingError> {
-    if repo.refname_to_id(&landing.branch).ok() == Some(new) {
-        return Ok(());
+    // Already there, or past it (this clone landed or fetched later
+    // changes since).
+    if let Ok(tip) = repo.refname_to_id(&landing.branch) {
+        if crate::landing::contains(repo, tip, new)? {
+            return Ok(());
+        }
     }
     crate::landing::move_branch(
         repo,
@@ -1024,7 +1028,13 @@ fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError
         return Ok(false);
     };
     let Some(remote) = &landing.remote else {
-        return Ok(repo.refname_to_id(&landing.branch).ok() == Some(new));
+        // At the new commit, or past it: later landings may have moved
+        // the branch on since (the store failed before this one's
+        // outcome was recorded, and the host went on).
+        return match repo.refname_to_id(&landing.branch) {
+            Ok(tip) => crate::landing::contains(&repo, tip, new).map_err(landing_error(id)),
+            Err(_) => Ok(false),
+        };
     };
     // An unreachable remote cannot say: recovery must not guess.
     let (remote_repo, _) = crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
@@ -1154,8 +1164,16 @@ pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
     let Some(_lock) = ApplyLock::for_recovery(env.workspace.root())? else {
         return Ok(Vec::new());
     };
-    let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     // Re-read under the lock: the applier may have finished meanwhile.
+    recover_locked(env)
+}
+
+/// [`recover`], by a caller that holds the apply lock: every transaction
+/// of this clone still `applying` was left by an applier that is gone
+/// (or failed to record its outcome), and is rolled back unless it
+/// landed (the caller brings those forward).
+pub(crate) fn recover_locked(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
+    let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     let pending = applying(env.store)?;
     let mut recovered = Vec::new();
     for id in &pending {

@@ -853,3 +853,206 @@ fn a_host_sigkilled_mid_landing_recovers_on_open_and_the_shared_store_agrees_wit
         "no run was killed between the push and the outcome"
     );
 }
+
+#[test]
+fn a_database_restart_mid_landing_leaves_the_shared_store_agreeing_with_the_remote() {
+    if server().is_none() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let url = store_url(&cluster.url, "landing");
+    let top = tempfile::tempdir().expect("tempdir");
+    let remote = remote_with_symbols(top.path());
+    let clone = top.path().join("h.git");
+    git(
+        top.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            "remote.git",
+            clone.to_str().expect("utf-8"),
+        ],
+    );
+    let host = Actor::orchestrator(id("host"));
+    let author = Actor::agent(id("alice"));
+    let reviewer = Actor::agent(id("bob"));
+    let mut landed = Vec::new();
+    let mut refused = 0;
+    {
+        let engine = Engine::open(&clone, options(&url)).expect("open");
+        for (tool, args) in [
+            (
+                "agent.register",
+                json!({"agent_id": "alice", "roles": ["author"]}),
+            ),
+            (
+                "agent.register",
+                json!({"agent_id": "bob", "roles": ["reviewer"]}),
+            ),
+            ("task.create", json!({"task_id": "t1", "title": "t"})),
+            (
+                "workspace.configure",
+                json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+            ),
+        ] {
+            ok(&engine, tool, args, &host);
+        }
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let restarter = s.spawn(|| {
+                for _ in 0..3 {
+                    std::thread::sleep(std::time::Duration::from_millis(400));
+                    cluster.run("restart");
+                }
+                stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                // Each step may meet the restart: a refused step is given
+                // up (its proposal stays unlanded) and the next one begun.
+                let path = format!("new/{i}.txt");
+                i += 1;
+                let step = || -> Result<String, ToolError> {
+                    call(
+                        &engine,
+                        "claim.acquire",
+                        json!({"resource_id": format!("file:{path}"), "type": "write", "ttl_s": 3600}),
+                        &author,
+                    )?;
+                    let patch = format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{path}\n");
+                    let pid = str_of(
+                        &call(
+                            &engine,
+                            "proposal.create",
+                            json!({"task_id": "t1", "title": path, "summary_md": "s", "patch": patch}),
+                            &author,
+                        )?["proposal"]["id"],
+                    );
+                    call(
+                        &engine,
+                        "proposal.request_review",
+                        json!({"proposal_id": pid}),
+                        &author,
+                    )?;
+                    call(
+                        &engine,
+                        "vote.cast",
+                        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+                        &reviewer,
+                    )?;
+                    call(
+                        &engine,
+                        "patch.apply",
+                        json!({"proposal_id": pid, "revision": 1}),
+                        &host,
+                    )?;
+                    Ok(pid)
+                };
+                match step() {
+                    Ok(pid) => landed.push(pid),
+                    Err(e) => {
+                        assert_eq!(e.code(), ErrorCode::Database, "{e} {}", e.details());
+                        refused += 1;
+                    }
+                }
+            }
+            restarter.join().expect("restarter");
+        });
+        // The server is back: the next landing of this live engine first
+        // finishes what the restarts left half done.
+        let patch = "--- /dev/null\n+++ b/new/last.txt\n@@ -0,0 +1 @@\n+new/last.txt\n";
+        ok(
+            &engine,
+            "claim.acquire",
+            json!({"resource_id": "file:new/last.txt", "type": "write", "ttl_s": 3600}),
+            &author,
+        );
+        let pid = str_of(
+            &ok(
+                &engine,
+                "proposal.create",
+                json!({"task_id": "t1", "title": "new/last.txt", "summary_md": "s", "patch": patch}),
+                &author,
+            )["proposal"]["id"],
+        );
+        ok(
+            &engine,
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &author,
+        );
+        ok(
+            &engine,
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &reviewer,
+        );
+        ok(
+            &engine,
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &host,
+        );
+        landed.push(pid);
+        agree(&engine, &remote, &landed, &host);
+    }
+    assert!(refused > 0, "no step met a restart");
+    // Reopened, too.
+    let engine = Engine::open(&clone, options(&url)).expect("reopen");
+    let on_remote = agree(&engine, &remote, &landed, &host);
+    eprintln!(
+        "restart mid-landing: {} landed, {refused} steps refused, {on_remote} on the remote",
+        landed.len(),
+    );
+}
+
+/// The shared store agrees with the remote: every file on the remote's
+/// branch under `new/` belongs to an applied proposal and every applied
+/// proposal's file is there, each of `landed` is applied, nothing is left
+/// `applying`, the chain verifies. How many files the remote has.
+fn agree(engine: &Engine, remote: &Path, landed: &[String], host: &Actor) -> usize {
+    let on_remote: Vec<String> = git(remote, &["ls-tree", "-r", "--name-only", "main", "new/"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut applied = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let page = ok(
+            engine,
+            "proposal.list",
+            json!({"limit": 200, "cursor": cursor}),
+            host,
+        );
+        for p in page["proposals"].as_array().expect("proposals") {
+            if p["status"] == "applied" {
+                applied.push(str_of(&p["title"]));
+            }
+        }
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    applied.sort();
+    let mut on_remote = on_remote;
+    on_remote.sort();
+    assert_eq!(applied, on_remote, "the store and the remote disagree");
+    assert!(landed.iter().all(|pid| {
+        ok(engine, "proposal.get", json!({"proposal_id": pid}), host)["proposal"]["status"]
+            == "applied"
+    }));
+    let stuck = ok(
+        engine,
+        "transaction.list",
+        json!({"status": "applying"}),
+        host,
+    )["transactions"]
+        .as_array()
+        .expect("transactions")
+        .len();
+    assert_eq!(stuck, 0, "a transaction left applying");
+    assert_eq!(ok(engine, "events.verify", json!({}), host)["valid"], true);
+    on_remote.len()
+}

@@ -111,6 +111,9 @@ impl From<crate::store::sql::SqlError> for ToolError {
 
 impl From<crate::store::StoreError> for ToolError {
     fn from(e: crate::store::StoreError) -> ToolError {
+        if let crate::store::StoreError::Url(why) = &e {
+            return ToolError::invalid_argument("store", why);
+        }
         let details = if e.code() == ErrorCode::Database {
             crate::store::database_details(e.is_retryable())
         } else {

@@ -253,6 +253,12 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         Begun::Replayed(v) => return Ok(v),
         Begun::Locked(lock, request) => (lock, request),
     };
+    // Under the lock no apply of this clone is in flight: one its applier
+    // could not finish (the store failed after the commit point, or
+    // before; the host went on) is finished or undone now, not left
+    // until the next open.
+    crate::apply::recover_locked(engine.tx_env())?;
+    finish_landed_locked(engine)?;
     let args = if args.rebase == Some(true) {
         rebase_first(engine, actor, args)?
     } else {
@@ -679,6 +685,11 @@ pub(crate) fn finish_landed(engine: &Engine) -> Result<(), ToolError> {
     let Some(_lock) = crate::apply::ApplyLock::for_recovery(engine.root())? else {
         return Ok(());
     };
+    finish_landed_locked(engine)
+}
+
+/// [`finish_landed`], by a caller that holds the apply lock.
+fn finish_landed_locked(engine: &Engine) -> Result<(), ToolError> {
     let actor = Actor::orchestrator(Id::new("roundtable-recovery").expect("a valid id"));
     for id in crate::apply::landed_unfinished(engine.tx_env())? {
         crate::apply::finish_landed(engine.tx_env(), &actor, &id, |tx, transaction, now| {

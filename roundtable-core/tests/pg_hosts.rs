@@ -166,6 +166,96 @@ fn blob_of(clone: &Path, path: &str) -> String {
         .to_owned()
 }
 
+/// The actors of one host: its orchestrator, an author and a reviewer.
+struct Crew {
+    host: Actor,
+    author: Actor,
+    reviewer: Actor,
+    task: String,
+}
+
+impl Crew {
+    /// Host `host`, agents `author` and `reviewer`, task `task`.
+    fn new(host: &str, author: &str, reviewer: &str, task: &str) -> Crew {
+        Crew {
+            host: Actor::orchestrator(id(host)),
+            author: Actor::agent(id(author)),
+            reviewer: Actor::agent(id(reviewer)),
+            task: task.to_owned(),
+        }
+    }
+
+    /// Register the agents, create the task, land through `origin`.
+    fn set_up(&self, engine: &Engine) {
+        for (tool, args) in [
+            (
+                "agent.register",
+                json!({"agent_id": self.author.id.as_str(), "roles": ["author"]}),
+            ),
+            (
+                "agent.register",
+                json!({"agent_id": self.reviewer.id.as_str(), "roles": ["reviewer"]}),
+            ),
+            (
+                "task.create",
+                json!({"task_id": self.task, "title": "many hosts"}),
+            ),
+            (
+                "workspace.configure",
+                json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+            ),
+        ] {
+            ok(engine, tool, args, &self.host);
+        }
+    }
+
+    /// A proposal of `patch` titled `title`, in review and approved (the
+    /// author's claims are the caller's).
+    fn approved(&self, engine: &Engine, title: &str, patch: &str) -> Result<String, ToolError> {
+        let pid = str_of(
+            &call(
+                engine,
+                "proposal.create",
+                json!({"task_id": self.task, "title": title, "summary_md": "s", "patch": patch}),
+                &self.author,
+            )?["proposal"]["id"],
+        );
+        call(
+            engine,
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &self.author,
+        )?;
+        call(
+            engine,
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &self.reviewer,
+        )?;
+        Ok(pid)
+    }
+
+    /// Apply `pid`.
+    fn apply(&self, engine: &Engine, pid: &str) -> Result<Value, ToolError> {
+        call(
+            engine,
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &self.host,
+        )
+    }
+
+    /// Claim `resource` for writing as the author.
+    fn claim(&self, engine: &Engine, resource: &str) -> Result<Value, ToolError> {
+        call(
+            engine,
+            "claim.acquire",
+            json!({"resource_id": resource, "type": "write", "ttl_s": 36000}),
+            &self.author,
+        )
+    }
+}
+
 /// Not a test on its own: one host of the many-hosts test, re-executed by
 /// it with `RT_PG_HOST` set. Its agent lands its proposals one by one,
 /// each under a write claim on one of the shared symbols, and writes a
@@ -179,34 +269,13 @@ fn pg_host_worker() {
     let url = std::env::var("RT_PG_URL").expect("url");
     let report = PathBuf::from(std::env::var("RT_PG_REPORT").expect("report"));
     let engine = Engine::open(&clone, options(&url)).expect("open the clone on the shared store");
-    let host = Actor::orchestrator(id(&format!("host{k}")));
-    let author = Actor::agent(id(&format!("a{k}")));
-    let reviewer = Actor::agent(id(&format!("r{k}")));
-    ok(
-        &engine,
-        "agent.register",
-        json!({"agent_id": format!("a{k}"), "roles": ["author"]}),
-        &host,
+    let crew = Crew::new(
+        &format!("host{k}"),
+        &format!("a{k}"),
+        &format!("r{k}"),
+        &format!("t{k}"),
     );
-    ok(
-        &engine,
-        "agent.register",
-        json!({"agent_id": format!("r{k}"), "roles": ["reviewer"]}),
-        &host,
-    );
-    let task = format!("t{k}");
-    ok(
-        &engine,
-        "task.create",
-        json!({"task_id": task, "title": "many hosts"}),
-        &host,
-    );
-    ok(
-        &engine,
-        "workspace.configure",
-        json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
-        &host,
-    );
+    crew.set_up(&engine);
     let k: usize = k.parse().expect("host number");
     let mut lines = String::new();
     for i in 0..per_host() {
@@ -222,7 +291,7 @@ fn pg_host_worker() {
                 &engine,
                 "claim.acquire",
                 json!({"resource_id": resource, "type": "write", "ttl_s": 3600, "wait_ms": 60_000}),
-                &author,
+                &crew.author,
             )["claim"]
                 .clone();
             fetch(&clone);
@@ -233,41 +302,19 @@ fn pg_host_worker() {
                 &engine,
                 "claim.release",
                 json!({"claim_id": claim["id"]}),
-                &author,
+                &crew.author,
             );
         };
         let content = git(&clone, &["show", &format!("main:{path}")]);
         let patch = append_to_body(&path, &content, &format!("    // a{k} {i}"));
-        let pid = str_of(
-            &ok(
-                &engine,
-                "proposal.create",
-                json!({"task_id": task, "title": format!("a{k} {i}"), "summary_md": "s", "patch": patch}),
-                &author,
-            )["proposal"]["id"],
-        );
-        ok(
-            &engine,
-            "proposal.request_review",
-            json!({"proposal_id": pid}),
-            &author,
-        );
-        ok(
-            &engine,
-            "vote.cast",
-            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-            &reviewer,
-        );
+        let pid = crew
+            .approved(&engine, &format!("a{k} {i}"), &patch)
+            .unwrap_or_else(|e| panic!("a{k} {i}: {e} {}", e.details()));
         // Another host's landing of another file may win the push race:
         // applying again fetches and lands on the new tip.
         let mut landed = false;
         for _ in 0..100 {
-            match call(
-                &engine,
-                "patch.apply",
-                json!({"proposal_id": pid, "revision": 1}),
-                &host,
-            ) {
+            match crew.apply(&engine, &pid) {
                 Ok(out) => {
                     assert_eq!(out["transaction"]["status"], "applied");
                     landed = true;
@@ -689,68 +736,19 @@ fn a_host_sigkilled_mid_landing_recovers_on_open_and_the_shared_store_agrees_wit
         let clone = top.path().join("clone");
         let old = git(&remote, &["rev-parse", "main"]).trim().to_owned();
         let url = store_url(&base, &fresh_schema("kill"));
-        let host = Actor::orchestrator(id("host"));
+        let crew = Crew::new("host", "alice", "bob", "t1");
+        let host = crew.host.clone();
         let pid = {
             let engine = Engine::open(&clone, options(&url)).expect("open");
-            let author = Actor::agent(id("alice"));
-            let reviewer = Actor::agent(id("bob"));
-            ok(
-                &engine,
-                "agent.register",
-                json!({"agent_id": "alice", "roles": ["author"]}),
-                &host,
-            );
-            ok(
-                &engine,
-                "agent.register",
-                json!({"agent_id": "bob", "roles": ["reviewer"]}),
-                &host,
-            );
-            ok(
-                &engine,
-                "task.create",
-                json!({"task_id": "t1", "title": "t"}),
-                &host,
-            );
-            ok(
-                &engine,
-                "workspace.configure",
-                json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
-                &host,
-            );
-            ok(
-                &engine,
-                "claim.acquire",
-                json!({"resource_id": "directory:.", "type": "write", "ttl_s": 36000}),
-                &author,
-            );
+            crew.set_up(&engine);
+            crew.claim(&engine, "directory:.").expect("claim");
             let patch: String = (0..FILES)
                 .map(|i| {
                     let p = format!("d{}/f{i}.txt", i % 8);
                     format!("--- a/{p}\n+++ b/{p}\n@@ -1,2 +1,2 @@\n file {i}\n-line two\n+line two, changed\n")
                 })
                 .collect();
-            let pid = str_of(
-                &ok(
-                    &engine,
-                    "proposal.create",
-                    json!({"task_id": "t1", "title": "Many", "summary_md": "s", "patch": patch}),
-                    &author,
-                )["proposal"]["id"],
-            );
-            ok(
-                &engine,
-                "proposal.request_review",
-                json!({"proposal_id": pid}),
-                &author,
-            );
-            ok(
-                &engine,
-                "vote.cast",
-                json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-                &reviewer,
-            );
-            pid
+            crew.approved(&engine, "Many", &patch).expect("approved")
         };
         let ready = top.path().join("ready");
         let mut child = Command::new(std::env::current_exe().expect("the test binary"))
@@ -874,30 +872,13 @@ fn a_database_restart_mid_landing_leaves_the_shared_store_agreeing_with_the_remo
             clone.to_str().expect("utf-8"),
         ],
     );
-    let host = Actor::orchestrator(id("host"));
-    let author = Actor::agent(id("alice"));
-    let reviewer = Actor::agent(id("bob"));
+    let crew = Crew::new("host", "alice", "bob", "t1");
+    let host = crew.host.clone();
     let mut landed = Vec::new();
     let mut refused = 0;
     {
         let engine = Engine::open(&clone, options(&url)).expect("open");
-        for (tool, args) in [
-            (
-                "agent.register",
-                json!({"agent_id": "alice", "roles": ["author"]}),
-            ),
-            (
-                "agent.register",
-                json!({"agent_id": "bob", "roles": ["reviewer"]}),
-            ),
-            ("task.create", json!({"task_id": "t1", "title": "t"})),
-            (
-                "workspace.configure",
-                json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
-            ),
-        ] {
-            ok(&engine, tool, args, &host);
-        }
+        crew.set_up(&engine);
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
             let restarter = s.spawn(|| {
@@ -914,39 +895,10 @@ fn a_database_restart_mid_landing_leaves_the_shared_store_agreeing_with_the_remo
                 let path = format!("new/{i}.txt");
                 i += 1;
                 let step = || -> Result<String, ToolError> {
-                    call(
-                        &engine,
-                        "claim.acquire",
-                        json!({"resource_id": format!("file:{path}"), "type": "write", "ttl_s": 3600}),
-                        &author,
-                    )?;
+                    crew.claim(&engine, &format!("file:{path}"))?;
                     let patch = format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{path}\n");
-                    let pid = str_of(
-                        &call(
-                            &engine,
-                            "proposal.create",
-                            json!({"task_id": "t1", "title": path, "summary_md": "s", "patch": patch}),
-                            &author,
-                        )?["proposal"]["id"],
-                    );
-                    call(
-                        &engine,
-                        "proposal.request_review",
-                        json!({"proposal_id": pid}),
-                        &author,
-                    )?;
-                    call(
-                        &engine,
-                        "vote.cast",
-                        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-                        &reviewer,
-                    )?;
-                    call(
-                        &engine,
-                        "patch.apply",
-                        json!({"proposal_id": pid, "revision": 1}),
-                        &host,
-                    )?;
+                    let pid = crew.approved(&engine, &path, &patch)?;
+                    crew.apply(&engine, &pid)?;
                     Ok(pid)
                 };
                 match step() {
@@ -962,38 +914,11 @@ fn a_database_restart_mid_landing_leaves_the_shared_store_agreeing_with_the_remo
         // The server is back: the next landing of this live engine first
         // finishes what the restarts left half done.
         let patch = "--- /dev/null\n+++ b/new/last.txt\n@@ -0,0 +1 @@\n+new/last.txt\n";
-        ok(
-            &engine,
-            "claim.acquire",
-            json!({"resource_id": "file:new/last.txt", "type": "write", "ttl_s": 3600}),
-            &author,
-        );
-        let pid = str_of(
-            &ok(
-                &engine,
-                "proposal.create",
-                json!({"task_id": "t1", "title": "new/last.txt", "summary_md": "s", "patch": patch}),
-                &author,
-            )["proposal"]["id"],
-        );
-        ok(
-            &engine,
-            "proposal.request_review",
-            json!({"proposal_id": pid}),
-            &author,
-        );
-        ok(
-            &engine,
-            "vote.cast",
-            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-            &reviewer,
-        );
-        ok(
-            &engine,
-            "patch.apply",
-            json!({"proposal_id": pid, "revision": 1}),
-            &host,
-        );
+        crew.claim(&engine, "file:new/last.txt").expect("claim");
+        let pid = crew
+            .approved(&engine, "new/last.txt", patch)
+            .expect("approved");
+        crew.apply(&engine, &pid).expect("the last landing");
         landed.push(pid);
         agree(&engine, &remote, &landed, &host);
     }

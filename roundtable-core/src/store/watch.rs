@@ -386,12 +386,24 @@ impl Watcher {
         if let Ok(kick) = signal.try_clone() {
             let _ = commits.kick.set(kick);
         }
+        let commits = Arc::downgrade(commits);
+        Watcher::spawn("roundtable-watch", signal, move |stop| {
+            watch(inotify.as_ref(), &signal_seen, stop, &commits, tail);
+        })
+    }
+
+    /// Run `body` on a thread named `name`, given the flag that tells it
+    /// to stop (`signal` is written to wake it when the flag is set).
+    fn spawn(
+        name: &str,
+        signal: OwnedFd,
+        body: impl FnOnce(&AtomicBool) + Send + 'static,
+    ) -> Option<Watcher> {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
-        let commits = Arc::downgrade(commits);
         let thread = std::thread::Builder::new()
-            .name("roundtable-watch".into())
-            .spawn(move || watch(inotify.as_ref(), &signal_seen, &stopping, &commits, tail))
+            .name(name.into())
+            .spawn(move || body(&stopping))
             .ok()?;
         Some(Watcher {
             stop,
@@ -400,9 +412,7 @@ impl Watcher {
             pid: std::process::id(),
         })
     }
-}
 
-impl Watcher {
     /// Listen for PostgreSQL commit notifications for `commits`, on
     /// connections `connect` opens (again after a broken one).
     pub(crate) fn listen(
@@ -411,19 +421,11 @@ impl Watcher {
     ) -> Option<Watcher> {
         use rustix::event::{eventfd, EventfdFlags};
         let first = listening(&connect)?;
+        // The thread looks at its stop flag between notification waits.
         let signal = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = Arc::clone(&stop);
         let commits = Arc::downgrade(commits);
-        let thread = std::thread::Builder::new()
-            .name("roundtable-listen".into())
-            .spawn(move || listen(first, &connect, &stopping, &commits))
-            .ok()?;
-        Some(Watcher {
-            stop,
-            signal,
-            thread: Some(thread),
-            pid: std::process::id(),
+        Watcher::spawn("roundtable-listen", signal, move |stop| {
+            listen(first, &connect, stop, &commits);
         })
     }
 }

@@ -981,3 +981,83 @@ fn agree(engine: &Engine, remote: &Path, landed: &[String], host: &Actor) -> usi
     assert_eq!(ok(engine, "events.verify", json!({}), host)["valid"], true);
     on_remote.len()
 }
+
+#[test]
+fn a_statement_past_the_statement_timeout_is_a_retryable_database_error() {
+    let Some(base) = server() else { return };
+    let url = store_url(&base, &fresh_schema("timeout"));
+    let root = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::open(
+        root.path(),
+        EngineOptions {
+            store: Some(url.clone()),
+            statement_timeout: std::time::Duration::from_millis(200),
+            ..EngineOptions::default()
+        },
+    )
+    .expect("open");
+    let host = Actor::orchestrator(id("host"));
+    ok(
+        &engine,
+        "task.create",
+        json!({"task_id": "t1", "title": "x"}),
+        &host,
+    );
+    // Another session holds the tasks table: reading it waits, and the
+    // statement timeout ends the wait.
+    let mut other = url
+        .split_once("?schema=")
+        .map(|(server, _)| server.to_owned())
+        .expect("a schema")
+        .parse::<postgres::Config>()
+        .expect("url")
+        .connect(postgres::NoTls)
+        .expect("connect");
+    let schema = url.rsplit_once("schema=").expect("schema").1;
+    other
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE \"{schema}\".tasks IN ACCESS EXCLUSIVE MODE"
+        ))
+        .expect("lock");
+    let started = std::time::Instant::now();
+    let e = call(&engine, "task.get", json!({"task_id": "t1"}), &host).expect_err("timed out");
+    assert_eq!(e.code(), ErrorCode::Database, "{e}");
+    assert_eq!(e.details()["retryable"], true, "{e} {}", e.details());
+    assert!(e.to_string().contains("57014"), "{e}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    other.batch_execute("ROLLBACK").expect("unlock");
+    ok(&engine, "task.get", json!({"task_id": "t1"}), &host);
+}
+
+#[test]
+fn a_postgres_schema_newer_than_this_code_is_refused_and_kept() {
+    let Some(base) = server() else { return };
+    let url = store_url(&base, &fresh_schema("newer"));
+    let root = tempfile::tempdir().expect("tempdir");
+    drop(Engine::open(root.path(), options(&url)).expect("create"));
+    let schema = url.rsplit_once("schema=").expect("schema").1.to_owned();
+    let mut admin = base
+        .parse::<postgres::Config>()
+        .expect("url")
+        .connect(postgres::NoTls)
+        .expect("connect");
+    admin
+        .batch_execute(&format!(
+            "INSERT INTO \"{schema}\".roundtable_schema (version) VALUES (99)"
+        ))
+        .expect("a newer version");
+    let e = Engine::open(root.path(), options(&url)).expect_err("too new");
+    assert_eq!(e.code(), ErrorCode::IncompatibleStore, "{e}");
+    let kept: i64 = admin
+        .query_one(
+            &format!("SELECT count(*) FROM \"{schema}\".roundtable_schema"),
+            &[],
+        )
+        .expect("count")
+        .get(0);
+    assert_eq!(kept, 2, "the schema was left as it was");
+}

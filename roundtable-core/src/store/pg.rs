@@ -132,7 +132,7 @@ impl Connector {
         conn.client.batch_execute(&format!(
             "SET search_path TO \"{}\"; SET statement_timeout = {ms}; SET idle_in_transaction_session_timeout = {};",
             self.location.schema,
-            ms.saturating_mul(4).max(1000),
+            ms.saturating_mul(4).max(60_000),
         ))?;
         Ok(conn)
     }

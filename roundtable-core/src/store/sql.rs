@@ -86,6 +86,7 @@ impl SqlError {
                     let c = code.code();
                     c.starts_with("08") // connection exception
                         || c.starts_with("57P") // admin shutdown, crash shutdown, cannot connect now
+                        || c == "57014" // the statement timeout (or a cancel) stopped it
                         || c == "40001" // serialization failure
                         || c == "40P01" // deadlock detected
                         || c == "53300" // too many connections

@@ -223,6 +223,25 @@ impl PgStore {
         }
     }
 
+    /// A connection with a transaction begun by `begin`. A pooled
+    /// connection the server has closed since (it restarted) is only
+    /// found out by using it: nothing has been done on it yet, so it is
+    /// dropped and the next one (or a new one) tried.
+    fn begin(&self, begin: &str) -> Result<PgConn, SqlError> {
+        let mut tries = 0;
+        loop {
+            let mut conn = self.take()?;
+            match conn.client.batch_execute(begin) {
+                Ok(()) => return Ok(conn),
+                Err(e) if tries <= POOL_IDLE && gone(&e) => tries += 1,
+                Err(e) => {
+                    self.give(conn);
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
     /// Run `f` in one write transaction holding the store's write lock;
     /// it commits only when `f` succeeds. `notify`: whether the commit
     /// appended events (checked after `f`).
@@ -232,12 +251,10 @@ impl PgStore {
         appended: impl FnOnce() -> bool,
     ) -> Result<T, E> {
         let err = |e: SqlError| self.error(e);
-        let mut conn = self.take().map_err(err)?;
-        let begun = conn
-            .client
-            .batch_execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-            .map_err(|e| Locked::Sql(e.into()));
-        if let Err(e) = begun.and_then(|()| self.lock_writes(&mut conn)) {
+        let mut conn = self
+            .begin("BEGIN ISOLATION LEVEL READ COMMITTED")
+            .map_err(err)?;
+        if let Err(e) = self.lock_writes(&mut conn) {
             let _ = conn.client.batch_execute("ROLLBACK");
             self.give(conn);
             return Err(E::from(match e {
@@ -361,15 +378,9 @@ impl PgStore {
         &self,
         f: impl FnOnce(&Tx<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
-        let err = |e: SqlError| self.error(e);
-        let mut conn = self.take().map_err(err)?;
-        if let Err(e) = conn
-            .client
-            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        {
-            self.give(conn);
-            return Err(E::from(err(e.into())));
-        }
+        let conn = self
+            .begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .map_err(|e| self.error(e))?;
         let cell = std::cell::RefCell::new(conn);
         let out = f(&Tx::postgres(&cell));
         let mut conn = cell.into_inner();
@@ -378,6 +389,13 @@ impl PgStore {
         self.give(conn);
         out
     }
+}
+
+/// Whether `e` says the connection is gone (the socket broke, or the
+/// server shut the session down).
+fn gone(e: &postgres::Error) -> bool {
+    e.as_db_error()
+        .is_none_or(|db| db.code().code().starts_with("57P"))
 }
 
 enum Locked {

@@ -357,13 +357,12 @@ impl Transaction {
 
 /// A transaction's journal, in path order.
 pub(crate) fn journal(tx: &Tx<'_>, id: &str) -> Result<Vec<JournalFile>, TransactionError> {
-    let mut stmt = tx.prepare_cached(
+    let files = tx.query_map(
         "SELECT path, operation, before_digest, before_executable, after_digest, after_executable,
                 before_symlink, after_symlink
          FROM transaction_files WHERE transaction_id = ?1 ORDER BY path",
-    )?;
-    let files = stmt
-        .query_map([id], |r| {
+        [id],
+        |r| {
             Ok(JournalFile {
                 path: r.get(0)?,
                 operation: crate::store::enum_from_sql(&r.get::<String>(1)?)?,
@@ -374,8 +373,8 @@ pub(crate) fn journal(tx: &Tx<'_>, id: &str) -> Result<Vec<JournalFile>, Transac
                 before_symlink: r.get(6)?,
                 after_symlink: r.get(7)?,
             })
-        })?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+        },
+    )?;
     Ok(files)
 }
 
@@ -679,13 +678,12 @@ fn write_journal(
     for b in &plan.snapshot {
         crate::store::put_blob_digested(tx, &b.digest, &b.data)?;
     }
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
-             after_digest, after_executable, before_symlink, after_symlink)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?;
     for (f, after) in files.iter().zip(afters) {
-        insert.execute(params![
+        tx.execute(
+            "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
+                 after_digest, after_executable, before_symlink, after_symlink)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
             id,
             f.path.as_str(),
             f.operation.name(),
@@ -695,7 +693,8 @@ fn write_journal(
             after.map(|m| m.executable),
             f.before.and_then(|m| m.symlink.then_some(true)),
             after.and_then(|m| m.symlink.then_some(true)),
-        ])?;
+        ],
+        )?;
     }
     // The head of the audit chain this transaction saw, kept with its
     // journal: `events.verify` checks every such head is still in the
@@ -1142,13 +1141,12 @@ fn applying(store: &Store) -> Result<Vec<String>, TransactionError> {
     store.read(|tx| {
         // Another clone's are another host's, in flight or its own to
         // recover.
-        let mut stmt = tx.prepare_cached(
+        let ids = tx.query_map(
             "SELECT id FROM transactions WHERE status = 'applying'
              AND (clone_id IS NULL OR clone_id = ?1) ORDER BY seq",
+            [store.clone_id()],
+            |r| r.get(0),
         )?;
-        let ids = stmt
-            .query_map([store.clone_id()], |r| r.get(0))?
-            .collect::<crate::store::sql::Result<Vec<String>>>()?;
         Ok(ids)
     })
 }
@@ -1405,10 +1403,7 @@ mod tests {
         fn query(&self, sql: &str) -> Vec<String> {
             self.store
                 .read(|tx| {
-                    let mut stmt = tx.prepare_cached(sql)?;
-                    let rows = stmt
-                        .query_map(params![], |r| r.get::<String>(0))?
-                        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+                    let rows = tx.query_map(sql, params![], |r| r.get::<String>(0))?;
                     Ok::<_, TransactionError>(rows)
                 })
                 .expect("query")

@@ -955,10 +955,10 @@ pub(crate) fn put_blob(tx: &Tx<'_>, data: &[u8]) -> sql::Result<Digest> {
 /// them (`digest` must be [`Digest::of`] `data`).
 pub(crate) fn put_blob_digested(tx: &Tx<'_>, digest: &Digest, data: &[u8]) -> sql::Result<()> {
     debug_assert_eq!(*digest, Digest::of(data));
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO blobs (digest, size, data) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-    )?
-    .execute(params![digest.to_string(), data.len() as i64, data])?;
+        params![digest.to_string(), data.len() as i64, data],
+    )?;
     Ok(())
 }
 
@@ -1107,11 +1107,8 @@ pub(crate) fn append_event(tx: &Tx<'_>, event: &NewEvent<'_>) -> sql::Result<i64
         prev_digest: &prev,
     }
     .digest();
-    tx.prepare_cached(
-        "INSERT INTO events (seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
+    tx.execute("INSERT INTO events (seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", params![
             seq,
             event.kind.as_str(),
             event.actor.kind.as_str(),

@@ -18,13 +18,11 @@ pub(crate) fn agent(conn: &Tx<'_>, id: &str) -> crate::store::sql::Result<Option
 
 /// Every agent, by id.
 pub(crate) fn all_agents(conn: &Tx<'_>) -> crate::store::sql::Result<Vec<Agent>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM agents ORDER BY id",
-        Agent::COLUMNS
-    ))?;
-    let agents = stmt
-        .query_map(params![], Agent::from_row)?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    let agents = conn.query_map(
+        &format!("SELECT {} FROM agents ORDER BY id", Agent::COLUMNS),
+        params![],
+        Agent::from_row,
+    )?;
     Ok(agents)
 }
 
@@ -116,19 +114,18 @@ pub(crate) fn list_agents(
         Dialect::Sqlite => "EXISTS (SELECT 1 FROM json_each(agents.roles) WHERE value = ?2)",
         Dialect::Postgres => "agents.roles::jsonb @> jsonb_build_array(CAST(?2 AS TEXT))",
     };
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {}, rowid FROM agents
+    let rows = conn.query_map(
+        &format!(
+            "SELECT {}, rowid FROM agents
          WHERE rowid > ?1
            AND (CAST(?2 AS TEXT) IS NULL OR {has_role})
            AND (CAST(?3 AS BIGINT) IS NULL OR enabled = ?3)
          ORDER BY rowid LIMIT ?4",
-        Agent::COLUMNS
-    ))?;
-    let rows = stmt
-        .query_map(params![after, role, enabled, limit as i64], |r| {
-            Ok((r.get(6)?, Agent::from_row(r)?))
-        })?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+            Agent::COLUMNS
+        ),
+        params![after, role, enabled, limit as i64],
+        |r| Ok((r.get(6)?, Agent::from_row(r)?)),
+    )?;
     Ok(rows)
 }
 
@@ -139,14 +136,11 @@ pub(crate) fn list_tasks(
     after: i64,
     limit: u64,
 ) -> crate::store::sql::Result<Vec<(i64, Task)>> {
-    let mut stmt = conn.prepare_cached(
+    let rows = conn.query_map(
         "SELECT id, title, summary_md, created_by, created_at, rowid FROM tasks
          WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+        params![after, limit as i64],
+        |r| Ok((r.get(5)?, Task::from_row(r)?)),
     )?;
-    let rows = stmt
-        .query_map(params![after, limit as i64], |r| {
-            Ok((r.get(5)?, Task::from_row(r)?))
-        })?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
     Ok(rows)
 }

@@ -63,14 +63,15 @@ pub(crate) fn live_write_claims(
     agent: Option<&str>,
     now: Timestamp,
 ) -> crate::store::sql::Result<Vec<Claim>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM claims WHERE type = 'write' AND released_at IS NULL AND expires_at > ?1
+    let claims = conn.query_map(
+        &format!(
+            "SELECT {} FROM claims WHERE type = 'write' AND released_at IS NULL AND expires_at > ?1
          AND (CAST(?2 AS TEXT) IS NULL OR agent_id = ?2) ORDER BY seq",
-        Claim::COLUMNS
-    ))?;
-    let claims = stmt
-        .query_map(params![now.0, agent], |r| Claim::from_row(r, now))?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+            Claim::COLUMNS
+        ),
+        params![now.0, agent],
+        |r| Claim::from_row(r, now),
+    )?;
     Ok(claims)
 }
 
@@ -81,14 +82,15 @@ pub(crate) fn live_claims_facing(
     agent: &str,
     now: Timestamp,
 ) -> crate::store::sql::Result<Vec<Claim>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM claims WHERE released_at IS NULL AND expires_at > ?1
+    let claims = conn.query_map(
+        &format!(
+            "SELECT {} FROM claims WHERE released_at IS NULL AND expires_at > ?1
              AND (type = 'write' OR agent_id = ?2) ORDER BY seq",
-        Claim::COLUMNS
-    ))?;
-    let claims = stmt
-        .query_map(params![now.0, agent], |r| Claim::from_row(r, now))?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+            Claim::COLUMNS
+        ),
+        params![now.0, agent],
+        |r| Claim::from_row(r, now),
+    )?;
     Ok(claims)
 }
 
@@ -215,18 +217,16 @@ pub(crate) fn list(
         "SELECT {} FROM claims WHERE seq > ?1{agent}{resource}{status} AND CAST(?4 AS BIGINT) = CAST(?4 AS BIGINT) ORDER BY seq LIMIT ?5",
         Claim::COLUMNS
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let claims = stmt
-        .query_map(
-            params![
-                filter.after,
-                filter.agent_id,
-                filter.resource_id,
-                filter.now.0,
-                filter.limit
-            ],
-            |r| Claim::from_row(r, filter.now),
-        )?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    let claims = conn.query_map(
+        &sql,
+        params![
+            filter.after,
+            filter.agent_id,
+            filter.resource_id,
+            filter.now.0,
+            filter.limit
+        ],
+        |r| Claim::from_row(r, filter.now),
+    )?;
     Ok(claims)
 }

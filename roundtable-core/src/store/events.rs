@@ -146,13 +146,14 @@ pub(crate) fn list(
     } else {
         "CAST(?2 AS TEXT) IS NULL"
     };
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM events WHERE seq > ?1 AND {filter} ORDER BY seq LIMIT ?3",
-        Event::COLUMNS
-    ))?;
-    let events = stmt
-        .query_map(params![since, proposal_id, limit], Event::from_row)?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    let events = conn.query_map(
+        &format!(
+            "SELECT {} FROM events WHERE seq > ?1 AND {filter} ORDER BY seq LIMIT ?3",
+            Event::COLUMNS
+        ),
+        params![since, proposal_id, limit],
+        Event::from_row,
+    )?;
     Ok(events)
 }
 
@@ -193,10 +194,7 @@ pub(crate) fn matching(
     }
     sql.push_str(" ORDER BY seq LIMIT ?");
     values.push(Value::Int(limit));
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let events = stmt
-        .query_map(values, Event::from_row)?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    let events = conn.query_map(&sql, values, Event::from_row)?;
     Ok(events)
 }
 
@@ -239,16 +237,13 @@ pub(crate) fn journaled_heads(conn: &Tx<'_>) -> crate::store::sql::Result<Vec<Jo
            AND jsonb_typeof(detail::jsonb -> 'chain_head') <> 'null'
          ORDER BY seq",
     };
-    let mut stmt = conn.prepare_cached(sql)?;
-    let heads = stmt
-        .query_map(params![], |r| {
-            Ok(JournaledHead {
-                transaction_id: r.get(0)?,
-                seq: r.get(1)?,
-                digest: r.get(2)?,
-            })
-        })?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    let heads = conn.query_map(sql, params![], |r| {
+        Ok(JournaledHead {
+            transaction_id: r.get(0)?,
+            seq: r.get(1)?,
+            digest: r.get(2)?,
+        })
+    })?;
     Ok(heads)
 }
 

@@ -57,14 +57,11 @@ pub(crate) fn list_votes(
     revision: Option<u32>,
     limit: i64,
 ) -> crate::store::sql::Result<Vec<Vote>> {
-    let mut stmt = conn.prepare_cached(&format!(
+    let votes = conn.query_map(&format!(
         "SELECT {} FROM votes WHERE proposal_id = ?1 AND seq > ?2 AND (CAST(?3 AS BIGINT) IS NULL OR revision = ?3)
          ORDER BY seq LIMIT ?4",
         Vote::COLUMNS
-    ))?;
-    let votes = stmt
-        .query_map(params![proposal_id, after, revision, limit], Vote::from_row)?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    ), params![proposal_id, after, revision, limit], Vote::from_row)?;
     Ok(votes)
 }
 
@@ -196,10 +193,7 @@ fn recorded<T>(
         "SELECT {columns} FROM {table} WHERE proposal_id = ?1 AND {} ORDER BY seq",
         recorded_filter(table)
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let out = stmt
-        .query_map([proposal_id], row)?
-        .collect::<crate::store::sql::Result<Vec<T>>>()?;
+    let out = conn.query_map(&sql, [proposal_id], row)?;
     Ok(out)
 }
 
@@ -279,17 +273,12 @@ pub(crate) fn list_test_results(
     name: Option<&str>,
     limit: i64,
 ) -> crate::store::sql::Result<Vec<TestResult>> {
-    let mut stmt = conn.prepare_cached(&format!(
+    let out = conn.query_map(&format!(
         "SELECT {} FROM test_results WHERE proposal_id = ?1 AND seq > ?2
              AND (CAST(?3 AS BIGINT) IS NULL OR revision = ?3) AND (CAST(?4 AS TEXT) IS NULL OR name = ?4)
          ORDER BY seq LIMIT ?5",
         TestResult::COLUMNS
-    ))?;
-    let out = stmt
-        .query_map(
-            params![proposal_id, after, revision, name, limit],
-            TestResult::from_row,
-        )?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    ), params![proposal_id, after, revision, name, limit],
+            TestResult::from_row)?;
     Ok(out)
 }

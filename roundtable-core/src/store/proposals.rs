@@ -108,17 +108,15 @@ pub(crate) fn open_proposals(
     after: i64,
     limit: u64,
 ) -> crate::store::sql::Result<Vec<Proposal>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM proposals WHERE seq > ?1 AND status IN ('pending', 'in_review')
+    let out = conn.query_map(
+        &format!(
+            "SELECT {} FROM proposals WHERE seq > ?1 AND status IN ('pending', 'in_review')
          ORDER BY seq LIMIT ?2",
-        Proposal::COLUMNS
-    ))?;
-    let out = stmt
-        .query_map(
-            params![after, i64::try_from(limit).unwrap_or(i64::MAX)],
-            Proposal::from_row,
-        )?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+            Proposal::COLUMNS
+        ),
+        params![after, i64::try_from(limit).unwrap_or(i64::MAX)],
+        Proposal::from_row,
+    )?;
     Ok(out)
 }
 
@@ -155,10 +153,7 @@ pub(crate) fn list_proposals(
         }
     }
     sql.push_str(&format!(" ORDER BY seq LIMIT {}", filter.limit));
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let proposals = stmt
-        .query_map(values, Proposal::from_row)?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    let proposals = conn.query_map(&sql, values, Proposal::from_row)?;
     Ok(proposals)
 }
 
@@ -184,13 +179,14 @@ pub(crate) fn revisions(
     conn: &Tx<'_>,
     proposal_id: &str,
 ) -> crate::store::sql::Result<Vec<Revision>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
-        Revision::COLUMNS
-    ))?;
-    let out = stmt
-        .query_map([proposal_id], Revision::from_row)?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    let out = conn.query_map(
+        &format!(
+            "SELECT {} FROM revisions WHERE proposal_id = ?1 ORDER BY number",
+            Revision::COLUMNS
+        ),
+        [proposal_id],
+        Revision::from_row,
+    )?;
     Ok(out)
 }
 
@@ -199,12 +195,11 @@ pub(crate) fn revision_entries(
     conn: &Tx<'_>,
     proposal_id: &str,
 ) -> crate::store::sql::Result<Vec<RevisionEntry>> {
-    let mut stmt = conn.prepare_cached(
+    let out = conn.query_map(
         "SELECT number, format, digest, changeset_digest, created_at FROM revisions
          WHERE proposal_id = ?1 ORDER BY number",
-    )?;
-    let out = stmt
-        .query_map([proposal_id], |r| {
+        [proposal_id],
+        |r| {
             Ok(RevisionEntry {
                 number: r.get(0)?,
                 format: super::enum_from_sql(&r.get::<String>(1)?)?,
@@ -212,8 +207,8 @@ pub(crate) fn revision_entries(
                 changeset_digest: r.get(3)?,
                 created_at: Timestamp(r.get(4)?),
             })
-        })?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+        },
+    )?;
     Ok(out)
 }
 

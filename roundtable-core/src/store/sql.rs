@@ -716,40 +716,6 @@ impl<'c> Tx<'c> {
     }
 }
 
-impl<'c> Tx<'c> {
-    /// `sql` as a statement to run once or more (compiled on first use
-    /// and kept by the connection).
-    pub(crate) fn prepare_cached(&self, sql: &str) -> Result<Statement<'_, 'c>> {
-        Ok(Statement {
-            tx: self,
-            sql: sql.to_owned(),
-        })
-    }
-}
-
-/// A statement of a [`Tx`] (see [`Tx::prepare_cached`]).
-pub(crate) struct Statement<'t, 'c> {
-    tx: &'t Tx<'c>,
-    sql: String,
-}
-
-impl Statement<'_, '_> {
-    /// [`Tx::execute`].
-    pub(crate) fn execute(&mut self, params: impl Params) -> Result<usize> {
-        self.tx.execute(&self.sql, params)
-    }
-
-    /// [`Tx::query_map`], as an iterator of results (every row is read
-    /// before the first is returned).
-    pub(crate) fn query_map<T>(
-        &mut self,
-        params: impl Params,
-        f: impl FnMut(&Row<'_>) -> Result<T>,
-    ) -> Result<impl Iterator<Item = Result<T>>> {
-        Ok(self.tx.query_map(&self.sql, params, f)?.into_iter().map(Ok))
-    }
-}
-
 fn pg_refs<'v>(values: &'v [Value<'_>]) -> Vec<&'v (dyn postgres::types::ToSql + Sync)> {
     values
         .iter()

@@ -19,20 +19,19 @@ pub(crate) struct ApplyingFile {
 /// Every path of every transaction still `applying`, by transaction then
 /// path.
 pub(crate) fn applying_files(conn: &Tx<'_>) -> crate::store::sql::Result<Vec<ApplyingFile>> {
-    let mut stmt = conn.prepare_cached(
+    let rows = conn.query_map(
         "SELECT t.id, t.proposal_id, f.path FROM transactions t
          JOIN transaction_files f ON f.transaction_id = t.id
          WHERE t.status = 'applying' ORDER BY t.seq, f.path",
-    )?;
-    let rows = stmt
-        .query_map(params![], |r| {
+        params![],
+        |r| {
             Ok(ApplyingFile {
                 transaction_id: r.get(0)?,
                 proposal_id: r.get(1)?,
                 path: r.get(2)?,
             })
-        })?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+        },
+    )?;
     Ok(rows)
 }
 
@@ -87,16 +86,11 @@ pub(crate) fn list(
     } else {
         " AND CAST(?3 AS TEXT) IS NULL"
     };
-    let mut stmt = conn.prepare_cached(&format!(
+    let transactions = conn.query_map(&format!(
         "SELECT {} FROM transactions t WHERE t.seq > ?1{proposal}{status_sql} ORDER BY t.seq LIMIT ?4",
         Transaction::COLUMNS
-    ))?;
-    let transactions = stmt
-        .query_map(
-            params![after, proposal_id, status.map(|s| enum_to_sql(&s)), limit],
-            Transaction::from_row,
-        )?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+    ), params![after, proposal_id, status.map(|s| enum_to_sql(&s)), limit],
+            Transaction::from_row)?;
     Ok(transactions)
 }
 
@@ -105,11 +99,7 @@ pub(crate) fn phases(
     conn: &Tx<'_>,
     id: &str,
 ) -> crate::store::sql::Result<Vec<crate::model::Phase>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT phase, status, detail, at FROM transaction_phases WHERE transaction_id = ?1 ORDER BY seq",
-    )?;
-    let phases = stmt
-        .query_map([id], |r| {
+    let phases = conn.query_map("SELECT phase, status, detail, at FROM transaction_phases WHERE transaction_id = ?1 ORDER BY seq", [id], |r| {
             let detail: String = r.get(2)?;
             Ok(crate::model::Phase {
                 phase: super::enum_from_sql(&r.get::<String>(0)?)?,
@@ -117,7 +107,6 @@ pub(crate) fn phases(
                 detail: serde_json::from_str(&detail).unwrap_or(serde_json::Value::Null),
                 at: Timestamp(r.get(3)?),
             })
-        })?
-        .collect::<crate::store::sql::Result<Vec<_>>>()?;
+        })?;
     Ok(phases)
 }

@@ -49,6 +49,7 @@ fn copy_repo(from: &Path, to: &Path) {
         .status()
         .expect("cp");
     assert!(status.success());
+    crate::support::copy_store(from, to);
 }
 
 /// The branch ref file's bytes in the repository at `d`.
@@ -324,9 +325,6 @@ fn workspace_configure_refuses_what_cannot_land_and_writes_nothing() {
 /// match it, and the store says the same.
 #[test]
 fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
-    if crate::support::postgres() {
-        return; // each run copies a prepared repository, its SQLite store with it
-    }
     const RUNS: usize = 30;
     let files: Vec<(String, String)> = (0..200)
         .map(|i| {
@@ -487,9 +485,6 @@ fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
 /// or at its revert, and the store says the same.
 #[test]
 fn a_sigkilled_git_mode_rollback_is_brought_forward_or_back() {
-    if crate::support::postgres() {
-        return; // each run copies a prepared repository, its SQLite store with it
-    }
     // Most runs are killed the instant the ref moves: the window between
     // the commit point and the outcome is short for one file, and the
     // test requires at least one kill inside it.

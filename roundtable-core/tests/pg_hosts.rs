@@ -15,25 +15,13 @@
 //!   shared store agrees with the remote.
 
 use super::landing::git;
+use super::support::{server, store_url};
 use super::tools::{id, str_of};
 use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-/// The PostgreSQL server the suite runs against, if any.
-fn server() -> Option<String> {
-    std::env::var("RT_TEST_STORE")
-        .ok()
-        .filter(|s| !s.is_empty())
-}
-
-/// A store URL on `base` in a schema of its own.
-fn store_url(base: &str, schema: &str) -> String {
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}schema={schema}")
-}
 
 /// A fresh schema name.
 fn fresh_schema(prefix: &str) -> String {

@@ -4,7 +4,7 @@
 //! from this one source. [`store_db`] reads and tampers with the store's
 //! rows behind the engine's back on either.
 
-use roundtable::EngineOptions;
+use roundtable::{Engine, EngineOptions};
 use std::path::Path;
 
 /// The PostgreSQL server the suite runs against, if any.
@@ -29,10 +29,15 @@ fn schema(root: &Path) -> String {
     format!("t_{hex}")
 }
 
+/// A store URL on `server` in schema `schema`.
+pub(crate) fn store_url(server: &str, schema: &str) -> String {
+    let sep = if server.contains('?') { '&' } else { '?' };
+    format!("{server}{sep}schema={schema}")
+}
+
 /// The store URL of the workspace at `root` on `server`.
 fn url(server: &str, root: &Path) -> String {
-    let sep = if server.contains('?') { '&' } else { '?' };
-    format!("{server}{sep}schema={}", schema(root))
+    store_url(server, &schema(root))
 }
 
 /// How the suite opens the workspace at `root`: the defaults, on the
@@ -50,15 +55,20 @@ pub(crate) enum TestDb {
     Postgres(postgres::Client),
 }
 
+/// A connection to `server`.
+fn connect(server: &str) -> postgres::Client {
+    server
+        .parse::<postgres::Config>()
+        .expect("a PostgreSQL URL")
+        .connect(postgres::NoTls)
+        .expect("connect")
+}
+
 /// Open the store of the workspace at `root` (it must exist).
 pub(crate) fn store_db(root: &Path) -> TestDb {
     match server() {
         Some(server) => {
-            let mut client = server
-                .parse::<postgres::Config>()
-                .expect("a PostgreSQL URL")
-                .connect(postgres::NoTls)
-                .expect("connect");
+            let mut client = connect(&server);
             client
                 .batch_execute(&format!("SET search_path TO {}", schema(root)))
                 .expect("the schema");
@@ -68,6 +78,61 @@ pub(crate) fn store_db(root: &Path) -> TestDb {
             rusqlite::Connection::open(root.join(".roundtable/store.db")).expect("open the store"),
         ),
     }
+}
+
+/// Give the workspace at `to` (a copy of the tree at `from`, just made) a
+/// copy of `from`'s store. On SQLite the copied tree already holds it
+/// (`.roundtable/store.db`) and this does nothing; on PostgreSQL `to`'s
+/// schema is laid out by the engine and then given every row of `from`'s,
+/// triggers off (they refuse rewriting history), identities carried on.
+pub(crate) fn copy_store(from: &Path, to: &Path) {
+    let Some(server) = server() else { return };
+    let (src, dst) = (schema(from), schema(to));
+    // The engine lays out the schema (tables, functions, triggers) from a
+    // scratch root, so nothing touches the copied tree.
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let options = EngineOptions {
+        store: Some(url(&server, to)),
+        ..EngineOptions::default()
+    };
+    drop(Engine::open(scratch.path(), options).expect("lay out the copy's schema"));
+    let mut c = connect(&server);
+    let tables: Vec<String> = c
+        .query(
+            "SELECT table_name::text FROM information_schema.tables
+             WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
+            &[&dst],
+        )
+        .expect("tables")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let identities: Vec<(String, String)> = c
+        .query(
+            "SELECT table_name::text, column_name::text FROM information_schema.columns
+             WHERE table_schema = $1 AND is_identity = 'YES' ORDER BY 1, 2",
+            &[&dst],
+        )
+        .expect("identity columns")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut sql = String::from("BEGIN; SET LOCAL session_replication_role = replica;\n");
+    let all: Vec<String> = tables.iter().map(|t| format!("{dst}.{t}")).collect();
+    sql.push_str(&format!("TRUNCATE {};\n", all.join(", ")));
+    for t in &tables {
+        sql.push_str(&format!(
+            "INSERT INTO {dst}.{t} OVERRIDING SYSTEM VALUE SELECT * FROM {src}.{t};\n"
+        ));
+    }
+    for (t, col) in &identities {
+        sql.push_str(&format!(
+            "SELECT setval(pg_get_serial_sequence('{dst}.{t}', '{col}'), \
+             coalesce(max({col}), 1), max({col}) IS NOT NULL) FROM {dst}.{t};\n"
+        ));
+    }
+    sql.push_str("COMMIT;");
+    c.batch_execute(&sql).expect("copy the store");
 }
 
 /// `sql` with SQLite's `?N` parameters as PostgreSQL's `$N`.
@@ -134,6 +199,15 @@ impl TestDb {
                     })
                     .collect()
             }
+        }
+    }
+
+    /// The single integer a query returns, `None` if the query failed
+    /// (e.g. the store is busy or not made yet): for polling.
+    pub(crate) fn try_int(&mut self, sql: &str) -> Option<i64> {
+        match self {
+            TestDb::Sqlite(c) => c.query_row(sql, [], |r| r.get(0)).ok(),
+            TestDb::Postgres(c) => c.query_one(sql, &[]).ok().and_then(|r| r.try_get(0).ok()),
         }
     }
 

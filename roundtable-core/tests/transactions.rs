@@ -1121,9 +1121,6 @@ pub(crate) fn start_call(root: &Path, tool: &str, args: &Value) -> (Child, tempf
 
 #[test]
 fn a_sigkilled_apply_of_2100_paths_is_recovered_to_entirely_before_or_after() {
-    if crate::support::postgres() {
-        return; // each round copies a prepared workspace, its SQLite store with it (pg_hosts kills PostgreSQL hosts)
-    }
     let started = Instant::now();
     // Prepare once: the files, the governed proposal, approved and ready.
     let prepared = scratch_dir();
@@ -1150,6 +1147,7 @@ fn a_sigkilled_apply_of_2100_paths_is_recovered_to_entirely_before_or_after() {
     // One uninterrupted apply: the after state and the timings.
     let first = scratch_dir();
     copy_tree(prepared.path(), first.path());
+    crate::support::copy_store(prepared.path(), first.path());
     let (child, sync, ready_at) = start_apply(first.path(), &pid);
     let t0 = Instant::now();
     check_worker(child, "uninterrupted apply");
@@ -1208,15 +1206,13 @@ fn a_sigkilled_apply_of_2100_paths_is_recovered_to_entirely_before_or_after() {
 
         let dir = scratch_dir();
         copy_tree(prepared.path(), dir.path());
+        crate::support::copy_store(prepared.path(), dir.path());
         let (mut child, _sync, _) = start_apply(dir.path(), &pid);
         if after_journal {
-            let db =
-                rusqlite::Connection::open(dir.path().join(".roundtable/store.db")).expect("db");
+            let mut db = crate::support::store_db(dir.path());
             let deadline = Instant::now() + Duration::from_secs(60);
             loop {
-                let journaled: i64 = db
-                    .query_row("SELECT count(*) FROM transactions", [], |r| r.get(0))
-                    .unwrap_or(0);
+                let journaled = db.try_int("SELECT count(*) FROM transactions").unwrap_or(0);
                 if journaled > 0 || child.try_wait().expect("poll").is_some() {
                     break;
                 }
@@ -1754,9 +1750,6 @@ fn prepared_world(
 /// never "recovered" under its applier.
 #[test]
 fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
-    if crate::support::postgres() {
-        return; // each round copies a prepared workspace, its SQLite store with it (pg_hosts kills PostgreSQL hosts)
-    }
     const FILES: usize = 600;
     const ROUNDS: usize = 50;
     let (prepared, pid) = prepared_world((0..FILES).map(|i| {
@@ -1772,16 +1765,12 @@ fn an_unlinked_lock_file_never_lets_a_live_apply_be_recovered() {
     for round in 0..ROUNDS {
         let dir = scratch_dir();
         copy_tree(prepared.path(), dir.path());
+        crate::support::copy_store(prepared.path(), dir.path());
         let (child, sync, _) = start_apply(dir.path(), &pid);
         // Wait for the journal, then a little more: the write is under way.
-        let db = rusqlite::Connection::open(dir.path().join(".roundtable/store.db")).expect("db");
+        let mut db = crate::support::store_db(dir.path());
         let deadline = Instant::now() + Duration::from_secs(60);
-        while db
-            .query_row("SELECT count(*) FROM transactions", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .unwrap_or(0)
-            == 0
+        while db.try_int("SELECT count(*) FROM transactions").unwrap_or(0) == 0
             && !sync.path().join("done").exists()
         {
             assert!(Instant::now() < deadline, "round {round}: never journaled");
@@ -1858,9 +1847,6 @@ fn temporaries_under(dir: &Path) -> Vec<PathBuf> {
 /// store agrees with where the change went.
 #[test]
 fn a_directory_swapped_during_an_apply_gets_all_or_nothing_and_others_work_is_kept() {
-    if crate::support::postgres() {
-        return; // each round copies a prepared workspace, its SQLite store with it (pg_hosts kills PostgreSQL hosts)
-    }
     const FILES: usize = 20;
     const ROUNDS: usize = 40;
     let (prepared, pid) = prepared_world((0..FILES).map(|i| {
@@ -1876,6 +1862,7 @@ fn a_directory_swapped_during_an_apply_gets_all_or_nothing_and_others_work_is_ke
         let top = scratch_dir();
         let (root, outside) = (top.path().join("root"), top.path().join("outside"));
         copy_tree(prepared.path(), &root);
+        crate::support::copy_store(prepared.path(), &root);
         std::fs::create_dir(&outside).expect("mkdir");
         let as_link = round % 2 == 0;
         let delay = Duration::from_micros(lcg(&mut rng) % 40_000);

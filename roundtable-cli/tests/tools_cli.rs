@@ -533,8 +533,18 @@ fn tools_lists_every_tool_with_strict_schemas() {
 /// the file with `RT_UPDATE_GOLDEN=1` only when that is what you mean.
 #[test]
 fn tools_output_is_the_recorded_contract() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tools.json");
-    let r = rt(&["tools"]);
+    recorded_contract("tools", "tools.json", "name");
+}
+
+/// `roundtable COMMAND` (a JSON list of records, each named by `key`)
+/// compared byte for byte with `tests/golden/FILE`, rewritten there with
+/// `RT_UPDATE_GOLDEN=1`. A difference names the record that changed,
+/// went or came before failing on the bytes.
+fn recorded_contract(command: &str, file: &str, key: &str) {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(file);
+    let r = rt(&[command]);
     assert_eq!(r.code, 0, "{}", r.stdout);
     if std::env::var_os("RT_UPDATE_GOLDEN").is_some() {
         std::fs::write(&golden, &r.stdout).expect("write the golden file");
@@ -543,7 +553,6 @@ fn tools_output_is_the_recorded_contract() {
     if r.stdout == want {
         return;
     }
-    // Name what differs before failing on the bytes.
     let parse = |text: &str| -> Vec<Value> {
         serde_json::from_str::<Value>(text)
             .expect("JSON")
@@ -553,14 +562,14 @@ fn tools_output_is_the_recorded_contract() {
     };
     let (now, then) = (parse(&r.stdout), parse(&want));
     for t in &then {
-        match now.iter().find(|n| n["name"] == t["name"]) {
-            None => panic!("{} is gone", t["name"]),
-            Some(n) if n != t => panic!("{} changed:\nnow  {n}\nthen {t}", t["name"]),
+        match now.iter().find(|n| n[key] == t[key]) {
+            None => panic!("{} is gone", t[key]),
+            Some(n) if n != t => panic!("{} changed:\nnow  {n}\nthen {t}", t[key]),
             Some(_) => {}
         }
     }
-    assert_eq!(now.len(), then.len(), "tools were added");
-    panic!("the same tools and schemas, but not the same bytes (key order or layout)");
+    assert_eq!(now.len(), then.len(), "{command}: records were added");
+    panic!("{command}: the same records and schemas, but not the same bytes (key order or layout)");
 }
 
 /// `roundtable errors` byte for byte as recorded: every error code, its C
@@ -570,34 +579,7 @@ fn tools_output_is_the_recorded_contract() {
 /// `RT_UPDATE_GOLDEN=1` only when that is what you mean.
 #[test]
 fn errors_output_is_the_recorded_contract() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/errors.json");
-    let r = rt(&["errors"]);
-    assert_eq!(r.code, 0, "{}", r.stdout);
-    if std::env::var_os("RT_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &r.stdout).expect("write the golden file");
-    }
-    let want = std::fs::read_to_string(&golden).expect("read the golden file");
-    if r.stdout == want {
-        return;
-    }
-    // Name what differs before failing on the bytes.
-    let parse = |text: &str| -> Vec<Value> {
-        serde_json::from_str::<Value>(text)
-            .expect("JSON")
-            .as_array()
-            .expect("a list")
-            .clone()
-    };
-    let (now, then) = (parse(&r.stdout), parse(&want));
-    for t in &then {
-        match now.iter().find(|n| n["code"] == t["code"]) {
-            None => panic!("{} is gone", t["code"]),
-            Some(n) if n != t => panic!("{} changed:\nnow  {n}\nthen {t}", t["code"]),
-            Some(_) => {}
-        }
-    }
-    assert_eq!(now.len(), then.len(), "codes were added");
-    panic!("the same codes and schemas, but not the same bytes (key order or layout)");
+    recorded_contract("errors", "errors.json", "code");
 }
 
 /// The recorded errors list every code once, sorted, with its C status,

@@ -1011,6 +1011,53 @@ func (x *CancelledDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *CarriedEvidence) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *CarriedEvidence) encodeFields(e *encoder, start int) {
+	e.key(start, "\"evidence\":")
+	e.str(x.Evidence, "evidence")
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"rule\":")
+	e.str(string(x.Rule), "rule")
+}
+
+func (x *CarriedEvidence) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "evidence":
+			if !d.null() {
+				x.Evidence = d.str()
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "rule":
+			if !d.null() {
+				x.Rule = CarryRule(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x CarriedEvidence) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *CarriedEvidence) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ChainHead) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -8294,6 +8341,17 @@ func (x *Requirement) encodeFields(e *encoder, start int) {
 		x.Findings[i5].encode(e)
 	}
 	e.buf = append(e.buf, ']')
+	if x.Carried != nil {
+		e.key(start, "\"carried\":")
+		e.buf = append(e.buf, '[')
+		for i6 := range x.Carried {
+			if i6 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			x.Carried[i6].encode(e)
+		}
+		e.buf = append(e.buf, ']')
+	}
 	if x.Missing != nil {
 		e.key(start, "\"missing\":")
 		e.str(*x.Missing, "missing")
@@ -8315,19 +8373,6 @@ func (x *Requirement) decode(d *decoder) {
 			if d.null() {
 				x.Evidence = nil
 			} else {
-				s6 := []string{}
-				for more := d.array(); more; more = d.next() {
-					s6 = append(s6, "")
-					if !d.null() {
-						s6[len(s6)-1] = d.str()
-					}
-				}
-				x.Evidence = s6
-			}
-		case "candidates":
-			if d.null() {
-				x.Candidates = nil
-			} else {
 				s7 := []string{}
 				for more := d.array(); more; more = d.next() {
 					s7 = append(s7, "")
@@ -8335,11 +8380,11 @@ func (x *Requirement) decode(d *decoder) {
 						s7[len(s7)-1] = d.str()
 					}
 				}
-				x.Candidates = s7
+				x.Evidence = s7
 			}
-		case "reasons":
+		case "candidates":
 			if d.null() {
-				x.Reasons = nil
+				x.Candidates = nil
 			} else {
 				s8 := []string{}
 				for more := d.array(); more; more = d.next() {
@@ -8348,11 +8393,11 @@ func (x *Requirement) decode(d *decoder) {
 						s8[len(s8)-1] = d.str()
 					}
 				}
-				x.Reasons = s8
+				x.Candidates = s8
 			}
-		case "paths":
+		case "reasons":
 			if d.null() {
-				x.Paths = nil
+				x.Reasons = nil
 			} else {
 				s9 := []string{}
 				for more := d.array(); more; more = d.next() {
@@ -8361,28 +8406,54 @@ func (x *Requirement) decode(d *decoder) {
 						s9[len(s9)-1] = d.str()
 					}
 				}
-				x.Paths = s9
+				x.Reasons = s9
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s10 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s10 = append(s10, "")
+					if !d.null() {
+						s10[len(s10)-1] = d.str()
+					}
+				}
+				x.Paths = s10
 			}
 		case "findings":
 			if d.null() {
 				x.Findings = nil
 			} else {
-				s10 := []SecretFinding{}
+				s11 := []SecretFinding{}
 				for more := d.array(); more; more = d.next() {
-					s10 = append(s10, SecretFinding{})
+					s11 = append(s11, SecretFinding{})
 					if !d.null() {
-						s10[len(s10)-1].decode(d)
+						s11[len(s11)-1].decode(d)
 					}
 				}
-				x.Findings = s10
+				x.Findings = s11
+			}
+		case "carried":
+			if d.null() {
+				x.Carried = nil
+			} else {
+				s12 := []CarriedEvidence{}
+				for more := d.array(); more; more = d.next() {
+					s12 = append(s12, CarriedEvidence{})
+					if !d.null() {
+						s12[len(s12)-1].decode(d)
+					}
+				}
+				x.Carried = s12
 			}
 		case "missing":
 			if d.null() {
 				x.Missing = nil
 			} else {
-				p11 := new(string)
-				(*p11) = d.str()
-				x.Missing = p11
+				p13 := new(string)
+				(*p13) = d.str()
+				x.Missing = p13
 			}
 		default:
 			d.skip()
@@ -11089,6 +11160,14 @@ func (x *ValidationFailedDetails) encode(e *encoder) {
 func (x *ValidationFailedDetails) encodeFields(e *encoder, start int) {
 	e.key(start, "\"report\":")
 	x.Report.encode(e)
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(*x.Reason, "reason")
+	}
+	if x.Stage != nil {
+		e.key(start, "\"stage\":")
+		e.str(*x.Stage, "stage")
+	}
 }
 
 func (x *ValidationFailedDetails) decode(d *decoder) {
@@ -11097,6 +11176,22 @@ func (x *ValidationFailedDetails) decode(d *decoder) {
 		case "report":
 			if !d.null() {
 				x.Report.decode(d)
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Reason = p1
+			}
+		case "stage":
+			if d.null() {
+				x.Stage = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Stage = p2
 			}
 		default:
 			d.skip()

@@ -465,7 +465,7 @@ type PreconditionFailedDetails struct {
 	Paths []string `json:"paths,omitempty"`
 	// The proposal.
 	ProposalID *string `json:"proposal_id,omitempty"`
-	// For an apply that would need a rebase that changes what the revision changes: `not_trivial`.
+	// For a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
 	Reason *string `json:"reason,omitempty"`
 	// For a git landing: the branch (`refs/heads/main`).
 	Ref *string `json:"ref,omitempty"`
@@ -561,6 +561,10 @@ type UnsupportedPatchDetails struct {
 type ValidationFailedDetails struct {
 	// The whole validation report.
 	Report ValidationReport `json:"report"`
+	// With `stage`: `not_trivial`.
+	Reason *string `json:"reason,omitempty"`
+	// For `patch.apply` with `rebase`: `rebase` when rebasing the revision changed what surrounds its change (its context lines or enclosing symbol), so that none of its evidence carries.
+	Stage *string `json:"stage,omitempty"`
 }
 
 // AmbiguousSymbolDetails decodes the details of a `ambiguous_symbol` error; it fails when e

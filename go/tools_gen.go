@@ -210,7 +210,9 @@ type ProposalRevertArgs struct {
 	AffectedResources []string `json:"affected_resources,omitempty"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
-	// Its risk (default: the reverted proposal's).
+	// Its risk (default: the reverted proposal's). Never below the
+	// reverted proposal's: a lower one is raised to it, so that undoing a
+	// change needs what making it needed.
 	Risk *Risk `json:"risk,omitempty"`
 	// Why (default: which proposal, revision and transaction it reverts).
 	SummaryMD *string `json:"summary_md,omitempty"`
@@ -471,11 +473,12 @@ type PatchApplyArgs struct {
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// When the revision is stale, first rebase it onto the current files
 	// (as `proposal.rebase`, under the apply lock) and apply the rebase —
-	// only when the rebase is trivial (the same change at other
-	// positions, whose evidence carries under `carry_over =
-	// "trivial_rebase"`); otherwise refused as without it
-	// (`precondition_failed`, or `conflict` with the merge's hunks), with
-	// nothing written. Default false.
+	// only when the rebase is trivial (the same change with the same
+	// context lines in the same enclosing symbols, so that its evidence
+	// carries under `carry_over = "trivial_rebase"`); otherwise refused:
+	// `validation_failed` with `details.stage = "rebase"`, or `conflict`
+	// with the merge's hunks. The rebased revision is stored with the
+	// apply's journal: a refused apply stores nothing. Default false.
 	Rebase *bool `json:"rebase,omitempty"`
 	// The new transaction's id (generated when absent; an id in use is
 	// `conflict`).

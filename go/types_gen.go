@@ -27,6 +27,22 @@ const (
 // ActorKinds lists every ActorKind, in the schema's order.
 var ActorKinds = []ActorKind{ActorKindAgent, ActorKindHuman, ActorKindOrchestrator}
 
+// The policy rule that carried evidence from an earlier revision.
+type CarryRule string
+
+// The values of CarryRule.
+const (
+	// `carry_over = "trivial_rebase"`: every revision since was made by the engine's rebase of the one before and makes the same change in the same place (the same change id: text, context, enclosing symbol).
+	CarryRuleEngineRebase CarryRule = "engine_rebase"
+	// `carry_over = "identical_changeset"`: the judged revision's changeset is identical.
+	CarryRuleIdenticalChangeset CarryRule = "identical_changeset"
+	// `carry_over = "unchanged_resources"`: the paths relevant to the reviewer have the same change.
+	CarryRuleUnchangedResources CarryRule = "unchanged_resources"
+)
+
+// CarryRules lists every CarryRule, in the schema's order.
+var CarryRules = []CarryRule{CarryRuleEngineRebase, CarryRuleIdenticalChangeset, CarryRuleUnchangedResources}
+
 // Where a claim is in its life, computed at read time.
 type ClaimStatus string
 
@@ -228,7 +244,7 @@ const (
 // RequirementStatuses lists every RequirementStatus, in the schema's order.
 var RequirementStatuses = []RequirementStatus{RequirementStatusSatisfied, RequirementStatusUnsatisfied, RequirementStatusNotApplicable}
 
-// A proposal's risk level.
+// A proposal's risk level, ordered from low to critical.
 type Risk string
 
 // The values of Risk.
@@ -508,6 +524,17 @@ type ApprovalRequested struct {
 type Approved struct {
 	// The approval as stored.
 	Approval Approval `json:"approval"`
+}
+
+// A record given on an earlier revision that counts for the judged one.
+type CarriedEvidence struct {
+	// The record's id (a vote, security review, human approval or check
+	// result).
+	Evidence string `json:"evidence"`
+	// The revision it was given on.
+	Revision int64 `json:"revision"`
+	// Why it counts for the judged revision.
+	Rule CarryRule `json:"rule"`
 }
 
 // A point of the audit chain: an event's `seq` and `digest` (`0` and
@@ -1086,6 +1113,9 @@ type Requirement struct {
 	Paths []string `json:"paths"`
 	// Secrets found in added lines (for `security_review` and `secrets`).
 	Findings []SecretFinding `json:"findings"`
+	// The records of `evidence` given on an earlier revision, each with
+	// the rule that carried it to this one.
+	Carried []CarriedEvidence `json:"carried,omitempty"`
 	// What is still needed, for people and agents, when unsatisfied.
 	Missing *string `json:"missing,omitempty"`
 }
@@ -1126,12 +1156,16 @@ type Revision struct {
 	CreatedAt string `json:"created_at"`
 	// The git `HEAD` then, if any.
 	BaseGitHead *string `json:"base_git_head,omitempty"`
-	// `sha256:` of the change without its positions: each touched path
-	// with its operation and modes and, for text, each hunk's removed and
-	// added lines (for binary content, the before and after digests).
-	// Equal for two revisions that make the same change to files that
-	// moved around it — a trivial rebase. `null` for revisions stored
-	// before schema version 7.
+	// `v2:sha256:` of the change in its place
+	// ([`Changeset::change_id`](crate::Changeset::change_id)): each
+	// touched path with its operation and modes and, for text, each
+	// hunk's removed and added lines with the three old lines on either
+	// side and the symbol enclosing it (for binary content, the before
+	// and after digests). Equal for two revisions that make the same
+	// change in the same place of files whose other lines moved — a
+	// trivial rebase. `null` for revisions stored before schema version
+	// 7; an id without the `v2:` prefix was made by an earlier rule and
+	// matches no other.
 	ChangeID *string `json:"change_id,omitempty"`
 	// `blob:sha256:` of the revision as a unified diff: the patch itself,
 	// or the edit plan rendered against the files it was made on.

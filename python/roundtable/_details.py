@@ -372,8 +372,8 @@ class PreconditionFailedDetails(TypedDict, total=False):
     paths: List[str]
     #: The proposal.
     proposal_id: str
-    #: For an apply that would need a rebase that changes what the revision changes: `not_trivial`.
-    reason: Literal['not_trivial']
+    #: For a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
+    reason: Literal['moved']
     #: For a git landing: the branch (`refs/heads/main`).
     ref: str
     #: For a git landing: the remote (`null`: this repository's own branch).
@@ -443,8 +443,12 @@ class ValidationFailedDetails(TypedDict, total=False):
     """``details`` of ``validation_failed``: A gate of the validation report fails (the details carry the whole report).
     Keys always present: ``report``.
     """
+    #: With `stage`: `not_trivial`.
+    reason: Literal['not_trivial']
     #: The whole validation report.
     report: Dict[str, Any]
+    #: For `patch.apply` with `rebase`: `rebase` when rebasing the revision changed what surrounds its change (its context lines or enclosing symbol), so that none of its evidence carries.
+    stage: Literal['rebase']
 
 #: The details type of each code.
 DETAILS: Dict[str, Any] = {

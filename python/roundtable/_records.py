@@ -72,6 +72,15 @@ ActorKind = Literal['agent', 'human', 'orchestrator']
 ACTOR_KINDS: Tuple[ActorKind, ...] = ('agent', 'human', 'orchestrator',)
 
 
+#: The policy rule that carried evidence from an earlier revision.
+#:   ``engine_rebase``: `carry_over = "trivial_rebase"`: every revision since was made by the engine's rebase of the one before and makes the same change in the same place (the same change id: text, context, enclosing symbol).
+#:   ``identical_changeset``: `carry_over = "identical_changeset"`: the judged revision's changeset is identical.
+#:   ``unchanged_resources``: `carry_over = "unchanged_resources"`: the paths relevant to the reviewer have the same change.
+CarryRule = Literal['engine_rebase', 'identical_changeset', 'unchanged_resources']
+#: Every value of :data:`CarryRule`, in the schema's order.
+CARRY_RULES: Tuple[CarryRule, ...] = ('engine_rebase', 'identical_changeset', 'unchanged_resources',)
+
+
 #: Where a claim is in its life, computed at read time.
 #:   ``active``: Held: not released and not expired.
 #:   ``expired``: Its lease ran out; it neither blocks nor covers.
@@ -184,7 +193,7 @@ RequirementStatus = Literal['satisfied', 'unsatisfied', 'not_applicable']
 REQUIREMENT_STATUSES: Tuple[RequirementStatus, ...] = ('satisfied', 'unsatisfied', 'not_applicable',)
 
 
-#: A proposal's risk level.
+#: A proposal's risk level, ordered from low to critical.
 #:   ``low``: Low risk.
 #:   ``normal``: The default.
 #:   ``high``: High: the default policy wants a security review.
@@ -383,6 +392,34 @@ class ApprovalRequest(Record):
         v["requested_by"] = _actor(v["requested_by"])
         if "reason_md" not in v:
             v["reason_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class CarriedEvidence(Record):
+    """A record given on an earlier revision that counts for the judged one."""
+
+    #: The record's id (a vote, security review, human approval or check
+    #: result).
+    evidence: str
+    #: The revision it was given on.
+    revision: int
+    #: Why it counts for the judged revision.
+    rule: CarryRule
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['evidence', 'revision', 'rule'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CarriedEvidence:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -1218,6 +1255,9 @@ class Requirement(Record):
     paths: Tuple[str, ...]
     #: Secrets found in added lines (for `security_review` and `secrets`).
     findings: Tuple[SecretFinding, ...]
+    #: The records of `evidence` given on an earlier revision, each with
+    #: the rule that carried it to this one.
+    carried: Optional[Tuple[CarriedEvidence, ...]]
     #: What is still needed, for people and agents, when unsatisfied.
     missing: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
@@ -1236,6 +1276,10 @@ class Requirement(Record):
         v["reasons"] = tuple(v["reasons"])
         v["paths"] = tuple(v["paths"])
         v["findings"] = tuple([SecretFinding.from_dict(_i0) for _i0 in v["findings"]])
+        if v.get("carried") is not None:
+            v["carried"] = tuple([CarriedEvidence.from_dict(_i0) for _i0 in v["carried"]])
+        else:
+            v["carried"] = None
         if "missing" not in v:
             v["missing"] = None
         v["raw"] = d
@@ -1273,12 +1317,16 @@ class Revision(Record):
     created_at: str
     #: The git `HEAD` then, if any.
     base_git_head: Optional[str]
-    #: `sha256:` of the change without its positions: each touched path
-    #: with its operation and modes and, for text, each hunk's removed and
-    #: added lines (for binary content, the before and after digests).
-    #: Equal for two revisions that make the same change to files that
-    #: moved around it — a trivial rebase. `null` for revisions stored
-    #: before schema version 7.
+    #: `v2:sha256:` of the change in its place
+    #: ([`Changeset::change_id`](crate::Changeset::change_id)): each
+    #: touched path with its operation and modes and, for text, each
+    #: hunk's removed and added lines with the three old lines on either
+    #: side and the symbol enclosing it (for binary content, the before
+    #: and after digests). Equal for two revisions that make the same
+    #: change in the same place of files whose other lines moved — a
+    #: trivial rebase. `null` for revisions stored before schema version
+    #: 7; an id without the `v2:` prefix was made by an earlier rule and
+    #: matches no other.
     change_id: Optional[str]
     #: `blob:sha256:` of the revision as a unified diff: the patch itself,
     #: or the edit plan rendered against the files it was made on.
@@ -2945,6 +2993,7 @@ class WorkspaceSettings(Record):
 Agent._PLAN = (0, Agent, (('roles', 'roles', (1, None)), ('display_name', 'display_name', None)))
 Approval._PLAN = (0, Approval, (('note_md', 'note_md', None), ('request_id', 'request_id', None)))
 ApprovalRequest._PLAN = (0, ApprovalRequest, (('requested_by', 'requested_by', (2,)), ('reason_md', 'reason_md', None)))
+CarriedEvidence._PLAN = (0, CarriedEvidence, ())
 ChainHead._PLAN = (0, ChainHead, ())
 LineSpan._PLAN = (0, LineSpan, ())
 Claim._PLAN = (0, Claim, (('released_at', 'released_at', None), ('span', 'span', LineSpan._PLAN), ('task_id', 'task_id', None)))
@@ -2967,7 +3016,7 @@ PathReport._PLAN = (0, PathReport, ())
 Phase._PLAN = (0, Phase, ())
 PolicyRecord._PLAN = (0, PolicyRecord, (('activated_at', 'activated_at', None), ('created_at', 'created_at', None), ('created_by', 'created_by', (2,)), ('note_md', 'note_md', None), ('retired_at', 'retired_at', None), ('version', 'version', None)))
 SecretFinding._PLAN = (0, SecretFinding, ())
-Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('missing', 'missing', None)))
+Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('carried', 'carried', (1, CarriedEvidence._PLAN)), ('missing', 'missing', None)))
 PolicyReport._PLAN = (0, PolicyReport, (('requirements', 'requirements', (1, Requirement._PLAN)), ))
 Revision._PLAN = (0, Revision, (('changeset', 'changeset', (1, FileSummary._PLAN)), ('affected_resources', 'affected_resources', (1, None)), ('created_by', 'created_by', (2,)), ('base_git_head', 'base_git_head', None), ('change_id', 'change_id', None), ('diff_digest', 'diff_digest', None), ('note_md', 'note_md', None), ('rebased_from', 'rebased_from', None)))
 RevisionEntry._PLAN = (0, RevisionEntry, ())
@@ -3026,6 +3075,8 @@ __all__ = [
     "Record",
     "ActorKind",
     "ACTOR_KINDS",
+    "CarryRule",
+    "CARRY_RULES",
     "ClaimStatus",
     "CLAIM_STATUSES",
     "ClaimType",
@@ -3069,6 +3120,7 @@ __all__ = [
     "Agent",
     "Approval",
     "ApprovalRequest",
+    "CarriedEvidence",
     "ChainHead",
     "Claim",
     "Decision",

@@ -209,20 +209,40 @@ impl Changeset {
         self.files.is_empty()
     }
 
-    /// `sha256:` of the change without its positions: per touched path
-    /// (in path order) its operation, the other path of a rename or copy,
-    /// the modes before and after and, for text, each hunk's removed and
-    /// added lines; for binary content or a link, the before and after
-    /// digests. `base` gives the current content of a path the change reads
-    /// (each path with a precondition, and each copy's source).
+    /// The change's identity, `v2:sha256:<hex>`: per touched path (in
+    /// path order) its operation, the other path of a rename or copy, the
+    /// modes before and after and, for text, each hunk's removed and added
+    /// lines **in their place** — the [`CHANGE_CONTEXT`] old lines on
+    /// either side of it (fewer at the start or end of the file, and
+    /// whether it is there) and the qualified name of the innermost symbol
+    /// of the old content that encloses it (`symbols` lists a file's
+    /// symbols with their 1-based line spans; none for a language without
+    /// a grammar); for binary content or a link, the before and after
+    /// digests. `base` gives the current content of a path the change
+    /// reads (each path with a precondition, and each copy's source).
     ///
-    /// Two changesets with the same id make the same edits, wherever the
-    /// lines around them moved: a rebase that only moved them is trivial.
-    pub fn change_id<'b>(&self, base: &dyn Fn(&RepoPath) -> Option<&'b [u8]>) -> String {
+    /// Two changesets with the same id make the same edits with the same
+    /// text around them in the same symbols, wherever the file's other
+    /// lines moved: a rebase that only moved them is trivial. The same
+    /// edit in another block, another function, or next to lines another
+    /// change rewrote has another id. Ids without the `v2:` prefix were
+    /// made by an earlier rule (no context, no symbol) and match nothing
+    /// made now ([`CHANGE_ID_PREFIX`]).
+    pub fn change_id<'b>(
+        &self,
+        base: &dyn Fn(&RepoPath) -> Option<&'b [u8]>,
+        symbols: &dyn Fn(&RepoPath, &[u8]) -> Vec<NamedSpan>,
+    ) -> String {
         use sha2::{Digest as _, Sha256};
         fn feed(h: &mut Sha256, bytes: &[u8]) {
             h.update((bytes.len() as u64).to_le_bytes());
             h.update(bytes);
+        }
+        fn feed_lines(h: &mut Sha256, lines: &[&[u8]]) {
+            h.update((lines.len() as u64).to_le_bytes());
+            for l in lines {
+                feed(h, l);
+            }
         }
         let mode = |exec: bool, link: bool| [b'm', u8::from(exec), u8::from(link)];
         let mut h = Sha256::new();
@@ -269,22 +289,74 @@ impl Changeset {
                 feed(&mut h, Digest::of(old_data).to_string().as_bytes());
                 feed(&mut h, Digest::of(new_data).to_string().as_bytes());
             } else {
-                for (removed, added) in crate::merge::hunk_changes(old_data, new_data) {
+                let hunks = crate::merge::placed_hunks(old_data, new_data, CHANGE_CONTEXT);
+                let spans = if hunks.is_empty() || old_data.is_empty() {
+                    Vec::new()
+                } else {
+                    symbols(source.unwrap_or(&f.path), old_data)
+                };
+                let total = old_data.iter().filter(|&&b| b == b'\n').count()
+                    + usize::from(!old_data.is_empty() && !old_data.ends_with(b"\n"));
+                for hunk in hunks {
                     h.update(b"hunk");
-                    h.update((removed.len() as u64).to_le_bytes());
-                    for l in removed {
-                        feed(&mut h, l);
-                    }
-                    h.update((added.len() as u64).to_le_bytes());
-                    for l in added {
-                        feed(&mut h, l);
+                    feed_lines(&mut h, &hunk.removed);
+                    feed_lines(&mut h, &hunk.added);
+                    feed_lines(&mut h, &hunk.before);
+                    feed_lines(&mut h, &hunk.after);
+                    h.update([
+                        u8::from(hunk.old.0 == hunk.before.len()),
+                        u8::from(hunk.old.1 + hunk.after.len() == total),
+                    ]);
+                    match enclosing(&spans, hunk.old, total) {
+                        Some(name) => feed(&mut h, name.as_bytes()),
+                        None => h.update(b"no symbol"),
                     }
                 }
             }
             h.update(b"end");
         }
-        format!("sha256:{}", crate::hex::encode(&h.finalize()))
+        format!(
+            "{CHANGE_ID_PREFIX}sha256:{}",
+            crate::hex::encode(&h.finalize())
+        )
     }
+}
+
+/// How many old lines on either side of a hunk are part of its identity
+/// ([`Changeset::change_id`]): git's default context.
+pub const CHANGE_CONTEXT: usize = 3;
+
+/// What every [`Changeset::change_id`] made by the current rule starts
+/// with; an id without it never matches one with it.
+pub const CHANGE_ID_PREFIX: &str = "v2:";
+
+/// A symbol of a file, for [`Changeset::change_id`]: its qualified name
+/// and its 1-based, inclusive line span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedSpan {
+    /// The qualified name (`User.save`).
+    pub name: String,
+    /// Its first line.
+    pub start_line: u32,
+    /// Its last line.
+    pub end_line: u32,
+}
+
+/// The innermost of `spans` that holds the hunk over old lines
+/// `old.0..old.1` (0-based): every removed line, or for an insertion the
+/// lines on both sides of it (within a file of `total` lines).
+fn enclosing(spans: &[NamedSpan], old: (usize, usize), total: usize) -> Option<&str> {
+    let line = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+    let (first, last) = if old.0 == old.1 {
+        (line(old.0.max(1)), line((old.0 + 1).min(total.max(1))))
+    } else {
+        (line(old.0 + 1), line(old.1))
+    };
+    spans
+        .iter()
+        .filter(|s| s.start_line <= first && last <= s.end_line)
+        .max_by_key(|s| (s.start_line, std::cmp::Reverse(s.end_line)))
+        .map(|s| s.name.as_str())
 }
 
 /// Why a changeset could not be built from a patch.

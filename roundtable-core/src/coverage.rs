@@ -205,6 +205,81 @@ pub fn claim_blocks(other: &Scope, change: &Change<'_>) -> bool {
     }
 }
 
+/// One path a landed change touched, with its content before and after,
+/// for [`used_by`].
+#[derive(Debug, Clone, Copy)]
+pub struct Landed<'a> {
+    /// The path.
+    pub path: &'a RepoPath,
+    /// What happened to it.
+    pub operation: &'a Operation,
+    /// Whether its mode changed.
+    pub mode_change: bool,
+    /// Its content before (`None`: absent, or not known).
+    pub before: Option<&'a [u8]>,
+    /// Its content after (`None`: removed).
+    pub after: Option<&'a [u8]>,
+}
+
+/// Whether a claim on `resource` served the landed change `files`: a file
+/// or directory claim on a touched path (or a rename's other path); a
+/// symbol claim whose span, resolved in the content before the change,
+/// holds a removed line or an insertion point of its file's change (or
+/// any change to its file that is not a plain content modification). A
+/// symbol claim elsewhere in a touched file served nothing: landing the
+/// change leaves it held.
+pub fn used_by(resource: &Resource, files: &[Landed<'_>]) -> bool {
+    let whole = |p: &RepoPath| Scope {
+        resource: Resource::File(p.clone()),
+        span: None,
+    };
+    let held = Scope {
+        resource: resource.clone(),
+        span: None,
+    };
+    files.iter().any(|f| {
+        let other = match f.operation {
+            Operation::Rename { from } | Operation::Copy { from } => Some(from),
+            Operation::RenamedAway { to } => Some(to),
+            _ => None,
+        };
+        if other.is_some_and(|o| crate::claims::overlaps(&held, &whole(o))) {
+            return true;
+        }
+        if !crate::claims::overlaps(&held, &whole(f.path)) {
+            return false;
+        }
+        let Resource::Symbol { name, .. } = resource else {
+            return true;
+        };
+        let (Operation::Modify, false, Some(before), Some(after)) =
+            (f.operation, f.mode_change, f.before, f.after)
+        else {
+            return true;
+        };
+        let Ok(symbol) = crate::symbols::resolve(f.path, before, name) else {
+            // It named nothing in this file: it covered nothing here.
+            return false;
+        };
+        let lines = line_changes(before, after);
+        claim_blocks(
+            &Scope {
+                resource: resource.clone(),
+                span: Some(LineSpan {
+                    start: symbol.start_line,
+                    end: symbol.end_line,
+                }),
+            },
+            &Change {
+                path: f.path,
+                operation: f.operation,
+                mode_change: false,
+                lines: Some(&lines),
+            },
+        )
+    })
+}
+
 /// Every change of `changes` that `claims` do not cover.
 pub fn uncovered(changes: &[Change<'_>], claims: &[Scope]) -> Vec<Uncovered> {
     let mut out = Vec::new();

@@ -9,10 +9,9 @@
 //! [`Conflict`], reported with all three versions so that an agent can
 //! resolve it.
 //!
-//! [`hunk_changes`] is the change of one file with its positions removed
-//! (each hunk's removed and added lines, in order): two revisions that make
-//! the same hunk changes to the same files are the same change even when
-//! the surrounding lines moved (git's `patch-id`, Gerrit's trivial rebase).
+//! [`placed_hunks`] is the change of one file hunk by hunk, each with the
+//! old lines around it: what [`Changeset::change_id`](crate::Changeset::change_id)
+//! hashes to tell whether a rebase kept the change where it was.
 
 use serde::{Deserialize, Serialize};
 use similar::{Algorithm, DiffOp};
@@ -188,21 +187,36 @@ pub fn merge3(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
     }
 }
 
-/// One hunk of a change without its position: the lines it removes and the
-/// lines it adds.
-pub type HunkChange<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+/// One hunk of a change in its place: the lines it removes and adds, and
+/// the lines of the old content around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacedHunk<'a> {
+    /// The removed stretch of the old content: lines `old.0..old.1`,
+    /// 0-based (equal for an insertion before old line `old.0`).
+    pub old: (usize, usize),
+    /// The lines it removes.
+    pub removed: Vec<&'a [u8]>,
+    /// The lines it adds.
+    pub added: Vec<&'a [u8]>,
+    /// Up to `context` old lines before the stretch.
+    pub before: Vec<&'a [u8]>,
+    /// Up to `context` old lines after the stretch.
+    pub after: Vec<&'a [u8]>,
+}
 
-/// The hunks turning `old` into `new`, in order, without positions or
-/// context.
-pub fn hunk_changes<'a>(old: &'a [u8], new: &'a [u8]) -> Vec<HunkChange<'a>> {
+/// The hunks turning `old` into `new`, in order, each with up to `context`
+/// unchanged-or-not old lines on either side (git's context: the old
+/// file's lines, whatever other hunks do to them).
+pub fn placed_hunks<'a>(old: &'a [u8], new: &'a [u8], context: usize) -> Vec<PlacedHunk<'a>> {
     let (a, b) = (lines(old), lines(new));
     edits(&a, &b)
         .into_iter()
-        .map(|e| {
-            (
-                a[e.base.0..e.base.1].to_vec(),
-                b[e.side.0..e.side.1].to_vec(),
-            )
+        .map(|e| PlacedHunk {
+            old: e.base,
+            removed: a[e.base.0..e.base.1].to_vec(),
+            added: b[e.side.0..e.side.1].to_vec(),
+            before: a[e.base.0.saturating_sub(context)..e.base.0].to_vec(),
+            after: a[e.base.1..(e.base.1 + context).min(a.len())].to_vec(),
         })
         .collect()
 }
@@ -319,18 +333,24 @@ mod tests {
     }
 
     #[test]
-    fn hunk_changes_ignore_positions() {
-        let old1 = "a\nb\nc\n";
-        let new1 = "a\nB\nc\n";
-        let old2 = "x\ny\na\nb\nc\n";
-        let new2 = "x\ny\na\nB\nc\n";
-        assert_eq!(
-            hunk_changes(old1.as_bytes(), new1.as_bytes()),
-            hunk_changes(old2.as_bytes(), new2.as_bytes())
-        );
-        assert_ne!(
-            hunk_changes(old1.as_bytes(), new1.as_bytes()),
-            hunk_changes(old1.as_bytes(), b"a\nBB\nc\n")
-        );
+    fn placed_hunks_carry_the_old_lines_around_them() {
+        let old = "a\nb\nc\nd\ne\nf\ng\n";
+        let new = "a\nb\nc\nD\ne\nf\ng\nh\n";
+        let hunks = placed_hunks(old.as_bytes(), new.as_bytes(), 2);
+        let text = |v: &[&[u8]]| v.concat();
+        assert_eq!(hunks.len(), 2);
+        assert_eq!(hunks[0].old, (3, 4));
+        assert_eq!(text(&hunks[0].removed), b"d\n");
+        assert_eq!(text(&hunks[0].added), b"D\n");
+        assert_eq!(text(&hunks[0].before), b"b\nc\n");
+        assert_eq!(text(&hunks[0].after), b"e\nf\n");
+        // An insertion at the end: its context stops at the file's start
+        // and end.
+        assert_eq!(hunks[1].old, (7, 7));
+        assert_eq!(text(&hunks[1].before), b"f\ng\n");
+        assert!(hunks[1].after.is_empty());
+        let first = placed_hunks(b"a\n", b"Z\na\n", 3);
+        assert!(first[0].before.is_empty());
+        assert_eq!(text(&first[0].after), b"a\n");
     }
 }

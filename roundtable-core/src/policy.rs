@@ -49,9 +49,9 @@ mod secrets;
 mod tests;
 
 pub use eval::{
-    evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, PolicyInput, PolicyReport,
-    Requirement, RequirementId, RequirementStatus, ReviewInfo, RevisionInfo, RoleNeed, TestInfo,
-    VoteInfo,
+    evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, CarriedEvidence, CarryRule,
+    PolicyInput, PolicyReport, Requirement, RequirementId, RequirementStatus, ReviewInfo,
+    RevisionInfo, RoleNeed, TestInfo, VoteInfo,
 };
 pub use secrets::{scan_secrets, SecretFinding, SecretKind};
 
@@ -213,12 +213,14 @@ pub enum CarryOver {
     /// Only votes on the current revision count.
     Never,
     /// Votes, security reviews and human approvals on an earlier revision
-    /// count when every revision since makes the same change
-    /// ([`Revision::change_id`](crate::model::Revision::change_id): the same
-    /// files, operations, modes and hunks, at possibly different
-    /// positions) — a trivial rebase, as Gerrit calls it. Check results
-    /// carry too when `[checks] carry_on_trivial_rebase` says so. The
-    /// built-in default.
+    /// count when every revision since was made **by the engine** rebasing
+    /// the one before it (`proposal.rebase`, or `patch.apply` with
+    /// `rebase`; never a revision an author attached) and makes the same
+    /// change in the same place ([`Revision::change_id`](crate::model::Revision::change_id):
+    /// the same files, operations, modes and hunks, each with the same
+    /// three lines of context around it and inside the same enclosing
+    /// symbol) — a trivial rebase. Check results carry too when `[checks]
+    /// carry_on_trivial_rebase` says so. The built-in default.
     #[default]
     TrivialRebase,
     /// A vote carries over when its revision's changeset digest equals the

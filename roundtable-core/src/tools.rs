@@ -490,18 +490,6 @@ pub(crate) fn run_tool<T: Tool>(
     write_prepared(engine, actor, args, prep, key.as_ref(), &request)
 }
 
-/// A mutating tool whose preparation the caller made already (no
-/// idempotency key).
-pub(crate) fn run_prepared<T: Tool>(
-    engine: &Engine,
-    actor: &Actor,
-    args: T,
-    prep: T::Prep,
-) -> Result<T::Output, ToolError> {
-    let request = request_digest(T::TOOL, &args);
-    write_prepared(engine, actor, args, prep, None, &request)
-}
-
 /// The write transaction of a mutating tool: the idempotency re-check,
 /// `run`, and the stored result.
 fn write_prepared<T: Tool>(

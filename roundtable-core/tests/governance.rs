@@ -978,17 +978,22 @@ fn a_mode_change_needs_a_file_claim_even_inside_a_claimed_symbol() {
 // 5. Policy
 
 #[test]
-fn by_default_an_approval_survives_a_revision_making_the_same_change_only() {
+fn by_default_an_approval_survives_no_revision_the_author_sends() {
     let (w, _) = world();
     hold(&w, &w.author, "file:hello.txt");
     let pid = w.in_review();
     let v = vote(&w, &w.reviewer, &pid, 1, "approve");
-    // The same change again (carry_over = "trivial_rebase" by default).
+    assert_eq!(
+        requirement(&validate(&w, &pid), "approvals")["evidence"],
+        json!([v])
+    );
+    // The same change again, sent by the author: under the default
+    // carry_over = "trivial_rebase" only the engine's rebases carry.
     w.revise(&pid, 1, PATCH);
     let report = validate(&w, &pid);
     assert_eq!(report["revision"], 2);
-    assert_eq!(report["valid"], true, "{report:#}");
-    assert_eq!(requirement(&report, "approvals")["evidence"], json!([v]));
+    assert_eq!(report["valid"], false, "{report:#}");
+    assert_eq!(requirement(&report, "approvals")["evidence"], json!([]));
     // Another change: the vote stays with the revisions it judged.
     w.revise(&pid, 2, super::tools::PATCH2);
     let report = validate(&w, &pid);

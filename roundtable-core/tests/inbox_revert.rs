@@ -797,7 +797,8 @@ fn a_change_the_diff_cannot_reverse_is_reverted_from_the_journal() {
         &w.author,
     );
     assert_eq!(made["proposal"]["title"], "Drop the copy");
-    assert_eq!(made["proposal"]["risk"], "low");
+    // Never below the reverted proposal's risk (normal).
+    assert_eq!(made["proposal"]["risk"], "normal");
     let changes = made["revision"]["changeset"].as_array().expect("changeset");
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0]["path"], "copy.txt");

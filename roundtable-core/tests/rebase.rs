@@ -112,7 +112,7 @@ fn disjoint_changes_rebase_trivially_and_keep_their_approval_in_either_order() {
                 .iter()
                 .any(|t| t
                     .as_str()
-                    .is_some_and(|t| t.contains("carry over") && t.contains("trivial rebase"))),
+                    .is_some_and(|t| t.contains("carry over") && t.contains("rule engine_rebase"))),
             "{approvals:#}"
         );
         apply(&w, second, 2);
@@ -226,7 +226,7 @@ fn a_rebase_that_loses_part_of_the_change_does_not_keep_the_approval() {
             .iter()
             .any(|t| t
                 .as_str()
-                .is_some_and(|t| t.contains("not a trivial rebase"))),
+                .is_some_and(|t| t.contains("not all the engine's rebases"))),
         "{approvals:#}"
     );
     // The merged revision changes only what is still to change.
@@ -443,7 +443,8 @@ fn apply_with_rebase_refuses_a_rebase_that_is_not_trivial_or_conflicts_and_write
         "patch.apply",
         json!({"proposal_id": p_both, "revision": 1, "rebase": true}),
         &w.host,
-        ErrorCode::PreconditionFailed,
+        ErrorCode::ValidationFailed,
     );
     assert_eq!(err.details()["reason"], "not_trivial");
+    assert_eq!(err.details()["stage"], "rebase");
 }

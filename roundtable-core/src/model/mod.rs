@@ -34,8 +34,21 @@ pub use transaction::{
     TransactionKind, TransactionStatus,
 };
 
-/// A proposal's risk level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema, Default)]
+/// A proposal's risk level, ordered from low to critical.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
     /// Low risk.
@@ -327,12 +340,16 @@ pub struct Revision {
     /// The revision this one rebases, when `proposal.rebase` made it.
     #[serde(default)]
     pub rebased_from: Option<u32>,
-    /// `sha256:` of the change without its positions: each touched path
-    /// with its operation and modes and, for text, each hunk's removed and
-    /// added lines (for binary content, the before and after digests).
-    /// Equal for two revisions that make the same change to files that
-    /// moved around it — a trivial rebase. `null` for revisions stored
-    /// before schema version 7.
+    /// `v2:sha256:` of the change in its place
+    /// ([`Changeset::change_id`](crate::Changeset::change_id)): each
+    /// touched path with its operation and modes and, for text, each
+    /// hunk's removed and added lines with the three old lines on either
+    /// side and the symbol enclosing it (for binary content, the before
+    /// and after digests). Equal for two revisions that make the same
+    /// change in the same place of files whose other lines moved — a
+    /// trivial rebase. `null` for revisions stored before schema version
+    /// 7; an id without the `v2:` prefix was made by an earlier rule and
+    /// matches no other.
     #[serde(default)]
     pub change_id: Option<String>,
 }

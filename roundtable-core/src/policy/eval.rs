@@ -3,6 +3,7 @@
 use super::secrets::{scan_secrets, SecretFinding};
 use super::{CarryOver, Gate, PathGlob, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
+use crate::changeset::CHANGE_ID_PREFIX;
 use crate::model::{
     Agent, Approval, FileState, FileSummary, MatchRung, Revision, Risk, SecurityReviewRecord,
     TestResult, TestStatus, Verdict, Vote, VoteValue,
@@ -58,10 +59,14 @@ pub struct RevisionInfo<'a> {
     /// What it does to each path (a rename lists both paths: `rename` at the
     /// destination, `renamed_away` at the source).
     pub changeset: &'a [FileSummary],
-    /// Its change without positions ([`Revision::change_id`]); `None` for
+    /// Its change in place ([`Revision::change_id`]); `None` for
     /// revisions stored before it was recorded (they never carry over a
     /// trivial rebase).
     pub change_id: Option<&'a str>,
+    /// The revision it rebases when the engine made it by a rebase
+    /// (`proposal.rebase`, or `patch.apply` with `rebase`); `None` for a
+    /// revision an author sent.
+    pub rebased_from: Option<u32>,
 }
 
 impl<'a> From<&'a Revision> for RevisionInfo<'a> {
@@ -71,6 +76,7 @@ impl<'a> From<&'a Revision> for RevisionInfo<'a> {
             changeset_digest: &r.changeset_digest,
             changeset: &r.changeset,
             change_id: r.change_id.as_deref(),
+            rebased_from: r.rebased_from,
         }
     }
 }
@@ -330,6 +336,39 @@ pub struct Requirement {
     pub paths: Vec<String>,
     /// Secrets found in added lines (for `security_review` and `secrets`).
     pub findings: Vec<SecretFinding>,
+    /// The records of `evidence` given on an earlier revision, each with
+    /// the rule that carried it to this one.
+    #[serde(default)]
+    pub carried: Vec<CarriedEvidence>,
+}
+
+/// A record given on an earlier revision that counts for the judged one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CarriedEvidence {
+    /// The record's id (a vote, security review, human approval or check
+    /// result).
+    pub evidence: String,
+    /// The revision it was given on.
+    pub revision: u32,
+    /// Why it counts for the judged revision.
+    pub rule: CarryRule,
+}
+
+/// The policy rule that carried evidence from an earlier revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CarryRule {
+    /// `carry_over = "trivial_rebase"`: every revision since was made by
+    /// the engine's rebase of the one before and makes the same change in
+    /// the same place (the same change id: text, context, enclosing
+    /// symbol).
+    EngineRebase,
+    /// `carry_over = "identical_changeset"`: the judged revision's
+    /// changeset is identical.
+    IdenticalChangeset,
+    /// `carry_over = "unchanged_resources"`: the paths relevant to the
+    /// reviewer have the same change.
+    UnchangedResources,
 }
 
 impl Requirement {
@@ -343,6 +382,7 @@ impl Requirement {
             reasons: Vec::new(),
             paths: Vec::new(),
             findings: Vec::new(),
+            carried: Vec::new(),
         }
     }
 }
@@ -432,6 +472,31 @@ struct Context<'p, 'a> {
     trivial: BTreeSet<u32>,
 }
 
+/// Why evidence on revision `n` carries to `current` under
+/// `trivial_rebase`.
+fn trivial_why(n: u32, current: u32) -> String {
+    let made = if n + 1 == current {
+        format!("revision {current} is the engine's rebase of revision {n} and makes")
+    } else {
+        format!(
+            "revisions {} to {current} are each the engine's rebase of the one before and make",
+            n + 1
+        )
+    };
+    format!(
+        "rule engine_rebase: {made} the same change with the same context in the same symbol (carry_over = \"trivial_rebase\")"
+    )
+}
+
+/// Whether two revisions' change ids say the same change, by the current
+/// rule ([`CHANGE_ID_PREFIX`]): ids made by an earlier rule never match.
+fn same_change(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b && a.starts_with(CHANGE_ID_PREFIX),
+        _ => false,
+    }
+}
+
 /// A vote that counts for the current revision.
 #[derive(Clone, Copy)]
 struct Standing<'a> {
@@ -442,21 +507,27 @@ impl<'p, 'a> Context<'p, 'a> {
     fn new(policy: &'p Policy, input: &'p PolicyInput<'a>) -> Context<'p, 'a> {
         let agents = input.agents.iter().map(|a| (a.id, *a)).collect();
         let mut trivial = BTreeSet::new();
-        if let (CarryOver::TrivialRebase, Some(id)) =
-            (policy.approvals.carry_over, input.revision.change_id)
-        {
+        if policy.approvals.carry_over == CarryOver::TrivialRebase {
             let by_number: HashMap<u32, &RevisionInfo<'_>> = input
                 .earlier_revisions
                 .iter()
                 .map(|r| (r.number, r))
                 .collect();
-            let mut n = input.revision.number;
-            while let Some(r) = n.checked_sub(1).and_then(|p| by_number.get(&p)) {
-                if r.change_id != Some(id) {
+            // Back from the current revision, one engine-made rebase at a
+            // time: each step's revision rebases the one before it and
+            // makes the same change in the same place (text, context,
+            // enclosing symbol). A revision an author sent ends the chain.
+            let mut later = &input.revision;
+            while let Some(earlier) = later
+                .rebased_from
+                .filter(|&n| n + 1 == later.number)
+                .and_then(|n| by_number.get(&n))
+            {
+                if !same_change(earlier.change_id, later.change_id) {
                     break;
                 }
-                trivial.insert(r.number);
-                n = r.number;
+                trivial.insert(earlier.number);
+                later = earlier;
             }
         }
         Context {
@@ -479,7 +550,8 @@ impl<'p, 'a> Context<'p, 'a> {
         let carried = self.trivial.contains(&n);
         if carried {
             reasons.push(format!(
-                "{record} on revision {n} carries over: revisions {n} to {current} make the same change (trivial rebase)"
+                "{record} on revision {n} carries over: {}",
+                trivial_why(n, current)
             ));
         }
         carried
@@ -520,19 +592,13 @@ impl<'p, 'a> Context<'p, 'a> {
             ),
             CarryOver::TrivialRebase => {
                 if self.trivial.contains(&earlier.number) {
-                    (
-                        true,
-                        format!(
-                            "revisions {} to {} make the same change (trivial rebase)",
-                            earlier.number, current.number
-                        ),
-                    )
+                    (true, trivial_why(earlier.number, current.number))
                 } else {
                     (
                         false,
                         format!(
-                            "the change differs since revision {} (not a trivial rebase)",
-                            earlier.number
+                            "revisions {} to {} are not all the engine's rebases making the same change in the same place (carry_over = \"trivial_rebase\" carries only those)",
+                            earlier.number, current.number
                         ),
                     )
                 }
@@ -926,10 +992,62 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
         requirements.push(r);
     }
 
+    for r in &mut requirements {
+        r.carried = carried_evidence(&cx, &r.evidence);
+    }
     PolicyReport {
         approvable: requirements.iter().all(|r| r.status != Unsatisfied),
         requirements,
     }
+}
+
+/// Which of `evidence` were given on an earlier revision, and by which
+/// rule they count: a vote by the policy's `carry_over`, any other record
+/// only by an engine rebase.
+fn carried_evidence(cx: &Context<'_, '_>, evidence: &[String]) -> Vec<CarriedEvidence> {
+    let input = cx.input;
+    let current = input.revision.number;
+    let vote_rule = match cx.policy.approvals.carry_over {
+        CarryOver::IdenticalChangeset => CarryRule::IdenticalChangeset,
+        CarryOver::UnchangedResources => CarryRule::UnchangedResources,
+        CarryOver::TrivialRebase | CarryOver::Never => CarryRule::EngineRebase,
+    };
+    evidence
+        .iter()
+        .filter_map(|id| {
+            let vote = input.votes.iter().find(|v| v.id == id).map(|v| v.revision);
+            let (revision, rule) = match vote {
+                Some(n) => (n, vote_rule),
+                None => {
+                    let n = input
+                        .security_reviews
+                        .iter()
+                        .find(|r| r.id == id)
+                        .map(|r| r.revision)
+                        .or_else(|| {
+                            input
+                                .human_approvals
+                                .iter()
+                                .find(|a| a.id == id)
+                                .map(|a| a.revision)
+                        })
+                        .or_else(|| {
+                            input
+                                .test_results
+                                .iter()
+                                .find(|t| t.id == id)
+                                .map(|t| t.revision)
+                        })?;
+                    (n, CarryRule::EngineRebase)
+                }
+            };
+            (revision != current).then(|| CarriedEvidence {
+                evidence: id.clone(),
+                revision,
+                rule,
+            })
+        })
+        .collect()
 }
 
 fn json_str<T: Serialize>(v: &T) -> String {

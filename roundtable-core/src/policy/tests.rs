@@ -421,6 +421,8 @@ struct Fixture {
     added: Vec<(String, u32, String)>,
     /// Each revision's change id, where it is not its changeset digest.
     change_ids: Vec<(u32, String)>,
+    /// The revisions the engine made by rebasing the one before.
+    rebased: Vec<u32>,
     reverts: Option<String>,
 }
 
@@ -453,6 +455,7 @@ impl Fixture {
             tests: vec![],
             added: vec![],
             change_ids: vec![],
+            rebased: vec![],
             reverts: None,
         }
     }
@@ -469,6 +472,7 @@ impl Fixture {
         let id = self.change_id(like, &digest);
         self.revise(changeset_digest, changeset);
         self.change_ids.push((self.current, id));
+        self.rebased.push(self.current);
         self
     }
 
@@ -476,7 +480,7 @@ impl Fixture {
         self.change_ids
             .iter()
             .find(|c| c.0 == n)
-            .map_or_else(|| format!("change:{digest}"), |c| c.1.clone())
+            .map_or_else(|| format!("v2:change:{digest}"), |c| c.1.clone())
     }
 
     fn vote(&mut self, id: &str, revision: u32, agent: &str, vote: VoteValue) -> &mut Fixture {
@@ -514,6 +518,7 @@ impl Fixture {
                 changeset_digest: d,
                 changeset: c,
                 change_id: Some(id.as_str()).filter(|s| !s.is_empty()),
+                rebased_from: self.rebased.contains(n).then(|| n - 1),
             })
             .collect();
         let current = *revisions
@@ -625,24 +630,24 @@ fn the_default_policy_on_a_fresh_revision_reports_every_requirement() {
                 {
                     "id": "approvals", "status": "unsatisfied", "evidence": [],
                     "missing": "1 approval more on revision 1 from enabled agents other than the author (have 0 of 1)",
-                    "candidates": ["bob", "sec"], "reasons": [], "paths": [], "findings": []
+                    "candidates": ["bob", "sec"], "reasons": [], "paths": [], "findings": [], "carried": []
                 },
                 {
                     "id": "no_blocking_votes", "status": "satisfied", "evidence": [],
-                    "missing": null, "candidates": [], "reasons": [], "paths": [], "findings": []
+                    "missing": null, "candidates": [], "reasons": [], "paths": [], "findings": [], "carried": []
                 },
                 {
                     "id": "security_review", "status": "not_applicable", "evidence": [],
-                    "missing": null, "candidates": [], "reasons": [], "paths": [], "findings": []
+                    "missing": null, "candidates": [], "reasons": [], "paths": [], "findings": [], "carried": []
                 },
                 {
                     "id": "secrets", "status": "satisfied", "evidence": [],
                     "missing": null, "candidates": [], "reasons": ["scanned 0 added lines"],
-                    "paths": [], "findings": []
+                    "paths": [], "findings": [], "carried": []
                 },
                 {
                     "id": "human_approval", "status": "not_applicable", "evidence": [],
-                    "missing": null, "candidates": [], "reasons": [], "paths": [], "findings": []
+                    "missing": null, "candidates": [], "reasons": [], "paths": [], "findings": [], "carried": []
                 }
             ]
         })
@@ -856,11 +861,11 @@ fn carry_over_trivial_rebase_keeps_every_kind_of_evidence_for_the_same_change() 
     assert_eq!(evidence(&report, "approvals"), vec!["V1"]);
     assert_eq!(
         req(&report, "approvals").reasons,
-        vec!["votes by bob on revision 1 carry over: revisions 1 to 2 make the same change (trivial rebase)"]
+        vec!["votes by bob on revision 1 carry over: rule engine_rebase: revision 2 is the engine's rebase of revision 1 and makes the same change with the same context in the same symbol (carry_over = \"trivial_rebase\")"]
     );
     assert_eq!(evidence(&report, "security_review"), vec!["S1"]);
     assert!(req(&report, "security_review").reasons.contains(
-        &"security review S1 on revision 1 carries over: revisions 1 to 2 make the same change (trivial rebase)".to_owned()
+        &"security review S1 on revision 1 carries over: rule engine_rebase: revision 2 is the engine's rebase of revision 1 and makes the same change with the same context in the same symbol (carry_over = \"trivial_rebase\")".to_owned()
     ));
     assert_eq!(evidence(&report, "human_approval"), vec!["H1"]);
     // Check results do not carry unless the policy says so: they run again.
@@ -874,7 +879,7 @@ fn carry_over_trivial_rebase_keeps_every_kind_of_evidence_for_the_same_change() 
     assert_eq!(evidence(&report, "check:unit"), vec!["T1"]);
     assert_eq!(
         req(&report, "check:unit").reasons,
-        vec!["check result T1 on revision 1 carries over: revisions 1 to 2 make the same change (trivial rebase)"]
+        vec!["check result T1 on revision 1 carries over: rule engine_rebase: revision 2 is the engine's rebase of revision 1 and makes the same change with the same context in the same symbol (carry_over = \"trivial_rebase\")"]
     );
     assert!(report.approvable);
     // A result on the current revision wins over a carried one.
@@ -894,7 +899,7 @@ fn carry_over_trivial_rebase_keeps_every_kind_of_evidence_for_the_same_change() 
     assert!(evidence(&report, "approvals").is_empty());
     assert_eq!(
         req(&report, "approvals").reasons,
-        vec!["votes by bob on revision 1 do not count: the change differs since revision 1 (not a trivial rebase)"]
+        vec!["votes by bob on revision 1 do not count: revisions 1 to 3 are not all the engine's rebases making the same change in the same place (carry_over = \"trivial_rebase\" carries only those)"]
     );
 }
 

@@ -518,7 +518,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("revision", count(REVISION))
                 .key(
                     "reason",
-                    one_of_strings(&["not_trivial"], "For an apply that would need a rebase that changes what the revision changes: `not_trivial`."),
+                    one_of_strings(&["moved"], "For a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was."),
                 )
                 .key("ref", text("For a git landing: the branch (`refs/heads/main`)."))
                 .key("head", text_or_null("For a git landing: the branch the repository's `HEAD` is on (`null`: a detached `HEAD`)."))
@@ -721,7 +721,9 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
         }
         ErrorCode::ValidationFailed => {
             let report = s.typed::<ValidationReport>("The whole validation report.");
-            s.always("report", report);
+            s.always("report", report)
+                .key("stage", one_of_strings(&["rebase"], "For `patch.apply` with `rebase`: `rebase` when rebasing the revision changed what surrounds its change (its context lines or enclosing symbol), so that none of its evidence carries."))
+                .key("reason", one_of_strings(&["not_trivial"], "With `stage`: `not_trivial`."));
             "A gate of the validation report fails (the details carry the whole report)."
         }
         ErrorCode::Busy => {

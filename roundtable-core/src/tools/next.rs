@@ -372,6 +372,7 @@ mod tests {
             reasons: Vec::new(),
             paths: Vec::new(),
             findings: Vec::new(),
+            carried: Vec::new(),
         }
     }
 

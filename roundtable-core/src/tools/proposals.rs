@@ -26,6 +26,7 @@ use crate::id::Id;
 use crate::model::RevisionFormat;
 use crate::store;
 use crate::store::sql::Tx;
+use crate::RepoPath;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -46,16 +47,51 @@ pub(crate) struct PreparedRevision {
     /// The touched files' contents before and after, kept as blobs so that
     /// the revision can be rebased.
     contents: Vec<Vec<u8>>,
-    base_state: String,
+    base_state: crate::state::StateHash,
     base_git_head: Option<String>,
     /// The revision this one rebases.
     pub(super) rebased_from: Option<u32>,
 }
 
 impl PreparedRevision {
-    /// The change without positions ([`Changeset::change_id`]).
+    /// The change in its place ([`Changeset::change_id`]).
     pub(crate) fn change_id(&self) -> &str {
         &self.change_id
+    }
+
+    /// The revision record [`insert_revision`] would store for it — the
+    /// same fields, made by `actor` at `now` — without storing anything:
+    /// what `patch.apply` with `rebase` validates before it journals.
+    pub(crate) fn unstored(
+        &self,
+        number: u32,
+        resources: &[String],
+        note_md: Option<&str>,
+        actor: &Actor,
+        now: crate::clock::Timestamp,
+    ) -> Revision {
+        let digest = crate::Digest::of(&self.bytes);
+        Revision {
+            number,
+            format: self.format,
+            digest,
+            changeset: self.changeset.clone(),
+            changeset_digest: self.changeset_digest.clone(),
+            affected_resources: resources.to_vec(),
+            base_state: self.base_state,
+            base_git_head: self.base_git_head.clone(),
+            note_md: note_md.map(str::to_owned),
+            created_by: actor.clone(),
+            created_at: now,
+            diff_digest: Some(self.rendered.as_deref().map_or(digest, crate::Digest::of)),
+            rebased_from: self.rebased_from,
+            change_id: Some(self.change_id.clone()),
+        }
+    }
+
+    /// The revision's bytes (a patch, or an edit plan).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 }
 
@@ -263,7 +299,7 @@ pub(crate) fn prepare_bytes(
         }),
     );
     let base = base_contents(engine, &changeset)?;
-    let change_id = changeset.change_id(&|p| base.get(p).map(Vec::as_slice));
+    let change_id = changeset.change_id(&|p| base.get(p).map(Vec::as_slice), &symbol_spans);
     let mut contents: Vec<Vec<u8>> = base.into_values().collect();
     contents.extend(
         changeset
@@ -279,10 +315,28 @@ pub(crate) fn prepare_bytes(
         changeset_digest,
         change_id,
         contents,
-        base_state: base_state.to_string(),
+        base_state,
         base_git_head,
         rebased_from: None,
     })
+}
+
+/// The symbols of `source` at `path` as [`Changeset::change_id`] places
+/// hunks in them; none for a language without a grammar or a file the
+/// grammar cannot index.
+fn symbol_spans(path: &RepoPath, source: &[u8]) -> Vec<crate::changeset::NamedSpan> {
+    crate::symbols::index_path(path, source)
+        .map(|symbols| {
+            symbols
+                .into_iter()
+                .map(|s| crate::changeset::NamedSpan {
+                    name: s.name,
+                    start_line: s.start_line,
+                    end_line: s.end_line,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Canonical spellings, sorted, each once.
@@ -328,7 +382,7 @@ pub(crate) fn insert_revision(
             changeset: &prep.changeset,
             changeset_digest: &prep.changeset_digest,
             affected_resources: resources,
-            base_state: &prep.base_state,
+            base_state: &prep.base_state.to_string(),
             base_git_head: prep.base_git_head.as_deref(),
             note_md,
             created_by: cx.actor,

@@ -129,7 +129,7 @@ impl Tool for RebaseProposal {
         }
         let resources = Revision::load(cx.tx, &p.id, from)?.affected_resources;
         let number = from + 1;
-        let default_note = format!("rebase of revision {from} onto the current files");
+        let default_note = default_note(from);
         let note = args
             .note_md
             .as_ref()
@@ -153,10 +153,17 @@ impl Tool for RebaseProposal {
     }
 }
 
+/// The note of a rebase of revision `from` that names none.
+pub(super) fn default_note(from: u32) -> String {
+    format!("rebase of revision {from} onto the current files")
+}
+
 /// A touched path's base and result as the revision stored them.
-struct Sides {
-    base: Option<TreeFile>,
-    ours: Option<TreeFile>,
+pub(super) struct Sides {
+    /// What the revision was made on.
+    pub(super) base: Option<TreeFile>,
+    /// What the revision made of it.
+    pub(super) ours: Option<TreeFile>,
 }
 
 fn stored_file(
@@ -181,7 +188,7 @@ fn stored_file(
     })
 }
 
-fn stored_sides(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<Sides>, ToolError> {
+pub(super) fn stored_sides(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<Sides>, ToolError> {
     revision
         .changeset
         .iter()

@@ -49,7 +49,9 @@ pub struct RevertProposal {
     pub title: Option<Title>,
     /// Why (default: which proposal, revision and transaction it reverts).
     pub summary_md: Option<Markdown>,
-    /// Its risk (default: the reverted proposal's).
+    /// Its risk (default: the reverted proposal's). Never below the
+    /// reverted proposal's: a lower one is raised to it, so that undoing a
+    /// change needs what making it needed.
     pub risk: Option<Risk>,
     /// The declared resources (default: the reverted revision's).
     pub affected_resources: Option<Vec<ResourceId>>,
@@ -105,6 +107,7 @@ fn inverse_bytes(
         let ws = engine.workspace().view();
         let changeset = crate::Changeset::from_patch(&reversed, &ws)
             .map_err(|e| does_not_apply(target, revision.number, &ToolError::from(e)))?;
+        in_place(engine, target, revision, &changeset)?;
         return Ok(changeset.render_diff(&ws)?);
     }
     // From the journal of the transaction that put the change in place.
@@ -151,6 +154,67 @@ fn inverse_bytes(
     }
     let changeset = restore_changeset(engine.store(), &files, &reports)?;
     Ok(changeset.render_diff(&ws)?)
+}
+
+/// `precondition_failed` unless the inverse `changeset` undoes the change
+/// where it was made: for each text file the revision modified, the
+/// inverse must be what a three-way merge gives (the change's result as
+/// the base, its original as ours, the current file as theirs). The diff's
+/// context search alone could find a look-alike block elsewhere once the
+/// lines around the change were edited; the merge places the undo by the
+/// change's own position, or conflicts. Revisions stored without their
+/// contents (before rebase support) are not checked.
+fn in_place(
+    engine: &Engine,
+    target: &Proposal,
+    revision: &Revision,
+    changeset: &crate::Changeset,
+) -> Result<(), ToolError> {
+    let Ok(sides) = engine
+        .store()
+        .read(|tx| super::rebase::stored_sides(tx, revision))
+    else {
+        return Ok(());
+    };
+    for (f, s) in revision.changeset.iter().zip(&sides) {
+        let (crate::model::OperationKind::Modify, Some(made_on), Some(made)) =
+            (f.operation, &s.base, &s.ours)
+        else {
+            continue;
+        };
+        if made_on.symlink
+            || made.symlink
+            || crate::changeset::render::is_binary(&made_on.data)
+            || crate::changeset::render::is_binary(&made.data)
+        {
+            continue;
+        }
+        let Some(inverse) = changeset.files().iter().find(|c| c.path.as_str() == f.path) else {
+            continue;
+        };
+        let Ok(path) = f.path.parse::<crate::RepoPath>() else {
+            continue;
+        };
+        let Some(now) = engine.workspace().read(&path)? else {
+            continue;
+        };
+        let placed = match crate::merge::merge3(&made.data, &made_on.data, &now.data) {
+            crate::merge::Merged::Clean(data) => Some(data),
+            crate::merge::Merged::Conflicts(_) => None,
+        };
+        let undone = inverse.after.as_ref().map(|a| a.data.as_slice());
+        if placed.as_deref() != undone {
+            return Err(ToolError::new(
+                ErrorCode::PreconditionFailed,
+                format!(
+                    "the inverse of revision {} of {} no longer applies where the change was made in {}: the lines around it changed since (revert it by hand, as a new proposal)",
+                    revision.number, target.id, f.path
+                ),
+                json!({"proposal_id": target.id, "revision": revision.number, "path": f.path, "reason": "moved"}),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Tool for RevertProposal {
@@ -231,7 +295,7 @@ impl Tool for RevertProposal {
                 target.id, prep.revision.number
             ),
         };
-        let risk = args.risk.unwrap_or(target.risk);
+        let risk = args.risk.map_or(target.risk, |r| r.max(target.risk));
         let id = cx.new_id("prop");
         store::proposals::insert_proposal(
             cx.tx,

@@ -2,7 +2,7 @@
 //! read side (`transaction.get|list|phases|recovery`).
 
 use super::args::{Cursor, Limit, RevisionNumber};
-use super::claims::live_write_claims;
+use super::claims::{live_write_claims, Claim};
 use super::records::{Proposal, ProposalStatus};
 use super::validate::{
     claim_blocks, file_facts, gather_prefetching, validate_with_changeset, StageStatus,
@@ -14,6 +14,7 @@ use crate::apply::{
     compare, created_dirs, execute, journal, restore_changeset, ApplyLock, Before, JournalFile,
     PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus,
 };
+use crate::changeset::Operation;
 use crate::claims::{overlaps, Scope};
 use crate::clock::Timestamp;
 use crate::engine::Engine;
@@ -22,10 +23,11 @@ use crate::resource::Resource;
 use crate::store;
 use crate::store::sql::Tx;
 use crate::workspace::Workspace;
-use crate::ErrorCode;
+use crate::{ErrorCode, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::collections::BTreeSet;
 
 /// How a journaled call starts.
 enum Begun<O> {
@@ -150,11 +152,12 @@ pub struct ApplyRevision {
     pub transaction_id: Option<Id>,
     /// When the revision is stale, first rebase it onto the current files
     /// (as `proposal.rebase`, under the apply lock) and apply the rebase —
-    /// only when the rebase is trivial (the same change at other
-    /// positions, whose evidence carries under `carry_over =
-    /// "trivial_rebase"`); otherwise refused as without it
-    /// (`precondition_failed`, or `conflict` with the merge's hunks), with
-    /// nothing written. Default false.
+    /// only when the rebase is trivial (the same change with the same
+    /// context lines in the same enclosing symbols, so that its evidence
+    /// carries under `carry_over = "trivial_rebase"`); otherwise refused:
+    /// `validation_failed` with `details.stage = "rebase"`, or `conflict`
+    /// with the merge's hunks. The rebased revision is stored with the
+    /// apply's journal: a refused apply stores nothing. Default false.
     pub rebase: Option<bool>,
     /// Makes a retried call return the first call's result.
     pub idempotency_key: Option<Id>,
@@ -204,15 +207,29 @@ impl super::Request for Rollback {
 /// `patch.apply`'s description.
 const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or nothing across the files and the store (orchestrator only). Takes the apply lock, re-validates every gate, journals the before snapshot durably, writes and flushes the files, then marks the transaction and the proposal applied and releases the author's claims on the change. A refusal changes nothing and carries the full validation report: conflict (with latest_revision) when the revision was superseded, precondition_failed when it no longer matches the files, validation_failed for any other gate, busy when another apply holds the lock past the wait.";
 
-/// With `rebase`, under the apply lock: a stale revision's trivial rebase
-/// stored as the next revision, and the arguments naming it; the arguments
-/// as they are when the revision is not stale. A rebase that conflicts, or
-/// that would change the change, refuses with nothing written.
+/// A stale revision's rebase, made under the apply lock for `patch.apply`
+/// with `rebase`, and not stored: it is validated as the revision that
+/// would land, and stored in the journal's own SQL transaction — a refused
+/// apply writes no revision.
+struct Rebased {
+    request: super::rebase::RebaseProposal,
+    /// The rebase, to store; taken when it is.
+    prep: std::cell::Cell<Option<super::proposals::PreparedRevision>>,
+    /// The revision record it becomes (number n+1).
+    record: super::records::Revision,
+    /// The change id of the revision it rebases.
+    from_change_id: Option<String>,
+}
+
+/// With `rebase`, under the apply lock: the stale revision's rebase onto
+/// the current files, not yet stored; `None` when the revision is not
+/// stale. A rebase that conflicts refuses (`conflict` with the merge's
+/// hunks), with nothing written.
 fn rebase_first(
     engine: &Engine,
     actor: &Actor,
-    mut args: ApplyRevision,
-) -> Result<ApplyRevision, ToolError> {
+    args: &ApplyRevision,
+) -> Result<Option<Rebased>, ToolError> {
     use super::rebase::RebaseProposal;
     let request = RebaseProposal {
         proposal_id: args.proposal_id.clone(),
@@ -223,26 +240,42 @@ fn rebase_first(
     let prep = match <RebaseProposal as Tool>::prepare(engine, actor, &request) {
         Ok(prep) => prep,
         Err(e) if e.code() == ErrorCode::Conflict && e.details()["reason"] == "up_to_date" => {
-            return Ok(args)
+            return Ok(None)
         }
         Err(e) => return Err(e),
     };
     let from = engine.store().read(|tx| {
         super::records::Revision::load(tx, args.proposal_id.as_str(), args.revision.0)
     })?;
-    if from.change_id.is_none() || from.change_id.as_deref() != Some(prep.change_id()) {
-        return Err(ToolError::new(
-            ErrorCode::PreconditionFailed,
-            format!(
-                "revision {} of {} no longer matches the workspace, and rebasing it changes what it changes (not a trivial rebase): rebase it with proposal.rebase, for review",
-                args.revision.0, args.proposal_id
-            ),
-            json!({"proposal_id": args.proposal_id, "revision": args.revision, "reason": "not_trivial"}),
-        ));
-    }
-    let rebased = super::run_prepared(engine, actor, request, prep)?;
-    args.revision = RevisionNumber(rebased.revision.number);
-    Ok(args)
+    let record = prep.unstored(
+        from.number + 1,
+        &from.affected_resources,
+        Some(&super::rebase::default_note(from.number)),
+        actor,
+        engine.now(),
+    );
+    Ok(Some(Rebased {
+        request,
+        prep: std::cell::Cell::new(Some(prep)),
+        record,
+        from_change_id: from.change_id,
+    }))
+}
+
+/// `validation_failed` for an apply whose rebase changed what surrounds
+/// the change (its change id differs: other context lines, another
+/// enclosing symbol), so that no evidence on the approved revision
+/// carries: the author rebases with `proposal.rebase` and gets it
+/// reviewed again.
+fn not_trivial(args: &ApplyRevision, report: &ValidationReport) -> ToolError {
+    ToolError::new(
+        ErrorCode::ValidationFailed,
+        format!(
+            "revision {} of {} no longer matches the workspace, and rebasing it changes what surrounds the change (its context or enclosing symbol), so its evidence does not carry (failed: rebase): rebase it with proposal.rebase and have it reviewed again",
+            args.revision.0, args.proposal_id
+        ),
+        json!({"report": report, "stage": "rebase", "reason": "not_trivial"}),
+    )
 }
 
 /// `patch.apply`.
@@ -259,10 +292,10 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // until the next open.
     crate::apply::recover_locked(engine.tx_env())?;
     finish_landed_locked(engine)?;
-    let args = if args.rebase == Some(true) {
-        rebase_first(engine, actor, args)?
+    let rebased = if args.rebase == Some(true) {
+        rebase_first(engine, actor, &args)?
     } else {
-        args
+        None
     };
     // One view for the whole apply: validation reads each touched file
     // once (on a second thread, while the store reads the patch), the
@@ -270,7 +303,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // nothing changed since.
     let ws = engine.workspace().view();
     let (evidence, report, changeset) = std::thread::scope(|scope| {
-        let evidence = read_cx(engine, actor, |cx| {
+        let mut evidence = read_cx(engine, actor, |cx| {
             gather_prefetching(
                 cx,
                 args.proposal_id.as_str(),
@@ -279,6 +312,16 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 scope,
             )
         })?;
+        if let Some(r) = &rebased {
+            // Judged as the revision that would land: the rebase, with
+            // the evidence the policy lets carry to it.
+            let prep = r.prep.take().expect("the rebase is stored only later");
+            evidence.bytes = prep.bytes().to_vec();
+            r.prep.set(Some(prep));
+            evidence.revision = r.record.clone();
+            evidence.revisions.push(r.record.clone());
+            evidence.proposal.latest_revision = r.record.number;
+        }
         // A rolled-back proposal may land again: re-validated like any
         // other (its author claims again; its evidence still names the
         // revision).
@@ -293,6 +336,15 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         let (report, changeset) = validate_with_changeset(engine, &ws, &evidence);
         Ok::<_, ToolError>((evidence, report, changeset))
     })?;
+    if let Some(r) = &rebased {
+        let same = r.from_change_id.is_some() && r.from_change_id == r.record.change_id;
+        if !same {
+            return Err(not_trivial(&args, &report));
+        }
+    }
+    let revision = rebased
+        .as_ref()
+        .map_or(args.revision.0, |r| r.record.number);
     if !report.valid && report.revision != report.latest_revision {
         // Said as what it is, the way every evidence tool says it
         // (`Proposal::require_latest`), with the report.
@@ -368,6 +420,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
             span: None,
         })
         .collect();
+    let used = used_claims(&evidence.claims, &changeset, &snapshot);
     let proposal = evidence.proposal.clone();
     // Validation read the claims in its own transaction; one granted to
     // another agent since (before this journal) would be overrun by the
@@ -398,11 +451,30 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 return Err(ToolError::conflict(
                     format!(
                         "{} acquired write claim {} on {} while revision {} of {} was being validated; nothing was applied",
-                        other.agent_id, other.id, other.resource_id, args.revision.0, proposal.id
+                        other.agent_id, other.id, other.resource_id, revision, proposal.id
                     ),
                     json!({"holder": other}),
                 ));
             }
+        }
+        // The rebase this apply lands is stored with its journal, by the
+        // same step `proposal.rebase` takes (which checks again that the
+        // proposal is still at the revision it rebases).
+        if let Some(r) = &rebased {
+            let prep = r.prep.take().expect("the journal is written once");
+            let cx = &Cx {
+                engine,
+                tx,
+                actor,
+                now,
+            };
+            let request = super::rebase::RebaseProposal {
+                proposal_id: r.request.proposal_id.clone(),
+                expected_revision: r.request.expected_revision,
+                note_md: None,
+                idempotency_key: None,
+            };
+            <super::rebase::RebaseProposal as Tool>::run(cx, request, prep)?;
         }
         Ok(())
     };
@@ -410,7 +482,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         id,
         kind: TransactionKind::Apply,
         proposal_id: &proposal.id,
-        revision: args.revision.0,
+        revision,
         rollback_of: None,
         changeset,
         snapshot,
@@ -430,7 +502,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 actor,
                 now,
             };
-            let released = land_outcome(cx, &proposal, args.revision.0, &touched, transaction)?;
+            let released = land_outcome(cx, &proposal, revision, &used, transaction)?;
             let out = Applied {
                 transaction: transaction.clone(),
                 proposal: Proposal::load(cx.tx, &proposal.id)?,
@@ -445,15 +517,116 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     )
 }
 
+/// The ids of `claims` (the author's) that the change served
+/// ([`crate::coverage::used_by`]), judged on the contents before it
+/// (`snapshot`) and after.
+fn used_claims(
+    claims: &[Claim],
+    changeset: &crate::changeset::Changeset,
+    snapshot: &[Before],
+) -> BTreeSet<String> {
+    let files: Vec<crate::coverage::Landed<'_>> = changeset
+        .files()
+        .iter()
+        .map(|f| crate::coverage::Landed {
+            path: &f.path,
+            operation: &f.operation,
+            mode_change: f.mode_change().is_some(),
+            before: snapshot
+                .iter()
+                .find(|b| b.path == f.path)
+                .map(|b| b.data.as_slice()),
+            after: f.after.as_ref().map(|a| a.data.as_slice()),
+        })
+        .collect();
+    claims
+        .iter()
+        .filter(|c| {
+            c.scope()
+                .is_ok_and(|s| crate::coverage::used_by(&s.resource, &files))
+        })
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+/// [`used_claims`] for a landing finished from its journal (its outcome
+/// was not recorded when it landed): the author's live write claims the
+/// journaled change served, its contents read from the journal's blobs.
+fn used_claims_journaled(
+    cx: &Cx<'_>,
+    author: &str,
+    transaction_id: &str,
+) -> Result<BTreeSet<String>, ToolError> {
+    let claims = live_write_claims(cx.tx, Some(author), cx.now)?;
+    let journal = crate::apply::journal(cx.tx, transaction_id)?;
+    let blob = |d: &Option<crate::Digest>| -> Result<Option<Vec<u8>>, ToolError> {
+        match d {
+            Some(d) => Ok(crate::store::verified_blob(cx.tx, d)?.ok()),
+            None => Ok(None),
+        }
+    };
+    let mut paths = Vec::new();
+    let mut contents = Vec::new();
+    for f in &journal {
+        let Ok(path) = f.path.parse::<RepoPath>() else {
+            continue;
+        };
+        use crate::model::OperationKind as K;
+        let operation = match f.operation {
+            K::Modify => Operation::Modify,
+            K::Create | K::Copy | K::Rename => Operation::Create,
+            K::Delete | K::RenamedAway => Operation::Delete,
+        };
+        // Contents matter only to a symbol claim on the path.
+        let symbol_claimed = claims.iter().any(|c| {
+            c.scope().is_ok_and(
+                |s| matches!(&s.resource, Resource::Symbol { path: p, .. } if *p == path),
+            )
+        });
+        let (before, after) = if symbol_claimed {
+            (blob(&f.before_digest)?, blob(&f.after_digest)?)
+        } else {
+            (None, None)
+        };
+        let mode_change = f.before_executable.is_some()
+            && f.after_executable.is_some()
+            && f.before_executable != f.after_executable;
+        paths.push((path, operation, mode_change));
+        contents.push((before, after));
+    }
+    let files: Vec<crate::coverage::Landed<'_>> = paths
+        .iter()
+        .zip(&contents)
+        .map(
+            |((path, operation, mode_change), (before, after))| crate::coverage::Landed {
+                path,
+                operation,
+                mode_change: *mode_change,
+                before: before.as_deref(),
+                after: after.as_deref(),
+            },
+        )
+        .collect();
+    Ok(claims
+        .iter()
+        .filter(|c| {
+            c.scope()
+                .is_ok_and(|s| crate::coverage::used_by(&s.resource, &files))
+        })
+        .map(|c| c.id.clone())
+        .collect())
+}
+
 /// What landing `revision` of `proposal` records beside the transaction,
 /// in its outcome's SQL transaction: the proposal `applied` with its
-/// event, and the author's write claims on the touched paths released.
-/// The released claims' ids.
+/// event, and the author's write claims the change served (`used`)
+/// released — a claim on another symbol of a touched file stays held, for
+/// the author's other work. The released claims' ids.
 fn land_outcome(
     cx: &Cx<'_>,
     proposal: &Proposal,
     revision: u32,
-    touched: &[Scope],
+    used: &BTreeSet<String>,
     transaction: &crate::apply::Transaction,
 ) -> Result<Vec<String>, ToolError> {
     let changed = store::proposals::mark_applied(cx.tx, &proposal.id, cx.now)?;
@@ -471,10 +644,7 @@ fn land_outcome(
     )?;
     let mut released = Vec::new();
     for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
-        if claim
-            .scope()
-            .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
-        {
+        if used.contains(&claim.id) {
             store::claims::release(cx.tx, &claim.id, cx.now)?;
             cx.event(
                 crate::model::EventKind::ClaimReleased,
@@ -705,15 +875,8 @@ fn finish_landed_locked(engine: &Engine) -> Result<(), ToolError> {
                 return rollback_outcome(cx, &original, &transaction.id);
             }
             let proposal = Proposal::load(tx, &transaction.proposal_id)?;
-            let touched: Vec<Scope> = crate::apply::journal(tx, &transaction.id)?
-                .iter()
-                .filter_map(|f| f.path.parse().ok())
-                .map(|path| Scope {
-                    resource: Resource::File(path),
-                    span: None,
-                })
-                .collect();
-            land_outcome(cx, &proposal, transaction.revision, &touched, transaction)?;
+            let used = used_claims_journaled(cx, &proposal.author, &transaction.id)?;
+            land_outcome(cx, &proposal, transaction.revision, &used, transaction)?;
             Ok::<_, ToolError>(())
         })?;
     }

@@ -321,19 +321,21 @@ pub(crate) fn added_lines<'a>(
         (Some(patch), Some(facts)) => {
             let mut out = hunk_added_lines(patch);
             // A `GIT binary patch` carries no lines: the content it results
-            // in is scanned when it is text, so a secret cannot be smuggled
-            // in as a literal.
+            // in is scanned whatever its bytes, so a secret cannot be
+            // smuggled in as a literal — text by a line diff, content with
+            // a NUL byte by its lines that the old content lacks.
             let binary: Vec<&[u8]> = patch
                 .files()
                 .iter()
                 .filter(|f| f.is_binary())
                 .map(FilePatch::path)
                 .collect();
-            let carried = facts
+            let (text, opaque): (Vec<&FileFacts<'_>>, Vec<&FileFacts<'_>>) = facts
                 .iter()
                 .filter(|f| binary.contains(&f.path.as_str().as_bytes()))
-                .filter(|f| f.after.is_some_and(is_text));
-            out.extend(diffed_added_lines(carried));
+                .partition(|f| f.after.is_some_and(is_text));
+            out.extend(diffed_added_lines(text));
+            out.extend(new_lines(opaque));
             out
         }
         (None, Some(facts)) => diffed_added_lines(facts),
@@ -385,6 +387,33 @@ fn hunk_added_lines<'a>(patch: &'a Patch<'a>) -> Vec<Line<'a>> {
                     }
                     LineKind::Delete => {}
                 }
+            }
+        }
+    }
+    out
+}
+
+/// The lines of each file's new content that its old content does not
+/// hold (in one pass each, whatever the bytes: no line diff of binary
+/// content), numbered in the new content.
+fn new_lines<'a>(facts: impl IntoIterator<Item = &'a FileFacts<'a>>) -> Vec<Line<'a>> {
+    let mut out = Vec::new();
+    for f in facts {
+        let Some(after) = f.after else { continue };
+        let old: std::collections::HashSet<&[u8]> = f
+            .before
+            .as_deref()
+            .map(crate::changeset::render::lines)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        for (i, line) in crate::changeset::render::lines(after)
+            .into_iter()
+            .enumerate()
+        {
+            if !old.contains(line) {
+                let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                out.push((Cow::Borrowed(f.path.as_str()), n, text(line)));
             }
         }
     }

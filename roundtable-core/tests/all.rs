@@ -30,5 +30,6 @@ mod tools;
 mod tools_refusals;
 mod tools_scale;
 mod transactions;
+mod trust_diff;
 mod typed_api;
 mod waiting;

@@ -8,7 +8,7 @@
 
 use super::args::RevisionNumber;
 use super::claims::{live_write_claims, resource_state, Claim};
-use super::proposals::{changeset_against, revision_bytes, summarize};
+use super::proposals::{changeset_against, source_bytes, summarize};
 use super::records::{
     Agent, Approval, FileSummary, Proposal, Revision, SecurityReviewRecord, TestResult, Vote,
 };
@@ -49,6 +49,10 @@ fn parse_revision<'e>(engine: &Engine, ev: &'e Evidence) -> Parsed<'e> {
 /// The changeset the revision's bytes make against the files of `ws`
 /// (from `parsed` for a patch).
 fn dry_run(ws: &Workspace, ev: &Evidence, parsed: &Parsed<'_>) -> Result<Changeset, ToolError> {
+    dry_run_in(ws, ev, parsed).map_err(|e| super::eol::explain(ws.root(), e))
+}
+
+fn dry_run_in(ws: &Workspace, ev: &Evidence, parsed: &Parsed<'_>) -> Result<Changeset, ToolError> {
     match parsed {
         Some(Ok(patch)) => Changeset::from_patch(patch, ws).map_err(ToolError::from),
         Some(Err(e)) => Err(ToolError::from(e.clone())),
@@ -122,7 +126,7 @@ fn gather_then(
     let revision = Revision::load(tx, &proposal.id, number)?;
     known(&revision);
     let revisions = crate::store::proposals::revisions(tx, &proposal.id)?;
-    let bytes = revision_bytes(tx, &revision)?;
+    let bytes = source_bytes(tx, &revision)?;
     let agents = all_agents(tx)?;
     let id = &proposal.id;
     let votes = store::evidence::recorded_votes(tx, id)?;
@@ -200,7 +204,7 @@ pub(crate) fn gather_for_policy(
     Ok(Evidence {
         proposal: proposal.clone(),
         revisions: crate::store::proposals::revisions(tx, id)?,
-        bytes: revision_bytes(tx, &revision)?,
+        bytes: source_bytes(tx, &revision)?,
         revision,
         agents: shared.agents.clone(),
         votes: store::evidence::recorded_votes(tx, id)?,

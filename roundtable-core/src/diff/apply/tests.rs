@@ -78,14 +78,20 @@ fn hunk_without_trailing_context_must_match_at_the_end() {
 }
 
 #[test]
-fn zero_context_insertion_lands_at_the_end_like_git() {
+fn zero_context_insertion_lands_where_its_header_says() {
     // `git diff -U0` output applied by plain `git apply` (no --unidiff-zero)
     // appends at the end of the file: no trailing context means "match at
-    // the end". This is git's behaviour, so it is ours.
+    // the end". roundtable places it by its header, as --unidiff-zero
+    // does: after line 3.
     let h = hunks_of("--- a/f\n+++ b/f\n@@ -3,0 +4 @@\n+INSERTED\n");
     assert_eq!(
         apply_hunks(lines(1..=4).as_bytes(), &h).expect("applies"),
-        format!("{}INSERTED\n", lines(1..=4)).into_bytes()
+        format!("{}INSERTED\n{}", lines(1..=3), lines(4..=4)).into_bytes()
+    );
+    // Past the end of the file: refused, not clamped.
+    assert_eq!(
+        apply_hunks(lines(1..=2).as_bytes(), &h).map_err(|e| e.0),
+        Err(1)
     );
 }
 
@@ -191,7 +197,7 @@ fn refusals_have_codes_and_paths() {
     let cases: &[RefusalCase<'_>] = &[
         ("diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n", &[("n", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
         ("--- a/m\n+++ b/m\n@@ -1 +1 @@\n-x\n+y\n", &[], ErrorCode::PatchDoesNotApply, "does not exist"),
-        ("diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("d", "x\ny\n", false)], ErrorCode::PatchDoesNotApply, "hunk #1"),
+        ("diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("d", "x\ny\n", false)], ErrorCode::PatchDoesNotApply, "leaves content behind"),
         ("diff --git a/b b/b\nindex 1234567..89abcde 100644\nBinary files a/b and b/b differ\n", &[("b", "x", false)], ErrorCode::PatchDoesNotApply, "no data"),
         ("diff --git a/l b/l\nnew file mode 160000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n", &[], ErrorCode::UnsupportedPatch, "submodules"),
         ("diff --git a/r b/s\nsimilarity index 100%\nrename from r\nrename to s\n", &[("r", "", false), ("s", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
@@ -251,8 +257,8 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     let mut image = Image::new(old.as_bytes());
     let (mut pre, mut post) = (Vec::new(), Vec::new());
     for hunk in &h {
-        let (b, e, line) = images(hunk, &mut pre, &mut post);
-        let pos = image.find(line, &pre, b, e).expect("found");
+        let placement = images(hunk, &mut pre, &mut post);
+        let pos = image.find(placement, &pre).expect("found");
         image.replace(pos, pre.len(), &post);
     }
     assert_eq!(fast, image.into_bytes());

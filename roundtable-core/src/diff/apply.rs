@@ -393,12 +393,15 @@ pub fn apply<T: Tree + ?Sized>(
         let data = match fp.body() {
             Body::Text(hunks) if hunks.is_empty() => pre.data.clone(),
             Body::Text(hunks) => {
-                let data = apply_hunks(&pre.data, hunks).map_err(|(hunk, reason)| ApplyError::Hunk {
-                    path: fp.old_path().unwrap_or(fp.path()).to_vec(),
-                    hunk,
-                    reason,
-                })?;
-                check_index(fp, hunks, &pre.data, &data)?;
+                let named = index_names(fp, &pre.data);
+                let data = apply_hunks_at(&pre.data, hunks, named.is_some()).map_err(
+                    |(hunk, reason)| ApplyError::Hunk {
+                        path: fp.old_path().unwrap_or(fp.path()).to_vec(),
+                        hunk,
+                        reason,
+                    },
+                )?;
+                check_index(fp, hunks, named, &data)?;
                 data
             }
             Body::BinaryMarker(_) => {
@@ -476,8 +479,26 @@ pub fn apply<T: Tree + ?Sized>(
     Ok(())
 }
 
+/// The hex length of the object ids (40 or 64) with which the section's
+/// `index` line names `pre` as its pre-image, if it does: the file is then
+/// exactly the one the diff was made from. An id shorter than git's
+/// shortest abbreviation (7) names nothing.
+fn index_names(fp: &FilePatch<'_>, pre: &[u8]) -> Option<usize> {
+    let (old_id, _) = fp.index()?;
+    if old_id.len() < 7 || old_id.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    // An abbreviated id may be of either object format.
+    let formats: &[usize] = if old_id.len() > 40 { &[64] } else { &[40, 64] };
+    formats
+        .iter()
+        .copied()
+        .find(|&n| binary::blob_id(pre, n).is_some_and(|full| full.starts_with(old_id)))
+}
+
 /// Check a text section's result against its `index` line, when the line
-/// names the content the section was applied to.
+/// names the content the section was applied to (`named`, from
+/// [`index_names`]).
 ///
 /// git's `index <pre>..<post>` names the blobs before and after (usually
 /// abbreviated). When the pre-image id names the content found, the file
@@ -491,28 +512,21 @@ pub fn apply<T: Tree + ?Sized>(
 fn check_index(
     fp: &FilePatch<'_>,
     hunks: &[Hunk<'_>],
-    pre: &[u8],
+    named: Option<usize>,
     post: &[u8],
 ) -> Result<(), ApplyError> {
     let Some((old_id, new_id)) = fp.index() else {
         return Ok(());
     };
     let is_null = |id: &str| id.bytes().all(|b| b == b'0');
-    // git abbreviates to 7 hex digits or more; a shorter id names too
-    // little to tell the file from another.
     if is_null(old_id) || old_id.len() < 7 {
         return Ok(());
     }
-    // An abbreviated id may be of either object format.
-    let formats: &[usize] = if old_id.len() > 40 { &[64] } else { &[40, 64] };
-    let named = |data: &[u8], id: &str, hex_len: usize| {
-        binary::blob_id(data, hex_len).is_some_and(|full| full.starts_with(id))
-    };
     let path = fp.old_path().unwrap_or(fp.path());
-    match formats.iter().find(|&&n| named(pre, old_id, n)) {
-        Some(&hex_len) => {
-            if !is_null(new_id) && new_id.len() >= 7 && !named(post, new_id, hex_len) {
-                let found = binary::blob_id(post, hex_len).expect("40 or 64 hex digits");
+    match named {
+        Some(hex_len) => {
+            let found = binary::blob_id(post, hex_len).expect("40 or 64 hex digits");
+            if !is_null(new_id) && new_id.len() >= 7 && !found.starts_with(new_id) {
                 return Err(ApplyError::file(
                     path,
                     format!(
@@ -902,8 +916,17 @@ fn floating(hunk: &Hunk<'_>) -> bool {
 /// hunk "without trailing context"), landing an insertion meant for line 3
 /// after the last line. roundtable places it by its header alone, as
 /// `--unidiff-zero` reads the header (`@@ -2,0 +3 @@` inserts after line
-/// 2), and refuses it when its removed lines are not exactly there.
-fn images<'p>(hunk: &'p Hunk<'_>, pre: &mut Vec<&'p [u8]>, post: &mut Vec<&'p [u8]>) -> Placement {
+/// 2), and refuses it when its removed lines are not exactly there. One
+/// that starts the file keeps git's reading (the whole file, start to
+/// end: a rewrite that shares no line) unless `named`, the section's
+/// `index` line naming the file as the diff's pre-image, says the header
+/// is the file's.
+fn images<'p>(
+    hunk: &'p Hunk<'_>,
+    named: bool,
+    pre: &mut Vec<&'p [u8]>,
+    post: &mut Vec<&'p [u8]>,
+) -> Placement {
     pre.clear();
     post.clear();
     let mut trailing = 0usize;
@@ -926,7 +949,7 @@ fn images<'p>(hunk: &'p Hunk<'_>, pre: &mut Vec<&'p [u8]>, post: &mut Vec<&'p [u
             }
         }
     }
-    if !context {
+    if !context && (hunk.old_start() > 1 || named) {
         // `+c,0` names the line after which lines were removed; `+c,d`
         // (d > 0) the first line of the result.
         let line = if hunk.new_lines() == 0 {
@@ -956,7 +979,7 @@ fn images<'p>(hunk: &'p Hunk<'_>, pre: &mut Vec<&'p [u8]>, post: &mut Vec<&'p [u
 /// earlier hunks produced, so the result is the untouched runs of `old`
 /// copied whole between the hunks' post-images. `None` as soon as a hunk
 /// does not match there: the general search then starts over and decides.
-fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>]) -> Option<Vec<u8>> {
+fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>], named: bool) -> Option<Vec<u8>> {
     // Line i of `old` is old[bounds[i]..bounds[i + 1]].
     let mut bounds = Vec::with_capacity(old.len() / 32 + 2);
     bounds.push(0);
@@ -977,7 +1000,7 @@ fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>]) -> Option<Vec<u8>> {
             line,
             exact,
             ..
-        } = images(hunk, &mut pre, &mut post);
+        } = images(hunk, named, &mut pre, &mut post);
         let n = out_lines + (lines - next);
         let pos = if exact {
             line
@@ -1020,10 +1043,24 @@ fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Apply text hunks to `old`, as `git apply` does. On failure, returns the
-/// 1-based number of the hunk that did not apply and why.
+/// Apply text hunks to `old`, as `git apply` does — except that a hunk
+/// without context lines away from the start of the file is placed by its
+/// header (as `git apply --unidiff-zero` reads it), not at the end of the
+/// file. On failure, returns the 1-based number of the hunk that did not
+/// apply and why.
 pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'static str)> {
-    if let Some(new) = apply_in_order(old, hunks) {
+    apply_hunks_at(old, hunks, false)
+}
+
+/// [`apply_hunks`], `named` when the section's `index` line names `old` as
+/// the diff's pre-image (then every hunk without context is placed by its
+/// header, one at the start of the file too).
+fn apply_hunks_at(
+    old: &[u8],
+    hunks: &[Hunk<'_>],
+    named: bool,
+) -> Result<Vec<u8>, (usize, &'static str)> {
+    if let Some(new) = apply_in_order(old, hunks, named) {
         return Ok(new);
     }
     let mut image = Image::new(old);
@@ -1031,7 +1068,7 @@ pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'
     let mut post: Vec<&[u8]> = Vec::new();
     let mut moved = false;
     for (i, hunk) in hunks.iter().enumerate() {
-        let placement = images(hunk, &mut pre, &mut post);
+        let placement = images(hunk, named, &mut pre, &mut post);
         if placement.floating && moved {
             return Err((
                 i + 1,

@@ -197,7 +197,7 @@ fn refusals_have_codes_and_paths() {
     let cases: &[RefusalCase<'_>] = &[
         ("diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n", &[("n", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
         ("--- a/m\n+++ b/m\n@@ -1 +1 @@\n-x\n+y\n", &[], ErrorCode::PatchDoesNotApply, "does not exist"),
-        ("diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("d", "x\ny\n", false)], ErrorCode::PatchDoesNotApply, "leaves content behind"),
+        ("diff --git a/d b/d\ndeleted file mode 100644\n--- a/d\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n", &[("d", "x\ny\n", false)], ErrorCode::PatchDoesNotApply, "hunk #1"),
         ("diff --git a/b b/b\nindex 1234567..89abcde 100644\nBinary files a/b and b/b differ\n", &[("b", "x", false)], ErrorCode::PatchDoesNotApply, "no data"),
         ("diff --git a/l b/l\nnew file mode 160000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+Subproject commit 1234567890123456789012345678901234567890\n", &[], ErrorCode::UnsupportedPatch, "submodules"),
         ("diff --git a/r b/s\nsimilarity index 100%\nrename from r\nrename to s\n", &[("r", "", false), ("s", "", false)], ErrorCode::PatchDoesNotApply, "already exists"),
@@ -253,11 +253,11 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     let two = "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -8,3 +8,4 @@\n l8\n-l9\n+L9\n+L9b\n l10\n";
     let h = hunks_of(two);
     let old = lines(1..=12);
-    let fast = apply_in_order(old.as_bytes(), &h).expect("both hunks are where they say");
+    let fast = apply_in_order(old.as_bytes(), &h, false).expect("both hunks are where they say");
     let mut image = Image::new(old.as_bytes());
     let (mut pre, mut post) = (Vec::new(), Vec::new());
     for hunk in &h {
-        let placement = images(hunk, &mut pre, &mut post);
+        let placement = images(hunk, false, &mut pre, &mut post);
         let pos = image.find(placement, &pre).expect("found");
         image.replace(pos, pre.len(), &post);
     }
@@ -272,14 +272,14 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     let open_end = "a\nb\nc";
     let h = hunks_of("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n");
     assert_eq!(
-        apply_in_order(open_end.as_bytes(), &h).expect("in place"),
+        apply_in_order(open_end.as_bytes(), &h, false).expect("in place"),
         b"A\nb\nc"
     );
     // Two lines added above: not where the header says, so no fast path,
     // and the search still finds it.
     let h = hunks_of("--- a/f\n+++ b/f\n@@ -4,3 +4,3 @@\n l4\n-l5\n+L5\n l6\n");
     let shifted = format!("x\ny\n{}", lines(1..=9));
-    assert!(apply_in_order(shifted.as_bytes(), &h).is_none());
+    assert!(apply_in_order(shifted.as_bytes(), &h, false).is_none());
     assert_eq!(
         apply_hunks(shifted.as_bytes(), &h).expect("offset"),
         shifted.replace("l5\n", "L5\n").into_bytes()
@@ -290,7 +290,7 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     let h = hunks_of(
         "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+q\n b\n x\n@@ -9,2 +9,2 @@\n q\n-b\n+c\n",
     );
-    assert!(apply_in_order(text.as_bytes(), &h).is_none());
+    assert!(apply_in_order(text.as_bytes(), &h, false).is_none());
     assert_eq!(apply_hunks(text.as_bytes(), &h).map_err(|e| e.0), Err(2));
 }
 

@@ -1,5 +1,6 @@
-//! The applier: a patch plus current contents in, new contents out —
-//! exactly as `git apply` (no options) computes them.
+//! The applier: a patch plus current contents in, new contents out — as
+//! `git apply` (no options) computes them, except where git misapplies
+//! silently (below), which a governance gate must not copy.
 //!
 //! Hunks are matched as git matches them: the pre-image (context and
 //! removed lines) must equal the file's lines byte for byte; the search
@@ -7,6 +8,19 @@
 //! one line at a time; a hunk that starts at line 0 or 1 must match at the
 //! beginning and one without trailing context must match at the end; lines
 //! written by an earlier hunk are never matched again; there is no fuzz.
+//!
+//! Where roundtable departs from git, it places or refuses rather than
+//! misplaces: a hunk without any context line (`git diff -U0`) away from
+//! the start of the file is placed by its header, as `git apply
+//! --unidiff-zero` reads it (plain `git apply` lands it at the end of the
+//! file), and refused when its removed lines are not there, when an
+//! earlier hunk of the file was found away from its header, or when the
+//! section's `index` line names other content than the file; one at the
+//! start of the file keeps git's whole-file reading unless the `index` line
+//! names the file. A text section whose `index` line names the file it
+//! applies to as its pre-image must produce the post-image its `index` line
+//! names (a hunk whose header lies about its place is refused, where git
+//! lands it on the first matching context).
 //!
 //! Across sections, sections for one path apply in order, as the commits
 //! of a series (`format-patch`, `git log -p --reverse`) did: a section

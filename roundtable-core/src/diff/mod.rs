@@ -2,8 +2,11 @@
 //!
 //! [`parse`] turns patch bytes into a [`Patch`]; [`Patch::render`] turns it
 //! back into bytes (byte-identical for anything `git diff` writes);
-//! [`apply`](apply()) computes the new contents of every touched file exactly as
-//! `git apply` (without options) would; [`Patch::reverse`] inverts a patch.
+//! [`apply`](apply()) computes the new contents of every touched file as
+//! `git apply` (without options) would, except where git misapplies
+//! silently (see [`apply()`]'s module: `-U0` hunks placed by their header,
+//! `index` post-image ids checked, a series' sections applied in order);
+//! [`Patch::reverse`] inverts a patch.
 //!
 //! Everything here is pure: the applier reads current contents through the
 //! [`Tree`] trait and hands results to a sink, so the caller decides where

@@ -70,6 +70,9 @@ pub(crate) struct Evidence {
     pub proposal: Proposal,
     pub revision: Revision,
     pub revisions: Vec<Revision>,
+    /// What the changeset is derived from ([`source_bytes`]): a patch
+    /// revision's stored diff (rendered from its changeset), the submitted
+    /// bytes of the other formats.
     pub bytes: Vec<u8>,
     pub agents: Vec<Agent>,
     pub votes: Vec<Vote>,

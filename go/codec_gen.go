@@ -4503,9 +4503,17 @@ func (x *InvalidArgumentDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"max_nesting\":")
 		e.int64(*x.MaxNesting)
 	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
 	if x.Reason != nil {
 		e.key(start, "\"reason\":")
 		e.str(*x.Reason, "reason")
+	}
+	if x.SuggestedStrip != nil {
+		e.key(start, "\"suggested_strip\":")
+		e.int64(*x.SuggestedStrip)
 	}
 	if x.TransactionID != nil {
 		e.key(start, "\"transaction_id\":")
@@ -4572,21 +4580,37 @@ func (x *InvalidArgumentDetails) decode(d *decoder) {
 				(*p7) = d.int64()
 				x.MaxNesting = p7
 			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p8 := new(string)
+				(*p8) = d.str()
+				x.Path = p8
+			}
 		case "reason":
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p8 := new(string)
-				(*p8) = d.str()
-				x.Reason = p8
+				p9 := new(string)
+				(*p9) = d.str()
+				x.Reason = p9
+			}
+		case "suggested_strip":
+			if d.null() {
+				x.SuggestedStrip = nil
+			} else {
+				p10 := new(int64)
+				(*p10) = d.int64()
+				x.SuggestedStrip = p10
 			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p9 := new(string)
-				(*p9) = d.str()
-				x.TransactionID = p9
+				p11 := new(string)
+				(*p11) = d.str()
+				x.TransactionID = p11
 			}
 		default:
 			d.skip()
@@ -5654,6 +5678,14 @@ func (x *PatchDoesNotApplyDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"count\":")
 		e.int64(*x.Count)
 	}
+	if x.EolConversion != nil {
+		e.key(start, "\"eol_conversion\":")
+		e.str(*x.EolConversion, "eol_conversion")
+	}
+	if x.EolRule != nil {
+		e.key(start, "\"eol_rule\":")
+		e.str(*x.EolRule, "eol_rule")
+	}
 	if x.Hunk != nil {
 		e.key(start, "\"hunk\":")
 		e.int64(*x.Hunk)
@@ -5724,53 +5756,69 @@ func (x *PatchDoesNotApplyDetails) decode(d *decoder) {
 				(*p5) = d.int64()
 				x.Count = p5
 			}
+		case "eol_conversion":
+			if d.null() {
+				x.EolConversion = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.EolConversion = p6
+			}
+		case "eol_rule":
+			if d.null() {
+				x.EolRule = nil
+			} else {
+				p7 := new(string)
+				(*p7) = d.str()
+				x.EolRule = p7
+			}
 		case "hunk":
 			if d.null() {
 				x.Hunk = nil
 			} else {
-				p6 := new(int64)
-				(*p6) = d.int64()
-				x.Hunk = p6
+				p8 := new(int64)
+				(*p8) = d.int64()
+				x.Hunk = p8
 			}
 		case "line":
 			if d.null() {
 				x.Line = nil
 			} else {
-				p7 := new(int64)
-				(*p7) = d.int64()
-				x.Line = p7
+				p9 := new(int64)
+				(*p9) = d.int64()
+				x.Line = p9
 			}
 		case "other_hunk":
 			if d.null() {
 				x.OtherHunk = nil
 			} else {
-				p8 := new(int64)
-				(*p8) = d.int64()
-				x.OtherHunk = p8
+				p10 := new(int64)
+				(*p10) = d.int64()
+				x.OtherHunk = p10
 			}
 		case "reason":
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p9 := new(string)
-				(*p9) = d.str()
-				x.Reason = p9
+				p11 := new(string)
+				(*p11) = d.str()
+				x.Reason = p11
 			}
 		case "rung":
 			if d.null() {
 				x.Rung = nil
 			} else {
-				p10 := new(MatchRung)
-				(*p10) = MatchRung(d.str())
-				x.Rung = p10
+				p12 := new(MatchRung)
+				(*p12) = MatchRung(d.str())
+				x.Rung = p12
 			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p11 := new(string)
-				(*p11) = d.str()
-				x.TransactionID = p11
+				p13 := new(string)
+				(*p13) = d.str()
+				x.TransactionID = p13
 			}
 		default:
 			d.skip()
@@ -7002,6 +7050,10 @@ func (x *ProposalAttachPatchArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"patch_format\":")
 		e.str(string(*x.PatchFormat), "patch_format")
 	}
+	if x.Strip != nil {
+		e.key(start, "\"strip\":")
+		e.int64(*x.Strip)
+	}
 }
 
 func (x *ProposalAttachPatchArgs) decode(d *decoder) {
@@ -7069,6 +7121,14 @@ func (x *ProposalAttachPatchArgs) decode(d *decoder) {
 				p7 := new(PatchFormat)
 				(*p7) = PatchFormat(d.str())
 				x.PatchFormat = p7
+			}
+		case "strip":
+			if d.null() {
+				x.Strip = nil
+			} else {
+				p8 := new(int64)
+				(*p8) = d.int64()
+				x.Strip = p8
 			}
 		default:
 			d.skip()
@@ -7217,6 +7277,10 @@ func (x *ProposalCreateArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"risk\":")
 		e.str(string(*x.Risk), "risk")
 	}
+	if x.Strip != nil {
+		e.key(start, "\"strip\":")
+		e.int64(*x.Strip)
+	}
 }
 
 func (x *ProposalCreateArgs) decode(d *decoder) {
@@ -7288,6 +7352,14 @@ func (x *ProposalCreateArgs) decode(d *decoder) {
 				p7 := new(Risk)
 				(*p7) = Risk(d.str())
 				x.Risk = p7
+			}
+		case "strip":
+			if d.null() {
+				x.Strip = nil
+			} else {
+				p8 := new(int64)
+				(*p8) = d.int64()
+				x.Strip = p8
 			}
 		default:
 			d.skip()

@@ -293,8 +293,12 @@ type InvalidArgumentDetails struct {
 	Max *int64 `json:"max,omitempty"`
 	// For declarations nested too deep to index: the deepest allowed.
 	MaxNesting *int64 `json:"max_nesting,omitempty"`
+	// For a `strip` refused: the path the diff's name makes at the strip level given.
+	Path *string `json:"path,omitempty"`
 	// Why the value is refused.
 	Reason *string `json:"reason,omitempty"`
+	// For a `strip` refused: the strip level at which the diff's names make sense (0 for `git diff --no-prefix`).
+	SuggestedStrip *int64 `json:"suggested_strip,omitempty"`
 	// The transaction the failure happened in (recorded `failed` or `recovered`; nothing changed).
 	TransactionID *string `json:"transaction_id,omitempty"`
 }
@@ -407,6 +411,10 @@ type PatchDoesNotApplyDetails struct {
 	Candidates []MatchCandidate `json:"candidates,omitempty"`
 	// For an ambiguous agent-native hunk: how many places it matches.
 	Count *int64 `json:"count,omitempty"`
+	// With `eol_rule`: what git does to the path's line ends (CRLF on checkout and LF in the repository, or LF on `git add`).
+	EolConversion *string `json:"eol_conversion,omitempty"`
+	// When git converts the path's line ends: the rule (`core.autocrlf=true`, or the path's `.gitattributes` `text`/`eol` attributes); the diff must have the line ends the working tree has.
+	EolRule *string `json:"eol_rule,omitempty"`
 	// The 1-based number of the hunk in its file's section (or in the agent-native document).
 	Hunk *int64 `json:"hunk,omitempty"`
 	// For an agent-native hunk: its 1-based line in the document.

@@ -93,6 +93,11 @@ type ProposalCreateArgs struct {
 	PatchFormat *PatchFormat `json:"patch_format,omitempty"`
 	// Its risk level (default `normal`).
 	Risk *Risk `json:"risk,omitempty"`
+	// For a unified diff: how many leading components to remove from its
+	// file names (`-p`), 0 to 16, default 1 (`a/`, `b/`); 0 for `git
+	// diff --no-prefix`. A name that only makes sense at another level
+	// is refused (`invalid_argument`, `suggested_strip`).
+	Strip *int64 `json:"strip,omitempty"`
 }
 
 // ProposalAttachPatchArgs are the arguments of `proposal.attach_patch`.
@@ -119,6 +124,10 @@ type ProposalAttachPatchArgs struct {
 	// How to read `patch`: `unified` (default), `codex` or
 	// `search_replace`.
 	PatchFormat *PatchFormat `json:"patch_format,omitempty"`
+	// For a unified diff: how many leading components to remove from its
+	// file names (`-p`), 0 to 16, default 1; 0 for `git diff
+	// --no-prefix`.
+	Strip *int64 `json:"strip,omitempty"`
 }
 
 // ProposalRebaseArgs are the arguments of `proposal.rebase`.
@@ -707,7 +716,7 @@ func (s *Session) ProposalFiles(ctx context.Context, args ProposalFilesArgs) (*F
 	return out, nil
 }
 
-// ProposalDiff calls `proposal.diff`: A revision as a unified diff (edit plans rendered), paged by file; exact bytes, never redacted.
+// ProposalDiff calls `proposal.diff`: A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.
 //
 // Called by: agent, human, orchestrator. Read-only.
 func (s *Session) ProposalDiff(ctx context.Context, args ProposalDiffArgs) (*DiffPage, error) {

@@ -197,8 +197,12 @@ class InvalidArgumentDetails(TypedDict, total=False):
     max: int
     #: For declarations nested too deep to index: the deepest allowed.
     max_nesting: int
+    #: For a `strip` refused: the path the diff's name makes at the strip level given.
+    path: str
     #: Why the value is refused.
     reason: str
+    #: For a `strip` refused: the strip level at which the diff's names make sense (0 for `git diff --no-prefix`).
+    suggested_strip: int
     #: The transaction the failure happened in (recorded `failed` or `recovered`; nothing changed).
     transaction_id: str
 
@@ -310,6 +314,10 @@ class PatchDoesNotApplyDetails(TypedDict, total=False):
     candidates: List[Dict[str, Any]]
     #: For an ambiguous agent-native hunk: how many places it matches.
     count: int
+    #: With `eol_rule`: what git does to the path's line ends (CRLF on checkout and LF in the repository, or LF on `git add`).
+    eol_conversion: str
+    #: When git converts the path's line ends: the rule (`core.autocrlf=true`, or the path's `.gitattributes` `text`/`eol` attributes); the diff must have the line ends the working tree has.
+    eol_rule: str
     #: The 1-based number of the hunk in its file's section (or in the agent-native document).
     hunk: int
     #: For an agent-native hunk: its 1-based line in the document.

@@ -270,6 +270,7 @@ class ToolMethods:
         patch_base64: Optional[str] = None,
         patch_format: Optional[PatchFormat] = None,
         risk: Optional[Risk] = None,
+        strip: Optional[int] = None,
     ) -> ProposalRevised:
         """Propose a change (a patch or an edit plan) for a task. The caller, a registered enabled agent, becomes the author. The change must apply to the current files; it becomes revision 1.
 
@@ -291,6 +292,8 @@ class ToolMethods:
             args["patch_format"] = patch_format
         if risk is not None:
             args["risk"] = risk
+        if strip is not None:
+            args["strip"] = strip
         args["summary_md"] = summary_md
         args["task_id"] = task_id
         args["title"] = title
@@ -308,6 +311,7 @@ class ToolMethods:
         patch: Optional[Patch] = None,
         patch_base64: Optional[str] = None,
         patch_format: Optional[PatchFormat] = None,
+        strip: Optional[int] = None,
     ) -> ProposalRevised:
         """Attach a new revision (patch or edit plan) to a pending or in-review proposal (author only). Requires expected_revision = the latest revision; earlier revisions are kept unchanged, and evidence for them does not count for the new one.
 
@@ -331,6 +335,8 @@ class ToolMethods:
         if patch_format is not None:
             args["patch_format"] = patch_format
         args["proposal_id"] = proposal_id
+        if strip is not None:
+            args["strip"] = strip
         return self.call_record("proposal.attach_patch", args, ProposalRevised)
 
     def proposal_rebase(
@@ -438,7 +444,7 @@ class ToolMethods:
         limit: Optional[int] = None,
         revision: Optional[int] = None,
     ) -> DiffPage:
-        """A revision as a unified diff (edit plans rendered), paged by file; exact bytes, never redacted.
+        """A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.
 
         ``proposal.diff``; called by: agent, human, orchestrator. Read-only.
         """
@@ -1402,6 +1408,7 @@ class AsyncToolMethods:
         patch_base64: Optional[str] = None,
         patch_format: Optional[PatchFormat] = None,
         risk: Optional[Risk] = None,
+        strip: Optional[int] = None,
     ) -> ProposalRevised:
         """Propose a change (a patch or an edit plan) for a task. The caller, a registered enabled agent, becomes the author. The change must apply to the current files; it becomes revision 1.
 
@@ -1423,6 +1430,8 @@ class AsyncToolMethods:
             args["patch_format"] = patch_format
         if risk is not None:
             args["risk"] = risk
+        if strip is not None:
+            args["strip"] = strip
         args["summary_md"] = summary_md
         args["task_id"] = task_id
         args["title"] = title
@@ -1440,6 +1449,7 @@ class AsyncToolMethods:
         patch: Optional[Patch] = None,
         patch_base64: Optional[str] = None,
         patch_format: Optional[PatchFormat] = None,
+        strip: Optional[int] = None,
     ) -> ProposalRevised:
         """Attach a new revision (patch or edit plan) to a pending or in-review proposal (author only). Requires expected_revision = the latest revision; earlier revisions are kept unchanged, and evidence for them does not count for the new one.
 
@@ -1463,6 +1473,8 @@ class AsyncToolMethods:
         if patch_format is not None:
             args["patch_format"] = patch_format
         args["proposal_id"] = proposal_id
+        if strip is not None:
+            args["strip"] = strip
         return await self.call_record("proposal.attach_patch", args, ProposalRevised)
 
     async def proposal_rebase(
@@ -1571,7 +1583,7 @@ class AsyncToolMethods:
         limit: Optional[int] = None,
         revision: Optional[int] = None,
     ) -> DiffPage:
-        """A revision as a unified diff (edit plans rendered), paged by file; exact bytes, never redacted.
+        """A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.
 
         ``proposal.diff``; called by: agent, human, orchestrator. Read-only.
         """

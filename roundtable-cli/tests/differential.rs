@@ -1105,7 +1105,7 @@ fn differential(
     patch_file: &Path,
     target: &Tree,
 ) -> Result<Applied, String> {
-    differential_with(scratch, work, patch_file, target, 1, true)
+    differential_with(scratch, work, patch_file, target, 1, true, &[])
 }
 
 /// [`differential`] at strip level `strip` (`-p`). With `exact`, the patch
@@ -1119,6 +1119,7 @@ pub(super) fn differential_with(
     target: &Tree,
     strip: usize,
     exact: bool,
+    git_options: &[&str],
 ) -> Result<Applied, String> {
     let patch = fs::read(patch_file).map_err(|e| format!("read {}: {e}", patch_file.display()))?;
     let in_the_way = if exact {
@@ -1158,6 +1159,7 @@ pub(super) fn differential_with(
     let git = run(scratch
         .git(&a)
         .args(["apply", "--binary", &p])
+        .args(git_options)
         .arg(patch_file))?;
     let check = run(roundtable()
         .args(["patch", "apply", "--check", &p, "--root"])

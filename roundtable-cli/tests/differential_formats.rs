@@ -54,8 +54,8 @@ fn case(
     let patch_file = work.path().join("patch.diff");
     fs::write(&patch_file, patch).map_err(|e| e.to_string())?;
     let fail = |e: String| format!("{name}: {e}\npatch:\n{}", lossy(patch));
-    let applied =
-        differential_with(scratch, work.path(), &patch_file, target, strip, false).map_err(fail)?;
+    let applied = differential_with(scratch, work.path(), &patch_file, target, strip, false, &[])
+        .map_err(fail)?;
     match (want, &applied.refusal) {
         (Want::Applies(tree), None) if applied.after == *tree => Ok(()),
         (Want::Applies(tree), None) => Err(fail(format!(

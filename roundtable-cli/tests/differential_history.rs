@@ -17,8 +17,9 @@
 //!
 //! Variants: `git diff` (binary changes as `Binary files … differ`, which
 //! neither applies), `git diff -M -C --binary --full-index`, `git diff -U0
-//! --binary` (git needs `--unidiff-zero` for it: without, it refuses most
-//! and misplaces some, so only agreement is required), `git format-patch -1 --stdout` (one mail, signature and all)
+//! --binary` (compared with `git apply --unidiff-zero`, which places its
+//! hunks by their headers as roundtable does: plain `git apply` refuses
+//! most and lands some at the end of the file), `git format-patch -1 --stdout` (one mail, signature and all)
 //! and `git diff -M -B --binary` (rewrites broken and paired anew).
 //!
 //! Environment: `RT_HISTORY_COMMITS` (default [`DEFAULT_COMMITS`]) and
@@ -48,6 +49,8 @@ struct Variant {
     must_apply: bool,
     /// Whether it is a plain `git diff` that must render back exactly.
     exact: bool,
+    /// Options `git apply` needs to read it as roundtable does.
+    git_options: &'static [&'static str],
 }
 
 const VARIANTS: &[Variant] = &[
@@ -56,30 +59,35 @@ const VARIANTS: &[Variant] = &[
         args: &["diff"],
         must_apply: false,
         exact: true,
+        git_options: &[],
     },
     Variant {
         name: "git diff -M -C --binary --full-index",
         args: &["diff", "-M", "-C", "--binary", "--full-index"],
         must_apply: true,
         exact: true,
+        git_options: &[],
     },
     Variant {
         name: "git diff -U0 --binary",
         args: &["diff", "-U0", "--binary"],
-        must_apply: false,
+        must_apply: true,
         exact: true,
+        git_options: &["--unidiff-zero"],
     },
     Variant {
         name: "git format-patch",
         args: &["format-patch", "-1", "--stdout", "--binary", "-M"],
         must_apply: true,
         exact: false,
+        git_options: &[],
     },
     Variant {
         name: "git diff -M -B --binary",
         args: &["diff", "-M", "-B", "--binary"],
         must_apply: true,
         exact: true,
+        git_options: &[],
     },
 ];
 
@@ -368,11 +376,9 @@ fn differential_history_replays_every_commit_like_git_apply() {
                 parent,
                 1,
                 variant.exact,
+                variant.git_options,
             )
             .and_then(|a| match (&a.refusal, variant.must_apply) {
-                // git applies some `-U0` hunks without `--unidiff-zero`,
-                // matching them at the wrong place; agreeing is all that
-                // is asked there.
                 (None, true) if a.after != *commit => Err(format!(
                     "both applied, but not giving the commit's tree\n{}",
                     tree_diff("applied", &a.after, "commit", commit)

@@ -413,3 +413,45 @@ fn show_names_the_format_and_each_hunk_s_rung_for_an_agent_edit() {
     );
     stable(|| insta::assert_snapshot!("show_agent_edit", show));
 }
+
+/// Issue 31 item 7: `roundtable show` prints the diff rendered from the
+/// changeset that lands, not the submitted text: a `git diff -U0` hunk
+/// `@@ -2,0 +3 @@` is shown with the lines it lands between (after line
+/// 2), and that is where it lands.
+#[test]
+fn item7_show_prints_a_zero_context_insertion_where_it_lands() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::write(root.join("f.txt"), "1\n2\n3\n4\n5\n").expect("write");
+    let host = "orchestrator:host";
+    call(
+        root,
+        "agent.register",
+        host,
+        r#"{"agent_id":"alice","roles":["author"]}"#,
+    );
+    call(
+        root,
+        "task.create",
+        host,
+        r#"{"task_id":"t1","title":"Insert"}"#,
+    );
+    let patch = r#"diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -2,0 +3 @@\n+NEW\n"#;
+    let made = call(
+        root,
+        "proposal.create",
+        "agent:alice",
+        &format!(r#"{{"task_id":"t1","title":"Insert","summary_md":"x","patch":"{patch}"}}"#),
+    );
+    let pid = made["proposal"]["id"].as_str().expect("id").to_owned();
+    let shown = ok(root, &["show", &pid]);
+    assert!(
+        shown.contains("@@ -1,5 +1,6 @@\n 1\n 2\n+NEW\n 3\n 4\n 5\n"),
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("f.txt")).expect("read"),
+        "1\n2\n3\n4\n5\n",
+        "show writes nothing"
+    );
+}

@@ -429,8 +429,8 @@ impl<T: crate::diff::Tree + ?Sized> crate::diff::Tree for Recording<'_, T> {
 impl Changeset {
     /// The changeset a patch makes to `tree`, reading only the files the
     /// patch touches. Each touched path's precondition is its state in
-    /// `tree`; its result is its final state by `git apply`'s rules (the
-    /// last write, or removal).
+    /// `tree`; its result is the outcome of the last section that touched
+    /// it, the sections applied in order ([`crate::diff::apply()`]).
     pub fn from_patch<T: crate::diff::Tree + ?Sized>(
         patch: &crate::diff::Patch<'_>,
         tree: &T,
@@ -454,13 +454,9 @@ impl Changeset {
                 executable: f.executable,
                 symlink: f.symlink,
             });
-            match (finals.get(&o.path), &new) {
-                // A removal never overrides a write (git writes after it removes).
-                (Some(Some(_)), None) => {}
-                _ => {
-                    finals.insert(o.path, new);
-                }
-            }
+            // Sections apply in order: the last outcome for a path is its
+            // result (a file modified and then deleted stays deleted).
+            finals.insert(o.path, new);
             Ok(())
         })?;
 

@@ -18,7 +18,9 @@
 //!   [`diff::Patch`], refusing anything malformed with the line and what was
 //!   expected;
 //! - [`diff::Patch::render`] writes it back byte-for-byte;
-//! - [`diff::apply()`] computes new contents exactly as `git apply` would;
+//! - [`diff::apply()`] computes new contents as `git apply` would, placing
+//!   or refusing where git would misapply silently (`-U0` hunks, a file
+//!   modified then deleted in a series);
 //! - [`diff::Patch::reverse`] inverts it.
 //!
 //! ```

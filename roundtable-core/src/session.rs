@@ -486,6 +486,7 @@ impl CreateProposal {
                 patch_base64: None,
                 patch_format: None,
                 edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
+                strip: None,
                 affected_resources: None,
                 idempotency_key: None,
             })
@@ -554,6 +555,15 @@ impl Draft<CreateProposal> {
         })
     }
 
+    /// How many leading components to remove from the diff's file names
+    /// (`-p`, default 1; 0 for `git diff --no-prefix`).
+    pub fn strip(self, strip: u8) -> Self {
+        self.set(|r| {
+            r.strip = Some(field("strip", strip)?);
+            Ok(())
+        })
+    }
+
     /// Its risk (default `normal`).
     pub fn risk(self, risk: Risk) -> Self {
         self.set(|r| {
@@ -609,6 +619,7 @@ impl AttachPatch {
                 patch_base64: None,
                 patch_format: None,
                 edit_plan: edit_plan.map(|p| field("edit_plan", p)).transpose()?,
+                strip: None,
                 affected_resources: None,
                 note_md: None,
                 idempotency_key: None,
@@ -646,6 +657,15 @@ impl Draft<AttachPatch> {
     pub fn patch_format(self, format: crate::tools::args::PatchFormat) -> Self {
         self.set(|r| {
             r.patch_format = Some(format);
+            Ok(())
+        })
+    }
+
+    /// How many leading components to remove from the diff's file names
+    /// (`-p`, default 1; 0 for `git diff --no-prefix`).
+    pub fn strip(self, strip: u8) -> Self {
+        self.set(|r| {
+            r.strip = Some(field("strip", strip)?);
             Ok(())
         })
     }

@@ -82,6 +82,7 @@ pub mod args;
 mod auth;
 pub mod claims;
 pub mod details;
+mod eol;
 mod error;
 pub mod evidence;
 pub mod inbox;

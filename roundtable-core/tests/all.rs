@@ -30,6 +30,7 @@ mod tools;
 mod tools_refusals;
 mod tools_scale;
 mod transactions;
+mod trust_diff;
 mod trust_evidence;
 mod typed_api;
 mod waiting;

@@ -328,6 +328,10 @@ fn concatenated(pages: &[Value]) -> (String, Vec<u64>) {
     (text, indexes)
 }
 
+/// The pages are the stored diff — rendered from the changeset that
+/// lands, not the submitted text (issue 31 item 7) — byte for byte, at
+/// every page size, and that diff applies with git to the same files as
+/// the submitted patch.
 #[test]
 fn proposal_diff_pages_concatenate_to_the_stored_diff_byte_for_byte_and_apply() {
     let blob: Vec<u8> = (0u8..200).collect();
@@ -356,7 +360,9 @@ fn proposal_diff_pages_concatenate_to_the_stored_diff_byte_for_byte_and_apply() 
             &w.reviewer,
         )["content"],
     );
-    assert_eq!(stored, patch);
+    assert_eq!(stored, patch, "the submitted text is kept as submitted");
+    let (rendered, _) = concatenated(&pages(&w, &pid, 100));
+    assert_eq!(numstat(&rendered), numstat(&patch));
     for limit in [1, 2, 4, 100] {
         let got = pages(&w, &pid, limit);
         assert_eq!(got.len(), 6usize.div_ceil(limit as usize), "limit {limit}");
@@ -368,7 +374,7 @@ fn proposal_diff_pages_concatenate_to_the_stored_diff_byte_for_byte_and_apply() 
         let (text, indexes) = concatenated(&got);
         assert_eq!(indexes, (0..6).collect::<Vec<u64>>(), "limit {limit}");
         assert_eq!(
-            text, stored,
+            text, rendered,
             "limit {limit}: the pages are the diff byte for byte"
         );
         assert!(applies(&base, &text), "limit {limit}: the pages apply");

@@ -508,8 +508,9 @@ fn proposal_create_with_a_patch_stores_revision_one() {
         "hello\n"
     );
     // The same patch twice is stored once, beside the touched file's
-    // content before and after (kept for rebase).
-    assert_eq!(w.rows("blobs"), 3);
+    // content before and after (kept for rebase) and the diff rendered
+    // from the changeset (what reviewers read).
+    assert_eq!(w.rows("blobs"), 4);
     assert_eq!(w.rows("revisions"), 2);
 }
 

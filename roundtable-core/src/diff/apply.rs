@@ -1,5 +1,6 @@
-//! The applier: a patch plus current contents in, new contents out —
-//! exactly as `git apply` (no options) computes them.
+//! The applier: a patch plus current contents in, new contents out — as
+//! `git apply` (no options) computes them, except where git misapplies
+//! silently (below), which a governance gate must not copy.
 //!
 //! Hunks are matched as git matches them: the pre-image (context and
 //! removed lines) must equal the file's lines byte for byte; the search
@@ -8,12 +9,30 @@
 //! beginning and one without trailing context must match at the end; lines
 //! written by an earlier hunk are never matched again; there is no fuzz.
 //!
-//! Across sections the bookkeeping is git's too: a section that modifies a
-//! path an earlier section wrote sees that result; renames and copies read
-//! the original; a path is free for a new file when any section, earlier
-//! or later, deletes or renames it away (so swapped and cyclic renames
-//! apply). A path's final state is its last write, or
-//! removal if it was only removed.
+//! Where roundtable departs from git, it places or refuses rather than
+//! misplaces: a hunk without any context line (`git diff -U0`) away from
+//! the start of the file is placed by its header, as `git apply
+//! --unidiff-zero` reads it (plain `git apply` lands it at the end of the
+//! file), and refused when its removed lines are not there, when an
+//! earlier hunk of the file was found away from its header, or when the
+//! section's `index` line names other content than the file; one at the
+//! start of the file keeps git's whole-file reading unless the `index` line
+//! names the file. A text section whose `index` line names the file it
+//! applies to as its pre-image must produce the post-image its `index` line
+//! names (a hunk whose header lies about its place is refused, where git
+//! lands it on the first matching context).
+//!
+//! Across sections, sections for one path apply in order, as the commits
+//! of a series (`format-patch`, `git log -p --reverse`) did: a section
+//! that modifies, deletes or renames a path an earlier section created
+//! or changed in place sees that result, and a path's final state
+//! is the outcome of the last section that touched it — a file modified
+//! and then deleted stays deleted (`git apply` writes it back with its
+//! intermediate content, because it removes everything before it writes
+//! anything). The rest is git's bookkeeping: a copy, and a rename of a
+//! path written only as another rename's destination, read the original; a path
+//! is free for a new file when any section, earlier or later, deletes or
+//! renames it away (so swapped and cyclic renames apply).
 
 use super::binary;
 use super::{BinaryHunk, BinaryMethod, Body, FilePatch, FileStatus, Hunk, LineKind, Mode, Patch};
@@ -231,8 +250,14 @@ impl ApplyError {
 
 enum Entry {
     /// Written by an earlier section; the content is kept only when a later
-    /// section reads it.
-    Written(Option<TreeFile>),
+    /// section reads it. `in_place` when that section created the path or
+    /// changed it where it stood (not a rename's or copy's destination):
+    /// a later rename or copy of the path then moves that result, as the
+    /// next commit of a series would.
+    Written {
+        content: Option<TreeFile>,
+        in_place: bool,
+    },
     /// Deleted by an earlier section.
     Deleted,
     /// The source of an earlier rename: still readable, free to recreate.
@@ -241,7 +266,8 @@ enum Entry {
 
 /// Apply `patch` to the files of `tree`, handing each result to `sink` in
 /// section order (a rename yields the removal of its source, then the
-/// write of its destination).
+/// write of its destination). A path's final state is the last outcome
+/// handed to `sink` for it.
 ///
 /// Nothing is handed to `sink` for a section until that section has been
 /// computed in full; on error, the caller discards what it received. Only
@@ -253,10 +279,14 @@ pub fn apply<T: Tree + ?Sized>(
     sink: &mut dyn FnMut(FileOutcome) -> Result<(), TreeError>,
 ) -> Result<(), ApplyError> {
     // Which section last reads each path through the table (modifications
-    // and deletions read an earlier section's result).
+    // and deletions read an earlier section's result; renames one written
+    // in place).
     let mut last_reader: HashMap<&[u8], usize> = HashMap::new();
     for (i, fp) in patch.files().iter().enumerate() {
-        if matches!(fp.status(), FileStatus::Modified | FileStatus::Deleted) {
+        if matches!(
+            fp.status(),
+            FileStatus::Modified | FileStatus::Deleted | FileStatus::Renamed
+        ) {
             if let Some(p) = fp.old_path() {
                 last_reader.insert(p, i);
             }
@@ -295,7 +325,7 @@ pub fn apply<T: Tree + ?Sized>(
         let free_for_new =
             |path: &[u8], table: &HashMap<Vec<u8>, Entry>| -> Result<bool, ApplyError> {
                 Ok(match table.get(path) {
-                    Some(Entry::Written(_)) => false,
+                    Some(Entry::Written { .. }) => false,
                     Some(Entry::Deleted | Entry::RenamedAway) => true,
                     None => {
                         to_be_removed.contains(path)
@@ -309,16 +339,37 @@ pub fn apply<T: Tree + ?Sized>(
             FileStatus::Added => TreeFile::regular(Vec::new()),
             FileStatus::Renamed | FileStatus::Copied => {
                 let old = fp.old_path().expect("renames and copies have an old path");
-                tree.read(old)?
-                    .ok_or_else(|| ApplyError::file(old, "does not exist in the tree"))?
+                match table.get(old) {
+                    // A series (`format-patch`, `git log -p --reverse`):
+                    // the path was changed by an earlier section, and this
+                    // one moves that result. (A copy reads the original:
+                    // in one `git diff -C`, a copy's source is the
+                    // pre-image even where another section changes it.)
+                    Some(Entry::Written {
+                        content: Some(content),
+                        in_place: true,
+                    }) if status == FileStatus::Renamed => content.clone(),
+                    Some(Entry::Deleted) => {
+                        return Err(ApplyError::file(old, "was deleted by an earlier section"))
+                    }
+                    // A rename's or copy's destination that this section
+                    // moves away again reads the original, which is how
+                    // swapped and cyclic renames (`git diff -M -B`) apply.
+                    _ => tree
+                        .read(old)?
+                        .ok_or_else(|| ApplyError::file(old, "does not exist in the tree"))?,
+                }
             }
             FileStatus::Modified | FileStatus::Deleted => {
                 let old = fp
                     .old_path()
                     .expect("modifications and deletions have an old path");
                 match table.get(old) {
-                    Some(Entry::Written(Some(content))) => content.clone(),
-                    Some(Entry::Written(None)) => {
+                    Some(Entry::Written {
+                        content: Some(content),
+                        ..
+                    }) => content.clone(),
+                    Some(Entry::Written { content: None, .. }) => {
                         unreachable!("kept because a later section reads it")
                     }
                     Some(Entry::Deleted) => {
@@ -355,11 +406,18 @@ pub fn apply<T: Tree + ?Sized>(
 
         let data = match fp.body() {
             Body::Text(hunks) if hunks.is_empty() => pre.data.clone(),
-            Body::Text(hunks) => apply_hunks(&pre.data, hunks).map_err(|(hunk, reason)| ApplyError::Hunk {
-                path: fp.old_path().unwrap_or(fp.path()).to_vec(),
-                hunk,
-                reason,
-            })?,
+            Body::Text(hunks) => {
+                let named = index_names(fp, &pre.data);
+                let data = apply_hunks_at(&pre.data, hunks, named.is_some()).map_err(
+                    |(hunk, reason)| ApplyError::Hunk {
+                        path: fp.old_path().unwrap_or(fp.path()).to_vec(),
+                        hunk,
+                        reason,
+                    },
+                )?;
+                check_index(fp, hunks, named, &data)?;
+                data
+            }
             Body::BinaryMarker(_) => {
                 return Err(ApplyError::file(
                     fp.path(),
@@ -386,11 +444,23 @@ pub fn apply<T: Tree + ?Sized>(
         }
         if status == FileStatus::Renamed {
             let old = fp.old_path().expect("renames have an old path");
-            table.insert(old.to_vec(), Entry::RenamedAway);
-            sink(FileOutcome {
-                path: old.to_vec(),
-                new: None,
-            })?;
+            // The source leaves unless an earlier section wrote it as
+            // another rename's or copy's destination: then this section
+            // moved the original away, and that write stands.
+            let written_elsewhere = matches!(
+                table.get(old),
+                Some(Entry::Written {
+                    in_place: false,
+                    ..
+                })
+            );
+            if !written_elsewhere {
+                table.insert(old.to_vec(), Entry::RenamedAway);
+                sink(FileOutcome {
+                    path: old.to_vec(),
+                    new: None,
+                })?;
+            }
         }
         let new = fp.new_path().expect("non-deletions have a new path");
         let symlink = fp
@@ -408,11 +478,87 @@ pub fn apply<T: Tree + ?Sized>(
             symlink,
         };
         let keep = last_reader.get(new).is_some_and(|&j| j > i);
-        table.insert(new.to_vec(), Entry::Written(keep.then(|| file.clone())));
+        table.insert(
+            new.to_vec(),
+            Entry::Written {
+                content: keep.then(|| file.clone()),
+                in_place: matches!(status, FileStatus::Added | FileStatus::Modified),
+            },
+        );
         sink(FileOutcome {
             path: new.to_vec(),
             new: Some(file),
         })?;
+    }
+    Ok(())
+}
+
+/// The hex length of the object ids (40 or 64) with which the section's
+/// `index` line names `pre` as its pre-image, if it does: the file is then
+/// exactly the one the diff was made from. An id shorter than git's
+/// shortest abbreviation (7) names nothing.
+fn index_names(fp: &FilePatch<'_>, pre: &[u8]) -> Option<usize> {
+    let (old_id, _) = fp.index()?;
+    if old_id.len() < 7 || old_id.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    // An abbreviated id may be of either object format.
+    let formats: &[usize] = if old_id.len() > 40 { &[64] } else { &[40, 64] };
+    formats
+        .iter()
+        .copied()
+        .find(|&n| binary::blob_id(pre, n).is_some_and(|full| full.starts_with(old_id)))
+}
+
+/// Check a text section's result against its `index` line, when the line
+/// names the content the section was applied to (`named`, from
+/// [`index_names`]).
+///
+/// git's `index <pre>..<post>` names the blobs before and after (usually
+/// abbreviated). When the pre-image id names the content found, the file
+/// is exactly the one the diff was made from, so the result must be the
+/// post-image: a hunk that landed anywhere else (a header that lies about
+/// its lines, a context that repeats) is refused rather than landed. When
+/// the pre-image id names other content, the file changed since the diff
+/// was made: hunks with context are still found by their context, but a
+/// hunk without any (`-U0`) could only be placed on the named content, so
+/// it is refused.
+fn check_index(
+    fp: &FilePatch<'_>,
+    hunks: &[Hunk<'_>],
+    named: Option<usize>,
+    post: &[u8],
+) -> Result<(), ApplyError> {
+    let Some((old_id, new_id)) = fp.index() else {
+        return Ok(());
+    };
+    let is_null = |id: &str| id.bytes().all(|b| b == b'0');
+    if is_null(old_id) || old_id.len() < 7 {
+        return Ok(());
+    }
+    let path = fp.old_path().unwrap_or(fp.path());
+    match named {
+        Some(hex_len) => {
+            let found = binary::blob_id(post, hex_len).expect("40 or 64 hex digits");
+            if !is_null(new_id) && new_id.len() >= 7 && !found.starts_with(new_id) {
+                return Err(ApplyError::file(
+                    path,
+                    format!(
+                        "the file is the pre-image its index line names ({old_id}), but the hunks make blob {found}, not the post-image {new_id}: a hunk would land away from where the diff was made"
+                    ),
+                ));
+            }
+        }
+        None => {
+            if hunks.iter().any(floating) {
+                return Err(ApplyError::file(
+                    path,
+                    format!(
+                        "a hunk without context lines can only be placed on the content the diff was made from (its index line names blob {old_id}), and the file is no longer that content"
+                    ),
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -478,22 +624,18 @@ pub fn apply_in_memory(
     patch: &Patch<'_>,
     tree: &BTreeMap<Vec<u8>, TreeFile>,
 ) -> Result<BTreeMap<Vec<u8>, TreeFile>, ApplyError> {
-    let mut writes: BTreeMap<Vec<u8>, TreeFile> = BTreeMap::new();
-    let mut removes = Vec::new();
+    let mut finals: BTreeMap<Vec<u8>, Option<TreeFile>> = BTreeMap::new();
     apply(patch, tree, &mut |o: FileOutcome| {
-        match o.new {
-            Some(f) => {
-                writes.insert(o.path, f);
-            }
-            None => removes.push(o.path),
-        }
+        finals.insert(o.path, o.new);
         Ok(())
     })?;
     let mut out = tree.clone();
-    for p in removes {
-        out.remove(&p);
+    for (path, new) in finals {
+        match new {
+            Some(f) => out.insert(path, f),
+            None => out.remove(&path),
+        };
     }
-    out.extend(writes);
     Ok(out)
 }
 
@@ -657,13 +799,18 @@ impl<'x> Image<'x> {
     }
 
     /// git's `find_pos`: try `line`, then `line+1`, `line-1`, `line+2`, …
-    fn find(
-        &self,
-        line: usize,
-        pre: &[&[u8]],
-        match_beginning: bool,
-        match_end: bool,
-    ) -> Option<usize> {
+    /// (only `line` for a hunk without context).
+    fn find(&self, placement: Placement, pre: &[&[u8]]) -> Option<usize> {
+        let Placement {
+            match_beginning,
+            match_end,
+            line,
+            exact,
+            ..
+        } = placement;
+        if exact {
+            return self.matches(line, pre, false, false).then_some(line);
+        }
         let n = self.len();
         let line = if match_beginning {
             0
@@ -712,13 +859,19 @@ impl<'x> Image<'x> {
 }
 
 /// Why a hunk's pre-image was not found (only computed on failure).
-fn mismatch_reason(
-    image: &Image<'_>,
-    line: usize,
-    pre: &[&[u8]],
-    match_beginning: bool,
-    match_end: bool,
-) -> &'static str {
+fn mismatch_reason(image: &Image<'_>, placement: Placement, pre: &[&[u8]]) -> &'static str {
+    if placement.exact {
+        return if placement.line + pre.len() > image.len() {
+            "it has no context lines, so only its header places it (as `git apply --unidiff-zero` reads it), and the header points past the end of the file"
+        } else {
+            "it has no context lines, so only its header places it (as `git apply --unidiff-zero` reads it), and its removed lines are not at the line the header names"
+        };
+    }
+    let Placement {
+        match_beginning,
+        match_end,
+        ..
+    } = placement;
     // git compares only the pre-image's bytes, so a last line marked
     // `\ No newline at end of file` also "matches" a line that has one, and
     // git then drops that newline or glues the next line on. roundtable
@@ -728,7 +881,11 @@ fn mismatch_reason(
             let with_newline = [*last, b"\n".as_slice()].concat();
             let mut fixed: Vec<&[u8]> = rest.to_vec();
             fixed.push(&with_newline);
-            if image.find(line, &fixed, match_beginning, false).is_some() {
+            let without_end = Placement {
+                match_end: false,
+                ..placement
+            };
+            if image.find(without_end, &fixed).is_some() {
                 return "the hunk says its last line has no final newline, but in the file that line has one";
             }
         }
@@ -741,23 +898,60 @@ fn mismatch_reason(
     }
 }
 
+/// Where a hunk may match, as its lines and header say.
+#[derive(Clone, Copy)]
+struct Placement {
+    /// It must match at the start of the file.
+    match_beginning: bool,
+    /// It must match at the end of the file.
+    match_end: bool,
+    /// The 0-based image line its header puts it at.
+    line: usize,
+    /// It has no context lines: it is placed at `line` and nowhere else.
+    exact: bool,
+    /// It has no context lines and does not start the file: only its
+    /// header says where it goes, so it cannot follow the file if the
+    /// file moved since the diff was made.
+    floating: bool,
+}
+
+/// Whether a hunk has no context line and does not start the file (see
+/// [`Placement::floating`]).
+fn floating(hunk: &Hunk<'_>) -> bool {
+    hunk.old_start() > 1 && hunk.lines().all(|l| l.kind != LineKind::Context)
+}
+
 /// Fill `pre` and `post` with a hunk's pre- and post-image lines; returns
-/// whether it must match at the beginning, at the end, and the line its
-/// header puts it at.
+/// where it may match.
+///
+/// A hunk with context matches as `git apply` matches it. A hunk without
+/// any context line (`git diff -U0`) has nothing to be found by: `git
+/// apply` without `--unidiff-zero` anchors it at the end of the file (a
+/// hunk "without trailing context"), landing an insertion meant for line 3
+/// after the last line. roundtable places it by its header alone, as
+/// `--unidiff-zero` reads the header (`@@ -2,0 +3 @@` inserts after line
+/// 2), and refuses it when its removed lines are not exactly there. One
+/// that starts the file keeps git's reading (the whole file, start to
+/// end: a rewrite that shares no line) unless `named`, the section's
+/// `index` line naming the file as the diff's pre-image, says the header
+/// is the file's.
 fn images<'p>(
     hunk: &'p Hunk<'_>,
+    named: bool,
     pre: &mut Vec<&'p [u8]>,
     post: &mut Vec<&'p [u8]>,
-) -> (bool, bool, usize) {
+) -> Placement {
     pre.clear();
     post.clear();
     let mut trailing = 0usize;
+    let mut context = false;
     for line in hunk.lines() {
         match line.kind {
             LineKind::Context => {
                 pre.push(line.content);
                 post.push(line.content);
                 trailing += 1;
+                context = true;
             }
             LineKind::Delete => {
                 pre.push(line.content);
@@ -769,10 +963,29 @@ fn images<'p>(
             }
         }
     }
-    let match_beginning = hunk.old_start() <= 1;
-    let match_end = trailing == 0;
-    let line = hunk.new_start().saturating_sub(1) as usize;
-    (match_beginning, match_end, line)
+    if !context && (hunk.old_start() > 1 || named) {
+        // `+c,0` names the line after which lines were removed; `+c,d`
+        // (d > 0) the first line of the result.
+        let line = if hunk.new_lines() == 0 {
+            hunk.new_start() as usize
+        } else {
+            hunk.new_start().saturating_sub(1) as usize
+        };
+        return Placement {
+            match_beginning: false,
+            match_end: false,
+            line,
+            exact: true,
+            floating: hunk.old_start() > 1,
+        };
+    }
+    Placement {
+        match_beginning: hunk.old_start() <= 1,
+        match_end: trailing == 0,
+        line: hunk.new_start().saturating_sub(1) as usize,
+        exact: false,
+        floating: false,
+    }
 }
 
 /// The common case of [`apply_hunks`] without building a line image: each
@@ -780,7 +993,7 @@ fn images<'p>(
 /// earlier hunks produced, so the result is the untouched runs of `old`
 /// copied whole between the hunks' post-images. `None` as soon as a hunk
 /// does not match there: the general search then starts over and decides.
-fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>]) -> Option<Vec<u8>> {
+fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>], named: bool) -> Option<Vec<u8>> {
     // Line i of `old` is old[bounds[i]..bounds[i + 1]].
     let mut bounds = Vec::with_capacity(old.len() / 32 + 2);
     bounds.push(0);
@@ -793,16 +1006,31 @@ fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>]) -> Option<Vec<u8>> {
     // The image is `out` (out_lines lines, final) then old[next..].
     let (mut out_lines, mut next) = (0usize, 0usize);
     let (mut pre, mut post) = (Vec::new(), Vec::new());
+    let any_floating = hunks.iter().any(floating);
     for hunk in hunks {
-        let (match_beginning, match_end, line) = images(hunk, &mut pre, &mut post);
+        let Placement {
+            match_beginning,
+            match_end,
+            line,
+            exact,
+            ..
+        } = images(hunk, named, &mut pre, &mut post);
         let n = out_lines + (lines - next);
-        let pos = if match_beginning {
+        let pos = if exact {
+            line
+        } else if match_beginning {
             0
         } else if match_end {
             n.checked_sub(pre.len()).unwrap_or(n)
         } else {
             line.min(n)
         };
+        // A hunk placed away from its header (the file moved) makes a
+        // later hunk without context unplaceable: the general search
+        // decides, and refuses it.
+        if any_floating && pos != line {
+            return None;
+        }
         if pos < out_lines
             || pos + pre.len() > n
             || (match_end && pos + pre.len() != n)
@@ -829,23 +1057,42 @@ fn apply_in_order(old: &[u8], hunks: &[Hunk<'_>]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Apply text hunks to `old`, as `git apply` does. On failure, returns the
-/// 1-based number of the hunk that did not apply and why.
+/// Apply text hunks to `old`, as `git apply` does — except that a hunk
+/// without context lines away from the start of the file is placed by its
+/// header (as `git apply --unidiff-zero` reads it), not at the end of the
+/// file. On failure, returns the 1-based number of the hunk that did not
+/// apply and why.
 pub fn apply_hunks(old: &[u8], hunks: &[Hunk<'_>]) -> Result<Vec<u8>, (usize, &'static str)> {
-    if let Some(new) = apply_in_order(old, hunks) {
+    apply_hunks_at(old, hunks, false)
+}
+
+/// [`apply_hunks`], `named` when the section's `index` line names `old` as
+/// the diff's pre-image (then every hunk without context is placed by its
+/// header, one at the start of the file too).
+fn apply_hunks_at(
+    old: &[u8],
+    hunks: &[Hunk<'_>],
+    named: bool,
+) -> Result<Vec<u8>, (usize, &'static str)> {
+    if let Some(new) = apply_in_order(old, hunks, named) {
         return Ok(new);
     }
     let mut image = Image::new(old);
     let mut pre: Vec<&[u8]> = Vec::new();
     let mut post: Vec<&[u8]> = Vec::new();
+    let mut moved = false;
     for (i, hunk) in hunks.iter().enumerate() {
-        let (match_beginning, match_end, line) = images(hunk, &mut pre, &mut post);
-        let Some(pos) = image.find(line, &pre, match_beginning, match_end) else {
+        let placement = images(hunk, named, &mut pre, &mut post);
+        if placement.floating && moved {
             return Err((
                 i + 1,
-                mismatch_reason(&image, line, &pre, match_beginning, match_end),
+                "it has no context lines, so only its header places it, and an earlier hunk of the file was found away from where its header put it (the file changed since the diff was made)",
             ));
+        }
+        let Some(pos) = image.find(placement, &pre) else {
+            return Err((i + 1, mismatch_reason(&image, placement, &pre)));
         };
+        moved |= pos != placement.line;
         image.replace(pos, pre.len(), &post);
     }
     Ok(image.into_bytes())

@@ -2,8 +2,11 @@
 //!
 //! [`parse`] turns patch bytes into a [`Patch`]; [`Patch::render`] turns it
 //! back into bytes (byte-identical for anything `git diff` writes);
-//! [`apply`](apply()) computes the new contents of every touched file exactly as
-//! `git apply` (without options) would; [`Patch::reverse`] inverts a patch.
+//! [`apply`](apply()) computes the new contents of every touched file as
+//! `git apply` (without options) would, except where git misapplies
+//! silently (see [`apply()`]'s module: `-U0` hunks placed by their header,
+//! `index` post-image ids checked, a series' sections applied in order);
+//! [`Patch::reverse`] inverts a patch.
 //!
 //! Everything here is pure: the applier reads current contents through the
 //! [`Tree`] trait and hands results to a sink, so the caller decides where
@@ -578,6 +581,9 @@ pub struct FilePatch<'a> {
     new_mode: Option<Mode>,
     /// The strip level the meaning was derived with.
     strip: usize,
+    /// Whether the `diff --git` line and the extended headers ended in
+    /// CRLF (a git diff saved with CRLF line ends); rendered back so.
+    crlf: bool,
 }
 
 impl<'a> FilePatch<'a> {
@@ -709,6 +715,39 @@ impl<'a> FilePatch<'a> {
         self.hunks().iter().map(Hunk::removed).sum()
     }
 
+    /// The strip level the section was read with.
+    pub fn strip(&self) -> usize {
+        self.strip
+    }
+
+    /// The components the strip level removed from the two names of the
+    /// `diff --git` line (`a/` and `b/` for git's default prefixes, the
+    /// file's first directory twice for `git diff --no-prefix`); `None`
+    /// for a plain section, at strip 0, or when the line cannot be split.
+    pub fn removed_prefixes(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        if self.strip == 0 {
+            return None;
+        }
+        let (a, b) = parse::split_git_names(self.git_line.as_deref()?, self.strip)?;
+        Some((
+            parse::leading_components(&a, self.strip)?.to_vec(),
+            parse::leading_components(&b, self.strip)?.to_vec(),
+        ))
+    }
+
+    /// The new file's name as written, before stripping: the `+++` name,
+    /// or the `diff --git` line's second name; `None` for a deletion.
+    pub fn written_new_name(&self) -> Option<Vec<u8>> {
+        self.new_path.as_ref()?;
+        if let Some([_, new]) = &self.names {
+            if !new.is_dev_null() {
+                return Some(new.name.to_vec());
+            }
+        }
+        let (_, b) = parse::split_git_names(self.git_line.as_deref()?, self.strip)?;
+        Some(b)
+    }
+
     /// A copy that owns all its bytes.
     pub fn into_owned(self) -> FilePatch<'static> {
         FilePatch {
@@ -726,6 +765,7 @@ impl<'a> FilePatch<'a> {
             old_mode: self.old_mode,
             new_mode: self.new_mode,
             strip: self.strip,
+            crlf: self.crlf,
         }
     }
 
@@ -786,6 +826,7 @@ impl<'a> FilePatch<'a> {
             old_mode: self.new_mode,
             new_mode: self.old_mode,
             strip: self.strip,
+            crlf: self.crlf,
         })
     }
 }

@@ -276,8 +276,10 @@ impl<'a> Cursor<'a> {
 /// `Files A and B differ`) and `Only in DIR: NAME` (`diff -r` without
 /// `-N`). Names what it is.
 fn unapplied_change(line: &[u8]) -> Option<&'static str> {
+    let bare = strip_nl(line);
+    let bare = bare.strip_suffix(b"\r").unwrap_or(bare);
     let differ = (line.starts_with(b"Binary files ") || line.starts_with(b"Files "))
-        && strip_nl(line).ends_with(b" differ")
+        && bare.ends_with(b" differ")
         && memchr::memmem::find(line, b" and ").is_some();
     if differ {
         Some("`Binary files … differ` line (GNU diff's binary change carries no data; make the patch with `git diff --binary`)")
@@ -330,10 +332,26 @@ fn git_section<'a>(
     let start_line = cur.line;
     let first = cur.take("a `diff --git` line")?;
     let git_line = &strip_nl(first)[b"diff --git ".len()..];
+    // A git diff saved with CRLF line ends (an editor, a mail client, a
+    // Windows checkout of a `.patch` file): the header lines end in a CR
+    // that is not part of them (git C-quotes a name holding a CR, so a bare
+    // one at the end is the line end). Hunk lines keep theirs: there a CR
+    // is content, matched against the file's own.
+    let crlf = git_line.last() == Some(&b'\r');
+    let git_line = if crlf {
+        &git_line[..git_line.len() - 1]
+    } else {
+        git_line
+    };
 
     let mut headers = Vec::new();
     while let Some(line) = cur.peek() {
         let body = strip_nl(line);
+        let body = if crlf {
+            body.strip_suffix(b"\r").unwrap_or(body)
+        } else {
+            body
+        };
         let header = if let Some(v) = body.strip_prefix(b"old mode ") {
             ExtendedHeader::OldMode(mode(v).ok_or_else(|| cur.error("an octal file mode"))?)
         } else if let Some(v) = body.strip_prefix(b"new mode ") {
@@ -393,8 +411,10 @@ fn git_section<'a>(
         Body::Text(Vec::new())
     };
 
-    resolve(Some(Cow::Borrowed(git_line)), headers, names, body, strip)
-        .map_err(|expected| ParseError::new(start_line, expected, first))
+    let mut section = resolve(Some(Cow::Borrowed(git_line)), headers, names, body, strip)
+        .map_err(|expected| ParseError::new(start_line, expected, first))?;
+    section.crlf = crlf;
+    Ok(section)
 }
 
 fn plain_section<'a>(cur: &mut Cursor<'a>, strip: usize) -> Result<FilePatch<'a>, ParseError> {
@@ -866,6 +886,17 @@ pub(crate) fn split_git_names(line: &[u8], strip: usize) -> Option<(Vec<u8>, Vec
     None
 }
 
+/// The first `n` components of `name` with the slash after each (what
+/// [`strip_components`] removes); `None` when it has fewer than `n`
+/// slashes.
+pub(crate) fn leading_components(name: &[u8], n: usize) -> Option<&[u8]> {
+    let mut end = 0;
+    for _ in 0..n {
+        end += memchr::memchr(b'/', &name[end..])? + 1;
+    }
+    Some(&name[..end])
+}
+
 /// Remove `n` leading components as git does (`find_name_common`): the
 /// name starts after its `n`th slash, every slash counting, so `a//etc/x`
 /// stripped once is `/etc/x` (an absolute path, which the caller refuses as
@@ -1211,6 +1242,7 @@ pub(crate) fn resolve<'a>(
         old_mode,
         new_mode,
         strip,
+        crlf: false,
     })
 }
 

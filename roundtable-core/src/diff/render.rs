@@ -25,13 +25,22 @@ impl Patch<'_> {
 impl FilePatch<'_> {
     /// Append this section, as text, to `out`.
     pub fn render_into(&self, out: &mut Vec<u8>) {
+        // A section read with CRLF header lines is written back with them.
+        let end_line = |out: &mut Vec<u8>| {
+            if self.crlf && out.last() == Some(&b'\n') {
+                out.pop();
+                out.extend_from_slice(b"\r\n");
+            }
+        };
         if let Some(line) = &self.git_line {
             out.extend_from_slice(b"diff --git ");
             out.extend_from_slice(line);
             out.push(b'\n');
+            end_line(out);
         }
         for h in &self.headers {
             header(out, h);
+            end_line(out);
         }
         if let Some([old, new]) = &self.names {
             let traditional = self.git_line.is_none();

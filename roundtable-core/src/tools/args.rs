@@ -327,6 +327,43 @@ impl JsonSchema for PatchBytes {
     }
 }
 
+/// A strip level (`-p`): how many leading components to remove from the
+/// file names of a unified diff, 0 to 16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct StripLevel(pub u8);
+
+impl StripLevel {
+    /// The most components a strip level removes.
+    pub const MAX: u8 = 16;
+}
+
+impl<'de> Deserialize<'de> for StripLevel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match u8::deserialize(d)? {
+            n if n <= StripLevel::MAX => Ok(StripLevel(n)),
+            n => Err(D::Error::custom(format!(
+                "a strip level is 0 to {}, not {n}",
+                StripLevel::MAX
+            ))),
+        }
+    }
+}
+
+impl JsonSchema for StripLevel {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "StripLevel".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": 0, "maximum": StripLevel::MAX})
+    }
+}
+
 /// How a request's `patch` text is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -400,6 +400,14 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("rung", rung)
                 .key("count", count("For an ambiguous agent-native hunk: how many places it matches."))
                 .key(
+                    "eol_rule",
+                    text("When git converts the path's line ends: the rule (`core.autocrlf=true`, or the path's `.gitattributes` `text`/`eol` attributes); the diff must have the line ends the working tree has."),
+                )
+                .key(
+                    "eol_conversion",
+                    text("With `eol_rule`: what git does to the path's line ends (CRLF on checkout and LF in the repository, or LF on `git add`)."),
+                )
+                .key(
                     "other_hunk",
                     count("For overlapping agent-native hunks: the number of the hunk it overlaps."),
                 )
@@ -445,7 +453,12 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("reason", text("Why the value is refused."))
                 .key("len", count("For an oversized source or symbol name: its length in bytes."))
                 .key("max", count("For an oversized source or symbol name: the most allowed."))
-                .key("max_nesting", count("For declarations nested too deep to index: the deepest allowed."));
+                .key("max_nesting", count("For declarations nested too deep to index: the deepest allowed."))
+                .key("path", text("For a `strip` refused: the path the diff's name makes at the strip level given."))
+                .key(
+                    "suggested_strip",
+                    count("For a `strip` refused: the strip level at which the diff's names make sense (0 for `git diff --no-prefix`)."),
+                );
             parse_error_keys(s);
             transaction_key(s);
             "A call's arguments are invalid: a field is missing, of the wrong type or out of range."

@@ -12,7 +12,7 @@
 
 use super::args::{
     Cursor, EditPlanJson, Limit, Markdown, PatchBytes, PatchFormat, PatchText, ResourceId,
-    RevisionNumber, Title,
+    RevisionNumber, StripLevel, Title,
 };
 use super::records::{
     Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus, Revision, Risk,
@@ -38,7 +38,7 @@ const MAX_RESOURCES: usize = 1000;
 pub(crate) struct PreparedRevision {
     format: RevisionFormat,
     bytes: Vec<u8>,
-    /// An edit plan rendered as a unified diff (a patch is its own diff).
+    /// The changeset rendered as a unified diff: what reviewers see.
     rendered: Option<Vec<u8>>,
     changeset: Vec<FileSummary>,
     changeset_digest: String,
@@ -139,6 +139,7 @@ fn prepare_revision(
     patch_base64: Option<&PatchBytes>,
     patch_format: Option<PatchFormat>,
     edit_plan: Option<&EditPlanJson>,
+    strip: Option<StripLevel>,
 ) -> Result<PreparedRevision, ToolError> {
     let limit = engine.options().max_patch_bytes;
     let too_big = |field: &str, n: usize| {
@@ -158,6 +159,14 @@ fn prepare_revision(
         return Err(ToolError::invalid_argument(
             "patch_format",
             "says how to read `patch`, and no patch is given",
+        ));
+    }
+    if strip.is_some()
+        && (patch.is_none() || patch_format.unwrap_or_default() != PatchFormat::Unified)
+    {
+        return Err(ToolError::invalid_argument(
+            "strip",
+            "says how to read the file names of a unified diff, and none is given",
         ));
     }
     let (format, bytes) = match (patch, edit_plan) {
@@ -188,7 +197,8 @@ fn prepare_revision(
             (RevisionFormat::EditPlan, bytes)
         }
     };
-    prepare_bytes(engine, format, bytes)
+    let strip = strip.map_or(1, |s| usize::from(s.0));
+    prepare_bytes_at(engine, format, bytes, strip)
 }
 
 /// A unified diff that fails to parse but reads like an agent-native
@@ -240,14 +250,121 @@ fn base_contents(
     Ok(out)
 }
 
-/// [`prepare_revision`] of a patch's or edit plan's bytes.
+/// [`prepare_revision`] of a patch's or edit plan's bytes (a patch read at
+/// strip level 1).
 pub(crate) fn prepare_bytes(
     engine: &Engine,
     format: RevisionFormat,
     bytes: Vec<u8>,
 ) -> Result<PreparedRevision, ToolError> {
-    let changeset =
-        revision_changeset(engine, format, &bytes).map_err(|e| hint(e, format, &bytes))?;
+    prepare_bytes_at(engine, format, bytes, 1)
+}
+
+/// Refuse a patch whose file names only make sense at another strip level
+/// than `strip`, where reading them at `strip` would put a file somewhere
+/// its author did not mean: a `diff --git` line whose two names begin with
+/// the same removed components (`git diff --no-prefix`: `tests/x tests/x`
+/// read at strip 1 is `x`), or a created file whose directory does not
+/// exist while the name with one component less removed has one
+/// (`tests/cli-tests/x` at strip 1 is `cli-tests/x`, beside an existing
+/// `tests/cli-tests/`). A modification at the wrong level is refused
+/// anyway (the file is not there), but a creation would land silently.
+fn check_strip(
+    engine: &Engine,
+    patch: &crate::diff::Patch<'_>,
+    strip: usize,
+) -> Result<(), ToolError> {
+    let refuse = |path: &[u8], suggested: usize, why: String| {
+        let reason = format!("{why}; give strip {suggested} if that is where it belongs");
+        let plain = ToolError::invalid_argument("strip", &reason);
+        let mut details = plain.details().clone();
+        details["path"] = json!(String::from_utf8_lossy(path));
+        details["suggested_strip"] = json!(suggested);
+        ToolError::new(plain.code(), plain.message(), details)
+    };
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for fp in patch.files() {
+        if let Some((a, b)) = fp.removed_prefixes() {
+            if a == b {
+                return Err(refuse(
+                    fp.path(),
+                    strip - 1,
+                    format!(
+                        "at strip {strip}, `{}` on both sides of the `diff --git` line is removed as if it were a prefix (the names read like `git diff --no-prefix`), making `{}`",
+                        lossy(&a),
+                        lossy(fp.path())
+                    ),
+                ));
+            }
+        }
+        if fp.status() != crate::diff::FileStatus::Added || strip == 0 {
+            continue;
+        }
+        let Some(written) = fp.written_new_name() else {
+            continue;
+        };
+        let parent_is_dir = |p: &[u8]| -> Result<Option<bool>, ToolError> {
+            let Some(slash) = p.iter().rposition(|&b| b == b'/') else {
+                return Ok(None); // at the root
+            };
+            match crate::RepoPath::from_bytes(&p[..slash]) {
+                Ok(dir) => Ok(Some(engine.workspace().is_dir(&dir)?)),
+                Err(_) => Ok(Some(false)),
+            }
+        };
+        if parent_is_dir(fp.path())? != Some(false) {
+            continue;
+        }
+        let Some(at_one_less) = strip_name(&written, strip - 1) else {
+            continue;
+        };
+        if parent_is_dir(&at_one_less)? == Some(true) {
+            return Err(refuse(
+                fp.path(),
+                strip - 1,
+                format!(
+                    "at strip {strip}, the new file `{}` would be made in a directory that does not exist, while `{}` (strip {}) is in one that does",
+                    lossy(fp.path()),
+                    lossy(&at_one_less),
+                    strip - 1
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `name` without its first `n` components (squashing repeated slashes
+/// is left to the parser: this only looks for a directory).
+fn strip_name(name: &[u8], n: usize) -> Option<Vec<u8>> {
+    let mut rest = name;
+    for _ in 0..n {
+        let i = rest.iter().position(|&b| b == b'/')?;
+        rest = &rest[i + 1..];
+    }
+    (!rest.is_empty()).then(|| rest.to_vec())
+}
+
+/// [`prepare_revision`] of a patch's or edit plan's bytes, a patch read at
+/// strip level `strip`.
+pub(crate) fn prepare_bytes_at(
+    engine: &Engine,
+    format: RevisionFormat,
+    bytes: Vec<u8>,
+    strip: usize,
+) -> Result<PreparedRevision, ToolError> {
+    let options = crate::diff::ParseOptions {
+        strip,
+        ..engine.options().parse_options()
+    };
+    if format == RevisionFormat::Patch {
+        // Parsed once more below with the tree; this look is only at names.
+        if let Ok(patch) = crate::diff::parse(&bytes, &options) {
+            check_strip(engine, &patch, strip)?;
+        }
+    }
+    let changeset = changeset_against(engine.workspace(), format, &bytes, &options)
+        .map_err(|e| super::eol::explain(engine.root(), hint(e, format, &bytes)))?;
     let field = format.field();
     if changeset.is_empty() {
         return Err(ToolError::invalid_argument(field, "changes nothing"));
@@ -262,11 +379,11 @@ pub(crate) fn prepare_bytes(
             ),
         ));
     }
-    let rendered = if format != RevisionFormat::Patch {
-        Some(changeset.render_diff(engine.workspace())?)
-    } else {
-        None
-    };
+    // Every preview (`proposal.diff`, `proposal.files`, `roundtable show`)
+    // is rendered from the changeset that will land, never from the
+    // submitted text: a patch whose hunks `git apply` would place
+    // elsewhere than the text suggests shows the reviewer where they land.
+    let rendered = Some(changeset.render_diff(engine.workspace())?);
     let summary = summarize(&changeset);
     let changeset_digest = {
         use sha2::{Digest as _, Sha256};
@@ -420,6 +537,11 @@ pub struct CreateProposal {
     pub patch_format: Option<PatchFormat>,
     /// The change as an Opcore edit plan (give this or `patch`).
     pub edit_plan: Option<EditPlanJson>,
+    /// For a unified diff: how many leading components to remove from its
+    /// file names (`-p`), 0 to 16, default 1 (`a/`, `b/`); 0 for `git
+    /// diff --no-prefix`. A name that only makes sense at another level
+    /// is refused (`invalid_argument`, `suggested_strip`).
+    pub strip: Option<StripLevel>,
     /// The resources the change is declared to touch (`file:`,
     /// `directory:`, `symbol:` ids; at most 1000).
     pub affected_resources: Option<Vec<ResourceId>>,
@@ -471,6 +593,7 @@ impl Tool for CreateProposal {
             args.patch_base64.as_ref(),
             args.patch_format,
             args.edit_plan.as_ref(),
+            args.strip,
         )
     }
 
@@ -539,6 +662,10 @@ pub struct AttachPatch {
     pub patch_format: Option<PatchFormat>,
     /// The new change as an Opcore edit plan (or give `patch`).
     pub edit_plan: Option<EditPlanJson>,
+    /// For a unified diff: how many leading components to remove from its
+    /// file names (`-p`), 0 to 16, default 1; 0 for `git diff
+    /// --no-prefix`.
+    pub strip: Option<StripLevel>,
     /// The declared resources; when absent, the previous revision's.
     pub affected_resources: Option<Vec<ResourceId>>,
     /// What changed in this revision, for reviewers.
@@ -587,6 +714,7 @@ impl Tool for AttachPatch {
             args.patch_base64.as_ref(),
             args.patch_format,
             args.edit_plan.as_ref(),
+            args.strip,
         )
     }
 
@@ -652,18 +780,20 @@ pub(crate) fn revision_bytes(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<u8>
     })
 }
 
-/// The changeset a revision's stored bytes make against the current files.
-pub(crate) fn revision_changeset(
-    engine: &Engine,
-    format: RevisionFormat,
-    bytes: &[u8],
-) -> Result<Changeset, ToolError> {
-    changeset_against(
-        engine.workspace(),
-        format,
-        bytes,
-        &engine.options().parse_options(),
-    )
+/// The bytes a revision's changeset is derived from whenever it is
+/// computed again (validation, apply, `proposal.symbols`): for a patch, its
+/// stored unified diff, rendered from the changeset when the revision was
+/// made — so what lands is the diff reviewers read, at strip level 1
+/// whatever `strip` the patch came with (a patch revision stored before
+/// previews were rendered has the patch itself there); for the other
+/// formats, the submitted bytes, which their own readers turn into the
+/// same changeset.
+pub(crate) fn source_bytes(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
+    if revision.format == RevisionFormat::Patch {
+        super::review::diff_bytes(tx, revision)
+    } else {
+        revision_bytes(tx, revision)
+    }
 }
 
 /// The changeset a revision's bytes make against `tree`.

@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// The revision's unified diff: the patch itself, or the rendered edit plan.
+/// The revision's unified diff: its changeset rendered when it was made
+/// (what lands, whatever the format submitted), or for a patch revision
+/// stored before previews were rendered, the patch itself.
 pub(crate) fn diff_bytes(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<u8>, ToolError> {
     use crate::store::BlobFault;
     let digest = revision.diff_digest.as_ref().unwrap_or(&revision.digest);
@@ -234,7 +236,7 @@ pub struct DiffPage {
 
 impl super::Request for ProposalDiff {
     const TOOL: &'static str = "proposal.diff";
-    const DESCRIPTION: &'static str = "A revision as a unified diff (edit plans rendered), paged by file; exact bytes, never redacted.";
+    const DESCRIPTION: &'static str = "A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.";
     const MUTATES: bool = false;
     type Output = DiffPage;
 
@@ -499,7 +501,7 @@ impl Tool for ProposalSymbols {
 
     fn run(cx: &Cx<'_>, args: ProposalSymbols, (): ()) -> Result<Symbols, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
-        let bytes = super::proposals::revision_bytes(cx.tx, &revision)?;
+        let bytes = super::proposals::source_bytes(cx.tx, &revision)?;
         let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
         let changeset = changeset_against(
             &tree,

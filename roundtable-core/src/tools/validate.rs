@@ -8,7 +8,7 @@
 
 use super::args::RevisionNumber;
 use super::claims::{live_write_claims, resource_state, Claim};
-use super::proposals::{changeset_against, revision_bytes, summarize};
+use super::proposals::{changeset_against, source_bytes, summarize};
 use super::records::{
     Agent, Approval, FileSummary, Proposal, Revision, SecurityReviewRecord, TestResult, Vote,
 };
@@ -49,6 +49,10 @@ fn parse_revision<'e>(engine: &Engine, ev: &'e Evidence) -> Parsed<'e> {
 /// The changeset the revision's bytes make against the files of `ws`
 /// (from `parsed` for a patch).
 fn dry_run(ws: &Workspace, ev: &Evidence, parsed: &Parsed<'_>) -> Result<Changeset, ToolError> {
+    dry_run_in(ws, ev, parsed).map_err(|e| super::eol::explain(ws.root(), e))
+}
+
+fn dry_run_in(ws: &Workspace, ev: &Evidence, parsed: &Parsed<'_>) -> Result<Changeset, ToolError> {
     match parsed {
         Some(Ok(patch)) => Changeset::from_patch(patch, ws).map_err(ToolError::from),
         Some(Err(e)) => Err(ToolError::from(e.clone())),
@@ -66,6 +70,9 @@ pub(crate) struct Evidence {
     pub proposal: Proposal,
     pub revision: Revision,
     pub revisions: Vec<Revision>,
+    /// What the changeset is derived from ([`source_bytes`]): a patch
+    /// revision's stored diff (rendered from its changeset), the submitted
+    /// bytes of the other formats.
     pub bytes: Vec<u8>,
     pub agents: Vec<Agent>,
     pub votes: Vec<Vote>,
@@ -122,7 +129,7 @@ fn gather_then(
     let revision = Revision::load(tx, &proposal.id, number)?;
     known(&revision);
     let revisions = crate::store::proposals::revisions(tx, &proposal.id)?;
-    let bytes = revision_bytes(tx, &revision)?;
+    let bytes = source_bytes(tx, &revision)?;
     let agents = all_agents(tx)?;
     let id = &proposal.id;
     let votes = store::evidence::recorded_votes(tx, id)?;
@@ -200,7 +207,7 @@ pub(crate) fn gather_for_policy(
     Ok(Evidence {
         proposal: proposal.clone(),
         revisions: crate::store::proposals::revisions(tx, id)?,
-        bytes: revision_bytes(tx, &revision)?,
+        bytes: source_bytes(tx, &revision)?,
         revision,
         agents: shared.agents.clone(),
         votes: store::evidence::recorded_votes(tx, id)?,

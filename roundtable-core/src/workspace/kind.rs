@@ -106,6 +106,11 @@ impl Workspace {
         }
     }
 
+    /// Whether a directory is at `path` (not through a link).
+    pub(crate) fn is_dir(&self, path: &RepoPath) -> Result<bool, WorkspaceError> {
+        Ok(self.kind(path)? == Some(Kind::Dir))
+    }
+
     /// Whether no file is at `path`, the way a change that creates it
     /// sees it (and the dry run, through
     /// [`Tree::exists`](crate::diff::Tree::exists)): nothing there,

@@ -124,6 +124,9 @@ impl Workspace {
                     writes.insert(path, staged); // drops an earlier staged write
                 }
                 None => {
+                    // Sections apply in order: a removal after a write (a
+                    // file modified, then deleted) wins.
+                    writes.remove(&path);
                     removes.insert(path);
                 }
             }
@@ -134,8 +137,8 @@ impl Workspace {
             Err(ApplyError::Tree(t)) => return Err(unwrap_tree_error(t)),
             Err(e) => return Err(e.into()),
         }
-        // A path's final state is its last write, or removal if it was only
-        // removed (git removes first, then writes).
+        // A path's final state is its last outcome: a path removed and
+        // then written again is written (after the removals).
         removes.retain(|p| !writes.contains_key(p));
         let removes: BTreeSet<&RepoPath> = removes.iter().collect();
         for path in writes.keys() {

@@ -78,14 +78,20 @@ fn hunk_without_trailing_context_must_match_at_the_end() {
 }
 
 #[test]
-fn zero_context_insertion_lands_at_the_end_like_git() {
+fn zero_context_insertion_lands_where_its_header_says() {
     // `git diff -U0` output applied by plain `git apply` (no --unidiff-zero)
     // appends at the end of the file: no trailing context means "match at
-    // the end". This is git's behaviour, so it is ours.
+    // the end". roundtable places it by its header, as --unidiff-zero
+    // does: after line 3.
     let h = hunks_of("--- a/f\n+++ b/f\n@@ -3,0 +4 @@\n+INSERTED\n");
     assert_eq!(
         apply_hunks(lines(1..=4).as_bytes(), &h).expect("applies"),
-        format!("{}INSERTED\n", lines(1..=4)).into_bytes()
+        format!("{}INSERTED\n{}", lines(1..=3), lines(4..=4)).into_bytes()
+    );
+    // Past the end of the file: refused, not clamped.
+    assert_eq!(
+        apply_hunks(lines(1..=2).as_bytes(), &h).map_err(|e| e.0),
+        Err(1)
     );
 }
 
@@ -247,12 +253,12 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     let two = "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n l2\n-l3\n+L3\n l4\n@@ -8,3 +8,4 @@\n l8\n-l9\n+L9\n+L9b\n l10\n";
     let h = hunks_of(two);
     let old = lines(1..=12);
-    let fast = apply_in_order(old.as_bytes(), &h).expect("both hunks are where they say");
+    let fast = apply_in_order(old.as_bytes(), &h, false).expect("both hunks are where they say");
     let mut image = Image::new(old.as_bytes());
     let (mut pre, mut post) = (Vec::new(), Vec::new());
     for hunk in &h {
-        let (b, e, line) = images(hunk, &mut pre, &mut post);
-        let pos = image.find(line, &pre, b, e).expect("found");
+        let placement = images(hunk, false, &mut pre, &mut post);
+        let pos = image.find(placement, &pre).expect("found");
         image.replace(pos, pre.len(), &post);
     }
     assert_eq!(fast, image.into_bytes());
@@ -266,14 +272,14 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     let open_end = "a\nb\nc";
     let h = hunks_of("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n");
     assert_eq!(
-        apply_in_order(open_end.as_bytes(), &h).expect("in place"),
+        apply_in_order(open_end.as_bytes(), &h, false).expect("in place"),
         b"A\nb\nc"
     );
     // Two lines added above: not where the header says, so no fast path,
     // and the search still finds it.
     let h = hunks_of("--- a/f\n+++ b/f\n@@ -4,3 +4,3 @@\n l4\n-l5\n+L5\n l6\n");
     let shifted = format!("x\ny\n{}", lines(1..=9));
-    assert!(apply_in_order(shifted.as_bytes(), &h).is_none());
+    assert!(apply_in_order(shifted.as_bytes(), &h, false).is_none());
     assert_eq!(
         apply_hunks(shifted.as_bytes(), &h).expect("offset"),
         shifted.replace("l5\n", "L5\n").into_bytes()
@@ -284,7 +290,7 @@ fn in_order_hunks_take_the_fast_path_and_the_rest_the_search() {
     let h = hunks_of(
         "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-a\n+q\n b\n x\n@@ -9,2 +9,2 @@\n q\n-b\n+c\n",
     );
-    assert!(apply_in_order(text.as_bytes(), &h).is_none());
+    assert!(apply_in_order(text.as_bytes(), &h, false).is_none());
     assert_eq!(apply_hunks(text.as_bytes(), &h).map_err(|e| e.0), Err(2));
 }
 

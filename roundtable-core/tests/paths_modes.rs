@@ -265,3 +265,75 @@ fn item13_fsck_rejected_paths_refused_at_create() {
     let e = roundtable::RepoPath::from_bytes(b"git~1/config").expect_err("refused");
     assert_eq!(e.code(), ErrorCode::PathEscape, "{e}");
 }
+
+/// The permission bits (`0o7777`) of `p`.
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::symlink_metadata(p)
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+/// Item 14: a governed apply keeps every permission bit of the files it
+/// rewrites (a 0600 `.env` stays 0600, 0444 stays 0444, 0750 stays 0750,
+/// a 0600 file made executable becomes 0700), and the rollback restores
+/// the bytes with the same bits.
+#[test]
+fn item14_apply_and_rollback_keep_every_permission_bit() {
+    let w = World::new();
+    let d = w.dir.path();
+    let files = [
+        (".env", 0o600, 0o600),
+        ("ro.txt", 0o444, 0o444),
+        ("run.sh", 0o750, 0o750),
+        ("tool", 0o600, 0o700),
+    ];
+    let mut patch = String::new();
+    for (name, mode, _) in files {
+        std::fs::write(d.join(name), "old\n").expect("write");
+        set_mode(&d.join(name), mode);
+        let mode_change = if name == "tool" {
+            format!("old mode 100644\nnew mode 100755\n")
+        } else {
+            String::new()
+        };
+        patch.push_str(&format!(
+            "diff --git a/{name} b/{name}\n{mode_change}--- a/{name}\n+++ b/{name}\n@@ -1 +1 @@\n-old\n+new\n"
+        ));
+    }
+    let pid = w.approved("directory:.", &patch);
+    let out = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    assert_eq!(out["transaction"]["status"], "applied", "{out}");
+    for (name, _, after) in files {
+        assert_eq!(
+            std::fs::read_to_string(d.join(name)).expect("read"),
+            "new\n"
+        );
+        assert_eq!(mode_of(&d.join(name)), after, "{name} after the apply");
+    }
+    let tid = str_of(&out["transaction"]["id"]);
+    w.ok(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &w.host,
+    );
+    for (name, before, _) in files {
+        assert_eq!(
+            std::fs::read_to_string(d.join(name)).expect("read"),
+            "old\n"
+        );
+        let want = if name == "tool" { 0o600 } else { before };
+        assert_eq!(mode_of(&d.join(name)), want, "{name} after the rollback");
+    }
+}

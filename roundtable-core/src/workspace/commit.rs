@@ -213,7 +213,7 @@ mod tests {
         let root = dir.path();
         fs::create_dir(root.join("d")).expect("mkdir");
         fs::write(root.join("a"), "old a").expect("write");
-        fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o750)).expect("chmod");
         fs::write(root.join("d/gone"), "old gone").expect("write");
         let before = files(root);
         let ws = Workspace::open(root).expect("opens");
@@ -276,7 +276,8 @@ mod tests {
                 .mode()
                 & 0o777
         };
-        assert_eq!(mode("a"), 0o755);
+        // Every permission bit is put back, not just the executable one.
+        assert_eq!(mode("a"), 0o750);
         assert_eq!(mode("d/gone"), 0o644);
     }
 

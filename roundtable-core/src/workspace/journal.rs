@@ -21,6 +21,9 @@ pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bo
 /// directory holding old contents until the commit is done.
 pub(super) struct Journal<'k> {
     pub(super) steps: Vec<Step<'k>>,
+    /// Every directory a step wrote in (`a/b`, `""` for the root) with the
+    /// handle it used: checked after the commit to still be at its path.
+    pub(super) used: Vec<(String, Arc<OwnedFd>)>,
     /// The old contents the caller holds, if it holds them.
     held: Option<&'k Held<'k>>,
     /// A hidden directory at the root (so directories emptied by the change
@@ -65,6 +68,7 @@ impl<'k> Journal<'k> {
     pub(super) fn holding(held: Option<&'k Held<'k>>, tag: Option<&'k str>) -> Journal<'k> {
         Journal {
             steps: Vec::new(),
+            used: Vec::new(),
             held,
             backups: None,
             keep_backups: false,

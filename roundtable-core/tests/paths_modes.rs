@@ -53,12 +53,11 @@ fn fsck_rejects(path: &str, data: &[u8], link: bool) -> bool {
         blob.trim().to_owned(),
     );
     let components: Vec<&str> = path.split('/').collect();
-    for (i, name) in components.iter().enumerate().rev() {
+    for name in components.iter().rev() {
         let line = format!("{} {}\t{name}\n", entry.0, entry.1);
         let (ok, tree) = git_stdin(d, &["mktree"], line.as_bytes());
         assert!(ok, "mktree {path:?}: {tree}");
         entry = ("040000 tree", tree.trim().to_owned());
-        let _ = i;
     }
     let (ok, commit) = git_stdin(d, &["commit-tree", "-m", "m", &entry.1], b"");
     assert!(ok, "{commit}");
@@ -260,7 +259,7 @@ fn item13_fsck_rejected_paths_refused_at_create() {
             accepted += 1;
         }
     }
-    println!("item13: {refused} refused, {accepted} accepted, git fsck --strict the oracle");
+    eprintln!("item13: {refused} refused, {accepted} accepted, git fsck --strict the oracle");
     // The names are refused wherever a path is taken (reads too).
     let e = roundtable::RepoPath::from_bytes(b"git~1/config").expect_err("refused");
     assert_eq!(e.code(), ErrorCode::PathEscape, "{e}");
@@ -300,7 +299,7 @@ fn item14_apply_and_rollback_keep_every_permission_bit() {
         std::fs::write(d.join(name), "old\n").expect("write");
         set_mode(&d.join(name), mode);
         let mode_change = if name == "tool" {
-            format!("old mode 100644\nnew mode 100755\n")
+            "old mode 100644\nnew mode 100755\n".to_owned()
         } else {
             String::new()
         };

@@ -91,14 +91,17 @@ impl RepoPath {
                 "" => return Err(fail(ErrorCode::InvalidPath, "has an empty component")),
                 "." => return Err(fail(ErrorCode::InvalidPath, "has a `.` component")),
                 ".." => return Err(fail(ErrorCode::PathEscape, "has a `..` component")),
-                c if crate::fsck::is_dotgit(c) => {
+                c if c.eq_ignore_ascii_case(".git") || c.eq_ignore_ascii_case(".roundtable") => {
                     return Err(fail(
                         ErrorCode::PathEscape,
-                        "enters `.git` (or a name a file system reads as `.git`: HFS+ ignores some Unicode code points, NTFS trailing dots and spaces, `:stream` suffixes and the short name `git~1`)",
+                        "enters `.git` or `.roundtable`",
                     ))
                 }
-                c if is_dot_roundtable(c) => {
-                    return Err(fail(ErrorCode::PathEscape, "enters `.roundtable`"))
+                c if crate::fsck::is_dotgit(c) || is_dot_roundtable(c) => {
+                    return Err(fail(
+                        ErrorCode::PathEscape,
+                        "enters what a file system reads as `.git` or `.roundtable` (HFS+ ignores some Unicode code points; NTFS trailing dots and spaces, `:stream` suffixes, the short name `git~1`)",
+                    ))
                 }
                 c if i < last && crate::fsck::DotFile::of(c).is_some() => {
                     return Err(fail(

@@ -34,9 +34,8 @@ pub enum SpecialKind {
     CharDevice,
     /// A block device.
     BlockDevice,
-    /// A submodule (a gitlink in a bare repository's tree, or in a working
-    /// tree a directory holding a `.git` entry — a submodule's or nested
-    /// repository's checkout): another repository, never read or written.
+    /// A submodule (a gitlink in a bare repository's tree): another
+    /// repository's commit, not a file.
     Submodule,
 }
 

@@ -156,8 +156,8 @@ impl DotFile {
 pub const MAX_ATTRIBUTES_LINE: usize = 2048;
 
 /// Refuse, as `git fsck --strict` would, the content `data` at `path`
-/// (a link when `symlink`): a `.gitmodules` (under any spelling
-/// [`DotFile::of`] knows) that is a link, unreadable, or names a
+/// (a link when `symlink`): a `.gitmodules` (under any spelling HFS+ or
+/// NTFS reads as it, such as `gitmod~1`) that is a link, unreadable, or names a
 /// submodule with a `..` component (`path_escape`), or gives a url or
 /// path that reads as an option, an `update = !command`, or a url that
 /// carries a newline or an empty host (`invalid_path`); a

@@ -76,6 +76,7 @@ mod digest;
 pub mod edit;
 mod engine;
 mod error;
+pub mod fsck;
 mod hex;
 pub mod id;
 pub mod interrupt;

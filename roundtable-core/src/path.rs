@@ -8,7 +8,9 @@ use std::fmt;
 /// UTF-8, no empty, `.` or `..` components, not absolute, no drive prefix,
 /// no NUL byte, and no `.git` or `.roundtable` component (compared
 /// case-insensitively, as git protects `.git` on case-insensitive
-/// filesystems).
+/// filesystems, and under every spelling HFS+ or NTFS reads as `.git`:
+/// see [`crate::fsck`]), nor a directory named as git's `.gitmodules` or
+/// `.gitattributes` — every name `git fsck --strict` refuses in a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct RepoPath(String);
@@ -25,6 +27,15 @@ pub struct PathError {
 }
 
 impl PathError {
+    /// A refusal of `path` with `code`.
+    pub(crate) fn new(path: &str, reason: &'static str, code: ErrorCode) -> PathError {
+        PathError {
+            path: path.to_owned(),
+            reason,
+            code,
+        }
+    }
+
     /// `path_escape` for paths that would leave the root or enter
     /// `.git`/`.roundtable`; `invalid_path` for malformed ones.
     pub fn code(&self) -> ErrorCode {
@@ -74,7 +85,8 @@ impl RepoPath {
         {
             return Err(fail(ErrorCode::PathEscape, "starts with a drive prefix"));
         }
-        for component in s.split('/') {
+        let last = s.split('/').count() - 1;
+        for (i, component) in s.split('/').enumerate() {
             match component {
                 "" => return Err(fail(ErrorCode::InvalidPath, "has an empty component")),
                 "." => return Err(fail(ErrorCode::InvalidPath, "has a `.` component")),
@@ -83,6 +95,18 @@ impl RepoPath {
                     return Err(fail(
                         ErrorCode::PathEscape,
                         "enters `.git` or `.roundtable`",
+                    ))
+                }
+                c if crate::fsck::is_dotgit(c) || is_dot_roundtable(c) => {
+                    return Err(fail(
+                        ErrorCode::PathEscape,
+                        "enters what a file system reads as `.git` or `.roundtable` (HFS+ ignores some Unicode code points; NTFS trailing dots and spaces, `:stream` suffixes, the short name `git~1`)",
+                    ))
+                }
+                c if i < last && crate::fsck::DotFile::of(c).is_some() => {
+                    return Err(fail(
+                        ErrorCode::InvalidPath,
+                        "makes a directory of a name git reads as `.gitmodules` or `.gitattributes` (git fsck refuses it)",
                     ))
                 }
                 c if c.len() > MAX_NAME_BYTES => {
@@ -106,6 +130,14 @@ impl RepoPath {
     pub fn components(&self) -> impl Iterator<Item = &str> {
         self.0.split('/')
     }
+}
+
+/// Whether `component` is `.roundtable`, ASCII case-insensitively, or
+/// what NTFS reads as it (trailing dots and spaces, a `:stream` suffix).
+fn is_dot_roundtable(component: &str) -> bool {
+    let head = component.split(':').next().unwrap_or_default();
+    head.trim_end_matches(['.', ' '])
+        .eq_ignore_ascii_case(".roundtable")
 }
 
 impl std::str::FromStr for RepoPath {

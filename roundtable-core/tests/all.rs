@@ -16,6 +16,7 @@ mod interrupt;
 mod landing;
 mod layers;
 mod patch_bytes;
+mod paths_modes;
 mod pg_hosts;
 mod properties;
 mod proposal_base;

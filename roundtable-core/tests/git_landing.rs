@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 /// A repository on `main` holding `hello.txt` and `files`, committed, then
 /// a World (an engine, its agents and task) on it, in git landing mode.
-fn git_world(files: &[(&str, &str)]) -> World {
+pub(crate) fn git_world(files: &[(&str, &str)]) -> World {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     git(d, &["init", "-q", "-b", "main"]);

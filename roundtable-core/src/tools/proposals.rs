@@ -365,6 +365,15 @@ pub(crate) fn prepare_bytes_at(
     }
     let changeset = changeset_against(engine.workspace(), format, &bytes, &options)
         .map_err(|e| super::eol::explain(engine.root(), hint(e, format, &bytes)))?;
+    // Nothing `git fsck --strict` refuses is stored: not a `.gitmodules`
+    // that names `../../x` or a url `--upload-pack=…`, not an attributes
+    // line git cannot parse (the names were refused as paths already).
+    for f in changeset.files() {
+        if let Some(after) = &f.after {
+            crate::fsck::check_content(&f.path, &after.data, after.symlink)
+                .map_err(crate::changeset::ChangesetError::Path)?;
+        }
+    }
     let field = format.field();
     if changeset.is_empty() {
         return Err(ToolError::invalid_argument(field, "changes nothing"));

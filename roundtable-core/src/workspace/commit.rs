@@ -32,13 +32,51 @@ impl Workspace {
         let ws = &self.plain();
         let mut journal = Journal::holding(options.held, options.tag);
         match ws.commit(removes, staged, &mut journal, options.prune_only, verified) {
-            // Dropping the journal removes the backups of the old contents.
-            Ok(()) => Ok(()),
+            // Every directory written in must still be the one at its
+            // path: one moved away (or replaced) while the change was
+            // staged or renamed got the change outside the root, or beside
+            // someone else's files. Undone, and refused.
+            Ok(()) => match ws.verify_used(&journal) {
+                // Dropping the journal removes the backups of the old contents.
+                Ok(()) => Ok(()),
+                Err(moved) => match journal.undo(ws) {
+                    Ok(()) => Err(moved),
+                    Err(undo) => Err(WorkspaceError::Undo {
+                        path: match &moved {
+                            WorkspaceError::Precondition { path, .. } => path.clone(),
+                            _ => String::new(),
+                        },
+                        source: io::Error::other(moved.to_string()),
+                        undo,
+                    }),
+                },
+            },
             Err((path, source)) => match journal.undo(ws) {
                 Ok(()) => Err(WorkspaceError::Commit { path, source }),
                 Err(undo) => Err(WorkspaceError::Undo { path, source, undo }),
             },
         }
+    }
+
+    /// Check that every directory the commit wrote in is still the one at
+    /// its path from the root (a directory the commit pruned aside).
+    fn verify_used(&self, journal: &Journal<'_>) -> Result<(), WorkspaceError> {
+        let pruned: BTreeSet<&str> = journal
+            .steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::RemovedDir { path } => Some(path.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut checked: BTreeSet<&str> = BTreeSet::new();
+        for (prefix, fd) in &journal.used {
+            if pruned.contains(prefix.as_str()) || !checked.insert(prefix.as_str()) {
+                continue;
+            }
+            self.still_at(prefix, fd, "the directory the change was written in")?;
+        }
+        Ok(())
     }
 
     /// The steps of [`commit_staged`](Workspace::commit_staged), each
@@ -81,6 +119,9 @@ impl Workspace {
                 .map_err(fail(path))?;
             rustix::fs::unlinkat(&*dir, name.as_str(), AtFlags::empty())
                 .map_err(|e| fail(path)(errno(e)))?;
+            journal
+                .used
+                .push((parent_of(path).to_owned(), Arc::clone(&dir)));
             journal.steps.push(Step::Removed {
                 path: path.clone(),
                 backup,
@@ -168,6 +209,7 @@ impl Workspace {
                 return Err(fail(path)(errno(e)));
             }
             staged.placed = true;
+            journal.used.push((parent.to_owned(), Arc::clone(&dir)));
             journal.steps.push(Step::Placed { dir, name, backup });
         }
         Ok(())
@@ -213,7 +255,7 @@ mod tests {
         let root = dir.path();
         fs::create_dir(root.join("d")).expect("mkdir");
         fs::write(root.join("a"), "old a").expect("write");
-        fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::set_permissions(root.join("a"), fs::Permissions::from_mode(0o750)).expect("chmod");
         fs::write(root.join("d/gone"), "old gone").expect("write");
         let before = files(root);
         let ws = Workspace::open(root).expect("opens");
@@ -276,7 +318,8 @@ mod tests {
                 .mode()
                 & 0o777
         };
-        assert_eq!(mode("a"), 0o755);
+        // Every permission bit is put back, not just the executable one.
+        assert_eq!(mode("a"), 0o750);
         assert_eq!(mode("d/gone"), 0o644);
     }
 

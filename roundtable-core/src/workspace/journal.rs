@@ -2,7 +2,7 @@
 //! replaced or removed file's old content is kept until the commit is done
 //! (a hard link in a hidden backup directory, or the caller's copy).
 
-use super::stage::{create_unique, temp_prefix};
+use super::stage::{create_unique, permissions, regular_mode, temp_prefix};
 use super::{errno, Workspace, DIR_FLAGS};
 use crate::RepoPath;
 use rustix::fs::{AtFlags, Mode, OFlags};
@@ -21,6 +21,9 @@ pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bo
 /// directory holding old contents until the commit is done.
 pub(super) struct Journal<'k> {
     pub(super) steps: Vec<Step<'k>>,
+    /// Every directory a step wrote in (`a/b`, `""` for the root) with the
+    /// handle it used: checked after the commit to still be at its path.
+    pub(super) used: Vec<(String, Arc<OwnedFd>)>,
     /// The old contents the caller holds, if it holds them.
     held: Option<&'k Held<'k>>,
     /// A hidden directory at the root (so directories emptied by the change
@@ -36,8 +39,9 @@ pub(super) struct Journal<'k> {
 pub(super) enum Backup<'k> {
     /// A hard link, under this name, in the backup directory.
     Link(String),
-    /// The caller's copy, its executable bit, and whether it is a link.
-    Held(&'k [u8], bool, bool),
+    /// The caller's copy, its executable bit, whether it is a link, and
+    /// the permission bits the file had on disk (restored with it).
+    Held(&'k [u8], bool, bool, Option<u32>),
 }
 
 /// One step of a commit, undone in reverse.
@@ -64,6 +68,7 @@ impl<'k> Journal<'k> {
     pub(super) fn holding(held: Option<&'k Held<'k>>, tag: Option<&'k str>) -> Journal<'k> {
         Journal {
             steps: Vec::new(),
+            used: Vec::new(),
             held,
             backups: None,
             keep_backups: false,
@@ -82,7 +87,8 @@ impl<'k> Journal<'k> {
         name: &str,
     ) -> io::Result<Backup<'k>> {
         if let Some(&(data, executable, symlink)) = self.held.and_then(|h| h.get(path)) {
-            return Ok(Backup::Held(data, executable, symlink));
+            let mode = regular_mode(dir, name)?;
+            return Ok(Backup::Held(data, executable, symlink, mode));
         }
         self.link_backup(root, dir, name).map(Backup::Link)
     }
@@ -112,7 +118,7 @@ impl<'k> Journal<'k> {
     fn put_back(&self, backup: &Backup<'_>, dir: &OwnedFd, name: &str) -> rustix::io::Result<()> {
         match backup {
             Backup::Link(b) => rustix::fs::renameat(self.backup_dir(), b.as_str(), dir, name),
-            Backup::Held(data, executable, symlink) => {
+            Backup::Held(data, executable, symlink, old) => {
                 let os = |e: io::Error| {
                     rustix::io::Errno::from_raw_os_error(
                         e.raw_os_error()
@@ -129,7 +135,7 @@ impl<'k> Journal<'k> {
                         let _ = rustix::fs::unlinkat(dir, temp.as_str(), AtFlags::empty());
                     });
                 }
-                let mode = Mode::from_raw_mode(if *executable { 0o755 } else { 0o644 });
+                let mode = Mode::from_raw_mode(permissions(*old, *executable));
                 let (fd, temp) = create_unique(&temp_prefix("stage", self.tag), |n| {
                     rustix::fs::openat(
                         dir,

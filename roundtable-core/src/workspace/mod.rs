@@ -181,7 +181,10 @@ impl Workspace {
     }
 
     /// The directory holding `path`'s last component, reached without
-    /// following links; `None` when a directory on the way is missing.
+    /// following links; `None` when a directory on the way is missing. A
+    /// directory on the way that holds a `.git` entry is another
+    /// repository's checkout: [`WorkspaceError::Special`]
+    /// ([`SpecialKind::Submodule`]), in every mode.
     fn parent(&self, path: &RepoPath) -> Result<Option<Located>, WorkspaceError> {
         let components: Vec<&str> = path.components().collect();
         let (name, dirs) = components.split_last().expect("a RepoPath has a component");
@@ -199,6 +202,15 @@ impl Workspace {
             }
             match rustix::fs::openat(&*at, *component, DIR_FLAGS, Mode::empty()) {
                 Ok(fd) => {
+                    // A directory holding `.git` (a submodule's or nested
+                    // repository's checkout, a worktree) is another
+                    // repository: nothing in it is read or written.
+                    if kind_at(&fd, ".git").map_err(|e| tree(path, e))?.is_some() {
+                        return Err(WorkspaceError::Special {
+                            path: prefix,
+                            kind: SpecialKind::Submodule,
+                        });
+                    }
                     at = Arc::new(fd);
                     if let Some(c) = cache.as_mut() {
                         c.insert(prefix.clone(), Arc::clone(&at));

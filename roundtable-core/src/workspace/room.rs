@@ -70,7 +70,12 @@ impl Workspace {
         };
         // Usually every directory on the way exists: then the one look-up
         // of the parent says so. Otherwise find the first that does not.
-        let parent = self.parent(path).ok().flatten();
+        // Nothing is written into a submodule's (a nested repository's)
+        // checkout.
+        let parent = match self.parent(path) {
+            Err(e @ WorkspaceError::Special { .. }) => return Err(e),
+            found => found.ok().flatten(),
+        };
         let components: Vec<&str> = path.components().collect();
         let ancestors = if parent.is_some() {
             1

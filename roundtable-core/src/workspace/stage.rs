@@ -80,6 +80,12 @@ impl Workspace {
             Some(dir) => Some(Arc::clone(dir)),
             None => self.parent(path).ok().flatten().map(|(dir, _)| dir),
         };
+        // The permission bits of the file the result replaces, if it is
+        // a regular file: kept, so a 0600 `.env` stays 0600.
+        let name = path.components().last().unwrap_or_default();
+        let old = found
+            .as_ref()
+            .and_then(|dir| regular_mode(dir, name).ok().flatten());
         let dir = match found {
             Some(dir) => dir,
             None => {
@@ -108,7 +114,7 @@ impl Workspace {
                 placed: false,
             });
         }
-        let mode = Mode::from_raw_mode(if executable { 0o755 } else { 0o644 });
+        let mode = Mode::from_raw_mode(permissions(old, executable));
         let (fd, name) = create_unique(&temp_prefix("stage", tag), |name| {
             rustix::fs::openat(
                 &*dir,
@@ -131,6 +137,33 @@ impl Workspace {
             file.sync_data().map_err(|e| tree(path, e))?;
         }
         Ok(staged)
+    }
+}
+
+/// The permission bits (`0o7777`) of the regular file `name` in `dir`;
+/// `None` when it is not one (missing, a link, a directory).
+pub(super) fn regular_mode(dir: &OwnedFd, name: &str) -> io::Result<Option<u32>> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() => {
+            Ok(Some(st.st_mode & 0o7777))
+        }
+        Ok(_) | Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(errno(e)),
+    }
+}
+
+/// The permission bits a result is written with: a new file's are
+/// `0644`, or `0755` when executable (git's two modes, the umask not
+/// consulted); a replaced file keeps every bit of `old` (`0600`, `0444`,
+/// `0750`, set-id bits), except that becoming executable adds `x` wherever
+/// it may be read, and ceasing to be clears every `x`.
+pub(super) fn permissions(old: Option<u32>, executable: bool) -> u32 {
+    match old {
+        None if executable => 0o755,
+        None => 0o644,
+        Some(old) if executable && old & 0o111 == 0 => old | ((old & 0o444) >> 2),
+        Some(old) if executable => old,
+        Some(old) => old & !0o111,
     }
 }
 
@@ -186,5 +219,23 @@ impl Drop for Staged {
         if !self.placed {
             let _ = rustix::fs::unlinkat(&*self.dir, self.name.as_str(), AtFlags::empty());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::permissions;
+
+    #[test]
+    fn permissions_keep_every_bit_and_follow_the_executable_one() {
+        assert_eq!(permissions(None, false), 0o644);
+        assert_eq!(permissions(None, true), 0o755);
+        assert_eq!(permissions(Some(0o600), false), 0o600);
+        assert_eq!(permissions(Some(0o444), false), 0o444);
+        assert_eq!(permissions(Some(0o750), true), 0o750);
+        assert_eq!(permissions(Some(0o4750), true), 0o4750);
+        assert_eq!(permissions(Some(0o600), true), 0o700);
+        assert_eq!(permissions(Some(0o640), true), 0o750);
+        assert_eq!(permissions(Some(0o750), false), 0o640);
     }
 }

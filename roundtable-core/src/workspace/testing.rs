@@ -46,3 +46,40 @@ pub(super) fn one_change(path: &str, before: &[u8], after: &[u8]) -> Changeset {
     }])
     .expect("one path")
 }
+
+/// Where a test may act in the middle of a changeset's apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Point {
+    /// After every final check, before the first result is staged.
+    BeforeStage,
+    /// After staging, before the first rename.
+    BeforeCommit,
+}
+
+type Hook = Option<(Point, Box<dyn FnOnce()>)>;
+
+thread_local! {
+    static HOOK: std::cell::RefCell<Hook> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` (once) when this thread's next apply reaches `point`.
+pub(super) fn on(point: Point, f: impl FnOnce() + 'static) {
+    HOOK.with(|h| *h.borrow_mut() = Some((point, Box::new(f))));
+}
+
+/// Called by the apply at `point`: runs the hook set for it.
+pub(super) fn at(point: Point) {
+    let hook = HOOK.with(|h| {
+        let mut h = h.borrow_mut();
+        match h.take() {
+            Some((p, f)) if p == point => Some(f),
+            other => {
+                *h = other;
+                None
+            }
+        }
+    });
+    if let Some(f) = hook {
+        f();
+    }
+}

@@ -105,28 +105,45 @@ impl Workspace {
     pub(super) fn verify_dirs(&self) -> Result<(), WorkspaceError> {
         let fresh = self.plain();
         for (prefix, fd) in self.remembered_dirs() {
-            let identity = |fd: &OwnedFd| rustix::fs::fstat(fd).map(|st| (st.st_dev, st.st_ino));
-            let seen = identity(&fd).map_err(|e| tree_at(&prefix, errno(e)))?;
+            fresh.still_at(&prefix, &fd, "the directory validation read")?;
+        }
+        Ok(())
+    }
+
+    /// Check that `fd` is still the directory at `prefix` (`a/b`),
+    /// re-resolved from the root without following links; else
+    /// [`WorkspaceError::Precondition`] naming what it was (`expected`).
+    pub(super) fn still_at(
+        &self,
+        prefix: &str,
+        fd: &OwnedFd,
+        expected: &str,
+    ) -> Result<(), WorkspaceError> {
+        let identity = |fd: &OwnedFd| rustix::fs::fstat(fd).map(|st| (st.st_dev, st.st_ino));
+        let seen = identity(fd).map_err(|e| tree_at(prefix, errno(e)))?;
+        let now = if prefix.is_empty() {
+            Some(identity(&self.dir).map_err(|e| tree_at(prefix, errno(e)))?)
+        } else {
             let rp = RepoPath::from_bytes(prefix.as_bytes())?;
-            let now = match fresh.parent(&rp) {
+            match self.parent(&rp) {
                 Ok(Some((parent, name))) => {
                     match rustix::fs::openat(&*parent, name.as_str(), DIR_FLAGS, Mode::empty()) {
-                        Ok(fd) => Some(identity(&fd).map_err(|e| tree_at(&prefix, errno(e)))?),
+                        Ok(fd) => Some(identity(&fd).map_err(|e| tree_at(prefix, errno(e)))?),
                         Err(_) => None,
                     }
                 }
                 _ => None,
-            };
-            if now != Some(seen) {
-                return Err(WorkspaceError::Precondition {
-                    path: format!("{prefix}/"),
-                    expected: "the directory validation read".into(),
-                    actual: match now {
-                        Some(_) => "another directory".into(),
-                        None => "no directory (moved, removed or replaced by a link)".into(),
-                    },
-                });
             }
+        };
+        if now != Some(seen) {
+            return Err(WorkspaceError::Precondition {
+                path: format!("{prefix}/"),
+                expected: expected.into(),
+                actual: match now {
+                    Some(_) => "another directory".into(),
+                    None => "no directory (moved, removed or replaced by a link)".into(),
+                },
+            });
         }
         Ok(())
     }

@@ -258,6 +258,8 @@ impl Workspace {
         // directories.
         let verified = reader.remembered_dirs();
         reader.forget();
+        #[cfg(test)]
+        super::testing::at(super::testing::Point::BeforeStage);
         let mut staged = Vec::with_capacity(writes.len());
         for (path, content) in writes {
             staged.push((
@@ -266,6 +268,8 @@ impl Workspace {
             ));
         }
         self.flush_staged(flush, changeset)?;
+        #[cfg(test)]
+        super::testing::at(super::testing::Point::BeforeCommit);
         self.commit_staged(&removes, staged, options, &verified)?;
         self.flush_committed(flush, changeset)?;
         Ok(changes)
@@ -351,6 +355,69 @@ mod tests {
             if replacement == "directory" {
                 assert_eq!(fs::read(root.join("d/f")).expect("f"), b"theirs\n");
                 assert_eq!(fs::read_dir(root.join("d")).expect("ls").count(), 1);
+            }
+        }
+    }
+
+    /// Item 23 (issue 31): a directory swapped after every check, between
+    /// validation and staging or between staging and the renames —
+    /// moved out of the root and replaced by a link to it or by a real
+    /// directory holding someone else's file — is `precondition_failed`;
+    /// nothing stays written, in the moved directory or in its replacement.
+    #[test]
+    fn item23_a_directory_swapped_before_staging_or_commit_gets_nothing() {
+        use crate::workspace::testing::{on, Point};
+        for point in [Point::BeforeStage, Point::BeforeCommit] {
+            for replacement in ["link", "directory"] {
+                let top = tempfile::tempdir().expect("tempdir");
+                let (root, outside) = (top.path().join("root"), top.path().join("outside"));
+                fs::create_dir_all(root.join("d")).expect("mkdir");
+                fs::create_dir_all(&outside).expect("mkdir");
+                fs::write(root.join("d/f"), "old\n").expect("write");
+                let ws = Workspace::open(&root).expect("open");
+                let view = ws.view();
+                let change = one_change("d/f", b"old\n", b"new\n");
+                let path = RepoPath::from_bytes(b"d/f").expect("path");
+                assert!(view.read(&path).expect("reads").is_some());
+                view.check_room(&change).expect("room");
+                let (r, o) = (root.clone(), outside.clone());
+                on(point, move || {
+                    fs::rename(r.join("d"), o.join("d")).expect("move out");
+                    if replacement == "link" {
+                        std::os::unix::fs::symlink(o.join("d"), r.join("d")).expect("link");
+                    } else {
+                        fs::create_dir(r.join("d")).expect("mkdir");
+                        fs::write(r.join("d/f"), "theirs\n").expect("theirs");
+                    }
+                });
+                let e = view
+                    .apply_changeset_with(&change, &WriteOptions::default())
+                    .expect_err(replacement);
+                let case = format!("{point:?} {replacement}");
+                assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{case}: {e}");
+                let moved: Vec<_> = fs::read_dir(outside.join("d"))
+                    .expect("ls")
+                    .map(|e| e.expect("entry").file_name())
+                    .collect();
+                assert_eq!(moved, ["f"], "{case}: a temporary left outside");
+                assert_eq!(
+                    fs::read(outside.join("d/f")).expect("f"),
+                    b"old\n",
+                    "{case}"
+                );
+                if replacement == "directory" {
+                    assert_eq!(fs::read(root.join("d/f")).expect("f"), b"theirs\n");
+                    assert_eq!(fs::read_dir(root.join("d")).expect("ls").count(), 1);
+                }
+                let names: Vec<_> = fs::read_dir(&root)
+                    .expect("ls")
+                    .map(|e| e.expect("entry").file_name())
+                    .collect();
+                assert_eq!(
+                    names,
+                    ["d"],
+                    "{case}: a backup or temporary left at the root"
+                );
             }
         }
     }

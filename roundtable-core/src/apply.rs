@@ -112,6 +112,23 @@ pub enum TransactionError {
         #[source]
         source: crate::landing::LandingError,
     },
+    /// Past the commit point (the branch, or the remote's, moved: the
+    /// change landed) recording the outcome failed, and kept failing for
+    /// the engine's busy timeout (`database`, never retryable, details
+    /// `landed: true`). The transaction stays `applying`: the next apply
+    /// or open of this clone records it, and a call made again with the
+    /// same idempotency key returns the landing's result.
+    #[error("transaction {transaction_id} landed (commit {commit} on {branch}) but recording its outcome failed: {cause}; do not apply it again: the outcome is recorded by the next apply or open of this workspace, and the same call with the same idempotency key returns it")]
+    Landed {
+        /// The transaction.
+        transaction_id: String,
+        /// The commit that landed.
+        commit: String,
+        /// Its branch.
+        branch: String,
+        /// Why recording failed (the last attempt's error).
+        cause: String,
+    },
     /// The store refused (`database`, or the store error's code).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -134,7 +151,9 @@ impl TransactionError {
             TransactionError::Write { source, .. } | TransactionError::Workspace(source) => {
                 source.code()
             }
-            TransactionError::Journal { .. } | TransactionError::Sqlite(_) => ErrorCode::Database,
+            TransactionError::Journal { .. }
+            | TransactionError::Sqlite(_)
+            | TransactionError::Landed { .. } => ErrorCode::Database,
             TransactionError::Landing { source, .. } => source.code(),
             TransactionError::Store(e) => e.code(),
         }
@@ -163,6 +182,9 @@ impl TransactionError {
             }
             TransactionError::Workspace(e) => e.details(),
             TransactionError::Journal { details, .. } => details.clone(),
+            TransactionError::Landed { transaction_id, .. } => {
+                json!({"landed": true, "transaction_id": transaction_id})
+            }
             TransactionError::Landing {
                 transaction_id,
                 source,
@@ -188,6 +210,24 @@ impl TransactionError {
     }
 }
 
+impl Retryable for TransactionError {
+    fn retryable(&self) -> bool {
+        match self {
+            TransactionError::Store(e) => e.is_retryable(),
+            TransactionError::Sqlite(e) => e.is_retryable(),
+            _ => false,
+        }
+    }
+}
+
+/// Whether an error says the same step may succeed if made again (the
+/// store was busy, restarting or unreachable): what recording an outcome
+/// past the commit point retries on.
+pub(crate) trait Retryable {
+    /// The same step may succeed if made again.
+    fn retryable(&self) -> bool;
+}
+
 /// What the transaction engine works with — the store, the workspace, the
 /// flush policy and the clock — and nothing above it.
 #[derive(Clone, Copy)]
@@ -196,6 +236,9 @@ pub(crate) struct Env<'a> {
     pub workspace: &'a Workspace,
     pub durability: Durability,
     pub clock: &'a dyn Clock,
+    /// How long recording a landed transaction's outcome is retried while
+    /// the store is busy or unreachable (the engine's busy timeout).
+    pub patience: Duration,
 }
 
 pub use crate::model::{
@@ -597,6 +640,26 @@ pub(crate) struct Plan<'a> {
     /// one built for the change (already written; nothing references it
     /// yet). The move is the commit point.
     pub landing: Option<crate::store::settings::TransactionLanding>,
+    /// What the caller needs to record its result later, if the outcome
+    /// cannot be recorded at once past the commit point (its idempotency
+    /// key, request digest and report): kept in the `journaled` phase,
+    /// read back by [`journaled_request`].
+    pub request: Option<Value>,
+}
+
+/// What [`Plan::request`] journaled with transaction `id`, if anything.
+pub(crate) fn journaled_request(tx: &Tx<'_>, id: &str) -> Result<Option<Value>, TransactionError> {
+    let detail: Option<String> = tx
+        .query_row(
+            "SELECT detail FROM transaction_phases WHERE transaction_id = ?1 AND phase = 'journaled'",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(detail
+        .and_then(|d| serde_json::from_str::<Value>(&d).ok())
+        .and_then(|mut d| d.get_mut("request").map(Value::take))
+        .filter(|r| !r.is_null()))
 }
 
 fn phase(
@@ -706,7 +769,7 @@ fn write_journal(
         id,
         PhaseName::Journaled,
         PhaseStatus::Done,
-        json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}}),
+        json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}, "request": plan.request}),
     )?;
     event(
         tx,
@@ -739,10 +802,10 @@ pub(crate) fn execute<T, E>(
     actor: &Actor,
     plan: Plan<'_>,
     guard: Option<&Guard<'_, E>>,
-    finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    mut finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
 ) -> Result<T, E>
 where
-    E: From<TransactionError> + From<StoreError>,
+    E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
 {
     let files = plan.changeset.files();
     let afters = plan.changeset.after_metas();
@@ -869,46 +932,74 @@ where
     // the remote's branch, by a push with a lease, and then this
     // repository's follows), then the index follows the files.
     let mut index_note = Value::Null;
+    let mut follow_note = Value::Null;
     if let Some(landing) = &plan.landing {
-        if let Err(source) = land(env.workspace.root(), landing) {
-            recover_one(env, actor, id, "the branch moved since validation")?;
-            return Err(TransactionError::Landing {
-                transaction_id: id.to_owned(),
-                source,
+        let followed = match land(env.workspace.root(), landing) {
+            Ok(followed) => followed,
+            Err(source) => {
+                recover_one(env, actor, id, "the branch moved since validation")?;
+                return Err(TransactionError::Landing {
+                    transaction_id: id.to_owned(),
+                    source,
+                }
+                .into());
             }
-            .into());
-        }
+        };
         // Landed: the caller learns so, whatever it gave up on since.
         crate::interrupt::committed();
+        if let Err(e) = followed {
+            // The remote's branch moved (the commit point) but this
+            // repository's did not follow: the change landed all the
+            // same; the next apply fetches the branch forward.
+            follow_note = json!(format!("not followed: {e}"));
+        }
         let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
         index_note = stage_note(env.workspace, &landing.new_id, &paths);
     }
 
     // 3. The outcome, with the caller's state changes, in one transaction.
-    let finished = env.store.write(|tx| {
-        record_applied(
-            tx,
-            env.clock.now(),
-            actor,
-            id,
-            json!({"files": files.len(), "durable": durable, "index": index_note}),
-            json!({"kind": plan.kind, "files": files.len()}),
-            finish,
-        )
-    });
-    match finished {
-        Ok(out) => Ok(out),
-        Err(e) if plan.landing.is_some() => {
-            // The branch moved: the change landed. The transaction stays
-            // `applying`, and the next open brings the store forward.
-            Err(e)
+    let started = Instant::now();
+    loop {
+        let mut written = json!({"files": files.len(), "durable": durable, "index": index_note});
+        if !follow_note.is_null() {
+            written["branch"] = follow_note.clone();
         }
-        Err(e) => {
+        let finished = env.store.write(|tx| {
+            record_applied(
+                tx,
+                env.clock.now(),
+                actor,
+                id,
+                written,
+                json!({"kind": plan.kind, "files": files.len()}),
+                &mut finish,
+            )
+        });
+        let e = match finished {
+            Ok(out) => return Ok(out),
+            Err(e) => e,
+        };
+        let Some(landing) = &plan.landing else {
             // The files are written but the store could not say so: put
             // them back now rather than leave the two disagreeing.
             recover_one(env, actor, id, "the apply's final commit failed")?;
-            Err(e)
+            return Err(e);
+        };
+        // Past the commit point the change landed: never report a
+        // retryable failure ("nothing was written"). Retry while the
+        // store is busy or restarting; then say it landed. The transaction
+        // stays `applying` and the next apply or open records it.
+        if e.retryable() && started.elapsed() < env.patience {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
         }
+        return Err(TransactionError::Landed {
+            transaction_id: id.to_owned(),
+            commit: landing.new_id.clone(),
+            branch: landing.branch.clone(),
+            cause: e.to_string(),
+        }
+        .into());
     }
 }
 
@@ -927,18 +1018,19 @@ fn landing_ids(
 /// The commit point of `landing` in the repository at `root`: its branch
 /// moves from the old commit to the new one by compare-and-swap — with a
 /// remote, first the remote's (a push with a lease), then this
-/// repository's follows.
+/// repository's follows. The outer error is the commit point's (nothing
+/// landed); the inner one is following's, after the change landed.
 fn land(
     root: &Path,
     landing: &crate::store::settings::TransactionLanding,
-) -> Result<(), crate::landing::LandingError> {
+) -> Result<Result<(), crate::landing::LandingError>, crate::landing::LandingError> {
     let (repo, old, new) = landing_ids(root, landing)?;
     if let Some(remote) = &landing.remote {
         let (remote_repo, location) = crate::landing::open_remote(&repo, remote)?;
         crate::landing::push(&repo, &remote_repo, &location, &landing.branch, old, new)?;
-        return follow(&repo, landing, old, new);
+        return Ok(follow(&repo, landing, old, new));
     }
-    crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
+    crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land").map(Ok)
 }
 
 /// After the remote's branch moved to `new`, this repository's follows
@@ -1361,6 +1453,7 @@ mod tests {
                 workspace: &self.ws,
                 durability: Durability::Normal,
                 clock: &self.clock,
+                patience: Duration::from_millis(100),
             }
         }
 
@@ -1393,6 +1486,7 @@ mod tests {
                 workspace: &self.ws,
                 prune_only: None,
                 landing: None,
+                request: None,
             }
         }
 

@@ -232,6 +232,7 @@ impl Engine {
             workspace: &workspace,
             durability: options.durability,
             clock: options.clock.as_ref(),
+            patience: options.busy_timeout,
         })?;
         let engine = Engine {
             root: root.to_path_buf(),
@@ -398,6 +399,7 @@ impl Engine {
             workspace: &self.workspace,
             durability: self.options.durability,
             clock: self.options.clock.as_ref(),
+            patience: self.options.busy_timeout,
         }
     }
 

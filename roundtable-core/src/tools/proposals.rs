@@ -547,6 +547,7 @@ impl Tool for AttachPatch {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         if args.expected_revision.0 != p.latest_revision {
             return Err(ToolError::conflict(
                 format!(
@@ -911,6 +912,7 @@ impl Tool for Withdraw {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         let proposal = transition(
             cx,
             &p,
@@ -967,6 +969,7 @@ impl Tool for Reject {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         let decision = super::evidence::insert_decision(
             cx,
             &p,

@@ -98,6 +98,12 @@ impl Tool for RebaseProposal {
                 json!({"actor": actor, "author": p.author, "reason": "not_author"}),
             ));
         }
+        // Said before any merge is tried: a proposal that landed (or was
+        // closed) has nothing to rebase, whatever its revision's files.
+        p.require_status(
+            &[ProposalStatus::Pending, ProposalStatus::InReview],
+            Self::TOOL,
+        )?;
         let files = merged_files(engine, &p, &revision, &sides)?;
         let changeset = Changeset::new(files).expect("one entry per summary path");
         let patch = changeset.render_diff(engine.workspace())?;
@@ -117,6 +123,7 @@ impl Tool for RebaseProposal {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         let from = args.expected_revision.0;
         if from != p.latest_revision {
             return Err(ToolError::conflict(

@@ -259,6 +259,16 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // until the next open.
     crate::apply::recover_locked(engine.tx_env())?;
     finish_landed_locked(engine)?;
+    // This very call may be one that landed before its outcome could be
+    // recorded: just recorded, with its result under its key.
+    if let Some(key) = &key {
+        let replayed = engine
+            .store()
+            .read(|tx| replay(tx, actor, key, NAME, &request))?;
+        if let Some(v) = replayed {
+            return Ok(v);
+        }
+    }
     let args = if args.rebase == Some(true) {
         rebase_first(engine, actor, args)?
     } else {
@@ -375,10 +385,40 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // The same rule as the claims stage: only a claim overlapping the
     // change itself (a file or directory claim on a touched path, a symbol
     // claim whose current span holds a changed line) refuses.
+    // The author's claims validation relied on (their live write claims
+    // on the touched paths), with the fencing tokens it saw.
+    let relied: Vec<crate::tools::claims::Claim> = evidence
+        .claims
+        .iter()
+        .filter(|c| {
+            c.scope()
+                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+        })
+        .cloned()
+        .collect();
     let guard = |tx: &Tx<'_>,
                  now: Timestamp,
                  changeset: &crate::changeset::Changeset|
      -> Result<(), ToolError> {
+        // The proposal's status and revision, checked again in the
+        // journal's transaction: a withdraw, reject, new revision or
+        // rebase committed since validation refuses the apply, and one
+        // committed after sees the transaction `applying` and waits
+        // (`Proposal::require_not_applying`). One atomic step either way.
+        let now_p = Proposal::load(tx, &proposal.id)?;
+        now_p.require_status(
+            &[
+                ProposalStatus::Pending,
+                ProposalStatus::InReview,
+                ProposalStatus::RolledBack,
+            ],
+            NAME,
+        )?;
+        now_p.require_latest(args.revision.0)?;
+        // Fencing: every claim validation relied on still holds its
+        // token — not released, not lapsed, and no other agent granted
+        // the resource since (a newer token), live or not.
+        fenced(tx, now, &proposal, args.revision.0, &relied)?;
         let mut facts = None;
         for other in live_write_claims(tx, None, now)? {
             if other.agent_id == proposal.author {
@@ -417,6 +457,12 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         workspace: &ws,
         prune_only: None,
         landing,
+        // What a same-key retry needs if the outcome cannot be recorded
+        // at once past the commit point.
+        request: key.as_ref().map(|key| {
+            json!({"idempotency_key": key, "tool": NAME, "request_digest": request,
+                   "validation": report})
+        }),
     };
     execute(
         engine.tx_env(),
@@ -435,7 +481,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 transaction: transaction.clone(),
                 proposal: Proposal::load(cx.tx, &proposal.id)?,
                 released_claims: released,
-                validation: report,
+                validation: report.clone(),
             };
             if let Some(key) = &key {
                 remember(cx, key, NAME, &request, &out)?;
@@ -443,6 +489,57 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
             Ok(out)
         },
     )
+}
+
+/// `stale_claim` unless each of `relied` (the author's claims validation
+/// relied on for `revision` of `proposal`) still holds its fencing token
+/// as of `now`, in the journal's transaction: live (not released, not
+/// lapsed) and not superseded by a write claim another agent was granted
+/// since on an overlapping resource (released or lapsed since, or not).
+fn fenced(
+    tx: &Tx<'_>,
+    now: Timestamp,
+    proposal: &Proposal,
+    revision: u32,
+    relied: &[crate::tools::claims::Claim],
+) -> Result<(), ToolError> {
+    use crate::tools::claims::ClaimStatus;
+    for c in relied {
+        let current = store::claims::claim(tx, &c.id, now)?;
+        let status = current.as_ref().map(|c| c.status);
+        if status != Some(ClaimStatus::Active) {
+            return Err(ToolError::new(
+                ErrorCode::StaleClaim,
+                format!(
+                    "{}'s claim {} on {} (token {}) {} while revision {revision} of {} was being validated; nothing was applied",
+                    c.agent_id,
+                    c.id,
+                    c.resource_id,
+                    c.token,
+                    if status == Some(ClaimStatus::Released) { "was released" } else { "lapsed" },
+                    proposal.id
+                ),
+                json!({"proposal_id": proposal.id, "revision": revision, "claim_id": c.id,
+                       "resource_id": c.resource_id, "token": c.token, "reason": "lapsed"}),
+            ));
+        }
+        let scope = c.scope()?;
+        for newer in store::claims::write_claims_after(tx, c.token, &c.agent_id, now)? {
+            if newer.scope().is_ok_and(|s| overlaps(&s, &scope)) {
+                return Err(ToolError::new(
+                    ErrorCode::StaleClaim,
+                    format!(
+                        "{} was granted {} (claim {}, token {}) after {}'s claim {} (token {}): its token is superseded; nothing was applied",
+                        newer.agent_id, newer.resource_id, newer.id, newer.token, c.agent_id, c.id, c.token
+                    ),
+                    json!({"proposal_id": proposal.id, "revision": revision, "claim_id": c.id,
+                           "resource_id": c.resource_id, "token": c.token, "reason": "superseded",
+                           "newer_claim_id": newer.id, "newer_token": newer.token}),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What landing `revision` of `proposal` records beside the transaction,
@@ -469,6 +566,17 @@ fn land_outcome(
         Some(&proposal.id),
         json!({"revision": revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
     )?;
+    release_landed_claims(cx, proposal, touched, transaction)
+}
+
+/// Release `proposal`'s author's live write claims on `touched` paths,
+/// each with its event, as `transaction` lands; their ids.
+fn release_landed_claims(
+    cx: &Cx<'_>,
+    proposal: &Proposal,
+    touched: &[Scope],
+    transaction: &crate::apply::Transaction,
+) -> Result<Vec<String>, ToolError> {
     let mut released = Vec::new();
     for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
         if claim
@@ -705,17 +813,97 @@ fn finish_landed_locked(engine: &Engine) -> Result<(), ToolError> {
                 return rollback_outcome(cx, &original, &transaction.id);
             }
             let proposal = Proposal::load(tx, &transaction.proposal_id)?;
-            let touched: Vec<Scope> = crate::apply::journal(tx, &transaction.id)?
-                .iter()
-                .filter_map(|f| f.path.parse().ok())
-                .map(|path| Scope {
-                    resource: Resource::File(path),
-                    span: None,
-                })
-                .collect();
-            land_outcome(cx, &proposal, transaction.revision, &touched, transaction)?;
-            Ok::<_, ToolError>(())
+            let released = landed_outcome(cx, &proposal, transaction)?;
+            remember_landed(cx, transaction, released)
         })?;
+    }
+    Ok(())
+}
+
+/// [`land_outcome`] for a transaction recovery found landed: the branch
+/// holds the change, so the proposal is `applied` whatever status the
+/// store gives it now — one a store written before the status check and
+/// the journal were one step let a withdraw or reject set meanwhile is
+/// overridden, the event saying so — and one already `applied` stays.
+fn landed_outcome(
+    cx: &Cx<'_>,
+    proposal: &Proposal,
+    transaction: &Transaction,
+) -> Result<Vec<String>, ToolError> {
+    let touched: Vec<Scope> = crate::apply::journal(cx.tx, &transaction.id)?
+        .iter()
+        .filter_map(|f| f.path.parse().ok())
+        .map(|path| Scope {
+            resource: Resource::File(path),
+            span: None,
+        })
+        .collect();
+    match proposal.status {
+        ProposalStatus::Pending | ProposalStatus::InReview | ProposalStatus::RolledBack => {
+            land_outcome(cx, proposal, transaction.revision, &touched, transaction)
+        }
+        ProposalStatus::Applied => Ok(Vec::new()),
+        other => {
+            store::proposals::set_status(
+                cx.tx,
+                &proposal.id,
+                other,
+                ProposalStatus::Applied,
+                cx.now,
+            )?;
+            cx.event(
+                crate::model::EventKind::ProposalApplied,
+                &proposal.id,
+                Some(&proposal.id),
+                json!({"revision": transaction.revision, "transaction_id": transaction.id,
+                       "from": other, "to": "applied",
+                       "overridden": format!("the branch holds the change: recovery records it applied over {}", other.as_str())}),
+            )?;
+            // Its author's claims on the touched paths go with the change.
+            release_landed_claims(cx, proposal, &touched, transaction)
+        }
+    }
+}
+
+/// For a transaction recovery brought forward: the result its apply would
+/// have returned, stored under the idempotency key it journaled (if any),
+/// so that the same call made again returns it.
+fn remember_landed(
+    cx: &Cx<'_>,
+    transaction: &Transaction,
+    released: Vec<String>,
+) -> Result<(), ToolError> {
+    let Some(request) = crate::apply::journaled_request(cx.tx, &transaction.id)? else {
+        return Ok(());
+    };
+    let (Some(key), Some(digest)) = (
+        request["idempotency_key"]
+            .as_str()
+            .and_then(|k| Id::new(k).ok()),
+        request["request_digest"].as_str(),
+    ) else {
+        return Ok(());
+    };
+    let Ok(validation) = serde_json::from_value::<ValidationReport>(request["validation"].clone())
+    else {
+        return Ok(());
+    };
+    let actor = transaction.actor.clone();
+    let out = Applied {
+        transaction: Transaction::load(cx.tx, &transaction.id)?,
+        proposal: Proposal::load(cx.tx, &transaction.proposal_id)?,
+        released_claims: released,
+        validation,
+    };
+    let original = Cx {
+        engine: cx.engine,
+        tx: cx.tx,
+        actor: &actor,
+        now: cx.now,
+    };
+    const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+    if crate::store::idempotency::get(cx.tx, &actor, key.as_str())?.is_none() {
+        remember(&original, &key, NAME, digest, &out)?;
     }
     Ok(())
 }
@@ -846,6 +1034,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         workspace: &ws,
         prune_only: Some(created),
         landing,
+        request: None,
     };
     execute(
         engine.tx_env(),

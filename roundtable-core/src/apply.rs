@@ -243,6 +243,7 @@ pub(crate) struct Env<'a> {
 
 pub use crate::model::{
     JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,
+    Unrecovered,
 };
 use crate::model::{PhaseName, PhaseStatus};
 
@@ -1246,7 +1247,10 @@ fn applying(store: &Store) -> Result<Vec<String>, TransactionError> {
 /// Finish every transaction left `applying` by a crashed applier. Does
 /// nothing while another applier holds the lock (its transaction is in
 /// flight, not crashed).
-pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
+pub(crate) fn recover(
+    env: Env<'_>,
+    left: &mut Vec<Unrecovered>,
+) -> Result<Vec<Recovery>, TransactionError> {
     let pending = applying(env.store)?;
     if pending.is_empty() {
         return Ok(Vec::new());
@@ -1255,31 +1259,79 @@ pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
         return Ok(Vec::new());
     };
     // Re-read under the lock: the applier may have finished meanwhile.
-    recover_locked(env)
+    recover_locked(env, left)
 }
 
 /// [`recover`], by a caller that holds the apply lock: every transaction
 /// of this clone still `applying` was left by an applier that is gone
 /// (or failed to record its outcome), and is rolled back unless it
 /// landed (the caller brings those forward).
-pub(crate) fn recover_locked(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
+///
+/// A transaction it cannot finish (its remote unreachable, a path it
+/// cannot write, a journal that does not read back) is left `applying`,
+/// recorded ([`unrecovered`]) and pushed onto `left`; the others go on.
+/// Only a retryable store failure (the store is down: nothing can be
+/// recorded) fails the call.
+pub(crate) fn recover_locked(
+    env: Env<'_>,
+    left: &mut Vec<Unrecovered>,
+) -> Result<Vec<Recovery>, TransactionError> {
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     let pending = applying(env.store)?;
     let mut recovered = Vec::new();
     for id in &pending {
-        clear_stale_locks(env.store, env.workspace.root(), id)?;
-        if landed(env.store, env.workspace.root(), id)? {
-            // Past its commit point: the caller brings it forward.
-            continue;
+        let step = || -> Result<Option<Recovery>, TransactionError> {
+            clear_stale_locks(env.store, env.workspace.root(), id)?;
+            if landed(env.store, env.workspace.root(), id)? {
+                // Past its commit point: the caller brings it forward.
+                return Ok(None);
+            }
+            recover_one(
+                env,
+                &actor,
+                id,
+                "found applying when the workspace was opened",
+            )
+            .map(Some)
+        };
+        match step() {
+            Ok(Some(r)) => recovered.push(r),
+            Ok(None) => {}
+            Err(e) if e.retryable() => return Err(e),
+            Err(e) => left.push(unrecovered(env, id, e.code(), e.to_string(), e.details())),
         }
-        recovered.push(recover_one(
-            env,
-            &actor,
-            id,
-            "found applying when the workspace was opened",
-        )?);
     }
     Ok(recovered)
+}
+
+/// Record that recovery could not finish transaction `id` — a failed
+/// `recovered` phase naming the error (best effort: a store that cannot
+/// take it is reported all the same) — and the report of it.
+pub(crate) fn unrecovered(
+    env: Env<'_>,
+    id: &str,
+    code: ErrorCode,
+    message: String,
+    details: Value,
+) -> Unrecovered {
+    let detail = json!({"error": {"code": code, "message": message, "details": details}});
+    let recorded = env.store.write(|tx| {
+        phase(
+            tx,
+            env.clock.now(),
+            id,
+            PhaseName::Recovered,
+            PhaseStatus::Failed,
+            detail,
+        )
+    });
+    drop(recorded);
+    Unrecovered {
+        transaction_id: id.to_owned(),
+        code,
+        message,
+        details,
+    }
 }
 
 /// The git-mode transactions left `applying` whose branch is at the commit
@@ -1630,15 +1682,20 @@ mod tests {
         let lock = ApplyLock::try_acquire(w.dir.path())
             .expect("lock")
             .expect("free");
-        assert!(recover(w.env()).expect("recover").is_empty());
+        assert!(recover(w.env(), &mut Vec::new())
+            .expect("recover")
+            .is_empty());
         assert_eq!(w.read("a.txt"), "two\n");
         drop(lock);
-        let done = recover(w.env()).expect("recover");
+        let done = recover(w.env(), &mut Vec::new()).expect("recover");
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].restored, ["a.txt"]);
         assert_eq!(w.read("a.txt"), "one\n");
         assert_eq!(w.query("SELECT status FROM transactions"), ["recovered"]);
-        assert!(recover(w.env()).expect("again").is_empty(), "once only");
+        assert!(
+            recover(w.env(), &mut Vec::new()).expect("again").is_empty(),
+            "once only"
+        );
     }
 
     #[test]

@@ -746,3 +746,140 @@ fn item17_a_landing_whose_outcome_meets_a_postgres_restart_reports_it_and_a_retr
     };
     landed_then_fault(&options, Fault::Restart(&cluster));
 }
+
+/// Recovery that cannot finish a landing (this clone's branch diverged
+/// from the remote's, so it cannot follow) never makes the workspace
+/// unopenable: the open succeeds and reports it (`Engine::unrecovered`),
+/// the failure is recorded as a failed `recovered` phase, and the way out
+/// — remove the cause, open again — finishes it.
+#[test]
+fn item19_recovery_that_cannot_finish_opens_reports_and_the_way_out_finishes_it() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let (remote, clone) = remote_and_clone(top.path());
+    let host = Actor::orchestrator(id("host"));
+    let author = Actor::agent(id("alice"));
+    let reviewer = Actor::agent(id("bob"));
+    let (pid, tid, old) = {
+        let engine = Engine::open(&clone, test_options(&clone)).expect("open");
+        let ok = |tool: &str, args: Value, actor: &Actor| {
+            engine
+                .call(tool, args.clone(), actor)
+                .unwrap_or_else(|e| panic!("{tool} {args}: {e} {}", e.details()))
+        };
+        ok(
+            "agent.register",
+            json!({"agent_id": "alice", "roles": ["author"]}),
+            &host,
+        );
+        ok(
+            "agent.register",
+            json!({"agent_id": "bob", "roles": ["reviewer"]}),
+            &host,
+        );
+        ok("task.create", json!({"task_id": "t1", "title": "t"}), &host);
+        ok(
+            "workspace.configure",
+            json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+            &host,
+        );
+        ok(
+            "claim.acquire",
+            json!({"resource_id": "file:new.txt", "type": "write", "ttl_s": 3600}),
+            &author,
+        );
+        let pid = str_of(
+            &ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "New", "summary_md": "s", "patch": new_file("new.txt", "new")}),
+                &author,
+            )["proposal"]["id"],
+        );
+        ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &author,
+        );
+        ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &reviewer,
+        );
+        let old = git(&clone, &["rev-parse", "main"]).trim().to_owned();
+        let out = ok(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &host,
+        );
+        (pid, str_of(&out["transaction"]["id"]), old)
+    };
+    // As if its outcome had not been recorded, and this clone's branch had
+    // meanwhile been set to a commit of its own, off the remote's history.
+    let mut db = store_db(&clone);
+    db.execute(
+        "UPDATE transactions SET status = 'applying', finished_at = NULL WHERE id = ?1",
+        &[&tid],
+    );
+    db.execute(
+        "UPDATE proposals SET status = 'in_review' WHERE id = ?1",
+        &[&pid],
+    );
+    drop(db);
+    let tree = git(&clone, &["rev-parse", &format!("{old}^{{tree}}")])
+        .trim()
+        .to_owned();
+    let stray = git(&clone, &["commit-tree", &tree, "-p", &old, "-m", "stray"])
+        .trim()
+        .to_owned();
+    git(&clone, &["update-ref", "refs/heads/main", &stray]);
+
+    let engine = Engine::open(&clone, test_options(&clone)).expect("the workspace opens");
+    let left = engine.unrecovered();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].transaction_id, tid);
+    assert_eq!(left[0].code, ErrorCode::PreconditionFailed, "{left:?}");
+    let t = engine
+        .call("transaction.get", json!({"transaction_id": tid}), &host)
+        .expect("get");
+    assert_eq!(t["transaction"]["status"], "applying", "left, not guessed");
+    let phases = engine
+        .call("transaction.phases", json!({"transaction_id": tid}), &host)
+        .expect("phases");
+    let failed: Vec<&Value> = phases["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .filter(|p| p["phase"] == "recovered" && p["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{phases}");
+    assert_eq!(failed[0]["detail"]["error"]["code"], "precondition_failed");
+    // Other calls go on meanwhile.
+    engine
+        .call("task.create", json!({"task_id": "t2", "title": "t"}), &host)
+        .expect("the workspace works");
+    drop(engine);
+
+    // The way out: the cause removed (the branch back on the remote's
+    // history), the workspace opened again.
+    git(&clone, &["update-ref", "refs/heads/main", &old]);
+    let engine = Engine::open(&clone, test_options(&clone)).expect("reopen");
+    assert!(
+        engine.unrecovered().is_empty(),
+        "{:?}",
+        engine.unrecovered()
+    );
+    let t = engine
+        .call("transaction.get", json!({"transaction_id": tid}), &host)
+        .expect("get");
+    assert_eq!(t["transaction"]["status"], "applied");
+    let p = engine
+        .call("proposal.get", json!({"proposal_id": pid}), &host)
+        .expect("get");
+    assert_eq!(p["proposal"]["status"], "applied");
+    assert_eq!(
+        git(&clone, &["rev-parse", "main"]).trim(),
+        git(&remote, &["rev-parse", "main"]).trim(),
+        "this clone's branch followed the remote's"
+    );
+    fsck(&remote);
+    fsck(&clone);
+}

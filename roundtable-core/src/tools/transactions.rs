@@ -12,7 +12,7 @@ use super::{remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
     compare, created_dirs, execute, journal, restore_changeset, ApplyLock, Before, JournalFile,
-    PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus,
+    PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus, Unrecovered,
 };
 use crate::claims::{overlaps, Scope};
 use crate::clock::Timestamp;
@@ -257,7 +257,8 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // could not finish (the store failed after the commit point, or
     // before; the host went on) is finished or undone now, not left
     // until the next open.
-    crate::apply::recover_locked(engine.tx_env())?;
+    // What cannot be finished is recorded and left; this apply goes on.
+    crate::apply::recover_locked(engine.tx_env(), &mut Vec::new())?;
     finish_landed_locked(engine)?;
     // This very call may be one that landed before its outcome could be
     // recorded: just recorded, with its result under its key.
@@ -783,41 +784,62 @@ fn apply_message(
 /// Bring every git-mode transaction that landed (its branch at the commit
 /// built for it) but was left `applying` forward: the index, the
 /// transaction `applied`, the proposal `applied`, its claims released.
-/// `Engine::open` runs it after `apply::recover`.
-pub(crate) fn finish_landed(engine: &Engine) -> Result<(), ToolError> {
+/// `Engine::open` runs it after `apply::recover`. What it cannot finish
+/// is left `applying`, recorded, and returned.
+pub(crate) fn finish_landed(engine: &Engine) -> Result<Vec<Unrecovered>, ToolError> {
     if crate::apply::landed_unfinished(engine.tx_env())?.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     // Under the apply lock, as recovery: a transaction whose applier is
     // alive and holds it is in flight, not left behind.
     let Some(_lock) = crate::apply::ApplyLock::for_recovery(engine.root())? else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     finish_landed_locked(engine)
 }
 
-/// [`finish_landed`], by a caller that holds the apply lock.
-fn finish_landed_locked(engine: &Engine) -> Result<(), ToolError> {
-    let actor = Actor::orchestrator(Id::new("roundtable-recovery").expect("a valid id"));
+/// [`finish_landed`], by a caller that holds the apply lock. A
+/// transaction it cannot bring forward (this repository's branch cannot
+/// follow the remote's, the store refuses its outcome) is recorded and
+/// returned, the others finished; only a retryable store failure fails
+/// the call.
+fn finish_landed_locked(engine: &Engine) -> Result<Vec<Unrecovered>, ToolError> {
+    let mut left = Vec::new();
     for id in crate::apply::landed_unfinished(engine.tx_env())? {
-        crate::apply::finish_landed(engine.tx_env(), &actor, &id, |tx, transaction, now| {
-            let cx = &Cx {
-                engine,
-                tx,
-                actor: &actor,
-                now,
-            };
-            if let Some(original) = &transaction.rollback_of {
-                // A rollback's revert commit landed: its outcome.
-                let original = Transaction::load(tx, original)?;
-                return rollback_outcome(cx, &original, &transaction.id);
-            }
-            let proposal = Proposal::load(tx, &transaction.proposal_id)?;
-            let released = landed_outcome(cx, &proposal, transaction)?;
-            remember_landed(cx, transaction, released)
-        })?;
+        match finish_one_landed(engine, &id) {
+            Ok(()) => {}
+            Err(e) if crate::apply::Retryable::retryable(&e) => return Err(e),
+            Err(e) => left.push(crate::apply::unrecovered(
+                engine.tx_env(),
+                &id,
+                e.code(),
+                e.message().to_owned(),
+                e.details().clone(),
+            )),
+        }
     }
-    Ok(())
+    Ok(left)
+}
+
+/// Bring landed transaction `id` forward (see [`finish_landed`]).
+fn finish_one_landed(engine: &Engine, id: &str) -> Result<(), ToolError> {
+    let actor = Actor::orchestrator(Id::new("roundtable-recovery").expect("a valid id"));
+    crate::apply::finish_landed(engine.tx_env(), &actor, id, |tx, transaction, now| {
+        let cx = &Cx {
+            engine,
+            tx,
+            actor: &actor,
+            now,
+        };
+        if let Some(original) = &transaction.rollback_of {
+            // A rollback's revert commit landed: its outcome.
+            let original = Transaction::load(tx, original)?;
+            return rollback_outcome(cx, &original, &transaction.id);
+        }
+        let proposal = Proposal::load(tx, &transaction.proposal_id)?;
+        let released = landed_outcome(cx, &proposal, transaction)?;
+        remember_landed(cx, transaction, released)
+    })
 }
 
 /// [`land_outcome`] for a transaction recovery found landed: the branch

@@ -380,12 +380,6 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         })
         .collect();
     let proposal = evidence.proposal.clone();
-    // Validation read the claims in its own transaction; one granted to
-    // another agent since (before this journal) would be overrun by the
-    // apply and be stale at birth, so the journal's transaction checks again.
-    // The same rule as the claims stage: only a claim overlapping the
-    // change itself (a file or directory claim on a touched path, a symbol
-    // claim whose current span holds a changed line) refuses.
     // The author's claims validation relied on (their live write claims
     // on the touched paths), with the fencing tokens it saw.
     let relied: Vec<crate::tools::claims::Claim> = evidence
@@ -397,6 +391,12 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         })
         .cloned()
         .collect();
+    // Validation read the claims in its own transaction; one granted to
+    // another agent since (before this journal) would be overrun by the
+    // apply and be stale at birth, so the journal's transaction checks again.
+    // The same rule as the claims stage: only a claim overlapping the
+    // change itself (a file or directory claim on a touched path, a symbol
+    // claim whose current span holds a changed line) refuses.
     let guard = |tx: &Tx<'_>,
                  now: Timestamp,
                  changeset: &crate::changeset::Changeset|

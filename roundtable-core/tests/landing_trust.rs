@@ -657,7 +657,9 @@ fn landed_then_fault(options: &dyn Fn(&Path) -> EngineOptions, fault: Fault<'_>)
     // point), then waits to follow — the moment the fault is injected.
     let ref_lock = clone.join("refs/heads/main.lock");
     std::fs::write(&ref_lock, "").expect("lock the clone's branch");
-    let args = json!({"proposal_id": pid, "revision": 1, "idempotency_key": "land-once"});
+    // As the fleet's hosts call it: rebasing a stale revision first.
+    let args =
+        json!({"proposal_id": pid, "revision": 1, "rebase": true, "idempotency_key": "land-once"});
     let mut db = store_db(&clone);
     let first = std::thread::scope(|s| {
         let apply = s.spawn(|| engine.call("patch.apply", args.clone(), &host));
@@ -694,6 +696,24 @@ fn landed_then_fault(options: &dyn Fn(&Path) -> EngineOptions, fault: Fault<'_>)
             assert_eq!(e.details()["landed"], true, "{e} {}", e.details());
             assert!(e.details().get("retryable").is_none(), "{}", e.details());
         }
+    }
+    if first.is_err() {
+        // A client that resubmits without its key lands nothing twice:
+        // the landing is recorded first, and the proposal is applied.
+        let e = engine
+            .call(
+                "patch.apply",
+                json!({"proposal_id": pid, "revision": 1}),
+                &host,
+            )
+            .expect_err("no second landing");
+        assert_eq!(
+            e.code(),
+            ErrorCode::IllegalTransition,
+            "{e} {}",
+            e.details()
+        );
+        assert_eq!(e.details()["status"], "applied");
     }
     // The same call again, same key: the landing's result, not a second
     // landing, not a refusal.

@@ -300,13 +300,25 @@ fn race(git_mode: bool) -> std::collections::BTreeMap<String, usize> {
     let mut tally = std::collections::BTreeMap::new();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let rounds = race_rounds();
+    let carol = w.agent("carol", &["author"]);
     for round in 0..rounds {
         let op = OPS[round % OPS.len()];
         let path = format!("r/{round}.txt");
-        let pid = w.approved(
-            &format!("file:{path}"),
-            &new_file(&path, &round.to_string()),
-        );
+        // What the proposal adds: in the file (and on the branch) exactly
+        // when it landed.
+        let (pid, marker) = match op {
+            // A stale revision: the host's apply rebases it first
+            // (`rebase: true`) while the author's rebase races it.
+            Op::Rebase => stale_proposal(&w, &carol, &path, round),
+            _ => (
+                w.approved(
+                    &format!("file:{path}"),
+                    &new_file(&path, &round.to_string()),
+                ),
+                round.to_string(),
+            ),
+        };
+        let has_marker = |text: &str| text.lines().any(|l| l == marker);
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -317,7 +329,8 @@ fn race(git_mode: bool) -> std::collections::BTreeMap<String, usize> {
                 barrier.wait();
                 w.engine.call(
                     "patch.apply",
-                    json!({"proposal_id": pid, "revision": 1}),
+                    json!({"proposal_id": pid, "revision": 1,
+                           "rebase": matches!(op, Op::Rebase)}),
                     &w.host,
                 )
             });
@@ -344,7 +357,7 @@ fn race(git_mode: bool) -> std::collections::BTreeMap<String, usize> {
                     Op::Rebase => (
                         "proposal.rebase",
                         json!({"proposal_id": pid, "expected_revision": 1}),
-                        &w.host,
+                        &w.author,
                     ),
                 };
                 other.call(tool, args, actor)
@@ -400,19 +413,20 @@ fn race(git_mode: bool) -> std::collections::BTreeMap<String, usize> {
             applied.is_ok(),
             "round {round} {op:?}: {status} {applied:?}"
         );
-        let in_tree = d.join(&path).exists();
+        let in_tree = std::fs::read_to_string(d.join(&path)).is_ok_and(|t| has_marker(&t));
         assert_eq!(
             in_tree, landed,
             "round {round} {op:?}: {status}, in the tree: {in_tree}"
         );
         if git_mode {
-            let on_branch = std::process::Command::new("git")
-                .args(["cat-file", "-e", &format!("main:{path}")])
+            let shown = std::process::Command::new("git")
+                .args(["show", &format!("main:{path}")])
                 .current_dir(&d)
                 .stderr(std::process::Stdio::null())
-                .status()
-                .expect("git")
-                .success();
+                .output()
+                .expect("git");
+            let on_branch =
+                shown.status.success() && has_marker(&String::from_utf8_lossy(&shown.stdout));
             assert_eq!(
                 on_branch, landed,
                 "round {round} {op:?}: {status}, on main: {on_branch}"
@@ -430,6 +444,54 @@ fn race(git_mode: bool) -> std::collections::BTreeMap<String, usize> {
         fsck(&d);
     }
     tally
+}
+
+/// For a rebase round: `path` created by a landing, then a proposal by
+/// the author changing its last line (revision 1, approved), made stale by
+/// carol's landing above it; the author claims the file again. The
+/// proposal and the line it adds.
+fn stale_proposal(w: &World, carol: &Actor, path: &str, round: usize) -> (String, String) {
+    let claim = |who: &Actor| {
+        w.ok(
+            "claim.acquire",
+            json!({"resource_id": format!("file:{path}"), "type": "write", "ttl_s": 3600}),
+            who,
+        );
+    };
+    let approved = |who: &Actor, patch: &str| -> String {
+        let pid = str_of(
+            &w.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Change", "summary_md": "s", "patch": patch}),
+                who,
+            )["proposal"]["id"],
+        );
+        w.ok("proposal.request_review", json!({"proposal_id": pid}), who);
+        w.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &w.reviewer,
+        );
+        pid
+    };
+    let apply = |pid: &str| {
+        w.ok(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &w.host,
+        );
+    };
+    claim(&w.author);
+    let base = format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,6 @@\n+a\n+b\n+c\n+d\n+e\n+f\n");
+    apply(&approved(&w.author, &base));
+    let marker = format!("changed-{round}");
+    let ours = format!("--- a/{path}\n+++ b/{path}\n@@ -4,3 +4,3 @@\n d\n e\n-f\n+{marker}\n");
+    let pid = approved(&w.author, &ours);
+    claim(carol);
+    let theirs = format!("--- a/{path}\n+++ b/{path}\n@@ -1,3 +1,4 @@\n+0\n a\n b\n c\n");
+    apply(&approved(carol, &theirs));
+    claim(&w.author);
+    (pid, marker)
 }
 
 fn test_options_fast(root: &Path) -> EngineOptions {

@@ -378,7 +378,20 @@ fn merged_files(
             },
             _ => merge_path(&f.path, s.base.as_ref(), s.ours.as_ref(), theirs.as_ref()),
         };
+        let same = |after: &Option<FileContent>| {
+            after.as_ref().map(|c| (&c.data, c.executable, c.symlink))
+                == theirs.as_ref().map(|t| (&t.data, t.executable, t.symlink))
+        };
         match outcome {
+            // The merge leaves the path as it is now (its change already
+            // landed there): nothing to write, and a rebase that writes
+            // nothing anywhere is `already_applied`, never an empty patch.
+            Outcome::Write(after)
+                if same(&after)
+                    && matches!(
+                        operation,
+                        Operation::Create | Operation::Modify | Operation::Delete
+                    ) => {}
             Outcome::Write(after) => files.push(FileChange {
                 path,
                 operation,

@@ -435,6 +435,14 @@ fn race(git_mode: bool) -> std::collections::BTreeMap<String, usize> {
         match (op, &raced) {
             (Op::Withdraw, Ok(_)) => assert_eq!(status, "withdrawn", "round {round}"),
             (Op::Reject, Ok(_)) => assert_eq!(status, "rejected", "round {round}"),
+            // Item 20: a rebase that lost to the landing says so.
+            (Op::Rebase, Err(e)) if landed => assert!(
+                e.code() == ErrorCode::IllegalTransition
+                    || e.code() == ErrorCode::Busy
+                    || (e.code() == ErrorCode::Conflict && e.details()["latest_revision"].is_u64()),
+                "round {round}: {e} {}",
+                e.details()
+            ),
             _ => {}
         }
         // The workspace opens.

@@ -26,7 +26,7 @@ use crate::id::Id;
 use crate::merge::{merge3, Conflict, Merged};
 use crate::model::{FileState, RevisionFormat};
 use crate::store::sql::Tx;
-use crate::RepoPath;
+use crate::{ErrorCode, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -104,12 +104,35 @@ impl Tool for RebaseProposal {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
-        let files = merged_files(engine, &p, &revision, &sides)?;
-        let changeset = Changeset::new(files).expect("one entry per summary path");
-        let patch = changeset.render_diff(engine.workspace())?;
-        let mut prep = prepare_bytes(engine, RevisionFormat::Patch, patch)?;
-        prep.rebased_from = Some(number);
-        Ok(prep)
+        let merged = || -> Result<PreparedRevision, ToolError> {
+            let files = merged_files(engine, &p, &revision, &sides)?;
+            let changeset = Changeset::new(files).expect("one entry per summary path");
+            let patch = changeset.render_diff(engine.workspace())?;
+            let mut prep = prepare_bytes(engine, RevisionFormat::Patch, patch)?;
+            prep.rebased_from = Some(number);
+            Ok(prep)
+        };
+        merged().map_err(|e| {
+            // The files moved under the merge because the proposal landed
+            // (or is landing, or was closed) meanwhile: said as what it is,
+            // not as what merging onto the landed files gave.
+            let now = engine.store().read(|tx| {
+                let now = Proposal::load(tx, args.proposal_id.as_str())?;
+                now.require_status(
+                    &[ProposalStatus::Pending, ProposalStatus::InReview],
+                    Self::TOOL,
+                )?;
+                now.require_not_applying(tx, Self::TOOL)
+            });
+            match now {
+                Err(now)
+                    if matches!(now.code(), ErrorCode::IllegalTransition | ErrorCode::Busy) =>
+                {
+                    now
+                }
+                _ => e,
+            }
+        })
     }
 
     fn run(

@@ -2037,6 +2037,10 @@ func (x *DatabaseDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"key\":")
 		e.str(*x.Key, "key")
 	}
+	if x.Landed != nil {
+		e.key(start, "\"landed\":")
+		e.bool(*x.Landed)
+	}
 	if x.Line != nil {
 		e.key(start, "\"line\":")
 		e.int64(*x.Line)
@@ -2102,45 +2106,53 @@ func (x *DatabaseDetails) decode(d *decoder) {
 				(*p5) = d.str()
 				x.Key = p5
 			}
+		case "landed":
+			if d.null() {
+				x.Landed = nil
+			} else {
+				p6 := new(bool)
+				(*p6) = d.bool()
+				x.Landed = p6
+			}
 		case "line":
 			if d.null() {
 				x.Line = nil
 			} else {
-				p6 := new(int64)
-				(*p6) = d.int64()
-				x.Line = p6
+				p7 := new(int64)
+				(*p7) = d.int64()
+				x.Line = p7
 			}
 		case "name":
 			if d.null() {
 				x.Name = nil
 			} else {
-				p7 := new(string)
-				(*p7) = d.str()
-				x.Name = p7
+				p8 := new(string)
+				(*p8) = d.str()
+				x.Name = p8
 			}
 		case "path":
 			if d.null() {
 				x.Path = nil
 			} else {
-				p8 := new(string)
-				(*p8) = d.str()
-				x.Path = p8
+				p9 := new(string)
+				(*p9) = d.str()
+				x.Path = p9
 			}
 		case "retryable":
 			if d.null() {
 				x.Retryable = nil
 			} else {
-				p9 := new(bool)
-				(*p9) = d.bool()
-				x.Retryable = p9
+				p10 := new(bool)
+				(*p10) = d.bool()
+				x.Retryable = p10
 			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p10 := new(string)
-				(*p10) = d.str()
-				x.TransactionID = p10
+				p11 := new(string)
+				(*p11) = d.str()
+				x.TransactionID = p11
 			}
 		default:
 			d.skip()
@@ -9334,12 +9346,107 @@ func (x *StaleClaimDetails) encode(e *encoder) {
 }
 
 func (x *StaleClaimDetails) encodeFields(e *encoder, start int) {
-	_ = start
+	if x.ClaimID != nil {
+		e.key(start, "\"claim_id\":")
+		e.str(*x.ClaimID, "claim_id")
+	}
+	if x.NewerClaimID != nil {
+		e.key(start, "\"newer_claim_id\":")
+		e.str(*x.NewerClaimID, "newer_claim_id")
+	}
+	if x.NewerToken != nil {
+		e.key(start, "\"newer_token\":")
+		e.int64(*x.NewerToken)
+	}
+	if x.ProposalID != nil {
+		e.key(start, "\"proposal_id\":")
+		e.str(*x.ProposalID, "proposal_id")
+	}
+	if x.Reason != nil {
+		e.key(start, "\"reason\":")
+		e.str(string(*x.Reason), "reason")
+	}
+	if x.ResourceID != nil {
+		e.key(start, "\"resource_id\":")
+		e.str(*x.ResourceID, "resource_id")
+	}
+	if x.Revision != nil {
+		e.key(start, "\"revision\":")
+		e.int64(*x.Revision)
+	}
+	if x.Token != nil {
+		e.key(start, "\"token\":")
+		e.int64(*x.Token)
+	}
 }
 
 func (x *StaleClaimDetails) decode(d *decoder) {
 	for more := d.object(); more; more = d.more() {
 		switch string(d.key) {
+		case "claim_id":
+			if d.null() {
+				x.ClaimID = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.ClaimID = p1
+			}
+		case "newer_claim_id":
+			if d.null() {
+				x.NewerClaimID = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.NewerClaimID = p2
+			}
+		case "newer_token":
+			if d.null() {
+				x.NewerToken = nil
+			} else {
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.NewerToken = p3
+			}
+		case "proposal_id":
+			if d.null() {
+				x.ProposalID = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.ProposalID = p4
+			}
+		case "reason":
+			if d.null() {
+				x.Reason = nil
+			} else {
+				p5 := new(StaleClaimReason)
+				(*p5) = StaleClaimReason(d.str())
+				x.Reason = p5
+			}
+		case "resource_id":
+			if d.null() {
+				x.ResourceID = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.ResourceID = p6
+			}
+		case "revision":
+			if d.null() {
+				x.Revision = nil
+			} else {
+				p7 := new(int64)
+				(*p7) = d.int64()
+				x.Revision = p7
+			}
+		case "token":
+			if d.null() {
+				x.Token = nil
+			} else {
+				p8 := new(int64)
+				(*p8) = d.int64()
+				x.Token = p8
+			}
 		default:
 			d.skip()
 		}

@@ -68,6 +68,20 @@ const (
 // SpecialKinds lists every SpecialKind, in the schema's order.
 var SpecialKinds = []SpecialKind{SpecialKindFifo, SpecialKindSocket, SpecialKindCharDevice, SpecialKindBlockDevice, SpecialKindSubmodule}
 
+// Why an apply's fencing check refused the author's claim.
+type StaleClaimReason string
+
+// The values of StaleClaimReason.
+const (
+	// It was released or lapsed after validation read it.
+	StaleClaimReasonLapsed StaleClaimReason = "lapsed"
+	// Another agent was granted an overlapping write claim with a newer token since (`newer_claim_id`, `newer_token`).
+	StaleClaimReasonSuperseded StaleClaimReason = "superseded"
+)
+
+// StaleClaimReasons lists every StaleClaimReason, in the schema's order.
+var StaleClaimReasons = []StaleClaimReason{StaleClaimReasonLapsed, StaleClaimReasonSuperseded}
+
 // AmbiguousSymbolDetails are the details of a `ambiguous_symbol` error: A `symbol:` resource names more than one symbol (the details list the candidates and their spans).
 type AmbiguousSymbolDetails struct {
 	// The repository path the refusal is about (lossily decoded when it is not UTF-8).
@@ -161,6 +175,8 @@ type DatabaseDetails struct {
 	Glob *string `json:"glob,omitempty"`
 	// For a stored policy that no longer parses: the dotted key, when known.
 	Key *string `json:"key,omitempty"`
+	// The change landed (past the commit point: the branch, or the remote's, moved) but recording its outcome failed: never retryable; the transaction (`transaction_id`) stays `applying` until the next apply or open records it, and a call made again with the same idempotency key returns the landing's result.
+	Landed *bool `json:"landed,omitempty"`
 	// For a stored policy that no longer parses: the 1-based line, when known.
 	Line *int64 `json:"line,omitempty"`
 	// For a stored policy that no longer parses: an unknown key's name.
@@ -511,8 +527,24 @@ type SpecialFileDetails struct {
 	Type *SpecialKind `json:"type,omitempty"`
 }
 
-// StaleClaimDetails are the details of a `stale_claim` error: A claim's resource changed since the claim was acquired, or its fencing token was superseded; it is reported inside validation reports, not as a call's error.
+// StaleClaimDetails are the details of a `stale_claim` error: A claim's resource changed since the claim was acquired, or its fencing token was superseded: inside validation reports, and as `patch.apply`'s refusal when the author's claim lapsed, or another agent was granted its resource, between validation and the journal (nothing was applied).
 type StaleClaimDetails struct {
+	// The author's claim validation relied on.
+	ClaimID *string `json:"claim_id,omitempty"`
+	// The claim granted since, with the newer token.
+	NewerClaimID *string `json:"newer_claim_id,omitempty"`
+	// Its fencing token.
+	NewerToken *int64 `json:"newer_token,omitempty"`
+	// The proposal.
+	ProposalID *string `json:"proposal_id,omitempty"`
+	// Why the claim no longer fences the apply.
+	Reason *StaleClaimReason `json:"reason,omitempty"`
+	// Its resource (`symbol:src/a.rs#f`).
+	ResourceID *string `json:"resource_id,omitempty"`
+	// The revision concerned.
+	Revision *int64 `json:"revision,omitempty"`
+	// Its fencing token.
+	Token *int64 `json:"token,omitempty"`
 }
 
 // One indexed symbol.

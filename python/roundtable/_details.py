@@ -95,6 +95,8 @@ class DatabaseDetails(TypedDict, total=False):
     glob: str
     #: For a stored policy that no longer parses: the dotted key, when known.
     key: Optional[str]
+    #: The change landed (past the commit point: the branch, or the remote's, moved) but recording its outcome failed: never retryable; the transaction (`transaction_id`) stays `applying` until the next apply or open records it, and a call made again with the same idempotency key returns the landing's result.
+    landed: Literal[True]
     #: For a stored policy that no longer parses: the 1-based line, when known.
     line: Optional[int]
     #: For a stored policy that no longer parses: an unknown key's name.
@@ -407,10 +409,25 @@ class SpecialFileDetails(TypedDict, total=False):
     type: Literal['fifo', 'socket', 'char_device', 'block_device', 'submodule']
 
 class StaleClaimDetails(TypedDict, total=False):
-    """``details`` of ``stale_claim``: A claim's resource changed since the claim was acquired, or its fencing token was superseded; it is reported inside validation reports, not as a call's error.
+    """``details`` of ``stale_claim``: A claim's resource changed since the claim was acquired, or its fencing token was superseded: inside validation reports, and as `patch.apply`'s refusal when the author's claim lapsed, or another agent was granted its resource, between validation and the journal (nothing was applied).
     Every key is optional.
     """
-
+    #: The author's claim validation relied on.
+    claim_id: str
+    #: The claim granted since, with the newer token.
+    newer_claim_id: str
+    #: Its fencing token.
+    newer_token: int
+    #: The proposal.
+    proposal_id: str
+    #: Why the claim no longer fences the apply.
+    reason: Literal['lapsed', 'superseded']
+    #: Its resource (`symbol:src/a.rs#f`).
+    resource_id: str
+    #: The revision concerned.
+    revision: int
+    #: Its fencing token.
+    token: int
 
 class UnknownSymbolDetails(TypedDict, total=False):
     """``details`` of ``unknown_symbol``: A `symbol:` resource names no symbol in the file's current content.

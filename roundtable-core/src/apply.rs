@@ -112,6 +112,23 @@ pub enum TransactionError {
         #[source]
         source: crate::landing::LandingError,
     },
+    /// Past the commit point (the branch, or the remote's, moved: the
+    /// change landed) recording the outcome failed, and kept failing for
+    /// the engine's busy timeout (`database`, never retryable, details
+    /// `landed: true`). The transaction stays `applying`: the next apply
+    /// or open of this clone records it, and a call made again with the
+    /// same idempotency key returns the landing's result.
+    #[error("transaction {transaction_id} landed (commit {commit} on {branch}) but recording its outcome failed: {cause}; do not apply it again: the outcome is recorded by the next apply or open of this workspace, and the same call with the same idempotency key returns it")]
+    Landed {
+        /// The transaction.
+        transaction_id: String,
+        /// The commit that landed.
+        commit: String,
+        /// Its branch.
+        branch: String,
+        /// Why recording failed (the last attempt's error).
+        cause: String,
+    },
     /// The store refused (`database`, or the store error's code).
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -134,7 +151,9 @@ impl TransactionError {
             TransactionError::Write { source, .. } | TransactionError::Workspace(source) => {
                 source.code()
             }
-            TransactionError::Journal { .. } | TransactionError::Sqlite(_) => ErrorCode::Database,
+            TransactionError::Journal { .. }
+            | TransactionError::Sqlite(_)
+            | TransactionError::Landed { .. } => ErrorCode::Database,
             TransactionError::Landing { source, .. } => source.code(),
             TransactionError::Store(e) => e.code(),
         }
@@ -163,6 +182,9 @@ impl TransactionError {
             }
             TransactionError::Workspace(e) => e.details(),
             TransactionError::Journal { details, .. } => details.clone(),
+            TransactionError::Landed { transaction_id, .. } => {
+                json!({"landed": true, "transaction_id": transaction_id})
+            }
             TransactionError::Landing {
                 transaction_id,
                 source,
@@ -188,6 +210,24 @@ impl TransactionError {
     }
 }
 
+impl Retryable for TransactionError {
+    fn retryable(&self) -> bool {
+        match self {
+            TransactionError::Store(e) => e.is_retryable(),
+            TransactionError::Sqlite(e) => e.is_retryable(),
+            _ => false,
+        }
+    }
+}
+
+/// Whether an error says the same step may succeed if made again (the
+/// store was busy, restarting or unreachable): what recording an outcome
+/// past the commit point retries on.
+pub(crate) trait Retryable {
+    /// The same step may succeed if made again.
+    fn retryable(&self) -> bool;
+}
+
 /// What the transaction engine works with — the store, the workspace, the
 /// flush policy and the clock — and nothing above it.
 #[derive(Clone, Copy)]
@@ -196,10 +236,14 @@ pub(crate) struct Env<'a> {
     pub workspace: &'a Workspace,
     pub durability: Durability,
     pub clock: &'a dyn Clock,
+    /// How long recording a landed transaction's outcome is retried while
+    /// the store is busy or unreachable (the engine's busy timeout).
+    pub patience: Duration,
 }
 
 pub use crate::model::{
     JournalFile, PathReport, PathState, Recovery, Transaction, TransactionKind, TransactionStatus,
+    Unrecovered,
 };
 use crate::model::{PhaseName, PhaseStatus};
 
@@ -597,6 +641,26 @@ pub(crate) struct Plan<'a> {
     /// one built for the change (already written; nothing references it
     /// yet). The move is the commit point.
     pub landing: Option<crate::store::settings::TransactionLanding>,
+    /// What the caller needs to record its result later, if the outcome
+    /// cannot be recorded at once past the commit point (its idempotency
+    /// key, request digest and report): kept in the `journaled` phase,
+    /// read back by [`journaled_request`].
+    pub request: Option<Value>,
+}
+
+/// What [`Plan::request`] journaled with transaction `id`, if anything.
+pub(crate) fn journaled_request(tx: &Tx<'_>, id: &str) -> Result<Option<Value>, TransactionError> {
+    let detail: Option<String> = tx
+        .query_row(
+            "SELECT detail FROM transaction_phases WHERE transaction_id = ?1 AND phase = 'journaled'",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(detail
+        .and_then(|d| serde_json::from_str::<Value>(&d).ok())
+        .and_then(|mut d| d.get_mut("request").map(Value::take))
+        .filter(|r| !r.is_null()))
 }
 
 fn phase(
@@ -706,7 +770,7 @@ fn write_journal(
         id,
         PhaseName::Journaled,
         PhaseStatus::Done,
-        json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}}),
+        json!({"files": files.len(), "chain_head": {"seq": seq, "digest": digest}, "request": plan.request}),
     )?;
     event(
         tx,
@@ -739,10 +803,10 @@ pub(crate) fn execute<T, E>(
     actor: &Actor,
     plan: Plan<'_>,
     guard: Option<&Guard<'_, E>>,
-    finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    mut finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
 ) -> Result<T, E>
 where
-    E: From<TransactionError> + From<StoreError>,
+    E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
 {
     let files = plan.changeset.files();
     let afters = plan.changeset.after_metas();
@@ -869,46 +933,74 @@ where
     // the remote's branch, by a push with a lease, and then this
     // repository's follows), then the index follows the files.
     let mut index_note = Value::Null;
+    let mut follow_note = Value::Null;
     if let Some(landing) = &plan.landing {
-        if let Err(source) = land(env.workspace.root(), landing) {
-            recover_one(env, actor, id, "the branch moved since validation")?;
-            return Err(TransactionError::Landing {
-                transaction_id: id.to_owned(),
-                source,
+        let followed = match land(env.workspace.root(), landing) {
+            Ok(followed) => followed,
+            Err(source) => {
+                recover_one(env, actor, id, "the branch moved since validation")?;
+                return Err(TransactionError::Landing {
+                    transaction_id: id.to_owned(),
+                    source,
+                }
+                .into());
             }
-            .into());
-        }
+        };
         // Landed: the caller learns so, whatever it gave up on since.
         crate::interrupt::committed();
+        if let Err(e) = followed {
+            // The remote's branch moved (the commit point) but this
+            // repository's did not follow: the change landed all the
+            // same; the next apply fetches the branch forward.
+            follow_note = json!(format!("not followed: {e}"));
+        }
         let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
         index_note = stage_note(env.workspace, &landing.new_id, &paths);
     }
 
     // 3. The outcome, with the caller's state changes, in one transaction.
-    let finished = env.store.write(|tx| {
-        record_applied(
-            tx,
-            env.clock.now(),
-            actor,
-            id,
-            json!({"files": files.len(), "durable": durable, "index": index_note}),
-            json!({"kind": plan.kind, "files": files.len()}),
-            finish,
-        )
-    });
-    match finished {
-        Ok(out) => Ok(out),
-        Err(e) if plan.landing.is_some() => {
-            // The branch moved: the change landed. The transaction stays
-            // `applying`, and the next open brings the store forward.
-            Err(e)
+    let started = Instant::now();
+    loop {
+        let mut written = json!({"files": files.len(), "durable": durable, "index": index_note});
+        if !follow_note.is_null() {
+            written["branch"] = follow_note.clone();
         }
-        Err(e) => {
+        let finished = env.store.write(|tx| {
+            record_applied(
+                tx,
+                env.clock.now(),
+                actor,
+                id,
+                written,
+                json!({"kind": plan.kind, "files": files.len()}),
+                &mut finish,
+            )
+        });
+        let e = match finished {
+            Ok(out) => return Ok(out),
+            Err(e) => e,
+        };
+        let Some(landing) = &plan.landing else {
             // The files are written but the store could not say so: put
             // them back now rather than leave the two disagreeing.
             recover_one(env, actor, id, "the apply's final commit failed")?;
-            Err(e)
+            return Err(e);
+        };
+        // Past the commit point the change landed: never report a
+        // retryable failure ("nothing was written"). Retry while the
+        // store is busy or restarting; then say it landed. The transaction
+        // stays `applying` and the next apply or open records it.
+        if e.retryable() && started.elapsed() < env.patience {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
         }
+        return Err(TransactionError::Landed {
+            transaction_id: id.to_owned(),
+            commit: landing.new_id.clone(),
+            branch: landing.branch.clone(),
+            cause: e.to_string(),
+        }
+        .into());
     }
 }
 
@@ -927,18 +1019,19 @@ fn landing_ids(
 /// The commit point of `landing` in the repository at `root`: its branch
 /// moves from the old commit to the new one by compare-and-swap — with a
 /// remote, first the remote's (a push with a lease), then this
-/// repository's follows.
+/// repository's follows. The outer error is the commit point's (nothing
+/// landed); the inner one is following's, after the change landed.
 fn land(
     root: &Path,
     landing: &crate::store::settings::TransactionLanding,
-) -> Result<(), crate::landing::LandingError> {
+) -> Result<Result<(), crate::landing::LandingError>, crate::landing::LandingError> {
     let (repo, old, new) = landing_ids(root, landing)?;
     if let Some(remote) = &landing.remote {
         let (remote_repo, location) = crate::landing::open_remote(&repo, remote)?;
         crate::landing::push(&repo, &remote_repo, &location, &landing.branch, old, new)?;
-        return follow(&repo, landing, old, new);
+        return Ok(follow(&repo, landing, old, new));
     }
-    crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
+    crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land").map(Ok)
 }
 
 /// After the remote's branch moved to `new`, this repository's follows
@@ -1154,7 +1247,10 @@ fn applying(store: &Store) -> Result<Vec<String>, TransactionError> {
 /// Finish every transaction left `applying` by a crashed applier. Does
 /// nothing while another applier holds the lock (its transaction is in
 /// flight, not crashed).
-pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
+pub(crate) fn recover(
+    env: Env<'_>,
+    left: &mut Vec<Unrecovered>,
+) -> Result<Vec<Recovery>, TransactionError> {
     let pending = applying(env.store)?;
     if pending.is_empty() {
         return Ok(Vec::new());
@@ -1163,31 +1259,79 @@ pub(crate) fn recover(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
         return Ok(Vec::new());
     };
     // Re-read under the lock: the applier may have finished meanwhile.
-    recover_locked(env)
+    recover_locked(env, left)
 }
 
 /// [`recover`], by a caller that holds the apply lock: every transaction
 /// of this clone still `applying` was left by an applier that is gone
 /// (or failed to record its outcome), and is rolled back unless it
 /// landed (the caller brings those forward).
-pub(crate) fn recover_locked(env: Env<'_>) -> Result<Vec<Recovery>, TransactionError> {
+///
+/// A transaction it cannot finish (its remote unreachable, a path it
+/// cannot write, a journal that does not read back) is left `applying`,
+/// recorded ([`unrecovered`]) and pushed onto `left`; the others go on.
+/// Only a retryable store failure (the store is down: nothing can be
+/// recorded) fails the call.
+pub(crate) fn recover_locked(
+    env: Env<'_>,
+    left: &mut Vec<Unrecovered>,
+) -> Result<Vec<Recovery>, TransactionError> {
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     let pending = applying(env.store)?;
     let mut recovered = Vec::new();
     for id in &pending {
-        clear_stale_locks(env.store, env.workspace.root(), id)?;
-        if landed(env.store, env.workspace.root(), id)? {
-            // Past its commit point: the caller brings it forward.
-            continue;
+        let step = || -> Result<Option<Recovery>, TransactionError> {
+            clear_stale_locks(env.store, env.workspace.root(), id)?;
+            if landed(env.store, env.workspace.root(), id)? {
+                // Past its commit point: the caller brings it forward.
+                return Ok(None);
+            }
+            recover_one(
+                env,
+                &actor,
+                id,
+                "found applying when the workspace was opened",
+            )
+            .map(Some)
+        };
+        match step() {
+            Ok(Some(r)) => recovered.push(r),
+            Ok(None) => {}
+            Err(e) if e.retryable() => return Err(e),
+            Err(e) => left.push(unrecovered(env, id, e.code(), e.to_string(), e.details())),
         }
-        recovered.push(recover_one(
-            env,
-            &actor,
-            id,
-            "found applying when the workspace was opened",
-        )?);
     }
     Ok(recovered)
+}
+
+/// Record that recovery could not finish transaction `id` — a failed
+/// `recovered` phase naming the error (best effort: a store that cannot
+/// take it is reported all the same) — and the report of it.
+pub(crate) fn unrecovered(
+    env: Env<'_>,
+    id: &str,
+    code: ErrorCode,
+    message: String,
+    details: Value,
+) -> Unrecovered {
+    let detail = json!({"error": {"code": code, "message": message, "details": details}});
+    let recorded = env.store.write(|tx| {
+        phase(
+            tx,
+            env.clock.now(),
+            id,
+            PhaseName::Recovered,
+            PhaseStatus::Failed,
+            detail,
+        )
+    });
+    drop(recorded);
+    Unrecovered {
+        transaction_id: id.to_owned(),
+        code,
+        message,
+        details,
+    }
 }
 
 /// The git-mode transactions left `applying` whose branch is at the commit
@@ -1361,6 +1505,7 @@ mod tests {
                 workspace: &self.ws,
                 durability: Durability::Normal,
                 clock: &self.clock,
+                patience: Duration::from_millis(100),
             }
         }
 
@@ -1393,6 +1538,7 @@ mod tests {
                 workspace: &self.ws,
                 prune_only: None,
                 landing: None,
+                request: None,
             }
         }
 
@@ -1536,15 +1682,20 @@ mod tests {
         let lock = ApplyLock::try_acquire(w.dir.path())
             .expect("lock")
             .expect("free");
-        assert!(recover(w.env()).expect("recover").is_empty());
+        assert!(recover(w.env(), &mut Vec::new())
+            .expect("recover")
+            .is_empty());
         assert_eq!(w.read("a.txt"), "two\n");
         drop(lock);
-        let done = recover(w.env()).expect("recover");
+        let done = recover(w.env(), &mut Vec::new()).expect("recover");
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].restored, ["a.txt"]);
         assert_eq!(w.read("a.txt"), "one\n");
         assert_eq!(w.query("SELECT status FROM transactions"), ["recovered"]);
-        assert!(recover(w.env()).expect("again").is_empty(), "once only");
+        assert!(
+            recover(w.env(), &mut Vec::new()).expect("again").is_empty(),
+            "once only"
+        );
     }
 
     #[test]

@@ -191,6 +191,7 @@ pub struct Engine {
     ids: IdGenerator,
     claim_queue: crate::tools::claims::ClaimQueue,
     inbox_memo: crate::tools::inbox::InboxMemo,
+    unrecovered: Vec<crate::apply::Unrecovered>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -227,13 +228,20 @@ impl Engine {
             },
         )?;
         // Before anything else runs: finish what a crashed applier left.
-        crate::apply::recover(crate::apply::Env {
-            store: &store,
-            workspace: &workspace,
-            durability: options.durability,
-            clock: options.clock.as_ref(),
-        })?;
-        let engine = Engine {
+        // What cannot be finished is recorded and reported, never a reason
+        // not to open (`Engine::unrecovered`).
+        let mut unrecovered = Vec::new();
+        crate::apply::recover(
+            crate::apply::Env {
+                store: &store,
+                workspace: &workspace,
+                durability: options.durability,
+                clock: options.clock.as_ref(),
+                patience: options.busy_timeout,
+            },
+            &mut unrecovered,
+        )?;
+        let mut engine = Engine {
             root: root.to_path_buf(),
             workspace,
             store,
@@ -241,11 +249,26 @@ impl Engine {
             ids: IdGenerator::default(),
             claim_queue: crate::tools::claims::ClaimQueue::default(),
             inbox_memo: crate::tools::inbox::InboxMemo::default(),
+            unrecovered: Vec::new(),
         };
         // A git-mode apply that moved its branch before it could record
         // its outcome landed: bring the store forward.
-        crate::tools::transactions::finish_landed(&engine)?;
+        unrecovered.extend(crate::tools::transactions::finish_landed(&engine)?);
+        engine.unrecovered = unrecovered;
         Ok(engine)
+    }
+
+    /// The transactions this open's recovery could not finish (bring a
+    /// landing forward, or put an unfinished apply back): each left
+    /// `applying`, its failure recorded as a failed `recovered` phase
+    /// (`transaction.phases`), and its paths reported by
+    /// `transaction.recovery`. The workspace opens all the same. The way
+    /// out: remove the cause the failure names (an unreachable remote, a
+    /// branch that cannot follow the remote's, a path that cannot be
+    /// written), then open the workspace again (any CLI command does) or
+    /// apply: both retry every transaction left `applying`.
+    pub fn unrecovered(&self) -> &[crate::apply::Unrecovered] {
+        &self.unrecovered
     }
 
     /// A handle that makes every call as `actor`: the typed API, one
@@ -398,6 +421,7 @@ impl Engine {
             workspace: &self.workspace,
             durability: self.options.durability,
             clock: self.options.clock.as_ref(),
+            patience: self.options.busy_timeout,
         }
     }
 

@@ -14,6 +14,7 @@ mod ignored;
 mod inbox_revert;
 mod interrupt;
 mod landing;
+mod landing_trust;
 mod layers;
 mod patch_bytes;
 mod paths_modes;

@@ -487,9 +487,9 @@ fn four_hosts_on_one_postgres_store_land_every_proposal_once_under_contended_sym
 
 /// A cluster of the test's own, started with `scripts/pg-cluster`, so
 /// restarting it disturbs no other test; stopped on drop.
-struct Cluster {
+pub(crate) struct Cluster {
     dir: tempfile::TempDir,
-    url: String,
+    pub(crate) url: String,
 }
 
 fn script() -> PathBuf {
@@ -497,7 +497,7 @@ fn script() -> PathBuf {
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    pub(crate) fn start() -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("rt-pg-")
             .tempdir_in("/tmp")
@@ -518,7 +518,7 @@ impl Cluster {
         Cluster { dir, url }
     }
 
-    fn run(&self, what: &str) {
+    pub(crate) fn run(&self, what: &str) {
         let out = Command::new("bash")
             .arg(script())
             .arg(what)

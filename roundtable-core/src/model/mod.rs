@@ -31,7 +31,7 @@ pub use role::Role;
 pub use stage::StageName;
 pub use transaction::{
     JournalFile, PathReport, PathState, Phase, PhaseName, PhaseStatus, Recovery, Transaction,
-    TransactionKind, TransactionStatus,
+    TransactionKind, TransactionStatus, Unrecovered,
 };
 
 /// A proposal's risk level, ordered from low to critical.

@@ -171,6 +171,22 @@ pub struct Recovery {
     pub leftovers: Vec<String>,
 }
 
+/// A transaction recovery could not finish (bring forward or put back):
+/// left `applying`, the failure recorded as a failed `recovered` phase,
+/// and tried again by the next open of the workspace and the next apply.
+/// Recovery never fails an open for it: the rest of the workspace goes on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unrecovered {
+    /// The transaction.
+    pub transaction_id: String,
+    /// The failure's stable code (`io`, `precondition_failed`, …).
+    pub code: crate::ErrorCode,
+    /// What failed.
+    pub message: String,
+    /// The failure's details.
+    pub details: serde_json::Value,
+}
+
 /// A step of a transaction, as its phases record it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

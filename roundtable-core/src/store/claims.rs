@@ -94,6 +94,26 @@ pub(crate) fn live_claims_facing(
     Ok(claims)
 }
 
+/// Every write claim granted after fencing token `token` to an agent other
+/// than `agent`, live or not (released, lapsed), as of `now`, oldest
+/// first: the grants that supersede a claim holding `token`.
+pub(crate) fn write_claims_after(
+    conn: &Tx<'_>,
+    token: i64,
+    agent: &str,
+    now: Timestamp,
+) -> crate::store::sql::Result<Vec<Claim>> {
+    let claims = conn.query_map(
+        &format!(
+            "SELECT {} FROM claims WHERE type = 'write' AND token > ?1 AND agent_id <> ?2 ORDER BY seq",
+            Claim::COLUMNS
+        ),
+        params![token, agent],
+        |r| Claim::from_row(r, now),
+    )?;
+    Ok(claims)
+}
+
 /// The next fencing token: the store's counter, incremented.
 pub(crate) fn next_token(tx: &Tx<'_>) -> crate::store::sql::Result<i64> {
     tx.query_row(

@@ -673,6 +673,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
         }
         ErrorCode::Database => {
             s.key("retryable", flag("The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written."))
+                .key("landed", flag("The change landed (past the commit point: the branch, or the remote's, moved) but recording its outcome failed: never retryable; the transaction (`transaction_id`) stays `applying` until the next apply or open records it, and a call made again with the same idempotency key returns the landing's result."))
                 .key("claim_id", text("A stored claim that does not read back."))
                 .key("path", text("A stored path that does not read back."))
                 .key("digest", text("A stored blob that is missing or does not match its digest."))
@@ -730,7 +731,26 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
             "A policy document is malformed: bad TOML, an unknown key, a bad glob, a value the format does not allow."
         }
         ErrorCode::StaleClaim => {
-            "A claim's resource changed since the claim was acquired, or its fencing token was superseded; it is reported inside validation reports, not as a call's error."
+            let reason = s.own(
+                "StaleClaimReason",
+                string_enum(
+                    "Why an apply's fencing check refused the author's claim.",
+                    &[
+                        ("lapsed", "It was released or lapsed after validation read it."),
+                        ("superseded", "Another agent was granted an overlapping write claim with a newer token since (`newer_claim_id`, `newer_token`)."),
+                    ],
+                ),
+                "Why the claim no longer fences the apply.",
+            );
+            s.key("proposal_id", text(PROPOSAL_ID))
+                .key("revision", count(REVISION))
+                .key("claim_id", text("The author's claim validation relied on."))
+                .key("resource_id", text("Its resource (`symbol:src/a.rs#f`)."))
+                .key("token", count("Its fencing token."))
+                .key("reason", reason)
+                .key("newer_claim_id", text("The claim granted since, with the newer token."))
+                .key("newer_token", count("Its fencing token."));
+            "A claim's resource changed since the claim was acquired, or its fencing token was superseded: inside validation reports, and as `patch.apply`'s refusal when the author's claim lapsed, or another agent was granted its resource, between validation and the journal (nothing was applied)."
         }
         ErrorCode::ValidationFailed => {
             let report = s.typed::<ValidationReport>("The whole validation report.");

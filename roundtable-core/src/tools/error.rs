@@ -194,3 +194,9 @@ impl From<crate::policy::PolicyError> for ToolError {
         ToolError::new(e.code(), e.to_string(), e.details()).with_source(e)
     }
 }
+
+impl crate::apply::Retryable for ToolError {
+    fn retryable(&self) -> bool {
+        self.code() == ErrorCode::Database && self.details()["retryable"] == true
+    }
+}

@@ -738,6 +738,7 @@ impl Tool for AttachPatch {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         if args.expected_revision.0 != p.latest_revision {
             return Err(ToolError::conflict(
                 format!(
@@ -1104,6 +1105,7 @@ impl Tool for Withdraw {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         let proposal = transition(
             cx,
             &p,
@@ -1160,6 +1162,7 @@ impl Tool for Reject {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         let decision = super::evidence::insert_decision(
             cx,
             &p,

@@ -26,7 +26,7 @@ use crate::id::Id;
 use crate::merge::{merge3, Conflict, Merged};
 use crate::model::{FileState, RevisionFormat};
 use crate::store::sql::Tx;
-use crate::RepoPath;
+use crate::{ErrorCode, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -98,12 +98,41 @@ impl Tool for RebaseProposal {
                 json!({"actor": actor, "author": p.author, "reason": "not_author"}),
             ));
         }
-        let files = merged_files(engine, &p, &revision, &sides)?;
-        let changeset = Changeset::new(files).expect("one entry per summary path");
-        let patch = changeset.render_diff(engine.workspace())?;
-        let mut prep = prepare_bytes(engine, RevisionFormat::Patch, patch)?;
-        prep.rebased_from = Some(number);
-        Ok(prep)
+        // Said before any merge is tried: a proposal that landed (or was
+        // closed) has nothing to rebase, whatever its revision's files.
+        p.require_status(
+            &[ProposalStatus::Pending, ProposalStatus::InReview],
+            Self::TOOL,
+        )?;
+        let merged = || -> Result<PreparedRevision, ToolError> {
+            let files = merged_files(engine, &p, &revision, &sides)?;
+            let changeset = Changeset::new(files).expect("one entry per summary path");
+            let patch = changeset.render_diff(engine.workspace())?;
+            let mut prep = prepare_bytes(engine, RevisionFormat::Patch, patch)?;
+            prep.rebased_from = Some(number);
+            Ok(prep)
+        };
+        merged().map_err(|e| {
+            // The files moved under the merge because the proposal landed
+            // (or is landing, or was closed) meanwhile: said as what it is,
+            // not as what merging onto the landed files gave.
+            let now = engine.store().read(|tx| {
+                let now = Proposal::load(tx, args.proposal_id.as_str())?;
+                now.require_status(
+                    &[ProposalStatus::Pending, ProposalStatus::InReview],
+                    Self::TOOL,
+                )?;
+                now.require_not_applying(tx, Self::TOOL)
+            });
+            match now {
+                Err(now)
+                    if matches!(now.code(), ErrorCode::IllegalTransition | ErrorCode::Busy) =>
+                {
+                    now
+                }
+                _ => e,
+            }
+        })
     }
 
     fn run(
@@ -117,6 +146,7 @@ impl Tool for RebaseProposal {
             &[ProposalStatus::Pending, ProposalStatus::InReview],
             Self::TOOL,
         )?;
+        p.require_not_applying(cx.tx, Self::TOOL)?;
         let from = args.expected_revision.0;
         if from != p.latest_revision {
             return Err(ToolError::conflict(
@@ -378,7 +408,20 @@ fn merged_files(
             },
             _ => merge_path(&f.path, s.base.as_ref(), s.ours.as_ref(), theirs.as_ref()),
         };
+        let same = |after: &Option<FileContent>| {
+            after.as_ref().map(|c| (&c.data, c.executable, c.symlink))
+                == theirs.as_ref().map(|t| (&t.data, t.executable, t.symlink))
+        };
         match outcome {
+            // The merge leaves the path as it is now (its change already
+            // landed there): nothing to write, and a rebase that writes
+            // nothing anywhere is `already_applied`, never an empty patch.
+            Outcome::Write(after)
+                if same(&after)
+                    && matches!(
+                        operation,
+                        Operation::Create | Operation::Modify | Operation::Delete
+                    ) => {}
             Outcome::Write(after) => files.push(FileChange {
                 path,
                 operation,

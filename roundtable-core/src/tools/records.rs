@@ -67,6 +67,30 @@ impl Proposal {
         }
         Ok(())
     }
+
+    /// `busy` while a transaction is `applying` this proposal: the apply
+    /// checked its status and revision in the same store transaction as
+    /// its journal, so until its outcome is recorded nothing may change
+    /// either (withdraw, reject, a new revision, a rebase). Checked in the
+    /// caller's write transaction: the status check and the journal are
+    /// one atomic step whichever commits first.
+    pub(crate) fn require_not_applying(
+        &self,
+        tx: &Tx<'_>,
+        operation: &str,
+    ) -> Result<(), ToolError> {
+        let Some(transaction) = crate::store::transactions::applying_for(tx, &self.id)? else {
+            return Ok(());
+        };
+        Err(ToolError::new(
+            crate::ErrorCode::Busy,
+            format!(
+                "transaction {transaction} is applying proposal {}: {operation} waits until it lands or is undone; nothing changed, retry soon",
+                self.id
+            ),
+            json!({"transaction_id": transaction, "proposal_id": self.id}),
+        ))
+    }
 }
 
 impl Revision {

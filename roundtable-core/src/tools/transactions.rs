@@ -12,7 +12,7 @@ use super::{remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
     compare, created_dirs, execute, journal, restore_changeset, ApplyLock, Before, JournalFile,
-    PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus,
+    PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus, Unrecovered,
 };
 use crate::changeset::Operation;
 use crate::claims::{overlaps, Scope};
@@ -290,8 +290,19 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // could not finish (the store failed after the commit point, or
     // before; the host went on) is finished or undone now, not left
     // until the next open.
-    crate::apply::recover_locked(engine.tx_env())?;
+    // What cannot be finished is recorded and left; this apply goes on.
+    crate::apply::recover_locked(engine.tx_env(), &mut Vec::new())?;
     finish_landed_locked(engine)?;
+    // This very call may be one that landed before its outcome could be
+    // recorded: just recorded, with its result under its key.
+    if let Some(key) = &key {
+        let replayed = engine
+            .store()
+            .read(|tx| replay(tx, actor, key, NAME, &request))?;
+        if let Some(v) = replayed {
+            return Ok(v);
+        }
+    }
     let rebased = if args.rebase == Some(true) {
         rebase_first(engine, actor, &args)?
     } else {
@@ -422,6 +433,17 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         .collect();
     let used = used_claims(&evidence.claims, &changeset, &snapshot);
     let proposal = evidence.proposal.clone();
+    // The author's claims validation relied on (their live write claims
+    // on the touched paths), with the fencing tokens it saw.
+    let relied: Vec<crate::tools::claims::Claim> = evidence
+        .claims
+        .iter()
+        .filter(|c| {
+            c.scope()
+                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+        })
+        .cloned()
+        .collect();
     // Validation read the claims in its own transaction; one granted to
     // another agent since (before this journal) would be overrun by the
     // apply and be stale at birth, so the journal's transaction checks again.
@@ -432,6 +454,25 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                  now: Timestamp,
                  changeset: &crate::changeset::Changeset|
      -> Result<(), ToolError> {
+        // The proposal's status and revision, checked again in the
+        // journal's transaction: a withdraw, reject, new revision or
+        // rebase committed since validation refuses the apply, and one
+        // committed after sees the transaction `applying` and waits
+        // (`Proposal::require_not_applying`). One atomic step either way.
+        let now_p = Proposal::load(tx, &proposal.id)?;
+        now_p.require_status(
+            &[
+                ProposalStatus::Pending,
+                ProposalStatus::InReview,
+                ProposalStatus::RolledBack,
+            ],
+            NAME,
+        )?;
+        now_p.require_latest(args.revision.0)?;
+        // Fencing: every claim validation relied on still holds its
+        // token — not released, not lapsed, and no other agent granted
+        // the resource since (a newer token), live or not.
+        fenced(tx, now, &proposal, revision, &relied)?;
         let mut facts = None;
         for other in live_write_claims(tx, None, now)? {
             if other.agent_id == proposal.author {
@@ -489,6 +530,12 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         workspace: &ws,
         prune_only: None,
         landing,
+        // What a same-key retry needs if the outcome cannot be recorded
+        // at once past the commit point.
+        request: key.as_ref().map(|key| {
+            json!({"idempotency_key": key, "tool": NAME, "request_digest": request,
+                   "validation": report})
+        }),
     };
     execute(
         engine.tx_env(),
@@ -507,7 +554,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 transaction: transaction.clone(),
                 proposal: Proposal::load(cx.tx, &proposal.id)?,
                 released_claims: released,
-                validation: report,
+                validation: report.clone(),
             };
             if let Some(key) = &key {
                 remember(cx, key, NAME, &request, &out)?;
@@ -617,6 +664,57 @@ fn used_claims_journaled(
         .collect())
 }
 
+/// `stale_claim` unless each of `relied` (the author's claims validation
+/// relied on for `revision` of `proposal`) still holds its fencing token
+/// as of `now`, in the journal's transaction: live (not released, not
+/// lapsed) and not superseded by a write claim another agent was granted
+/// since on an overlapping resource (released or lapsed since, or not).
+fn fenced(
+    tx: &Tx<'_>,
+    now: Timestamp,
+    proposal: &Proposal,
+    revision: u32,
+    relied: &[crate::tools::claims::Claim],
+) -> Result<(), ToolError> {
+    use crate::tools::claims::ClaimStatus;
+    for c in relied {
+        let current = store::claims::claim(tx, &c.id, now)?;
+        let status = current.as_ref().map(|c| c.status);
+        if status != Some(ClaimStatus::Active) {
+            return Err(ToolError::new(
+                ErrorCode::StaleClaim,
+                format!(
+                    "{}'s claim {} on {} (token {}) {} while revision {revision} of {} was being validated; nothing was applied",
+                    c.agent_id,
+                    c.id,
+                    c.resource_id,
+                    c.token,
+                    if status == Some(ClaimStatus::Released) { "was released" } else { "lapsed" },
+                    proposal.id
+                ),
+                json!({"proposal_id": proposal.id, "revision": revision, "claim_id": c.id,
+                       "resource_id": c.resource_id, "token": c.token, "reason": "lapsed"}),
+            ));
+        }
+        let scope = c.scope()?;
+        for newer in store::claims::write_claims_after(tx, c.token, &c.agent_id, now)? {
+            if newer.scope().is_ok_and(|s| overlaps(&s, &scope)) {
+                return Err(ToolError::new(
+                    ErrorCode::StaleClaim,
+                    format!(
+                        "{} was granted {} (claim {}, token {}) after {}'s claim {} (token {}): its token is superseded; nothing was applied",
+                        newer.agent_id, newer.resource_id, newer.id, newer.token, c.agent_id, c.id, c.token
+                    ),
+                    json!({"proposal_id": proposal.id, "revision": revision, "claim_id": c.id,
+                           "resource_id": c.resource_id, "token": c.token, "reason": "superseded",
+                           "newer_claim_id": newer.id, "newer_token": newer.token}),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What landing `revision` of `proposal` records beside the transaction,
 /// in its outcome's SQL transaction: the proposal `applied` with its
 /// event, and the author's write claims the change served (`used`)
@@ -642,6 +740,17 @@ fn land_outcome(
         Some(&proposal.id),
         json!({"revision": revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
     )?;
+    release_landed_claims(cx, proposal, used, transaction)
+}
+
+/// Release the live write claims of `proposal`'s author that are in
+/// `used`, each with its event, as `transaction` lands; their ids.
+fn release_landed_claims(
+    cx: &Cx<'_>,
+    proposal: &Proposal,
+    used: &BTreeSet<String>,
+    transaction: &crate::apply::Transaction,
+) -> Result<Vec<String>, ToolError> {
     let mut released = Vec::new();
     for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
         if used.contains(&claim.id) {
@@ -845,40 +954,141 @@ fn apply_message(
 /// Bring every git-mode transaction that landed (its branch at the commit
 /// built for it) but was left `applying` forward: the index, the
 /// transaction `applied`, the proposal `applied`, its claims released.
-/// `Engine::open` runs it after `apply::recover`.
-pub(crate) fn finish_landed(engine: &Engine) -> Result<(), ToolError> {
+/// `Engine::open` runs it after `apply::recover`. What it cannot finish
+/// is left `applying`, recorded, and returned.
+pub(crate) fn finish_landed(engine: &Engine) -> Result<Vec<Unrecovered>, ToolError> {
     if crate::apply::landed_unfinished(engine.tx_env())?.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     // Under the apply lock, as recovery: a transaction whose applier is
     // alive and holds it is in flight, not left behind.
     let Some(_lock) = crate::apply::ApplyLock::for_recovery(engine.root())? else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     finish_landed_locked(engine)
 }
 
-/// [`finish_landed`], by a caller that holds the apply lock.
-fn finish_landed_locked(engine: &Engine) -> Result<(), ToolError> {
-    let actor = Actor::orchestrator(Id::new("roundtable-recovery").expect("a valid id"));
+/// [`finish_landed`], by a caller that holds the apply lock. A
+/// transaction it cannot bring forward (this repository's branch cannot
+/// follow the remote's, the store refuses its outcome) is recorded and
+/// returned, the others finished; only a retryable store failure fails
+/// the call.
+fn finish_landed_locked(engine: &Engine) -> Result<Vec<Unrecovered>, ToolError> {
+    let mut left = Vec::new();
     for id in crate::apply::landed_unfinished(engine.tx_env())? {
-        crate::apply::finish_landed(engine.tx_env(), &actor, &id, |tx, transaction, now| {
-            let cx = &Cx {
-                engine,
-                tx,
-                actor: &actor,
-                now,
-            };
-            if let Some(original) = &transaction.rollback_of {
-                // A rollback's revert commit landed: its outcome.
-                let original = Transaction::load(tx, original)?;
-                return rollback_outcome(cx, &original, &transaction.id);
-            }
-            let proposal = Proposal::load(tx, &transaction.proposal_id)?;
-            let used = used_claims_journaled(cx, &proposal.author, &transaction.id)?;
-            land_outcome(cx, &proposal, transaction.revision, &used, transaction)?;
-            Ok::<_, ToolError>(())
-        })?;
+        match finish_one_landed(engine, &id) {
+            Ok(()) => {}
+            Err(e) if crate::apply::Retryable::retryable(&e) => return Err(e),
+            Err(e) => left.push(crate::apply::unrecovered(
+                engine.tx_env(),
+                &id,
+                e.code(),
+                e.message().to_owned(),
+                e.details().clone(),
+            )),
+        }
+    }
+    Ok(left)
+}
+
+/// Bring landed transaction `id` forward (see [`finish_landed`]).
+fn finish_one_landed(engine: &Engine, id: &str) -> Result<(), ToolError> {
+    let actor = Actor::orchestrator(Id::new("roundtable-recovery").expect("a valid id"));
+    crate::apply::finish_landed(engine.tx_env(), &actor, id, |tx, transaction, now| {
+        let cx = &Cx {
+            engine,
+            tx,
+            actor: &actor,
+            now,
+        };
+        if let Some(original) = &transaction.rollback_of {
+            // A rollback's revert commit landed: its outcome.
+            let original = Transaction::load(tx, original)?;
+            return rollback_outcome(cx, &original, &transaction.id);
+        }
+        let proposal = Proposal::load(tx, &transaction.proposal_id)?;
+        let released = landed_outcome(cx, &proposal, transaction)?;
+        remember_landed(cx, transaction, released)
+    })
+}
+
+/// [`land_outcome`] for a transaction recovery found landed: the branch
+/// holds the change, so the proposal is `applied` whatever status the
+/// store gives it now — one a store written before the status check and
+/// the journal were one step let a withdraw or reject set meanwhile is
+/// overridden, the event saying so — and one already `applied` stays.
+fn landed_outcome(
+    cx: &Cx<'_>,
+    proposal: &Proposal,
+    transaction: &Transaction,
+) -> Result<Vec<String>, ToolError> {
+    let used = used_claims_journaled(cx, &proposal.author, &transaction.id)?;
+    match proposal.status {
+        ProposalStatus::Pending | ProposalStatus::InReview | ProposalStatus::RolledBack => {
+            land_outcome(cx, proposal, transaction.revision, &used, transaction)
+        }
+        ProposalStatus::Applied => Ok(Vec::new()),
+        other => {
+            store::proposals::set_status(
+                cx.tx,
+                &proposal.id,
+                other,
+                ProposalStatus::Applied,
+                cx.now,
+            )?;
+            cx.event(
+                crate::model::EventKind::ProposalApplied,
+                &proposal.id,
+                Some(&proposal.id),
+                json!({"revision": transaction.revision, "transaction_id": transaction.id,
+                       "from": other, "to": "applied",
+                       "overridden": format!("the branch holds the change: recovery records it applied over {}", other.as_str())}),
+            )?;
+            // Its author's claims the change used go with it.
+            release_landed_claims(cx, proposal, &used, transaction)
+        }
+    }
+}
+
+/// For a transaction recovery brought forward: the result its apply would
+/// have returned, stored under the idempotency key it journaled (if any),
+/// so that the same call made again returns it.
+fn remember_landed(
+    cx: &Cx<'_>,
+    transaction: &Transaction,
+    released: Vec<String>,
+) -> Result<(), ToolError> {
+    let Some(request) = crate::apply::journaled_request(cx.tx, &transaction.id)? else {
+        return Ok(());
+    };
+    let (Some(key), Some(digest)) = (
+        request["idempotency_key"]
+            .as_str()
+            .and_then(|k| Id::new(k).ok()),
+        request["request_digest"].as_str(),
+    ) else {
+        return Ok(());
+    };
+    let Ok(validation) = serde_json::from_value::<ValidationReport>(request["validation"].clone())
+    else {
+        return Ok(());
+    };
+    let actor = transaction.actor.clone();
+    let out = Applied {
+        transaction: Transaction::load(cx.tx, &transaction.id)?,
+        proposal: Proposal::load(cx.tx, &transaction.proposal_id)?,
+        released_claims: released,
+        validation,
+    };
+    let original = Cx {
+        engine: cx.engine,
+        tx: cx.tx,
+        actor: &actor,
+        now: cx.now,
+    };
+    const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+    if crate::store::idempotency::get(cx.tx, &actor, key.as_str())?.is_none() {
+        remember(&original, &key, NAME, digest, &out)?;
     }
     Ok(())
 }
@@ -1009,6 +1219,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         workspace: &ws,
         prune_only: Some(created),
         landing,
+        request: None,
     };
     execute(
         engine.tx_env(),

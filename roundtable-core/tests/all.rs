@@ -18,6 +18,7 @@ mod layers;
 mod patch_bytes;
 mod pg_hosts;
 mod properties;
+mod process;
 mod proposal_base;
 mod rebase;
 mod review;

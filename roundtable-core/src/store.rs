@@ -4,7 +4,9 @@
 //!
 //! The SQLite store:
 //! - WAL journal, a busy timeout, foreign keys on; several processes may
-//!   open one workspace's store at once.
+//!   open one workspace's store at once. Its locks are held so that
+//!   another SQLite library in the process closing the store cannot drop
+//!   them (the `roundtable-sqlite-locks` crate).
 //! - Versioned migrations: `PRAGMA user_version` is the schema version;
 //!   each migration runs in its own transaction (taken with `BEGIN
 //!   IMMEDIATE`, so two processes opening a new store migrate it once), and
@@ -584,6 +586,9 @@ impl SqliteStore {
     /// Open (creating when absent) the store in the workspace's store
     /// directory `dir`.
     fn open(dir: &Path, options: &StoreOptions) -> Result<(SqliteStore, bool), StoreError> {
+        // Before the first connection: locks another SQLite library in
+        // this process cannot drop by closing the store.
+        roundtable_sqlite_locks::install();
         let dir_err = |source| StoreError::Dir {
             path: dir.display().to_string(),
             source,

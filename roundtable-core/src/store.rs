@@ -1262,6 +1262,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join(STORE_DIR)).expect("mkdir");
         let db = dir.path().join(STORE_DIR).join(DB_FILE);
+        roundtable_sqlite_locks::install();
         Connection::open(&db)
             .expect("sqlite")
             .execute_batch("CREATE TABLE other (x INTEGER)")
@@ -1300,6 +1301,7 @@ mod tests {
 
     #[test]
     fn processes_creating_one_store_at_once_all_open_the_same_store() {
+        roundtable_sqlite_locks::install();
         for _ in 0..20 {
             let dir = tempfile::tempdir().expect("tempdir");
             let opened: Vec<bool> = std::thread::scope(|s| {
@@ -1325,6 +1327,7 @@ mod tests {
     fn processes_first_opening_a_store_in_rollback_mode_all_switch_it_to_wal() {
         // Stores made before creation switched to WAL are in rollback
         // mode until their first open; openers racing to switch all open.
+        roundtable_sqlite_locks::install();
         for _ in 0..20 {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = PathBuf::from(

@@ -69,10 +69,7 @@ fn in_another_process(root: &Path, what: &str) -> (bool, String) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (
-        out.status.success() && said.contains("1 passed"),
-        said,
-    )
+    (out.status.success() && said.contains("1 passed"), said)
 }
 
 /// Item 21. A second SQLite library in the process (Python's `sqlite3`,
@@ -196,7 +193,9 @@ fn item22_a_call_through_an_engine_inherited_across_fork_fails_fast() {
                         // parent's store.
                         // SAFETY: the child's copy of the engine is never
                         // used again: the child exits right after.
-                        unsafe { std::ptr::drop_in_place(std::sync::Arc::as_ptr(&engine).cast_mut()) };
+                        unsafe {
+                            std::ptr::drop_in_place(std::sync::Arc::as_ptr(&engine).cast_mut())
+                        };
                         0
                     } else {
                         3

@@ -142,7 +142,8 @@ fn item22_a_forked_child_gets_rt_inherited_engine() {
     let root = CString::new(dir.path().to_str().expect("utf-8")).expect("no NUL");
     let mut engine: *mut rt_engine = ptr::null_mut();
     // SAFETY: valid strings and writable outputs.
-    let status = unsafe { rt_engine_open(root.as_ptr(), ptr::null(), &mut engine, ptr::null_mut()) };
+    let status =
+        unsafe { rt_engine_open(root.as_ptr(), ptr::null(), &mut engine, ptr::null_mut()) };
     assert_eq!(status, rt_status::RT_OK);
     let actor = c"{\"id\":\"host\",\"kind\":\"orchestrator\"}";
     let call = |args: &CStr| -> (rt_status, *mut rt_error) {
@@ -150,13 +151,23 @@ fn item22_a_forked_child_gets_rt_inherited_engine() {
         let mut err: *mut rt_error = ptr::null_mut();
         // SAFETY: an open engine; valid strings and writable outputs.
         let status = unsafe {
-            rt_engine_call(engine, c"task.create".as_ptr(), args.as_ptr(), actor.as_ptr(), &mut out, &mut err)
+            rt_engine_call(
+                engine,
+                c"task.create".as_ptr(),
+                args.as_ptr(),
+                actor.as_ptr(),
+                &mut out,
+                &mut err,
+            )
         };
         // SAFETY: NULL or a result string of this call.
         unsafe { rt_string_free(out) };
         (status, err)
     };
-    assert_eq!(call(c"{\"task_id\":\"t1\",\"title\":\"one\"}").0, rt_status::RT_OK);
+    assert_eq!(
+        call(c"{\"task_id\":\"t1\",\"title\":\"one\"}").0,
+        rt_status::RT_OK
+    );
     // SAFETY: the child makes one call, closes its copy and `_exit`s.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0);
@@ -176,10 +187,21 @@ fn item22_a_forked_child_gets_rt_inherited_engine() {
     let mut wstatus = 0;
     // SAFETY: our child.
     assert_eq!(unsafe { libc::waitpid(pid, &mut wstatus, 0) }, pid);
-    assert!(libc::WIFEXITED(wstatus) && libc::WEXITSTATUS(wstatus) == 0, "the child's call was not refused");
-    assert_eq!(call(c"{\"task_id\":\"t2\",\"title\":\"two\"}").0, rt_status::RT_OK);
+    assert!(
+        libc::WIFEXITED(wstatus) && libc::WEXITSTATUS(wstatus) == 0,
+        "the child's call was not refused"
+    );
+    assert_eq!(
+        call(c"{\"task_id\":\"t2\",\"title\":\"two\"}").0,
+        rt_status::RT_OK
+    );
     let (status, err) = call(c"{\"task_id\":\"child\",\"title\":\"the child made none\"}");
-    assert_eq!(status, rt_status::RT_OK, "{:?}", (!err.is_null()).then(|| take(err)));
+    assert_eq!(
+        status,
+        rt_status::RT_OK,
+        "{:?}",
+        (!err.is_null()).then(|| take(err))
+    );
     // SAFETY: closed once.
     unsafe { rt_engine_close(engine) };
 }

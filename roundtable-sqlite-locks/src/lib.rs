@@ -258,8 +258,7 @@ mod ofd {
             match vfs.as_ref().and_then(|v| v.xSetSystemCall) {
                 Some(set) => {
                     let close_fn: unsafe extern "C" fn(c_int) -> c_int = close;
-                    let fcntl_fn: unsafe extern "C" fn(c_int, c_int, *mut c_void) -> c_int =
-                        fcntl;
+                    let fcntl_fn: unsafe extern "C" fn(c_int, c_int, *mut c_void) -> c_int = fcntl;
                     // SAFETY (transmutes): SQLite stores each call as an
                     // untyped function pointer and calls it with the
                     // system call's own signature.

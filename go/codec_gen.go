@@ -4410,6 +4410,47 @@ func (x *IncompleteEditPlanDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *InheritedEngineDetails) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InheritedEngineDetails) encodeFields(e *encoder, start int) {
+	e.key(start, "\"opened_by_pid\":")
+	e.int64(x.OpenedByPid)
+	e.key(start, "\"pid\":")
+	e.int64(x.Pid)
+}
+
+func (x *InheritedEngineDetails) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "opened_by_pid":
+			if !d.null() {
+				x.OpenedByPid = d.int64()
+			}
+		case "pid":
+			if !d.null() {
+				x.Pid = d.int64()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InheritedEngineDetails) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InheritedEngineDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *Interdiff) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')

@@ -293,6 +293,14 @@ type IncompleteEditPlanDetails struct {
 	Reason json.RawMessage `json:"reason,omitempty"`
 }
 
+// InheritedEngineDetails are the details of a `inherited_engine` error: The engine was opened by another process and this one inherited it across `fork()`: the call did nothing; open a new engine in this process.
+type InheritedEngineDetails struct {
+	// The process that opened the engine.
+	OpenedByPid int64 `json:"opened_by_pid"`
+	// This process: a `fork()` child of it.
+	Pid int64 `json:"pid"`
+}
+
 // InvalidArgumentDetails are the details of a `invalid_argument` error: A call's arguments are invalid: a field is missing, of the wrong type or out of range.
 type InvalidArgumentDetails struct {
 	// What the grammar expected there.
@@ -717,6 +725,16 @@ func (e *Error) IncompleteEditPlanDetails() (*IncompleteEditPlanDetails, error) 
 	return out, nil
 }
 
+// InheritedEngineDetails decodes the details of a `inherited_engine` error; it fails when e
+// has another code.
+func (e *Error) InheritedEngineDetails() (*InheritedEngineDetails, error) {
+	out := new(InheritedEngineDetails)
+	if err := e.detailsInto(CodeInheritedEngine, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InvalidArgumentDetails decodes the details of a `invalid_argument` error; it fails when e
 // has another code.
 func (e *Error) InvalidArgumentDetails() (*InvalidArgumentDetails, error) {
@@ -888,4 +906,4 @@ func (e *Error) ValidationFailedDetails() (*ValidationFailedDetails, error) {
 }
 
 // detailsCodes lists the codes whose details have a typed accessor.
-var detailsCodes = []Code{CodeAmbiguousSymbol, CodeBusy, CodeCancelled, CodeConflict, CodeDatabase, CodeDeadlineExceeded, CodeForbidden, CodeIdempotencyConflict, CodeIllegalTransition, CodeIncompatibleStore, CodeIncompleteEditPlan, CodeInvalidArgument, CodeInvalidEditPlan, CodeInvalidPatch, CodeInvalidPath, CodeInvalidPolicy, CodeIO, CodeIrreversiblePatch, CodeNotFound, CodePatchDoesNotApply, CodePathEscape, CodePreconditionFailed, CodeSpecialFile, CodeStaleClaim, CodeUnknownSymbol, CodeUnsupportedLanguage, CodeUnsupportedPatch, CodeValidationFailed}
+var detailsCodes = []Code{CodeAmbiguousSymbol, CodeBusy, CodeCancelled, CodeConflict, CodeDatabase, CodeDeadlineExceeded, CodeForbidden, CodeIdempotencyConflict, CodeIllegalTransition, CodeIncompatibleStore, CodeIncompleteEditPlan, CodeInheritedEngine, CodeInvalidArgument, CodeInvalidEditPlan, CodeInvalidPatch, CodeInvalidPath, CodeInvalidPolicy, CodeIO, CodeIrreversiblePatch, CodeNotFound, CodePatchDoesNotApply, CodePathEscape, CodePreconditionFailed, CodeSpecialFile, CodeStaleClaim, CodeUnknownSymbol, CodeUnsupportedLanguage, CodeUnsupportedPatch, CodeValidationFailed}

@@ -70,6 +70,7 @@ const (
 	CodeSpecialFile         Code = "special_file"
 	CodeCancelled           Code = "cancelled"
 	CodeDeadlineExceeded    Code = "deadline_exceeded"
+	CodeInheritedEngine     Code = "inherited_engine"
 	CodePanic               Code = "panic"
 )
 
@@ -145,6 +146,7 @@ var (
 	ErrSpecialFile         = &Error{Code: CodeSpecialFile}
 	ErrCancelled           = &Error{Code: CodeCancelled}
 	ErrDeadlineExceeded    = &Error{Code: CodeDeadlineExceeded}
+	ErrInheritedEngine     = &Error{Code: CodeInheritedEngine}
 	ErrPanic               = &Error{Code: CodePanic}
 )
 
@@ -164,7 +166,7 @@ var sentinels = map[Code]*Error{
 	CodeStaleClaim: ErrStaleClaim, CodeValidationFailed: ErrValidationFailed,
 	CodeBusy: ErrBusy, CodeSpecialFile: ErrSpecialFile,
 	CodeCancelled: ErrCancelled, CodeDeadlineExceeded: ErrDeadlineExceeded,
-	CodePanic: ErrPanic,
+	CodeInheritedEngine: ErrInheritedEngine, CodePanic: ErrPanic,
 }
 
 // ErrClosed is returned by calls on an Engine after Close.

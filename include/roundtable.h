@@ -24,7 +24,18 @@
  *   are serialized on its store connection). rt_engine_close must be called
  *   once, after every other call on the engine has returned.
  * - Several engines, in one process or several, may open the same
- *   workspace: the store and the apply lock make that safe.
+ *   workspace: the store and the apply lock make that safe. On Linux the
+ *   host may also open the store (`.roundtable/store.db`) with its own
+ *   SQLite library and close it again: the engine's locks are held per
+ *   open file description, so that close cannot drop them. Elsewhere it
+ *   must not (POSIX drops a process's locks on any close of the file).
+ *
+ * Processes
+ * - An engine belongs to the process that opened it. In a fork() child
+ *   every rt_engine_call on an inherited engine returns
+ *   RT_INHERITED_ENGINE at once, having done nothing, and
+ *   rt_engine_close there frees nothing of the parent's; the child opens
+ *   an engine of its own (or execs).
  * - rt_error: immutable; may be read from any thread; freed once.
  * - rt_patch_parse, rt_version and rt_abi_version may be called from any
  *   thread at any time.
@@ -127,6 +138,10 @@ enum rt_status
   // `deadline_exceeded`: the call's deadline passed while it waited,
   // before its commit point; nothing changed.
   RT_DEADLINE_EXCEEDED = 28,
+  // `inherited_engine`: the engine was opened by another process and
+  // this `fork()` child inherited it; nothing was done (open a new engine
+  // in the child).
+  RT_INHERITED_ENGINE = 29,
   // `panic`: a bug inside roundtable was caught at the ABI boundary; the
   // call's effects are unknown (a store write is all or nothing).
   RT_PANIC = 1000,
@@ -196,6 +211,11 @@ extern "C" {
 //
 // Thread safety: may be called from any thread; several engines, in this
 // or other processes, may open one workspace at once.
+//
+// Processes: the engine belongs to this process. A `fork()` child's calls
+// through it return `RT_INHERITED_ENGINE` at once (nothing done); the
+// child opens its own. On Linux another SQLite library in the process may
+// open and close the store: the engine's locks do not depend on it.
 //
 // # Safety
 // Each pointer is NULL or valid: `root` and `options_json` NUL-terminated

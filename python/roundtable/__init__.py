@@ -40,6 +40,7 @@ from ._errors import (
     IllegalTransition,
     IncompatibleStore,
     IncompleteEditPlan,
+    InheritedEngine,
     InvalidArgument,
     InvalidEditPlan,
     InvalidPatch,
@@ -110,6 +111,7 @@ __all__ = [
     "Busy",
     "Cancelled",
     "DeadlineExceeded",
+    "InheritedEngine",
     "PatchError",
     "InvalidPatch",
     "PatchDoesNotApply",
@@ -158,6 +160,17 @@ class Engine:
 
     Calls take the actor first: ``engine.call(actor, tool, args)``; a
     :meth:`session` is bound to one actor and has a typed method per tool.
+
+    Processes: an engine belongs to the process that opened it. In a
+    ``fork()`` child (``os.fork``, ``multiprocessing``'s ``fork`` start
+    method) every call on an inherited engine raises :class:`InheritedEngine`
+    at once, having done nothing, and closing it there leaves the parent's
+    store alone; open a new engine in the child (better: use the ``spawn``
+    start method). On Linux the host may read ``.roundtable/store.db`` with
+    the standard library's :mod:`sqlite3` and close it while engines run:
+    the engine's locks do not belong to the process, so that close cannot
+    drop them. Elsewhere, do not open the store with another SQLite in the
+    same process.
     """
 
     __slots__ = ("_inner",)

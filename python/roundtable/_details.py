@@ -181,6 +181,15 @@ class IncompleteEditPlanDetails(TypedDict, total=False):
     #: The plan's status.
     status: Literal['incomplete', 'unsupported', 'cancelled', 'errored']
 
+class InheritedEngineDetails(TypedDict, total=False):
+    """``details`` of ``inherited_engine``: The engine was opened by another process and this one inherited it across `fork()`: the call did nothing; open a new engine in this process.
+    Keys always present: ``opened_by_pid``, ``pid``.
+    """
+    #: The process that opened the engine.
+    opened_by_pid: int
+    #: This process: a `fork()` child of it.
+    pid: int
+
 class InvalidArgumentDetails(TypedDict, total=False):
     """``details`` of ``invalid_argument``: A call's arguments are invalid: a field is missing, of the wrong type or out of range.
     Every key is optional.
@@ -488,6 +497,7 @@ DETAILS: Dict[str, Any] = {
     "illegal_transition": IllegalTransitionDetails,
     "incompatible_store": IncompatibleStoreDetails,
     "incomplete_edit_plan": IncompleteEditPlanDetails,
+    "inherited_engine": InheritedEngineDetails,
     "invalid_argument": InvalidArgumentDetails,
     "invalid_edit_plan": InvalidEditPlanDetails,
     "invalid_patch": InvalidPatchDetails,
@@ -519,6 +529,7 @@ __all__ = [
     "IllegalTransitionDetails",
     "IncompatibleStoreDetails",
     "IncompleteEditPlanDetails",
+    "InheritedEngineDetails",
     "InvalidArgumentDetails",
     "InvalidEditPlanDetails",
     "InvalidPatchDetails",

@@ -21,6 +21,7 @@ Families group related codes so a caller can catch broadly or narrowly::
     ├── Busy                                   busy
     ├── Cancelled                              cancelled
     ├── DeadlineExceeded (also TimeoutError)   deadline_exceeded
+    ├── InheritedEngine                        inherited_engine
     ├── PatchError
     │   ├── InvalidPatch                       invalid_patch
     │   ├── PatchDoesNotApply                  patch_does_not_apply
@@ -71,6 +72,7 @@ __all__ = [
     "Busy",
     "Cancelled",
     "DeadlineExceeded",
+    "InheritedEngine",
     "PatchError",
     "InvalidPatch",
     "PatchDoesNotApply",
@@ -221,6 +223,15 @@ class DeadlineExceeded(RoundtableError, TimeoutError):
     before its commit point; nothing changed."""
 
     codes = ("deadline_exceeded",)
+
+
+class InheritedEngine(RoundtableError):
+    """``inherited_engine``: the engine was opened by another process and this
+    one inherited it across ``fork()`` (``os.fork``, ``multiprocessing`` with
+    the ``fork`` start method); the call did nothing. Open a new engine in the
+    child process (``details``: ``opened_by_pid``, ``pid``)."""
+
+    codes = ("inherited_engine",)
 
 
 class PatchError(RoundtableError):
@@ -444,6 +455,7 @@ for _cls in (
     Busy,
     Cancelled,
     DeadlineExceeded,
+    InheritedEngine,
     InvalidPatch,
     PatchDoesNotApply,
     UnsupportedPatch,

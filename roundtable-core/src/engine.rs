@@ -186,7 +186,11 @@ fn store_shown(url: &str) -> String {
 pub struct Engine {
     root: PathBuf,
     workspace: Workspace,
-    store: Store,
+    /// Closed only in the process that opened it (see `Drop`).
+    store: Arc<Store>,
+    /// The process that opened the engine: a `fork()` child that
+    /// inherited it is refused every call ([`Engine::check_process`]).
+    pid: u32,
     options: EngineOptions,
     ids: IdGenerator,
     claim_queue: crate::tools::claims::ClaimQueue,
@@ -244,7 +248,8 @@ impl Engine {
         let mut engine = Engine {
             root: root.to_path_buf(),
             workspace,
-            store,
+            store: Arc::new(store),
+            pid: std::process::id(),
             options,
             ids: IdGenerator::default(),
             claim_queue: crate::tools::claims::ClaimQueue::default(),
@@ -282,6 +287,7 @@ impl Engine {
     /// The result is the tool's JSON result; an error is a [`ToolError`]
     /// with a stable code. A refused call changes nothing.
     pub fn call(&self, tool: &str, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+        self.check_process()?;
         let spec = tools::find(tool).ok_or_else(|| {
             ToolError::new(
                 crate::ErrorCode::NotFound,
@@ -308,6 +314,7 @@ impl Engine {
         actor: &Actor,
         options: &crate::CallOptions,
     ) -> Result<Value, ToolError> {
+        self.check_process()?;
         crate::interrupt::scope(options, || {
             crate::interrupt::check().map_err(|e| ToolError::from(e).conformed())?;
             self.call(tool, args, actor)
@@ -323,6 +330,7 @@ impl Engine {
         actor: &Actor,
         options: &crate::CallOptions,
     ) -> Result<Value, ToolError> {
+        self.check_process()?;
         crate::interrupt::scope(options, || {
             crate::interrupt::check().map_err(|e| ToolError::from(e).conformed())?;
             self.call_json(tool, args, actor)
@@ -332,10 +340,35 @@ impl Engine {
     /// [`call`](Engine::call) with the arguments as JSON text, parsed
     /// strictly (a key given twice is refused).
     pub fn call_json(&self, tool: &str, args: &[u8], actor: &Actor) -> Result<Value, ToolError> {
+        self.check_process()?;
         let args = crate::json::parse_strict(args).map_err(|e| {
             ToolError::invalid_argument("", format!("not valid JSON: {e}")).conformed()
         })?;
         self.call(tool, args, actor)
+    }
+
+    /// `inherited_engine` unless this is the process that opened the
+    /// engine. A `fork()` child inherits the engine's memory but not the
+    /// threads that held its locks (a call would wait on them forever),
+    /// and its descriptors share the parent's open files and so the
+    /// parent's store locks (a call would write beside the parent's). So
+    /// every call checks the pid first, before it takes any lock, and a
+    /// child's call does nothing; the child opens an engine of its own.
+    pub fn check_process(&self) -> Result<(), ToolError> {
+        let pid = std::process::id();
+        if pid == self.pid {
+            return Ok(());
+        }
+        Err(ToolError::new(
+            crate::ErrorCode::InheritedEngine,
+            format!(
+                "this engine was opened by process {} and process {pid} inherited it across \
+                 fork(): nothing was done; open a new engine in this process",
+                self.pid
+            ),
+            json!({"opened_by_pid": self.pid, "pid": pid}),
+        )
+        .conformed())
     }
 
     /// Every tool.
@@ -437,5 +470,19 @@ impl Engine {
     /// What `inbox.list` remembers of the open proposals it judged.
     pub(crate) fn inbox_memo(&self) -> &crate::tools::inbox::InboxMemo {
         &self.inbox_memo
+    }
+}
+
+impl Drop for Engine {
+    /// Close the store — in the process that opened the engine only. A
+    /// `fork()` child leaves the inherited store alone (its memory is
+    /// simply not freed): closing it would wait on locks held by threads
+    /// that do not exist in the child, and its SQLite connections would
+    /// checkpoint or remove the parent's WAL through the shared open files.
+    fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // One reference never released: the store is never dropped.
+            std::mem::forget(Arc::clone(&self.store));
+        }
     }
 }

@@ -171,6 +171,11 @@ error_codes! {
     /// The call's deadline passed while it waited, before its commit
     /// point: it changed nothing.
     DeadlineExceeded = "deadline_exceeded", 28;
+    /// The engine was opened by another process: this process is a
+    /// `fork()` child that inherited it (its locks, threads and database
+    /// connections belong to the parent). Nothing was done; open a new
+    /// engine in this process.
+    InheritedEngine = "inherited_engine", 29;
 }
 
 /// A name that is not the spelling of any [`ErrorCode`] (what parsing one

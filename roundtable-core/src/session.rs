@@ -123,6 +123,7 @@ impl<'e> Session<'e> {
     /// surface uses (a struct literal cannot get past a limit a JSON call
     /// could not), then runs exactly as the tool does.
     pub fn run<R: Request>(&self, request: impl Into<Draft<R>>) -> Result<R::Output, ToolError> {
+        self.engine.check_process()?;
         self.run_unchecked(request).map_err(ToolError::conformed)
     }
 

@@ -4,7 +4,9 @@
 //!
 //! The SQLite store:
 //! - WAL journal, a busy timeout, foreign keys on; several processes may
-//!   open one workspace's store at once.
+//!   open one workspace's store at once. Its locks are held so that
+//!   another SQLite library in the process closing the store cannot drop
+//!   them (the `roundtable-sqlite-locks` crate).
 //! - Versioned migrations: `PRAGMA user_version` is the schema version;
 //!   each migration runs in its own transaction (taken with `BEGIN
 //!   IMMEDIATE`, so two processes opening a new store migrate it once), and
@@ -584,6 +586,9 @@ impl SqliteStore {
     /// Open (creating when absent) the store in the workspace's store
     /// directory `dir`.
     fn open(dir: &Path, options: &StoreOptions) -> Result<(SqliteStore, bool), StoreError> {
+        // Before the first connection: locks another SQLite library in
+        // this process cannot drop by closing the store.
+        roundtable_sqlite_locks::install();
         let dir_err = |source| StoreError::Dir {
             path: dir.display().to_string(),
             source,
@@ -1257,6 +1262,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir(dir.path().join(STORE_DIR)).expect("mkdir");
         let db = dir.path().join(STORE_DIR).join(DB_FILE);
+        roundtable_sqlite_locks::install();
         Connection::open(&db)
             .expect("sqlite")
             .execute_batch("CREATE TABLE other (x INTEGER)")
@@ -1295,6 +1301,7 @@ mod tests {
 
     #[test]
     fn processes_creating_one_store_at_once_all_open_the_same_store() {
+        roundtable_sqlite_locks::install();
         for _ in 0..20 {
             let dir = tempfile::tempdir().expect("tempdir");
             let opened: Vec<bool> = std::thread::scope(|s| {
@@ -1320,6 +1327,7 @@ mod tests {
     fn processes_first_opening_a_store_in_rollback_mode_all_switch_it_to_wal() {
         // Stores made before creation switched to WAL are in rollback
         // mode until their first open; openers racing to switch all open.
+        roundtable_sqlite_locks::install();
         for _ in 0..20 {
             let dir = tempfile::tempdir().expect("tempdir");
             let path = PathBuf::from(

@@ -426,7 +426,7 @@ fn a_version_7_store_is_migrated_to_8_keeping_revisions_and_their_references() {
     let zero = "blob:sha256:0000000000000000000000000000000000000000000000000000000000000000";
     let state = "state:sha256:0000000000000000000000000000000000000000000000000000000000000000";
     {
-        let db = rusqlite::Connection::open(&db_path).expect("create a v7 store");
+        let db = crate::support::raw_sqlite(&db_path);
         for sql in [
             include_str!("../src/store/v1.sql"),
             include_str!("../src/store/v2.sql"),
@@ -459,7 +459,7 @@ fn a_version_7_store_is_migrated_to_8_keeping_revisions_and_their_references() {
     }
     let engine = roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
         .expect("open migrates");
-    let db = rusqlite::Connection::open(&db_path).expect("db");
+    let db = crate::support::raw_sqlite(&db_path);
     let version: i64 = db
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");

@@ -19,6 +19,7 @@ mod layers;
 mod patch_bytes;
 mod paths_modes;
 mod pg_hosts;
+mod process;
 mod properties;
 mod proposal_base;
 mod rebase;

@@ -1688,7 +1688,7 @@ fn a_schema_version_1_store_is_migrated_keeping_its_rows() {
     std::fs::create_dir(dir.path().join(".roundtable")).expect("mkdir");
     let db_path = dir.path().join(".roundtable/store.db");
     {
-        let db = rusqlite::Connection::open(&db_path).expect("create v1 store");
+        let db = crate::support::raw_sqlite(&db_path);
         db.execute_batch(include_str!("../src/store/v1.sql"))
             .expect("v1 schema");
         db.execute_batch(
@@ -1702,13 +1702,12 @@ fn a_schema_version_1_store_is_migrated_keeping_its_rows() {
     }
     let engine =
         Engine::open(dir.path(), crate::support::test_options(dir.path())).expect("open migrates");
-    let version: i64 = rusqlite::Connection::open(&db_path)
-        .expect("db")
+    let version: i64 = crate::support::raw_sqlite(&db_path)
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("user_version");
     assert_eq!(version, roundtable::store::SCHEMA_VERSION);
     assert!(version > 1);
-    let db = rusqlite::Connection::open(&db_path).expect("db");
+    let db = crate::support::raw_sqlite(&db_path);
     let agent: (String, String) = db
         .query_row(
             "SELECT roles, display_name FROM agents WHERE id = 'old'",

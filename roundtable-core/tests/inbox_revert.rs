@@ -663,7 +663,7 @@ fn a_version_5_store_is_migrated_to_6_keeping_rows_indexes_and_keys() {
     std::fs::create_dir(dir.path().join(".roundtable")).expect("mkdir");
     let db_path = dir.path().join(".roundtable/store.db");
     {
-        let db = rusqlite::Connection::open(&db_path).expect("create a v5 store");
+        let db = crate::support::raw_sqlite(&db_path);
         for sql in [
             include_str!("../src/store/v1.sql"),
             include_str!("../src/store/v2.sql"),
@@ -691,7 +691,7 @@ fn a_version_5_store_is_migrated_to_6_keeping_rows_indexes_and_keys() {
     }
     let engine = roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
         .expect("open migrates");
-    let db = rusqlite::Connection::open(&db_path).expect("db");
+    let db = crate::support::raw_sqlite(&db_path);
     let version: i64 = db
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .expect("version");

@@ -64,6 +64,16 @@ fn connect(server: &str) -> postgres::Client {
         .expect("connect")
 }
 
+/// Open the SQLite database at `path` behind the engine's back, with the
+/// bundled SQLite the store uses and its locks as the store holds them
+/// (`roundtable_sqlite_locks`), whether or not an engine opened yet in
+/// this process: a connection locking the POSIX way while the store's
+/// locks are installed would keep a lock the store cannot release.
+pub(crate) fn raw_sqlite(path: &Path) -> rusqlite::Connection {
+    roundtable_sqlite_locks::install();
+    rusqlite::Connection::open(path).expect("open the database")
+}
+
 /// Open the store of the workspace at `root` (it must exist).
 pub(crate) fn store_db(root: &Path) -> TestDb {
     match server() {
@@ -74,9 +84,7 @@ pub(crate) fn store_db(root: &Path) -> TestDb {
                 .expect("the schema");
             TestDb::Postgres(client)
         }
-        None => TestDb::Sqlite(
-            rusqlite::Connection::open(root.join(".roundtable/store.db")).expect("open the store"),
-        ),
+        None => TestDb::Sqlite(raw_sqlite(&root.join(".roundtable/store.db"))),
     }
 }
 

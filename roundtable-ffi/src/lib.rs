@@ -264,6 +264,11 @@ fn parse_actor(json: &str) -> Result<Actor, rt_error> {
 /// Thread safety: may be called from any thread; several engines, in this
 /// or other processes, may open one workspace at once.
 ///
+/// Processes: the engine belongs to this process. A `fork()` child's calls
+/// through it return `RT_INHERITED_ENGINE` at once (nothing done); the
+/// child opens its own. On Linux another SQLite library in the process may
+/// open and close the store: the engine's locks do not depend on it.
+///
 /// # Safety
 /// Each pointer is NULL or valid: `root` and `options_json` NUL-terminated
 /// strings, `engine_out` and `err_out` writable.

@@ -79,6 +79,10 @@ pub enum rt_status {
     /// `deadline_exceeded`: the call's deadline passed while it waited,
     /// before its commit point; nothing changed.
     RT_DEADLINE_EXCEEDED = 28,
+    /// `inherited_engine`: the engine was opened by another process and
+    /// this `fork()` child inherited it; nothing was done (open a new engine
+    /// in the child).
+    RT_INHERITED_ENGINE = 29,
     /// `panic`: a bug inside roundtable was caught at the ABI boundary; the
     /// call's effects are unknown (a store write is all or nothing).
     RT_PANIC = 1000,
@@ -120,6 +124,7 @@ impl rt_status {
         rt_status::RT_SPECIAL_FILE,
         rt_status::RT_CANCELLED,
         rt_status::RT_DEADLINE_EXCEEDED,
+        rt_status::RT_INHERITED_ENGINE,
         rt_status::RT_PANIC,
         rt_status::RT_UNKNOWN_ERROR,
     ];

@@ -131,3 +131,77 @@ fn the_json_version_is_the_cores_and_the_tools_json_is_the_registry() {
     unsafe { rt_string_free(out) };
     assert_eq!(json, Engine::tools_json());
 }
+
+/// Issue 31 item 22 through the ABI: a `fork()` child's `rt_engine_call`
+/// on the parent's engine returns `RT_INHERITED_ENGINE` at once (naming
+/// both processes), its `rt_engine_close` frees nothing of the parent's,
+/// and the parent's engine goes on.
+#[test]
+fn item22_a_forked_child_gets_rt_inherited_engine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = CString::new(dir.path().to_str().expect("utf-8")).expect("no NUL");
+    let mut engine: *mut rt_engine = ptr::null_mut();
+    // SAFETY: valid strings and writable outputs.
+    let status =
+        unsafe { rt_engine_open(root.as_ptr(), ptr::null(), &mut engine, ptr::null_mut()) };
+    assert_eq!(status, rt_status::RT_OK);
+    let actor = c"{\"id\":\"host\",\"kind\":\"orchestrator\"}";
+    let call = |args: &CStr| -> (rt_status, *mut rt_error) {
+        let mut out: *mut c_char = ptr::null_mut();
+        let mut err: *mut rt_error = ptr::null_mut();
+        // SAFETY: an open engine; valid strings and writable outputs.
+        let status = unsafe {
+            rt_engine_call(
+                engine,
+                c"task.create".as_ptr(),
+                args.as_ptr(),
+                actor.as_ptr(),
+                &mut out,
+                &mut err,
+            )
+        };
+        // SAFETY: NULL or a result string of this call.
+        unsafe { rt_string_free(out) };
+        (status, err)
+    };
+    assert_eq!(
+        call(c"{\"task_id\":\"t1\",\"title\":\"one\"}").0,
+        rt_status::RT_OK
+    );
+    // SAFETY: the child makes one call, closes its copy and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let (status, err) = call(c"{\"task_id\":\"child\",\"title\":\"no\"}");
+        let ok = status == rt_status::RT_INHERITED_ENGINE && !err.is_null() && {
+            let (code, _, details) = take(err);
+            code == "inherited_engine"
+                && details["pid"] == std::process::id()
+                && details["opened_by_pid"].as_u64().is_some()
+        };
+        // SAFETY: the child's copy of the handle, closed once.
+        unsafe { rt_engine_close(engine) };
+        // SAFETY: end the child without the parent's exit handlers.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut wstatus = 0;
+    // SAFETY: our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut wstatus, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(wstatus) && libc::WEXITSTATUS(wstatus) == 0,
+        "the child's call was not refused"
+    );
+    assert_eq!(
+        call(c"{\"task_id\":\"t2\",\"title\":\"two\"}").0,
+        rt_status::RT_OK
+    );
+    let (status, err) = call(c"{\"task_id\":\"child\",\"title\":\"the child made none\"}");
+    assert_eq!(
+        status,
+        rt_status::RT_OK,
+        "{:?}",
+        (!err.is_null()).then(|| take(err))
+    );
+    // SAFETY: closed once.
+    unsafe { rt_engine_close(engine) };
+}

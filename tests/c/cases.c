@@ -228,6 +228,7 @@ static rt_status status_of(const char *code) {
       {"special_file", RT_SPECIAL_FILE},
       {"cancelled", RT_CANCELLED},
       {"deadline_exceeded", RT_DEADLINE_EXCEEDED},
+      {"inherited_engine", RT_INHERITED_ENGINE},
       {"panic", RT_PANIC},
   };
   for (size_t i = 0; code && i < sizeof statuses / sizeof *statuses; i++)

@@ -34,7 +34,7 @@ def test_readme_quickstart_runs(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 # Codes no CLI command can print: `Patch::reverse` (irreversible_patch) is a
 # library call only.
-NOT_FROM_THE_CLI = {"irreversible_patch", "cancelled", "deadline_exceeded"}
+NOT_FROM_THE_CLI = {"irreversible_patch", "cancelled", "deadline_exceeded", "inherited_engine"}
 
 
 def test_readme_cli_codes_are_the_engine_codes() -> None:

@@ -772,6 +772,8 @@ mod tests {
     fn the_watcher_publishes_another_connections_commit() {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = dir.path().join("store.db");
+        // Locking as the store's connections do, whatever ran before.
+        roundtable_sqlite_locks::install();
         let writer = Connection::open(&db).expect("open");
         writer
             .execute_batch(

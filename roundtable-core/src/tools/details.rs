@@ -794,6 +794,11 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
             s.key("lock", text("When the call was waiting for the apply lock: its file."));
             "The call's deadline passed while it waited, before its commit point: it changed nothing."
         }
+        ErrorCode::InheritedEngine => {
+            s.always("opened_by_pid", count("The process that opened the engine."))
+                .always("pid", count("This process: a `fork()` child of it."));
+            "The engine was opened by another process and this one inherited it across `fork()`: the call did nothing; open a new engine in this process."
+        }
     }
 }
 

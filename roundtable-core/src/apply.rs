@@ -870,7 +870,7 @@ where
     // repository's follows), then the index follows the files.
     let mut index_note = Value::Null;
     if let Some(landing) = &plan.landing {
-        if let Err(source) = land(env.workspace.root(), landing) {
+        if let Err(source) = land(env.workspace.root(), id, landing) {
             recover_one(env, actor, id, "the branch moved since validation")?;
             return Err(TransactionError::Landing {
                 transaction_id: id.to_owned(),
@@ -930,12 +930,21 @@ fn landing_ids(
 /// repository's follows.
 fn land(
     root: &Path,
+    id: &str,
     landing: &crate::store::settings::TransactionLanding,
 ) -> Result<(), crate::landing::LandingError> {
     let (repo, old, new) = landing_ids(root, landing)?;
     if let Some(remote) = &landing.remote {
         let (remote_repo, location) = crate::landing::open_remote(&repo, remote)?;
-        crate::landing::push(&repo, &remote_repo, &location, &landing.branch, old, new)?;
+        crate::landing::push(
+            &repo,
+            &remote_repo,
+            &location,
+            &landing.branch,
+            old,
+            new,
+            id,
+        )?;
         return follow(&repo, landing, old, new);
     }
     crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
@@ -1175,6 +1184,9 @@ pub(crate) fn recover_locked(env: Env<'_>) -> Result<Vec<Recovery>, TransactionE
     let pending = applying(env.store)?;
     let mut recovered = Vec::new();
     for id in &pending {
+        // A push the gone applier started may still be running: its
+        // outcome is the transaction's.
+        crate::landing::await_push(id);
         clear_stale_locks(env.store, env.workspace.root(), id)?;
         if landed(env.store, env.workspace.root(), id)? {
             // Past its commit point: the caller brings it forward.

@@ -14,6 +14,7 @@ mod ignored;
 mod inbox_revert;
 mod interrupt;
 mod landing;
+mod landing_truth;
 mod layers;
 mod patch_bytes;
 mod pg_hosts;

@@ -518,8 +518,10 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("revision", count(REVISION))
                 .key(
                     "reason",
-                    one_of_strings(&["not_trivial"], "For an apply that would need a rebase that changes what the revision changes: `not_trivial`."),
+                    one_of_strings(&["not_trivial", "remote_rejected"], "For an apply that would need a rebase that changes what the revision changes: `not_trivial`; for a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`."),
                 )
+                .key("remote_status", text("For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …)."))
+                .key("remote_messages", texts("For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines."))
                 .key("ref", text("For a git landing: the branch (`refs/heads/main`)."))
                 .key("head", text_or_null("For a git landing: the branch the repository's `HEAD` is on (`null`: a detached `HEAD`)."))
                 .key("remote", text_or_null("For a git landing: the remote (`null`: this repository's own branch)."))
@@ -998,6 +1000,12 @@ mod tests {
                 branch: "refs/heads/main".into(),
                 expected: "a".repeat(40),
                 actual: Some("b".repeat(40)),
+            },
+            LandingError::RemoteRejected {
+                remote: "../remote.git".into(),
+                branch: "refs/heads/main".into(),
+                status: "pre-receive hook declined".into(),
+                messages: vec!["no pushes today".into()],
             },
             LandingError::InvalidInput {
                 field: "trailer",

@@ -42,19 +42,8 @@ pub enum LandingError {
     /// `update` hook declined, its `receive.fsckObjects` found a bad
     /// object, `receive.denyNonFastForwards`, …) while its branch was
     /// still where the landing expected it: nothing landed.
-    #[error("{remote} refused the push to {branch}: {status}")]
-    RemoteRejected {
-        /// The remote.
-        remote: String,
-        /// The full ref name.
-        branch: String,
-        /// The remote's reason, as git reports it (`pre-receive hook
-        /// declined`, `hook declined`, `unpacker error`, …).
-        status: String,
-        /// What the remote said while refusing (its hooks' output), at
-        /// most 20 lines.
-        messages: Vec<String>,
-    },
+    #[error("{} refused the push to {}: {}", .0.remote, .0.branch, .0.status)]
+    RemoteRejected(Box<RemoteRefusal>),
     /// A trailer or identity the caller gave cannot be written as given.
     #[error("{field}: {reason}")]
     InvalidInput {
@@ -74,11 +63,27 @@ pub enum LandingError {
     },
 }
 
+/// What a remote said when its receive path refused a push
+/// ([`LandingError::RemoteRejected`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRefusal {
+    /// The remote.
+    pub remote: String,
+    /// The full ref name.
+    pub branch: String,
+    /// The remote's reason, as git reports it (`pre-receive hook
+    /// declined`, `hook declined`, `unpacker error`, …).
+    pub status: String,
+    /// What the remote said while refusing (its hooks' output), at most
+    /// 20 lines.
+    pub messages: Vec<String>,
+}
+
 impl LandingError {
     /// The stable code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            LandingError::BranchMoved { .. } | LandingError::RemoteRejected { .. } => {
+            LandingError::BranchMoved { .. } | LandingError::RemoteRejected(_) => {
                 ErrorCode::PreconditionFailed
             }
             LandingError::InvalidInput { .. } => ErrorCode::InvalidArgument,
@@ -100,13 +105,10 @@ impl LandingError {
             } => {
                 serde_json::json!({"remote": remote, "ref": branch, "expected": expected, "actual": actual})
             }
-            LandingError::RemoteRejected {
-                remote,
-                branch,
-                status,
-                messages,
-            } => serde_json::json!({"remote": remote, "ref": branch, "reason": "remote_rejected",
-                                    "remote_status": status, "remote_messages": messages}),
+            LandingError::RemoteRejected(r) => serde_json::json!({
+                "remote": r.remote, "ref": r.branch, "reason": "remote_rejected",
+                "remote_status": r.status, "remote_messages": r.messages,
+            }),
             _ => serde_json::json!({}),
         }
     }
@@ -231,7 +233,7 @@ fn git_space(b: u8) -> bool {
 /// Whether the line at the start of `s` is git's patch divider: `---`
 /// followed by whitespace (the line's end counts).
 fn is_divider(s: &[u8]) -> bool {
-    s.starts_with(b"---") && s.get(3).map_or(true, |&b| git_space(b))
+    s.starts_with(b"---") && s.get(3).is_none_or(|&b| git_space(b))
 }
 
 /// The start of the line after the one at `at` (`buf.len()` at the end).
@@ -803,12 +805,12 @@ pub fn push(
             std::thread::sleep(std::time::Duration::from_millis(5));
             continue;
         }
-        return Err(LandingError::RemoteRejected {
+        return Err(LandingError::RemoteRejected(Box::new(RemoteRefusal {
             remote: location.to_owned(),
             branch: branch.to_owned(),
             status,
             messages,
-        });
+        })));
     }
 }
 

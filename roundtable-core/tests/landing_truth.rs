@@ -10,7 +10,7 @@
 use super::landing::git;
 use super::tools::{str_of, World};
 use roundtable::{EngineOptions, ErrorCode};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -735,6 +735,3 @@ fn item15_the_working_tree_after_a_landing_is_what_git_checkout_writes() {
     assert_eq!(git(d, &["status", "--porcelain"]), "");
     fsck(d);
 }
-
-#[allow(dead_code)]
-fn unused(_: Value) {}

@@ -1001,12 +1001,12 @@ mod tests {
                 expected: "a".repeat(40),
                 actual: Some("b".repeat(40)),
             },
-            LandingError::RemoteRejected {
+            LandingError::RemoteRejected(Box::new(crate::landing::RemoteRefusal {
                 remote: "../remote.git".into(),
                 branch: "refs/heads/main".into(),
                 status: "pre-receive hook declined".into(),
                 messages: vec!["no pushes today".into()],
-            },
+            })),
             LandingError::InvalidInput {
                 field: "trailer",
                 reason: "two lines".into(),

@@ -465,12 +465,16 @@ type PreconditionFailedDetails struct {
 	Paths []string `json:"paths,omitempty"`
 	// The proposal.
 	ProposalID *string `json:"proposal_id,omitempty"`
-	// For an apply that would need a rebase that changes what the revision changes: `not_trivial`.
+	// For an apply that would need a rebase that changes what the revision changes: `not_trivial`; for a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`.
 	Reason *string `json:"reason,omitempty"`
 	// For a git landing: the branch (`refs/heads/main`).
 	Ref *string `json:"ref,omitempty"`
 	// For a git landing: the remote (`null`: this repository's own branch).
 	Remote *string `json:"remote,omitempty"`
+	// For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines.
+	RemoteMessages []string `json:"remote_messages,omitempty"`
+	// For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
+	RemoteStatus *string `json:"remote_status,omitempty"`
 	// For a revision that no longer matches the workspace: the whole validation report.
 	Report *ValidationReport `json:"report,omitempty"`
 	// The revision concerned.

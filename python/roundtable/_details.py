@@ -372,12 +372,16 @@ class PreconditionFailedDetails(TypedDict, total=False):
     paths: List[str]
     #: The proposal.
     proposal_id: str
-    #: For an apply that would need a rebase that changes what the revision changes: `not_trivial`.
-    reason: Literal['not_trivial']
+    #: For an apply that would need a rebase that changes what the revision changes: `not_trivial`; for a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`.
+    reason: Literal['not_trivial', 'remote_rejected']
     #: For a git landing: the branch (`refs/heads/main`).
     ref: str
     #: For a git landing: the remote (`null`: this repository's own branch).
     remote: Optional[str]
+    #: For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines.
+    remote_messages: List[str]
+    #: For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
+    remote_status: str
     #: For a revision that no longer matches the workspace: the whole validation report.
     report: Dict[str, Any]
     #: The revision concerned.

@@ -124,12 +124,16 @@ fn a_git_mode_apply_lands_one_commit_and_the_tree_index_and_store_agree() {
         git(d, &["show", "--format=", "--name-status", "main"]),
         "M\thello.txt\n"
     );
-    // Trailers git reads back; author and committer.
+    // Trailers git reads back: the evidence the policy counted (the vote;
+    // `unit` is not a required check), each with its revision and record;
+    // author and committer.
+    let votes = w.ok("vote.list", json!({"proposal_id": pid}), &w.host);
+    let vote = str_of(&votes["votes"][0]["id"]);
     assert_eq!(
         trailers(d, &tip),
         format!(
             "Roundtable-Proposal: {pid}\nRoundtable-Revision: 1\nRoundtable-Transaction: {tid}\n\
-             Approved-by: agent:bob\nChecks: unit=passed\n"
+             Approved-by: agent:bob (revision 1, {vote})\n"
         )
     );
     assert_eq!(

@@ -715,7 +715,7 @@ fn item1_property_evidence_carries_only_over_engine_rebases_that_keep_the_place(
             k.1 += 1;
         }
     }
-    println!(
+    eprintln!(
         "item 1 property: {rounds} rounds, evidence carried {carried}, refused {refused}, rebase conflicts {conflicts}; per kind (carried, refused): {kinds:?}"
     );
     assert!(carried > 0 && refused > 0, "both outcomes are exercised");

@@ -253,6 +253,7 @@ fn a_branch_that_differs_at_a_touched_path_or_a_head_off_the_branch_changes_noth
     );
     assert_eq!(out["transaction"]["status"], "applied");
     assert_eq!(git(d, &["status", "--porcelain"]), "");
+    super::landing::fsck(d);
 }
 
 #[test]
@@ -322,6 +323,7 @@ fn workspace_configure_refuses_what_cannot_land_and_writes_nothing() {
     let n = w.events().len();
     w.ok("workspace.configure", files, &w.host);
     assert_eq!(w.events().len(), n, "a repeat wrote an event");
+    super::landing::fsck(w.dir.path());
 }
 
 /// Kill a git-mode apply at moments spread over it; after reopening, the
@@ -472,7 +474,7 @@ fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
             true,
             "run {run}"
         );
-        git(d, &["fsck"]);
+        super::landing::fsck(d);
     }
     eprintln!(
         "git crash test: {RUNS} SIGKILLed applies: {at_new} at the new commit ({forward} brought forward on open), {at_old} at the old"
@@ -578,6 +580,7 @@ fn a_sigkilled_git_mode_rollback_is_brought_forward_or_back() {
             true,
             "run {run}"
         );
+        super::landing::fsck(d);
     }
     eprintln!(
         "git rollback crash test: {RUNS} runs: {forward} at the revert commit ({recovered} brought forward on open), {back} at the landed one"

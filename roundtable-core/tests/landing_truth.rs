@@ -7,6 +7,7 @@
 //! tree after a landing is what `git checkout` of the landed commit
 //! writes. Every repository these tests make passes `git fsck --strict`.
 
+use super::landing::fsck;
 use super::landing::git;
 use super::tools::{str_of, World};
 use roundtable::{EngineOptions, ErrorCode};
@@ -36,10 +37,6 @@ fn git_world(files: &[(&str, &str)]) -> World {
         &w.host,
     );
     w
-}
-
-fn fsck(d: &Path) {
-    git(d, &["fsck", "--strict", "--no-progress"]);
 }
 
 /// `git interpret-trailers --parse` of `message`.

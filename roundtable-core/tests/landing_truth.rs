@@ -156,10 +156,11 @@ fn item10_trailer_forgery_is_escaped_and_log_reads_trailers_as_git_does() {
             "Intro.\n\n---\n\nMore.\n# ------------------------ >8 ------------------------\nAfter the scissors.\n---\t"
                 .to_owned(),
         ),
-        // Trailer-looking prose only, and a NUL.
+        // Trailer-looking prose only, and a control character (a NUL is
+        // refused at the argument: no store keeps one).
         (
             "Signed-off-by: someone",
-            "Signed-off-by: x\n(cherry picked from commit 0123)\nReviewed-by: y\0z".to_owned(),
+            "Signed-off-by: x\n(cherry picked from commit 0123)\nReviewed-by: y\u{7}z".to_owned(),
         ),
     ];
     let mut landed = Vec::new();

@@ -720,3 +720,18 @@ fn item1_property_evidence_carries_only_over_engine_rebases_that_keep_the_place(
     );
     assert!(carried > 0 && refused > 0, "both outcomes are exercised");
 }
+
+/// A NUL in free text is refused the same way on every store (PostgreSQL's
+/// text keeps none), naming the field, and nothing is written.
+#[test]
+fn a_nul_in_a_summary_is_invalid_argument_on_every_store() {
+    let (w, ann, _ben, _rev, _sam) = world("sec.py", SEC);
+    let patch = unified("sec.py", SEC, &SEC.replacen("False", "True", 1));
+    let err = w.refused(
+        "proposal.create",
+        json!({"task_id": "t1", "title": "Change", "summary_md": "a\u{0}b", "patch": patch}),
+        &ann,
+        ErrorCode::InvalidArgument,
+    );
+    assert!(err.message().contains("summary_md"), "{err}");
+}

@@ -7,8 +7,8 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::borrow::Cow;
 
-/// A single-line or Markdown text: trimmed, never blank, at most `MAX`
-/// characters.
+/// A single-line or Markdown text: trimmed, never blank, without a NUL
+/// character, at most `MAX` characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Text<const MAX: usize>(String);
@@ -19,6 +19,10 @@ impl<const MAX: usize> Text<MAX> {
         let t = s.trim();
         if t.is_empty() {
             return Err("is blank".into());
+        }
+        if t.contains('\0') {
+            // PostgreSQL's text keeps no NUL; neither store gets one.
+            return Err("holds a NUL character".into());
         }
         let n = t.chars().count();
         if n > MAX {
@@ -55,7 +59,7 @@ impl<const MAX: usize> JsonSchema for Text<MAX> {
             "minLength": 1,
             "maxLength": MAX,
             "pattern": "\\S",
-            "description": "Trimmed; must not be blank."
+            "description": "Trimmed; must not be blank or hold a NUL character."
         })
     }
 }

@@ -454,47 +454,46 @@ fn item14_rollback_and_recovery_recreate_a_deleted_file_with_its_mode() {
     assert_recreated(dir.path(), "recovery");
 }
 
-/// Item 14 (follow-up): a store at schema version 11 (its journal has no
-/// `before_mode`) opens and migrates to 12; a transaction journaled before
-/// keeps working, and its rollback falls back to git's modes (`0644`, or
-/// `0755` when executable) for the files it recreates.
+/// Item 14 (follow-up): a store at the schema before `before_mode`
+/// (SQLite version 11, PostgreSQL version 1) opens and migrates (to 12, to
+/// 2); a transaction journaled before keeps working, and its rollback
+/// falls back to git's modes (`0644`, or `0755` when executable) for the
+/// files it recreates.
 #[test]
-fn item14_a_version_11_journal_migrates_and_rolls_back_at_gits_modes() {
-    if crate::support::postgres() {
-        return; // an SQLite migration
-    }
+fn item14_a_journal_from_before_before_mode_migrates_and_rolls_back_at_gits_modes() {
     let (w, pid) = deleting_world();
     let tid = apply_deleting(&w, &pid);
     let World {
         dir, engine, host, ..
     } = w;
     drop(engine);
-    let db_path = dir.path().join(".roundtable/store.db");
-    {
-        // The store as schema version 11 left it: the column not there.
-        let db = crate::support::raw_sqlite(&db_path);
-        db.execute_batch(
-            "ALTER TABLE transaction_files DROP COLUMN before_mode;
-             PRAGMA user_version = 11;",
-        )
-        .expect("back to version 11");
-    }
+    let postgres = crate::support::postgres();
+    // The store as the previous schema version left it: the column not
+    // there, the version one lower.
+    crate::support::store_db(dir.path()).batch(if postgres {
+        "ALTER TABLE transaction_files DROP COLUMN before_mode;
+         DELETE FROM roundtable_schema WHERE version = 2;"
+    } else {
+        "ALTER TABLE transaction_files DROP COLUMN before_mode;
+         PRAGMA user_version = 11;"
+    });
     let engine = roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
         .expect("open migrates");
-    let db = crate::support::raw_sqlite(&db_path);
-    let version: i64 = db
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .expect("user_version");
-    assert_eq!(version, roundtable::store::SCHEMA_VERSION);
-    assert_eq!(version, 12);
-    let nulls: i64 = db
-        .query_row(
-            "SELECT count(*) FROM transaction_files WHERE before_mode IS NULL",
-            [],
-            |r| r.get(0),
-        )
-        .expect("before_mode");
-    assert_eq!(nulls, 4, "every row journaled before is NULL");
+    let mut db = crate::support::store_db(dir.path());
+    let version = if postgres {
+        db.ints("SELECT max(version) FROM roundtable_schema")[0]
+    } else {
+        db.ints("PRAGMA user_version")[0]
+    };
+    let expected = if postgres {
+        (roundtable::store::PG_SCHEMA_VERSION, 2)
+    } else {
+        (roundtable::store::SCHEMA_VERSION, 12)
+    };
+    assert_eq!(version, Some(expected.0));
+    assert_eq!(version, Some(expected.1));
+    let nulls = db.ints("SELECT count(*) FROM transaction_files WHERE before_mode IS NULL")[0];
+    assert_eq!(nulls, Some(4), "every row journaled before is NULL");
     let got = engine
         .call("transaction.get", json!({"transaction_id": tid}), &host)
         .expect("transaction.get on a migrated store");
@@ -507,7 +506,7 @@ fn item14_a_version_11_journal_migrates_and_rolls_back_at_gits_modes() {
             json!({"transaction_id": tid}),
             &host,
         )
-        .expect("rollback of a version 11 journal");
+        .expect("rollback of a journal from before");
     let d = dir.path();
     for (name, data, _) in DELETED {
         assert_eq!(std::fs::read_to_string(d.join(name)).expect("read"), data);
@@ -516,6 +515,12 @@ fn item14_a_version_11_journal_migrates_and_rolls_back_at_gits_modes() {
     assert_eq!(mode_of(&d.join("run.sh")), 0o755);
     assert_eq!(mode_of(&d.join("key.pem")), 0o644);
     assert!(!d.join("moved.pem").exists());
+    drop(engine);
+    // Reopening migrates nothing again.
+    drop(
+        roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
+            .expect("reopen"),
+    );
 }
 
 /// A patch turning `old\n` into `new\n` at `path`.

@@ -6715,6 +6715,21 @@ func (x *PreconditionFailedDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"remote\":")
 		e.str(*x.Remote, "remote")
 	}
+	if x.RemoteMessages != nil {
+		e.key(start, "\"remote_messages\":")
+		e.buf = append(e.buf, '[')
+		for i3 := range x.RemoteMessages {
+			if i3 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.RemoteMessages[i3], "remote_messages")
+		}
+		e.buf = append(e.buf, ']')
+	}
+	if x.RemoteStatus != nil {
+		e.key(start, "\"remote_status\":")
+		e.str(*x.RemoteStatus, "remote_status")
+	}
 	if x.Report != nil {
 		e.key(start, "\"report\":")
 		x.Report.encode(e)
@@ -6740,163 +6755,184 @@ func (x *PreconditionFailedDetails) decode(d *decoder) {
 			if d.null() {
 				x.Actual = nil
 			} else {
-				p3 := new(string)
-				(*p3) = d.str()
-				x.Actual = p3
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Actual = p4
 			}
 		case "bare":
 			if d.null() {
 				x.Bare = nil
 			} else {
-				p4 := new(bool)
-				(*p4) = d.bool()
-				x.Bare = p4
+				p5 := new(bool)
+				(*p5) = d.bool()
+				x.Bare = p5
 			}
 		case "cause":
 			if d.null() {
 				x.Cause = nil
 			} else {
-				p5 := new(ErrorCause)
-				(*p5).decode(d)
-				x.Cause = p5
+				p6 := new(ErrorCause)
+				(*p6).decode(d)
+				x.Cause = p6
 			}
 		case "expected":
 			if d.null() {
 				x.Expected = nil
 			} else {
-				p6 := new(string)
-				(*p6) = d.str()
-				x.Expected = p6
+				p7 := new(string)
+				(*p7) = d.str()
+				x.Expected = p7
 			}
 		case "failures":
 			if d.null() {
 				x.Failures = nil
 			} else {
-				s7 := []PreconditionFailure{}
+				s8 := []PreconditionFailure{}
 				for more := d.array(); more; more = d.next() {
-					s7 = append(s7, PreconditionFailure{})
+					s8 = append(s8, PreconditionFailure{})
 					if !d.null() {
-						s7[len(s7)-1].decode(d)
+						s8[len(s8)-1].decode(d)
 					}
 				}
-				x.Failures = s7
+				x.Failures = s8
 			}
 		case "head":
 			if d.null() {
 				x.Head = nil
 			} else {
-				p8 := new(string)
-				(*p8) = d.str()
-				x.Head = p8
+				p9 := new(string)
+				(*p9) = d.str()
+				x.Head = p9
 			}
 		case "hunk":
 			if d.null() {
 				x.Hunk = nil
 			} else {
-				p9 := new(int64)
-				(*p9) = d.int64()
-				x.Hunk = p9
+				p10 := new(int64)
+				(*p10) = d.int64()
+				x.Hunk = p10
 			}
 		case "landing":
 			if d.null() {
 				x.Landing = nil
 			} else {
-				p10 := new(Landing)
-				(*p10).decode(d)
-				x.Landing = p10
+				p11 := new(Landing)
+				(*p11).decode(d)
+				x.Landing = p11
 			}
 		case "line":
 			if d.null() {
 				x.Line = nil
 			} else {
-				p11 := new(int64)
-				(*p11) = d.int64()
-				x.Line = p11
+				p12 := new(int64)
+				(*p12) = d.int64()
+				x.Line = p12
 			}
 		case "path":
 			if d.null() {
 				x.Path = nil
 			} else {
-				p12 := new(string)
-				(*p12) = d.str()
-				x.Path = p12
+				p13 := new(string)
+				(*p13) = d.str()
+				x.Path = p13
 			}
 		case "paths":
 			if d.null() {
 				x.Paths = nil
 			} else {
-				s13 := []string{}
+				s14 := []string{}
 				for more := d.array(); more; more = d.next() {
-					s13 = append(s13, "")
+					s14 = append(s14, "")
 					if !d.null() {
-						s13[len(s13)-1] = d.str()
+						s14[len(s14)-1] = d.str()
 					}
 				}
-				x.Paths = s13
+				x.Paths = s14
 			}
 		case "proposal_id":
 			if d.null() {
 				x.ProposalID = nil
 			} else {
-				p14 := new(string)
-				(*p14) = d.str()
-				x.ProposalID = p14
+				p15 := new(string)
+				(*p15) = d.str()
+				x.ProposalID = p15
 			}
 		case "reason":
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p15 := new(string)
-				(*p15) = d.str()
-				x.Reason = p15
+				p16 := new(string)
+				(*p16) = d.str()
+				x.Reason = p16
 			}
 		case "ref":
 			if d.null() {
 				x.Ref = nil
 			} else {
-				p16 := new(string)
-				(*p16) = d.str()
-				x.Ref = p16
+				p17 := new(string)
+				(*p17) = d.str()
+				x.Ref = p17
 			}
 		case "remote":
 			if d.null() {
 				x.Remote = nil
 			} else {
-				p17 := new(string)
-				(*p17) = d.str()
-				x.Remote = p17
+				p18 := new(string)
+				(*p18) = d.str()
+				x.Remote = p18
+			}
+		case "remote_messages":
+			if d.null() {
+				x.RemoteMessages = nil
+			} else {
+				s19 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s19 = append(s19, "")
+					if !d.null() {
+						s19[len(s19)-1] = d.str()
+					}
+				}
+				x.RemoteMessages = s19
+			}
+		case "remote_status":
+			if d.null() {
+				x.RemoteStatus = nil
+			} else {
+				p20 := new(string)
+				(*p20) = d.str()
+				x.RemoteStatus = p20
 			}
 		case "report":
 			if d.null() {
 				x.Report = nil
 			} else {
-				p18 := new(ValidationReport)
-				(*p18).decode(d)
-				x.Report = p18
+				p21 := new(ValidationReport)
+				(*p21).decode(d)
+				x.Report = p21
 			}
 		case "revision":
 			if d.null() {
 				x.Revision = nil
 			} else {
-				p19 := new(int64)
-				(*p19) = d.int64()
-				x.Revision = p19
+				p22 := new(int64)
+				(*p22) = d.int64()
+				x.Revision = p22
 			}
 		case "root":
 			if d.null() {
 				x.Root = nil
 			} else {
-				p20 := new(string)
-				(*p20) = d.str()
-				x.Root = p20
+				p23 := new(string)
+				(*p23) = d.str()
+				x.Root = p23
 			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p21 := new(string)
-				(*p21) = d.str()
-				x.TransactionID = p21
+				p24 := new(string)
+				(*p24) = d.str()
+				x.TransactionID = p24
 			}
 		default:
 			d.skip()

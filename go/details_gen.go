@@ -497,12 +497,16 @@ type PreconditionFailedDetails struct {
 	Paths []string `json:"paths,omitempty"`
 	// The proposal.
 	ProposalID *string `json:"proposal_id,omitempty"`
-	// For a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
+	// For a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`; for a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
 	Reason *string `json:"reason,omitempty"`
 	// For a git landing: the branch (`refs/heads/main`).
 	Ref *string `json:"ref,omitempty"`
 	// For a git landing: the remote (`null`: this repository's own branch).
 	Remote *string `json:"remote,omitempty"`
+	// For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines.
+	RemoteMessages []string `json:"remote_messages,omitempty"`
+	// For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
+	RemoteStatus *string `json:"remote_status,omitempty"`
 	// For a revision that no longer matches the workspace: the whole validation report.
 	Report *ValidationReport `json:"report,omitempty"`
 	// The revision concerned.

@@ -391,12 +391,16 @@ class PreconditionFailedDetails(TypedDict, total=False):
     paths: List[str]
     #: The proposal.
     proposal_id: str
-    #: For a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
-    reason: Literal['moved']
+    #: For a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`; for a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
+    reason: Literal['remote_rejected', 'moved']
     #: For a git landing: the branch (`refs/heads/main`).
     ref: str
     #: For a git landing: the remote (`null`: this repository's own branch).
     remote: Optional[str]
+    #: For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines.
+    remote_messages: List[str]
+    #: For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
+    remote_status: str
     #: For a revision that no longer matches the workspace: the whole validation report.
     report: Dict[str, Any]
     #: The revision concerned.

@@ -102,6 +102,14 @@ pub(crate) enum HumanCommand {
         #[command(flatten)]
         common: Common,
     },
+    /// Open the workspace — which finishes or undoes every transaction a
+    /// crashed or interrupted applier left `applying` — and report what
+    /// recovery could not finish (exit 1, `busy`, naming each transaction
+    /// and its cause), or that nothing is left applying.
+    Recover {
+        #[command(flatten)]
+        common: Common,
+    },
     /// The audit log, one line per event (with --json, one JSON object per
     /// line).
     Events {
@@ -124,6 +132,7 @@ impl HumanCommand {
             | HumanCommand::Reject { common, .. }
             | HumanCommand::Status { common }
             | HumanCommand::Log { common, .. }
+            | HumanCommand::Recover { common }
             | HumanCommand::Events { common, .. } => common,
         }
     }
@@ -225,6 +234,7 @@ pub(crate) fn run(command: HumanCommand) -> Result<String, ToolError> {
         } => reject(&proposal, &reason, actor.as_deref(), &common),
         HumanCommand::Status { common } => status(&common),
         HumanCommand::Log { limit, common } => log(limit, &common),
+        HumanCommand::Recover { common } => recover(&common),
         HumanCommand::Events {
             since,
             follow,
@@ -819,6 +829,35 @@ fn log(limit: usize, common: &Common) -> Result<String, ToolError> {
         }
     }
     Ok(out)
+}
+
+/// `roundtable recover`: opening the engine runs recovery; what it could
+/// not finish is [`Engine::unrecovered`], reported as `busy` (the
+/// transactions stay `applying`) until its causes are removed.
+fn recover(common: &Common) -> Result<String, ToolError> {
+    let engine = open(common)?;
+    let left = engine.unrecovered();
+    let Some(first) = left.first() else {
+        return Ok(if common.json {
+            "{\"unrecovered\":[]}\n".to_owned()
+        } else {
+            "nothing is left applying: every transaction is applied, recovered or failed\n"
+                .to_owned()
+        });
+    };
+    let each: Vec<String> = left
+        .iter()
+        .map(|u| format!("{} ({}: {})", u.transaction_id, u.code, u.message))
+        .collect();
+    Err(ToolError::new(
+        roundtable::ErrorCode::Busy,
+        format!(
+            "{} transaction(s) left applying could not be recovered: {}; remove the cause and run `roundtable recover` again",
+            left.len(),
+            each.join("; ")
+        ),
+        serde_json::json!({"transaction_id": first.transaction_id}),
+    ))
 }
 
 fn status(common: &Common) -> Result<String, ToolError> {

@@ -455,3 +455,158 @@ fn item7_show_prints_a_zero_context_insertion_where_it_lands() {
         "show writes nothing"
     );
 }
+
+/// Run git in `dir` (it must succeed); its trimmed stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+/// Issue 31 item 19's way out, from the command line: a landing left
+/// `applying` that recovery cannot finish (this clone's branch was moved
+/// off the remote's history) does not stop the workspace opening;
+/// `roundtable recover` names it and fails (`busy`) until the cause is
+/// removed, then finishes it.
+#[test]
+fn item19_recover_reports_what_recovery_cannot_finish_and_finishes_it_once_the_cause_is_gone() {
+    use roundtable::{Actor, Engine, EngineOptions, Id};
+    use serde_json::json;
+    let top = tempfile::tempdir().expect("tempdir");
+    let seed = top.path().join("seed");
+    std::fs::create_dir_all(&seed).expect("mkdir");
+    git(&seed, &["init", "-q", "-b", "main"]);
+    std::fs::write(seed.join("hello.txt"), "hello\n").expect("write");
+    git(&seed, &["add", "-A"]);
+    git(&seed, &["commit", "-q", "-m", "base"]);
+    git(top.path(), &["clone", "-q", "--bare", "seed", "remote.git"]);
+    git(
+        top.path(),
+        &["clone", "-q", "--bare", "remote.git", "host.git"],
+    );
+    let clone = top.path().join("host.git");
+    let id = |s: &str| Id::new(s).expect("id");
+    let (host, author, reviewer) = (
+        Actor::orchestrator(id("host")),
+        Actor::agent(id("alice")),
+        Actor::agent(id("bob")),
+    );
+    let (pid, tid, old) = {
+        let engine = Engine::open(&clone, EngineOptions::default()).expect("open");
+        let ok = |tool: &str, args: Value, actor: &Actor| {
+            engine
+                .call(tool, args.clone(), actor)
+                .unwrap_or_else(|e| panic!("{tool} {args}: {e} {}", e.details()))
+        };
+        ok(
+            "agent.register",
+            json!({"agent_id": "alice", "roles": ["author"]}),
+            &host,
+        );
+        ok(
+            "agent.register",
+            json!({"agent_id": "bob", "roles": ["reviewer"]}),
+            &host,
+        );
+        ok("task.create", json!({"task_id": "t1", "title": "t"}), &host);
+        ok(
+            "workspace.configure",
+            json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+            &host,
+        );
+        ok(
+            "claim.acquire",
+            json!({"resource_id": "file:new.txt", "type": "write", "ttl_s": 3600}),
+            &author,
+        );
+        let patch = "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+new\n";
+        let pid = ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "New", "summary_md": "s", "patch": patch}),
+            &author,
+        )["proposal"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
+        ok(
+            "proposal.request_review",
+            json!({"proposal_id": pid}),
+            &author,
+        );
+        ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &reviewer,
+        );
+        let old = git(&clone, &["rev-parse", "main"]);
+        let out = ok(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &host,
+        );
+        let tid = out["transaction"]["id"].as_str().expect("id").to_owned();
+        (pid, tid, old)
+    };
+    // As if the outcome had not been recorded, and the branch had been
+    // moved meanwhile to a commit off the remote's history.
+    let db = rusqlite::Connection::open(clone.join(".roundtable/store.db")).expect("store");
+    db.execute(
+        "UPDATE transactions SET status = 'applying', finished_at = NULL WHERE id = ?1",
+        [&tid],
+    )
+    .expect("update");
+    db.execute(
+        "UPDATE proposals SET status = 'in_review' WHERE id = ?1",
+        [&pid],
+    )
+    .expect("update");
+    drop(db);
+    let tree = git(&clone, &["rev-parse", &format!("{old}^{{tree}}")]);
+    let stray = git(&clone, &["commit-tree", &tree, "-p", &old, "-m", "stray"]);
+    git(&clone, &["update-ref", "refs/heads/main", &stray]);
+
+    let out = rt(&clone, &["recover", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let error: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(error["error"]["code"], "busy", "{error}");
+    assert_eq!(error["error"]["details"]["transaction_id"], tid.as_str());
+    let message = error["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains(&tid) && message.contains("precondition_failed"),
+        "{message}"
+    );
+    // Readable too, and the workspace works meanwhile.
+    let out = rt(&clone, &["recover"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("roundtable recover"));
+
+    // The cause removed: recover finishes it.
+    git(&clone, &["update-ref", "refs/heads/main", &old]);
+    let out = rt(&clone, &["recover", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report, serde_json::json!({"unrecovered": []}));
+    let engine = Engine::open(&clone, EngineOptions::default()).expect("open");
+    let t = engine
+        .call("transaction.get", json!({"transaction_id": tid}), &host)
+        .expect("get");
+    assert_eq!(t["transaction"]["status"], "applied");
+    assert_eq!(
+        git(&clone, &["rev-parse", "main"]),
+        git(&top.path().join("remote.git"), &["rev-parse", "main"])
+    );
+    git(&clone, &["fsck", "--strict", "--no-progress"]);
+}

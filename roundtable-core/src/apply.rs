@@ -975,7 +975,7 @@ where
     let mut index_note = Value::Null;
     let mut follow_note = Value::Null;
     if let Some(landing) = &plan.landing {
-        let followed = match land(env.workspace.root(), landing) {
+        let followed = match land(env.workspace.root(), id, landing) {
             Ok(followed) => followed,
             Err(source) => {
                 recover_one(env, actor, id, "the branch moved since validation")?;
@@ -1063,12 +1063,21 @@ fn landing_ids(
 /// landed); the inner one is following's, after the change landed.
 fn land(
     root: &Path,
+    id: &str,
     landing: &crate::store::settings::TransactionLanding,
 ) -> Result<Result<(), crate::landing::LandingError>, crate::landing::LandingError> {
     let (repo, old, new) = landing_ids(root, landing)?;
     if let Some(remote) = &landing.remote {
         let (remote_repo, location) = crate::landing::open_remote(&repo, remote)?;
-        crate::landing::push(&repo, &remote_repo, &location, &landing.branch, old, new)?;
+        crate::landing::push(
+            &repo,
+            &remote_repo,
+            &location,
+            &landing.branch,
+            old,
+            new,
+            id,
+        )?;
         return Ok(follow(&repo, landing, old, new));
     }
     crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land").map(Ok)
@@ -1323,6 +1332,9 @@ pub(crate) fn recover_locked(
     let mut recovered = Vec::new();
     for id in &pending {
         let step = || -> Result<Option<Recovery>, TransactionError> {
+            // A push the gone applier started may still be running: its
+            // outcome is the transaction's.
+            crate::landing::await_push(id);
             clear_stale_locks(env.store, env.workspace.root(), id)?;
             if landed(env.store, env.workspace.root(), id)? {
                 // Past its commit point: the caller brings it forward.

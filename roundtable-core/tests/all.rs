@@ -15,6 +15,7 @@ mod inbox_revert;
 mod interrupt;
 mod landing;
 mod landing_trust;
+mod landing_truth;
 mod layers;
 mod patch_bytes;
 mod paths_modes;

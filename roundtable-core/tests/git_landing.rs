@@ -124,12 +124,16 @@ fn a_git_mode_apply_lands_one_commit_and_the_tree_index_and_store_agree() {
         git(d, &["show", "--format=", "--name-status", "main"]),
         "M\thello.txt\n"
     );
-    // Trailers git reads back; author and committer.
+    // Trailers git reads back: the evidence the policy counted (the vote;
+    // `unit` is not a required check), each with its revision and record;
+    // author and committer.
+    let votes = w.ok("vote.list", json!({"proposal_id": pid}), &w.host);
+    let vote = str_of(&votes["votes"][0]["id"]);
     assert_eq!(
         trailers(d, &tip),
         format!(
             "Roundtable-Proposal: {pid}\nRoundtable-Revision: 1\nRoundtable-Transaction: {tid}\n\
-             Approved-by: agent:bob\nChecks: unit=passed\n"
+             Approved-by: agent:bob (revision 1, {vote})\n"
         )
     );
     assert_eq!(
@@ -249,6 +253,7 @@ fn a_branch_that_differs_at_a_touched_path_or_a_head_off_the_branch_changes_noth
     );
     assert_eq!(out["transaction"]["status"], "applied");
     assert_eq!(git(d, &["status", "--porcelain"]), "");
+    super::landing::fsck(d);
 }
 
 #[test]
@@ -318,6 +323,7 @@ fn workspace_configure_refuses_what_cannot_land_and_writes_nothing() {
     let n = w.events().len();
     w.ok("workspace.configure", files, &w.host);
     assert_eq!(w.events().len(), n, "a repeat wrote an event");
+    super::landing::fsck(w.dir.path());
 }
 
 /// Kill a git-mode apply at moments spread over it; after reopening, the
@@ -468,7 +474,7 @@ fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
             true,
             "run {run}"
         );
-        git(d, &["fsck"]);
+        super::landing::fsck(d);
     }
     eprintln!(
         "git crash test: {RUNS} SIGKILLed applies: {at_new} at the new commit ({forward} brought forward on open), {at_old} at the old"
@@ -574,6 +580,7 @@ fn a_sigkilled_git_mode_rollback_is_brought_forward_or_back() {
             true,
             "run {run}"
         );
+        super::landing::fsck(d);
     }
     eprintln!(
         "git rollback crash test: {RUNS} runs: {forward} at the revert commit ({recovered} brought forward on open), {back} at the landed one"

@@ -6,6 +6,7 @@
 //! of two overlapping changes the loser is `precondition_failed` with
 //! nothing of it on either branch.
 
+use super::landing::fsck;
 use super::landing::git;
 use super::tools::{id, str_of};
 use roundtable::{Actor, Engine, ErrorCode, ToolError};
@@ -155,10 +156,6 @@ fn bare_clones(top: &Path, names: &[&str]) -> Vec<PathBuf> {
             clone
         })
         .collect()
-}
-
-fn fsck(d: &Path) {
-    git(d, &["fsck", "--strict", "--no-progress"]);
 }
 
 #[test]

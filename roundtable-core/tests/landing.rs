@@ -25,6 +25,12 @@ use std::process::Command;
 
 /// Run git in `dir` with a fixed identity and no user or system config;
 /// its standard output (it must succeed).
+/// `git fsck --strict` of the repository at `dir` passes: every
+/// repository a git-mode test makes is one git itself accepts.
+pub(crate) fn fsck(dir: &Path) {
+    git(dir, &["fsck", "--strict", "--no-progress"]);
+}
+
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "core.quotepath=true"])

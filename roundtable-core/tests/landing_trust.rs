@@ -14,6 +14,7 @@
 //!   records the landing.
 //! - 20: `proposal.rebase` of a landed proposal is `illegal_transition`.
 
+use super::landing::fsck;
 use super::landing::git;
 use super::support::{store_db, test_options};
 use super::tools::{id, scratch_dir, str_of, World, PATCH};
@@ -54,10 +55,6 @@ fn fast() -> EngineOptions {
 
 fn new_file(path: &str, body: &str) -> String {
     format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{body}\n")
-}
-
-fn fsck(d: &Path) {
-    git(d, &["fsck", "--strict", "--no-progress"]);
 }
 
 fn transactions_applying(engine: &Engine, host: &Actor) -> Vec<Value> {

@@ -14,7 +14,7 @@
 //! - A host SIGKILLed mid-landing: its clone recovers on open, and the
 //!   shared store agrees with the remote.
 
-use super::landing::git;
+use super::landing::{fsck, git};
 use super::support::{server, store_url};
 use super::tools::{id, str_of};
 use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
@@ -395,6 +395,7 @@ fn four_hosts_on_one_postgres_store_land_every_proposal_once_under_contended_sym
     }
     assert_eq!(markers.len(), n, "every change is on the remote");
     assert!(markers.values().all(|&c| c == 1), "a change landed twice");
+    fsck(&remote);
 
     // The shared store: every proposal applied once; the chain verifies
     // and has no gaps.
@@ -828,6 +829,8 @@ fn a_host_sigkilled_mid_landing_recovers_on_open_and_the_shared_store_agrees_wit
             true,
             "run {run}"
         );
+        fsck(&remote);
+        fsck(&clone);
     }
     eprintln!(
         "postgres crash test: {RUNS} SIGKILLed landings: {at_new} landed ({forward} brought forward on open), {at_old} did not"
@@ -967,6 +970,7 @@ fn agree(engine: &Engine, remote: &Path, landed: &[String], host: &Actor) -> usi
         .len();
     assert_eq!(stuck, 0, "a transaction left applying");
     assert_eq!(ok(engine, "events.verify", json!({}), host)["valid"], true);
+    fsck(remote);
     on_remote.len()
 }
 

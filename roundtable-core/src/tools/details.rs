@@ -531,8 +531,10 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("revision", count(REVISION))
                 .key(
                     "reason",
-                    one_of_strings(&["moved"], "For a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was."),
+                    one_of_strings(&["remote_rejected", "moved"], "For a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`; for a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was."),
                 )
+                .key("remote_status", text("For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …)."))
+                .key("remote_messages", texts("For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines."))
                 .key("ref", text("For a git landing: the branch (`refs/heads/main`)."))
                 .key("head", text_or_null("For a git landing: the branch the repository's `HEAD` is on (`null`: a detached `HEAD`)."))
                 .key("remote", text_or_null("For a git landing: the remote (`null`: this repository's own branch)."))
@@ -1039,6 +1041,12 @@ mod tests {
                 expected: "a".repeat(40),
                 actual: Some("b".repeat(40)),
             },
+            LandingError::RemoteRejected(Box::new(crate::landing::RemoteRefusal {
+                remote: "../remote.git".into(),
+                branch: "refs/heads/main".into(),
+                status: "pre-receive hook declined".into(),
+                messages: vec!["no pushes today".into()],
+            })),
             LandingError::InvalidInput {
                 field: "trailer",
                 reason: "two lines".into(),

@@ -412,19 +412,22 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     let setting = engine
         .store()
         .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
-    let landing = setting
-        .branch_ref()
-        .map(|_| {
-            plan_landing(
+    // In git mode the files written are what `git checkout` of the landed
+    // commit writes (`.gitattributes`): the changeset in that form.
+    let (landing, changeset) = match setting.branch_ref() {
+        None => (None, changeset),
+        Some(_) => {
+            let (landing, worktree) = plan_landing(
                 engine,
                 &changeset,
                 &setting,
-                &apply_message(&evidence, id.as_str())?,
+                &apply_message(&evidence, &report, id.as_str())?,
                 &identity(engine, "agent", &evidence.proposal.author),
                 &identity(engine, actor.kind.as_str(), actor.id.as_str()),
-            )
-        })
-        .transpose()?;
+            )?;
+            (Some(landing), worktree.unwrap_or(changeset))
+        }
+    };
     let touched: Vec<Scope> = changeset
         .files()
         .iter()
@@ -790,6 +793,11 @@ fn identity(engine: &Engine, kind: &str, id: &str) -> crate::landing::Identity {
 /// the branch and that the branch holds, at every touched path, what the
 /// change was validated against.
 ///
+/// The commit's blobs are what `git add` makes of the changed files, and
+/// when git converts a touched path (`.gitattributes`, `core.autocrlf`)
+/// the changeset to write to the working tree is returned too: each file
+/// as `git checkout` of the commit writes it ([`crate::landing::convert`]).
+///
 /// With a remote, the remote's branch is fetched first: the commit is
 /// built on it. A bare repository's branch follows the remote's there and
 /// then (it has no working tree to bring along); a working tree behind the
@@ -802,7 +810,13 @@ fn plan_landing(
     message: &str,
     author: &crate::landing::Identity,
     committer: &crate::landing::Identity,
-) -> Result<store::settings::TransactionLanding, ToolError> {
+) -> Result<
+    (
+        store::settings::TransactionLanding,
+        Option<crate::changeset::Changeset>,
+    ),
+    ToolError,
+> {
     use crate::landing::{self, LandingError};
     let branch = setting
         .branch_ref()
@@ -888,68 +902,87 @@ fn plan_landing(
             json!({"path": path.to_string(), "ref": branch, "remote": remote}),
         ));
     }
-    let built = landing::build_commit(&repo, old, changeset, message, author, committer)
+    let converted = landing::convert(&repo, changeset).map_err(landing_refusal)?;
+    let blobs = converted.as_ref().map_or(changeset, |c| &c.blobs);
+    let built = landing::build_commit(&repo, old, blobs, message, author, committer)
         .map_err(landing_refusal)?;
-    Ok(store::settings::TransactionLanding {
-        branch: branch.to_owned(),
-        old_id: old.to_string(),
-        new_id: built.id.to_string(),
-        remote,
-    })
+    Ok((
+        store::settings::TransactionLanding {
+            branch: branch.to_owned(),
+            old_id: old.to_string(),
+            new_id: built.id.to_string(),
+            remote,
+        },
+        converted.map(|c| c.worktree),
+    ))
 }
 
 /// The commit message of an applied revision: the proposal's title and
-/// summary, and trailers naming what governed it.
+/// summary, and trailers naming what governed it — every piece of evidence
+/// the policy evaluation in `report` counted for a requirement it found
+/// satisfied (fresh, or carried over from an earlier revision: the
+/// evaluation decides which counts, this only reads it), each with the
+/// revision it was given on and its record's id.
 fn apply_message(
     evidence: &super::validate::Evidence,
+    report: &ValidationReport,
     transaction_id: &str,
 ) -> Result<String, ToolError> {
     use crate::landing::Trailer;
+    use crate::policy::RequirementStatus;
     let p = &evidence.proposal;
-    let revision = evidence.revision.number;
     let mut trailers = vec![
         Trailer::new("Roundtable-Proposal", p.id.as_str()),
-        Trailer::new("Roundtable-Revision", revision.to_string()),
+        Trailer::new("Roundtable-Revision", evidence.revision.number.to_string()),
         Trailer::new("Roundtable-Transaction", transaction_id),
     ];
-    // The latest vote of each reviewer on the revision counts.
-    let mut latest = std::collections::BTreeMap::new();
-    for v in evidence.votes.iter().filter(|v| v.revision == revision) {
-        latest.insert(v.agent_id.clone(), v.vote);
-    }
-    for (agent, vote) in &latest {
-        if matches!(
-            vote,
-            crate::model::VoteValue::Approve | crate::model::VoteValue::ApproveWithNotes
-        ) {
-            trailers.push(Trailer::new("Approved-by", format!("agent:{agent}")));
-        }
-    }
-    for r in evidence.reviews.iter().filter(|r| r.revision == revision) {
-        if r.verdict == crate::model::Verdict::Pass {
-            trailers.push(Trailer::new("Security-Reviewed-by", r.reviewer.to_string()));
-        }
-    }
-    for a in evidence.approvals.iter().filter(|a| a.revision == revision) {
-        trailers.push(Trailer::new(
-            "Human-Approved-by",
-            format!("human:{}", a.human_id),
-        ));
-    }
-    let checks: Vec<String> = evidence
-        .tests
+    let given = |who: String, revision: u32, id: &str| format!("{who} (revision {revision}, {id})");
+    let mut named = std::collections::BTreeSet::new();
+    let counted = report
+        .policy
+        .requirements
         .iter()
-        .filter(|t| t.revision == revision)
-        .map(|t| {
+        .filter(|r| r.status == RequirementStatus::Satisfied)
+        .flat_map(|r| r.evidence.iter());
+    for id in counted {
+        if !named.insert(id.as_str()) {
+            continue;
+        }
+        let trailer = if let Some(v) = evidence.votes.iter().find(|v| v.id == *id) {
+            Trailer::new(
+                "Approved-by",
+                given(format!("agent:{}", v.agent_id), v.revision, id),
+            )
+        } else if let Some(r) = evidence.reviews.iter().find(|r| r.id == *id) {
+            Trailer::new(
+                "Security-Reviewed-by",
+                given(r.reviewer.to_string(), r.revision, id),
+            )
+        } else if let Some(a) = evidence.approvals.iter().find(|a| a.id == *id) {
+            Trailer::new(
+                "Human-Approved-by",
+                given(format!("human:{}", a.human_id), a.revision, id),
+            )
+        } else if let Some(t) = evidence.tests.iter().find(|t| t.id == *id) {
             let status = serde_json::to_value(t.status)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
-            format!("{}={status}", t.name)
-        })
-        .collect();
-    if !checks.is_empty() {
-        trailers.push(Trailer::new("Checks", checks.join(" ")));
+            Trailer::new(
+                "Checks",
+                given(format!("{}={status}", t.name), t.revision, id),
+            )
+        } else {
+            // The evaluation counts only records it was given: one it
+            // names but the evidence lacks would be a commit that does not
+            // say why it landed.
+            return Err(ToolError::new(
+                ErrorCode::Io,
+                format!("the policy evaluation counted {id}, which is not among the evidence of {}: nothing was applied", p.id),
+                json!({}),
+            ));
+        };
+        trailers.push(trailer);
     }
     crate::landing::message(&p.title, &p.summary_md, &trailers).map_err(landing_refusal)
 }
@@ -1184,7 +1217,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             json!({"transaction_id": original.id, "paths": moved.iter().map(|r| json!({"path": r.path, "expected": r.after, "actual": r.actual})).collect::<Vec<_>>()}),
         ));
     }
-    let changeset = restore_changeset(engine.store(), &files, &reports)?;
+    let mut changeset = restore_changeset(engine.store(), &files, &reports)?;
     let modes = restore_modes(&files);
     let snapshot = snapshot(&ws, &changeset)?;
     let id = engine.ids().next("tx", engine.now().0);
@@ -1207,9 +1240,12 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             )
             .map_err(landing_refusal)?;
             let host = identity(engine, actor.kind.as_str(), actor.id.as_str());
-            Some(plan_landing(
-                engine, &changeset, &setting, &message, &host, &host,
-            )?)
+            let (landing, worktree) =
+                plan_landing(engine, &changeset, &setting, &message, &host, &host)?;
+            if let Some(worktree) = worktree {
+                changeset = worktree;
+            }
+            Some(landing)
         }
     };
     let plan = Plan {

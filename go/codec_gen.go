@@ -5129,6 +5129,10 @@ func (x *JournalFile) encodeFields(e *encoder, start int) {
 		e.key(start, "\"before_executable\":")
 		e.bool(*x.BeforeExecutable)
 	}
+	if x.BeforeMode != nil {
+		e.key(start, "\"before_mode\":")
+		e.int64(*x.BeforeMode)
+	}
 	if x.BeforeSymlink != nil {
 		e.key(start, "\"before_symlink\":")
 		e.bool(*x.BeforeSymlink)
@@ -5186,13 +5190,21 @@ func (x *JournalFile) decode(d *decoder) {
 				(*p5) = d.bool()
 				x.BeforeExecutable = p5
 			}
+		case "before_mode":
+			if d.null() {
+				x.BeforeMode = nil
+			} else {
+				p6 := new(int64)
+				(*p6) = d.int64()
+				x.BeforeMode = p6
+			}
 		case "before_symlink":
 			if d.null() {
 				x.BeforeSymlink = nil
 			} else {
-				p6 := new(bool)
-				(*p6) = d.bool()
-				x.BeforeSymlink = p6
+				p7 := new(bool)
+				(*p7) = d.bool()
+				x.BeforeSymlink = p7
 			}
 		default:
 			d.skip()

@@ -869,6 +869,13 @@ type JournalFile struct {
 	BeforeDigest *string `json:"before_digest,omitempty"`
 	// Executable before.
 	BeforeExecutable *bool `json:"before_executable,omitempty"`
+	// Every permission bit (`st_mode & 0o7777`, e.g. `384` for `0600`)
+	// of the regular file before: what a rollback or recovery recreates
+	// it with if the change deleted it. Written only when recorded
+	// (absent for a path that was absent or a link, for a bare
+	// repository, and in journals written before schema version 12:
+	// such a file is recreated `0644`, or `0755` when executable).
+	BeforeMode *int64 `json:"before_mode,omitempty"`
 	// A symbolic link before (its digest is its target's); written only
 	// when it was.
 	BeforeSymlink *bool `json:"before_symlink,omitempty"`

@@ -888,6 +888,13 @@ class JournalFile(Record):
     before_digest: Optional[str]
     #: Executable before.
     before_executable: Optional[bool]
+    #: Every permission bit (`st_mode & 0o7777`, e.g. `384` for `0600`)
+    #: of the regular file before: what a rollback or recovery recreates
+    #: it with if the change deleted it. Written only when recorded
+    #: (absent for a path that was absent or a link, for a bare
+    #: repository, and in journals written before schema version 12:
+    #: such a file is recreated `0644`, or `0755` when executable).
+    before_mode: Optional[int]
     #: A symbolic link before (its digest is its target's); written only
     #: when it was.
     before_symlink: Optional[bool]
@@ -912,6 +919,8 @@ class JournalFile(Record):
             v["before_digest"] = None
         if "before_executable" not in v:
             v["before_executable"] = None
+        if "before_mode" not in v:
+            v["before_mode"] = None
         if "before_symlink" not in v:
             v["before_symlink"] = None
         v["raw"] = d
@@ -3009,7 +3018,7 @@ SymbolChange._PLAN = (0, SymbolChange, (('after', 'after', (1, None)), ('before'
 FileSymbols._PLAN = (0, FileSymbols, (('symbols', 'symbols', (1, SymbolChange._PLAN)), ('language', 'language', None)))
 Proposal._PLAN = (0, Proposal, (('reverts', 'reverts', None), ))
 InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ))
-JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_symlink', 'before_symlink', None)))
+JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_mode', 'before_mode', None), ('before_symlink', 'before_symlink', None)))
 Landing._PLAN = (0, Landing, (('branch', 'branch', None), ('remote', 'remote', None)))
 NextActor._PLAN = (0, NextActor, (('candidates', 'candidates', (1, None)), ('roles', 'roles', (1, None))))
 PathReport._PLAN = (0, PathReport, ())

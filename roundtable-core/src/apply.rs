@@ -32,7 +32,7 @@ use crate::store::{Durability, Store, StoreError};
 use crate::workspace::{Workspace, WorkspaceError, WriteOptions};
 use crate::{Digest, ErrorCode, RepoPath};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -403,7 +403,7 @@ impl Transaction {
 pub(crate) fn journal(tx: &Tx<'_>, id: &str) -> Result<Vec<JournalFile>, TransactionError> {
     let files = tx.query_map(
         "SELECT path, operation, before_digest, before_executable, after_digest, after_executable,
-                before_symlink, after_symlink
+                before_symlink, after_symlink, before_mode
          FROM transaction_files WHERE transaction_id = ?1 ORDER BY path",
         [id],
         |r| {
@@ -416,6 +416,12 @@ pub(crate) fn journal(tx: &Tx<'_>, id: &str) -> Result<Vec<JournalFile>, Transac
                 after_executable: r.get(5)?,
                 before_symlink: r.get(6)?,
                 after_symlink: r.get(7)?,
+                // Only the permission bits: a value outside them (written
+                // by hand) is not a mode and is ignored.
+                before_mode: r
+                    .get::<Option<i64>>(8)?
+                    .and_then(|m| u32::try_from(m).ok())
+                    .filter(|m| m & !0o7777 == 0),
             })
         },
     )?;
@@ -577,6 +583,20 @@ pub(crate) fn restore_changeset(
     Changeset::new(changes).map_err(|e| TransactionError::journal(e.to_string(), json!({})))
 }
 
+/// The permission bits each journaled path had before its transaction,
+/// where the journal recorded them: what
+/// [`restore_changeset`]'s write recreates a deleted file with
+/// ([`WriteOptions::modes`]). A path journaled without them (a link, a
+/// bare repository, a journal written before schema version 12) is
+/// recreated `0644`, or `0755` when executable.
+pub(crate) fn restore_modes(files: &[JournalFile]) -> BTreeMap<RepoPath, u32> {
+    files
+        .iter()
+        .filter(|f| f.before_symlink != Some(true))
+        .filter_map(|f| Some((f.path.parse().ok()?, f.before_mode?)))
+        .collect()
+}
+
 fn set_digest(states: impl Iterator<Item = (String, Option<State>)>) -> String {
     use sha2::{Digest as _, Sha256};
     let mut h = Sha256::new();
@@ -610,6 +630,10 @@ pub(crate) struct Before {
     pub executable: bool,
     /// A symbolic link, `data` its target.
     pub symlink: bool,
+    /// Every permission bit of the regular file (`None` for a link, or in
+    /// a bare repository), journaled so that a rollback or recovery
+    /// recreates the file with them if the change deletes it.
+    pub mode: Option<u32>,
 }
 
 /// A check the caller runs inside the journal's SQL transaction, before
@@ -637,6 +661,11 @@ pub(crate) struct Plan<'a> {
     /// the only ones it may remove when they are left empty (`None`: any
     /// directory a removal empties, as `git apply` does).
     pub prune_only: Option<BTreeSet<RepoPath>>,
+    /// The permission bits to create a path with when no file is at it
+    /// ([`WriteOptions::modes`]): for a rollback, those the undone
+    /// transaction journaled ([`restore_modes`]), so a file it deleted
+    /// comes back `0600`, not `0644`; empty for an apply.
+    pub modes: BTreeMap<RepoPath, u32>,
     /// In git mode: the branch to move from the validated commit to the
     /// one built for the change (already written; nothing references it
     /// yet). The move is the commit point.
@@ -742,11 +771,20 @@ fn write_journal(
     for b in &plan.snapshot {
         crate::store::put_blob_digested(tx, &b.digest, &b.data)?;
     }
+    let modes: BTreeMap<&RepoPath, u32> = plan
+        .snapshot
+        .iter()
+        .filter_map(|b| b.mode.map(|m| (&b.path, m)))
+        .collect();
     for (f, after) in files.iter().zip(afters) {
+        let before_mode = f
+            .before
+            .and_then(|_| modes.get(&f.path))
+            .map(|m| i64::from(*m));
         tx.execute(
             "INSERT INTO transaction_files (transaction_id, path, operation, before_digest, before_executable,
-                 after_digest, after_executable, before_symlink, after_symlink)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 after_digest, after_executable, before_symlink, after_symlink, before_mode)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
             id,
             f.path.as_str(),
@@ -757,6 +795,7 @@ fn write_journal(
             after.map(|m| m.executable),
             f.before.and_then(|m| m.symlink.then_some(true)),
             after.and_then(|m| m.symlink.then_some(true)),
+            before_mode,
         ],
         )?;
     }
@@ -877,6 +916,7 @@ where
         tag: Some(id),
         prune_only: plan.prune_only.as_ref(),
         held: Some(&held),
+        modes: Some(&plan.modes),
         ..WriteOptions::default()
     };
     let written = if bare {
@@ -1183,6 +1223,7 @@ pub(crate) fn recover_one(
         (Changeset::default(), Vec::new())
     } else {
         let changeset = restore_changeset(env.store, &files, &reports)?;
+        let modes = restore_modes(&files);
         let durable = env.durability != Durability::Off;
         // The restore's own temporary names carry the transaction's tag too:
         // a crash during recovery leaves only names the next recovery removes.
@@ -1192,6 +1233,7 @@ pub(crate) fn recover_one(
                 durable,
                 tag: Some(id),
                 prune_only: Some(&created),
+                modes: Some(&modes),
                 ..WriteOptions::default()
             },
         )?;
@@ -1529,13 +1571,14 @@ mod tests {
                 .files()
                 .iter()
                 .filter_map(|f| {
-                    let (file, meta) = self.ws.read_with_meta(&f.path).expect("read")?;
+                    let (file, meta, mode) = self.ws.read_with_mode(&f.path).expect("read")?;
                     Some(Before {
                         path: f.path.clone(),
                         digest: meta.digest,
                         data: file.data,
                         executable: meta.executable,
                         symlink: meta.symlink,
+                        mode,
                     })
                 })
                 .collect();
@@ -1549,6 +1592,7 @@ mod tests {
                 snapshot,
                 workspace: &self.ws,
                 prune_only: None,
+                modes: BTreeMap::new(),
                 landing: None,
                 request: None,
             }

@@ -624,6 +624,14 @@ impl Stat {
     pub(crate) fn newest(&self) -> (i64, u32) {
         self.mtime.max(self.ctime)
     }
+
+    /// The permission bits (`0o7777`) when it is a regular file's; `None`
+    /// for a link, or a stat never taken (all zero).
+    pub(crate) fn permissions(&self) -> Option<u32> {
+        rustix::fs::FileType::from_raw_mode(self.mode)
+            .is_file()
+            .then_some(self.mode & 0o7777)
+    }
 }
 
 /// Whether a cached digest may be reused: the stat is unchanged and the file

@@ -60,6 +60,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v9.sql"),
     include_str!("store/v10.sql"),
     include_str!("store/v11.sql"),
+    include_str!("store/v12.sql"),
 ];
 
 /// The schema version this code writes.

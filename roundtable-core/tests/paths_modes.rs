@@ -337,6 +337,192 @@ fn item14_apply_and_rollback_keep_every_permission_bit() {
     }
 }
 
+/// Files a change deletes (or renames away), each with permission bits
+/// git's two modes cannot spell: `(path, content, mode)`.
+const DELETED: [(&str, &str, u32); 3] = [
+    (".env", "SECRET=1\n", 0o600),
+    ("run.sh", "#!/bin/sh\n", 0o750),
+    ("key.pem", "KEY\n", 0o640),
+];
+
+/// A world holding [`DELETED`], and an approved proposal deleting `.env`
+/// and `run.sh` and renaming `key.pem` to `moved.pem`.
+fn deleting_world() -> (World, String) {
+    let w = World::new();
+    let d = w.dir.path();
+    for (name, data, mode) in DELETED {
+        std::fs::write(d.join(name), data).expect("write");
+        set_mode(&d.join(name), mode);
+    }
+    let patch = "diff --git a/.env b/.env\ndeleted file mode 100644\n--- a/.env\n+++ /dev/null\n@@ -1 +0,0 @@\n-SECRET=1\n\
+                 diff --git a/run.sh b/run.sh\ndeleted file mode 100755\n--- a/run.sh\n+++ /dev/null\n@@ -1 +0,0 @@\n-#!/bin/sh\n\
+                 diff --git a/key.pem b/moved.pem\nsimilarity index 100%\nrename from key.pem\nrename to moved.pem\n";
+    let pid = w.approved("directory:.", patch);
+    (w, pid)
+}
+
+/// Apply `pid` of `w` (it deletes every file of [`DELETED`]); the
+/// transaction's id, once its journal is checked to record each file's
+/// permission bits.
+fn apply_deleting(w: &World, pid: &str) -> String {
+    let d = w.dir.path();
+    let out = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    assert_eq!(out["transaction"]["status"], "applied", "{out}");
+    for (name, _, _) in DELETED {
+        assert!(!d.join(name).exists(), "{name} deleted");
+    }
+    let tid = str_of(&out["transaction"]["id"]);
+    let got = w.ok("transaction.get", json!({"transaction_id": tid}), &w.host);
+    let files = got["files"].as_array().expect("files");
+    for (name, _, mode) in DELETED {
+        let f = files
+            .iter()
+            .find(|f| f["path"] == name)
+            .unwrap_or_else(|| panic!("{name} journaled: {got:#}"));
+        assert_eq!(f["before_mode"], json!(mode), "{name}: {f}");
+    }
+    let created = files
+        .iter()
+        .find(|f| f["path"] == "moved.pem")
+        .expect("moved.pem journaled");
+    assert!(
+        created.get("before_mode").is_none(),
+        "absent before: {created}"
+    );
+    tid
+}
+
+/// Each file of [`DELETED`] is back in `root` with its bytes and every
+/// permission bit, and the rename's result is gone.
+fn assert_recreated(root: &Path, how: &str) {
+    for (name, data, mode) in DELETED {
+        assert_eq!(
+            std::fs::read_to_string(root.join(name)).expect("read"),
+            data,
+            "{name} after the {how}"
+        );
+        assert_eq!(
+            mode_of(&root.join(name)),
+            mode,
+            "{name} after the {how}: {:o}",
+            mode_of(&root.join(name))
+        );
+    }
+    assert!(!root.join("moved.pem").exists(), "after the {how}");
+}
+
+/// Item 14 (follow-up): a file a governed apply deleted or renamed away
+/// comes back with every permission bit it had (`0600`, `0750`, `0640`),
+/// not git's `0644`/`0755` — by `transaction.rollback`, and by the
+/// recovery of an apply left `applying` — because the journal records
+/// each path's bits (`before_mode`, shown by `transaction.get`).
+#[test]
+fn item14_rollback_and_recovery_recreate_a_deleted_file_with_its_mode() {
+    // Rollback.
+    let (w, pid) = deleting_world();
+    let tid = apply_deleting(&w, &pid);
+    let out = w.ok(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &w.host,
+    );
+    assert_eq!(out["transaction"]["status"], "applied", "{out}");
+    assert_recreated(w.dir.path(), "rollback");
+
+    // Recovery: the applier "died" before recording its outcome (the
+    // transaction left `applying`); the next open puts the files back.
+    let (w, pid) = deleting_world();
+    let tid = apply_deleting(&w, &pid);
+    crate::support::store_db(w.dir.path()).execute(
+        "UPDATE transactions SET status = 'applying', finished_at = NULL WHERE id = ?1",
+        &[&tid],
+    );
+    let World {
+        dir, engine, host, ..
+    } = w;
+    drop(engine);
+    let engine = roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
+        .expect("reopen");
+    let got = engine
+        .call("transaction.get", json!({"transaction_id": tid}), &host)
+        .expect("transaction.get");
+    assert_eq!(got["transaction"]["status"], "recovered", "{got}");
+    assert_recreated(dir.path(), "recovery");
+}
+
+/// Item 14 (follow-up): a store at the schema before `before_mode`
+/// (SQLite version 11, PostgreSQL version 1) opens and migrates (to 12, to
+/// 2); a transaction journaled before keeps working, and its rollback
+/// falls back to git's modes (`0644`, or `0755` when executable) for the
+/// files it recreates.
+#[test]
+fn item14_a_journal_from_before_before_mode_migrates_and_rolls_back_at_gits_modes() {
+    let (w, pid) = deleting_world();
+    let tid = apply_deleting(&w, &pid);
+    let World {
+        dir, engine, host, ..
+    } = w;
+    drop(engine);
+    let postgres = crate::support::postgres();
+    // The store as the previous schema version left it: the column not
+    // there, the version one lower.
+    crate::support::store_db(dir.path()).batch(if postgres {
+        "ALTER TABLE transaction_files DROP COLUMN before_mode;
+         DELETE FROM roundtable_schema WHERE version = 2;"
+    } else {
+        "ALTER TABLE transaction_files DROP COLUMN before_mode;
+         PRAGMA user_version = 11;"
+    });
+    let engine = roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
+        .expect("open migrates");
+    let mut db = crate::support::store_db(dir.path());
+    let version = if postgres {
+        db.ints("SELECT max(version) FROM roundtable_schema")[0]
+    } else {
+        db.ints("PRAGMA user_version")[0]
+    };
+    let expected = if postgres {
+        (roundtable::store::PG_SCHEMA_VERSION, 2)
+    } else {
+        (roundtable::store::SCHEMA_VERSION, 12)
+    };
+    assert_eq!(version, Some(expected.0));
+    assert_eq!(version, Some(expected.1));
+    let nulls = db.ints("SELECT count(*) FROM transaction_files WHERE before_mode IS NULL")[0];
+    assert_eq!(nulls, Some(4), "every row journaled before is NULL");
+    let got = engine
+        .call("transaction.get", json!({"transaction_id": tid}), &host)
+        .expect("transaction.get on a migrated store");
+    for f in got["files"].as_array().expect("files") {
+        assert!(f.get("before_mode").is_none(), "{f}");
+    }
+    engine
+        .call(
+            "transaction.rollback",
+            json!({"transaction_id": tid}),
+            &host,
+        )
+        .expect("rollback of a journal from before");
+    let d = dir.path();
+    for (name, data, _) in DELETED {
+        assert_eq!(std::fs::read_to_string(d.join(name)).expect("read"), data);
+    }
+    assert_eq!(mode_of(&d.join(".env")), 0o644);
+    assert_eq!(mode_of(&d.join("run.sh")), 0o755);
+    assert_eq!(mode_of(&d.join("key.pem")), 0o644);
+    assert!(!d.join("moved.pem").exists());
+    drop(engine);
+    // Reopening migrates nothing again.
+    drop(
+        roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))
+            .expect("reopen"),
+    );
+}
+
 /// A patch turning `old\n` into `new\n` at `path`.
 fn modifying(path: &str) -> String {
     format!("--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-old\n+new\n")

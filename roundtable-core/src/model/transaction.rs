@@ -73,6 +73,14 @@ pub struct JournalFile {
     pub before_digest: Option<crate::Digest>,
     /// Executable before.
     pub before_executable: Option<bool>,
+    /// Every permission bit (`st_mode & 0o7777`, e.g. `384` for `0600`)
+    /// of the regular file before: what a rollback or recovery recreates
+    /// it with if the change deleted it. Written only when recorded
+    /// (absent for a path that was absent or a link, for a bare
+    /// repository, and in journals written before schema version 12:
+    /// such a file is recreated `0644`, or `0755` when executable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_mode: Option<u32>,
     /// `blob:sha256:` after (`null`: absent).
     pub after_digest: Option<crate::Digest>,
     /// Executable after.

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// The PostgreSQL migrations, in order: migration `i` takes the schema
 /// from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("pg/v1.sql")];
+const MIGRATIONS: &[&str] = &[include_str!("pg/v1.sql"), include_str!("pg/v2.sql")];
 
 /// The PostgreSQL schema version this code writes.
 pub const PG_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -11,8 +11,9 @@ use super::validate::{
 use super::{remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
-    compare, created_dirs, execute, journal, restore_changeset, ApplyLock, Before, JournalFile,
-    PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus, Unrecovered,
+    compare, created_dirs, execute, journal, restore_changeset, restore_modes, ApplyLock, Before,
+    JournalFile, PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus,
+    Unrecovered,
 };
 use crate::changeset::Operation;
 use crate::claims::{overlaps, Scope};
@@ -116,21 +117,22 @@ fn snapshot(ws: &Workspace, changeset: &crate::Changeset) -> Result<Vec<Before>,
             }
             continue;
         }
-        let now = ws.read_with_meta(&f.path)?;
-        if now.as_ref().map(|(_, m)| *m) != f.before {
+        let now = ws.read_with_mode(&f.path)?;
+        if now.as_ref().map(|(_, m, _)| *m) != f.before {
             return Err(ToolError::new(
                 ErrorCode::PreconditionFailed,
                 format!("{} changed while the apply was being prepared", f.path),
                 json!({"path": f.path}),
             ));
         }
-        if let Some((file, meta)) = now {
+        if let Some((file, meta, mode)) = now {
             out.push(Before {
                 path: f.path.clone(),
                 digest: meta.digest,
                 data: file.data,
                 executable: meta.executable,
                 symlink: meta.symlink,
+                mode,
             });
         }
     }
@@ -532,6 +534,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         snapshot,
         workspace: &ws,
         prune_only: None,
+        modes: std::collections::BTreeMap::new(),
         landing,
         // What a same-key retry needs if the outcome cannot be recorded
         // at once past the commit point.
@@ -1215,6 +1218,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         ));
     }
     let mut changeset = restore_changeset(engine.store(), &files, &reports)?;
+    let modes = restore_modes(&files);
     let snapshot = snapshot(&ws, &changeset)?;
     let id = engine.ids().next("tx", engine.now().0);
     let landing = match git {
@@ -1254,6 +1258,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         snapshot,
         workspace: &ws,
         prune_only: Some(created),
+        modes,
         landing,
         request: None,
     };

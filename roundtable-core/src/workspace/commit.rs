@@ -234,6 +234,7 @@ mod tests {
             data,
             executable: false,
             symlink: false,
+            mode: None,
         }
     }
 
@@ -242,6 +243,7 @@ mod tests {
             data: target,
             executable: false,
             symlink: true,
+            mode: None,
         }
     }
 

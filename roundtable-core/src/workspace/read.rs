@@ -125,6 +125,22 @@ impl Workspace {
         }))
     }
 
+    /// [`read_with_meta`](Workspace::read_with_meta), with every
+    /// permission bit (`0o7777`) of the file as it was read: `None` for a
+    /// symbolic link, or in a bare repository (a blob has only git's two
+    /// modes). What a governed apply journals, so that a rollback or a
+    /// recovery recreates a file it deleted with its mode.
+    pub(crate) fn read_with_mode(
+        &self,
+        path: &RepoPath,
+    ) -> Result<Option<(TreeFile, FileMeta, Option<u32>)>, WorkspaceError> {
+        Ok(self.load(path)?.map(|seen| {
+            let meta = seen.meta();
+            let mode = seen.stamp.permissions();
+            (Seen::into_file(seen), meta, mode)
+        }))
+    }
+
     /// The digest and mode of the file at `path`, or `None` if absent.
     pub fn meta(&self, path: &RepoPath) -> Result<Option<FileMeta>, WorkspaceError> {
         Ok(self.load(path)?.map(|seen| seen.meta()))

@@ -23,6 +23,11 @@ pub(super) struct Content<'d> {
     pub(super) executable: bool,
     /// Whether it is a symbolic link.
     pub(super) symlink: bool,
+    /// The permission bits to create it with when no regular file is at
+    /// its path (a rollback or recovery recreating a file the change
+    /// deleted: the bits its journal recorded); `None`: git's `0644` or
+    /// `0755`. A file that is there keeps its own bits.
+    pub(super) mode: Option<u32>,
 }
 
 impl<'d> From<&'d FileContent> for Content<'d> {
@@ -31,6 +36,7 @@ impl<'d> From<&'d FileContent> for Content<'d> {
             data: &c.data,
             executable: c.executable,
             symlink: c.symlink,
+            mode: None,
         }
     }
 }
@@ -41,6 +47,7 @@ impl<'d> From<&'d TreeFile> for Content<'d> {
             data: &f.data,
             executable: f.executable,
             symlink: f.symlink,
+            mode: None,
         }
     }
 }
@@ -72,6 +79,7 @@ impl Workspace {
             data,
             executable,
             symlink,
+            mode: recorded,
         } = content;
         if symlink {
             check_link(path, data)?;
@@ -81,11 +89,13 @@ impl Workspace {
             None => self.parent(path).ok().flatten().map(|(dir, _)| dir),
         };
         // The permission bits of the file the result replaces, if it is
-        // a regular file: kept, so a 0600 `.env` stays 0600.
+        // a regular file: kept, so a 0600 `.env` stays 0600; with none
+        // there, the bits recorded for it (a deleted file recreated).
         let name = path.components().last().unwrap_or_default();
         let old = found
             .as_ref()
-            .and_then(|dir| regular_mode(dir, name).ok().flatten());
+            .and_then(|dir| regular_mode(dir, name).ok().flatten())
+            .or(recorded);
         let dir = match found {
             Some(dir) => dir,
             None => {

@@ -81,6 +81,12 @@ impl Stamp {
         }
     }
 
+    /// The permission bits of the regular file it was taken of (`None`:
+    /// a link, or a blob of a bare repository).
+    pub(super) fn permissions(&self) -> Option<u32> {
+        self.stat.permissions()
+    }
+
     /// Whether `now` is certainly the same, unwritten file.
     pub(super) fn unchanged(&self, now: &Stamp) -> bool {
         self.settled && self.stat == now.stat

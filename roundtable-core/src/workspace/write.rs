@@ -74,6 +74,12 @@ pub struct WriteOptions<'a> {
     /// the caller holds it (a governed apply's snapshot): the commit then
     /// keeps no hard links, and an undo restores from it.
     pub(crate) held: Option<&'a Held<'a>>,
+    /// The permission bits (`0o7777`) to create a path with when no
+    /// regular file is at it: a rollback's or recovery's, recreating what
+    /// the change deleted or renamed away with the bits its journal
+    /// recorded (`0600` stays `0600`). A path not here, or a file that is
+    /// there, is written as always.
+    pub(crate) modes: Option<&'a BTreeMap<RepoPath, u32>>,
 }
 
 impl Workspace {
@@ -262,9 +268,13 @@ impl Workspace {
         super::testing::at(super::testing::Point::BeforeStage);
         let mut staged = Vec::with_capacity(writes.len());
         for (path, content) in writes {
+            let content = Content {
+                mode: options.modes.and_then(|m| m.get(path).copied()),
+                ..Content::from(content)
+            };
             staged.push((
                 path,
-                reader.stage(path, Content::from(content), flush, options.tag, &verified)?,
+                reader.stage(path, content, flush, options.tag, &verified)?,
             ));
         }
         self.flush_staged(flush, changeset)?;

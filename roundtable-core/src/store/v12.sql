@@ -1,0 +1,11 @@
+-- roundtable store, schema version 12: every permission bit of a journaled
+-- path before the change (issue 31, item 14).
+--
+-- `transaction_files.before_mode` holds the permission bits (`st_mode &
+-- 0o7777`, e.g. 384 for 0600) of the regular file at the path before the
+-- change, so a rollback or recovery that recreates a file the change
+-- deleted (or renamed away) gives it back its mode, not git's 0644/0755.
+-- NULL for a path that was absent or a symbolic link, and for every row
+-- journaled before this version (those are recreated 0644, or 0755 when
+-- `before_executable`).
+ALTER TABLE transaction_files ADD COLUMN before_mode INTEGER;

@@ -1304,3 +1304,41 @@ fn binary_hunks_that_inflate_past_the_limit_are_refused() {
     let options = EngineOptions::from_json(&json!({"max_inflated_bytes": 5})).expect("valid");
     assert_eq!(options.max_inflated_bytes, 5);
 }
+
+/// Issue 32 item 8: authorization comes first. An unregistered or disabled
+/// agent sending a patch that does not apply is `forbidden`, not told what
+/// is wrong with the patch; nothing is written.
+#[test]
+fn issue32_item8_an_agent_that_may_not_propose_is_forbidden_before_its_patch_is_read() {
+    let w = World::new();
+    let bad = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-not there\n+x\n";
+    let stranger = Actor::agent(id("mallory"));
+    let err = w.refused(
+        "proposal.create",
+        json!({"task_id": "t1", "title": "T", "summary_md": "S", "patch": bad}),
+        &stranger,
+        ErrorCode::Forbidden,
+    );
+    assert_eq!(err.details()["reason"], "unregistered", "{}", err.details());
+    // A disabled author: the same, for a new proposal and a new revision.
+    let pid = w.proposal();
+    w.ok(
+        "agent.register",
+        json!({"agent_id": "alice", "roles": ["author"], "enabled": false}),
+        &w.host,
+    );
+    let err = w.refused(
+        "proposal.create",
+        json!({"task_id": "t1", "title": "T", "summary_md": "S", "patch": bad}),
+        &w.author,
+        ErrorCode::Forbidden,
+    );
+    assert_eq!(err.details()["reason"], "disabled");
+    let err = w.refused(
+        "proposal.attach_patch",
+        json!({"proposal_id": pid, "expected_revision": 1, "patch": bad}),
+        &w.author,
+        ErrorCode::Forbidden,
+    );
+    assert_eq!(err.details()["reason"], "disabled");
+}

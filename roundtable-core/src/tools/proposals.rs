@@ -447,6 +447,22 @@ pub(crate) fn prepare_bytes_at(
     })
 }
 
+/// `forbidden` unless `actor` is a registered, enabled agent — checked
+/// before a patch is read, so that a caller who may not propose learns
+/// that, not what is wrong with the patch; `run` checks again in its
+/// transaction.
+fn require_enabled_agent(engine: &Engine, actor: &Actor, tool: &str) -> Result<(), ToolError> {
+    engine.store().read(|tx| {
+        let cx = Cx {
+            engine,
+            tx,
+            actor,
+            now: engine.now(),
+        };
+        cx.enabled_agent(tool).map(|_| ())
+    })
+}
+
 /// The symbols of `source` at `path` as [`Changeset::change_id`] places
 /// hunks in them; none for a language without a grammar or a file the
 /// grammar cannot index.
@@ -596,6 +612,7 @@ impl Tool for CreateProposal {
                 json!({"actor": actor, "allowed_kinds": ["agent"]}),
             ));
         }
+        require_enabled_agent(engine, actor, Self::TOOL)?;
         prepare_revision(
             engine,
             args.patch.as_ref(),
@@ -717,6 +734,7 @@ impl Tool for AttachPatch {
                 json!({"actor": actor, "author": author, "reason": "not_author"}),
             ));
         }
+        require_enabled_agent(engine, actor, Self::TOOL)?;
         prepare_revision(
             engine,
             args.patch.as_ref(),

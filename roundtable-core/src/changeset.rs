@@ -330,6 +330,16 @@ pub const CHANGE_CONTEXT: usize = 3;
 /// with; an id without it never matches one with it.
 pub const CHANGE_ID_PREFIX: &str = "v2:";
 
+/// Whether two change ids ([`Changeset::change_id`]) say the same change
+/// by the current rule: both present, equal and made by it (an id of an
+/// earlier rule matches nothing).
+pub fn same_change(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b && a.starts_with(CHANGE_ID_PREFIX),
+        _ => false,
+    }
+}
+
 /// A symbol of a file, for [`Changeset::change_id`]: its qualified name
 /// and its 1-based, inclusive line span.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use super::secrets::{scan_secrets, SecretFinding};
 use super::{CarryOver, Gate, PathGlob, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
-use crate::changeset::CHANGE_ID_PREFIX;
+use crate::changeset::same_change;
 use crate::model::{
     Agent, Approval, FileState, FileSummary, MatchRung, Revision, Risk, SecurityReviewRecord,
     TestResult, TestStatus, Verdict, Vote, VoteValue,
@@ -486,15 +486,6 @@ fn trivial_why(n: u32, current: u32) -> String {
     format!(
         "rule engine_rebase: {made} the same change with the same context in the same symbol (carry_over = \"trivial_rebase\")"
     )
-}
-
-/// Whether two revisions' change ids say the same change, by the current
-/// rule ([`CHANGE_ID_PREFIX`]): ids made by an earlier rule never match.
-fn same_change(a: Option<&str>, b: Option<&str>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a == b && a.starts_with(CHANGE_ID_PREFIX),
-        _ => false,
-    }
 }
 
 /// A vote that counts for the current revision.

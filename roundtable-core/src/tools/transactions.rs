@@ -214,9 +214,8 @@ const APPLY: &str = "Apply a proposal's exact revision to the workspace, all or 
 /// would land, and stored in the journal's own SQL transaction — a refused
 /// apply writes no revision.
 struct Rebased {
-    request: super::rebase::RebaseProposal,
     /// The rebase, to store; taken when it is.
-    prep: std::cell::Cell<Option<super::proposals::PreparedRevision>>,
+    prep: std::cell::RefCell<Option<super::proposals::PreparedRevision>>,
     /// The revision record it becomes (number n+1).
     record: super::records::Revision,
     /// The change id of the revision it rebases.
@@ -233,13 +232,7 @@ fn rebase_first(
     args: &ApplyRevision,
 ) -> Result<Option<Rebased>, ToolError> {
     use super::rebase::RebaseProposal;
-    let request = RebaseProposal {
-        proposal_id: args.proposal_id.clone(),
-        expected_revision: args.revision,
-        note_md: None,
-        idempotency_key: None,
-    };
-    let prep = match <RebaseProposal as Tool>::prepare(engine, actor, &request) {
+    let prep = match <RebaseProposal as Tool>::prepare(engine, actor, &rebase_request(args)) {
         Ok(prep) => prep,
         Err(e) if e.code() == ErrorCode::Conflict && e.details()["reason"] == "up_to_date" => {
             return Ok(None)
@@ -257,11 +250,21 @@ fn rebase_first(
         engine.now(),
     );
     Ok(Some(Rebased {
-        request,
-        prep: std::cell::Cell::new(Some(prep)),
+        prep: std::cell::RefCell::new(Some(prep)),
         record,
         from_change_id: from.change_id,
     }))
+}
+
+/// The `proposal.rebase` an apply with `rebase` makes of `args`'s
+/// revision (no note, no key of its own).
+fn rebase_request(args: &ApplyRevision) -> super::rebase::RebaseProposal {
+    super::rebase::RebaseProposal {
+        proposal_id: args.proposal_id.clone(),
+        expected_revision: args.revision,
+        note_md: None,
+        idempotency_key: None,
+    }
 }
 
 /// `validation_failed` for an apply whose rebase changed what surrounds
@@ -328,9 +331,13 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         if let Some(r) = &rebased {
             // Judged as the revision that would land: the rebase, with
             // the evidence the policy lets carry to it.
-            let prep = r.prep.take().expect("the rebase is stored only later");
-            evidence.bytes = prep.bytes().to_vec();
-            r.prep.set(Some(prep));
+            evidence.bytes = r
+                .prep
+                .borrow()
+                .as_ref()
+                .expect("the rebase is stored only later")
+                .bytes()
+                .to_vec();
             evidence.revision = r.record.clone();
             evidence.revisions.push(r.record.clone());
             evidence.proposal.latest_revision = r.record.number;
@@ -350,8 +357,10 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         Ok::<_, ToolError>((evidence, report, changeset))
     })?;
     if let Some(r) = &rebased {
-        let same = r.from_change_id.is_some() && r.from_change_id == r.record.change_id;
-        if !same {
+        if !crate::changeset::same_change(
+            r.from_change_id.as_deref(),
+            r.record.change_id.as_deref(),
+        ) {
             return Err(not_trivial(&args, &report));
         }
     }
@@ -507,20 +516,18 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         // same step `proposal.rebase` takes (which checks again that the
         // proposal is still at the revision it rebases).
         if let Some(r) = &rebased {
-            let prep = r.prep.take().expect("the journal is written once");
+            let prep = r
+                .prep
+                .borrow_mut()
+                .take()
+                .expect("the journal is written once");
             let cx = &Cx {
                 engine,
                 tx,
                 actor,
                 now,
             };
-            let request = super::rebase::RebaseProposal {
-                proposal_id: r.request.proposal_id.clone(),
-                expected_revision: r.request.expected_revision,
-                note_md: None,
-                idempotency_key: None,
-            };
-            <super::rebase::RebaseProposal as Tool>::run(cx, request, prep)?;
+            <super::rebase::RebaseProposal as Tool>::run(cx, rebase_request(&args), prep)?;
         }
         Ok(())
     };
@@ -592,11 +599,16 @@ fn used_claims(
             after: f.after.as_ref().map(|a| a.data.as_slice()),
         })
         .collect();
+    used_ids(claims, &files)
+}
+
+/// The ids of `claims` that the landed change `files` used.
+fn used_ids(claims: &[Claim], files: &[crate::coverage::Landed<'_>]) -> BTreeSet<String> {
     claims
         .iter()
         .filter(|c| {
             c.scope()
-                .is_ok_and(|s| crate::coverage::used_by(&s.resource, &files))
+                .is_ok_and(|s| crate::coverage::used_by(&s.resource, files))
         })
         .map(|c| c.id.clone())
         .collect()
@@ -660,14 +672,7 @@ fn used_claims_journaled(
             },
         )
         .collect();
-    Ok(claims
-        .iter()
-        .filter(|c| {
-            c.scope()
-                .is_ok_and(|s| crate::coverage::used_by(&s.resource, &files))
-        })
-        .map(|c| c.id.clone())
-        .collect())
+    Ok(used_ids(&claims, &files))
 }
 
 /// `stale_claim` unless each of `relied` (the author's claims validation

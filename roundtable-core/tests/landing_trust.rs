@@ -666,16 +666,12 @@ enum Fault<'a> {
     Restart(&'a super::pg_hosts::Cluster),
 }
 
-/// The push succeeds, recording the outcome fails: the call reports the
-/// landing (`landed: true`, never retryable) or succeeds, and a same-key
-/// retry returns the landing's result; the change is on the remote once.
-fn landed_then_fault(options: &dyn Fn(&Path) -> EngineOptions, fault: Fault<'_>) {
-    let top = tempfile::tempdir().expect("tempdir");
-    let (remote, clone) = remote_and_clone(top.path());
-    let engine = Engine::open(&clone, options(&clone)).expect("open");
+/// On `engine`, a clone of a remote: git landing mode to `origin`, and
+/// alice's proposal creating `new.txt` (claimed, in review, approved by
+/// bob); its id.
+fn approved_new_file(engine: &Engine) -> String {
     let host = Actor::orchestrator(id("host"));
     let author = Actor::agent(id("alice"));
-    let reviewer = Actor::agent(id("bob"));
     let ok = |tool: &str, args: Value, actor: &Actor| {
         engine
             .call(tool, args.clone(), actor)
@@ -717,8 +713,20 @@ fn landed_then_fault(options: &dyn Fn(&Path) -> EngineOptions, fault: Fault<'_>)
     ok(
         "vote.cast",
         json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        &reviewer,
+        &Actor::agent(id("bob")),
     );
+    pid
+}
+
+/// The push succeeds, recording the outcome fails: the call reports the
+/// landing (`landed: true`, never retryable) or succeeds, and a same-key
+/// retry returns the landing's result; the change is on the remote once.
+fn landed_then_fault(options: &dyn Fn(&Path) -> EngineOptions, fault: Fault<'_>) {
+    let top = tempfile::tempdir().expect("tempdir");
+    let (remote, clone) = remote_and_clone(top.path());
+    let engine = Engine::open(&clone, options(&clone)).expect("open");
+    let host = Actor::orchestrator(id("host"));
+    let pid = approved_new_file(&engine);
     let old = git(&remote, &["rev-parse", "main"]).trim().to_owned();
     // Hold this clone's branch lock: the landing pushes (the commit
     // point), then waits to follow — the moment the fault is injected.
@@ -844,8 +852,6 @@ fn item19_recovery_that_cannot_finish_opens_reports_and_the_way_out_finishes_it(
     let top = tempfile::tempdir().expect("tempdir");
     let (remote, clone) = remote_and_clone(top.path());
     let host = Actor::orchestrator(id("host"));
-    let author = Actor::agent(id("alice"));
-    let reviewer = Actor::agent(id("bob"));
     let (pid, tid, old) = {
         let engine = Engine::open(&clone, test_options(&clone)).expect("open");
         let ok = |tool: &str, args: Value, actor: &Actor| {
@@ -853,44 +859,7 @@ fn item19_recovery_that_cannot_finish_opens_reports_and_the_way_out_finishes_it(
                 .call(tool, args.clone(), actor)
                 .unwrap_or_else(|e| panic!("{tool} {args}: {e} {}", e.details()))
         };
-        ok(
-            "agent.register",
-            json!({"agent_id": "alice", "roles": ["author"]}),
-            &host,
-        );
-        ok(
-            "agent.register",
-            json!({"agent_id": "bob", "roles": ["reviewer"]}),
-            &host,
-        );
-        ok("task.create", json!({"task_id": "t1", "title": "t"}), &host);
-        ok(
-            "workspace.configure",
-            json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
-            &host,
-        );
-        ok(
-            "claim.acquire",
-            json!({"resource_id": "file:new.txt", "type": "write", "ttl_s": 3600}),
-            &author,
-        );
-        let pid = str_of(
-            &ok(
-                "proposal.create",
-                json!({"task_id": "t1", "title": "New", "summary_md": "s", "patch": new_file("new.txt", "new")}),
-                &author,
-            )["proposal"]["id"],
-        );
-        ok(
-            "proposal.request_review",
-            json!({"proposal_id": pid}),
-            &author,
-        );
-        ok(
-            "vote.cast",
-            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-            &reviewer,
-        );
+        let pid = approved_new_file(&engine);
         let old = git(&clone, &["rev-parse", "main"]).trim().to_owned();
         let out = ok(
             "patch.apply",

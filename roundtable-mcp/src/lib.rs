@@ -3,8 +3,16 @@
 //! A thin adapter over [`roundtable::Engine`]: every tool of the registry
 //! is an MCP tool with its input and output JSON Schemas and annotations
 //! from its nature; results are `structuredContent` (plus the same JSON as
-//! text); a refusal is a tool error whose structured content is
-//! `{"code", "message", "details"}` with the stable code.
+//! text).
+//!
+//! A refusal is a tool error (`isError: true`) whose one content item is
+//! the text of the JSON `{"code", "message", "details"}`: `code` is the
+//! stable [`roundtable::ErrorCode`] name, `message` says why for a reader,
+//! `details` is the code's details object (its schema is in `roundtable
+//! errors`). A refusal carries no `structuredContent`: clients that check
+//! structured content against the tool's output schema even on errors (the
+//! TypeScript SDK, the Inspector) would otherwise report a schema mismatch
+//! instead of the refusal. A client reads it by parsing the text.
 //!
 //! The actor is bound by whoever starts the server and is never read from
 //! tool arguments:

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -19,7 +19,10 @@ Propose a change with proposal.create (a unified diff, an edit plan, a Codex \
 *** Begin Patch envelope or SEARCH/REPLACE blocks), follow it with \
 proposal.status (its next field says who acts next), and wait for what \
 concerns you with events.wait instead of polling. A refusal is a tool error \
-whose structured content carries a stable code, a message and details.";
+(isError) whose text is the JSON {\"code\", \"message\", \"details\"}: code is \
+stable (forbidden, not_found, busy, invalid_argument, ...), message says why \
+for a reader, details holds the specifics (a field, a reason); a refusal \
+changes nothing.";
 
 /// One MCP server over one engine.
 ///
@@ -97,6 +100,19 @@ fn schema_object(schema: Value) -> JsonObject {
     }
 }
 
+/// A refusal as MCP carries it: a tool error (`isError: true`) whose one
+/// content item is the refusal JSON `{"code", "message", "details"}` as
+/// text, and no `structuredContent`.
+///
+/// Structured content on an error would be checked against the tool's
+/// output schema by clients that validate it even on errors (the
+/// TypeScript SDK and the Inspector do), and a refusal matches no output
+/// schema: the agent would read a schema complaint instead of the refusal.
+/// Output schemas stay the success shape alone.
+fn refused(refusal: &roundtable::tools::ToolError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(refusal.to_json().to_string())])
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -138,7 +154,7 @@ impl ServerHandler for McpServer {
         };
         Ok(match outcome {
             Ok(value) => CallToolResult::structured(value),
-            Err(refusal) => CallToolResult::structured_error(refusal.to_json()),
+            Err(refusal) => refused(&refusal),
         }
         .into())
     }

@@ -91,6 +91,31 @@ fn meta() -> Value {
 
 const DIFF: &str = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, world\n";
 
+/// The refusal a `tools/call` response carries: a tool error whose only
+/// content is the refusal JSON as text, with no `structuredContent` (which
+/// a client would check against the tool's output schema).
+fn refusal(response: &Value) -> Value {
+    let result = &response["result"];
+    assert_eq!(result["isError"], true, "{response}");
+    assert!(
+        result.get("structuredContent").is_none(),
+        "a refusal carries no structured content: {response}"
+    );
+    let content = result["content"].as_array().expect("content");
+    assert_eq!(content.len(), 1, "{response}");
+    assert_eq!(content[0]["type"], "text");
+    let body: Value =
+        serde_json::from_str(content[0]["text"].as_str().expect("text")).expect("refusal JSON");
+    let keys: Vec<&str> = body
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["code", "details", "message"], "{body}");
+    body
+}
+
 fn names(list: &Value) -> Vec<&str> {
     list["result"]["tools"]
         .as_array()
@@ -129,14 +154,10 @@ fn the_handshake_era_lists_the_agents_tools_and_runs_them() {
     let text: Value =
         serde_json::from_str(created["content"][0]["text"].as_str().expect("text")).expect("json");
     assert_eq!(text, created["structuredContent"]);
-    let refused = &r[3]["result"];
-    assert_eq!(refused["isError"], true);
-    assert_eq!(refused["structuredContent"]["code"], "forbidden");
-    assert_eq!(
-        refused["structuredContent"]["details"]["reason"],
-        "wrong_kind"
-    );
-    let named = &r[4]["result"]["structuredContent"];
+    let refused = refusal(&r[3]);
+    assert_eq!(refused["code"], "forbidden");
+    assert_eq!(refused["details"]["reason"], "wrong_kind");
+    let named = refusal(&r[4]);
     assert_eq!(named["code"], "invalid_argument");
     assert_eq!(named["details"]["field"], "actor");
     // Exactly one proposal exists, by alice.
@@ -174,4 +195,67 @@ fn the_stateless_era_discovers_and_calls_with_per_request_meta() {
         "Greet"
     );
     assert!(r[3]["error"]["code"].is_i64(), "{}", r[3]);
+}
+
+/// Issue 32 item 1: a refusal reaches a client that checks
+/// `structuredContent` against the tool's output schema (the TypeScript
+/// SDK does so even on `isError` results) as a readable tool error: the
+/// refusal JSON is the text content and there is no structured content
+/// to mismatch the schema. The refused vote changes nothing.
+#[test]
+fn item1_refusals_readable_by_typescript_clients() {
+    let (_dir, engine) = world();
+    let mut requests = initialize();
+    requests.extend([
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "proposal.create",
+            "arguments": {"task_id": "t1", "title": "Greet", "summary_md": "s", "patch": DIFF}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    ]);
+    let r = exchange(Arc::clone(&engine), "agent:alice", &requests);
+    let pid = r[1]["result"]["structuredContent"]["proposal"]["id"]
+        .as_str()
+        .expect("proposal id")
+        .to_owned();
+    let vote_schema = r[2]["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "vote.cast")
+        .expect("vote.cast listed")["outputSchema"]
+        .clone();
+    assert!(vote_schema["required"]
+        .as_array()
+        .expect("required")
+        .contains(&json!("vote")));
+
+    let mut requests = initialize();
+    requests.extend([
+        // The author votes on its own proposal, in both protocol eras.
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "vote.cast",
+            "arguments": {"proposal_id": pid, "revision": 1, "vote": "approve"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": meta(),
+            "name": "vote.cast",
+            "arguments": {"proposal_id": pid, "revision": 1, "vote": "approve"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "no.such_tool", "arguments": {}}}),
+    ]);
+    let r = exchange(Arc::clone(&engine), "agent:alice", &requests);
+    for response in &r[1..=2] {
+        let body = refusal(response);
+        assert_eq!(body["code"], "forbidden", "{body}");
+        assert_eq!(body["details"]["reason"], "author", "{body}");
+        assert!(
+            body["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
+    }
+    assert_eq!(refusal(&r[3])["code"], "not_found");
+    // Nothing changed: no vote was recorded.
+    let host = Actor::orchestrator(Id::new("host").expect("id"));
+    let votes = engine
+        .call("vote.list", json!({"proposal_id": pid}), &host)
+        .expect("votes");
+    assert_eq!(votes["votes"].as_array().map(Vec::len), Some(0), "{votes}");
 }

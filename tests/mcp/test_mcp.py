@@ -74,10 +74,13 @@ def structured(result: Any) -> dict[str, Any]:
 
 
 def refusal(result: Any) -> dict[str, Any]:
+    """A refusal: a tool error whose one text content is the refusal JSON, with no structured content (which
+    clients such as the TypeScript SDK check against the tool's output schema even on errors)."""
     assert result.is_error, result
-    body = result.structured_content
+    assert result.structured_content is None, result
+    assert len(result.content) == 1, result
+    body = json.loads(result.content[0].text)
     assert set(body) == {"code", "message", "details"}, body
-    assert json.loads(result.content[0].text) == body
     return body
 
 

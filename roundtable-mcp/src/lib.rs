@@ -30,6 +30,7 @@
 //! `server/discover`, per-request `_meta`).
 
 mod http;
+mod schema;
 mod server;
 mod stdio;
 mod tokens;

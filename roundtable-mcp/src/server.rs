@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -12,6 +12,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use roundtable::tools::ToolSpec;
 use roundtable::{Actor, ActorKind, Engine};
 use serde_json::Value;
+
+use crate::schema::{self, Side};
 
 /// What the server says about itself to every client.
 const INSTRUCTIONS: &str = "roundtable governs changes to this repository. \
@@ -82,22 +84,18 @@ fn tool(spec: &ToolSpec) -> Tool {
         .idempotent(spec.idempotent)
         // The tools act on this repository and its store only.
         .open_world(false);
+    // The registry's schemas in the form every MCP client reads cleanly
+    // (crate::schema); the registry itself is unchanged.
     Tool::new_with_raw(
         spec.name,
         Some(spec.description.into()),
-        schema_object(spec.input_schema()),
+        schema::for_clients(spec.input_schema(), Side::Input),
     )
-    .with_raw_output_schema(Arc::new(schema_object(spec.output_schema())))
+    .with_raw_output_schema(Arc::new(schema::for_clients(
+        spec.output_schema(),
+        Side::Output,
+    )))
     .with_annotations(annotations)
-}
-
-/// A registry schema as the object MCP carries; every registry schema is a
-/// JSON object (a test holds the registry to that).
-fn schema_object(schema: Value) -> JsonObject {
-    match schema {
-        Value::Object(map) => map,
-        other => panic!("a tool schema is not an object: {other}"),
-    }
 }
 
 /// A refusal as MCP carries it: a tool error (`isError: true`) whose one
@@ -201,6 +199,144 @@ mod tests {
         let host = names(ActorKind::Orchestrator);
         assert!(host.iter().any(|n| n == "patch.apply"));
         assert!(!host.iter().any(|n| n == "proposal.create"));
+    }
+
+    /// What the MCP Inspector's `--strict` lint and the TypeScript SDK
+    /// (ajv) complain about in one schema position, as `path: problem`.
+    fn lint(schema: &Value, path: &str, keyword: Option<&str>, out: &mut Vec<String>) {
+        const FORMATS: &[&str] = &[
+            "date-time",
+            "date",
+            "time",
+            "duration",
+            "email",
+            "idn-email",
+            "hostname",
+            "idn-hostname",
+            "ipv4",
+            "ipv6",
+            "uri",
+            "uri-reference",
+            "iri",
+            "iri-reference",
+            "uuid",
+            "uri-template",
+            "json-pointer",
+            "relative-json-pointer",
+            "regex",
+        ];
+        const RULES: &[&str] = &[
+            "additionalProperties",
+            "unevaluatedProperties",
+            "additionalItems",
+            "unevaluatedItems",
+        ];
+        const NOTES: &[&str] = &[
+            "description",
+            "title",
+            "default",
+            "examples",
+            "deprecated",
+            "readOnly",
+            "writeOnly",
+            "$comment",
+            "$schema",
+            "$defs",
+            "definitions",
+        ];
+        let map = match schema {
+            Value::Bool(_) if keyword.is_some_and(|k| RULES.contains(&k)) => return,
+            Value::Bool(b) => return out.push(format!("{path}: bare {b}")),
+            Value::Object(map) => map,
+            _ => return,
+        };
+        if map.get("type").is_some_and(Value::is_array) {
+            out.push(format!("{path}: type array"));
+        }
+        if let Some(f) = map.get("format").and_then(Value::as_str) {
+            if !FORMATS.contains(&f) {
+                out.push(format!("{path}: format {f}"));
+            }
+        }
+        if !map.keys().any(|k| !NOTES.contains(&k.as_str())) && keyword != Some("not") {
+            out.push(format!("{path}: accepts anything"));
+        }
+        for (k, v) in map {
+            match (k.as_str(), v) {
+                (
+                    "properties" | "patternProperties" | "$defs" | "definitions"
+                    | "dependentSchemas",
+                    Value::Object(subs),
+                ) => {
+                    for (name, sub) in subs {
+                        lint(sub, &format!("{path}.{k}.{name}"), Some(k), out);
+                    }
+                }
+                ("allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(subs)) => {
+                    for (i, sub) in subs.iter().enumerate() {
+                        lint(sub, &format!("{path}.{k}[{i}]"), Some(k), out);
+                    }
+                }
+                (
+                    "items"
+                    | "contains"
+                    | "not"
+                    | "propertyNames"
+                    | "if"
+                    | "then"
+                    | "else"
+                    | "additionalProperties"
+                    | "unevaluatedProperties"
+                    | "additionalItems"
+                    | "unevaluatedItems"
+                    | "contentSchema",
+                    sub,
+                ) => {
+                    lint(sub, &format!("{path}.{k}"), Some(k), out);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Issue 32 item 7: every tool schema an MCP client sees, for every
+    /// actor kind, is free of what clients warn about (non-standard
+    /// formats, `type` arrays, bare `true`, schemas that accept anything
+    /// silently), and an actor's `tools/list` is lean.
+    #[test]
+    fn item7_tool_schemas_are_portable_and_lean() {
+        for kind in ActorKind::ALL {
+            let tools = tool_list(kind);
+            let mut problems = Vec::new();
+            for t in &tools {
+                let input = Value::Object((*t.input_schema).clone());
+                lint(
+                    &input,
+                    &format!("{}.inputSchema", t.name),
+                    None,
+                    &mut problems,
+                );
+                let output = Value::Object((**t.output_schema.as_ref().expect("output")).clone());
+                lint(
+                    &output,
+                    &format!("{}.outputSchema", t.name),
+                    None,
+                    &mut problems,
+                );
+            }
+            assert!(
+                problems.is_empty(),
+                "{kind:?}: {} problems, e.g. {:#?}",
+                problems.len(),
+                &problems[..problems.len().min(10)]
+            );
+            let bytes = serde_json::to_vec(&ListToolsResult::with_all_items(tools))
+                .expect("json")
+                .len();
+            // 208 KB for an agent before issue 32; the budget leaves room
+            // for new tools but not for the noise to come back.
+            assert!(bytes < 130_000, "{kind:?}: tools/list is {bytes} bytes");
+        }
     }
 
     #[test]

@@ -209,6 +209,7 @@ async function governedChange(root, alice, rob, host) {
   const after = structured(await alice.callTool({ name: "proposal.get", arguments: { proposal_id: pid } }));
   assert.equal(after.proposal.status, "applied");
   assert.equal(readFileSync(join(root, "hello.txt"), "utf8"), "hello, world\n");
+  git(root, "fsck", "--strict");
   // No schema warning from the SDK for any tool list or result.
   assert.deepEqual(warnings.slice(warned), []);
 }

@@ -330,8 +330,10 @@ ok("codex insertion after an anchor", "codex", CF,
    codex(update(C, ["@@ impl LineSpan {", "+    /// Spans are inclusive at both ends."])),
    {C: replaced(ct, [(anchor_line + 1, 0, ["    /// Spans are inclusive at both ends."])])},
    [(C, 1, "exact", anchor_line + 1)])
-refused("codex an insertion with nothing to place it", "codex", CF,
-        codex(update(C, ["@@", "+// floating"])), "invalid_patch", "no context", {"hunk": 1})
+# As Codex does: added lines with no context and no anchor go at the end.
+ok("codex an insertion with no context is appended at the end", "codex", CF,
+   codex(update(C, ["@@", "+// appended"])),
+   {C: replaced(ct, [(len(c) + 1, 0, ["// appended"])])}, [(C, 1, "exact", len(c) + 1)])
 refused("codex a hunk that changes nothing", "codex", CF,
         codex(update(C, ["@@", " " + c[48]])), "invalid_patch", "adds or removes no line", {"hunk": 1})
 refused("codex ambiguous at the whitespace rung", "codex", CF,

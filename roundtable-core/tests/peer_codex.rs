@@ -177,9 +177,9 @@ fn item12_codex_peer_corpus_agrees_with_codex() {
             Err(why) => failures.push(format!("{name}: {why}")),
         }
     }
-    println!("Codex apply_patch corpus: {} cases", cases.len());
+    eprintln!("Codex apply_patch corpus: {} cases", cases.len());
     for (outcome, n) in &counts {
-        println!("  {outcome}: {n}");
+        eprintln!("  {outcome}: {n}");
     }
     assert!(
         failures.is_empty(),

@@ -117,10 +117,12 @@ const (
 	MatchRungTrailingWhitespace MatchRung = "trailing_whitespace"
 	// Equal once each line is trimmed and inner runs of whitespace are collapsed to one space.
 	MatchRungWhitespace MatchRung = "whitespace"
+	// Equal at the `whitespace` rung once typographic punctuation is read as its ASCII counterpart, as Codex's `apply_patch` matches: the dashes and minus U+2010–U+2015 and U+2212 as `-`, the quotes U+2018–U+201B as `'` and U+201C–U+201F as `"`, and the spaces U+00A0, U+2002–U+200A, U+202F, U+205F and U+3000 as a space. The file's own bytes are kept on every line the hunk does not replace.
+	MatchRungUnicodePunctuation MatchRung = "unicode_punctuation"
 )
 
 // MatchRungs lists every MatchRung, in the schema's order.
-var MatchRungs = []MatchRung{MatchRungExact, MatchRungTrailingWhitespace, MatchRungWhitespace}
+var MatchRungs = []MatchRung{MatchRungExact, MatchRungTrailingWhitespace, MatchRungWhitespace, MatchRungUnicodePunctuation}
 
 // What they are expected to do.
 type NextAction string
@@ -729,8 +731,8 @@ type FileEntry struct {
 	AddedLines *int64 `json:"added_lines,omitempty"`
 	// For a Codex patch or SEARCH/REPLACE revision: where each hunk
 	// editing this file matched and the rung of the matching ladder it
-	// needed (`exact`, `trailing_whitespace`, `whitespace`); written only
-	// when there are any.
+	// needed (`exact`, `trailing_whitespace`, `whitespace`,
+	// `unicode_punctuation`); written only when there are any.
 	Matches []MatchedHunk `json:"matches,omitempty"`
 	// The new mode, when it changes or the file is created.
 	NewMode *string `json:"new_mode,omitempty"`

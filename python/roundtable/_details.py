@@ -340,7 +340,7 @@ class PatchDoesNotApplyDetails(TypedDict, total=False):
     #: What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous` or `overlap` for an agent-native hunk.
     reason: str
     #: For an ambiguous agent-native hunk: the rung of the matching ladder at which it matched more than one place.
-    rung: Literal['exact', 'trailing_whitespace', 'whitespace']
+    rung: Literal['exact', 'trailing_whitespace', 'whitespace', 'unicode_punctuation']
     #: The transaction the failure happened in (recorded `failed` or `recovered`; nothing changed).
     transaction_id: str
 

@@ -121,9 +121,10 @@ LANDING_MODES: Tuple[LandingMode, ...] = ('files', 'git',)
 #:   ``exact``: Every line equal (line terminators aside).
 #:   ``trailing_whitespace``: Equal once trailing whitespace is removed from each line.
 #:   ``whitespace``: Equal once each line is trimmed and inner runs of whitespace are collapsed to one space.
-MatchRung = Literal['exact', 'trailing_whitespace', 'whitespace']
+#:   ``unicode_punctuation``: Equal at the `whitespace` rung once typographic punctuation is read as its ASCII counterpart, as Codex's `apply_patch` matches: the dashes and minus U+2010–U+2015 and U+2212 as `-`, the quotes U+2018–U+201B as `'` and U+201C–U+201F as `"`, and the spaces U+00A0, U+2002–U+200A, U+202F, U+205F and U+3000 as a space. The file's own bytes are kept on every line the hunk does not replace.
+MatchRung = Literal['exact', 'trailing_whitespace', 'whitespace', 'unicode_punctuation']
 #: Every value of :data:`MatchRung`, in the schema's order.
-MATCH_RUNGS: Tuple[MatchRung, ...] = ('exact', 'trailing_whitespace', 'whitespace',)
+MATCH_RUNGS: Tuple[MatchRung, ...] = ('exact', 'trailing_whitespace', 'whitespace', 'unicode_punctuation',)
 
 
 #: What they are expected to do.
@@ -642,8 +643,8 @@ class FileEntry(Record):
     added_lines: Optional[int]
     #: For a Codex patch or SEARCH/REPLACE revision: where each hunk
     #: editing this file matched and the rung of the matching ladder it
-    #: needed (`exact`, `trailing_whitespace`, `whitespace`); written only
-    #: when there are any.
+    #: needed (`exact`, `trailing_whitespace`, `whitespace`,
+    #: `unicode_punctuation`); written only when there are any.
     matches: Optional[Tuple[MatchedHunk, ...]]
     #: The new mode, when it changes or the file is created.
     new_mode: Optional[str]

@@ -11,7 +11,12 @@
 //! 2. [`trailing_whitespace`](MatchRung::TrailingWhitespace): equal once
 //!    trailing spaces, tabs and carriage returns are removed;
 //! 3. [`whitespace`](MatchRung::Whitespace): equal once trimmed and inner
-//!    runs of ASCII whitespace are collapsed to one space.
+//!    runs of ASCII whitespace are collapsed to one space;
+//! 4. [`unicode_punctuation`](MatchRung::UnicodePunctuation): equal at the
+//!    `whitespace` rung once typographic dashes, quotes and non-breaking or
+//!    other odd spaces are read as their ASCII counterparts (the last pass
+//!    of Codex's `apply_patch` matcher), so an ASCII hunk finds a line
+//!    written with `–`, `’` or U+00A0.
 //!
 //! A rung is taken only when it finds exactly one place in the file (or,
 //! after `@@ anchor` lines, in the rest of the file after the last anchor);
@@ -21,6 +26,17 @@
 //! original content, hunks of one file must not overlap, and a failure in
 //! any hunk refuses the whole change. The rung each hunk needed is recorded
 //! on the changeset ([`Changeset::matches`]).
+//!
+//! The Codex envelope is read as leniently as Codex's own `apply_patch`
+//! where that is harmless (padded markers, a heredoc wrapper, blank lines
+//! between hunks, a trailing blank context line, added lines with no
+//! context appended at the end of the file), but not where it would change
+//! a file the agent did not mean to: `*** Add File:` over an existing file
+//! is refused (Codex overwrites it), every hunk must match one place (Codex
+//! takes the first), a pure insertion after an `@@ anchor` goes right after
+//! the anchor (Codex appends it at the end of the file), a whole envelope
+//! lands or nothing does (Codex writes file by file and stops at the first
+//! failure), and paths are relative to the repository.
 //!
 //! Lines are compared without their terminator, so a CRLF file matches an
 //! LF envelope; new lines take the file's line ending (that of its first
@@ -101,7 +117,11 @@ impl AgentEditError {
 /// One file operation of a parsed document.
 #[derive(Debug, Clone, PartialEq)]
 enum FileOp {
-    /// Create `path` with `content` (it must be absent).
+    /// Create `path` with `content` (it must be absent). Codex's own
+    /// `apply_patch` lets `*** Add File:` overwrite an existing file; here
+    /// that is refused with `precondition_failed` (expected `absent`), so a
+    /// stale or mistaken envelope never silently replaces a file; an agent
+    /// rewrites an existing file with `*** Update File:` hunks.
     Add {
         path: RepoPath,
         line: usize,
@@ -162,8 +182,16 @@ struct Hunk {
     old: Vec<String>,
     /// The result.
     new: Vec<NewLine>,
-    /// `*** End of File`: the old lines must end the file.
+    /// `*** End of File`: the old lines must end the file. (A Codex hunk
+    /// of only added lines, with no context and no anchor, is placed so:
+    /// appended at the end.)
     at_end: bool,
+    /// How many of the last old lines are blank context lines that may be
+    /// dropped: when the lines match nowhere with them, they are matched
+    /// again without the last one, then the last two, and so on (Codex
+    /// reads a blank line left before the next `@@` or `*** End Patch` as
+    /// empty context, and retries without one).
+    blank_tail: usize,
 }
 
 /// The [`Changeset`] that `text` in `format` makes against `tree`, reading
@@ -471,19 +499,43 @@ fn normalize(line: &[u8], rung: MatchRung) -> Vec<u8> {
                 .map_or(0, |i| i + 1);
             line[..end].to_vec()
         }
-        MatchRung::Whitespace => {
-            let mut out = Vec::with_capacity(line.len());
-            for word in line
-                .split(|b| b.is_ascii_whitespace() || *b == b'\x0b')
-                .filter(|w| !w.is_empty())
-            {
-                if !out.is_empty() {
-                    out.push(b' ');
-                }
-                out.extend_from_slice(word);
+        MatchRung::Whitespace => collapse_whitespace(line),
+        MatchRung::UnicodePunctuation => match std::str::from_utf8(line) {
+            Ok(text) if !text.is_ascii() => {
+                let ascii: String = text.chars().map(ascii_punctuation).collect();
+                collapse_whitespace(ascii.as_bytes())
             }
-            out
+            // ASCII or not UTF-8: nothing to read differently.
+            _ => collapse_whitespace(line),
+        },
+    }
+}
+
+/// A line trimmed, with its inner runs of ASCII whitespace one space.
+fn collapse_whitespace(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    for word in line
+        .split(|b| b.is_ascii_whitespace() || *b == b'\x0b')
+        .filter(|w| !w.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(b' ');
         }
+        out.extend_from_slice(word);
+    }
+    out
+}
+
+/// The ASCII character the `unicode_punctuation` rung reads `c` as: the
+/// typographic dashes, quotes and spaces Codex's matcher folds (see
+/// [`MatchRung::UnicodePunctuation`]); every other character is itself.
+fn ascii_punctuation(c: char) -> char {
+    match c {
+        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+        '\u{2018}'..='\u{201B}' => '\'',
+        '\u{201C}'..='\u{201F}' => '"',
+        '\u{00A0}' | '\u{2002}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+        other => other,
     }
 }
 
@@ -639,10 +691,11 @@ fn ladder(
     }
     // The nearest misses: the starts where the longest prefix of the lines
     // matches at the loosest rung, with the first line that differs.
-    let loose = norm.at(MatchRung::Whitespace);
+    let loosest = MatchRung::LADDER[MatchRung::LADDER.len() - 1];
+    let loose = norm.at(loosest);
     let w: Vec<Vec<u8>> = want
         .iter()
-        .map(|l| normalize(l.as_bytes(), MatchRung::Whitespace))
+        .map(|l| normalize(l.as_bytes(), loosest))
         .collect();
     let mut best = 0;
     let mut at = Vec::new();
@@ -728,12 +781,13 @@ fn apply_hunks(
             lo = at + 1;
             rung = rung.max(r);
         }
-        let start = if h.old.is_empty() {
+        // Where the hunk's old lines start, and how many of them it replaces.
+        let (start, len) = if h.old.is_empty() {
             // A pure insertion: after the last anchor, or at the end.
             if h.at_end {
-                lines.len()
+                (lines.len(), 0)
             } else {
-                lo
+                (lo, 0)
             }
         } else {
             let what = |m: &str| {
@@ -760,18 +814,29 @@ fn apply_hunks(
                 e.details["candidates"] = Value::Array(c);
                 e
             };
-            let (s, r) = ladder(&norm, &lines, lo, &h.old, h.at_end, &what, &missing)?;
+            let mut len = h.old.len();
+            // The refusal of the lines as written, once they match nowhere.
+            let mut as_written = None;
+            let (s, r) = loop {
+                match ladder(&norm, &lines, lo, &h.old[..len], h.at_end, &what, &missing) {
+                    Ok(found) => break found,
+                    Err(e) if e.details["reason"] == "not_found" => {
+                        let e = as_written.take().unwrap_or(e);
+                        // Again without one more trailing blank context line.
+                        if h.old.len() - len < h.blank_tail && len > 1 {
+                            as_written = Some(e);
+                            len -= 1;
+                        } else {
+                            return Err(e);
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
             rung = rung.max(r);
-            s
+            (s, len)
         };
-        placed.push((
-            Placed {
-                start,
-                len: h.old.len(),
-                rung,
-            },
-            h,
-        ));
+        placed.push((Placed { start, len, rung }, h));
     }
     placed.sort_by_key(|(p, h)| (p.start, p.len != 0, h.number));
     for w in placed.windows(2) {
@@ -808,6 +873,8 @@ fn apply_hunks(
         out.extend(lines[next..p.start].iter().map(|l| (l.content, l.term)));
         for n in &h.new {
             match n {
+                // A blank context line the placement dropped.
+                NewLine::Keep(i) if *i >= p.len => {}
                 NewLine::Keep(i) => {
                     let l = &lines[p.start + i];
                     out.push((l.content, l.term));

@@ -197,22 +197,32 @@ pub enum MatchRung {
     /// Equal once each line is trimmed and inner runs of whitespace are
     /// collapsed to one space.
     Whitespace,
+    /// Equal at the `whitespace` rung once typographic punctuation is read
+    /// as its ASCII counterpart, as Codex's `apply_patch` matches: the
+    /// dashes and minus U+2010–U+2015 and U+2212 as `-`, the quotes
+    /// U+2018–U+201B as `'` and U+201C–U+201F as `"`, and the spaces
+    /// U+00A0, U+2002–U+200A, U+202F, U+205F and U+3000 as a space. The
+    /// file's own bytes are kept on every line the hunk does not replace.
+    UnicodePunctuation,
 }
 
 impl MatchRung {
     /// Every rung, strictest first: the order the ladder tries them in.
-    pub const LADDER: [MatchRung; 3] = [
+    pub const LADDER: [MatchRung; 4] = [
         MatchRung::Exact,
         MatchRung::TrailingWhitespace,
         MatchRung::Whitespace,
+        MatchRung::UnicodePunctuation,
     ];
 
-    /// The stable spelling: `exact`, `trailing_whitespace`, `whitespace`.
+    /// The stable spelling: `exact`, `trailing_whitespace`, `whitespace`,
+    /// `unicode_punctuation`.
     pub fn as_str(self) -> &'static str {
         match self {
             MatchRung::Exact => "exact",
             MatchRung::TrailingWhitespace => "trailing_whitespace",
             MatchRung::Whitespace => "whitespace",
+            MatchRung::UnicodePunctuation => "unicode_punctuation",
         }
     }
 }

@@ -114,8 +114,8 @@ pub struct FileEntry {
     pub removed_lines: Option<u64>,
     /// For a Codex patch or SEARCH/REPLACE revision: where each hunk
     /// editing this file matched and the rung of the matching ladder it
-    /// needed (`exact`, `trailing_whitespace`, `whitespace`); written only
-    /// when there are any.
+    /// needed (`exact`, `trailing_whitespace`, `whitespace`,
+    /// `unicode_punctuation`); written only when there are any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matches: Vec<crate::model::MatchedHunk>,
 }

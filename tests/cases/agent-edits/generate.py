@@ -330,13 +330,30 @@ ok("codex insertion after an anchor", "codex", CF,
    codex(update(C, ["@@ impl LineSpan {", "+    /// Spans are inclusive at both ends."])),
    {C: replaced(ct, [(anchor_line + 1, 0, ["    /// Spans are inclusive at both ends."])])},
    [(C, 1, "exact", anchor_line + 1)])
-refused("codex an insertion with nothing to place it", "codex", CF,
-        codex(update(C, ["@@", "+// floating"])), "invalid_patch", "no context", {"hunk": 1})
+# As Codex does: added lines with no context and no anchor go at the end.
+ok("codex an insertion with no context is appended at the end", "codex", CF,
+   codex(update(C, ["@@", "+// appended"])),
+   {C: replaced(ct, [(len(c) + 1, 0, ["// appended"])])}, [(C, 1, "exact", len(c) + 1)])
 refused("codex a hunk that changes nothing", "codex", CF,
         codex(update(C, ["@@", " " + c[48]])), "invalid_patch", "adds or removes no line", {"hunk": 1})
 refused("codex ambiguous at the whitespace rung", "codex", CF,
         codex(update(C, ["@@", "-  }", "+}"])), "patch_does_not_apply", "rung whitespace",
         {"hunk": 1, "reason": "ambiguous", "rung": "whitespace"})
+
+# Codex's leniencies: a heredoc wrapper with padded markers; typographic
+# punctuation in the file read as ASCII at the last rung.
+k = next(k for k, l in enumerate(c) if "self.start <= other.end && other.start <= self.end" in l) + 1
+h, e = hunk(c, k, 0, 1, ["        self.start <= other.end && other.start <= self.end // heredoc"], 0)
+ok("codex heredoc wrapper and padded markers", "codex", CF,
+   "apply_patch <<'EOF'\n  *** Begin Patch\n  *** Update File: " + C + "\n" + "\n".join(h)
+   + "\n\n *** End Patch \nEOF\n",
+   {C: replaced(ct, [e])}, [(C, 1, "exact", k)])
+dash = next(k for k, l in enumerate(c) if "no span \u2014 overlapping" in l) + 1
+ok("codex ASCII hunk on a line with an em dash: the unicode_punctuation rung", "codex", CF,
+   codex(update(C, ["@@", "-" + c[dash - 1].replace("\u2014", "-"),
+                    "+/// shifted moves its symbols), or no span (overlapping every symbol of"])),
+   {C: replaced(ct, [(dash, 1, ["/// shifted moves its symbols), or no span (overlapping every symbol of"])])},
+   [(C, 1, "unicode_punctuation", dash)])
 
 # Files: add, delete, move.
 ok("codex add a file", "codex", CF,

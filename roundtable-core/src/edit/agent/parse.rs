@@ -37,21 +37,60 @@ const UPDATE: &str = "*** Update File: ";
 const MOVE: &str = "*** Move to: ";
 const EOF: &str = "*** End of File";
 
+/// The heredoc openers agents wrap an envelope in (`apply_patch <<'EOF'`
+/// and the like), as Codex's lenient parser accepts them: `<<EOF`,
+/// `<<'EOF'` or `<<"EOF"`, optionally after the command name
+/// `apply_patch`; the wrapper closes with a line `EOF`.
+const HEREDOCS: [&str; 3] = ["<<EOF", "<<'EOF'", "<<\"EOF\""];
+
+/// Whether `line` (trimmed) opens a heredoc wrapper.
+fn heredoc_opener(line: &str) -> bool {
+    let l = line.trim();
+    let l = l
+        .strip_prefix("apply_patch")
+        .filter(|rest| rest.starts_with(char::is_whitespace))
+        .map_or(l, str::trim_start);
+    HEREDOCS.contains(&l)
+}
+
 /// A Codex `apply_patch` envelope.
+///
+/// Beyond the strict grammar it accepts what Codex's own parser accepts and
+/// is harmless: the markers (`*** Begin Patch`, `*** End Patch`, the file
+/// section headers) padded or indented with whitespace; a heredoc wrapper
+/// (`apply_patch <<'EOF'` … `EOF`, also `<<EOF` and `<<"EOF"`) around the
+/// envelope; blank lines between file sections, between hunks and after
+/// `*** End of File`. Blank lines *inside* a hunk are empty context lines,
+/// as Codex reads them; a trailing one that the file does not have is
+/// dropped when the hunk is placed (see [`Hunk::blank_tail`]).
 pub(super) fn codex(text: &str) -> Result<Vec<FileOp>, AgentEditError> {
     let all = lines(text);
     // Blank lines around the envelope are allowed, nothing else.
     let first = all.iter().position(|(_, l)| !l.trim().is_empty());
     let last = all.iter().rposition(|(_, l)| !l.trim().is_empty());
-    let (Some(first), Some(last)) = (first, last) else {
+    let (Some(mut first), Some(mut last)) = (first, last) else {
         return Err(AgentEditError::syntax(1, "", BEGIN));
     };
+    if heredoc_opener(all[first].1) && last > first && all[last].1.trim() == "EOF" {
+        // The wrapper's lines go; blank lines just inside it are allowed.
+        let inner = &all[first + 1..last];
+        match (
+            inner.iter().position(|(_, l)| !l.trim().is_empty()),
+            inner.iter().rposition(|(_, l)| !l.trim().is_empty()),
+        ) {
+            (Some(f), Some(l)) => {
+                last = first + 1 + l;
+                first = first + 1 + f;
+            }
+            _ => return Err(AgentEditError::syntax(all[last].0, all[last].1, BEGIN)),
+        }
+    }
     let (n, l) = all[first];
-    if l.trim_end() != BEGIN {
+    if l.trim() != BEGIN {
         return Err(AgentEditError::syntax(n, l, BEGIN));
     }
     let (n, l) = all[last];
-    if last == first || l.trim_end() != END {
+    if last == first || l.trim() != END {
         return Err(AgentEditError::syntax(n, l, END));
     }
     let body = &all[first + 1..last];
@@ -60,8 +99,12 @@ pub(super) fn codex(text: &str) -> Result<Vec<FileOp>, AgentEditError> {
     let mut i = 0;
     while i < body.len() {
         let (n, l) = body[i];
-        let header = l.trim_end();
+        let header = l.trim();
         i += 1;
+        if header.is_empty() {
+            // A blank line between file sections.
+            continue;
+        }
         if let Some(p) = header.strip_prefix(ADD) {
             let path = path(n, p)?;
             let mut content = Vec::new();
@@ -87,13 +130,20 @@ pub(super) fn codex(text: &str) -> Result<Vec<FileOp>, AgentEditError> {
             let path = path(n, p)?;
             let mut move_to = None;
             if let Some(&(m, l)) = body.get(i) {
-                if let Some(q) = l.trim_end().strip_prefix(MOVE) {
+                if let Some(q) = l.trim().strip_prefix(MOVE) {
                     move_to = Some(super::parse::path(m, q)?);
                     i += 1;
                 }
             }
             let mut hunks = Vec::new();
-            while let Some(&(_, l)) = body.get(i) {
+            loop {
+                // Blank lines between hunks (and after `*** End of File`).
+                while body.get(i).is_some_and(|(_, l)| l.trim().is_empty()) {
+                    i += 1;
+                }
+                let Some(&(_, l)) = body.get(i) else {
+                    break;
+                };
                 if l.starts_with("*** ") && l.trim_end() != EOF {
                     break;
                 }
@@ -192,15 +242,21 @@ fn codex_hunk(body: &[(usize, &str)], i: &mut usize, number: u32) -> Result<Hunk
             json!({"hunk": number, "line": start, "found_line": n, "found": l}),
         ));
     }
-    if old.is_empty() && anchors.is_empty() && !at_end {
-        return Err(AgentEditError::new(
-            crate::ErrorCode::InvalidPatch,
-            format!(
-                "hunk {number} (line {start}): only adds lines, with no context, `@@` anchor or `*** End of File` to place them"
-            ),
-            json!({"hunk": number, "line": start}),
-        ));
+    // Only added lines, with no context and no anchor: Codex appends them
+    // at the end of the file, as if `*** End of File` closed the hunk.
+    if old.is_empty() && anchors.is_empty() {
+        at_end = true;
     }
+    // Last context lines that are blank (often the blank lines an agent
+    // leaves before the next `@@`) may be dropped when the file has no
+    // blank lines there: Codex retries without one.
+    let blank_tail = old
+        .iter()
+        .enumerate()
+        .rev()
+        .zip(new.iter().rev())
+        .take_while(|((k, o), n)| o.is_empty() && **n == NewLine::Keep(*k))
+        .count();
     Ok(Hunk {
         number,
         line: start,
@@ -208,6 +264,7 @@ fn codex_hunk(body: &[(usize, &str)], i: &mut usize, number: u32) -> Result<Hunk
         old,
         new,
         at_end,
+        blank_tail,
     })
 }
 
@@ -302,6 +359,7 @@ pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> 
             old: search,
             new: replace.into_iter().map(NewLine::Add).collect(),
             at_end: false,
+            blank_tail: 0,
         };
         let existing = ops.iter_mut().find_map(|op| match op {
             FileOp::Update { path, hunks, .. } if *path == file => Some(hunks),

@@ -281,8 +281,15 @@ def http_raw(binary: str, root: Path, pid: str) -> Iterator[Batch]:
         body = request("tools/call", {"name": "proposal.get", "arguments": {"proposal_id": pid}})
 
         def one() -> Any:
-            conn.request("POST", "/mcp", body=body, headers=headers)
-            resp = conn.getresponse()
+            try:
+                conn.request("POST", "/mcp", body=body, headers=headers)
+                resp = conn.getresponse()
+            except (http.client.RemoteDisconnected, ConnectionError):
+                # The server closes a connection idle for HEADER_READ_TIMEOUT
+                # (5 s, e.g. between two runs): reconnect once.
+                conn.close()
+                conn.request("POST", "/mcp", body=body, headers=headers)
+                resp = conn.getresponse()
             data = resp.read()
             assert resp.status == 200, (resp.status, data)
             return json.loads(data)

@@ -26,7 +26,7 @@ after 200 warm-up calls:
 Target (issue 17): the stdio `tools/call` within 2x of the binding call.
 
     target/py-venv/bin/python bench/mcp_bench.py [--bin target/release/roundtable]
-        [--calls N] [--runs N] [--write]
+        [--calls N] [--runs N] [--write] [--echo PATH] [--no-node]
 
 `--write` replaces the "MCP" section of BENCHMARKS.md (between its markers).
 """
@@ -140,6 +140,65 @@ def stdio_raw(binary: str, root: Path, pid: str, last: List[bytes]) -> Iterator[
         c.close()
 
 
+@contextlib.contextmanager
+def stdio_other(argv: List[str], tool: str, args: Dict[str, Any], check: Callable[[Any], bool]) -> Iterator[Batch]:
+    """The raw client against another MCP stdio server: the same handshake,
+    one `tools/call` line per call."""
+    c = LineClient(argv)
+    try:
+        hello = c.raw(request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                             "clientInfo": {"name": "bench", "version": "1"}}))
+        assert "result" in hello, hello
+        c.inp.write(request("notifications/initialized", {}, id=None))
+        line = request("tools/call", {"name": tool, "arguments": args})
+        r = c.raw(line)
+        assert check(r), r
+
+        def batch(n: int) -> None:
+            for _ in range(n):
+                c.raw(line)
+
+        yield batch
+    finally:
+        c.close()
+
+
+def echo_binary(binary: str, given: str | None) -> Path | None:
+    if given:
+        return Path(given)
+    exe = Path(binary).parent / "examples" / "echo"
+    if not exe.exists():
+        log(f"building {exe}")
+        target = Path(binary).parent.parent
+        env = dict(os.environ, CARGO_TARGET_DIR=str(target))
+        profile = Path(binary).parent.name
+        cmd = ["cargo", "build", "-q", "-p", "roundtable-mcp", "--example", "echo"]
+        if profile == "release":
+            cmd.append("--release")
+        if subprocess.run(cmd, cwd=REPO, env=env).returncode != 0:
+            log("the echo example did not build: the SDK floor is skipped")
+            return None
+    return exe
+
+
+def filesystem_server() -> Path | None:
+    """`npm ci` of bench/node into the target dir (once); the server's entry."""
+    node_dir = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target")) / "mcp-bench-node"
+    entry = node_dir / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+    lock = HERE / "node" / "package-lock.json"
+    stamp = node_dir / "package-lock.json"
+    if not entry.exists() or not stamp.exists() or stamp.read_bytes() != lock.read_bytes():
+        node_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("package.json", "package-lock.json"):
+            (node_dir / name).write_bytes((HERE / "node" / name).read_bytes())
+        log(f"npm ci in {node_dir}")
+        r = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"], cwd=node_dir)
+        if r.returncode != 0 or not entry.exists():
+            log("npm ci failed: the filesystem server is skipped")
+            return None
+    return entry
+
+
 ECHO_C = r"""
 #include <stdio.h>
 static char line[1 << 22];
@@ -222,8 +281,15 @@ def http_raw(binary: str, root: Path, pid: str) -> Iterator[Batch]:
         body = request("tools/call", {"name": "proposal.get", "arguments": {"proposal_id": pid}})
 
         def one() -> Any:
-            conn.request("POST", "/mcp", body=body, headers=headers)
-            resp = conn.getresponse()
+            try:
+                conn.request("POST", "/mcp", body=body, headers=headers)
+                resp = conn.getresponse()
+            except (http.client.RemoteDisconnected, ConnectionError):
+                # The server closes a connection idle for HEADER_READ_TIMEOUT
+                # (5 s, e.g. between two runs): reconnect once.
+                conn.close()
+                conn.request("POST", "/mcp", body=body, headers=headers)
+                resp = conn.getresponse()
             data = resp.read()
             assert resp.status == 200, (resp.status, data)
             return json.loads(data)
@@ -264,6 +330,19 @@ def render(rows: List[Tuple[str, float, float]], calls: int, runs: int, binary: 
         "",
         f"Target: one stdio `tools/call` within 2× of the binding call: **{verdict}** ({stdio:.2f}×, raw client).",
     ]
+    by = {name: best for name, best, _ in rows}
+    sdk = next((v for k, v in by.items() if "SDK floor" in k), None)
+    fs = next((v for k, v in by.items() if "server-filesystem" in k), None)
+    if sdk is not None:
+        ratio = rows[1][1] / sdk
+        lines.append(
+            f"Against the SDK floor (an rmcp echo server answering with the same bytes): roundtable "
+            f"{rows[1][1]:.1f} µs, echo {sdk:.1f} µs: **{ratio:.2f}×** (target ≤ 1.5×: "
+            f"{'met' if ratio <= 1.5 else 'not met'}).")
+    if fs is not None:
+        lines.append(
+            f"Against `@modelcontextprotocol/server-filesystem` `read_file` ({fs:.1f} µs): "
+            f"roundtable is {rows[1][1] / fs:.2f}× its time.")
     floors = [r for r in rows if r[0].startswith("pipe floor")]
     if floors:
         f = floors[0][1]
@@ -283,6 +362,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--echo", help="the echo example (default: beside --bin, built when missing)")
+    ap.add_argument("--no-node", action="store_true", help="skip @modelcontextprotocol/server-filesystem")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=ROOT_BASE) as d, contextlib.ExitStack() as stack:
         root = Path(d) / "repo"
@@ -298,6 +379,21 @@ def main() -> None:
             ("MCP HTTP `tools/call`, raw keep-alive client", stack.enter_context(http_raw(a.bin, root, pid)),
              a.calls),
         ]
+        result = json.loads(last[0])["result"]["structuredContent"]
+        canned = Path(d) / "proposal.json"
+        canned.write_text(json.dumps(result))
+        echo = echo_binary(a.bin, a.echo)
+        if echo is not None:
+            paths.append(("MCP stdio `tools/call`, rmcp echo server (the SDK floor), raw client",
+                          stack.enter_context(stdio_other([str(echo), str(canned)], "echo", {},
+                                                          lambda r: r["result"]["structuredContent"] == result)),
+                          a.calls))
+        fs = None if a.no_node else filesystem_server()
+        if fs is not None:
+            paths.append(("MCP stdio `tools/call`, server-filesystem `read_file` (Node), raw client",
+                          stack.enter_context(stdio_other(["node", str(fs), d], "read_file", {"path": str(canned)},
+                                                          lambda r: "result" in r and not r["result"].get("isError"))),
+                          a.calls))
         floor = stack.enter_context(pipe_floor(Path(d), last))
         if floor is not None:
             paths.append((f"pipe floor: C echo of the same {len(last[0]):,}-byte response line, no work",

@@ -1,21 +1,41 @@
 //! Streamable HTTP on loopback: one server for many agents, each request's
 //! actor bound by its bearer token.
+//!
+//! In front of the SDK, in this order: a connection must finish its request
+//! headers within [`HEADER_READ_TIMEOUT`] (else it is dropped); a request
+//! with an `Origin` header that is not this server's own loopback origin is
+//! `403` (the MCP rule against DNS rebinding; no `Origin`, as from a
+//! non-browser client, is fine); no valid bearer token is `401`; a body over
+//! the message size limit ([`max_message_bytes`]) is `413`, one that is not
+//! JSON `400` with JSON-RPC `-32700`, one that is not a JSON-RPC message
+//! (or an `initialize` without `protocolVersion`) `400` with `-32600`
+//! (`-32602`).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::http::{header, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::body::{Body as _, Bytes, Incoming};
+use hyper::http::{header, Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use roundtable::{Actor, Engine, ErrorCode};
 
+use crate::wire::{self, max_message_bytes, Decoded, Refusal};
 use crate::{McpServer, Tokens};
 
 /// The path MCP is served at (`http://127.0.0.1:PORT/mcp`).
 pub const MCP_PATH: &str = "/mcp";
+
+/// How long a connection may take to send a request's headers (the first
+/// request's, and each next one's on a kept-alive connection) before it is
+/// dropped: a client that connects and stalls holds nothing for long.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The name a refusal gives this transport's limit.
+const TRANSPORT: &str = "HTTP";
 
 /// Why the HTTP server could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +75,8 @@ type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible
 /// Every request must carry `Authorization: Bearer TOKEN` naming an actor
 /// in `tokens`; anything else is `401` before any MCP handling, never a
 /// default actor. Requests are served statelessly (no MCP session), with
-/// plain JSON responses.
+/// plain JSON responses. A request body may hold up to
+/// [`max_message_bytes`] of the engine's patch limit (97 MiB by default).
 ///
 /// # Errors
 /// [`HttpError`] when the address is not loopback or cannot be bound.
@@ -70,11 +91,14 @@ pub async fn serve_http(
     }
     let listen = |source| HttpError::Listen { addr, source };
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
-    bound(listener.local_addr().map_err(listen)?);
+    let local = listener.local_addr().map_err(listen)?;
+    bound(local);
+    let limit = max_message_bytes(engine.options().max_patch_bytes);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_sse_keep_alive(None);
+        .with_sse_keep_alive(None)
+        .with_max_request_body_bytes(limit);
     let mcp = Arc::new(StreamableHttpService::new(
         move || Ok(McpServer::per_request(Arc::clone(&engine))),
         Arc::new(NeverSessionManager::default()),
@@ -96,28 +120,81 @@ pub async fn serve_http(
             let service = hyper::service::service_fn(move |request| {
                 let mcp = Arc::clone(&mcp);
                 let tokens = Arc::clone(&tokens);
-                async move { Ok::<_, std::convert::Infallible>(route(&mcp, &tokens, request).await) }
+                let edge = Edge { local, limit };
+                async move {
+                    Ok::<_, std::convert::Infallible>(route(&mcp, &tokens, edge, request).await)
+                }
             });
-            // A client that drops its connection ends only that connection.
+            // A client that drops its connection, or stalls in its headers,
+            // ends only that connection.
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
     }
 }
 
+/// What every request is checked against.
+#[derive(Clone, Copy)]
+struct Edge {
+    /// The address the server listens on: its origin's port.
+    local: SocketAddr,
+    /// The message size limit.
+    limit: usize,
+}
+
 async fn route(
     mcp: &StreamableHttpService<McpServer, NeverSessionManager>,
     tokens: &Tokens,
+    edge: Edge,
     mut request: Request<Incoming>,
 ) -> Response<Body> {
     if request.uri().path() != MCP_PATH {
         return plain(StatusCode::NOT_FOUND, "roundtable serves MCP at /mcp\n");
     }
+    let origins = request.headers().get_all(header::ORIGIN);
+    if origins
+        .iter()
+        .any(|o| o.to_str().map_or(true, |o| !own_origin(o, edge.local)))
+    {
+        return plain(
+            StatusCode::FORBIDDEN,
+            "this Origin may not call roundtable (only its own loopback origin, or none)\n",
+        );
+    }
     match bearer(&request).and_then(|token| tokens.actor(token)) {
         Some(actor) => {
             request.extensions_mut().insert::<Actor>(actor);
-            mcp.handle(request).await
+            if request.method() != Method::POST {
+                return mcp.handle(request).await;
+            }
+            let (parts, body) = request.into_parts();
+            let bytes = match collect(body, edge.limit).await {
+                Ok(bytes) => bytes,
+                Err(Collected::TooLarge(prefix)) => {
+                    return json_rpc(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        &wire::oversized(&prefix, edge.limit, TRANSPORT),
+                    )
+                }
+                Err(Collected::Broken) => {
+                    return plain(StatusCode::BAD_REQUEST, "the request body did not arrive\n")
+                }
+            };
+            match wire::decode(&bytes) {
+                Decoded::Message(_) => {
+                    mcp.handle(Request::from_parts(parts, Full::new(bytes)))
+                        .await
+                }
+                Decoded::Refused(refusal) => json_rpc(StatusCode::BAD_REQUEST, &refusal),
+                Decoded::Ignored => {
+                    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+                    *response.status_mut() = StatusCode::ACCEPTED;
+                    response
+                }
+            }
         }
         None => {
             let mut response = plain(
@@ -131,6 +208,82 @@ async fn route(
             response
         }
     }
+}
+
+/// Why a request body was not taken.
+enum Collected {
+    /// It is over the limit; here are its first bytes.
+    TooLarge(Vec<u8>),
+    /// The connection failed mid-body.
+    Broken,
+}
+
+/// The whole body, if it is at most `limit` bytes. A larger one is read to
+/// its end and dropped (so the client, still sending, reads the answer
+/// rather than a reset connection), keeping its first bytes for its id.
+async fn collect(mut body: Incoming, limit: usize) -> Result<Bytes, Collected> {
+    if body.size_hint().lower() > limit as u64 {
+        let prefix = drain(body, Vec::new()).await;
+        return Err(Collected::TooLarge(prefix));
+    }
+    let mut all = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| Collected::Broken)?.into_data() else {
+            continue;
+        };
+        if all.len().saturating_add(data.len()) > limit {
+            all.truncate(wire::ID_PREFIX_BYTES);
+            let prefix = drain(body, all).await;
+            return Err(Collected::TooLarge(prefix));
+        }
+        all.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(all))
+}
+
+/// Read `body` to its end, keeping up to [`wire::ID_PREFIX_BYTES`] in
+/// `prefix`.
+async fn drain(mut body: Incoming, mut prefix: Vec<u8>) -> Vec<u8> {
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            let room = wire::ID_PREFIX_BYTES.saturating_sub(prefix.len());
+            prefix.extend_from_slice(&data[..data.len().min(room)]);
+        }
+    }
+    prefix
+}
+
+/// Whether `origin` (an `Origin` header's value) is this server's own: an
+/// `http` origin on a loopback host (`localhost`, `127.0.0.1`, `[::1]`, …)
+/// at the port the server listens on. `null`, another scheme, host or port
+/// is not.
+fn own_origin(origin: &str, local: SocketAddr) -> bool {
+    let Some(authority) = origin.strip_prefix("http://") else {
+        return false;
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, port.parse::<u16>().ok()),
+        _ => (authority, Some(80)),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback && port == Some(local.port())
+}
+
+/// A JSON-RPC error response with `status`.
+fn json_rpc(status: StatusCode, refusal: &Refusal) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(refusal.to_bytes())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header, if any.
@@ -176,5 +329,40 @@ mod tests {
         assert_eq!(bearer(&with_auth("Bearer ")), None);
         assert_eq!(bearer(&with_auth("Bearerabc")), None);
         assert_eq!(bearer(&Request::new(())), None);
+    }
+
+    #[test]
+    fn only_this_servers_loopback_origin_is_its_own() {
+        let v4: SocketAddr = "127.0.0.1:4100".parse().expect("addr");
+        let v6: SocketAddr = "[::1]:4100".parse().expect("addr");
+        for own in [
+            "http://127.0.0.1:4100",
+            "http://localhost:4100",
+            "http://LOCALHOST:4100",
+            "http://[::1]:4100",
+            "http://127.0.0.2:4100",
+        ] {
+            assert!(own_origin(own, v4), "{own}");
+            assert!(own_origin(own, v6), "{own}");
+        }
+        for foreign in [
+            "null",
+            "",
+            "http://evil.example",
+            "http://evil.example:4100",
+            "https://127.0.0.1:4100",
+            "http://127.0.0.1:4101",
+            "http://127.0.0.1",
+            "http://localhost.evil.example:4100",
+            "http://127.0.0.1.nip.io:4100",
+            "http://[::2]:4100",
+            "http://127.0.0.1:4100/",
+            "http://user@127.0.0.1:4100",
+            "file://",
+        ] {
+            assert!(!own_origin(foreign, v4), "{foreign}");
+        }
+        let port80: SocketAddr = "127.0.0.1:80".parse().expect("addr");
+        assert!(own_origin("http://localhost", port80));
     }
 }

@@ -28,16 +28,28 @@
 //! Both protocol eras are served by the SDK: the `initialize` handshake
 //! (2025-11-25 and earlier) and the stateless revision (2026-07-28,
 //! `server/discover`, per-request `_meta`).
+//!
+//! Each transport takes messages up to one size ([`max_message_bytes`]: six
+//! times the engine's patch limit plus 1 MiB, 97 MiB by default), so every
+//! patch the engine takes reaches it; a larger message gets a JSON-RPC error
+//! naming the limit (over stdio on its own line, with the request's `id` when
+//! the start of the line shows it, and the server keeps serving; over HTTP
+//! with status `413`). Input that is not JSON is `-32700`, JSON that is not a
+//! JSON-RPC message `-32600`, an `initialize` without `protocolVersion` and a
+//! call of a tool that does not exist `-32602`, on both transports.
 
 mod http;
+mod lines;
 mod schema;
 mod server;
 mod stdio;
 mod tokens;
+mod wire;
 
-pub use http::{serve_http, HttpError, MCP_PATH};
+pub use http::{serve_http, HttpError, HEADER_READ_TIMEOUT, MCP_PATH};
 pub use server::{tool_list, McpServer};
 pub use tokens::{TokenError, Tokens, MIN_TOKEN_LEN};
+pub use wire::max_message_bytes;
 
 use std::sync::Arc;
 
@@ -50,9 +62,29 @@ use roundtable::{Actor, Engine};
 /// The transport's error when the stream cannot be read or written, or the
 /// client's first messages are not a valid MCP opening.
 pub async fn serve_stdio(engine: Arc<Engine>, actor: Actor) -> std::io::Result<()> {
+    let (read, write) = stdio::transport();
+    serve_io(engine, actor, read, write).await
+}
+
+/// Serve `actor` over newline-delimited JSON-RPC on `read` and `write` (as
+/// [`serve_stdio`] does on standard input and output) until `read` ends.
+///
+/// # Errors
+/// As [`serve_stdio`].
+pub async fn serve_io<R, W>(
+    engine: Arc<Engine>,
+    actor: Actor,
+    read: R,
+    write: W,
+) -> std::io::Result<()>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     use rmcp::ServiceExt;
+    let limit = max_message_bytes(engine.options().max_patch_bytes);
     let running = McpServer::for_actor(engine, actor)
-        .serve(stdio::transport())
+        .serve(lines::LineTransport::new(read, write, limit))
         .await
         .map_err(std::io::Error::other)?;
     running.waiting().await.map_err(std::io::Error::other)?;

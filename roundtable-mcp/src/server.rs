@@ -133,6 +133,14 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let actor = self.actor(&cx)?;
+        // A tool that does not exist is the request's error (JSON-RPC
+        // invalid params), not a tool result.
+        let Some(spec) = roundtable::tools::find(&request.name) else {
+            return Err(McpError::invalid_params(
+                format!("no tool is named {:?}", request.name),
+                Some(serde_json::json!({"tool": request.name})),
+            ));
+        };
         let engine = Arc::clone(&self.engine);
         let name = request.name.into_owned();
         let args = Value::Object(request.arguments.unwrap_or_default());
@@ -140,7 +148,7 @@ impl ServerHandler for McpServer {
         // another thread costs more than the call (`bench/mcp_bench.py`).
         // A change (fsync, the apply lock) or a wait runs on the blocking
         // pool, so it never holds up the protocol or other requests.
-        let quick = roundtable::tools::find(&name).is_none_or(|s| !s.mutates && !s.waits);
+        let quick = !spec.mutates && !spec.waits;
         let outcome = if quick {
             engine.call(&name, args, &actor)
         } else {

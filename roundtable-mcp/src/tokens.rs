@@ -4,8 +4,13 @@
 //! blank lines and lines starting with `#` are ignored. A token is at least
 //! [`MIN_TOKEN_LEN`] characters of `[A-Za-z0-9._~+/=-]` (what an
 //! `Authorization: Bearer` value may hold). The file is read again whenever
-//! it changes, so a host adds and revokes agents without a restart; a file
-//! that stops parsing keeps the last good set and says why on stderr.
+//! it changes, so a host adds and revokes agents without a restart.
+//!
+//! The file fails closed: once it is deleted, replaced by something that is
+//! not a readable file, or holds one bad line, **every** token is revoked
+//! (every request is `401`) until the file is valid again, so a revocation
+//! written together with a typo is never lost. Each such change is said once
+//! on stderr, and so is the return to a valid file.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -57,8 +62,24 @@ pub struct Tokens {
 
 #[derive(Debug)]
 struct Loaded {
-    stamp: Option<(SystemTime, u64)>,
+    /// The file as last looked at (`None`: it did not exist).
+    stamp: Option<Stamp>,
+    /// The tokens in force: empty while the file is broken.
     actors: HashMap<String, Actor>,
+    /// Why the file is refused, while it is.
+    broken: Option<String>,
+}
+
+/// What changes when the file is written, replaced or removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    is_file: bool,
+    /// The inode and change time: a rename over the file, or a rewrite of
+    /// the same length within the clock's granularity, still changes them.
+    #[cfg(unix)]
+    inode: (u64, i64, i64),
 }
 
 impl Tokens {
@@ -71,49 +92,90 @@ impl Tokens {
         let actors = read(path)?;
         Ok(Tokens {
             path: path.to_owned(),
-            state: Mutex::new(Loaded { stamp, actors }),
+            state: Mutex::new(Loaded {
+                stamp,
+                actors,
+                broken: None,
+            }),
         })
     }
 
     /// The actor `token` names, reading the file again first when it
-    /// changed since the last look.
+    /// changed since the last look; `None` for every token while the file
+    /// is missing, unreadable or invalid.
     pub fn actor(&self, token: &str) -> Option<Actor> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = stamp(&self.path);
-        if now != state.stamp {
-            match read(&self.path) {
-                Ok(actors) => {
-                    state.actors = actors;
-                    state.stamp = now;
-                }
-                // A half-written or broken file keeps the last good set.
-                Err(e) => eprintln!("roundtable mcp: {e}; keeping the previous tokens"),
-            }
+        let mut state = self.lock();
+        if let Some(said) = refresh(&self.path, &mut state) {
+            eprintln!("roundtable mcp: {said}");
         }
         state.actors.get(token).cloned()
     }
 
-    /// How many tokens are loaded.
+    /// How many tokens are in force (none while the file is broken).
     pub fn len(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .actors
-            .len()
+        self.lock().actors.len()
     }
 
-    /// Whether no token is loaded (every request is then `401`).
+    /// Whether no token is in force (every request is then `401`).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+/// Bring `state` in step with the file at `path` if it changed since the
+/// last look: its tokens when it is valid, none when it is not. Returns
+/// what to log when the file became broken (or broken differently) or
+/// valid again; `None` when nothing is worth saying.
+fn refresh(path: &Path, state: &mut Loaded) -> Option<String> {
+    let now = stamp(path);
+    if now == state.stamp {
+        return None;
+    }
+    state.stamp = now;
+    match read(path) {
+        Ok(actors) => {
+            state.actors = actors;
+            state.broken.take().map(|_| {
+                let n = state.actors.len();
+                format!(
+                    "tokens file {} is valid again: {n} token{} in force",
+                    path.display(),
+                    if n == 1 { "" } else { "s" }
+                )
+            })
+        }
+        Err(e) => {
+            state.actors.clear();
+            let why = e.to_string();
+            if state.broken.as_deref() == Some(why.as_str()) {
+                return None;
+            }
+            state.broken = Some(why.clone());
+            Some(format!(
+                "{why}; every token is revoked until the file is valid again"
+            ))
+        }
+    }
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
+    Some(Stamp {
+        modified: meta.modified().ok(),
+        len: meta.len(),
+        is_file: meta.is_file(),
+        #[cfg(unix)]
+        inode: {
+            use std::os::unix::fs::MetadataExt;
+            (meta.ino(), meta.ctime(), meta.ctime_nsec())
+        },
+    })
 }
 
 fn read(path: &Path) -> Result<HashMap<String, Actor>, TokenError> {
@@ -194,31 +256,98 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_file_is_read_again_when_it_changes_and_a_broken_edit_keeps_the_last_set() {
+    fn who(tokens: &Tokens, token: &str) -> Option<String> {
+        tokens.actor(token).map(|a| a.to_string())
+    }
+
+    fn loaded(text: &str) -> (tempfile::TempDir, PathBuf, Tokens) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("tokens");
-        std::fs::write(&path, format!("{T1} agent:alice\n")).expect("write");
+        std::fs::write(&path, text).expect("write");
         let tokens = Tokens::load(&path).expect("load");
-        assert_eq!(
-            tokens.actor(T1).map(|a| a.to_string()).as_deref(),
-            Some("agent:alice")
-        );
+        (dir, path, tokens)
+    }
+
+    #[test]
+    fn the_file_is_read_again_when_it_changes() {
+        let (_dir, path, tokens) = loaded(&format!("{T1} agent:alice\n"));
+        assert_eq!(who(&tokens, T1).as_deref(), Some("agent:alice"));
         assert!(tokens.actor(T2).is_none());
-        // Add one, revoke the other (the length changes, so the stamp does).
+        // Add one, revoke the other.
         std::fs::write(&path, format!("{T2} agent:bob-the-second\n")).expect("write");
         assert!(tokens.actor(T1).is_none());
-        assert_eq!(
-            tokens.actor(T2).map(|a| a.to_string()).as_deref(),
-            Some("agent:bob-the-second")
-        );
+        assert_eq!(who(&tokens, T2).as_deref(), Some("agent:bob-the-second"));
         std::fs::write(&path, "garbage\n").expect("write");
-        assert!(
-            tokens.actor(T2).is_some(),
-            "a broken file keeps the last set"
-        );
         let e = Tokens::load(&path).expect_err("refused");
         assert_eq!(e.code(), ErrorCode::InvalidArgument);
         assert!(e.to_string().contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn item5_a_deleted_tokens_file_revokes_every_token() {
+        let (_dir, path, tokens) = loaded(&format!("{T1} agent:alice\n"));
+        assert!(tokens.actor(T1).is_some());
+        std::fs::remove_file(&path).expect("remove");
+        assert!(tokens.actor(T1).is_none(), "a deleted file keeps no token");
+        assert!(tokens.is_empty());
+        // Valid again: the tokens it lists work again.
+        std::fs::write(&path, format!("{T1} agent:alice\n")).expect("write");
+        assert_eq!(who(&tokens, T1).as_deref(), Some("agent:alice"));
+    }
+
+    #[test]
+    fn item5_a_directory_in_place_of_the_tokens_file_revokes_every_token() {
+        let (_dir, path, tokens) = loaded(&format!("{T1} agent:alice\n"));
+        assert!(tokens.actor(T1).is_some());
+        std::fs::remove_file(&path).expect("remove");
+        std::fs::create_dir(&path).expect("mkdir");
+        assert!(tokens.actor(T1).is_none(), "a directory keeps no token");
+        std::fs::remove_dir(&path).expect("rmdir");
+        std::fs::write(&path, format!("{T2} agent:bob\n")).expect("write");
+        assert!(tokens.actor(T1).is_none());
+        assert_eq!(who(&tokens, T2).as_deref(), Some("agent:bob"));
+    }
+
+    #[test]
+    fn item5_one_bad_line_revokes_every_token_and_a_revocation_with_a_typo_is_not_lost() {
+        let (_dir, path, tokens) = loaded(&format!("{T1} agent:alice\n{T2} agent:bob\n"));
+        assert!(tokens.actor(T1).is_some() && tokens.actor(T2).is_some());
+        // The host revokes alice and, in the same write, mistypes a line.
+        std::fs::write(&path, format!("{T2} agent:bob\n{T1}x agnet:carol\n")).expect("write");
+        assert!(tokens.actor(T1).is_none(), "the revocation holds");
+        assert!(
+            tokens.actor(T2).is_none(),
+            "an invalid file revokes every token"
+        );
+        // Fixed: exactly what the file lists works.
+        std::fs::write(&path, format!("{T2} agent:bob\n")).expect("write");
+        assert!(tokens.actor(T1).is_none());
+        assert_eq!(who(&tokens, T2).as_deref(), Some("agent:bob"));
+    }
+
+    #[test]
+    fn item5_a_broken_file_is_logged_once_per_change() {
+        let (_dir, path, tokens) = loaded(&format!("{T1} agent:alice\n"));
+        let mut state = tokens.state.lock().expect("lock");
+        assert_eq!(refresh(&tokens.path, &mut state), None, "unchanged");
+        std::fs::write(&path, "garbage\n").expect("write");
+        let said = refresh(&tokens.path, &mut state).expect("logged");
+        assert!(
+            said.contains("line 1") && said.contains("every token is revoked"),
+            "{said}"
+        );
+        assert_eq!(refresh(&tokens.path, &mut state), None, "logged once");
+        std::fs::remove_file(&path).expect("remove");
+        let said = refresh(&tokens.path, &mut state).expect("logged");
+        assert!(said.contains("every token is revoked"), "{said}");
+        assert_eq!(refresh(&tokens.path, &mut state), None, "logged once");
+        std::fs::write(&path, format!("{T1} agent:alice\n")).expect("write");
+        let said = refresh(&tokens.path, &mut state).expect("logged");
+        assert!(
+            said.contains("valid again") && said.contains("1 token"),
+            "{said}"
+        );
+        assert_eq!(refresh(&tokens.path, &mut state), None, "logged once");
+        assert!(state.actors.contains_key(T1));
     }
 }

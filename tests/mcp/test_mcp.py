@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[2]
@@ -170,8 +171,11 @@ def test_refusals_are_tool_errors_with_the_stable_code_and_change_nothing(repo: 
             assert body["code"] in {"patch_does_not_apply", "precondition_failed"}, body
             body = refusal(await client.call_tool("proposal.get", {"proposal_id": "prop-nope"}))
             assert body["code"] == "not_found"
-            body = refusal(await client.call_tool("no.such_tool", {}))
-            assert body["code"] == "not_found"
+            # A tool that does not exist is the request's JSON-RPC error
+            # (invalid params), not a tool result.
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("no.such_tool", {})
+            assert unknown.value.error.code == -32602 and "no.such_tool" in unknown.value.error.message
             listed = structured(await client.call_tool("proposal.list", {}))
             assert listed["proposals"] == []
     run(go())

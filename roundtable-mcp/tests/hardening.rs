@@ -431,8 +431,8 @@ fn item6_a_patch_over_the_engines_limit_reaches_the_engine_on_both_transports() 
     let r = post_authed(addr, &call, &[]);
     assert_eq!(r.status, 200);
     let v = r.json();
-    let refusal = &v["result"]["structuredContent"];
     assert_eq!(v["result"]["isError"], true, "{}", v["error"]);
+    let refusal = &refusal_text(&v["result"]);
     assert_eq!(refusal["code"], "invalid_argument");
     assert_eq!(refusal["details"]["field"], "patch");
     assert!(refusal["message"]
@@ -442,9 +442,12 @@ fn item6_a_patch_over_the_engines_limit_reaches_the_engine_on_both_transports() 
     let r = stdio(Arc::clone(&engine), vec![call], 1);
     assert_eq!(r[0]["id"], 11);
     assert_eq!(r[0]["result"]["isError"], true, "{}", r[0]["error"]);
-    assert_eq!(
-        r[0]["result"]["structuredContent"]["details"]["field"],
-        "patch"
-    );
+    assert_eq!(refusal_text(&r[0]["result"])["details"]["field"], "patch");
     assert_eq!(proposals(&engine), 0);
+}
+
+/// A refusal's JSON: the text of the tool error's one content item.
+fn refusal_text(result: &Value) -> Value {
+    let text = result["content"][0]["text"].as_str().expect("a text item");
+    serde_json::from_str(text).expect("the refusal JSON")
 }

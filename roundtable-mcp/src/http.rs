@@ -120,9 +120,8 @@ pub async fn serve_http(
             let service = hyper::service::service_fn(move |request| {
                 let mcp = Arc::clone(&mcp);
                 let tokens = Arc::clone(&tokens);
-                let edge = Edge { local, limit };
                 async move {
-                    Ok::<_, std::convert::Infallible>(route(&mcp, &tokens, edge, request).await)
+                    Ok::<_, std::convert::Infallible>(route(&mcp, &tokens, limit, request).await)
                 }
             });
             // A client that drops its connection, or stalls in its headers,
@@ -136,19 +135,10 @@ pub async fn serve_http(
     }
 }
 
-/// What every request is checked against.
-#[derive(Clone, Copy)]
-struct Edge {
-    /// The address the server listens on: its origin's port.
-    local: SocketAddr,
-    /// The message size limit.
-    limit: usize,
-}
-
 async fn route(
     mcp: &StreamableHttpService<McpServer, NeverSessionManager>,
     tokens: &Tokens,
-    edge: Edge,
+    limit: usize,
     mut request: Request<Incoming>,
 ) -> Response<Body> {
     if request.uri().path() != MCP_PATH {
@@ -157,11 +147,11 @@ async fn route(
     let origins = request.headers().get_all(header::ORIGIN);
     if origins
         .iter()
-        .any(|o| o.to_str().map_or(true, |o| !own_origin(o, edge.local)))
+        .any(|o| o.to_str().map_or(true, |o| !loopback_origin(o)))
     {
         return plain(
             StatusCode::FORBIDDEN,
-            "this Origin may not call roundtable (only its own loopback origin, or none)\n",
+            "this Origin may not call roundtable (only a loopback origin, or none)\n",
         );
     }
     match bearer(&request).and_then(|token| tokens.actor(token)) {
@@ -171,12 +161,12 @@ async fn route(
                 return mcp.handle(request).await;
             }
             let (parts, body) = request.into_parts();
-            let bytes = match collect(body, edge.limit).await {
+            let bytes = match collect(body, limit).await {
                 Ok(bytes) => bytes,
                 Err(Collected::TooLarge(prefix)) => {
                     return json_rpc(
                         StatusCode::PAYLOAD_TOO_LARGE,
-                        &wire::oversized(&prefix, edge.limit, TRANSPORT),
+                        &wire::oversized(&prefix, limit, TRANSPORT),
                     )
                 }
                 Err(Collected::Broken) => {
@@ -253,26 +243,35 @@ async fn drain(mut body: Incoming, mut prefix: Vec<u8>) -> Vec<u8> {
     prefix
 }
 
-/// Whether `origin` (an `Origin` header's value) is this server's own: an
-/// `http` origin on a loopback host (`localhost`, `127.0.0.1`, `[::1]`, …)
-/// at the port the server listens on. `null`, another scheme, host or port
-/// is not.
-fn own_origin(origin: &str, local: SocketAddr) -> bool {
-    let Some(authority) = origin.strip_prefix("http://") else {
+/// Whether `origin` (an `Origin` header's value) is a loopback origin:
+/// `http` or `https` on `localhost`, `127.0.0.0/8` or `[::1]`, with or
+/// without a port. A page a browser loaded from anywhere else (the DNS
+/// rebinding attack), `null`, or an origin with a path or user is not.
+/// Any port is: local software on another port (a proxy, the host's own
+/// UI) is as trusted as the process that holds the bearer token.
+fn loopback_origin(origin: &str) -> bool {
+    let Some(authority) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
         return false;
     };
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !port.contains(']') => (host, port.parse::<u16>().ok()),
-        _ => (authority, Some(80)),
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => {
+            if port.parse::<u16>().is_err() {
+                return false;
+            }
+            host
+        }
+        _ => authority,
     };
-    let loopback = host.eq_ignore_ascii_case("localhost")
+    host.eq_ignore_ascii_case("localhost")
         || host
             .strip_prefix('[')
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(host)
             .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    loopback && port == Some(local.port())
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A JSON-RPC error response with `status`.
@@ -332,37 +331,35 @@ mod tests {
     }
 
     #[test]
-    fn only_this_servers_loopback_origin_is_its_own() {
-        let v4: SocketAddr = "127.0.0.1:4100".parse().expect("addr");
-        let v6: SocketAddr = "[::1]:4100".parse().expect("addr");
-        for own in [
+    fn only_loopback_origins_are_admitted() {
+        for local in [
             "http://127.0.0.1:4100",
             "http://localhost:4100",
             "http://LOCALHOST:4100",
             "http://[::1]:4100",
             "http://127.0.0.2:4100",
+            "https://127.0.0.1:4100",
+            "http://127.0.0.1:4101",
+            "http://127.0.0.1",
+            "http://localhost",
         ] {
-            assert!(own_origin(own, v4), "{own}");
-            assert!(own_origin(own, v6), "{own}");
+            assert!(loopback_origin(local), "{local}");
         }
         for foreign in [
             "null",
             "",
             "http://evil.example",
             "http://evil.example:4100",
-            "https://127.0.0.1:4100",
-            "http://127.0.0.1:4101",
-            "http://127.0.0.1",
             "http://localhost.evil.example:4100",
             "http://127.0.0.1.nip.io:4100",
             "http://[::2]:4100",
+            "http://10.0.0.1:4100",
             "http://127.0.0.1:4100/",
+            "http://127.0.0.1:port",
             "http://user@127.0.0.1:4100",
             "file://",
         ] {
-            assert!(!own_origin(foreign, v4), "{foreign}");
+            assert!(!loopback_origin(foreign), "{foreign}");
         }
-        let port80: SocketAddr = "127.0.0.1:80".parse().expect("addr");
-        assert!(own_origin("http://localhost", port80));
     }
 }

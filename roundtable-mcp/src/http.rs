@@ -75,8 +75,14 @@ pub async fn serve_http(
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None);
+    let waits = Arc::default();
     let mcp = Arc::new(StreamableHttpService::new(
-        move || Ok(McpServer::per_request(Arc::clone(&engine))),
+        move || {
+            Ok(McpServer::per_request(
+                Arc::clone(&engine),
+                Arc::clone(&waits),
+            ))
+        },
         Arc::new(NeverSessionManager::default()),
         config,
     ));

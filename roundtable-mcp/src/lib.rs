@@ -25,10 +25,12 @@ mod http;
 mod server;
 mod stdio;
 mod tokens;
+mod waits;
 
 pub use http::{serve_http, HttpError, MCP_PATH};
 pub use server::{tool_list, McpServer};
 pub use tokens::{TokenError, Tokens, MIN_TOKEN_LEN};
+pub use waits::{MAX_WAITS, PROGRESS_EVERY, QUIET_WAIT_MS};
 
 use std::sync::Arc;
 

@@ -278,7 +278,7 @@ async fn answer(mut stream: tokio::net::TcpStream) -> Value {
     let json = body
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
-        .last()
+        .next_back()
         .unwrap_or(body);
     serde_json::from_str(json.trim()).unwrap_or_else(|e| panic!("{e}: {body}"))
 }

@@ -20,7 +20,8 @@ const INSTRUCTIONS: &str = "roundtable governs changes to this repository. \
 Propose a change with proposal.create (a unified diff, an edit plan, a Codex \
 *** Begin Patch envelope or SEARCH/REPLACE blocks), follow it with \
 proposal.status (its next field says who acts next), and wait for what \
-concerns you with events.wait instead of polling. A refusal is a tool error \
+concerns you with events.wait instead of polling (see its description for \
+how many waits may be pending and how long one lasts). A refusal is a tool error \
 whose structured content carries a stable code, a message and details.";
 
 /// One MCP server over one engine.
@@ -96,9 +97,14 @@ fn tool(spec: &ToolSpec) -> Tool {
         .idempotent(spec.idempotent)
         // The tools act on this repository and its store only.
         .open_world(false);
+    let description = if spec.waits {
+        format!("{} {}", spec.description, waits::rule())
+    } else {
+        spec.description.to_owned()
+    };
     Tool::new_with_raw(
         spec.name,
-        Some(spec.description.into()),
+        Some(description.into()),
         schema_object(spec.input_schema()),
     )
     .with_raw_output_schema(Arc::new(schema_object(spec.output_schema())))
@@ -302,6 +308,17 @@ mod tests {
                 .and_then(|t| t.annotations.clone())
                 .expect("tool")
         };
+        // A waiting tool says the MCP wait rules (the cap, the time).
+        let said = |n: &str| {
+            all.iter()
+                .find(|t| t.name == n)
+                .and_then(|t| t.description.clone())
+                .expect("tool")
+        };
+        for waits in ["events.wait", "claim.acquire"] {
+            assert!(said(waits).contains("at most 600 waiting calls"), "{waits}");
+        }
+        assert!(!said("proposal.get").contains("waiting calls"));
         assert_eq!(by("proposal.get").read_only_hint, Some(true));
         assert_eq!(by("proposal.get").idempotent_hint, Some(true));
         assert_eq!(by("patch.apply").destructive_hint, Some(true));

@@ -118,6 +118,14 @@ impl Drop for Pending {
     }
 }
 
+/// The rule above as a waiting tool's description says it to agents.
+pub(crate) fn rule() -> String {
+    format!(
+        "Over MCP: at most {MAX_WAITS} waiting calls per client pending at once (the next is busy, details.max_waits); without a progressToken in _meta a wait lasts at most {QUIET_WAIT_MS} ms, with one it may last the full time and is sent progress every {} s; notifications/cancelled (or a client that disconnects) stops it, granting nothing.",
+        PROGRESS_EVERY.as_secs()
+    )
+}
+
 /// Shorten a waiting tool's wait to [`QUIET_WAIT_MS`] (a request without
 /// a progress token); arguments of another shape are left for the tool to
 /// refuse.

@@ -893,6 +893,10 @@ func (x *BusyDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"lock\":")
 		e.str(*x.Lock, "lock")
 	}
+	if x.MaxWaits != nil {
+		e.key(start, "\"max_waits\":")
+		e.int64(*x.MaxWaits)
+	}
 	if x.Path != nil {
 		e.key(start, "\"path\":")
 		e.str(*x.Path, "path")
@@ -922,37 +926,45 @@ func (x *BusyDetails) decode(d *decoder) {
 				(*p1) = d.str()
 				x.Lock = p1
 			}
+		case "max_waits":
+			if d.null() {
+				x.MaxWaits = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.MaxWaits = p2
+			}
 		case "path":
 			if d.null() {
 				x.Path = nil
 			} else {
-				p2 := new(string)
-				(*p2) = d.str()
-				x.Path = p2
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Path = p3
 			}
 		case "proposal_id":
 			if d.null() {
 				x.ProposalID = nil
 			} else {
-				p3 := new(string)
-				(*p3) = d.str()
-				x.ProposalID = p3
+				p4 := new(string)
+				(*p4) = d.str()
+				x.ProposalID = p4
 			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p4 := new(string)
-				(*p4) = d.str()
-				x.TransactionID = p4
+				p5 := new(string)
+				(*p5) = d.str()
+				x.TransactionID = p5
 			}
 		case "waited_ms":
 			if d.null() {
 				x.WaitedMs = nil
 			} else {
-				p5 := new(int64)
-				(*p5) = d.int64()
-				x.WaitedMs = p5
+				p6 := new(int64)
+				(*p6) = d.int64()
+				x.WaitedMs = p6
 			}
 		default:
 			d.skip()

@@ -92,10 +92,12 @@ type AmbiguousSymbolDetails struct {
 	Candidates []Symbol `json:"candidates"`
 }
 
-// BusyDetails are the details of a `busy` error: Another applier holds the workspace (or the path) past the wait: the call changed nothing and may be retried soon.
+// BusyDetails are the details of a `busy` error: Another applier holds the workspace (or the path) past the wait, or (over MCP, with `max_waits`) the client already has the most waits pending: the call changed nothing and may be retried soon.
 type BusyDetails struct {
 	// For the apply lock: its file (in `.roundtable/`).
 	Lock *string `json:"lock,omitempty"`
+	// Over MCP: the most waiting calls (`events.wait`, `claim.acquire`) one client may have pending at once, which this call would have passed.
+	MaxWaits *int64 `json:"max_waits,omitempty"`
 	// The path it is applying.
 	Path *string `json:"path,omitempty"`
 	// The proposal it applies.

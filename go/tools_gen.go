@@ -914,7 +914,7 @@ func (s *Session) TestGet(ctx context.Context, args TestGetArgs) (*TestDetail, e
 	return out, nil
 }
 
-// ClaimAcquire calls `claim.acquire`: Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.
+// ClaimAcquire calls `claim.acquire`: Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. An apply writing the resource is waited out (up to 2 s, with or without wait_ms); busy only when it lasts longer. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.
 //
 // Called by: agent. Changes state. May wait: ctx bounds the wait.
 func (s *Session) ClaimAcquire(ctx context.Context, args ClaimAcquireArgs) (*ClaimChanged, error) {

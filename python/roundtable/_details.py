@@ -23,11 +23,13 @@ class AmbiguousSymbolDetails(TypedDict, total=False):
     path: str
 
 class BusyDetails(TypedDict, total=False):
-    """``details`` of ``busy``: Another applier holds the workspace (or the path) past the wait: the call changed nothing and may be retried soon.
+    """``details`` of ``busy``: Another applier holds the workspace (or the path) past the wait, or (over MCP, with `max_waits`) the client already has the most waits pending: the call changed nothing and may be retried soon.
     Every key is optional.
     """
     #: For the apply lock: its file (in `.roundtable/`).
     lock: str
+    #: Over MCP: the most waiting calls (`events.wait`, `claim.acquire`) one client may have pending at once, which this call would have passed.
+    max_waits: int
     #: The path it is applying.
     path: str
     #: The proposal it applies.

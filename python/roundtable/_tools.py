@@ -878,7 +878,7 @@ class ToolMethods:
         task_id: Optional[str] = None,
         wait_ms: Optional[int] = None,
     ) -> ClaimChanged:
-        """Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.
+        """Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. An apply writing the resource is waited out (up to 2 s, with or without wait_ms); busy only when it lasts longer. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.
 
         ``claim.acquire``; called by: agent. Changes state.
         """
@@ -2026,7 +2026,7 @@ class AsyncToolMethods:
         task_id: Optional[str] = None,
         wait_ms: Optional[int] = None,
     ) -> ClaimChanged:
-        """Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.
+        """Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. An apply writing the resource is waited out (up to 2 s, with or without wait_ms); busy only when it lasts longer. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.
 
         ``claim.acquire``; called by: agent. Changes state.
         """

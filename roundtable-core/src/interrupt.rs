@@ -13,12 +13,40 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A handle a host keeps to cancel calls it gave it to, from any thread.
+///
+/// Cancelling wakes the waits of those calls at once (a wait registers a
+/// wake-up on the token while it sleeps), so a cancellable wait sleeps
+/// until woken, not in slices: many pending waits cost no CPU.
 #[derive(Debug, Clone, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
+pub struct CancelToken(Arc<Cancel>);
+
+/// A token's state: the flag, and the wake-ups of the waits sleeping on it.
+#[derive(Default)]
+struct Cancel {
+    cancelled: AtomicBool,
+    wakers: Mutex<Wakers>,
+}
+
+/// The registered wake-ups, each under the number its [`OnCancel`] holds.
+#[derive(Default)]
+struct Wakers {
+    next: u64,
+    list: Vec<(u64, Waker)>,
+}
+
+type Waker = Arc<dyn Fn() + Send + Sync>;
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cancel")
+            .field("cancelled", &self.cancelled.load(Ordering::Acquire))
+            .finish_non_exhaustive()
+    }
+}
 
 impl CancelToken {
     /// A token not yet cancelled.
@@ -26,14 +54,63 @@ impl CancelToken {
         CancelToken::default()
     }
 
-    /// Cancel every call holding this token (their next wait returns).
+    /// Cancel every call holding this token (their waits wake and return).
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
+        self.0.cancelled.store(true, Ordering::Release);
+        let wakers: Vec<Waker> = self
+            .wakers()
+            .list
+            .iter()
+            .map(|(_, w)| Arc::clone(w))
+            .collect();
+        for wake in wakers {
+            wake();
+        }
     }
 
     /// Whether [`cancel`](CancelToken::cancel) was called.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.0.cancelled.load(Ordering::Acquire)
+    }
+
+    fn wakers(&self) -> std::sync::MutexGuard<'_, Wakers> {
+        self.0
+            .wakers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Call `wake` when this token is cancelled (at once if it already
+    /// is), until the returned guard is dropped.
+    fn on_cancel(&self, wake: Waker) -> OnCancel {
+        let id = {
+            let mut wakers = self.wakers();
+            let id = wakers.next;
+            wakers.next += 1;
+            wakers.list.push((id, Arc::clone(&wake)));
+            id
+        };
+        // Cancelled before the wake-up was registered: wake now.
+        if self.is_cancelled() {
+            wake();
+        }
+        OnCancel {
+            token: self.clone(),
+            id,
+        }
+    }
+}
+
+/// A wake-up registered on a [`CancelToken`]; dropping it unregisters.
+#[must_use = "the wake-up is registered only while this lives"]
+pub(crate) struct OnCancel {
+    token: CancelToken,
+    id: u64,
+}
+
+impl Drop for OnCancel {
+    fn drop(&mut self) {
+        self.token.wakers().list.retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -129,21 +206,27 @@ pub(crate) fn check() -> Result<(), Interrupted> {
     })
 }
 
-/// The latest a wait of the calling thread's call may sleep until, and
-/// whether it must also look at a cancel token meanwhile (then it sleeps
-/// in short slices).
-pub(crate) fn bound(until: Instant) -> (Instant, bool) {
+/// The latest a wait of the calling thread's call may sleep until: `until`,
+/// or the call's deadline if sooner. (A cancel wakes a wait registered with
+/// [`on_cancel`]; a short wait that is not looks at [`check`] when it ends.)
+pub(crate) fn bound(until: Instant) -> Instant {
     CURRENT.with(|c| match &*c.borrow() {
-        Some(cur) if !cur.committed => (
-            cur.options.deadline.map_or(until, |d| d.min(until)),
-            cur.options.cancel.is_some(),
-        ),
-        _ => (until, false),
+        Some(cur) if !cur.committed => cur.options.deadline.map_or(until, |d| d.min(until)),
+        _ => until,
     })
 }
 
-/// How long a cancellable wait sleeps between looks at its token.
-pub(crate) const SLICE: Duration = Duration::from_millis(5);
+/// Have `wake` called when the calling thread's call is cancelled (while
+/// it has not passed its commit point), until the guard is dropped: a wait
+/// that registers it need not look at the token in slices. `None` when the
+/// call has no token (nothing can cancel it).
+pub(crate) fn on_cancel(wake: impl Fn() + Send + Sync + 'static) -> Option<OnCancel> {
+    let token = CURRENT.with(|c| match &*c.borrow() {
+        Some(cur) if !cur.committed => cur.options.cancel.clone(),
+        _ => None,
+    })?;
+    Some(token.on_cancel(Arc::new(wake)))
+}
 
 /// The calling thread's call passed its commit point: nothing interrupts
 /// it any more.
@@ -179,5 +262,34 @@ mod tests {
             assert_eq!(check(), Ok(()));
         });
         assert_eq!(check(), Ok(()));
+    }
+
+    #[test]
+    fn cancelling_calls_the_registered_wake_ups_until_they_are_dropped() {
+        use std::sync::atomic::AtomicUsize;
+        let token = CancelToken::new();
+        let options = CallOptions {
+            deadline: None,
+            cancel: Some(token.clone()),
+        };
+        let woken = Arc::new(AtomicUsize::new(0));
+        let count = |w: &Arc<AtomicUsize>| {
+            let w = Arc::clone(w);
+            move || {
+                w.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        assert!(on_cancel(count(&woken)).is_none(), "no call, no token");
+        scope(&options, || {
+            let kept = on_cancel(count(&woken)).expect("a token");
+            drop(on_cancel(count(&woken)).expect("a token"));
+            token.cancel();
+            assert_eq!(woken.load(Ordering::SeqCst), 1, "only the kept one");
+            // Registered after the cancel: woken at once.
+            let _late = on_cancel(count(&woken)).expect("a token");
+            assert_eq!(woken.load(Ordering::SeqCst), 2);
+            drop(kept);
+            assert!(token.wakers().list.len() == 1);
+        });
     }
 }

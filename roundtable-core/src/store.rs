@@ -330,7 +330,7 @@ fn busy_wait(attempt: i32) -> bool {
         return false;
     }
     let step = Duration::from_millis(if attempt < 5 { 1 } else { 5 });
-    let (until, _) = crate::interrupt::bound((now + step).min(since + limit));
+    let until = crate::interrupt::bound((now + step).min(since + limit));
     std::thread::sleep(until.saturating_duration_since(now));
     true
 }

@@ -1,6 +1,7 @@
 //! roundtable-core's integration tests: one binary, one module per area.
 
 mod agent_edits;
+mod agent_waits;
 mod agents_tasks;
 mod claims_touched;
 mod edit_plans;

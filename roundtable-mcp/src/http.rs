@@ -99,8 +99,14 @@ pub async fn serve_http(
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_max_request_body_bytes(limit);
+    let waits = Arc::default();
     let mcp = Arc::new(StreamableHttpService::new(
-        move || Ok(McpServer::per_request(Arc::clone(&engine))),
+        move || {
+            Ok(McpServer::per_request(
+                Arc::clone(&engine),
+                Arc::clone(&waits),
+            ))
+        },
         Arc::new(NeverSessionManager::default()),
         config,
     ));

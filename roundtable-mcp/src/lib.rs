@@ -23,6 +23,14 @@
 //!   its actor by a bearer token from a file the host writes ([`Tokens`]);
 //!   an unknown or missing token is `401` before any MCP handling.
 //!
+//! Calls that wait (`events.wait`, `claim.acquire`) run on threads of their
+//! own, never on the pool changes run on, at most [`MAX_WAITS`] pending per
+//! actor (`busy` with `max_waits` past it); without a `progressToken` a
+//! wait lasts at most [`QUIET_WAIT_MS`], with one it is sent progress every
+//! [`PROGRESS_EVERY`]. `notifications/cancelled`, or an HTTP client that
+//! disconnects, cancels the engine call (nothing granted or changed unless
+//! it passed its commit point).
+//!
 //! The tool list an actor sees holds only the tools its kind may call
 //! ([`tool_list`]): an agent does not see `patch.apply` or `agent.register`.
 //! Both protocol eras are served by the SDK: the `initialize` handshake
@@ -44,11 +52,13 @@ mod schema;
 mod server;
 mod stdio;
 mod tokens;
+mod waits;
 mod wire;
 
 pub use http::{serve_http, HttpError, HEADER_READ_TIMEOUT, MCP_PATH};
 pub use server::{tool_list, McpServer};
 pub use tokens::{TokenError, Tokens, MIN_TOKEN_LEN};
+pub use waits::{MAX_WAITS, PROGRESS_EVERY, QUIET_WAIT_MS};
 pub use wire::max_message_bytes;
 
 use std::sync::Arc;

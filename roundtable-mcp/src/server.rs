@@ -4,13 +4,15 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use roundtable::tools::ToolSpec;
-use roundtable::{Actor, ActorKind, Engine};
+use roundtable::{Actor, ActorKind, CallOptions, CancelToken, Engine, ToolError};
+
+use crate::waits::{self, Waits, PROGRESS_EVERY};
 use serde_json::Value;
 
 use crate::schema::{self, Side};
@@ -20,11 +22,12 @@ const INSTRUCTIONS: &str = "roundtable governs changes to this repository. \
 Propose a change with proposal.create (a unified diff, an edit plan, a Codex \
 *** Begin Patch envelope or SEARCH/REPLACE blocks), follow it with \
 proposal.status (its next field says who acts next), and wait for what \
-concerns you with events.wait instead of polling. A refusal is a tool error \
-(isError) whose text is the JSON {\"code\", \"message\", \"details\"}: code is \
-stable (forbidden, not_found, busy, invalid_argument, ...), message says why \
-for a reader, details holds the specifics (a field, a reason); a refusal \
-changes nothing.";
+concerns you with events.wait instead of polling (see its description for \
+how many waits may be pending and how long one lasts). A refusal is a tool \
+error (isError) whose text is the JSON {\"code\", \"message\", \"details\"}: \
+code is stable (forbidden, not_found, busy, invalid_argument, ...), message \
+says why for a reader, details holds the specifics (a field, a reason); a \
+refusal changes nothing.";
 
 /// One MCP server over one engine.
 ///
@@ -35,6 +38,9 @@ changes nothing.";
 pub struct McpServer {
     engine: Arc<Engine>,
     actor: Option<Actor>,
+    /// The pending waits, per actor (shared by every request's server over
+    /// HTTP): [`crate::waits`].
+    waits: Arc<Waits>,
 }
 
 impl McpServer {
@@ -43,15 +49,27 @@ impl McpServer {
         McpServer {
             engine,
             actor: Some(actor),
+            waits: Arc::default(),
         }
+    }
+
+    /// This server with at most `max` pending waits per actor instead of
+    /// [`MAX_WAITS`](crate::MAX_WAITS).
+    #[must_use]
+    pub fn with_max_waits(mut self, max: usize) -> McpServer {
+        self.waits = Arc::new(Waits::new(max));
+        self
     }
 
     /// A server that takes each request's actor from the HTTP request the
     /// bearer check annotated; a request without one is refused.
-    pub(crate) fn per_request(engine: Arc<Engine>) -> McpServer {
+    /// Every request's server shares `waits`, so the cap counts each
+    /// actor's waits across requests.
+    pub(crate) fn per_request(engine: Arc<Engine>, waits: Arc<Waits>) -> McpServer {
         McpServer {
             engine,
             actor: None,
+            waits,
         }
     }
 
@@ -84,11 +102,16 @@ fn tool(spec: &ToolSpec) -> Tool {
         .idempotent(spec.idempotent)
         // The tools act on this repository and its store only.
         .open_world(false);
+    let description = if spec.waits {
+        format!("{} {}", spec.description, waits::rule())
+    } else {
+        spec.description.to_owned()
+    };
     // The registry's schemas in the form every MCP client reads cleanly
     // (crate::schema); the registry itself is unchanged.
     Tool::new_with_raw(
         spec.name,
-        Some(spec.description.into()),
+        Some(description.into()),
         schema::for_clients(spec.input_schema(), Side::Input),
     )
     .with_raw_output_schema(Arc::new(schema::for_clients(
@@ -141,28 +164,101 @@ impl ServerHandler for McpServer {
                 Some(serde_json::json!({"tool": request.name})),
             ));
         };
-        let engine = Arc::clone(&self.engine);
         let name = request.name.into_owned();
-        let args = Value::Object(request.arguments.unwrap_or_default());
+        let mut args = Value::Object(request.arguments.unwrap_or_default());
         // A read returns in microseconds: it runs here, since a hand-off to
         // another thread costs more than the call (`bench/mcp_bench.py`).
-        // A change (fsync, the apply lock) or a wait runs on the blocking
-        // pool, so it never holds up the protocol or other requests.
-        let quick = !spec.mutates && !spec.waits;
-        let outcome = if quick {
-            engine.call(&name, args, &actor)
-        } else {
-            tokio::task::spawn_blocking(move || engine.call(&name, args, &actor))
-                .await
-                .map_err(|e| {
-                    McpError::internal_error(format!("the tool call panicked: {e}"), None)
-                })?
-        };
-        Ok(match outcome {
-            Ok(value) => CallToolResult::structured(value),
-            Err(refusal) => refused(&refusal),
+        if !spec.mutates && !spec.waits {
+            return Ok(reply(self.engine.call(&name, args, &actor)));
         }
-        .into())
+        // A change (fsync, the apply lock) runs on the blocking pool, a
+        // wait on a thread of its own (`crate::waits`), so neither holds up
+        // the protocol or other requests, and waits never hold the threads
+        // changes need. Both are cancellable until their commit point.
+        let cancel = CancelToken::new();
+        let options = CallOptions {
+            deadline: None,
+            cancel: Some(cancel.clone()),
+        };
+        let engine = Arc::clone(&self.engine);
+        let progress = cx.meta.get_progress_token();
+        let running = if spec.waits {
+            let pending = match self.waits.enter(&actor.to_string()) {
+                Ok(p) => p,
+                Err(refusal) => return Ok(reply(Err(refusal))),
+            };
+            if progress.is_none() {
+                waits::quiet(&mut args);
+            }
+            waits::spawn(pending, move || {
+                engine.call_with(&name, args, &actor, &options)
+            })
+            .ok_or_else(|| McpError::internal_error("no thread for the wait", None))?
+        } else {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::task::spawn_blocking(move || {
+                let _ = tx.send(engine.call_with(&name, args, &actor, &options));
+            });
+            rx
+        };
+        // This request dropped (its client gone) also cancels the call.
+        let _cancel_on_drop = CancelOnDrop(cancel.clone());
+        let outcome = finish(running, &cancel, &cx, progress).await?;
+        Ok(reply(outcome))
+    }
+}
+
+/// A tool's outcome as an MCP result: structured content, or a refusal.
+fn reply(outcome: Result<Value, ToolError>) -> CallToolResponse {
+    match outcome {
+        Ok(value) => CallToolResult::structured(value),
+        Err(refusal) => refused(&refusal),
+    }
+    .into()
+}
+
+/// Cancels its token when dropped.
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// Await a running call: cancel it when the client cancels the request
+/// (`notifications/cancelled`, or the HTTP client gone), and send progress
+/// every [`PROGRESS_EVERY`] when the request asked for it.
+async fn finish(
+    mut running: tokio::sync::oneshot::Receiver<Result<Value, ToolError>>,
+    cancel: &CancelToken,
+    cx: &RequestContext<RoleServer>,
+    progress: Option<ProgressToken>,
+) -> Result<Result<Value, ToolError>, McpError> {
+    let start = tokio::time::Instant::now();
+    let mut ticks = tokio::time::interval_at(start + PROGRESS_EVERY, PROGRESS_EVERY);
+    let mut told = 0u32;
+    loop {
+        tokio::select! {
+            out = &mut running => {
+                return out.map_err(|_| {
+                    McpError::internal_error("the tool call panicked", None)
+                });
+            }
+            () = cx.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+            _ = ticks.tick(), if progress.is_some() => {
+                if let Some(token) = &progress {
+                    told += 1;
+                    let param = ProgressNotificationParam::new(token.clone(), f64::from(told))
+                        .with_message(format!(
+                            "still waiting after {} s",
+                            start.elapsed().as_secs()
+                        ));
+                    // A client that cannot be told is cancelled by its transport.
+                    let _ = cx.peer.notify_progress(param).await;
+                }
+            }
+        }
     }
 }
 
@@ -371,6 +467,17 @@ mod tests {
                 .and_then(|t| t.annotations.clone())
                 .expect("tool")
         };
+        // A waiting tool says the MCP wait rules (the cap, the time).
+        let said = |n: &str| {
+            all.iter()
+                .find(|t| t.name == n)
+                .and_then(|t| t.description.clone())
+                .expect("tool")
+        };
+        for waits in ["events.wait", "claim.acquire"] {
+            assert!(said(waits).contains("at most 600 waiting calls"), "{waits}");
+        }
+        assert!(!said("proposal.get").contains("waiting calls"));
         assert_eq!(by("proposal.get").read_only_hint, Some(true));
         assert_eq!(by("proposal.get").idempotent_hint, Some(true));
         assert_eq!(by("patch.apply").destructive_hint, Some(true));

@@ -367,7 +367,7 @@ impl PgStore {
                 return Err(Locked::TimedOut);
             }
             let step = Duration::from_micros(if attempt < 10 { 200 } else { 2000 });
-            let (until, _) = crate::interrupt::bound(Instant::now() + step);
+            let until = crate::interrupt::bound(Instant::now() + step);
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
             attempt += 1;
         }

@@ -246,6 +246,16 @@ impl Waiting<'_> {
         marks.seen = marks.seen.max(head);
     }
 
+    /// A wake-up for this waiter that another thread may call (a cancelled
+    /// call): its sleep returns as for a notice it waits for.
+    pub(crate) fn waker(&self) -> impl Fn() + Send + Sync + 'static {
+        let slot = Arc::clone(&self.slot);
+        move || {
+            lock(&slot.marks).pending = i64::MAX;
+            slot.woken.notify_one();
+        }
+    }
+
     /// Sleep until a matching notice past what was seen arrives, or
     /// `timeout` passes; true when woken (the waiter should look now).
     pub(crate) fn sleep(&self, timeout: Duration) -> bool {

@@ -206,7 +206,7 @@ pub struct ClaimChanged {
 
 impl super::Request for AcquireClaim {
     const TOOL: &'static str = "claim.acquire";
-    const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.";
+    const DESCRIPTION: &'static str = "Claim a resource for a while (an enabled agent). A write claim overlapping another agent's live write claim is refused with conflict naming it: a directory overlaps everything under it, a file its symbols, two symbols of a file when their spans do; with wait_ms it first waits, first come first served, for the conflicting claims to be released or expire. An apply writing the resource is waited out (up to 2 s, with or without wait_ms); busy only when it lasts longer. Re-acquiring one's own live claim (same resource and type) renews it and returns it. Records the resource's digest and a fencing token.";
     const MUTATES: bool = true;
     const WAITS: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Agent];
@@ -218,9 +218,50 @@ impl super::Request for AcquireClaim {
             Some(wait) if wait.0 > 0 && self.claim_type == ClaimType::Write => {
                 acquire_waiting(engine, actor, self, wait)
             }
-            _ => super::run_tool(engine, actor, self),
+            _ => acquire_after_apply(engine, actor, self),
         }
     }
+}
+
+/// The longest a `claim.acquire` waits for an apply that is writing its
+/// resource (without `wait_ms`, or for a read or review claim), in
+/// milliseconds: an apply's `applying` window is milliseconds; one that
+/// lasts longer than this (a stuck or interrupted applier) is answered
+/// `busy` naming its transaction.
+pub const APPLY_WAIT_MS: u64 = 2_000;
+
+/// `claim.acquire` that, on `busy` (an apply is writing the resource),
+/// waits up to [`APPLY_WAIT_MS`] for the apply to finish (woken by its
+/// commit) and tries again, as the `wait_ms` path does. A `conflict` is
+/// answered at once: waiting for another agent's claim is what `wait_ms`
+/// asks for.
+fn acquire_after_apply(
+    engine: &Engine,
+    actor: &Actor,
+    args: AcquireClaim,
+) -> Result<ClaimChanged, ToolError> {
+    use super::wait::Check;
+    use crate::store::watch::Interest;
+    let first = match super::run_tool(engine, actor, args.clone()) {
+        Err(e) if e.code() == crate::ErrorCode::Busy => e,
+        done => return done,
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(APPLY_WAIT_MS);
+    let mut refusal = first;
+    let granted = super::wait::until(engine, deadline, Interest::Any, || {
+        match super::run_tool(engine, actor, args.clone()) {
+            Ok(out) => Ok(Check::Done(out)),
+            Err(e) if e.code() == crate::ErrorCode::Busy => {
+                refusal = e;
+                Ok(Check::Wait {
+                    due: None,
+                    head: None,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    })?;
+    granted.ok_or(refusal)
 }
 
 /// The waiters for write claims in one engine, in arrival order: a

@@ -766,8 +766,9 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("waited_ms", count("How long the call waited for the apply lock, in milliseconds."))
                 .key("transaction_id", text("The transaction applying the path."))
                 .key("proposal_id", text("The proposal it applies."))
-                .key("path", text("The path it is applying."));
-            "Another applier holds the workspace (or the path) past the wait: the call changed nothing and may be retried soon."
+                .key("path", text("The path it is applying."))
+                .key("max_waits", count("Over MCP: the most waiting calls (`events.wait`, `claim.acquire`) one client may have pending at once, which this call would have passed."));
+            "Another applier holds the workspace (or the path) past the wait, or (over MCP, with `max_waits`) the client already has the most waits pending: the call changed nothing and may be retried soon."
         }
         ErrorCode::SpecialFile => {
             let kind = s.own(
@@ -933,6 +934,12 @@ mod tests {
             "the arguments must be a JSON object",
         ));
         conforms(ToolError::not_found("task", "t1"));
+        // The MCP server's wait cap (roundtable-mcp, `waits`).
+        conforms(ToolError::new(
+            crate::ErrorCode::Busy,
+            "too many waits",
+            json!({"max_waits": 600}),
+        ));
         conforms(ToolError::from(crate::interrupt::Interrupted::Cancelled));
         conforms(ToolError::from(
             crate::interrupt::Interrupted::DeadlineExceeded,

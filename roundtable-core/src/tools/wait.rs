@@ -43,6 +43,9 @@ pub(crate) fn until<T>(
     // a commit between a check and the sleep after it still wakes it.
     let waiting = store.register(interest);
     store.watch_commits();
+    // A cancel of the caller's call wakes this waiter, so its sleep need
+    // not look at the token in slices (many waits cost no CPU).
+    let _on_cancel = crate::interrupt::on_cancel(waiting.waker());
     loop {
         let due = match check()? {
             Check::Done(v) => return Ok(Some(v)),
@@ -59,15 +62,11 @@ pub(crate) fn until<T>(
             return Ok(None);
         }
         // The caller's own deadline or cancel token (crate::interrupt)
-        // ends the wait early, with its own error.
+        // ends the wait early, with its own error: a cancel wakes the
+        // sleep at once (the wake-up registered above), a deadline bounds it.
         crate::interrupt::check()?;
         let wake_by = due.map_or(deadline, |d| deadline.min(checked_at + d));
-        let (wake_by, cancellable) = crate::interrupt::bound(wake_by);
-        let wake_by = if cancellable {
-            wake_by.min(Instant::now() + crate::interrupt::SLICE)
-        } else {
-            wake_by
-        };
+        let wake_by = crate::interrupt::bound(wake_by);
         let woken = waiting.sleep(wake_by.saturating_duration_since(Instant::now()));
         crate::interrupt::check()?;
         if !woken && Instant::now() >= deadline {

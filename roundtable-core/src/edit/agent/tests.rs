@@ -85,15 +85,115 @@ fn crlf_and_missing_final_newline_are_kept() {
 }
 
 #[test]
-fn overlapping_hunks_are_refused() {
+fn item10_blocks_apply_in_order_against_the_running_result() {
+    // Block 2 edits what block 1 wrote; it is recorded at its line in the
+    // running text (block 1 turned one line into three).
+    let t = tree(&[("a", "a = 1\nb = 2\nc = 3\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\na = 1\n=======\n# one\n# two\na = 10\n>>>>>>> REPLACE\n<<<<<<< SEARCH\na = 10\nb = 2\n=======\na = 11\nb = 2\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nc = 3\n=======\nc = 4\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("chained");
+    assert_eq!(after(&cs, "a"), "# one\n# two\na = 11\nb = 2\nc = 4\n");
+    let m = cs.matches(&rp("a"));
+    assert_eq!(
+        m.iter()
+            .map(|m| (m.hunk, m.rung, m.line))
+            .collect::<Vec<_>>(),
+        vec![
+            (1, MatchRung::Exact, 1),
+            (2, MatchRung::Exact, 3),
+            (3, MatchRung::Exact, 5)
+        ]
+    );
+    // The case: block 1 makes a second `x = 2`, so block 2 is
+    // ambiguous in the running text (aider would take the first), refused
+    // naming both places, nothing matched against the stale original.
+    let t = tree(&[("a", "x = 1\ny = 0\nx = 2\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nx = 2\n=======\nx = 3\n>>>>>>> REPLACE\n";
+    let e = changeset(AgentFormat::SearchReplace, sr, &t).expect_err("ambiguous");
+    assert_eq!(e.code(), ErrorCode::PatchDoesNotApply);
+    assert_eq!(e.details()["reason"], "ambiguous");
+    assert_eq!(e.details()["hunk"], 2);
+    assert_eq!(e.details()["candidates"][0]["line"], 1);
+    assert_eq!(e.details()["candidates"][1]["line"], 3);
+    // Once block 1 consumed a line, block 2 cannot find it again.
     let t = tree(&[("a", "a\nb\nc\n")]);
     let e = changeset(
         AgentFormat::SearchReplace,
         b"a\n<<<<<<< SEARCH\na\nb\n=======\nx\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nb\nc\n=======\ny\n>>>>>>> REPLACE\n",
         &t,
     )
-    .expect_err("overlap");
-    assert_eq!(e.details()["reason"], "overlap");
+    .expect_err("consumed");
+    assert_eq!(e.details()["reason"], "not_found");
+    assert_eq!(e.details()["hunk"], 2);
+    // Codex: each hunk is found after the previous one, in the original
+    // lines, and recorded at its original line; the same context before
+    // the previous hunk does not make it ambiguous.
+    let t = tree(&[("a", "f\nx\ng\nx\n")]);
+    let cs = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@\n-g\n+g1\n+g2\n@@\n-x\n+y\n*** End Patch\n",
+        &t,
+    )
+    .expect("forward");
+    assert_eq!(after(&cs, "a"), "f\nx\ng1\ng2\ny\n");
+    assert_eq!(cs.matches(&rp("a"))[1].line, 4);
+    // A Codex hunk before the previous one is not found.
+    let e = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@\n-g\n+h\n@@\n-f\n+e\n*** End Patch\n",
+        &t,
+    )
+    .expect_err("backwards");
+    assert_eq!(e.details()["reason"], "not_found");
+}
+
+#[test]
+fn item9_whitespace_rung_writes_at_the_agents_indentation() {
+    // aider's test_replace_part_with_missing_leading_whitespace.
+    let t = tree(&[("a", "    line1\n    line2\n    line3\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\nline1\nline2\n=======\nnew_line1\nnew_line2\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("re-indented");
+    assert_eq!(after(&cs, "a"), "    new_line1\n    new_line2\n    line3\n");
+    assert_eq!(cs.matches(&rp("a"))[0].rung, MatchRung::Whitespace);
+    // Only some of it missing, and more in the replacement: the offset
+    // is added to each line; blank lines stay blank.
+    let sr = b"a\n<<<<<<< SEARCH\n line1\n line2\n=======\n new_line1\n\n     new_line2\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("re-indented");
+    assert_eq!(
+        after(&cs, "a"),
+        "    new_line1\n\n        new_line2\n    line3\n"
+    );
+    // Varied indentation, uniformly offset.
+    let t = tree(&[("a", "    line1\n    line2\n        line3\n    line4\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\nline2\n    line3\n=======\nnew_line2\n    new_line3\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("re-indented");
+    assert_eq!(
+        after(&cs, "a"),
+        "    line1\n    new_line2\n        new_line3\n    line4\n"
+    );
+    // Uneven offsets: refused, nothing guessed.
+    let t = tree(&[("a", "  p\n      q\n")]);
+    let e = changeset(
+        AgentFormat::SearchReplace,
+        b"a\n<<<<<<< SEARCH\np\nq\n=======\nr\n>>>>>>> REPLACE\n",
+        &t,
+    )
+    .expect_err("uneven");
+    assert_eq!(e.code(), ErrorCode::PatchDoesNotApply);
+    assert_eq!(e.details()["reason"], "indentation");
+    assert_eq!(e.details()["candidates"][0]["line"], 2);
+    // Codex: context lines keep the file's bytes, added lines take the
+    // offset.
+    let t = tree(&[("a", "def f():\n    x = 1\n    return x\n")]);
+    let cs = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@\n-x = 1\n+x = 2\n+y = 3\n return x\n*** End Patch\n",
+        &t,
+    )
+    .expect("re-indented");
+    assert_eq!(
+        after(&cs, "a"),
+        "def f():\n    x = 2\n    y = 3\n    return x\n"
+    );
 }
 
 #[test]

@@ -211,6 +211,33 @@ fn codex_hunk(body: &[(usize, &str)], i: &mut usize, number: u32) -> Result<Hunk
     })
 }
 
+/// A path line without the decorations agents put around a file name (the
+/// ones aider strips): surrounding blanks, trailing `:`s, leading `#`s (a
+/// Markdown heading), surrounding backticks and asterisks (code and bold),
+/// and `\_` for `_` (escaped Markdown).
+fn strip_decorations(line: &str) -> String {
+    line.trim()
+        .trim_end_matches(':')
+        .trim_start_matches('#')
+        .trim()
+        .trim_matches('`')
+        .trim_matches('*')
+        .replace("\\_", "_")
+}
+
+/// Whether a line outside the blocks is prose rather than a path: once its
+/// decorations are stripped it contains a blank and either ended with `:`
+/// (`Here's the change:`), ends like a sentence (`.`, `!`, `?`, `,`, `;`),
+/// or has three or more words. A path of three or more words with blanks
+/// is therefore refused too (rename it, or use a unified diff).
+fn reads_as_prose(line: &str) -> bool {
+    let name = strip_decorations(line);
+    name.contains(char::is_whitespace)
+        && (line.trim_end().ends_with(':')
+            || name.ends_with(['.', '!', '?', ',', ';'])
+            || name.split_whitespace().count() >= 3)
+}
+
 const SEARCH: &str = "<<<<<<< SEARCH";
 const DIVIDER: &str = "=======";
 const REPLACE: &str = ">>>>>>> REPLACE";
@@ -228,7 +255,7 @@ pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> 
         let (n, l) = all[i];
         i += 1;
         let t = l.trim_end();
-        if t.trim().is_empty() || t.trim_start().starts_with("```") {
+        if t.trim().is_empty() || t.trim() == "..." || t.trim_start().starts_with("```") {
             continue;
         }
         if t == DIVIDER || t == REPLACE {
@@ -239,6 +266,13 @@ pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> 
             ));
         }
         if t != SEARCH {
+            if reads_as_prose(l) {
+                return Err(AgentEditError::syntax(
+                    n,
+                    l,
+                    "a file path alone on its line, a fence or `<<<<<<< SEARCH` (this line reads as prose; text outside the blocks is refused)",
+                ));
+            }
             if let Some((m, p)) = pending {
                 return Err(AgentEditError::new(
                     crate::ErrorCode::InvalidPatch,
@@ -250,7 +284,7 @@ pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> 
             continue;
         }
         let file = match pending.take() {
-            Some((m, p)) => path(m, p)?,
+            Some((m, p)) => path(m, &strip_decorations(p))?,
             None => previous.clone().ok_or_else(|| {
                 AgentEditError::syntax(n, l, "a file path on the line before `<<<<<<< SEARCH`")
             })?,

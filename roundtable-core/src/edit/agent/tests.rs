@@ -218,3 +218,125 @@ fn a_repetitive_file_costs_lines_not_lines_times_hunk() {
         started.elapsed()
     );
 }
+
+#[test]
+fn item11_prose_is_refused_and_path_decorations_are_stripped() {
+    let t = tree(&[("new.py", "x\n")]);
+    // Prose before an empty-SEARCH block used to become a file's name.
+    for prose in [
+        "Here's the change:",
+        "Do this:",
+        "Hope you like it!",
+        "This edits the file",
+    ] {
+        let text =
+            format!("{prose}\n```python\n<<<<<<< SEARCH\n=======\ncreated\n>>>>>>> REPLACE\n```\n");
+        let e = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t)
+            .expect_err("prose is not a path");
+        assert_eq!(e.code(), ErrorCode::InvalidPatch, "{prose}");
+        assert_eq!(e.details()["line"], 1, "{prose}");
+        assert_eq!(e.details()["found"], prose, "{prose}");
+        assert!(e.message().contains("prose"), "{}", e.message());
+    }
+    // Prose between blocks is refused too, naming its line.
+    let text = "new.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\nHope you like it!\n";
+    let e = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t).expect_err("prose");
+    assert_eq!(e.details()["line"], 7);
+    // The decorations aider strips name the file, not a new one.
+    for decorated in [
+        "`new.py`",
+        "# new.py",
+        "new.py:",
+        "**new.py**",
+        "### `new.py`:",
+        "new\\_py.py",
+    ] {
+        let name = if decorated.contains("\\_") {
+            "new_py.py"
+        } else {
+            "new.py"
+        };
+        let t = tree(&[(name, "x\n")]);
+        let text = format!("{decorated}\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n");
+        let cs = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t)
+            .unwrap_or_else(|e| panic!("{decorated}: {e}"));
+        assert_eq!(cs.files().len(), 1, "{decorated}");
+        assert_eq!(after(&cs, name), "y\n", "{decorated}");
+    }
+    // A `...` line between blocks of one file is a separator, as in aider.
+    let text = "new.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n...\n<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t).expect("separator");
+    assert_eq!(after(&cs, "new.py"), "z\n");
+}
+
+/// `lines` distinct lines, and one SEARCH/REPLACE block per `every` lines
+/// changing a line (two in three blocks change the line count).
+fn many_blocks(lines: usize, every: usize) -> (String, String) {
+    let file: String = (0..lines).map(|i| format!("line {i}\n")).collect();
+    let mut text = String::from("big\n");
+    for i in (0..lines).step_by(every) {
+        let replace = match i % 3 {
+            0 => format!("line {i} edited\n"),
+            1 => format!("line {i} edited\nline {i} added\n"),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "<<<<<<< SEARCH\nline {i}\n=======\n{replace}>>>>>>> REPLACE\n"
+        ));
+    }
+    (file, text)
+}
+
+#[test]
+fn item13_placement_work_is_near_linear_and_bounded() {
+    // 5,000 blocks on a 50,000-line file: the work counted (lines indexed,
+    // walked and compared) stays within a small multiple of the lines plus
+    // the blocks, where a scan per block would count 250 million.
+    let (file, text) = many_blocks(50_000, 10);
+    let ops = parse::search_replace(&text).expect("parses");
+    let FileOp::Update { path, hunks, .. } = &ops[0] else {
+        panic!("an update");
+    };
+    assert_eq!(hunks.len(), 5_000);
+    let mut work = Work::new(PLACEMENT_WORK_LIMIT);
+    let (data, found) = apply_hunks(
+        path,
+        file.as_bytes(),
+        hunks,
+        AgentFormat::SearchReplace,
+        &mut work,
+    )
+    .expect("applies");
+    assert!(
+        work.spent <= 4 * (50_000 + 5_000),
+        "spent {} units",
+        work.spent
+    );
+    // Truthful places in the running text: block k (0-based) is at the
+    // original line 10k, shifted by what the blocks before it added and
+    // removed (+1, 0, −1 per three blocks).
+    for (k, m) in found.iter().enumerate() {
+        let i = 10 * k;
+        let shift: isize = (0..k).map(|j| [0, 1, -1][(10 * j) % 3]).sum();
+        assert_eq!(m.line as isize, i as isize + 1 + shift, "block {}", k + 1);
+    }
+    assert!(String::from_utf8(data)
+        .expect("utf-8")
+        .starts_with("line 0 edited\nline 1\n"));
+    // Past the budget the change is refused with a stable reason.
+    let mut work = Work::new(10_000);
+    let e = apply_hunks(
+        path,
+        file.as_bytes(),
+        hunks,
+        AgentFormat::SearchReplace,
+        &mut work,
+    )
+    .expect_err("over the limit");
+    assert_eq!(e.code(), ErrorCode::PatchDoesNotApply);
+    assert_eq!(e.details()["reason"], "work_limit");
+    // The same through the public entry point.
+    let t = tree(&[("big", &file)]);
+    let cs = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t).expect("applies");
+    assert_eq!(cs.matches(&rp("big")).len(), 5_000);
+}

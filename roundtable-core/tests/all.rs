@@ -19,6 +19,7 @@ mod landing_truth;
 mod layers;
 mod patch_bytes;
 mod paths_modes;
+mod peers_aider;
 mod pg_hosts;
 mod process;
 mod properties;

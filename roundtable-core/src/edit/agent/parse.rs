@@ -243,7 +243,10 @@ const DIVIDER: &str = "=======";
 const REPLACE: &str = ">>>>>>> REPLACE";
 
 /// SEARCH/REPLACE blocks, each after its file path (or after a block of
-/// the same file); Markdown fence lines and blank lines may surround them.
+/// the same file); Markdown fence lines, blank lines and `...` lines may
+/// surround them. The path line is read without its decorations
+/// ([`strip_decorations`]); any other text, prose above all
+/// ([`reads_as_prose`]), is refused with its line number.
 pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> {
     let all = lines(text);
     let mut ops: Vec<FileOp> = Vec::new();

@@ -39,7 +39,7 @@
 //! A failure in any hunk refuses the whole change. The rung each hunk
 //! needed is recorded on the changeset ([`Changeset::matches`]). The work
 //! of placing is about the file's lines plus the hunks' lines (each hunk's
-//! first line is looked up in an index of the text's lines) and is bounded
+//! rarest line is looked up in an index of the running text's lines) and is bounded
 //! per change by [`PLACEMENT_WORK_LIMIT`] (`reason` `work_limit`).
 //!
 //! Lines are compared without their terminator, so a CRLF file matches an
@@ -539,10 +539,10 @@ fn line_hash(line: &[u8]) -> u64 {
 /// The most units of work (a line indexed, walked or compared) placing the
 /// hunks of one change may take; past it the change is refused with
 /// `patch_does_not_apply` (details `reason`: `work_limit`). Placement costs
-/// about the touched files' lines plus the hunks' lines (each hunk's first
+/// about the touched files' lines plus the hunks' lines (each hunk's rarest
 /// line is looked up in an index of the file's lines), so only a
-/// pathological change meets it: many long hunks whose first line occurs
-/// thousands of times in a large file.
+/// pathological change meets it: many long hunks made of lines that each
+/// occur thousands of times in a large file.
 pub const PLACEMENT_WORK_LIMIT: u64 = 1 << 28;
 
 /// The work budget of one change's placements (see
@@ -738,7 +738,7 @@ impl<'a> Running<'a> {
 
     /// The places in `scope` where `want` (normalized at `rung`) matches:
     /// every one, verified, when the index gives few candidates for its
-    /// first line; otherwise (a line repeated all over the file) a
+    /// rarest line; otherwise (a line repeated all over the file) a
     /// Rabin–Karp pass over the scope that verifies the first
     /// [`VERIFIED`] places and counts the others by hash. `None` when the
     /// work budget is exhausted.
@@ -751,26 +751,42 @@ impl<'a> Running<'a> {
         work: &mut Work,
     ) -> Option<(Vec<usize>, usize)> {
         let r = rung as usize;
-        let Some(first) = want.first() else {
-            return Some((Vec::new(), 0));
-        };
-        let empty = Vec::new();
-        let cands = self.index[r].get(&line_hash(first)).unwrap_or(&empty);
-        let in_scope = |id: usize| {
-            self.nodes[id].live
-                && match scope {
-                    Scope::All => true,
-                    Scope::From(x) => id >= x && id < self.originals,
-                }
-        };
-        if !work.spend(1) {
+        if !work.spend(want.len()) {
             return None;
         }
-        if cands.len().saturating_mul(want.len()) <= 4 * self.live + 64 {
+        // The hunk's rarest line (at this rung) gives the fewest candidate
+        // places: each is that line's node, `key` lines into the hunk.
+        let empty = Vec::new();
+        let Some((key, cands)) = want
+            .iter()
+            .enumerate()
+            .map(|(j, l)| (j, self.index[r].get(&line_hash(l)).unwrap_or(&empty)))
+            .min_by_key(|(_, c)| c.len())
+        else {
+            return Some((Vec::new(), 0));
+        };
+        let in_scope = |id: usize| match scope {
+            Scope::All => true,
+            Scope::From(x) => id >= x && id < self.originals,
+        };
+        if cands.len().saturating_mul(key + want.len()) <= 4 * self.live + 64 {
             let mut found = Vec::new();
-            for &c in cands.iter().filter(|&&c| in_scope(c)) {
-                if self.matches_at(c, r, want, at_end, work)? {
-                    found.push(c);
+            for &c in cands.iter().filter(|&&c| self.nodes[c].live) {
+                let mut start = c;
+                for _ in 0..key {
+                    if start == NIL {
+                        break;
+                    }
+                    start = self.nodes[start].prev;
+                }
+                if !work.spend(key) {
+                    return None;
+                }
+                if start != NIL
+                    && in_scope(start)
+                    && self.matches_at(start, r, want, at_end, work)?
+                {
+                    found.push(start);
                 }
             }
             let count = found.len();

@@ -323,6 +323,34 @@ fn item13_placement_work_is_near_linear_and_bounded() {
     assert!(String::from_utf8(data)
         .expect("utf-8")
         .starts_with("line 0 edited\nline 1\n"));
+    // Hunks that start with a line found everywhere (a blank line, every
+    // other line of the file) are placed by their rarest line instead.
+    let sparse: String = (0..25_000).map(|i| format!("\nline {i}\n")).collect();
+    let ops = parse::codex(&format!(
+        "*** Begin Patch\n*** Update File: big\n{}*** End Patch\n",
+        (0..25_000)
+            .step_by(5)
+            .map(|i| format!("@@\n \n-line {i}\n+line {i} edited\n"))
+            .collect::<String>()
+    ))
+    .expect("parses");
+    let FileOp::Update { hunks: blank, .. } = &ops[0] else {
+        panic!("an update");
+    };
+    let mut work = Work::new(PLACEMENT_WORK_LIMIT);
+    apply_hunks(
+        path,
+        sparse.as_bytes(),
+        blank,
+        AgentFormat::Codex,
+        &mut work,
+    )
+    .expect("applies");
+    assert!(
+        work.spent <= 4 * (50_000 + 2 * 5_000),
+        "spent {} units",
+        work.spent
+    );
     // Past the budget the change is refused with a stable reason.
     let mut work = Work::new(10_000);
     let e = apply_hunks(

@@ -1253,7 +1253,13 @@ fn apply_hunks(
         }
         let written = first_new..text.nodes.len();
         if codex {
-            lo = window.last().map_or(lo, |&b| b + 1);
+            // The next hunk is sought after this one: after its lines, or
+            // after the place it inserted at.
+            lo = match (window.last(), at) {
+                (Some(&b), _) => b + 1,
+                (None, NIL) => text.originals,
+                (None, x) => x,
+            };
         }
         text.splice(&window, at, written.clone());
         applied.push(Applied {

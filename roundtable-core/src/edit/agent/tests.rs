@@ -368,3 +368,24 @@ fn item13_placement_work_is_near_linear_and_bounded() {
     let cs = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t).expect("applies");
     assert_eq!(cs.matches(&rp("big")).len(), 5_000);
 }
+
+#[test]
+fn item10_codex_seeks_after_a_pure_insertion() {
+    // Hunk 1 inserts after the anchor `b`; hunk 2's `x` is sought after
+    // that place, so the `x` before it is not a candidate.
+    let t = tree(&[("a", "x\nb\nx\n")]);
+    let cs = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@ b\n+new\n@@\n-x\n+y\n*** End Patch\n",
+        &t,
+    )
+    .expect("applies");
+    assert_eq!(after(&cs, "a"), "x\nb\nnew\ny\n");
+    assert_eq!(
+        cs.matches(&rp("a"))
+            .iter()
+            .map(|m| m.line)
+            .collect::<Vec<_>>(),
+        vec![3, 3]
+    );
+}

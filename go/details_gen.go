@@ -433,7 +433,7 @@ type PatchDoesNotApplyDetails struct {
 	Anchor *string `json:"anchor,omitempty"`
 	// For an agent-native hunk marked `*** End of File` that matches nowhere.
 	AtEnd *bool `json:"at_end,omitempty"`
-	// For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or where it overlaps another hunk.
+	// For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or the line whose indentation differs (indentation).
 	Candidates []MatchCandidate `json:"candidates,omitempty"`
 	// For an ambiguous agent-native hunk: how many places it matches.
 	Count *int64 `json:"count,omitempty"`
@@ -447,7 +447,7 @@ type PatchDoesNotApplyDetails struct {
 	Line *int64 `json:"line,omitempty"`
 	// For overlapping agent-native hunks: the number of the hunk it overlaps.
 	OtherHunk *int64 `json:"other_hunk,omitempty"`
-	// What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous` or `overlap` for an agent-native hunk.
+	// What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous`, `indentation` (matched at the whitespace rung with an uneven indentation offset) or `work_limit` (placing the change's hunks exceeds the work bound) for an agent-native hunk.
 	Reason *string `json:"reason,omitempty"`
 	// For an ambiguous agent-native hunk: the rung of the matching ladder at which it matched more than one place.
 	Rung *MatchRung `json:"rung,omitempty"`

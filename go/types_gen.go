@@ -115,7 +115,7 @@ const (
 	MatchRungExact MatchRung = "exact"
 	// Equal once trailing whitespace is removed from each line.
 	MatchRungTrailingWhitespace MatchRung = "trailing_whitespace"
-	// Equal once each line is trimmed and inner runs of whitespace are collapsed to one space.
+	// Equal once each line is trimmed and inner runs of whitespace are collapsed to one space; the replacement is written at the file's indentation (shifted by the one offset between the hunk's lines and the file's, or refused when that offset is uneven).
 	MatchRungWhitespace MatchRung = "whitespace"
 	// Equal at the `whitespace` rung once typographic punctuation is read as its ASCII counterpart, as Codex's `apply_patch` matches: the dashes and minus U+2010–U+2015 and U+2212 as `-`, the quotes U+2018–U+201B as `'` and U+201C–U+201F as `"`, and the spaces U+00A0, U+2002–U+200A, U+202F, U+205F and U+3000 as a space. The file's own bytes are kept on every line the hunk does not replace.
 	MatchRungUnicodePunctuation MatchRung = "unicode_punctuation"
@@ -912,8 +912,11 @@ type MatchedHunk struct {
 	Hunk int64 `json:"hunk"`
 	// The rung it needed (the loosest of its anchors and its lines).
 	Rung MatchRung `json:"rung"`
-	// The 1-based line of the original file where its lines start (for
-	// a pure insertion: the line it is inserted before).
+	// The 1-based line where its lines start (for a pure insertion: the
+	// line it is inserted before): in the file as the blocks before it
+	// left it for SEARCH/REPLACE, which applies block after block; in the
+	// original file for a Codex hunk, which is found after the previous
+	// one.
 	Line int64 `json:"line"`
 }
 

@@ -323,7 +323,7 @@ class PatchDoesNotApplyDetails(TypedDict, total=False):
     anchor: str
     #: For an agent-native hunk marked `*** End of File` that matches nowhere.
     at_end: Literal[True]
-    #: For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or where it overlaps another hunk.
+    #: For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or the line whose indentation differs (indentation).
     candidates: List[Dict[str, Any]]
     #: For an ambiguous agent-native hunk: how many places it matches.
     count: int
@@ -339,7 +339,7 @@ class PatchDoesNotApplyDetails(TypedDict, total=False):
     other_hunk: int
     #: The repository path the refusal is about (lossily decoded when it is not UTF-8).
     path: str
-    #: What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous` or `overlap` for an agent-native hunk.
+    #: What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous`, `indentation` (matched at the whitespace rung with an uneven indentation offset) or `work_limit` (placing the change's hunks exceeds the work bound) for an agent-native hunk.
     reason: str
     #: For an ambiguous agent-native hunk: the rung of the matching ladder at which it matched more than one place.
     rung: Literal['exact', 'trailing_whitespace', 'whitespace', 'unicode_punctuation']

@@ -120,7 +120,7 @@ LANDING_MODES: Tuple[LandingMode, ...] = ('files', 'git',)
 #: its unique place in the file: the rungs of the ladder, strictest first.
 #:   ``exact``: Every line equal (line terminators aside).
 #:   ``trailing_whitespace``: Equal once trailing whitespace is removed from each line.
-#:   ``whitespace``: Equal once each line is trimmed and inner runs of whitespace are collapsed to one space.
+#:   ``whitespace``: Equal once each line is trimmed and inner runs of whitespace are collapsed to one space; the replacement is written at the file's indentation (shifted by the one offset between the hunk's lines and the file's, or refused when that offset is uneven).
 #:   ``unicode_punctuation``: Equal at the `whitespace` rung once typographic punctuation is read as its ASCII counterpart, as Codex's `apply_patch` matches: the dashes and minus U+2010–U+2015 and U+2212 as `-`, the quotes U+2018–U+201B as `'` and U+201C–U+201F as `"`, and the spaces U+00A0, U+2002–U+200A, U+202F, U+205F and U+3000 as a space. The file's own bytes are kept on every line the hunk does not replace.
 MatchRung = Literal['exact', 'trailing_whitespace', 'whitespace', 'unicode_punctuation']
 #: Every value of :data:`MatchRung`, in the schema's order.
@@ -999,8 +999,11 @@ class MatchedHunk(Record):
     hunk: int
     #: The rung it needed (the loosest of its anchors and its lines).
     rung: MatchRung
-    #: The 1-based line of the original file where its lines start (for
-    #: a pure insertion: the line it is inserted before).
+    #: The 1-based line where its lines start (for a pure insertion: the
+    #: line it is inserted before): in the file as the blocks before it
+    #: left it for SEARCH/REPLACE, which applies block after block; in the
+    #: original file for a Codex hunk, which is found after the previous
+    #: one.
     line: int
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 

@@ -21,6 +21,7 @@ mod layers;
 mod patch_bytes;
 mod paths_modes;
 mod peer_codex;
+mod peers_aider;
 mod pg_hosts;
 mod process;
 mod properties;

@@ -155,6 +155,7 @@ fn item12_codex_peer_corpus_agrees_with_codex() {
         "atomic",
         "repository_relative_paths",
         "final_newline_kept",
+        "indentation",
     ];
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut failures = Vec::new();

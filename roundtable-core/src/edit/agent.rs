@@ -11,21 +11,42 @@
 //! 2. [`trailing_whitespace`](MatchRung::TrailingWhitespace): equal once
 //!    trailing spaces, tabs and carriage returns are removed;
 //! 3. [`whitespace`](MatchRung::Whitespace): equal once trimmed and inner
-//!    runs of ASCII whitespace are collapsed to one space;
+//!    runs of ASCII whitespace are collapsed to one space. The replacement
+//!    is then written at the file's indentation (aider's rule for a SEARCH
+//!    missing leading whitespace): the hunk's lines are outdented by the
+//!    indentation they all share, and every added line gets the one prefix
+//!    by which each matched file line is more indented than the hunk's
+//!    line; when that prefix is not the same on every non-blank line the
+//!    hunk is refused (`reason` `indentation`), never written unindented;
 //! 4. [`unicode_punctuation`](MatchRung::UnicodePunctuation): equal at the
 //!    `whitespace` rung once typographic dashes, quotes and non-breaking or
 //!    other odd spaces are read as their ASCII counterparts (the last pass
 //!    of Codex's `apply_patch` matcher), so an ASCII hunk finds a line
-//!    written with `–`, `’` or U+00A0.
+//!    written with `–`, `’` or U+00A0; the replacement is re-indented as at
+//!    the `whitespace` rung.
 //!
-//! A rung is taken only when it finds exactly one place in the file (or,
-//! after `@@ anchor` lines, in the rest of the file after the last anchor);
-//! two or more places at a rung is an ambiguous match, and no place at any
-//! rung a missing one — both refused with `patch_does_not_apply`, naming the
-//! hunk, the file and the candidate lines. Every hunk is matched against the
-//! original content, hunks of one file must not overlap, and a failure in
-//! any hunk refuses the whole change. The rung each hunk needed is recorded
-//! on the changeset ([`Changeset::matches`]).
+//! A rung is taken only when it finds exactly one place in its scope; two
+//! or more places at a rung is an ambiguous match, and no place at any
+//! rung a missing one — both refused with `patch_does_not_apply`, naming
+//! the hunk, the file and the candidate lines.
+//!
+//! Hunks apply **in order, each against the running result**, as the
+//! agents' own tools apply them:
+//!
+//! - a SEARCH/REPLACE block is searched in the whole file as the blocks
+//!   before it left it, so block 2 may edit what block 1 wrote, and a line
+//!   block 1 replaced is no longer there to be found; its recorded line is
+//!   its line in that running text;
+//! - a Codex hunk is searched after the previous hunk of its file (and
+//!   after its own `@@` anchors, each found uniquely after the one
+//!   before), among the original lines, as Codex seeks each chunk forward
+//!   from the last; its recorded line is its line in the original file.
+//!
+//! A failure in any hunk refuses the whole change. The rung each hunk
+//! needed is recorded on the changeset ([`Changeset::matches`]). The work
+//! of placing is about the file's lines plus the hunks' lines (each hunk's
+//! rarest line is looked up in an index of the running text's lines) and is bounded
+//! per change by [`PLACEMENT_WORK_LIMIT`] (`reason` `work_limit`).
 //!
 //! The Codex envelope is read as leniently as Codex's own `apply_patch`
 //! where that is harmless (padded markers, a heredoc wrapper, blank lines
@@ -51,6 +72,7 @@ use crate::diff::{Tree, TreeFile};
 pub use crate::model::{MatchRung, MatchedHunk};
 use crate::{Changeset, Digest, ErrorCode, FileChange, FileContent, FileMeta, Operation, RepoPath};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 /// The two agent-native formats.
@@ -228,7 +250,7 @@ pub fn changeset<T: Tree + ?Sized>(
         AgentFormat::Codex => parse::codex(text)?,
         AgentFormat::SearchReplace => parse::search_replace(text)?,
     };
-    build(&ops, tree)
+    build(format, &ops, tree)
 }
 
 /// Each path once, a move's destination included.
@@ -295,8 +317,13 @@ fn precondition(
     )
 }
 
-fn build<T: Tree + ?Sized>(ops: &[FileOp], tree: &T) -> Result<Changeset, AgentEditError> {
+fn build<T: Tree + ?Sized>(
+    format: AgentFormat,
+    ops: &[FileOp],
+    tree: &T,
+) -> Result<Changeset, AgentEditError> {
     check_touched_once(ops)?;
+    let mut work = Work::new(PLACEMENT_WORK_LIMIT);
     let mut files = Vec::new();
     let mut matches = BTreeMap::new();
     for op in ops {
@@ -332,28 +359,30 @@ fn build<T: Tree + ?Sized>(ops: &[FileOp], tree: &T) -> Result<Changeset, AgentE
                 create_if_absent,
             } => {
                 let (Some(file), Some(meta)) = (file, meta) else {
-                    if let ([h], true) = (hunks.as_slice(), *create_if_absent) {
-                        if h.old.is_empty() {
+                    match (hunks.as_slice(), *create_if_absent) {
+                        ([h], true) if h.old.is_empty() => {
                             files.push(created(path, join_new(h)));
-                            continue;
                         }
+                        // The first block creates the file, the next ones
+                        // edit what it wrote.
+                        ([h, rest @ ..], true) if h.old.is_empty() => {
+                            if let Some(h) = rest.iter().find(|h| h.old.is_empty()) {
+                                return Err(create_existing(path, h, "absent"));
+                            }
+                            let (data, found) = apply_hunks(path, b"", hunks, format, &mut work)?;
+                            matches.insert(path.clone(), found);
+                            files.push(created(path, data));
+                        }
+                        _ => return Err(precondition(path, *line, "present", None)),
                     }
-                    return Err(precondition(path, *line, "present", None));
+                    continue;
                 };
                 if *create_if_absent {
                     if let Some(h) = hunks.iter().find(|h| h.old.is_empty()) {
-                        return Err(AgentEditError::new(
-                            ErrorCode::PreconditionFailed,
-                            format!(
-                                "hunk {} (line {}): an empty SEARCH creates a file, but {path} exists",
-                                h.number, h.line
-                            ),
-                            json!({"hunk": h.number, "line": h.line, "path": path.as_str(),
-                                   "expected": "absent", "actual": meta.digest.to_string()}),
-                        ));
+                        return Err(create_existing(path, h, &meta.digest.to_string()));
                     }
                 }
-                let (data, found) = apply_hunks(path, &file.data, hunks)?;
+                let (data, found) = apply_hunks(path, &file.data, hunks, format, &mut work)?;
                 if !found.is_empty() {
                     matches.insert(path.clone(), found);
                 }
@@ -424,6 +453,20 @@ fn build<T: Tree + ?Sized>(ops: &[FileOp], tree: &T) -> Result<Changeset, AgentE
         )
     })?;
     Ok(cs.with_matches(matches))
+}
+
+/// An empty SEARCH (which creates its file) where the file exists, or
+/// after the block that creates it (`actual`: the digest, or `absent`).
+fn create_existing(path: &RepoPath, h: &Hunk, actual: &str) -> AgentEditError {
+    AgentEditError::new(
+        ErrorCode::PreconditionFailed,
+        format!(
+            "hunk {} (line {}): an empty SEARCH creates a file, but {path} exists (or an earlier block creates it)",
+            h.number, h.line
+        ),
+        json!({"hunk": h.number, "line": h.line, "path": path.as_str(),
+               "expected": "absent", "actual": actual}),
+    )
 }
 
 fn created(path: &RepoPath, data: Vec<u8>) -> FileChange {
@@ -539,13 +582,6 @@ fn ascii_punctuation(c: char) -> char {
     }
 }
 
-/// A file's lines under every rung, and each normalized line's hash,
-/// computed once.
-struct Normalized {
-    rungs: Vec<Vec<Vec<u8>>>,
-    hashes: Vec<Vec<u64>>,
-}
-
 fn line_hash(line: &[u8]) -> u64 {
     use std::hash::{Hash as _, Hasher as _};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -553,130 +589,426 @@ fn line_hash(line: &[u8]) -> u64 {
     h.finish()
 }
 
-impl Normalized {
-    fn new(lines: &[Line<'_>]) -> Self {
-        let rungs: Vec<Vec<Vec<u8>>> = MatchRung::LADDER
-            .iter()
-            .map(|r| lines.iter().map(|l| normalize(l.content, *r)).collect())
-            .collect();
-        let hashes = rungs
-            .iter()
-            .map(|ls| ls.iter().map(|l| line_hash(l)).collect())
-            .collect();
-        Normalized { rungs, hashes }
+/// The most units of work (a line indexed, walked or compared) placing the
+/// hunks of one change may take; past it the change is refused with
+/// `patch_does_not_apply` (details `reason`: `work_limit`). Placement costs
+/// about the touched files' lines plus the hunks' lines (each hunk's rarest
+/// line is looked up in an index of the file's lines), so only a
+/// pathological change meets it: many long hunks made of lines that each
+/// occur thousands of times in a large file.
+pub const PLACEMENT_WORK_LIMIT: u64 = 1 << 28;
+
+/// The work budget of one change's placements (see
+/// [`PLACEMENT_WORK_LIMIT`]).
+#[derive(Debug)]
+struct Work {
+    spent: u64,
+    limit: u64,
+}
+
+impl Work {
+    fn new(limit: u64) -> Self {
+        Work { spent: 0, limit }
     }
 
-    fn at(&self, rung: MatchRung) -> &[Vec<u8>] {
-        &self.rungs[rung as usize]
+    /// Spend `n` units: false once the budget is exhausted.
+    fn spend(&mut self, n: usize) -> bool {
+        self.spent = self.spent.saturating_add(n as u64);
+        self.spent <= self.limit
+    }
+}
+
+/// No node.
+const NIL: usize = usize::MAX;
+
+/// One line of the running text of a file: an original line, or one a
+/// hunk wrote. Removed lines stay in the arena, unlinked from the live list
+/// but kept in the ghost list, which orders every line that ever existed
+/// consistently with every moment's live order (so the line number a hunk
+/// matched at can be computed afterwards).
+struct Node<'a> {
+    content: Cow<'a, [u8]>,
+    term: &'a [u8],
+    /// The line under each rung of [`MatchRung::LADDER`], and its hash.
+    norm: Vec<Vec<u8>>,
+    hash: Vec<u64>,
+    live: bool,
+    prev: usize,
+    next: usize,
+    ghost_prev: usize,
+    ghost_next: usize,
+}
+
+/// A file's text while its hunks are applied in order: a linked list of
+/// lines with, per rung, an index from a normalized line's hash to the
+/// lines that have it (removed ones are skipped when looked up). The
+/// original lines are nodes `0..originals`, in order.
+struct Running<'a> {
+    nodes: Vec<Node<'a>>,
+    first: usize,
+    last: usize,
+    ghost_first: usize,
+    ghost_last: usize,
+    originals: usize,
+    live: usize,
+    index: Vec<HashMap<u64, Vec<usize>>>,
+}
+
+/// Where a search may look: the whole running text (SEARCH/REPLACE: block
+/// after block against the running result), or the original lines from
+/// the given one on (Codex: each hunk after the previous one).
+#[derive(Clone, Copy)]
+enum Scope {
+    All,
+    From(usize),
+}
+
+impl<'a> Running<'a> {
+    fn new(lines: &[Line<'a>]) -> Self {
+        let mut text = Running {
+            nodes: Vec::with_capacity(lines.len()),
+            first: NIL,
+            last: NIL,
+            ghost_first: NIL,
+            ghost_last: NIL,
+            originals: lines.len(),
+            live: 0,
+            index: MatchRung::LADDER.iter().map(|_| HashMap::new()).collect(),
+        };
+        for l in lines {
+            let id = text.push(Cow::Borrowed(l.content), l.term);
+            text.link(text.last, id, NIL);
+            text.ghost_link(text.ghost_last, id, NIL);
+        }
+        text
     }
 
-    fn hashes(&self, rung: MatchRung) -> &[u64] {
-        &self.hashes[rung as usize]
+    /// A new, unlinked node.
+    fn push(&mut self, content: Cow<'a, [u8]>, term: &'a [u8]) -> usize {
+        let id = self.nodes.len();
+        let norm: Vec<Vec<u8>> = MatchRung::LADDER
+            .iter()
+            .map(|r| normalize(&content, *r))
+            .collect();
+        let hash: Vec<u64> = norm.iter().map(|l| line_hash(l)).collect();
+        for (r, h) in hash.iter().enumerate() {
+            self.index[r].entry(*h).or_default().push(id);
+        }
+        self.nodes.push(Node {
+            content,
+            term,
+            norm,
+            hash,
+            live: false,
+            prev: NIL,
+            next: NIL,
+            ghost_prev: NIL,
+            ghost_next: NIL,
+        });
+        id
+    }
+
+    /// Link `id` live between `prev` and `next` (adjacent, or NIL).
+    fn link(&mut self, prev: usize, id: usize, next: usize) {
+        self.nodes[id].prev = prev;
+        self.nodes[id].next = next;
+        self.nodes[id].live = true;
+        self.live += 1;
+        match prev {
+            NIL => self.first = id,
+            p => self.nodes[p].next = id,
+        }
+        match next {
+            NIL => self.last = id,
+            n => self.nodes[n].prev = id,
+        }
+    }
+
+    fn ghost_link(&mut self, prev: usize, id: usize, next: usize) {
+        self.nodes[id].ghost_prev = prev;
+        self.nodes[id].ghost_next = next;
+        match prev {
+            NIL => self.ghost_first = id,
+            p => self.nodes[p].ghost_next = id,
+        }
+        match next {
+            NIL => self.ghost_last = id,
+            n => self.nodes[n].ghost_prev = id,
+        }
+    }
+
+    /// The first live node of a scope (NIL when it is empty).
+    fn scope_start(&self, scope: Scope) -> usize {
+        match scope {
+            Scope::All => self.first,
+            Scope::From(x) if x < self.originals => x,
+            Scope::From(_) => NIL,
+        }
+    }
+
+    /// The live nodes of a scope, in order.
+    fn flat(&self, scope: Scope) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut at = self.scope_start(scope);
+        while at != NIL {
+            out.push(at);
+            at = self.nodes[at].next;
+        }
+        out
+    }
+
+    /// The `m` live nodes from `start`.
+    fn window(&self, start: usize, m: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(m);
+        let mut at = start;
+        while out.len() < m && at != NIL {
+            out.push(at);
+            at = self.nodes[at].next;
+        }
+        out
+    }
+
+    /// Whether `want` (normalized at `rung`) matches the live lines from
+    /// `start` (and, `at_end`, ends the text); the lines compared are
+    /// spent from `work`.
+    fn matches_at(
+        &self,
+        start: usize,
+        rung: usize,
+        want: &[Vec<u8>],
+        at_end: bool,
+        work: &mut Work,
+    ) -> Option<bool> {
+        let mut at = start;
+        for (j, w) in want.iter().enumerate() {
+            if at == NIL || self.nodes[at].norm[rung] != *w {
+                return work.spend(j + 1).then_some(false);
+            }
+            at = self.nodes[at].next;
+        }
+        work.spend(want.len()).then_some(!at_end || at == NIL)
+    }
+
+    /// The places in `scope` where `want` (normalized at `rung`) matches:
+    /// every one, verified, when the index gives few candidates for its
+    /// rarest line; otherwise (a line repeated all over the file) a
+    /// Rabin–Karp pass over the scope that verifies the first
+    /// [`VERIFIED`] places and counts the others by hash. `None` when the
+    /// work budget is exhausted.
+    fn find(
+        &self,
+        rung: MatchRung,
+        want: &[Vec<u8>],
+        scope: Scope,
+        at_end: bool,
+        work: &mut Work,
+    ) -> Option<(Vec<usize>, usize)> {
+        let r = rung as usize;
+        if !work.spend(want.len()) {
+            return None;
+        }
+        // The hunk's rarest line (at this rung) gives the fewest candidate
+        // places: each is that line's node, `key` lines into the hunk.
+        let empty = Vec::new();
+        let Some((key, cands)) = want
+            .iter()
+            .enumerate()
+            .map(|(j, l)| (j, self.index[r].get(&line_hash(l)).unwrap_or(&empty)))
+            .min_by_key(|(_, c)| c.len())
+        else {
+            return Some((Vec::new(), 0));
+        };
+        let in_scope = |id: usize| match scope {
+            Scope::All => true,
+            Scope::From(x) => id >= x && id < self.originals,
+        };
+        if cands.len().saturating_mul(key + want.len()) <= 4 * self.live + 64 {
+            let mut found = Vec::new();
+            for &c in cands.iter().filter(|&&c| self.nodes[c].live) {
+                let mut start = c;
+                for _ in 0..key {
+                    if start == NIL {
+                        break;
+                    }
+                    start = self.nodes[start].prev;
+                }
+                if !work.spend(key) {
+                    return None;
+                }
+                if start != NIL
+                    && in_scope(start)
+                    && self.matches_at(start, r, want, at_end, work)?
+                {
+                    found.push(start);
+                }
+            }
+            let count = found.len();
+            return Some((found, count));
+        }
+        let flat = self.flat(scope);
+        if !work.spend(flat.len()) {
+            return None;
+        }
+        let n = flat.len();
+        let m = want.len();
+        if m > n {
+            return Some((Vec::new(), 0));
+        }
+        let roll = |acc: u64, h: u64| acc.wrapping_mul(BASE).wrapping_add(h);
+        let target = want.iter().fold(0u64, |acc, l| roll(acc, line_hash(l)));
+        let top = (1..m).fold(1u64, |acc, _| acc.wrapping_mul(BASE));
+        let hash = |i: usize| self.nodes[flat[i]].hash[r];
+        let begin = if at_end { n - m } else { 0 };
+        let mut window = (begin..begin + m).fold(0u64, |acc, i| roll(acc, hash(i)));
+        let mut verified = Vec::new();
+        let mut count = 0;
+        let mut s = begin;
+        loop {
+            if window == target {
+                if verified.len() < VERIFIED {
+                    if self.matches_at(flat[s], r, want, at_end, work)? {
+                        verified.push(flat[s]);
+                        count += 1;
+                    }
+                } else {
+                    count += 1;
+                }
+            }
+            if at_end || s + m >= n {
+                break;
+            }
+            window = roll(window.wrapping_sub(hash(s).wrapping_mul(top)), hash(s + m));
+            s += 1;
+        }
+        Some((verified, count))
+    }
+
+    /// The 1-based line of each live node (a Codex search only sees
+    /// original lines, numbered as in the original file).
+    fn lines_of(&self, ids: &[usize], scope: Scope) -> Vec<usize> {
+        if let Scope::From(_) = scope {
+            return ids.iter().map(|id| id + 1).collect();
+        }
+        let at: HashMap<usize, usize> = self
+            .flat(Scope::All)
+            .into_iter()
+            .enumerate()
+            .map(|(i, id)| (id, i + 1))
+            .collect();
+        ids.iter()
+            .map(|id| at.get(id).copied().unwrap_or(0))
+            .collect()
+    }
+
+    /// Replace the live `window` (or, empty, insert before `before`, NIL
+    /// for the end) by the unlinked nodes `new`.
+    fn splice(&mut self, window: &[usize], before: usize, new: std::ops::Range<usize>) {
+        let (mut prev, next, mut ghost) = match (window.first(), window.last()) {
+            (Some(&a), Some(&b)) => (self.nodes[a].prev, self.nodes[b].next, b),
+            _ => {
+                let prev = if before == NIL {
+                    self.last
+                } else {
+                    self.nodes[before].prev
+                };
+                let ghost = if before == NIL {
+                    self.ghost_last
+                } else {
+                    self.nodes[before].ghost_prev
+                };
+                (prev, before, ghost)
+            }
+        };
+        for &w in window {
+            self.nodes[w].live = false;
+            self.live -= 1;
+        }
+        match prev {
+            NIL => self.first = next,
+            p => self.nodes[p].next = next,
+        }
+        match next {
+            NIL => self.last = prev,
+            n => self.nodes[n].prev = prev,
+        }
+        for id in new {
+            self.link(prev, id, next);
+            prev = id;
+            let after = if ghost == NIL {
+                self.ghost_first
+            } else {
+                self.nodes[ghost].ghost_next
+            };
+            self.ghost_link(ghost, id, after);
+            ghost = id;
+        }
     }
 }
 
 /// The rolling hash's base (odd, so multiplication by it is invertible).
 const BASE: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// How many places a search verifies line by line; beyond them, places
-/// are only counted (by their hash), so an ambiguous search of a
-/// repetitive file costs O(lines), not O(lines × hunk).
+/// How many places a search verifies line by line when it falls back to
+/// a pass over the whole scope; beyond them, places are only counted (by
+/// their hash), so an ambiguous search of a repetitive file costs
+/// O(lines), not O(lines × hunk).
 const VERIFIED: usize = 11;
-
-/// The places in `[lo, n]` where `want` (already normalized) matches:
-/// up to [`VERIFIED`] of them checked line by line, and how many there
-/// are in all (a Rabin–Karp search over the lines' hashes).
-fn starts(
-    norm: &Normalized,
-    rung: MatchRung,
-    lo: usize,
-    want: &[Vec<u8>],
-    at_end: bool,
-) -> (Vec<usize>, usize) {
-    let file = norm.at(rung);
-    let hashes = norm.hashes(rung);
-    let n = file.len();
-    let m = want.len();
-    if m > n.saturating_sub(lo) {
-        return (Vec::new(), 0);
-    }
-    let roll = |acc: u64, h: u64| acc.wrapping_mul(BASE).wrapping_add(h);
-    let target = want.iter().fold(0u64, |acc, l| roll(acc, line_hash(l)));
-    let top = (1..m).fold(1u64, |acc, _| acc.wrapping_mul(BASE));
-    let first = if at_end { n - m } else { lo };
-    let mut window = hashes[first..first + m]
-        .iter()
-        .fold(0u64, |acc, h| roll(acc, *h));
-    let mut verified = Vec::new();
-    let mut count = 0;
-    let mut s = first;
-    loop {
-        if window == target {
-            if verified.len() < VERIFIED {
-                if file[s..s + m] == *want {
-                    verified.push(s);
-                    count += 1;
-                }
-            } else {
-                count += 1;
-            }
-        }
-        if at_end || s + m >= n {
-            break;
-        }
-        window = roll(
-            window.wrapping_sub(hashes[s].wrapping_mul(top)),
-            hashes[s + m],
-        );
-        s += 1;
-    }
-    (verified, count)
-}
 
 /// The most line comparisons the near-miss search makes for one refusal.
 const NEAR_MISS_BUDGET: usize = 1 << 22;
-
-/// Where a hunk landed: the old lines `[start, start + len)`, and the rung.
-struct Placed {
-    start: usize,
-    len: usize,
-    rung: MatchRung,
-}
 
 /// The text of a file line for a refusal.
 fn shown(line: &[u8]) -> String {
     String::from_utf8_lossy(line).into_owned()
 }
 
-/// Find `want` in the lines from `lo` by the ladder: the first rung with a
-/// unique place wins; two places at a rung is ambiguous.
+/// How a refusal of one search is worded.
+struct Refusals<'f> {
+    /// `what("matches N places …")` for an ambiguous search.
+    what: &'f dyn Fn(&str) -> AgentEditError,
+    /// For no place at any rung, with the nearest misses.
+    missing: &'f dyn Fn(Vec<Value>) -> AgentEditError,
+    /// For an exhausted work budget.
+    limit: &'f dyn Fn() -> AgentEditError,
+}
+
+/// Find `want` in `scope` by the ladder: the first rung with a unique
+/// place wins; two places at a rung is ambiguous.
 fn ladder(
-    norm: &Normalized,
-    lines: &[Line<'_>],
-    lo: usize,
+    text: &Running<'_>,
+    scope: Scope,
     want: &[String],
     at_end: bool,
-    what: &dyn Fn(&str) -> AgentEditError,
-    missing: &dyn Fn(Vec<Value>) -> AgentEditError,
+    work: &mut Work,
+    refuse: &Refusals<'_>,
 ) -> Result<(usize, MatchRung), AgentEditError> {
     for rung in MatchRung::LADDER {
         let w: Vec<Vec<u8>> = want.iter().map(|l| normalize(l.as_bytes(), rung)).collect();
-        let (found, count) = starts(norm, rung, lo, &w, at_end);
+        let (found, count) = text
+            .find(rung, &w, scope, at_end, work)
+            .ok_or_else(|| (refuse.limit)())?;
         match (found.as_slice(), count) {
             ([s], 1) => return Ok((*s, rung)),
             (_, 0) => continue,
             (many, count) => {
-                let candidates: Vec<Value> = many
-                    .iter()
-                    .take(10)
-                    .map(|&s| json!({"line": s + 1, "text": shown(lines[s].content)}))
+                let mut at: Vec<(usize, usize)> = text
+                    .lines_of(many, scope)
+                    .into_iter()
+                    .zip(many.iter().copied())
                     .collect();
-                let mut e = what(&format!(
+                at.sort_unstable();
+                at.truncate(10);
+                let candidates: Vec<Value> = at
+                    .iter()
+                    .map(
+                        |&(line, id)| json!({"line": line, "text": shown(&text.nodes[id].content)}),
+                    )
+                    .collect();
+                let mut e = (refuse.what)(&format!(
                     "matches {count} places at rung {} (lines {}{}); add context lines or an `@@` anchor to make it unique",
                     rung.as_str(),
-                    many.iter()
-                        .take(10)
-                        .map(|s| (s + 1).to_string())
+                    at.iter()
+                        .map(|(line, _)| line.to_string())
                         .collect::<Vec<_>>()
                         .join(", "),
                     if count > 10 { ", …" } else { "" }
@@ -691,8 +1023,14 @@ fn ladder(
     }
     // The nearest misses: the starts where the longest prefix of the lines
     // matches at the loosest rung, with the first line that differs.
+    let flat = text.flat(scope);
+    let numbers = text.lines_of(&flat, scope);
     let loosest = MatchRung::LADDER[MatchRung::LADDER.len() - 1];
-    let loose = norm.at(loosest);
+    let loose_rung = loosest as usize;
+    let loose: Vec<&[u8]> = flat
+        .iter()
+        .map(|&id| &text.nodes[id].norm[loose_rung][..])
+        .collect();
     let w: Vec<Vec<u8>> = want
         .iter()
         .map(|l| normalize(l.as_bytes(), loosest))
@@ -700,14 +1038,14 @@ fn ladder(
     let mut best = 0;
     let mut at = Vec::new();
     let mut budget = NEAR_MISS_BUDGET;
-    for s in lo..loose.len() {
+    for s in 0..loose.len() {
         if budget == 0 {
             break;
         }
         let k = w
             .iter()
             .zip(&loose[s..])
-            .take_while(|(a, b)| a == b)
+            .take_while(|(a, b)| a.as_slice() == **b)
             .count();
         budget = budget.saturating_sub(k + 1);
         if k > best {
@@ -723,31 +1061,122 @@ fn ladder(
         .take(3)
         .map(|&s| {
             let differs = s + best;
-            match (lines.get(differs), want.get(best)) {
-                (Some(l), Some(expected)) => json!({
-                    "line": differs + 1, "text": shown(l.content), "expected": expected,
-                    "matched_from": s + 1, "matched_lines": best,
+            match (flat.get(differs), want.get(best)) {
+                (Some(&l), Some(expected)) => json!({
+                    "line": numbers[differs], "text": shown(&text.nodes[l].content), "expected": expected,
+                    "matched_from": numbers[s], "matched_lines": best,
                 }),
                 // The lines match up to the end of the file (or, with
                 // `*** End of File`, it is not at the end).
-                _ => json!({"line": s + 1, "text": shown(lines[s].content),
-                            "matched_from": s + 1, "matched_lines": best}),
+                _ => json!({"line": numbers[s], "text": shown(&text.nodes[flat[s]].content),
+                            "matched_from": numbers[s], "matched_lines": best}),
             }
         })
         .collect();
-    Err(missing(candidates))
+    Err((refuse.missing)(candidates))
 }
 
-/// Place every hunk of one file against its original content, then write
-/// the result; the matches are returned in hunk order.
+/// A line's leading blanks.
+fn indent(line: &[u8]) -> &[u8] {
+    let n = line
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c'))
+        .unwrap_or(line.len());
+    &line[..n]
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter()
+        .all(|b| b.is_ascii_whitespace() || *b == b'\x0b')
+}
+
+/// How a hunk matched at the whitespace rung is re-indented (aider's rule
+/// for a SEARCH missing leading whitespace): the hunk's lines (old and
+/// added) are outdented by the indentation all their non-blank lines
+/// share, then every non-blank matched line of the file must be one same
+/// prefix followed by the outdented old line's indentation; added lines
+/// are written as that prefix + the outdented line. `Ok((outdent, prefix))`,
+/// or `Err(i)`: the first old line whose indentation disagrees.
+fn reindent(file: &[&[u8]], old: &[String], added: &[&str]) -> Result<(usize, Vec<u8>), usize> {
+    let outdent = old
+        .iter()
+        .map(String::as_str)
+        .chain(added.iter().copied())
+        .map(str::as_bytes)
+        .filter(|l| !is_blank(l))
+        .map(|l| indent(l).len())
+        .min()
+        .unwrap_or(0);
+    let mut prefix: Option<&[u8]> = None;
+    for (i, (f, o)) in file.iter().zip(old).enumerate() {
+        let o = o.as_bytes();
+        if is_blank(o) {
+            continue;
+        }
+        let (fi, oi) = (indent(f), indent(&o[outdent..]));
+        let Some(p) = fi.strip_suffix(oi) else {
+            return Err(i);
+        };
+        match prefix {
+            Some(q) if q != p => return Err(i),
+            _ => prefix = Some(p),
+        }
+    }
+    Ok((outdent, prefix.unwrap_or_default().to_vec()))
+}
+
+/// One hunk as applied: where (its first live node, or NIL at the end),
+/// the nodes it removed and the ones it wrote.
+struct Applied {
+    hunk: u32,
+    rung: MatchRung,
+    at: usize,
+    removed: Vec<usize>,
+    written: std::ops::Range<usize>,
+}
+
+/// Apply the hunks of one file in order, each against the running result:
+/// a SEARCH/REPLACE block is searched in the whole text as the blocks
+/// before it left it (so a block may edit what an earlier one wrote); a
+/// Codex hunk is searched from the end of the previous hunk on (the
+/// original lines after it), as Codex applies its chunks. The matches are
+/// returned in hunk order, each at its 1-based line in the text it was
+/// searched in (SEARCH/REPLACE: the running text; Codex: the original
+/// file).
 fn apply_hunks(
     path: &RepoPath,
     data: &[u8],
     hunks: &[Hunk],
+    format: AgentFormat,
+    work: &mut Work,
 ) -> Result<(Vec<u8>, Vec<MatchedHunk>), AgentEditError> {
     let lines = split_lines(data);
-    let norm = Normalized::new(&lines);
-    let mut placed: Vec<(Placed, &Hunk)> = Vec::with_capacity(hunks.len());
+    // The line ending new lines take: the file's first terminator.
+    let eol: &[u8] = lines
+        .iter()
+        .find(|l| !l.term.is_empty())
+        .map_or(b"\n", |l| l.term);
+    let final_newline = lines.last().is_none_or(|l| !l.term.is_empty());
+    let limit = |h: &Hunk| {
+        AgentEditError::new(
+            ErrorCode::PatchDoesNotApply,
+            format!(
+                "hunk {} (line {}) of {path}: placing this change's hunks needs more than {PLACEMENT_WORK_LIMIT} line comparisons; split the change, or start each hunk with a line that occurs fewer times in the file",
+                h.number, h.line
+            ),
+            json!({"hunk": h.number, "line": h.line, "path": path.as_str(), "reason": "work_limit"}),
+        )
+    };
+    if !work.spend(lines.len()) {
+        if let Some(h) = hunks.first() {
+            return Err(limit(h));
+        }
+    }
+    let mut text = Running::new(&lines);
+    let codex = format == AgentFormat::Codex;
+    // Codex: the first original line the next hunk may use.
+    let mut lo = 0;
+    let mut applied: Vec<Applied> = Vec::with_capacity(hunks.len());
     for h in hunks {
         let refuse = |reason: &str, message: String| {
             AgentEditError::new(
@@ -756,7 +1185,8 @@ fn apply_hunks(
                 json!({"hunk": h.number, "line": h.line, "path": path.as_str(), "reason": reason}),
             )
         };
-        let mut lo = 0;
+        let exhausted = || limit(h);
+        let mut scope = if codex { Scope::From(lo) } else { Scope::All };
         let mut rung = MatchRung::Exact;
         for a in &h.anchors {
             let what = |m: &str| refuse("ambiguous", format!("its anchor `@@ {a}` {m}"));
@@ -769,26 +1199,29 @@ fn apply_hunks(
                 e.details["candidates"] = Value::Array(c);
                 e
             };
+            let refusals = Refusals {
+                what: &what,
+                missing: &missing,
+                limit: &exhausted,
+            };
             let (at, r) = ladder(
-                &norm,
-                &lines,
-                lo,
+                &text,
+                scope,
                 std::slice::from_ref(a),
                 false,
-                &what,
-                &missing,
+                work,
+                &refusals,
             )?;
-            lo = at + 1;
+            scope = Scope::From(at + 1);
             rung = rung.max(r);
         }
-        // Where the hunk's old lines start, and how many of them it replaces.
-        let (start, len) = if h.old.is_empty() {
+        let (at, window, shape) = if h.old.is_empty() {
             // A pure insertion: after the last anchor, or at the end.
-            if h.at_end {
-                (lines.len(), 0)
-            } else {
-                (lo, 0)
-            }
+            let at = match scope {
+                Scope::From(x) if !h.at_end && x < text.originals => x,
+                _ => NIL,
+            };
+            (at, Vec::new(), (0, Vec::new()))
         } else {
             let what = |m: &str| {
                 refuse(
@@ -814,11 +1247,16 @@ fn apply_hunks(
                 e.details["candidates"] = Value::Array(c);
                 e
             };
+            let refusals = Refusals {
+                what: &what,
+                missing: &missing,
+                limit: &exhausted,
+            };
             let mut len = h.old.len();
             // The refusal of the lines as written, once they match nowhere.
             let mut as_written = None;
             let (s, r) = loop {
-                match ladder(&norm, &lines, lo, &h.old[..len], h.at_end, &what, &missing) {
+                match ladder(&text, scope, &h.old[..len], h.at_end, work, &refusals) {
                     Ok(found) => break found,
                     Err(e) if e.details["reason"] == "not_found" => {
                         let e = as_written.take().unwrap_or(e);
@@ -833,74 +1271,171 @@ fn apply_hunks(
                     Err(e) => return Err(e),
                 }
             };
+            let old = &h.old[..len];
+            let window = text.window(s, len);
+            let mut shape = (0, Vec::new());
+            // Both rungs that compare lines trimmed re-indent the result.
+            if r >= MatchRung::Whitespace {
+                let file: Vec<&[u8]> = window
+                    .iter()
+                    .map(|&id| &text.nodes[id].content[..])
+                    .collect();
+                let added: Vec<&str> = h
+                    .new
+                    .iter()
+                    .filter_map(|n| match n {
+                        NewLine::Add(s) => Some(s.as_str()),
+                        NewLine::Keep(_) => None,
+                    })
+                    .collect();
+                shape = reindent(&file, old, &added).map_err(|i| {
+                    let line = text.lines_of(&window[i..=i], scope)[0];
+                    let mut e = refuse(
+                        "indentation",
+                        format!(
+                            "its lines match the file's at rung {} from line {}, but line {line}'s indentation differs from the hunk's by another amount than the lines before it, so the replacement's indentation cannot be derived; copy the file's indentation exactly",
+                            r.as_str(),
+                            text.lines_of(&window[..1], scope)[0]
+                        ),
+                    );
+                    e.details["rung"] = json!(r);
+                    e.details["candidates"] = json!([{"line": line, "text": shown(file[i]), "expected": old[i]}]);
+                    e
+                })?;
+            }
             rung = rung.max(r);
-            (s, len)
+            (s, window, shape)
         };
-        placed.push((Placed { start, len, rung }, h));
-    }
-    placed.sort_by_key(|(p, h)| (p.start, p.len != 0, h.number));
-    for w in placed.windows(2) {
-        let (a, ha) = &w[0];
-        let (b, hb) = &w[1];
-        if b.start < a.start + a.len || (a.len > 0 && b.len > 0 && b.start == a.start) {
-            return Err(AgentEditError::new(
-                ErrorCode::PatchDoesNotApply,
-                format!(
-                    "hunk {} (line {}) of {path} overlaps hunk {} (lines {}-{} of the file)",
-                    hb.number,
-                    hb.line,
-                    ha.number,
-                    a.start + 1,
-                    a.start + a.len
-                ),
-                json!({"hunk": hb.number, "line": hb.line, "path": path.as_str(), "reason": "overlap",
-                       "other_hunk": ha.number,
-                       "candidates": [{"line": b.start + 1,
-                                       "text": lines.get(b.start).map(|l| shown(l.content))}]}),
-            ));
-        }
-    }
-
-    // The line ending new lines take: the file's first terminator.
-    let eol: &[u8] = lines
-        .iter()
-        .find(|l| !l.term.is_empty())
-        .map_or(b"\n", |l| l.term);
-    let final_newline = lines.last().is_none_or(|l| !l.term.is_empty());
-    let mut out: Vec<(&[u8], &[u8])> = Vec::with_capacity(lines.len());
-    let mut next = 0;
-    for (p, h) in &placed {
-        out.extend(lines[next..p.start].iter().map(|l| (l.content, l.term)));
+        let (outdent, prefix) = shape;
+        let first_new = text.nodes.len();
         for n in &h.new {
             match n {
                 // A blank context line the placement dropped.
-                NewLine::Keep(i) if *i >= p.len => {}
+                NewLine::Keep(i) if *i >= window.len() => {}
                 NewLine::Keep(i) => {
-                    let l = &lines[p.start + i];
-                    out.push((l.content, l.term));
+                    let kept = &text.nodes[window[*i]];
+                    let (content, term) = (kept.content.clone(), kept.term);
+                    text.push(content, term);
                 }
-                NewLine::Add(s) => out.push((s.as_bytes(), eol)),
+                NewLine::Add(s) => {
+                    let s = s.as_bytes();
+                    let line = if is_blank(s) || (outdent == 0 && prefix.is_empty()) {
+                        Cow::Owned(s.to_vec())
+                    } else {
+                        Cow::Owned([&prefix[..], &s[outdent..]].concat())
+                    };
+                    text.push(line, eol);
+                }
             }
         }
-        next = p.start + p.len;
-    }
-    out.extend(lines[next..].iter().map(|l| (l.content, l.term)));
-    let mut data = Vec::with_capacity(out.iter().map(|(c, t)| c.len() + t.len().max(1)).sum());
-    let last = out.len().saturating_sub(1);
-    for (i, (content, term)) in out.iter().enumerate() {
-        data.extend_from_slice(content);
-        if i < last || final_newline {
-            data.extend_from_slice(if term.is_empty() { eol } else { term });
+        let written = first_new..text.nodes.len();
+        if codex {
+            // The next hunk is sought after this one: after its lines, or
+            // after the place it inserted at; lines appended at the end
+            // leave the cursor where it was (as in Codex, where a pure
+            // addition goes to the end and the next chunk is sought from
+            // the previous one).
+            lo = match (window.last(), at) {
+                (Some(&b), _) => b + 1,
+                (None, NIL) => lo,
+                (None, x) => x,
+            };
         }
-    }
-    let mut found: Vec<MatchedHunk> = placed
-        .iter()
-        .map(|(p, h)| MatchedHunk {
+        text.splice(&window, at, written.clone());
+        applied.push(Applied {
             hunk: h.number,
-            rung: p.rung,
-            line: u32::try_from(p.start + 1).unwrap_or(u32::MAX),
+            rung,
+            at: window.first().copied().unwrap_or(at),
+            removed: window,
+            written,
+        });
+    }
+
+    let mut data = Vec::with_capacity(data.len());
+    let mut at = text.first;
+    while at != NIL {
+        let node = &text.nodes[at];
+        data.extend_from_slice(&node.content);
+        if node.next != NIL || final_newline {
+            data.extend_from_slice(if node.term.is_empty() { eol } else { node.term });
+        }
+        at = node.next;
+    }
+    let lines_at = if codex {
+        applied
+            .iter()
+            .map(|a| {
+                if a.at == NIL {
+                    text.originals + 1
+                } else {
+                    a.at + 1
+                }
+            })
+            .collect()
+    } else {
+        running_lines(&text, &applied)
+    };
+    let mut found: Vec<MatchedHunk> = applied
+        .iter()
+        .zip(lines_at)
+        .map(|(a, line)| MatchedHunk {
+            hunk: a.hunk,
+            rung: a.rung,
+            line: u32::try_from(line).unwrap_or(u32::MAX),
         })
         .collect();
     found.sort_by_key(|m| m.hunk);
     Ok((data, found))
+}
+
+/// The 1-based line of the running text each applied hunk matched at (or
+/// was inserted before), at the moment it was applied: every node's rank
+/// in the ghost order, then a sweep over the hunks counting, with a
+/// Fenwick tree, the nodes live at that moment before its place.
+fn running_lines(text: &Running<'_>, applied: &[Applied]) -> Vec<usize> {
+    let mut rank = vec![0; text.nodes.len()];
+    let mut at = text.ghost_first;
+    let mut r = 0;
+    while at != NIL {
+        rank[at] = r;
+        r += 1;
+        at = text.nodes[at].ghost_next;
+    }
+    let size = text.nodes.len();
+    let mut tree = vec![0i64; size + 1];
+    let add = |tree: &mut Vec<i64>, i: usize, v: i64| {
+        let mut i = i + 1;
+        while i <= size {
+            tree[i] += v;
+            i += i & i.wrapping_neg();
+        }
+    };
+    let before = |tree: &Vec<i64>, i: usize| {
+        let (mut i, mut sum) = (i, 0i64);
+        while i > 0 {
+            sum += tree[i];
+            i -= i & i.wrapping_neg();
+        }
+        usize::try_from(sum).unwrap_or(0)
+    };
+    for &r in &rank[..text.originals] {
+        add(&mut tree, r, 1);
+    }
+    let mut live = text.originals;
+    let mut out = Vec::with_capacity(applied.len());
+    for a in applied {
+        out.push(if a.at == NIL {
+            live + 1
+        } else {
+            before(&tree, rank[a.at]) + 1
+        });
+        for &d in &a.removed {
+            add(&mut tree, rank[d], -1);
+        }
+        for b in a.written.clone() {
+            add(&mut tree, rank[b], 1);
+        }
+        live = live + a.written.len() - a.removed.len();
+    }
+    out
 }

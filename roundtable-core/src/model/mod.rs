@@ -195,7 +195,9 @@ pub enum MatchRung {
     /// Equal once trailing whitespace is removed from each line.
     TrailingWhitespace,
     /// Equal once each line is trimmed and inner runs of whitespace are
-    /// collapsed to one space.
+    /// collapsed to one space; the replacement is written at the file's
+    /// indentation (shifted by the one offset between the hunk's lines and
+    /// the file's, or refused when that offset is uneven).
     Whitespace,
     /// Equal at the `whitespace` rung once typographic punctuation is read
     /// as its ASCII counterpart, as Codex's `apply_patch` matches: the
@@ -235,8 +237,11 @@ pub struct MatchedHunk {
     pub hunk: u32,
     /// The rung it needed (the loosest of its anchors and its lines).
     pub rung: MatchRung,
-    /// The 1-based line of the original file where its lines start (for
-    /// a pure insertion: the line it is inserted before).
+    /// The 1-based line where its lines start (for a pure insertion: the
+    /// line it is inserted before): in the file as the blocks before it
+    /// left it for SEARCH/REPLACE, which applies block after block; in the
+    /// original file for a Codex hunk, which is found after the previous
+    /// one.
     pub line: u32,
 }
 

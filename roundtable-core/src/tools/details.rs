@@ -389,7 +389,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 )
                 .key(
                     "reason",
-                    text("What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous` or `overlap` for an agent-native hunk."),
+                    text("What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous`, `indentation` (matched at the whitespace rung with an uneven indentation offset) or `work_limit` (placing the change's hunks exceeds the work bound) for an agent-native hunk."),
                 )
                 .key("line", count("For an agent-native hunk: its 1-based line in the document."))
                 .key(
@@ -415,7 +415,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                     "candidates",
                     array_of(
                         candidates,
-                        "For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or where it overlaps another hunk.",
+                        "For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or the line whose indentation differs (indentation).",
                     ),
                 );
             transaction_key(s);

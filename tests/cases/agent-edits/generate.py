@@ -86,7 +86,24 @@ def dedent(ls):
 
 
 def spaced(ls):
-    return [l.replace(" ", "  ") for l in ls]
+    """Inner spaces doubled (the indentation kept)."""
+    return [l[: len(l) - len(l.lstrip())] + l.lstrip().replace(" ", "  ") for l in ls]
+
+
+def indent_of(l):
+    return len(l) - len(l.lstrip(" \t"))
+
+
+def outdent(ls, k):
+    return [l[k:] if l.strip() else l for l in ls]
+
+
+def drifted(search, new):
+    """A uniform indentation drift, as an agent makes it: the indentation
+    the search and the replacement all share dropped from both (the core
+    re-indents the replacement by the file's offset, aider's rule)."""
+    k = min((indent_of(l) for l in search + new if l.strip()), default=0)
+    return outdent(search, k), outdent(new, k)
 
 
 CASES = []
@@ -188,9 +205,12 @@ ok("sr trailing drift: trailing blanks added to the search", "search_replace", C
    sr_block(C, trailing(c[47:50]), new48), {C: replaced(ct, [(48, 3, new48)])},
    [(C, 1, "trailing_whitespace", 48)])
 new53 = ["    pub fn contains_line(self, line: u32) -> bool {", "        (self.start..=self.end).contains(&line)", "    }"]
-ok("sr whitespace drift: indentation dropped from the search", "search_replace", CF,
-   sr_block(C, dedent(c[52:55]), new53), {C: replaced(ct, [(53, 3, new53)])},
+ok("sr whitespace drift: indentation dropped from search and replacement", "search_replace", CF,
+   sr_block(C, *drifted(c[52:55], new53)), {C: replaced(ct, [(53, 3, new53)])},
    [(C, 1, "whitespace", 53)])
+refused("sr whitespace drift: indentation dropped unevenly is refused", "search_replace", CF,
+        sr_block(C, dedent(c[52:55]), new53), "patch_does_not_apply", "indentation",
+        {"hunk": 1, "path": C, "reason": "indentation", "candidates": [{"line": 54}]})
 ok("sr whitespace drift: inner spaces doubled", "search_replace", CF,
    sr_block(C, spaced(c[59:60]), ["        self.start <= after && after + 1 <= self.end"]),
    {C: replaced(ct, [(60, 1, ["        self.start <= after && after + 1 <= self.end"])])},
@@ -226,12 +246,12 @@ ok("sr consecutive blocks share the path line", "search_replace", CF,
    {C: replaced(ct, [(30, 1, n30), (74, 1, n74)])}, [(C, 1, "exact", 30), (C, 2, "exact", 74)])
 ok("sr three blocks, out of file order, mixed rungs", "search_replace", CF,
    sr_block(C, c[73:74], n74) + sr_block(C, trailing(c[29:30]), n30)
-   + sr_block(C, dedent(c[40:41]), ["    pub start: u32, // first"]),
+   + sr_block(C, dedent(c[40:41]), ["pub start: u32, // first"]),
    {C: replaced(ct, [(30, 1, n30), (74, 1, n74), (41, 1, ["    pub start: u32, // first"])])},
    [(C, 1, "exact", 74), (C, 2, "trailing_whitespace", 30), (C, 3, "whitespace", 41)])
-refused("sr overlapping blocks", "search_replace", CF,
+refused("sr a block cannot match lines an earlier block replaced", "search_replace", CF,
         sr_block(C, c[47:49], ["x"]) + sr_block(C, c[48:50], ["y"]),
-        "patch_does_not_apply", "overlaps", {"hunk": 2, "path": C, "reason": "overlap", "other_hunk": 1})
+        "patch_does_not_apply", "match nowhere", {"hunk": 2, "path": C, "reason": "not_found"})
 refused("sr one good block and one missing: nothing applies", "search_replace", CF,
         sr_block(C, c[29:30], n30) + sr_block(C, ["    fn gone(&self);"], ["    fn back(&self);"]),
         "patch_does_not_apply", "hunk 2", {"hunk": 2, "path": C, "reason": "not_found"})
@@ -242,7 +262,7 @@ ok("sr inside Markdown fences", "search_replace", CF,
    {C: replaced(ct, [(49, 1, new49)])}, [(C, 1, "exact", 49)])
 refused("sr prose outside a block", "search_replace", CF,
         "Here is the change:\n" + sr_block(C, c[48:49], new49), "invalid_patch",
-        "text outside a block", {"line": 2})
+        "reads as prose", {"line": 1})
 
 # Creating files.
 ok("sr empty SEARCH creates a missing file", "search_replace", CF,
@@ -276,9 +296,15 @@ ok("codex exact: context, one removed, one added", "codex", CF, codex(update(C, 
 h, e = hunk(c, 52, 1, 1, ["    pub fn contains_line(self, line: u32) -> bool { // inclusive"], 2, drift=trailing)
 ok("codex trailing drift", "codex", CF, codex(update(C, h)), {C: replaced(ct, [e])},
    [(C, 1, "trailing_whitespace", 52)])
-h, e = hunk(c, 57, 2, 1, ["    pub fn contains_insertion(self, at: u32) -> bool {"], 3, drift=dedent)
+added57 = ["    pub fn contains_insertion(self, at: u32) -> bool {"]
+k57 = min(indent_of(l) for l in c[56:61] + added57 if l.strip())
+h, _ = hunk(c, 57, 2, 1, outdent(added57, k57), 2, drift=lambda ls: outdent(ls, k57))
 ok("codex whitespace drift keeps the file's context lines", "codex", CF, codex(update(C, h)),
-   {C: replaced(ct, [e])}, [(C, 1, "whitespace", 57)])
+   {C: replaced(ct, [(59, 1, added57)])}, [(C, 1, "whitespace", 57)])
+h, _ = hunk(c, 57, 2, 1, added57, 3, drift=dedent)
+refused("codex whitespace drift: indentation dropped unevenly is refused", "codex", CF,
+        codex(update(C, h)), "patch_does_not_apply", "indentation",
+        {"hunk": 1, "path": C, "reason": "indentation"})
 h, e = hunk(c, 46, 2, 1, ["X"], 2, bare=True)
 ok("codex first hunk without an @@ line", "codex", CF, codex(update(C, h)),
    {C: replaced(ct, [e])}, [(C, 1, "exact", 46)])
@@ -293,9 +319,9 @@ h2 = [l.replace("The first line.", "The very first line.") for l in h2]
 refused("codex a good hunk and a missing one: nothing applies", "codex", CF,
         codex(update(C, h1, h2)), "patch_does_not_apply", "hunk 2",
         {"hunk": 2, "path": C, "reason": "not_found"})
-refused("codex overlapping hunks", "codex", CF,
+refused("codex a hunk is sought after the previous one", "codex", CF,
         codex(update(C, hunk(c, 46, 1, 1, ["a"], 1)[0], hunk(c, 47, 1, 1, ["b"], 1)[0])),
-        "patch_does_not_apply", "overlaps", {"hunk": 2, "reason": "overlap"})
+        "patch_does_not_apply", "match nowhere", {"hunk": 2, "reason": "not_found"})
 
 
 def twice(ls):
@@ -453,7 +479,7 @@ ok("codex CRLF file, trailing drift", "codex", IF, codex(update(I, h)), {I: repl
    [(I, 1, "trailing_whitespace", k)])
 j = first_index(i_, lambda l: l.strip().startswith("pub fn new("))
 ok("sr CRLF file, whitespace drift", "search_replace", IF,
-   sr_block(I, dedent(i_[j - 1 : j + 1]), ["    pub fn new(s: &str) -> Result<Id, IdError> { // strict", i_[j]]),
+   sr_block(I, *drifted(i_[j - 1 : j + 1], ["    pub fn new(s: &str) -> Result<Id, IdError> { // strict", i_[j]])),
    {I: replaced(it, [(j, 2, ["    pub fn new(s: &str) -> Result<Id, IdError> { // strict", i_[j]])])},
    [(I, 1, "whitespace", j)])
 ok("sr CRLF file, two blocks", "search_replace", IF,
@@ -525,7 +551,7 @@ YF = {Y: "records.py"}
 q = first_index(y, lambda l: l.startswith("class ChangedFile"))
 body = y[q + 15 : q + 18]
 ok("sr Python, whitespace drift (indentation lost)", "search_replace", YF,
-   sr_block(Y, dedent(body), [body[0], body[1].replace("d.get(\"other_path\")", "d.get(\"other_path\") or None"), body[2]]),
+   sr_block(Y, *drifted(body, [body[0], body[1].replace("d.get(\"other_path\")", "d.get(\"other_path\") or None"), body[2]])),
    {Y: replaced(yt, [(q + 16, 3, [body[0], body[1].replace("d.get(\"other_path\")", "d.get(\"other_path\") or None"), body[2]])])},
    [(Y, 1, "whitespace", q + 16)])
 raw = first_index(y[q:], lambda l: "raw=dict(d)," in l) + q

@@ -268,12 +268,42 @@ fn codex_hunk(body: &[(usize, &str)], i: &mut usize, number: u32) -> Result<Hunk
     })
 }
 
+/// A path line without the decorations agents put around a file name (the
+/// ones aider strips): surrounding blanks, trailing `:`s, leading `#`s (a
+/// Markdown heading), surrounding backticks and asterisks (code and bold),
+/// and `\_` for `_` (escaped Markdown).
+fn strip_decorations(line: &str) -> String {
+    line.trim()
+        .trim_end_matches(':')
+        .trim_start_matches('#')
+        .trim()
+        .trim_matches('`')
+        .trim_matches('*')
+        .replace("\\_", "_")
+}
+
+/// Whether a line outside the blocks is prose rather than a path: once its
+/// decorations are stripped it contains a blank and either ended with `:`
+/// (`Here's the change:`), ends like a sentence (`.`, `!`, `?`, `,`, `;`),
+/// or has three or more words. A path of three or more words with blanks
+/// is therefore refused too (rename it, or use a unified diff).
+fn reads_as_prose(line: &str) -> bool {
+    let name = strip_decorations(line);
+    name.contains(char::is_whitespace)
+        && (line.trim_end().ends_with(':')
+            || name.ends_with(['.', '!', '?', ',', ';'])
+            || name.split_whitespace().count() >= 3)
+}
+
 const SEARCH: &str = "<<<<<<< SEARCH";
 const DIVIDER: &str = "=======";
 const REPLACE: &str = ">>>>>>> REPLACE";
 
 /// SEARCH/REPLACE blocks, each after its file path (or after a block of
-/// the same file); Markdown fence lines and blank lines may surround them.
+/// the same file); Markdown fence lines, blank lines and `...` lines may
+/// surround them. The path line is read without its decorations
+/// ([`strip_decorations`]); any other text, prose above all
+/// ([`reads_as_prose`]), is refused with its line number.
 pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> {
     let all = lines(text);
     let mut ops: Vec<FileOp> = Vec::new();
@@ -285,7 +315,7 @@ pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> 
         let (n, l) = all[i];
         i += 1;
         let t = l.trim_end();
-        if t.trim().is_empty() || t.trim_start().starts_with("```") {
+        if t.trim().is_empty() || t.trim() == "..." || t.trim_start().starts_with("```") {
             continue;
         }
         if t == DIVIDER || t == REPLACE {
@@ -296,6 +326,13 @@ pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> 
             ));
         }
         if t != SEARCH {
+            if reads_as_prose(l) {
+                return Err(AgentEditError::syntax(
+                    n,
+                    l,
+                    "a file path alone on its line, a fence or `<<<<<<< SEARCH` (this line reads as prose; text outside the blocks is refused)",
+                ));
+            }
             if let Some((m, p)) = pending {
                 return Err(AgentEditError::new(
                     crate::ErrorCode::InvalidPatch,
@@ -307,7 +344,7 @@ pub(super) fn search_replace(text: &str) -> Result<Vec<FileOp>, AgentEditError> 
             continue;
         }
         let file = match pending.take() {
-            Some((m, p)) => path(m, p)?,
+            Some((m, p)) => path(m, &strip_decorations(p))?,
             None => previous.clone().ok_or_else(|| {
                 AgentEditError::syntax(n, l, "a file path on the line before `<<<<<<< SEARCH`")
             })?,

@@ -85,15 +85,115 @@ fn crlf_and_missing_final_newline_are_kept() {
 }
 
 #[test]
-fn overlapping_hunks_are_refused() {
+fn item10_blocks_apply_in_order_against_the_running_result() {
+    // Block 2 edits what block 1 wrote; it is recorded at its line in the
+    // running text (block 1 turned one line into three).
+    let t = tree(&[("a", "a = 1\nb = 2\nc = 3\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\na = 1\n=======\n# one\n# two\na = 10\n>>>>>>> REPLACE\n<<<<<<< SEARCH\na = 10\nb = 2\n=======\na = 11\nb = 2\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nc = 3\n=======\nc = 4\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("chained");
+    assert_eq!(after(&cs, "a"), "# one\n# two\na = 11\nb = 2\nc = 4\n");
+    let m = cs.matches(&rp("a"));
+    assert_eq!(
+        m.iter()
+            .map(|m| (m.hunk, m.rung, m.line))
+            .collect::<Vec<_>>(),
+        vec![
+            (1, MatchRung::Exact, 1),
+            (2, MatchRung::Exact, 3),
+            (3, MatchRung::Exact, 5)
+        ]
+    );
+    // The issue's case: block 1 makes a second `x = 2`, so block 2 is
+    // ambiguous in the running text (aider would take the first), refused
+    // naming both places, nothing matched against the stale original.
+    let t = tree(&[("a", "x = 1\ny = 0\nx = 2\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nx = 2\n=======\nx = 3\n>>>>>>> REPLACE\n";
+    let e = changeset(AgentFormat::SearchReplace, sr, &t).expect_err("ambiguous");
+    assert_eq!(e.code(), ErrorCode::PatchDoesNotApply);
+    assert_eq!(e.details()["reason"], "ambiguous");
+    assert_eq!(e.details()["hunk"], 2);
+    assert_eq!(e.details()["candidates"][0]["line"], 1);
+    assert_eq!(e.details()["candidates"][1]["line"], 3);
+    // Once block 1 consumed a line, block 2 cannot find it again.
     let t = tree(&[("a", "a\nb\nc\n")]);
     let e = changeset(
         AgentFormat::SearchReplace,
         b"a\n<<<<<<< SEARCH\na\nb\n=======\nx\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nb\nc\n=======\ny\n>>>>>>> REPLACE\n",
         &t,
     )
-    .expect_err("overlap");
-    assert_eq!(e.details()["reason"], "overlap");
+    .expect_err("consumed");
+    assert_eq!(e.details()["reason"], "not_found");
+    assert_eq!(e.details()["hunk"], 2);
+    // Codex: each hunk is found after the previous one, in the original
+    // lines, and recorded at its original line; the same context before
+    // the previous hunk does not make it ambiguous.
+    let t = tree(&[("a", "f\nx\ng\nx\n")]);
+    let cs = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@\n-g\n+g1\n+g2\n@@\n-x\n+y\n*** End Patch\n",
+        &t,
+    )
+    .expect("forward");
+    assert_eq!(after(&cs, "a"), "f\nx\ng1\ng2\ny\n");
+    assert_eq!(cs.matches(&rp("a"))[1].line, 4);
+    // A Codex hunk before the previous one is not found.
+    let e = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@\n-g\n+h\n@@\n-f\n+e\n*** End Patch\n",
+        &t,
+    )
+    .expect_err("backwards");
+    assert_eq!(e.details()["reason"], "not_found");
+}
+
+#[test]
+fn item9_whitespace_rung_writes_at_the_agents_indentation() {
+    // aider's test_replace_part_with_missing_leading_whitespace.
+    let t = tree(&[("a", "    line1\n    line2\n    line3\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\nline1\nline2\n=======\nnew_line1\nnew_line2\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("re-indented");
+    assert_eq!(after(&cs, "a"), "    new_line1\n    new_line2\n    line3\n");
+    assert_eq!(cs.matches(&rp("a"))[0].rung, MatchRung::Whitespace);
+    // Only some of it missing, and more in the replacement: the offset
+    // is added to each line; blank lines stay blank.
+    let sr = b"a\n<<<<<<< SEARCH\n line1\n line2\n=======\n new_line1\n\n     new_line2\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("re-indented");
+    assert_eq!(
+        after(&cs, "a"),
+        "    new_line1\n\n        new_line2\n    line3\n"
+    );
+    // Varied indentation, uniformly offset.
+    let t = tree(&[("a", "    line1\n    line2\n        line3\n    line4\n")]);
+    let sr = b"a\n<<<<<<< SEARCH\nline2\n    line3\n=======\nnew_line2\n    new_line3\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, sr, &t).expect("re-indented");
+    assert_eq!(
+        after(&cs, "a"),
+        "    line1\n    new_line2\n        new_line3\n    line4\n"
+    );
+    // Uneven offsets: refused, nothing guessed.
+    let t = tree(&[("a", "  p\n      q\n")]);
+    let e = changeset(
+        AgentFormat::SearchReplace,
+        b"a\n<<<<<<< SEARCH\np\nq\n=======\nr\n>>>>>>> REPLACE\n",
+        &t,
+    )
+    .expect_err("uneven");
+    assert_eq!(e.code(), ErrorCode::PatchDoesNotApply);
+    assert_eq!(e.details()["reason"], "indentation");
+    assert_eq!(e.details()["candidates"][0]["line"], 2);
+    // Codex: context lines keep the file's bytes, added lines take the
+    // offset.
+    let t = tree(&[("a", "def f():\n    x = 1\n    return x\n")]);
+    let cs = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@\n-x = 1\n+x = 2\n+y = 3\n return x\n*** End Patch\n",
+        &t,
+    )
+    .expect("re-indented");
+    assert_eq!(
+        after(&cs, "a"),
+        "def f():\n    x = 2\n    y = 3\n    return x\n"
+    );
 }
 
 #[test]
@@ -315,4 +415,175 @@ fn item12_add_file_over_an_existing_file_stays_refused() {
     assert_eq!(e.code(), ErrorCode::PreconditionFailed);
     assert_eq!(e.details()["path"], "a");
     assert_eq!(e.details()["expected"], "absent");
+}
+
+#[test]
+fn item11_prose_is_refused_and_path_decorations_are_stripped() {
+    let t = tree(&[("new.py", "x\n")]);
+    // Prose before an empty-SEARCH block used to become a file's name.
+    for prose in [
+        "Here's the change:",
+        "Do this:",
+        "Hope you like it!",
+        "This edits the file",
+    ] {
+        let text =
+            format!("{prose}\n```python\n<<<<<<< SEARCH\n=======\ncreated\n>>>>>>> REPLACE\n```\n");
+        let e = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t)
+            .expect_err("prose is not a path");
+        assert_eq!(e.code(), ErrorCode::InvalidPatch, "{prose}");
+        assert_eq!(e.details()["line"], 1, "{prose}");
+        assert_eq!(e.details()["found"], prose, "{prose}");
+        assert!(e.message().contains("prose"), "{}", e.message());
+    }
+    // Prose between blocks is refused too, naming its line.
+    let text = "new.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\nHope you like it!\n";
+    let e = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t).expect_err("prose");
+    assert_eq!(e.details()["line"], 7);
+    // The decorations aider strips name the file, not a new one.
+    for decorated in [
+        "`new.py`",
+        "# new.py",
+        "new.py:",
+        "**new.py**",
+        "### `new.py`:",
+        "new\\_py.py",
+    ] {
+        let name = if decorated.contains("\\_") {
+            "new_py.py"
+        } else {
+            "new.py"
+        };
+        let t = tree(&[(name, "x\n")]);
+        let text = format!("{decorated}\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n");
+        let cs = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t)
+            .unwrap_or_else(|e| panic!("{decorated}: {e}"));
+        assert_eq!(cs.files().len(), 1, "{decorated}");
+        assert_eq!(after(&cs, name), "y\n", "{decorated}");
+    }
+    // A `...` line between blocks of one file is a separator, as in aider.
+    let text = "new.py\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n...\n<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n";
+    let cs = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t).expect("separator");
+    assert_eq!(after(&cs, "new.py"), "z\n");
+}
+
+/// `lines` distinct lines, and one SEARCH/REPLACE block per `every` lines
+/// changing a line (two in three blocks change the line count).
+fn many_blocks(lines: usize, every: usize) -> (String, String) {
+    let file: String = (0..lines).map(|i| format!("line {i}\n")).collect();
+    let mut text = String::from("big\n");
+    for i in (0..lines).step_by(every) {
+        let replace = match i % 3 {
+            0 => format!("line {i} edited\n"),
+            1 => format!("line {i} edited\nline {i} added\n"),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "<<<<<<< SEARCH\nline {i}\n=======\n{replace}>>>>>>> REPLACE\n"
+        ));
+    }
+    (file, text)
+}
+
+#[test]
+fn item13_placement_work_is_near_linear_and_bounded() {
+    // 5,000 blocks on a 50,000-line file: the work counted (lines indexed,
+    // walked and compared) stays within a small multiple of the lines plus
+    // the blocks, where a scan per block would count 250 million.
+    let (file, text) = many_blocks(50_000, 10);
+    let ops = parse::search_replace(&text).expect("parses");
+    let FileOp::Update { path, hunks, .. } = &ops[0] else {
+        panic!("an update");
+    };
+    assert_eq!(hunks.len(), 5_000);
+    let mut work = Work::new(PLACEMENT_WORK_LIMIT);
+    let (data, found) = apply_hunks(
+        path,
+        file.as_bytes(),
+        hunks,
+        AgentFormat::SearchReplace,
+        &mut work,
+    )
+    .expect("applies");
+    assert!(
+        work.spent <= 4 * (50_000 + 5_000),
+        "spent {} units",
+        work.spent
+    );
+    // Truthful places in the running text: block k (0-based) is at the
+    // original line 10k, shifted by what the blocks before it added and
+    // removed (+1, 0, −1 per three blocks).
+    for (k, m) in found.iter().enumerate() {
+        let i = 10 * k;
+        let shift: isize = (0..k).map(|j| [0, 1, -1][(10 * j) % 3]).sum();
+        assert_eq!(m.line as isize, i as isize + 1 + shift, "block {}", k + 1);
+    }
+    assert!(String::from_utf8(data)
+        .expect("utf-8")
+        .starts_with("line 0 edited\nline 1\n"));
+    // Hunks that start with a line found everywhere (a blank line, every
+    // other line of the file) are placed by their rarest line instead.
+    let sparse: String = (0..25_000).map(|i| format!("\nline {i}\n")).collect();
+    let ops = parse::codex(&format!(
+        "*** Begin Patch\n*** Update File: big\n{}*** End Patch\n",
+        (0..25_000)
+            .step_by(5)
+            .map(|i| format!("@@\n \n-line {i}\n+line {i} edited\n"))
+            .collect::<String>()
+    ))
+    .expect("parses");
+    let FileOp::Update { hunks: blank, .. } = &ops[0] else {
+        panic!("an update");
+    };
+    let mut work = Work::new(PLACEMENT_WORK_LIMIT);
+    apply_hunks(
+        path,
+        sparse.as_bytes(),
+        blank,
+        AgentFormat::Codex,
+        &mut work,
+    )
+    .expect("applies");
+    assert!(
+        work.spent <= 4 * (50_000 + 2 * 5_000),
+        "spent {} units",
+        work.spent
+    );
+    // Past the budget the change is refused with a stable reason.
+    let mut work = Work::new(10_000);
+    let e = apply_hunks(
+        path,
+        file.as_bytes(),
+        hunks,
+        AgentFormat::SearchReplace,
+        &mut work,
+    )
+    .expect_err("over the limit");
+    assert_eq!(e.code(), ErrorCode::PatchDoesNotApply);
+    assert_eq!(e.details()["reason"], "work_limit");
+    // The same through the public entry point.
+    let t = tree(&[("big", &file)]);
+    let cs = changeset(AgentFormat::SearchReplace, text.as_bytes(), &t).expect("applies");
+    assert_eq!(cs.matches(&rp("big")).len(), 5_000);
+}
+
+#[test]
+fn item10_codex_seeks_after_a_pure_insertion() {
+    // Hunk 1 inserts after the anchor `b`; hunk 2's `x` is sought after
+    // that place, so the `x` before it is not a candidate.
+    let t = tree(&[("a", "x\nb\nx\n")]);
+    let cs = changeset(
+        AgentFormat::Codex,
+        b"*** Begin Patch\n*** Update File: a\n@@ b\n+new\n@@\n-x\n+y\n*** End Patch\n",
+        &t,
+    )
+    .expect("applies");
+    assert_eq!(after(&cs, "a"), "x\nb\nnew\ny\n");
+    assert_eq!(
+        cs.matches(&rp("a"))
+            .iter()
+            .map(|m| m.line)
+            .collect::<Vec<_>>(),
+        vec![3, 3]
+    );
 }

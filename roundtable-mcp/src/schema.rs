@@ -37,7 +37,7 @@ pub(crate) enum Side {
 
 /// The formats of JSON Schema 2020-12's format vocabulary; any other is
 /// dropped (an integer one after turning into bounds).
-const STANDARD_FORMATS: &[&str] = &[
+pub(crate) const STANDARD_FORMATS: &[&str] = &[
     "date-time",
     "date",
     "time",

@@ -14,29 +14,10 @@ use roundtable_mcp::{max_message_bytes, Tokens};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-const TOKEN: &str = "tok-0123456789abcdef";
+mod common;
+use common::*;
 
-fn world(options: EngineOptions) -> (tempfile::TempDir, Arc<Engine>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
-    let engine = Engine::open(dir.path(), options).expect("open");
-    let host = Actor::orchestrator(Id::new("host").expect("id"));
-    engine
-        .call(
-            "agent.register",
-            json!({"agent_id": "alice", "roles": ["author"]}),
-            &host,
-        )
-        .expect("register");
-    engine
-        .call(
-            "task.create",
-            json!({"task_id": "t1", "title": "Greet"}),
-            &host,
-        )
-        .expect("task");
-    (dir, Arc::new(engine))
-}
+const TOKEN: &str = "tok-0123456789abcdef";
 
 fn small_patch_limit() -> EngineOptions {
     EngineOptions {
@@ -53,8 +34,6 @@ fn proposals(engine: &Engine) -> usize {
         .as_array()
         .map_or(0, Vec::len)
 }
-
-const DIFF: &str = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, world\n";
 
 fn create(id: i64, patch: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -216,7 +195,7 @@ fn post_authed(addr: SocketAddr, body: &[u8], extra: &[(&str, &str)]) -> Reply {
 
 #[test]
 fn item4_header_read_timeout_drops_a_connection_that_never_finishes_its_headers() {
-    let (_dir, engine) = world(EngineOptions::default());
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let (addr, _tokens) = http(engine);
     let started = Instant::now();
     let mut stream = TcpStream::connect(addr).expect("connect");
@@ -246,7 +225,7 @@ fn item4_header_read_timeout_drops_a_connection_that_never_finishes_its_headers(
 
 #[test]
 fn item4_a_foreign_or_null_origin_is_forbidden_and_changes_nothing() {
-    let (_dir, engine) = world(EngineOptions::default());
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let (addr, _tokens) = http(Arc::clone(&engine));
     let port = addr.port();
     let body = line(&create(1, DIFF));
@@ -290,7 +269,7 @@ fn item4_a_foreign_or_null_origin_is_forbidden_and_changes_nothing() {
 
 #[test]
 fn item4_malformed_json_is_a_parse_error_on_both_transports() {
-    let (_dir, engine) = world(EngineOptions::default());
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let (addr, _tokens) = http(Arc::clone(&engine));
     let r = post_authed(addr, b"{\"jsonrpc\": \"2.0\", \"id\": 1,", &[]);
     assert_eq!(r.status, 400);
@@ -326,7 +305,7 @@ fn item4_malformed_json_is_a_parse_error_on_both_transports() {
 
 #[test]
 fn item4_an_unknown_tool_is_invalid_params_on_both_transports() {
-    let (_dir, engine) = world(EngineOptions::default());
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                       "params": {"name": "proposal.frobnicate", "arguments": {}}});
     let (addr, _tokens) = http(Arc::clone(&engine));
@@ -347,7 +326,7 @@ fn item4_an_unknown_tool_is_invalid_params_on_both_transports() {
 
 #[test]
 fn item4_initialize_without_protocol_version_is_one_clear_error_on_both_transports() {
-    let (_dir, engine) = world(EngineOptions::default());
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {
         "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}});
     let (addr, _tokens) = http(Arc::clone(&engine));
@@ -371,7 +350,7 @@ fn item4_initialize_without_protocol_version_is_one_clear_error_on_both_transpor
 
 #[test]
 fn item6_an_oversized_message_is_refused_naming_the_limit_and_the_server_keeps_serving() {
-    let (_dir, engine) = world(small_patch_limit());
+    let (_dir, engine) = world(small_patch_limit(), &["alice"]);
     let limit = max_message_bytes(1024);
     let huge = "x".repeat(limit + 10);
     // The id comes before the arguments: it is kept.
@@ -422,7 +401,7 @@ fn item6_an_oversized_message_is_refused_naming_the_limit_and_the_server_keeps_s
 fn item6_a_patch_over_the_engines_limit_reaches_the_engine_on_both_transports() {
     // The case: a 17 MiB patch with the default 16 MiB limit gets
     // the engine's own refusal, over stdio as over HTTP.
-    let (_dir, engine) = world(EngineOptions::default());
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let limit = engine.options().max_patch_bytes;
     let patch = format!("{DIFF}{}", "+\"quoted\"\n".repeat((17 << 20) / 10));
     assert!(patch.len() > limit);
@@ -434,22 +413,16 @@ fn item6_a_patch_over_the_engines_limit_reaches_the_engine_on_both_transports() 
     assert_eq!(r.status, 200);
     let v = r.json();
     assert_eq!(v["result"]["isError"], true, "{}", v["error"]);
-    let refusal = &refusal_text(&v["result"]);
-    assert_eq!(refusal["code"], "invalid_argument");
-    assert_eq!(refusal["details"]["field"], "patch");
-    assert!(refusal["message"]
+    let refused = refusal(&v["result"]);
+    assert_eq!(refused["code"], "invalid_argument");
+    assert_eq!(refused["details"]["field"], "patch");
+    assert!(refused["message"]
         .as_str()
         .is_some_and(|m| m.contains(&format!("the limit is {limit}"))));
 
     let r = stdio(Arc::clone(&engine), vec![call], 1);
     assert_eq!(r[0]["id"], 11);
     assert_eq!(r[0]["result"]["isError"], true, "{}", r[0]["error"]);
-    assert_eq!(refusal_text(&r[0]["result"])["details"]["field"], "patch");
+    assert_eq!(refusal(&r[0]["result"])["details"]["field"], "patch");
     assert_eq!(proposals(&engine), 0);
-}
-
-/// A refusal's JSON: the text of the tool error's one content item.
-fn refusal_text(result: &Value) -> Value {
-    let text = result["content"][0]["text"].as_str().expect("a text item");
-    serde_json::from_str(text).expect("the refusal JSON")
 }

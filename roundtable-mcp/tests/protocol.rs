@@ -9,27 +9,8 @@ use roundtable_mcp::McpServer;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-fn world() -> (tempfile::TempDir, Arc<Engine>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("open");
-    let host = Actor::orchestrator(Id::new("host").expect("id"));
-    engine
-        .call(
-            "agent.register",
-            json!({"agent_id": "alice", "roles": ["author"]}),
-            &host,
-        )
-        .expect("register");
-    engine
-        .call(
-            "task.create",
-            json!({"task_id": "t1", "title": "Greet"}),
-            &host,
-        )
-        .expect("task");
-    (dir, Arc::new(engine))
-}
+mod common;
+use common::*;
 
 /// Send `requests` (one JSON-RPC message each) to a server acting as
 /// `actor`; return the responses by id.
@@ -89,33 +70,6 @@ fn meta() -> Value {
     })
 }
 
-const DIFF: &str = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, world\n";
-
-/// The refusal a `tools/call` response carries: a tool error whose only
-/// content is the refusal JSON as text, with no `structuredContent` (which
-/// a client would check against the tool's output schema).
-fn refusal(response: &Value) -> Value {
-    let result = &response["result"];
-    assert_eq!(result["isError"], true, "{response}");
-    assert!(
-        result.get("structuredContent").is_none(),
-        "a refusal carries no structured content: {response}"
-    );
-    let content = result["content"].as_array().expect("content");
-    assert_eq!(content.len(), 1, "{response}");
-    assert_eq!(content[0]["type"], "text");
-    let body: Value =
-        serde_json::from_str(content[0]["text"].as_str().expect("text")).expect("refusal JSON");
-    let keys: Vec<&str> = body
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(keys, ["code", "details", "message"], "{body}");
-    body
-}
-
 fn names(list: &Value) -> Vec<&str> {
     list["result"]["tools"]
         .as_array()
@@ -127,7 +81,7 @@ fn names(list: &Value) -> Vec<&str> {
 
 #[test]
 fn the_handshake_era_lists_the_agents_tools_and_runs_them() {
-    let (_dir, engine) = world();
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let mut requests = initialize();
     requests.extend([
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
@@ -154,10 +108,10 @@ fn the_handshake_era_lists_the_agents_tools_and_runs_them() {
     let text: Value =
         serde_json::from_str(created["content"][0]["text"].as_str().expect("text")).expect("json");
     assert_eq!(text, created["structuredContent"]);
-    let refused = refusal(&r[3]);
+    let refused = refusal(&r[3]["result"]);
     assert_eq!(refused["code"], "forbidden");
     assert_eq!(refused["details"]["reason"], "wrong_kind");
-    let named = refusal(&r[4]);
+    let named = refusal(&r[4]["result"]);
     assert_eq!(named["code"], "invalid_argument");
     assert_eq!(named["details"]["field"], "actor");
     // Exactly one proposal exists, by alice.
@@ -170,7 +124,7 @@ fn the_handshake_era_lists_the_agents_tools_and_runs_them() {
 
 #[test]
 fn the_stateless_era_discovers_and_calls_with_per_request_meta() {
-    let (_dir, engine) = world();
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let r = exchange(
         engine,
         "orchestrator:host",
@@ -204,7 +158,7 @@ fn the_stateless_era_discovers_and_calls_with_per_request_meta() {
 /// to mismatch the schema. The refused vote changes nothing.
 #[test]
 fn item1_refusals_readable_by_typescript_clients() {
-    let (_dir, engine) = world();
+    let (_dir, engine) = world(EngineOptions::default(), &["alice"]);
     let mut requests = initialize();
     requests.extend([
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
@@ -241,7 +195,7 @@ fn item1_refusals_readable_by_typescript_clients() {
     ]);
     let r = exchange(Arc::clone(&engine), "agent:alice", &requests);
     for response in &r[1..=2] {
-        let body = refusal(response);
+        let body = refusal(&response["result"]);
         assert_eq!(body["code"], "forbidden", "{body}");
         assert_eq!(body["details"]["reason"], "author", "{body}");
         assert!(

@@ -17,37 +17,11 @@ use roundtable_mcp::{McpServer, Tokens, MAX_WAITS};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 
+mod common;
+use common::*;
+
 const ALICE: &str = "alice-token-0123456789abcdef";
 const BOB: &str = "bob-token-0123456789abcdef";
-
-fn host() -> Actor {
-    Actor::orchestrator(Id::new("host").expect("id"))
-}
-
-/// A scratch repository holding `hello.txt`, with agents alice and bob
-/// (both authors) and task t1.
-fn world() -> (tempfile::TempDir, Arc<Engine>) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("hello.txt"), "hello\n").expect("write");
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("open");
-    for agent in ["alice", "bob"] {
-        engine
-            .call(
-                "agent.register",
-                json!({"agent_id": agent, "roles": ["author"]}),
-                &host(),
-            )
-            .expect("register");
-    }
-    engine
-        .call(
-            "task.create",
-            json!({"task_id": "t1", "title": "Greet"}),
-            &host(),
-        )
-        .expect("task");
-    (dir, Arc::new(engine))
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -57,22 +31,9 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-const DIFF: &str = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, world\n";
-
 /// A claim wait for `hello.txt` (write, 15 min) of up to `wait_ms`.
 fn claim_wait(wait_ms: u64) -> Value {
     json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 900, "wait_ms": wait_ms})
-}
-
-/// The refusal a tool result carries: its structured content, or the JSON
-/// of its text.
-fn refusal(result: &Value) -> Value {
-    assert_eq!(result["isError"], true, "not a refusal: {result}");
-    match &result["structuredContent"] {
-        Value::Object(_) => result["structuredContent"].clone(),
-        _ => serde_json::from_str(result["content"][0]["text"].as_str().expect("text"))
-            .expect("json"),
-    }
 }
 
 /// Bob takes `hello.txt`, or whatever the engine says.
@@ -186,7 +147,7 @@ fn call(id: u64, tool: &str, arguments: Value) -> Value {
 /// succeeds.
 #[test]
 fn item2_notifications_cancelled_stops_a_claim_wait_and_grants_nothing() {
-    let (_dir, engine) = world();
+    let (_dir, engine) = world(EngineOptions::default(), &["alice", "bob"]);
     bob_claims(&engine).expect("bob holds hello.txt");
     let rt = runtime();
     let took = rt.block_on(async {
@@ -300,7 +261,7 @@ async fn post(addr: SocketAddr, token: &str, id: u64, tool: &str, args: Value) -
 /// bob's retry succeeds.
 #[test]
 fn item2_an_http_client_that_disconnects_stops_its_claim_wait() {
-    let (dir, engine) = world();
+    let (dir, engine) = world(EngineOptions::default(), &["alice", "bob"]);
     let rt = runtime();
     let addr = serve(&rt, Arc::clone(&engine), dir.path());
     rt.block_on(async {
@@ -329,7 +290,7 @@ fn item2_an_http_client_that_disconnects_stops_its_claim_wait() {
 #[test]
 fn item3_600_pending_waits_of_one_token_neither_starve_writes_nor_pass_the_cap() {
     assert_eq!(MAX_WAITS, 600);
-    let (dir, engine) = world();
+    let (dir, engine) = world(EngineOptions::default(), &["alice", "bob"]);
     let rt = runtime();
     let addr = serve(&rt, Arc::clone(&engine), dir.path());
     let wait = |id: u64, timeout_ms: u64| {
@@ -453,7 +414,7 @@ fn item3_600_pending_waits_of_one_token_neither_starve_writes_nor_pass_the_cap()
 /// `notifications/progress` (every 5 s) before its answer.
 #[test]
 fn item3_a_long_wait_with_a_progress_token_is_sent_progress() {
-    let (_dir, engine) = world();
+    let (_dir, engine) = world(EngineOptions::default(), &["alice", "bob"]);
     let rt = runtime();
     let (messages, took) = rt.block_on(async {
         let mut alice = Pipe::open(Arc::clone(&engine), "agent:alice", MAX_WAITS).await;

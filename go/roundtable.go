@@ -38,41 +38,10 @@ import (
 // Code is a stable snake_case error code, the same in Rust, C and Python.
 type Code string
 
-// The stable error codes (rt_error_code), and CodePanic for RT_PANIC: one
-// per RT_* status of include/roundtable.h but RT_OK and RT_UNKNOWN_ERROR
-// (codes_test.go checks both ways).
-const (
-	CodeInvalidPatch        Code = "invalid_patch"
-	CodePatchDoesNotApply   Code = "patch_does_not_apply"
-	CodeUnsupportedPatch    Code = "unsupported_patch"
-	CodePathEscape          Code = "path_escape"
-	CodeInvalidPath         Code = "invalid_path"
-	CodeIrreversiblePatch   Code = "irreversible_patch"
-	CodeInvalidArgument     Code = "invalid_argument"
-	CodeIO                  Code = "io"
-	CodePreconditionFailed  Code = "precondition_failed"
-	CodeInvalidEditPlan     Code = "invalid_edit_plan"
-	CodeIncompleteEditPlan  Code = "incomplete_edit_plan"
-	CodeNotFound            Code = "not_found"
-	CodeForbidden           Code = "forbidden"
-	CodeConflict            Code = "conflict"
-	CodeIllegalTransition   Code = "illegal_transition"
-	CodeIdempotencyConflict Code = "idempotency_conflict"
-	CodeDatabase            Code = "database"
-	CodeIncompatibleStore   Code = "incompatible_store"
-	CodeUnknownSymbol       Code = "unknown_symbol"
-	CodeAmbiguousSymbol     Code = "ambiguous_symbol"
-	CodeUnsupportedLanguage Code = "unsupported_language"
-	CodeInvalidPolicy       Code = "invalid_policy"
-	CodeStaleClaim          Code = "stale_claim"
-	CodeValidationFailed    Code = "validation_failed"
-	CodeBusy                Code = "busy"
-	CodeSpecialFile         Code = "special_file"
-	CodeCancelled           Code = "cancelled"
-	CodeDeadlineExceeded    Code = "deadline_exceeded"
-	CodeInheritedEngine     Code = "inherited_engine"
-	CodePanic               Code = "panic"
-)
+// The codes of the core's error-code table (CodeInvalidPatch ... ) are
+// generated in codes_gen.go (scripts/gen-go). CodePanic is the ABI's own:
+// RT_PANIC, a bug inside roundtable caught at the C boundary.
+const CodePanic Code = "panic"
 
 // Error is a refused or failed call: the C status, the stable code, a
 // message for people and the details (a JSON object) for programs.
@@ -114,60 +83,9 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// Sentinels for errors.Is, one per code: errors.Is(err, ErrConflict) is
-// true when err is an *Error with CodeConflict (codes_test.go checks that
-// every code has one).
-var (
-	ErrInvalidPatch        = &Error{Code: CodeInvalidPatch}
-	ErrPatchDoesNotApply   = &Error{Code: CodePatchDoesNotApply}
-	ErrUnsupportedPatch    = &Error{Code: CodeUnsupportedPatch}
-	ErrPathEscape          = &Error{Code: CodePathEscape}
-	ErrInvalidPath         = &Error{Code: CodeInvalidPath}
-	ErrIrreversiblePatch   = &Error{Code: CodeIrreversiblePatch}
-	ErrInvalidArgument     = &Error{Code: CodeInvalidArgument}
-	ErrIO                  = &Error{Code: CodeIO}
-	ErrPreconditionFailed  = &Error{Code: CodePreconditionFailed}
-	ErrInvalidEditPlan     = &Error{Code: CodeInvalidEditPlan}
-	ErrIncompleteEditPlan  = &Error{Code: CodeIncompleteEditPlan}
-	ErrNotFound            = &Error{Code: CodeNotFound}
-	ErrForbidden           = &Error{Code: CodeForbidden}
-	ErrConflict            = &Error{Code: CodeConflict}
-	ErrIllegalTransition   = &Error{Code: CodeIllegalTransition}
-	ErrIdempotencyConflict = &Error{Code: CodeIdempotencyConflict}
-	ErrDatabase            = &Error{Code: CodeDatabase}
-	ErrIncompatibleStore   = &Error{Code: CodeIncompatibleStore}
-	ErrUnknownSymbol       = &Error{Code: CodeUnknownSymbol}
-	ErrAmbiguousSymbol     = &Error{Code: CodeAmbiguousSymbol}
-	ErrUnsupportedLanguage = &Error{Code: CodeUnsupportedLanguage}
-	ErrInvalidPolicy       = &Error{Code: CodeInvalidPolicy}
-	ErrStaleClaim          = &Error{Code: CodeStaleClaim}
-	ErrValidationFailed    = &Error{Code: CodeValidationFailed}
-	ErrBusy                = &Error{Code: CodeBusy}
-	ErrSpecialFile         = &Error{Code: CodeSpecialFile}
-	ErrCancelled           = &Error{Code: CodeCancelled}
-	ErrDeadlineExceeded    = &Error{Code: CodeDeadlineExceeded}
-	ErrInheritedEngine     = &Error{Code: CodeInheritedEngine}
-	ErrPanic               = &Error{Code: CodePanic}
-)
-
-// sentinels maps each code to its sentinel.
-var sentinels = map[Code]*Error{
-	CodeInvalidPatch: ErrInvalidPatch, CodePatchDoesNotApply: ErrPatchDoesNotApply,
-	CodeUnsupportedPatch: ErrUnsupportedPatch, CodePathEscape: ErrPathEscape,
-	CodeInvalidPath: ErrInvalidPath, CodeIrreversiblePatch: ErrIrreversiblePatch,
-	CodeInvalidArgument: ErrInvalidArgument, CodeIO: ErrIO,
-	CodePreconditionFailed: ErrPreconditionFailed, CodeInvalidEditPlan: ErrInvalidEditPlan,
-	CodeIncompleteEditPlan: ErrIncompleteEditPlan, CodeNotFound: ErrNotFound,
-	CodeForbidden: ErrForbidden, CodeConflict: ErrConflict,
-	CodeIllegalTransition: ErrIllegalTransition, CodeIdempotencyConflict: ErrIdempotencyConflict,
-	CodeDatabase: ErrDatabase, CodeIncompatibleStore: ErrIncompatibleStore,
-	CodeUnknownSymbol: ErrUnknownSymbol, CodeAmbiguousSymbol: ErrAmbiguousSymbol,
-	CodeUnsupportedLanguage: ErrUnsupportedLanguage, CodeInvalidPolicy: ErrInvalidPolicy,
-	CodeStaleClaim: ErrStaleClaim, CodeValidationFailed: ErrValidationFailed,
-	CodeBusy: ErrBusy, CodeSpecialFile: ErrSpecialFile,
-	CodeCancelled: ErrCancelled, CodeDeadlineExceeded: ErrDeadlineExceeded,
-	CodeInheritedEngine: ErrInheritedEngine, CodePanic: ErrPanic,
-}
+// ErrPanic matches every RT_PANIC error (the sentinels of the core's codes,
+// ErrNotFound ..., are generated in codes_gen.go).
+var ErrPanic = &Error{Code: CodePanic}
 
 // ErrClosed is returned by calls on an Engine after Close.
 var ErrClosed = errors.New("roundtable: engine is closed")

@@ -61,17 +61,17 @@
 #define RT_JSON_VERSION 1
 
 // The status every fallible function returns: `RT_OK` (0) on success,
-// otherwise one value per stable error code (the `rt_error`'s
-// `rt_error_code` is the same code spelled in snake_case).
+// otherwise one value per stable error code (the `rt_error`'s `rt_error_code`
+// is the same code spelled in snake_case).
 //
-// Values are explicit and never reused: a new code gets a new value, a
-// retired code's value is never given to another. Each code's value is its
-// stable number in the core's error-code table (`ErrorCode::number`) and its
-// name is `RT_` + the code upper-cased; a test checks this header against
-// that table. `RT_PANIC` and
-// `RT_UNKNOWN_ERROR` (1000 and up) are conditions of the ABI itself, not
-// codes of the core. A NULL or non-UTF-8 argument is `RT_INVALID_ARGUMENT`
-// naming the argument, like any other invalid argument.
+// Values are explicit and never reused: a new code gets a new value, a retired
+// code's value is never given to another. Each code's value is its stable
+// number in the core's error-code table (`ErrorCode::number`) and its name is
+// `RT_` + the code upper-cased: this enum is generated from that table
+// (scripts/gen-ffi). `RT_PANIC` and `RT_UNKNOWN_ERROR` (1000 and up) are
+// conditions of the ABI itself, not codes of the core. A NULL or non-UTF-8
+// argument is `RT_INVALID_ARGUMENT` naming the argument, like any other
+// invalid argument.
 enum rt_status
 #ifdef __cplusplus
   : uint32_t
@@ -79,68 +79,106 @@ enum rt_status
  {
   // Success: the outputs were written.
   RT_OK = 0,
-  // `invalid_patch`: the patch text does not follow the diff grammar.
+  // `invalid_patch`: the patch text is malformed: it follows neither the
+  // unified/git diff grammar nor the agent-native format it was given as.
   RT_INVALID_PATCH = 1,
-  // `patch_does_not_apply`: the patch does not apply to the current contents.
+  // `patch_does_not_apply`: the patch is well formed but does not apply to
+  // the current contents: a hunk's context is not found, a file to create
+  // exists, a file to modify is missing.
   RT_PATCH_DOES_NOT_APPLY = 2,
-  // `unsupported_patch`: a feature roundtable does not apply (submodules, combined diffs).
+  // `unsupported_patch`: the patch uses a feature roundtable deliberately
+  // does not apply (submodules and gitlinks, combined diffs of merges).
   RT_UNSUPPORTED_PATCH = 3,
-  // `path_escape`: a path leaves the root or names `.git`/`.roundtable`.
+  // `path_escape`: a path would leave the repository root, names `.git` or
+  // `.roundtable`, or passes through a symbolic link (or a link's target
+  // would leave the root).
   RT_PATH_ESCAPE = 4,
-  // `invalid_path`: not a valid repository path.
+  // `invalid_path`: a path is not a valid repository path (empty, not UTF-8,
+  // a NUL byte, too long).
   RT_INVALID_PATH = 5,
-  // `irreversible_patch`: the patch cannot be reversed.
+  // `irreversible_patch`: a patch cannot be reversed (a copy has no inverse
+  // in the diff grammar); no tool reports it with details today.
   RT_IRREVERSIBLE_PATCH = 6,
-  // `invalid_argument`: an argument is missing, NULL, not UTF-8, not valid
-  // JSON, of the wrong type or out of range (the details name the field).
+  // `invalid_argument`: a call's arguments are invalid: a field is missing,
+  // of the wrong type or out of range.
   RT_INVALID_ARGUMENT = 7,
-  // `io`: the operating system refused a read or write.
+  // `io`: the operating system (or libgit2) refused a read or write.
   RT_IO = 8,
-  // `precondition_failed`: a file's current digest is not the expected one.
+  // `precondition_failed`: a change's precondition does not hold: a file's
+  // current digest is not the expected one, a file expected to be absent
+  // exists, a branch moved.
   RT_PRECONDITION_FAILED = 9,
-  // `invalid_edit_plan`: the edit plan is malformed.
+  // `invalid_edit_plan`: an edit plan is malformed: a bad JSON shape,
+  // overlapping edits, a range off the end of a line or inside a character,
+  // a blob that does not match its digest.
   RT_INVALID_EDIT_PLAN = 10,
-  // `incomplete_edit_plan`: the edit plan's status is not `complete`.
+  // `incomplete_edit_plan`: an edit plan's status is not `complete`
+  // (`incomplete`, `unsupported`, `cancelled`, `errored`): it must not be
+  // applied.
   RT_INCOMPLETE_EDIT_PLAN = 11,
-  // `not_found`: the named record (or tool) does not exist.
+  // `not_found`: the named proposal, revision, task, agent, tool or other
+  // record does not exist.
   RT_NOT_FOUND = 12,
-  // `forbidden`: the actor may not do this.
+  // `forbidden`: the actor may not do this: the wrong kind of actor, not the
+  // author, the author voting on their own proposal, an unregistered or
+  // disabled agent.
   RT_FORBIDDEN = 13,
-  // `conflict`: the call lost a race or repeats a record.
+  // `conflict`: the call lost a race or repeats a record: the expected
+  // revision is not the latest, the id is taken, a revision was superseded,
+  // another agent's claim is in the way.
   RT_CONFLICT = 14,
-  // `illegal_transition`: the proposal's status does not allow this.
+  // `illegal_transition`: the record's current status does not allow this
+  // operation (the details name the status and the statuses that would).
   RT_ILLEGAL_TRANSITION = 15,
-  // `idempotency_conflict`: the idempotency key was used with other arguments.
+  // `idempotency_conflict`: an idempotency key was used before with other
+  // arguments (or another tool).
   RT_IDEMPOTENCY_CONFLICT = 16,
-  // `database`: the store failed; the call changed nothing.
+  // `database`: the store's database failed (locked past the busy timeout,
+  // corrupt, disk full, the server unreachable) or holds what this code did
+  // not write; the call changed nothing (`retryable` says when the same call
+  // may succeed later).
   RT_DATABASE = 17,
-  // `incompatible_store`: the store was written by a newer roundtable.
+  // `incompatible_store`: the store was written by a newer roundtable (or is
+  // not a roundtable store), so it is not opened.
   RT_INCOMPATIBLE_STORE = 18,
-  // `unknown_symbol`: a `symbol:` resource names no symbol.
+  // `unknown_symbol`: a `symbol:` resource names no symbol in the file's
+  // current content.
   RT_UNKNOWN_SYMBOL = 19,
-  // `ambiguous_symbol`: a `symbol:` resource names more than one symbol.
+  // `ambiguous_symbol`: a `symbol:` resource names more than one symbol (the
+  // details list the candidates and their spans).
   RT_AMBIGUOUS_SYMBOL = 20,
-  // `unsupported_language`: symbols asked for in a language roundtable cannot index.
+  // `unsupported_language`: symbols are asked for in a file whose language
+  // roundtable cannot index.
   RT_UNSUPPORTED_LANGUAGE = 21,
-  // `invalid_policy`: the policy document is malformed.
+  // `invalid_policy`: a policy document is malformed: bad TOML, an unknown
+  // key, a bad glob, a value the format does not allow.
   RT_INVALID_POLICY = 22,
-  // `stale_claim`: a claim's resource changed since it was acquired.
+  // `stale_claim`: a claim's resource changed since the claim was acquired,
+  // or its fencing token was superseded: inside validation reports, and as
+  // `patch.apply`'s refusal when the author's claim lapsed, or another agent
+  // was granted its resource, between validation and the journal (nothing
+  // was applied).
   RT_STALE_CLAIM = 23,
-  // `validation_failed`: a gate of the validation report fails.
+  // `validation_failed`: a gate of the validation report fails (the details
+  // carry the whole report).
   RT_VALIDATION_FAILED = 24,
-  // `busy`: another applier holds the apply lock; retry soon.
+  // `busy`: another applier holds the workspace (or the path) past the wait,
+  // or (over MCP, with `max_waits`) the client already has the most waits
+  // pending: the call changed nothing and may be retried soon.
   RT_BUSY = 25,
-  // `special_file`: a path names a FIFO, socket or device, never opened.
+  // `special_file`: a path names something that is not a regular file, a
+  // directory or a symbolic link (a FIFO, a socket, a device), which
+  // roundtable never opens.
   RT_SPECIAL_FILE = 26,
-  // `cancelled`: the call's cancel handle was cancelled while it waited,
-  // before its commit point; nothing changed.
+  // `cancelled`: the caller cancelled the call while it waited, before its
+  // commit point: it changed nothing.
   RT_CANCELLED = 27,
-  // `deadline_exceeded`: the call's deadline passed while it waited,
-  // before its commit point; nothing changed.
+  // `deadline_exceeded`: the call's deadline passed while it waited, before
+  // its commit point: it changed nothing.
   RT_DEADLINE_EXCEEDED = 28,
-  // `inherited_engine`: the engine was opened by another process and
-  // this `fork()` child inherited it; nothing was done (open a new engine
-  // in the child).
+  // `inherited_engine`: the engine was opened by another process and this
+  // one inherited it across `fork()`: the call did nothing; open a new
+  // engine in this process.
   RT_INHERITED_ENGINE = 29,
   // `panic`: a bug inside roundtable was caught at the ABI boundary; the
   // call's effects are unknown (a store write is all or nothing).

@@ -9,9 +9,18 @@
 //! Every code is one row of the `error_codes!` table below: the variant, its
 //! spelling, its stable number and its rustdoc. The enum, [`ErrorCode::ALL`],
 //! [`ErrorCode::as_str`], [`ErrorCode::number`], [`ErrorCode::from_number`],
-//! the serde spelling and [`FromStr`] are all generated from it. The C
-//! `rt_status` enum (spelled out for cbindgen), the Python exception classes
-//! and the Go host's constants are tested against it.
+//! the serde spelling and [`FromStr`] are all generated from it. `roundtable
+//! errors` prints it (with each code's description and details schema), a
+//! test records that as `roundtable-cli/tests/golden/errors.json`, and the
+//! bindings are generated from the record: the C `rt_status` enum
+//! (`scripts/gen-ffi`, run by `scripts/ffi-header`, then cbindgen), the Go
+//! `Code*` constants and `Err*` sentinels (`scripts/gen-go`) and the Python
+//! exception classes (`scripts/gen-python`). Adding a row here (and its
+//! details in `tools/details.rs`, which the compiler asks for) needs no hand
+//! edit in C, Go or Python: record the golden
+//! (`RT_UPDATE_GOLDEN=1 cargo test -p roundtable-cli --test all
+//! recorded_contract`), run the three generators (each has `--check`, which
+//! CI runs).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -19,8 +28,9 @@ use std::str::FromStr;
 
 /// One row per code: its rustdoc, the variant, the stable snake_case name
 /// and the stable number (the C `rt_status` value). This table is the only
-/// place a code is spelled in Rust; `roundtable-ffi`, the Python package and
-/// the Go host are tested against it. The numbers are also the enum's
+/// place a code's name and number are written; the C status list, the Go
+/// constants and the Python classes are generated from it (through the
+/// recorded `roundtable errors`). The numbers are also the enum's
 /// discriminants, so two rows with one number do not compile.
 macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident = $name:literal, $number:literal;)+) => {

@@ -1,134 +1,17 @@
 //! [`rt_status`]: the status every fallible export returns.
+//!
+//! The enum and its list `rt_status::ALL` are generated from the core's
+//! error-code table (`generated.rs`, by scripts/gen-ffi from
+//! roundtable-cli/tests/golden/errors.json; scripts/ffi-header runs it before
+//! cbindgen). This file maps a core code to its status.
 
 use rt::ErrorCode;
 
-/// The status every fallible function returns: `RT_OK` (0) on success,
-/// otherwise one value per stable error code (the `rt_error`'s
-/// `rt_error_code` is the same code spelled in snake_case).
-///
-/// Values are explicit and never reused: a new code gets a new value, a
-/// retired code's value is never given to another. Each code's value is its
-/// stable number in the core's error-code table (`ErrorCode::number`) and its
-/// name is `RT_` + the code upper-cased; a test checks this header against
-/// that table. `RT_PANIC` and
-/// `RT_UNKNOWN_ERROR` (1000 and up) are conditions of the ABI itself, not
-/// codes of the core. A NULL or non-UTF-8 argument is `RT_INVALID_ARGUMENT`
-/// naming the argument, like any other invalid argument.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(non_camel_case_types)]
-pub enum rt_status {
-    /// Success: the outputs were written.
-    RT_OK = 0,
-    /// `invalid_patch`: the patch text does not follow the diff grammar.
-    RT_INVALID_PATCH = 1,
-    /// `patch_does_not_apply`: the patch does not apply to the current contents.
-    RT_PATCH_DOES_NOT_APPLY = 2,
-    /// `unsupported_patch`: a feature roundtable does not apply (submodules, combined diffs).
-    RT_UNSUPPORTED_PATCH = 3,
-    /// `path_escape`: a path leaves the root or names `.git`/`.roundtable`.
-    RT_PATH_ESCAPE = 4,
-    /// `invalid_path`: not a valid repository path.
-    RT_INVALID_PATH = 5,
-    /// `irreversible_patch`: the patch cannot be reversed.
-    RT_IRREVERSIBLE_PATCH = 6,
-    /// `invalid_argument`: an argument is missing, NULL, not UTF-8, not valid
-    /// JSON, of the wrong type or out of range (the details name the field).
-    RT_INVALID_ARGUMENT = 7,
-    /// `io`: the operating system refused a read or write.
-    RT_IO = 8,
-    /// `precondition_failed`: a file's current digest is not the expected one.
-    RT_PRECONDITION_FAILED = 9,
-    /// `invalid_edit_plan`: the edit plan is malformed.
-    RT_INVALID_EDIT_PLAN = 10,
-    /// `incomplete_edit_plan`: the edit plan's status is not `complete`.
-    RT_INCOMPLETE_EDIT_PLAN = 11,
-    /// `not_found`: the named record (or tool) does not exist.
-    RT_NOT_FOUND = 12,
-    /// `forbidden`: the actor may not do this.
-    RT_FORBIDDEN = 13,
-    /// `conflict`: the call lost a race or repeats a record.
-    RT_CONFLICT = 14,
-    /// `illegal_transition`: the proposal's status does not allow this.
-    RT_ILLEGAL_TRANSITION = 15,
-    /// `idempotency_conflict`: the idempotency key was used with other arguments.
-    RT_IDEMPOTENCY_CONFLICT = 16,
-    /// `database`: the store failed; the call changed nothing.
-    RT_DATABASE = 17,
-    /// `incompatible_store`: the store was written by a newer roundtable.
-    RT_INCOMPATIBLE_STORE = 18,
-    /// `unknown_symbol`: a `symbol:` resource names no symbol.
-    RT_UNKNOWN_SYMBOL = 19,
-    /// `ambiguous_symbol`: a `symbol:` resource names more than one symbol.
-    RT_AMBIGUOUS_SYMBOL = 20,
-    /// `unsupported_language`: symbols asked for in a language roundtable cannot index.
-    RT_UNSUPPORTED_LANGUAGE = 21,
-    /// `invalid_policy`: the policy document is malformed.
-    RT_INVALID_POLICY = 22,
-    /// `stale_claim`: a claim's resource changed since it was acquired.
-    RT_STALE_CLAIM = 23,
-    /// `validation_failed`: a gate of the validation report fails.
-    RT_VALIDATION_FAILED = 24,
-    /// `busy`: another applier holds the apply lock; retry soon.
-    RT_BUSY = 25,
-    /// `special_file`: a path names a FIFO, socket or device, never opened.
-    RT_SPECIAL_FILE = 26,
-    /// `cancelled`: the call's cancel handle was cancelled while it waited,
-    /// before its commit point; nothing changed.
-    RT_CANCELLED = 27,
-    /// `deadline_exceeded`: the call's deadline passed while it waited,
-    /// before its commit point; nothing changed.
-    RT_DEADLINE_EXCEEDED = 28,
-    /// `inherited_engine`: the engine was opened by another process and
-    /// this `fork()` child inherited it; nothing was done (open a new engine
-    /// in the child).
-    RT_INHERITED_ENGINE = 29,
-    /// `panic`: a bug inside roundtable was caught at the ABI boundary; the
-    /// call's effects are unknown (a store write is all or nothing).
-    RT_PANIC = 1000,
-    /// The core returned a code this build of the ABI has no status for
-    /// (`rt_error_code` still gives its spelling).
-    RT_UNKNOWN_ERROR = 1001,
-}
+mod generated;
+
+pub use generated::rt_status;
 
 impl rt_status {
-    /// Every status, as the enum above declares it (the unit tests check this
-    /// list against the enum in include/roundtable.h, both ways).
-    pub(crate) const ALL: &[rt_status] = &[
-        rt_status::RT_OK,
-        rt_status::RT_INVALID_PATCH,
-        rt_status::RT_PATCH_DOES_NOT_APPLY,
-        rt_status::RT_UNSUPPORTED_PATCH,
-        rt_status::RT_PATH_ESCAPE,
-        rt_status::RT_INVALID_PATH,
-        rt_status::RT_IRREVERSIBLE_PATCH,
-        rt_status::RT_INVALID_ARGUMENT,
-        rt_status::RT_IO,
-        rt_status::RT_PRECONDITION_FAILED,
-        rt_status::RT_INVALID_EDIT_PLAN,
-        rt_status::RT_INCOMPLETE_EDIT_PLAN,
-        rt_status::RT_NOT_FOUND,
-        rt_status::RT_FORBIDDEN,
-        rt_status::RT_CONFLICT,
-        rt_status::RT_ILLEGAL_TRANSITION,
-        rt_status::RT_IDEMPOTENCY_CONFLICT,
-        rt_status::RT_DATABASE,
-        rt_status::RT_INCOMPATIBLE_STORE,
-        rt_status::RT_UNKNOWN_SYMBOL,
-        rt_status::RT_AMBIGUOUS_SYMBOL,
-        rt_status::RT_UNSUPPORTED_LANGUAGE,
-        rt_status::RT_INVALID_POLICY,
-        rt_status::RT_STALE_CLAIM,
-        rt_status::RT_VALIDATION_FAILED,
-        rt_status::RT_BUSY,
-        rt_status::RT_SPECIAL_FILE,
-        rt_status::RT_CANCELLED,
-        rt_status::RT_DEADLINE_EXCEEDED,
-        rt_status::RT_INHERITED_ENGINE,
-        rt_status::RT_PANIC,
-        rt_status::RT_UNKNOWN_ERROR,
-    ];
-
     /// The statuses that are conditions of the call or the ABI, not codes of
     /// the core.
     const NOT_CODES: [rt_status; 3] = [
@@ -175,8 +58,8 @@ impl rt_status {
 }
 
 // Every core code has its status: adding a row to the core's `error_codes!`
-// table without adding `RT_<NAME> = <number>` to `rt_status` (and to `ALL`)
-// fails the build here, not at run time.
+// table without regenerating `rt_status` (record the golden errors.json,
+// then scripts/ffi-header) fails the build here, not at run time.
 const _: () = {
     let mut i = 0;
     while i < ErrorCode::ALL.len() {
@@ -229,17 +112,45 @@ mod tests {
     const NOT_CODES: [(&str, u32); 3] =
         [("RT_OK", 0), ("RT_PANIC", 1000), ("RT_UNKNOWN_ERROR", 1001)];
 
-    #[test]
-    fn status_values_are_unique() {
-        let mut seen = HashSet::new();
-        for s in rt_status::ALL {
-            assert!(
-                seen.insert(*s as u32),
-                "{s:?} reuses the value {}",
-                *s as u32
-            );
+    /// `(RT_<CODE>, status)` of every code of the recorded error-code
+    /// table, roundtable-cli/tests/golden/errors.json (what scripts/gen-ffi
+    /// generates `rt_status` from).
+    fn golden_statuses() -> BTreeMap<String, u32> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../roundtable-cli/tests/golden/errors.json"
+        );
+        let text = std::fs::read_to_string(path).expect("the golden errors.json is readable");
+        let errors: serde_json::Value = serde_json::from_str(&text).expect("errors.json is JSON");
+        let entries = errors.as_array().expect("errors.json is an array");
+        let mut statuses = BTreeMap::new();
+        for entry in entries {
+            let code = entry["code"].as_str().expect("a code is a string");
+            let status = entry["status"].as_u64().expect("a status is a number");
+            let status = u32::try_from(status).expect("a status is a u32");
+            let name = format!("RT_{}", code.to_ascii_uppercase());
+            assert!(statuses.insert(name, status).is_none(), "{code} twice");
         }
-        assert_eq!(rt_status::RT_OK as u32, 0);
+        statuses
+    }
+
+    #[test]
+    fn issue33_item3_the_status_list_is_generated_from_the_golden() {
+        // rt_status (generated by scripts/gen-ffi) is the golden table plus
+        // the ABI's own statuses, name for name and value for value, in
+        // value order.
+        let mut expected = golden_statuses();
+        assert_eq!(expected.len(), ErrorCode::ALL.len(), "the golden is stale");
+        for (name, value) in NOT_CODES {
+            expected.insert(name.to_owned(), value);
+        }
+        let generated: BTreeMap<String, u32> = rt_status::ALL
+            .iter()
+            .map(|s| (format!("{s:?}"), *s as u32))
+            .collect();
+        assert_eq!(generated, expected);
+        let values: Vec<u32> = rt_status::ALL.iter().map(|s| *s as u32).collect();
+        assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@ the right ``.code``; every code the extension knows maps to a class."""
 from __future__ import annotations
 
 import errno
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -89,6 +90,22 @@ def test_one_class_per_engine_code_and_no_class_for_another_code() -> None:
     for family in families:
         members = {c.codes[0] for c in _coded_classes() if len(c.codes) == 1 and issubclass(c, family)}
         assert set(family.codes) == members, family.__name__
+
+
+def test_issue33_item3_the_classes_are_generated_from_the_golden() -> None:
+    # _errors.py is generated (scripts/gen-python) from the recorded
+    # error-code table: one class per code of it, documented by its code.
+    golden_path = Path(__file__).resolve().parents[2] / "roundtable-cli/tests/golden/errors.json"
+    golden = {e["code"]: e for e in json.loads(golden_path.read_text())}
+    assert set(golden) == set(roundtable.ERROR_CODES), "the golden is not the core's table"
+    assert set(_errors._BY_CODE) == set(golden)
+    for code, cls in _errors._BY_CODE.items():
+        assert cls.codes == (code,), cls.__name__
+        assert (cls.__doc__ or "").startswith(f"``{code}``"), cls.__name__
+        assert cls.__name__ in roundtable.__all__ and getattr(roundtable, cls.__name__) is cls
+    # A code the generator has no entry for is `CamelCase(RoundtableError)`.
+    assert roundtable.Forbidden.__bases__ == (roundtable.RoundtableError,)
+    assert roundtable.error_class("no_such_code") is roundtable.RoundtableError
 
 
 def test_the_module_docstring_tree_names_every_code_once() -> None:

@@ -9,7 +9,9 @@ objects with a `kind` const, schemars' #[serde(tag = "kind")]), a map, a
 number, a nullable list of nullable numbers, an inline object.
 OUT_DIR/errors.json is an errors.json in the format roundtable-cli's golden
 file will have: typed details for not_found and forbidden (forbidden's
-sharing $defs/ActorKind with the tools), free-form details for conflict.
+sharing $defs/ActorKind with the tools), free-form details for conflict,
+and every other code of the real errors.json (beside TOOLS_JSON) with no
+schema, since the package's error codes are generated from it.
 """
 
 import json
@@ -126,6 +128,13 @@ def main() -> None:
         },
         {"code": "io", "status": 8, "description": "No schema at all.", "details_schema": True},
     ]
+    # Every other code of the real table (errors.json beside TOOLS_JSON),
+    # without a schema: the package's own code names them (codes_gen.go
+    # comes from errors.json).
+    sampled = {e["code"] for e in errors}
+    for entry in json.loads(tools_path.with_name("errors.json").read_text()):
+        if entry["code"] not in sampled:
+            errors.append({**entry, "details_schema": True})
     out.mkdir(parents=True, exist_ok=True)
     (out / "tools.json").write_text(json.dumps(tools, indent=1))
     (out / "errors.json").write_text(json.dumps(errors, indent=1))

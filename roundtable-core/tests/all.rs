@@ -15,6 +15,7 @@ mod ignored;
 mod inbox_revert;
 mod interrupt;
 mod landing;
+mod landing_log;
 mod landing_trust;
 mod landing_truth;
 mod layers;

@@ -30,6 +30,7 @@ mod proposal_base;
 mod rebase;
 mod review;
 mod state;
+mod status_by_requirement;
 mod support;
 mod symbols_hostile;
 mod symlinks;

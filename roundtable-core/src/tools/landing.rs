@@ -36,7 +36,7 @@ pub struct LandedCommits {
 
 impl super::Request for LandingLog {
     const TOOL: &'static str = "landing.log";
-    const DESCRIPTION: &'static str = "The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and trailers (Roundtable-Proposal, Roundtable-Revision, Roundtable-Transaction, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.";
+    const DESCRIPTION: &'static str = "The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and the trailers naming what governed it (Roundtable-Proposal, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.";
     const MUTATES: bool = false;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = LandedCommits;

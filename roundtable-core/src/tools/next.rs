@@ -103,9 +103,9 @@ pub struct NextActor {
     pub why: String,
 }
 
-/// Who can satisfy one unsatisfied requirement of the policy: the item
-/// [`next_actors`] gives for it (before equal items are merged), as
-/// `proposal.status` reports it in `by_requirement`.
+/// Who can satisfy one unsatisfied requirement of the policy, and how, as
+/// `proposal.status` reports it in `by_requirement`: the item its `next`
+/// holds for that requirement (before equal items are merged).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequirementNext {
     /// The requirement (`human_approval`, `check:unit`, …).

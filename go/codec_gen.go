@@ -5234,6 +5234,148 @@ func (x *JournalFile) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *LandedCommit) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *LandedCommit) encodeFields(e *encoder, start int) {
+	e.key(start, "\"id\":")
+	e.str(x.ID, "id")
+	e.key(start, "\"summary\":")
+	e.str(x.Summary, "summary")
+	e.key(start, "\"author\":")
+	e.str(x.Author, "author")
+	e.key(start, "\"trailers\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Trailers {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = append(e.buf, '[')
+		for i2 := range x.Trailers[i1] {
+			if i2 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Trailers[i1][i2], "trailers")
+		}
+		e.buf = append(e.buf, ']')
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *LandedCommit) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "id":
+			if !d.null() {
+				x.ID = d.str()
+			}
+		case "summary":
+			if !d.null() {
+				x.Summary = d.str()
+			}
+		case "author":
+			if !d.null() {
+				x.Author = d.str()
+			}
+		case "trailers":
+			if d.null() {
+				x.Trailers = nil
+			} else {
+				s3 := [][]string{}
+				for more := d.array(); more; more = d.next() {
+					s3 = append(s3, nil)
+					if d.null() {
+						s3[len(s3)-1] = nil
+					} else {
+						s4 := []string{}
+						for more := d.array(); more; more = d.next() {
+							s4 = append(s4, "")
+							if !d.null() {
+								s4[len(s4)-1] = d.str()
+							}
+						}
+						s3[len(s3)-1] = s4
+					}
+				}
+				x.Trailers = s3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x LandedCommit) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *LandedCommit) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *LandedCommits) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *LandedCommits) encodeFields(e *encoder, start int) {
+	e.key(start, "\"branch\":")
+	e.str(x.Branch, "branch")
+	e.key(start, "\"commits\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Commits {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Commits[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *LandedCommits) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "branch":
+			if !d.null() {
+				x.Branch = d.str()
+			}
+		case "commits":
+			if d.null() {
+				x.Commits = nil
+			} else {
+				s2 := []LandedCommit{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, LandedCommit{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Commits = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x LandedCommits) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *LandedCommits) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *Landing) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -5290,6 +5432,47 @@ func (x Landing) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *Landing) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *LandingLogArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *LandingLogArgs) encodeFields(e *encoder, start int) {
+	if x.Limit != nil {
+		e.key(start, "\"limit\":")
+		e.int64(*x.Limit)
+	}
+}
+
+func (x *LandingLogArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "limit":
+			if d.null() {
+				x.Limit = nil
+			} else {
+				p1 := new(int64)
+				(*p1) = d.int64()
+				x.Limit = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x LandingLogArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *LandingLogArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -8656,6 +8839,47 @@ func (x *Requirement) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *RequirementNext) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *RequirementNext) encodeFields(e *encoder, start int) {
+	e.key(start, "\"requirement\":")
+	e.str(x.Requirement, "requirement")
+	e.key(start, "\"next\":")
+	x.Next.encode(e)
+}
+
+func (x *RequirementNext) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "requirement":
+			if !d.null() {
+				x.Requirement = d.str()
+			}
+		case "next":
+			if !d.null() {
+				x.Next.decode(d)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x RequirementNext) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *RequirementNext) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ReviewRequested) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -9587,6 +9811,15 @@ func (x *StatusReport) encodeFields(e *encoder, start int) {
 		x.Next[i1].encode(e)
 	}
 	e.buf = append(e.buf, ']')
+	e.key(start, "\"by_requirement\":")
+	e.buf = append(e.buf, '[')
+	for i2 := range x.ByRequirement {
+		if i2 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.ByRequirement[i2].encode(e)
+	}
+	e.buf = append(e.buf, ']')
 	if x.Applying != nil {
 		e.key(start, "\"applying\":")
 		e.str(*x.Applying, "applying")
@@ -9616,30 +9849,43 @@ func (x *StatusReport) decode(d *decoder) {
 			if d.null() {
 				x.Next = nil
 			} else {
-				s2 := []NextActor{}
+				s3 := []NextActor{}
 				for more := d.array(); more; more = d.next() {
-					s2 = append(s2, NextActor{})
+					s3 = append(s3, NextActor{})
 					if !d.null() {
-						s2[len(s2)-1].decode(d)
+						s3[len(s3)-1].decode(d)
 					}
 				}
-				x.Next = s2
+				x.Next = s3
+			}
+		case "by_requirement":
+			if d.null() {
+				x.ByRequirement = nil
+			} else {
+				s4 := []RequirementNext{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, RequirementNext{})
+					if !d.null() {
+						s4[len(s4)-1].decode(d)
+					}
+				}
+				x.ByRequirement = s4
 			}
 		case "applying":
 			if d.null() {
 				x.Applying = nil
 			} else {
-				p3 := new(string)
-				(*p3) = d.str()
-				x.Applying = p3
+				p5 := new(string)
+				(*p5) = d.str()
+				x.Applying = p5
 			}
 		case "validation":
 			if d.null() {
 				x.Validation = nil
 			} else {
-				p4 := new(ValidationReport)
-				(*p4).decode(d)
-				x.Validation = p4
+				p6 := new(ValidationReport)
+				(*p6).decode(d)
+				x.Validation = p6
 			}
 		default:
 			d.skip()

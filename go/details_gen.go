@@ -489,7 +489,7 @@ type PreconditionFailedDetails struct {
 	Head *string `json:"head,omitempty"`
 	// For an agent-native change: the number of the hunk concerned.
 	Hunk *int64 `json:"hunk,omitempty"`
-	// For a bare repository: the workspace's landing setting.
+	// For a bare repository, or `landing.log` in files mode: the workspace's landing setting.
 	Landing *Landing `json:"landing,omitempty"`
 	// For an agent-native change: the 1-based line of its section.
 	Line *int64 `json:"line,omitempty"`

@@ -532,6 +532,12 @@ type TransactionRecoveryArgs struct {
 	TransactionID string `json:"transaction_id"`
 }
 
+// LandingLogArgs are the arguments of `landing.log`.
+type LandingLogArgs struct {
+	// At most this many commits, 1 to 1000 (default 20).
+	Limit *int64 `json:"limit,omitempty"`
+}
+
 // EventsListArgs are the arguments of `events.list`.
 type EventsListArgs struct {
 	// Page size, 1 to 1000 (default 100).
@@ -1068,6 +1074,17 @@ func (s *Session) TransactionRecovery(ctx context.Context, args TransactionRecov
 	return out, nil
 }
 
+// LandingLog calls `landing.log`: The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and the trailers naming what governed it (Roundtable-Proposal, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.
+//
+// Called by: orchestrator, human. Read-only.
+func (s *Session) LandingLog(ctx context.Context, args LandingLogArgs) (*LandedCommits, error) {
+	out := new(LandedCommits)
+	if err := s.invoke(ctx, "landing.log", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EventsList calls `events.list`: Read the audit log in seq order after since_seq, optionally for one proposal.
 //
 // Called by: agent, human, orchestrator. Read-only.
@@ -1169,6 +1186,7 @@ var toolNames = []string{
 	"transaction.list",
 	"transaction.phases",
 	"transaction.recovery",
+	"landing.log",
 	"events.list",
 	"events.wait",
 	"events.verify",

@@ -883,6 +883,29 @@ type JournalFile struct {
 	BeforeSymlink *bool `json:"before_symlink,omitempty"`
 }
 
+// A commit roundtable landed, as `landing.log` (and `roundtable log`)
+// shows it.
+type LandedCommit struct {
+	// The commit id.
+	ID string `json:"id"`
+	// Its first line.
+	Summary string `json:"summary"`
+	// Its author, `name <email>`.
+	Author string `json:"author"`
+	// Its trailers, in order, each a `[key, value]` pair
+	// (`["Roundtable-Proposal", "prop-…"]`).
+	Trailers [][]string `json:"trailers"`
+}
+
+// Result of `landing.log`.
+type LandedCommits struct {
+	// The branch read (`refs/heads/main`): the workspace's landing branch.
+	Branch string `json:"branch"`
+	// The commits on it that roundtable landed (those carrying a
+	// `Roundtable-Proposal` trailer), first parents only, newest first.
+	Commits []LandedCommit `json:"commits"`
+}
+
 // The workspace's landing setting.
 type Landing struct {
 	// `files` or `git`.
@@ -1132,6 +1155,16 @@ type Requirement struct {
 	Missing *string `json:"missing,omitempty"`
 }
 
+// Who can satisfy one unsatisfied requirement of the policy, and how, as
+// `proposal.status` reports it in `by_requirement`: the item its `next`
+// holds for that requirement (before equal items are merged).
+type RequirementNext struct {
+	// The requirement (`human_approval`, `check:unit`, …).
+	Requirement string `json:"requirement"`
+	// Who can satisfy it, and how.
+	Next NextActor `json:"next"`
+}
+
 // Result of `proposal.request_review`.
 type ReviewRequested struct {
 	// The proposal, now `in_review`.
@@ -1281,6 +1314,12 @@ type StatusReport struct {
 	Stale bool `json:"stale"`
 	// Who acts next.
 	Next []NextActor `json:"next"`
+	// For each unsatisfied requirement of the latest revision, in the
+	// policy's order, who can satisfy it (the item of `next` it gives,
+	// before equal items are merged; for a pending proposal too, whose
+	// `next` is only the author's review request). Empty while `validation`
+	// is `null`.
+	ByRequirement []RequirementNext `json:"by_requirement"`
 	// The transaction applying the proposal right now, if one is: it is
 	// committing (the files are changing and its claims are about to be
 	// released), so it is neither stale nor landable again, and

@@ -383,7 +383,7 @@ class PreconditionFailedDetails(TypedDict, total=False):
     head: Optional[str]
     #: For an agent-native change: the number of the hunk concerned.
     hunk: int
-    #: For a bare repository: the workspace's landing setting.
+    #: For a bare repository, or `landing.log` in files mode: the workspace's landing setting.
     landing: Dict[str, Any]
     #: For an agent-native change: the 1-based line of its section.
     line: int

@@ -931,6 +931,39 @@ class JournalFile(Record):
 
 
 @dataclass(frozen=True)
+class LandedCommit(Record):
+    """A commit roundtable landed, as `landing.log` (and `roundtable log`)
+    shows it.
+    """
+
+    #: The commit id.
+    id: str
+    #: Its first line.
+    summary: str
+    #: Its author, `name <email>`.
+    author: str
+    #: Its trailers, in order, each a `[key, value]` pair
+    #: (`["Roundtable-Proposal", "prop-…"]`).
+    trailers: Tuple[Tuple[str, ...], ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['author', 'id', 'summary', 'trailers'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LandedCommit:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["trailers"] = tuple([tuple(_i0) for _i0 in v["trailers"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Landing(Record):
     """The workspace's landing setting."""
 
@@ -1295,6 +1328,35 @@ class Requirement(Record):
             v["carried"] = None
         if "missing" not in v:
             v["missing"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class RequirementNext(Record):
+    """Who can satisfy one unsatisfied requirement of the policy, and how, as
+    `proposal.status` reports it in `by_requirement`: the item its `next`
+    holds for that requirement (before equal items are merged).
+    """
+
+    #: The requirement (`human_approval`, `check:unit`, …).
+    requirement: str
+    #: Who can satisfy it, and how.
+    next: NextActor
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['next', 'requirement'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RequirementNext:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["next"] = NextActor.from_dict(v["next"])
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -2329,6 +2391,33 @@ class Interdiff(Record):
 
 
 @dataclass(frozen=True)
+class LandedCommits(Record):
+    """Result of `landing.log`."""
+
+    #: The branch read (`refs/heads/main`): the workspace's landing branch.
+    branch: str
+    #: The commits on it that roundtable landed (those carrying a
+    #: `Roundtable-Proposal` trailer), first parents only, newest first.
+    commits: Tuple[LandedCommit, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['branch', 'commits'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LandedCommits:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["commits"] = tuple([LandedCommit.from_dict(_i0) for _i0 in v["commits"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Phases(Record):
     """Result of `transaction.phases`."""
 
@@ -2655,6 +2744,12 @@ class StatusReport(Record):
     stale: bool
     #: Who acts next.
     next: Tuple[NextActor, ...]
+    #: For each unsatisfied requirement of the latest revision, in the
+    #: policy's order, who can satisfy it (the item of `next` it gives,
+    #: before equal items are merged; for a pending proposal too, whose
+    #: `next` is only the author's review request). Empty while `validation`
+    #: is `null`.
+    by_requirement: Tuple[RequirementNext, ...]
     #: The transaction applying the proposal right now, if one is: it is
     #: committing (the files are changing and its claims are about to be
     #: released), so it is neither stale nor landable again, and
@@ -2665,7 +2760,7 @@ class StatusReport(Record):
     validation: Optional[ValidationReport]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
-    _REQUIRED = frozenset(['can_land', 'next', 'proposal', 'stale'])
+    _REQUIRED = frozenset(['by_requirement', 'can_land', 'next', 'proposal', 'stale'])
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StatusReport:
@@ -2676,6 +2771,7 @@ class StatusReport(Record):
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["proposal"] = Proposal.from_dict(v["proposal"])
         v["next"] = tuple([NextActor.from_dict(_i0) for _i0 in v["next"]])
+        v["by_requirement"] = tuple([RequirementNext.from_dict(_i0) for _i0 in v["by_requirement"]])
         if "applying" not in v:
             v["applying"] = None
         if v.get("validation") is not None:
@@ -3023,6 +3119,7 @@ FileSymbols._PLAN = (0, FileSymbols, (('symbols', 'symbols', (1, SymbolChange._P
 Proposal._PLAN = (0, Proposal, (('reverts', 'reverts', None), ))
 InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ))
 JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_mode', 'before_mode', None), ('before_symlink', 'before_symlink', None)))
+LandedCommit._PLAN = (0, LandedCommit, (('trailers', 'trailers', (1, (1, None))), ))
 Landing._PLAN = (0, Landing, (('branch', 'branch', None), ('remote', 'remote', None)))
 NextActor._PLAN = (0, NextActor, (('candidates', 'candidates', (1, None)), ('roles', 'roles', (1, None))))
 PathReport._PLAN = (0, PathReport, ())
@@ -3031,6 +3128,7 @@ PolicyRecord._PLAN = (0, PolicyRecord, (('activated_at', 'activated_at', None), 
 SecretFinding._PLAN = (0, SecretFinding, ())
 Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('carried', 'carried', (1, CarriedEvidence._PLAN)), ('missing', 'missing', None)))
 PolicyReport._PLAN = (0, PolicyReport, (('requirements', 'requirements', (1, Requirement._PLAN)), ))
+RequirementNext._PLAN = (0, RequirementNext, (('next', 'next', NextActor._PLAN), ))
 Revision._PLAN = (0, Revision, (('changeset', 'changeset', (1, FileSummary._PLAN)), ('affected_resources', 'affected_resources', (1, None)), ('created_by', 'created_by', (2,)), ('base_git_head', 'base_git_head', None), ('change_id', 'change_id', None), ('diff_digest', 'diff_digest', None), ('note_md', 'note_md', None), ('rebased_from', 'rebased_from', None)))
 RevisionEntry._PLAN = (0, RevisionEntry, ())
 RoleNeed._PLAN = (0, RoleNeed, (('roles', 'roles', (1, None)), ('paths', 'paths', (1, None)), ('candidates', 'candidates', (1, None))))
@@ -3059,6 +3157,7 @@ EventWait._PLAN = (0, EventWait, (('events', 'events', (1, Event._PLAN)), ))
 Files._PLAN = (0, Files, (('files', 'files', (1, FileEntry._PLAN)), ))
 InboxPage._PLAN = (0, InboxPage, (('items', 'items', (1, InboxItem._PLAN)), ('next_cursor', 'next_cursor', None)))
 Interdiff._PLAN = (0, Interdiff, (('files', 'files', (1, FileInterdiff._PLAN)), ))
+LandedCommits._PLAN = (0, LandedCommits, (('commits', 'commits', (1, LandedCommit._PLAN)), ))
 Phases._PLAN = (0, Phases, (('phases', 'phases', (1, Phase._PLAN)), ))
 PolicyResult._PLAN = (0, PolicyResult, (('policy', 'policy', PolicyRecord._PLAN), ))
 ProposalChanged._PLAN = (0, ProposalChanged, (('proposal', 'proposal', Proposal._PLAN), ))
@@ -3070,7 +3169,7 @@ Rejected._PLAN = (0, Rejected, (('proposal', 'proposal', Proposal._PLAN), ('deci
 ReviewRequested._PLAN = (0, ReviewRequested, (('proposal', 'proposal', Proposal._PLAN), ('review_plan', 'review_plan', (1, RoleNeed._PLAN))))
 RolledBack._PLAN = (0, RolledBack, (('transaction', 'transaction', Transaction._PLAN), ))
 SecurityReviewed._PLAN = (0, SecurityReviewed, (('security_review', 'security_review', SecurityReviewRecord._PLAN), ))
-StatusReport._PLAN = (0, StatusReport, (('proposal', 'proposal', Proposal._PLAN), ('next', 'next', (1, NextActor._PLAN)), ('applying', 'applying', None), ('validation', 'validation', ValidationReport._PLAN)))
+StatusReport._PLAN = (0, StatusReport, (('proposal', 'proposal', Proposal._PLAN), ('next', 'next', (1, NextActor._PLAN)), ('by_requirement', 'by_requirement', (1, RequirementNext._PLAN)), ('applying', 'applying', None), ('validation', 'validation', ValidationReport._PLAN)))
 Symbols._PLAN = (0, Symbols, (('files', 'files', (1, FileSymbols._PLAN)), ))
 TaskCreated._PLAN = (0, TaskCreated, (('task', 'task', Task._PLAN), ('created', 'created', None)))
 TaskDetail._PLAN = (0, TaskDetail, (('task', 'task', Task._PLAN), ))
@@ -3146,6 +3245,7 @@ __all__ = [
     "FileSymbols",
     "InboxItem",
     "JournalFile",
+    "LandedCommit",
     "Landing",
     "LineSpan",
     "MatchedHunk",
@@ -3156,6 +3256,7 @@ __all__ = [
     "PolicyReport",
     "Proposal",
     "Requirement",
+    "RequirementNext",
     "Revision",
     "RevisionEntry",
     "RoleNeed",
@@ -3186,6 +3287,7 @@ __all__ = [
     "Files",
     "InboxPage",
     "Interdiff",
+    "LandedCommits",
     "Phases",
     "PolicyResult",
     "ProposalChanged",

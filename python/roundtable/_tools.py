@@ -41,6 +41,7 @@ from ._records import (
     InboxItem,
     InboxPage,
     Interdiff,
+    LandedCommits,
     PatchFormat,
     Phases,
     PolicyResult,
@@ -1138,6 +1139,16 @@ class ToolMethods:
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
         return self.call_record("transaction.recovery", args, RecoveryAdvice)
+
+    def landing_log(self, *, limit: Optional[int] = None) -> LandedCommits:
+        """The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and the trailers naming what governed it (Roundtable-Proposal, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.
+
+        ``landing.log``; called by: orchestrator, human. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if limit is not None:
+            args["limit"] = limit
+        return self.call_record("landing.log", args, LandedCommits)
 
     def events_list(
         self,
@@ -2293,6 +2304,16 @@ class AsyncToolMethods:
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
         return await self.call_record("transaction.recovery", args, RecoveryAdvice)
+
+    async def landing_log(self, *, limit: Optional[int] = None) -> LandedCommits:
+        """The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and the trailers naming what governed it (Roundtable-Proposal, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.
+
+        ``landing.log``; called by: orchestrator, human. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if limit is not None:
+            args["limit"] = limit
+        return await self.call_record("landing.log", args, LandedCommits)
 
     async def events_list(
         self,

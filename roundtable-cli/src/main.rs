@@ -5,24 +5,24 @@
 //! [`ToolError`], the one error shape every front end shares — with exit
 //! status 1; a usage error exits with status 2.
 //!
-//! The human commands (`show`, `approve`, `reject`, `status`, `events`;
-//! see `human.rs`) print readable text unless `--json`.
+//! The human commands (`show`, `approve`, `reject`, `status`, `log`,
+//! `recover`, `events`) print readable text unless `--json`.
 //!
 //! `init`, `call` and `tools` are the tool surface: `call` runs one tool
-//! through [`Engine::call_json`] as the actor given by `--as`.
+//! through [`roundtable::Engine::call_json`] as the actor given by `--as`.
+//!
+//! This file only parses the command line and dispatches: each command is
+//! one module of `commands/`, and what they share is in `cli_util`.
 
 use clap::{Parser, Subcommand};
-use roundtable::diff::{self, ParseOptions, Patch};
-use roundtable::workspace::Workspace;
-use roundtable::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
-use serde::Serialize;
+use commands::{approve, edit, events, log, patch, reject, show};
+use roundtable::ToolError;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-mod demo;
-mod human;
-mod mcp;
+mod cli_util;
+mod commands;
 mod terminal;
 
 #[derive(Parser)]
@@ -42,26 +42,14 @@ struct Cli {
     command: Command,
 }
 
-/// The store every command's engine opens (`--store`).
-static STORE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-
-/// How every command opens its engine: the defaults, on the store
-/// `--store` (or `ROUNDTABLE_STORE`) names.
-pub(crate) fn engine_options() -> EngineOptions {
-    EngineOptions {
-        store: STORE.get().cloned().flatten(),
-        ..EngineOptions::default()
-    }
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// Work with unified / git diffs.
     #[command(subcommand)]
-    Patch(PatchCommand),
+    Patch(patch::PatchCommand),
     /// Work with Opcore edit plans (WorkspaceEdit JSON).
     #[command(subcommand)]
-    Edit(EditCommand),
+    Edit(edit::EditCommand),
     /// Print the workspace state hash, git HEAD and file count.
     State {
         /// The repository root.
@@ -155,248 +143,72 @@ enum Command {
         #[arg(long, value_name = "FILE", requires = "http")]
         tokens: Option<PathBuf>,
     },
-    /// The commands a person uses (readable text; `--json` for JSON).
-    #[command(flatten)]
-    Human(human::HumanCommand),
+    /// Show a proposal: title, author, risk, status, each policy
+    /// requirement (✓/✗ with who satisfied it or who can) and the diff.
+    Show(show::ShowArgs),
+    /// Approve a revision of a proposal as a person (`human.approve`).
+    ///
+    /// Only the latest revision can be approved: naming an older one is
+    /// refused with a message saying which revision is the latest.
+    Approve(approve::ApproveArgs),
+    /// Reject a proposal as a person (`patch.reject`).
+    Reject(reject::RejectArgs),
+    /// Open proposals and what each waits for, live claims with their
+    /// expiry, recent transactions.
+    Status(cli_util::Common),
+    /// The commits roundtable landed on the workspace's branch (git landing
+    /// mode), newest first, each with the trailers naming what governed it.
+    Log(log::LogArgs),
+    /// Open the workspace — which finishes or undoes every transaction a
+    /// crashed or interrupted applier left `applying` — and report what
+    /// recovery could not finish (exit 1, `busy`, naming each transaction
+    /// and its cause), or that nothing is left applying.
+    Recover(cli_util::Common),
+    /// The audit log, one line per event (with --json, one JSON object per
+    /// line).
+    Events(events::EventsArgs),
 }
 
-#[derive(Subcommand)]
-enum PatchCommand {
-    /// Parse a patch and print its files, hunks and line counts as JSON.
-    Parse {
-        /// The patch file (`-` for standard input).
-        file: PathBuf,
-        /// Leading path components to strip from names.
-        #[arg(short = 'p', default_value_t = 1)]
-        strip: usize,
-    },
-    /// Apply a patch to a directory, all or nothing, as `git apply` would.
-    Apply {
-        /// The directory to apply to (no git repository needed).
-        #[arg(long)]
-        root: PathBuf,
-        /// Check that the patch applies and report what would change; write nothing.
-        #[arg(long)]
-        check: bool,
-        /// Leading path components to strip from names.
-        #[arg(short = 'p', default_value_t = 1)]
-        strip: usize,
-        /// The patch file (`-` for standard input).
-        file: PathBuf,
-    },
-}
-
-#[derive(Subcommand)]
-enum EditCommand {
-    /// Apply an edit plan to a directory, all or nothing.
-    Apply {
-        /// The directory to apply to.
-        #[arg(long)]
-        root: PathBuf,
-        /// Check the plan and its preconditions and report what would change; write nothing.
-        #[arg(long)]
-        check: bool,
-        /// The plan (`-` for standard input).
-        plan: PathBuf,
-    },
-}
-
-/// A patch's bytes: mapped from a regular file, or read (stdin, pipes).
-enum Input {
-    Mapped(memmap2::Mmap),
-    Read(Vec<u8>),
-}
-
-impl std::ops::Deref for Input {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Input::Mapped(m) => m,
-            Input::Read(v) => v,
-        }
+impl Command {
+    /// Whether a refusal prints as readable text (the human commands
+    /// without `--json`) rather than as JSON.
+    fn readable(&self) -> bool {
+        let common = match self {
+            Command::Show(a) => a.common(),
+            Command::Approve(a) => a.common(),
+            Command::Reject(a) => a.common(),
+            Command::Status(common) | Command::Recover(common) => common,
+            Command::Log(a) => a.common(),
+            Command::Events(a) => a.common(),
+            _ => return false,
+        };
+        !common.json
     }
-}
-
-fn read_input(file: &Path) -> Result<Input, ToolError> {
-    let fail = |e: std::io::Error| {
-        ToolError::new(
-            ErrorCode::Io,
-            format!("{}: {e}", file.display()),
-            json!({"path": file.display().to_string()}),
-        )
-    };
-    if file.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map_err(fail)?;
-        return Ok(Input::Read(buf));
-    }
-    let f = std::fs::File::open(file).map_err(fail)?;
-    let meta = f.metadata().map_err(fail)?;
-    if meta.is_file() && meta.len() >= 1 << 20 {
-        // SAFETY: the map is read-only and private; the patch file is the
-        // user's input for the duration of one command. If another process
-        // truncates it meanwhile the command may be killed by SIGBUS, the
-        // same hazard every mmap-reading tool (grep, git) accepts.
-        #[allow(unsafe_code)]
-        let map = unsafe { memmap2::MmapOptions::new().populate().map(&f) }.map_err(fail)?;
-        return Ok(Input::Mapped(map));
-    }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    std::io::Read::read_to_end(&mut &f, &mut buf).map_err(fail)?;
-    Ok(Input::Read(buf))
-}
-
-fn parse_patch(bytes: &[u8], strip: usize) -> Result<Patch<'_>, ToolError> {
-    Ok(diff::parse(bytes, &ParseOptions::strip(strip))?)
-}
-
-fn patch_json(patch: &Patch<'_>) -> Result<String, ToolError> {
-    to_json(&patch.summary())
-}
-
-/// Serialize a command's result: indented for a terminal, compact for a
-/// program reading a pipe.
-fn to_json(value: &impl Serialize) -> Result<String, ToolError> {
-    use std::io::IsTerminal as _;
-    let text = if std::io::stdout().is_terminal() {
-        serde_json::to_string_pretty(value)
-    } else {
-        serde_json::to_string(value)
-    };
-    // Safe on a terminal (no raw C1 or bidirectional controls), the same JSON.
-    text.map(terminal::json)
-        .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
-}
-
-/// A typed value as JSON the way the tools write it: through a
-/// [`serde_json::Value`], so every object's keys come out sorted (a
-/// tool's typed result prints exactly as `roundtable call` prints it).
-fn to_json_sorted(value: &impl Serialize) -> Result<String, ToolError> {
-    let value = serde_json::to_value(value)
-        .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))?;
-    to_json(&value)
-}
-
-fn check_root(root: &Path) -> Result<(), ToolError> {
-    if !root.is_dir() {
-        return Err(ToolError::new(
-            ErrorCode::InvalidArgument,
-            format!("{}: not a directory", root.display()),
-            json!({"field": "root"}),
-        ));
-    }
-    Ok(())
-}
-
-/// The bytes of `--args`: inline JSON, `@FILE`, or `-` for standard input
-/// (`@-` too, as with curl). Neither `@` nor a lone `-` can begin a JSON
-/// object, so the spellings never overlap.
-fn read_args(args: &str) -> Result<Input, ToolError> {
-    if args == "-" {
-        return read_input(Path::new("-"));
-    }
-    if let Some(file) = args.strip_prefix('@') {
-        return read_input(Path::new(file));
-    }
-    Ok(Input::Read(args.as_bytes().to_vec()))
-}
-
-/// `root` made absolute (symlinks resolved) when it exists, for reports.
-fn absolute(root: &Path) -> PathBuf {
-    std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
-}
-
-fn init(root: &Path) -> Result<String, ToolError> {
-    let root = absolute(root);
-    let engine = Engine::open(&root, engine_options())?;
-    let store = engine.store_info();
-    to_json(&json!({
-        "root": engine.root().display().to_string(),
-        "store": store.location,
-        "engine": store.engine.as_str(),
-        "schema_version": store.schema_version,
-        "created": store.created,
-    }))
-}
-
-fn call(tool: &str, root: &Path, actor: &str, args: &str) -> Result<String, ToolError> {
-    // Everything that can be refused without the store is checked first, so
-    // a mistyped command does not create a store.
-    let actor = Actor::parse(actor).map_err(|e| ToolError::invalid_argument("--as", e))?;
-    if roundtable::tools::find(tool).is_none() {
-        return Err(ToolError::new(
-            ErrorCode::NotFound,
-            format!("there is no tool {tool:?} (`roundtable tools` lists them)"),
-            json!({"kind": "tool", "id": tool}),
-        ));
-    }
-    let bytes = read_args(args)?;
-    let engine = Engine::open(&absolute(root), engine_options())?;
-    to_json(&human::spinner(tool, || {
-        engine.call_json(tool, &bytes, &actor)
-    })?)
 }
 
 fn run(command: Command) -> Result<String, ToolError> {
+    use commands::*;
     match command {
-        Command::Init { root } => init(&root),
+        Command::Patch(command) => patch::run(command),
+        Command::Edit(command) => edit::run(command),
+        Command::State { root } => state::run(&root),
+        Command::Init { root } => init::run(&root),
         Command::Call {
             tool,
             root,
             actor,
             args,
-        } => call(&tool, &root, &actor, &args),
-        Command::Tools => to_json(&Engine::tools_json()),
-        Command::Errors => to_json(&roundtable::tools::errors_json()),
-        Command::Patch(PatchCommand::Parse { file, strip }) => {
-            let bytes = read_input(&file)?;
-            patch_json(&parse_patch(&bytes, strip)?)
-        }
-        Command::Patch(PatchCommand::Apply {
-            root,
-            check,
-            strip,
-            file,
-        }) => {
-            let bytes = read_input(&file)?;
-            let patch = parse_patch(&bytes, strip)?;
-            check_root(&root)?;
-            let changes = roundtable::workspace::apply_patch(&root, &patch, check)?;
-            to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
-        }
-        Command::Edit(EditCommand::Apply { root, check, plan }) => {
-            let bytes = read_input(&plan)?;
-            let plan = roundtable::edit::parse_plan(&bytes)?;
-            check_root(&root)?;
-            let changeset = roundtable::edit::plan_changeset(&plan, &Workspace::open(&root)?)?;
-            let changes = roundtable::workspace::apply_changeset(&root, &changeset, check)?;
-            to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
-        }
-        Command::State { root } => {
-            let state = human::spinner("hashing the tree", || {
-                roundtable::state::compute_state(&root)
-            })?;
-            to_json(
-                &json!({ "state": state.state, "git_head": state.git_head, "files": state.files }),
-            )
-        }
-        Command::Demo {
-            keep,
-            json: false,
-            git,
-        } => {
-            let result = demo::run(keep, git, &mut |line| print(line))?;
-            Ok(match result.root {
-                Some(root) => format!("ok: every step checked; the repository is kept at {root}"),
-                None => "ok: every step checked".to_owned(),
-            })
-        }
-        Command::Demo {
-            keep,
-            json: true,
-            git,
-        } => to_json_sorted(&demo::run(keep, git, &mut |_| {})?),
-        Command::Human(command) => human::run(command),
+        } => call::run(&tool, &root, &actor, &args),
+        Command::Tools => tools::run(),
+        Command::Errors => errors::run(),
+        Command::Demo { keep, json, git } => demo::command(keep, json, git),
+        Command::Show(args) => show::run(args),
+        Command::Approve(args) => approve::run(args),
+        Command::Reject(args) => reject::run(args),
+        Command::Status(common) => status::run(&common),
+        Command::Log(args) => log::run(args),
+        Command::Recover(common) => recover::run(&common),
+        Command::Events(args) => events::run(args),
         Command::Mcp { .. } => unreachable!("main serves mcp itself"),
     }
 }
@@ -412,18 +224,9 @@ fn conformed(e: ToolError) -> ToolError {
     e
 }
 
-fn print(text: &str) {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    // A closed stdout (e.g. `| head`) is not worth a panic.
-    let _ = out
-        .write_all(text.as_bytes())
-        .and_then(|()| out.write_all(b"\n"));
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits 2 on usage errors
-    let _ = STORE.set(cli.store.clone().filter(|s| !s.is_empty()));
+    let _ = cli_util::STORE.set(cli.store.clone().filter(|s| !s.is_empty()));
     if let Command::Mcp {
         root,
         actor,
@@ -432,7 +235,9 @@ fn main() -> ExitCode {
     } = &cli.command
     {
         // Standard output is the protocol's: a refusal goes to stderr.
-        return match mcp::run(root, actor.as_deref(), *http, tokens.as_ref()).map_err(conformed) {
+        return match commands::mcp::run(root, actor.as_deref(), *http, tokens.as_ref())
+            .map_err(conformed)
+        {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{}", json!({"error": e.to_json()}));
@@ -441,10 +246,10 @@ fn main() -> ExitCode {
         };
     }
     // The human commands report a refusal as readable text unless --json.
-    let readable = matches!(&cli.command, Command::Human(c) if !c.json());
+    let readable = cli.command.readable();
     match run(cli.command).map_err(conformed) {
         Ok(text) => {
-            print(&text);
+            cli_util::print(&text);
             ExitCode::SUCCESS
         }
         Err(e) if readable => {
@@ -453,7 +258,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let error = json!({"error": e.to_json()});
-            print(&to_json(&error).unwrap_or_else(|_| error.to_string()));
+            cli_util::print(&cli_util::to_json(&error).unwrap_or_else(|_| error.to_string()));
             ExitCode::from(1)
         }
     }

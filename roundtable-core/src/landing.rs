@@ -1226,8 +1226,11 @@ pub fn first_difference(
     Ok(None)
 }
 
-/// A commit roundtable landed, as `roundtable log` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// A commit roundtable landed, as `landing.log` (and `roundtable log`)
+/// shows it.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct LandedCommit {
     /// The commit id.
     pub id: String,
@@ -1235,7 +1238,9 @@ pub struct LandedCommit {
     pub summary: String,
     /// Its author, `name <email>`.
     pub author: String,
-    /// Its trailers, in order: `(key, value)`.
+    /// Its trailers, in order, each a `[key, value]` pair
+    /// (`["Roundtable-Proposal", "prop-…"]`).
+    #[schemars(with = "Vec<Vec<String>>")]
     pub trailers: Vec<(String, String)>,
 }
 

@@ -61,6 +61,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub use crate::claims::ClaimType;
+pub use crate::landing::LandedCommit;
 pub use crate::model::{EventKind, OperationKind, StageName};
 pub use crate::tools::args::Cursor;
 pub use crate::tools::claims::{
@@ -72,10 +73,11 @@ pub use crate::tools::evidence::{
     TestDetail, TestPage, TestRecorded, VotePage, VoteRecorded,
 };
 pub use crate::tools::inbox::{InboxItem, InboxPage, ListInbox};
+pub use crate::tools::landing::{LandedCommits, LandingLog};
 pub use crate::tools::log::{
     ChainHead, ChainReport, EventPage, EventWait, ListEvents, VerifyEvents, WaitEvents,
 };
-pub use crate::tools::next::{NextAction, NextActor, NextRole};
+pub use crate::tools::next::{NextAction, NextActor, NextRole, RequirementNext};
 pub use crate::tools::policies::{ActivatePolicy, Activated, GetPolicy, PolicyResult, SetPolicy};
 pub use crate::tools::proposals::{
     AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
@@ -1305,6 +1307,23 @@ impl Draft<ListTransactions> {
     );
 }
 
+impl LandingLog {
+    /// The newest landed commits (at most 20 unless [`limit`] says).
+    ///
+    /// [`limit`]: Draft::limit
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> Draft<LandingLog> {
+        Draft::from(LandingLog { limit: None })
+    }
+}
+
+impl Draft<LandingLog> {
+    setter!(
+        /// At most this many commits (1 to 1000).
+        limit: u32 => limit
+    );
+}
+
 impl ListEvents {
     /// The events after `seq` (0: from the start), oldest first.
     pub fn since(seq: u64) -> Draft<ListEvents> {
@@ -1548,6 +1567,9 @@ methods!(TransactionsApi {
     phases(ListPhases) -> Phases;
     /// `transaction.recovery`: what recovery would do.
     recovery(CheckRecovery) -> RecoveryAdvice;
+    /// `landing.log`: the commits landed on the workspace's branch (git
+    /// landing mode), newest first.
+    landed(LandingLog) -> LandedCommits;
 });
 
 /// [`Session::events`].

@@ -86,6 +86,7 @@ mod eol;
 mod error;
 pub mod evidence;
 pub mod inbox;
+pub mod landing;
 pub mod log;
 pub mod next;
 pub mod policies;
@@ -357,6 +358,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<transactions::ListTransactions>(),
     spec::<transactions::ListPhases>(),
     spec::<transactions::CheckRecovery>(),
+    spec::<landing::LandingLog>(),
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),

@@ -92,6 +92,11 @@ def run(root: Path) -> str:
         settings: roundtable.WorkspaceSettings = host.workspace_configure(landing={"mode": "files"})
         mode: roundtable.LandingMode = settings.landing.mode
         assert mode == "files" and ada.workspace_get().landing.mode == "files"
+        try:  # files mode commits nothing: landing.log says so
+            carol.landing_log(limit=5)
+            raise AssertionError("landing.log listed commits in files mode")
+        except roundtable.PreconditionFailed as e:
+            assert e.details["landing"]["mode"] == "files"
         policy = host.policy_set(document='version = 1\n[checks]\nrequired = ["unit"]\n', note_md="CI")
         assert policy.policy.version is not None
         host.policy_activate(version=policy.policy.version)

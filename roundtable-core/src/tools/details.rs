@@ -505,7 +505,9 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 cause,
                 "For a revert whose inverse does not apply: why not.",
             );
-            let landing = s.typed::<Landing>("For a bare repository: the workspace's landing setting.");
+            let landing = s.typed::<Landing>(
+                "For a bare repository, or `landing.log` in files mode: the workspace's landing setting.",
+            );
             let report = s.typed::<ValidationReport>(
                 "For a revision that no longer matches the workspace: the whole validation report.",
             );

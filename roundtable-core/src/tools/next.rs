@@ -14,7 +14,7 @@ use super::records::{
 };
 use super::validate::{Stage, StageStatus};
 use crate::actor::{Actor, ActorKind};
-use crate::policy::{PolicyReport, RequirementId, RequirementStatus};
+use crate::policy::{PolicyReport, Requirement, RequirementId, RequirementStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -101,6 +101,17 @@ pub struct NextActor {
     pub roles: Vec<String>,
     /// What they are expected to do, for people.
     pub why: String,
+}
+
+/// Who can satisfy one unsatisfied requirement of the policy, and how, as
+/// `proposal.status` reports it in `by_requirement`: the item its `next`
+/// holds for that requirement (before equal items are merged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RequirementNext {
+    /// The requirement (`human_approval`, `check:unit`, …).
+    pub requirement: RequirementId,
+    /// Who can satisfy it, and how.
+    pub next: NextActor,
 }
 
 /// What [`next_actors`] decides from.
@@ -221,77 +232,11 @@ pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
             ));
         }
     }
-    let voted = |agent: &str| {
-        s.votes
-            .iter()
-            .any(|v| v.revision == current && v.agent_id == agent)
-    };
-    let reviewed = |agent: &str| {
-        s.reviews.iter().any(|r| {
-            r.revision == current
-                && r.reviewer.kind == ActorKind::Agent
-                && r.reviewer.id.as_str() == agent
-        })
-    };
     for r in &s.policy.requirements {
         if r.status != RequirementStatus::Unsatisfied {
             continue;
         }
-        let why = r.missing.clone().unwrap_or_else(|| r.id.to_string());
-        let item = match &r.id {
-            RequirementId::NoBlockingVotes => next(
-                R::Author,
-                A::AnswerVotes,
-                author(),
-                vec![],
-                format!("answer the blocking votes ({})", r.evidence.join(", ")),
-            ),
-            RequirementId::HumanApproval => next(R::Human, A::HumanApproval, vec![], vec![], why),
-            RequirementId::SecurityReview | RequirementId::Secrets => next(
-                R::SecurityReviewer,
-                A::SecurityReview,
-                r.candidates
-                    .iter()
-                    .filter(|c| !reviewed(c))
-                    .cloned()
-                    .collect(),
-                vec![crate::policy::SECURITY_ROLE.into()],
-                why,
-            ),
-            RequirementId::Check(name) => {
-                let latest = s
-                    .tests
-                    .iter()
-                    .rev()
-                    .find(|t| t.revision == current && &t.name == name);
-                match latest {
-                    Some(t) if t.status == TestStatus::Failed => next(
-                        R::Author,
-                        A::FixCheck,
-                        author(),
-                        vec![],
-                        format!(
-                            "check {name:?} failed on revision {current} ({}; its output: test.get): attach a revision that fixes it",
-                            t.id
-                        ),
-                    ),
-                    _ => next(R::Orchestrator, A::RunCheck, vec![], vec![], why),
-                }
-            }
-            RequirementId::Approvals | RequirementId::Role(_) => {
-                let role = match &r.id {
-                    RequirementId::Role(rule) => rule.split(':').next().map(str::to_owned),
-                    _ => None,
-                };
-                next(
-                    R::Reviewer,
-                    A::Vote,
-                    r.candidates.iter().filter(|c| !voted(c)).cloned().collect(),
-                    role.into_iter().collect(),
-                    why,
-                )
-            }
-        };
+        let item = requirement_next(s, r);
         if !out.contains(&item) {
             out.push(item);
         }
@@ -317,6 +262,99 @@ pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
         ));
     }
     out
+}
+
+/// Who can satisfy each unsatisfied requirement of `s.policy`, in the
+/// policy's order: one item per requirement, whatever the proposal's
+/// status (a pending proposal's requirements too).
+pub(crate) fn by_requirement(s: &Situation<'_>) -> Vec<RequirementNext> {
+    s.policy
+        .requirements
+        .iter()
+        .filter(|r| r.status == RequirementStatus::Unsatisfied)
+        .map(|r| RequirementNext {
+            requirement: r.id.clone(),
+            next: requirement_next(s, r),
+        })
+        .collect()
+}
+
+/// Who can satisfy the unsatisfied requirement `r`: its candidates who
+/// have not yet judged the latest revision, a person, the orchestrator for
+/// a check not yet failed, the author for blocking votes or a failed check.
+fn requirement_next(s: &Situation<'_>, r: &Requirement) -> NextActor {
+    use NextAction as A;
+    use NextRole as R;
+    let p = s.proposal;
+    let author = || vec![p.author.clone()];
+    let current = p.latest_revision;
+    let voted = |agent: &str| {
+        s.votes
+            .iter()
+            .any(|v| v.revision == current && v.agent_id == agent)
+    };
+    let reviewed = |agent: &str| {
+        s.reviews.iter().any(|review| {
+            review.revision == current
+                && review.reviewer.kind == ActorKind::Agent
+                && review.reviewer.id.as_str() == agent
+        })
+    };
+    let why = r.missing.clone().unwrap_or_else(|| r.id.to_string());
+    match &r.id {
+        RequirementId::NoBlockingVotes => next(
+            R::Author,
+            A::AnswerVotes,
+            author(),
+            vec![],
+            format!("answer the blocking votes ({})", r.evidence.join(", ")),
+        ),
+        RequirementId::HumanApproval => next(R::Human, A::HumanApproval, vec![], vec![], why),
+        RequirementId::SecurityReview | RequirementId::Secrets => next(
+            R::SecurityReviewer,
+            A::SecurityReview,
+            r.candidates
+                .iter()
+                .filter(|c| !reviewed(c))
+                .cloned()
+                .collect(),
+            vec![crate::policy::SECURITY_ROLE.into()],
+            why,
+        ),
+        RequirementId::Check(name) => {
+            let latest = s
+                .tests
+                .iter()
+                .rev()
+                .find(|t| t.revision == current && &t.name == name);
+            match latest {
+                Some(t) if t.status == TestStatus::Failed => next(
+                    R::Author,
+                    A::FixCheck,
+                    author(),
+                    vec![],
+                    format!(
+                        "check {name:?} failed on revision {current} ({}; its output: test.get): attach a revision that fixes it",
+                        t.id
+                    ),
+                ),
+                _ => next(R::Orchestrator, A::RunCheck, vec![], vec![], why),
+            }
+        }
+        RequirementId::Approvals | RequirementId::Role(_) => {
+            let role = match &r.id {
+                RequirementId::Role(rule) => rule.split(':').next().map(str::to_owned),
+                _ => None,
+            };
+            next(
+                R::Reviewer,
+                A::Vote,
+                r.candidates.iter().filter(|c| !voted(c)).cloned().collect(),
+                role.into_iter().collect(),
+                why,
+            )
+        }
+    }
 }
 
 /// Whether `n` asks `actor` to act: an agent named among an author's,

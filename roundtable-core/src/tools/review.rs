@@ -4,7 +4,7 @@
 //! (`proposal.status`). All read-only.
 
 use super::args::{Limit, RevisionNumber};
-use super::next::{next_actors, Situation};
+use super::next::{by_requirement, next_actors, RequirementNext, Situation};
 use super::proposals::changeset_against;
 use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};
 use super::validate::{gather, validate, StageStatus, ValidationReport};
@@ -735,6 +735,12 @@ pub struct StatusReport {
     pub validation: Option<ValidationReport>,
     /// Who acts next.
     pub next: Vec<NextActor>,
+    /// For each unsatisfied requirement of the latest revision, in the
+    /// policy's order, who can satisfy it (the item of `next` it gives,
+    /// before equal items are merged; for a pending proposal too, whose
+    /// `next` is only the author's review request). Empty while `validation`
+    /// is `null`.
+    pub by_requirement: Vec<RequirementNext>,
 }
 
 /// Arguments of `proposal.status`.
@@ -776,6 +782,7 @@ impl Tool for GetProposalStatus {
                 applying: None,
                 validation: None,
                 next: Vec::new(),
+                by_requirement: Vec::new(),
             });
         }
         let applying = crate::store::transactions::applying_for(cx.tx, &p.id)?;
@@ -794,6 +801,7 @@ impl Tool for GetProposalStatus {
                 applying: Some(transaction),
                 validation: None,
                 next,
+                by_requirement: Vec::new(),
             });
         }
         let evidence = gather(cx, &p.id, None)?;
@@ -810,7 +818,7 @@ impl Tool for GetProposalStatus {
         let rebase = stale
             .then(|| super::rebase::rebase_outlook(cx, &p, &evidence.revision))
             .flatten();
-        let next = next_actors(&Situation {
+        let situation = Situation {
             proposal: &p,
             policy: &report.policy,
             stale,
@@ -821,12 +829,15 @@ impl Tool for GetProposalStatus {
             votes: &evidence.votes,
             reviews: &evidence.reviews,
             tests: &evidence.tests,
-        });
+        };
+        let next = next_actors(&situation);
+        let by_requirement = by_requirement(&situation);
         Ok(StatusReport {
             can_land: report.valid,
             stale,
             applying: None,
             next,
+            by_requirement,
             validation: Some(report),
             proposal: p,
         })

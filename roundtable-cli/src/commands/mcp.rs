@@ -34,8 +34,8 @@ pub(crate) fn run(
         _ => Served::Stdio(stdio_actor(actor)?),
     };
     let engine = Arc::new(Engine::open(
-        &crate::absolute(root),
-        crate::engine_options(),
+        &crate::cli_util::absolute(root),
+        crate::cli_util::engine_options(),
     )?);
     match served {
         Served::Stdio(actor) => roundtable_mcp::run_stdio(engine, actor)
@@ -44,7 +44,7 @@ pub(crate) fn run(
             let count = tokens.len();
             roundtable_mcp::run_http(engine, addr, tokens, |bound| {
                 // The one line a host reads to learn the port (with port 0).
-                crate::print(
+                crate::cli_util::print(
                     &json!({"url": format!("http://{bound}{}", roundtable_mcp::MCP_PATH), "tokens": count})
                         .to_string(),
                 );

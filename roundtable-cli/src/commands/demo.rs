@@ -16,9 +16,9 @@ use roundtable::model::{Landing, LandingMode};
 use roundtable::policy::RoleNeed;
 use roundtable::session::{
     AcquireClaim, ApplyRevision, Approve, AttachPatch, CastVote, ConfigureWorkspace,
-    CreateProposal, CreateTask, GetTransaction, ListPhases, ProposalStatus, RecordSecurityReview,
-    RegisterAgent, RequestReview, RevertProposal, Risk, Rollback, TransactionDetail, Validate,
-    ValidationReport, Verdict, VoteValue,
+    CreateProposal, CreateTask, GetTransaction, LandedCommit, LandingLog, ListPhases,
+    ProposalStatus, RecordSecurityReview, RegisterAgent, RequestReview, RevertProposal, Risk,
+    Rollback, TransactionDetail, Validate, ValidationReport, Verdict, VoteValue,
 };
 use roundtable::tools::claims::Claim;
 use roundtable::tools::records::Revision;
@@ -176,7 +176,7 @@ enum StepData {
         head_digest: String,
     },
     Log {
-        commits: Vec<roundtable::landing::LandedCommit>,
+        commits: Vec<LandedCommit>,
     },
 }
 
@@ -190,10 +190,10 @@ struct Step {
 
 /// The demo's result (`roundtable demo --json`).
 #[derive(Serialize)]
-pub(crate) struct Demo {
+struct Demo {
     ok: bool,
     /// Where the repository is kept (`--keep`), else `null`.
-    pub(crate) root: Option<String>,
+    root: Option<String>,
     /// Whether it is a git repository.
     git: bool,
     /// Whether changes landed as git commits (`--git`).
@@ -226,14 +226,23 @@ fn git_init(root: &Path) -> bool {
         ])
 }
 
+/// `roundtable demo`: the readable steps as they happen and a last line,
+/// or (`json`) one JSON document with every step's data.
+pub(crate) fn command(keep: bool, json: bool, git: bool) -> Result<String, ToolError> {
+    if json {
+        return crate::cli_util::to_json_sorted(&run(keep, git, &mut |_| {})?);
+    }
+    let result = run(keep, git, &mut |line| crate::cli_util::print(line))?;
+    Ok(match result.root {
+        Some(root) => format!("ok: every step checked; the repository is kept at {root}"),
+        None => "ok: every step checked".to_owned(),
+    })
+}
+
 /// Run the demo (`land_commits`: in git landing mode, the change and its
 /// revert each land as a commit); `say` receives each readable line as it
 /// happens.
-pub(crate) fn run(
-    keep: bool,
-    land_commits: bool,
-    say: &mut dyn FnMut(&str),
-) -> Result<Demo, ToolError> {
+fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolError> {
     let dir = tempfile::Builder::new()
         .prefix("roundtable-demo-")
         .tempdir()
@@ -496,9 +505,10 @@ pub(crate) fn run(
             },
             say,
         );
-        let branch = format!("refs/heads/{}", branch_of(root)?);
-        let commits = roundtable::landing::landed_commits(root, &branch, 10)
-            .map_err(|e| fail(e.to_string()))?;
+        let commits = host
+            .transactions()
+            .landed(LandingLog::new().limit(10))?
+            .commits;
         verify(
             commits.len() == 2,
             "two commits landed: the change and its revert",

@@ -1,0 +1,8 @@
+//! `roundtable errors`: every error code with its details schema.
+
+use crate::cli_util::to_json;
+use roundtable::ToolError;
+
+pub(crate) fn run() -> Result<String, ToolError> {
+    to_json(&roundtable::tools::errors_json())
+}

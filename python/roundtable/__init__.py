@@ -73,7 +73,7 @@ from ._errors import (
     error_class,
 )
 from ._records import *  # noqa: F401,F403 (every record and enum, generated)
-from ._records import Event
+from ._records import Event, EventKind
 from ._roundtable import ERROR_CODES, Actor, Cancel, __version__
 from ._records import Record
 from ._tools import JSON_VERSION, Patch, ToolMethods
@@ -293,7 +293,7 @@ class Session(ToolMethods):
         *,
         since_seq: int = 0,
         proposal_id: Optional[str] = None,
-        kinds: Optional[Sequence[str]] = None,
+        kinds: Optional[Sequence[EventKind]] = None,
         by: Optional[Actor] = None,
         poll_timeout_ms: int = 30000,
         idle_timeout_s: Optional[float] = None,

@@ -11268,7 +11268,7 @@ func (x *UnrecordedRecord) encode(e *encoder) {
 
 func (x *UnrecordedRecord) encodeFields(e *encoder, start int) {
 	e.key(start, "\"kind\":")
-	e.str(x.Kind, "kind")
+	e.str(string(x.Kind), "kind")
 	e.key(start, "\"id\":")
 	e.str(x.ID, "id")
 	e.key(start, "\"proposal_id\":")
@@ -11280,7 +11280,7 @@ func (x *UnrecordedRecord) decode(d *decoder) {
 		switch string(d.key) {
 		case "kind":
 			if !d.null() {
-				x.Kind = d.str()
+				x.Kind = RecordKind(d.str())
 			}
 		case "id":
 			if !d.null() {

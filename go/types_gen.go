@@ -409,6 +409,32 @@ const (
 // ProposalStatuses lists every ProposalStatus, in the schema's order.
 var ProposalStatuses = []ProposalStatus{ProposalStatusPending, ProposalStatusInReview, ProposalStatusApplied, ProposalStatusRolledBack, ProposalStatusRejected, ProposalStatusWithdrawn}
 
+// What kind of record an event must record: the evidence the policy
+// reads, and transactions (`events.verify` cross-checks each against its
+// event).
+type RecordKind string
+
+// The values of RecordKind.
+const (
+	// A reviewer's vote.
+	RecordKindVote RecordKind = "vote"
+	// An orchestrator's or person's decision.
+	RecordKindDecision RecordKind = "decision"
+	// A security review.
+	RecordKindSecurityReview RecordKind = "security_review"
+	// A request for a person's approval.
+	RecordKindHumanApprovalRequest RecordKind = "human_approval_request"
+	// A person's approval.
+	RecordKindHumanApproval RecordKind = "human_approval"
+	// A recorded test result.
+	RecordKindTestResult RecordKind = "test_result"
+	// A transaction (an apply or a rollback).
+	RecordKindTransaction RecordKind = "transaction"
+)
+
+// RecordKinds lists every RecordKind, in the schema's order.
+var RecordKinds = []RecordKind{RecordKindVote, RecordKindDecision, RecordKindSecurityReview, RecordKindHumanApprovalRequest, RecordKindHumanApproval, RecordKindTestResult, RecordKindTransaction}
+
 // Whether a requirement holds.
 type RequirementStatus string
 
@@ -1671,7 +1697,7 @@ type TransactionPage struct {
 type UnrecordedRecord struct {
 	// `vote`, `decision`, `security_review`, `human_approval_request`,
 	// `human_approval`, `test_result` or `transaction`.
-	Kind string `json:"kind"`
+	Kind RecordKind `json:"kind"`
 	// The record's id.
 	ID string `json:"id"`
 	// Its proposal.

@@ -286,6 +286,21 @@ ProposalStatus = Literal['pending', 'in_review', 'applied', 'rolled_back', 'reje
 PROPOSAL_STATUSES: Tuple[ProposalStatus, ...] = ('pending', 'in_review', 'applied', 'rolled_back', 'rejected', 'withdrawn',)
 
 
+#: What kind of record an event must record: the evidence the policy
+#: reads, and transactions (`events.verify` cross-checks each against its
+#: event).
+#:   ``vote``: A reviewer's vote.
+#:   ``decision``: An orchestrator's or person's decision.
+#:   ``security_review``: A security review.
+#:   ``human_approval_request``: A request for a person's approval.
+#:   ``human_approval``: A person's approval.
+#:   ``test_result``: A recorded test result.
+#:   ``transaction``: A transaction (an apply or a rollback).
+RecordKind = Literal['vote', 'decision', 'security_review', 'human_approval_request', 'human_approval', 'test_result', 'transaction']
+#: Every value of :data:`RecordKind`, in the schema's order.
+RECORD_KINDS: Tuple[RecordKind, ...] = ('vote', 'decision', 'security_review', 'human_approval_request', 'human_approval', 'test_result', 'transaction',)
+
+
 #: Whether a requirement holds.
 #:   ``satisfied``: It holds.
 #:   ``unsatisfied``: It does not hold: the revision is not approvable.
@@ -1849,7 +1864,7 @@ class UnrecordedRecord(Record):
 
     #: `vote`, `decision`, `security_review`, `human_approval_request`,
     #: `human_approval`, `test_result` or `transaction`.
-    kind: str
+    kind: RecordKind
     #: The record's id.
     id: str
     #: Its proposal.
@@ -3249,6 +3264,8 @@ __all__ = [
     "POLICY_STATUSES",
     "ProposalStatus",
     "PROPOSAL_STATUSES",
+    "RecordKind",
+    "RECORD_KINDS",
     "RequirementStatus",
     "REQUIREMENT_STATUSES",
     "RevisionFormat",

@@ -62,7 +62,7 @@ use serde::Serialize;
 
 pub use crate::claims::ClaimType;
 pub use crate::model::{
-    Durability, EventKind, OperationKind, PolicyStatus, RevisionFormat, StageName,
+    Durability, EventKind, OperationKind, PolicyStatus, RecordKind, RevisionFormat, StageName,
 };
 pub use crate::tools::args::Cursor;
 pub use crate::tools::claims::{

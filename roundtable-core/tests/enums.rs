@@ -183,6 +183,22 @@ fn issue33_item3_fixed_value_fields_are_schema_enums_with_todays_spellings() {
             "PhaseStatus",
             &["done", "failed"],
         ),
+        (
+            "events.verify",
+            false,
+            "UnrecordedRecord",
+            "kind",
+            "RecordKind",
+            &[
+                "vote",
+                "decision",
+                "security_review",
+                "human_approval_request",
+                "human_approval",
+                "test_result",
+                "transaction",
+            ],
+        ),
     ];
     let kinds = spellings(EventKind::ALL);
     assert_eq!(kinds.len(), 27);

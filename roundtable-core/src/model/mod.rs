@@ -19,6 +19,7 @@ mod event_kind;
 mod landing;
 mod operation;
 mod policy_record;
+mod record_kind;
 mod role;
 mod stage;
 mod transaction;
@@ -29,6 +30,7 @@ pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};
 pub use operation::OperationKind;
 pub use policy_record::{PolicyRecord, PolicyStatus};
+pub use record_kind::RecordKind;
 pub use role::Role;
 pub use stage::StageName;
 pub use transaction::{

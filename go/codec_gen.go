@@ -2608,7 +2608,7 @@ func (x *Event) encodeFields(e *encoder, start int) {
 	e.key(start, "\"seq\":")
 	e.int64(x.Seq)
 	e.key(start, "\"kind\":")
-	e.str(x.Kind, "kind")
+	e.str(string(x.Kind), "kind")
 	e.key(start, "\"actor\":")
 	x.Actor.encode(e)
 	e.key(start, "\"subject\":")
@@ -2636,7 +2636,7 @@ func (x *Event) decode(d *decoder) {
 			}
 		case "kind":
 			if !d.null() {
-				x.Kind = d.str()
+				x.Kind = EventKind(d.str())
 			}
 		case "actor":
 			if !d.null() {
@@ -2943,7 +2943,7 @@ func (x *EventsWaitArgs) encodeFields(e *encoder, start int) {
 			if i1 > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.str(x.Kinds[i1], "kinds")
+			e.str(string(x.Kinds[i1]), "kinds")
 		}
 		e.buf = append(e.buf, ']')
 	}
@@ -2980,11 +2980,11 @@ func (x *EventsWaitArgs) decode(d *decoder) {
 			if d.null() {
 				x.Kinds = nil
 			} else {
-				s3 := []string{}
+				s3 := []EventKind{}
 				for more := d.array(); more; more = d.next() {
 					s3 = append(s3, "")
 					if !d.null() {
-						s3[len(s3)-1] = d.str()
+						s3[len(s3)-1] = EventKind(d.str())
 					}
 				}
 				x.Kinds = s3
@@ -3107,7 +3107,7 @@ func (x *FileEntry) encode(e *encoder) {
 
 func (x *FileEntry) encodeFields(e *encoder, start int) {
 	e.key(start, "\"operation\":")
-	e.str(x.Operation, "operation")
+	e.str(string(x.Operation), "operation")
 	e.key(start, "\"mode_change\":")
 	e.bool(x.ModeChange)
 	e.key(start, "\"binary\":")
@@ -3154,7 +3154,7 @@ func (x *FileEntry) decode(d *decoder) {
 		switch string(d.key) {
 		case "operation":
 			if !d.null() {
-				x.Operation = d.str()
+				x.Operation = OperationKind(d.str())
 			}
 		case "mode_change":
 			if !d.null() {
@@ -3252,7 +3252,7 @@ func (x *FileInterdiff) encodeFields(e *encoder, start int) {
 	e.key(start, "\"path\":")
 	e.str(x.Path, "path")
 	e.key(start, "\"status\":")
-	e.str(x.Status, "status")
+	e.str(string(x.Status), "status")
 	e.key(start, "\"removed_hunks\":")
 	e.buf = append(e.buf, '[')
 	for i1 := range x.RemovedHunks {
@@ -3282,7 +3282,7 @@ func (x *FileInterdiff) decode(d *decoder) {
 			}
 		case "status":
 			if !d.null() {
-				x.Status = d.str()
+				x.Status = InterdiffStatus(d.str())
 			}
 		case "removed_hunks":
 			if d.null() {
@@ -3402,7 +3402,7 @@ func (x *FileSummary) encodeFields(e *encoder, start int) {
 	e.key(start, "\"path\":")
 	e.str(x.Path, "path")
 	e.key(start, "\"operation\":")
-	e.str(x.Operation, "operation")
+	e.str(string(x.Operation), "operation")
 	if x.After != nil {
 		e.key(start, "\"after\":")
 		x.After.encode(e)
@@ -3437,7 +3437,7 @@ func (x *FileSummary) decode(d *decoder) {
 			}
 		case "operation":
 			if !d.null() {
-				x.Operation = d.str()
+				x.Operation = OperationKind(d.str())
 			}
 		case "after":
 			if d.null() {
@@ -5120,7 +5120,7 @@ func (x *JournalFile) encodeFields(e *encoder, start int) {
 	e.key(start, "\"path\":")
 	e.str(x.Path, "path")
 	e.key(start, "\"operation\":")
-	e.str(x.Operation, "operation")
+	e.str(string(x.Operation), "operation")
 	if x.AfterDigest != nil {
 		e.key(start, "\"after_digest\":")
 		e.str(*x.AfterDigest, "after_digest")
@@ -5160,7 +5160,7 @@ func (x *JournalFile) decode(d *decoder) {
 			}
 		case "operation":
 			if !d.null() {
-				x.Operation = d.str()
+				x.Operation = OperationKind(d.str())
 			}
 		case "after_digest":
 			if d.null() {
@@ -6377,9 +6377,9 @@ func (x *Phase) encode(e *encoder) {
 
 func (x *Phase) encodeFields(e *encoder, start int) {
 	e.key(start, "\"phase\":")
-	e.str(x.Phase, "phase")
+	e.str(string(x.Phase), "phase")
 	e.key(start, "\"status\":")
-	e.str(x.Status, "status")
+	e.str(string(x.Status), "status")
 	e.key(start, "\"detail\":")
 	e.raw(x.Detail, "detail")
 	e.key(start, "\"at\":")
@@ -6391,11 +6391,11 @@ func (x *Phase) decode(d *decoder) {
 		switch string(d.key) {
 		case "phase":
 			if !d.null() {
-				x.Phase = d.str()
+				x.Phase = PhaseName(d.str())
 			}
 		case "status":
 			if !d.null() {
-				x.Status = d.str()
+				x.Status = PhaseStatus(d.str())
 			}
 		case "detail":
 			x.Detail = d.raw()
@@ -6567,7 +6567,7 @@ func (x *PolicyRecord) encode(e *encoder) {
 
 func (x *PolicyRecord) encodeFields(e *encoder, start int) {
 	e.key(start, "\"status\":")
-	e.str(x.Status, "status")
+	e.str(string(x.Status), "status")
 	e.key(start, "\"document\":")
 	e.str(x.Document, "document")
 	e.key(start, "\"digest\":")
@@ -6603,7 +6603,7 @@ func (x *PolicyRecord) decode(d *decoder) {
 		switch string(d.key) {
 		case "status":
 			if !d.null() {
-				x.Status = d.str()
+				x.Status = PolicyStatus(d.str())
 			}
 		case "document":
 			if !d.null() {
@@ -8948,7 +8948,7 @@ func (x *Revision) encodeFields(e *encoder, start int) {
 	e.key(start, "\"number\":")
 	e.int64(x.Number)
 	e.key(start, "\"format\":")
-	e.str(x.Format, "format")
+	e.str(string(x.Format), "format")
 	e.key(start, "\"digest\":")
 	e.str(x.Digest, "digest")
 	e.key(start, "\"changeset\":")
@@ -9008,7 +9008,7 @@ func (x *Revision) decode(d *decoder) {
 			}
 		case "format":
 			if !d.null() {
-				x.Format = d.str()
+				x.Format = RevisionFormat(d.str())
 			}
 		case "digest":
 			if !d.null() {
@@ -9123,7 +9123,7 @@ func (x *RevisionEntry) encodeFields(e *encoder, start int) {
 	e.key(start, "\"number\":")
 	e.int64(x.Number)
 	e.key(start, "\"format\":")
-	e.str(x.Format, "format")
+	e.str(string(x.Format), "format")
 	e.key(start, "\"digest\":")
 	e.str(x.Digest, "digest")
 	e.key(start, "\"changeset_digest\":")
@@ -9141,7 +9141,7 @@ func (x *RevisionEntry) decode(d *decoder) {
 			}
 		case "format":
 			if !d.null() {
-				x.Format = d.str()
+				x.Format = RevisionFormat(d.str())
 			}
 		case "digest":
 			if !d.null() {
@@ -9611,7 +9611,7 @@ func (x *Stage) encode(e *encoder) {
 
 func (x *Stage) encodeFields(e *encoder, start int) {
 	e.key(start, "\"name\":")
-	e.str(x.Name, "name")
+	e.str(string(x.Name), "name")
 	e.key(start, "\"status\":")
 	e.str(string(x.Status), "status")
 	e.key(start, "\"reasons\":")
@@ -9630,7 +9630,7 @@ func (x *Stage) decode(d *decoder) {
 		switch string(d.key) {
 		case "name":
 			if !d.null() {
-				x.Name = d.str()
+				x.Name = StageName(d.str())
 			}
 		case "status":
 			if !d.null() {
@@ -10965,7 +10965,7 @@ func (x *Transaction) encodeFields(e *encoder, start int) {
 	e.key(start, "\"pid\":")
 	e.int64(x.Pid)
 	e.key(start, "\"durability\":")
-	e.str(x.Durability, "durability")
+	e.str(string(x.Durability), "durability")
 	e.key(start, "\"before_digest\":")
 	e.str(x.BeforeDigest, "before_digest")
 	e.key(start, "\"after_digest\":")
@@ -11021,7 +11021,7 @@ func (x *Transaction) decode(d *decoder) {
 			}
 		case "durability":
 			if !d.null() {
-				x.Durability = d.str()
+				x.Durability = Durability(d.str())
 			}
 		case "before_digest":
 			if !d.null() {
@@ -11514,7 +11514,7 @@ func (x *UnrecordedRecord) encode(e *encoder) {
 
 func (x *UnrecordedRecord) encodeFields(e *encoder, start int) {
 	e.key(start, "\"kind\":")
-	e.str(x.Kind, "kind")
+	e.str(string(x.Kind), "kind")
 	e.key(start, "\"id\":")
 	e.str(x.ID, "id")
 	e.key(start, "\"proposal_id\":")
@@ -11526,7 +11526,7 @@ func (x *UnrecordedRecord) decode(d *decoder) {
 		switch string(d.key) {
 		case "kind":
 			if !d.null() {
-				x.Kind = d.str()
+				x.Kind = RecordKind(d.str())
 			}
 		case "id":
 			if !d.null() {

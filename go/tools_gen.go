@@ -557,7 +557,7 @@ type EventsWaitArgs struct {
 	Actor *Actor `json:"actor,omitempty"`
 	// Only events of these kinds (`proposal.applied`, `claim.released`,
 	// …): 1 to 64 known kinds.
-	Kinds []string `json:"kinds,omitempty"`
+	Kinds []EventKind `json:"kinds,omitempty"`
 	// Return at most this many events, 1 to 1000 (default 100).
 	Limit *int64 `json:"limit,omitempty"`
 	// Only events about this proposal.

@@ -120,7 +120,7 @@ type RegisterArgs struct {
 	roles []string
 }
 
-func hasFailed(r *ValidationReport, stage string) bool {
+func hasFailed(r *ValidationReport, stage StageName) bool {
 	for _, s := range r.Stages {
 		if s.Name == stage && s.Status == StageStatusFailed {
 			return true

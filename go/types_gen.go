@@ -91,6 +91,107 @@ const (
 // DecisionValues lists every DecisionValue, in the schema's order.
 var DecisionValues = []DecisionValue{DecisionValueAccept, DecisionValueReject, DecisionValueDefer}
 
+// How hard each commit tries to survive a power loss: the store's flush
+// policy, and what a transaction records it was written with. Spelled
+// `full`, `normal` or `off`.
+type Durability string
+
+// The values of Durability.
+const (
+	// Every commit is flushed to disk before the call returns (`synchronous = FULL`).
+	DurabilityFull Durability = "full"
+	// Commits are flushed at WAL checkpoints (`synchronous = NORMAL`): a power loss can lose the last commits, never corrupt the store. Applied files are still flushed.
+	DurabilityNormal Durability = "normal"
+	// Nothing is flushed (`synchronous = OFF`, no file syncs): for tests and throwaway sandboxes. A process crash is still recovered; a power loss can lose or corrupt anything.
+	DurabilityOff Durability = "off"
+)
+
+// Durabilities lists every Durability, in the schema's order.
+var Durabilities = []Durability{DurabilityFull, DurabilityNormal, DurabilityOff}
+
+// What an event records: what changed. Spelled `noun.verb_past`
+// (`proposal.created`); the spelling is stable. A store a newer version
+// wrote to may hold kinds this list does not name.
+type EventKind string
+
+// The values of EventKind.
+const (
+	// The workspace's settings changed (`workspace.configure`).
+	EventKindWorkspaceConfigured EventKind = "workspace.configured"
+	// An agent was registered.
+	EventKindAgentRegistered EventKind = "agent.registered"
+	// An agent's roles, enabled flag or name changed.
+	EventKindAgentUpdated EventKind = "agent.updated"
+	// A task was created.
+	EventKindTaskCreated EventKind = "task.created"
+	// A proposal was created with its first revision.
+	EventKindProposalCreated EventKind = "proposal.created"
+	// A proposal got a new revision.
+	EventKindProposalRevised EventKind = "proposal.revised"
+	// A proposal's author asked for review.
+	EventKindProposalReviewRequested EventKind = "proposal.review_requested"
+	// A proposal was withdrawn.
+	EventKindProposalWithdrawn EventKind = "proposal.withdrawn"
+	// A proposal was rejected.
+	EventKindProposalRejected EventKind = "proposal.rejected"
+	// A proposal's revision was applied.
+	EventKindProposalApplied EventKind = "proposal.applied"
+	// A proposal's applied change was rolled back (in the rollback's outcome transaction): it is `rolled_back`.
+	EventKindProposalRolledBack EventKind = "proposal.rolled_back"
+	// A reviewer voted.
+	EventKindVoteCast EventKind = "vote.cast"
+	// An orchestrator recorded a decision.
+	EventKindDecisionRecorded EventKind = "decision.recorded"
+	// A security review was recorded.
+	EventKindSecurityReviewed EventKind = "security.reviewed"
+	// A person's approval was asked for.
+	EventKindHumanApprovalRequested EventKind = "human.approval_requested"
+	// A person approved.
+	EventKindHumanApproved EventKind = "human.approved"
+	// A test result was recorded.
+	EventKindTestRecorded EventKind = "test.recorded"
+	// A claim was granted.
+	EventKindClaimAcquired EventKind = "claim.acquired"
+	// A claim was renewed.
+	EventKindClaimRenewed EventKind = "claim.renewed"
+	// A claim was released (by its holder, or by the apply that used it).
+	EventKindClaimReleased EventKind = "claim.released"
+	// A policy version was stored.
+	EventKindPolicyDrafted EventKind = "policy.drafted"
+	// A policy version became the active one.
+	EventKindPolicyActivated EventKind = "policy.activated"
+	// A transaction was journaled.
+	EventKindTransactionStarted EventKind = "transaction.started"
+	// A transaction's files were written and it was recorded applied.
+	EventKindTransactionApplied EventKind = "transaction.applied"
+	// A transaction's write failed and was undone.
+	EventKindTransactionFailed EventKind = "transaction.failed"
+	// A transaction left applying was put back to its before state.
+	EventKindTransactionRecovered EventKind = "transaction.recovered"
+	// An applied transaction was rolled back by a later one.
+	EventKindTransactionRolledBack EventKind = "transaction.rolled_back"
+)
+
+// EventKinds lists every EventKind, in the schema's order.
+var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack}
+
+// Which of two compared revisions touch a file (a `FileInterdiff`'s
+// `status`).
+type InterdiffStatus string
+
+// The values of InterdiffStatus.
+const (
+	// Both revisions touch it, differently.
+	InterdiffStatusChanged InterdiffStatus = "changed"
+	// Only the earlier revision touches it.
+	InterdiffStatusOnlyInFrom InterdiffStatus = "only_in_from"
+	// Only the later revision touches it.
+	InterdiffStatusOnlyInTo InterdiffStatus = "only_in_to"
+)
+
+// InterdiffStatuses lists every InterdiffStatus, in the schema's order.
+var InterdiffStatuses = []InterdiffStatus{InterdiffStatusChanged, InterdiffStatusOnlyInFrom, InterdiffStatusOnlyInTo}
+
 // Where an applied change goes.
 type LandingMode string
 
@@ -176,6 +277,30 @@ const (
 // NextRoles lists every NextRole, in the schema's order.
 var NextRoles = []NextRole{NextRoleAuthor, NextRoleReviewer, NextRoleSecurityReviewer, NextRoleHuman, NextRoleOrchestrator}
 
+// What a change does to one path (a changeset operation's name, without
+// its other path). Spelled `create`, `modify`, `delete`, `rename` (to
+// this path), `renamed_away` (from this path) or `copy`.
+type OperationKind string
+
+// The values of OperationKind.
+const (
+	// The path is created.
+	OperationKindCreate OperationKind = "create"
+	// Its content or mode changes.
+	OperationKindModify OperationKind = "modify"
+	// It is removed.
+	OperationKindDelete OperationKind = "delete"
+	// It is created from another path, which is removed.
+	OperationKindRename OperationKind = "rename"
+	// It is removed because it was renamed.
+	OperationKindRenamedAway OperationKind = "renamed_away"
+	// It is created as a copy of another path.
+	OperationKindCopy OperationKind = "copy"
+)
+
+// OperationKinds lists every OperationKind, in the schema's order.
+var OperationKinds = []OperationKind{OperationKindCreate, OperationKindModify, OperationKindDelete, OperationKindRename, OperationKindRenamedAway, OperationKindCopy}
+
 // How a request's `patch` text is read.
 type PatchFormat string
 
@@ -208,6 +333,60 @@ const (
 // PathStates lists every PathState, in the schema's order.
 var PathStates = []PathState{PathStateAtAfter, PathStateAtBefore, PathStateDiverged}
 
+// A step of a transaction, as its phases record it.
+type PhaseName string
+
+// The values of PhaseName.
+const (
+	// The journal was committed.
+	PhaseNameJournaled PhaseName = "journaled"
+	// Writing the files (recorded when it failed).
+	PhaseNameWrite PhaseName = "write"
+	// The files were written and flushed.
+	PhaseNameWritten PhaseName = "written"
+	// The outcome was committed.
+	PhaseNameApplied PhaseName = "applied"
+	// Recovery put the paths back.
+	PhaseNameRecovered PhaseName = "recovered"
+)
+
+// PhaseNames lists every PhaseName, in the schema's order.
+var PhaseNames = []PhaseName{PhaseNameJournaled, PhaseNameWrite, PhaseNameWritten, PhaseNameApplied, PhaseNameRecovered}
+
+// How a phase ended.
+type PhaseStatus string
+
+// The values of PhaseStatus.
+const (
+	// It completed.
+	PhaseStatusDone PhaseStatus = "done"
+	// It failed (the transaction was undone).
+	PhaseStatusFailed PhaseStatus = "failed"
+)
+
+// PhaseStatuses lists every PhaseStatus, in the schema's order.
+var PhaseStatuses = []PhaseStatus{PhaseStatusDone, PhaseStatusFailed}
+
+// Where a policy version is in its life: stored as a `draft`, made the
+// `active` one, `retired` by the next activation; `builtin` is the
+// default policy that is in force while no version is active.
+type PolicyStatus string
+
+// The values of PolicyStatus.
+const (
+	// Stored, not (yet) in force.
+	PolicyStatusDraft PolicyStatus = "draft"
+	// The version in force.
+	PolicyStatusActive PolicyStatus = "active"
+	// Was active; replaced by a later activation.
+	PolicyStatusRetired PolicyStatus = "retired"
+	// The built-in default (no stored version is active).
+	PolicyStatusBuiltin PolicyStatus = "builtin"
+)
+
+// PolicyStatuses lists every PolicyStatus, in the schema's order.
+var PolicyStatuses = []PolicyStatus{PolicyStatusDraft, PolicyStatusActive, PolicyStatusRetired, PolicyStatusBuiltin}
+
 // Where a proposal is in its life.
 type ProposalStatus string
 
@@ -230,6 +409,32 @@ const (
 // ProposalStatuses lists every ProposalStatus, in the schema's order.
 var ProposalStatuses = []ProposalStatus{ProposalStatusPending, ProposalStatusInReview, ProposalStatusApplied, ProposalStatusRolledBack, ProposalStatusRejected, ProposalStatusWithdrawn}
 
+// What kind of record an event must record: the evidence the policy
+// reads, and transactions (`events.verify` cross-checks each against its
+// event).
+type RecordKind string
+
+// The values of RecordKind.
+const (
+	// A reviewer's vote.
+	RecordKindVote RecordKind = "vote"
+	// An orchestrator's or person's decision.
+	RecordKindDecision RecordKind = "decision"
+	// A security review.
+	RecordKindSecurityReview RecordKind = "security_review"
+	// A request for a person's approval.
+	RecordKindHumanApprovalRequest RecordKind = "human_approval_request"
+	// A person's approval.
+	RecordKindHumanApproval RecordKind = "human_approval"
+	// A recorded test result.
+	RecordKindTestResult RecordKind = "test_result"
+	// A transaction (an apply or a rollback).
+	RecordKindTransaction RecordKind = "transaction"
+)
+
+// RecordKinds lists every RecordKind, in the schema's order.
+var RecordKinds = []RecordKind{RecordKindVote, RecordKindDecision, RecordKindSecurityReview, RecordKindHumanApprovalRequest, RecordKindHumanApproval, RecordKindTestResult, RecordKindTransaction}
+
 // Whether a requirement holds.
 type RequirementStatus string
 
@@ -245,6 +450,24 @@ const (
 
 // RequirementStatuses lists every RequirementStatus, in the schema's order.
 var RequirementStatuses = []RequirementStatus{RequirementStatusSatisfied, RequirementStatusUnsatisfied, RequirementStatusNotApplicable}
+
+// What a revision was submitted as.
+type RevisionFormat string
+
+// The values of RevisionFormat.
+const (
+	// A unified or git diff.
+	RevisionFormatPatch RevisionFormat = "patch"
+	// An Opcore edit plan.
+	RevisionFormatEditPlan RevisionFormat = "edit_plan"
+	// A Codex `apply_patch` envelope (`*** Begin Patch` … `*** End Patch`).
+	RevisionFormatCodexPatch RevisionFormat = "codex_patch"
+	// SEARCH/REPLACE blocks (aider's format, or exact-replace edits).
+	RevisionFormatSearchReplace RevisionFormat = "search_replace"
+)
+
+// RevisionFormats lists every RevisionFormat, in the schema's order.
+var RevisionFormats = []RevisionFormat{RevisionFormatPatch, RevisionFormatEditPlan, RevisionFormatCodexPatch, RevisionFormatSearchReplace}
 
 // A proposal's risk level, ordered from low to critical.
 type Risk string
@@ -287,6 +510,32 @@ const (
 
 // SecretKinds lists every SecretKind, in the schema's order.
 var SecretKinds = []SecretKind{SecretKindOpensshPrivateKey, SecretKindPrivateKey, SecretKindAwsAccessKeyID, SecretKindGithubToken, SecretKindSlackToken, SecretKindGoogleApiKey, SecretKindStripeLiveKey}
+
+// One stage of a validation report, in the order the report lists them.
+type StageName string
+
+// The values of StageName.
+const (
+	// The author holds fresh claims on what the change touches, and no other agent holds a write claim there.
+	StageNameClaims StageName = "claims"
+	// Each touched path is still what the revision was made against.
+	StageNamePreconditions StageName = "preconditions"
+	// The author's claims cover every changed line.
+	StageNameCoverage StageName = "coverage"
+	// The stored change still applies to the files and gives the same result.
+	StageNameDryRun StageName = "dry_run"
+	// The policy's approvals, votes and secret scan.
+	StageNamePolicy StageName = "policy"
+	// The security review the policy asks for.
+	StageNameSecurityReview StageName = "security_review"
+	// The human approval the policy asks for.
+	StageNameHumanApproval StageName = "human_approval"
+	// The checks (test results) the policy requires.
+	StageNameChecks StageName = "checks"
+)
+
+// StageNames lists every StageName, in the schema's order.
+var StageNames = []StageName{StageNameClaims, StageNamePreconditions, StageNameCoverage, StageNameDryRun, StageNamePolicy, StageNameSecurityReview, StageNameHumanApproval, StageNameChecks}
 
 // A stage's outcome.
 type StageStatus string
@@ -678,7 +927,7 @@ type Event struct {
 	// Its position in the store's log, from 1.
 	Seq int64 `json:"seq"`
 	// What happened (`proposal.created`, `vote.cast`…).
-	Kind string `json:"kind"`
+	Kind EventKind `json:"kind"`
 	// Who did it.
 	Actor Actor `json:"actor"`
 	// The id of the record it is about.
@@ -722,7 +971,7 @@ type EventWait struct {
 // One file of a revision.
 type FileEntry struct {
 	// `create`, `modify`, `delete`, `rename` or `copy`.
-	Operation string `json:"operation"`
+	Operation OperationKind `json:"operation"`
 	// Whether the executable bit changes.
 	ModeChange bool `json:"mode_change"`
 	// A binary change (line counts do not apply).
@@ -752,7 +1001,7 @@ type FileInterdiff struct {
 	Path string `json:"path"`
 	// `changed` (both revisions touch it, differently), `only_in_from`
 	// or `only_in_to`.
-	Status string `json:"status"`
+	Status InterdiffStatus `json:"status"`
 	// Hunks (header and body) the earlier revision has and the later does
 	// not.
 	RemovedHunks []string `json:"removed_hunks"`
@@ -779,7 +1028,7 @@ type FileSummary struct {
 	Path string `json:"path"`
 	// `create`, `modify`, `delete`, `rename` (to this path), `renamed_away`
 	// (from this path) or `copy`.
-	Operation string `json:"operation"`
+	Operation OperationKind `json:"operation"`
 	// The digest and mode it becomes, or `null` for "removed".
 	After *FileState `json:"after,omitempty"`
 	// The digest and mode the path must have now, or `null` for "must be
@@ -860,7 +1109,7 @@ type JournalFile struct {
 	// The path.
 	Path string `json:"path"`
 	// `create`, `modify`, `delete`, `rename`, `renamed_away`, `copy`.
-	Operation string `json:"operation"`
+	Operation OperationKind `json:"operation"`
 	// `blob:sha256:` after (`null`: absent).
 	AfterDigest *string `json:"after_digest,omitempty"`
 	// Executable after.
@@ -977,9 +1226,9 @@ type PathReport struct {
 // One phase of a transaction.
 type Phase struct {
 	// `journaled`, `write`, `written`, `applied`, `recovered`.
-	Phase string `json:"phase"`
+	Phase PhaseName `json:"phase"`
 	// `done` or `failed`.
-	Status string `json:"status"`
+	Status PhaseStatus `json:"status"`
 	// Details.
 	Detail json.RawMessage `json:"detail"`
 	// When.
@@ -995,7 +1244,7 @@ type Phases struct {
 // A stored policy version.
 type PolicyRecord struct {
 	// `draft`, `active`, `retired`, or `builtin` for the default.
-	Status string `json:"status"`
+	Status PolicyStatus `json:"status"`
 	// The TOML document.
 	Document string `json:"document"`
 	// `blob:sha256:` of the document.
@@ -1179,7 +1428,7 @@ type Revision struct {
 	// 1 for the first revision, then 2, 3…
 	Number int64 `json:"number"`
 	// `patch`, `edit_plan`, `codex_patch` or `search_replace`.
-	Format string `json:"format"`
+	Format RevisionFormat `json:"format"`
 	// `blob:sha256:` of the patch or edit-plan bytes.
 	Digest string `json:"digest"`
 	// What it changes, per path, sorted by path.
@@ -1226,7 +1475,7 @@ type RevisionEntry struct {
 	// The revision's number.
 	Number int64 `json:"number"`
 	// `patch`, `edit_plan`, `codex_patch` or `search_replace`.
-	Format string `json:"format"`
+	Format RevisionFormat `json:"format"`
 	// Its content digest.
 	Digest string `json:"digest"`
 	// Its changeset digest.
@@ -1295,7 +1544,7 @@ type SecurityReviewed struct {
 type Stage struct {
 	// `claims`, `preconditions`, `coverage`, `dry_run`, `policy`,
 	// `security_review`, `human_approval` or `checks`.
-	Name string `json:"name"`
+	Name StageName `json:"name"`
 	// Its outcome.
 	Status StageStatus `json:"status"`
 	// Why, one JSON object per finding (each with a `message`).
@@ -1449,8 +1698,8 @@ type Transaction struct {
 	Actor Actor `json:"actor"`
 	// The process that ran it.
 	Pid int64 `json:"pid"`
-	// `full`, `normal` or `off`.
-	Durability string `json:"durability"`
+	// How durably it was written: `full`, `normal` or `off`.
+	Durability Durability `json:"durability"`
 	// `sha256:` over the touched paths' before states.
 	BeforeDigest string `json:"before_digest"`
 	// `sha256:` over their after states.
@@ -1487,7 +1736,7 @@ type TransactionPage struct {
 type UnrecordedRecord struct {
 	// `vote`, `decision`, `security_review`, `human_approval_request`,
 	// `human_approval`, `test_result` or `transaction`.
-	Kind string `json:"kind"`
+	Kind RecordKind `json:"kind"`
 	// The record's id.
 	ID string `json:"id"`
 	// Its proposal.

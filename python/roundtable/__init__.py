@@ -29,7 +29,7 @@ from . import _details, _errors, _records, _roundtable
 from ._details import *  # noqa: F401,F403 (the TypedDict of each error code's details, generated)
 from ._errors import *  # noqa: F401,F403 (one exception class per error code, generated)
 from ._records import *  # noqa: F401,F403 (every record and enum, generated)
-from ._records import Event
+from ._records import Event, EventKind
 from ._roundtable import ERROR_CODES, Actor, Cancel, __version__
 from ._records import Record
 from ._tools import JSON_VERSION, Patch, ToolMethods
@@ -206,7 +206,7 @@ class Session(ToolMethods):
         *,
         since_seq: int = 0,
         proposal_id: Optional[str] = None,
-        kinds: Optional[Sequence[str]] = None,
+        kinds: Optional[Sequence[EventKind]] = None,
         by: Optional[Actor] = None,
         poll_timeout_ms: int = 30000,
         idle_timeout_s: Optional[float] = None,

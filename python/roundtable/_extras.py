@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, List, Tuple
 if TYPE_CHECKING:
     from typing import Protocol
 
-    from ._records import Event, Stage
+    from ._records import Event, EventKind, Stage
 
     class _HasStages(Protocol):
         @property
@@ -49,7 +49,7 @@ class _Events:
     def __len__(self: _HasEvents) -> int:
         return len(self.events)
 
-    def kinds(self: _HasEvents) -> List[str]:
+    def kinds(self: _HasEvents) -> List[EventKind]:
         """Each event's kind, in order."""
         return [e.kind for e in self.events]
 

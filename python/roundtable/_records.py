@@ -108,6 +108,62 @@ DecisionValue = Literal['accept', 'reject', 'defer']
 DECISION_VALUES: Tuple[DecisionValue, ...] = ('accept', 'reject', 'defer',)
 
 
+#: How hard each commit tries to survive a power loss: the store's flush
+#: policy, and what a transaction records it was written with. Spelled
+#: `full`, `normal` or `off`.
+#:   ``full``: Every commit is flushed to disk before the call returns (`synchronous = FULL`).
+#:   ``normal``: Commits are flushed at WAL checkpoints (`synchronous = NORMAL`): a power loss can lose the last commits, never corrupt the store. Applied files are still flushed.
+#:   ``off``: Nothing is flushed (`synchronous = OFF`, no file syncs): for tests and throwaway sandboxes. A process crash is still recovered; a power loss can lose or corrupt anything.
+Durability = Literal['full', 'normal', 'off']
+#: Every value of :data:`Durability`, in the schema's order.
+DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
+
+
+#: What an event records: what changed. Spelled `noun.verb_past`
+#: (`proposal.created`); the spelling is stable. A store a newer version
+#: wrote to may hold kinds this list does not name.
+#:   ``workspace.configured``: The workspace's settings changed (`workspace.configure`).
+#:   ``agent.registered``: An agent was registered.
+#:   ``agent.updated``: An agent's roles, enabled flag or name changed.
+#:   ``task.created``: A task was created.
+#:   ``proposal.created``: A proposal was created with its first revision.
+#:   ``proposal.revised``: A proposal got a new revision.
+#:   ``proposal.review_requested``: A proposal's author asked for review.
+#:   ``proposal.withdrawn``: A proposal was withdrawn.
+#:   ``proposal.rejected``: A proposal was rejected.
+#:   ``proposal.applied``: A proposal's revision was applied.
+#:   ``proposal.rolled_back``: A proposal's applied change was rolled back (in the rollback's outcome transaction): it is `rolled_back`.
+#:   ``vote.cast``: A reviewer voted.
+#:   ``decision.recorded``: An orchestrator recorded a decision.
+#:   ``security.reviewed``: A security review was recorded.
+#:   ``human.approval_requested``: A person's approval was asked for.
+#:   ``human.approved``: A person approved.
+#:   ``test.recorded``: A test result was recorded.
+#:   ``claim.acquired``: A claim was granted.
+#:   ``claim.renewed``: A claim was renewed.
+#:   ``claim.released``: A claim was released (by its holder, or by the apply that used it).
+#:   ``policy.drafted``: A policy version was stored.
+#:   ``policy.activated``: A policy version became the active one.
+#:   ``transaction.started``: A transaction was journaled.
+#:   ``transaction.applied``: A transaction's files were written and it was recorded applied.
+#:   ``transaction.failed``: A transaction's write failed and was undone.
+#:   ``transaction.recovered``: A transaction left applying was put back to its before state.
+#:   ``transaction.rolled_back``: An applied transaction was rolled back by a later one.
+EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back']
+#: Every value of :data:`EventKind`, in the schema's order.
+EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back',)
+
+
+#: Which of two compared revisions touch a file (a `FileInterdiff`'s
+#: `status`).
+#:   ``changed``: Both revisions touch it, differently.
+#:   ``only_in_from``: Only the earlier revision touches it.
+#:   ``only_in_to``: Only the later revision touches it.
+InterdiffStatus = Literal['changed', 'only_in_from', 'only_in_to']
+#: Every value of :data:`InterdiffStatus`, in the schema's order.
+INTERDIFF_STATUSES: Tuple[InterdiffStatus, ...] = ('changed', 'only_in_from', 'only_in_to',)
+
+
 #: Where an applied change goes.
 #:   ``files``: The files in the working tree, nothing committed (the default).
 #:   ``git``: One commit per applied revision on a branch, moved by compare-and-swap; the working tree and index follow it.
@@ -155,6 +211,20 @@ NextRole = Literal['author', 'reviewer', 'security_reviewer', 'human', 'orchestr
 NEXT_ROLES: Tuple[NextRole, ...] = ('author', 'reviewer', 'security_reviewer', 'human', 'orchestrator',)
 
 
+#: What a change does to one path (a changeset operation's name, without
+#: its other path). Spelled `create`, `modify`, `delete`, `rename` (to
+#: this path), `renamed_away` (from this path) or `copy`.
+#:   ``create``: The path is created.
+#:   ``modify``: Its content or mode changes.
+#:   ``delete``: It is removed.
+#:   ``rename``: It is created from another path, which is removed.
+#:   ``renamed_away``: It is removed because it was renamed.
+#:   ``copy``: It is created as a copy of another path.
+OperationKind = Literal['create', 'modify', 'delete', 'rename', 'renamed_away', 'copy']
+#: Every value of :data:`OperationKind`, in the schema's order.
+OPERATION_KINDS: Tuple[OperationKind, ...] = ('create', 'modify', 'delete', 'rename', 'renamed_away', 'copy',)
+
+
 #: How a request's `patch` text is read.
 #:   ``unified``: A unified or git diff (the default).
 #:   ``codex``: A Codex `apply_patch` envelope: `*** Begin Patch`, `*** Add File:`, `*** Update File:` (with `*** Move to:`, `@@` anchors, ` `/`-`/`+` lines, `*** End of File`), `*** Delete File:`, `*** End Patch`.
@@ -173,6 +243,37 @@ PathState = Literal['at_after', 'at_before', 'diverged']
 PATH_STATES: Tuple[PathState, ...] = ('at_after', 'at_before', 'diverged',)
 
 
+#: A step of a transaction, as its phases record it.
+#:   ``journaled``: The journal was committed.
+#:   ``write``: Writing the files (recorded when it failed).
+#:   ``written``: The files were written and flushed.
+#:   ``applied``: The outcome was committed.
+#:   ``recovered``: Recovery put the paths back.
+PhaseName = Literal['journaled', 'write', 'written', 'applied', 'recovered']
+#: Every value of :data:`PhaseName`, in the schema's order.
+PHASE_NAMES: Tuple[PhaseName, ...] = ('journaled', 'write', 'written', 'applied', 'recovered',)
+
+
+#: How a phase ended.
+#:   ``done``: It completed.
+#:   ``failed``: It failed (the transaction was undone).
+PhaseStatus = Literal['done', 'failed']
+#: Every value of :data:`PhaseStatus`, in the schema's order.
+PHASE_STATUSES: Tuple[PhaseStatus, ...] = ('done', 'failed',)
+
+
+#: Where a policy version is in its life: stored as a `draft`, made the
+#: `active` one, `retired` by the next activation; `builtin` is the
+#: default policy that is in force while no version is active.
+#:   ``draft``: Stored, not (yet) in force.
+#:   ``active``: The version in force.
+#:   ``retired``: Was active; replaced by a later activation.
+#:   ``builtin``: The built-in default (no stored version is active).
+PolicyStatus = Literal['draft', 'active', 'retired', 'builtin']
+#: Every value of :data:`PolicyStatus`, in the schema's order.
+POLICY_STATUSES: Tuple[PolicyStatus, ...] = ('draft', 'active', 'retired', 'builtin',)
+
+
 #: Where a proposal is in its life.
 #:   ``pending``: Created; the author may still revise before asking for review.
 #:   ``in_review``: Reviewers are asked to vote.
@@ -185,6 +286,21 @@ ProposalStatus = Literal['pending', 'in_review', 'applied', 'rolled_back', 'reje
 PROPOSAL_STATUSES: Tuple[ProposalStatus, ...] = ('pending', 'in_review', 'applied', 'rolled_back', 'rejected', 'withdrawn',)
 
 
+#: What kind of record an event must record: the evidence the policy
+#: reads, and transactions (`events.verify` cross-checks each against its
+#: event).
+#:   ``vote``: A reviewer's vote.
+#:   ``decision``: An orchestrator's or person's decision.
+#:   ``security_review``: A security review.
+#:   ``human_approval_request``: A request for a person's approval.
+#:   ``human_approval``: A person's approval.
+#:   ``test_result``: A recorded test result.
+#:   ``transaction``: A transaction (an apply or a rollback).
+RecordKind = Literal['vote', 'decision', 'security_review', 'human_approval_request', 'human_approval', 'test_result', 'transaction']
+#: Every value of :data:`RecordKind`, in the schema's order.
+RECORD_KINDS: Tuple[RecordKind, ...] = ('vote', 'decision', 'security_review', 'human_approval_request', 'human_approval', 'test_result', 'transaction',)
+
+
 #: Whether a requirement holds.
 #:   ``satisfied``: It holds.
 #:   ``unsatisfied``: It does not hold: the revision is not approvable.
@@ -192,6 +308,16 @@ PROPOSAL_STATUSES: Tuple[ProposalStatus, ...] = ('pending', 'in_review', 'applie
 RequirementStatus = Literal['satisfied', 'unsatisfied', 'not_applicable']
 #: Every value of :data:`RequirementStatus`, in the schema's order.
 REQUIREMENT_STATUSES: Tuple[RequirementStatus, ...] = ('satisfied', 'unsatisfied', 'not_applicable',)
+
+
+#: What a revision was submitted as.
+#:   ``patch``: A unified or git diff.
+#:   ``edit_plan``: An Opcore edit plan.
+#:   ``codex_patch``: A Codex `apply_patch` envelope (`*** Begin Patch` … `*** End Patch`).
+#:   ``search_replace``: SEARCH/REPLACE blocks (aider's format, or exact-replace edits).
+RevisionFormat = Literal['patch', 'edit_plan', 'codex_patch', 'search_replace']
+#: Every value of :data:`RevisionFormat`, in the schema's order.
+REVISION_FORMATS: Tuple[RevisionFormat, ...] = ('patch', 'edit_plan', 'codex_patch', 'search_replace',)
 
 
 #: A proposal's risk level, ordered from low to critical.
@@ -215,6 +341,20 @@ RISKS: Tuple[Risk, ...] = ('low', 'normal', 'high', 'critical',)
 SecretKind = Literal['openssh_private_key', 'private_key', 'aws_access_key_id', 'github_token', 'slack_token', 'google_api_key', 'stripe_live_key']
 #: Every value of :data:`SecretKind`, in the schema's order.
 SECRET_KINDS: Tuple[SecretKind, ...] = ('openssh_private_key', 'private_key', 'aws_access_key_id', 'github_token', 'slack_token', 'google_api_key', 'stripe_live_key',)
+
+
+#: One stage of a validation report, in the order the report lists them.
+#:   ``claims``: The author holds fresh claims on what the change touches, and no other agent holds a write claim there.
+#:   ``preconditions``: Each touched path is still what the revision was made against.
+#:   ``coverage``: The author's claims cover every changed line.
+#:   ``dry_run``: The stored change still applies to the files and gives the same result.
+#:   ``policy``: The policy's approvals, votes and secret scan.
+#:   ``security_review``: The security review the policy asks for.
+#:   ``human_approval``: The human approval the policy asks for.
+#:   ``checks``: The checks (test results) the policy requires.
+StageName = Literal['claims', 'preconditions', 'coverage', 'dry_run', 'policy', 'security_review', 'human_approval', 'checks']
+#: Every value of :data:`StageName`, in the schema's order.
+STAGE_NAMES: Tuple[StageName, ...] = ('claims', 'preconditions', 'coverage', 'dry_run', 'policy', 'security_review', 'human_approval', 'checks',)
 
 
 #: A stage's outcome.
@@ -594,7 +734,7 @@ class Event(Record):
     #: Its position in the store's log, from 1.
     seq: int
     #: What happened (`proposal.created`, `vote.cast`…).
-    kind: str
+    kind: EventKind
     #: Who did it.
     actor: Actor
     #: The id of the record it is about.
@@ -634,7 +774,7 @@ class FileEntry(Record):
     """One file of a revision."""
 
     #: `create`, `modify`, `delete`, `rename` or `copy`.
-    operation: str
+    operation: OperationKind
     #: Whether the executable bit changes.
     mode_change: bool
     #: A binary change (line counts do not apply).
@@ -697,7 +837,7 @@ class FileInterdiff(Record):
     path: str
     #: `changed` (both revisions touch it, differently), `only_in_from`
     #: or `only_in_to`.
-    status: str
+    status: InterdiffStatus
     #: Hunks (header and body) the earlier revision has and the later does
     #: not.
     removed_hunks: Tuple[str, ...]
@@ -764,7 +904,7 @@ class FileSummary(Record):
     path: str
     #: `create`, `modify`, `delete`, `rename` (to this path), `renamed_away`
     #: (from this path) or `copy`.
-    operation: str
+    operation: OperationKind
     #: The digest and mode it becomes, or `null` for "removed".
     after: Optional[FileState]
     #: The digest and mode the path must have now, or `null` for "must be
@@ -878,7 +1018,7 @@ class JournalFile(Record):
     #: The path.
     path: str
     #: `create`, `modify`, `delete`, `rename`, `renamed_away`, `copy`.
-    operation: str
+    operation: OperationKind
     #: `blob:sha256:` after (`null`: absent).
     after_digest: Optional[str]
     #: Executable after.
@@ -1127,9 +1267,9 @@ class Phase(Record):
     """One phase of a transaction."""
 
     #: `journaled`, `write`, `written`, `applied`, `recovered`.
-    phase: str
+    phase: PhaseName
     #: `done` or `failed`.
-    status: str
+    status: PhaseStatus
     #: Details.
     detail: Any
     #: When.
@@ -1156,7 +1296,7 @@ class PolicyRecord(Record):
     """A stored policy version."""
 
     #: `draft`, `active`, `retired`, or `builtin` for the default.
-    status: str
+    status: PolicyStatus
     #: The TOML document.
     document: str
     #: `blob:sha256:` of the document.
@@ -1370,7 +1510,7 @@ class Revision(Record):
     #: 1 for the first revision, then 2, 3…
     number: int
     #: `patch`, `edit_plan`, `codex_patch` or `search_replace`.
-    format: str
+    format: RevisionFormat
     #: `blob:sha256:` of the patch or edit-plan bytes.
     digest: str
     #: What it changes, per path, sorted by path.
@@ -1447,7 +1587,7 @@ class RevisionEntry(Record):
     #: The revision's number.
     number: int
     #: `patch`, `edit_plan`, `codex_patch` or `search_replace`.
-    format: str
+    format: RevisionFormat
     #: Its content digest.
     digest: str
     #: Its changeset digest.
@@ -1578,7 +1718,7 @@ class Stage(Record):
 
     #: `claims`, `preconditions`, `coverage`, `dry_run`, `policy`,
     #: `security_review`, `human_approval` or `checks`.
-    name: str
+    name: StageName
     #: Its outcome.
     status: StageStatus
     #: Why, one JSON object per finding (each with a `message`).
@@ -1740,8 +1880,8 @@ class Transaction(Record):
     actor: Actor
     #: The process that ran it.
     pid: int
-    #: `full`, `normal` or `off`.
-    durability: str
+    #: How durably it was written: `full`, `normal` or `off`.
+    durability: Durability
     #: `sha256:` over the touched paths' before states.
     before_digest: str
     #: `sha256:` over their after states.
@@ -1786,7 +1926,7 @@ class UnrecordedRecord(Record):
 
     #: `vote`, `decision`, `security_review`, `human_approval_request`,
     #: `human_approval`, `test_result` or `transaction`.
-    kind: str
+    kind: RecordKind
     #: The record's id.
     id: str
     #: Its proposal.
@@ -3195,6 +3335,12 @@ __all__ = [
     "CLAIM_TYPES",
     "DecisionValue",
     "DECISION_VALUES",
+    "Durability",
+    "DURABILITIES",
+    "EventKind",
+    "EVENT_KINDS",
+    "InterdiffStatus",
+    "INTERDIFF_STATUSES",
     "LandingMode",
     "LANDING_MODES",
     "MatchRung",
@@ -3203,18 +3349,32 @@ __all__ = [
     "NEXT_ACTIONS",
     "NextRole",
     "NEXT_ROLES",
+    "OperationKind",
+    "OPERATION_KINDS",
     "PatchFormat",
     "PATCH_FORMATS",
     "PathState",
     "PATH_STATES",
+    "PhaseName",
+    "PHASE_NAMES",
+    "PhaseStatus",
+    "PHASE_STATUSES",
+    "PolicyStatus",
+    "POLICY_STATUSES",
     "ProposalStatus",
     "PROPOSAL_STATUSES",
+    "RecordKind",
+    "RECORD_KINDS",
     "RequirementStatus",
     "REQUIREMENT_STATUSES",
+    "RevisionFormat",
+    "REVISION_FORMATS",
     "Risk",
     "RISKS",
     "SecretKind",
     "SECRET_KINDS",
+    "StageName",
+    "STAGE_NAMES",
     "StageStatus",
     "STAGE_STATUSES",
     "SymbolKind",

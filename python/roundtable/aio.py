@@ -28,7 +28,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Mapping, Optional, Sequen
 
 from . import Engine, StrPath
 from . import open as _open
-from ._records import Event, Record
+from ._records import Event, EventKind, Record
 from ._roundtable import Actor, Cancel
 from ._tools import AsyncToolMethods
 
@@ -142,7 +142,7 @@ class AsyncSession(AsyncToolMethods):
         *,
         since_seq: int = 0,
         proposal_id: Optional[str] = None,
-        kinds: Optional[Sequence[str]] = None,
+        kinds: Optional[Sequence[EventKind]] = None,
         by: Optional[Actor] = None,
         poll_timeout_ms: int = 30000,
         idle_timeout_s: Optional[float] = None,

@@ -160,7 +160,7 @@ pub struct Uncovered {
     /// The path.
     pub path: String,
     /// `create`, `modify`, `delete`, `rename`, `renamed_away`, `copy`.
-    pub operation: String,
+    pub operation: crate::model::OperationKind,
     /// What is missing.
     pub reason: String,
     /// Removed old lines outside every claimed symbol span.
@@ -287,11 +287,11 @@ pub fn uncovered(changes: &[Change<'_>], claims: &[Scope]) -> Vec<Uncovered> {
         if file_covered(change.path, claims) {
             continue;
         }
-        let operation = change.operation.name().to_owned();
+        let operation = change.operation.kind();
         let path = change.path.to_string();
         let whole = |reason: &str| Uncovered {
             path: path.clone(),
-            operation: operation.clone(),
+            operation,
             reason: reason.to_owned(),
             lines: Vec::new(),
             insertions: Vec::new(),

@@ -84,17 +84,12 @@ impl EngineOptions {
         })?;
         let mut options = EngineOptions::default();
         if let Some(d) = raw.durability {
-            options.durability = match d.as_str() {
-                "full" => Durability::Full,
-                "normal" => Durability::Normal,
-                "off" => Durability::Off,
-                other => {
-                    return Err(ToolError::invalid_argument(
-                        "durability",
-                        format!("{other:?} is not full, normal or off"),
-                    ))
-                }
-            };
+            options.durability = Durability::parse(&d).ok_or_else(|| {
+                ToolError::invalid_argument(
+                    "durability",
+                    format!("{d:?} is not full, normal or off"),
+                )
+            })?;
         }
         if let Some(ms) = raw.busy_timeout_ms {
             options.busy_timeout = Duration::from_millis(ms);

@@ -45,8 +45,10 @@
 // Every public item is part of the documented API.
 #![deny(missing_docs)]
 
-/// `JsonSchema` for an enum the tools' schemas spell as a plain string
-/// (as they did before it was an enum): new values need no schema change.
+/// `JsonSchema` for a type the tools' schemas spell as a plain string: an
+/// open set of spellings (digests, state hashes, requirement ids that
+/// carry a name). A closed set of values is an enum that derives
+/// `JsonSchema`, published as one.
 macro_rules! string_schema {
     ($($t:ty),* $(,)?) => {$(
         impl schemars::JsonSchema for $t {

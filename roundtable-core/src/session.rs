@@ -62,7 +62,9 @@ use serde::Serialize;
 
 pub use crate::claims::ClaimType;
 pub use crate::landing::LandedCommit;
-pub use crate::model::{EventKind, OperationKind, StageName};
+pub use crate::model::{
+    Durability, EventKind, OperationKind, PolicyStatus, RecordKind, RevisionFormat, StageName,
+};
 pub use crate::tools::args::Cursor;
 pub use crate::tools::claims::{
     AcquireClaim, ClaimChanged, ClaimPage, ClaimStatus, ListClaims, ReleaseClaim, RenewClaim,
@@ -89,8 +91,8 @@ pub use crate::tools::records::{
 };
 pub use crate::tools::revert::RevertProposal;
 pub use crate::tools::review::{
-    CompareRevisions, DiffPage, Files, GetProposalStatus, Interdiff, ProposalDiff, ProposalFiles,
-    ProposalSymbols, StatusReport, Symbols,
+    CompareRevisions, DiffPage, Files, GetProposalStatus, Interdiff, InterdiffStatus, ProposalDiff,
+    ProposalFiles, ProposalSymbols, StatusReport, Symbols,
 };
 pub use crate::tools::setup::{
     AgentDetail, AgentPage, AgentRegistered, CreateTask, GetAgent, GetTask, ListAgents, ListTasks,

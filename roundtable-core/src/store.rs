@@ -66,33 +66,7 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this code writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// How hard each commit tries to survive a power loss.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Durability {
-    /// Every commit is flushed to disk before the call returns
-    /// (`synchronous = FULL`).
-    #[default]
-    Full,
-    /// Commits are flushed at WAL checkpoints (`synchronous = NORMAL`): a
-    /// power loss can lose the last commits, never corrupt the store.
-    /// Applied files are still flushed.
-    Normal,
-    /// Nothing is flushed (`synchronous = OFF`, no file syncs): for tests
-    /// and throwaway sandboxes. A process crash is still recovered; a power
-    /// loss can lose or corrupt anything.
-    Off,
-}
-
-impl Durability {
-    /// The stable spelling (`full`, `normal`, `off`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Durability::Full => "full",
-            Durability::Normal => "normal",
-            Durability::Off => "off",
-        }
-    }
-}
+pub use crate::model::Durability;
 
 /// How to open a store.
 #[derive(Debug, Clone)]

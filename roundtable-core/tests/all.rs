@@ -5,6 +5,7 @@ mod agent_waits;
 mod agents_tasks;
 mod claims_touched;
 mod edit_plans;
+mod enums;
 mod fuzz_replay;
 mod git_landing;
 mod git_remote;

@@ -47,3 +47,49 @@ def test_typed_usage_runs(tmp_path: Path) -> None:
     tools = {t["name"] for t in roundtable.tools()}
     assert typed_usage.run(tmp_path) == f"1 file, {len(tools)} tools"
     assert typed_usage.TOOLS_CALLED == tools, "every tool is called through its typed method"
+
+
+BAD_ENUM_USE = '''\
+from typing import NoReturn
+
+import roundtable
+
+
+def assert_never(value: NoReturn) -> NoReturn:
+    raise AssertionError(value)
+
+
+def misspelled(session: roundtable.Session) -> None:
+    session.events_wait(since_seq=0, kinds=["proposal.creatd"])
+
+
+def incomplete(status: roundtable.InterdiffStatus) -> str:
+    if status == "changed":
+        return "both"
+    elif status == "only_in_from":
+        return "earlier"
+    else:
+        assert_never(status)
+'''
+
+
+def test_issue33_item3_mypy_rejects_a_misspelled_kind_and_a_switch_that_misses_a_value(tmp_path: Path) -> None:
+    """The schema's enums are ``Literal`` types: mypy --strict refuses a
+    kind that is not one, and a switch that forgets a value."""
+    pytest.importorskip("mypy")
+    bad = tmp_path / "bad_enums.py"
+    bad.write_text(BAD_ENUM_USE)
+    env = dict(os.environ)
+    env.setdefault("MYPY_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "roundtable-mypy-cache"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(bad)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert 'bad_enums.py:11: error: List item 0 has incompatible type "Literal[\'proposal.creatd\']"' in out, out
+    assert "bad_enums.py:20: error: Argument 1 to \"assert_never\" has incompatible type \"Literal['only_in_to']\"" in out, out
+    assert "Found 2 errors" in out, out

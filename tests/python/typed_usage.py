@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Set, Type, TypeVar
+from typing import Any, Dict, List, Mapping, NoReturn, Set, Type, TypeVar
 
 import roundtable
 from roundtable import Actor, Session
@@ -59,6 +59,74 @@ class Recorded(Session):
 
 def failed_stages(report: roundtable.ValidationReport) -> List[str]:
     return [s.name for s in report.stages if s.status == "failed"]
+
+
+def assert_never(value: NoReturn) -> NoReturn:
+    """The branch a switch over an enum never reaches: `mypy --strict`
+    fails on a call of it when the schema gains a value the switch does
+    not handle."""
+    raise AssertionError(f"unhandled value: {value!r}")
+
+
+def verb(op: roundtable.OperationKind) -> str:
+    """A switch over a file's operation (an enum in the schema: a
+    ``Literal`` here)."""
+    if op == "create":
+        return "adds"
+    elif op == "modify":
+        return "changes"
+    elif op == "delete":
+        return "deletes"
+    elif op == "rename" or op == "copy":
+        return "moves to"
+    elif op == "renamed_away":
+        return "moves away"
+    else:
+        assert_never(op)
+
+
+def subject(kind: roundtable.EventKind) -> str:
+    """What an audit-log viewer files each event kind under: a switch over
+    every kind this version writes."""
+    if kind == "workspace.configured":
+        return "workspace"
+    elif kind == "agent.registered" or kind == "agent.updated":
+        return "agent"
+    elif kind == "task.created":
+        return "task"
+    elif (
+        kind == "proposal.created"
+        or kind == "proposal.revised"
+        or kind == "proposal.review_requested"
+        or kind == "proposal.withdrawn"
+        or kind == "proposal.rejected"
+        or kind == "proposal.applied"
+        or kind == "proposal.rolled_back"
+    ):
+        return "proposal"
+    elif (
+        kind == "vote.cast"
+        or kind == "decision.recorded"
+        or kind == "security.reviewed"
+        or kind == "human.approval_requested"
+        or kind == "human.approved"
+        or kind == "test.recorded"
+    ):
+        return "evidence"
+    elif kind == "claim.acquired" or kind == "claim.renewed" or kind == "claim.released":
+        return "claim"
+    elif kind == "policy.drafted" or kind == "policy.activated":
+        return "policy"
+    elif (
+        kind == "transaction.started"
+        or kind == "transaction.applied"
+        or kind == "transaction.failed"
+        or kind == "transaction.recovered"
+        or kind == "transaction.rolled_back"
+    ):
+        return "transaction"
+    else:
+        assert_never(kind)
 
 
 def approve(
@@ -123,6 +191,7 @@ def run(root: Path) -> str:
         assert rex.proposal_list(status="pending").proposals[0].id == pid
         files: roundtable.Files = rex.proposal_files(proposal_id=pid)
         assert [f.new_path for f in files.files] == ["app.py"]
+        assert [verb(f.operation) for f in files.files] == ["changes"]
         sections = list(rex.iter_proposal_diff(proposal_id=pid, limit=1))
         assert [s.new_path for s in sections] == ["app.py"]
         assert rex.proposal_diff(proposal_id=pid, revision=1).total_files == 1
@@ -130,6 +199,8 @@ def run(root: Path) -> str:
         assert [s.path for s in symbols.files] == ["app.py"]
         compared: roundtable.Interdiff = rex.proposal_compare(proposal_id=pid, from_revision=1, to_revision=2)
         assert not compared.identical
+        interdiff: List[roundtable.InterdiffStatus] = [f.status for f in compared.files]
+        assert interdiff == ["changed"]
         status: roundtable.StatusReport = ada.proposal_status(proposal_id=pid)
         actions: List[roundtable.NextAction] = [n.action for n in status.next]
         assert "request_review" in actions
@@ -160,6 +231,8 @@ def run(root: Path) -> str:
         assert landed == "applied" and claim.id in applied.released_claims
         tx = applied.transaction.id
         assert host.transaction_get(transaction_id=tx).transaction.status == "applied"
+        durability: roundtable.Durability = applied.transaction.durability
+        assert durability == "normal"
         assert [t.id for t in host.iter_transaction_list(proposal_id=pid)] == [tx]
         assert host.transaction_list(status="applied").transactions[0].id == tx
         phases: roundtable.Phases = host.transaction_phases(transaction_id=tx)
@@ -190,8 +263,12 @@ def run(root: Path) -> str:
 
         # The audit log.
         page: roundtable.EventPage = host.events_list(proposal_id=pid, limit=100)
-        kinds: List[str] = page.kinds()
+        kinds: List[roundtable.EventKind] = page.kinds()
         assert "proposal.applied" in kinds
+        assert {subject(k) for k in kinds} >= {"proposal", "evidence", "transaction"}
+        assert {subject(k) for k in roundtable.EVENT_KINDS} == {
+            "workspace", "agent", "task", "proposal", "evidence", "claim", "policy", "transaction"
+        }
         everything = list(host.iter_events_list(limit=7))
         assert len(everything) > 7 and everything[0].seq == 1
         waited: roundtable.EventWait = host.events_wait(since_seq=everything[-1].seq, timeout_ms=0)

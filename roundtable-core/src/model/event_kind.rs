@@ -1,16 +1,18 @@
 //! What an event records: one spelling per kind of state change.
 
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
 use std::fmt;
 
 macro_rules! event_kinds {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal,)+) => {
+    ($($(#[doc = $doc:literal])* $variant:ident = $name:literal,)+) => {
         /// The kind of an [`Event`](super::Event): what changed. Spelled
         /// `noun.verb_past` (`proposal.created`); the spelling is stable.
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
         pub enum EventKind {
-            $($(#[$doc])* $variant,)+
+            $($(#[doc = $doc])* $variant,)+
             /// A kind this version does not know (written by a newer one):
             /// kept as spelled, so the log still reads and verifies.
             Unknown(String),
@@ -19,6 +21,11 @@ macro_rules! event_kinds {
         impl EventKind {
             /// Every kind this version writes.
             pub const ALL: &'static [EventKind] = &[$(EventKind::$variant,)+];
+
+            /// Each kind of [`EventKind::ALL`] with its documentation (the
+            /// schema's descriptions).
+            const DOCS: &'static [(EventKind, &'static str)] =
+                &[$((EventKind::$variant, concat!($($doc, "\n",)*)),)+];
 
             /// The stable spelling.
             pub fn as_str(&self) -> &str {
@@ -128,7 +135,37 @@ impl<'de> Deserialize<'de> for EventKind {
     }
 }
 
-string_schema!(EventKind);
+/// Published as an enum of the kinds this version writes, one `const` per
+/// kind with its description, so the bindings get an event-kind type. A
+/// store that a newer version wrote to may hold a kind not listed (read as
+/// [`EventKind::Unknown`]); readers keep such an event as spelled.
+impl JsonSchema for EventKind {
+    fn schema_name() -> Cow<'static, str> {
+        "EventKind".into()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        concat!(module_path!(), "::EventKind").into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let kinds: Vec<serde_json::Value> = EventKind::DOCS
+            .iter()
+            .map(|(kind, doc)| {
+                let lines: Vec<&str> = doc.lines().map(str::trim).collect();
+                serde_json::json!({
+                    "const": kind.as_str(),
+                    "description": lines.join("\n").trim(),
+                    "type": "string",
+                })
+            })
+            .collect();
+        schemars::json_schema!({
+            "description": "What an event records: what changed. Spelled `noun.verb_past`\n(`proposal.created`); the spelling is stable. A store a newer version\nwrote to may hold kinds this list does not name.",
+            "oneOf": kinds,
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,19 +14,23 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 mod claim;
+mod durability;
 mod event_kind;
 mod landing;
 mod operation;
 mod policy_record;
+mod record_kind;
 mod role;
 mod stage;
 mod transaction;
 
 pub use claim::{Claim, ClaimStatus};
+pub use durability::Durability;
 pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};
 pub use operation::OperationKind;
-pub use policy_record::PolicyRecord;
+pub use policy_record::{PolicyRecord, PolicyStatus};
+pub use record_kind::RecordKind;
 pub use role::Role;
 pub use stage::StageName;
 pub use transaction::{
@@ -261,7 +265,7 @@ pub struct FileState {
 }
 
 /// What a revision was submitted as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RevisionFormat {
     /// A unified or git diff.
@@ -301,8 +305,6 @@ impl RevisionFormat {
         self != RevisionFormat::EditPlan
     }
 }
-
-string_schema!(RevisionFormat);
 
 /// One line of a proposal's revision history.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]

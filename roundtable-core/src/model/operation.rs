@@ -1,13 +1,15 @@
 //! What a change does to one path, as a name.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// What a change does to one path: the name of a
-/// [`changeset::Operation`](crate::changeset::Operation) without its other
-/// path. Spelled `create`, `modify`, `delete`, `rename` (to this path),
-/// `renamed_away` (from this path) or `copy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// What a change does to one path (a changeset operation's name, without
+/// its other path). Spelled `create`, `modify`, `delete`, `rename` (to
+/// this path), `renamed_away` (from this path) or `copy`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OperationKind {
     /// The path is created.
@@ -49,8 +51,6 @@ impl PartialEq<&str> for OperationKind {
         self.as_str() == *other
     }
 }
-
-string_schema!(OperationKind);
 
 #[cfg(test)]
 mod tests {

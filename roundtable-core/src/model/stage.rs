@@ -1,10 +1,13 @@
 //! The stages of a validation report.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// One stage of a validation report, in the order the report lists them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum StageName {
     /// The author holds fresh claims on what the change touches, and no
@@ -53,5 +56,3 @@ impl PartialEq<&str> for StageName {
         self.as_str() == *other
     }
 }
-
-string_schema!(StageName);

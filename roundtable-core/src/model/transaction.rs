@@ -117,8 +117,8 @@ pub struct Transaction {
     pub actor: Actor,
     /// The process that ran it.
     pub pid: i64,
-    /// `full`, `normal` or `off`.
-    pub durability: String,
+    /// How durably it was written: `full`, `normal` or `off`.
+    pub durability: super::Durability,
     /// `sha256:` over the touched paths' before states.
     pub before_digest: String,
     /// `sha256:` over their after states.
@@ -196,7 +196,7 @@ pub struct Unrecovered {
 }
 
 /// A step of a transaction, as its phases record it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PhaseName {
     /// The journal was committed.
@@ -212,7 +212,7 @@ pub enum PhaseName {
 }
 
 /// How a phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PhaseStatus {
     /// It completed.
@@ -243,8 +243,6 @@ impl PhaseStatus {
         }
     }
 }
-
-string_schema!(PhaseName, PhaseStatus);
 
 /// One phase of a transaction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

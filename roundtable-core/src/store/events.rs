@@ -3,7 +3,7 @@
 //! evidence tables' cross-check against it.
 
 use super::EventFields;
-use crate::model::Event;
+use crate::model::{Event, RecordKind};
 use crate::store::sql::{params, Dialect, Tx};
 
 /// A table of evidence and the event that must record each of its rows
@@ -12,7 +12,7 @@ pub(crate) struct Recorded {
     /// The table.
     pub table: &'static str,
     /// What a row is called in a report.
-    pub what: &'static str,
+    pub what: RecordKind,
     /// The event kind whose subject is the row's id, for the tables the
     /// policy reads (`None`: the row is recorded otherwise).
     pub kind: Option<&'static str>,
@@ -24,14 +24,14 @@ pub(crate) struct Recorded {
 pub(crate) const RECORDED: &[Recorded] = &[
     Recorded {
         table: "votes",
-        what: "vote",
+        what: RecordKind::Vote,
         kind: Some("vote.cast"),
         matches: "e.kind = 'vote.cast' AND e.subject = r.id AND e.actor_kind = 'agent' AND e.actor_id = r.agent_id
                   AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.vote') = r.vote",
     },
     Recorded {
         table: "decisions",
-        what: "decision",
+        what: RecordKind::Decision,
         kind: None,
         matches: "((e.kind = 'decision.recorded' AND e.subject = r.id AND json_extract(e.data, '$.decision') = r.decision)
                    OR (e.kind = 'proposal.rejected' AND e.subject = r.proposal_id AND r.decision = 'reject'
@@ -40,28 +40,28 @@ pub(crate) const RECORDED: &[Recorded] = &[
     },
     Recorded {
         table: "security_reviews",
-        what: "security_review",
+        what: RecordKind::SecurityReview,
         kind: Some("security.reviewed"),
         matches: "e.kind = 'security.reviewed' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.reviewer
                   AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.verdict') = r.verdict",
     },
     Recorded {
         table: "human_approval_requests",
-        what: "human_approval_request",
+        what: RecordKind::HumanApprovalRequest,
         kind: Some("human.approval_requested"),
         matches: "e.kind = 'human.approval_requested' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.requested_by
                   AND json_extract(e.data, '$.revision') = r.revision",
     },
     Recorded {
         table: "human_approvals",
-        what: "human_approval",
+        what: RecordKind::HumanApproval,
         kind: Some("human.approved"),
         matches: "e.kind = 'human.approved' AND e.subject = r.id AND e.actor_kind = 'human' AND e.actor_id = r.human_id
                   AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.request_id') IS r.request_id",
     },
     Recorded {
         table: "test_results",
-        what: "test_result",
+        what: RecordKind::TestResult,
         kind: Some("test.recorded"),
         matches: "e.kind = 'test.recorded' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.recorded_by
                   AND json_extract(e.data, '$.revision') = r.revision AND json_extract(e.data, '$.name') = r.name
@@ -69,7 +69,7 @@ pub(crate) const RECORDED: &[Recorded] = &[
     },
     Recorded {
         table: "transactions",
-        what: "transaction",
+        what: RecordKind::Transaction,
         kind: None,
         matches: "e.kind = 'transaction.started' AND e.subject = r.id AND e.actor_kind || ':' || e.actor_id = r.actor
                   AND json_extract(e.data, '$.revision') = r.revision",

@@ -1,7 +1,7 @@
 //! The `policies` table: versioned policy documents (`draft`, `active`,
 //! `retired`).
 
-use super::actor_from_sql;
+use super::{actor_from_sql, enum_from_sql};
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::model::PolicyRecord;
@@ -16,7 +16,7 @@ impl PolicyRecord {
     fn from_row(r: &Row<'_>) -> crate::store::sql::Result<PolicyRecord> {
         Ok(PolicyRecord {
             version: r.get(0)?,
-            status: r.get(1)?,
+            status: enum_from_sql(&r.get::<String>(1)?)?,
             document: r.get(2)?,
             digest: r.get(3)?,
             note_md: r.get(4)?,

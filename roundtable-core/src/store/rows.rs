@@ -192,7 +192,7 @@ impl Transaction {
             status: enum_from_sql(&r.get::<String>(5)?)?,
             actor: actor_from_sql(&r.get::<String>(6)?)?,
             pid: r.get(7)?,
-            durability: r.get(8)?,
+            durability: enum_from_sql(&r.get::<String>(8)?)?,
             before_digest: r.get(9)?,
             after_digest: r.get(10)?,
             error: error.and_then(|e| serde_json::from_str(&e).ok()),

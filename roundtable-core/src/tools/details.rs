@@ -28,7 +28,9 @@ use super::validate::ValidationReport;
 use super::ToolError;
 use crate::actor::{Actor, ActorKind};
 use crate::edit::PlanStatus;
-use crate::model::{Claim, ClaimStatus, Landing, MatchRung, ProposalStatus, TransactionStatus};
+use crate::model::{
+    Claim, ClaimStatus, Landing, MatchRung, PolicyStatus, ProposalStatus, TransactionStatus,
+};
 use crate::symbols::SymbolKind;
 use crate::tools::args::PatchFormat;
 use crate::ErrorCode;
@@ -650,7 +652,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
             let mut statuses = constants::<ProposalStatus>();
             statuses.extend(constants::<ClaimStatus>());
             statuses.extend(constants::<TransactionStatus>());
-            statuses.extend(["draft", "active", "retired", "builtin"].map(str::to_owned));
+            statuses.extend(constants::<PolicyStatus>());
             statuses.sort();
             statuses.dedup();
             let statuses: Vec<&str> = statuses.iter().map(String::as_str).collect();

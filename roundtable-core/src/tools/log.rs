@@ -250,7 +250,7 @@ pub struct VerifyEvents {
 pub struct UnrecordedRecord {
     /// `vote`, `decision`, `security_review`, `human_approval_request`,
     /// `human_approval`, `test_result` or `transaction`.
-    pub kind: String,
+    pub kind: crate::model::RecordKind,
     /// The record's id.
     pub id: String,
     /// Its proposal.
@@ -446,7 +446,7 @@ impl Tool for VerifyEvents {
             unrecorded_count += count;
             for (id, proposal_id) in first {
                 report.unrecorded.push(UnrecordedRecord {
-                    kind: t.what.to_owned(),
+                    kind: t.what,
                     id,
                     proposal_id,
                 });

@@ -19,13 +19,13 @@ use serde_json::json;
 /// The longest policy document, in characters.
 const MAX_POLICY_CHARS: usize = 256 * 1024;
 
-pub use crate::model::PolicyRecord;
+pub use crate::model::{PolicyRecord, PolicyStatus};
 
 impl PolicyRecord {
     fn builtin() -> PolicyRecord {
         PolicyRecord {
             version: None,
-            status: "builtin".into(),
+            status: PolicyStatus::Builtin,
             document: DEFAULT_POLICY_TOML.into(),
             digest: crate::Digest::of(DEFAULT_POLICY_TOML.as_bytes()).to_string(),
             note_md: None,
@@ -221,14 +221,14 @@ impl Tool for ActivatePolicy {
 
     fn run(cx: &Cx<'_>, args: ActivatePolicy, (): ()) -> Result<Activated, ToolError> {
         let target = PolicyRecord::load(cx.tx, args.version.0)?;
-        if target.status != "draft" {
+        if target.status != PolicyStatus::Draft {
             return Err(ToolError::new(
                 crate::ErrorCode::IllegalTransition,
                 format!(
                     "policy version {} is {}; only a draft can be activated",
                     args.version.0, target.status
                 ),
-                json!({"version": args.version, "status": target.status, "allowed": ["draft"], "operation": Self::TOOL}),
+                json!({"version": args.version, "status": target.status, "allowed": [PolicyStatus::Draft], "operation": Self::TOOL}),
             ));
         }
         let retired = store::policies::active_version(cx.tx)?;

@@ -12,7 +12,7 @@ use super::{Cx, Tool, ToolError};
 use crate::diff::{FilePatch, FileStatus, Mode, Patch, TreeFile};
 use crate::engine::Engine;
 use crate::id::Id;
-use crate::model::StageName;
+use crate::model::{OperationKind, StageName};
 use crate::store::sql::Tx;
 use crate::symbols::{Symbol, SymbolKind};
 use crate::{Digest, ErrorCode, RepoPath};
@@ -59,13 +59,13 @@ fn lossy(p: Option<&[u8]>) -> Option<String> {
     p.map(|p| String::from_utf8_lossy(p).into_owned())
 }
 
-fn status_name(s: FileStatus) -> &'static str {
+fn operation_kind(s: FileStatus) -> OperationKind {
     match s {
-        FileStatus::Added => "create",
-        FileStatus::Deleted => "delete",
-        FileStatus::Modified => "modify",
-        FileStatus::Renamed => "rename",
-        FileStatus::Copied => "copy",
+        FileStatus::Added => OperationKind::Create,
+        FileStatus::Deleted => OperationKind::Delete,
+        FileStatus::Modified => OperationKind::Modify,
+        FileStatus::Renamed => OperationKind::Rename,
+        FileStatus::Copied => OperationKind::Copy,
     }
 }
 
@@ -99,7 +99,7 @@ pub struct FileEntry {
     /// The new path (`null` for a deleted file).
     pub new_path: Option<String>,
     /// `create`, `modify`, `delete`, `rename` or `copy`.
-    pub operation: String,
+    pub operation: OperationKind,
     /// The old mode, when it changes or the file is deleted (`100644`…).
     pub old_mode: Option<String>,
     /// The new mode, when it changes or the file is created.
@@ -130,7 +130,7 @@ fn file_entry(f: &FilePatch<'_>) -> FileEntry {
     FileEntry {
         old_path: lossy(f.old_path()),
         new_path: lossy(f.new_path()),
-        operation: status_name(f.status()).to_owned(),
+        operation: operation_kind(f.status()),
         old_mode: mode(f.old_mode()),
         new_mode: mode(f.new_mode()),
         mode_change,
@@ -568,12 +568,25 @@ pub struct FileInterdiff {
     pub path: String,
     /// `changed` (both revisions touch it, differently), `only_in_from`
     /// or `only_in_to`.
-    pub status: String,
+    pub status: InterdiffStatus,
     /// Hunks (header and body) the earlier revision has and the later does
     /// not.
     pub removed_hunks: Vec<String>,
     /// Hunks the later revision has and the earlier does not.
     pub added_hunks: Vec<String>,
+}
+
+/// Which of two compared revisions touch a file (a `FileInterdiff`'s
+/// `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InterdiffStatus {
+    /// Both revisions touch it, differently.
+    Changed,
+    /// Only the earlier revision touches it.
+    OnlyInFrom,
+    /// Only the later revision touches it.
+    OnlyInTo,
 }
 
 /// Result of `proposal.compare`.
@@ -692,13 +705,13 @@ impl Tool for CompareRevisions {
                 continue;
             }
             let status = match (ahunks.contains_key(path), bhunks.contains_key(path)) {
-                (true, true) => "changed",
-                (true, false) => "only_in_from",
-                _ => "only_in_to",
+                (true, true) => InterdiffStatus::Changed,
+                (true, false) => InterdiffStatus::OnlyInFrom,
+                _ => InterdiffStatus::OnlyInTo,
             };
             files.push(FileInterdiff {
                 path: path.clone(),
-                status: status.into(),
+                status,
                 removed_hunks: removed,
                 added_hunks: added,
             });

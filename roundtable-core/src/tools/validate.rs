@@ -469,7 +469,7 @@ fn symbol_results(
         .filter_map(|f| {
             Some(crate::coverage::Uncovered {
                 path: f.path.to_string(),
-                operation: f.operation.name().to_owned(),
+                operation: f.operation.kind(),
                 reason: symbol_breach(ws, f, covering)?,
                 lines: Vec::new(),
                 insertions: Vec::new(),

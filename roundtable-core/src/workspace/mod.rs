@@ -54,7 +54,7 @@ pub(crate) use error::apply_details;
 pub use error::WorkspaceError;
 pub(crate) use journal::Held;
 pub use kind::SpecialKind;
-pub use write::{apply_changeset, apply_patch, PathChange, WriteMode, WriteOptions};
+pub use write::{apply_changeset, apply_patch, PathAction, PathChange, WriteMode, WriteOptions};
 
 use crate::RepoPath;
 use error::tree;

@@ -21,7 +21,17 @@ pub struct PathChange {
     /// The repository path.
     pub path: RepoPath,
     /// `write` or `remove`.
-    pub action: &'static str,
+    pub action: PathAction,
+}
+
+/// What an apply does to one path ([`PathChange::action`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathAction {
+    /// The path is written (created or replaced).
+    Write,
+    /// The path is removed.
+    Remove,
 }
 
 /// Whether an apply writes, or only checks and reports what it would
@@ -155,11 +165,11 @@ impl Workspace {
             .iter()
             .map(|p| PathChange {
                 path: (*p).clone(),
-                action: "remove",
+                action: PathAction::Remove,
             })
             .chain(writes.keys().map(|p| PathChange {
                 path: p.clone(),
-                action: "write",
+                action: PathAction::Write,
             }))
             .collect();
         changes.sort_by(|a, b| a.path.cmp(&b.path));
@@ -250,7 +260,11 @@ impl Workspace {
             .iter()
             .map(|c| PathChange {
                 path: c.path.clone(),
-                action: if c.after.is_some() { "write" } else { "remove" },
+                action: if c.after.is_some() {
+                    PathAction::Write
+                } else {
+                    PathAction::Remove
+                },
             })
             .collect();
         if options.mode == WriteMode::Check {

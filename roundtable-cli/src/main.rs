@@ -361,7 +361,11 @@ fn run(command: Command) -> Result<String, ToolError> {
             let bytes = read_input(&file)?;
             let patch = parse_patch(&bytes, strip)?;
             check_root(&root)?;
-            let changes = roundtable::workspace::apply_patch(&root, &patch, check)?;
+            let changes = roundtable::workspace::apply_patch(
+                &root,
+                &patch,
+                roundtable::workspace::WriteMode::check_if(check),
+            )?;
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
         Command::Edit(EditCommand::Apply { root, check, plan }) => {
@@ -369,7 +373,11 @@ fn run(command: Command) -> Result<String, ToolError> {
             let plan = roundtable::edit::parse_plan(&bytes)?;
             check_root(&root)?;
             let changeset = roundtable::edit::plan_changeset(&plan, &Workspace::open(&root)?)?;
-            let changes = roundtable::workspace::apply_changeset(&root, &changeset, check)?;
+            let changes = roundtable::workspace::apply_changeset(
+                &root,
+                &changeset,
+                roundtable::workspace::WriteMode::check_if(check),
+            )?;
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
         Command::State { root } => {

@@ -842,10 +842,35 @@ pub(crate) fn execute<T, E>(
     actor: &Actor,
     plan: Plan<'_>,
     guard: Option<&Guard<'_, E>>,
-    mut finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
 ) -> Result<T, E>
 where
     E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
+{
+    // 1. The journal, durably, before any file is touched.
+    open_journal(env, actor, &plan, guard)?;
+    // 2. The files.
+    write_files::<E>(env, actor, &plan)?;
+    // 2b. In git mode, the commit point.
+    let notes = match &plan.landing {
+        Some(landing) => land_commit::<E>(env, actor, &plan, landing)?,
+        None => LandNotes::default(),
+    };
+    // 3. The outcome, with the caller's state changes, in one transaction.
+    record_outcome(env, actor, &plan, notes, finish)
+}
+
+/// Step 1 of [`execute`]: the journal (the change's before and after
+/// digests, the directories it creates, its landing), written durably in
+/// one SQL transaction with `guard`'s checks, before any file is touched.
+fn open_journal<E>(
+    env: Env<'_>,
+    actor: &Actor,
+    plan: &Plan<'_>,
+    guard: Option<&Guard<'_, E>>,
+) -> Result<(), E>
+where
+    E: From<TransactionError> + From<StoreError>,
 {
     let files = plan.changeset.files();
     let afters = plan.changeset.after_metas();
@@ -863,16 +888,13 @@ where
     }));
     let id = plan.id.as_str();
     // A bare repository has no working tree: the commit is the change.
-    let bare = plan.workspace.is_bare();
-    let created_dirs = if bare {
+    let created_dirs = if plan.workspace.is_bare() {
         BTreeSet::new()
     } else {
         plan.workspace
             .missing_dirs(&plan.changeset)
             .map_err(TransactionError::from)?
     };
-
-    // 1. The journal, durably, before any file is touched.
     env.store.write(|tx| {
         let now = env.clock.now();
         if exists(tx, id)? {
@@ -886,7 +908,7 @@ where
             now,
             actor,
             env.durability,
-            &plan,
+            plan,
             &created_dirs,
             &before_digest,
             &after_digest,
@@ -901,10 +923,18 @@ where
                 .map_err(TransactionError::from)?;
         }
         Ok::<_, E>(())
-    })?;
+    })
+}
 
-    // 2. The files.
-    let durable = env.durability != Durability::Off;
+/// Step 2 of [`execute`]: write the files (none in a bare repository),
+/// undoing from the old contents held in memory on failure; a write that
+/// fails is recorded `failed` (or, when its undo failed too, recovered
+/// from the journal while the lock is still held).
+fn write_files<E>(env: Env<'_>, actor: &Actor, plan: &Plan<'_>) -> Result<(), E>
+where
+    E: From<TransactionError> + From<StoreError>,
+{
+    let id = plan.id.as_str();
     // The old contents are in memory: an undo restores from them.
     let held: crate::workspace::Held<'_> = plan
         .snapshot
@@ -912,98 +942,140 @@ where
         .map(|b| (&b.path, (b.data.as_slice(), b.executable, b.symlink)))
         .collect();
     let options = WriteOptions {
-        durable,
+        durable: env.durability != Durability::Off,
         tag: Some(id),
         prune_only: plan.prune_only.as_ref(),
         held: Some(&held),
         modes: Some(&plan.modes),
         ..WriteOptions::default()
     };
-    let written = if bare {
+    let written = if plan.workspace.is_bare() {
         Ok(Vec::new())
     } else {
         plan.workspace
             .apply_changeset_with(&plan.changeset, &options)
     };
-    if let Err(e) = written {
-        if matches!(e, WorkspaceError::Undo { .. }) {
-            // The workspace could not undo its partial commit: restore from
-            // the journal now, while the lock is still held.
-            recover_one(env, actor, id, "the apply failed and its undo failed")?;
-        } else {
-            let record = e.to_json();
-            env.store.write(|tx| {
-                let now = env.clock.now();
-                still_applying(
-                    tx.execute(
-                        "UPDATE transactions SET status = 'failed', error = ?2, finished_at = ?3
+    let Err(e) = written else {
+        return Ok(());
+    };
+    if matches!(e, WorkspaceError::Undo { .. }) {
+        // The workspace could not undo its partial commit: restore from
+        // the journal now, while the lock is still held.
+        recover_one(env, actor, id, "the apply failed and its undo failed")?;
+    } else {
+        let record = e.to_json();
+        env.store.write(|tx| {
+            let now = env.clock.now();
+            still_applying(
+                tx.execute(
+                    "UPDATE transactions SET status = 'failed', error = ?2, finished_at = ?3
                      WHERE id = ?1 AND status = 'applying'",
-                        params![id, record.to_string(), now.0],
-                    )?,
-                    id,
-                )?;
-                phase(
-                    tx,
-                    now,
-                    id,
-                    PhaseName::Write,
-                    PhaseStatus::Failed,
-                    record.clone(),
-                )?;
-                event(
-                    tx,
-                    actor,
-                    now,
-                    crate::model::EventKind::TransactionFailed,
-                    id,
-                    plan.proposal_id,
-                    json!({"error": record}),
-                )
-            })?;
-        }
-        return Err(TransactionError::Write {
-            transaction_id: id.to_owned(),
-            source: e,
-        }
-        .into());
+                    params![id, record.to_string(), now.0],
+                )?,
+                id,
+            )?;
+            phase(
+                tx,
+                now,
+                id,
+                PhaseName::Write,
+                PhaseStatus::Failed,
+                record.clone(),
+            )?;
+            event(
+                tx,
+                actor,
+                now,
+                crate::model::EventKind::TransactionFailed,
+                id,
+                plan.proposal_id,
+                json!({"error": record}),
+            )
+        })?;
     }
+    Err(TransactionError::Write {
+        transaction_id: id.to_owned(),
+        source: e,
+    }
+    .into())
+}
 
-    // 2b. In git mode, the commit point: the branch moves by
-    // compare-and-swap to the commit built for the change (with a remote,
-    // the remote's branch, by a push with a lease, and then this
-    // repository's follows), then the index follows the files.
-    let mut index_note = Value::Null;
-    let mut follow_note = Value::Null;
-    if let Some(landing) = &plan.landing {
-        let followed = match land(env.workspace.root(), id, landing) {
-            Ok(followed) => followed,
-            Err(source) => {
-                recover_one(env, actor, id, "the branch moved since validation")?;
-                return Err(TransactionError::Landing {
-                    transaction_id: id.to_owned(),
-                    source,
-                }
-                .into());
+/// What landing a commit leaves to say in the `write` phase's record.
+#[derive(Default)]
+struct LandNotes {
+    /// How the index followed the files (`null` in working-tree mode).
+    index: Value,
+    /// When this repository's branch did not follow the remote's: why.
+    follow: Value,
+}
+
+/// Step 2b of [`execute`], in git mode, the commit point: the branch
+/// moves by compare-and-swap to the commit built for the change (with a
+/// remote, the remote's branch, by a push with a lease, and then this
+/// repository's follows), then the index follows the files. A branch
+/// that moved since validation refuses, and the files are recovered.
+fn land_commit<E>(
+    env: Env<'_>,
+    actor: &Actor,
+    plan: &Plan<'_>,
+    landing: &crate::store::settings::TransactionLanding,
+) -> Result<LandNotes, E>
+where
+    E: From<TransactionError> + From<StoreError>,
+{
+    let id = plan.id.as_str();
+    let followed = match land(env.workspace.root(), id, landing) {
+        Ok(followed) => followed,
+        Err(source) => {
+            recover_one(env, actor, id, "the branch moved since validation")?;
+            return Err(TransactionError::Landing {
+                transaction_id: id.to_owned(),
+                source,
             }
-        };
-        // Landed: the caller learns so, whatever it gave up on since.
-        crate::interrupt::committed();
-        if let Err(e) = followed {
-            // The remote's branch moved (the commit point) but this
-            // repository's did not follow: the change landed all the
-            // same; the next apply fetches the branch forward.
-            follow_note = json!(format!("not followed: {e}"));
+            .into());
         }
-        let paths: Vec<RepoPath> = files.iter().map(|f| f.path.clone()).collect();
-        index_note = stage_note(env.workspace, &landing.new_id, &paths);
+    };
+    // Landed: the caller learns so, whatever it gave up on since.
+    crate::interrupt::committed();
+    let mut notes = LandNotes::default();
+    if let Err(e) = followed {
+        // The remote's branch moved (the commit point) but this
+        // repository's did not follow: the change landed all the
+        // same; the next apply fetches the branch forward.
+        notes.follow = json!(format!("not followed: {e}"));
     }
+    let paths: Vec<RepoPath> = plan
+        .changeset
+        .files()
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    notes.index = stage_note(env.workspace, &landing.new_id, &paths);
+    Ok(notes)
+}
 
-    // 3. The outcome, with the caller's state changes, in one transaction.
+/// Step 3 of [`execute`]: the outcome, with the caller's state changes
+/// (`finish`), in one transaction. In working-tree mode a failure puts
+/// the files back; past a git commit point the change landed, so a busy
+/// store is retried for a while, and then the failure says it landed.
+fn record_outcome<T, E>(
+    env: Env<'_>,
+    actor: &Actor,
+    plan: &Plan<'_>,
+    notes: LandNotes,
+    mut finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
+{
+    let id = plan.id.as_str();
+    let files = plan.changeset.files();
+    let durable = env.durability != Durability::Off;
     let started = Instant::now();
     loop {
-        let mut written = json!({"files": files.len(), "durable": durable, "index": index_note});
-        if !follow_note.is_null() {
-            written["branch"] = follow_note.clone();
+        let mut written = json!({"files": files.len(), "durable": durable, "index": notes.index});
+        if !notes.follow.is_null() {
+            written["branch"] = notes.follow.clone();
         }
         let finished = env.store.write(|tx| {
             record_applied(

@@ -600,6 +600,161 @@ impl Place<'_> {
         }
         Ok(out)
     }
+
+    /// `[approvals]`: no approving vote among the blocking votes, no
+    /// duplicate in a list; what is left out is `defaults`'.
+    fn approvals(&self, a: RawApprovals, defaults: Approvals) -> Result<Approvals, PolicyError> {
+        let blocking_votes = match a.blocking_votes {
+            None => defaults.blocking_votes,
+            Some(votes) => {
+                no_duplicates(self, "approvals.blocking_votes", &votes)?;
+                for (i, v) in votes.iter().enumerate() {
+                    if matches!(
+                        v.get_ref(),
+                        VoteValue::Approve | VoteValue::ApproveWithNotes
+                    ) {
+                        return Err(self.invalid(
+                            format!("approvals.blocking_votes[{i}]"),
+                            v.span(),
+                            "an approving vote cannot be a blocking vote".into(),
+                        ));
+                    }
+                }
+                votes.into_iter().map(Spanned::into_inner).collect()
+            }
+        };
+        let eligible_roles = match a.eligible_roles {
+            None => Vec::new(),
+            Some(roles) => {
+                no_duplicates(self, "approvals.eligible_roles", &roles)?;
+                roles
+                    .into_iter()
+                    .map(|r| r.into_inner().as_str().to_owned())
+                    .collect()
+            }
+        };
+        Ok(Approvals {
+            minimum: a.minimum.unwrap_or(defaults.minimum),
+            blocking_votes,
+            carry_over: a.carry_over.unwrap_or_default(),
+            eligible_roles,
+        })
+    }
+
+    /// `[[roles]]`: each rule has at least one path glob and a minimum of
+    /// at least 1, and no two rules have the same role and paths.
+    fn role_rules(&self, raw: Vec<RawRoleRule>) -> Result<Vec<RoleRule>, PolicyError> {
+        let mut roles: Vec<RoleRule> = Vec::with_capacity(raw.len());
+        for (i, r) in raw.into_iter().enumerate() {
+            let key = format!("roles[{i}]");
+            let paths_span = r.paths.span();
+            let paths = r.paths.into_inner();
+            if paths.is_empty() {
+                return Err(self.invalid(
+                    format!("{key}.paths"),
+                    paths_span,
+                    "a role rule needs at least one path glob".into(),
+                ));
+            }
+            let paths = self.globs(&format!("{key}.paths"), paths)?;
+            let minimum =
+                match r.minimum {
+                    None => 1,
+                    Some(m) if *m.get_ref() == 0 => return Err(self.invalid(
+                        format!("{key}.minimum"),
+                        m.span(),
+                        "a role rule's minimum is at least 1 (remove the rule to require nothing)"
+                            .into(),
+                    )),
+                    Some(m) => m.into_inner(),
+                };
+            let role_span = r.role.span();
+            let rule = RoleRule {
+                paths,
+                role: r.role.into_inner().as_str().to_owned(),
+                minimum,
+            };
+            if roles
+                .iter()
+                .any(|o| o.requirement_id() == rule.requirement_id())
+            {
+                return Err(self.invalid(
+                    format!("{key}.role"),
+                    role_span,
+                    format!(
+                        "duplicate role rule {:?}: another rule has the same role and paths",
+                        rule.requirement_id()
+                    ),
+                ));
+            }
+            roles.push(rule);
+        }
+        Ok(roles)
+    }
+
+    /// The gate `[name]` (`security_review`, `human_approval`); what is
+    /// left out is `default`'s.
+    fn gate(&self, name: &str, raw: RawGate, default: Gate) -> Result<Gate, PolicyError> {
+        let risk = match raw.risk {
+            None => default.risk,
+            Some(risk) => {
+                no_duplicates(self, &format!("{name}.risk"), &risk)?;
+                risk.into_iter().map(Spanned::into_inner).collect()
+            }
+        };
+        let paths = match raw.paths {
+            None => default.paths,
+            Some(paths) => self.globs(&format!("{name}.paths"), paths)?,
+        };
+        Ok(Gate {
+            risk,
+            paths,
+            reverts: raw.reverts.unwrap_or(default.reverts),
+            loose_match: raw.loose_match.unwrap_or(default.loose_match),
+        })
+    }
+
+    /// `checks.required`: distinct names, none blank or with surrounding
+    /// whitespace.
+    fn required_checks(
+        &self,
+        raw: Option<Vec<Spanned<String>>>,
+    ) -> Result<Vec<String>, PolicyError> {
+        let Some(names) = raw else {
+            return Ok(Vec::new());
+        };
+        no_duplicates(self, "checks.required", &names)?;
+        for (i, n) in names.iter().enumerate() {
+            if n.get_ref().trim().is_empty() || n.get_ref().trim() != n.get_ref() {
+                return Err(self.invalid(
+                    format!("checks.required[{i}]"),
+                    n.span(),
+                    "a check name is not blank and has no surrounding whitespace".into(),
+                ));
+            }
+        }
+        Ok(names.into_iter().map(Spanned::into_inner).collect())
+    }
+
+    /// `workspace.ignore`: distinct gitignore patterns that compile.
+    fn ignore_list(&self, raw: Option<Vec<Spanned<String>>>) -> Result<IgnoreList, PolicyError> {
+        let Some(patterns) = raw else {
+            return Ok(IgnoreList::default());
+        };
+        no_duplicates(self, "workspace.ignore", &patterns)?;
+        let spans: Vec<Range<usize>> = patterns.iter().map(Spanned::span).collect();
+        let written: Vec<String> = patterns.into_iter().map(Spanned::into_inner).collect();
+        IgnoreList::new(written.clone()).map_err(|(i, reason)| {
+            let (line, column) = line_column(self.text, spans[i].start);
+            PolicyError::Glob {
+                glob: written[i].clone(),
+                reason,
+                key: Some(format!("workspace.ignore[{i}]")),
+                line: Some(line),
+                column: Some(column),
+            }
+        })
+    }
 }
 
 // The document as written: spans kept where a later check may refuse a value.
@@ -715,155 +870,20 @@ impl Policy {
         }
 
         let defaults = Policy::default();
-
-        let a = raw.approvals;
-        let blocking_votes = match a.blocking_votes {
-            None => defaults.approvals.blocking_votes,
-            Some(votes) => {
-                no_duplicates(&place, "approvals.blocking_votes", &votes)?;
-                for (i, v) in votes.iter().enumerate() {
-                    if matches!(
-                        v.get_ref(),
-                        VoteValue::Approve | VoteValue::ApproveWithNotes
-                    ) {
-                        return Err(place.invalid(
-                            format!("approvals.blocking_votes[{i}]"),
-                            v.span(),
-                            "an approving vote cannot be a blocking vote".into(),
-                        ));
-                    }
-                }
-                votes.into_iter().map(Spanned::into_inner).collect()
-            }
-        };
-        let eligible_roles = match a.eligible_roles {
-            None => Vec::new(),
-            Some(roles) => {
-                no_duplicates(&place, "approvals.eligible_roles", &roles)?;
-                roles
-                    .into_iter()
-                    .map(|r| r.into_inner().as_str().to_owned())
-                    .collect()
-            }
-        };
-        let approvals = Approvals {
-            minimum: a.minimum.unwrap_or(defaults.approvals.minimum),
-            blocking_votes,
-            carry_over: a.carry_over.unwrap_or_default(),
-            eligible_roles,
-        };
-
-        let mut roles: Vec<RoleRule> = Vec::with_capacity(raw.roles.len());
-        for (i, r) in raw.roles.into_iter().enumerate() {
-            let key = format!("roles[{i}]");
-            let paths_span = r.paths.span();
-            let paths = r.paths.into_inner();
-            if paths.is_empty() {
-                return Err(place.invalid(
-                    format!("{key}.paths"),
-                    paths_span,
-                    "a role rule needs at least one path glob".into(),
-                ));
-            }
-            let paths = place.globs(&format!("{key}.paths"), paths)?;
-            let minimum =
-                match r.minimum {
-                    None => 1,
-                    Some(m) if *m.get_ref() == 0 => return Err(place.invalid(
-                        format!("{key}.minimum"),
-                        m.span(),
-                        "a role rule's minimum is at least 1 (remove the rule to require nothing)"
-                            .into(),
-                    )),
-                    Some(m) => m.into_inner(),
-                };
-            let role_span = r.role.span();
-            let rule = RoleRule {
-                paths,
-                role: r.role.into_inner().as_str().to_owned(),
-                minimum,
-            };
-            if roles
-                .iter()
-                .any(|o| o.requirement_id() == rule.requirement_id())
-            {
-                return Err(place.invalid(
-                    format!("{key}.role"),
-                    role_span,
-                    format!(
-                        "duplicate role rule {:?}: another rule has the same role and paths",
-                        rule.requirement_id()
-                    ),
-                ));
-            }
-            roles.push(rule);
-        }
-
-        let gate = |name: &str, raw: RawGate, default: Gate| -> Result<Gate, PolicyError> {
-            let risk = match raw.risk {
-                None => default.risk,
-                Some(risk) => {
-                    no_duplicates(&place, &format!("{name}.risk"), &risk)?;
-                    risk.into_iter().map(Spanned::into_inner).collect()
-                }
-            };
-            let paths = match raw.paths {
-                None => default.paths,
-                Some(paths) => place.globs(&format!("{name}.paths"), paths)?,
-            };
-            Ok(Gate {
-                risk,
-                paths,
-                reverts: raw.reverts.unwrap_or(default.reverts),
-                loose_match: raw.loose_match.unwrap_or(default.loose_match),
-            })
-        };
-        let security_review = gate(
+        let approvals = place.approvals(raw.approvals, defaults.approvals)?;
+        let roles = place.role_rules(raw.roles)?;
+        let security_review = place.gate(
             "security_review",
             raw.security_review,
             defaults.security_review,
         )?;
-        let human_approval = gate(
+        let human_approval = place.gate(
             "human_approval",
             raw.human_approval,
             defaults.human_approval,
         )?;
-
-        let required = match raw.checks.required {
-            None => Vec::new(),
-            Some(names) => {
-                no_duplicates(&place, "checks.required", &names)?;
-                for (i, n) in names.iter().enumerate() {
-                    if n.get_ref().trim().is_empty() || n.get_ref().trim() != n.get_ref() {
-                        return Err(place.invalid(
-                            format!("checks.required[{i}]"),
-                            n.span(),
-                            "a check name is not blank and has no surrounding whitespace".into(),
-                        ));
-                    }
-                }
-                names.into_iter().map(Spanned::into_inner).collect()
-            }
-        };
-
-        let ignore = match raw.workspace.ignore {
-            None => IgnoreList::default(),
-            Some(patterns) => {
-                no_duplicates(&place, "workspace.ignore", &patterns)?;
-                let spans: Vec<Range<usize>> = patterns.iter().map(Spanned::span).collect();
-                let written: Vec<String> = patterns.into_iter().map(Spanned::into_inner).collect();
-                IgnoreList::new(written.clone()).map_err(|(i, reason)| {
-                    let (line, column) = line_column(text, spans[i].start);
-                    PolicyError::Glob {
-                        glob: written[i].clone(),
-                        reason,
-                        key: Some(format!("workspace.ignore[{i}]")),
-                        line: Some(line),
-                        column: Some(column),
-                    }
-                })?
-            }
-        };
+        let required = place.required_checks(raw.checks.required)?;
+        let ignore = place.ignore_list(raw.workspace.ignore)?;
 
         Ok(Policy {
             version: POLICY_VERSION,

@@ -408,7 +408,11 @@ fn apply_patch<'py>(
     let changes = py
         .detach(|| -> Result<Value, ToolError> {
             let patch = diff::parse(&bytes, &ParseOptions::strip(strip))?;
-            let changes = roundtable::workspace::apply_patch(&root, &patch, check)?;
+            let changes = roundtable::workspace::apply_patch(
+                &root,
+                &patch,
+                roundtable::workspace::WriteMode::check_if(check),
+            )?;
             serde_json::to_value(changes)
                 .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
         })

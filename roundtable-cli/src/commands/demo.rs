@@ -14,6 +14,7 @@
 use roundtable::apply::Transaction;
 use roundtable::model::{Landing, LandingMode};
 use roundtable::policy::RoleNeed;
+use roundtable::session::Session;
 use roundtable::session::{
     AcquireClaim, ApplyRevision, Approve, AttachPatch, CastVote, ConfigureWorkspace,
     CreateProposal, CreateTask, GetTransaction, LandedCommit, LandingLog, ListPhases,
@@ -252,11 +253,6 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
     fs::write(root.join("src/lib.rs"), LIB_RS).map_err(io)?;
     fs::write(root.join("README.md"), "demo project\n").map_err(io)?;
     let git = git_init(root);
-    let mut steps = Vec::new();
-    let mut step = |name: &'static str, line: String, data: StepData, say: &mut dyn FnMut(&str)| {
-        say(&format!("{:>2}. {name:<9} {line}", steps.len() + 1));
-        steps.push(Step { step: name, data });
-    };
     say(&format!(
         "roundtable demo: one governed change in {} ({})",
         root.display(),
@@ -266,14 +262,81 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
             "git is not installed: a plain directory"
         }
     ));
+    let mut rec = Recorder {
+        steps: Vec::new(),
+        say,
+    };
 
     let engine = Engine::open(root, EngineOptions::default())?;
-    let host = engine.session(Actor::orchestrator(id("host")?));
-    let alice = engine.session(Actor::agent(id("alice")?));
-    let bob = engine.session(Actor::agent(id("bob")?));
-    let sam = engine.session(Actor::agent(id("sam")?));
-    let carol = engine.session(Actor::human(id("carol")?));
+    let cast = register(&engine, root, git, land_commits, &mut rec)?;
+    claim(&cast, &mut rec)?;
+    let pid = propose_and_revise(&cast, &mut rec)?;
+    review_and_approve(&cast, &pid, &mut rec)?;
+    let tid = apply_and_show(&cast, root, &pid, &mut rec)?;
+    if land_commits {
+        revert_and_log(&cast, root, &pid, &mut rec)?;
+    } else {
+        roll_back(&cast, root, &tid, &mut rec)?;
+    }
+    audit(&cast, &mut rec)?;
 
+    drop(cast);
+    drop(engine);
+    let location = if keep {
+        Some(dir.keep().display().to_string())
+    } else {
+        None
+    };
+    Ok(Demo {
+        ok: true,
+        root: location,
+        git,
+        landing_git: land_commits,
+        steps: rec.steps,
+    })
+}
+
+/// The demo's steps so far; each is said as it is recorded.
+struct Recorder<'s> {
+    steps: Vec<Step>,
+    say: &'s mut dyn FnMut(&str),
+}
+
+impl Recorder<'_> {
+    /// Record step `name`, saying `line`, numbered.
+    fn step(&mut self, name: &'static str, line: String, data: StepData) {
+        (self.say)(&format!("{:>2}. {name:<9} {line}", self.steps.len() + 1));
+        self.steps.push(Step { step: name, data });
+    }
+}
+
+/// The demo's actors: the host (an orchestrator), the author alice, the
+/// reviewers bob and sam (security), and carol, a human.
+struct Cast<'e> {
+    host: Session<'e>,
+    alice: Session<'e>,
+    bob: Session<'e>,
+    sam: Session<'e>,
+    carol: Session<'e>,
+}
+
+/// The host registers the agents and the task (and, for `land_commits`,
+/// configures git landing on the repository's branch).
+fn register<'e>(
+    engine: &'e Engine,
+    root: &Path,
+    git: bool,
+    land_commits: bool,
+    rec: &mut Recorder<'_>,
+) -> Result<Cast<'e>, ToolError> {
+    let cast = Cast {
+        host: engine.session(Actor::orchestrator(id("host")?)),
+        alice: engine.session(Actor::agent(id("alice")?)),
+        bob: engine.session(Actor::agent(id("bob")?)),
+        sam: engine.session(Actor::agent(id("sam")?)),
+        carol: engine.session(Actor::human(id("carol")?)),
+    };
+    let host = &cast.host;
     host.setup()
         .register_agent(RegisterAgent::new("alice").roles(["author"]))?;
     host.setup()
@@ -293,25 +356,30 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
                 remote: None,
             }))?;
     }
-    step(
+    rec.step(
         "register",
         "author alice; reviewers bob and sam (security); human carol approves; task excited-greeting".into(),
         StepData::Register {
             agents: ["alice", "bob", "sam"],
             human: "carol",
         },
-        say,
     );
+    Ok(cast)
+}
 
-    // A symbol claim: alice may change `greet`, nothing else.
-    let claim = alice
+/// A symbol claim: alice may change `greet`, nothing else; bob's
+/// overlapping claim on the whole file is refused.
+fn claim(cast: &Cast<'_>, rec: &mut Recorder<'_>) -> Result<(), ToolError> {
+    let claim = cast
+        .alice
         .claims()
         .acquire(
             AcquireClaim::write(resource("symbol:src/lib.rs#greet")?, 900)
                 .task_id("excited-greeting"),
         )?
         .claim;
-    let clash = bob
+    let clash = cast
+        .bob
         .claims()
         .acquire(AcquireClaim::write(resource("file:src/lib.rs")?, 900))
         .err()
@@ -323,16 +391,21 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
     let span = claim
         .span
         .ok_or_else(|| fail("a symbol claim has a line span"))?;
-    step(
+    rec.step(
         "claim",
         format!(
             "alice holds symbol:src/lib.rs#greet (lines {}-{}), fencing token {}; bob's claim on the whole file is refused (conflict)",
             span.start, span.end, claim.token
         ),
         StepData::Claim { claim },
-        say,
     );
+    Ok(())
+}
 
+/// alice proposes revision 1, which validation finds not covered by her
+/// claim, then revision 2, which is; the proposal's id.
+fn propose_and_revise(cast: &Cast<'_>, rec: &mut Recorder<'_>) -> Result<String, ToolError> {
+    let (host, alice) = (&cast.host, &cast.alice);
     let created = alice.proposals().create(
         CreateProposal::patch(
             "excited-greeting",
@@ -344,14 +417,13 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
         .resources(["symbol:src/lib.rs#greet"]),
     )?;
     let pid = created.proposal.id;
-    step(
+    rec.step(
         "propose",
         format!("{pid} revision 1 (risk critical): modifies src/lib.rs"),
         StepData::Propose {
             proposal: pid.clone(),
             revision: created.revision,
         },
-        say,
     );
 
     let first = host.validation().validate(Validate::new(&pid))?;
@@ -359,11 +431,10 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
         !first.valid && stage_is(&first, "coverage", StageStatus::Failed),
         "revision 1 is not covered by the claim",
     )?;
-    step(
+    rec.step(
         "validate",
         report_line(&first),
         StepData::Report { report: first },
-        say,
     );
 
     let revised = alice.proposals().attach_patch(
@@ -375,66 +446,87 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
         stage_is(&second, "coverage", StageStatus::Passed),
         "revision 2 is covered",
     )?;
-    step(
+    rec.step(
         "revise",
         format!("revision 2 changes only greet; {}", report_line(&second)),
         StepData::Revise {
             revision: revised.revision,
             report: second,
         },
-        say,
     );
+    Ok(pid)
+}
 
-    let requested = alice.proposals().request_review(RequestReview::new(&pid))?;
+/// alice asks for review (the plan names who may satisfy each
+/// requirement); she may not vote herself; bob and sam approve, sam passes
+/// the security review, carol approves; validation passes.
+fn review_and_approve(cast: &Cast<'_>, pid: &str, rec: &mut Recorder<'_>) -> Result<(), ToolError> {
+    let Cast {
+        host,
+        alice,
+        bob,
+        sam,
+        carol,
+    } = cast;
+    let requested = alice.proposals().request_review(RequestReview::new(pid))?;
     let plan: Vec<String> = requested
         .review_plan
         .iter()
         .map(|n| format!("{} ← {}", n.requirement, list(&n.candidates)))
         .collect();
-    step(
+    rec.step(
         "review",
         format!("review plan: {}", plan.join("; ")),
         StepData::Review {
             review_plan: requested.review_plan,
         },
-        say,
     );
 
     let own = alice
         .evidence()
-        .vote(CastVote::approve(&pid, 2))
+        .vote(CastVote::approve(pid, 2))
         .err()
         .map(|e| e.code());
     verify(own == Some(ErrorCode::Forbidden), "the author cannot vote")?;
     bob.evidence()
-        .vote(CastVote::approve(&pid, 2).reason("Reads well."))?;
+        .vote(CastVote::approve(pid, 2).reason("Reads well."))?;
     sam.evidence().vote(
-        CastVote::new(&pid, 2, VoteValue::ApproveWithNotes)
+        CastVote::new(pid, 2, VoteValue::ApproveWithNotes)
             .reason("Fine; no input reaches the format string."),
     )?;
     sam.evidence().security_review(
-        RecordSecurityReview::new(&pid, 2, Verdict::Pass).note_md("No security impact."),
+        RecordSecurityReview::new(pid, 2, Verdict::Pass).note_md("No security impact."),
     )?;
     carol
         .evidence()
-        .approve(Approve::new(&pid, 2).note_md("Ship it."))?;
-    let ready = host.validation().validate(Validate::new(&pid))?;
+        .approve(Approve::new(pid, 2).note_md("Ship it."))?;
+    let ready = host.validation().validate(Validate::new(pid))?;
     verify(ready.valid, "valid once approved")?;
-    step(
+    rec.step(
         "approve",
         format!("bob and sam approve revision 2, sam passes the security review, carol approves as a human; {}", report_line(&ready)),
         StepData::Report { report: ready },
-        say,
     );
+    Ok(())
+}
 
-    let applied = host.transactions().apply(ApplyRevision::new(&pid, 2))?;
+/// The host applies revision 2 as one transaction and shows it (its file
+/// and phases); the transaction's id.
+fn apply_and_show(
+    cast: &Cast<'_>,
+    root: &Path,
+    pid: &str,
+    rec: &mut Recorder<'_>,
+) -> Result<String, ToolError> {
+    let host = &cast.host;
+    let applied = host.transactions().apply(ApplyRevision::new(pid, 2))?;
     let tid = applied.transaction.id.clone();
     let after = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
     verify(
         after.contains("Hello, {name}!") && applied.proposal.status == ProposalStatus::Applied,
         "the change landed",
     )?;
-    step(
+    rec.step(
         "apply",
         format!(
             "transaction {tid}: {} ({} file), proposal applied, claims released: {}",
@@ -445,7 +537,6 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
         StepData::Transaction {
             transaction: applied.transaction,
         },
-        say,
     );
 
     let shown = host.transactions().get(GetTransaction::new(&tid))?;
@@ -463,96 +554,120 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
         spell(file.after_digest.as_ref()),
         names.join(" → ")
     );
-    step(
+    rec.step(
         "show",
         line,
         StepData::Show {
             transaction: shown,
             phases,
         },
-        say,
     );
+    Ok(tid)
+}
 
-    if land_commits {
-        // The revert is a proposal of its own, governed like any other,
-        // and lands as a second commit.
-        alice.claims().acquire(AcquireClaim::write(
-            resource("symbol:src/lib.rs#greet")?,
-            900,
-        ))?;
-        let revert = alice.proposals().revert(RevertProposal::new(&pid))?;
-        let rid = revert.proposal.id;
-        alice.proposals().request_review(RequestReview::new(&rid))?;
-        bob.evidence()
-            .vote(CastVote::approve(&rid, 1).reason("Back to the old greeting."))?;
-        sam.evidence().security_review(
-            RecordSecurityReview::new(&rid, 1, Verdict::Pass).note_md("No security impact."),
-        )?;
-        carol
-            .evidence()
-            .approve(Approve::new(&rid, 1).note_md("Revert it."))?;
-        let reverted = host.transactions().apply(ApplyRevision::new(&rid, 1))?;
-        let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
-        verify(restored == LIB_RS, "the revert restored the original bytes")?;
-        step(
-            "revert",
+/// In git landing mode: the revert is a proposal of its own, governed like
+/// any other, and lands as a second commit; the branch's log shows both.
+fn revert_and_log(
+    cast: &Cast<'_>,
+    root: &Path,
+    pid: &str,
+    rec: &mut Recorder<'_>,
+) -> Result<(), ToolError> {
+    let Cast {
+        host,
+        alice,
+        bob,
+        sam,
+        carol,
+    } = cast;
+    alice.claims().acquire(AcquireClaim::write(
+        resource("symbol:src/lib.rs#greet")?,
+        900,
+    ))?;
+    let revert = alice.proposals().revert(RevertProposal::new(pid))?;
+    let rid = revert.proposal.id;
+    alice.proposals().request_review(RequestReview::new(&rid))?;
+    bob.evidence()
+        .vote(CastVote::approve(&rid, 1).reason("Back to the old greeting."))?;
+    sam.evidence().security_review(
+        RecordSecurityReview::new(&rid, 1, Verdict::Pass).note_md("No security impact."),
+    )?;
+    carol
+        .evidence()
+        .approve(Approve::new(&rid, 1).note_md("Revert it."))?;
+    let reverted = host.transactions().apply(ApplyRevision::new(&rid, 1))?;
+    let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
+    verify(restored == LIB_RS, "the revert restored the original bytes")?;
+    rec.step(
+        "revert",
+        format!(
+            "{rid} reverts {pid}: approved, landed as transaction {}",
+            reverted.transaction.id
+        ),
+        StepData::Transaction {
+            transaction: reverted.transaction,
+        },
+    );
+    let commits = host
+        .transactions()
+        .landed(LandingLog::new().limit(10))?
+        .commits;
+    verify(
+        commits.len() == 2,
+        "two commits landed: the change and its revert",
+    )?;
+    let lines: Vec<String> = commits
+        .iter()
+        .map(|c| {
+            let proposal = c
+                .trailers
+                .iter()
+                .find(|(k, _)| k == "Roundtable-Proposal")
+                .map_or("", |(_, v)| v.as_str());
             format!(
-                "{rid} reverts {pid}: approved, landed as transaction {}",
-                reverted.transaction.id
-            ),
-            StepData::Transaction {
-                transaction: reverted.transaction,
-            },
-            say,
-        );
-        let commits = host
-            .transactions()
-            .landed(LandingLog::new().limit(10))?
-            .commits;
-        verify(
-            commits.len() == 2,
-            "two commits landed: the change and its revert",
-        )?;
-        let lines: Vec<String> = commits
-            .iter()
-            .map(|c| {
-                let proposal = c
-                    .trailers
-                    .iter()
-                    .find(|(k, _)| k == "Roundtable-Proposal")
-                    .map_or("", |(_, v)| v.as_str());
-                format!(
-                    "{} {} ({proposal}, {} trailers)",
-                    &c.id[..12],
-                    c.summary,
-                    c.trailers.len()
-                )
-            })
-            .collect();
-        step("log", lines.join("; "), StepData::Log { commits }, say);
-    } else {
-        let rolled = host.transactions().rollback(Rollback::new(&tid))?;
-        let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
-        verify(
-            restored == LIB_RS,
-            "the rollback restored the original bytes",
-        )?;
-        step(
-            "rollback",
-            format!(
-                "transaction {} restored src/lib.rs byte for byte; {tid} is rolled_back",
-                rolled.transaction.id
-            ),
-            StepData::Transaction {
-                transaction: rolled.transaction,
-            },
-            say,
-        );
-    }
+                "{} {} ({proposal}, {} trailers)",
+                &c.id[..12],
+                c.summary,
+                c.trailers.len()
+            )
+        })
+        .collect();
+    rec.step("log", lines.join("; "), StepData::Log { commits });
+    Ok(())
+}
 
-    let chain = host.events().verify()?;
+/// In working-tree mode: the host rolls transaction `tid` back to the
+/// original bytes.
+fn roll_back(
+    cast: &Cast<'_>,
+    root: &Path,
+    tid: &str,
+    rec: &mut Recorder<'_>,
+) -> Result<(), ToolError> {
+    let rolled = cast.host.transactions().rollback(Rollback::new(tid))?;
+    let restored = fs::read_to_string(root.join("src/lib.rs")).map_err(io)?;
+    verify(
+        restored == LIB_RS,
+        "the rollback restored the original bytes",
+    )?;
+    rec.step(
+        "rollback",
+        format!(
+            "transaction {} restored src/lib.rs byte for byte; {tid} is rolled_back",
+            rolled.transaction.id
+        ),
+        StepData::Transaction {
+            transaction: rolled.transaction,
+        },
+    );
+    Ok(())
+}
+
+/// The audit log's hash chain verifies.
+fn audit(cast: &Cast<'_>, rec: &mut Recorder<'_>) -> Result<(), ToolError> {
+    let chain = cast.host.events().verify()?;
     verify(chain.valid, "the audit log verifies")?;
-    step(
+    rec.step(
         "audit",
         format!(
             "{} events, hash chain valid, head {}",
@@ -562,22 +677,8 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
             events: chain.checked,
             head_digest: chain.head_digest,
         },
-        say,
     );
-
-    drop(engine);
-    let location = if keep {
-        Some(dir.keep().display().to_string())
-    } else {
-        None
-    };
-    Ok(Demo {
-        ok: true,
-        root: location,
-        git,
-        landing_git: land_commits,
-        steps,
-    })
+    Ok(())
 }
 
 /// The branch the fresh repository's HEAD is on (git's default, which

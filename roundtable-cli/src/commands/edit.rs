@@ -29,6 +29,10 @@ pub(crate) fn run(command: EditCommand) -> Result<String, ToolError> {
     let plan = roundtable::edit::parse_plan(&bytes)?;
     check_root(&root)?;
     let changeset = roundtable::edit::plan_changeset(&plan, &Workspace::open(&root)?)?;
-    let changes = roundtable::workspace::apply_changeset(&root, &changeset, check)?;
+    let changes = roundtable::workspace::apply_changeset(
+        &root,
+        &changeset,
+        roundtable::workspace::WriteMode::check_if(check),
+    )?;
     to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
 }

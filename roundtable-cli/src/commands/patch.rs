@@ -53,7 +53,11 @@ pub(crate) fn run(command: PatchCommand) -> Result<String, ToolError> {
             let bytes = read_input(&file)?;
             let patch = parse_patch(&bytes, strip)?;
             check_root(&root)?;
-            let changes = roundtable::workspace::apply_patch(&root, &patch, check)?;
+            let changes = roundtable::workspace::apply_patch(
+                &root,
+                &patch,
+                roundtable::workspace::WriteMode::check_if(check),
+            )?;
             to_json(&json!({ "applied": !check, "check": check, "changes": changes }))
         }
     }

@@ -996,47 +996,10 @@ pub(crate) fn resolve<'a>(
     body: Body<'a>,
     strip: usize,
 ) -> Result<FilePatch<'a>, String> {
-    let mut new_file = None;
-    let mut deleted_file = None;
-    let (mut old_mode, mut new_mode, mut index_mode) = (None, None, None);
-    let (mut rename_from, mut rename_to, mut copy_from, mut copy_to) = (None, None, None, None);
-    let mut seen = std::collections::HashSet::new();
-    for h in &headers {
-        if !seen.insert(std::mem::discriminant(h)) {
-            return Err("each extended header at most once in a section".into());
-        }
-        match h {
-            ExtendedHeader::OldMode(m) => old_mode = Some(*m),
-            ExtendedHeader::NewMode(m) => new_mode = Some(*m),
-            ExtendedHeader::NewFileMode(m) => new_file = Some(*m),
-            ExtendedHeader::DeletedFileMode(m) => deleted_file = Some(*m),
-            ExtendedHeader::RenameFrom(p) => rename_from = Some(p),
-            ExtendedHeader::RenameTo(p) => rename_to = Some(p),
-            ExtendedHeader::CopyFrom(p) => copy_from = Some(p),
-            ExtendedHeader::CopyTo(p) => copy_to = Some(p),
-            ExtendedHeader::Index { mode, .. } => index_mode = *mode,
-            ExtendedHeader::Similarity(_) | ExtendedHeader::Dissimilarity(_) => {}
-        }
-    }
-    let lacks = || {
-        format!(
-            "file names that survive removing {strip} leading pathname component{}",
-            if strip == 1 { "" } else { "s" }
-        )
-    };
-    let stripped = |n: &Cow<'a, [u8]>, k: usize| -> Result<Cow<'a, [u8]>, String> {
-        match n {
-            Cow::Borrowed(b) => strip_components(b, k),
-            Cow::Owned(o) => strip_components(o, k).map(|s| Cow::Owned(s.into_owned())),
-        }
-        .ok_or_else(lacks)
-    };
-    let file_side = |i: usize| -> Result<Option<Cow<'a, [u8]>>, String> {
-        match &names {
-            Some(n) if n[i].is_dev_null() => Ok(None),
-            Some(n) => stripped(&n[i].name, strip).map(Some),
-            None => Ok(None),
-        }
+    let facts = HeaderFacts::read(&headers)?;
+    let sides = Sides {
+        names: &names,
+        strip,
     };
     let (dev_null_old, dev_null_new) = match &names {
         Some([a, b]) => (a.is_dev_null(), b.is_dev_null()),
@@ -1050,187 +1013,12 @@ pub(crate) fn resolve<'a>(
             return Err("a hunk after the `---`/`+++` lines".into());
         }
     }
-
-    let status;
-    let (mut old_path, mut new_path) = (None, None);
-    if git_line.is_none() {
-        // A plain unified diff: names come from `---`/`+++` only, read as
-        // git's `parse_traditional_patch` reads them.
-        let side = |i: usize| -> Option<Cow<'a, [u8]>> {
-            names
-                .as_ref()
-                .and_then(|n| stripped(&n[i].name, strip).ok())
-        };
-        let epoch = |i: usize| {
-            names.as_ref().is_some_and(|n| {
-                let written = if memchr::memchr(b'\t', &n[i].suffix).is_some() {
-                    n[i].suffix.to_vec()
-                } else {
-                    [&*n[i].name, &*n[i].suffix].concat()
-                };
-                has_epoch_timestamp(&written)
-            })
-        };
-        if dev_null_old {
-            status = FileStatus::Added;
-            new_path = Some(side(1).ok_or_else(lacks)?);
-        } else if dev_null_new {
-            status = FileStatus::Deleted;
-            old_path = Some(side(0).ok_or_else(lacks)?);
-        } else {
-            // git prefers the old name when the new one merely extends it
-            // (`file` vs `file.orig`), otherwise the new name, and falls
-            // back on the old one when the new one is too short to strip.
-            let name = match (side(0), side(1)) {
-                (Some(o), Some(n)) if o.len() < n.len() && n.starts_with(&o) => o,
-                (_, Some(n)) => n,
-                (Some(o), None) => o,
-                (None, None) => return Err(lacks()),
-            };
-            // GNU diff -N dates the absent side at the epoch.
-            if epoch(0) {
-                status = FileStatus::Added;
-                new_path = Some(name);
-            } else if epoch(1) {
-                status = FileStatus::Deleted;
-                old_path = Some(name);
-            } else {
-                status = FileStatus::Modified;
-                old_path = Some(name.clone());
-                new_path = Some(name);
-            }
-        }
-    } else {
-        if new_file.is_some() && deleted_file.is_some() {
-            return Err("a section to be either a new file or a deleted file, not both".into());
-        }
-        let renames = rename_from.is_some() || rename_to.is_some();
-        let copies = copy_from.is_some() || copy_to.is_some();
-        if renames && copies {
-            return Err("a section to be either a rename or a copy, not both".into());
-        }
-        if (renames || copies) && (new_file.is_some() || deleted_file.is_some()) {
-            return Err("a rename or copy not to be a new or deleted file".into());
-        }
-        let header_names = git_line.as_deref().and_then(|l| split_git_names(l, strip));
-        let header_side = |i: usize| -> Result<Option<Cow<'a, [u8]>>, String> {
-            match &header_names {
-                Some((a, b)) => {
-                    let n = if i == 0 { a } else { b };
-                    Ok(Some(Cow::Owned(
-                        strip_components(n, strip).ok_or_else(lacks)?.to_vec(),
-                    )))
-                }
-                None => Ok(None),
-            }
-        };
-        if renames || copies {
-            let (from, to) = if renames {
-                (rename_from, rename_to)
-            } else {
-                (copy_from, copy_to)
-            };
-            let (Some(from), Some(to)) = (from, to) else {
-                return Err(format!(
-                    "both `{0} from` and `{0} to` headers",
-                    if renames { "rename" } else { "copy" }
-                ));
-            };
-            let k = strip.saturating_sub(1);
-            old_path = Some(stripped(from, k)?);
-            new_path = Some(stripped(to, k)?);
-            status = if renames {
-                FileStatus::Renamed
-            } else {
-                FileStatus::Copied
-            };
-        } else if new_file.is_some() || dev_null_old {
-            status = FileStatus::Added;
-            new_path = Some(file_side(1)?.or(header_side(1)?).ok_or_else(lacks)?);
-        } else if deleted_file.is_some() || dev_null_new {
-            status = FileStatus::Deleted;
-            old_path = Some(file_side(0)?.or(header_side(0)?).ok_or_else(lacks)?);
-        } else {
-            let o = file_side(0)?.or(header_side(0)?).ok_or_else(lacks)?;
-            let n = file_side(1)?.or(header_side(1)?).ok_or_else(lacks)?;
-            if o != n {
-                return Err(
-                    "the same old and new name (a name change needs `rename from`/`rename to`)"
-                        .into(),
-                );
-            }
-            status = FileStatus::Modified;
-            old_path = Some(o);
-            new_path = Some(n);
-        }
-        // The `---`/`+++` names must agree with the header's.
-        if names.is_some() {
-            if new_file.is_some() && !dev_null_old {
-                return Err("`--- /dev/null` for a new file".into());
-            }
-            if deleted_file.is_some() && !dev_null_new {
-                return Err("`+++ /dev/null` for a deleted file".into());
-            }
-        }
-        for (side, path) in [(0, &old_path), (1, &new_path)] {
-            let header = if renames || copies {
-                None
-            } else {
-                header_side(side)?
-            };
-            for named in [file_side(side)?, header].into_iter().flatten() {
-                if let Some(path) = path {
-                    if named != *path {
-                        return Err(format!(
-                            "the `{}` name to match the `diff --git` header",
-                            if side == 0 { "---" } else { "+++" }
-                        ));
-                    }
-                }
-            }
-        }
-    }
-
-    let (old_mode, new_mode) = match status {
-        FileStatus::Added => {
-            if old_mode.is_some() || new_mode.is_some() {
-                return Err("no `old mode`/`new mode` on a new file".into());
-            }
-            (None, new_file.or(index_mode))
-        }
-        FileStatus::Deleted => {
-            if old_mode.is_some() || new_mode.is_some() {
-                return Err("no `old mode`/`new mode` on a deleted file".into());
-            }
-            (deleted_file.or(index_mode), None)
-        }
-        _ => {
-            if old_mode.is_some() != new_mode.is_some() {
-                return Err("`old mode` and `new mode` together".into());
-            }
-            (old_mode.or(index_mode), new_mode.or(index_mode))
-        }
+    let (status, old_path, new_path) = match git_line.as_deref() {
+        None => sides.traditional_paths(dev_null_old, dev_null_new)?,
+        Some(line) => sides.git_paths(line, &facts, dev_null_old, dev_null_new)?,
     };
-
-    let hunks: &[Hunk<'_>] = match &body {
-        Body::Text(h) => h,
-        _ => &[],
-    };
-    match status {
-        FileStatus::Added if hunks.iter().any(|h| h.old_lines != 0) => {
-            return Err("a new file's hunks to have no old lines".into())
-        }
-        FileStatus::Deleted if hunks.iter().any(|h| h.new_lines != 0) => {
-            return Err("a deleted file's hunks to have no new lines".into())
-        }
-        FileStatus::Modified
-            if hunks.is_empty() && matches!(body, Body::Text(_)) && old_mode == new_mode =>
-        {
-            return Err("a change: mode lines, rename or copy headers, hunks or binary data".into())
-        }
-        _ => {}
-    }
-
+    let (old_mode, new_mode) = facts.modes(status)?;
+    check_hunks(status, &body, old_mode, new_mode)?;
     Ok(FilePatch {
         git_line,
         headers,
@@ -1244,6 +1032,305 @@ pub(crate) fn resolve<'a>(
         strip,
         crlf: false,
     })
+}
+
+/// A section's status, then its old and new paths (stripped).
+type Paths<'a> = (FileStatus, Option<Cow<'a, [u8]>>, Option<Cow<'a, [u8]>>);
+
+/// What a section's extended headers say (each header at most once).
+#[derive(Default)]
+struct HeaderFacts<'h, 'a> {
+    new_file: Option<Mode>,
+    deleted_file: Option<Mode>,
+    old_mode: Option<Mode>,
+    new_mode: Option<Mode>,
+    /// The mode an `index` line gives (when the mode did not change).
+    index_mode: Option<Mode>,
+    rename_from: Option<&'h Cow<'a, [u8]>>,
+    rename_to: Option<&'h Cow<'a, [u8]>>,
+    copy_from: Option<&'h Cow<'a, [u8]>>,
+    copy_to: Option<&'h Cow<'a, [u8]>>,
+}
+
+impl<'h, 'a> HeaderFacts<'h, 'a> {
+    /// Read `headers`, refusing one that appears twice.
+    fn read(headers: &'h [ExtendedHeader<'a>]) -> Result<Self, String> {
+        let mut facts = HeaderFacts::default();
+        let mut seen = std::collections::HashSet::new();
+        for h in headers {
+            if !seen.insert(std::mem::discriminant(h)) {
+                return Err("each extended header at most once in a section".into());
+            }
+            match h {
+                ExtendedHeader::OldMode(m) => facts.old_mode = Some(*m),
+                ExtendedHeader::NewMode(m) => facts.new_mode = Some(*m),
+                ExtendedHeader::NewFileMode(m) => facts.new_file = Some(*m),
+                ExtendedHeader::DeletedFileMode(m) => facts.deleted_file = Some(*m),
+                ExtendedHeader::RenameFrom(p) => facts.rename_from = Some(p),
+                ExtendedHeader::RenameTo(p) => facts.rename_to = Some(p),
+                ExtendedHeader::CopyFrom(p) => facts.copy_from = Some(p),
+                ExtendedHeader::CopyTo(p) => facts.copy_to = Some(p),
+                ExtendedHeader::Index { mode, .. } => facts.index_mode = *mode,
+                ExtendedHeader::Similarity(_) | ExtendedHeader::Dissimilarity(_) => {}
+            }
+        }
+        Ok(facts)
+    }
+
+    /// The old and new modes of a section of `status`, checking that its
+    /// mode headers fit it.
+    fn modes(&self, status: FileStatus) -> Result<(Option<Mode>, Option<Mode>), String> {
+        match status {
+            FileStatus::Added => {
+                if self.old_mode.is_some() || self.new_mode.is_some() {
+                    return Err("no `old mode`/`new mode` on a new file".into());
+                }
+                Ok((None, self.new_file.or(self.index_mode)))
+            }
+            FileStatus::Deleted => {
+                if self.old_mode.is_some() || self.new_mode.is_some() {
+                    return Err("no `old mode`/`new mode` on a deleted file".into());
+                }
+                Ok((self.deleted_file.or(self.index_mode), None))
+            }
+            _ => {
+                if self.old_mode.is_some() != self.new_mode.is_some() {
+                    return Err("`old mode` and `new mode` together".into());
+                }
+                Ok((
+                    self.old_mode.or(self.index_mode),
+                    self.new_mode.or(self.index_mode),
+                ))
+            }
+        }
+    }
+}
+
+/// A section's `---`/`+++` names and the strip level they are read at.
+struct Sides<'n, 'a> {
+    names: &'n Option<[FileName<'a>; 2]>,
+    strip: usize,
+}
+
+impl<'a> Sides<'_, 'a> {
+    /// What a name too short to strip is refused with.
+    fn lacks(&self) -> String {
+        let strip = self.strip;
+        format!(
+            "file names that survive removing {strip} leading pathname component{}",
+            if strip == 1 { "" } else { "s" }
+        )
+    }
+
+    /// `n` without its first `k` components.
+    fn stripped(&self, n: &Cow<'a, [u8]>, k: usize) -> Result<Cow<'a, [u8]>, String> {
+        match n {
+            Cow::Borrowed(b) => strip_components(b, k),
+            Cow::Owned(o) => strip_components(o, k).map(|s| Cow::Owned(s.into_owned())),
+        }
+        .ok_or_else(|| self.lacks())
+    }
+
+    /// Side `i`'s name (0: `---`, 1: `+++`), stripped; none for
+    /// `/dev/null` or without the lines.
+    fn file_side(&self, i: usize) -> Result<Option<Cow<'a, [u8]>>, String> {
+        match self.names {
+            Some(n) if n[i].is_dev_null() => Ok(None),
+            Some(n) => self.stripped(&n[i].name, self.strip).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// A plain unified diff's paths: names come from `---`/`+++` only,
+    /// read as git's `parse_traditional_patch` reads them.
+    fn traditional_paths(
+        &self,
+        dev_null_old: bool,
+        dev_null_new: bool,
+    ) -> Result<Paths<'a>, String> {
+        let names = self.names;
+        let side = |i: usize| -> Option<Cow<'a, [u8]>> {
+            names
+                .as_ref()
+                .and_then(|n| self.stripped(&n[i].name, self.strip).ok())
+        };
+        let epoch = |i: usize| {
+            names.as_ref().is_some_and(|n| {
+                let written = if memchr::memchr(b'\t', &n[i].suffix).is_some() {
+                    n[i].suffix.to_vec()
+                } else {
+                    [&*n[i].name, &*n[i].suffix].concat()
+                };
+                has_epoch_timestamp(&written)
+            })
+        };
+        if dev_null_old {
+            return Ok((
+                FileStatus::Added,
+                None,
+                Some(side(1).ok_or_else(|| self.lacks())?),
+            ));
+        }
+        if dev_null_new {
+            return Ok((
+                FileStatus::Deleted,
+                Some(side(0).ok_or_else(|| self.lacks())?),
+                None,
+            ));
+        }
+        // git prefers the old name when the new one merely extends it
+        // (`file` vs `file.orig`), otherwise the new name, and falls
+        // back on the old one when the new one is too short to strip.
+        let name = match (side(0), side(1)) {
+            (Some(o), Some(n)) if o.len() < n.len() && n.starts_with(&o) => o,
+            (_, Some(n)) => n,
+            (Some(o), None) => o,
+            (None, None) => return Err(self.lacks()),
+        };
+        // GNU diff -N dates the absent side at the epoch.
+        Ok(if epoch(0) {
+            (FileStatus::Added, None, Some(name))
+        } else if epoch(1) {
+            (FileStatus::Deleted, Some(name), None)
+        } else {
+            (FileStatus::Modified, Some(name.clone()), Some(name))
+        })
+    }
+
+    /// A git diff's paths, from its extended headers, its `---`/`+++`
+    /// names and its `diff --git` line (`git_line`), checking that they
+    /// agree.
+    fn git_paths(
+        &self,
+        git_line: &[u8],
+        facts: &HeaderFacts<'_, 'a>,
+        dev_null_old: bool,
+        dev_null_new: bool,
+    ) -> Result<Paths<'a>, String> {
+        let strip = self.strip;
+        let (new_file, deleted_file) = (facts.new_file, facts.deleted_file);
+        if new_file.is_some() && deleted_file.is_some() {
+            return Err("a section to be either a new file or a deleted file, not both".into());
+        }
+        let renames = facts.rename_from.is_some() || facts.rename_to.is_some();
+        let copies = facts.copy_from.is_some() || facts.copy_to.is_some();
+        if renames && copies {
+            return Err("a section to be either a rename or a copy, not both".into());
+        }
+        if (renames || copies) && (new_file.is_some() || deleted_file.is_some()) {
+            return Err("a rename or copy not to be a new or deleted file".into());
+        }
+        let header_names = split_git_names(git_line, strip);
+        let header_side = |i: usize| -> Result<Option<Cow<'a, [u8]>>, String> {
+            match &header_names {
+                Some((a, b)) => {
+                    let n = if i == 0 { a } else { b };
+                    Ok(Some(Cow::Owned(
+                        strip_components(n, strip)
+                            .ok_or_else(|| self.lacks())?
+                            .to_vec(),
+                    )))
+                }
+                None => Ok(None),
+            }
+        };
+        let either = |i: usize| -> Result<Cow<'a, [u8]>, String> {
+            self.file_side(i)?
+                .or(header_side(i)?)
+                .ok_or_else(|| self.lacks())
+        };
+        let (status, old_path, new_path) = if renames || copies {
+            let (from, to) = if renames {
+                (facts.rename_from, facts.rename_to)
+            } else {
+                (facts.copy_from, facts.copy_to)
+            };
+            let (Some(from), Some(to)) = (from, to) else {
+                return Err(format!(
+                    "both `{0} from` and `{0} to` headers",
+                    if renames { "rename" } else { "copy" }
+                ));
+            };
+            let k = strip.saturating_sub(1);
+            let old = self.stripped(from, k)?;
+            let new = self.stripped(to, k)?;
+            let status = if renames {
+                FileStatus::Renamed
+            } else {
+                FileStatus::Copied
+            };
+            (status, Some(old), Some(new))
+        } else if new_file.is_some() || dev_null_old {
+            (FileStatus::Added, None, Some(either(1)?))
+        } else if deleted_file.is_some() || dev_null_new {
+            (FileStatus::Deleted, Some(either(0)?), None)
+        } else {
+            let o = either(0)?;
+            let n = either(1)?;
+            if o != n {
+                return Err(
+                    "the same old and new name (a name change needs `rename from`/`rename to`)"
+                        .into(),
+                );
+            }
+            (FileStatus::Modified, Some(o), Some(n))
+        };
+        // The `---`/`+++` names must agree with the header's.
+        if self.names.is_some() {
+            if new_file.is_some() && !dev_null_old {
+                return Err("`--- /dev/null` for a new file".into());
+            }
+            if deleted_file.is_some() && !dev_null_new {
+                return Err("`+++ /dev/null` for a deleted file".into());
+            }
+        }
+        for (side, path) in [(0, &old_path), (1, &new_path)] {
+            let header = if renames || copies {
+                None
+            } else {
+                header_side(side)?
+            };
+            for named in [self.file_side(side)?, header].into_iter().flatten() {
+                if let Some(path) = path {
+                    if named != *path {
+                        return Err(format!(
+                            "the `{}` name to match the `diff --git` header",
+                            if side == 0 { "---" } else { "+++" }
+                        ));
+                    }
+                }
+            }
+        }
+        Ok((status, old_path, new_path))
+    }
+}
+
+/// A section's hunks fit its status: a new file's remove nothing, a
+/// deleted file's add nothing, and a modification changes something.
+fn check_hunks(
+    status: FileStatus,
+    body: &Body<'_>,
+    old_mode: Option<Mode>,
+    new_mode: Option<Mode>,
+) -> Result<(), String> {
+    let hunks: &[Hunk<'_>] = match body {
+        Body::Text(h) => h,
+        _ => &[],
+    };
+    match status {
+        FileStatus::Added if hunks.iter().any(|h| h.old_lines != 0) => {
+            Err("a new file's hunks to have no old lines".into())
+        }
+        FileStatus::Deleted if hunks.iter().any(|h| h.new_lines != 0) => {
+            Err("a deleted file's hunks to have no new lines".into())
+        }
+        FileStatus::Modified
+            if hunks.is_empty() && matches!(body, Body::Text(_)) && old_mode == new_mode =>
+        {
+            Err("a change: mode lines, rename or copy headers, hunks or binary data".into())
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

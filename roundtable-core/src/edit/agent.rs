@@ -1157,19 +1157,9 @@ fn apply_hunks(
         .find(|l| !l.term.is_empty())
         .map_or(b"\n", |l| l.term);
     let final_newline = lines.last().is_none_or(|l| !l.term.is_empty());
-    let limit = |h: &Hunk| {
-        AgentEditError::new(
-            ErrorCode::PatchDoesNotApply,
-            format!(
-                "hunk {} (line {}) of {path}: placing this change's hunks needs more than {PLACEMENT_WORK_LIMIT} line comparisons; split the change, or start each hunk with a line that occurs fewer times in the file",
-                h.number, h.line
-            ),
-            json!({"hunk": h.number, "line": h.line, "path": path.as_str(), "reason": "work_limit"}),
-        )
-    };
     if !work.spend(lines.len()) {
         if let Some(h) = hunks.first() {
-            return Err(limit(h));
+            return Err(work_limit(path, h));
         }
     }
     let mut text = Running::new(&lines);
@@ -1178,43 +1168,8 @@ fn apply_hunks(
     let mut lo = 0;
     let mut applied: Vec<Applied> = Vec::with_capacity(hunks.len());
     for h in hunks {
-        let refuse = |reason: &str, message: String| {
-            AgentEditError::new(
-                ErrorCode::PatchDoesNotApply,
-                format!("hunk {} (line {}) of {path}: {message}", h.number, h.line),
-                json!({"hunk": h.number, "line": h.line, "path": path.as_str(), "reason": reason}),
-            )
-        };
-        let exhausted = || limit(h);
-        let mut scope = if codex { Scope::From(lo) } else { Scope::All };
-        let mut rung = MatchRung::Exact;
-        for a in &h.anchors {
-            let what = |m: &str| refuse("ambiguous", format!("its anchor `@@ {a}` {m}"));
-            let missing = |c: Vec<Value>| {
-                let mut e = refuse(
-                    "not_found",
-                    format!("its anchor `@@ {a}` matches no line of the file at any rung"),
-                );
-                e.details["anchor"] = json!(a);
-                e.details["candidates"] = Value::Array(c);
-                e
-            };
-            let refusals = Refusals {
-                what: &what,
-                missing: &missing,
-                limit: &exhausted,
-            };
-            let (at, r) = ladder(
-                &text,
-                scope,
-                std::slice::from_ref(a),
-                false,
-                work,
-                &refusals,
-            )?;
-            scope = Scope::From(at + 1);
-            rung = rung.max(r);
-        }
+        let scope = if codex { Scope::From(lo) } else { Scope::All };
+        let (scope, mut rung) = follow_anchors(&text, path, h, scope, work)?;
         let (at, window, shape) = if h.old.is_empty() {
             // A pure insertion: after the last anchor, or at the end.
             let at = match scope {
@@ -1223,112 +1178,11 @@ fn apply_hunks(
             };
             (at, Vec::new(), (0, Vec::new()))
         } else {
-            let what = |m: &str| {
-                refuse(
-                    "ambiguous",
-                    format!("its block of {} lines {m}", h.old.len()),
-                )
-            };
-            let missing = |c: Vec<Value>| {
-                let first = h.old.first().map_or("", String::as_str);
-                let mut e = refuse(
-                    "not_found",
-                    if c.is_empty() {
-                        format!(
-                            "its lines match nowhere in the file at any rung; no line resembles its first line {first:?}"
-                        )
-                    } else {
-                        "its lines match nowhere in the file at any rung; the nearest candidates are in details.candidates".to_owned()
-                    },
-                );
-                if h.at_end {
-                    e.details["at_end"] = json!(true);
-                }
-                e.details["candidates"] = Value::Array(c);
-                e
-            };
-            let refusals = Refusals {
-                what: &what,
-                missing: &missing,
-                limit: &exhausted,
-            };
-            let mut len = h.old.len();
-            // The refusal of the lines as written, once they match nowhere.
-            let mut as_written = None;
-            let (s, r) = loop {
-                match ladder(&text, scope, &h.old[..len], h.at_end, work, &refusals) {
-                    Ok(found) => break found,
-                    Err(e) if e.details["reason"] == "not_found" => {
-                        let e = as_written.take().unwrap_or(e);
-                        // Again without one more trailing blank context line.
-                        if h.old.len() - len < h.blank_tail && len > 1 {
-                            as_written = Some(e);
-                            len -= 1;
-                        } else {
-                            return Err(e);
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
-            };
-            let old = &h.old[..len];
-            let window = text.window(s, len);
-            let mut shape = (0, Vec::new());
-            // Both rungs that compare lines trimmed re-indent the result.
-            if r >= MatchRung::Whitespace {
-                let file: Vec<&[u8]> = window
-                    .iter()
-                    .map(|&id| &text.nodes[id].content[..])
-                    .collect();
-                let added: Vec<&str> = h
-                    .new
-                    .iter()
-                    .filter_map(|n| match n {
-                        NewLine::Add(s) => Some(s.as_str()),
-                        NewLine::Keep(_) => None,
-                    })
-                    .collect();
-                shape = reindent(&file, old, &added).map_err(|i| {
-                    let line = text.lines_of(&window[i..=i], scope)[0];
-                    let mut e = refuse(
-                        "indentation",
-                        format!(
-                            "its lines match the file's at rung {} from line {}, but line {line}'s indentation differs from the hunk's by another amount than the lines before it, so the replacement's indentation cannot be derived; copy the file's indentation exactly",
-                            r.as_str(),
-                            text.lines_of(&window[..1], scope)[0]
-                        ),
-                    );
-                    e.details["rung"] = json!(r);
-                    e.details["candidates"] = json!([{"line": line, "text": shown(file[i]), "expected": old[i]}]);
-                    e
-                })?;
-            }
+            let (s, window, shape, r) = place_block(&text, path, h, scope, work)?;
             rung = rung.max(r);
             (s, window, shape)
         };
-        let (outdent, prefix) = shape;
-        let first_new = text.nodes.len();
-        for n in &h.new {
-            match n {
-                // A blank context line the placement dropped.
-                NewLine::Keep(i) if *i >= window.len() => {}
-                NewLine::Keep(i) => {
-                    let kept = &text.nodes[window[*i]];
-                    let (content, term) = (kept.content.clone(), kept.term);
-                    text.push(content, term);
-                }
-                NewLine::Add(s) => {
-                    let s = s.as_bytes();
-                    let line = if is_blank(s) || (outdent == 0 && prefix.is_empty()) {
-                        Cow::Owned(s.to_vec())
-                    } else {
-                        Cow::Owned([&prefix[..], &s[outdent..]].concat())
-                    };
-                    text.push(line, eol);
-                }
-            }
-        }
-        let written = first_new..text.nodes.len();
+        let written = write_new_lines(&mut text, &h.new, &window, shape, eol);
         if codex {
             // The next hunk is sought after this one: after its lines, or
             // after the place it inserted at; lines appended at the end
@@ -1350,8 +1204,215 @@ fn apply_hunks(
             written,
         });
     }
+    let data = render(&text, eol, final_newline, data.len());
+    Ok((data, matched_hunks(&text, &applied, codex)))
+}
 
-    let mut data = Vec::with_capacity(data.len());
+/// How the lines a hunk adds are re-indented: this many bytes of their
+/// indentation off, then this prefix on ([`reindent`]).
+type Reindent = (usize, Vec<u8>);
+
+/// `patch_does_not_apply` for hunk `h` of `path`, `reason` in the details.
+fn refusal(path: &RepoPath, h: &Hunk, reason: &str, message: String) -> AgentEditError {
+    AgentEditError::new(
+        ErrorCode::PatchDoesNotApply,
+        format!("hunk {} (line {}) of {path}: {message}", h.number, h.line),
+        json!({"hunk": h.number, "line": h.line, "path": path.as_str(), "reason": reason}),
+    )
+}
+
+/// The refusal of a change whose placement exceeds the work bound, at
+/// hunk `h`.
+fn work_limit(path: &RepoPath, h: &Hunk) -> AgentEditError {
+    AgentEditError::new(
+        ErrorCode::PatchDoesNotApply,
+        format!(
+            "hunk {} (line {}) of {path}: placing this change's hunks needs more than {PLACEMENT_WORK_LIMIT} line comparisons; split the change, or start each hunk with a line that occurs fewer times in the file",
+            h.number, h.line
+        ),
+        json!({"hunk": h.number, "line": h.line, "path": path.as_str(), "reason": "work_limit"}),
+    )
+}
+
+/// Find hunk `h`'s `@@` anchors in order, each after the one before,
+/// from `scope` on: the scope after the last anchor, and the highest rung
+/// any matched at.
+fn follow_anchors(
+    text: &Running<'_>,
+    path: &RepoPath,
+    h: &Hunk,
+    mut scope: Scope,
+    work: &mut Work,
+) -> Result<(Scope, MatchRung), AgentEditError> {
+    let exhausted = || work_limit(path, h);
+    let mut rung = MatchRung::Exact;
+    for a in &h.anchors {
+        let what = |m: &str| refusal(path, h, "ambiguous", format!("its anchor `@@ {a}` {m}"));
+        let missing = |c: Vec<Value>| {
+            let mut e = refusal(
+                path,
+                h,
+                "not_found",
+                format!("its anchor `@@ {a}` matches no line of the file at any rung"),
+            );
+            e.details["anchor"] = json!(a);
+            e.details["candidates"] = Value::Array(c);
+            e
+        };
+        let refusals = Refusals {
+            what: &what,
+            missing: &missing,
+            limit: &exhausted,
+        };
+        let (at, r) = ladder(text, scope, std::slice::from_ref(a), false, work, &refusals)?;
+        scope = Scope::From(at + 1);
+        rung = rung.max(r);
+    }
+    Ok((scope, rung))
+}
+
+/// Place hunk `h`'s old lines in `text` (from `scope` on), down the
+/// matching ladder, dropping trailing blank context lines one by one
+/// while they match nowhere: where they start, the nodes they match, how
+/// to re-indent the lines the hunk adds (at the rungs that compare lines
+/// trimmed), and the rung.
+fn place_block(
+    text: &Running<'_>,
+    path: &RepoPath,
+    h: &Hunk,
+    scope: Scope,
+    work: &mut Work,
+) -> Result<(usize, Vec<usize>, Reindent, MatchRung), AgentEditError> {
+    let exhausted = || work_limit(path, h);
+    let what = |m: &str| {
+        refusal(
+            path,
+            h,
+            "ambiguous",
+            format!("its block of {} lines {m}", h.old.len()),
+        )
+    };
+    let missing = |c: Vec<Value>| {
+        let first = h.old.first().map_or("", String::as_str);
+        let mut e = refusal(
+            path,
+            h,
+            "not_found",
+            if c.is_empty() {
+                format!(
+                    "its lines match nowhere in the file at any rung; no line resembles its first line {first:?}"
+                )
+            } else {
+                "its lines match nowhere in the file at any rung; the nearest candidates are in details.candidates".to_owned()
+            },
+        );
+        if h.at_end {
+            e.details["at_end"] = json!(true);
+        }
+        e.details["candidates"] = Value::Array(c);
+        e
+    };
+    let refusals = Refusals {
+        what: &what,
+        missing: &missing,
+        limit: &exhausted,
+    };
+    let mut len = h.old.len();
+    // The refusal of the lines as written, once they match nowhere.
+    let mut as_written = None;
+    let (s, r) = loop {
+        match ladder(text, scope, &h.old[..len], h.at_end, work, &refusals) {
+            Ok(found) => break found,
+            Err(e) if e.details["reason"] == "not_found" => {
+                let e = as_written.take().unwrap_or(e);
+                // Again without one more trailing blank context line.
+                if h.old.len() - len < h.blank_tail && len > 1 {
+                    as_written = Some(e);
+                    len -= 1;
+                } else {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let old = &h.old[..len];
+    let window = text.window(s, len);
+    let mut shape = (0, Vec::new());
+    // Both rungs that compare lines trimmed re-indent the result.
+    if r >= MatchRung::Whitespace {
+        let file: Vec<&[u8]> = window
+            .iter()
+            .map(|&id| &text.nodes[id].content[..])
+            .collect();
+        let added: Vec<&str> = h
+            .new
+            .iter()
+            .filter_map(|n| match n {
+                NewLine::Add(s) => Some(s.as_str()),
+                NewLine::Keep(_) => None,
+            })
+            .collect();
+        shape = reindent(&file, old, &added).map_err(|i| {
+            let line = text.lines_of(&window[i..=i], scope)[0];
+            let mut e = refusal(
+                path,
+                h,
+                "indentation",
+                format!(
+                    "its lines match the file's at rung {} from line {}, but line {line}'s indentation differs from the hunk's by another amount than the lines before it, so the replacement's indentation cannot be derived; copy the file's indentation exactly",
+                    r.as_str(),
+                    text.lines_of(&window[..1], scope)[0]
+                ),
+            );
+            e.details["rung"] = json!(r);
+            e.details["candidates"] = json!([{"line": line, "text": shown(file[i]), "expected": old[i]}]);
+            e
+        })?;
+    }
+    Ok((s, window, shape, r))
+}
+
+/// Push a hunk's new lines onto `text`'s arena: a kept line with the
+/// file's bytes (from `window`, the nodes it matched), an added one
+/// re-indented by `shape` (`outdent` bytes off, `prefix` on) and ended by
+/// `eol`; the nodes written.
+fn write_new_lines<'a>(
+    text: &mut Running<'a>,
+    new: &[NewLine],
+    window: &[usize],
+    (outdent, prefix): Reindent,
+    eol: &'a [u8],
+) -> std::ops::Range<usize> {
+    let first_new = text.nodes.len();
+    for n in new {
+        match n {
+            // A blank context line the placement dropped.
+            NewLine::Keep(i) if *i >= window.len() => {}
+            NewLine::Keep(i) => {
+                let kept = &text.nodes[window[*i]];
+                let (content, term) = (kept.content.clone(), kept.term);
+                text.push(content, term);
+            }
+            NewLine::Add(s) => {
+                let s = s.as_bytes();
+                let line = if is_blank(s) || (outdent == 0 && prefix.is_empty()) {
+                    Cow::Owned(s.to_vec())
+                } else {
+                    Cow::Owned([&prefix[..], &s[outdent..]].concat())
+                };
+                text.push(line, eol);
+            }
+        }
+    }
+    first_new..text.nodes.len()
+}
+
+/// The live lines of `text`, each ended by its own terminator (or `eol`
+/// for a line written without one), the last one only if
+/// `final_newline`.
+fn render(text: &Running<'_>, eol: &[u8], final_newline: bool, capacity: usize) -> Vec<u8> {
+    let mut data = Vec::with_capacity(capacity);
     let mut at = text.first;
     while at != NIL {
         let node = &text.nodes[at];
@@ -1361,6 +1422,13 @@ fn apply_hunks(
         }
         at = node.next;
     }
+    data
+}
+
+/// Each applied hunk's match, in hunk order, at its 1-based line: in the
+/// original file for Codex (past its end for an insertion at the end),
+/// in the running text otherwise.
+fn matched_hunks(text: &Running<'_>, applied: &[Applied], codex: bool) -> Vec<MatchedHunk> {
     let lines_at = if codex {
         applied
             .iter()
@@ -1373,7 +1441,7 @@ fn apply_hunks(
             })
             .collect()
     } else {
-        running_lines(&text, &applied)
+        running_lines(text, applied)
     };
     let mut found: Vec<MatchedHunk> = applied
         .iter()
@@ -1385,7 +1453,7 @@ fn apply_hunks(
         })
         .collect();
     found.sort_by_key(|m| m.hunk);
-    Ok((data, found))
+    found
 }
 
 /// The 1-based line of the running text each applied hunk matched at (or

@@ -745,251 +745,293 @@ fn plural(n: u32, one: &str, many: &str) -> String {
     }
 }
 
-/// Judge one revision against `policy`.
+/// Judge one revision against `policy`: one requirement per gate, in
+/// report order (approvals, each role rule, no blocking votes, the
+/// security review, secrets, human approval, each required check).
 pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
-    use RequirementStatus::{NotApplicable, Satisfied, Unsatisfied};
     let cx = Context::new(policy, input);
     let (standing, notes) = cx.standing_votes();
     let current = input.revision.number;
-    let mut requirements = Vec::new();
-
-    // approvals
-    {
-        let a = &policy.approvals;
-        let roles: Vec<&str> = a.eligible_roles.iter().map(String::as_str).collect();
-        let mut r = Requirement::new(
-            RequirementId::Approvals,
-            if a.minimum == 0 {
-                NotApplicable
-            } else {
-                Satisfied
-            },
-        );
-        if a.minimum > 0 {
-            let counted: Vec<&Standing<'_>> = standing
-                .values()
-                .filter(|s| is_approval(s.vote.vote))
-                .filter(|s| {
-                    roles.is_empty() || roles.iter().any(|role| cx.holds(s.vote.agent_id, role))
-                })
-                .collect();
-            r.evidence = counted.iter().map(|s| s.vote.id.to_owned()).collect();
-            let counted_agents: BTreeSet<&str> = counted.iter().map(|s| s.vote.agent_id).collect();
-            r.candidates = strings(
-                &cx.eligible(&roles)
-                    .into_iter()
-                    .filter(|c| !counted_agents.contains(c))
-                    .collect::<Vec<_>>(),
-            );
-            r.reasons = notes.clone();
-            let have = u32::try_from(counted.len()).unwrap_or(u32::MAX);
-            if have < a.minimum {
-                r.status = Unsatisfied;
-                let who = if roles.is_empty() {
-                    "enabled agents other than the author".to_owned()
-                } else {
-                    format!("holders of {}", roles.join(" or "))
-                };
-                r.missing = Some(format!(
-                    "{} more on revision {current} from {who} (have {have} of {})",
-                    plural(a.minimum - have, "approval", "approvals"),
-                    a.minimum
-                ));
-            }
-        }
-        requirements.push(r);
-    }
-
-    // role rules
+    let mut requirements = vec![approvals_requirement(&cx, &standing, &notes)];
     for rule in &policy.roles {
         requirements.push(role_requirement(&cx, rule, &standing, current));
     }
-
-    // no_blocking_votes
-    {
-        let blocking = &policy.approvals.blocking_votes;
-        let mut r = Requirement::new(
-            RequirementId::NoBlockingVotes,
-            if blocking.is_empty() {
-                NotApplicable
-            } else {
-                Satisfied
-            },
-        );
-        if !blocking.is_empty() {
-            let blockers: Vec<&Standing<'_>> = standing
-                .values()
-                .filter(|s| blocking.contains(&s.vote.vote))
-                .collect();
-            r.evidence = blockers.iter().map(|s| s.vote.id.to_owned()).collect();
-            r.reasons = notes.clone();
-            if !blockers.is_empty() {
-                r.status = Unsatisfied;
-                let list: Vec<String> = blockers
-                    .iter()
-                    .map(|s| {
-                        format!(
-                            "{} by {} ({})",
-                            json_str(&s.vote.vote),
-                            s.vote.agent_id,
-                            s.vote.id
-                        )
-                    })
-                    .collect();
-                r.missing = Some(format!(
-                    "blocking votes stand: {}; the voters must change their vote, or the author revise",
-                    list.join(", ")
-                ));
-            }
-        }
-        requirements.push(r);
-    }
-
-    // secrets, which feed the security review
-    let findings: Vec<SecretFinding> = if policy.secrets.scan {
-        let mut f: Vec<SecretFinding> = input
-            .added_lines
-            .iter()
-            .filter_map(|l| scan_secrets(l.path, l.line, l.text))
-            .collect();
-        f.sort();
-        f.dedup();
-        f
-    } else {
-        Vec::new()
-    };
-
-    // security_review
+    requirements.push(blocking_requirement(&cx, &standing, &notes));
+    // The secrets found feed the security review.
+    let findings = secret_findings(policy, input);
     let security = security_requirement(&cx, &findings);
-    let security_passed = security.status == Satisfied && !security.evidence.is_empty();
+    let security_passed =
+        security.status == RequirementStatus::Satisfied && !security.evidence.is_empty();
     let security_evidence = security.evidence.clone();
     requirements.push(security);
-
-    // secrets
-    {
-        let mut r = Requirement::new(
-            RequirementId::Secrets,
-            if policy.secrets.scan {
-                Satisfied
-            } else {
-                NotApplicable
-            },
-        );
-        if policy.secrets.scan {
-            r.reasons
-                .push(format!("scanned {} added lines", input.added_lines.len()));
-            if !findings.is_empty() {
-                r.findings = findings.clone();
-                r.paths = findings
-                    .iter()
-                    .map(|f| f.path.clone())
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                if security_passed {
-                    r.evidence = security_evidence;
-                    r.reasons.push(format!(
-                        "{} reviewed by a passing security review",
-                        plural(
-                            u32::try_from(findings.len()).unwrap_or(u32::MAX),
-                            "finding",
-                            "findings"
-                        )
-                    ));
-                } else {
-                    r.status = Unsatisfied;
-                    r.candidates = strings(&cx.eligible(&[SECURITY_ROLE]));
-                    r.missing = Some(format!(
-                        "{} in added lines: remove them, or have a security review pass revision {current}",
-                        plural(u32::try_from(findings.len()).unwrap_or(u32::MAX), "secret", "secrets")
-                    ));
-                }
-            }
-        }
-        requirements.push(r);
-    }
-
-    // human_approval
-    {
-        let gate = &policy.human_approval;
-        let (reasons, paths) = gate_reasons(&cx, gate);
-        let mut r = Requirement::new(RequirementId::HumanApproval, NotApplicable);
-        if !reasons.is_empty() {
-            r.reasons = reasons;
-            r.paths = paths;
-            let mut carried = Vec::new();
-            r.evidence = input
-                .human_approvals
-                .iter()
-                .filter(|a| {
-                    cx.counts_on(
-                        a.revision,
-                        &format!("human approval {}", a.id),
-                        &mut carried,
-                    )
-                })
-                .map(|a| a.id.to_owned())
-                .collect();
-            r.reasons.extend(carried);
-            if r.evidence.is_empty() {
-                r.status = Unsatisfied;
-                r.missing = Some(format!("a person's approval of revision {current}"));
-            } else {
-                r.status = Satisfied;
-            }
-        }
-        requirements.push(r);
-    }
-
-    // checks
+    requirements.push(secrets_requirement(
+        &cx,
+        &findings,
+        security_passed.then_some(security_evidence),
+    ));
+    requirements.push(human_approval_requirement(&cx));
     for name in &policy.checks.required {
-        let mut r = Requirement::new(RequirementId::Check(name.to_string()), Unsatisfied);
-        // The latest result on the current revision; failing that, with
-        // `carry_on_trivial_rebase`, the latest on the nearest revision a
-        // trivial rebase connects.
-        let carry = policy.checks.carry_on_trivial_rebase;
-        let latest = input
-            .test_results
-            .iter()
-            .filter(|t| t.name == name)
-            .filter(|t| t.revision == current || (carry && cx.trivial.contains(&t.revision)))
-            .max_by_key(|t| t.revision); // the last recorded of the highest revision
-        if let Some(t) = latest.filter(|t| t.revision != current) {
-            cx.counts_on(
-                t.revision,
-                &format!("check result {}", t.id),
-                &mut r.reasons,
-            );
-        }
-        match latest {
-            Some(t) => {
-                r.evidence.push(t.id.to_owned());
-                if t.status == TestStatus::Passed {
-                    r.status = Satisfied;
-                } else {
-                    r.missing = Some(format!(
-                        "check {name:?} must pass on revision {current}; its latest result ({}) is {}",
-                        t.id,
-                        json_str(&t.status)
-                    ));
-                }
-            }
-            None => {
-                r.missing = Some(format!(
-                    "a passing {name:?} result recorded for revision {current}"
-                ));
-            }
-        }
-        requirements.push(r);
+        requirements.push(check_requirement(&cx, name));
     }
-
     for r in &mut requirements {
         r.carried = carried_evidence(&cx, &r.evidence);
     }
     PolicyReport {
-        approvable: requirements.iter().all(|r| r.status != Unsatisfied),
+        approvable: requirements
+            .iter()
+            .all(|r| r.status != RequirementStatus::Unsatisfied),
         requirements,
     }
+}
+
+/// `approvals`: at least `minimum` standing approvals on the current
+/// revision, from holders of the eligible roles (or any enabled agent
+/// other than the author when none is named); `notes` say which votes
+/// were superseded or do not carry.
+fn approvals_requirement(
+    cx: &Context<'_, '_>,
+    standing: &BTreeMap<&str, Standing<'_>>,
+    notes: &[String],
+) -> Requirement {
+    use RequirementStatus::{NotApplicable, Satisfied, Unsatisfied};
+    let current = cx.input.revision.number;
+    let a = &cx.policy.approvals;
+    let roles: Vec<&str> = a.eligible_roles.iter().map(String::as_str).collect();
+    let mut r = Requirement::new(
+        RequirementId::Approvals,
+        if a.minimum == 0 {
+            NotApplicable
+        } else {
+            Satisfied
+        },
+    );
+    if a.minimum == 0 {
+        return r;
+    }
+    let counted: Vec<&Standing<'_>> = standing
+        .values()
+        .filter(|s| is_approval(s.vote.vote))
+        .filter(|s| roles.is_empty() || roles.iter().any(|role| cx.holds(s.vote.agent_id, role)))
+        .collect();
+    r.evidence = counted.iter().map(|s| s.vote.id.to_owned()).collect();
+    let counted_agents: BTreeSet<&str> = counted.iter().map(|s| s.vote.agent_id).collect();
+    r.candidates = strings(
+        &cx.eligible(&roles)
+            .into_iter()
+            .filter(|c| !counted_agents.contains(c))
+            .collect::<Vec<_>>(),
+    );
+    r.reasons = notes.to_vec();
+    let have = u32::try_from(counted.len()).unwrap_or(u32::MAX);
+    if have < a.minimum {
+        r.status = Unsatisfied;
+        let who = if roles.is_empty() {
+            "enabled agents other than the author".to_owned()
+        } else {
+            format!("holders of {}", roles.join(" or "))
+        };
+        r.missing = Some(format!(
+            "{} more on revision {current} from {who} (have {have} of {})",
+            plural(a.minimum - have, "approval", "approvals"),
+            a.minimum
+        ));
+    }
+    r
+}
+
+/// `no_blocking_votes`: no standing vote of a kind the policy's
+/// `blocking_votes` lists.
+fn blocking_requirement(
+    cx: &Context<'_, '_>,
+    standing: &BTreeMap<&str, Standing<'_>>,
+    notes: &[String],
+) -> Requirement {
+    use RequirementStatus::{NotApplicable, Satisfied, Unsatisfied};
+    let blocking = &cx.policy.approvals.blocking_votes;
+    let mut r = Requirement::new(
+        RequirementId::NoBlockingVotes,
+        if blocking.is_empty() {
+            NotApplicable
+        } else {
+            Satisfied
+        },
+    );
+    if blocking.is_empty() {
+        return r;
+    }
+    let blockers: Vec<&Standing<'_>> = standing
+        .values()
+        .filter(|s| blocking.contains(&s.vote.vote))
+        .collect();
+    r.evidence = blockers.iter().map(|s| s.vote.id.to_owned()).collect();
+    r.reasons = notes.to_vec();
+    if !blockers.is_empty() {
+        r.status = Unsatisfied;
+        let list: Vec<String> = blockers
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} by {} ({})",
+                    json_str(&s.vote.vote),
+                    s.vote.agent_id,
+                    s.vote.id
+                )
+            })
+            .collect();
+        r.missing = Some(format!(
+            "blocking votes stand: {}; the voters must change their vote, or the author revise",
+            list.join(", ")
+        ));
+    }
+    r
+}
+
+/// The secrets in the revision's added lines, sorted and deduplicated;
+/// none when the policy does not scan.
+fn secret_findings(policy: &Policy, input: &PolicyInput<'_>) -> Vec<SecretFinding> {
+    if !policy.secrets.scan {
+        return Vec::new();
+    }
+    let mut f: Vec<SecretFinding> = input
+        .added_lines
+        .iter()
+        .filter_map(|l| scan_secrets(l.path, l.line, l.text))
+        .collect();
+    f.sort();
+    f.dedup();
+    f
+}
+
+/// `secrets`: no secret in the added lines, unless a passing security
+/// review (`reviewed`: its evidence) covers them.
+fn secrets_requirement(
+    cx: &Context<'_, '_>,
+    findings: &[SecretFinding],
+    reviewed: Option<Vec<String>>,
+) -> Requirement {
+    use RequirementStatus::{NotApplicable, Satisfied, Unsatisfied};
+    let scan = cx.policy.secrets.scan;
+    let mut r = Requirement::new(
+        RequirementId::Secrets,
+        if scan { Satisfied } else { NotApplicable },
+    );
+    if !scan {
+        return r;
+    }
+    let current = cx.input.revision.number;
+    r.reasons.push(format!(
+        "scanned {} added lines",
+        cx.input.added_lines.len()
+    ));
+    if findings.is_empty() {
+        return r;
+    }
+    r.findings = findings.to_vec();
+    r.paths = findings
+        .iter()
+        .map(|f| f.path.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let found = u32::try_from(findings.len()).unwrap_or(u32::MAX);
+    match reviewed {
+        Some(evidence) => {
+            r.evidence = evidence;
+            r.reasons.push(format!(
+                "{} reviewed by a passing security review",
+                plural(found, "finding", "findings")
+            ));
+        }
+        None => {
+            r.status = Unsatisfied;
+            r.candidates = strings(&cx.eligible(&[SECURITY_ROLE]));
+            r.missing = Some(format!(
+                "{} in added lines: remove them, or have a security review pass revision {current}",
+                plural(found, "secret", "secrets")
+            ));
+        }
+    }
+    r
+}
+
+/// `human_approval`: when the policy's gate applies to this change, a
+/// person's approval of the current revision (or one that carries).
+fn human_approval_requirement(cx: &Context<'_, '_>) -> Requirement {
+    use RequirementStatus::{NotApplicable, Satisfied, Unsatisfied};
+    let current = cx.input.revision.number;
+    let (reasons, paths) = gate_reasons(cx, &cx.policy.human_approval);
+    let mut r = Requirement::new(RequirementId::HumanApproval, NotApplicable);
+    if reasons.is_empty() {
+        return r;
+    }
+    r.reasons = reasons;
+    r.paths = paths;
+    let mut carried = Vec::new();
+    r.evidence = cx
+        .input
+        .human_approvals
+        .iter()
+        .filter(|a| {
+            cx.counts_on(
+                a.revision,
+                &format!("human approval {}", a.id),
+                &mut carried,
+            )
+        })
+        .map(|a| a.id.to_owned())
+        .collect();
+    r.reasons.extend(carried);
+    if r.evidence.is_empty() {
+        r.status = Unsatisfied;
+        r.missing = Some(format!("a person's approval of revision {current}"));
+    } else {
+        r.status = Satisfied;
+    }
+    r
+}
+
+/// `check:<name>`: the latest result of the required check `name` on the
+/// current revision passed; failing that, with `carry_on_trivial_rebase`,
+/// the latest on the nearest revision a trivial rebase connects.
+fn check_requirement(cx: &Context<'_, '_>, name: &str) -> Requirement {
+    use RequirementStatus::{Satisfied, Unsatisfied};
+    let current = cx.input.revision.number;
+    let mut r = Requirement::new(RequirementId::Check(name.to_string()), Unsatisfied);
+    let carry = cx.policy.checks.carry_on_trivial_rebase;
+    let latest = cx
+        .input
+        .test_results
+        .iter()
+        .filter(|t| t.name == name)
+        .filter(|t| t.revision == current || (carry && cx.trivial.contains(&t.revision)))
+        .max_by_key(|t| t.revision); // the last recorded of the highest revision
+    if let Some(t) = latest.filter(|t| t.revision != current) {
+        cx.counts_on(
+            t.revision,
+            &format!("check result {}", t.id),
+            &mut r.reasons,
+        );
+    }
+    match latest {
+        Some(t) => {
+            r.evidence.push(t.id.to_owned());
+            if t.status == TestStatus::Passed {
+                r.status = Satisfied;
+            } else {
+                r.missing = Some(format!(
+                    "check {name:?} must pass on revision {current}; its latest result ({}) is {}",
+                    t.id,
+                    json_str(&t.status)
+                ));
+            }
+        }
+        None => {
+            r.missing = Some(format!(
+                "a passing {name:?} result recorded for revision {current}"
+            ));
+        }
+    }
+    r
 }
 
 /// Which of `evidence` were given on an earlier revision, and by which

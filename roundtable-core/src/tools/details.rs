@@ -343,86 +343,8 @@ fn transaction_key(s: &mut Shape) {
 /// Declare `code`'s keys into `s`; its description.
 fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
     match code {
-        ErrorCode::InvalidPatch => {
-            parse_error_keys(s);
-            let format = s.typed::<PatchFormat>(
-                "When a unified diff does not parse but reads like an agent-native format: the `patch_format` to give instead (`codex` or `search_replace`).",
-            );
-            s.key("byte", count("For text that is not UTF-8: the offset of its first invalid byte."))
-                .key("path", text(PATH))
-                .key("hunk", count("The 1-based number of the agent-native hunk concerned."))
-                .key(
-                    "found_line",
-                    count("For an agent-native hunk that adds or removes no line: the line after its last."),
-                )
-                .key(
-                    "previous_line",
-                    count("For a file an agent-native change touches twice: the line of the earlier section."),
-                )
-                .key(
-                    "file",
-                    text("For a path the change needs as a directory: the file the change makes there."),
-                )
-                .key("suggested_patch_format", format);
-            "The patch text is malformed: it follows neither the unified/git diff grammar nor the agent-native format it was given as."
-        }
-        ErrorCode::PatchDoesNotApply => {
-            let candidate = json!({
-                "type": "object",
-                "description": "A place in the file near a refused agent-native hunk.",
-                "properties": {
-                    "line": count("Its 1-based line in the file (for a near miss, the first line that differs)."),
-                    "text": text_or_null("That line's text (`null` past the end of the file)."),
-                    "expected": text("For a near miss: the hunk's line that differs there."),
-                    "matched_from": count("For a near miss: the 1-based line the matching lines start at."),
-                    "matched_lines": count("For a near miss: how many of the hunk's lines match from there."),
-                },
-                "required": ["line", "text"],
-                "additionalProperties": false,
-            });
-            let candidates = s.own("MatchCandidate", candidate, "");
-            let rung = s.typed::<MatchRung>(
-                "For an ambiguous agent-native hunk: the rung of the matching ladder at which it matched more than one place.",
-            );
-            s.always("path", text(PATH))
-                .key(
-                    "hunk",
-                    count("The 1-based number of the hunk in its file's section (or in the agent-native document)."),
-                )
-                .key(
-                    "reason",
-                    text("What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous`, `indentation` (matched at the whitespace rung with an uneven indentation offset) or `work_limit` (placing the change's hunks exceeds the work bound) for an agent-native hunk."),
-                )
-                .key("line", count("For an agent-native hunk: its 1-based line in the document."))
-                .key(
-                    "anchor",
-                    text("For an agent-native hunk whose `@@` anchor matches no line: the anchor."),
-                )
-                .key("at_end", flag("For an agent-native hunk marked `*** End of File` that matches nowhere."))
-                .key("rung", rung)
-                .key("count", count("For an ambiguous agent-native hunk: how many places it matches."))
-                .key(
-                    "eol_rule",
-                    text("When git converts the path's line ends: the rule (`core.autocrlf=true`, or the path's `.gitattributes` `text`/`eol` attributes); the diff must have the line ends the working tree has."),
-                )
-                .key(
-                    "eol_conversion",
-                    text("With `eol_rule`: what git does to the path's line ends (CRLF on checkout and LF in the repository, or LF on `git add`)."),
-                )
-                .key(
-                    "other_hunk",
-                    count("For overlapping agent-native hunks: the number of the hunk it overlaps."),
-                )
-                .key(
-                    "candidates",
-                    array_of(
-                        candidates,
-                        "For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or the line whose indentation differs (indentation).",
-                    ),
-                );
-            transaction_key(s);
-            "The patch is well formed but does not apply to the current contents: a hunk's context is not found, a file to create exists, a file to modify is missing."
-        }
+        ErrorCode::InvalidPatch => invalid_patch(s),
+        ErrorCode::PatchDoesNotApply => patch_does_not_apply(s),
         ErrorCode::UnsupportedPatch => {
             parse_error_keys(s);
             s.key("path", text(PATH));
@@ -450,21 +372,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
         ErrorCode::IrreversiblePatch => {
             "A patch cannot be reversed (a copy has no inverse in the diff grammar); no tool reports it with details today."
         }
-        ErrorCode::InvalidArgument => {
-            s.key("field", text(FIELD))
-                .key("reason", text("Why the value is refused."))
-                .key("len", count("For an oversized source or symbol name: its length in bytes."))
-                .key("max", count("For an oversized source or symbol name: the most allowed."))
-                .key("max_nesting", count("For declarations nested too deep to index: the deepest allowed."))
-                .key("path", text("For a `strip` refused: the path the diff's name makes at the strip level given."))
-                .key(
-                    "suggested_strip",
-                    count("For a `strip` refused: the strip level at which the diff's names make sense (0 for `git diff --no-prefix`)."),
-                );
-            parse_error_keys(s);
-            transaction_key(s);
-            "A call's arguments are invalid: a field is missing, of the wrong type or out of range."
-        }
+        ErrorCode::InvalidArgument => invalid_argument(s),
         ErrorCode::Io => {
             s.key("path", text(PATH))
                 .key("lock", text("For the apply lock: its file (in `.roundtable/`)."))
@@ -474,96 +382,12 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
             transaction_key(s);
             "The operating system (or libgit2) refused a read or write."
         }
-        ErrorCode::PreconditionFailed => {
-            let failure = json!({
-                "type": "object",
-                "description": "One precondition of an edit plan that does not hold.",
-                "properties": {
-                    "field": text("The plan's field (`documentChanges[0].precondition`, or `documentChanges[0].to` for a rename onto an existing file)."),
-                    "path": text(PATH),
-                    "expected": text("The digest expected (`blob:sha256:…`), or `absent`."),
-                    "actual": text("The digest found, or `absent`."),
-                },
-                "required": ["field", "path", "expected", "actual"],
-                "additionalProperties": false,
-            });
-            let failures = s.own("PreconditionFailure", failure, "");
-            let cause = json!({
-                "type": "object",
-                "description": "The error that made the precondition fail, as a call would return it.",
-                "properties": {
-                    "code": one_of_strings(
-                        &ErrorCode::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-                        "Its stable code.",
-                    ),
-                    "message": text("Its message."),
-                    "details": json!({"type": "object", "description": "Its details (as that code's schema has them)."}),
-                },
-                "required": ["code", "message", "details"],
-                "additionalProperties": false,
-            });
-            let cause = s.own(
-                "ErrorCause",
-                cause,
-                "For a revert whose inverse does not apply: why not.",
-            );
-            let landing = s.typed::<Landing>(
-                "For a bare repository, or `landing.log` in files mode: the workspace's landing setting.",
-            );
-            let report = s.typed::<ValidationReport>(
-                "For a revision that no longer matches the workspace: the whole validation report.",
-            );
-            s.key("path", text(PATH))
-                .key(
-                    "expected",
-                    text("What the change expects: a digest (`blob:sha256:…`, with ` (executable)` or ` (symbolic link)` when so), `absent` or `present`; for a branch, the commit id."),
-                )
-                .key(
-                    "actual",
-                    text_or_null("What is there now, spelled as `expected`; `null` for a branch that does not exist."),
-                )
-                .key(
-                    "failures",
-                    array_of(failures, "For an edit plan: every precondition that does not hold, in plan order (`path`, `expected` and `actual` are the first's)."),
-                )
-                .key("line", count("For an agent-native change: the 1-based line of its section."))
-                .key("hunk", count("For an agent-native change: the number of the hunk concerned."))
-                .key("root", text("For a bare repository: its directory."))
-                .key("bare", flag("For a bare repository, which has no working tree to write files to."))
-                .key("landing", landing)
-                .key("proposal_id", text(PROPOSAL_ID))
-                .key("revision", count(REVISION))
-                .key(
-                    "reason",
-                    one_of_strings(&["remote_rejected", "moved"], "For a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`; for a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was."),
-                )
-                .key("remote_status", text("For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …)."))
-                .key("remote_messages", texts("For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines."))
-                .key("ref", text("For a git landing: the branch (`refs/heads/main`)."))
-                .key("head", text_or_null("For a git landing: the branch the repository's `HEAD` is on (`null`: a detached `HEAD`)."))
-                .key("remote", text_or_null("For a git landing: the remote (`null`: this repository's own branch)."))
-                .key("cause", cause)
-                .key("paths", texts("For a revert that cannot be inverted as a diff: the paths that changed since the apply."))
-                .key("report", report);
-            transaction_key(s);
-            "A change's precondition does not hold: a file's current digest is not the expected one, a file expected to be absent exists, a branch moved."
-        }
+        ErrorCode::PreconditionFailed => precondition_failed(s),
         ErrorCode::InvalidEditPlan => {
             s.key("field", text(FIELD)).key("path", text(PATH));
             "An edit plan is malformed: a bad JSON shape, overlapping edits, a range off the end of a line or inside a character, a blob that does not match its digest."
         }
-        ErrorCode::IncompleteEditPlan => {
-            let statuses: Vec<&str> = PlanStatus::ALL
-                .iter()
-                .filter(|&&p| p != PlanStatus::Complete)
-                .map(|p| p.as_str())
-                .collect();
-            s.always("field", text("The plan's `status` field (`proposal.status`)."))
-                .always("status", one_of_strings(&statuses, "The plan's status."))
-                .key("reason", anything("The plan's `reason` (or `incompleteReason`), verbatim."))
-                .key("diagnostics", anything("The plan's `diagnostics`, verbatim."));
-            "An edit plan's status is not `complete` (`incomplete`, `unsupported`, `cancelled`, `errored`): it must not be applied."
-        }
+        ErrorCode::IncompleteEditPlan => incomplete_edit_plan(s),
         ErrorCode::NotFound => {
             s.always(
                 "kind",
@@ -572,125 +396,15 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
             .always("id", text("The id looked for (a revision is `PROPOSAL@NUMBER`)."));
             "The named proposal, revision, task, agent, tool or other record does not exist."
         }
-        ErrorCode::Forbidden => {
-            let actor = s.typed::<Actor>("The caller.");
-            let kinds = s.typed::<ActorKind>("");
-            let reason = s.own(
-                "ForbiddenReason",
-                string_enum(
-                    "Why an actor may not do something.",
-                    &[
-                        ("wrong_kind", "The tool is not for the caller's kind of actor (`allowed_kinds`)."),
-                        ("unregistered", "The agent is not registered."),
-                        ("disabled", "The agent is disabled."),
-                        ("not_author", "Only the proposal's author (`author`) may do this."),
-                        ("author", "The proposal's author may not do this to their own proposal (vote, review)."),
-                        ("not_holder", "Only the claim's holder (`holder`) may do this."),
-                        ("missing_role", "The agent lacks the role this needs (`required_role`)."),
-                    ],
-                ),
-                "Why.",
-            );
-            s.always("actor", actor)
-                .key("reason", reason)
-                .key("allowed_kinds", array_of(kinds, "The kinds of actor the tool is for."))
-                .key("author", text("The proposal's author."))
-                .key("holder", text("The agent holding the claim."))
-                .key("required_role", text("The role needed (`security`)."));
-            "The actor may not do this: the wrong kind of actor, not the author, the author voting on their own proposal, an unregistered or disabled agent."
-        }
-        ErrorCode::Conflict => {
-            let report = s.typed::<ValidationReport>(
-                "For an apply of a superseded revision: the whole validation report.",
-            );
-            let holder = s.typed::<Claim>("The other agent's write claim that is in the way.");
-            let files = s.typed::<FileConflict>("");
-            let moved = json!({
-                "type": "object",
-                "description": "A path a transaction wrote that changed since.",
-                "properties": {
-                    "path": text(PATH),
-                    "expected": text("What the transaction left there (`absent`, or a digest)."),
-                    "actual": text("What is there now, spelled the same way."),
-                },
-                "required": ["path", "expected", "actual"],
-                "additionalProperties": false,
-            });
-            let moved = s.own("MovedPath", moved, "");
-            let reason = s.own(
-                "ConflictReason",
-                string_enum(
-                    "Why a rebase was refused.",
-                    &[
-                        ("up_to_date", "The revision is not stale: the files it touches are as it was made on."),
-                        ("already_applied", "Its change is already in the files."),
-                        ("merge_conflict", "It does not merge onto the current files (`files`)."),
-                        ("base_unavailable", "The revision does not keep the content it was made on (`path`)."),
-                    ],
-                ),
-                "For a rebase: why it was refused.",
-            );
-            s.key("proposal_id", text(PROPOSAL_ID))
-                .key("revision", count(REVISION))
-                .key("latest_revision", count(LATEST_REVISION))
-                .key("expected_revision", count("The revision the call expected to be the latest."))
-                .key("report", report)
-                .key("holder", holder)
-                .key("resource_id", text("The resource claimed (`file:src/a.rs`)."))
-                .key("waiters_ahead", count("How many earlier waiters of other agents wait for the resource."))
-                .key("reason", reason)
-                .key("path", text(PATH))
-                .key("files", array_of(files, "For a merge conflict: every file that does not merge."))
-                .key("request_id", text("The approval request."))
-                .key("kind", text("For a record whose id is taken: its kind (`task`, `transaction`)."))
-                .key("id", text("For a record whose id is taken: the id."))
-                .key("transaction_id", text("The transaction concerned."))
-                .key("paths", array_of(moved, "For a rollback: the paths the transaction wrote that changed since."));
-            "The call lost a race or repeats a record: the expected revision is not the latest, the id is taken, a revision was superseded, another agent's claim is in the way."
-        }
-        ErrorCode::IllegalTransition => {
-            let mut statuses = constants::<ProposalStatus>();
-            statuses.extend(constants::<ClaimStatus>());
-            statuses.extend(constants::<TransactionStatus>());
-            statuses.extend(constants::<PolicyStatus>());
-            statuses.sort();
-            statuses.dedup();
-            let statuses: Vec<&str> = statuses.iter().map(String::as_str).collect();
-            let landing = s.typed::<Landing>(
-                "For a rollback of a transaction that landed in another landing mode: the workspace's landing setting now.",
-            );
-            s.key("proposal_id", text(PROPOSAL_ID))
-                .key("claim_id", text("The claim."))
-                .key("version", count("The policy version."))
-                .key("transaction_id", text("The transaction."))
-                .key("status", one_of_strings(&statuses, "The record's status (a proposal's, claim's, transaction's or policy version's)."))
-                .key(
-                    "allowed",
-                    json!({"type": "array", "items": {"type": "string", "enum": statuses}, "description": "The statuses that would allow the operation."}),
-                )
-                .key("operation", text("The tool (or operation) refused."))
-                .key("landing", landing);
-            "The record's current status does not allow this operation (the details name the status and the statuses that would)."
-        }
+        ErrorCode::Forbidden => forbidden(s),
+        ErrorCode::Conflict => conflict(s),
+        ErrorCode::IllegalTransition => illegal_transition(s),
         ErrorCode::IdempotencyConflict => {
             s.always("idempotency_key", text("The key."))
                 .always("tool", text("The tool the key was first used with."));
             "An idempotency key was used before with other arguments (or another tool)."
         }
-        ErrorCode::Database => {
-            s.key("retryable", flag("The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written."))
-                .key("landed", flag("The change landed (past the commit point: the branch, or the remote's, moved) but recording its outcome failed: never retryable; the transaction (`transaction_id`) stays `applying` until the next apply or open records it, and a call made again with the same idempotency key returns the landing's result."))
-                .key("claim_id", text("A stored claim that does not read back."))
-                .key("path", text("A stored path that does not read back."))
-                .key("digest", text("A stored blob that is missing or does not match its digest."))
-                .key("transaction_id", text("A transaction whose journal does not read back."))
-                .key("line", count_or_null("For a stored policy that no longer parses: the 1-based line, when known."))
-                .key("column", count_or_null("For a stored policy that no longer parses: the 1-based column, when known."))
-                .key("key", text_or_null("For a stored policy that no longer parses: the dotted key, when known."))
-                .key("name", text("For a stored policy that no longer parses: an unknown key's name."))
-                .key("glob", text("For a stored policy that no longer parses: the glob that does not compile."));
-            "The store's database failed (locked past the busy timeout, corrupt, disk full, the server unreachable) or holds what this code did not write; the call changed nothing (`retryable` says when the same call may succeed later)."
-        }
+        ErrorCode::Database => database(s),
         ErrorCode::IncompatibleStore => {
             "The store was written by a newer roundtable (or is not a roundtable store), so it is not opened."
         }
@@ -701,29 +415,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("symbol", text("The name asked for, in a file that does not exist."));
             "A `symbol:` resource names no symbol in the file's current content."
         }
-        ErrorCode::AmbiguousSymbol => {
-            let kind = s.typed::<SymbolKind>("What kind of item it is.");
-            let symbol = json!({
-                "type": "object",
-                "description": "One indexed symbol.",
-                "properties": {
-                    "name": text("The qualified name, `.`-separated."),
-                    "kind": kind,
-                    "start_line": count("First line of the span, 1-based."),
-                    "end_line": count("Last line of the span, 1-based and inclusive."),
-                    "start_byte": count("First byte of the span."),
-                    "end_byte": count("One past the last byte of the span."),
-                    "definition": json!({"type": "boolean", "description": "`true` for a definition, `false` for a bare declaration."}),
-                },
-                "required": ["name", "kind", "start_line", "end_line", "start_byte", "end_byte", "definition"],
-                "additionalProperties": false,
-            });
-            let symbol = s.own("Symbol", symbol, "");
-            s.always("path", text(PATH))
-                .always("name", text("The name asked for."))
-                .always("candidates", array_of(symbol, "Every symbol of that name, with its span."));
-            "A `symbol:` resource names more than one symbol (the details list the candidates and their spans)."
-        }
+        ErrorCode::AmbiguousSymbol => ambiguous_symbol(s),
         ErrorCode::UnsupportedLanguage => {
             s.always("path", text(PATH));
             "Symbols are asked for in a file whose language roundtable cannot index."
@@ -736,28 +428,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("glob", text("For a glob that does not compile: the glob."));
             "A policy document is malformed: bad TOML, an unknown key, a bad glob, a value the format does not allow."
         }
-        ErrorCode::StaleClaim => {
-            let reason = s.own(
-                "StaleClaimReason",
-                string_enum(
-                    "Why an apply's fencing check refused the author's claim.",
-                    &[
-                        ("lapsed", "It was released or lapsed after validation read it."),
-                        ("superseded", "Another agent was granted an overlapping write claim with a newer token since (`newer_claim_id`, `newer_token`)."),
-                    ],
-                ),
-                "Why the claim no longer fences the apply.",
-            );
-            s.key("proposal_id", text(PROPOSAL_ID))
-                .key("revision", count(REVISION))
-                .key("claim_id", text("The author's claim validation relied on."))
-                .key("resource_id", text("Its resource (`symbol:src/a.rs#f`)."))
-                .key("token", count("Its fencing token."))
-                .key("reason", reason)
-                .key("newer_claim_id", text("The claim granted since, with the newer token."))
-                .key("newer_token", count("Its fencing token."));
-            "A claim's resource changed since the claim was acquired, or its fencing token was superseded: inside validation reports, and as `patch.apply`'s refusal when the author's claim lapsed, or another agent was granted its resource, between validation and the journal (nothing was applied)."
-        }
+        ErrorCode::StaleClaim => stale_claim(s),
         ErrorCode::ValidationFailed => {
             let report = s.typed::<ValidationReport>("The whole validation report.");
             s.always("report", report)
@@ -774,25 +445,7 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
                 .key("max_waits", count("Over MCP: the most waiting calls (`events.wait`, `claim.acquire`) one client may have pending at once, which this call would have passed."));
             "Another applier holds the workspace (or the path) past the wait, or (over MCP, with `max_waits`) the client already has the most waits pending: the call changed nothing and may be retried soon."
         }
-        ErrorCode::SpecialFile => {
-            let kind = s.own(
-                "SpecialKind",
-                string_enum(
-                    "A kind of file roundtable never opens.",
-                    &[
-                        ("fifo", "A named pipe."),
-                        ("socket", "A Unix domain socket."),
-                        ("char_device", "A character device."),
-                        ("block_device", "A block device."),
-                        ("submodule", "A submodule (a gitlink in a bare repository's tree)."),
-                    ],
-                ),
-                "What the path is.",
-            );
-            s.always("path", text(PATH)).key("type", kind);
-            transaction_key(s);
-            "A path names something that is not a regular file, a directory or a symbolic link (a FIFO, a socket, a device), which roundtable never opens."
-        }
+        ErrorCode::SpecialFile => special_file(s),
         ErrorCode::Cancelled => {
             s.key("lock", text("When the call was waiting for the apply lock: its file."));
             "The caller cancelled the call while it waited, before its commit point: it changed nothing."
@@ -807,6 +460,464 @@ fn declare(code: ErrorCode, s: &mut Shape) -> &'static str {
             "The engine was opened by another process and this one inherited it across `fork()`: the call did nothing; open a new engine in this process."
         }
     }
+}
+
+/// [`ErrorCode::InvalidPatch`]'s keys; its description.
+fn invalid_patch(s: &mut Shape) -> &'static str {
+    parse_error_keys(s);
+    let format = s.typed::<PatchFormat>(
+        "When a unified diff does not parse but reads like an agent-native format: the `patch_format` to give instead (`codex` or `search_replace`).",
+    );
+    s.key(
+        "byte",
+        count("For text that is not UTF-8: the offset of its first invalid byte."),
+    )
+    .key("path", text(PATH))
+    .key(
+        "hunk",
+        count("The 1-based number of the agent-native hunk concerned."),
+    )
+    .key(
+        "found_line",
+        count("For an agent-native hunk that adds or removes no line: the line after its last."),
+    )
+    .key(
+        "previous_line",
+        count("For a file an agent-native change touches twice: the line of the earlier section."),
+    )
+    .key(
+        "file",
+        text("For a path the change needs as a directory: the file the change makes there."),
+    )
+    .key("suggested_patch_format", format);
+    "The patch text is malformed: it follows neither the unified/git diff grammar nor the agent-native format it was given as."
+}
+
+/// [`ErrorCode::PatchDoesNotApply`]'s keys; its description.
+fn patch_does_not_apply(s: &mut Shape) -> &'static str {
+    let candidate = json!({
+        "type": "object",
+        "description": "A place in the file near a refused agent-native hunk.",
+        "properties": {
+            "line": count("Its 1-based line in the file (for a near miss, the first line that differs)."),
+            "text": text_or_null("That line's text (`null` past the end of the file)."),
+            "expected": text("For a near miss: the hunk's line that differs there."),
+            "matched_from": count("For a near miss: the 1-based line the matching lines start at."),
+            "matched_lines": count("For a near miss: how many of the hunk's lines match from there."),
+        },
+        "required": ["line", "text"],
+        "additionalProperties": false,
+    });
+    let candidates = s.own("MatchCandidate", candidate, "");
+    let rung = s.typed::<MatchRung>(
+        "For an ambiguous agent-native hunk: the rung of the matching ladder at which it matched more than one place.",
+    );
+    s.always("path", text(PATH))
+        .key(
+            "hunk",
+            count("The 1-based number of the hunk in its file's section (or in the agent-native document)."),
+        )
+        .key(
+            "reason",
+            text("What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous`, `indentation` (matched at the whitespace rung with an uneven indentation offset) or `work_limit` (placing the change's hunks exceeds the work bound) for an agent-native hunk."),
+        )
+        .key("line", count("For an agent-native hunk: its 1-based line in the document."))
+        .key(
+            "anchor",
+            text("For an agent-native hunk whose `@@` anchor matches no line: the anchor."),
+        )
+        .key("at_end", flag("For an agent-native hunk marked `*** End of File` that matches nowhere."))
+        .key("rung", rung)
+        .key("count", count("For an ambiguous agent-native hunk: how many places it matches."))
+        .key(
+            "eol_rule",
+            text("When git converts the path's line ends: the rule (`core.autocrlf=true`, or the path's `.gitattributes` `text`/`eol` attributes); the diff must have the line ends the working tree has."),
+        )
+        .key(
+            "eol_conversion",
+            text("With `eol_rule`: what git does to the path's line ends (CRLF on checkout and LF in the repository, or LF on `git add`)."),
+        )
+        .key(
+            "other_hunk",
+            count("For overlapping agent-native hunks: the number of the hunk it overlaps."),
+        )
+        .key(
+            "candidates",
+            array_of(
+                candidates,
+                "For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or the line whose indentation differs (indentation).",
+            ),
+        );
+    transaction_key(s);
+    "The patch is well formed but does not apply to the current contents: a hunk's context is not found, a file to create exists, a file to modify is missing."
+}
+
+/// [`ErrorCode::InvalidArgument`]'s keys; its description.
+fn invalid_argument(s: &mut Shape) -> &'static str {
+    s.key("field", text(FIELD))
+        .key("reason", text("Why the value is refused."))
+        .key("len", count("For an oversized source or symbol name: its length in bytes."))
+        .key("max", count("For an oversized source or symbol name: the most allowed."))
+        .key("max_nesting", count("For declarations nested too deep to index: the deepest allowed."))
+        .key("path", text("For a `strip` refused: the path the diff's name makes at the strip level given."))
+        .key(
+            "suggested_strip",
+            count("For a `strip` refused: the strip level at which the diff's names make sense (0 for `git diff --no-prefix`)."),
+        );
+    parse_error_keys(s);
+    transaction_key(s);
+    "A call's arguments are invalid: a field is missing, of the wrong type or out of range."
+}
+
+/// [`ErrorCode::PreconditionFailed`]'s keys; its description.
+fn precondition_failed(s: &mut Shape) -> &'static str {
+    let failure = json!({
+        "type": "object",
+        "description": "One precondition of an edit plan that does not hold.",
+        "properties": {
+            "field": text("The plan's field (`documentChanges[0].precondition`, or `documentChanges[0].to` for a rename onto an existing file)."),
+            "path": text(PATH),
+            "expected": text("The digest expected (`blob:sha256:…`), or `absent`."),
+            "actual": text("The digest found, or `absent`."),
+        },
+        "required": ["field", "path", "expected", "actual"],
+        "additionalProperties": false,
+    });
+    let failures = s.own("PreconditionFailure", failure, "");
+    let cause = json!({
+        "type": "object",
+        "description": "The error that made the precondition fail, as a call would return it.",
+        "properties": {
+            "code": one_of_strings(
+                &ErrorCode::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                "Its stable code.",
+            ),
+            "message": text("Its message."),
+            "details": json!({"type": "object", "description": "Its details (as that code's schema has them)."}),
+        },
+        "required": ["code", "message", "details"],
+        "additionalProperties": false,
+    });
+    let cause = s.own(
+        "ErrorCause",
+        cause,
+        "For a revert whose inverse does not apply: why not.",
+    );
+    let landing = s.typed::<Landing>(
+        "For a bare repository, or `landing.log` in files mode: the workspace's landing setting.",
+    );
+    let report = s.typed::<ValidationReport>(
+        "For a revision that no longer matches the workspace: the whole validation report.",
+    );
+    s.key("path", text(PATH))
+        .key(
+            "expected",
+            text("What the change expects: a digest (`blob:sha256:…`, with ` (executable)` or ` (symbolic link)` when so), `absent` or `present`; for a branch, the commit id."),
+        )
+        .key(
+            "actual",
+            text_or_null("What is there now, spelled as `expected`; `null` for a branch that does not exist."),
+        )
+        .key(
+            "failures",
+            array_of(failures, "For an edit plan: every precondition that does not hold, in plan order (`path`, `expected` and `actual` are the first's)."),
+        )
+        .key("line", count("For an agent-native change: the 1-based line of its section."))
+        .key("hunk", count("For an agent-native change: the number of the hunk concerned."))
+        .key("root", text("For a bare repository: its directory."))
+        .key("bare", flag("For a bare repository, which has no working tree to write files to."))
+        .key("landing", landing)
+        .key("proposal_id", text(PROPOSAL_ID))
+        .key("revision", count(REVISION))
+        .key(
+            "reason",
+            one_of_strings(&["remote_rejected", "moved"], "For a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`; for a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was."),
+        )
+        .key("remote_status", text("For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …)."))
+        .key("remote_messages", texts("For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines."))
+        .key("ref", text("For a git landing: the branch (`refs/heads/main`)."))
+        .key("head", text_or_null("For a git landing: the branch the repository's `HEAD` is on (`null`: a detached `HEAD`)."))
+        .key("remote", text_or_null("For a git landing: the remote (`null`: this repository's own branch)."))
+        .key("cause", cause)
+        .key("paths", texts("For a revert that cannot be inverted as a diff: the paths that changed since the apply."))
+        .key("report", report);
+    transaction_key(s);
+    "A change's precondition does not hold: a file's current digest is not the expected one, a file expected to be absent exists, a branch moved."
+}
+
+/// [`ErrorCode::IncompleteEditPlan`]'s keys; its description.
+fn incomplete_edit_plan(s: &mut Shape) -> &'static str {
+    let statuses: Vec<&str> = PlanStatus::ALL
+        .iter()
+        .filter(|&&p| p != PlanStatus::Complete)
+        .map(|p| p.as_str())
+        .collect();
+    s.always(
+        "field",
+        text("The plan's `status` field (`proposal.status`)."),
+    )
+    .always("status", one_of_strings(&statuses, "The plan's status."))
+    .key(
+        "reason",
+        anything("The plan's `reason` (or `incompleteReason`), verbatim."),
+    )
+    .key(
+        "diagnostics",
+        anything("The plan's `diagnostics`, verbatim."),
+    );
+    "An edit plan's status is not `complete` (`incomplete`, `unsupported`, `cancelled`, `errored`): it must not be applied."
+}
+
+/// [`ErrorCode::Forbidden`]'s keys; its description.
+fn forbidden(s: &mut Shape) -> &'static str {
+    let actor = s.typed::<Actor>("The caller.");
+    let kinds = s.typed::<ActorKind>("");
+    let reason = s.own(
+        "ForbiddenReason",
+        string_enum(
+            "Why an actor may not do something.",
+            &[
+                (
+                    "wrong_kind",
+                    "The tool is not for the caller's kind of actor (`allowed_kinds`).",
+                ),
+                ("unregistered", "The agent is not registered."),
+                ("disabled", "The agent is disabled."),
+                (
+                    "not_author",
+                    "Only the proposal's author (`author`) may do this.",
+                ),
+                (
+                    "author",
+                    "The proposal's author may not do this to their own proposal (vote, review).",
+                ),
+                (
+                    "not_holder",
+                    "Only the claim's holder (`holder`) may do this.",
+                ),
+                (
+                    "missing_role",
+                    "The agent lacks the role this needs (`required_role`).",
+                ),
+            ],
+        ),
+        "Why.",
+    );
+    s.always("actor", actor)
+        .key("reason", reason)
+        .key(
+            "allowed_kinds",
+            array_of(kinds, "The kinds of actor the tool is for."),
+        )
+        .key("author", text("The proposal's author."))
+        .key("holder", text("The agent holding the claim."))
+        .key("required_role", text("The role needed (`security`)."));
+    "The actor may not do this: the wrong kind of actor, not the author, the author voting on their own proposal, an unregistered or disabled agent."
+}
+
+/// [`ErrorCode::Conflict`]'s keys; its description.
+fn conflict(s: &mut Shape) -> &'static str {
+    let report = s.typed::<ValidationReport>(
+        "For an apply of a superseded revision: the whole validation report.",
+    );
+    let holder = s.typed::<Claim>("The other agent's write claim that is in the way.");
+    let files = s.typed::<FileConflict>("");
+    let moved = json!({
+        "type": "object",
+        "description": "A path a transaction wrote that changed since.",
+        "properties": {
+            "path": text(PATH),
+            "expected": text("What the transaction left there (`absent`, or a digest)."),
+            "actual": text("What is there now, spelled the same way."),
+        },
+        "required": ["path", "expected", "actual"],
+        "additionalProperties": false,
+    });
+    let moved = s.own("MovedPath", moved, "");
+    let reason = s.own(
+        "ConflictReason",
+        string_enum(
+            "Why a rebase was refused.",
+            &[
+                (
+                    "up_to_date",
+                    "The revision is not stale: the files it touches are as it was made on.",
+                ),
+                ("already_applied", "Its change is already in the files."),
+                (
+                    "merge_conflict",
+                    "It does not merge onto the current files (`files`).",
+                ),
+                (
+                    "base_unavailable",
+                    "The revision does not keep the content it was made on (`path`).",
+                ),
+            ],
+        ),
+        "For a rebase: why it was refused.",
+    );
+    s.key("proposal_id", text(PROPOSAL_ID))
+        .key("revision", count(REVISION))
+        .key("latest_revision", count(LATEST_REVISION))
+        .key(
+            "expected_revision",
+            count("The revision the call expected to be the latest."),
+        )
+        .key("report", report)
+        .key("holder", holder)
+        .key(
+            "resource_id",
+            text("The resource claimed (`file:src/a.rs`)."),
+        )
+        .key(
+            "waiters_ahead",
+            count("How many earlier waiters of other agents wait for the resource."),
+        )
+        .key("reason", reason)
+        .key("path", text(PATH))
+        .key(
+            "files",
+            array_of(
+                files,
+                "For a merge conflict: every file that does not merge.",
+            ),
+        )
+        .key("request_id", text("The approval request."))
+        .key(
+            "kind",
+            text("For a record whose id is taken: its kind (`task`, `transaction`)."),
+        )
+        .key("id", text("For a record whose id is taken: the id."))
+        .key("transaction_id", text("The transaction concerned."))
+        .key(
+            "paths",
+            array_of(
+                moved,
+                "For a rollback: the paths the transaction wrote that changed since.",
+            ),
+        );
+    "The call lost a race or repeats a record: the expected revision is not the latest, the id is taken, a revision was superseded, another agent's claim is in the way."
+}
+
+/// [`ErrorCode::IllegalTransition`]'s keys; its description.
+fn illegal_transition(s: &mut Shape) -> &'static str {
+    let mut statuses = constants::<ProposalStatus>();
+    statuses.extend(constants::<ClaimStatus>());
+    statuses.extend(constants::<TransactionStatus>());
+    statuses.extend(constants::<PolicyStatus>());
+    statuses.sort();
+    statuses.dedup();
+    let statuses: Vec<&str> = statuses.iter().map(String::as_str).collect();
+    let landing = s.typed::<Landing>(
+        "For a rollback of a transaction that landed in another landing mode: the workspace's landing setting now.",
+    );
+    s.key("proposal_id", text(PROPOSAL_ID))
+        .key("claim_id", text("The claim."))
+        .key("version", count("The policy version."))
+        .key("transaction_id", text("The transaction."))
+        .key("status", one_of_strings(&statuses, "The record's status (a proposal's, claim's, transaction's or policy version's)."))
+        .key(
+            "allowed",
+            json!({"type": "array", "items": {"type": "string", "enum": statuses}, "description": "The statuses that would allow the operation."}),
+        )
+        .key("operation", text("The tool (or operation) refused."))
+        .key("landing", landing);
+    "The record's current status does not allow this operation (the details name the status and the statuses that would)."
+}
+
+/// [`ErrorCode::Database`]'s keys; its description.
+fn database(s: &mut Shape) -> &'static str {
+    s.key("retryable", flag("The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written."))
+        .key("landed", flag("The change landed (past the commit point: the branch, or the remote's, moved) but recording its outcome failed: never retryable; the transaction (`transaction_id`) stays `applying` until the next apply or open records it, and a call made again with the same idempotency key returns the landing's result."))
+        .key("claim_id", text("A stored claim that does not read back."))
+        .key("path", text("A stored path that does not read back."))
+        .key("digest", text("A stored blob that is missing or does not match its digest."))
+        .key("transaction_id", text("A transaction whose journal does not read back."))
+        .key("line", count_or_null("For a stored policy that no longer parses: the 1-based line, when known."))
+        .key("column", count_or_null("For a stored policy that no longer parses: the 1-based column, when known."))
+        .key("key", text_or_null("For a stored policy that no longer parses: the dotted key, when known."))
+        .key("name", text("For a stored policy that no longer parses: an unknown key's name."))
+        .key("glob", text("For a stored policy that no longer parses: the glob that does not compile."));
+    "The store's database failed (locked past the busy timeout, corrupt, disk full, the server unreachable) or holds what this code did not write; the call changed nothing (`retryable` says when the same call may succeed later)."
+}
+
+/// [`ErrorCode::AmbiguousSymbol`]'s keys; its description.
+fn ambiguous_symbol(s: &mut Shape) -> &'static str {
+    let kind = s.typed::<SymbolKind>("What kind of item it is.");
+    let symbol = json!({
+        "type": "object",
+        "description": "One indexed symbol.",
+        "properties": {
+            "name": text("The qualified name, `.`-separated."),
+            "kind": kind,
+            "start_line": count("First line of the span, 1-based."),
+            "end_line": count("Last line of the span, 1-based and inclusive."),
+            "start_byte": count("First byte of the span."),
+            "end_byte": count("One past the last byte of the span."),
+            "definition": json!({"type": "boolean", "description": "`true` for a definition, `false` for a bare declaration."}),
+        },
+        "required": ["name", "kind", "start_line", "end_line", "start_byte", "end_byte", "definition"],
+        "additionalProperties": false,
+    });
+    let symbol = s.own("Symbol", symbol, "");
+    s.always("path", text(PATH))
+        .always("name", text("The name asked for."))
+        .always(
+            "candidates",
+            array_of(symbol, "Every symbol of that name, with its span."),
+        );
+    "A `symbol:` resource names more than one symbol (the details list the candidates and their spans)."
+}
+
+/// [`ErrorCode::StaleClaim`]'s keys; its description.
+fn stale_claim(s: &mut Shape) -> &'static str {
+    let reason = s.own(
+        "StaleClaimReason",
+        string_enum(
+            "Why an apply's fencing check refused the author's claim.",
+            &[
+                ("lapsed", "It was released or lapsed after validation read it."),
+                ("superseded", "Another agent was granted an overlapping write claim with a newer token since (`newer_claim_id`, `newer_token`)."),
+            ],
+        ),
+        "Why the claim no longer fences the apply.",
+    );
+    s.key("proposal_id", text(PROPOSAL_ID))
+        .key("revision", count(REVISION))
+        .key("claim_id", text("The author's claim validation relied on."))
+        .key("resource_id", text("Its resource (`symbol:src/a.rs#f`)."))
+        .key("token", count("Its fencing token."))
+        .key("reason", reason)
+        .key(
+            "newer_claim_id",
+            text("The claim granted since, with the newer token."),
+        )
+        .key("newer_token", count("Its fencing token."));
+    "A claim's resource changed since the claim was acquired, or its fencing token was superseded: inside validation reports, and as `patch.apply`'s refusal when the author's claim lapsed, or another agent was granted its resource, between validation and the journal (nothing was applied)."
+}
+
+/// [`ErrorCode::SpecialFile`]'s keys; its description.
+fn special_file(s: &mut Shape) -> &'static str {
+    let kind = s.own(
+        "SpecialKind",
+        string_enum(
+            "A kind of file roundtable never opens.",
+            &[
+                ("fifo", "A named pipe."),
+                ("socket", "A Unix domain socket."),
+                ("char_device", "A character device."),
+                ("block_device", "A block device."),
+                (
+                    "submodule",
+                    "A submodule (a gitlink in a bare repository's tree).",
+                ),
+            ],
+        ),
+        "What the path is.",
+    );
+    s.always("path", text(PATH)).key("type", kind);
+    transaction_key(s);
+    "A path names something that is not a regular file, a directory or a symbolic link (a FIFO, a socket, a device), which roundtable never opens."
 }
 
 #[cfg(test)]

@@ -312,28 +312,8 @@ impl Tool for VerifyEvents {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: VerifyEvents, (): ()) -> Result<ChainReport, ToolError> {
-        let expected = match args.expected_head {
-            Some(h) => {
-                if !is_event_digest(&h.digest) {
-                    return Err(ToolError::invalid_argument(
-                        "expected_head.digest",
-                        "is not sha256: and 64 lowercase hex digits",
-                    ));
-                }
-                let seq = i64::try_from(h.seq).map_err(|_| {
-                    ToolError::invalid_argument("expected_head.seq", "is too large")
-                })?;
-                Some((seq, h.digest))
-            }
-            None => None,
-        };
-        // The heads transactions saw: seq -> (transaction, digest).
-        let mut seen: BTreeMap<i64, Vec<(String, String)>> = BTreeMap::new();
-        for head in store::events::journaled_heads(cx.tx)? {
-            seen.entry(head.seq.unwrap_or(-1))
-                .or_default()
-                .push((head.transaction_id, head.digest.unwrap_or_default()));
-        }
+        let expected = expected_head(args.expected_head)?;
+        let seen = heads_seen(cx.tx)?;
         let mut report = ChainReport {
             valid: true,
             checked: 0,
@@ -345,113 +325,15 @@ impl Tool for VerifyEvents {
             records_checked: 0,
             unrecorded: Vec::new(),
         };
-        let mut problem: Option<(Option<i64>, String)> = None;
-        // What the log holds at `seq` (verified so far) against a head
-        // someone kept: `Some(problem)` when they disagree.
-        let at = |seq: i64, digest: &str, head: &str, whose: &str| -> Option<String> {
-            (digest != head).then(|| {
-                format!("event {seq} is not the head {whose} saw: the log was rewritten up to it")
-            })
-        };
-        // The empty log's head, seq 0.
-        if let Some(heads) = seen.get(&0) {
-            for (t, d) in heads {
-                if let Some(p) = at(
-                    0,
-                    crate::store::GENESIS_DIGEST,
-                    d,
-                    &format!("transaction {t}"),
-                ) {
-                    problem.get_or_insert((Some(1), p));
-                }
-            }
-        }
-        if let Some((0, d)) = &expected {
-            let ok = d == crate::store::GENESIS_DIGEST;
-            report.expected_head_found = Some(ok);
-            if !ok {
-                problem.get_or_insert((
-                    Some(1),
-                    at(0, crate::store::GENESIS_DIGEST, d, "the host").unwrap_or_default(),
-                ));
-            }
+        let mut problem = genesis_problem(&seen, expected.as_ref(), &mut report);
+        if problem.is_none() {
+            problem = walk_chain(cx.tx, &seen, expected.as_ref(), &mut report)?;
         }
         if problem.is_none() {
-            store::events::for_each(cx.tx, |fields, digest| {
-                let seq = fields.seq;
-                let prev = fields.prev_digest;
-                let computed = fields.digest();
-                report.checked += 1;
-                let broken = if seq != report.last_seq + 1 {
-                    Some(format!("seq {seq} follows {}", report.last_seq))
-                } else if prev != report.head_digest {
-                    Some("prev_digest is not the previous event's digest".to_owned())
-                } else if digest != computed {
-                    Some("digest does not match the event's content".to_owned())
-                } else {
-                    None
-                };
-                let broken = broken.or_else(|| {
-                    let host = expected
-                        .as_ref()
-                        .filter(|(s, _)| *s == seq)
-                        .and_then(|(_, d)| at(seq, digest, d, "the host"));
-                    if expected.as_ref().is_some_and(|(s, _)| *s == seq) {
-                        report.expected_head_found = Some(host.is_none());
-                    }
-                    host.or_else(|| {
-                        seen.get(&seq)?
-                            .iter()
-                            .find_map(|(t, d)| at(seq, digest, d, &format!("transaction {t}")))
-                    })
-                });
-                if let Some(reason) = broken {
-                    problem = Some((Some(seq), reason));
-                    return false;
-                }
-                report.last_seq = seq;
-                report.head_digest = digest.to_owned();
-                true
-            })?;
-        }
-        if problem.is_none() {
-            // Heads beyond the end: the log was truncated.
-            let last = report.last_seq;
-            let beyond = expected
-                .as_ref()
-                .filter(|(s, _)| *s > last)
-                .map(|(s, _)| format!("the log ends at seq {last}, before the head the host kept (seq {s}): events were deleted"))
-                .or_else(|| {
-                    seen.range(last + 1..).next().and_then(|(s, heads)| {
-                        heads.first().map(|(t, _)| {
-                            format!("the log ends at seq {last}, before the head transaction {t} saw (seq {s}): events were deleted")
-                        })
-                    })
-                })
-                .or_else(|| {
-                    seen.get(&-1).and_then(|h| h.first()).map(|(t, _)| {
-                        format!("transaction {t}'s journal holds a malformed chain head")
-                    })
-                });
-            if let Some(reason) = beyond {
-                problem = Some((Some(last + 1), reason));
-            }
+            problem = truncation(&seen, expected.as_ref(), report.last_seq);
         }
         // Every evidence record (and transaction) has its event.
-        let mut unrecorded_count = 0u64;
-        for t in store::events::RECORDED {
-            report.records_checked += store::events::row_count(cx.tx, t)?;
-            let room = MAX_UNRECORDED - report.unrecorded.len();
-            let (count, first) = store::events::unrecorded(cx.tx, t, room)?;
-            unrecorded_count += count;
-            for (id, proposal_id) in first {
-                report.unrecorded.push(UnrecordedRecord {
-                    kind: t.what,
-                    id,
-                    proposal_id,
-                });
-            }
-        }
+        let unrecorded_count = unrecorded_records(cx.tx, &mut report)?;
         if problem.is_none() {
             if let Some(first) = report.unrecorded.first() {
                 problem = Some((
@@ -470,4 +352,169 @@ impl Tool for VerifyEvents {
         }
         Ok(report)
     }
+}
+
+/// The first thing wrong with the log: the seq of the first invalid event
+/// (`None` for a record without its event), and why.
+type Problem = (Option<i64>, String);
+
+/// The heads transactions saw when they were journaled: seq ->
+/// (transaction, digest); seq -1 for a malformed head.
+type HeadsSeen = BTreeMap<i64, Vec<(String, String)>>;
+
+/// The head the host kept (`expected_head`), checked: its seq and digest.
+fn expected_head(head: Option<ChainHead>) -> Result<Option<(i64, String)>, ToolError> {
+    let Some(h) = head else {
+        return Ok(None);
+    };
+    if !is_event_digest(&h.digest) {
+        return Err(ToolError::invalid_argument(
+            "expected_head.digest",
+            "is not sha256: and 64 lowercase hex digits",
+        ));
+    }
+    let seq = i64::try_from(h.seq)
+        .map_err(|_| ToolError::invalid_argument("expected_head.seq", "is too large"))?;
+    Ok(Some((seq, h.digest)))
+}
+
+/// The heads every transaction saw when it was journaled.
+fn heads_seen(tx: &store::sql::Tx<'_>) -> Result<HeadsSeen, ToolError> {
+    let mut seen = HeadsSeen::new();
+    for head in store::events::journaled_heads(tx)? {
+        seen.entry(head.seq.unwrap_or(-1))
+            .or_default()
+            .push((head.transaction_id, head.digest.unwrap_or_default()));
+    }
+    Ok(seen)
+}
+
+/// What the log holds at `seq` (verified so far) against a `head`
+/// someone (`whose`) kept: `Some(problem)` when they disagree.
+fn rewritten(seq: i64, digest: &str, head: &str, whose: &str) -> Option<String> {
+    (digest != head)
+        .then(|| format!("event {seq} is not the head {whose} saw: the log was rewritten up to it"))
+}
+
+/// The empty log's head, seq 0, against the heads kept at seq 0 (by a
+/// transaction, or by the host).
+fn genesis_problem(
+    seen: &HeadsSeen,
+    expected: Option<&(i64, String)>,
+    report: &mut ChainReport,
+) -> Option<Problem> {
+    let mut problem = None;
+    if let Some(heads) = seen.get(&0) {
+        for (t, d) in heads {
+            if let Some(p) = rewritten(
+                0,
+                crate::store::GENESIS_DIGEST,
+                d,
+                &format!("transaction {t}"),
+            ) {
+                problem.get_or_insert((Some(1), p));
+            }
+        }
+    }
+    if let Some((0, d)) = expected {
+        let ok = d == crate::store::GENESIS_DIGEST;
+        report.expected_head_found = Some(ok);
+        if !ok {
+            problem.get_or_insert((
+                Some(1),
+                rewritten(0, crate::store::GENESIS_DIGEST, d, "the host").unwrap_or_default(),
+            ));
+        }
+    }
+    problem
+}
+
+/// Walk the log in order: each event's seq follows the last, its
+/// `prev_digest` is the previous event's digest, its digest covers its
+/// content, and it is the head the host and every transaction kept at its
+/// seq. Counts into `report`; the first problem stops the walk.
+fn walk_chain(
+    tx: &store::sql::Tx<'_>,
+    seen: &HeadsSeen,
+    expected: Option<&(i64, String)>,
+    report: &mut ChainReport,
+) -> Result<Option<Problem>, ToolError> {
+    let mut problem = None;
+    store::events::for_each(tx, |fields, digest| {
+        let seq = fields.seq;
+        let prev = fields.prev_digest;
+        let computed = fields.digest();
+        report.checked += 1;
+        let broken = if seq != report.last_seq + 1 {
+            Some(format!("seq {seq} follows {}", report.last_seq))
+        } else if prev != report.head_digest {
+            Some("prev_digest is not the previous event's digest".to_owned())
+        } else if digest != computed {
+            Some("digest does not match the event's content".to_owned())
+        } else {
+            None
+        };
+        let broken = broken.or_else(|| {
+            let host = expected
+                .filter(|(s, _)| *s == seq)
+                .and_then(|(_, d)| rewritten(seq, digest, d, "the host"));
+            if expected.is_some_and(|(s, _)| *s == seq) {
+                report.expected_head_found = Some(host.is_none());
+            }
+            host.or_else(|| {
+                seen.get(&seq)?
+                    .iter()
+                    .find_map(|(t, d)| rewritten(seq, digest, d, &format!("transaction {t}")))
+            })
+        });
+        if let Some(reason) = broken {
+            problem = Some((Some(seq), reason));
+            return false;
+        }
+        report.last_seq = seq;
+        report.head_digest = digest.to_owned();
+        true
+    })?;
+    Ok(problem)
+}
+
+/// Heads kept beyond the log's `last` event: the log was truncated (or a
+/// journal holds a malformed head).
+fn truncation(seen: &HeadsSeen, expected: Option<&(i64, String)>, last: i64) -> Option<Problem> {
+    let beyond = expected
+        .filter(|(s, _)| *s > last)
+        .map(|(s, _)| format!("the log ends at seq {last}, before the head the host kept (seq {s}): events were deleted"))
+        .or_else(|| {
+            seen.range(last + 1..).next().and_then(|(s, heads)| {
+                heads.first().map(|(t, _)| {
+                    format!("the log ends at seq {last}, before the head transaction {t} saw (seq {s}): events were deleted")
+                })
+            })
+        })
+        .or_else(|| {
+            seen.get(&-1).and_then(|h| h.first()).map(|(t, _)| {
+                format!("transaction {t}'s journal holds a malformed chain head")
+            })
+        });
+    beyond.map(|reason| (Some(last + 1), reason))
+}
+
+/// Count the evidence records (and transactions) into `report`, listing
+/// the first [`MAX_UNRECORDED`] that no event records; how many there are.
+fn unrecorded_records(tx: &store::sql::Tx<'_>, report: &mut ChainReport) -> Result<u64, ToolError> {
+    let mut unrecorded_count = 0u64;
+    for t in store::events::RECORDED {
+        report.records_checked += store::events::row_count(tx, t)?;
+        let room = MAX_UNRECORDED - report.unrecorded.len();
+        let (count, first) = store::events::unrecorded(tx, t, room)?;
+        unrecorded_count += count;
+        for (id, proposal_id) in first {
+            report.unrecorded.push(UnrecordedRecord {
+                kind: t.what,
+                id,
+                proposal_id,
+            });
+        }
+    }
+    Ok(unrecorded_count)
 }

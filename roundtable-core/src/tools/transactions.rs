@@ -283,7 +283,10 @@ fn not_trivial(args: &ApplyRevision, report: &ValidationReport) -> ToolError {
     )
 }
 
-/// `patch.apply`.
+/// `patch.apply`: finish what an earlier apply left, validate the revision
+/// once more (rebased first when asked), then journal and land it under a
+/// guard that checks, in the journal's own transaction, that nothing
+/// validation relied on changed since.
 fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied, ToolError> {
     const NAME: &str = <ApplyRevision as super::Request>::TOOL;
     let key = args.idempotency_key.clone();
@@ -291,22 +294,8 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         Begun::Replayed(v) => return Ok(v),
         Begun::Locked(lock, request) => (lock, request),
     };
-    // Under the lock no apply of this clone is in flight: one its applier
-    // could not finish (the store failed after the commit point, or
-    // before; the host went on) is finished or undone now, not left
-    // until the next open.
-    // What cannot be finished is recorded and left; this apply goes on.
-    crate::apply::recover_locked(engine.tx_env(), &mut Vec::new())?;
-    finish_landed_locked(engine)?;
-    // This very call may be one that landed before its outcome could be
-    // recorded: just recorded, with its result under its key.
-    if let Some(key) = &key {
-        let replayed = engine
-            .store()
-            .read(|tx| replay(tx, actor, key, NAME, &request))?;
-        if let Some(v) = replayed {
-            return Ok(v);
-        }
+    if let Some(v) = finish_earlier_applies(engine, actor, key.as_ref(), &request)? {
+        return Ok(v);
     }
     let rebased = if args.rebase == Some(true) {
         rebase_first(engine, actor, &args)?
@@ -318,44 +307,8 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // snapshot reuses what it read, and the write checks by `fstat` that
     // nothing changed since.
     let ws = engine.workspace().view();
-    let (evidence, report, changeset) = std::thread::scope(|scope| {
-        let mut evidence = read_cx(engine, actor, |cx| {
-            gather_prefetching(
-                cx,
-                args.proposal_id.as_str(),
-                Some(args.revision.0),
-                &ws,
-                scope,
-            )
-        })?;
-        if let Some(r) = &rebased {
-            // Judged as the revision that would land: the rebase, with
-            // the evidence the policy lets carry to it.
-            evidence.bytes = r
-                .prep
-                .borrow()
-                .as_ref()
-                .expect("the rebase is stored only later")
-                .bytes()
-                .to_vec();
-            evidence.revision = r.record.clone();
-            evidence.revisions.push(r.record.clone());
-            evidence.proposal.latest_revision = r.record.number;
-        }
-        // A rolled-back proposal may land again: re-validated like any
-        // other (its author claims again; its evidence still names the
-        // revision).
-        evidence.proposal.require_status(
-            &[
-                ProposalStatus::Pending,
-                ProposalStatus::InReview,
-                ProposalStatus::RolledBack,
-            ],
-            NAME,
-        )?;
-        let (report, changeset) = validate_with_changeset(engine, &ws, &evidence);
-        Ok::<_, ToolError>((evidence, report, changeset))
-    })?;
+    let (evidence, report, changeset) =
+        validate_for_apply(engine, actor, &args, &ws, rebased.as_ref())?;
     if let Some(r) = &rebased {
         if !crate::changeset::same_change(
             r.from_change_id.as_deref(),
@@ -367,169 +320,32 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     let revision = rebased
         .as_ref()
         .map_or(args.revision.0, |r| r.record.number);
-    if !report.valid && report.revision != report.latest_revision {
-        // Said as what it is, the way every evidence tool says it
-        // (`Proposal::require_latest`), with the report.
-        return Err(ToolError::conflict(
-            format!(
-                "revision {} of {} was superseded by revision {}",
-                report.revision, report.proposal_id, report.latest_revision
-            ),
-            json!({"proposal_id": report.proposal_id, "revision": report.revision,
-                   "latest_revision": report.latest_revision, "report": report}),
-        ));
-    }
-    if !report.valid {
-        let stale = report.stages.iter().any(|s| {
-            (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed
-        });
-        let failed: Vec<&str> = report
-            .stages
-            .iter()
-            .filter(|s| s.status == StageStatus::Failed)
-            .map(|s| s.name.as_str())
-            .collect();
-        let (code, message) = if stale {
-            (
-                ErrorCode::PreconditionFailed,
-                format!(
-                    "revision {} of {} no longer matches the workspace (failed: {})",
-                    report.revision,
-                    report.proposal_id,
-                    failed.join(", ")
-                ),
-            )
-        } else {
-            (
-                ErrorCode::ValidationFailed,
-                format!(
-                    "revision {} of {} is not valid (failed: {})",
-                    report.revision,
-                    report.proposal_id,
-                    failed.join(", ")
-                ),
-            )
-        };
-        return Err(ToolError::new(code, message, json!({"report": report})));
-    }
+    require_valid(&report)?;
     let changeset = changeset.expect("a valid report has a changeset");
     let snapshot = snapshot(&ws, &changeset)?;
     let id = args
         .transaction_id
         .clone()
         .unwrap_or_else(|| engine.ids().next("tx", engine.now().0));
-    let setting = engine
-        .store()
-        .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
-    // In git mode the files written are what `git checkout` of the landed
-    // commit writes (`.gitattributes`): the changeset in that form.
-    let (landing, changeset) = match setting.branch_ref() {
-        None => (None, changeset),
-        Some(_) => {
-            let (landing, worktree) = plan_landing(
-                engine,
-                &changeset,
-                &setting,
-                &apply_message(&evidence, &report, id.as_str())?,
-                &identity(engine, "agent", &evidence.proposal.author),
-                &identity(engine, actor.kind.as_str(), actor.id.as_str()),
-            )?;
-            (Some(landing), worktree.unwrap_or(changeset))
-        }
-    };
-    let touched: Vec<Scope> = changeset
-        .files()
-        .iter()
-        .map(|f| Scope {
-            resource: Resource::File(f.path.clone()),
-            span: None,
-        })
-        .collect();
+    let (landing, changeset) =
+        landing_form(engine, actor, changeset, &evidence, &report, id.as_str())?;
+    let touched = touched_files(&changeset);
     let used = used_claims(&evidence.claims, &changeset, &snapshot);
     let proposal = evidence.proposal.clone();
-    // The author's claims validation relied on (their live write claims
-    // on the touched paths), with the fencing tokens it saw.
-    let relied: Vec<crate::tools::claims::Claim> = evidence
-        .claims
-        .iter()
-        .filter(|c| {
-            c.scope()
-                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
-        })
-        .cloned()
-        .collect();
-    // Validation read the claims in its own transaction; one granted to
-    // another agent since (before this journal) would be overrun by the
-    // apply and be stale at birth, so the journal's transaction checks again.
-    // The same rule as the claims stage: only a claim overlapping the
-    // change itself (a file or directory claim on a touched path, a symbol
-    // claim whose current span holds a changed line) refuses.
-    let guard = |tx: &Tx<'_>,
-                 now: Timestamp,
-                 changeset: &crate::changeset::Changeset|
-     -> Result<(), ToolError> {
-        // The proposal's status and revision, checked again in the
-        // journal's transaction: a withdraw, reject, new revision or
-        // rebase committed since validation refuses the apply, and one
-        // committed after sees the transaction `applying` and waits
-        // (`Proposal::require_not_applying`). One atomic step either way.
-        let now_p = Proposal::load(tx, &proposal.id)?;
-        now_p.require_status(
-            &[
-                ProposalStatus::Pending,
-                ProposalStatus::InReview,
-                ProposalStatus::RolledBack,
-            ],
-            NAME,
-        )?;
-        now_p.require_latest(args.revision.0)?;
-        // Fencing: every claim validation relied on still holds its
-        // token — not released, not lapsed, and no other agent granted
-        // the resource since (a newer token), live or not.
-        fenced(tx, now, &proposal, revision, &relied)?;
-        let mut facts = None;
-        for other in live_write_claims(tx, None, now)? {
-            if other.agent_id == proposal.author {
-                continue;
-            }
-            let on_touched = other
-                .scope()
-                .map_or(true, |s| touched.iter().any(|t| overlaps(&s, t)));
-            if !on_touched {
-                continue;
-            }
-            if facts.is_none() {
-                facts = Some(file_facts(&ws, changeset, false)?);
-            }
-            let facts = facts.as_deref().unwrap_or_default();
-            if claim_blocks(engine, &ws, None, facts, &other) {
-                return Err(ToolError::conflict(
-                    format!(
-                        "{} acquired write claim {} on {} while revision {} of {} was being validated; nothing was applied",
-                        other.agent_id, other.id, other.resource_id, revision, proposal.id
-                    ),
-                    json!({"holder": other}),
-                ));
-            }
-        }
-        // The rebase this apply lands is stored with its journal, by the
-        // same step `proposal.rebase` takes (which checks again that the
-        // proposal is still at the revision it rebases).
-        if let Some(r) = &rebased {
-            let prep = r
-                .prep
-                .borrow_mut()
-                .take()
-                .expect("the journal is written once");
-            let cx = &Cx {
-                engine,
-                tx,
-                actor,
-                now,
-            };
-            <super::rebase::RebaseProposal as Tool>::run(cx, rebase_request(&args), prep)?;
-        }
-        Ok(())
+    let relied = relied_claims(&evidence.claims, &touched);
+    let guard = JournalGuard {
+        engine,
+        actor,
+        args: &args,
+        ws: &ws,
+        proposal: &proposal,
+        revision,
+        relied: &relied,
+        touched: &touched,
+        rebased: rebased.as_ref(),
+    };
+    let guard = |tx: &Tx<'_>, now: Timestamp, changeset: &crate::changeset::Changeset| {
+        guard.check(tx, now, changeset)
     };
     let plan = Plan {
         id,
@@ -575,6 +391,317 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
             Ok(out)
         },
     )
+}
+
+/// Under the apply lock no apply of this clone is in flight: one its
+/// applier could not finish (the store failed after the commit point, or
+/// before; the host went on) is finished or undone now, not left until
+/// the next open. What cannot be finished is recorded and left; this
+/// apply goes on. This very call may be one that landed before its
+/// outcome could be recorded: then its result, just recorded under its
+/// `key`.
+fn finish_earlier_applies(
+    engine: &Engine,
+    actor: &Actor,
+    key: Option<&Id>,
+    request: &str,
+) -> Result<Option<Applied>, ToolError> {
+    const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+    crate::apply::recover_locked(engine.tx_env(), &mut Vec::new())?;
+    finish_landed_locked(engine)?;
+    match key {
+        Some(key) => engine
+            .store()
+            .read(|tx| replay(tx, actor, key, NAME, request)),
+        None => Ok(None),
+    }
+}
+
+/// The evidence for the revision `args` names (or for its rebase, judged
+/// as the revision that would land, with the evidence the policy lets
+/// carry to it), read on this thread while validation reads the touched
+/// files of `ws` on another; the proposal's status checked; the
+/// validation report and, when valid, the changeset.
+fn validate_for_apply(
+    engine: &Engine,
+    actor: &Actor,
+    args: &ApplyRevision,
+    ws: &Workspace,
+    rebased: Option<&Rebased>,
+) -> Result<
+    (
+        super::validate::Evidence,
+        ValidationReport,
+        Option<crate::changeset::Changeset>,
+    ),
+    ToolError,
+> {
+    const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+    std::thread::scope(|scope| {
+        let mut evidence = read_cx(engine, actor, |cx| {
+            gather_prefetching(
+                cx,
+                args.proposal_id.as_str(),
+                Some(args.revision.0),
+                ws,
+                scope,
+            )
+        })?;
+        if let Some(r) = rebased {
+            // Judged as the revision that would land: the rebase, with
+            // the evidence the policy lets carry to it.
+            evidence.bytes = r
+                .prep
+                .borrow()
+                .as_ref()
+                .expect("the rebase is stored only later")
+                .bytes()
+                .to_vec();
+            evidence.revision = r.record.clone();
+            evidence.revisions.push(r.record.clone());
+            evidence.proposal.latest_revision = r.record.number;
+        }
+        // A rolled-back proposal may land again: re-validated like any
+        // other (its author claims again; its evidence still names the
+        // revision).
+        evidence.proposal.require_status(
+            &[
+                ProposalStatus::Pending,
+                ProposalStatus::InReview,
+                ProposalStatus::RolledBack,
+            ],
+            NAME,
+        )?;
+        let (report, changeset) = validate_with_changeset(engine, ws, &evidence);
+        Ok::<_, ToolError>((evidence, report, changeset))
+    })
+}
+
+/// Refuse an invalid `report`: `conflict` when its revision was
+/// superseded (said the way every evidence tool says it,
+/// `Proposal::require_latest`, with the report), `precondition_failed`
+/// when the workspace moved under it (its preconditions or dry run
+/// failed), else `validation_failed`.
+fn require_valid(report: &ValidationReport) -> Result<(), ToolError> {
+    if report.valid {
+        return Ok(());
+    }
+    if report.revision != report.latest_revision {
+        return Err(ToolError::conflict(
+            format!(
+                "revision {} of {} was superseded by revision {}",
+                report.revision, report.proposal_id, report.latest_revision
+            ),
+            json!({"proposal_id": report.proposal_id, "revision": report.revision,
+                   "latest_revision": report.latest_revision, "report": report}),
+        ));
+    }
+    let stale = report.stages.iter().any(|s| {
+        (s.name == "preconditions" || s.name == "dry_run") && s.status == StageStatus::Failed
+    });
+    let failed: Vec<&str> = report
+        .stages
+        .iter()
+        .filter(|s| s.status == StageStatus::Failed)
+        .map(|s| s.name.as_str())
+        .collect();
+    let (code, message) = if stale {
+        (
+            ErrorCode::PreconditionFailed,
+            format!(
+                "revision {} of {} no longer matches the workspace (failed: {})",
+                report.revision,
+                report.proposal_id,
+                failed.join(", ")
+            ),
+        )
+    } else {
+        (
+            ErrorCode::ValidationFailed,
+            format!(
+                "revision {} of {} is not valid (failed: {})",
+                report.revision,
+                report.proposal_id,
+                failed.join(", ")
+            ),
+        )
+    };
+    Err(ToolError::new(code, message, json!({"report": report})))
+}
+
+/// The landing of transaction `id` and the changeset it writes: none and
+/// `changeset` itself in working-tree mode; in git mode, the planned
+/// commit, and the files `git checkout` of it writes (`.gitattributes`):
+/// the changeset in that form.
+fn landing_form(
+    engine: &Engine,
+    actor: &Actor,
+    changeset: crate::changeset::Changeset,
+    evidence: &super::validate::Evidence,
+    report: &ValidationReport,
+    id: &str,
+) -> Result<
+    (
+        Option<store::settings::TransactionLanding>,
+        crate::changeset::Changeset,
+    ),
+    ToolError,
+> {
+    let setting = engine
+        .store()
+        .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
+    if setting.branch_ref().is_none() {
+        return Ok((None, changeset));
+    }
+    let (landing, worktree) = plan_landing(
+        engine,
+        &changeset,
+        &setting,
+        &apply_message(evidence, report, id)?,
+        &identity(engine, "agent", &evidence.proposal.author),
+        &identity(engine, actor.kind.as_str(), actor.id.as_str()),
+    )?;
+    Ok((Some(landing), worktree.unwrap_or(changeset)))
+}
+
+/// A file scope for each path `changeset` touches.
+fn touched_files(changeset: &crate::changeset::Changeset) -> Vec<Scope> {
+    changeset
+        .files()
+        .iter()
+        .map(|f| Scope {
+            resource: Resource::File(f.path.clone()),
+            span: None,
+        })
+        .collect()
+}
+
+/// The author's claims validation relied on: their live write claims
+/// (`claims`) on the `touched` paths, with the fencing tokens it saw.
+fn relied_claims(claims: &[Claim], touched: &[Scope]) -> Vec<Claim> {
+    claims
+        .iter()
+        .filter(|c| {
+            c.scope()
+                .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
+        })
+        .cloned()
+        .collect()
+}
+
+/// What `patch.apply` checks again in the journal's transaction, after
+/// validation read the store in its own.
+struct JournalGuard<'a> {
+    engine: &'a Engine,
+    actor: &'a Actor,
+    args: &'a ApplyRevision,
+    ws: &'a Workspace,
+    /// The proposal as validation read it.
+    proposal: &'a Proposal,
+    /// The revision that lands (the rebase's, when rebased).
+    revision: u32,
+    /// The author's claims validation relied on ([`relied_claims`]).
+    relied: &'a [Claim],
+    /// The paths the change touches ([`touched_files`]).
+    touched: &'a [Scope],
+    /// The rebase this apply lands, stored with its journal.
+    rebased: Option<&'a Rebased>,
+}
+
+impl JournalGuard<'_> {
+    /// Refuse the apply if, since validation: the proposal's status or
+    /// latest revision changed; a claim validation relied on lost its
+    /// fencing token; another agent acquired a write claim that overlaps
+    /// the change. Then store the rebase (if any). One atomic step with
+    /// the journal.
+    fn check(
+        &self,
+        tx: &Tx<'_>,
+        now: Timestamp,
+        changeset: &crate::changeset::Changeset,
+    ) -> Result<(), ToolError> {
+        const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+        let proposal = self.proposal;
+        // The proposal's status and revision, checked again in the
+        // journal's transaction: a withdraw, reject, new revision or
+        // rebase committed since validation refuses the apply, and one
+        // committed after sees the transaction `applying` and waits
+        // (`Proposal::require_not_applying`). One atomic step either way.
+        let now_p = Proposal::load(tx, &proposal.id)?;
+        now_p.require_status(
+            &[
+                ProposalStatus::Pending,
+                ProposalStatus::InReview,
+                ProposalStatus::RolledBack,
+            ],
+            NAME,
+        )?;
+        now_p.require_latest(self.args.revision.0)?;
+        // Fencing: every claim validation relied on still holds its
+        // token — not released, not lapsed, and no other agent granted
+        // the resource since (a newer token), live or not.
+        fenced(tx, now, proposal, self.revision, self.relied)?;
+        self.no_claim_granted_since(tx, now, changeset)?;
+        // The rebase this apply lands is stored with its journal, by the
+        // same step `proposal.rebase` takes (which checks again that the
+        // proposal is still at the revision it rebases).
+        if let Some(r) = self.rebased {
+            let prep = r
+                .prep
+                .borrow_mut()
+                .take()
+                .expect("the journal is written once");
+            let cx = &Cx {
+                engine: self.engine,
+                tx,
+                actor: self.actor,
+                now,
+            };
+            <super::rebase::RebaseProposal as Tool>::run(cx, rebase_request(self.args), prep)?;
+        }
+        Ok(())
+    }
+
+    /// Validation read the claims in its own transaction; one granted to
+    /// another agent since (before this journal) would be overrun by the
+    /// apply and be stale at birth, so the journal's transaction checks
+    /// again. The same rule as the claims stage: only a claim overlapping
+    /// the change itself (a file or directory claim on a touched path, a
+    /// symbol claim whose current span holds a changed line) refuses.
+    fn no_claim_granted_since(
+        &self,
+        tx: &Tx<'_>,
+        now: Timestamp,
+        changeset: &crate::changeset::Changeset,
+    ) -> Result<(), ToolError> {
+        let proposal = self.proposal;
+        let mut facts = None;
+        for other in live_write_claims(tx, None, now)? {
+            if other.agent_id == proposal.author {
+                continue;
+            }
+            let on_touched = other
+                .scope()
+                .map_or(true, |s| self.touched.iter().any(|t| overlaps(&s, t)));
+            if !on_touched {
+                continue;
+            }
+            if facts.is_none() {
+                facts = Some(file_facts(self.ws, changeset, false)?);
+            }
+            let facts = facts.as_deref().unwrap_or_default();
+            if claim_blocks(self.engine, self.ws, None, facts, &other) {
+                return Err(ToolError::conflict(
+                    format!(
+                        "{} acquired write claim {} on {} while revision {} of {} was being validated; nothing was applied",
+                        other.agent_id, other.id, other.resource_id, self.revision, proposal.id
+                    ),
+                    json!({"holder": other}),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The ids of `claims` (the author's) that the change served

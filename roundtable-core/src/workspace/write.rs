@@ -300,20 +300,21 @@ impl Workspace {
     }
 }
 
-/// Apply `patch` to the directory `root`, all or nothing. With `check`,
-/// compute everything and report what would change, but write nothing.
+/// Apply `patch` to the directory `root`, all or nothing. With
+/// [`WriteMode::Check`], compute everything and report what would change,
+/// but write nothing.
 pub fn apply_patch(
     root: &Path,
     patch: &Patch<'_>,
-    check: bool,
+    mode: WriteMode,
 ) -> Result<Vec<PathChange>, WorkspaceError> {
-    Workspace::open(root)?.apply_patch(patch, WriteMode::check_if(check))
+    Workspace::open(root)?.apply_patch(patch, mode)
 }
 
 /// Apply `changeset` (e.g. an edit plan's, from
 /// [`plan_changeset`](crate::edit::plan_changeset)) to the directory
 /// `root`, all or nothing; every file's precondition is checked first.
-/// With `check`, report what would change and write nothing.
+/// With [`WriteMode::Check`], report what would change and write nothing.
 ///
 /// This and [`apply_patch`] are the ungoverned writes (the CLI's `patch
 /// apply` and `edit apply`): no claim, review, journal or event. A
@@ -321,9 +322,9 @@ pub fn apply_patch(
 pub fn apply_changeset(
     root: &Path,
     changeset: &Changeset,
-    check: bool,
+    mode: WriteMode,
 ) -> Result<Vec<PathChange>, WorkspaceError> {
-    Workspace::open(root)?.apply_changeset(changeset, WriteMode::check_if(check))
+    Workspace::open(root)?.apply_changeset(changeset, mode)
 }
 
 #[cfg(test)]

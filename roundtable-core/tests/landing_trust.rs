@@ -14,6 +14,7 @@
 //!   records the landing.
 //! - 20: `proposal.rebase` of a landed proposal is `illegal_transition`.
 
+use super::claims_touched::approved;
 use super::landing::fsck;
 use super::landing::git;
 use super::support::{store_db, test_options};
@@ -75,23 +76,7 @@ fn item20_rebase_of_a_landed_proposal_is_illegal_transition() {
     // above it, rebased trivially by the host and applied as revision 2.
     std::fs::write(w.dir.path().join("hello.txt"), "a\nb\nc\nd\ne\nhello\n").expect("write");
     let ours = "--- a/hello.txt\n+++ b/hello.txt\n@@ -4,3 +4,3 @@\n d\n e\n-hello\n+hello, world\n";
-    let pid = str_of(
-        &w.ok(
-            "proposal.create",
-            json!({"task_id": "t1", "title": "Ours", "summary_md": "s", "patch": ours}),
-            &w.author,
-        )["proposal"]["id"],
-    );
-    w.ok(
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        &w.author,
-    );
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
+    let pid = approved(&w, &w.author, &w.reviewer, ours);
     let carol = w.agent("carol", &["author"]);
     w.ok(
         "claim.acquire",
@@ -99,23 +84,7 @@ fn item20_rebase_of_a_landed_proposal_is_illegal_transition() {
         &carol,
     );
     let theirs = "--- a/hello.txt\n+++ b/hello.txt\n@@ -1,3 +1,4 @@\n+0\n a\n b\n c\n";
-    let other = str_of(
-        &w.ok(
-            "proposal.create",
-            json!({"task_id": "t1", "title": "Top", "summary_md": "s", "patch": theirs}),
-            &carol,
-        )["proposal"]["id"],
-    );
-    w.ok(
-        "proposal.request_review",
-        json!({"proposal_id": other}),
-        &carol,
-    );
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": other, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
+    let other = approved(&w, &carol, &w.reviewer, theirs);
     w.ok(
         "patch.apply",
         json!({"proposal_id": other, "revision": 1}),
@@ -463,22 +432,7 @@ fn stale_proposal(w: &World, carol: &Actor, path: &str, round: usize) -> (String
             who,
         );
     };
-    let approved = |who: &Actor, patch: &str| -> String {
-        let pid = str_of(
-            &w.ok(
-                "proposal.create",
-                json!({"task_id": "t1", "title": "Change", "summary_md": "s", "patch": patch}),
-                who,
-            )["proposal"]["id"],
-        );
-        w.ok("proposal.request_review", json!({"proposal_id": pid}), who);
-        w.ok(
-            "vote.cast",
-            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-            &w.reviewer,
-        );
-        pid
-    };
+    let approved = |who: &Actor, patch: &str| approved(w, who, &w.reviewer, patch);
     let apply = |pid: &str| {
         w.ok(
             "patch.apply",
@@ -546,23 +500,7 @@ fn fenced_after_validation(lapse: bool) {
         json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 60}),
         &w.author,
     );
-    let pid = str_of(
-        &w.ok(
-            "proposal.create",
-            json!({"task_id": "t1", "title": "Change", "summary_md": "s", "patch": PATCH}),
-            &w.author,
-        )["proposal"]["id"],
-    );
-    w.ok(
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        &w.author,
-    );
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
+    let pid = approved(&w, &w.author, &w.reviewer, PATCH);
     let before = super::tools::fingerprint(w.dir.path());
     let mut db = store_db(w.dir.path());
     db.hold_write_lock();

@@ -353,16 +353,7 @@ mod tests {
             let path = RepoPath::from_bytes(b"d/f").expect("path");
             assert!(view.read(&path).expect("reads").is_some());
             view.check_room(&change).expect("room");
-            fs::rename(root.join("d"), outside.join("d")).expect("move out");
-            match replacement {
-                "link" => {
-                    std::os::unix::fs::symlink(outside.join("d"), root.join("d")).expect("link")
-                }
-                _ => {
-                    fs::create_dir(root.join("d")).expect("mkdir");
-                    fs::write(root.join("d/f"), "theirs\n").expect("theirs");
-                }
-            }
+            swap_out(&root, &outside, replacement);
             let e = view
                 .apply_changeset_with(&change, &WriteOptions::default())
                 .expect_err(replacement);
@@ -371,16 +362,38 @@ mod tests {
                 ErrorCode::PreconditionFailed,
                 "{replacement}: {e}"
             );
-            let moved: Vec<_> = fs::read_dir(outside.join("d"))
-                .expect("ls")
-                .map(|e| e.expect("entry").file_name())
-                .collect();
-            assert_eq!(moved, ["f"], "{replacement}: something written outside");
-            assert_eq!(fs::read(outside.join("d/f")).expect("f"), b"old\n");
-            if replacement == "directory" {
-                assert_eq!(fs::read(root.join("d/f")).expect("f"), b"theirs\n");
-                assert_eq!(fs::read_dir(root.join("d")).expect("ls").count(), 1);
-            }
+            assert_swapped_untouched(&root, &outside, replacement, replacement);
+        }
+    }
+
+    /// Move `root/d` (holding `f`) to `outside/d` and put in its place a
+    /// `link` to it or a real `directory` holding someone else's `f`.
+    fn swap_out(root: &Path, outside: &Path, replacement: &str) {
+        fs::rename(root.join("d"), outside.join("d")).expect("move out");
+        if replacement == "link" {
+            std::os::unix::fs::symlink(outside.join("d"), root.join("d")).expect("link");
+        } else {
+            fs::create_dir(root.join("d")).expect("mkdir");
+            fs::write(root.join("d/f"), "theirs\n").expect("theirs");
+        }
+    }
+
+    /// After [`swap_out`] and a refused write: the moved directory holds
+    /// only its old `f`, and a replacement directory only its own.
+    fn assert_swapped_untouched(root: &Path, outside: &Path, replacement: &str, case: &str) {
+        let moved: Vec<_> = fs::read_dir(outside.join("d"))
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(moved, ["f"], "{case}: something written outside");
+        assert_eq!(
+            fs::read(outside.join("d/f")).expect("f"),
+            b"old\n",
+            "{case}"
+        );
+        if replacement == "directory" {
+            assert_eq!(fs::read(root.join("d/f")).expect("f"), b"theirs\n");
+            assert_eq!(fs::read_dir(root.join("d")).expect("ls").count(), 1);
         }
     }
 
@@ -406,34 +419,13 @@ mod tests {
                 assert!(view.read(&path).expect("reads").is_some());
                 view.check_room(&change).expect("room");
                 let (r, o) = (root.clone(), outside.clone());
-                on(point, move || {
-                    fs::rename(r.join("d"), o.join("d")).expect("move out");
-                    if replacement == "link" {
-                        std::os::unix::fs::symlink(o.join("d"), r.join("d")).expect("link");
-                    } else {
-                        fs::create_dir(r.join("d")).expect("mkdir");
-                        fs::write(r.join("d/f"), "theirs\n").expect("theirs");
-                    }
-                });
+                on(point, move || swap_out(&r, &o, replacement));
                 let e = view
                     .apply_changeset_with(&change, &WriteOptions::default())
                     .expect_err(replacement);
                 let case = format!("{point:?} {replacement}");
                 assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{case}: {e}");
-                let moved: Vec<_> = fs::read_dir(outside.join("d"))
-                    .expect("ls")
-                    .map(|e| e.expect("entry").file_name())
-                    .collect();
-                assert_eq!(moved, ["f"], "{case}: a temporary left outside");
-                assert_eq!(
-                    fs::read(outside.join("d/f")).expect("f"),
-                    b"old\n",
-                    "{case}"
-                );
-                if replacement == "directory" {
-                    assert_eq!(fs::read(root.join("d/f")).expect("f"), b"theirs\n");
-                    assert_eq!(fs::read_dir(root.join("d")).expect("ls").count(), 1);
-                }
+                assert_swapped_untouched(&root, &outside, replacement, &case);
                 let names: Vec<_> = fs::read_dir(&root)
                     .expect("ls")
                     .map(|e| e.expect("entry").file_name())

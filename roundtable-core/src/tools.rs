@@ -472,15 +472,7 @@ pub(crate) fn run_tool<T: Tool>(
     }
     if !T::MUTATES {
         let prep = T::prepare(engine, actor, &args)?;
-        return store.read(|tx| {
-            let cx = Cx {
-                engine,
-                tx,
-                actor,
-                now: engine.now(),
-            };
-            T::run(&cx, args, prep)
-        });
+        return read_cx(engine, actor, |cx| T::run(cx, args, prep));
     }
     let key = T::key(&args).cloned();
     let request = request_digest(T::TOOL, &args);
@@ -491,6 +483,23 @@ pub(crate) fn run_tool<T: Tool>(
     }
     let prep = T::prepare(engine, actor, &args)?;
     write_prepared(engine, actor, args, prep, key.as_ref(), &request)
+}
+
+/// `f` in a read transaction of the store, acting as `actor` now.
+pub(crate) fn read_cx<T>(
+    engine: &Engine,
+    actor: &Actor,
+    f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    engine.store().read(|tx| {
+        let cx = Cx {
+            engine,
+            tx,
+            actor,
+            now: engine.now(),
+        };
+        f(&cx)
+    })
 }
 
 /// The write transaction of a mutating tool: the idempotency re-check,

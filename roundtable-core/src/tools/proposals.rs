@@ -452,15 +452,7 @@ pub(crate) fn prepare_bytes_at(
 /// that, not what is wrong with the patch; `run` checks again in its
 /// transaction.
 fn require_enabled_agent(engine: &Engine, actor: &Actor, tool: &str) -> Result<(), ToolError> {
-    engine.store().read(|tx| {
-        let cx = Cx {
-            engine,
-            tx,
-            actor,
-            now: engine.now(),
-        };
-        cx.enabled_agent(tool).map(|_| ())
-    })
+    super::read_cx(engine, actor, |cx| cx.enabled_agent(tool).map(|_| ()))
 }
 
 /// The symbols of `source` at `path` as [`Changeset::change_id`] places

@@ -82,22 +82,6 @@ fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
     Ok(Begun::Locked(lock, request))
 }
 
-fn read_cx<T>(
-    engine: &Engine,
-    actor: &Actor,
-    f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>,
-) -> Result<T, ToolError> {
-    engine.store().read(|tx| {
-        let cx = Cx {
-            engine,
-            tx,
-            actor,
-            now: engine.now(),
-        };
-        f(&cx)
-    })
-}
-
 /// The before content of every touched path that exists, read through
 /// `ws` (a view: what validation read), checked against the changeset's
 /// preconditions (a mismatch is `precondition_failed`).
@@ -438,7 +422,7 @@ fn validate_for_apply(
 > {
     const NAME: &str = <ApplyRevision as super::Request>::TOOL;
     std::thread::scope(|scope| {
-        let mut evidence = read_cx(engine, actor, |cx| {
+        let mut evidence = super::read_cx(engine, actor, |cx| {
             gather_prefetching(
                 cx,
                 args.proposal_id.as_str(),

@@ -37,7 +37,8 @@ fn release_all(w: &World, who: &Actor) {
     }
 }
 
-fn requirement<'r>(report: &'r Value, id: &str) -> &'r Value {
+/// The policy requirement `id` of a validation report.
+pub(crate) fn requirement<'r>(report: &'r Value, id: &str) -> &'r Value {
     report["policy"]["requirements"]
         .as_array()
         .expect("requirements")

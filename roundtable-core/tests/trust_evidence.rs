@@ -7,6 +7,7 @@
 //! releases only the claims the change used.
 
 use super::claims_touched::{hold, validate};
+use super::rebase::requirement;
 use super::tools::{str_of, World};
 use roundtable::{Actor, ErrorCode};
 use serde_json::{json, Value};
@@ -88,15 +89,6 @@ fn release_all(w: &World, who: &Actor) {
             w.ok("claim.release", json!({"claim_id": c["id"]}), who);
         }
     }
-}
-
-fn requirement<'r>(report: &'r Value, id: &str) -> &'r Value {
-    report["policy"]["requirements"]
-        .as_array()
-        .expect("requirements")
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no requirement {id} in {report:#}"))
 }
 
 fn satisfied(report: &Value, id: &str) -> bool {

@@ -537,12 +537,12 @@ fn tools_output_is_the_recorded_contract() {
 }
 
 /// `roundtable COMMAND` (a JSON list of records, each named by `key`)
-/// compared byte for byte with `tests/golden/FILE`, rewritten there with
+/// compared byte for byte with `schema/FILE` (at the repository root), rewritten there with
 /// `RT_UPDATE_GOLDEN=1`. A difference names the record that changed,
 /// went or came before failing on the bytes.
 fn recorded_contract(command: &str, file: &str, key: &str) {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
+        .join("../schema")
         .join(file);
     let r = rt(&[command]);
     assert_eq!(r.code, 0, "{}", r.stdout);
@@ -587,7 +587,7 @@ fn errors_output_is_the_recorded_contract() {
 /// record there (the bindings generate one type from both files).
 #[test]
 fn errors_json_shares_its_records_with_the_tool_schemas() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema");
     let read = |name: &str| -> Value {
         serde_json::from_str(&fs::read_to_string(dir.join(name)).expect("read")).expect("JSON")
     };

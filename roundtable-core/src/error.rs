@@ -11,7 +11,7 @@
 //! [`ErrorCode::as_str`], [`ErrorCode::number`], [`ErrorCode::from_number`],
 //! the serde spelling and [`FromStr`] are all generated from it. `roundtable
 //! errors` prints it (with each code's description and details schema), a
-//! test records that as `roundtable-cli/tests/golden/errors.json`, and the
+//! test records that as `schema/errors.json`, and the
 //! bindings are generated from the record: the C `rt_status` enum
 //! (`scripts/gen-ffi`, run by `scripts/ffi-header`, then cbindgen), the Go
 //! `Code*` constants and `Err*` sentinels (`scripts/gen-go`) and the Python

@@ -2,7 +2,7 @@
 //!
 //! The enum and its list `rt_status::ALL` are generated from the core's
 //! error-code table (`generated.rs`, by scripts/gen-ffi from
-//! roundtable-cli/tests/golden/errors.json; scripts/ffi-header runs it before
+//! schema/errors.json; scripts/ffi-header runs it before
 //! cbindgen). This file maps a core code to its status.
 
 use rt::ErrorCode;
@@ -113,12 +113,12 @@ mod tests {
         [("RT_OK", 0), ("RT_PANIC", 1000), ("RT_UNKNOWN_ERROR", 1001)];
 
     /// `(RT_<CODE>, status)` of every code of the recorded error-code
-    /// table, roundtable-cli/tests/golden/errors.json (what scripts/gen-ffi
+    /// table, schema/errors.json (what scripts/gen-ffi
     /// generates `rt_status` from).
     fn golden_statuses() -> BTreeMap<String, u32> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../roundtable-cli/tests/golden/errors.json"
+            "/../schema/errors.json"
         );
         let text = std::fs::read_to_string(path).expect("the golden errors.json is readable");
         let errors: serde_json::Value = serde_json::from_str(&text).expect("errors.json is JSON");

@@ -95,7 +95,7 @@ def test_one_class_per_engine_code_and_no_class_for_another_code() -> None:
 def test_issue33_item3_the_classes_are_generated_from_the_golden() -> None:
     # _errors.py is generated (scripts/gen-python) from the recorded
     # error-code table: one class per code of it, documented by its code.
-    golden_path = Path(__file__).resolve().parents[2] / "roundtable-cli/tests/golden/errors.json"
+    golden_path = Path(__file__).resolve().parents[2] / "schema/errors.json"
     golden = {e["code"]: e for e in json.loads(golden_path.read_text())}
     assert set(golden) == set(roundtable.ERROR_CODES), "the golden is not the core's table"
     assert set(_errors._BY_CODE) == set(golden)

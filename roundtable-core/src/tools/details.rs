@@ -82,7 +82,7 @@ pub fn description(code: ErrorCode) -> &'static str {
 /// Every error code as JSON, sorted by code: `[{"code", "status",
 /// "description", "details_schema"}]`, `status` being the code's C
 /// `rt_status` number ([`ErrorCode::number`]). `roundtable errors` prints
-/// it; `roundtable-cli/tests/golden/errors.json` records it.
+/// it; `schema/errors.json` records it.
 pub fn errors_json() -> Value {
     let mut codes: Vec<ErrorCode> = ErrorCode::ALL.to_vec();
     codes.sort_by_key(|c| c.as_str());

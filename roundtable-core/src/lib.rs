@@ -45,65 +45,24 @@
 // Every public item is part of the documented API.
 #![deny(missing_docs)]
 
-/// `JsonSchema` for a type the tools' schemas spell as a plain string: an
-/// open set of spellings (digests, state hashes, requirement ids that
-/// carry a name). A closed set of values is an enum that derives
-/// `JsonSchema`, published as one.
-macro_rules! string_schema {
-    ($($t:ty),* $(,)?) => {$(
-        impl schemars::JsonSchema for $t {
-            fn inline_schema() -> bool {
-                true
-            }
+pub use roundtable_base::{actor, clock, fsck, id, interrupt, json, path, resource};
+pub use roundtable_diff::{changeset, diff, edit, merge};
+pub use roundtable_model::{claims, coverage, model, policy};
+pub use roundtable_store::store;
+pub use roundtable_symbols::symbols;
+pub use roundtable_workspace::{apply, landing, state, workspace};
+// Shared values this crate names at its root, as the layers below do.
+use roundtable_base::hex;
 
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                "String".into()
-            }
-
-            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                <String as schemars::JsonSchema>::json_schema(g)
-            }
-        }
-    )*};
-}
-
-pub mod actor;
-pub mod apply;
-pub mod changeset;
-pub mod claims;
-pub mod clock;
-pub mod coverage;
-pub mod diff;
-mod digest;
-pub mod edit;
 mod engine;
-mod error;
-pub mod fsck;
-mod hex;
-pub mod id;
-pub mod interrupt;
-pub mod json;
-pub mod landing;
-pub mod merge;
-pub mod model;
-pub mod path;
-pub mod policy;
-pub mod resource;
 pub mod session;
-pub mod state;
-pub mod store;
-pub mod symbols;
 pub mod tools;
-pub mod workspace;
 
-pub use actor::{Actor, ActorKind};
-pub use changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};
-pub use digest::{Digest, DigestError, DIGEST_PREFIX};
 pub use engine::{Engine, EngineOptions};
-pub use error::{ErrorCode, UnknownErrorCode};
-pub use id::Id;
-pub use interrupt::{CallOptions, CancelToken};
-pub use path::{PathError, RepoPath};
-pub use resource::{Resource, ResourceError};
+pub use roundtable_base::{
+    Actor, ActorKind, CallOptions, CancelToken, Digest, DigestError, ErrorCode, Id, PathError,
+    RepoPath, Resource, ResourceError, UnknownErrorCode, DIGEST_PREFIX,
+};
+pub use roundtable_diff::{Changeset, FileChange, FileContent, FileMeta, Operation};
 pub use session::Session;
 pub use tools::{Request, ToolError};

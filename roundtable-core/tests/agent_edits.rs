@@ -428,13 +428,13 @@ fn a_version_7_store_is_migrated_to_8_keeping_revisions_and_their_references() {
     {
         let db = crate::support::raw_sqlite(&db_path);
         for sql in [
-            include_str!("../src/store/v1.sql"),
-            include_str!("../src/store/v2.sql"),
-            include_str!("../src/store/v3.sql"),
-            include_str!("../src/store/v4.sql"),
-            include_str!("../src/store/v5.sql"),
-            include_str!("../src/store/v6.sql"),
-            include_str!("../src/store/v7.sql"),
+            include_str!("../../roundtable-store/src/store/v1.sql"),
+            include_str!("../../roundtable-store/src/store/v2.sql"),
+            include_str!("../../roundtable-store/src/store/v3.sql"),
+            include_str!("../../roundtable-store/src/store/v4.sql"),
+            include_str!("../../roundtable-store/src/store/v5.sql"),
+            include_str!("../../roundtable-store/src/store/v6.sql"),
+            include_str!("../../roundtable-store/src/store/v7.sql"),
         ] {
             db.execute_batch(sql).expect("schema");
         }

@@ -1689,7 +1689,7 @@ fn a_schema_version_1_store_is_migrated_keeping_its_rows() {
     let db_path = dir.path().join(".roundtable/store.db");
     {
         let db = crate::support::raw_sqlite(&db_path);
-        db.execute_batch(include_str!("../src/store/v1.sql"))
+        db.execute_batch(include_str!("../../roundtable-store/src/store/v1.sql"))
             .expect("v1 schema");
         db.execute_batch(
             "INSERT INTO agents (id, roles, enabled, display_name, created_at, updated_at)

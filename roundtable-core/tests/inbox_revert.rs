@@ -665,11 +665,11 @@ fn a_version_5_store_is_migrated_to_6_keeping_rows_indexes_and_keys() {
     {
         let db = crate::support::raw_sqlite(&db_path);
         for sql in [
-            include_str!("../src/store/v1.sql"),
-            include_str!("../src/store/v2.sql"),
-            include_str!("../src/store/v3.sql"),
-            include_str!("../src/store/v4.sql"),
-            include_str!("../src/store/v5.sql"),
+            include_str!("../../roundtable-store/src/store/v1.sql"),
+            include_str!("../../roundtable-store/src/store/v2.sql"),
+            include_str!("../../roundtable-store/src/store/v3.sql"),
+            include_str!("../../roundtable-store/src/store/v4.sql"),
+            include_str!("../../roundtable-store/src/store/v5.sql"),
         ] {
             db.execute_batch(sql).expect("schema");
         }

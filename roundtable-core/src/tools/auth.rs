@@ -3,6 +3,7 @@
 use super::records::Agent;
 use super::{Cx, ToolError};
 use crate::actor::{Actor, ActorKind};
+use crate::tools::records::AgentRecord;
 use serde_json::json;
 
 /// `forbidden` unless `actor` is of one of these kinds.

@@ -26,9 +26,17 @@ pub const ABSENT: &str = "absent";
 
 pub use crate::model::{Claim, ClaimStatus};
 
-impl Claim {
+/// What a tool reads from a claim's record.
+pub(crate) trait ClaimRecord: Sized {
     /// The claim's resource and span.
-    pub(crate) fn scope(&self) -> Result<Scope, ToolError> {
+    fn scope(&self) -> Result<Scope, ToolError>;
+    /// The claim named `id`, or `not_found`.
+    fn load(cx: &Cx<'_>, id: &str) -> Result<Self, ToolError>;
+}
+
+impl ClaimRecord for Claim {
+    /// The claim's resource and span.
+    fn scope(&self) -> Result<Scope, ToolError> {
         let resource: Resource =
             self.resource_id
                 .parse()

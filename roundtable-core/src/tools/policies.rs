@@ -21,7 +21,13 @@ const MAX_POLICY_CHARS: usize = 256 * 1024;
 
 pub use crate::model::{PolicyRecord, PolicyStatus};
 
-impl PolicyRecord {
+/// The built-in policy's record, and a stored version loaded for a call.
+trait PolicyVersion: Sized {
+    fn builtin() -> Self;
+    fn load(tx: &Tx<'_>, version: u32) -> Result<Self, ToolError>;
+}
+
+impl PolicyVersion for PolicyRecord {
     fn builtin() -> PolicyRecord {
         PolicyRecord {
             version: None,

@@ -26,6 +26,8 @@ use crate::id::Id;
 use crate::model::RevisionFormat;
 use crate::store;
 use crate::store::sql::Tx;
+use crate::tools::records::ProposalRecord;
+use crate::tools::records::RevisionRecord;
 use crate::RepoPath;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

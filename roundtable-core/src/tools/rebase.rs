@@ -26,6 +26,8 @@ use crate::id::Id;
 use crate::merge::{merge3, Conflict, Merged};
 use crate::model::{FileState, RevisionFormat};
 use crate::store::sql::Tx;
+use crate::tools::records::ProposalRecord;
+use crate::tools::records::RevisionRecord;
 use crate::{ErrorCode, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

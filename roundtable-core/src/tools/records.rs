@@ -12,25 +12,45 @@ use crate::store::sql::Tx;
 use crate::tools::ToolError;
 use serde_json::json;
 
-impl Agent {
-    pub(crate) fn load(tx: &Tx<'_>, id: &str) -> Result<Option<Agent>, ToolError> {
+/// How a tool loads an agent's record.
+pub(crate) trait AgentRecord: Sized {
+    /// The agent named `id`, if it is registered.
+    fn load(tx: &Tx<'_>, id: &str) -> Result<Option<Self>, ToolError>;
+}
+
+/// How a tool loads a proposal and checks it for a call.
+pub(crate) trait ProposalRecord: Sized {
+    /// The proposal named `id`, or `not_found`.
+    fn load(tx: &Tx<'_>, id: &str) -> Result<Self, ToolError>;
+    /// `illegal_transition` unless the status is one of `allowed`.
+    fn require_status(&self, allowed: &[ProposalStatus], operation: &str) -> Result<(), ToolError>;
+    /// `not_found` for a revision that never existed, `conflict` for a superseded one.
+    fn require_latest(&self, revision: u32) -> Result<(), ToolError>;
+    /// `busy` while a transaction is `applying` this proposal.
+    fn require_not_applying(&self, tx: &Tx<'_>, operation: &str) -> Result<(), ToolError>;
+}
+
+/// How a tool loads a revision.
+pub(crate) trait RevisionRecord: Sized {
+    /// Revision `number` of `proposal_id`, or `not_found`.
+    fn load(tx: &Tx<'_>, proposal_id: &str, number: u32) -> Result<Self, ToolError>;
+}
+
+impl AgentRecord for Agent {
+    fn load(tx: &Tx<'_>, id: &str) -> Result<Option<Agent>, ToolError> {
         Ok(crate::store::agents::agent(tx, id)?)
     }
 }
 
-impl Proposal {
+impl ProposalRecord for Proposal {
     /// The proposal named `id`, or `not_found`.
-    pub(crate) fn load(tx: &Tx<'_>, id: &str) -> Result<Proposal, ToolError> {
+    fn load(tx: &Tx<'_>, id: &str) -> Result<Proposal, ToolError> {
         crate::store::proposals::proposal(tx, id)?
             .ok_or_else(|| ToolError::not_found("proposal", id))
     }
 
     /// `illegal_transition` unless the status is one of `allowed`.
-    pub(crate) fn require_status(
-        &self,
-        allowed: &[ProposalStatus],
-        operation: &str,
-    ) -> Result<(), ToolError> {
+    fn require_status(&self, allowed: &[ProposalStatus], operation: &str) -> Result<(), ToolError> {
         if allowed.contains(&self.status) {
             return Ok(());
         }
@@ -49,7 +69,7 @@ impl Proposal {
 
     /// Check that `revision` exists and is the latest: `not_found` for a
     /// revision that never existed, `conflict` for a superseded one.
-    pub(crate) fn require_latest(&self, revision: u32) -> Result<(), ToolError> {
+    fn require_latest(&self, revision: u32) -> Result<(), ToolError> {
         if revision > self.latest_revision {
             return Err(ToolError::not_found(
                 "revision",
@@ -74,11 +94,7 @@ impl Proposal {
     /// either (withdraw, reject, a new revision, a rebase). Checked in the
     /// caller's write transaction: the status check and the journal are
     /// one atomic step whichever commits first.
-    pub(crate) fn require_not_applying(
-        &self,
-        tx: &Tx<'_>,
-        operation: &str,
-    ) -> Result<(), ToolError> {
+    fn require_not_applying(&self, tx: &Tx<'_>, operation: &str) -> Result<(), ToolError> {
         let Some(transaction) = crate::store::transactions::applying_for(tx, &self.id)? else {
             return Ok(());
         };
@@ -93,8 +109,8 @@ impl Proposal {
     }
 }
 
-impl Revision {
-    pub(crate) fn load(tx: &Tx<'_>, proposal_id: &str, number: u32) -> Result<Revision, ToolError> {
+impl RevisionRecord for Revision {
+    fn load(tx: &Tx<'_>, proposal_id: &str, number: u32) -> Result<Revision, ToolError> {
         crate::store::proposals::revision(tx, proposal_id, number)?
             .ok_or_else(|| ToolError::not_found("revision", &format!("{proposal_id}@{number}")))
     }

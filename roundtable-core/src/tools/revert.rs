@@ -31,6 +31,8 @@ use crate::engine::Engine;
 use crate::id::Id;
 use crate::model::RevisionFormat;
 use crate::store;
+use crate::tools::records::ProposalRecord;
+use crate::tools::records::RevisionRecord;
 use crate::ErrorCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

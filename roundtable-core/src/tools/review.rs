@@ -15,6 +15,8 @@ use crate::id::Id;
 use crate::model::{OperationKind, StageName};
 use crate::store::sql::Tx;
 use crate::symbols::{Symbol, SymbolKind};
+use crate::tools::records::ProposalRecord;
+use crate::tools::records::RevisionRecord;
 use crate::{Digest, ErrorCode, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -6,6 +6,7 @@ use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
 use crate::store;
+use crate::tools::records::AgentRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;

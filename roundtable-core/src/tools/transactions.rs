@@ -23,6 +23,9 @@ use crate::id::Id;
 use crate::resource::Resource;
 use crate::store;
 use crate::store::sql::Tx;
+use crate::tools::claims::ClaimRecord;
+use crate::tools::records::ProposalRecord;
+use crate::tools::records::RevisionRecord;
 use crate::workspace::Workspace;
 use crate::{ErrorCode, RepoPath};
 use schemars::JsonSchema;
@@ -1155,7 +1158,7 @@ fn finish_one_landed(engine: &Engine, id: &str) -> Result<(), ToolError> {
         };
         if let Some(original) = &transaction.rollback_of {
             // A rollback's revert commit landed: its outcome.
-            let original = Transaction::load(tx, original)?;
+            let original = crate::apply::load_transaction(tx, original)?;
             return rollback_outcome(cx, &original, &transaction.id);
         }
         let proposal = Proposal::load(tx, &transaction.proposal_id)?;
@@ -1227,7 +1230,7 @@ fn remember_landed(
     };
     let actor = transaction.actor.clone();
     let out = Applied {
-        transaction: Transaction::load(cx.tx, &transaction.id)?,
+        transaction: crate::apply::load_transaction(cx.tx, &transaction.id)?,
         proposal: Proposal::load(cx.tx, &transaction.proposal_id)?,
         released_claims: released,
         validation,
@@ -1275,7 +1278,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         Begun::Locked(lock, request) => (lock, request),
     };
     let (original, files, created, git, proposal) = engine.store().read(|tx| {
-        let t = Transaction::load(tx, args.transaction_id.as_str())?;
+        let t = crate::apply::load_transaction(tx, args.transaction_id.as_str())?;
         // In git mode a rollback lands as a revert commit of the one the
         // transaction landed; a transaction that landed no commit (files
         // mode then) cannot be rolled back on the branch.
@@ -1504,7 +1507,7 @@ impl Tool for GetTransaction {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: GetTransaction, (): ()) -> Result<TransactionDetail, ToolError> {
-        let transaction = Transaction::load(cx.tx, args.transaction_id.as_str())?;
+        let transaction = crate::apply::load_transaction(cx.tx, args.transaction_id.as_str())?;
         let files = journal(cx.tx, &transaction.id)?;
         Ok(TransactionDetail { transaction, files })
     }
@@ -1592,7 +1595,7 @@ impl Tool for ListPhases {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: ListPhases, (): ()) -> Result<Phases, ToolError> {
-        let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
+        let t = crate::apply::load_transaction(cx.tx, args.transaction_id.as_str())?;
         let phases = store::transactions::phases(cx.tx, &t.id)?;
         Ok(Phases { phases })
     }
@@ -1640,7 +1643,7 @@ impl Tool for CheckRecovery {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: CheckRecovery, (): ()) -> Result<RecoveryAdvice, ToolError> {
-        let t = Transaction::load(cx.tx, args.transaction_id.as_str())?;
+        let t = crate::apply::load_transaction(cx.tx, args.transaction_id.as_str())?;
         let files = journal(cx.tx, &t.id)?;
         let paths = compare(cx.engine.workspace(), &files)?;
         let count = |s: PathState| paths.iter().filter(|p| p.state == s).count() as u64;

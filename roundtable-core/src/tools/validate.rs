@@ -28,6 +28,9 @@ use crate::policy::{
 use crate::resource::Resource;
 use crate::store;
 use crate::store::sql::Tx;
+use crate::tools::claims::ClaimRecord;
+use crate::tools::records::ProposalRecord;
+use crate::tools::records::RevisionRecord;
 use crate::workspace::Workspace;
 use crate::RepoPath;
 use schemars::JsonSchema;

@@ -1,0 +1,292 @@
+//! `GIT binary patch` payloads: git's base85 line encoding, zlib, the
+//! copy/insert delta format, and git blob ids.
+
+use sha1::Digest as _;
+use std::io::{Read as _, Write as _};
+
+const ALPHABET: &[u8; 85] =
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
+
+/// Reverse lookup: byte → digit + 1 (0 = not in the alphabet).
+const DECODE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 85 {
+        table[ALPHABET[i] as usize] = i as u8 + 1;
+        i += 1;
+    }
+    table
+};
+
+/// Bytes encoded per base85 line (git's limit).
+pub(crate) const LINE_BYTES: usize = 52;
+
+/// Decode one base85 data line (without its newline), appending to `out`.
+pub(crate) fn decode_line(line: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+    let (&len_char, digits) = line.split_first().ok_or("empty base85 line")?;
+    let len = match len_char {
+        b'A'..=b'Z' => (len_char - b'A') as usize + 1,
+        b'a'..=b'z' => (len_char - b'a') as usize + 27,
+        _ => return Err("a base85 line must start with its length (A-Z, a-z)"),
+    };
+    if digits.len() != len.div_ceil(4) * 5 {
+        return Err("base85 line length does not match its length character");
+    }
+    let mut remaining = len;
+    for group in digits.chunks_exact(5) {
+        let mut acc: u32 = 0;
+        for &c in group {
+            let d = DECODE[c as usize];
+            if d == 0 {
+                return Err("invalid base85 character");
+            }
+            acc = acc
+                .checked_mul(85)
+                .and_then(|a| a.checked_add(u32::from(d - 1)))
+                .ok_or("base85 group overflows")?;
+        }
+        let bytes = acc.to_be_bytes();
+        let take = remaining.min(4);
+        out.extend_from_slice(&bytes[..take]);
+        remaining -= take;
+    }
+    Ok(())
+}
+
+/// Encode `data` as base85 lines (each ending in `\n`), appending to `out`.
+pub fn encode_lines(data: &[u8], out: &mut Vec<u8>) {
+    for chunk in data.chunks(LINE_BYTES) {
+        let n = chunk.len();
+        out.push(if n <= 26 {
+            b'A' + (n as u8 - 1)
+        } else {
+            b'a' + (n as u8 - 27)
+        });
+        for group in chunk.chunks(4) {
+            let mut word = [0u8; 4];
+            word[..group.len()].copy_from_slice(group);
+            let mut acc = u32::from_be_bytes(word);
+            let mut digits = [0u8; 5];
+            for d in digits.iter_mut().rev() {
+                *d = ALPHABET[(acc % 85) as usize];
+                acc /= 85;
+            }
+            out.extend_from_slice(&digits);
+        }
+        out.push(b'\n');
+    }
+}
+
+/// Inflate a zlib stream that must produce exactly `size` bytes.
+pub(crate) fn inflate(deflated: &[u8], size: u64) -> Result<Vec<u8>, &'static str> {
+    let cap = usize::try_from(size).map_err(|_| "binary hunk too large")?;
+    let mut out = Vec::with_capacity(cap.min(1 << 26));
+    let mut decoder = flate2::read::ZlibDecoder::new(deflated);
+    // Read one byte past the declared size so an overlong stream is caught.
+    decoder
+        .by_ref()
+        .take(size.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|_| "binary hunk is not a valid zlib stream")?;
+    if out.len() as u64 != size {
+        return Err("binary hunk inflates to a different size than declared");
+    }
+    Ok(out)
+}
+
+/// Check that a zlib stream inflates to exactly `size` bytes, without
+/// keeping the output.
+pub(crate) fn check_inflates_to(deflated: &[u8], size: u64) -> Result<(), &'static str> {
+    let decoder = flate2::read::ZlibDecoder::new(deflated);
+    let produced = std::io::copy(
+        &mut decoder.take(size.saturating_add(1)),
+        &mut std::io::sink(),
+    )
+    .map_err(|_| "binary hunk is not a valid zlib stream")?;
+    if produced != size {
+        return Err("binary hunk inflates to a different size than declared");
+    }
+    Ok(())
+}
+
+/// The size of the content a deflated git delta builds, read from the
+/// delta's header (its first few inflated bytes) without inflating the rest.
+pub(crate) fn delta_result_size(deflated: &[u8]) -> Result<u64, &'static str> {
+    // Two varints of at most 10 bytes each.
+    let mut head = Vec::with_capacity(20);
+    flate2::read::ZlibDecoder::new(deflated)
+        .take(20)
+        .read_to_end(&mut head)
+        .map_err(|_| "binary hunk is not a valid zlib stream")?;
+    let mut pos = 0;
+    read_varint(&head, &mut pos)?;
+    read_varint(&head, &mut pos)
+}
+
+/// Deflate `data` with zlib (as git does for binary hunks).
+pub fn deflate(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(data).expect("writing to a Vec cannot fail");
+    enc.finish().expect("finishing a Vec cannot fail")
+}
+
+fn read_varint(data: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
+    let mut value: u64 = 0;
+    let mut shift = 0;
+    loop {
+        let &b = data.get(*pos).ok_or("delta header is truncated")?;
+        *pos += 1;
+        if shift > 56 {
+            return Err("delta size overflows");
+        }
+        value |= u64::from(b & 0x7f) << shift;
+        shift += 7;
+        if b & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+}
+
+/// Apply a git delta (`patch-delta.c` format) to `base`.
+pub(crate) fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, &'static str> {
+    let mut pos = 0;
+    let src_size = read_varint(delta, &mut pos)?;
+    if src_size != base.len() as u64 {
+        return Err("delta was made against a different base size");
+    }
+    let dst_size = read_varint(delta, &mut pos)?;
+    let cap = usize::try_from(dst_size).map_err(|_| "delta result too large")?;
+    let mut out = Vec::with_capacity(cap.min(1 << 26));
+    while pos < delta.len() {
+        let cmd = delta[pos];
+        pos += 1;
+        if cmd & 0x80 != 0 {
+            let mut offset: u64 = 0;
+            let mut size: u64 = 0;
+            for bit in 0..4 {
+                if cmd & (1 << bit) != 0 {
+                    let &b = delta.get(pos).ok_or("delta copy is truncated")?;
+                    pos += 1;
+                    offset |= u64::from(b) << (8 * bit);
+                }
+            }
+            for bit in 0..3 {
+                if cmd & (0x10 << bit) != 0 {
+                    let &b = delta.get(pos).ok_or("delta copy is truncated")?;
+                    pos += 1;
+                    size |= u64::from(b) << (8 * bit);
+                }
+            }
+            if size == 0 {
+                size = 0x10000;
+            }
+            let end = offset.checked_add(size).ok_or("delta copy out of range")?;
+            if end > base.len() as u64 || (out.len() as u64).saturating_add(size) > dst_size {
+                return Err("delta copy out of range");
+            }
+            out.extend_from_slice(&base[offset as usize..end as usize]);
+        } else if cmd != 0 {
+            let n = usize::from(cmd);
+            let bytes = delta.get(pos..pos + n).ok_or("delta insert is truncated")?;
+            if (out.len() + n) as u64 > dst_size {
+                return Err("delta insert out of range");
+            }
+            out.extend_from_slice(bytes);
+            pos += n;
+        } else {
+            return Err("delta has a reserved zero opcode");
+        }
+    }
+    if out.len() as u64 != dst_size {
+        return Err("delta result has a different size than declared");
+    }
+    Ok(out)
+}
+
+/// The git blob id of `data` in lowercase hex, for the object format whose
+/// ids have `hex_len` digits (40: SHA-1, 64: SHA-256).
+pub(crate) fn blob_id(data: &[u8], hex_len: usize) -> Option<String> {
+    let header = format!("blob {}\0", data.len());
+    let digest: Vec<u8> = match hex_len {
+        40 => {
+            let mut h = sha1::Sha1::new();
+            h.update(header.as_bytes());
+            h.update(data);
+            h.finalize().to_vec()
+        }
+        64 => {
+            let mut h = sha2::Sha256::new();
+            h.update(header.as_bytes());
+            h.update(data);
+            h.finalize().to_vec()
+        }
+        _ => return None,
+    };
+    Some(crate::hex::encode(&digest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base85_round_trip_all_lengths() {
+        for n in 0..200usize {
+            let data: Vec<u8> = (0..n).map(|i| (i * 37 + 11) as u8).collect();
+            let mut text = Vec::new();
+            encode_lines(&data, &mut text);
+            let mut back = Vec::new();
+            for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                decode_line(line, &mut back).expect("decodes");
+            }
+            assert_eq!(back, data, "length {n}");
+        }
+    }
+
+    #[test]
+    fn base85_refuses_bad_lines() {
+        let mut out = Vec::new();
+        assert!(decode_line(b"", &mut out).is_err());
+        assert!(decode_line(b"0abcde", &mut out).is_err());
+        assert!(decode_line(b"Aabcd", &mut out).is_err());
+        assert!(decode_line(b"A\"bcde", &mut out).is_err());
+        assert!(decode_line(b"A~~~~~", &mut out).is_err(), "overflow");
+    }
+
+    #[test]
+    fn empty_blob_id_matches_git() {
+        assert_eq!(
+            blob_id(b"", 40).as_deref(),
+            Some("e69de29bb2d1d6434b8b29ae775ad8c2e48c5391")
+        );
+        assert_eq!(
+            blob_id(b"hello\n", 40).as_deref(),
+            Some("ce013625030ba8dba906f756967f9e9ca394464a")
+        );
+    }
+
+    #[test]
+    fn delta_copy_and_insert() {
+        let base = b"0123456789";
+        // src 10, dst 7; copy offset 2 size 3; insert "abcd"
+        let delta = [10u8, 7, 0x80 | 0x01 | 0x10, 2, 3, 4, b'a', b'b', b'c', b'd'];
+        assert_eq!(apply_delta(base, &delta).expect("applies"), b"234abcd");
+        assert!(apply_delta(b"short", &delta).is_err());
+        let bad = [10u8, 7, 0x80 | 0x01 | 0x10, 9, 3];
+        assert!(apply_delta(base, &bad).is_err());
+        assert!(apply_delta(base, &[10u8, 1, 0]).is_err());
+    }
+
+    #[test]
+    fn inflate_checks_size() {
+        let z = deflate(b"hello world");
+        assert_eq!(inflate(&z, 11).expect("ok"), b"hello world");
+        assert!(inflate(&z, 10).is_err());
+        assert!(inflate(&z, 12).is_err());
+        assert!(inflate(b"not zlib", 3).is_err());
+        assert!(check_inflates_to(&z, 11).is_ok());
+        assert!(check_inflates_to(&z, 10).is_err());
+        assert!(check_inflates_to(&z, 12).is_err());
+        assert!(check_inflates_to(b"not zlib", 3).is_err());
+    }
+}

@@ -104,7 +104,7 @@ impl EngineOptions {
             options.max_inflated_bytes = n;
         }
         if let Some(url) = raw.store {
-            crate::store::pg::PgLocation::parse(&url)
+            crate::store::shown_url(&url)
                 .map_err(|why| ToolError::invalid_argument("store", why))?;
             options.store = Some(url);
         }
@@ -148,7 +148,7 @@ impl std::fmt::Debug for EngineOptions {
 
 /// A store URL as it may be shown (no password).
 fn store_shown(url: &str) -> String {
-    crate::store::pg::PgLocation::parse(url).map_or_else(|_| "(invalid)".to_owned(), |l| l.shown)
+    crate::store::shown_url(url).unwrap_or_else(|_| "(invalid)".to_owned())
 }
 
 /// A governed workspace: the repository root, its store and the tools.
@@ -409,16 +409,7 @@ impl Engine {
     /// Where the store is, its schema version, and whether this open
     /// created it.
     pub fn store_info(&self) -> crate::store::StoreInfo {
-        let kind = self.store.kind();
-        crate::store::StoreInfo {
-            location: self.store.location(),
-            engine: kind,
-            schema_version: match kind {
-                crate::store::StoreKind::Sqlite => crate::store::SCHEMA_VERSION,
-                crate::store::StoreKind::Postgres => crate::store::PG_SCHEMA_VERSION,
-            },
-            created: self.store.created(),
-        }
+        self.store.info()
     }
 
     /// The store.

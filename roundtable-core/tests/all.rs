@@ -19,7 +19,6 @@ mod landing;
 mod landing_log;
 mod landing_trust;
 mod landing_truth;
-mod layers;
 mod patch_bytes;
 mod paths_modes;
 mod peer_codex;

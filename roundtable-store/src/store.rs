@@ -21,6 +21,7 @@ pub mod claims;
 pub mod events;
 pub mod evidence;
 pub mod idempotency;
+#[cfg(feature = "postgres")]
 pub mod pg;
 pub mod policies;
 pub mod proposals;
@@ -231,6 +232,7 @@ pub const CLONE_FILE: &str = "clone";
 
 enum StoreEngine {
     Sqlite(SqliteStore),
+    #[cfg(feature = "postgres")]
     Postgres(Box<pg::PgStore>),
 }
 
@@ -347,7 +349,29 @@ impl StoreKind {
     }
 }
 
-pub use pg::PG_SCHEMA_VERSION;
+/// The PostgreSQL migrations, in order: migration `i` takes the schema
+/// from version `i` to `i + 1` (kept in every build, so that the two
+/// schemas can be compared).
+pub const PG_MIGRATIONS: &[&str] = &[
+    include_str!("store/pg/v1.sql"),
+    include_str!("store/pg/v2.sql"),
+];
+
+/// The PostgreSQL schema version this code writes.
+pub const PG_SCHEMA_VERSION: i64 = PG_MIGRATIONS.len() as i64;
+
+/// A store URL as it may be shown (without its password), or why it is
+/// not a store URL this build can open (a build without the `postgres`
+/// feature opens none).
+pub fn shown_url(url: &str) -> Result<String, String> {
+    #[cfg(feature = "postgres")]
+    return pg::PgLocation::parse(url).map(|l| l.shown);
+    #[cfg(not(feature = "postgres"))]
+    return Err(format!(
+        "this build of roundtable has no PostgreSQL store (the `postgres` feature): {:?} cannot be opened",
+        url.split('@').next_back().unwrap_or_default()
+    ));
+}
 
 impl Store {
     /// Open (creating when absent) the store of the workspace at `root`:
@@ -357,12 +381,15 @@ impl Store {
         let dir = open_store_dir(root)?;
         let clone_id = clone_id(&dir)?;
         let (engine, created) = match &options.url {
+            #[cfg(feature = "postgres")]
             Some(url) => {
                 let location = pg::PgLocation::parse(url).map_err(StoreError::Url)?;
                 let (store, created) =
                     pg::PgStore::open(location, options.busy_timeout, options.statement_timeout)?;
                 (StoreEngine::Postgres(Box::new(store)), created)
             }
+            #[cfg(not(feature = "postgres"))]
+            Some(url) => return Err(StoreError::Url(shown_url(url).err().unwrap_or_default())),
             None => {
                 let (store, created) = SqliteStore::open(&dir, options)?;
                 (StoreEngine::Sqlite(store), created)
@@ -385,6 +412,7 @@ impl Store {
     pub fn location(&self) -> String {
         match &self.engine {
             StoreEngine::Sqlite(s) => s.path.display().to_string(),
+            #[cfg(feature = "postgres")]
             StoreEngine::Postgres(p) => p.shown().to_owned(),
         }
     }
@@ -393,6 +421,7 @@ impl Store {
     pub fn kind(&self) -> StoreKind {
         match &self.engine {
             StoreEngine::Sqlite(_) => StoreKind::Sqlite,
+            #[cfg(feature = "postgres")]
             StoreEngine::Postgres(_) => StoreKind::Postgres,
         }
     }
@@ -400,6 +429,21 @@ impl Store {
     /// Whether this open created the schema (the store was new).
     pub fn created(&self) -> bool {
         self.created
+    }
+
+    /// Where the store is, its schema version, and whether this open
+    /// created it.
+    pub fn info(&self) -> StoreInfo {
+        StoreInfo {
+            location: self.location(),
+            engine: self.kind(),
+            schema_version: match &self.engine {
+                StoreEngine::Sqlite(_) => SCHEMA_VERSION,
+                #[cfg(feature = "postgres")]
+                StoreEngine::Postgres(_) => PG_SCHEMA_VERSION,
+            },
+            created: self.created,
+        }
     }
 
     /// Run `f` in one write transaction (SQLite: `BEGIN IMMEDIATE`, the
@@ -413,6 +457,7 @@ impl Store {
         APPENDED.with_borrow_mut(Vec::clear);
         let out = match &self.engine {
             StoreEngine::Sqlite(s) => s.write(f),
+            #[cfg(feature = "postgres")]
             StoreEngine::Postgres(p) => p.write(f, || APPENDED.with_borrow(|a| !a.is_empty())),
         }?;
         // Waiters in this engine learn at once of the events committed.
@@ -428,6 +473,7 @@ impl Store {
     ) -> Result<T, E> {
         match &self.engine {
             StoreEngine::Sqlite(s) => s.read(f),
+            #[cfg(feature = "postgres")]
             StoreEngine::Postgres(p) => p.read(f),
         }
     }
@@ -454,6 +500,7 @@ impl Store {
                     });
                 }
             }
+            #[cfg(feature = "postgres")]
             StoreEngine::Postgres(p) => {
                 let connector = p.connector();
                 self.notices.listen(move || connector.connect().ok());
@@ -473,6 +520,7 @@ impl Store {
     pub fn err(&self) -> impl Fn(SqlError) -> StoreError + '_ {
         move |source| match &self.engine {
             StoreEngine::Sqlite(s) => sqlite_error(&s.path)(source),
+            #[cfg(feature = "postgres")]
             StoreEngine::Postgres(p) => p.error(source),
         }
     }

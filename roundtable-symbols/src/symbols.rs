@@ -135,12 +135,18 @@ use crate::{ErrorCode, RepoPath};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::fmt;
+#[cfg(feature = "tree-sitter")]
 use tree_sitter::{Node, Parser, Tree};
 
+#[cfg(feature = "c")]
 mod c;
+#[cfg(feature = "go")]
 mod go;
+#[cfg(feature = "python")]
 mod python;
+#[cfg(feature = "rust")]
 mod rust;
+#[cfg(any(feature = "typescript", feature = "javascript"))]
 mod ts;
 
 /// A language the symbol index has a grammar for.
@@ -195,6 +201,22 @@ impl Language {
             "c" | "h" => Language::C,
             _ => return None,
         })
+        .filter(|l| l.is_built())
+    }
+
+    /// Whether this build has the language's grammar (its Cargo feature:
+    /// `rust`, `python`, `go`, `typescript` for TypeScript and TSX,
+    /// `javascript`, `c`). A file in a language not built is like a file in
+    /// no language: it has no symbols to claim.
+    pub const fn is_built(self) -> bool {
+        match self {
+            Language::Rust => cfg!(feature = "rust"),
+            Language::Python => cfg!(feature = "python"),
+            Language::Go => cfg!(feature = "go"),
+            Language::TypeScript | Language::Tsx => cfg!(feature = "typescript"),
+            Language::JavaScript => cfg!(feature = "javascript"),
+            Language::C => cfg!(feature = "c"),
+        }
     }
 
     /// The stable snake_case spelling (`rust`, `type_script`, …) as
@@ -208,18 +230,6 @@ impl Language {
             Language::Tsx => "tsx",
             Language::JavaScript => "java_script",
             Language::C => "c",
-        }
-    }
-
-    fn grammar(self) -> tree_sitter::Language {
-        match self {
-            Language::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Language::Python => tree_sitter_python::LANGUAGE.into(),
-            Language::Go => tree_sitter_go::LANGUAGE.into(),
-            Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Language::JavaScript => tree_sitter_javascript::LANGUAGE.into(),
-            Language::C => tree_sitter_c::LANGUAGE.into(),
         }
     }
 }
@@ -332,7 +342,10 @@ impl Symbol {
 #[non_exhaustive]
 pub enum SymbolError {
     /// The file's extension names no language the index has a grammar for.
-    #[error("{path}: symbols cannot be indexed in this kind of file (supported: .rs .py .pyi .go .ts .mts .cts .tsx .js .jsx .mjs .cjs .c .h)")]
+    #[error(
+        "{path}: symbols cannot be indexed in this kind of file (supported: {})",
+        supported_extensions()
+    )]
     UnsupportedLanguage {
         /// The file.
         path: String,
@@ -378,6 +391,29 @@ pub enum SymbolError {
         /// The source's length in bytes.
         len: usize,
     },
+}
+
+/// The extensions of the languages this build indexes, as the refusal lists them.
+fn supported_extensions() -> String {
+    const EXTENSIONS: &[(&str, Language)] = &[
+        (".rs", Language::Rust),
+        (".py .pyi", Language::Python),
+        (".go", Language::Go),
+        (".ts .mts .cts", Language::TypeScript),
+        (".tsx", Language::Tsx),
+        (".js .jsx .mjs .cjs", Language::JavaScript),
+        (".c .h", Language::C),
+    ];
+    let built: Vec<&str> = EXTENSIONS
+        .iter()
+        .filter(|(_, l)| l.is_built())
+        .map(|(e, _)| *e)
+        .collect();
+    if built.is_empty() {
+        "none in this build".to_owned()
+    } else {
+        built.join(" ")
+    }
 }
 
 fn did_you_mean(similar: &[String]) -> String {
@@ -480,16 +516,38 @@ impl SymbolError {
 /// ```
 pub fn index(language: Language, source: &[u8]) -> Result<Vec<Symbol>, SymbolError> {
     check_len(source.len())?;
-    let tree = parse(language, source);
+    walk(language, source)
+}
+
+/// Parse `source` with `language`'s grammar and collect its symbols;
+/// [`SymbolError::UnsupportedLanguage`] when this build lacks the grammar.
+#[cfg(feature = "tree-sitter")]
+fn walk(language: Language, source: &[u8]) -> Result<Vec<Symbol>, SymbolError> {
+    type Walker = fn(&mut Collector<'_>, Node<'_>);
+    let (grammar, walker): (tree_sitter::Language, Walker) = match language {
+        #[cfg(feature = "rust")]
+        Language::Rust => (tree_sitter_rust::LANGUAGE.into(), rust::index),
+        #[cfg(feature = "python")]
+        Language::Python => (tree_sitter_python::LANGUAGE.into(), python::index),
+        #[cfg(feature = "go")]
+        Language::Go => (tree_sitter_go::LANGUAGE.into(), go::index),
+        #[cfg(feature = "typescript")]
+        Language::TypeScript => (
+            tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            ts::index,
+        ),
+        #[cfg(feature = "typescript")]
+        Language::Tsx => (tree_sitter_typescript::LANGUAGE_TSX.into(), ts::index),
+        #[cfg(feature = "javascript")]
+        Language::JavaScript => (tree_sitter_javascript::LANGUAGE.into(), ts::index),
+        #[cfg(feature = "c")]
+        Language::C => (tree_sitter_c::LANGUAGE.into(), c::index),
+        #[allow(unreachable_patterns)]
+        _ => return Err(not_built(language)),
+    };
+    let tree = parse(&grammar, source);
     let mut out = Collector::new(source);
-    let root = tree.root_node();
-    match language {
-        Language::Rust => rust::index(&mut out, root),
-        Language::Python => python::index(&mut out, root),
-        Language::Go => go::index(&mut out, root),
-        Language::TypeScript | Language::Tsx | Language::JavaScript => ts::index(&mut out, root),
-        Language::C => c::index(&mut out, root),
-    }
+    walker(&mut out, tree.root_node());
     if let Some(e) = out.error {
         return Err(e);
     }
@@ -499,6 +557,20 @@ pub fn index(language: Language, source: &[u8]) -> Result<Vec<Symbol>, SymbolErr
             .cmp(&(b.start_byte, std::cmp::Reverse(b.end_byte)))
     });
     Ok(symbols)
+}
+
+/// Without any grammar there are no symbols to find.
+#[cfg(not(feature = "tree-sitter"))]
+fn walk(language: Language, _source: &[u8]) -> Result<Vec<Symbol>, SymbolError> {
+    Err(not_built(language))
+}
+
+/// The refusal for a language whose grammar this build lacks.
+#[allow(dead_code)]
+fn not_built(language: Language) -> SymbolError {
+    SymbolError::UnsupportedLanguage {
+        path: format!("({language} source; its grammar is not built in)"),
+    }
 }
 
 fn check_len(len: usize) -> Result<(), SymbolError> {
@@ -548,7 +620,9 @@ pub fn resolve_in<'a>(
     symbols: &'a [Symbol],
     name: &str,
 ) -> Result<&'a Symbol, SymbolError> {
+    #[cfg_attr(not(feature = "python"), allow(unused_mut))]
     let mut candidates: Vec<&Symbol> = symbols.iter().filter(|s| s.name == name).collect();
+    #[cfg(feature = "python")]
     if candidates.is_empty() && Language::for_path(path) == Some(Language::Python) {
         if let Some(rest) = python::strip_module(path, name) {
             candidates = symbols.iter().filter(|s| s.name == rest).collect();
@@ -584,10 +658,11 @@ pub fn resolve_in<'a>(
     }
 }
 
-fn parse(language: Language, source: &[u8]) -> Tree {
+#[cfg(feature = "tree-sitter")]
+fn parse(grammar: &tree_sitter::Language, source: &[u8]) -> Tree {
     let mut parser = Parser::new();
     parser
-        .set_language(&language.grammar())
+        .set_language(grammar)
         .expect("every bundled grammar's ABI is supported by the tree-sitter runtime (tested)");
     parser
         .parse(source, None)
@@ -597,6 +672,7 @@ fn parse(language: Language, source: &[u8]) -> Tree {
 // ---------------------------------------------------------------------------
 // Shared machinery for the per-language walkers.
 
+#[cfg(feature = "tree-sitter")]
 /// Accumulates symbols; the walkers call [`Collector::emit`].
 struct Collector<'s> {
     source: &'s [u8],
@@ -607,6 +683,7 @@ struct Collector<'s> {
     error: Option<SymbolError>,
 }
 
+#[cfg(feature = "tree-sitter")]
 impl<'s> Collector<'s> {
     fn new(source: &'s [u8]) -> Self {
         Collector {
@@ -681,11 +758,13 @@ impl<'s> Collector<'s> {
     }
 }
 
+#[cfg(feature = "tree-sitter")]
 /// 1-based line of the node's first byte.
 fn first_line(node: Node<'_>) -> u32 {
     u32::try_from(node.start_position().row + 1).unwrap_or(u32::MAX)
 }
 
+#[cfg(feature = "tree-sitter")]
 /// 1-based inclusive line of the node's last byte (a node that ends with
 /// its newline ends on the line that newline terminates).
 fn last_line(node: Node<'_>) -> u32 {
@@ -698,6 +777,7 @@ fn last_line(node: Node<'_>) -> u32 {
     u32::try_from(row).unwrap_or(u32::MAX)
 }
 
+#[cfg(feature = "tree-sitter")]
 /// The earliest node of the unbroken run of attachments (comments,
 /// attributes, decorators) directly above `node`, or `node` itself.
 ///
@@ -722,21 +802,32 @@ fn leading<'t>(node: Node<'t>, source: &[u8], attached: fn(Node<'_>, &[u8]) -> b
     start
 }
 
+#[cfg(feature = "tree-sitter")]
 fn is_comment(node: Node<'_>) -> bool {
     matches!(node.kind(), "comment" | "line_comment" | "block_comment")
 }
 
+#[cfg(feature = "tree-sitter")]
 /// The node's named children, in order.
 fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor).collect()
 }
 
+#[cfg(any(feature = "typescript", feature = "javascript", feature = "c"))]
 /// The node's children (named and anonymous) with field `field`.
 fn field_children<'t>(node: Node<'t>, field: &str) -> Vec<Node<'t>> {
     let mut cursor = node.walk();
     node.children_by_field_name(field, &mut cursor).collect()
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "rust",
+    feature = "python",
+    feature = "go",
+    feature = "typescript",
+    feature = "javascript",
+    feature = "c"
+))]
 mod tests;

@@ -23,12 +23,7 @@ use super::StoreError;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The PostgreSQL migrations, in order: migration `i` takes the schema
-/// from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("pg/v1.sql"), include_str!("pg/v2.sql")];
-
-/// The PostgreSQL schema version this code writes.
-pub const PG_SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+use super::{PG_MIGRATIONS as MIGRATIONS, PG_SCHEMA_VERSION};
 
 /// The channel commits notify and watchers listen on.
 pub const CHANNEL: &str = "roundtable_events";

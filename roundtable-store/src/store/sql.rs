@@ -11,7 +11,9 @@
 //! Every statement is compiled once per connection and kept.
 
 use std::borrow::Cow;
+#[cfg(feature = "postgres")]
 use std::cell::RefCell;
+#[cfg(feature = "postgres")]
 use std::collections::HashMap;
 
 /// The engine a [`Tx`] runs on.
@@ -32,9 +34,11 @@ pub enum SqlError {
     Sqlite(#[from] rusqlite::Error),
     /// PostgreSQL refused it, or the connection to the server failed.
     #[error("{}", postgres_message(.0))]
+    #[cfg(feature = "postgres")]
     Postgres(#[from] postgres::Error),
     /// PostgreSQL could not prepare a statement (the SQL is named).
     #[error("{} preparing: {sql}", postgres_message(.source))]
+    #[cfg(feature = "postgres")]
     Prepare {
         /// The statement as sent.
         sql: String,
@@ -60,6 +64,7 @@ pub enum SqlError {
 
 /// A PostgreSQL error with the server's message and SQLSTATE, not only
 /// "db error".
+#[cfg(feature = "postgres")]
 fn postgres_message(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("postgres: {} (SQLSTATE {})", db.message(), db.code().code()),
@@ -81,6 +86,7 @@ impl SqlError {
     /// serialization failure or deadlock aborted the transaction.
     pub fn is_retryable(&self) -> bool {
         match self {
+            #[cfg(feature = "postgres")]
             SqlError::Postgres(e) | SqlError::Prepare { source: e, .. } => match e.code() {
                 Some(code) => {
                     let c = code.code();
@@ -339,6 +345,7 @@ pub struct Row<'r> {
 
 enum RowInner<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
+    #[cfg(feature = "postgres")]
     Postgres(&'r postgres::Row),
 }
 
@@ -352,6 +359,7 @@ impl Row<'_> {
                     reason,
                 })?
             }
+            #[cfg(feature = "postgres")]
             RowInner::Postgres(r) => r.try_get::<_, Value<'_>>(index)?,
         };
         T::from_value(value).map_err(|reason| SqlError::Value {
@@ -390,6 +398,7 @@ impl rusqlite::ToSql for Value<'_> {
 /// PostgreSQL binds a value by the type the server inferred for the
 /// parameter: an integer goes to `int8`, `int4`, `int2` or `bool`, text
 /// to any text type.
+#[cfg(feature = "postgres")]
 impl postgres::types::ToSql for Value<'_> {
     fn to_sql(
         &self,
@@ -439,6 +448,7 @@ impl postgres::types::ToSql for Value<'_> {
 }
 
 /// A column of any type PostgreSQL returns to the store.
+#[cfg(feature = "postgres")]
 impl<'a> postgres::types::FromSql<'a> for Value<'a> {
     fn from_sql(
         ty: &postgres::types::Type,
@@ -472,12 +482,14 @@ impl<'a> postgres::types::FromSql<'a> for Value<'a> {
 }
 
 /// A PostgreSQL connection with its compiled statements.
+#[cfg(feature = "postgres")]
 pub struct PgConn {
     /// The connection.
     pub client: postgres::Client,
     statements: HashMap<String, postgres::Statement>,
 }
 
+#[cfg(feature = "postgres")]
 impl PgConn {
     /// Wrap a connected client.
     pub fn new(client: postgres::Client) -> PgConn {
@@ -551,6 +563,7 @@ pub struct Tx<'c> {
 
 enum TxInner<'c> {
     Sqlite(&'c rusqlite::Connection),
+    #[cfg(feature = "postgres")]
     Postgres(&'c RefCell<PgConn>),
 }
 
@@ -563,6 +576,7 @@ impl<'c> Tx<'c> {
     }
 
     /// A transaction open on the PostgreSQL connection `conn`.
+    #[cfg(feature = "postgres")]
     pub fn postgres(conn: &'c RefCell<PgConn>) -> Tx<'c> {
         Tx {
             inner: TxInner::Postgres(conn),
@@ -573,6 +587,7 @@ impl<'c> Tx<'c> {
     pub fn dialect(&self) -> Dialect {
         match self.inner {
             TxInner::Sqlite(_) => Dialect::Sqlite,
+            #[cfg(feature = "postgres")]
             TxInner::Postgres(_) => Dialect::Postgres,
         }
     }
@@ -582,6 +597,7 @@ impl<'c> Tx<'c> {
     pub fn as_sqlite(&self) -> Option<&rusqlite::Connection> {
         match self.inner {
             TxInner::Sqlite(c) => Some(c),
+            #[cfg(feature = "postgres")]
             TxInner::Postgres(_) => None,
         }
     }
@@ -593,6 +609,7 @@ impl<'c> Tx<'c> {
             TxInner::Sqlite(c) => Ok(c
                 .prepare_cached(sql)?
                 .execute(rusqlite::params_from_iter(values.iter()))?),
+            #[cfg(feature = "postgres")]
             TxInner::Postgres(c) => {
                 let mut c = c.borrow_mut();
                 let stmt = c.statement(sql)?;
@@ -607,6 +624,7 @@ impl<'c> Tx<'c> {
     pub fn execute_batch(&self, sql: &str) -> Result<()> {
         match &self.inner {
             TxInner::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            #[cfg(feature = "postgres")]
             TxInner::Postgres(c) => Ok(c.borrow_mut().client.batch_execute(sql)?),
         }
     }
@@ -631,6 +649,7 @@ impl<'c> Tx<'c> {
                     None => Err(SqlError::NoRows),
                 }
             }
+            #[cfg(feature = "postgres")]
             TxInner::Postgres(c) => {
                 let mut c = c.borrow_mut();
                 let stmt = c.statement(sql)?;
@@ -668,6 +687,7 @@ impl<'c> Tx<'c> {
                 }
                 Ok(())
             }
+            #[cfg(feature = "postgres")]
             TxInner::Postgres(c) => {
                 use postgres::fallible_iterator::FallibleIterator as _;
                 let mut c = c.borrow_mut();
@@ -705,6 +725,7 @@ impl<'c> Tx<'c> {
                 }
                 Ok(out)
             }
+            #[cfg(feature = "postgres")]
             TxInner::Postgres(c) => {
                 let mut c = c.borrow_mut();
                 let stmt = c.statement(sql)?;
@@ -722,6 +743,7 @@ impl<'c> Tx<'c> {
     }
 }
 
+#[cfg(feature = "postgres")]
 fn pg_refs<'v>(values: &'v [Value<'_>]) -> Vec<&'v (dyn postgres::types::ToSql + Sync)> {
     values
         .iter()

@@ -39,8 +39,11 @@
 //!   queue); [`Commits::bump`] wakes every waiter (the watcher could not
 //!   read the log).
 
-use super::sql::{self, params, PgConn, Tx};
+#[cfg(feature = "postgres")]
+use super::sql::PgConn;
+use super::sql::{self, params, Tx};
 use rusqlite::Connection;
+#[cfg(feature = "postgres")]
 use std::cell::RefCell;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::Path;
@@ -295,6 +298,7 @@ pub struct LogTail {
 
 enum TailSource {
     Sqlite(Connection),
+    #[cfg(feature = "postgres")]
     Postgres(Box<RefCell<PgConn>>),
 }
 
@@ -308,6 +312,7 @@ impl LogTail {
 
     /// Follow the log from its head now, on `conn` (a PostgreSQL
     /// connection of its own).
+    #[cfg(feature = "postgres")]
     fn postgres(conn: PgConn) -> sql::Result<LogTail> {
         LogTail::new(TailSource::Postgres(Box::new(RefCell::new(conn))), 0)
     }
@@ -329,6 +334,7 @@ impl LogTail {
     fn with_tx<T>(&self, f: impl FnOnce(&Tx<'_>) -> sql::Result<T>) -> sql::Result<T> {
         match &self.source {
             TailSource::Sqlite(c) => f(&Tx::sqlite(c)),
+            #[cfg(feature = "postgres")]
             TailSource::Postgres(c) => f(&Tx::postgres(c)),
         }
     }
@@ -359,6 +365,7 @@ impl LogTail {
 
     /// Whether another connection committed since the last look (SQLite;
     /// PostgreSQL says so by notification).
+    #[cfg_attr(not(feature = "postgres"), allow(irrefutable_let_patterns))]
     fn moved(&mut self) -> sql::Result<bool> {
         let TailSource::Sqlite(conn) = &self.source else {
             return Ok(false);
@@ -425,6 +432,7 @@ impl Watcher {
 
     /// Listen for PostgreSQL commit notifications for `commits`, on
     /// connections `connect` opens (again after a broken one).
+    #[cfg(feature = "postgres")]
     pub fn listen(
         commits: &Arc<Commits>,
         connect: impl Fn() -> Option<PgConn> + Send + 'static,
@@ -442,6 +450,7 @@ impl Watcher {
 
 /// A connection listening on the commit channel, following the log from
 /// its head.
+#[cfg(feature = "postgres")]
 fn listening(connect: &impl Fn() -> Option<PgConn>) -> Option<LogTail> {
     let mut conn = connect()?;
     conn.client
@@ -452,6 +461,7 @@ fn listening(connect: &impl Fn() -> Option<PgConn>) -> Option<LogTail> {
 
 /// The PostgreSQL watcher's loop: wait for a notification (looking at
 /// `stop` every [`FALLBACK`]), then read and publish the new events.
+#[cfg(feature = "postgres")]
 fn listen(
     mut tail: LogTail,
     connect: &impl Fn() -> Option<PgConn>,
@@ -656,6 +666,7 @@ impl Notices {
 
     /// [`Notices::watch`] for a PostgreSQL store: listen for the commits'
     /// notifications on connections `connect` opens.
+    #[cfg(feature = "postgres")]
     pub fn listen(&self, connect: impl Fn() -> Option<PgConn> + Send + 'static) {
         self.watcher
             .get_or_init(|| Watcher::listen(&self.commits, connect));

@@ -141,7 +141,15 @@ fn function_name(declarator: Node<'_>) -> Option<Node<'_>> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "rust",
+    feature = "python",
+    feature = "go",
+    feature = "typescript",
+    feature = "javascript",
+    feature = "c"
+))]
 mod tests {
     use crate::symbols::tests::{ambiguous_lines, assert_rows, is_unknown, resolved};
     use crate::symbols::{Language, SymbolKind::*};

@@ -108,7 +108,15 @@ fn first_type_identifier(node: Node<'_>) -> Option<Node<'_>> {
     None
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "rust",
+    feature = "python",
+    feature = "go",
+    feature = "typescript",
+    feature = "javascript",
+    feature = "c"
+))]
 mod tests {
     use crate::symbols::tests::{assert_rows, is_unknown, resolved};
     use crate::symbols::{Language, SymbolKind::*};

@@ -117,7 +117,15 @@ pub(super) fn strip_module<'n>(path: &RepoPath, name: &'n str) -> Option<&'n str
     })
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "rust",
+    feature = "python",
+    feature = "go",
+    feature = "typescript",
+    feature = "javascript",
+    feature = "c"
+))]
 mod tests {
     use crate::symbols::tests::{ambiguous_lines, assert_rows, is_unknown, resolved};
     use crate::symbols::{Language, SymbolKind::*};

@@ -151,7 +151,15 @@ fn type_name(out: &Collector<'_>, ty: Node<'_>) -> String {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "rust",
+    feature = "python",
+    feature = "go",
+    feature = "typescript",
+    feature = "javascript",
+    feature = "c"
+))]
 mod tests {
     use crate::symbols::tests::{ambiguous_lines, assert_rows, is_unknown, resolved};
     use crate::symbols::{Language, SymbolKind::*};
@@ -199,7 +207,7 @@ pub trait Source {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "rust", feature = "python", feature = "go", feature = "typescript", feature = "javascript", feature = "c"))]
 mod tests {
     use super::*;
 

@@ -202,7 +202,15 @@ fn member_name(out: &Collector<'_>, member: Node<'_>) -> String {
     text
 }
 
-#[cfg(test)]
+#[cfg(all(
+    test,
+    feature = "rust",
+    feature = "python",
+    feature = "go",
+    feature = "typescript",
+    feature = "javascript",
+    feature = "c"
+))]
 mod tests {
     use crate::symbols::tests::{ambiguous_lines, assert_rows, is_unknown, resolved};
     use crate::symbols::{Language, SymbolKind::*};

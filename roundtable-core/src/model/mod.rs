@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 mod claim;
 mod durability;
+mod event_data;
 mod event_kind;
 mod landing;
 mod operation;
@@ -26,6 +27,15 @@ mod transaction;
 
 pub use claim::{Claim, ClaimStatus};
 pub use durability::Durability;
+pub use event_data::{
+    AgentAccess, AgentRegisteredData, AgentUpdatedData, ClaimAcquiredData, ClaimReleasedData,
+    ClaimRenewedData, DecisionRecordedData, ErrorRecord, EventData, HumanApprovalRequestedData,
+    HumanApprovedData, PolicyActivatedData, PolicyDraftedData, ProposalAppliedData,
+    ProposalCreatedData, ProposalRejectedData, ProposalReviewRequestedData, ProposalRevisedData,
+    ProposalRolledBackData, ProposalWithdrawnData, SecurityReviewedData, TaskCreatedData,
+    TestRecordedData, TransactionAppliedData, TransactionFailedData, TransactionRecoveredData,
+    TransactionRolledBackData, TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
+};
 pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};
 pub use operation::OperationKind;
@@ -547,7 +557,11 @@ pub struct TestResult {
 }
 
 /// One entry of the audit log.
+///
+/// Its schema says, per kind this version writes, the type of its `data`
+/// ([`EventData`]); [`Event::typed_data`] reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = event_data::event_schema)]
 pub struct Event {
     /// Its position in the store's log, from 1.
     pub seq: i64,
@@ -559,7 +573,9 @@ pub struct Event {
     pub subject: String,
     /// The proposal it concerns, if any.
     pub proposal_id: Option<String>,
-    /// Details.
+    /// What changed, as stored (the JSON the digest covers): of its kind's
+    /// type for every kind this version writes ([`Event::typed_data`]).
+    #[schemars(schema_with = "event_data::data_schema")]
     pub data: serde_json::Value,
     /// When.
     pub at: Timestamp,

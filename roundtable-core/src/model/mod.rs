@@ -558,8 +558,7 @@ pub struct TestResult {
 
 /// One entry of the audit log.
 ///
-/// Its schema says, per kind this version writes, the type of its `data`
-/// ([`EventData`]); [`Event::typed_data`] reads it.
+/// Its schema names, per kind this version writes, the type of `data`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = event_data::event_schema)]
 pub struct Event {
@@ -573,8 +572,10 @@ pub struct Event {
     pub subject: String,
     /// The proposal it concerns, if any.
     pub proposal_id: Option<String>,
-    /// What changed, as stored (the JSON the digest covers): of its kind's
-    /// type for every kind this version writes ([`Event::typed_data`]).
+    /// What changed, as stored (the JSON its digest covers): an object of
+    /// the type its `kind` names (this record's `allOf`, one `if`/`then`
+    /// per kind). An event of a kind not listed (a newer version's) keeps
+    /// its data as stored.
     #[schemars(schema_with = "event_data::data_schema")]
     pub data: serde_json::Value,
     /// When.

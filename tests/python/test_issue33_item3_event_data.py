@@ -106,6 +106,7 @@ def test_issue33_item3_a_governed_change_reads_as_typed_event_data(tmp_path: Pat
         host.agent_register(agent_id="ada", roles=["author"])
         host.agent_register(agent_id="rex", roles=["reviewer"])
         host.task_create(task_id="greet", title="Greet the world")
+        ada.claim_acquire(resource_id="file:app.py", type="write", ttl_s=600)
         pid = ada.proposal_create(
             task_id="greet", title="Greet", summary_md="Wider greeting.", patch=PATCH,
         ).proposal.id

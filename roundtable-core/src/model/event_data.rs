@@ -510,7 +510,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_kind_written_has_a_data_type() {
+    fn issue33_item3_every_kind_written_has_a_data_type() {
         let mut g = SchemaGenerator::default();
         let kinds: Vec<EventKind> = EventData::data_schemas(&mut g)
             .into_iter()
@@ -520,7 +520,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_kind_or_a_foreign_shape_reads_as_none() {
+    fn issue33_item3_an_unknown_kind_or_a_foreign_shape_reads_as_none() {
         let data = serde_json::json!({"title": "t"});
         assert!(EventData::from_stored(&EventKind::TaskCreated, &data).is_some());
         assert!(EventData::from_stored(&EventKind::parse("merge.queued"), &data).is_none());

@@ -181,6 +181,63 @@ func (x *Agent) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *AgentAccess) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *AgentAccess) encodeFields(e *encoder, start int) {
+	e.key(start, "\"enabled\":")
+	e.bool(x.Enabled)
+	e.key(start, "\"roles\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Roles {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Roles[i1], "roles")
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *AgentAccess) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "enabled":
+			if !d.null() {
+				x.Enabled = d.bool()
+			}
+		case "roles":
+			if d.null() {
+				x.Roles = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Roles = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x AgentAccess) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *AgentAccess) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *AgentDetail) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -522,6 +579,126 @@ func (x AgentRegistered) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *AgentRegistered) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *AgentRegisteredData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *AgentRegisteredData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"enabled\":")
+	e.bool(x.Enabled)
+	e.key(start, "\"roles\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Roles {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Roles[i1], "roles")
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *AgentRegisteredData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "enabled":
+			if !d.null() {
+				x.Enabled = d.bool()
+			}
+		case "roles":
+			if d.null() {
+				x.Roles = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Roles = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x AgentRegisteredData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *AgentRegisteredData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *AgentUpdatedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *AgentUpdatedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"enabled\":")
+	e.bool(x.Enabled)
+	e.key(start, "\"roles\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Roles {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Roles[i1], "roles")
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"previous\":")
+	x.Previous.encode(e)
+}
+
+func (x *AgentUpdatedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "enabled":
+			if !d.null() {
+				x.Enabled = d.bool()
+			}
+		case "roles":
+			if d.null() {
+				x.Roles = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Roles = s2
+			}
+		case "previous":
+			if !d.null() {
+				x.Previous.decode(d)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x AgentUpdatedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *AgentUpdatedData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -1430,6 +1607,65 @@ func (x *ClaimAcquireArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ClaimAcquiredData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ClaimAcquiredData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"resource_id\":")
+	e.str(x.ResourceID, "resource_id")
+	e.key(start, "\"type\":")
+	e.str(string(x.Type), "type")
+	e.key(start, "\"token\":")
+	e.int64(x.Token)
+	e.key(start, "\"expires_at\":")
+	e.str(x.ExpiresAt, "expires_at")
+	e.key(start, "\"base_digest\":")
+	e.str(x.BaseDigest, "base_digest")
+}
+
+func (x *ClaimAcquiredData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "resource_id":
+			if !d.null() {
+				x.ResourceID = d.str()
+			}
+		case "type":
+			if !d.null() {
+				x.Type = ClaimType(d.str())
+			}
+		case "token":
+			if !d.null() {
+				x.Token = d.int64()
+			}
+		case "expires_at":
+			if !d.null() {
+				x.ExpiresAt = d.str()
+			}
+		case "base_digest":
+			if !d.null() {
+				x.BaseDigest = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ClaimAcquiredData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ClaimAcquiredData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ClaimChanged) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -1664,6 +1900,53 @@ func (x *ClaimReleaseArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ClaimReleasedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ClaimReleasedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"token\":")
+	e.int64(x.Token)
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *ClaimReleasedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "token":
+			if !d.null() {
+				x.Token = d.int64()
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.TransactionID = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ClaimReleasedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ClaimReleasedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ClaimRenewArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -1714,6 +1997,65 @@ func (x ClaimRenewArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ClaimRenewArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ClaimRenewedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ClaimRenewedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"expires_at\":")
+	e.str(x.ExpiresAt, "expires_at")
+	e.key(start, "\"previous_expires_at\":")
+	e.str(x.PreviousExpiresAt, "previous_expires_at")
+	e.key(start, "\"token\":")
+	e.int64(x.Token)
+	if x.Reacquired != nil {
+		e.key(start, "\"reacquired\":")
+		e.bool(*x.Reacquired)
+	}
+}
+
+func (x *ClaimRenewedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "expires_at":
+			if !d.null() {
+				x.ExpiresAt = d.str()
+			}
+		case "previous_expires_at":
+			if !d.null() {
+				x.PreviousExpiresAt = d.str()
+			}
+		case "token":
+			if !d.null() {
+				x.Token = d.int64()
+			}
+		case "reacquired":
+			if d.null() {
+				x.Reacquired = nil
+			} else {
+				p1 := new(bool)
+				(*p1) = d.bool()
+				x.Reacquired = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ClaimRenewedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ClaimRenewedData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -2394,6 +2736,47 @@ func (x *DecisionRecorded) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *DecisionRecordedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *DecisionRecordedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"decision\":")
+	e.str(string(x.Decision), "decision")
+}
+
+func (x *DecisionRecordedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "decision":
+			if !d.null() {
+				x.Decision = DecisionValue(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x DecisionRecordedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *DecisionRecordedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *DiffPage) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -2594,6 +2977,51 @@ func (x ErrorCause) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ErrorCause) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ErrorRecord) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ErrorRecord) encodeFields(e *encoder, start int) {
+	e.key(start, "\"code\":")
+	e.str(x.Code, "code")
+	e.key(start, "\"message\":")
+	e.str(x.Message, "message")
+	e.key(start, "\"details\":")
+	e.raw(x.Details, "details")
+}
+
+func (x *ErrorRecord) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "code":
+			if !d.null() {
+				x.Code = d.str()
+			}
+		case "message":
+			if !d.null() {
+				x.Message = d.str()
+			}
+		case "details":
+			x.Details = d.raw()
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ErrorRecord) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ErrorRecord) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -3737,6 +4165,41 @@ func (x *ForbiddenDetails) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *HumanApprovalRequestedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *HumanApprovalRequestedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+}
+
+func (x *HumanApprovalRequestedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x HumanApprovalRequestedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *HumanApprovalRequestedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *HumanApproveArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -3811,6 +4274,53 @@ func (x HumanApproveArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *HumanApproveArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *HumanApprovedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *HumanApprovedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	if x.RequestID != nil {
+		e.key(start, "\"request_id\":")
+		e.str(*x.RequestID, "request_id")
+	}
+}
+
+func (x *HumanApprovedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "request_id":
+			if d.null() {
+				x.RequestID = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.RequestID = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x HumanApprovedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *HumanApprovedData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -6517,6 +7027,100 @@ func (x *PolicyActivateArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *PolicyActivatedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *PolicyActivatedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"version\":")
+	e.int64(x.Version)
+	e.key(start, "\"digest\":")
+	e.str(x.Digest, "digest")
+	if x.RetiredVersion != nil {
+		e.key(start, "\"retired_version\":")
+		e.int64(*x.RetiredVersion)
+	}
+}
+
+func (x *PolicyActivatedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "version":
+			if !d.null() {
+				x.Version = d.int64()
+			}
+		case "digest":
+			if !d.null() {
+				x.Digest = d.str()
+			}
+		case "retired_version":
+			if d.null() {
+				x.RetiredVersion = nil
+			} else {
+				p1 := new(int64)
+				(*p1) = d.int64()
+				x.RetiredVersion = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x PolicyActivatedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *PolicyActivatedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *PolicyDraftedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *PolicyDraftedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"version\":")
+	e.int64(x.Version)
+	e.key(start, "\"digest\":")
+	e.str(x.Digest, "digest")
+}
+
+func (x *PolicyDraftedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "version":
+			if !d.null() {
+				x.Version = d.int64()
+			}
+		case "digest":
+			if !d.null() {
+				x.Digest = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x PolicyDraftedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *PolicyDraftedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *PolicyGetArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -7299,6 +7903,83 @@ func (x *Proposal) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ProposalAppliedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalAppliedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"transaction_id\":")
+	e.str(x.TransactionID, "transaction_id")
+	e.key(start, "\"from\":")
+	e.str(string(x.From), "from")
+	e.key(start, "\"to\":")
+	e.str(string(x.To), "to")
+	if x.Overridden != nil {
+		e.key(start, "\"overridden\":")
+		e.str(*x.Overridden, "overridden")
+	}
+	if x.RolledBackTransactionID != nil {
+		e.key(start, "\"rolled_back_transaction_id\":")
+		e.str(*x.RolledBackTransactionID, "rolled_back_transaction_id")
+	}
+}
+
+func (x *ProposalAppliedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "transaction_id":
+			if !d.null() {
+				x.TransactionID = d.str()
+			}
+		case "from":
+			if !d.null() {
+				x.From = ProposalStatus(d.str())
+			}
+		case "to":
+			if !d.null() {
+				x.To = ProposalStatus(d.str())
+			}
+		case "overridden":
+			if d.null() {
+				x.Overridden = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Overridden = p1
+			}
+		case "rolled_back_transaction_id":
+			if d.null() {
+				x.RolledBackTransactionID = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.RolledBackTransactionID = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalAppliedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalAppliedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ProposalAttachPatchArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -7670,6 +8351,95 @@ func (x ProposalCreateArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ProposalCreateArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProposalCreatedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalCreatedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"task_id\":")
+	e.str(x.TaskID, "task_id")
+	e.key(start, "\"risk\":")
+	e.str(string(x.Risk), "risk")
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"format\":")
+	e.str(string(x.Format), "format")
+	e.key(start, "\"digest\":")
+	e.str(x.Digest, "digest")
+	e.key(start, "\"files\":")
+	e.int64(x.Files)
+	if x.RevertedRevision != nil {
+		e.key(start, "\"reverted_revision\":")
+		e.int64(*x.RevertedRevision)
+	}
+	if x.Reverts != nil {
+		e.key(start, "\"reverts\":")
+		e.str(*x.Reverts, "reverts")
+	}
+}
+
+func (x *ProposalCreatedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "task_id":
+			if !d.null() {
+				x.TaskID = d.str()
+			}
+		case "risk":
+			if !d.null() {
+				x.Risk = Risk(d.str())
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "format":
+			if !d.null() {
+				x.Format = RevisionFormat(d.str())
+			}
+		case "digest":
+			if !d.null() {
+				x.Digest = d.str()
+			}
+		case "files":
+			if !d.null() {
+				x.Files = d.int64()
+			}
+		case "reverted_revision":
+			if d.null() {
+				x.RevertedRevision = nil
+			} else {
+				p1 := new(int64)
+				(*p1) = d.int64()
+				x.RevertedRevision = p1
+			}
+		case "reverts":
+			if d.null() {
+				x.Reverts = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Reverts = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalCreatedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalCreatedData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -8148,6 +8918,65 @@ func (x *ProposalRebaseArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ProposalRejectedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalRejectedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"decision_id\":")
+	e.str(x.DecisionID, "decision_id")
+	e.key(start, "\"reason_md\":")
+	e.str(x.ReasonMD, "reason_md")
+	e.key(start, "\"from\":")
+	e.str(string(x.From), "from")
+	e.key(start, "\"to\":")
+	e.str(string(x.To), "to")
+}
+
+func (x *ProposalRejectedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "decision_id":
+			if !d.null() {
+				x.DecisionID = d.str()
+			}
+		case "reason_md":
+			if !d.null() {
+				x.ReasonMD = d.str()
+			}
+		case "from":
+			if !d.null() {
+				x.From = ProposalStatus(d.str())
+			}
+		case "to":
+			if !d.null() {
+				x.To = ProposalStatus(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalRejectedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalRejectedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ProposalRequestReviewArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -8314,6 +9143,53 @@ func (x *ProposalRevertArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ProposalReviewRequestedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalReviewRequestedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"from\":")
+	e.str(string(x.From), "from")
+	e.key(start, "\"to\":")
+	e.str(string(x.To), "to")
+}
+
+func (x *ProposalReviewRequestedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "from":
+			if !d.null() {
+				x.From = ProposalStatus(d.str())
+			}
+		case "to":
+			if !d.null() {
+				x.To = ProposalStatus(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalReviewRequestedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalReviewRequestedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ProposalRevised) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -8352,6 +9228,148 @@ func (x ProposalRevised) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ProposalRevised) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProposalRevisedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalRevisedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"previous_revision\":")
+	e.int64(x.PreviousRevision)
+	e.key(start, "\"format\":")
+	e.str(string(x.Format), "format")
+	e.key(start, "\"digest\":")
+	e.str(x.Digest, "digest")
+	e.key(start, "\"files\":")
+	e.int64(x.Files)
+	if x.ChangeID != nil {
+		e.key(start, "\"change_id\":")
+		e.str(*x.ChangeID, "change_id")
+	}
+	if x.RebasedFrom != nil {
+		e.key(start, "\"rebased_from\":")
+		e.int64(*x.RebasedFrom)
+	}
+}
+
+func (x *ProposalRevisedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "previous_revision":
+			if !d.null() {
+				x.PreviousRevision = d.int64()
+			}
+		case "format":
+			if !d.null() {
+				x.Format = RevisionFormat(d.str())
+			}
+		case "digest":
+			if !d.null() {
+				x.Digest = d.str()
+			}
+		case "files":
+			if !d.null() {
+				x.Files = d.int64()
+			}
+		case "change_id":
+			if d.null() {
+				x.ChangeID = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.ChangeID = p1
+			}
+		case "rebased_from":
+			if d.null() {
+				x.RebasedFrom = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.RebasedFrom = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalRevisedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalRevisedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProposalRolledBackData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalRolledBackData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"transaction_id\":")
+	e.str(x.TransactionID, "transaction_id")
+	e.key(start, "\"rolled_back_transaction_id\":")
+	e.str(x.RolledBackTransactionID, "rolled_back_transaction_id")
+	e.key(start, "\"from\":")
+	e.str(string(x.From), "from")
+	e.key(start, "\"to\":")
+	e.str(string(x.To), "to")
+}
+
+func (x *ProposalRolledBackData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "transaction_id":
+			if !d.null() {
+				x.TransactionID = d.str()
+			}
+		case "rolled_back_transaction_id":
+			if !d.null() {
+				x.RolledBackTransactionID = d.str()
+			}
+		case "from":
+			if !d.null() {
+				x.From = ProposalStatus(d.str())
+			}
+		case "to":
+			if !d.null() {
+				x.To = ProposalStatus(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalRolledBackData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalRolledBackData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -8493,6 +9511,59 @@ func (x ProposalWithdrawArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ProposalWithdrawArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProposalWithdrawnData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalWithdrawnData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"from\":")
+	e.str(string(x.From), "from")
+	e.key(start, "\"to\":")
+	e.str(string(x.To), "to")
+	if x.ReasonMD != nil {
+		e.key(start, "\"reason_md\":")
+		e.str(*x.ReasonMD, "reason_md")
+	}
+}
+
+func (x *ProposalWithdrawnData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "from":
+			if !d.null() {
+				x.From = ProposalStatus(d.str())
+			}
+		case "to":
+			if !d.null() {
+				x.To = ProposalStatus(d.str())
+			}
+		case "reason_md":
+			if d.null() {
+				x.ReasonMD = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.ReasonMD = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalWithdrawnData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalWithdrawnData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -9543,6 +10614,47 @@ func (x *SecurityReviewed) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *SecurityReviewedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *SecurityReviewedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"verdict\":")
+	e.str(string(x.Verdict), "verdict")
+}
+
+func (x *SecurityReviewedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "verdict":
+			if !d.null() {
+				x.Verdict = Verdict(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x SecurityReviewedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *SecurityReviewedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *SpecialFileDetails) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -10321,6 +11433,41 @@ func (x *TaskCreated) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *TaskCreatedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *TaskCreatedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"title\":")
+	e.str(x.Title, "title")
+}
+
+func (x *TaskCreatedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "title":
+			if !d.null() {
+				x.Title = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x TaskCreatedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *TaskCreatedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *TaskDetail) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -10847,6 +11994,53 @@ func (x *TestRecorded) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *TestRecordedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *TestRecordedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"name\":")
+	e.str(x.Name, "name")
+	e.key(start, "\"status\":")
+	e.str(string(x.Status), "status")
+}
+
+func (x *TestRecordedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "name":
+			if !d.null() {
+				x.Name = d.str()
+			}
+		case "status":
+			if !d.null() {
+				x.Status = TestStatus(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x TestRecordedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *TestRecordedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *TestResult) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -11073,6 +12267,59 @@ func (x *Transaction) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *TransactionAppliedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *TransactionAppliedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"kind\":")
+	e.str(string(x.Kind), "kind")
+	e.key(start, "\"files\":")
+	e.int64(x.Files)
+	if x.Recovered != nil {
+		e.key(start, "\"recovered\":")
+		e.bool(*x.Recovered)
+	}
+}
+
+func (x *TransactionAppliedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "kind":
+			if !d.null() {
+				x.Kind = TransactionKind(d.str())
+			}
+		case "files":
+			if !d.null() {
+				x.Files = d.int64()
+			}
+		case "recovered":
+			if d.null() {
+				x.Recovered = nil
+			} else {
+				p1 := new(bool)
+				(*p1) = d.bool()
+				x.Recovered = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x TransactionAppliedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *TransactionAppliedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *TransactionDetail) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -11127,6 +12374,41 @@ func (x TransactionDetail) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *TransactionDetail) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *TransactionFailedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *TransactionFailedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"error\":")
+	x.Error.encode(e)
+}
+
+func (x *TransactionFailedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "error":
+			if !d.null() {
+				x.Error.decode(d)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x TransactionFailedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *TransactionFailedData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -11340,6 +12622,69 @@ func (x *TransactionPhasesArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *TransactionRecoveredData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *TransactionRecoveredData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"why\":")
+	e.str(x.Why, "why")
+	e.key(start, "\"restored\":")
+	e.int64(x.Restored)
+	e.key(start, "\"conflicts\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Conflicts {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Conflicts[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *TransactionRecoveredData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "why":
+			if !d.null() {
+				x.Why = d.str()
+			}
+		case "restored":
+			if !d.null() {
+				x.Restored = d.int64()
+			}
+		case "conflicts":
+			if d.null() {
+				x.Conflicts = nil
+			} else {
+				s2 := []PathReport{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, PathReport{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Conflicts = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x TransactionRecoveredData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *TransactionRecoveredData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *TransactionRecoveryArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -11419,6 +12764,100 @@ func (x TransactionRollbackArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *TransactionRollbackArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *TransactionRolledBackData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *TransactionRolledBackData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"rollback_transaction_id\":")
+	e.str(x.RollbackTransactionID, "rollback_transaction_id")
+}
+
+func (x *TransactionRolledBackData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "rollback_transaction_id":
+			if !d.null() {
+				x.RollbackTransactionID = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x TransactionRolledBackData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *TransactionRolledBackData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *TransactionStartedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *TransactionStartedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"kind\":")
+	e.str(string(x.Kind), "kind")
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"files\":")
+	e.int64(x.Files)
+	if x.RollbackOf != nil {
+		e.key(start, "\"rollback_of\":")
+		e.str(*x.RollbackOf, "rollback_of")
+	}
+}
+
+func (x *TransactionStartedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "kind":
+			if !d.null() {
+				x.Kind = TransactionKind(d.str())
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "files":
+			if !d.null() {
+				x.Files = d.int64()
+			}
+		case "rollback_of":
+			if d.null() {
+				x.RollbackOf = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.RollbackOf = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x TransactionStartedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *TransactionStartedData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -11976,6 +13415,53 @@ func (x *VoteCastArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *VoteCastData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *VoteCastData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"vote\":")
+	e.str(string(x.Vote), "vote")
+	e.key(start, "\"agent_id\":")
+	e.str(x.AgentID, "agent_id")
+}
+
+func (x *VoteCastData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "vote":
+			if !d.null() {
+				x.Vote = VoteValue(d.str())
+			}
+		case "agent_id":
+			if !d.null() {
+				x.AgentID = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x VoteCastData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *VoteCastData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *VoteListArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -12189,6 +13675,47 @@ func (x WorkspaceConfigureArgs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *WorkspaceConfigureArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *WorkspaceConfiguredData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *WorkspaceConfiguredData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"landing\":")
+	x.Landing.encode(e)
+	e.key(start, "\"was\":")
+	x.Was.encode(e)
+}
+
+func (x *WorkspaceConfiguredData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "landing":
+			if !d.null() {
+				x.Landing.decode(d)
+			}
+		case "was":
+			if !d.null() {
+				x.Was.decode(d)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x WorkspaceConfiguredData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *WorkspaceConfiguredData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

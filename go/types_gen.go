@@ -696,6 +696,14 @@ type Agent struct {
 	DisplayName *string `json:"display_name,omitempty"`
 }
 
+// An agent's roles and enabled flag.
+type AgentAccess struct {
+	// Whether it may act.
+	Enabled bool `json:"enabled"`
+	// Its roles, sorted.
+	Roles []string `json:"roles"`
+}
+
 // Result of `agent.get`.
 type AgentDetail struct {
 	// The agent as stored.
@@ -717,6 +725,25 @@ type AgentRegistered struct {
 	// `true` when the agent is new, `false` when an existing one was
 	// updated (or already had these settings).
 	Created bool `json:"created"`
+}
+
+// Data of `agent.registered`.
+type AgentRegisteredData struct {
+	// Whether it may act.
+	Enabled bool `json:"enabled"`
+	// Its roles, sorted.
+	Roles []string `json:"roles"`
+}
+
+// Data of `agent.updated`: the agent's roles and enabled flag, now and
+// before.
+type AgentUpdatedData struct {
+	// Whether it may act now.
+	Enabled bool `json:"enabled"`
+	// Its roles now, sorted.
+	Roles []string `json:"roles"`
+	// Its roles and enabled flag before.
+	Previous AgentAccess `json:"previous"`
 }
 
 // Result of `patch.apply`.
@@ -857,6 +884,20 @@ type Claim struct {
 	TaskID *string `json:"task_id,omitempty"`
 }
 
+// Data of `claim.acquired`.
+type ClaimAcquiredData struct {
+	// The resource claimed, in canonical spelling.
+	ResourceID string `json:"resource_id"`
+	// What the claim is for.
+	Type ClaimType `json:"type"`
+	// The claim's fencing token.
+	Token int64 `json:"token"`
+	// When it expires unless renewed.
+	ExpiresAt string `json:"expires_at"`
+	// The resource's content digest when it was claimed.
+	BaseDigest string `json:"base_digest"`
+}
+
 // Result of the claim tools that change one claim.
 type ClaimChanged struct {
 	// The claim as it is now.
@@ -869,6 +910,28 @@ type ClaimPage struct {
 	Claims []Claim `json:"claims"`
 	// Pass as `cursor` for the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// Data of `claim.released` (by its holder, or by the apply that used it:
+// `transaction_id`).
+type ClaimReleasedData struct {
+	// The claim's fencing token.
+	Token int64 `json:"token"`
+	// The apply that used and released it.
+	TransactionID *string `json:"transaction_id,omitempty"`
+}
+
+// Data of `claim.renewed` (by `claim.renew`, or by a `claim.acquire` of
+// a claim its agent already holds: `reacquired`).
+type ClaimRenewedData struct {
+	// When it expires now.
+	ExpiresAt string `json:"expires_at"`
+	// When it was to expire.
+	PreviousExpiresAt string `json:"previous_expires_at"`
+	// The claim's fencing token.
+	Token int64 `json:"token"`
+	// `true` when an acquire of the held claim renewed it.
+	Reacquired *bool `json:"reacquired,omitempty"`
 }
 
 // A recorded decision.
@@ -893,6 +956,14 @@ type Decision struct {
 type DecisionRecorded struct {
 	// The decision as stored.
 	Decision Decision `json:"decision"`
+}
+
+// Data of `decision.recorded`.
+type DecisionRecordedData struct {
+	// The revision decided on.
+	Revision int64 `json:"revision"`
+	// The decision.
+	Decision DecisionValue `json:"decision"`
 }
 
 // Result of `proposal.diff`.
@@ -922,7 +993,20 @@ type DiffSection struct {
 	OldPath *string `json:"old_path,omitempty"`
 }
 
+// A stored error: its code, message and details.
+type ErrorRecord struct {
+	// The stable error code (`io`, `precondition_failed`…), as spelled
+	// by the version that stored it.
+	Code string `json:"code"`
+	// What went wrong, for people.
+	Message string `json:"message"`
+	// The code's details.
+	Details json.RawMessage `json:"details"`
+}
+
 // One entry of the audit log.
+//
+// Its schema names, per kind this version writes, the type of `data`.
 type Event struct {
 	// Its position in the store's log, from 1.
 	Seq int64 `json:"seq"`
@@ -932,7 +1016,10 @@ type Event struct {
 	Actor Actor `json:"actor"`
 	// The id of the record it is about.
 	Subject string `json:"subject"`
-	// Details.
+	// What changed, as stored (the JSON its digest covers): an object of
+	// the type its `kind` names (this record's `allOf`, one `if`/`then`
+	// per kind). An event of a kind not listed (a newer version's) keeps
+	// its data as stored.
 	Data json.RawMessage `json:"data"`
 	// When.
 	At string `json:"at"`
@@ -942,6 +1029,180 @@ type Event struct {
 	Digest string `json:"digest"`
 	// The proposal it concerns, if any.
 	ProposalID *string `json:"proposal_id,omitempty"`
+}
+
+// TypedData decodes Data as the record its Kind names: *WorkspaceConfiguredData for "workspace.configured", *AgentRegisteredData for "agent.registered", and so on,
+// one per Kind this version writes (a type switch tells them apart).
+// It returns nil and no error for a Kind this version does not write
+// (a newer version's); an error when Data is not an object or holds a
+// known key with a value of another JSON type (a key it lacks is the
+// field's zero value, as everywhere in this codec). Data stays as stored.
+func (x *Event) TypedData() (any, error) {
+	switch x.Kind {
+	case EventKindWorkspaceConfigured:
+		v := new(WorkspaceConfiguredData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindAgentRegistered:
+		v := new(AgentRegisteredData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindAgentUpdated:
+		v := new(AgentUpdatedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindTaskCreated:
+		v := new(TaskCreatedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindProposalCreated:
+		v := new(ProposalCreatedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindProposalRevised:
+		v := new(ProposalRevisedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindProposalReviewRequested:
+		v := new(ProposalReviewRequestedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindProposalWithdrawn:
+		v := new(ProposalWithdrawnData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindProposalRejected:
+		v := new(ProposalRejectedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindProposalApplied:
+		v := new(ProposalAppliedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindProposalRolledBack:
+		v := new(ProposalRolledBackData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindVoteCast:
+		v := new(VoteCastData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindDecisionRecorded:
+		v := new(DecisionRecordedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindSecurityReviewed:
+		v := new(SecurityReviewedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindHumanApprovalRequested:
+		v := new(HumanApprovalRequestedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindHumanApproved:
+		v := new(HumanApprovedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindTestRecorded:
+		v := new(TestRecordedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindClaimAcquired:
+		v := new(ClaimAcquiredData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindClaimRenewed:
+		v := new(ClaimRenewedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindClaimReleased:
+		v := new(ClaimReleasedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindPolicyDrafted:
+		v := new(PolicyDraftedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindPolicyActivated:
+		v := new(PolicyActivatedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindTransactionStarted:
+		v := new(TransactionStartedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindTransactionApplied:
+		v := new(TransactionAppliedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindTransactionFailed:
+		v := new(TransactionFailedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindTransactionRecovered:
+		v := new(TransactionRecoveredData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindTransactionRolledBack:
+		v := new(TransactionRolledBackData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
+	return nil, nil
 }
 
 // Result of `events.list`.
@@ -1063,6 +1324,20 @@ type Files struct {
 	AddedLines int64 `json:"added_lines"`
 	// Totals over text files.
 	RemovedLines int64 `json:"removed_lines"`
+}
+
+// Data of `human.approval_requested`.
+type HumanApprovalRequestedData struct {
+	// The revision to approve.
+	Revision int64 `json:"revision"`
+}
+
+// Data of `human.approved`.
+type HumanApprovedData struct {
+	// The revision approved.
+	Revision int64 `json:"revision"`
+	// The request answered, if any.
+	RequestID *string `json:"request_id,omitempty"`
 }
 
 // One thing waiting on the caller.
@@ -1241,6 +1516,24 @@ type Phases struct {
 	Phases []Phase `json:"phases"`
 }
 
+// Data of `policy.activated`.
+type PolicyActivatedData struct {
+	// The version now active.
+	Version int64 `json:"version"`
+	// `blob:sha256:` of its document.
+	Digest string `json:"digest"`
+	// The version it replaced, if any.
+	RetiredVersion *int64 `json:"retired_version,omitempty"`
+}
+
+// Data of `policy.drafted`.
+type PolicyDraftedData struct {
+	// The version stored.
+	Version int64 `json:"version"`
+	// `blob:sha256:` of its document.
+	Digest string `json:"digest"`
+}
+
 // A stored policy version.
 type PolicyRecord struct {
 	// `draft`, `active`, `retired`, or `builtin` for the default.
@@ -1306,10 +1599,51 @@ type Proposal struct {
 	Reverts *string `json:"reverts,omitempty"`
 }
 
+// Data of `proposal.applied`: by the apply that landed it, by the
+// recovery that found its commit landed (`overridden`), or by the
+// rollback of the rollback that had undone it
+// (`rolled_back_transaction_id`).
+type ProposalAppliedData struct {
+	// The revision applied.
+	Revision int64 `json:"revision"`
+	// The transaction that applied it.
+	TransactionID string `json:"transaction_id"`
+	// The status before.
+	From ProposalStatus `json:"from"`
+	// The status now (`applied`).
+	To ProposalStatus `json:"to"`
+	// When a recovery recorded the landed change over another status:
+	// what it says.
+	Overridden *string `json:"overridden,omitempty"`
+	// When a rollback re-applied the change: the rollback it undid.
+	RolledBackTransactionID *string `json:"rolled_back_transaction_id,omitempty"`
+}
+
 // Result of the status-changing proposal tools.
 type ProposalChanged struct {
 	// The proposal as it is now.
 	Proposal Proposal `json:"proposal"`
+}
+
+// Data of `proposal.created` (by `proposal.create`, or by
+// `proposal.revert`, which names what it reverts).
+type ProposalCreatedData struct {
+	// The task it is for.
+	TaskID string `json:"task_id"`
+	// Its risk level.
+	Risk Risk `json:"risk"`
+	// Its first revision's number (1).
+	Revision int64 `json:"revision"`
+	// The first revision's format.
+	Format RevisionFormat `json:"format"`
+	// `blob:sha256:` of the first revision's patch or edit-plan bytes.
+	Digest string `json:"digest"`
+	// How many files the first revision changes.
+	Files int64 `json:"files"`
+	// For a revert: the revision of that proposal it reverts.
+	RevertedRevision *int64 `json:"reverted_revision,omitempty"`
+	// For a revert: the proposal it reverts.
+	Reverts *string `json:"reverts,omitempty"`
 }
 
 // Result of `proposal.get`.
@@ -1336,12 +1670,79 @@ type ProposalPage struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// Data of `proposal.rejected`.
+type ProposalRejectedData struct {
+	// The latest revision then.
+	Revision int64 `json:"revision"`
+	// The decision recorded with the rejection.
+	DecisionID string `json:"decision_id"`
+	// Why.
+	ReasonMD string `json:"reason_md"`
+	// The status before.
+	From ProposalStatus `json:"from"`
+	// The status now (`rejected`).
+	To ProposalStatus `json:"to"`
+}
+
+// Data of `proposal.review_requested`.
+type ProposalReviewRequestedData struct {
+	// The revision to review (the latest).
+	Revision int64 `json:"revision"`
+	// The status before.
+	From ProposalStatus `json:"from"`
+	// The status now (`in_review`).
+	To ProposalStatus `json:"to"`
+}
+
 // Result of `proposal.create` and `proposal.attach_patch`.
 type ProposalRevised struct {
 	// The proposal.
 	Proposal Proposal `json:"proposal"`
 	// The revision just made.
 	Revision Revision `json:"revision"`
+}
+
+// Data of `proposal.revised` (by `proposal.revise`, or by
+// `proposal.rebase`, which names the revision it rebases).
+type ProposalRevisedData struct {
+	// The new revision's number.
+	Revision int64 `json:"revision"`
+	// The revision it follows.
+	PreviousRevision int64 `json:"previous_revision"`
+	// The new revision's format.
+	Format RevisionFormat `json:"format"`
+	// `blob:sha256:` of the new revision's patch or edit-plan bytes.
+	Digest string `json:"digest"`
+	// How many files the new revision changes.
+	Files int64 `json:"files"`
+	// For a rebase: the new revision's change id.
+	ChangeID *string `json:"change_id,omitempty"`
+	// For a rebase: the revision rebased.
+	RebasedFrom *int64 `json:"rebased_from,omitempty"`
+}
+
+// Data of `proposal.rolled_back`.
+type ProposalRolledBackData struct {
+	// The revision that had been applied.
+	Revision int64 `json:"revision"`
+	// The rollback transaction.
+	TransactionID string `json:"transaction_id"`
+	// The transaction it rolled back.
+	RolledBackTransactionID string `json:"rolled_back_transaction_id"`
+	// The status before (`applied`).
+	From ProposalStatus `json:"from"`
+	// The status now (`rolled_back`).
+	To ProposalStatus `json:"to"`
+}
+
+// Data of `proposal.withdrawn`.
+type ProposalWithdrawnData struct {
+	// The status before.
+	From ProposalStatus `json:"from"`
+	// The status now (`withdrawn`).
+	To ProposalStatus `json:"to"`
+	// Why, if the author said.
+	ReasonMD *string `json:"reason_md,omitempty"`
 }
 
 // Result of `transaction.recovery`.
@@ -1540,6 +1941,14 @@ type SecurityReviewed struct {
 	SecurityReview SecurityReviewRecord `json:"security_review"`
 }
 
+// Data of `security.reviewed`.
+type SecurityReviewedData struct {
+	// The revision reviewed.
+	Revision int64 `json:"revision"`
+	// The verdict.
+	Verdict Verdict `json:"verdict"`
+}
+
 // One stage of the report.
 type Stage struct {
 	// `claims`, `preconditions`, `coverage`, `dry_run`, `policy`,
@@ -1626,6 +2035,12 @@ type TaskCreated struct {
 	Created *bool `json:"created,omitempty"`
 }
 
+// Data of `task.created`.
+type TaskCreatedData struct {
+	// The task's title.
+	Title string `json:"title"`
+}
+
 // Result of `task.get`.
 type TaskDetail struct {
 	// The task.
@@ -1658,6 +2073,16 @@ type TestPage struct {
 type TestRecorded struct {
 	// The result as stored.
 	TestResult TestResult `json:"test_result"`
+}
+
+// Data of `test.recorded`.
+type TestRecordedData struct {
+	// The revision tested.
+	Revision int64 `json:"revision"`
+	// The check's name.
+	Name string `json:"name"`
+	// Its outcome.
+	Status TestStatus `json:"status"`
 }
 
 // The result of one test run against one revision.
@@ -1716,6 +2141,17 @@ type Transaction struct {
 	RollbackOf *string `json:"rollback_of,omitempty"`
 }
 
+// Data of `transaction.applied` (`recovered`: recorded by the recovery
+// that found its commit landed).
+type TransactionAppliedData struct {
+	// An apply or a rollback.
+	Kind TransactionKind `json:"kind"`
+	// How many files it wrote.
+	Files int64 `json:"files"`
+	// `true` when a recovery recorded it applied.
+	Recovered *bool `json:"recovered,omitempty"`
+}
+
 // Result of `transaction.get`.
 type TransactionDetail struct {
 	// The transaction.
@@ -1724,12 +2160,46 @@ type TransactionDetail struct {
 	Files []JournalFile `json:"files"`
 }
 
+// Data of `transaction.failed`.
+type TransactionFailedData struct {
+	// Why its write failed (its files were put back).
+	Error ErrorRecord `json:"error"`
+}
+
 // Result of `transaction.list`.
 type TransactionPage struct {
 	// Transactions, oldest first.
 	Transactions []Transaction `json:"transactions"`
 	// Pass as `cursor` for the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// Data of `transaction.recovered`.
+type TransactionRecoveredData struct {
+	// Why it was recovered.
+	Why string `json:"why"`
+	// How many files were put back.
+	Restored int64 `json:"restored"`
+	// The paths found changed since, left as they were.
+	Conflicts []PathReport `json:"conflicts"`
+}
+
+// Data of `transaction.rolled_back`.
+type TransactionRolledBackData struct {
+	// The rollback transaction that undid it.
+	RollbackTransactionID string `json:"rollback_transaction_id"`
+}
+
+// Data of `transaction.started`.
+type TransactionStartedData struct {
+	// An apply or a rollback.
+	Kind TransactionKind `json:"kind"`
+	// The proposal's revision it lands.
+	Revision int64 `json:"revision"`
+	// How many files it writes.
+	Files int64 `json:"files"`
+	// For a rollback: the transaction it undoes.
+	RollbackOf *string `json:"rollback_of,omitempty"`
 }
 
 // An evidence record (or transaction) that no event records.
@@ -1781,6 +2251,16 @@ type Vote struct {
 	ReasonMD *string `json:"reason_md,omitempty"`
 }
 
+// Data of `vote.cast`.
+type VoteCastData struct {
+	// The revision voted on.
+	Revision int64 `json:"revision"`
+	// The vote.
+	Vote VoteValue `json:"vote"`
+	// The voter.
+	AgentID string `json:"agent_id"`
+}
+
 // Result of `vote.list`.
 type VotePage struct {
 	// Votes, oldest first.
@@ -1793,6 +2273,14 @@ type VotePage struct {
 type VoteRecorded struct {
 	// The vote as stored.
 	Vote Vote `json:"vote"`
+}
+
+// Data of `workspace.configured`: the landing setting, before and after.
+type WorkspaceConfiguredData struct {
+	// The landing setting now.
+	Landing Landing `json:"landing"`
+	// The landing setting before.
+	Was Landing `json:"was"`
 }
 
 // Result of `workspace.configure` and `workspace.get`.

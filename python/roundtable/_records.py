@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Literal, Mapping, Optional, Tuple, Type, TypeVar
+from typing import Any, ClassVar, Dict, Literal, Mapping, Optional, Tuple, Type, TypeVar, Union, cast
 
 from . import _extras
 from ._roundtable import Actor
@@ -465,6 +465,89 @@ class Agent(Record):
 
 
 @dataclass(frozen=True)
+class AgentAccess(Record):
+    """An agent's roles and enabled flag."""
+
+    #: Whether it may act.
+    enabled: bool
+    #: Its roles, sorted.
+    roles: Tuple[str, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['enabled', 'roles'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AgentAccess:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["roles"] = tuple(v["roles"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class AgentRegisteredData(Record):
+    """Data of `agent.registered`."""
+
+    #: Whether it may act.
+    enabled: bool
+    #: Its roles, sorted.
+    roles: Tuple[str, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['enabled', 'roles'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AgentRegisteredData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["roles"] = tuple(v["roles"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class AgentUpdatedData(Record):
+    """Data of `agent.updated`: the agent's roles and enabled flag, now and
+    before.
+    """
+
+    #: Whether it may act now.
+    enabled: bool
+    #: Its roles now, sorted.
+    roles: Tuple[str, ...]
+    #: Its roles and enabled flag before.
+    previous: AgentAccess
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['enabled', 'previous', 'roles'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AgentUpdatedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["roles"] = tuple(v["roles"])
+        v["previous"] = AgentAccess.from_dict(v["previous"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Approval(Record):
     """A person's approval of one revision."""
 
@@ -653,6 +736,99 @@ class Claim(Record):
 
 
 @dataclass(frozen=True)
+class ClaimAcquiredData(Record):
+    """Data of `claim.acquired`."""
+
+    #: The resource claimed, in canonical spelling.
+    resource_id: str
+    #: What the claim is for.
+    type: ClaimType
+    #: The claim's fencing token.
+    token: int
+    #: When it expires unless renewed.
+    expires_at: str
+    #: The resource's content digest when it was claimed.
+    base_digest: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['base_digest', 'expires_at', 'resource_id', 'token', 'type'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ClaimAcquiredData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ClaimReleasedData(Record):
+    """Data of `claim.released` (by its holder, or by the apply that used it:
+    `transaction_id`).
+    """
+
+    #: The claim's fencing token.
+    token: int
+    #: The apply that used and released it.
+    transaction_id: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['token'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ClaimReleasedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "transaction_id" not in v:
+            v["transaction_id"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ClaimRenewedData(Record):
+    """Data of `claim.renewed` (by `claim.renew`, or by a `claim.acquire` of
+    a claim its agent already holds: `reacquired`).
+    """
+
+    #: When it expires now.
+    expires_at: str
+    #: When it was to expire.
+    previous_expires_at: str
+    #: The claim's fencing token.
+    token: int
+    #: `true` when an acquire of the held claim renewed it.
+    reacquired: Optional[bool]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['expires_at', 'previous_expires_at', 'token'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ClaimRenewedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "reacquired" not in v:
+            v["reacquired"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Decision(Record):
     """A recorded decision."""
 
@@ -682,6 +858,31 @@ class Decision(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["decided_by"] = _actor(v["decided_by"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class DecisionRecordedData(Record):
+    """Data of `decision.recorded`."""
+
+    #: The revision decided on.
+    revision: int
+    #: The decision.
+    decision: DecisionValue
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['decision', 'revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DecisionRecordedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -728,8 +929,39 @@ class DiffSection(Record):
 
 
 @dataclass(frozen=True)
+class ErrorRecord(Record):
+    """A stored error: its code, message and details."""
+
+    #: The stable error code (`io`, `precondition_failed`…), as spelled
+    #: by the version that stored it.
+    code: str
+    #: What went wrong, for people.
+    message: str
+    #: The code's details.
+    details: Any
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['code', 'details', 'message'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ErrorRecord:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Event(Record):
-    """One entry of the audit log."""
+    """One entry of the audit log.
+
+    Its schema names, per kind this version writes, the type of `data`.
+    """
 
     #: Its position in the store's log, from 1.
     seq: int
@@ -739,7 +971,10 @@ class Event(Record):
     actor: Actor
     #: The id of the record it is about.
     subject: str
-    #: Details.
+    #: What changed, as stored (the JSON its digest covers): an object of
+    #: the type its `kind` names (this record's `allOf`, one `if`/`then`
+    #: per kind). An event of a kind not listed (a newer version's) keeps
+    #: its data as stored.
     data: Any
     #: When.
     at: str
@@ -767,6 +1002,19 @@ class Event(Record):
         self = _new(cls)
         _set(self, "__dict__", v)
         return self
+
+    def typed_data(self) -> Optional[EventData]:
+        """``data`` as the record its ``kind`` names (one of
+        :data:`EventData`); ``None`` for a ``kind`` this version does not
+        write, or a ``data`` not of its shape (written by another
+        version)."""
+        record = _EVENT_DATA.get(self.kind)
+        if record is None:
+            return None
+        try:
+            return cast(EventData, record.from_dict(self.data))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
 
 
 @dataclass(frozen=True)
@@ -972,6 +1220,56 @@ class FileSymbols(Record):
         v["symbols"] = tuple([SymbolChange.from_dict(_i0) for _i0 in v["symbols"]])
         if "language" not in v:
             v["language"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class HumanApprovalRequestedData(Record):
+    """Data of `human.approval_requested`."""
+
+    #: The revision to approve.
+    revision: int
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HumanApprovalRequestedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class HumanApprovedData(Record):
+    """Data of `human.approved`."""
+
+    #: The revision approved.
+    revision: int
+    #: The request answered, if any.
+    request_id: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> HumanApprovedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "request_id" not in v:
+            v["request_id"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -1292,6 +1590,60 @@ class Phase(Record):
 
 
 @dataclass(frozen=True)
+class PolicyActivatedData(Record):
+    """Data of `policy.activated`."""
+
+    #: The version now active.
+    version: int
+    #: `blob:sha256:` of its document.
+    digest: str
+    #: The version it replaced, if any.
+    retired_version: Optional[int]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['digest', 'version'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PolicyActivatedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "retired_version" not in v:
+            v["retired_version"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class PolicyDraftedData(Record):
+    """Data of `policy.drafted`."""
+
+    #: The version stored.
+    version: int
+    #: `blob:sha256:` of its document.
+    digest: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['digest', 'version'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PolicyDraftedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class PolicyRecord(Record):
     """A stored policy version."""
 
@@ -1412,6 +1764,255 @@ class Proposal(Record):
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         if "reverts" not in v:
             v["reverts"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalAppliedData(Record):
+    """Data of `proposal.applied`: by the apply that landed it, by the
+    recovery that found its commit landed (`overridden`), or by the
+    rollback of the rollback that had undone it
+    (`rolled_back_transaction_id`).
+    """
+
+    #: The revision applied.
+    revision: int
+    #: The transaction that applied it.
+    transaction_id: str
+    #: The status before.
+    from_: ProposalStatus
+    #: The status now (`applied`).
+    to: ProposalStatus
+    #: When a recovery recorded the landed change over another status:
+    #: what it says.
+    overridden: Optional[str]
+    #: When a rollback re-applied the change: the rollback it undid.
+    rolled_back_transaction_id: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['from', 'revision', 'to', 'transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalAppliedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["from_"] = v.pop("from")
+        if "overridden" not in v:
+            v["overridden"] = None
+        if "rolled_back_transaction_id" not in v:
+            v["rolled_back_transaction_id"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalCreatedData(Record):
+    """Data of `proposal.created` (by `proposal.create`, or by
+    `proposal.revert`, which names what it reverts).
+    """
+
+    #: The task it is for.
+    task_id: str
+    #: Its risk level.
+    risk: Risk
+    #: Its first revision's number (1).
+    revision: int
+    #: The first revision's format.
+    format: RevisionFormat
+    #: `blob:sha256:` of the first revision's patch or edit-plan bytes.
+    digest: str
+    #: How many files the first revision changes.
+    files: int
+    #: For a revert: the revision of that proposal it reverts.
+    reverted_revision: Optional[int]
+    #: For a revert: the proposal it reverts.
+    reverts: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['digest', 'files', 'format', 'revision', 'risk', 'task_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalCreatedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "reverted_revision" not in v:
+            v["reverted_revision"] = None
+        if "reverts" not in v:
+            v["reverts"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalRejectedData(Record):
+    """Data of `proposal.rejected`."""
+
+    #: The latest revision then.
+    revision: int
+    #: The decision recorded with the rejection.
+    decision_id: str
+    #: Why.
+    reason_md: str
+    #: The status before.
+    from_: ProposalStatus
+    #: The status now (`rejected`).
+    to: ProposalStatus
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['decision_id', 'from', 'reason_md', 'revision', 'to'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalRejectedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["from_"] = v.pop("from")
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalReviewRequestedData(Record):
+    """Data of `proposal.review_requested`."""
+
+    #: The revision to review (the latest).
+    revision: int
+    #: The status before.
+    from_: ProposalStatus
+    #: The status now (`in_review`).
+    to: ProposalStatus
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['from', 'revision', 'to'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalReviewRequestedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["from_"] = v.pop("from")
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalRevisedData(Record):
+    """Data of `proposal.revised` (by `proposal.revise`, or by
+    `proposal.rebase`, which names the revision it rebases).
+    """
+
+    #: The new revision's number.
+    revision: int
+    #: The revision it follows.
+    previous_revision: int
+    #: The new revision's format.
+    format: RevisionFormat
+    #: `blob:sha256:` of the new revision's patch or edit-plan bytes.
+    digest: str
+    #: How many files the new revision changes.
+    files: int
+    #: For a rebase: the new revision's change id.
+    change_id: Optional[str]
+    #: For a rebase: the revision rebased.
+    rebased_from: Optional[int]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['digest', 'files', 'format', 'previous_revision', 'revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalRevisedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "change_id" not in v:
+            v["change_id"] = None
+        if "rebased_from" not in v:
+            v["rebased_from"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalRolledBackData(Record):
+    """Data of `proposal.rolled_back`."""
+
+    #: The revision that had been applied.
+    revision: int
+    #: The rollback transaction.
+    transaction_id: str
+    #: The transaction it rolled back.
+    rolled_back_transaction_id: str
+    #: The status before (`applied`).
+    from_: ProposalStatus
+    #: The status now (`rolled_back`).
+    to: ProposalStatus
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['from', 'revision', 'rolled_back_transaction_id', 'to', 'transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalRolledBackData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["from_"] = v.pop("from")
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalWithdrawnData(Record):
+    """Data of `proposal.withdrawn`."""
+
+    #: The status before.
+    from_: ProposalStatus
+    #: The status now (`withdrawn`).
+    to: ProposalStatus
+    #: Why, if the author said.
+    reason_md: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['from', 'to'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalWithdrawnData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["from_"] = v.pop("from")
+        if "reason_md" not in v:
+            v["reason_md"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -1713,6 +2314,31 @@ class SecurityReviewRecord(Record):
 
 
 @dataclass(frozen=True)
+class SecurityReviewedData(Record):
+    """Data of `security.reviewed`."""
+
+    #: The revision reviewed.
+    revision: int
+    #: The verdict.
+    verdict: Verdict
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['revision', 'verdict'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SecurityReviewedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Stage(Record):
     """One stage of the report."""
 
@@ -1812,6 +2438,56 @@ class Task(Record):
         v["created_by"] = _actor(v["created_by"])
         if "summary_md" not in v:
             v["summary_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class TaskCreatedData(Record):
+    """Data of `task.created`."""
+
+    #: The task's title.
+    title: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['title'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TaskCreatedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class TestRecordedData(Record):
+    """Data of `test.recorded`."""
+
+    #: The revision tested.
+    revision: int
+    #: The check's name.
+    name: str
+    #: Its outcome.
+    status: TestStatus
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['name', 'revision', 'status'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TestRecordedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -1921,6 +2597,143 @@ class Transaction(Record):
 
 
 @dataclass(frozen=True)
+class TransactionAppliedData(Record):
+    """Data of `transaction.applied` (`recovered`: recorded by the recovery
+    that found its commit landed).
+    """
+
+    #: An apply or a rollback.
+    kind: TransactionKind
+    #: How many files it wrote.
+    files: int
+    #: `true` when a recovery recorded it applied.
+    recovered: Optional[bool]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['files', 'kind'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TransactionAppliedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "recovered" not in v:
+            v["recovered"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class TransactionFailedData(Record):
+    """Data of `transaction.failed`."""
+
+    #: Why its write failed (its files were put back).
+    error: ErrorRecord
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['error'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TransactionFailedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["error"] = ErrorRecord.from_dict(v["error"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class TransactionRecoveredData(Record):
+    """Data of `transaction.recovered`."""
+
+    #: Why it was recovered.
+    why: str
+    #: How many files were put back.
+    restored: int
+    #: The paths found changed since, left as they were.
+    conflicts: Tuple[PathReport, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['conflicts', 'restored', 'why'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TransactionRecoveredData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["conflicts"] = tuple([PathReport.from_dict(_i0) for _i0 in v["conflicts"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class TransactionRolledBackData(Record):
+    """Data of `transaction.rolled_back`."""
+
+    #: The rollback transaction that undid it.
+    rollback_transaction_id: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['rollback_transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TransactionRolledBackData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class TransactionStartedData(Record):
+    """Data of `transaction.started`."""
+
+    #: An apply or a rollback.
+    kind: TransactionKind
+    #: The proposal's revision it lands.
+    revision: int
+    #: How many files it writes.
+    files: int
+    #: For a rollback: the transaction it undoes.
+    rollback_of: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['files', 'kind', 'revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TransactionStartedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "rollback_of" not in v:
+            v["rollback_of"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class UnrecordedRecord(Record):
     """An evidence record (or transaction) that no event records."""
 
@@ -2021,6 +2834,60 @@ class Vote(Record):
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         if "reason_md" not in v:
             v["reason_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class VoteCastData(Record):
+    """Data of `vote.cast`."""
+
+    #: The revision voted on.
+    revision: int
+    #: The vote.
+    vote: VoteValue
+    #: The voter.
+    agent_id: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['agent_id', 'revision', 'vote'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> VoteCastData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class WorkspaceConfiguredData(Record):
+    """Data of `workspace.configured`: the landing setting, before and after."""
+
+    #: The landing setting now.
+    landing: Landing
+    #: The landing setting before.
+    was: Landing
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['landing', 'was'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WorkspaceConfiguredData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["landing"] = Landing.from_dict(v["landing"])
+        v["was"] = Landing.from_dict(v["was"])
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -3238,16 +4105,85 @@ class WorkspaceSettings(Record):
         return self
 
 
+#: The record of a :class:`Event`'s ``data``, one per ``kind``
+#: (:meth:`Event.typed_data`): tell them apart with ``isinstance``.
+EventData = Union[
+    WorkspaceConfiguredData,
+    AgentRegisteredData,
+    AgentUpdatedData,
+    TaskCreatedData,
+    ProposalCreatedData,
+    ProposalRevisedData,
+    ProposalReviewRequestedData,
+    ProposalWithdrawnData,
+    ProposalRejectedData,
+    ProposalAppliedData,
+    ProposalRolledBackData,
+    VoteCastData,
+    DecisionRecordedData,
+    SecurityReviewedData,
+    HumanApprovalRequestedData,
+    HumanApprovedData,
+    TestRecordedData,
+    ClaimAcquiredData,
+    ClaimRenewedData,
+    ClaimReleasedData,
+    PolicyDraftedData,
+    PolicyActivatedData,
+    TransactionStartedData,
+    TransactionAppliedData,
+    TransactionFailedData,
+    TransactionRecoveredData,
+    TransactionRolledBackData,
+]
+_EVENT_DATA: Dict[str, Type[Record]] = {
+    'workspace.configured': WorkspaceConfiguredData,
+    'agent.registered': AgentRegisteredData,
+    'agent.updated': AgentUpdatedData,
+    'task.created': TaskCreatedData,
+    'proposal.created': ProposalCreatedData,
+    'proposal.revised': ProposalRevisedData,
+    'proposal.review_requested': ProposalReviewRequestedData,
+    'proposal.withdrawn': ProposalWithdrawnData,
+    'proposal.rejected': ProposalRejectedData,
+    'proposal.applied': ProposalAppliedData,
+    'proposal.rolled_back': ProposalRolledBackData,
+    'vote.cast': VoteCastData,
+    'decision.recorded': DecisionRecordedData,
+    'security.reviewed': SecurityReviewedData,
+    'human.approval_requested': HumanApprovalRequestedData,
+    'human.approved': HumanApprovedData,
+    'test.recorded': TestRecordedData,
+    'claim.acquired': ClaimAcquiredData,
+    'claim.renewed': ClaimRenewedData,
+    'claim.released': ClaimReleasedData,
+    'policy.drafted': PolicyDraftedData,
+    'policy.activated': PolicyActivatedData,
+    'transaction.started': TransactionStartedData,
+    'transaction.applied': TransactionAppliedData,
+    'transaction.failed': TransactionFailedData,
+    'transaction.recovered': TransactionRecoveredData,
+    'transaction.rolled_back': TransactionRolledBackData,
+}
+
 # How the extension builds each record (dependencies first).
 Agent._PLAN = (0, Agent, (('roles', 'roles', (1, None)), ('display_name', 'display_name', None)))
+AgentAccess._PLAN = (0, AgentAccess, (('roles', 'roles', (1, None)), ))
+AgentRegisteredData._PLAN = (0, AgentRegisteredData, (('roles', 'roles', (1, None)), ))
+AgentUpdatedData._PLAN = (0, AgentUpdatedData, (('roles', 'roles', (1, None)), ('previous', 'previous', AgentAccess._PLAN)))
 Approval._PLAN = (0, Approval, (('note_md', 'note_md', None), ('request_id', 'request_id', None)))
 ApprovalRequest._PLAN = (0, ApprovalRequest, (('requested_by', 'requested_by', (2,)), ('reason_md', 'reason_md', None)))
 CarriedEvidence._PLAN = (0, CarriedEvidence, ())
 ChainHead._PLAN = (0, ChainHead, ())
 LineSpan._PLAN = (0, LineSpan, ())
 Claim._PLAN = (0, Claim, (('released_at', 'released_at', None), ('span', 'span', LineSpan._PLAN), ('task_id', 'task_id', None)))
+ClaimAcquiredData._PLAN = (0, ClaimAcquiredData, ())
+ClaimReleasedData._PLAN = (0, ClaimReleasedData, (('transaction_id', 'transaction_id', None), ))
+ClaimRenewedData._PLAN = (0, ClaimRenewedData, (('reacquired', 'reacquired', None), ))
 Decision._PLAN = (0, Decision, (('decided_by', 'decided_by', (2,)), ))
+DecisionRecordedData._PLAN = (0, DecisionRecordedData, ())
 DiffSection._PLAN = (0, DiffSection, (('diff', 'diff', None), ('diff_base64', 'diff_base64', None), ('new_path', 'new_path', None), ('old_path', 'old_path', None)))
+ErrorRecord._PLAN = (0, ErrorRecord, ())
 Event._PLAN = (0, Event, (('actor', 'actor', (2,)), ('proposal_id', 'proposal_id', None)))
 MatchedHunk._PLAN = (0, MatchedHunk, ())
 FileEntry._PLAN = (0, FileEntry, (('added_lines', 'added_lines', None), ('matches', 'matches', (1, MatchedHunk._PLAN)), ('new_mode', 'new_mode', None), ('new_path', 'new_path', None), ('old_mode', 'old_mode', None), ('old_path', 'old_path', None), ('removed_lines', 'removed_lines', None)))
@@ -3256,6 +4192,8 @@ FileState._PLAN = (0, FileState, (('size', 'size', None), ('symlink', 'symlink',
 FileSummary._PLAN = (0, FileSummary, (('after', 'after', FileState._PLAN), ('before', 'before', FileState._PLAN), ('matches', 'matches', (1, MatchedHunk._PLAN)), ('other_path', 'other_path', None)))
 SymbolChange._PLAN = (0, SymbolChange, (('after', 'after', (1, None)), ('before', 'before', (1, None)), ('old_name', 'old_name', None)))
 FileSymbols._PLAN = (0, FileSymbols, (('symbols', 'symbols', (1, SymbolChange._PLAN)), ('language', 'language', None)))
+HumanApprovalRequestedData._PLAN = (0, HumanApprovalRequestedData, ())
+HumanApprovedData._PLAN = (0, HumanApprovedData, (('request_id', 'request_id', None), ))
 Proposal._PLAN = (0, Proposal, (('reverts', 'reverts', None), ))
 InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ))
 JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_mode', 'before_mode', None), ('before_symlink', 'before_symlink', None)))
@@ -3264,22 +4202,41 @@ Landing._PLAN = (0, Landing, (('branch', 'branch', None), ('remote', 'remote', N
 NextActor._PLAN = (0, NextActor, (('candidates', 'candidates', (1, None)), ('roles', 'roles', (1, None))))
 PathReport._PLAN = (0, PathReport, ())
 Phase._PLAN = (0, Phase, ())
+PolicyActivatedData._PLAN = (0, PolicyActivatedData, (('retired_version', 'retired_version', None), ))
+PolicyDraftedData._PLAN = (0, PolicyDraftedData, ())
 PolicyRecord._PLAN = (0, PolicyRecord, (('activated_at', 'activated_at', None), ('created_at', 'created_at', None), ('created_by', 'created_by', (2,)), ('note_md', 'note_md', None), ('retired_at', 'retired_at', None), ('version', 'version', None)))
 SecretFinding._PLAN = (0, SecretFinding, ())
 Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('carried', 'carried', (1, CarriedEvidence._PLAN)), ('missing', 'missing', None)))
 PolicyReport._PLAN = (0, PolicyReport, (('requirements', 'requirements', (1, Requirement._PLAN)), ))
+ProposalAppliedData._PLAN = (0, ProposalAppliedData, (('from', 'from_', None), ('overridden', 'overridden', None), ('rolled_back_transaction_id', 'rolled_back_transaction_id', None)))
+ProposalCreatedData._PLAN = (0, ProposalCreatedData, (('reverted_revision', 'reverted_revision', None), ('reverts', 'reverts', None)))
+ProposalRejectedData._PLAN = (0, ProposalRejectedData, (('from', 'from_', None), ))
+ProposalReviewRequestedData._PLAN = (0, ProposalReviewRequestedData, (('from', 'from_', None), ))
+ProposalRevisedData._PLAN = (0, ProposalRevisedData, (('change_id', 'change_id', None), ('rebased_from', 'rebased_from', None)))
+ProposalRolledBackData._PLAN = (0, ProposalRolledBackData, (('from', 'from_', None), ))
+ProposalWithdrawnData._PLAN = (0, ProposalWithdrawnData, (('from', 'from_', None), ('reason_md', 'reason_md', None)))
 RequirementNext._PLAN = (0, RequirementNext, (('next', 'next', NextActor._PLAN), ))
 Revision._PLAN = (0, Revision, (('changeset', 'changeset', (1, FileSummary._PLAN)), ('affected_resources', 'affected_resources', (1, None)), ('created_by', 'created_by', (2,)), ('base_git_head', 'base_git_head', None), ('change_id', 'change_id', None), ('diff_digest', 'diff_digest', None), ('note_md', 'note_md', None), ('rebased_from', 'rebased_from', None)))
 RevisionEntry._PLAN = (0, RevisionEntry, ())
 RoleNeed._PLAN = (0, RoleNeed, (('roles', 'roles', (1, None)), ('paths', 'paths', (1, None)), ('candidates', 'candidates', (1, None))))
 SecurityReviewRecord._PLAN = (0, SecurityReviewRecord, (('reviewer', 'reviewer', (2,)), ('note_md', 'note_md', None)))
+SecurityReviewedData._PLAN = (0, SecurityReviewedData, ())
 Stage._PLAN = (0, Stage, (('reasons', 'reasons', (1, None)), ))
 Task._PLAN = (0, Task, (('created_by', 'created_by', (2,)), ('summary_md', 'summary_md', None)))
+TaskCreatedData._PLAN = (0, TaskCreatedData, ())
+TestRecordedData._PLAN = (0, TestRecordedData, ())
 TestResult._PLAN = (0, TestResult, (('recorded_by', 'recorded_by', (2,)), ('duration_ms', 'duration_ms', None), ('note_md', 'note_md', None)))
 Transaction._PLAN = (0, Transaction, (('actor', 'actor', (2,)), ('error', 'error', None), ('finished_at', 'finished_at', None), ('rollback_of', 'rollback_of', None)))
+TransactionAppliedData._PLAN = (0, TransactionAppliedData, (('recovered', 'recovered', None), ))
+TransactionFailedData._PLAN = (0, TransactionFailedData, (('error', 'error', ErrorRecord._PLAN), ))
+TransactionRecoveredData._PLAN = (0, TransactionRecoveredData, (('conflicts', 'conflicts', (1, PathReport._PLAN)), ))
+TransactionRolledBackData._PLAN = (0, TransactionRolledBackData, ())
+TransactionStartedData._PLAN = (0, TransactionStartedData, (('rollback_of', 'rollback_of', None), ))
 UnrecordedRecord._PLAN = (0, UnrecordedRecord, ())
 ValidationReport._PLAN = (0, ValidationReport, (('stages', 'stages', (1, Stage._PLAN)), ('policy', 'policy', PolicyReport._PLAN), ('policy_version', 'policy_version', None)))
 Vote._PLAN = (0, Vote, (('reason_md', 'reason_md', None), ))
+VoteCastData._PLAN = (0, VoteCastData, ())
+WorkspaceConfiguredData._PLAN = (0, WorkspaceConfiguredData, (('landing', 'landing', Landing._PLAN), ('was', 'was', Landing._PLAN)))
 Activated._PLAN = (0, Activated, (('policy', 'policy', PolicyRecord._PLAN), ('retired_version', 'retired_version', None)))
 AgentDetail._PLAN = (0, AgentDetail, (('agent', 'agent', Agent._PLAN), ))
 AgentPage._PLAN = (0, AgentPage, (('agents', 'agents', (1, Agent._PLAN)), ('next_cursor', 'next_cursor', None)))
@@ -3390,19 +4347,29 @@ __all__ = [
     "VoteValue",
     "VOTE_VALUES",
     "Agent",
+    "AgentAccess",
+    "AgentRegisteredData",
+    "AgentUpdatedData",
     "Approval",
     "ApprovalRequest",
     "CarriedEvidence",
     "ChainHead",
     "Claim",
+    "ClaimAcquiredData",
+    "ClaimReleasedData",
+    "ClaimRenewedData",
     "Decision",
+    "DecisionRecordedData",
     "DiffSection",
+    "ErrorRecord",
     "Event",
     "FileEntry",
     "FileInterdiff",
     "FileState",
     "FileSummary",
     "FileSymbols",
+    "HumanApprovalRequestedData",
+    "HumanApprovedData",
     "InboxItem",
     "JournalFile",
     "LandedCommit",
@@ -3412,9 +4379,18 @@ __all__ = [
     "NextActor",
     "PathReport",
     "Phase",
+    "PolicyActivatedData",
+    "PolicyDraftedData",
     "PolicyRecord",
     "PolicyReport",
     "Proposal",
+    "ProposalAppliedData",
+    "ProposalCreatedData",
+    "ProposalRejectedData",
+    "ProposalReviewRequestedData",
+    "ProposalRevisedData",
+    "ProposalRolledBackData",
+    "ProposalWithdrawnData",
     "Requirement",
     "RequirementNext",
     "Revision",
@@ -3422,14 +4398,24 @@ __all__ = [
     "RoleNeed",
     "SecretFinding",
     "SecurityReviewRecord",
+    "SecurityReviewedData",
     "Stage",
     "SymbolChange",
     "Task",
+    "TaskCreatedData",
+    "TestRecordedData",
     "TestResult",
     "Transaction",
+    "TransactionAppliedData",
+    "TransactionFailedData",
+    "TransactionRecoveredData",
+    "TransactionRolledBackData",
+    "TransactionStartedData",
     "UnrecordedRecord",
     "ValidationReport",
     "Vote",
+    "VoteCastData",
+    "WorkspaceConfiguredData",
     "Activated",
     "AgentDetail",
     "AgentPage",
@@ -3472,4 +4458,5 @@ __all__ = [
     "VotePage",
     "VoteRecorded",
     "WorkspaceSettings",
+    "EventData",
 ]

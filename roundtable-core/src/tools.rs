@@ -119,22 +119,21 @@ impl Cx<'_> {
         self.engine.ids().next(prefix, self.now.0)
     }
 
-    /// Record a state change in this call's transaction.
+    /// Record a state change in this call's transaction: `data` is the
+    /// change's kind and its data.
     pub(crate) fn event(
         &self,
-        kind: crate::model::EventKind,
         subject: &str,
         proposal_id: Option<&str>,
-        data: Value,
+        data: impl Into<crate::model::EventData>,
     ) -> Result<i64, ToolError> {
         Ok(crate::store::append_event(
             self.tx,
             &crate::store::NewEvent {
-                kind,
                 actor: self.actor,
                 subject,
                 proposal_id,
-                data,
+                data: data.into(),
                 at: self.now,
             },
         )?)

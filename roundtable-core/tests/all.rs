@@ -6,6 +6,7 @@ mod agents_tasks;
 mod claims_touched;
 mod edit_plans;
 mod enums;
+mod event_data;
 mod fuzz_replay;
 mod git_landing;
 mod git_remote;

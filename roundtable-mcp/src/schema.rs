@@ -19,7 +19,13 @@
 //!   description say it); an output schema keeps no `description` at all
 //!   (the model reads the result, not its schema; the input schema's
 //!   field descriptions stay), and a string enum spelled as `oneOf` of
-//!   `const`s becomes one `enum` there.
+//!   `const`s becomes one `enum` there;
+//! - no conditional (`if`/`then`) in an output schema, and no `$defs`
+//!   entry nothing then refers to: the event record names each kind's
+//!   data type by conditionals, which say what this version writes, but a
+//!   client that validates a result must not refuse an `events.list` page
+//!   holding an event an older version stored in another shape (the
+//!   registry's schema and the bindings keep the per-kind types).
 //!
 //! [`for_clients`] is pure; a test holds every tool of every actor kind to
 //! these rules.
@@ -123,6 +129,9 @@ pub(crate) fn for_clients(schema: Value, side: Side) -> Map<String, Value> {
             // "Arguments of `vote.cast`.": the tool's description says
             // what it does.
             map.remove("description");
+            if side == Side::Output {
+                prune_defs(&mut map);
+            }
             map
         }
         other => panic!("a tool schema is not an object: {other}"),
@@ -141,6 +150,7 @@ fn node(schema: Value, side: Side) -> Value {
     map.remove("title");
     if side == Side::Output {
         map.remove("description");
+        drop_conditionals(&mut map);
     }
     for key in ONE {
         if let Some(sub) = map.remove(*key) {
@@ -173,6 +183,63 @@ fn node(schema: Value, side: Side) -> Value {
         return any_value(map);
     }
     split_type_array(map)
+}
+
+/// An output schema's `allOf` without its conditionals (`if`/`then`), and
+/// without the `allOf` when nothing else was in it.
+fn drop_conditionals(map: &mut Map<String, Value>) {
+    for key in ["if", "then", "else"] {
+        map.remove(key);
+    }
+    if let Some(Value::Array(all)) = map.get_mut("allOf") {
+        all.retain(|s| s.get("if").is_none());
+        if all.is_empty() {
+            map.remove("allOf");
+        }
+    }
+}
+
+/// The root's `$defs` without the entries nothing outside `$defs` refers
+/// to, directly or through other entries.
+fn prune_defs(root: &mut Map<String, Value>) {
+    let Some(Value::Object(defs)) = root.remove("$defs") else {
+        return;
+    };
+    fn refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(name) = m
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix("#/$defs/"))
+                {
+                    out.push(name.to_owned());
+                }
+                m.values().for_each(|x| refs(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+            _ => {}
+        }
+    }
+    let mut todo = Vec::new();
+    refs(&Value::Object(root.clone()), &mut todo);
+    let mut kept = Map::new();
+    while let Some(name) = todo.pop() {
+        if kept.contains_key(&name) {
+            continue;
+        }
+        if let Some(def) = defs.get(&name) {
+            refs(def, &mut todo);
+            kept.insert(name, def.clone());
+        }
+    }
+    if !kept.is_empty() {
+        let ordered: Map<String, Value> = defs
+            .into_iter()
+            .filter(|(name, _)| kept.contains_key(name))
+            .collect();
+        root.insert("$defs".to_owned(), Value::Object(ordered));
+    }
 }
 
 /// Drop a non-standard `format`; an integer one becomes its range.
@@ -401,5 +468,29 @@ mod tests {
             Side::Input,
         );
         assert_eq!(i["$defs"]["V"]["oneOf"][0]["description"], "Yes.");
+    }
+
+    #[test]
+    fn issue33_item3_output_schemas_lose_conditionals_and_the_defs_only_they_named() {
+        let event = json!({"type": "object",
+            "properties": {"kind": {"$ref": "#/$defs/K"}, "data": {}},
+            "allOf": [{"if": {"properties": {"kind": {"const": "a"}}},
+                       "then": {"properties": {"data": {"$ref": "#/$defs/A"}}}}],
+            "$defs": {"K": {"type": "string"},
+                      "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+                      "B": {"type": "integer"}}});
+        let s = for_clients(event.clone(), Side::Output);
+        assert!(s.get("allOf").is_none(), "{s:?}");
+        assert_eq!(s["$defs"], json!({"K": {"type": "string"}}));
+        // What the output still refers to stays, through other entries too.
+        let mut kept = event.clone();
+        kept["properties"]["a"] = json!({"$ref": "#/$defs/A"});
+        let s = for_clients(kept, Side::Output);
+        let names: Vec<&String> = s["$defs"].as_object().expect("defs").keys().collect();
+        assert_eq!(names, ["A", "B", "K"]);
+        // The input side keeps both.
+        let i = for_clients(event, Side::Input);
+        assert_eq!(i["allOf"][0]["if"]["properties"]["kind"]["const"], "a");
+        assert_eq!(i["$defs"].as_object().expect("defs").len(), 3);
     }
 }

@@ -1059,18 +1059,16 @@ fn get_blob(conn: &Tx<'_>, digest: &Digest) -> sql::Result<Option<(Vec<u8>, Dige
 pub const GENESIS_DIGEST: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
-/// A state change to record.
+/// A state change to record: its kind is its data's.
 pub struct NewEvent<'a> {
-    /// What happened.
-    pub kind: crate::model::EventKind,
     /// Who did it.
     pub actor: &'a Actor,
     /// The id of the record it happened to.
     pub subject: &'a str,
     /// The proposal it concerns, if any.
     pub proposal_id: Option<&'a str>,
-    /// The kind's data.
-    pub data: Value,
+    /// What happened, with its data.
+    pub data: crate::model::EventData,
     /// When.
     pub at: Timestamp,
 }
@@ -1133,10 +1131,11 @@ pub fn chain_head(tx: &Tx<'_>) -> sql::Result<(i64, String)> {
 pub fn append_event(tx: &Tx<'_>, event: &NewEvent<'_>) -> sql::Result<i64> {
     let (last, prev) = chain_head(tx)?;
     let seq = last + 1;
-    let data = event.data.to_string();
+    let kind = event.data.kind();
+    let data = event.data.stored_text();
     let digest = EventFields {
         seq,
-        kind: event.kind.as_str(),
+        kind: kind.as_str(),
         actor_kind: event.actor.kind.as_str(),
         actor_id: event.actor.id.as_str(),
         subject: event.subject,
@@ -1149,7 +1148,7 @@ pub fn append_event(tx: &Tx<'_>, event: &NewEvent<'_>) -> sql::Result<i64> {
     tx.execute("INSERT INTO events (seq, kind, actor_kind, actor_id, subject, proposal_id, data, at, prev_digest, digest)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", params![
             seq,
-            event.kind.as_str(),
+            kind.as_str(),
             event.actor.kind.as_str(),
             event.actor.id.as_str(),
             event.subject,
@@ -1162,7 +1161,7 @@ pub fn append_event(tx: &Tx<'_>, event: &NewEvent<'_>) -> sql::Result<i64> {
     APPENDED.with_borrow_mut(|a| {
         a.push(watch::Notice {
             seq,
-            kind: event.kind.as_str().to_owned(),
+            kind: kind.as_str().to_owned(),
             proposal_id: event.proposal_id.map(str::to_owned),
             actor_kind: event.actor.kind.as_str().to_owned(),
             actor_id: event.actor.id.as_str().to_owned(),
@@ -1401,11 +1400,10 @@ mod tests {
                 append_event(
                     tx,
                     &NewEvent {
-                        kind: crate::model::EventKind::TaskCreated,
                         actor: &actor,
                         subject: "x",
                         proposal_id: None,
-                        data: serde_json::json!({}),
+                        data: crate::model::TaskCreatedData { title: "x".into() }.into(),
                         at: Timestamp(1),
                     },
                 )

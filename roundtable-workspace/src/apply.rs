@@ -721,19 +721,17 @@ fn event(
     tx: &Tx<'_>,
     actor: &Actor,
     now: Timestamp,
-    kind: crate::model::EventKind,
     id: &str,
     proposal_id: &str,
-    data: Value,
+    data: impl Into<crate::model::EventData>,
 ) -> Result<(), TransactionError> {
     crate::store::append_event(
         tx,
         &crate::store::NewEvent {
-            kind,
             actor,
             subject: id,
             proposal_id: Some(proposal_id),
-            data,
+            data: data.into(),
             at: now,
         },
     )?;
@@ -824,10 +822,14 @@ fn write_journal(
         tx,
         actor,
         now,
-        crate::model::EventKind::TransactionStarted,
         id,
         plan.proposal_id,
-        json!({"kind": plan.kind, "revision": plan.revision, "rollback_of": plan.rollback_of, "files": files.len()}),
+        crate::model::TransactionStartedData {
+            kind: plan.kind,
+            revision: plan.revision,
+            rollback_of: plan.rollback_of.map(str::to_owned),
+            files: files.len() as u64,
+        },
     )
 }
 
@@ -995,10 +997,15 @@ where
                 tx,
                 actor,
                 now,
-                crate::model::EventKind::TransactionFailed,
                 id,
                 plan.proposal_id,
-                json!({"error": record}),
+                crate::model::TransactionFailedData {
+                    error: crate::model::ErrorRecord {
+                        code: e.code().as_str().to_owned(),
+                        message: e.to_string(),
+                        details: e.details(),
+                    },
+                },
             )
         })?;
     }
@@ -1093,7 +1100,10 @@ where
                 actor,
                 id,
                 written,
-                json!({"kind": plan.kind, "files": files.len()}),
+                Applied {
+                    files: files.len(),
+                    recovered: None,
+                },
                 &mut finish,
             )
         });
@@ -1352,10 +1362,13 @@ pub fn recover_one(
             tx,
             actor,
             now,
-            crate::model::EventKind::TransactionRecovered,
             id,
             &proposal_id,
-            json!({"why": why, "restored": recovery.restored.len(), "conflicts": recovery.conflicts}),
+            crate::model::TransactionRecoveredData {
+                why: why.to_owned(),
+                restored: recovery.restored.len() as u64,
+                conflicts: recovery.conflicts.clone(),
+            },
         )
     })?;
     Ok(recovery)
@@ -1522,15 +1535,27 @@ where
             actor,
             id,
             json!({"files": files.len(), "index": index_note, "recovered": "landed: the branch was at the new commit"}),
-            json!({"files": files.len(), "recovered": true}),
+            Applied {
+                files: files.len(),
+                recovered: Some(true),
+            },
             finish,
         )
     })
 }
 
+/// What the `transaction.applied` event says besides the transaction's
+/// kind.
+struct Applied {
+    /// How many files it wrote.
+    files: usize,
+    /// `Some(true)` when a recovery records it.
+    recovered: Option<bool>,
+}
+
 /// Record transaction `id` `applied` in `tx`: its status (only over
 /// `applying`), the `written` phase with `written`, the caller's `finish`,
-/// the `applied` phase and the `transaction.applied` event (`data` plus
+/// the `applied` phase and the `transaction.applied` event (`data` and
 /// the transaction's kind).
 fn record_applied<T, E>(
     tx: &Tx<'_>,
@@ -1538,7 +1563,7 @@ fn record_applied<T, E>(
     actor: &Actor,
     id: &str,
     written: Value,
-    mut data: Value,
+    data: Applied,
     finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
 ) -> Result<T, E>
 where
@@ -1564,15 +1589,17 @@ where
         PhaseStatus::Done,
         json!({}),
     )?;
-    data["kind"] = json!(transaction.kind);
     event(
         tx,
         actor,
         now,
-        crate::model::EventKind::TransactionApplied,
         id,
         &transaction.proposal_id,
-        data,
+        crate::model::TransactionAppliedData {
+            kind: transaction.kind,
+            files: data.files as u64,
+            recovered: data.recovered,
+        },
     )?;
     Ok(out)
 }

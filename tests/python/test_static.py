@@ -35,6 +35,7 @@ def test_stubtest(tmp_path: Path) -> None:
 def test_typed_usage_passes_mypy_strict() -> None:
     pytest.importorskip("mypy")
     run("mypy", "--strict", "--no-incremental", str(HERE / "typed_usage.py"))
+    run("mypy", "--strict", "--no-incremental", str(HERE / "test_issue33_item3_event_data.py"))
     run("mypy", "--strict", "--no-incremental", "-p", "roundtable")
 
 

@@ -8,6 +8,7 @@ import asyncio
 import copy
 import dataclasses
 import inspect
+import keyword
 import pickle
 import threading
 import time
@@ -49,12 +50,16 @@ def test_every_record_has_exactly_its_schemas_fields() -> None:
         cls = getattr(roundtable, name, None)
         assert cls is not None and dataclasses.is_dataclass(cls), f"roundtable.{name} is a record"
         assert cls.__dataclass_params__.frozen, name  # type: ignore[attr-defined]
+        # A property named by a Python keyword (`from`) is its field with a
+        # trailing underscore (`from_`).
+        props = {(p + "_" if keyword.iskeyword(p) else p): p for p in schema["properties"]}
         fields = {f.name for f in dataclasses.fields(cls)} - {"raw"}
-        assert fields == set(schema["properties"]), f"{name}: fields differ from its schema"
+        assert fields == set(props), f"{name}: fields differ from its schema"
         hints = typing.get_type_hints(cls)
         required = set(schema.get("required", []))
         for field in fields:
-            nullable = "null" in str(schema["properties"][field]) or field not in required
+            prop = props[field]
+            nullable = "null" in str(schema["properties"][prop]) or prop not in required
             if not nullable and hints[field] is not Any:
                 assert not is_optional(hints[field]), f"{name}.{field} is required, typed {hints[field]}"
 

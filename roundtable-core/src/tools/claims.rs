@@ -508,10 +508,14 @@ impl Tool for AcquireClaim {
         }) {
             store::claims::renew(cx.tx, &own.id, expires)?;
             cx.event(
-                crate::model::EventKind::ClaimRenewed,
                 &own.id,
                 None,
-                json!({"expires_at": expires, "previous_expires_at": own.expires_at, "token": own.token, "reacquired": true}),
+                crate::model::ClaimRenewedData {
+                    expires_at: expires,
+                    previous_expires_at: own.expires_at,
+                    token: own.token,
+                    reacquired: Some(true),
+                },
             )?;
             return Ok(ClaimChanged {
                 claim: Claim::load(cx, &own.id)?,
@@ -558,10 +562,15 @@ impl Tool for AcquireClaim {
             },
         )?;
         cx.event(
-            crate::model::EventKind::ClaimAcquired,
             id.as_str(),
             None,
-            json!({"resource_id": resource_id, "type": args.claim_type, "token": token, "expires_at": expires, "base_digest": state.digest}),
+            crate::model::ClaimAcquiredData {
+                resource_id,
+                claim_type: args.claim_type,
+                token,
+                expires_at: expires,
+                base_digest: state.digest,
+            },
         )?;
         Ok(ClaimChanged {
             claim: Claim::load(cx, id.as_str())?,
@@ -658,10 +667,14 @@ impl Tool for RenewClaim {
         let expires = Timestamp(cx.now.0 + i64::from(args.ttl_s.0) * 1000);
         store::claims::renew(cx.tx, &claim.id, expires)?;
         cx.event(
-            crate::model::EventKind::ClaimRenewed,
             &claim.id,
             None,
-            json!({"expires_at": expires, "previous_expires_at": claim.expires_at, "token": claim.token}),
+            crate::model::ClaimRenewedData {
+                expires_at: expires,
+                previous_expires_at: claim.expires_at,
+                token: claim.token,
+                reacquired: None,
+            },
         )?;
         Ok(ClaimChanged {
             claim: Claim::load(cx, &claim.id)?,
@@ -703,10 +716,12 @@ impl Tool for ReleaseClaim {
         require_active(&claim, Self::TOOL)?;
         store::claims::release(cx.tx, &claim.id, cx.now)?;
         cx.event(
-            crate::model::EventKind::ClaimReleased,
             &claim.id,
             None,
-            json!({"token": claim.token}),
+            crate::model::ClaimReleasedData {
+                token: claim.token,
+                transaction_id: None,
+            },
         )?;
         Ok(ClaimChanged {
             claim: Claim::load(cx, &claim.id)?,

@@ -115,10 +115,13 @@ impl Tool for CastVote {
             cx.now,
         )?;
         cx.event(
-            crate::model::EventKind::VoteCast,
             id.as_str(),
             Some(&p.id),
-            json!({"revision": args.revision, "vote": args.vote, "agent_id": agent.id}),
+            crate::model::VoteCastData {
+                revision: args.revision.0,
+                vote: args.vote,
+                agent_id: agent.id.clone(),
+            },
         )?;
         let vote = store::evidence::vote(cx.tx, id.as_str())?.expect("the vote was just written");
         Ok(VoteRecorded { vote })
@@ -257,10 +260,12 @@ impl Tool for RecordDecision {
             args.reason_md.as_str(),
         )?;
         cx.event(
-            crate::model::EventKind::DecisionRecorded,
             &decision.id,
             Some(&p.id),
-            json!({"revision": args.revision, "decision": args.decision}),
+            crate::model::DecisionRecordedData {
+                revision: args.revision.0,
+                decision: args.decision,
+            },
         )?;
         Ok(DecisionRecorded { decision })
     }
@@ -353,10 +358,12 @@ impl Tool for RecordSecurityReview {
         };
         store::evidence::insert_security_review(cx.tx, &security_review)?;
         cx.event(
-            crate::model::EventKind::SecurityReviewed,
             id.as_str(),
             Some(&p.id),
-            json!({"revision": args.revision, "verdict": args.verdict}),
+            crate::model::SecurityReviewedData {
+                revision: args.revision.0,
+                verdict: args.verdict,
+            },
         )?;
         Ok(SecurityReviewed { security_review })
     }
@@ -419,10 +426,11 @@ impl Tool for RequestApproval {
         };
         store::evidence::insert_approval_request(cx.tx, &request)?;
         cx.event(
-            crate::model::EventKind::HumanApprovalRequested,
             id.as_str(),
             Some(&p.id),
-            json!({"revision": args.revision}),
+            crate::model::HumanApprovalRequestedData {
+                revision: args.revision.0,
+            },
         )?;
         Ok(ApprovalRequested { request })
     }
@@ -508,10 +516,12 @@ impl Tool for Approve {
         };
         store::evidence::insert_approval(cx.tx, &approval)?;
         cx.event(
-            crate::model::EventKind::HumanApproved,
             id.as_str(),
             Some(&p.id),
-            json!({"revision": args.revision, "request_id": request_id}),
+            crate::model::HumanApprovedData {
+                revision: args.revision.0,
+                request_id,
+            },
         )?;
         Ok(Approved { approval })
     }
@@ -587,10 +597,13 @@ impl Tool for RecordTest {
         };
         store::evidence::insert_test_result(cx.tx, &test_result)?;
         cx.event(
-            crate::model::EventKind::TestRecorded,
             id.as_str(),
             Some(&p.id),
-            json!({"revision": args.revision, "name": args.name, "status": args.status}),
+            crate::model::TestRecordedData {
+                revision: args.revision.0,
+                name: args.name.as_str().to_owned(),
+                status: args.status,
+            },
         )?;
         Ok(TestRecorded { test_result })
     }

@@ -176,10 +176,12 @@ impl Tool for SetPolicy {
             cx.now,
         )?;
         cx.event(
-            crate::model::EventKind::PolicyDrafted,
             &format!("policy-{version}"),
             None,
-            json!({"version": version, "digest": digest}),
+            crate::model::PolicyDraftedData {
+                version,
+                digest: digest.clone(),
+            },
         )?;
         Ok(PolicyResult {
             policy: PolicyRecord::load(cx.tx, version)?,
@@ -243,10 +245,13 @@ impl Tool for ActivatePolicy {
         }
         store::policies::activate(cx.tx, args.version.0, cx.now)?;
         cx.event(
-            crate::model::EventKind::PolicyActivated,
             &format!("policy-{}", args.version.0),
             None,
-            json!({"version": args.version, "retired_version": retired, "digest": target.digest}),
+            crate::model::PolicyActivatedData {
+                version: args.version.0,
+                retired_version: retired,
+                digest: target.digest.clone(),
+            },
         )?;
         Ok(Activated {
             policy: PolicyRecord::load(cx.tx, args.version.0)?,

@@ -645,14 +645,18 @@ impl Tool for CreateProposal {
         )?;
         let revision = insert_revision(cx, id.as_str(), 1, &prep, &resources, None)?;
         cx.event(
-            crate::model::EventKind::ProposalCreated,
             id.as_str(),
             Some(id.as_str()),
-            json!({
-                "task_id": args.task_id, "risk": risk, "revision": 1,
-                "format": revision.format, "digest": revision.digest,
-                "files": revision.changeset.len(),
-            }),
+            crate::model::ProposalCreatedData {
+                task_id: args.task_id.as_str().to_owned(),
+                risk,
+                revision: 1,
+                format: revision.format,
+                digest: revision.digest,
+                files: revision.changeset.len() as u64,
+                reverts: None,
+                reverted_revision: None,
+            },
         )?;
         Ok(ProposalRevised {
             proposal: Proposal::load(cx.tx, id.as_str())?,
@@ -769,14 +773,17 @@ impl Tool for AttachPatch {
         let revision = insert_revision(cx, &p.id, number, &prep, &resources, note)?;
         store::proposals::set_latest_revision(cx.tx, &p.id, number, cx.now)?;
         cx.event(
-            crate::model::EventKind::ProposalRevised,
             &p.id,
             Some(&p.id),
-            json!({
-                "revision": number, "previous_revision": p.latest_revision,
-                "format": revision.format, "digest": revision.digest,
-                "files": revision.changeset.len(),
-            }),
+            crate::model::ProposalRevisedData {
+                revision: number,
+                previous_revision: p.latest_revision,
+                format: revision.format,
+                digest: revision.digest,
+                files: revision.changeset.len() as u64,
+                rebased_from: None,
+                change_id: None,
+            },
         )?;
         Ok(ProposalRevised {
             proposal: Proposal::load(cx.tx, &p.id)?,
@@ -998,20 +1005,17 @@ impl Tool for ListProposals {
     }
 }
 
-/// Move a proposal to `to`, writing its event; returns it as stored.
+/// Move a proposal to `to`, writing its event, whose data `data` makes
+/// from the status before and `to`; returns it as stored.
 fn transition(
     cx: &Cx<'_>,
     p: &Proposal,
     to: ProposalStatus,
-    kind: crate::model::EventKind,
-    data: serde_json::Value,
+    data: impl FnOnce(ProposalStatus, ProposalStatus) -> crate::model::EventData,
 ) -> Result<Proposal, ToolError> {
     let changed = store::proposals::set_status(cx.tx, &p.id, p.status, to, cx.now)?;
     assert_eq!(changed, 1, "the row was read in this transaction");
-    let mut data = data;
-    data["from"] = json!(p.status);
-    data["to"] = json!(to);
-    cx.event(kind, &p.id, Some(&p.id), data)?;
+    cx.event(&p.id, Some(&p.id), data(p.status, to))?;
     Proposal::load(cx.tx, &p.id)
 }
 
@@ -1063,13 +1067,14 @@ impl Tool for RequestReview {
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         cx.require_author_or_orchestrator(&p.author, Self::TOOL)?;
         p.require_status(&[ProposalStatus::Pending], Self::TOOL)?;
-        let proposal = transition(
-            cx,
-            &p,
-            ProposalStatus::InReview,
-            crate::model::EventKind::ProposalReviewRequested,
-            json!({"revision": p.latest_revision}),
-        )?;
+        let proposal = transition(cx, &p, ProposalStatus::InReview, |from, to| {
+            crate::model::ProposalReviewRequestedData {
+                revision: p.latest_revision,
+                from,
+                to,
+            }
+            .into()
+        })?;
         let evidence = super::validate::gather(cx, &p.id, None)?;
         let review_plan = super::validate::plan(cx.engine, &evidence);
         Ok(ReviewRequested {
@@ -1118,13 +1123,14 @@ impl Tool for Withdraw {
             Self::TOOL,
         )?;
         p.require_not_applying(cx.tx, Self::TOOL)?;
-        let proposal = transition(
-            cx,
-            &p,
-            ProposalStatus::Withdrawn,
-            crate::model::EventKind::ProposalWithdrawn,
-            json!({"reason_md": args.reason_md}),
-        )?;
+        let proposal = transition(cx, &p, ProposalStatus::Withdrawn, |from, to| {
+            crate::model::ProposalWithdrawnData {
+                reason_md: args.reason_md.as_ref().map(|r| r.as_str().to_owned()),
+                from,
+                to,
+            }
+            .into()
+        })?;
         Ok(ProposalChanged { proposal })
     }
 }
@@ -1182,13 +1188,16 @@ impl Tool for Reject {
             DecisionValue::Reject,
             args.reason_md.as_str(),
         )?;
-        let proposal = transition(
-            cx,
-            &p,
-            ProposalStatus::Rejected,
-            crate::model::EventKind::ProposalRejected,
-            json!({"revision": p.latest_revision, "decision_id": decision.id, "reason_md": args.reason_md}),
-        )?;
+        let proposal = transition(cx, &p, ProposalStatus::Rejected, |from, to| {
+            crate::model::ProposalRejectedData {
+                revision: p.latest_revision,
+                decision_id: decision.id.clone(),
+                reason_md: args.reason_md.as_str().to_owned(),
+                from,
+                to,
+            }
+            .into()
+        })?;
         Ok(Rejected { proposal, decision })
     }
 }

@@ -169,14 +169,17 @@ impl Tool for RebaseProposal {
         let revision = insert_revision(cx, &p.id, number, &prep, &resources, Some(note))?;
         crate::store::proposals::set_latest_revision(cx.tx, &p.id, number, cx.now)?;
         cx.event(
-            crate::model::EventKind::ProposalRevised,
             &p.id,
             Some(&p.id),
-            json!({
-                "revision": number, "previous_revision": from, "rebased_from": from,
-                "format": revision.format, "digest": revision.digest,
-                "files": revision.changeset.len(), "change_id": revision.change_id,
-            }),
+            crate::model::ProposalRevisedData {
+                revision: number,
+                previous_revision: from,
+                format: revision.format,
+                digest: revision.digest,
+                files: revision.changeset.len() as u64,
+                rebased_from: Some(from),
+                change_id: revision.change_id.clone(),
+            },
         )?;
         Ok(ProposalRevised {
             proposal: Proposal::load(cx.tx, &p.id)?,

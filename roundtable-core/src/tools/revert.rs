@@ -314,15 +314,18 @@ impl Tool for RevertProposal {
         )?;
         let revision = insert_revision(cx, id.as_str(), 1, &prep.revision_made, &resources, None)?;
         cx.event(
-            crate::model::EventKind::ProposalCreated,
             id.as_str(),
             Some(id.as_str()),
-            json!({
-                "task_id": task_id, "risk": risk, "revision": 1,
-                "format": revision.format, "digest": revision.digest,
-                "files": revision.changeset.len(),
-                "reverts": target.id, "reverted_revision": prep.revision.number,
-            }),
+            crate::model::ProposalCreatedData {
+                task_id: task_id.to_owned(),
+                risk,
+                revision: 1,
+                format: revision.format,
+                digest: revision.digest,
+                files: revision.changeset.len() as u64,
+                reverts: Some(target.id.clone()),
+                reverted_revision: Some(prep.revision.number),
+            },
         )?;
         Ok(ProposalRevised {
             proposal: Proposal::load(cx.tx, id.as_str())?,

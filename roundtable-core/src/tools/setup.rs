@@ -88,10 +88,12 @@ impl Tool for RegisterAgent {
                     cx.now,
                 )?;
                 cx.event(
-                    crate::model::EventKind::AgentRegistered,
                     id,
                     None,
-                    json!({"roles": roles, "enabled": enabled}),
+                    crate::model::AgentRegisteredData {
+                        enabled,
+                        roles: roles.clone(),
+                    },
                 )?;
             }
             Some(old)
@@ -108,13 +110,16 @@ impl Tool for RegisterAgent {
                     cx.now,
                 )?;
                 cx.event(
-                    crate::model::EventKind::AgentUpdated,
                     id,
                     None,
-                    json!({
-                        "roles": roles, "enabled": enabled,
-                        "previous": {"roles": old.roles, "enabled": old.enabled},
-                    }),
+                    crate::model::AgentUpdatedData {
+                        enabled,
+                        roles: roles.clone(),
+                        previous: crate::model::AgentAccess {
+                            enabled: old.enabled,
+                            roles: old.roles.clone(),
+                        },
+                    },
                 )?;
             }
         }
@@ -196,10 +201,11 @@ impl Tool for CreateTask {
             cx.now,
         )?;
         cx.event(
-            crate::model::EventKind::TaskCreated,
             id.as_str(),
             None,
-            json!({"title": args.title}),
+            crate::model::TaskCreatedData {
+                title: args.title.as_str().to_owned(),
+            },
         )?;
         let task = store::agents::task(cx.tx, id.as_str())?.expect("the task was just written");
         Ok(TaskCreated {

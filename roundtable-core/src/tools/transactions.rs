@@ -860,10 +860,16 @@ fn land_outcome(
         ));
     }
     cx.event(
-        crate::model::EventKind::ProposalApplied,
         &proposal.id,
         Some(&proposal.id),
-        json!({"revision": revision, "transaction_id": transaction.id, "from": proposal.status, "to": "applied"}),
+        crate::model::ProposalAppliedData {
+            revision,
+            transaction_id: transaction.id.clone(),
+            from: proposal.status,
+            to: ProposalStatus::Applied,
+            overridden: None,
+            rolled_back_transaction_id: None,
+        },
     )?;
     release_landed_claims(cx, proposal, used, transaction)
 }
@@ -881,10 +887,12 @@ fn release_landed_claims(
         if used.contains(&claim.id) {
             store::claims::release(cx.tx, &claim.id, cx.now)?;
             cx.event(
-                crate::model::EventKind::ClaimReleased,
                 &claim.id,
                 None,
-                json!({"token": claim.token, "transaction_id": transaction.id}),
+                crate::model::ClaimReleasedData {
+                    token: claim.token,
+                    transaction_id: Some(transaction.id.clone()),
+                },
             )?;
             released.push(claim.id);
         }
@@ -1192,12 +1200,19 @@ fn landed_outcome(
                 cx.now,
             )?;
             cx.event(
-                crate::model::EventKind::ProposalApplied,
                 &proposal.id,
                 Some(&proposal.id),
-                json!({"revision": transaction.revision, "transaction_id": transaction.id,
-                       "from": other, "to": "applied",
-                       "overridden": format!("the branch holds the change: recovery records it applied over {}", other.as_str())}),
+                crate::model::ProposalAppliedData {
+                    revision: transaction.revision,
+                    transaction_id: transaction.id.clone(),
+                    from: other,
+                    to: ProposalStatus::Applied,
+                    overridden: Some(format!(
+                        "the branch holds the change: recovery records it applied over {}",
+                        other.as_str()
+                    )),
+                    rolled_back_transaction_id: None,
+                },
             )?;
             // Its author's claims the change used go with it.
             release_landed_claims(cx, proposal, &used, transaction)
@@ -1411,10 +1426,11 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
 fn rollback_outcome(cx: &Cx<'_>, original: &Transaction, by: &str) -> Result<(), ToolError> {
     store::transactions::mark_rolled_back(cx.tx, &original.id)?;
     cx.event(
-        crate::model::EventKind::TransactionRolledBack,
         &original.id,
         Some(&original.proposal_id),
-        json!({"rollback_transaction_id": by}),
+        crate::model::TransactionRolledBackData {
+            rollback_transaction_id: by.to_owned(),
+        },
     )?;
     proposal_follows_rollback(cx, original, by)
 }
@@ -1430,27 +1446,34 @@ fn proposal_follows_rollback(
     original: &Transaction,
     by: &str,
 ) -> Result<(), ToolError> {
-    let (from, to, kind) = match original.kind {
-        TransactionKind::Apply => (
-            ProposalStatus::Applied,
-            ProposalStatus::RolledBack,
-            crate::model::EventKind::ProposalRolledBack,
-        ),
-        TransactionKind::Rollback => (
-            ProposalStatus::RolledBack,
-            ProposalStatus::Applied,
-            crate::model::EventKind::ProposalApplied,
-        ),
+    let (from, to) = match original.kind {
+        TransactionKind::Apply => (ProposalStatus::Applied, ProposalStatus::RolledBack),
+        TransactionKind::Rollback => (ProposalStatus::RolledBack, ProposalStatus::Applied),
+    };
+    let (revision, transaction_id) = (original.revision, by.to_owned());
+    let rolled_back_transaction_id = original.id.clone();
+    let data: crate::model::EventData = match original.kind {
+        TransactionKind::Apply => crate::model::ProposalRolledBackData {
+            revision,
+            transaction_id,
+            rolled_back_transaction_id,
+            from,
+            to,
+        }
+        .into(),
+        TransactionKind::Rollback => crate::model::ProposalAppliedData {
+            revision,
+            transaction_id,
+            from,
+            to,
+            overridden: None,
+            rolled_back_transaction_id: Some(rolled_back_transaction_id),
+        }
+        .into(),
     };
     let pid = &original.proposal_id;
     if store::proposals::set_status(cx.tx, pid, from, to, cx.now)? == 1 {
-        cx.event(
-            kind,
-            pid,
-            Some(pid),
-            json!({"revision": original.revision, "transaction_id": by,
-                   "rolled_back_transaction_id": original.id, "from": from, "to": to}),
-        )?;
+        cx.event(pid, Some(pid), data)?;
     }
     Ok(())
 }

@@ -139,10 +139,12 @@ impl Tool for ConfigureWorkspace {
         if before != args.landing {
             store::settings::set_landing(cx.tx, &args.landing, cx.now)?;
             cx.event(
-                crate::model::EventKind::WorkspaceConfigured,
                 "landing",
                 None,
-                json!({"landing": args.landing, "was": before}),
+                crate::model::WorkspaceConfiguredData {
+                    landing: args.landing.clone(),
+                    was: before,
+                },
             )?;
         }
         Ok(WorkspaceSettings {

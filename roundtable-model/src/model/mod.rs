@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 mod claim;
 mod durability;
+mod event_data;
 mod event_kind;
 mod landing;
 mod policy_record;
@@ -25,6 +26,15 @@ mod transaction;
 
 pub use claim::{Claim, ClaimStatus};
 pub use durability::Durability;
+pub use event_data::{
+    AgentAccess, AgentRegisteredData, AgentUpdatedData, ClaimAcquiredData, ClaimReleasedData,
+    ClaimRenewedData, DecisionRecordedData, ErrorRecord, EventData, HumanApprovalRequestedData,
+    HumanApprovedData, PolicyActivatedData, PolicyDraftedData, ProposalAppliedData,
+    ProposalCreatedData, ProposalRejectedData, ProposalReviewRequestedData, ProposalRevisedData,
+    ProposalRolledBackData, ProposalWithdrawnData, SecurityReviewedData, TaskCreatedData,
+    TestRecordedData, TransactionAppliedData, TransactionFailedData, TransactionRecoveredData,
+    TransactionRolledBackData, TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
+};
 pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};
 pub use policy_record::{PolicyRecord, PolicyStatus};
@@ -488,7 +498,10 @@ pub struct TestResult {
 }
 
 /// One entry of the audit log.
+///
+/// Its schema names, per kind this version writes, the type of `data`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = event_data::event_schema)]
 pub struct Event {
     /// Its position in the store's log, from 1.
     pub seq: i64,
@@ -500,7 +513,11 @@ pub struct Event {
     pub subject: String,
     /// The proposal it concerns, if any.
     pub proposal_id: Option<String>,
-    /// Details.
+    /// What changed, as stored (the JSON its digest covers): an object of
+    /// the type its `kind` names (this record's `allOf`, one `if`/`then`
+    /// per kind). An event of a kind not listed (a newer version's) keeps
+    /// its data as stored.
+    #[schemars(schema_with = "event_data::data_schema")]
     pub data: serde_json::Value,
     /// When.
     pub at: Timestamp,

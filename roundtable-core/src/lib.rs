@@ -74,6 +74,8 @@ pub mod claims;
 pub mod clock;
 pub mod coverage;
 pub mod diff;
+#[cfg(doctest)]
+mod doctests;
 mod digest;
 pub mod edit;
 mod engine;

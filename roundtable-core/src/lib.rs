@@ -74,9 +74,9 @@ pub mod claims;
 pub mod clock;
 pub mod coverage;
 pub mod diff;
+mod digest;
 #[cfg(doctest)]
 mod doctests;
-mod digest;
 pub mod edit;
 mod engine;
 mod error;

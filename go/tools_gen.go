@@ -448,7 +448,8 @@ type PatchValidateArgs struct {
 
 // PolicySetArgs are the arguments of `policy.set`.
 type PolicySetArgs struct {
-	// The policy as a TOML document (see the README for the format).
+	// The policy as a TOML document (its format: the book's policy
+	// reference, `docs/src/reference/policy.md`).
 	Document string `json:"document"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`

@@ -54,6 +54,8 @@ pub use roundtable_workspace::{apply, landing, state, workspace};
 // Shared values this crate names at its root, as the layers below do.
 use roundtable_base::hex;
 
+#[cfg(doctest)]
+mod doctests;
 mod engine;
 pub mod session;
 pub mod tools;

@@ -1,4 +1,8 @@
-"""The README's Python quickstart runs as written (so it cannot go stale)."""
+"""The Python quickstart runs as written (so it cannot go stale).
+
+It lives in python/README.md (the package's own page, `readme` in
+pyproject.toml) between ANCHOR markers, and the book's Python guide
+includes it from there."""
 
 from __future__ import annotations
 
@@ -8,16 +12,23 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "python" / "README.md"
+GUIDE = REPO / "docs" / "src" / "guides" / "python.md"
+CLI_REFERENCE = REPO / "docs" / "src" / "reference" / "cli.md"
 
 
 def quickstart() -> str:
     text = README.read_text(encoding="utf-8")
-    start = text.find("## Python")
-    assert start >= 0, "README.md has a '## Python' section"
-    block = re.search(r"```python\n(.*?)```", text[start:], re.S)
-    assert block, "the Python section has a ```python block"
+    found = re.search(r"ANCHOR: quickstart -->\n(.*?)<!-- ANCHOR_END: quickstart", text, re.S)
+    assert found, "python/README.md marks its quickstart with ANCHOR: quickstart"
+    block = re.search(r"```python\n(.*?)```", found.group(1), re.S)
+    assert block, "the quickstart is a ```python block"
     return block.group(1)
+
+
+def test_the_book_shows_the_quickstart_that_runs() -> None:
+    assert "{{#include ../../../python/README.md:quickstart}}" in GUIDE.read_text(encoding="utf-8")
 
 
 def test_readme_quickstart_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -38,14 +49,14 @@ NOT_FROM_THE_CLI = {"irreversible_patch", "cancelled", "deadline_exceeded", "inh
 
 
 def test_readme_cli_codes_are_the_engine_codes() -> None:
-    """The CLI section's list of refusal codes is the core's table (through
+    """The CLI reference's list of refusal codes is the core's table (through
     ERROR_CODES), less the codes no command can print: a new code fails here
-    until the README names it."""
+    until the CLI reference names it."""
     import roundtable
 
-    text = README.read_text(encoding="utf-8")
+    text = CLI_REFERENCE.read_text(encoding="utf-8")
     found = re.search(r"exits 1 \(codes:\s*(.*?):\s+every\s+row", text, re.S)
-    assert found, "README.md lists the CLI's refusal codes"
+    assert found, "the CLI reference lists the CLI's refusal codes"
     listed = re.findall(r"`([a-z_]+)`", found.group(1))
     assert len(listed) == len(set(listed)), "a code is listed twice"
     engine = set(roundtable.ERROR_CODES)

@@ -494,7 +494,7 @@ impl JsonSchema for EditPlanJson {
         });
         json_schema!({
             "type": "object",
-            "description": "An Opcore edit plan (not an LSP WorkspaceEdit: every change names its kind and a precondition, every edit its coordinateSystem). Either a bare plan {status?, reason?, baseline?, documentChanges, blobs?} or an edit/propose result {proposal: {status, workspaceEdit: {documentChanges}, …}, blobs?}. Unknown and duplicate keys are refused. See the README section \"Edit plans\".",
+            "description": "An Opcore edit plan (not an LSP WorkspaceEdit: every change names its kind and a precondition, every edit its coordinateSystem). Either a bare plan {status?, reason?, baseline?, documentChanges, blobs?} or an edit/propose result {proposal: {status, workspaceEdit: {documentChanges}, …}, blobs?}. Unknown and duplicate keys are refused. Its format: the book's page \"Patches, agent formats and edit plans\" (docs/src/concepts/patches.md).",
             "anyOf": [
                 {
                     "additionalProperties": false,

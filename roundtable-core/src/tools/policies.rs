@@ -127,7 +127,8 @@ impl JsonSchema for PolicyDocument {
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "SetArgs")]
 pub struct SetPolicy {
-    /// The policy as a TOML document (see the README for the format).
+    /// The policy as a TOML document (its format: the book's policy
+    /// reference, `docs/src/reference/policy.md`).
     pub document: PolicyDocument,
     /// Why.
     pub note_md: Option<Markdown>,

@@ -73,7 +73,7 @@ def build() -> Path:
     """Build the CLI and the `apply` bench binary (release); the latter's path."""
     t0 = time.monotonic()
     subprocess.run(["cargo", "build", "--release", "-p", "roundtable-cli"], cwd=REPO, check=True)
-    r = subprocess.run(["cargo", "bench", "-p", "roundtable-core", "--bench", "apply", "--no-run",
+    r = subprocess.run(["cargo", "bench", "-p", "roundtable", "--bench", "apply", "--no-run",
                         "--message-format=json"], cwd=REPO, check=True, stdout=subprocess.PIPE,
                        text=True)
     exe = None

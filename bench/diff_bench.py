@@ -392,7 +392,7 @@ def needs_build() -> bool:
         return True
     bin_mtime = BIN.stat().st_mtime
     newest = 0.0
-    roots = [REPO / "Cargo.toml", REPO / "Cargo.lock", REPO / "roundtable-core", REPO / "roundtable-cli"]
+    roots = [REPO / "Cargo.toml", REPO / "Cargo.lock", REPO / "roundtable", REPO / "roundtable-cli"]
     for root in roots:
         if root.is_file():
             newest = max(newest, root.stat().st_mtime)
@@ -444,7 +444,7 @@ UNIDIFF_SNIPPET = textwrap.dedent("""
 
 
 def cargo_bench(patch: Path, timeout: float) -> str | None:
-    """Run `cargo bench -p roundtable-core --bench parse` if that target exists."""
+    """Run `cargo bench -p roundtable --bench parse` if that target exists."""
     r = subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"], cwd=REPO,
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -452,17 +452,17 @@ def cargo_bench(patch: Path, timeout: float) -> str | None:
     meta = json.loads(r.stdout)
     found = any(
         t["name"] == "parse" and "bench" in t["kind"]
-        for p in meta["packages"] if p["name"] == "roundtable-core"
+        for p in meta["packages"] if p["name"] == "roundtable"
         for t in p["targets"]
     )
     if not found:
-        log("no `parse` bench in roundtable-core: skipping cargo bench")
+        log("no `parse` bench in roundtable: skipping cargo bench")
         return None
-    log("running: cargo bench -p roundtable-core --bench parse (RT_BENCH_PATCH set)")
+    log("running: cargo bench -p roundtable --bench parse (RT_BENCH_PATCH set)")
     env = dict(os.environ, RT_BENCH_PATCH=str(patch))
     t0 = time.monotonic()
     try:
-        b = subprocess.run(["cargo", "bench", "-p", "roundtable-core", "--bench", "parse"],
+        b = subprocess.run(["cargo", "bench", "-p", "roundtable", "--bench", "parse"],
                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -757,7 +757,7 @@ def render(report: dict, mach: dict) -> str:
           f"{rp.rss_kib / 1024:.0f} MiB = {rp.rss_kib * 1024 / info.size:.2f}×")
         w("")
     if report["cargo_bench"]:
-        w("`cargo bench -p roundtable-core --bench parse` (in-process, same patch):")
+        w("`cargo bench -p roundtable --bench parse` (in-process, same patch):")
         w("")
         w("```text")
         out = report["cargo_bench"].strip().splitlines()

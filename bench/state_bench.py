@@ -248,7 +248,7 @@ def needs_build() -> bool:
     if not BIN.exists():
         return True
     bin_mtime = BIN.stat().st_mtime
-    for top in ("roundtable-core", "roundtable-cli"):
+    for top in ("roundtable", "roundtable-cli"):
         for dirpath, dirs, files in os.walk(REPO / top):
             dirs[:] = [d for d in dirs if d not in ("target", ".git")]
             for f in files:

@@ -1,6 +1,6 @@
 // The properties the `parse` fuzz target checks, shared word for word by
 // the fuzz target (`fuzz/fuzz_targets/parse.rs`) and the corpus replay test
-// (`roundtable-core/tests/fuzz_replay.rs`), which both `include!` this file.
+// (`roundtable/tests/fuzz_replay.rs`), which both `include!` this file.
 // It names everything by its full path so that it drops into either crate.
 
 /// Check every property on `data`; panics on a violation.

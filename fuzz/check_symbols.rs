@@ -1,6 +1,6 @@
 // The properties the `symbols` fuzz target checks, shared word for word by
 // the fuzz target (`fuzz/fuzz_targets/symbols.rs`) and the corpus replay
-// test (`roundtable-core/tests/symbols_hostile.rs`), which both `include!` this
+// test (`roundtable/tests/symbols_hostile.rs`), which both `include!` this
 // file. It names everything by its full path so that it drops into either
 // crate.
 

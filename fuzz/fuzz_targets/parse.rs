@@ -1,6 +1,6 @@
 //! Fuzz target `parse`: arbitrary bytes through the diff parser, renderer,
 //! reverser and applier. The properties live in `fuzz/check.rs`, shared with
-//! the corpus replay test `roundtable-core/tests/fuzz_replay.rs`.
+//! the corpus replay test `roundtable/tests/fuzz_replay.rs`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,4 +1,4 @@
-//! The C ABI over roundtable-core: `libroundtable.so`, `libroundtable.a`
+//! The C ABI over roundtable: `libroundtable.so`, `libroundtable.a`
 //! and `include/roundtable.h` (generated from this crate by cbindgen).
 //!
 //! Conventions (see the header's preamble for the host's view):

@@ -4,7 +4,7 @@ in a workspace, its plan proposed with ``proposal.create``, and the
 revision's changeset (paths, operations, before and after digests and
 executable bits) or the refusal compared with the expectation. The Rust
 suite replays the same fixtures against the core directly
-(roundtable-core/tests/edit_plans.rs)."""
+(roundtable/tests/edit_plans.rs)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes cases.json: agent-style edits (Codex `apply_patch` envelopes and
 SEARCH/REPLACE blocks) of real files of this repository, copied into
-`files/` (`id_crlf.rs` is `roundtable-core/src/id.rs` with CRLF line
+`files/` (`id_crlf.rs` is `roundtable-base/src/id.rs` with CRLF line
 endings, `resource_noeol.rs` is `resource.rs` without its final newline,
 `claims_trailing.rs` is `claims.rs` with trailing blanks on some lines).
 

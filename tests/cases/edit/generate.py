@@ -20,7 +20,7 @@ Each ``*.json`` file is ``{"cases": [case, ...]}``; a case is
 
 Every expected text below is written out by hand; the digests are computed.
 Run ``python3 generate.py`` after editing; the Rust suite
-(roundtable-core/tests/edit_plans.rs) replays every case, and so can the C
+(roundtable/tests/edit_plans.rs) replays every case, and so can the C
 and Python suites.
 """
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes cases.json: the cases of aider's own SEARCH/REPLACE test suite,
-as data, replayed against roundtable by roundtable-core/tests/peers_aider.rs.
+as data, replayed against roundtable by roundtable/tests/peers_aider.rs.
 
 Source: https://github.com/Aider-AI/aider, file tests/basic/test_editblock.py
 at commit 1956104d337c501a2c4e0dc987919531856da2d3 (read for the rules:

@@ -2,7 +2,7 @@
 //! workspace of 1,000 files as in one of 100,000 (target: within 2×): it
 //! reads the store snapshot and the touched files, not the repository.
 //!
-//! `cargo bench -p roundtable-core --bench validate`. Workspaces are
+//! `cargo bench -p roundtable --bench validate`. Workspaces are
 //! generated on /dev/shm when it exists (else in the temp directory) and,
 //! unless `RT_BENCH_DISK=0`, a second pair under cargo's target temporary
 //! directory (the project disk). Each workspace gets the whole flow —

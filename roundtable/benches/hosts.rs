@@ -3,7 +3,7 @@
 //! landings per second, with 1 and 4 hosts on PostgreSQL and 1 on SQLite,
 //! in one run.
 //!
-//! `cargo bench -p roundtable-core --bench hosts`. It starts its own
+//! `cargo bench -p roundtable --bench hosts`. It starts its own
 //! PostgreSQL cluster with `scripts/pg-cluster` (fsync on: every commit
 //! durable, as SQLite's `synchronous = FULL`), with its data directory
 //! and every repository and SQLite store on the same file system

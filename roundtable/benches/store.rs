@@ -1,7 +1,7 @@
 //! The store: what a `proposal.list` page costs as the table grows, and how
 //! many durable `proposal.create` calls this machine's disk allows.
 //!
-//! `cargo bench -p roundtable-core --bench store`
+//! `cargo bench -p roundtable --bench store`
 //!
 //! 1. **Paging.** Two workspaces, one with 1,000 proposals and one with
 //!    100,000 (a few made by `proposal.create`, the rest copied from one of

@@ -3,7 +3,7 @@
 //! median under 50 ms at 100,000 files, and within 2× of the 1,000-file
 //! median).
 //!
-//! `cargo bench -p roundtable-core --bench apply`. Workspaces are generated
+//! `cargo bench -p roundtable --bench apply`. Workspaces are generated
 //! on /dev/shm when it exists (else in the temp directory) and, with
 //! `RT_BENCH_DISK=1`, a second pair under cargo's target temporary directory
 //! (the project disk). Every round, in each workspace in turn: the author

@@ -3,7 +3,7 @@
 //! envelope of 50,000 hunks) on a 200,000-line file. Before the line index
 //! this took 36.6 s.
 //!
-//! `cargo bench -p roundtable-core --bench agent_edits`
+//! `cargo bench -p roundtable --bench agent_edits`
 
 // A benchmark reports on stdout.
 #![allow(clippy::print_stdout)]

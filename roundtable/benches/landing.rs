@@ -1,7 +1,7 @@
 //! The git half of a git-mode landing (issue 18), beside git doing the same:
 //! a 3-file change in repositories of 1,000 and 100,000 files on /dev/shm.
 //!
-//! `cargo bench -p roundtable-core --bench landing`. Each round lands a
+//! `cargo bench -p roundtable --bench landing`. Each round lands a
 //! fresh 3-file change (line 19 of three files no earlier round touched)
 //! in two repositories made alike:
 //!

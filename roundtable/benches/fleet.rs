@@ -3,7 +3,7 @@
 //! one orchestrator thread, all on one engine, none polling: every thread
 //! sleeps in `events.wait` and acts on what `inbox.list` says.
 //!
-//! `cargo bench -p roundtable-core --bench fleet`. Each agent claims what it
+//! `cargo bench -p roundtable --bench fleet`. Each agent claims what it
 //! changes — a `file:` claim on one of its own files, or (every fifth
 //! change, 20% of them) a `symbol:` claim on its own function in the shared
 //! `hot.py` — proposes, asks for review and waits for its proposal to land;

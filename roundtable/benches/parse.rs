@@ -1,7 +1,7 @@
 //! Parse throughput on a real patch: roundtable's parser against `diffy`
 //! (the crate the parser was evaluated against; see ARCHITECTURE.md).
 //!
-//! `RT_BENCH_PATCH=/path/to/big.diff cargo bench -p roundtable-core --bench parse`
+//! `RT_BENCH_PATCH=/path/to/big.diff cargo bench -p roundtable --bench parse`
 //! (`bench/diff_bench.py` builds such a patch and sets the variable;
 //! `RT_BENCH_STRIP` sets `-p`, default 1).
 

@@ -1,7 +1,7 @@
 //! Building the changeset of a 3-file patch must cost the same in a tree of
 //! 1,000 files as in one of 100,000: only the touched files are read.
 //!
-//! `cargo bench -p roundtable-core --bench changeset` (trees are generated
+//! `cargo bench -p roundtable --bench changeset` (trees are generated
 //! on /dev/shm when it exists, else in the temp directory).
 
 // A benchmark reports on stdout.

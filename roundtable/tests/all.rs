@@ -1,4 +1,4 @@
-//! roundtable-core's integration tests: one binary, one module per area.
+//! roundtable's integration tests: one binary, one module per area.
 
 mod agent_edits;
 mod agent_waits;

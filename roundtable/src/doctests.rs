@@ -1,5 +1,5 @@
 //! The Rust snippets of README.md and of the book (`docs/src/`), compiled
-//! and run as doctests by `cargo test -p roundtable-core --doc`, so a
+//! and run as doctests by `cargo test -p roundtable --doc`, so a
 //! snippet that no longer builds or whose assertions fail breaks the
 //! build. One item per markdown file that holds a ```` ```rust ```` block;
 //! `scripts/check-links` fails when such a file is missing here.

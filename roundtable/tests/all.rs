@@ -7,6 +7,8 @@ mod claims_touched;
 mod edit_plans;
 mod enums;
 mod event_data;
+#[cfg(not(all(feature = "postgres", feature = "rust")))]
+mod features;
 mod fuzz_replay;
 mod git_landing;
 mod git_remote;

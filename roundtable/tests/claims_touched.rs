@@ -88,6 +88,7 @@ pub(crate) fn content(w: &World) -> String {
     std::fs::read_to_string(w.dir.path().join("m.py")).expect("read")
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn disjoint_functions_of_one_file_land_independently_in_either_order() {
     for a_first in [true, false] {
@@ -122,6 +123,7 @@ fn disjoint_functions_of_one_file_land_independently_in_either_order() {
     }
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn a_claim_on_a_changed_function_blocks_and_next_names_its_holder() {
     let (w, a, b, r) = world();
@@ -169,6 +171,7 @@ fn a_claim_on_a_changed_function_blocks_and_next_names_its_holder() {
     assert_eq!(err.code(), roundtable::ErrorCode::ValidationFailed);
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn a_claim_granted_after_validation_on_another_function_does_not_refuse_the_apply() {
     let (w, a, b, r) = world();

@@ -36,6 +36,7 @@ fn acquire(engine: &Engine, who: &Actor, resource: &str) -> Result<Value, roundt
 const FOO_PY: &str =
     "class Foo:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n";
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn overlap_checks_use_the_held_symbol_spans_in_the_current_content() {
     let w = World::with(scratch_dir(), EngineOptions::default());
@@ -481,6 +482,10 @@ fn coverage_of(w: &World, path: &str, src: &str, symbol: &str, patch: &str) -> V
         .clone()
 }
 
+#[cfg_attr(
+    not(all(feature = "rust", feature = "python")),
+    ignore = "needs the rust, python symbol grammar"
+)]
 #[test]
 fn code_inserted_at_a_claimed_symbols_boundary_that_ends_up_outside_it_is_uncovered() {
     let w = World::with(scratch_dir(), EngineOptions::default());

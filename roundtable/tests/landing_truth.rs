@@ -322,6 +322,7 @@ const IN_SAVE: &str = "--- a/m.py\n+++ b/m.py\n@@ -2,3 +2,3 @@\n     def save(se
 /// Changes `Order.total` only.
 const IN_TOTAL: &str = "--- a/m.py\n+++ b/m.py\n@@ -7,2 +7,2 @@\n     def total(self):\n-        return 2\n+        return 20\n";
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn item11_a_rebased_landing_names_the_carried_evidence_and_its_revision() {
     let w = git_world(&[("m.py", M_PY)]);

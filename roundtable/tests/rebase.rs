@@ -47,6 +47,7 @@ pub(crate) fn requirement<'r>(report: &'r Value, id: &str) -> &'r Value {
         .unwrap_or_else(|| panic!("no requirement {id} in {report:#}"))
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn disjoint_changes_rebase_trivially_and_keep_their_approval_in_either_order() {
     for a_first in [true, false] {
@@ -124,6 +125,7 @@ fn disjoint_changes_rebase_trivially_and_keep_their_approval_in_either_order() {
     }
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn a_conflicting_rebase_reports_the_hunks_changes_nothing_and_lands_after_a_resolution() {
     let (w, a, b, r) = world();
@@ -198,6 +200,7 @@ fn a_conflicting_rebase_reports_the_hunks_changes_nothing_and_lands_after_a_reso
     assert!(content(&w).contains("return 20\n"));
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn a_rebase_that_loses_part_of_the_change_does_not_keep_the_approval() {
     // ann's change touches both functions; ben lands the Order.total half.
@@ -241,6 +244,7 @@ fn a_rebase_that_loses_part_of_the_change_does_not_keep_the_approval() {
     assert!(!text.contains("return 20"), "{text}");
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn rebase_refusals_change_nothing() {
     let (w, a, b, r) = world();
@@ -355,6 +359,7 @@ fn a_rename_with_edits_rebases_onto_a_changed_source() {
     assert!(!w.dir.path().join("old.txt").exists());
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn apply_with_rebase_lands_a_trivial_rebase_and_keeps_the_approval() {
     let (w, a, b, r) = world();
@@ -412,6 +417,7 @@ fn apply_with_rebase_lands_a_trivial_rebase_and_keeps_the_approval() {
     assert_eq!(out["proposal"]["latest_revision"], 1);
 }
 
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn apply_with_rebase_refuses_a_rebase_that_is_not_trivial_or_conflicts_and_writes_nothing() {
     // A conflict: cat's change and ann's landed one touch the same line.

@@ -467,6 +467,17 @@ const LANGUAGES: &[(&str, &str, &str, &str, &str)] = &[
     ),
 ];
 
+#[cfg_attr(
+    not(all(
+        feature = "rust",
+        feature = "python",
+        feature = "go",
+        feature = "typescript",
+        feature = "javascript",
+        feature = "c"
+    )),
+    ignore = "needs every symbol grammar"
+)]
 #[test]
 fn proposal_symbols_lists_added_removed_modified_and_renamed_functions_in_every_language() {
     let base: Vec<File<'_>> = LANGUAGES
@@ -558,6 +569,10 @@ fn proposal_symbols_lists_added_removed_modified_and_renamed_functions_in_every_
     assert!(notes["language"].is_null() && notes["symbols"] == json!([]));
 }
 
+#[cfg_attr(
+    not(all(feature = "python", feature = "go")),
+    ignore = "needs the python, go symbol grammar"
+)]
 #[test]
 fn proposal_symbols_of_created_and_deleted_files() {
     let base: Vec<File<'_>> = vec![("old.py", b"def old():\n    return 1\n", false)];

@@ -82,6 +82,7 @@ fn deep_sources() -> Vec<(&'static str, Language, Vec<u8>)> {
     ]
 }
 
+#[cfg_attr(not(feature = "rust"), ignore = "needs the rust symbol grammar")]
 #[test]
 fn deeply_nested_sources_never_overflow_the_stack() {
     for (what, language, src) in deep_sources() {
@@ -99,6 +100,7 @@ fn deeply_nested_sources_never_overflow_the_stack() {
     }
 }
 
+#[cfg_attr(not(feature = "rust"), ignore = "needs the rust symbol grammar")]
 #[test]
 fn nesting_beyond_the_limit_is_a_coded_refusal() {
     let src = nested("mod a {", "}", symbols::MAX_NESTING + 1);
@@ -161,6 +163,7 @@ const MAX_SEED_BYTES: usize = 4096;
 /// Every file of the `symbols` fuzz corpus (`src-*`: ordinary sources;
 /// `deep-*`, `long-*`: nesting and names beyond any real code) passes the
 /// fuzzer's check, on a host-sized stack.
+#[cfg_attr(not(feature = "rust"), ignore = "needs the rust symbol grammar")]
 #[test]
 fn every_symbols_corpus_file_passes_the_fuzz_check() {
     let dir =

@@ -156,6 +156,17 @@ fn run(case: &Value) -> Result<usize, String> {
     Ok(steps.len())
 }
 
+#[cfg_attr(
+    not(all(
+        feature = "rust",
+        feature = "python",
+        feature = "go",
+        feature = "typescript",
+        feature = "javascript",
+        feature = "c"
+    )),
+    ignore = "needs the rust, python, go, typescript, javascript, c symbol grammar"
+)]
 #[test]
 fn every_scenario_of_the_corpus_replays() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(corpus())
@@ -208,6 +219,17 @@ fn a_wrong_expectation_fails_the_runner() {
 /// Each kind of wrong expectation, put into governed-demo.json (which has
 /// refusals with details, saves and file checks), fails the runner at the
 /// step it spoiled, as in the C, Go and Python runners.
+#[cfg_attr(
+    not(all(
+        feature = "rust",
+        feature = "python",
+        feature = "go",
+        feature = "typescript",
+        feature = "javascript",
+        feature = "c"
+    )),
+    ignore = "needs the rust, python, go, typescript, javascript, c symbol grammar"
+)]
 #[test]
 fn every_kind_of_wrong_expectation_fails_at_its_step() {
     let base: Value =

@@ -1,7 +1,7 @@
 //! Cancellation and deadlines of one call (issue 19, item 3).
 //!
 //! A host gives a call [`CallOptions`]: a deadline, a [`CancelToken`], or
-//! both ([`Engine::call_with`](crate::Engine::call_with)). For the call's
+//! both (`Engine::call_with`). For the call's
 //! duration they are the calling thread's, so every wait the call makes
 //! deep down — the apply lock, a busy store, a claim wait, `events.wait` —
 //! checks them (`interrupt::check`) without each layer passing them on. A call

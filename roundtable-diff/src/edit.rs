@@ -518,9 +518,10 @@ impl EditError {
 /// files.
 ///
 /// ```
-/// use roundtable::edit::{parse_plan, plan_changeset};
-/// use roundtable::diff::TreeFile;
-/// use roundtable::{Digest, ErrorCode, Operation};
+/// use roundtable_diff::edit::{parse_plan, plan_changeset};
+/// use roundtable_diff::diff::TreeFile;
+/// use roundtable_base::{Digest, ErrorCode};
+/// use roundtable_diff::Operation;
 /// use std::collections::BTreeMap;
 ///
 /// let before = "let 漢 = \"😀\";\r\n";
@@ -547,7 +548,7 @@ impl EditError {
 /// let err = parse_plan(br#"{"proposal": {"status": "incomplete", "reason": "unresolved references"}}"#)
 ///     .unwrap_err();
 /// assert_eq!(err.code(), ErrorCode::IncompleteEditPlan);
-/// # Ok::<(), roundtable::edit::EditError>(())
+/// # Ok::<(), roundtable_diff::edit::EditError>(())
 /// ```
 pub fn parse_plan(json: &[u8]) -> Result<EditPlan, EditError> {
     parse::parse(json)

@@ -506,13 +506,13 @@ impl SymbolError {
 /// linear in the source's length.
 ///
 /// ```
-/// use roundtable::symbols::{self, Language, SymbolKind};
+/// use roundtable_symbols::symbols::{self, Language, SymbolKind};
 ///
 /// let src = b"struct Api;\n\nimpl Api {\n    fn fetch(&self) {}\n}\n";
 /// let index = symbols::index(Language::Rust, src)?;
 /// let names: Vec<_> = index.iter().map(|s| (s.name.as_str(), s.kind, s.start_line, s.end_line)).collect();
 /// assert_eq!(names, [("Api", SymbolKind::Type, 1, 1), ("Api.fetch", SymbolKind::Method, 4, 4)]);
-/// # Ok::<(), roundtable::symbols::SymbolError>(())
+/// # Ok::<(), roundtable_symbols::symbols::SymbolError>(())
 /// ```
 pub fn index(language: Language, source: &[u8]) -> Result<Vec<Symbol>, SymbolError> {
     check_len(source.len())?;
@@ -599,8 +599,8 @@ pub fn index_path(path: &RepoPath, source: &[u8]) -> Result<Vec<Symbol>, SymbolE
 /// [`SymbolError::UnsupportedLanguage`] for a file without a grammar.
 ///
 /// ```
-/// use roundtable::symbols;
-/// use roundtable::RepoPath;
+/// use roundtable_symbols::symbols;
+/// use roundtable_base::RepoPath;
 ///
 /// let path: RepoPath = "pkg/util.py".parse()?;
 /// let src = b"def helper():\n    return 1\n";

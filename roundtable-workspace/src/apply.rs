@@ -586,7 +586,7 @@ pub fn restore_changeset(
 /// The permission bits each journaled path had before its transaction,
 /// where the journal recorded them: what
 /// [`restore_changeset`]'s write recreates a deleted file with
-/// ([`WriteOptions::modes`]). A path journaled without them (a link, a
+/// (`WriteOptions::modes`). A path journaled without them (a link, a
 /// bare repository, a journal written before schema version 12) is
 /// recreated `0644`, or `0755` when executable.
 pub fn restore_modes(files: &[JournalFile]) -> BTreeMap<RepoPath, u32> {
@@ -644,7 +644,7 @@ pub struct Before {
 /// when the apply becomes visible (for an apply: no other agent's write
 /// claim was granted on a touched path since validation). Its error
 /// refuses the transaction with nothing written.
-pub type Guard<'g, E> = dyn Fn(&Tx<'_>, Timestamp, &Changeset) -> Result<(), E> + 'g;
+pub(crate) type Guard<'g, E> = dyn Fn(&Tx<'_>, Timestamp, &Changeset) -> Result<(), E> + 'g;
 
 /// One transaction to run.
 pub struct Plan<'a> {
@@ -671,7 +671,7 @@ pub struct Plan<'a> {
     /// directory a removal empties, as `git apply` does).
     pub prune_only: Option<BTreeSet<RepoPath>>,
     /// The permission bits to create a path with when no file is at it
-    /// ([`WriteOptions::modes`]): for a rollback, those the undone
+    /// (`WriteOptions::modes`): for a rollback, those the undone
     /// transaction journaled ([`restore_modes`]), so a file it deleted
     /// comes back `0600`, not `0644`; empty for an apply.
     pub modes: BTreeMap<RepoPath, u32>,
@@ -1296,7 +1296,7 @@ fn still_applying(changed: usize, id: &str) -> Result<(), TransactionError> {
 
 /// Put transaction `id` (left `applying`) back to its before state; the
 /// caller holds the apply lock.
-pub fn recover_one(
+pub(crate) fn recover_one(
     env: Env<'_>,
     actor: &Actor,
     id: &str,

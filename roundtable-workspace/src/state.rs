@@ -85,12 +85,12 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
 //! std::fs::write(dir.path().join("a.txt"), b"one\n")?;
-//! let first = roundtable::state::compute_state(dir.path())?;
+//! let first = roundtable_workspace::state::compute_state(dir.path())?;
 //! assert_eq!(first.files, 1);
 //! assert_eq!(first.git_head, None);
 //!
 //! std::fs::write(dir.path().join("a.txt"), b"two\n")?;
-//! let second = roundtable::state::compute_state(dir.path())?;
+//! let second = roundtable_workspace::state::compute_state(dir.path())?;
 //! assert_ne!(first.state, second.state);
 //! assert_eq!(second.stats.hashed, 1);
 //! # Ok(()) }
@@ -529,7 +529,7 @@ fn io_err(path: &Path, source: io::Error) -> StateError {
 /// The `lstat` fields the cache compares (and a workspace view, to tell a
 /// file it read is unchanged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stat {
+pub(crate) struct Stat {
     size: u64,
     mtime: (i64, u32),
     ctime: (i64, u32),
@@ -542,7 +542,7 @@ impl Stat {
     // The field types of `struct stat` differ between targets.
     #[allow(clippy::unnecessary_cast, clippy::cast_possible_wrap)]
     /// The fields of `stat` a change shows in.
-    pub fn of(st: &rustix::fs::Stat) -> Stat {
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Stat {
         Stat {
             size: st.st_size as u64,
             mtime: (st.st_mtime as i64, st.st_mtime_nsec as u32),
@@ -554,13 +554,13 @@ impl Stat {
     }
 
     /// The later of mtime and ctime.
-    pub fn newest(&self) -> (i64, u32) {
+    pub(crate) fn newest(&self) -> (i64, u32) {
         self.mtime.max(self.ctime)
     }
 
     /// The permission bits (`0o7777`) when it is a regular file's; `None`
     /// for a link, or a stat never taken (all zero).
-    pub fn permissions(&self) -> Option<u32> {
+    pub(crate) fn permissions(&self) -> Option<u32> {
         rustix::fs::FileType::from_raw_mode(self.mode)
             .is_file()
             .then_some(self.mode & 0o7777)

@@ -13,7 +13,7 @@
 //! bytes come from and where they go.
 //!
 //! ```
-//! use roundtable::diff::{self, ParseOptions};
+//! use roundtable_diff::diff::{self, ParseOptions};
 //! use std::collections::BTreeMap;
 //!
 //! let text = b"diff --git a/hello.txt b/hello.txt\n\

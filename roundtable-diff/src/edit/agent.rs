@@ -222,9 +222,9 @@ struct Hunk {
 /// ([`Changeset::matches`]).
 ///
 /// ```
-/// use roundtable::diff::TreeFile;
-/// use roundtable::edit::agent::{changeset, AgentFormat, MatchRung};
-/// use roundtable::RepoPath;
+/// use roundtable_diff::diff::TreeFile;
+/// use roundtable_diff::edit::agent::{changeset, AgentFormat, MatchRung};
+/// use roundtable_base::RepoPath;
 /// use std::collections::BTreeMap;
 ///
 /// let tree = BTreeMap::from([(b"a.py".to_vec(), TreeFile::regular(b"def f():\n    return 1  \n".to_vec()))]);
@@ -233,7 +233,7 @@ struct Hunk {
 /// assert_eq!(cs.files()[0].after.as_ref().unwrap().data, b"def f():\n    return 2\n");
 /// let path = RepoPath::from_bytes(b"a.py").unwrap();
 /// assert_eq!(cs.matches(&path)[0].rung, MatchRung::TrailingWhitespace);
-/// # Ok::<(), roundtable::edit::agent::AgentEditError>(())
+/// # Ok::<(), roundtable_diff::edit::agent::AgentEditError>(())
 /// ```
 pub fn changeset<T: Tree + ?Sized>(
     format: AgentFormat,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// a commit that has them restores from them if it must undo, instead of
 /// keeping hard links to the old files.
 /// (A link's is its target, with the third flag set.)
-pub type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bool, bool)>;
+pub(crate) type Held<'k> = std::collections::HashMap<&'k RepoPath, (&'k [u8], bool, bool)>;
 
 /// Every step of a commit, so it can be undone in reverse, and the backup
 /// directory holding old contents until the commit is done.

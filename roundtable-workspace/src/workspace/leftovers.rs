@@ -17,7 +17,7 @@ impl Workspace {
     /// directories it created (`created`), those now empty. A user's file
     /// or directory is never touched, whatever its name. Only called under
     /// the apply lock, when no apply is running. Returns what it removed.
-    pub fn remove_leftovers(
+    pub(crate) fn remove_leftovers(
         &self,
         paths: &[RepoPath],
         tag: &str,

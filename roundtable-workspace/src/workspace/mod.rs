@@ -1,5 +1,5 @@
 //! The workspace: a handle on a repository root through which all file
-//! access goes, and the all-or-nothing apply of a [`Changeset`](crate::Changeset).
+//! access goes, and the all-or-nothing apply of a `Changeset`.
 //!
 //! Every path is a [`RepoPath`] and is reached from the root's directory
 //! descriptor one component at a time with `O_NOFOLLOW`: no read or write
@@ -52,7 +52,7 @@ mod write;
 
 pub use error::apply_details;
 pub use error::WorkspaceError;
-pub use journal::Held;
+pub(crate) use journal::Held;
 pub use kind::SpecialKind;
 pub use write::{apply_changeset, apply_patch, PathAction, PathChange, WriteMode, WriteOptions};
 

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 impl Workspace {
     /// The directories writing `changeset` creates: every directory on the
     /// way to a result that is not a directory now.
-    pub fn missing_dirs(
+    pub(crate) fn missing_dirs(
         &self,
         changeset: &Changeset,
     ) -> Result<BTreeSet<RepoPath>, WorkspaceError> {

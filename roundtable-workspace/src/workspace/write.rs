@@ -83,13 +83,13 @@ pub struct WriteOptions<'a> {
     /// The old content of every path the change replaces or removes, when
     /// the caller holds it (a governed apply's snapshot): the commit then
     /// keeps no hard links, and an undo restores from it.
-    pub held: Option<&'a Held<'a>>,
+    pub(crate) held: Option<&'a Held<'a>>,
     /// The permission bits (`0o7777`) to create a path with when no
     /// regular file is at it: a rollback's or recovery's, recreating what
     /// the change deleted or renamed away with the bits its journal
     /// recorded (`0600` stays `0600`). A path not here, or a file that is
     /// there, is written as always.
-    pub modes: Option<&'a BTreeMap<RepoPath, u32>>,
+    pub(crate) modes: Option<&'a BTreeMap<RepoPath, u32>>,
 }
 
 impl Workspace {
@@ -100,7 +100,7 @@ impl Workspace {
     /// [`Workspace::apply_changeset`], this streams: each result is staged
     /// as soon as it is computed, so memory is bounded by the largest file,
     /// not by the size of the change.
-    pub fn apply_patch(
+    pub(crate) fn apply_patch(
         &self,
         patch: &Patch<'_>,
         mode: WriteMode,
@@ -188,7 +188,7 @@ impl Workspace {
     /// precondition against the files as they are now; in
     /// [`WriteMode::Check`], write nothing. The other options are the
     /// defaults.
-    pub fn apply_changeset(
+    pub(crate) fn apply_changeset(
         &self,
         changeset: &Changeset,
         mode: WriteMode,
@@ -213,7 +213,7 @@ impl Workspace {
     /// to still be the one at its path from the root (a directory moved
     /// away, or replaced by a link or another directory, since validation
     /// is `precondition_failed`), and staging opens its directories afresh.
-    pub fn apply_changeset_with(
+    pub(crate) fn apply_changeset_with(
         &self,
         changeset: &Changeset,
         options: &WriteOptions<'_>,
@@ -312,13 +312,13 @@ pub fn apply_patch(
 }
 
 /// Apply `changeset` (e.g. an edit plan's, from
-/// [`plan_changeset`](crate::edit::plan_changeset)) to the directory
+/// `plan_changeset`) to the directory
 /// `root`, all or nothing; every file's precondition is checked first.
 /// With [`WriteMode::Check`], report what would change and write nothing.
 ///
 /// This and [`apply_patch`] are the ungoverned writes (the CLI's `patch
 /// apply` and `edit apply`): no claim, review, journal or event. A
-/// governed change goes through [`Engine::session`](crate::Engine::session).
+/// governed change goes through `Engine::session`.
 pub fn apply_changeset(
     root: &Path,
     changeset: &Changeset,

@@ -34,6 +34,7 @@ mod rebase;
 mod review;
 mod state;
 mod status_by_requirement;
+mod store_schemas;
 mod support;
 mod symbols_hostile;
 mod symlinks;

@@ -56,7 +56,7 @@ pub(crate) enum TestDb {
 }
 
 /// A connection to `server`.
-fn connect(server: &str) -> postgres::Client {
+pub(crate) fn connect(server: &str) -> postgres::Client {
     server
         .parse::<postgres::Config>()
         .expect("a PostgreSQL URL")

@@ -93,7 +93,7 @@ pub(crate) fn name(name: &str) -> Cow<'_, str> {
 /// `\uXXXX` escape: the same JSON value, safe on a terminal. Such a
 /// character can only occur inside a string, where the escape means it.
 pub(crate) fn json(text: String) -> String {
-    if !text.chars().any(is_unsafe) {
+    if !needs_json_escape(&text) {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -107,6 +107,32 @@ pub(crate) fn json(text: String) -> String {
         }
     }
     out
+}
+
+/// Whether [`json`] would change `text`: some [unsafe](is_unsafe)
+/// character other than a newline. Printable ASCII (almost all of a JSON
+/// document) is passed over a byte at a time; a character is decoded only
+/// where a byte is a control or not ASCII.
+fn needs_json_escape(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(skip) = bytes.get(at..).and_then(|rest| {
+        rest.iter()
+            .position(|&b| !(b' '..0x7f).contains(&b) && b != b'\n')
+    }) {
+        at += skip;
+        // `at` is a character boundary: the byte there is ASCII or a
+        // leading byte, since every byte before it was ASCII or ended a
+        // character decoded below.
+        let Some(c) = text.get(at..).and_then(|rest| rest.chars().next()) else {
+            return text.chars().any(|c| is_unsafe(c) && c != '\n');
+        };
+        if is_unsafe(c) && c != '\n' {
+            return true;
+        }
+        at += c.len_utf8();
+    }
+    false
 }
 
 #[cfg(test)]
@@ -148,5 +174,43 @@ mod tests {
             let back: Value = serde_json::from_str(&safe).expect("still JSON");
             assert_eq!(back, v);
         }
+    }
+
+    /// The byte-at-a-time prefilter finds an unsafe character wherever the
+    /// whole-text character scan does, before, after and between plain
+    /// ASCII and other non-ASCII text, and lets newlines and safe
+    /// non-ASCII through.
+    #[test]
+    fn issue33_perf_json_prefilter_agrees_with_the_character_scan() {
+        let pieces = [
+            "",
+            "a",
+            "{\"k\":1}",
+            "\n",
+            "é",
+            "你好",
+            "\u{7f}",
+            "\u{1b}",
+            "\u{9b}",
+            "\u{202e}",
+            "\u{feff}",
+            "\u{200b}",
+            "\u{2066}",
+            "\u{10ffff}",
+            "😀",
+            "\t",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let text = format!("{a}x{b}{c}y");
+                    let want = text.chars().any(|ch| is_unsafe(ch) && ch != '\n');
+                    assert_eq!(needs_json_escape(&text), want, "{text:?}");
+                }
+            }
+        }
+        let plain = "{\"files\":[\"é/ok\"]}\n".repeat(1000);
+        assert!(!needs_json_escape(&plain));
+        assert_eq!(json(plain.clone()), plain);
     }
 }

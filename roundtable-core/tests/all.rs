@@ -15,6 +15,7 @@ mod hardening;
 mod ignored;
 mod inbox_revert;
 mod interrupt;
+mod issue33_perf;
 mod landing;
 mod landing_log;
 mod landing_trust;

@@ -110,29 +110,40 @@ pub(crate) fn json(text: String) -> String {
 }
 
 /// Whether [`json`] would change `text`: some [unsafe](is_unsafe)
-/// character other than a newline. Printable ASCII (almost all of a JSON
-/// document) is passed over a byte at a time; a character is decoded only
-/// where a byte is a control or not ASCII.
+/// character other than a newline. Printable ASCII and newlines (almost
+/// all of a JSON document) are passed over in blocks ([`plain_prefix`]);
+/// a character is decoded only where a byte is a control or not ASCII.
 fn needs_json_escape(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut at = 0;
-    while let Some(skip) = bytes.get(at..).and_then(|rest| {
-        rest.iter()
-            .position(|&b| !(b' '..0x7f).contains(&b) && b != b'\n')
-    }) {
-        at += skip;
-        // `at` is a character boundary: the byte there is ASCII or a
-        // leading byte, since every byte before it was ASCII or ended a
-        // character decoded below.
+    loop {
+        at += plain_prefix(bytes.get(at..).unwrap_or_default());
+        // `at` is a character boundary: every byte before it was plain
+        // ASCII or ended a character decoded below.
         let Some(c) = text.get(at..).and_then(|rest| rest.chars().next()) else {
-            return text.chars().any(|c| is_unsafe(c) && c != '\n');
+            return false;
         };
         if is_unsafe(c) && c != '\n' {
             return true;
         }
         at += c.len_utf8();
     }
-    false
+}
+
+/// How many leading bytes of `bytes` are printable ASCII or newlines.
+/// Whole 32-byte blocks are judged at once, without an early exit, which
+/// the compiler turns into vector instructions.
+fn plain_prefix(bytes: &[u8]) -> usize {
+    let odd = |b: u8| (b < b' ' && b != b'\n') || b >= 0x7f;
+    let mut n = 0;
+    for block in bytes.chunks_exact(32) {
+        if block.iter().fold(0u8, |any, &b| any | u8::from(odd(b))) != 0 {
+            break;
+        }
+        n += 32;
+    }
+    let rest = bytes.get(n..).unwrap_or_default();
+    n + rest.iter().position(|&b| odd(b)).unwrap_or(rest.len())
 }
 
 #[cfg(test)]
@@ -208,6 +219,13 @@ mod tests {
                     assert_eq!(needs_json_escape(&text), want, "{text:?}");
                 }
             }
+        }
+        // Past whole blocks: an unsafe character at every offset of a long
+        // plain run is still found.
+        for n in 0..100 {
+            let text = format!("{}\u{9b}{}", "a".repeat(n), "b".repeat(n % 7));
+            assert!(needs_json_escape(&text), "{n}");
+            assert!(!needs_json_escape(&text.replace('\u{9b}', "é")), "{n}");
         }
         let plain = "{\"files\":[\"é/ok\"]}\n".repeat(1000);
         assert!(!needs_json_escape(&plain));

@@ -345,10 +345,24 @@ pub(crate) fn added_lines<'a>(
     patch: Option<&'a Patch<'a>>,
     facts: Option<&'a [FileFacts<'a>]>,
 ) -> Vec<Line<'a>> {
+    let hunk_lines = match (patch, facts) {
+        (Some(patch), Some(_)) => hunk_added_lines(patch),
+        _ => Vec::new(),
+    };
+    lines_added(patch, facts, hunk_lines)
+}
+
+/// [`added_lines`], with the lines the patch's hunks add already read off
+/// (`hunk_lines`: [`hunk_added_lines`] of `patch`).
+fn lines_added<'a>(
+    patch: Option<&'a Patch<'a>>,
+    facts: Option<&'a [FileFacts<'a>]>,
+    hunk_lines: Vec<Line<'a>>,
+) -> Vec<Line<'a>> {
     match (patch, facts) {
         (_, None) => Vec::new(),
         (Some(patch), Some(facts)) => {
-            let mut out = hunk_added_lines(patch);
+            let mut out = hunk_lines;
             // A `GIT binary patch` carries no lines: the content it results
             // in is scanned whatever its bytes, so a secret cannot be
             // smuggled in as a literal — text by a line diff, content with
@@ -633,6 +647,11 @@ pub(crate) fn validate(engine: &Engine, ev: &Evidence) -> ValidationReport {
     validate_with_changeset(engine, &engine.workspace().view(), ev).0
 }
 
+/// The patch size from which validation reads the author's claims and
+/// the patch's added lines on a second thread, beside the dry run (below
+/// it, a thread costs more than it saves).
+const BESIDE_BYTES: usize = 1 << 20;
+
 /// [`validate`] on `ws` (a [view](Workspace::view), so each touched file is
 /// read once), also returning the changeset the stored bytes make against
 /// the current files (when they apply).
@@ -646,32 +665,35 @@ pub(crate) fn validate_with_changeset(
     ws: &Workspace,
     ev: &Evidence,
 ) -> (ValidationReport, Option<Changeset>) {
+    // A patch is parsed once, here, for the dry run and for the lines it
+    // adds.
+    let parsed = parse_revision(engine, ev);
+    let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
     let author = AuthorClaims::on_touched(ev);
-    // What the author's claims hold now is read beside the parse and the
-    // dry run (on a second thread when a claim is on a directory, whose
-    // walk lists the whole subtree); both only read.
-    let read_held = || author.read(engine, ws, ev);
-    let (recomputed, parsed, held) = std::thread::scope(|scope| {
-        let walking = author.walks().then(|| scope.spawn(read_held));
-        // A patch is parsed once, here, for the dry run and for the lines
-        // it adds.
-        let parsed = parse_revision(engine, ev);
+    // Beside the dry run: what the author's claims hold now (a directory
+    // claim lists its whole subtree) and the lines the patch's hunks add.
+    // All three only read; a large change or a directory claim does the
+    // two on a second thread.
+    let beside = || (author.read(engine, ws, ev), patch.map(hunk_added_lines));
+    let apart = author.walks() || ev.bytes.len() >= BESIDE_BYTES;
+    let (recomputed, (held, hunk_lines)) = std::thread::scope(|scope| {
+        let thread = apart.then(|| scope.spawn(beside));
         let recomputed = dry_run(ws, ev, &parsed);
-        let held = match walking {
+        let read = match thread {
             Some(thread) => thread
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            None => read_held(),
+            None => beside(),
         };
-        (recomputed, parsed, held)
+        (recomputed, read)
     });
-    let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
     let preconditions = preconditions_stage(ws, &ev.revision.changeset, &recomputed);
     let (dry, facts) = dry_run_stage(ws, ev, patch, &recomputed);
     let (mut claims, covering) =
         claims_stage(engine, ws, ev, patch, facts.as_deref(), &author, held);
     let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
-    let policy = policy_report(ev, patch, facts.as_deref());
+    let lines = lines_added(patch, facts.as_deref(), hunk_lines.unwrap_or_default());
+    let policy = ev.with_input(&lines, |input| evaluate(&ev.policy, input));
     mark_superseded(ev, &mut claims);
     // Each precondition reason is a failure: they hold when there is none.
     let preconditions_hold = preconditions.reasons.is_empty();
@@ -1127,16 +1149,6 @@ fn old_content<'f>(ws: &Workspace, f: &'f FileFacts<'_>) -> Option<Cow<'f, [u8]>
         Some(b) => Some(Cow::Borrowed(b.as_slice())),
         None => ws.read(f.path).ok().flatten().map(|t| Cow::Owned(t.data)),
     }
-}
-
-/// The policy evaluation of the revision, over the lines it adds.
-fn policy_report(
-    ev: &Evidence,
-    patch: Option<&Patch<'_>>,
-    facts: Option<&[FileFacts<'_>]>,
-) -> PolicyReport {
-    let lines = added_lines(patch, facts);
-    ev.with_input(&lines, |input| evaluate(&ev.policy, input))
 }
 
 /// The stages read off the policy evaluation, in order: `policy`

@@ -145,32 +145,41 @@ pub(crate) struct Inflating<'a> {
 
 impl Inflating<'_> {
     /// Inflate up to `want` more bytes (at most the scratch buffer) into the
-    /// scratch buffer; how many came (0 once the stream has ended).
+    /// scratch buffer; how many came (0 once the stream has ended). As
+    /// `flate2`'s reader: a stream whose input runs out before its end is
+    /// an error.
     fn step(&mut self, want: usize) -> Result<usize, &'static str> {
         if self.ended || want == 0 {
             return Ok(0);
         }
         let Inflater { zlib, scratch } = &mut *self.inflater;
         let want = want.min(scratch.len());
-        let consumed = usize::try_from(zlib.total_in()).map_err(|_| NOT_ZLIB)?;
-        let input = self.deflated.get(consumed..).unwrap_or(&[]);
-        let flush = if input.is_empty() {
-            flate2::FlushDecompress::Finish
-        } else {
-            flate2::FlushDecompress::None
-        };
-        let (in_before, out_before) = (zlib.total_in(), zlib.total_out());
-        let status = zlib
-            .decompress(input, &mut scratch[..want], flush)
-            .map_err(|_| NOT_ZLIB)?;
-        let read = zlib.total_out() - out_before;
-        self.produced += read;
-        let stuck = read == 0 && (input.is_empty() || zlib.total_in() == in_before);
-        if status == flate2::Status::StreamEnd || stuck {
-            self.ended = true;
+        loop {
+            let consumed = usize::try_from(zlib.total_in()).map_err(|_| NOT_ZLIB)?;
+            let input = self.deflated.get(consumed..).unwrap_or_default();
+            let eof = input.is_empty();
+            let flush = if eof {
+                flate2::FlushDecompress::Finish
+            } else {
+                flate2::FlushDecompress::None
+            };
+            let (in_before, out_before) = (zlib.total_in(), zlib.total_out());
+            let status = zlib
+                .decompress(input, &mut scratch[..want], flush)
+                .map_err(|_| NOT_ZLIB)?;
+            let read = zlib.total_out() - out_before;
+            self.produced += read;
+            if status == flate2::Status::StreamEnd {
+                self.ended = true;
+            } else if read == 0 && (eof || zlib.total_in() == in_before) {
+                // Cut short (or, never seen from zlib, stuck).
+                return Err(NOT_ZLIB);
+            } else if read == 0 {
+                continue;
+            }
+            // At most `want` bytes: fits a usize.
+            return Ok(read as usize);
         }
-        // At most `want` bytes: fits a usize.
-        Ok(read as usize)
     }
 
     /// The size of the content a delta builds, read from its header (the

@@ -93,7 +93,7 @@ pub(crate) fn name(name: &str) -> Cow<'_, str> {
 /// `\uXXXX` escape: the same JSON value, safe on a terminal. Such a
 /// character can only occur inside a string, where the escape means it.
 pub(crate) fn json(text: String) -> String {
-    if !text.chars().any(is_unsafe) {
+    if !needs_json_escape(&text) {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -107,6 +107,43 @@ pub(crate) fn json(text: String) -> String {
         }
     }
     out
+}
+
+/// Whether [`json`] would change `text`: some [unsafe](is_unsafe)
+/// character other than a newline. Printable ASCII and newlines (almost
+/// all of a JSON document) are passed over in blocks ([`plain_prefix`]);
+/// a character is decoded only where a byte is a control or not ASCII.
+fn needs_json_escape(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    loop {
+        at += plain_prefix(bytes.get(at..).unwrap_or_default());
+        // `at` is a character boundary: every byte before it was plain
+        // ASCII or ended a character decoded below.
+        let Some(c) = text.get(at..).and_then(|rest| rest.chars().next()) else {
+            return false;
+        };
+        if is_unsafe(c) && c != '\n' {
+            return true;
+        }
+        at += c.len_utf8();
+    }
+}
+
+/// How many leading bytes of `bytes` are printable ASCII or newlines.
+/// Whole 32-byte blocks are judged at once, without an early exit, which
+/// the compiler turns into vector instructions.
+fn plain_prefix(bytes: &[u8]) -> usize {
+    let odd = |b: u8| (b < b' ' && b != b'\n') || b >= 0x7f;
+    let mut n = 0;
+    for block in bytes.chunks_exact(32) {
+        if block.iter().fold(0u8, |any, &b| any | u8::from(odd(b))) != 0 {
+            break;
+        }
+        n += 32;
+    }
+    let rest = bytes.get(n..).unwrap_or_default();
+    n + rest.iter().position(|&b| odd(b)).unwrap_or(rest.len())
 }
 
 #[cfg(test)]
@@ -148,5 +185,50 @@ mod tests {
             let back: Value = serde_json::from_str(&safe).expect("still JSON");
             assert_eq!(back, v);
         }
+    }
+
+    /// The byte-at-a-time prefilter finds an unsafe character wherever the
+    /// whole-text character scan does, before, after and between plain
+    /// ASCII and other non-ASCII text, and lets newlines and safe
+    /// non-ASCII through.
+    #[test]
+    fn issue33_perf_json_prefilter_agrees_with_the_character_scan() {
+        let pieces = [
+            "",
+            "a",
+            "{\"k\":1}",
+            "\n",
+            "é",
+            "你好",
+            "\u{7f}",
+            "\u{1b}",
+            "\u{9b}",
+            "\u{202e}",
+            "\u{feff}",
+            "\u{200b}",
+            "\u{2066}",
+            "\u{10ffff}",
+            "😀",
+            "\t",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let text = format!("{a}x{b}{c}y");
+                    let want = text.chars().any(|ch| is_unsafe(ch) && ch != '\n');
+                    assert_eq!(needs_json_escape(&text), want, "{text:?}");
+                }
+            }
+        }
+        // Past whole blocks: an unsafe character at every offset of a long
+        // plain run is still found.
+        for n in 0..100 {
+            let text = format!("{}\u{9b}{}", "a".repeat(n), "b".repeat(n % 7));
+            assert!(needs_json_escape(&text), "{n}");
+            assert!(!needs_json_escape(&text.replace('\u{9b}', "é")), "{n}");
+        }
+        let plain = "{\"files\":[\"é/ok\"]}\n".repeat(1000);
+        assert!(!needs_json_escape(&plain));
+        assert_eq!(json(plain.clone()), plain);
     }
 }

@@ -28,6 +28,10 @@ pub struct FileMeta {
     pub symlink: bool,
 }
 
+/// The results' size from which [`Changeset::after_metas`] hashes on two
+/// threads (below it, a thread costs more than it saves).
+const HASH_APART_BYTES: usize = 4 << 20;
+
 /// A file's complete resulting state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileContent {
@@ -200,10 +204,33 @@ impl Changeset {
     /// the order of [`files`](Changeset::files); hashed once per changeset.
     pub fn after_metas(&self) -> &[Option<FileMeta>] {
         self.afters.get_or_init(|| {
-            self.files
+            let meta = |f: &FileChange| f.after.as_ref().map(FileContent::meta);
+            let size = |f: &FileChange| f.after.as_ref().map_or(0, |c| c.data.len());
+            let bytes: usize = self.files.iter().map(size).sum();
+            if bytes < HASH_APART_BYTES {
+                return self.files.iter().map(meta).collect();
+            }
+            // A large change's results are hashed on two threads, halved
+            // by bytes.
+            let mut seen = 0;
+            let half = self
+                .files
                 .iter()
-                .map(|f| f.after.as_ref().map(FileContent::meta))
-                .collect()
+                .position(|f| {
+                    seen += size(f);
+                    seen * 2 >= bytes
+                })
+                .map_or(self.files.len(), |i| i + 1);
+            let (first, second) = self.files.split_at(half);
+            std::thread::scope(|scope| {
+                let rest = scope.spawn(|| second.iter().map(meta).collect::<Vec<_>>());
+                let mut out: Vec<Option<FileMeta>> = first.iter().map(meta).collect();
+                out.extend(
+                    rest.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
+                out
+            })
         })
     }
 

@@ -361,7 +361,8 @@ fn walk_hashed(
 /// subdirectory only that subtree is walked and hashed (its cost follows
 /// the subtree, not the repository; paths are relative to `dir`); the
 /// whole tree uses the stat cache, read but never written, so computing it
-/// changes no file. A missing `dir`, or one that is not a directory (a
+/// changes no file (see [`subtree_state_with`] for a caller that may
+/// write it). A missing `dir`, or one that is not a directory (a
 /// file or a link where it should be), has the state of an empty subtree
 /// marked by what stands there.
 ///
@@ -373,6 +374,31 @@ pub fn subtree_state(
     dir: Option<&crate::RepoPath>,
     ignore: Option<&IgnoreList>,
 ) -> Result<StateHash, StateError> {
+    subtree_state_with(root, dir, ignore, CacheWrite::Never)
+}
+
+/// Whether a whole-tree [`subtree_state_with`] writes the stat cache it
+/// reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheWrite {
+    /// Read it, never write it: computing the state changes no file.
+    Never,
+    /// Also bring it up to date when the walk had to hash a file (as
+    /// [`compute_state`] does): for a caller that changes the store anyway
+    /// (acquiring a directory claim), so that the freshness checks after
+    /// it (validation, the apply) only `lstat` the files it hashed.
+    WhenStale,
+}
+
+/// [`subtree_state`], with the whole tree's stat cache written as `cache`
+/// says (a subdirectory's walk never uses the cache). The digest is the
+/// same either way; a failed cache write only costs a later rehash.
+pub fn subtree_state_with(
+    root: &Path,
+    dir: Option<&crate::RepoPath>,
+    ignore: Option<&IgnoreList>,
+    cache: CacheWrite,
+) -> Result<StateHash, StateError> {
     let root_fd = open_root(root)?;
     let rules = ignore::Rules::load(root, b"", ignore)?;
     let Some(dir) = dir else {
@@ -380,7 +406,13 @@ pub fn subtree_state(
             ignore,
             ..StateOptions::default()
         };
-        let (tree, _, _, _) = walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
+        let (tree, stats, loaded, _) = walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
+        let regular = tree.entries.len() - stats.symlinks;
+        let stale = stats.hashed > 0 || loaded.len() != regular || !loaded.is_loaded();
+        if cache == CacheWrite::WhenStale && stale {
+            // Not fsynced and not required: losing it only costs a rehash.
+            let _ = cache::store(root, &tree);
+        }
         return Ok(encode(&tree, None));
     };
     // Open the directory one component at a time, never through a link,

@@ -18,6 +18,7 @@ mod hardening;
 mod ignored;
 mod inbox_revert;
 mod interrupt;
+mod issue33_perf;
 mod landing;
 mod landing_log;
 mod landing_trust;

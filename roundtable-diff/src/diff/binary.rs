@@ -94,33 +94,127 @@ pub(crate) fn inflate(deflated: &[u8], size: u64) -> Result<Vec<u8>, &'static st
     Ok(out)
 }
 
-/// Check that a zlib stream inflates to exactly `size` bytes, without
-/// keeping the output.
-pub(crate) fn check_inflates_to(deflated: &[u8], size: u64) -> Result<(), &'static str> {
-    let decoder = flate2::read::ZlibDecoder::new(deflated);
-    let produced = std::io::copy(
-        &mut decoder.take(size.saturating_add(1)),
-        &mut std::io::sink(),
-    )
-    .map_err(|_| "binary hunk is not a valid zlib stream")?;
-    if produced != size {
-        return Err("binary hunk inflates to a different size than declared");
-    }
-    Ok(())
+/// The zlib state a patch's binary hunks are checked with: made once, at
+/// the first binary hunk, and reset for each one after, so a hunk costs its
+/// own inflation and not a fresh zlib state and window (allocated and
+/// zeroed: more than the inflation of a small hunk).
+pub(crate) struct Inflater {
+    zlib: flate2::Decompress,
+    /// Where checked output goes (and is dropped).
+    scratch: Box<[u8]>,
 }
 
-/// The size of the content a deflated git delta builds, read from the
-/// delta's header (its first few inflated bytes) without inflating the rest.
-pub(crate) fn delta_result_size(deflated: &[u8]) -> Result<u64, &'static str> {
-    // Two varints of at most 10 bytes each.
-    let mut head = Vec::with_capacity(20);
-    flate2::read::ZlibDecoder::new(deflated)
-        .take(20)
-        .read_to_end(&mut head)
-        .map_err(|_| "binary hunk is not a valid zlib stream")?;
-    let mut pos = 0;
-    read_varint(&head, &mut pos)?;
-    read_varint(&head, &mut pos)
+/// Why a stream does not check out.
+const NOT_ZLIB: &str = "binary hunk is not a valid zlib stream";
+
+/// Bytes of a delta's header: two varints of at most 10 bytes each.
+const DELTA_HEAD: usize = 20;
+
+impl Inflater {
+    pub(crate) fn new() -> Self {
+        Inflater {
+            zlib: flate2::Decompress::new(true),
+            scratch: vec![0; 1 << 15].into_boxed_slice(),
+        }
+    }
+
+    /// Start checking one hunk's zlib stream.
+    pub(crate) fn start<'a>(&'a mut self, deflated: &'a [u8]) -> Inflating<'a> {
+        self.zlib.reset(true);
+        Inflating {
+            inflater: self,
+            deflated,
+            produced: 0,
+            ended: false,
+        }
+    }
+}
+
+/// One hunk's stream being inflated (and dropped) by an [`Inflater`]:
+/// read the way `flate2`'s reader reads it (a stream cut short ends where
+/// it is cut; corrupt data or a bad checksum is an error), so it accepts
+/// and refuses exactly what inflating it whole would.
+pub(crate) struct Inflating<'a> {
+    inflater: &'a mut Inflater,
+    deflated: &'a [u8],
+    /// Bytes inflated so far.
+    produced: u64,
+    /// The stream ended (or cannot go further).
+    ended: bool,
+}
+
+impl Inflating<'_> {
+    /// Inflate up to `want` more bytes (at most the scratch buffer) into the
+    /// scratch buffer; how many came (0 once the stream has ended). As
+    /// `flate2`'s reader: a stream whose input runs out before its end is
+    /// an error.
+    fn step(&mut self, want: usize) -> Result<usize, &'static str> {
+        if self.ended || want == 0 {
+            return Ok(0);
+        }
+        let Inflater { zlib, scratch } = &mut *self.inflater;
+        let want = want.min(scratch.len());
+        loop {
+            let consumed = usize::try_from(zlib.total_in()).map_err(|_| NOT_ZLIB)?;
+            let input = self.deflated.get(consumed..).unwrap_or_default();
+            let eof = input.is_empty();
+            let flush = if eof {
+                flate2::FlushDecompress::Finish
+            } else {
+                flate2::FlushDecompress::None
+            };
+            let (in_before, out_before) = (zlib.total_in(), zlib.total_out());
+            let status = zlib
+                .decompress(input, &mut scratch[..want], flush)
+                .map_err(|_| NOT_ZLIB)?;
+            let read = zlib.total_out() - out_before;
+            self.produced += read;
+            if status == flate2::Status::StreamEnd {
+                self.ended = true;
+            } else if read == 0 && (eof || zlib.total_in() == in_before) {
+                // Cut short (or, never seen from zlib, stuck).
+                return Err(NOT_ZLIB);
+            } else if read == 0 {
+                continue;
+            }
+            // At most `want` bytes: fits a usize.
+            return Ok(read as usize);
+        }
+    }
+
+    /// The size of the content a delta builds, read from its header (the
+    /// stream's first bytes) without inflating the rest; call it first.
+    pub(crate) fn delta_result_size(&mut self) -> Result<u64, &'static str> {
+        let mut head = [0u8; DELTA_HEAD];
+        let mut have = 0;
+        while have < DELTA_HEAD {
+            let n = self.step(DELTA_HEAD - have)?;
+            if n == 0 {
+                break;
+            }
+            head[have..have + n].copy_from_slice(&self.inflater.scratch[..n]);
+            have += n;
+        }
+        let mut pos = 0;
+        read_varint(&head[..have], &mut pos)?;
+        read_varint(&head[..have], &mut pos)
+    }
+
+    /// Inflate the rest of the stream, checking that it comes to exactly
+    /// `size` bytes in all (it stops one byte past `size`).
+    pub(crate) fn check_size(mut self, size: u64) -> Result<(), &'static str> {
+        let limit = size.saturating_add(1);
+        while self.produced < limit {
+            let want = usize::try_from(limit - self.produced).unwrap_or(usize::MAX);
+            if self.step(want)? == 0 {
+                break;
+            }
+        }
+        if self.produced != size {
+            return Err("binary hunk inflates to a different size than declared");
+        }
+        Ok(())
+    }
 }
 
 /// Deflate `data` with zlib (as git does for binary hunks).
@@ -284,9 +378,105 @@ mod tests {
         assert!(inflate(&z, 10).is_err());
         assert!(inflate(&z, 12).is_err());
         assert!(inflate(b"not zlib", 3).is_err());
-        assert!(check_inflates_to(&z, 11).is_ok());
-        assert!(check_inflates_to(&z, 10).is_err());
-        assert!(check_inflates_to(&z, 12).is_err());
-        assert!(check_inflates_to(b"not zlib", 3).is_err());
+        let mut inflater = Inflater::new();
+        let mut check = |z: &[u8], size| inflater.start(z).check_size(size);
+        assert!(check(&z, 11).is_ok());
+        assert!(check(&z, 10).is_err());
+        assert!(check(&z, 12).is_err());
+        assert!(check(b"not zlib", 3).is_err());
+        // A bad checksum is refused.
+        let mut bad_sum = z.clone();
+        let last = bad_sum.len() - 1;
+        bad_sum[last] ^= 1;
+        assert!(check(&bad_sum, 11).is_err());
+    }
+
+    /// What the parser accepted when each check made a fresh `flate2`
+    /// reader: the reference the reused [`Inflater`] must agree with.
+    fn reader_check(deflated: &[u8], size: u64) -> Result<(), &'static str> {
+        let decoder = flate2::read::ZlibDecoder::new(deflated);
+        let produced = std::io::copy(
+            &mut decoder.take(size.saturating_add(1)),
+            &mut std::io::sink(),
+        )
+        .map_err(|_| NOT_ZLIB)?;
+        if produced != size {
+            return Err("binary hunk inflates to a different size than declared");
+        }
+        Ok(())
+    }
+
+    fn reader_delta_result_size(deflated: &[u8]) -> Result<u64, &'static str> {
+        let mut head = Vec::new();
+        flate2::read::ZlibDecoder::new(deflated)
+            .take(DELTA_HEAD as u64)
+            .read_to_end(&mut head)
+            .map_err(|_| NOT_ZLIB)?;
+        let mut pos = 0;
+        read_varint(&head, &mut pos)?;
+        read_varint(&head, &mut pos)
+    }
+
+    /// One reused inflater, over streams cut at every length and with every
+    /// byte flipped (small and multi-block, 100 KB, streams; a delta
+    /// header), accepts and refuses exactly what a fresh reader per stream
+    /// did, with the same message, and reads the same delta sizes.
+    #[test]
+    fn issue33_perf_reused_inflater_agrees_with_a_fresh_reader() {
+        let small = deflate(b"hello world, hello world, hello world");
+        let big_data: Vec<u8> = (0..100_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 & 0x3f)
+            .collect();
+        let big = deflate(&big_data);
+        // A delta's header: source size 300, result size 70,000 (varints).
+        let mut delta = vec![0xac, 0x02, 0xf0, 0xa2, 0x04];
+        delta.extend_from_slice(&[0x7f; 40]);
+        let delta = deflate(&delta);
+        let mut inflater = Inflater::new();
+        let mut cases: Vec<(Vec<u8>, u64)> = Vec::new();
+        for (z, size) in [(&small, 37u64), (&big, 100_000), (&delta, 45)] {
+            for cut in 0..=z.len() {
+                if z.len() < 200 || cut % 97 == 0 || cut + 8 > z.len() {
+                    cases.push((z[..cut].to_vec(), size));
+                }
+            }
+            for at in 0..z.len() {
+                if z.len() < 200 || at % 89 == 0 || at + 8 > z.len() {
+                    let mut flipped = z.clone();
+                    flipped[at] ^= 0x21;
+                    cases.push((flipped, size));
+                }
+            }
+            let mut trailing = z.clone();
+            trailing.extend_from_slice(b"junk");
+            cases.push((trailing, size));
+            for other in [0, size - 1, size + 1] {
+                cases.push((z.clone(), other));
+            }
+        }
+        let mut accepted = 0;
+        for (z, size) in &cases {
+            let want = reader_check(z, *size);
+            assert_eq!(
+                inflater.start(z).check_size(*size),
+                want,
+                "{} bytes",
+                z.len()
+            );
+            accepted += usize::from(want.is_ok());
+            let mut stream = inflater.start(z);
+            let head = stream.delta_result_size();
+            assert_eq!(head, reader_delta_result_size(z));
+            // Reading the header first leaves the same answer for the rest.
+            if head.is_ok() {
+                assert_eq!(stream.check_size(*size), want);
+            }
+        }
+        assert!(accepted >= 3, "the unchanged streams are accepted");
+        assert_eq!(
+            inflater.start(&delta).delta_result_size(),
+            Ok(70_000),
+            "the delta's result size"
+        );
     }
 }

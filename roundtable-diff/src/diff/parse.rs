@@ -147,6 +147,7 @@ pub fn parse<'a>(input: &'a [u8], options: &ParseOptions) -> Result<Patch<'a>, P
     let mut budget = Budget {
         limit: options.max_inflated_bytes,
         used: 0,
+        inflater: None,
     };
     // Like git's `find_header`: any line that does not begin a file section
     // is skipped, before the first section (a commit message, a diffstat),
@@ -322,6 +323,9 @@ fn strip_nl(line: &[u8]) -> &[u8] {
 struct Budget {
     limit: u64,
     used: u64,
+    /// The zlib state every binary hunk is checked with (made at the
+    /// first one).
+    inflater: Option<binary::Inflater>,
 }
 
 fn git_section<'a>(
@@ -960,9 +964,14 @@ fn binary_hunk(cur: &mut Cursor<'_>, budget: &mut Budget) -> Result<BinaryHunk, 
     // declared size, and for a delta the size of the content it builds
     // (read from the delta's first bytes), which its instructions can
     // make far larger than themselves.
+    let mut stream = budget
+        .inflater
+        .get_or_insert_with(binary::Inflater::new)
+        .start(&deflated);
     let mut cost = size;
     if method == BinaryMethod::Delta {
-        let built = binary::delta_result_size(&deflated)
+        let built = stream
+            .delta_result_size()
             .map_err(|e| ParseError::new(hunk_line, e, line))?;
         cost = cost.saturating_add(built);
     }
@@ -979,7 +988,9 @@ fn binary_hunk(cur: &mut Cursor<'_>, budget: &mut Budget) -> Result<BinaryHunk, 
     }
     // Verify the payload now, so a corrupt binary hunk is refused at parse
     // time with its line number, not half-way through an apply.
-    binary::check_inflates_to(&deflated, size).map_err(|e| ParseError::new(hunk_line, e, line))?;
+    stream
+        .check_size(size)
+        .map_err(|e| ParseError::new(hunk_line, e, line))?;
     Ok(BinaryHunk {
         method,
         size,

@@ -14,6 +14,7 @@ use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::resource::Resource;
+use crate::state::CacheWrite;
 use crate::store;
 use crate::store::sql::Tx;
 use schemars::JsonSchema;
@@ -83,17 +84,19 @@ pub(crate) fn resource_state(
     resource: &Resource,
     ignore: Option<&crate::policy::IgnoreList>,
 ) -> Result<ResourceState, ToolError> {
-    Ok(resource_state_indexed(engine, ws, resource, ignore)?.0)
+    Ok(resource_state_indexed(engine, ws, resource, ignore, CacheWrite::Never)?.0)
 }
 
 /// [`resource_state`], and for a symbol the index of the content its span
 /// was resolved in (to re-resolve other claims on that file with the same
-/// read).
+/// read); `cache` says whether a whole-tree directory's walk may bring the
+/// stat cache up to date.
 fn resource_state_indexed(
     engine: &Engine,
     ws: &crate::workspace::Workspace,
     resource: &Resource,
     ignore: Option<&crate::policy::IgnoreList>,
+    cache: CacheWrite,
 ) -> Result<(ResourceState, Option<Vec<crate::symbols::Symbol>>), ToolError> {
     match resource {
         Resource::File(path) => Ok((
@@ -112,8 +115,13 @@ fn resource_state_indexed(
                 // already names its content.
                 digest: match ws.bare_subtree(dir.as_ref())? {
                     Some(tree) => format!("git-tree:{}", tree.as_deref().unwrap_or("absent")),
-                    None => crate::state::subtree_state(engine.root(), dir.as_ref(), ignore)?
-                        .to_string(),
+                    None => crate::state::subtree_state_with(
+                        engine.root(),
+                        dir.as_ref(),
+                        ignore,
+                        cache,
+                    )?
+                    .to_string(),
                 },
                 span: None,
             },
@@ -485,11 +493,14 @@ impl Tool for AcquireClaim {
             Resource::File(_) | Resource::Symbol { .. } => None,
         };
         let ignore = policy.as_ref().map(|p| &p.workspace.ignore);
+        // Acquiring changes the store anyway: a whole-tree walk leaves the
+        // stat cache warm for the freshness checks that follow.
         let (state, index) = resource_state_indexed(
             cx.engine,
             cx.engine.workspace(),
             &args.resource_id.0,
             ignore,
+            CacheWrite::WhenStale,
         )?;
         let resource_id = args.resource_id.0.to_string();
         let scope = Scope {

@@ -5,7 +5,7 @@ use super::args::{Cursor, Limit, RevisionNumber};
 use super::claims::{live_write_claims, Claim};
 use super::records::{Proposal, ProposalStatus};
 use super::validate::{
-    claim_blocks, file_facts, gather_prefetching, validate_with_changeset, StageStatus,
+    claim_blocks, file_facts, gather_prefetching, validate_with_changeset, ReadBefore, StageStatus,
     ValidationReport,
 };
 use super::{remember, replay, request_digest, Cx, Tool, ToolError};
@@ -674,7 +674,7 @@ impl JournalGuard<'_> {
                 continue;
             }
             if facts.is_none() {
-                facts = Some(file_facts(self.ws, changeset, false)?);
+                facts = Some(file_facts(self.ws, changeset, &ReadBefore::None)?);
             }
             let facts = facts.as_deref().unwrap_or_default();
             if claim_blocks(self.engine, self.ws, None, facts, &other) {

@@ -7,7 +7,7 @@
 //! lines, the missing role with candidate agents).
 
 use super::args::RevisionNumber;
-use super::claims::{live_write_claims, resource_state, Claim};
+use super::claims::{live_write_claims, resource_state, Claim, ResourceState};
 use super::proposals::{changeset_against, source_bytes, summarize};
 use super::records::{
     Agent, Approval, FileSummary, Proposal, Revision, SecurityReviewRecord, TestResult, Vote,
@@ -285,13 +285,35 @@ pub(crate) struct FileFacts<'c> {
     pub after: Option<&'c [u8]>,
 }
 
-/// The touched paths of `changeset`, with their old content when
-/// `read_before` (an edit plan's added lines need it; a patch's come from
-/// its hunks, and coverage reads what it needs itself).
+/// Which touched files [`file_facts`] reads the old content of, for the
+/// lines a revision adds ([`added_lines`]); coverage reads what else it
+/// needs itself.
+pub(crate) enum ReadBefore<'p> {
+    /// None: a patch's added lines come from its hunks.
+    None,
+    /// Every file's: an edit plan's added lines are a line diff.
+    All,
+    /// Those a patch carries as `GIT binary patch` (the paths given): their
+    /// added lines are found from the old and the new content.
+    Binary(Vec<&'p [u8]>),
+}
+
+impl ReadBefore<'_> {
+    fn wants(&self, path: &RepoPath) -> bool {
+        match self {
+            ReadBefore::None => false,
+            ReadBefore::All => true,
+            ReadBefore::Binary(paths) => paths.contains(&path.as_str().as_bytes()),
+        }
+    }
+}
+
+/// The touched paths of `changeset`, with their old content where `read`
+/// says.
 pub(crate) fn file_facts<'c>(
     ws: &Workspace,
     changeset: &'c Changeset,
-    read_before: bool,
+    read: &ReadBefore<'_>,
 ) -> Result<Vec<FileFacts<'c>>, ToolError> {
     let mut out = Vec::new();
     for f in changeset.files() {
@@ -301,7 +323,7 @@ pub(crate) fn file_facts<'c>(
             _ => None,
         };
         let before = match source {
-            Some(p) if read_before => ws.read(p)?.map(|t| t.data),
+            Some(p) if read.wants(&f.path) => ws.read(p)?.map(|t| t.data),
             _ => None,
         };
         out.push(FileFacts {
@@ -326,10 +348,24 @@ pub(crate) fn added_lines<'a>(
     patch: Option<&'a Patch<'a>>,
     facts: Option<&'a [FileFacts<'a>]>,
 ) -> Vec<Line<'a>> {
+    let hunk_lines = match (patch, facts) {
+        (Some(patch), Some(_)) => hunk_added_lines(patch),
+        _ => Vec::new(),
+    };
+    lines_added(patch, facts, hunk_lines)
+}
+
+/// [`added_lines`], with the lines the patch's hunks add already read off
+/// (`hunk_lines`: [`hunk_added_lines`] of `patch`).
+fn lines_added<'a>(
+    patch: Option<&'a Patch<'a>>,
+    facts: Option<&'a [FileFacts<'a>]>,
+    hunk_lines: Vec<Line<'a>>,
+) -> Vec<Line<'a>> {
     match (patch, facts) {
         (_, None) => Vec::new(),
         (Some(patch), Some(facts)) => {
-            let mut out = hunk_added_lines(patch);
+            let mut out = hunk_lines;
             // A `GIT binary patch` carries no lines: the content it results
             // in is scanned whatever its bytes, so a secret cannot be
             // smuggled in as a literal — text by a line diff, content with
@@ -356,13 +392,6 @@ pub(crate) fn added_lines<'a>(
 /// decoded lossily for scanning).
 fn is_text(bytes: &[u8]) -> bool {
     !bytes.contains(&0)
-}
-
-/// Whether a revision's patch carries a file as a `GIT binary patch` (whose
-/// old content secret scanning then needs, to tell added lines from kept
-/// ones).
-pub(crate) fn has_binary(patch: Option<&Patch<'_>>) -> bool {
-    patch.is_some_and(|p| p.files().iter().any(FilePatch::is_binary))
 }
 
 fn text(bytes: &[u8]) -> Cow<'_, str> {
@@ -621,6 +650,11 @@ pub(crate) fn validate(engine: &Engine, ev: &Evidence) -> ValidationReport {
     validate_with_changeset(engine, &engine.workspace().view(), ev).0
 }
 
+/// The patch size from which validation reads the author's claims and
+/// the patch's added lines on a second thread, beside the dry run (below
+/// it, a thread costs more than it saves).
+const BESIDE_BYTES: usize = 1 << 20;
+
 /// [`validate`] on `ws` (a [view](Workspace::view), so each touched file is
 /// read once), also returning the changeset the stored bytes make against
 /// the current files (when they apply).
@@ -638,12 +672,31 @@ pub(crate) fn validate_with_changeset(
     // adds.
     let parsed = parse_revision(engine, ev);
     let patch = parsed.as_ref().and_then(|p| p.as_ref().ok());
-    let recomputed = dry_run(ws, ev, &parsed);
+    let author = AuthorClaims::on_touched(ev);
+    // Beside the dry run: what the author's claims hold now (a directory
+    // claim lists its whole subtree) and the lines the patch's hunks add.
+    // All three only read; a large change or a directory claim does the
+    // two on a second thread.
+    let beside = || (author.read(engine, ws, ev), patch.map(hunk_added_lines));
+    let apart = author.walks() || ev.bytes.len() >= BESIDE_BYTES;
+    let (recomputed, (held, hunk_lines)) = std::thread::scope(|scope| {
+        let thread = apart.then(|| scope.spawn(beside));
+        let recomputed = dry_run(ws, ev, &parsed);
+        let read = match thread {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => beside(),
+        };
+        (recomputed, read)
+    });
     let preconditions = preconditions_stage(ws, &ev.revision.changeset, &recomputed);
     let (dry, facts) = dry_run_stage(ws, ev, patch, &recomputed);
-    let (mut claims, covering) = claims_stage(engine, ws, ev, patch, facts.as_deref());
+    let (mut claims, covering) =
+        claims_stage(engine, ws, ev, patch, facts.as_deref(), &author, held);
     let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
-    let policy = policy_report(ev, patch, facts.as_deref());
+    let lines = lines_added(patch, facts.as_deref(), hunk_lines.unwrap_or_default());
+    let policy = ev.with_input(&lines, |input| evaluate(&ev.policy, input));
     mark_superseded(ev, &mut claims);
     // Each precondition reason is a failure: they hold when there is none.
     let preconditions_hold = preconditions.reasons.is_empty();
@@ -766,7 +819,7 @@ fn dry_run_stage<'c>(
     if let Err(e) = ws.check_room(changeset) {
         reasons.push(tool_failure(&ToolError::from(e)));
     }
-    let facts = match file_facts(ws, changeset, needs_before(ev, patch)) {
+    let facts = match file_facts(ws, changeset, &needs_before(ev, patch)) {
         Ok(f) => Some(f),
         Err(e) => {
             reasons.push(fail(e.message().to_owned(), json!({"code": e.code()})));
@@ -776,10 +829,27 @@ fn dry_run_stage<'c>(
     (Stage::new(StageName::DryRun, reasons, false), facts)
 }
 
-/// Whether the added lines need the touched files' old content: an edit
-/// plan's do, and a patch's when it carries a `GIT binary patch`.
-fn needs_before(ev: &Evidence, patch: Option<&Patch<'_>>) -> bool {
-    ev.revision.format != crate::model::RevisionFormat::Patch || has_binary(patch)
+/// Which old contents the added lines need: an edit plan's all, a
+/// patch's those of the files it carries as `GIT binary patch`
+/// ([`added_lines`] diffs only those).
+fn needs_before<'p>(ev: &Evidence, patch: Option<&'p Patch<'p>>) -> ReadBefore<'p> {
+    if ev.revision.format != crate::model::RevisionFormat::Patch {
+        return ReadBefore::All;
+    }
+    let binary: Vec<&[u8]> = patch
+        .map(|p| {
+            p.files()
+                .iter()
+                .filter(|f| f.is_binary())
+                .map(FilePatch::path)
+                .collect()
+        })
+        .unwrap_or_default();
+    if binary.is_empty() {
+        ReadBefore::None
+    } else {
+        ReadBefore::Binary(binary)
+    }
 }
 
 /// A failure reason carrying an error's message, code and details.
@@ -803,39 +873,26 @@ fn claims_stage(
     ev: &Evidence,
     patch: Option<&Patch<'_>>,
     facts: Option<&[FileFacts<'_>]>,
+    author: &AuthorClaims<'_>,
+    held: Vec<Result<ResourceState, ToolError>>,
 ) -> (Stage, Vec<Scope>) {
     let stored = &ev.revision.changeset;
-    let touched: Vec<Scope> = stored
-        .iter()
-        .filter_map(|f| f.path.parse().ok())
-        .map(|p: RepoPath| Scope {
-            resource: Resource::File(p),
-            span: None,
-        })
-        .collect();
-    let on_touched = |c: &Claim| {
-        c.scope()
-            .is_ok_and(|s| touched.iter().any(|t| overlaps(&s, t)))
-    };
-    let relevant: Vec<&Claim> = ev.claims.iter().filter(|c| on_touched(c)).collect();
     let mut reasons = Vec::new();
     let mut covering = Vec::new();
-    if relevant.is_empty() {
+    if author.claims.is_empty() {
         reasons.push(fail(
             format!("{} holds no live write claim on the touched paths", ev.proposal.author),
             json!({"agent_id": ev.proposal.author, "paths": stored.iter().map(|f| &f.path).collect::<Vec<_>>()}),
         ));
     }
-    for c in relevant {
-        let Ok(scope) = c.scope() else { continue };
-        let ignore = Some(&ev.policy.workspace.ignore);
-        let (reason, held) = author_claim(engine, ws, c, scope, ignore);
+    for ((c, scope), now) in author.claims.iter().zip(held) {
+        let (reason, held) = author_claim(c, scope.clone(), now);
         reasons.push(reason);
         covering.extend(held);
     }
     let blocks = |o: &Claim| match facts {
         Some(facts) => claim_blocks(engine, ws, patch, facts, o),
-        None => on_touched(o),
+        None => author.on_touched_claim(o),
     };
     for o in ev.others.iter().filter(|o| blocks(o)) {
         reasons.push(fail(
@@ -846,18 +903,77 @@ fn claims_stage(
     (Stage::new(StageName::Claims, reasons, false), covering)
 }
 
-/// One of the author's claims on the touched paths, `c` on `scope`: a note
-/// when it is fresh, a failure when it is stale or its resource cannot be
-/// read; and what it covers now (a stale claim still describes what the
-/// author holds; an unreadable one covers nothing).
+/// The paths the stored changeset touches, and the author's live write
+/// claims on them (each with its scope), in the evidence's order.
+struct AuthorClaims<'e> {
+    touched: Vec<Scope>,
+    claims: Vec<(&'e Claim, Scope)>,
+}
+
+impl<'e> AuthorClaims<'e> {
+    fn on_touched(ev: &'e Evidence) -> AuthorClaims<'e> {
+        let touched: Vec<Scope> = ev
+            .revision
+            .changeset
+            .iter()
+            .filter_map(|f| f.path.parse().ok())
+            .map(|p: RepoPath| Scope {
+                resource: Resource::File(p),
+                span: None,
+            })
+            .collect();
+        let mut out = AuthorClaims {
+            touched,
+            claims: Vec::new(),
+        };
+        out.claims = ev
+            .claims
+            .iter()
+            .filter(|c| out.on_touched_claim(c))
+            .filter_map(|c| Some((c, c.scope().ok()?)))
+            .collect();
+        out
+    }
+
+    /// Whether `c`'s scope overlaps a touched path.
+    fn on_touched_claim(&self, c: &Claim) -> bool {
+        c.scope()
+            .is_ok_and(|s| self.touched.iter().any(|t| overlaps(&s, t)))
+    }
+
+    /// Whether reading what a claim holds walks a directory.
+    fn walks(&self) -> bool {
+        self.claims
+            .iter()
+            .any(|(_, s)| matches!(s.resource, Resource::Directory(_)))
+    }
+
+    /// What each claim's resource holds now (or why it cannot be read).
+    fn read(
+        &self,
+        engine: &Engine,
+        ws: &Workspace,
+        ev: &Evidence,
+    ) -> Vec<Result<ResourceState, ToolError>> {
+        let ignore = Some(&ev.policy.workspace.ignore);
+        self.claims
+            .iter()
+            .map(|(_, scope)| resource_state(engine, ws, &scope.resource, ignore))
+            .collect()
+    }
+}
+
+/// One of the author's claims on the touched paths, `c` on `scope`, with
+/// what its resource holds `now`: a note when it is fresh, a failure when
+/// it is stale or its resource cannot be read; and what it covers now (a
+/// stale claim still describes what the author holds; an unreadable one
+/// covers nothing).
 fn author_claim(
-    engine: &Engine,
-    ws: &Workspace,
     c: &Claim,
     scope: Scope,
-    ignore: Option<&crate::policy::IgnoreList>,
+    now: Result<ResourceState, ToolError>,
 ) -> (Value, Option<Scope>) {
-    match resource_state(engine, ws, &scope.resource, ignore) {
+    match now {
         Ok(now) => {
             let reason = if now.digest == c.base_digest {
                 note(
@@ -1038,16 +1154,6 @@ fn old_content<'f>(ws: &Workspace, f: &'f FileFacts<'_>) -> Option<Cow<'f, [u8]>
     }
 }
 
-/// The policy evaluation of the revision, over the lines it adds.
-fn policy_report(
-    ev: &Evidence,
-    patch: Option<&Patch<'_>>,
-    facts: Option<&[FileFacts<'_>]>,
-) -> PolicyReport {
-    let lines = added_lines(patch, facts);
-    ev.with_input(&lines, |input| evaluate(&ev.policy, input))
-}
-
 /// The stages read off the policy evaluation, in order: `policy`
 /// (approvals, blocking votes, roles), `security_review` (with secrets),
 /// `human_approval` and `checks`.
@@ -1157,7 +1263,7 @@ pub(crate) fn plan(engine: &Engine, ev: &Evidence) -> Vec<RoleNeed> {
     let facts = changeset
         .as_ref()
         .ok()
-        .and_then(|c| file_facts(&ws, c, needs_before(ev, patch)).ok());
+        .and_then(|c| file_facts(&ws, c, &needs_before(ev, patch)).ok());
     let lines = added_lines(patch, facts.as_deref());
     ev.with_input(&lines, |input| review_plan(&ev.policy, input))
 }

@@ -140,8 +140,13 @@ pub(crate) fn explain(root: &Path, error: ToolError) -> ToolError {
         found.rule,
         found.conversion
     );
-    let mut details = error.details().clone();
-    details["eol_rule"] = serde_json::json!(found.rule);
-    details["eol_conversion"] = serde_json::json!(found.conversion);
-    ToolError::new(error.code(), message, details)
+    let Some(details) = super::error::does_not_apply(&error) else {
+        return error;
+    };
+    let details = super::details::PatchDoesNotApplyDetails {
+        eol_rule: Some(found.rule),
+        eol_conversion: Some(found.conversion.to_owned()),
+        ..details
+    };
+    ToolError::new(message, details)
 }

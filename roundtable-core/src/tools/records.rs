@@ -8,9 +8,9 @@ pub use crate::model::{
     Verdict, Vote, VoteValue,
 };
 pub(crate) use crate::store::enum_to_sql;
+use super::details::{BusyDetails, ConflictDetails, IllegalTransitionDetails, RecordStatus};
 use crate::store::sql::Tx;
 use crate::tools::ToolError;
-use serde_json::json;
 
 impl Agent {
     pub(crate) fn load(tx: &Tx<'_>, id: &str) -> Result<Option<Agent>, ToolError> {
@@ -36,14 +36,19 @@ impl Proposal {
         }
         let names: Vec<&str> = allowed.iter().map(|s| s.as_str()).collect();
         Err(ToolError::new(
-            crate::ErrorCode::IllegalTransition,
             format!(
                 "proposal {} is {}; {operation} needs it to be {}",
                 self.id,
                 self.status.as_str(),
                 names.join(" or ")
             ),
-            json!({"proposal_id": self.id, "status": self.status, "allowed": names, "operation": operation}),
+            IllegalTransitionDetails {
+                proposal_id: Some(self.id.clone()),
+                status: Some(RecordStatus::Proposal(self.status)),
+                allowed: Some(allowed.iter().map(|&s| RecordStatus::Proposal(s)).collect()),
+                operation: Some(operation.to_owned()),
+                ..IllegalTransitionDetails::default()
+            },
         ))
     }
 
@@ -57,12 +62,17 @@ impl Proposal {
             ));
         }
         if revision < self.latest_revision {
-            return Err(ToolError::conflict(
+            return Err(ToolError::new(
                 format!(
                     "revision {revision} of proposal {} was superseded by revision {}",
                     self.id, self.latest_revision
                 ),
-                json!({"proposal_id": self.id, "revision": revision, "latest_revision": self.latest_revision}),
+                ConflictDetails {
+                    proposal_id: Some(self.id.clone()),
+                    revision: Some(u64::from(revision)),
+                    latest_revision: Some(u64::from(self.latest_revision)),
+                    ..ConflictDetails::default()
+                },
             ));
         }
         Ok(())
@@ -83,12 +93,15 @@ impl Proposal {
             return Ok(());
         };
         Err(ToolError::new(
-            crate::ErrorCode::Busy,
             format!(
                 "transaction {transaction} is applying proposal {}: {operation} waits until it lands or is undone; nothing changed, retry soon",
                 self.id
             ),
-            json!({"transaction_id": transaction, "proposal_id": self.id}),
+            BusyDetails {
+                transaction_id: Some(transaction),
+                proposal_id: Some(self.id.clone()),
+                ..BusyDetails::default()
+            },
         ))
     }
 }

@@ -16,6 +16,7 @@
 
 mod convert;
 
+use roundtable::tools::details::{InvalidPatchDetails, IoDetails};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -387,7 +388,7 @@ fn parse_patch<'py>(
         .detach(|| -> Result<Value, ToolError> {
             let patch = diff::parse(&bytes, &ParseOptions::strip(strip))?;
             serde_json::to_value(patch.summary())
-                .map_err(|e| ToolError::new(ErrorCode::InvalidPatch, e.to_string(), json!({})))
+                .map_err(|e| ToolError::new(e.to_string(), InvalidPatchDetails::default()))
         })
         .map_err(|e| raise(py, &e))?;
     convert::to_py(py, &summary)
@@ -414,7 +415,7 @@ fn apply_patch<'py>(
                 roundtable::workspace::WriteMode::check_if(check),
             )?;
             serde_json::to_value(changes)
-                .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
+                .map_err(|e| ToolError::new(e.to_string(), IoDetails::default()))
         })
         .map_err(|e| raise(py, &e))?;
     convert::to_py(py, &changes)
@@ -446,7 +447,8 @@ fn _raise_error(
     let code = code
         .parse::<ErrorCode>()
         .map_err(|e| raise(py, &ToolError::invalid_argument("code", e.to_string())))?;
-    let mut error = ToolError::new(code, message, details);
+    let mut error = ToolError::from_json(code, message, details)
+        .map_err(|e| raise(py, &ToolError::invalid_argument("details", e)))?;
     if let Some(errno) = errno {
         error = error.with_source(std::io::Error::from_raw_os_error(errno));
     }

@@ -70,6 +70,22 @@ impl ToolError {
         }
     }
 
+    /// An error with `code`, `message` and `details` given as JSON (a
+    /// binding raising an error it was handed): the details must read as
+    /// the code's [`Details`] type, else the error says why they do not.
+    pub fn from_json(
+        code: ErrorCode,
+        message: impl Into<String>,
+        details: Value,
+    ) -> Result<ToolError, serde_json::Error> {
+        Ok(ToolError {
+            code,
+            message: message.into(),
+            details: details::retype(code, details)?,
+            source: None,
+        })
+    }
+
     /// The same error, keeping `source` as its cause.
     pub fn with_source(
         mut self,

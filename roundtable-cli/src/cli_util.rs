@@ -2,10 +2,10 @@
 //! writes its output (JSON, or escaped readable text) and names its actor.
 //! No command's own logic lives here.
 
-use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
 use crate::terminal;
 use clap::Args;
 use roundtable::session::{Cursor, ListEvents};
+use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
 use roundtable::tools::records::Event;
 use roundtable::tools::review::NextActor;
 use roundtable::{Actor, ActorKind, Engine, EngineOptions, Id, Session, ToolError};

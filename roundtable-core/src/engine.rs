@@ -335,9 +335,8 @@ impl Engine {
     /// strictly (a key given twice is refused).
     pub fn call_json(&self, tool: &str, args: &[u8], actor: &Actor) -> Result<Value, ToolError> {
         self.check_process()?;
-        let args = crate::json::parse_strict(args).map_err(|e| {
-            ToolError::invalid_argument("", format!("not valid JSON: {e}"))
-        })?;
+        let args = crate::json::parse_strict(args)
+            .map_err(|e| ToolError::invalid_argument("", format!("not valid JSON: {e}")))?;
         self.call(tool, args, actor)
     }
 

@@ -116,10 +116,7 @@ mod tests {
     /// table, schema/errors.json (what scripts/gen-ffi
     /// generates `rt_status` from).
     fn golden_statuses() -> BTreeMap<String, u32> {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../schema/errors.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../schema/errors.json");
         let text = std::fs::read_to_string(path).expect("the golden errors.json is readable");
         let errors: serde_json::Value = serde_json::from_str(&text).expect("errors.json is JSON");
         let entries = errors.as_array().expect("errors.json is an array");

@@ -16,12 +16,12 @@
 
 mod convert;
 
-use roundtable::tools::details::{InvalidPatchDetails, IoDetails};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use roundtable::diff::{self, ParseOptions};
+use roundtable::tools::details::{InvalidPatchDetails, IoDetails};
 use roundtable::{
     Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, ToolError,
 };

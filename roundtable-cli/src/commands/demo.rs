@@ -11,7 +11,6 @@
 //! chain verifies. Every step's result is checked: the demo fails if any is
 //! not what it should be.
 
-use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
 use roundtable::apply::Transaction;
 use roundtable::model::{Landing, LandingMode};
 use roundtable::policy::RoleNeed;
@@ -23,6 +22,7 @@ use roundtable::session::{
     Rollback, TransactionDetail, Validate, ValidationReport, Verdict, VoteValue,
 };
 use roundtable::tools::claims::Claim;
+use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
 use roundtable::tools::records::Revision;
 use roundtable::tools::transactions::Phase;
 use roundtable::tools::validate::StageStatus;

@@ -54,10 +54,12 @@ fn event_line(e: &Event) -> String {
 
 /// One event as one line of JSON: the object `events.list` returns for it.
 fn event_json(e: &Event) -> Result<String, ToolError> {
-    let value = serde_json::to_value(e)
-        .map_err(|err| {
-            ToolError::new(err.to_string(), roundtable::tools::details::IoDetails::default())
-        })?;
+    let value = serde_json::to_value(e).map_err(|err| {
+        ToolError::new(
+            err.to_string(),
+            roundtable::tools::details::IoDetails::default(),
+        )
+    })?;
     Ok(terminal::json(value.to_string()))
 }
 

@@ -27,9 +27,8 @@ pub(crate) fn run(
                     format!("{addr} is not a loopback address (use 127.0.0.1 or [::1])"),
                 ));
             }
-            let tokens = roundtable_mcp::Tokens::load(file).map_err(|e| {
-                with_field(e.code(), e.to_string(), "--tokens")
-            })?;
+            let tokens = roundtable_mcp::Tokens::load(file)
+                .map_err(|e| with_field(e.code(), e.to_string(), "--tokens"))?;
             Served::Http(addr, Arc::new(tokens))
         }
         _ => Served::Stdio(stdio_actor(actor)?),

@@ -1,9 +1,9 @@
 //! Authorization: every decision is made against the host-supplied actor.
 
+use super::details::{ForbiddenDetails, ForbiddenReason};
 use super::records::Agent;
 use super::{Cx, ToolError};
 use crate::actor::{Actor, ActorKind};
-use super::details::{ForbiddenDetails, ForbiddenReason};
 
 /// `forbidden` unless `actor` is of one of these kinds.
 pub(crate) fn require_kind(

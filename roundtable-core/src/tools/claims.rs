@@ -4,11 +4,11 @@
 //! that only grows (one counter per store, never reused). Expiry is computed
 //! from the engine's clock whenever a claim is read: no background job.
 
+use super::args::{Cursor, Limit, ResourceId, WaitMs};
 use super::details::{
     BusyDetails, ConflictDetails, DatabaseDetails, ForbiddenDetails, ForbiddenReason,
     IllegalTransitionDetails, RecordStatus, UnknownSymbolDetails,
 };
-use super::args::{Cursor, Limit, ResourceId, WaitMs};
 use super::log::MAX_WAIT_MS;
 use super::Request as _;
 use super::{Cx, Tool, ToolError};

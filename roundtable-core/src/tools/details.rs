@@ -30,6 +30,8 @@ mod patch;
 mod records;
 mod store;
 mod symbols;
+#[cfg(test)]
+mod tests;
 
 pub use patch::{
     EditPlanStatus, ErrorCause, IncompleteEditPlanDetails, InvalidArgumentDetails,
@@ -113,19 +115,30 @@ pub fn retype(code: ErrorCode, details: Value) -> Result<Value, serde_json::Erro
 /// `T`'s schema as a details schema: titled and described for `code`.
 fn schema<T: Details>() -> Value {
     let mut schema: Value = schemars::schema_for!(T).into();
-    schema["description"] = json!(format!(
-        "The details of `{}`: {}",
-        T::CODE,
-        T::DESCRIPTION
-    ));
+    schema["description"] = json!(format!("The details of `{}`: {}", T::CODE, T::DESCRIPTION));
     schema
 }
 
-/// `details` through `T`.
+/// `details` through `T` (an object: serde would read a struct from an
+/// array too).
 fn retyped<T: Details>(details: Value) -> Result<Value, serde_json::Error> {
+    if !details.is_object() {
+        return Err(serde::de::Error::custom(format!(
+            "details are a JSON object, not {details}"
+        )));
+    }
     serde_json::to_value(serde_json::from_value::<T>(details)?)
 }
 
+/// The schema of a key present only when set: always `true`.
+fn flag(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "boolean", "const": true})
+}
+
+/// (A key that must be present but may be `null` is an `Option` read
+/// with `deserialize_with = "Option::deserialize"`: serde then refuses
+/// it missing.)
+///
 /// For an optional key whose value may be `null`: a present key (even
 /// `null`) is `Some`, so `{"actual": null}` reads back as it was written.
 pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>

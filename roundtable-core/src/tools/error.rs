@@ -1,9 +1,9 @@
 //! [`ToolError`]: the one error shape every tool call returns.
 
 use super::details::{
-    self, DatabaseDetails, Details, InvalidArgumentDetails, InvalidPatchDetails, InvalidPolicyDetails,
-    InvalidPathDetails, NotFoundDetails, PatchDoesNotApplyDetails, PathEscapeDetails,
-    PreconditionFailedDetails, SpecialFileDetails, UnsupportedPatchDetails,
+    self, DatabaseDetails, Details, InvalidArgumentDetails, InvalidPatchDetails,
+    InvalidPathDetails, InvalidPolicyDetails, NotFoundDetails, PatchDoesNotApplyDetails,
+    PathEscapeDetails, PreconditionFailedDetails, SpecialFileDetails, UnsupportedPatchDetails,
 };
 use crate::diff;
 use crate::workspace::WorkspaceError;
@@ -58,7 +58,10 @@ impl ToolError {
         let details = match details::retype(code, details) {
             Ok(typed) => typed,
             Err(e) => {
-                debug_assert!(false, "the details of a `{code}` error are not of its type: {e}");
+                debug_assert!(
+                    false,
+                    "the details of a `{code}` error are not of its type: {e}"
+                );
                 json!({})
             }
         };
@@ -149,11 +152,18 @@ impl ToolError {
         serde_json::from_value(self.details.clone()).ok()
     }
 
-    /// Whether the details read as the code's details type (they do for
-    /// every error this crate makes; an error deserialized from elsewhere
-    /// may not).
+    /// Whether the details read as the code's details type and write
+    /// back unchanged (they do for every error this crate makes; an error
+    /// deserialized from elsewhere may not).
     pub fn check_details(&self) -> Result<(), serde_json::Error> {
-        details::retype(self.code, self.details.clone()).map(|_| ())
+        let typed = details::retype(self.code, self.details.clone())?;
+        if typed != self.details {
+            return Err(serde::de::Error::custom(format!(
+                "the details of a `{}` error do not read back as they were: {} became {typed}",
+                self.code, self.details
+            )));
+        }
+        Ok(())
     }
 
     /// `{"code", "message", "details"}`.

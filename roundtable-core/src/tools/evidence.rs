@@ -6,8 +6,8 @@
 //! afterwards. Evidence is only recorded on open proposals (`pending` or
 //! `in_review`; votes need `in_review`).
 
-use super::details::{ConflictDetails, ForbiddenDetails, ForbiddenReason};
 use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
+use super::details::{ConflictDetails, ForbiddenDetails, ForbiddenReason};
 use super::records::{
     enum_to_sql, Approval, ApprovalRequest, Decision, DecisionValue, Proposal, ProposalStatus,
     SecurityReviewRecord, TestResult, TestStatus, Verdict, Vote, VoteValue,

@@ -2,8 +2,8 @@
 //! (git landing mode), read back from the repository with the trailers
 //! naming what governed each.
 
-use super::details::{IoDetails, PreconditionFailedDetails};
 use super::args::Limit;
+use super::details::{IoDetails, PreconditionFailedDetails};
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::landing::LandedCommit;

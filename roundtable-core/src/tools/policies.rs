@@ -3,8 +3,8 @@
 //! transaction, `policy.get` reads one. With none active, the built-in
 //! default applies.
 
-use super::details::{IllegalTransitionDetails, RecordStatus};
 use super::args::{Markdown, RevisionNumber};
+use super::details::{IllegalTransitionDetails, RecordStatus};
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};

@@ -10,13 +10,13 @@
 //! Revisions are immutable and numbered: `attach_patch` adds revision n+1
 //! (guarded by `expected_revision`) and never overwrites one.
 
-use super::details::{
-    ConflictDetails, DatabaseDetails, ForbiddenDetails, ForbiddenReason, InvalidArgumentDetails,
-    InvalidPatchDetails,
-};
 use super::args::{
     Cursor, EditPlanJson, Limit, Markdown, PatchBytes, PatchFormat, PatchText, ResourceId,
     RevisionNumber, StripLevel, Title,
+};
+use super::details::{
+    ConflictDetails, DatabaseDetails, ForbiddenDetails, ForbiddenReason, InvalidArgumentDetails,
+    InvalidPatchDetails,
 };
 use super::records::{
     Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus, Revision, Risk,

@@ -13,8 +13,10 @@
 //! positions (its `change_id` is the old one's) — keeps the old revision's
 //! evidence under `carry_over = "trivial_rebase"`.
 
-use super::details::{ConflictDetails, ConflictReason, DatabaseDetails, ForbiddenDetails, ForbiddenReason};
 use super::args::{Markdown, RevisionNumber};
+use super::details::{
+    ConflictDetails, ConflictReason, DatabaseDetails, ForbiddenDetails, ForbiddenReason,
+};
 use super::proposals::{insert_revision, prepare_bytes, PreparedRevision, ProposalRevised};
 use super::records::{FileSummary, Proposal, ProposalStatus, Revision};
 use super::Request as _;

@@ -2,13 +2,13 @@
 //! the tools add is how each is loaded for a call and the checks a call
 //! makes on it (each refusal a [`ToolError`] with its stable code).
 
+use super::details::{BusyDetails, ConflictDetails, IllegalTransitionDetails, RecordStatus};
 pub use crate::model::{
     Agent, Approval, ApprovalRequest, Decision, DecisionValue, Event, FileState, FileSummary,
     Proposal, ProposalStatus, Revision, Risk, SecurityReviewRecord, Task, TestResult, TestStatus,
     Verdict, Vote, VoteValue,
 };
 pub(crate) use crate::store::enum_to_sql;
-use super::details::{BusyDetails, ConflictDetails, IllegalTransitionDetails, RecordStatus};
 use crate::store::sql::Tx;
 use crate::tools::ToolError;
 

@@ -18,10 +18,10 @@
 //! `proposal.created` event, and a policy can require a human approval or
 //! a security review of every revert (`reverts = true`).
 
+use super::args::{Markdown, ResourceId, Title};
 use super::details::{
     ConflictDetails, ErrorCause, ForbiddenDetails, PreconditionFailedDetails, PreconditionReason,
 };
-use super::args::{Markdown, ResourceId, Title};
 use super::proposals::{
     canonical_resources, insert_revision, prepare_bytes, PreparedRevision, ProposalRevised,
 };
@@ -89,8 +89,7 @@ fn does_not_apply(target: &Proposal, revision: u32, cause: &ToolError) -> ToolEr
     ToolError::new(
         format!(
             "the inverse of revision {revision} of {} does not apply to the current files: {}",
-            target.id,
-            cause.message
+            target.id, cause.message
         ),
         PreconditionFailedDetails {
             proposal_id: Some(target.id.clone()),

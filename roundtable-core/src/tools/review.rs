@@ -3,8 +3,8 @@
 //! (`proposal.compare`), and whether it can land now and who acts next
 //! (`proposal.status`). All read-only.
 
-use super::details::{DatabaseDetails, PreconditionFailedDetails};
 use super::args::{Limit, RevisionNumber};
+use super::details::{DatabaseDetails, PreconditionFailedDetails};
 use super::next::{by_requirement, next_actors, RequirementNext, Situation};
 use super::proposals::changeset_against;
 use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};

@@ -1,13 +1,13 @@
 //! The transaction tools: `patch.apply`, `transaction.rollback`, and the
 //! read side (`transaction.get|list|phases|recovery`).
 
+use super::args::{Cursor, Limit, RevisionNumber};
+use super::claims::{live_write_claims, Claim};
 use super::details::{
     ConflictDetails, IllegalTransitionDetails, IoDetails, MovedPath, PreconditionFailedDetails,
     RebaseStage, RecordStatus, StaleClaimDetails, StaleClaimReason, ValidationFailedDetails,
     ValidationFailedReason,
 };
-use super::args::{Cursor, Limit, RevisionNumber};
-use super::claims::{live_write_claims, Claim};
 use super::records::{Proposal, ProposalStatus};
 use super::validate::{
     claim_blocks, file_facts, gather_prefetching, validate_with_changeset, StageStatus,

@@ -65,6 +65,8 @@ pub struct MatchCandidate {
     /// Its 1-based line in the file (for a near miss, the first line that differs).
     pub line: u64,
     /// That line's text (`null` past the end of the file).
+    #[schemars(required)]
+    #[serde(deserialize_with = "Option::deserialize")]
     pub text: Option<String>,
     /// For a near miss: the hunk's line that differs there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,7 +109,7 @@ pub struct PatchDoesNotApplyDetails {
     pub anchor: Option<String>,
     /// For an agent-native hunk marked `*** End of File` that matches nowhere (always `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "bool")]
+    #[schemars(schema_with = "super::flag")]
     pub at_end: Option<bool>,
     /// For an ambiguous agent-native hunk: the rung of the matching ladder
     /// at which it matched more than one place.
@@ -372,7 +374,7 @@ pub struct PreconditionFailedDetails {
     pub root: Option<String>,
     /// For a bare repository, which has no working tree to write files to (always `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "bool")]
+    #[schemars(schema_with = "super::flag")]
     pub bare: Option<bool>,
     /// For a bare repository, or `landing.log` in files mode: the workspace's landing setting.
     #[serde(default, skip_serializing_if = "Option::is_none")]

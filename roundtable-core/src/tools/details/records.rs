@@ -396,15 +396,12 @@ pub struct InheritedEngineDetails {
 }
 
 impl ForbiddenDetails {
-    /// A tool for agents only, called by another kind of actor.
+    /// A tool for agents only, called by another kind of actor
+    /// (`wrong_kind`, as the registry's check of the caller's kind says).
     pub fn agents_only(actor: &Actor) -> ForbiddenDetails {
         ForbiddenDetails {
-            actor: actor.clone(),
-            reason: None,
             allowed_kinds: Some(vec![ActorKind::Agent]),
-            author: None,
-            holder: None,
-            required_role: None,
+            ..ForbiddenDetails::new(actor, ForbiddenReason::WrongKind)
         }
     }
 }

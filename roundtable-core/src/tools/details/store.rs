@@ -45,7 +45,7 @@ pub struct DatabaseDetails {
     /// past the busy timeout. Nothing was written. Present only when so
     /// (always `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "bool")]
+    #[schemars(schema_with = "super::flag")]
     pub retryable: Option<bool>,
     /// The change landed (past the commit point: the branch, or the
     /// remote's, moved) but recording its outcome failed: never retryable;
@@ -53,7 +53,7 @@ pub struct DatabaseDetails {
     /// apply or open records it, and a call made again with the same
     /// idempotency key returns the landing's result (always `true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "bool")]
+    #[schemars(schema_with = "super::flag")]
     pub landed: Option<bool>,
     /// A stored claim that does not read back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,10 +139,16 @@ pub struct IncompatibleStoreDetails {}
 #[serde(deny_unknown_fields)]
 pub struct InvalidPolicyDetails {
     /// The 1-based line, when known.
+    #[schemars(required)]
+    #[serde(deserialize_with = "Option::deserialize")]
     pub line: Option<u64>,
     /// The 1-based column (in characters), when known.
+    #[schemars(required)]
+    #[serde(deserialize_with = "Option::deserialize")]
     pub column: Option<u64>,
     /// The dotted key path (`approvals.carry_over`, `roles[0].role`), when known.
+    #[schemars(required)]
+    #[serde(deserialize_with = "Option::deserialize")]
     pub key: Option<String>,
     /// For an unknown key: its own name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -130,15 +130,19 @@ fn retyped<T: Details>(details: Value) -> Result<Value, serde_json::Error> {
     serde_json::to_value(serde_json::from_value::<T>(details)?)
 }
 
+/// The schema of a key every refusal has but whose value may be `null`:
+/// `T` or `null`, under `required`. (The field is an `Option` read with
+/// `deserialize_with = "Option::deserialize"`, so that serde refuses it
+/// missing.)
+fn nullable<T: JsonSchema>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<Option<T>>()
+}
+
 /// The schema of a key present only when set: always `true`.
 fn flag(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "boolean", "const": true})
 }
 
-/// (A key that must be present but may be `null` is an `Option` read
-/// with `deserialize_with = "Option::deserialize"`: serde then refuses
-/// it missing.)
-///
 /// For an optional key whose value may be `null`: a present key (even
 /// `null`) is `Some`, so `{"actual": null}` reads back as it was written.
 pub(crate) fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>

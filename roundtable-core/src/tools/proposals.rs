@@ -212,15 +212,15 @@ fn hint(e: ToolError, format: RevisionFormat, bytes: &[u8]) -> ToolError {
         return e;
     }
     let text = String::from_utf8_lossy(bytes);
-    let looks = if text.trim_start().starts_with("*** Begin Patch") {
-        PatchFormat::Codex
+    let (looks, name) = if text.trim_start().starts_with("*** Begin Patch") {
+        (PatchFormat::Codex, "codex")
     } else if text.lines().any(|l| l.trim_end() == "<<<<<<< SEARCH") {
-        PatchFormat::SearchReplace
+        (PatchFormat::SearchReplace, "search_replace")
     } else {
         return e;
     };
     let message = format!(
-        "{} (it reads like patch_format {looks:?}: give that to have it read so)",
+        "{} (it reads like patch_format {name:?}: give that to have it read so)",
         e.message()
     );
     let Some(details) = e.details_as::<InvalidPatchDetails>() else {

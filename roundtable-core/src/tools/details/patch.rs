@@ -65,8 +65,8 @@ pub struct MatchCandidate {
     /// Its 1-based line in the file (for a near miss, the first line that differs).
     pub line: u64,
     /// That line's text (`null` past the end of the file).
-    #[schemars(required)]
     #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(schema_with = "super::nullable::<String>")]
     pub text: Option<String>,
     /// For a near miss: the hunk's line that differs there.
     #[serde(default, skip_serializing_if = "Option::is_none")]

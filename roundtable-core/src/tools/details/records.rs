@@ -185,8 +185,9 @@ pub struct ConflictDetails {
 }
 
 /// A record's status: a proposal's, claim's, transaction's or policy
-/// version's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// version's. Its schema is one string enum of every spelling (each
+/// described by the first record kind that has it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RecordStatus {
     /// A proposal's.
@@ -197,6 +198,37 @@ pub enum RecordStatus {
     Transaction(TransactionStatus),
     /// A policy version's.
     Policy(PolicyStatus),
+}
+
+impl JsonSchema for RecordStatus {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RecordStatus".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let mut constants: Vec<serde_json::Value> = Vec::new();
+        for kind in [
+            schemars::schema_for!(ProposalStatus),
+            schemars::schema_for!(ClaimStatus),
+            schemars::schema_for!(TransactionStatus),
+            schemars::schema_for!(PolicyStatus),
+        ] {
+            let alternatives = kind.get("oneOf").and_then(|v| v.as_array()).cloned();
+            for mut alternative in alternatives.into_iter().flatten() {
+                if constants.iter().all(|c| c["const"] != alternative["const"]) {
+                    if let Some(o) = alternative.as_object_mut() {
+                        o.remove("title");
+                    }
+                    constants.push(alternative);
+                }
+            }
+        }
+        constants.sort_by(|a, b| a["const"].as_str().cmp(&b["const"].as_str()));
+        json_schema!({
+            "description": "A record's status: a proposal's, claim's, transaction's or policy version's.",
+            "oneOf": constants,
+        })
+    }
 }
 
 /// `illegal_transition`: the record, its status and the statuses that

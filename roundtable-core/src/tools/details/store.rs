@@ -139,16 +139,16 @@ pub struct IncompatibleStoreDetails {}
 #[serde(deny_unknown_fields)]
 pub struct InvalidPolicyDetails {
     /// The 1-based line, when known.
-    #[schemars(required)]
     #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(schema_with = "super::nullable::<u64>")]
     pub line: Option<u64>,
     /// The 1-based column (in characters), when known.
-    #[schemars(required)]
     #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(schema_with = "super::nullable::<u64>")]
     pub column: Option<u64>,
     /// The dotted key path (`approvals.carry_over`, `roles[0].role`), when known.
-    #[schemars(required)]
     #[serde(deserialize_with = "Option::deserialize")]
+    #[schemars(schema_with = "super::nullable::<String>")]
     pub key: Option<String>,
     /// For an unknown key: its own name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

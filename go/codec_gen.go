@@ -4036,7 +4036,7 @@ func (x *IllegalTransitionDetails) encodeFields(e *encoder, start int) {
 			if i1 > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.str(x.Allowed[i1], "allowed")
+			e.str(string(x.Allowed[i1]), "allowed")
 		}
 		e.buf = append(e.buf, ']')
 	}
@@ -4058,7 +4058,7 @@ func (x *IllegalTransitionDetails) encodeFields(e *encoder, start int) {
 	}
 	if x.Status != nil {
 		e.key(start, "\"status\":")
-		e.str(*x.Status, "status")
+		e.str(string(*x.Status), "status")
 	}
 	if x.TransactionID != nil {
 		e.key(start, "\"transaction_id\":")
@@ -4077,11 +4077,11 @@ func (x *IllegalTransitionDetails) decode(d *decoder) {
 			if d.null() {
 				x.Allowed = nil
 			} else {
-				s2 := []string{}
+				s2 := []RecordStatus{}
 				for more := d.array(); more; more = d.next() {
 					s2 = append(s2, "")
 					if !d.null() {
-						s2[len(s2)-1] = d.str()
+						s2[len(s2)-1] = RecordStatus(d.str())
 					}
 				}
 				x.Allowed = s2
@@ -4122,8 +4122,8 @@ func (x *IllegalTransitionDetails) decode(d *decoder) {
 			if d.null() {
 				x.Status = nil
 			} else {
-				p7 := new(string)
-				(*p7) = d.str()
+				p7 := new(RecordStatus)
+				(*p7) = RecordStatus(d.str())
 				x.Status = p7
 			}
 		case "transaction_id":
@@ -4380,7 +4380,7 @@ func (x *IncompleteEditPlanDetails) encodeFields(e *encoder, start int) {
 	e.key(start, "\"field\":")
 	e.str(x.Field, "field")
 	e.key(start, "\"status\":")
-	e.str(x.Status, "status")
+	e.str(string(x.Status), "status")
 	if x.Diagnostics != nil {
 		e.key(start, "\"diagnostics\":")
 		e.raw(x.Diagnostics, "diagnostics")
@@ -4400,7 +4400,7 @@ func (x *IncompleteEditPlanDetails) decode(d *decoder) {
 			}
 		case "status":
 			if !d.null() {
-				x.Status = d.str()
+				x.Status = EditPlanStatus(d.str())
 			}
 		case "diagnostics":
 			x.Diagnostics = d.raw()
@@ -6900,7 +6900,7 @@ func (x *PreconditionFailedDetails) encodeFields(e *encoder, start int) {
 	}
 	if x.Reason != nil {
 		e.key(start, "\"reason\":")
-		e.str(*x.Reason, "reason")
+		e.str(string(*x.Reason), "reason")
 	}
 	if x.Ref != nil {
 		e.key(start, "\"ref\":")
@@ -7056,8 +7056,8 @@ func (x *PreconditionFailedDetails) decode(d *decoder) {
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p16 := new(string)
-				(*p16) = d.str()
+				p16 := new(PreconditionReason)
+				(*p16) = PreconditionReason(d.str())
 				x.Reason = p16
 			}
 		case "ref":
@@ -11688,11 +11688,11 @@ func (x *ValidationFailedDetails) encodeFields(e *encoder, start int) {
 	x.Report.encode(e)
 	if x.Reason != nil {
 		e.key(start, "\"reason\":")
-		e.str(*x.Reason, "reason")
+		e.str(string(*x.Reason), "reason")
 	}
 	if x.Stage != nil {
 		e.key(start, "\"stage\":")
-		e.str(*x.Stage, "stage")
+		e.str(string(*x.Stage), "stage")
 	}
 }
 
@@ -11707,16 +11707,16 @@ func (x *ValidationFailedDetails) decode(d *decoder) {
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(ValidationFailedReason)
+				(*p1) = ValidationFailedReason(d.str())
 				x.Reason = p1
 			}
 		case "stage":
 			if d.null() {
 				x.Stage = nil
 			} else {
-				p2 := new(string)
-				(*p2) = d.str()
+				p2 := new(RebaseStage)
+				(*p2) = RebaseStage(d.str())
 				x.Stage = p2
 			}
 		default:

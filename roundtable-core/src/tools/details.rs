@@ -115,6 +115,13 @@ pub fn retype(code: ErrorCode, details: Value) -> Result<Value, serde_json::Erro
 /// `T`'s schema as a details schema: titled and described for `code`.
 fn schema<T: Details>() -> Value {
     let mut schema: Value = schemars::schema_for!(T).into();
+    // Every details schema lists its keys and its required keys, even
+    // none (the bindings read an object with no `properties` as free-form).
+    for (key, empty) in [("properties", json!({})), ("required", json!([]))] {
+        if schema.get(key).is_none() {
+            schema[key] = empty;
+        }
+    }
     schema["description"] = json!(format!("The details of `{}`: {}", T::CODE, T::DESCRIPTION));
     schema
 }

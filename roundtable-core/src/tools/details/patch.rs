@@ -193,7 +193,9 @@ pub struct PathEscapeDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub target: Option<String>,
-    /// The argument (or edit-plan field) concerned, as a path.
+    /// The argument (or edit-plan field) concerned, as a path
+    /// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    /// whole); for the command line, the flag (`--as`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub field: Option<String>,
@@ -219,7 +221,9 @@ pub struct InvalidPathDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub reason: Option<String>,
-    /// The argument (or edit-plan field) concerned, as a path.
+    /// The argument (or edit-plan field) concerned, as a path
+    /// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    /// whole); for the command line, the flag (`--as`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub field: Option<String>,
@@ -298,7 +302,7 @@ pub struct PreconditionFailure {
     /// The plan's field (`documentChanges[0].precondition`, or
     /// `documentChanges[0].to` for a rename onto an existing file).
     pub field: String,
-    /// The repository path.
+    /// The repository path the refusal is about (lossily decoded when it is not UTF-8).
     pub path: String,
     /// The digest expected (`blob:sha256:…`), or `absent`.
     pub expected: String,
@@ -388,9 +392,12 @@ pub struct PreconditionFailedDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     pub revision: Option<u64>,
-    /// `remote_rejected` for a git landing whose push the remote refused;
-    /// `moved` for a revert whose inverse no longer applies where the
-    /// change was.
+    /// For a git landing whose push the remote's receive path refused (a
+    /// `pre-receive` or `update` hook, `receive.fsckObjects`,
+    /// `receive.denyNonFastForwards`, …) while its branch was still where
+    /// expected: `remote_rejected`; for a revert: `moved` when the lines
+    /// around the reverted change changed, so that its inverse would not
+    /// apply where the change was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "PreconditionReason")]
     pub reason: Option<PreconditionReason>,
@@ -446,11 +453,13 @@ pub struct PreconditionFailedDetails {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InvalidEditPlanDetails {
-    /// The edit-plan field concerned, as a path (`documentChanges[0].to`; `""` for the whole).
+    /// The argument (or edit-plan field) concerned, as a path
+    /// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    /// whole); for the command line, the flag (`--as`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub field: Option<String>,
-    /// The repository path the refusal is about.
+    /// The repository path the refusal is about (lossily decoded when it is not UTF-8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub path: Option<String>,

@@ -106,7 +106,7 @@ pub enum ConflictReason {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MovedPath {
-    /// The repository path.
+    /// The repository path the refusal is about (lossily decoded when it is not UTF-8).
     pub path: String,
     /// What the transaction left there (`absent`, or a digest).
     pub expected: String,
@@ -154,7 +154,7 @@ pub struct ConflictDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "ConflictReason")]
     pub reason: Option<ConflictReason>,
-    /// The repository path the refusal is about.
+    /// The repository path the refusal is about (lossily decoded when it is not UTF-8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub path: Option<String>,
@@ -355,7 +355,8 @@ pub struct ValidationFailedDetails {
     /// The whole validation report.
     pub report: Box<ValidationReport>,
     /// For `patch.apply` with `rebase`: `rebase` when rebasing the
-    /// revision changed what surrounds its change.
+    /// revision changed what surrounds its change (its context lines or
+    /// enclosing symbol), so that none of its evidence carries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "RebaseStage")]
     pub stage: Option<RebaseStage>,

@@ -17,7 +17,9 @@ pub struct IoDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub lock: Option<String>,
-    /// The argument concerned, as a path; for the command line, the flag (`--as`).
+    /// The argument (or edit-plan field) concerned, as a path
+    /// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    /// whole); for the command line, the flag (`--as`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub field: Option<String>,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnknownSymbolDetails {
-    /// The repository path the refusal is about.
+    /// The repository path the refusal is about (lossily decoded when it is not UTF-8).
     pub path: String,
     /// The name asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,7 +63,7 @@ impl From<&Symbol> for SymbolCandidate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AmbiguousSymbolDetails {
-    /// The repository path the refusal is about.
+    /// The repository path the refusal is about (lossily decoded when it is not UTF-8).
     pub path: String,
     /// The name asked for.
     pub name: String,
@@ -75,6 +75,6 @@ pub struct AmbiguousSymbolDetails {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnsupportedLanguageDetails {
-    /// The repository path the refusal is about.
+    /// The repository path the refusal is about (lossily decoded when it is not UTF-8).
     pub path: String,
 }

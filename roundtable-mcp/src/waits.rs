@@ -163,6 +163,8 @@ pub(crate) fn spawn<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use roundtable::ErrorCode;
+    use serde_json::json;
 
     #[test]
     fn the_cap_counts_each_actors_pending_waits_and_frees_them() {

@@ -5954,10 +5954,6 @@ func (x *PatchDoesNotApplyDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"line\":")
 		e.int64(*x.Line)
 	}
-	if x.OtherHunk != nil {
-		e.key(start, "\"other_hunk\":")
-		e.int64(*x.OtherHunk)
-	}
 	if x.Reason != nil {
 		e.key(start, "\"reason\":")
 		e.str(*x.Reason, "reason")
@@ -6048,37 +6044,29 @@ func (x *PatchDoesNotApplyDetails) decode(d *decoder) {
 				(*p9) = d.int64()
 				x.Line = p9
 			}
-		case "other_hunk":
-			if d.null() {
-				x.OtherHunk = nil
-			} else {
-				p10 := new(int64)
-				(*p10) = d.int64()
-				x.OtherHunk = p10
-			}
 		case "reason":
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p11 := new(string)
-				(*p11) = d.str()
-				x.Reason = p11
+				p10 := new(string)
+				(*p10) = d.str()
+				x.Reason = p10
 			}
 		case "rung":
 			if d.null() {
 				x.Rung = nil
 			} else {
-				p12 := new(MatchRung)
-				(*p12) = MatchRung(d.str())
-				x.Rung = p12
+				p11 := new(MatchRung)
+				(*p11) = MatchRung(d.str())
+				x.Rung = p11
 			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p13 := new(string)
-				(*p13) = d.str()
-				x.TransactionID = p13
+				p12 := new(string)
+				(*p12) = d.str()
+				x.TransactionID = p12
 			}
 		default:
 			d.skip()

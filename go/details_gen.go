@@ -569,8 +569,6 @@ type PatchDoesNotApplyDetails struct {
 	Hunk *int64 `json:"hunk,omitempty"`
 	// For an agent-native hunk: its 1-based line in the document.
 	Line *int64 `json:"line,omitempty"`
-	// For overlapping agent-native hunks: the number of the hunk it overlaps.
-	OtherHunk *int64 `json:"other_hunk,omitempty"`
 	// What did not match: the applier's words for a unified diff's hunk;
 	// `not_found`, `ambiguous`, `indentation` (matched at the whitespace
 	// rung with an uneven indentation offset) or `work_limit` (placing

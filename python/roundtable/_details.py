@@ -363,8 +363,6 @@ class PatchDoesNotApplyDetails(TypedDict, total=False):
     hunk: int
     #: For an agent-native hunk: its 1-based line in the document.
     line: int
-    #: For overlapping agent-native hunks: the number of the hunk it overlaps.
-    other_hunk: int
     #: The repository path the refusal is about (lossily decoded when it is not UTF-8).
     path: str
     #: What did not match: the applier's words for a unified diff's hunk;

@@ -9,6 +9,7 @@
 //! match the other (a CRLF checkout). The bare "hunk does not apply" then
 //! hides the cause; [`explain`] names the rule and the conversion instead.
 
+use super::details::PatchDoesNotApplyDetails;
 use super::ToolError;
 use crate::ErrorCode;
 use std::path::Path;
@@ -140,10 +141,10 @@ pub(crate) fn explain(root: &Path, error: ToolError) -> ToolError {
         found.rule,
         found.conversion
     );
-    let Some(details) = super::error::does_not_apply(&error) else {
+    let Some(details) = error.details_as::<PatchDoesNotApplyDetails>() else {
         return error;
     };
-    let details = super::details::PatchDoesNotApplyDetails {
+    let details = PatchDoesNotApplyDetails {
         eol_rule: Some(found.rule),
         eol_conversion: Some(found.conversion.to_owned()),
         ..details

@@ -2,8 +2,11 @@
 
 use super::details::{
     self, DatabaseDetails, Details, InvalidArgumentDetails, InvalidPatchDetails,
-    InvalidPathDetails, InvalidPolicyDetails, NotFoundDetails, PatchDoesNotApplyDetails,
-    PathEscapeDetails, PreconditionFailedDetails, SpecialFileDetails, UnsupportedPatchDetails,
+    InvalidPathDetails, InvalidPolicyDetails, NotFoundDetails, PathEscapeDetails,
+    PreconditionFailedDetails, SpecialFileDetails, UnsupportedPatchDetails,
+};
+use super::details::{
+    AmbiguousSymbolDetails, SymbolCandidate, UnknownSymbolDetails, UnsupportedLanguageDetails,
 };
 use crate::diff;
 use crate::workspace::WorkspaceError;
@@ -46,23 +49,22 @@ impl ToolError {
     }
 
     /// An error of a lower layer that carries its details as JSON (built
-    /// by the workspace, the applier, edit plans, symbols, policy,
-    /// landing, the transaction engine): the details are read as `code`'s
-    /// type and written back, so that they are a details value like any
-    /// other. Details that are not of the code's type are a defect of the
-    /// layer (every such error is exercised by the tests of
-    /// `tools::details`): a debug build panics, a release build keeps
-    /// the code and message and reports the details it could read as
-    /// none.
+    /// by the applier, edit plans, agent-native edits, landing, the
+    /// transaction engine): the details are read as `code`'s type and
+    /// written back, so that they are a details value like any other.
+    /// Details that are not of the code's type are a defect of that layer
+    /// (the tests of `tools::details` make every such error): a debug
+    /// build panics; a release build keeps them as the layer wrote them
+    /// rather than lose what they say.
     pub(crate) fn lower(code: ErrorCode, message: impl Into<String>, details: Value) -> ToolError {
-        let details = match details::retype(code, details) {
+        let details = match details::retype(code, details.clone()) {
             Ok(typed) => typed,
             Err(e) => {
                 debug_assert!(
                     false,
                     "the details of a `{code}` error are not of its type: {e}"
                 );
-                json!({})
+                details
             }
         };
         ToolError {
@@ -374,7 +376,53 @@ impl From<WorkspaceError> for ToolError {
 
 impl From<crate::symbols::SymbolError> for ToolError {
     fn from(e: crate::symbols::SymbolError) -> ToolError {
-        ToolError::lower(e.code(), e.to_string(), e.details()).with_source(e)
+        use crate::symbols::{SymbolError as S, MAX_NESTING, MAX_QUALIFIED_NAME, MAX_SOURCE_LEN};
+        let message = e.to_string();
+        let too_long = |len: usize, max: usize| InvalidArgumentDetails {
+            len: Some(len as u64),
+            max: Some(max as u64),
+            ..InvalidArgumentDetails::default()
+        };
+        let error = match &e {
+            S::UnsupportedLanguage { path } => {
+                ToolError::new(message, UnsupportedLanguageDetails { path: path.clone() })
+            }
+            S::UnknownSymbol {
+                path,
+                name,
+                similar,
+            } => ToolError::new(
+                message,
+                UnknownSymbolDetails {
+                    path: path.clone(),
+                    name: Some(name.clone()),
+                    similar: Some(similar.clone()),
+                    symbol: None,
+                },
+            ),
+            S::AmbiguousSymbol {
+                path,
+                name,
+                candidates,
+            } => ToolError::new(
+                message,
+                AmbiguousSymbolDetails {
+                    path: path.clone(),
+                    name: name.clone(),
+                    candidates: candidates.iter().map(SymbolCandidate::from).collect(),
+                },
+            ),
+            S::SourceTooLarge { len } => ToolError::new(message, too_long(*len, MAX_SOURCE_LEN)),
+            S::NameTooLong { len } => ToolError::new(message, too_long(*len, MAX_QUALIFIED_NAME)),
+            S::NestingTooDeep => ToolError::new(
+                message,
+                InvalidArgumentDetails {
+                    max_nesting: Some(MAX_NESTING as u64),
+                    ..InvalidArgumentDetails::default()
+                },
+            ),
+        };
+        error.with_source(e)
     }
 }
 
@@ -389,11 +437,6 @@ impl From<crate::landing::LandingError> for ToolError {
     fn from(e: crate::landing::LandingError) -> ToolError {
         ToolError::lower(e.code(), e.to_string(), e.details()).with_source(e)
     }
-}
-
-/// `patch_does_not_apply`'s details, when the error is one.
-pub(crate) fn does_not_apply(e: &ToolError) -> Option<PatchDoesNotApplyDetails> {
-    e.details_as()
 }
 
 impl crate::apply::Retryable for ToolError {

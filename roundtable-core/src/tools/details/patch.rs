@@ -131,10 +131,6 @@ pub struct PatchDoesNotApplyDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub eol_conversion: Option<String>,
-    /// For overlapping agent-native hunks: the number of the hunk it overlaps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub other_hunk: Option<u64>,
     /// For an agent-native hunk: the places it matches (ambiguous, up to
     /// 10), its nearest misses (not found, up to 3) or the line whose
     /// indentation differs (indentation).

@@ -63,7 +63,7 @@ func headerStatuses(t *testing.T) map[string]uint32 {
 // codes_gen.go from): code -> C status.
 func goldenCodes(t *testing.T) map[Code]uint32 {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join("..", "roundtable-cli", "tests", "golden", "errors.json"))
+	text, err := os.ReadFile(filepath.Join("..", "schema", "errors.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -430,7 +430,8 @@ fn tools(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 
 /// Raise the exception the extension raises for a core error with this
 /// code, caused by the OS error `errno` when given (the test suite checks
-/// every code the core knows maps to its class).
+/// every code the core knows maps to its class). The details must be of
+/// the code's details type (`invalid_argument` naming `details` if not).
 #[pyfunction]
 #[pyo3(signature = (code, message, details = None, errno = None))]
 fn _raise_error(

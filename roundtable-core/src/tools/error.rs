@@ -6,7 +6,8 @@ use super::details::{
     PreconditionFailedDetails, SpecialFileDetails, UnsupportedPatchDetails,
 };
 use super::details::{
-    AmbiguousSymbolDetails, SymbolCandidate, UnknownSymbolDetails, UnsupportedLanguageDetails,
+    AmbiguousSymbolDetails, CancelledDetails, DeadlineExceededDetails, SymbolCandidate,
+    UnknownSymbolDetails, UnsupportedLanguageDetails,
 };
 use crate::diff;
 use crate::workspace::WorkspaceError;
@@ -176,7 +177,13 @@ impl ToolError {
 
 impl From<crate::interrupt::Interrupted> for ToolError {
     fn from(e: crate::interrupt::Interrupted) -> ToolError {
-        ToolError::lower(e.code(), e.to_string(), json!({}))
+        use crate::interrupt::Interrupted as I;
+        match e {
+            I::Cancelled => ToolError::new(e.to_string(), CancelledDetails::default()),
+            I::DeadlineExceeded => {
+                ToolError::new(e.to_string(), DeadlineExceededDetails::default())
+            }
+        }
     }
 }
 

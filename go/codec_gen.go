@@ -4546,7 +4546,7 @@ func (x *IllegalTransitionDetails) encodeFields(e *encoder, start int) {
 			if i1 > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.str(x.Allowed[i1], "allowed")
+			e.str(string(x.Allowed[i1]), "allowed")
 		}
 		e.buf = append(e.buf, ']')
 	}
@@ -4568,7 +4568,7 @@ func (x *IllegalTransitionDetails) encodeFields(e *encoder, start int) {
 	}
 	if x.Status != nil {
 		e.key(start, "\"status\":")
-		e.str(*x.Status, "status")
+		e.str(string(*x.Status), "status")
 	}
 	if x.TransactionID != nil {
 		e.key(start, "\"transaction_id\":")
@@ -4587,11 +4587,11 @@ func (x *IllegalTransitionDetails) decode(d *decoder) {
 			if d.null() {
 				x.Allowed = nil
 			} else {
-				s2 := []string{}
+				s2 := []RecordStatus{}
 				for more := d.array(); more; more = d.next() {
 					s2 = append(s2, "")
 					if !d.null() {
-						s2[len(s2)-1] = d.str()
+						s2[len(s2)-1] = RecordStatus(d.str())
 					}
 				}
 				x.Allowed = s2
@@ -4632,8 +4632,8 @@ func (x *IllegalTransitionDetails) decode(d *decoder) {
 			if d.null() {
 				x.Status = nil
 			} else {
-				p7 := new(string)
-				(*p7) = d.str()
+				p7 := new(RecordStatus)
+				(*p7) = RecordStatus(d.str())
 				x.Status = p7
 			}
 		case "transaction_id":
@@ -4890,7 +4890,7 @@ func (x *IncompleteEditPlanDetails) encodeFields(e *encoder, start int) {
 	e.key(start, "\"field\":")
 	e.str(x.Field, "field")
 	e.key(start, "\"status\":")
-	e.str(x.Status, "status")
+	e.str(string(x.Status), "status")
 	if x.Diagnostics != nil {
 		e.key(start, "\"diagnostics\":")
 		e.raw(x.Diagnostics, "diagnostics")
@@ -4910,7 +4910,7 @@ func (x *IncompleteEditPlanDetails) decode(d *decoder) {
 			}
 		case "status":
 			if !d.null() {
-				x.Status = d.str()
+				x.Status = EditPlanStatus(d.str())
 			}
 		case "diagnostics":
 			x.Diagnostics = d.raw()
@@ -6464,10 +6464,6 @@ func (x *PatchDoesNotApplyDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"line\":")
 		e.int64(*x.Line)
 	}
-	if x.OtherHunk != nil {
-		e.key(start, "\"other_hunk\":")
-		e.int64(*x.OtherHunk)
-	}
 	if x.Reason != nil {
 		e.key(start, "\"reason\":")
 		e.str(*x.Reason, "reason")
@@ -6558,37 +6554,29 @@ func (x *PatchDoesNotApplyDetails) decode(d *decoder) {
 				(*p9) = d.int64()
 				x.Line = p9
 			}
-		case "other_hunk":
-			if d.null() {
-				x.OtherHunk = nil
-			} else {
-				p10 := new(int64)
-				(*p10) = d.int64()
-				x.OtherHunk = p10
-			}
 		case "reason":
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p11 := new(string)
-				(*p11) = d.str()
-				x.Reason = p11
+				p10 := new(string)
+				(*p10) = d.str()
+				x.Reason = p10
 			}
 		case "rung":
 			if d.null() {
 				x.Rung = nil
 			} else {
-				p12 := new(MatchRung)
-				(*p12) = MatchRung(d.str())
-				x.Rung = p12
+				p11 := new(MatchRung)
+				(*p11) = MatchRung(d.str())
+				x.Rung = p11
 			}
 		case "transaction_id":
 			if d.null() {
 				x.TransactionID = nil
 			} else {
-				p13 := new(string)
-				(*p13) = d.str()
-				x.TransactionID = p13
+				p12 := new(string)
+				(*p12) = d.str()
+				x.TransactionID = p12
 			}
 		default:
 			d.skip()
@@ -7504,7 +7492,7 @@ func (x *PreconditionFailedDetails) encodeFields(e *encoder, start int) {
 	}
 	if x.Reason != nil {
 		e.key(start, "\"reason\":")
-		e.str(*x.Reason, "reason")
+		e.str(string(*x.Reason), "reason")
 	}
 	if x.Ref != nil {
 		e.key(start, "\"ref\":")
@@ -7660,8 +7648,8 @@ func (x *PreconditionFailedDetails) decode(d *decoder) {
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p16 := new(string)
-				(*p16) = d.str()
+				p16 := new(PreconditionReason)
+				(*p16) = PreconditionReason(d.str())
 				x.Reason = p16
 			}
 		case "ref":
@@ -13127,11 +13115,11 @@ func (x *ValidationFailedDetails) encodeFields(e *encoder, start int) {
 	x.Report.encode(e)
 	if x.Reason != nil {
 		e.key(start, "\"reason\":")
-		e.str(*x.Reason, "reason")
+		e.str(string(*x.Reason), "reason")
 	}
 	if x.Stage != nil {
 		e.key(start, "\"stage\":")
-		e.str(*x.Stage, "stage")
+		e.str(string(*x.Stage), "stage")
 	}
 }
 
@@ -13146,16 +13134,16 @@ func (x *ValidationFailedDetails) decode(d *decoder) {
 			if d.null() {
 				x.Reason = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(ValidationFailedReason)
+				(*p1) = ValidationFailedReason(d.str())
 				x.Reason = p1
 			}
 		case "stage":
 			if d.null() {
 				x.Stage = nil
 			} else {
-				p2 := new(string)
-				(*p2) = d.str()
+				p2 := new(RebaseStage)
+				(*p2) = RebaseStage(d.str())
 				x.Stage = p2
 			}
 		default:

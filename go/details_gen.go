@@ -24,6 +24,24 @@ const (
 // ConflictReasons lists every ConflictReason, in the schema's order.
 var ConflictReasons = []ConflictReason{ConflictReasonUpToDate, ConflictReasonAlreadyApplied, ConflictReasonMergeConflict, ConflictReasonBaseUnavailable}
 
+// An edit plan's status other than `complete`.
+type EditPlanStatus string
+
+// The values of EditPlanStatus.
+const (
+	// The provider could not represent all of the operation.
+	EditPlanStatusIncomplete EditPlanStatus = "incomplete"
+	// The provider does not support the operation.
+	EditPlanStatusUnsupported EditPlanStatus = "unsupported"
+	// The request was cancelled.
+	EditPlanStatusCancelled EditPlanStatus = "cancelled"
+	// The provider failed.
+	EditPlanStatusErrored EditPlanStatus = "errored"
+)
+
+// EditPlanStatuses lists every EditPlanStatus, in the schema's order.
+var EditPlanStatuses = []EditPlanStatus{EditPlanStatusIncomplete, EditPlanStatusUnsupported, EditPlanStatusCancelled, EditPlanStatusErrored}
+
 // Why an actor may not do something.
 type ForbiddenReason string
 
@@ -47,6 +65,72 @@ const (
 
 // ForbiddenReasons lists every ForbiddenReason, in the schema's order.
 var ForbiddenReasons = []ForbiddenReason{ForbiddenReasonWrongKind, ForbiddenReasonUnregistered, ForbiddenReasonDisabled, ForbiddenReasonNotAuthor, ForbiddenReasonAuthor, ForbiddenReasonNotHolder, ForbiddenReasonMissingRole}
+
+// Why a precondition failed, when a word says it.
+type PreconditionReason string
+
+// The values of PreconditionReason.
+const (
+	// A git landing's push was refused by the remote's receive path (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected.
+	PreconditionReasonRemoteRejected PreconditionReason = "remote_rejected"
+	// A revert: the lines around the reverted change changed, so that its inverse would not apply where the change was.
+	PreconditionReasonMoved PreconditionReason = "moved"
+)
+
+// PreconditionReasons lists every PreconditionReason, in the schema's order.
+var PreconditionReasons = []PreconditionReason{PreconditionReasonRemoteRejected, PreconditionReasonMoved}
+
+// The stage that failed, when it is not in the report.
+type RebaseStage string
+
+// The values of RebaseStage.
+const (
+	// `patch.apply` with `rebase`: rebasing the revision changed what surrounds its change (its context lines or enclosing symbol), so that none of its evidence carries.
+	RebaseStageRebase RebaseStage = "rebase"
+)
+
+// RebaseStages lists every RebaseStage, in the schema's order.
+var RebaseStages = []RebaseStage{RebaseStageRebase}
+
+// A record's status: a proposal's, claim's, transaction's or policy version's.
+type RecordStatus string
+
+// The values of RecordStatus.
+const (
+	// Held: not released and not expired.
+	RecordStatusActive RecordStatus = "active"
+	// Its change was applied to the workspace.
+	RecordStatusApplied RecordStatus = "applied"
+	// Journaled; files may be partly written (in flight, or crashed).
+	RecordStatusApplying RecordStatus = "applying"
+	// The built-in default (no stored version is active).
+	RecordStatusBuiltin RecordStatus = "builtin"
+	// Stored, not (yet) in force.
+	RecordStatusDraft RecordStatus = "draft"
+	// Its lease ran out; it neither blocks nor covers.
+	RecordStatusExpired RecordStatus = "expired"
+	// Writing failed and was undone: every file is at its before state.
+	RecordStatusFailed RecordStatus = "failed"
+	// Reviewers are asked to vote.
+	RecordStatusInReview RecordStatus = "in_review"
+	// Created; the author may still revise before asking for review.
+	RecordStatusPending RecordStatus = "pending"
+	// Found `applying` after a crash and put back to its before state.
+	RecordStatusRecovered RecordStatus = "recovered"
+	// Rejected by an orchestrator or a person.
+	RecordStatusRejected RecordStatus = "rejected"
+	// Its holder released it.
+	RecordStatusReleased RecordStatus = "released"
+	// Was active; replaced by a later activation.
+	RecordStatusRetired RecordStatus = "retired"
+	// Its change was applied, then rolled back (`transaction.rollback`): the files are as before it. It may land again: `patch.apply` re-validates it (its author claims again), or rolling back the rollback re-applies it; either makes it `applied` again.
+	RecordStatusRolledBack RecordStatus = "rolled_back"
+	// Withdrawn by its author or the orchestrator.
+	RecordStatusWithdrawn RecordStatus = "withdrawn"
+)
+
+// RecordStatuses lists every RecordStatus, in the schema's order.
+var RecordStatuses = []RecordStatus{RecordStatusActive, RecordStatusApplied, RecordStatusApplying, RecordStatusBuiltin, RecordStatusDraft, RecordStatusExpired, RecordStatusFailed, RecordStatusInReview, RecordStatusPending, RecordStatusRecovered, RecordStatusRejected, RecordStatusReleased, RecordStatusRetired, RecordStatusRolledBack, RecordStatusWithdrawn}
 
 // A kind of file roundtable never opens.
 type SpecialKind string
@@ -82,6 +166,18 @@ const (
 // StaleClaimReasons lists every StaleClaimReason, in the schema's order.
 var StaleClaimReasons = []StaleClaimReason{StaleClaimReasonLapsed, StaleClaimReasonSuperseded}
 
+// Why the rebase stage failed.
+type ValidationFailedReason string
+
+// The values of ValidationFailedReason.
+const (
+	// The rebase is not trivial.
+	ValidationFailedReasonNotTrivial ValidationFailedReason = "not_trivial"
+)
+
+// ValidationFailedReasons lists every ValidationFailedReason, in the schema's order.
+var ValidationFailedReasons = []ValidationFailedReason{ValidationFailedReasonNotTrivial}
+
 // AmbiguousSymbolDetails are the details of a `ambiguous_symbol` error: A `symbol:` resource names more than one symbol (the details list the candidates and their spans).
 type AmbiguousSymbolDetails struct {
 	// The repository path the refusal is about (lossily decoded when it is not UTF-8).
@@ -96,7 +192,9 @@ type AmbiguousSymbolDetails struct {
 type BusyDetails struct {
 	// For the apply lock: its file (in `.roundtable/`).
 	Lock *string `json:"lock,omitempty"`
-	// Over MCP: the most waiting calls (`events.wait`, `claim.acquire`) one client may have pending at once, which this call would have passed.
+	// Over MCP: the most waiting calls (`events.wait`, `claim.acquire`)
+	// one client may have pending at once, which this call would have
+	// passed.
 	MaxWaits *int64 `json:"max_waits,omitempty"`
 	// The path it is applying.
 	Path *string `json:"path,omitempty"`
@@ -177,7 +275,11 @@ type DatabaseDetails struct {
 	Glob *string `json:"glob,omitempty"`
 	// For a stored policy that no longer parses: the dotted key, when known.
 	Key *string `json:"key,omitempty"`
-	// The change landed (past the commit point: the branch, or the remote's, moved) but recording its outcome failed: never retryable; the transaction (`transaction_id`) stays `applying` until the next apply or open records it, and a call made again with the same idempotency key returns the landing's result.
+	// The change landed (past the commit point: the branch, or the
+	// remote's, moved) but recording its outcome failed: never retryable;
+	// the transaction (`transaction_id`) stays `applying` until the next
+	// apply or open records it, and a call made again with the same
+	// idempotency key returns the landing's result (always `true`).
 	Landed *bool `json:"landed,omitempty"`
 	// For a stored policy that no longer parses: the 1-based line, when known.
 	Line *int64 `json:"line,omitempty"`
@@ -185,7 +287,10 @@ type DatabaseDetails struct {
 	Name *string `json:"name,omitempty"`
 	// A stored path that does not read back.
 	Path *string `json:"path,omitempty"`
-	// The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written.
+	// The same call may succeed if made again: the server was down or
+	// restarting, the connection broke, or another write held the store
+	// past the busy timeout. Nothing was written. Present only when so
+	// (always `true`).
 	Retryable *bool `json:"retryable,omitempty"`
 	// A transaction whose journal does not read back.
 	TransactionID *string `json:"transaction_id,omitempty"`
@@ -197,7 +302,7 @@ type DeadlineExceededDetails struct {
 	Lock *string `json:"lock,omitempty"`
 }
 
-// The error that made the precondition fail, as a call would return it.
+// The error that made a precondition fail, as a call would return it.
 type ErrorCause struct {
 	// Its stable code.
 	Code string `json:"code"`
@@ -237,7 +342,9 @@ type ForbiddenDetails struct {
 
 // IODetails are the details of a `io` error: The operating system (or libgit2) refused a read or write.
 type IODetails struct {
-	// The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+	// The argument (or edit-plan field) concerned, as a path
+	// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+	// whole); for the command line, the flag (`--as`).
 	Field *string `json:"field,omitempty"`
 	// For the apply lock: its file (in `.roundtable/`).
 	Lock *string `json:"lock,omitempty"`
@@ -262,17 +369,18 @@ type IdempotencyConflictDetails struct {
 // IllegalTransitionDetails are the details of a `illegal_transition` error: The record's current status does not allow this operation (the details name the status and the statuses that would).
 type IllegalTransitionDetails struct {
 	// The statuses that would allow the operation.
-	Allowed []string `json:"allowed,omitempty"`
+	Allowed []RecordStatus `json:"allowed,omitempty"`
 	// The claim.
 	ClaimID *string `json:"claim_id,omitempty"`
-	// For a rollback of a transaction that landed in another landing mode: the workspace's landing setting now.
+	// For a rollback of a transaction that landed in another landing
+	// mode: the workspace's landing setting now.
 	Landing *Landing `json:"landing,omitempty"`
 	// The tool (or operation) refused.
 	Operation *string `json:"operation,omitempty"`
 	// The proposal.
 	ProposalID *string `json:"proposal_id,omitempty"`
-	// The record's status (a proposal's, claim's, transaction's or policy version's).
-	Status *string `json:"status,omitempty"`
+	// The record's status.
+	Status *RecordStatus `json:"status,omitempty"`
 	// The transaction.
 	TransactionID *string `json:"transaction_id,omitempty"`
 	// The policy version.
@@ -288,7 +396,7 @@ type IncompleteEditPlanDetails struct {
 	// The plan's `status` field (`proposal.status`).
 	Field string `json:"field"`
 	// The plan's status.
-	Status string `json:"status"`
+	Status EditPlanStatus `json:"status"`
 	// The plan's `diagnostics`, verbatim.
 	Diagnostics json.RawMessage `json:"diagnostics,omitempty"`
 	// The plan's `reason` (or `incompleteReason`), verbatim.
@@ -305,15 +413,17 @@ type InheritedEngineDetails struct {
 
 // InvalidArgumentDetails are the details of a `invalid_argument` error: A call's arguments are invalid: a field is missing, of the wrong type or out of range.
 type InvalidArgumentDetails struct {
-	// What the grammar expected there.
+	// For a patch over a limit: what the grammar expected there.
 	Expected *string `json:"expected,omitempty"`
-	// The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+	// The argument (or edit-plan field) concerned, as a path
+	// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+	// whole); for the command line, the flag (`--as`).
 	Field *string `json:"field,omitempty"`
-	// The offending line (lossily decoded, truncated).
+	// For a patch over a limit: the offending line.
 	Found *string `json:"found,omitempty"`
 	// For an oversized source or symbol name: its length in bytes.
 	Len *int64 `json:"len,omitempty"`
-	// The 1-based line where the text stopped making sense (0 for a section built in code).
+	// For a patch over a limit: the 1-based line concerned.
 	Line *int64 `json:"line,omitempty"`
 	// For an oversized source or symbol name: the most allowed.
 	Max *int64 `json:"max,omitempty"`
@@ -323,7 +433,8 @@ type InvalidArgumentDetails struct {
 	Path *string `json:"path,omitempty"`
 	// Why the value is refused.
 	Reason *string `json:"reason,omitempty"`
-	// For a `strip` refused: the strip level at which the diff's names make sense (0 for `git diff --no-prefix`).
+	// For a `strip` refused: the strip level at which the diff's names
+	// make sense (0 for `git diff --no-prefix`).
 	SuggestedStrip *int64 `json:"suggested_strip,omitempty"`
 	// The transaction the failure happened in (recorded `failed` or `recovered`; nothing changed).
 	TransactionID *string `json:"transaction_id,omitempty"`
@@ -331,7 +442,9 @@ type InvalidArgumentDetails struct {
 
 // InvalidEditPlanDetails are the details of a `invalid_edit_plan` error: An edit plan is malformed: a bad JSON shape, overlapping edits, a range off the end of a line or inside a character, a blob that does not match its digest.
 type InvalidEditPlanDetails struct {
-	// The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+	// The argument (or edit-plan field) concerned, as a path
+	// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+	// whole); for the command line, the flag (`--as`).
 	Field *string `json:"field,omitempty"`
 	// The repository path the refusal is about (lossily decoded when it is not UTF-8).
 	Path *string `json:"path,omitempty"`
@@ -357,13 +470,17 @@ type InvalidPatchDetails struct {
 	Path *string `json:"path,omitempty"`
 	// For a file an agent-native change touches twice: the line of the earlier section.
 	PreviousLine *int64 `json:"previous_line,omitempty"`
-	// When a unified diff does not parse but reads like an agent-native format: the `patch_format` to give instead (`codex` or `search_replace`).
+	// When a unified diff does not parse but reads like an agent-native
+	// format: the `patch_format` to give instead (`codex` or
+	// `search_replace`).
 	SuggestedPatchFormat *PatchFormat `json:"suggested_patch_format,omitempty"`
 }
 
 // InvalidPathDetails are the details of a `invalid_path` error: A path is not a valid repository path (empty, not UTF-8, a NUL byte, too long).
 type InvalidPathDetails struct {
-	// The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+	// The argument (or edit-plan field) concerned, as a path
+	// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+	// whole); for the command line, the flag (`--as`).
 	Field *string `json:"field,omitempty"`
 	// The 1-based line of the text concerned.
 	Line *int64 `json:"line,omitempty"`
@@ -419,7 +536,9 @@ type MovedPath struct {
 
 // NotFoundDetails are the details of a `not_found` error: The named proposal, revision, task, agent, tool or other record does not exist.
 type NotFoundDetails struct {
-	// What kind of record was looked for (`proposal`, `revision`, `task`, `agent`, `claim`, `policy`, `transaction`, `test result`, `approval request`, `tool`).
+	// What kind of record was looked for (`proposal`, `revision`,
+	// `task`, `agent`, `claim`, `policy`, `transaction`, `test result`,
+	// `approval request`, `tool`).
 	Kind string `json:"kind"`
 	// The id looked for (a revision is `PROPOSAL@NUMBER`).
 	ID string `json:"id"`
@@ -431,25 +550,32 @@ type PatchDoesNotApplyDetails struct {
 	Path string `json:"path"`
 	// For an agent-native hunk whose `@@` anchor matches no line: the anchor.
 	Anchor *string `json:"anchor,omitempty"`
-	// For an agent-native hunk marked `*** End of File` that matches nowhere.
+	// For an agent-native hunk marked `*** End of File` that matches nowhere (always `true`).
 	AtEnd *bool `json:"at_end,omitempty"`
-	// For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or the line whose indentation differs (indentation).
+	// For an agent-native hunk: the places it matches (ambiguous, up to
+	// 10), its nearest misses (not found, up to 3) or the line whose
+	// indentation differs (indentation).
 	Candidates []MatchCandidate `json:"candidates,omitempty"`
 	// For an ambiguous agent-native hunk: how many places it matches.
 	Count *int64 `json:"count,omitempty"`
-	// With `eol_rule`: what git does to the path's line ends (CRLF on checkout and LF in the repository, or LF on `git add`).
+	// With `eol_rule`: what git does to the path's line ends (CRLF on
+	// checkout and LF in the repository, or LF on `git add`).
 	EolConversion *string `json:"eol_conversion,omitempty"`
-	// When git converts the path's line ends: the rule (`core.autocrlf=true`, or the path's `.gitattributes` `text`/`eol` attributes); the diff must have the line ends the working tree has.
+	// When git converts the path's line ends: the rule (`core.autocrlf=true`,
+	// or the path's `.gitattributes` `text`/`eol` attributes); the diff
+	// must have the line ends the working tree has.
 	EolRule *string `json:"eol_rule,omitempty"`
 	// The 1-based number of the hunk in its file's section (or in the agent-native document).
 	Hunk *int64 `json:"hunk,omitempty"`
 	// For an agent-native hunk: its 1-based line in the document.
 	Line *int64 `json:"line,omitempty"`
-	// For overlapping agent-native hunks: the number of the hunk it overlaps.
-	OtherHunk *int64 `json:"other_hunk,omitempty"`
-	// What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous`, `indentation` (matched at the whitespace rung with an uneven indentation offset) or `work_limit` (placing the change's hunks exceeds the work bound) for an agent-native hunk.
+	// What did not match: the applier's words for a unified diff's hunk;
+	// `not_found`, `ambiguous`, `indentation` (matched at the whitespace
+	// rung with an uneven indentation offset) or `work_limit` (placing
+	// the change's hunks exceeds the work bound) for an agent-native hunk.
 	Reason *string `json:"reason,omitempty"`
-	// For an ambiguous agent-native hunk: the rung of the matching ladder at which it matched more than one place.
+	// For an ambiguous agent-native hunk: the rung of the matching ladder
+	// at which it matched more than one place.
 	Rung *MatchRung `json:"rung,omitempty"`
 	// The transaction the failure happened in (recorded `failed` or `recovered`; nothing changed).
 	TransactionID *string `json:"transaction_id,omitempty"`
@@ -457,7 +583,9 @@ type PatchDoesNotApplyDetails struct {
 
 // PathEscapeDetails are the details of a `path_escape` error: A path would leave the repository root, names `.git` or `.roundtable`, or passes through a symbolic link (or a link's target would leave the root).
 type PathEscapeDetails struct {
-	// The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+	// The argument (or edit-plan field) concerned, as a path
+	// (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+	// whole); for the command line, the flag (`--as`).
 	Field *string `json:"field,omitempty"`
 	// The 1-based line of the text concerned.
 	Line *int64 `json:"line,omitempty"`
@@ -477,13 +605,16 @@ type PathEscapeDetails struct {
 type PreconditionFailedDetails struct {
 	// What is there now, spelled as `expected`; `null` for a branch that does not exist.
 	Actual *string `json:"actual,omitempty"`
-	// For a bare repository, which has no working tree to write files to.
+	// For a bare repository, which has no working tree to write files to (always `true`).
 	Bare *bool `json:"bare,omitempty"`
 	// For a revert whose inverse does not apply: why not.
 	Cause *ErrorCause `json:"cause,omitempty"`
-	// What the change expects: a digest (`blob:sha256:…`, with ` (executable)` or ` (symbolic link)` when so), `absent` or `present`; for a branch, the commit id.
+	// What the change expects: a digest (`blob:sha256:…`, with
+	// ` (executable)` or ` (symbolic link)` when so), `absent` or
+	// `present`; for a branch, the commit id.
 	Expected *string `json:"expected,omitempty"`
-	// For an edit plan: every precondition that does not hold, in plan order (`path`, `expected` and `actual` are the first's).
+	// For an edit plan: every precondition that does not hold, in plan
+	// order (`path`, `expected` and `actual` are the first's).
 	Failures []PreconditionFailure `json:"failures,omitempty"`
 	// For a git landing: the branch the repository's `HEAD` is on (`null`: a detached `HEAD`).
 	Head *string `json:"head,omitempty"`
@@ -499,15 +630,22 @@ type PreconditionFailedDetails struct {
 	Paths []string `json:"paths,omitempty"`
 	// The proposal.
 	ProposalID *string `json:"proposal_id,omitempty"`
-	// For a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`; for a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
-	Reason *string `json:"reason,omitempty"`
+	// For a git landing whose push the remote's receive path refused (a
+	// `pre-receive` or `update` hook, `receive.fsckObjects`,
+	// `receive.denyNonFastForwards`, …) while its branch was still where
+	// expected: `remote_rejected`; for a revert: `moved` when the lines
+	// around the reverted change changed, so that its inverse would not
+	// apply where the change was.
+	Reason *PreconditionReason `json:"reason,omitempty"`
 	// For a git landing: the branch (`refs/heads/main`).
 	Ref *string `json:"ref,omitempty"`
 	// For a git landing: the remote (`null`: this repository's own branch).
 	Remote *string `json:"remote,omitempty"`
-	// For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines.
+	// For `remote_rejected`: what the remote said while refusing (its
+	// hooks' output), at most 20 lines.
 	RemoteMessages []string `json:"remote_messages,omitempty"`
-	// For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
+	// For `remote_rejected`: the remote's reason as git reports it
+	// (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
 	RemoteStatus *string `json:"remote_status,omitempty"`
 	// For a revision that no longer matches the workspace: the whole validation report.
 	Report *ValidationReport `json:"report,omitempty"`
@@ -521,7 +659,8 @@ type PreconditionFailedDetails struct {
 
 // One precondition of an edit plan that does not hold.
 type PreconditionFailure struct {
-	// The plan's field (`documentChanges[0].precondition`, or `documentChanges[0].to` for a rename onto an existing file).
+	// The plan's field (`documentChanges[0].precondition`, or
+	// `documentChanges[0].to` for a rename onto an existing file).
 	Field string `json:"field"`
 	// The repository path the refusal is about (lossily decoded when it is not UTF-8).
 	Path string `json:"path"`
@@ -603,7 +742,7 @@ type UnsupportedPatchDetails struct {
 	Expected *string `json:"expected,omitempty"`
 	// The offending line (lossily decoded, truncated).
 	Found *string `json:"found,omitempty"`
-	// The 1-based line where the text stopped making sense (0 for a section built in code).
+	// The 1-based line where the feature is (0 for a section built in code).
 	Line *int64 `json:"line,omitempty"`
 	// The repository path the refusal is about (lossily decoded when it is not UTF-8).
 	Path *string `json:"path,omitempty"`
@@ -616,9 +755,11 @@ type ValidationFailedDetails struct {
 	// The whole validation report.
 	Report ValidationReport `json:"report"`
 	// With `stage`: `not_trivial`.
-	Reason *string `json:"reason,omitempty"`
-	// For `patch.apply` with `rebase`: `rebase` when rebasing the revision changed what surrounds its change (its context lines or enclosing symbol), so that none of its evidence carries.
-	Stage *string `json:"stage,omitempty"`
+	Reason *ValidationFailedReason `json:"reason,omitempty"`
+	// For `patch.apply` with `rebase`: `rebase` when rebasing the
+	// revision changed what surrounds its change (its context lines or
+	// enclosing symbol), so that none of its evidence carries.
+	Stage *RebaseStage `json:"stage,omitempty"`
 }
 
 // AmbiguousSymbolDetails decodes the details of a `ambiguous_symbol` error; it fails when e

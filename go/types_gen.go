@@ -1852,7 +1852,7 @@ type Revision struct {
 	// The git `HEAD` then, if any.
 	BaseGitHead *string `json:"base_git_head,omitempty"`
 	// `v2:sha256:` of the change in its place
-	// ([`Changeset::change_id`](crate::Changeset::change_id)): each
+	// (`Changeset::change_id`): each
 	// touched path with its operation and modes and, for text, each
 	// hunk's removed and added lines with the three old lines on either
 	// side and the symbol enclosing it (for binary content, the before

@@ -28,7 +28,9 @@ class BusyDetails(TypedDict, total=False):
     """
     #: For the apply lock: its file (in `.roundtable/`).
     lock: str
-    #: Over MCP: the most waiting calls (`events.wait`, `claim.acquire`) one client may have pending at once, which this call would have passed.
+    #: Over MCP: the most waiting calls (`events.wait`, `claim.acquire`)
+    #: one client may have pending at once, which this call would have
+    #: passed.
     max_waits: int
     #: The path it is applying.
     path: str
@@ -97,7 +99,11 @@ class DatabaseDetails(TypedDict, total=False):
     glob: str
     #: For a stored policy that no longer parses: the dotted key, when known.
     key: Optional[str]
-    #: The change landed (past the commit point: the branch, or the remote's, moved) but recording its outcome failed: never retryable; the transaction (`transaction_id`) stays `applying` until the next apply or open records it, and a call made again with the same idempotency key returns the landing's result.
+    #: The change landed (past the commit point: the branch, or the
+    #: remote's, moved) but recording its outcome failed: never retryable;
+    #: the transaction (`transaction_id`) stays `applying` until the next
+    #: apply or open records it, and a call made again with the same
+    #: idempotency key returns the landing's result (always `true`).
     landed: Literal[True]
     #: For a stored policy that no longer parses: the 1-based line, when known.
     line: Optional[int]
@@ -105,7 +111,10 @@ class DatabaseDetails(TypedDict, total=False):
     name: str
     #: A stored path that does not read back.
     path: str
-    #: The same call may succeed if made again: the server was down or restarting, the connection broke, or another write held the store past the busy timeout. Nothing was written.
+    #: The same call may succeed if made again: the server was down or
+    #: restarting, the connection broke, or another write held the store
+    #: past the busy timeout. Nothing was written. Present only when so
+    #: (always `true`).
     retryable: Literal[True]
     #: A transaction whose journal does not read back.
     transaction_id: str
@@ -151,13 +160,14 @@ class IllegalTransitionDetails(TypedDict, total=False):
     allowed: List[Literal['active', 'applied', 'applying', 'builtin', 'draft', 'expired', 'failed', 'in_review', 'pending', 'recovered', 'rejected', 'released', 'retired', 'rolled_back', 'withdrawn']]
     #: The claim.
     claim_id: str
-    #: For a rollback of a transaction that landed in another landing mode: the workspace's landing setting now.
+    #: For a rollback of a transaction that landed in another landing
+    #: mode: the workspace's landing setting now.
     landing: Dict[str, Any]
     #: The tool (or operation) refused.
     operation: str
     #: The proposal.
     proposal_id: str
-    #: The record's status (a proposal's, claim's, transaction's or policy version's).
+    #: The record's status.
     status: Literal['active', 'applied', 'applying', 'builtin', 'draft', 'expired', 'failed', 'in_review', 'pending', 'recovered', 'rejected', 'released', 'retired', 'rolled_back', 'withdrawn']
     #: The transaction.
     transaction_id: str
@@ -196,15 +206,17 @@ class InvalidArgumentDetails(TypedDict, total=False):
     """``details`` of ``invalid_argument``: A call's arguments are invalid: a field is missing, of the wrong type or out of range.
     Every key is optional.
     """
-    #: What the grammar expected there.
+    #: For a patch over a limit: what the grammar expected there.
     expected: str
-    #: The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+    #: The argument (or edit-plan field) concerned, as a path
+    #: (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    #: whole); for the command line, the flag (`--as`).
     field: str
-    #: The offending line (lossily decoded, truncated).
+    #: For a patch over a limit: the offending line.
     found: str
     #: For an oversized source or symbol name: its length in bytes.
     len: int
-    #: The 1-based line where the text stopped making sense (0 for a section built in code).
+    #: For a patch over a limit: the 1-based line concerned.
     line: int
     #: For an oversized source or symbol name: the most allowed.
     max: int
@@ -214,7 +226,8 @@ class InvalidArgumentDetails(TypedDict, total=False):
     path: str
     #: Why the value is refused.
     reason: str
-    #: For a `strip` refused: the strip level at which the diff's names make sense (0 for `git diff --no-prefix`).
+    #: For a `strip` refused: the strip level at which the diff's names
+    #: make sense (0 for `git diff --no-prefix`).
     suggested_strip: int
     #: The transaction the failure happened in (recorded `failed` or `recovered`; nothing changed).
     transaction_id: str
@@ -223,7 +236,9 @@ class InvalidEditPlanDetails(TypedDict, total=False):
     """``details`` of ``invalid_edit_plan``: An edit plan is malformed: a bad JSON shape, overlapping edits, a range off the end of a line or inside a character, a blob that does not match its digest.
     Every key is optional.
     """
-    #: The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+    #: The argument (or edit-plan field) concerned, as a path
+    #: (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    #: whole); for the command line, the flag (`--as`).
     field: str
     #: The repository path the refusal is about (lossily decoded when it is not UTF-8).
     path: str
@@ -250,14 +265,18 @@ class InvalidPatchDetails(TypedDict, total=False):
     path: str
     #: For a file an agent-native change touches twice: the line of the earlier section.
     previous_line: int
-    #: When a unified diff does not parse but reads like an agent-native format: the `patch_format` to give instead (`codex` or `search_replace`).
+    #: When a unified diff does not parse but reads like an agent-native
+    #: format: the `patch_format` to give instead (`codex` or
+    #: `search_replace`).
     suggested_patch_format: Literal['unified', 'codex', 'search_replace']
 
 class InvalidPathDetails(TypedDict, total=False):
     """``details`` of ``invalid_path``: A path is not a valid repository path (empty, not UTF-8, a NUL byte, too long).
     Every key is optional.
     """
-    #: The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+    #: The argument (or edit-plan field) concerned, as a path
+    #: (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    #: whole); for the command line, the flag (`--as`).
     field: str
     #: The 1-based line of the text concerned.
     line: int
@@ -287,7 +306,9 @@ class IoDetails(TypedDict, total=False):
     """``details`` of ``io``: The operating system (or libgit2) refused a read or write.
     Every key is optional.
     """
-    #: The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+    #: The argument (or edit-plan field) concerned, as a path
+    #: (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    #: whole); for the command line, the flag (`--as`).
     field: str
     #: For the apply lock: its file (in `.roundtable/`).
     lock: str
@@ -312,7 +333,9 @@ class NotFoundDetails(TypedDict, total=False):
     """
     #: The id looked for (a revision is `PROPOSAL@NUMBER`).
     id: str
-    #: What kind of record was looked for (`proposal`, `revision`, `task`, `agent`, `claim`, `policy`, `transaction`, `test result`, `approval request`, `tool`).
+    #: What kind of record was looked for (`proposal`, `revision`,
+    #: `task`, `agent`, `claim`, `policy`, `transaction`, `test result`,
+    #: `approval request`, `tool`).
     kind: str
 
 class PatchDoesNotApplyDetails(TypedDict, total=False):
@@ -321,27 +344,34 @@ class PatchDoesNotApplyDetails(TypedDict, total=False):
     """
     #: For an agent-native hunk whose `@@` anchor matches no line: the anchor.
     anchor: str
-    #: For an agent-native hunk marked `*** End of File` that matches nowhere.
+    #: For an agent-native hunk marked `*** End of File` that matches nowhere (always `true`).
     at_end: Literal[True]
-    #: For an agent-native hunk: the places it matches (ambiguous, up to 10), its nearest misses (not found, up to 3) or the line whose indentation differs (indentation).
+    #: For an agent-native hunk: the places it matches (ambiguous, up to
+    #: 10), its nearest misses (not found, up to 3) or the line whose
+    #: indentation differs (indentation).
     candidates: List[Dict[str, Any]]
     #: For an ambiguous agent-native hunk: how many places it matches.
     count: int
-    #: With `eol_rule`: what git does to the path's line ends (CRLF on checkout and LF in the repository, or LF on `git add`).
+    #: With `eol_rule`: what git does to the path's line ends (CRLF on
+    #: checkout and LF in the repository, or LF on `git add`).
     eol_conversion: str
-    #: When git converts the path's line ends: the rule (`core.autocrlf=true`, or the path's `.gitattributes` `text`/`eol` attributes); the diff must have the line ends the working tree has.
+    #: When git converts the path's line ends: the rule (`core.autocrlf=true`,
+    #: or the path's `.gitattributes` `text`/`eol` attributes); the diff
+    #: must have the line ends the working tree has.
     eol_rule: str
     #: The 1-based number of the hunk in its file's section (or in the agent-native document).
     hunk: int
     #: For an agent-native hunk: its 1-based line in the document.
     line: int
-    #: For overlapping agent-native hunks: the number of the hunk it overlaps.
-    other_hunk: int
     #: The repository path the refusal is about (lossily decoded when it is not UTF-8).
     path: str
-    #: What did not match: the applier's words for a unified diff's hunk; `not_found`, `ambiguous`, `indentation` (matched at the whitespace rung with an uneven indentation offset) or `work_limit` (placing the change's hunks exceeds the work bound) for an agent-native hunk.
+    #: What did not match: the applier's words for a unified diff's hunk;
+    #: `not_found`, `ambiguous`, `indentation` (matched at the whitespace
+    #: rung with an uneven indentation offset) or `work_limit` (placing
+    #: the change's hunks exceeds the work bound) for an agent-native hunk.
     reason: str
-    #: For an ambiguous agent-native hunk: the rung of the matching ladder at which it matched more than one place.
+    #: For an ambiguous agent-native hunk: the rung of the matching ladder
+    #: at which it matched more than one place.
     rung: Literal['exact', 'trailing_whitespace', 'whitespace', 'unicode_punctuation']
     #: The transaction the failure happened in (recorded `failed` or `recovered`; nothing changed).
     transaction_id: str
@@ -350,7 +380,9 @@ class PathEscapeDetails(TypedDict, total=False):
     """``details`` of ``path_escape``: A path would leave the repository root, names `.git` or `.roundtable`, or passes through a symbolic link (or a link's target would leave the root).
     Every key is optional.
     """
-    #: The argument (or edit-plan field) concerned, as a path (`affected_resources[2]`, `documentChanges[0].to`; `""` for the whole); for the command line, the flag (`--as`).
+    #: The argument (or edit-plan field) concerned, as a path
+    #: (`affected_resources[2]`, `documentChanges[0].to`; `""` for the
+    #: whole); for the command line, the flag (`--as`).
     field: str
     #: The 1-based line of the text concerned.
     line: int
@@ -371,13 +403,16 @@ class PreconditionFailedDetails(TypedDict, total=False):
     """
     #: What is there now, spelled as `expected`; `null` for a branch that does not exist.
     actual: Optional[str]
-    #: For a bare repository, which has no working tree to write files to.
+    #: For a bare repository, which has no working tree to write files to (always `true`).
     bare: Literal[True]
     #: For a revert whose inverse does not apply: why not.
     cause: Dict[str, Any]
-    #: What the change expects: a digest (`blob:sha256:…`, with ` (executable)` or ` (symbolic link)` when so), `absent` or `present`; for a branch, the commit id.
+    #: What the change expects: a digest (`blob:sha256:…`, with
+    #: ` (executable)` or ` (symbolic link)` when so), `absent` or
+    #: `present`; for a branch, the commit id.
     expected: str
-    #: For an edit plan: every precondition that does not hold, in plan order (`path`, `expected` and `actual` are the first's).
+    #: For an edit plan: every precondition that does not hold, in plan
+    #: order (`path`, `expected` and `actual` are the first's).
     failures: List[Dict[str, Any]]
     #: For a git landing: the branch the repository's `HEAD` is on (`null`: a detached `HEAD`).
     head: Optional[str]
@@ -393,15 +428,22 @@ class PreconditionFailedDetails(TypedDict, total=False):
     paths: List[str]
     #: The proposal.
     proposal_id: str
-    #: For a git landing whose push the remote's receive path refused (a `pre-receive` or `update` hook, `receive.fsckObjects`, `receive.denyNonFastForwards`, …) while its branch was still where expected: `remote_rejected`; for a revert: `moved` when the lines around the reverted change changed, so that its inverse would not apply where the change was.
+    #: For a git landing whose push the remote's receive path refused (a
+    #: `pre-receive` or `update` hook, `receive.fsckObjects`,
+    #: `receive.denyNonFastForwards`, …) while its branch was still where
+    #: expected: `remote_rejected`; for a revert: `moved` when the lines
+    #: around the reverted change changed, so that its inverse would not
+    #: apply where the change was.
     reason: Literal['remote_rejected', 'moved']
     #: For a git landing: the branch (`refs/heads/main`).
     ref: str
     #: For a git landing: the remote (`null`: this repository's own branch).
     remote: Optional[str]
-    #: For `remote_rejected`: what the remote said while refusing (its hooks' output), at most 20 lines.
+    #: For `remote_rejected`: what the remote said while refusing (its
+    #: hooks' output), at most 20 lines.
     remote_messages: List[str]
-    #: For `remote_rejected`: the remote's reason as git reports it (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
+    #: For `remote_rejected`: the remote's reason as git reports it
+    #: (`pre-receive hook declined`, `hook declined`, `unpacker error`, …).
     remote_status: str
     #: For a revision that no longer matches the workspace: the whole validation report.
     report: Dict[str, Any]
@@ -472,7 +514,7 @@ class UnsupportedPatchDetails(TypedDict, total=False):
     expected: str
     #: The offending line (lossily decoded, truncated).
     found: str
-    #: The 1-based line where the text stopped making sense (0 for a section built in code).
+    #: The 1-based line where the feature is (0 for a section built in code).
     line: int
     #: The repository path the refusal is about (lossily decoded when it is not UTF-8).
     path: str
@@ -487,7 +529,9 @@ class ValidationFailedDetails(TypedDict, total=False):
     reason: Literal['not_trivial']
     #: The whole validation report.
     report: Dict[str, Any]
-    #: For `patch.apply` with `rebase`: `rebase` when rebasing the revision changed what surrounds its change (its context lines or enclosing symbol), so that none of its evidence carries.
+    #: For `patch.apply` with `rebase`: `rebase` when rebasing the
+    #: revision changed what surrounds its change (its context lines or
+    #: enclosing symbol), so that none of its evidence carries.
     stage: Literal['rebase']
 
 #: The details type of each code.

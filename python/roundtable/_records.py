@@ -2134,7 +2134,7 @@ class Revision(Record):
     #: The git `HEAD` then, if any.
     base_git_head: Optional[str]
     #: `v2:sha256:` of the change in its place
-    #: ([`Changeset::change_id`](crate::Changeset::change_id)): each
+    #: (`Changeset::change_id`): each
     #: touched path with its operation and modes and, for text, each
     #: hunk's removed and added lines with the three old lines on either
     #: side and the symbol enclosing it (for binary content, the before

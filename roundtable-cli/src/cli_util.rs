@@ -5,11 +5,12 @@
 use crate::terminal;
 use clap::Args;
 use roundtable::session::{Cursor, ListEvents};
+use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
 use roundtable::tools::records::Event;
 use roundtable::tools::review::NextActor;
-use roundtable::{Actor, ActorKind, Engine, EngineOptions, ErrorCode, Id, Session, ToolError};
+use roundtable::{Actor, ActorKind, Engine, EngineOptions, Id, Session, ToolError};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
@@ -47,9 +48,11 @@ impl std::ops::Deref for Input {
 pub(crate) fn read_input(file: &Path) -> Result<Input, ToolError> {
     let fail = |e: std::io::Error| {
         ToolError::new(
-            ErrorCode::Io,
             format!("{}: {e}", file.display()),
-            json!({"path": file.display().to_string()}),
+            IoDetails {
+                path: Some(file.display().to_string()),
+                ..IoDetails::default()
+            },
         )
     };
     if file.as_os_str() == "-" {
@@ -83,7 +86,7 @@ pub(crate) fn to_json(value: &impl Serialize) -> Result<String, ToolError> {
     };
     // Safe on a terminal (no raw C1 or bidirectional controls), the same JSON.
     text.map(terminal::json)
-        .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
+        .map_err(|e| ToolError::new(e.to_string(), IoDetails::default()))
 }
 
 /// A typed value as JSON the way the tools write it: through a
@@ -91,16 +94,18 @@ pub(crate) fn to_json(value: &impl Serialize) -> Result<String, ToolError> {
 /// tool's typed result prints exactly as `roundtable call` prints it).
 pub(crate) fn to_json_sorted(value: &impl Serialize) -> Result<String, ToolError> {
     let value = serde_json::to_value(value)
-        .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))?;
+        .map_err(|e| ToolError::new(e.to_string(), IoDetails::default()))?;
     to_json(&value)
 }
 
 pub(crate) fn check_root(root: &Path) -> Result<(), ToolError> {
     if !root.is_dir() {
         return Err(ToolError::new(
-            ErrorCode::InvalidArgument,
             format!("{}: not a directory", root.display()),
-            json!({"field": "root"}),
+            InvalidArgumentDetails {
+                field: Some("root".to_owned()),
+                ..InvalidArgumentDetails::default()
+            },
         ));
     }
     Ok(())

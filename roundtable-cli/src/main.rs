@@ -213,17 +213,6 @@ fn run(command: Command) -> Result<String, ToolError> {
     }
 }
 
-/// The error; in a debug build, first a panic when its details do not
-/// conform to its code's schema (`roundtable errors`), so every refusal the
-/// command line prints is held to the published shape by the test suite.
-fn conformed(e: ToolError) -> ToolError {
-    #[cfg(debug_assertions)]
-    if let Err(v) = e.check_details() {
-        panic!("{v}\ndetails: {}", e.details());
-    }
-    e
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits 2 on usage errors
     let _ = cli_util::STORE.set(cli.store.clone().filter(|s| !s.is_empty()));
@@ -235,9 +224,7 @@ fn main() -> ExitCode {
     } = &cli.command
     {
         // Standard output is the protocol's: a refusal goes to stderr.
-        return match commands::mcp::run(root, actor.as_deref(), *http, tokens.as_ref())
-            .map_err(conformed)
-        {
+        return match commands::mcp::run(root, actor.as_deref(), *http, tokens.as_ref()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("{}", json!({"error": e.to_json()}));
@@ -247,7 +234,7 @@ fn main() -> ExitCode {
     }
     // The human commands report a refusal as readable text unless --json.
     let readable = cli.command.readable();
-    match run(cli.command).map_err(conformed) {
+    match run(cli.command) {
         Ok(text) => {
             cli_util::print(&text);
             ExitCode::SUCCESS

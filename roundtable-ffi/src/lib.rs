@@ -23,7 +23,7 @@ mod status;
 pub use status::rt_status;
 
 use rt::diff::ParseOptions;
-use rt::{Actor, Engine, EngineOptions, ErrorCode, ToolError};
+use rt::{Actor, Engine, EngineOptions, ToolError};
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -648,9 +648,8 @@ pub unsafe extern "C" fn rt_patch_parse(
         let parsed = rt::diff::parse(bytes, &ParseOptions::default()).map_err(ToolError::from)?;
         let summary = serde_json::to_value(parsed.summary()).map_err(|e| {
             ToolError::new(
-                ErrorCode::Io,
                 format!("summary: {e}"),
-                serde_json::json!({}),
+                rt::tools::details::IoDetails::default(),
             )
         })?;
         // SAFETY: checked non-NULL above; the caller guarantees it is

@@ -29,8 +29,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use roundtable::{ErrorCode, ToolError};
-use serde_json::{json, Value};
+use roundtable::ToolError;
+use serde_json::Value;
 
 /// The most waiting calls (`events.wait`, `claim.acquire`) one actor may
 /// have pending at once on one server; the next is refused with `busy`.
@@ -79,12 +79,14 @@ impl Waits {
         let n = pending.entry(actor.to_owned()).or_insert(0);
         if *n >= self.max {
             return Err(ToolError::new(
-                ErrorCode::Busy,
                 format!(
                     "{actor} already has {} waits pending, the most one client may (a wait that ends, or is cancelled, frees its place)",
                     self.max
                 ),
-                json!({"max_waits": self.max}),
+                roundtable::tools::details::BusyDetails {
+                    max_waits: Some(self.max as u64),
+                    ..Default::default()
+                },
             ));
         }
         *n += 1;
@@ -161,6 +163,8 @@ pub(crate) fn spawn<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use roundtable::ErrorCode;
+    use serde_json::json;
 
     #[test]
     fn the_cap_counts_each_actors_pending_waits_and_frees_them() {

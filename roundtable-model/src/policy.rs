@@ -433,7 +433,6 @@ impl JsonSchema for PathGlob {
 /// [`ErrorCode::InvalidPolicy`]; [`PolicyError::details`] names the key and
 /// place.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum PolicyError {
     /// The document is not TOML, or a value has the wrong type or an
     /// unknown spelling.

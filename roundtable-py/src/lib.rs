@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use roundtable::diff::{self, ParseOptions};
+use roundtable::tools::details::{InvalidPatchDetails, IoDetails};
 use roundtable::{
     Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, ToolError,
 };
@@ -387,7 +388,7 @@ fn parse_patch<'py>(
         .detach(|| -> Result<Value, ToolError> {
             let patch = diff::parse(&bytes, &ParseOptions::strip(strip))?;
             serde_json::to_value(patch.summary())
-                .map_err(|e| ToolError::new(ErrorCode::InvalidPatch, e.to_string(), json!({})))
+                .map_err(|e| ToolError::new(e.to_string(), InvalidPatchDetails::default()))
         })
         .map_err(|e| raise(py, &e))?;
     convert::to_py(py, &summary)
@@ -414,7 +415,7 @@ fn apply_patch<'py>(
                 roundtable::workspace::WriteMode::check_if(check),
             )?;
             serde_json::to_value(changes)
-                .map_err(|e| ToolError::new(ErrorCode::Io, e.to_string(), json!({})))
+                .map_err(|e| ToolError::new(e.to_string(), IoDetails::default()))
         })
         .map_err(|e| raise(py, &e))?;
     convert::to_py(py, &changes)
@@ -429,7 +430,8 @@ fn tools(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 
 /// Raise the exception the extension raises for a core error with this
 /// code, caused by the OS error `errno` when given (the test suite checks
-/// every code the core knows maps to its class).
+/// every code the core knows maps to its class). The details must be of
+/// the code's details type (`invalid_argument` naming `details` if not).
 #[pyfunction]
 #[pyo3(signature = (code, message, details = None, errno = None))]
 fn _raise_error(
@@ -446,7 +448,8 @@ fn _raise_error(
     let code = code
         .parse::<ErrorCode>()
         .map_err(|e| raise(py, &ToolError::invalid_argument("code", e.to_string())))?;
-    let mut error = ToolError::new(code, message, details);
+    let mut error = ToolError::from_json(code, message, details)
+        .map_err(|e| raise(py, &ToolError::invalid_argument("details", e)))?;
     if let Some(errno) = errno {
         error = error.with_source(std::io::Error::from_raw_os_error(errno));
     }

@@ -339,7 +339,6 @@ impl Symbol {
 
 /// Why a symbol cannot be indexed or resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum SymbolError {
     /// The file's extension names no language the index has a grammar for.
     #[error(

@@ -206,7 +206,7 @@ impl Engine {
     /// recover every transaction a crashed applier left `applying` (unless
     /// another live process holds the apply lock: then it is in flight).
     pub fn open(root: &Path, options: EngineOptions) -> Result<Engine, ToolError> {
-        Engine::open_unchecked(root, options).map_err(ToolError::conformed)
+        Engine::open_unchecked(root, options)
     }
 
     fn open_unchecked(root: &Path, options: EngineOptions) -> Result<Engine, ToolError> {
@@ -285,15 +285,14 @@ impl Engine {
         self.check_process()?;
         let spec = tools::find(tool).ok_or_else(|| {
             ToolError::new(
-                crate::ErrorCode::NotFound,
                 format!("there is no tool {tool:?}"),
-                json!({"kind": "tool", "id": tool}),
+                crate::tools::details::NotFoundDetails {
+                    kind: "tool".to_owned(),
+                    id: tool.to_owned(),
+                },
             )
         });
-        // Every error leaving the engine has details of its code's schema
-        // (checked in debug builds: `tools::details`).
         spec.and_then(|spec| spec.invoke(self, args, actor))
-            .map_err(ToolError::conformed)
     }
 
     /// [`call`](Engine::call), interrupted by `options`: every wait it makes
@@ -311,7 +310,7 @@ impl Engine {
     ) -> Result<Value, ToolError> {
         self.check_process()?;
         crate::interrupt::scope(options, || {
-            crate::interrupt::check().map_err(|e| ToolError::from(e).conformed())?;
+            crate::interrupt::check().map_err(ToolError::from)?;
             self.call(tool, args, actor)
         })
     }
@@ -327,7 +326,7 @@ impl Engine {
     ) -> Result<Value, ToolError> {
         self.check_process()?;
         crate::interrupt::scope(options, || {
-            crate::interrupt::check().map_err(|e| ToolError::from(e).conformed())?;
+            crate::interrupt::check().map_err(ToolError::from)?;
             self.call_json(tool, args, actor)
         })
     }
@@ -336,9 +335,8 @@ impl Engine {
     /// strictly (a key given twice is refused).
     pub fn call_json(&self, tool: &str, args: &[u8], actor: &Actor) -> Result<Value, ToolError> {
         self.check_process()?;
-        let args = crate::json::parse_strict(args).map_err(|e| {
-            ToolError::invalid_argument("", format!("not valid JSON: {e}")).conformed()
-        })?;
+        let args = crate::json::parse_strict(args)
+            .map_err(|e| ToolError::invalid_argument("", format!("not valid JSON: {e}")))?;
         self.call(tool, args, actor)
     }
 
@@ -355,15 +353,16 @@ impl Engine {
             return Ok(());
         }
         Err(ToolError::new(
-            crate::ErrorCode::InheritedEngine,
             format!(
                 "this engine was opened by process {} and process {pid} inherited it across \
                  fork(): nothing was done; open a new engine in this process",
                 self.pid
             ),
-            json!({"opened_by_pid": self.pid, "pid": pid}),
-        )
-        .conformed())
+            crate::tools::details::InheritedEngineDetails {
+                opened_by_pid: u64::from(self.pid),
+                pid: u64::from(pid),
+            },
+        ))
     }
 
     /// Every tool.

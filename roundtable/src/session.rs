@@ -128,7 +128,7 @@ impl<'e> Session<'e> {
     /// could not), then runs exactly as the tool does.
     pub fn run<R: Request>(&self, request: impl Into<Draft<R>>) -> Result<R::Output, ToolError> {
         self.engine.check_process()?;
-        self.run_unchecked(request).map_err(ToolError::conformed)
+        self.run_unchecked(request)
     }
 
     fn run_unchecked<R: Request>(

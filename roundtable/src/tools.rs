@@ -18,11 +18,10 @@ use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::store::sql::Tx;
-use crate::ErrorCode;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// [`Request::execute`] of a store tool: [`run_tool`].
 macro_rules! store_tool {
@@ -101,7 +100,7 @@ pub mod validate;
 mod wait;
 pub mod workspace;
 
-pub use details::{errors_json, DetailsViolation};
+pub use details::{errors_json, Details};
 pub use error::ToolError;
 
 /// What one tool call can see: the engine, the open SQL transaction, the
@@ -426,18 +425,19 @@ pub(crate) fn replay<O: DeserializeOwned>(
     };
     if stored_tool != tool || stored_request != request {
         return Err(ToolError::new(
-            ErrorCode::IdempotencyConflict,
             format!(
                 "idempotency key {key} was used for another call ({stored_tool} with other arguments)"
             ),
-            json!({"idempotency_key": key, "tool": stored_tool}),
+            details::IdempotencyConflictDetails {
+                idempotency_key: key.to_string(),
+                tool: stored_tool,
+            },
         ));
     }
     let value = serde_json::from_str(&result).map_err(|e| {
         ToolError::new(
-            ErrorCode::Database,
             format!("stored result for idempotency key {key} is not a {tool} result: {e}"),
-            json!({}),
+            details::DatabaseDetails::default(),
         )
     })?;
     Ok(Some(value))
@@ -587,12 +587,11 @@ fn consistent_read<O>(
         }
         if start.elapsed() >= timeout {
             return Err(ToolError::new(
-                ErrorCode::Busy,
                 format!(
                     "applies kept changing the files for more than {} ms while this read ran; retry",
                     timeout.as_millis()
                 ),
-                json!({}),
+                details::BusyDetails::default(),
             ));
         }
         std::thread::sleep(std::time::Duration::from_millis(2));

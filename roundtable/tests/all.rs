@@ -4,6 +4,7 @@ mod agent_edits;
 mod agent_waits;
 mod agents_tasks;
 mod claims_touched;
+mod details_types;
 mod edit_plans;
 mod enums;
 mod event_data;

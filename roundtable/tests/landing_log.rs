@@ -81,8 +81,10 @@ fn issue33_item4_landing_log_refuses_files_mode_bad_limits_and_agents() {
         ErrorCode::PreconditionFailed,
     );
     assert_eq!(e.details()["landing"]["mode"], "files", "{}", e.details());
-    e.check_details()
-        .expect("the details conform to their schema");
+    let details = e
+        .details_as::<roundtable::tools::details::PreconditionFailedDetails>()
+        .expect("the details are precondition_failed's type");
+    assert!(details.landing.is_some_and(|l| l.branch_ref().is_none()));
     // The typed API refuses the same way.
     let typed = files
         .engine

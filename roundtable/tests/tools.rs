@@ -109,6 +109,9 @@ impl World {
             Err(e) => e,
         };
         assert_eq!(err.code(), code, "{tool} {args}: {err} {}", err.details());
+        // The details are a value of the code's details type.
+        err.check_details()
+            .unwrap_or_else(|e| panic!("{tool} {args}: {e}"));
         assert_eq!(
             fingerprint(self.dir.path()),
             before,

@@ -29,6 +29,34 @@ def raises(cls: Type[roundtable.RoundtableError], code: str, call: Callable[[], 
     return err
 
 
+#: Details of each code's type (``roundtable._details``) for the codes
+#: whose details have required keys; every other code takes ``{}``.
+SAMPLE_DETAILS: Dict[str, Dict[str, Any]] = {
+    "ambiguous_symbol": {"path": "a.py", "name": "f", "candidates": []},
+    "forbidden": {"actor": {"kind": "agent", "id": "ada"}, "reason": "disabled"},
+    "idempotency_conflict": {"idempotency_key": "k", "tool": "proposal.create"},
+    "incomplete_edit_plan": {"field": "proposal.status", "status": "incomplete"},
+    "inherited_engine": {"opened_by_pid": 1, "pid": 2},
+    "invalid_policy": {"line": 3, "column": None, "key": None},
+    "not_found": {"kind": "task", "id": "t1"},
+    "patch_does_not_apply": {"path": "a.py", "hunk": 1},
+    "special_file": {"path": "fifo", "type": "fifo"},
+    "unknown_symbol": {"path": "a.py", "name": "g", "similar": ["f"]},
+    "unsupported_language": {"path": "notes.txt"},
+    "validation_failed": {
+        "report": {
+            "valid": False,
+            "proposal_id": "p1",
+            "revision": 1,
+            "latest_revision": 1,
+            "stages": [],
+            "policy": {"approvable": False, "requirements": []},
+            "policy_version": None,
+        }
+    },
+}
+
+
 def test_every_code_maps_to_a_class() -> None:
     assert len(roundtable.ERROR_CODES) == len(set(roundtable.ERROR_CODES)) >= 24
     seen = set()
@@ -37,11 +65,18 @@ def test_every_code_maps_to_a_class() -> None:
         assert cls is not roundtable.RoundtableError, f"{code} has no class of its own"
         assert code in cls.codes
         seen.add(cls)
+        details = SAMPLE_DETAILS.get(code, {})
         with pytest.raises(cls) as info:
-            _roundtable._raise_error(code, f"a {code} error", {"k": [1, None]})
+            _roundtable._raise_error(code, f"a {code} error", details)
         assert type(info.value) is cls
         assert info.value.code == code
-        assert info.value.details == {"k": [1, None]}
+        assert info.value.details == details
+        # Details are of the code's type: a key it does not have is refused.
+        raises(
+            roundtable.InvalidArgument,
+            "invalid_argument",
+            lambda: _roundtable._raise_error(code, "x", {**details, "k": [1, None]}),
+        )
     assert len(seen) == len(roundtable.ERROR_CODES), "one class per code"
     # The families catch their members.
     assert issubclass(roundtable.PatchDoesNotApply, roundtable.PatchError)

@@ -5,8 +5,7 @@ use crate::cli_util::{human, open, spinner, to_json_sorted, Common};
 use crate::terminal;
 use clap::Args;
 use roundtable::session::Approve;
-use roundtable::{ErrorCode, ToolError};
-use serde_json::Value;
+use roundtable::ToolError;
 
 #[derive(Args)]
 pub(crate) struct ApproveArgs {
@@ -57,14 +56,14 @@ fn approve(
         request = request.note_md(n);
     }
     let out = spinner("human.approve", || person.evidence().approve(request)).map_err(|e| {
-        match e.details().get("latest_revision").and_then(Value::as_u64) {
-            Some(latest) if e.code() == ErrorCode::Conflict => ToolError::new(
-                ErrorCode::Conflict,
+        let details = e.details_as::<roundtable::tools::details::ConflictDetails>();
+        match details.as_ref().and_then(|d| d.latest_revision) {
+            Some(latest) => ToolError::new(
                 format!(
                     "revision {revision} of {proposal} is not the latest: the latest is revision {latest} \
                      (review it with `roundtable show {proposal}`, then approve --revision {latest})"
                 ),
-                e.details().clone(),
+                details.unwrap_or_default(),
             ),
             _ => e,
         }

@@ -2,8 +2,7 @@
 //! actor `--as` names.
 
 use crate::cli_util::{absolute, engine_options, read_input, spinner, to_json, Input};
-use roundtable::{Actor, Engine, ErrorCode, ToolError};
-use serde_json::json;
+use roundtable::{Actor, Engine, ToolError};
 use std::path::Path;
 
 /// The bytes of `--args`: inline JSON, `@FILE`, or `-` for standard input
@@ -25,9 +24,11 @@ pub(crate) fn run(tool: &str, root: &Path, actor: &str, args: &str) -> Result<St
     let actor = Actor::parse(actor).map_err(|e| ToolError::invalid_argument("--as", e))?;
     if roundtable::tools::find(tool).is_none() {
         return Err(ToolError::new(
-            ErrorCode::NotFound,
             format!("there is no tool {tool:?} (`roundtable tools` lists them)"),
-            json!({"kind": "tool", "id": tool}),
+            roundtable::tools::details::NotFoundDetails {
+                kind: "tool".to_owned(),
+                id: tool.to_owned(),
+            },
         ));
     }
     let bytes = read_args(args)?;

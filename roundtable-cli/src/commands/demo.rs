@@ -22,12 +22,13 @@ use roundtable::session::{
     Rollback, TransactionDetail, Validate, ValidationReport, Verdict, VoteValue,
 };
 use roundtable::tools::claims::Claim;
+use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
 use roundtable::tools::records::Revision;
 use roundtable::tools::transactions::Phase;
 use roundtable::tools::validate::StageStatus;
 use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, Resource, ToolError};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fs;
 use std::path::Path;
 
@@ -75,9 +76,11 @@ const SECOND_PATCH: &str = "\
 fn fail(what: impl Into<String>) -> ToolError {
     let what = what.into();
     ToolError::new(
-        ErrorCode::Io,
         format!("demo check failed: {what}"),
-        json!({"step": what}),
+        IoDetails {
+            step: Some(what.to_string()),
+            ..IoDetails::default()
+        },
     )
 }
 
@@ -90,16 +93,16 @@ fn verify(ok: bool, what: &str) -> Result<(), ToolError> {
 }
 
 fn io(e: std::io::Error) -> ToolError {
-    ToolError::new(ErrorCode::Io, e.to_string(), json!({}))
+    ToolError::new(e.to_string(), IoDetails::default())
 }
 
 fn id(s: &str) -> Result<Id, ToolError> {
-    Id::new(s).map_err(|e| ToolError::new(ErrorCode::InvalidArgument, e.to_string(), json!({})))
+    Id::new(s).map_err(|e| ToolError::new(e.to_string(), InvalidArgumentDetails::default()))
 }
 
 fn resource(spelled: &str) -> Result<Resource, ToolError> {
     spelled.parse().map_err(|e: roundtable::ResourceError| {
-        ToolError::new(ErrorCode::InvalidArgument, e.to_string(), json!({}))
+        ToolError::new(e.to_string(), InvalidArgumentDetails::default())
     })
 }
 

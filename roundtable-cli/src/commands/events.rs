@@ -6,8 +6,7 @@ use crate::terminal;
 use clap::Args;
 use roundtable::session::WaitEvents;
 use roundtable::tools::records::Event;
-use roundtable::{ErrorCode, ToolError};
-use serde_json::json;
+use roundtable::ToolError;
 use std::fmt::Write as _;
 
 #[derive(Args)]
@@ -55,8 +54,12 @@ fn event_line(e: &Event) -> String {
 
 /// One event as one line of JSON: the object `events.list` returns for it.
 fn event_json(e: &Event) -> Result<String, ToolError> {
-    let value = serde_json::to_value(e)
-        .map_err(|err| ToolError::new(ErrorCode::Io, err.to_string(), json!({})))?;
+    let value = serde_json::to_value(e).map_err(|err| {
+        ToolError::new(
+            err.to_string(),
+            roundtable::tools::details::IoDetails::default(),
+        )
+    })?;
     Ok(terminal::json(value.to_string()))
 }
 

@@ -1,5 +1,6 @@
 //! `roundtable mcp`: the tools over the Model Context Protocol.
 
+use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,9 +27,8 @@ pub(crate) fn run(
                     format!("{addr} is not a loopback address (use 127.0.0.1 or [::1])"),
                 ));
             }
-            let tokens = roundtable_mcp::Tokens::load(file).map_err(|e| {
-                ToolError::new(e.code(), e.to_string(), json!({"field": "--tokens"}))
-            })?;
+            let tokens = roundtable_mcp::Tokens::load(file)
+                .map_err(|e| with_field(e.code(), e.to_string(), "--tokens"))?;
             Served::Http(addr, Arc::new(tokens))
         }
         _ => Served::Stdio(stdio_actor(actor)?),
@@ -39,7 +39,7 @@ pub(crate) fn run(
     )?);
     match served {
         Served::Stdio(actor) => roundtable_mcp::run_stdio(engine, actor)
-            .map_err(|e| ToolError::new(ErrorCode::Io, format!("mcp over stdio: {e}"), json!({}))),
+            .map_err(|e| ToolError::new(format!("mcp over stdio: {e}"), IoDetails::default())),
         Served::Http(addr, tokens) => {
             let count = tokens.len();
             roundtable_mcp::run_http(engine, addr, tokens, |bound| {
@@ -49,8 +49,30 @@ pub(crate) fn run(
                         .to_string(),
                 );
             })
-            .map_err(|e| ToolError::new(e.code(), e.to_string(), json!({"field": "--http"})))
+            .map_err(|e| with_field(e.code(), e.to_string(), "--http"))
         }
+    }
+}
+
+/// A refusal of the flag `flag` (its `field`): `io` or
+/// `invalid_argument`, the only codes a token file or a listener has.
+fn with_field(code: ErrorCode, message: String, flag: &str) -> ToolError {
+    let field = Some(flag.to_owned());
+    match code {
+        ErrorCode::Io => ToolError::new(
+            message,
+            IoDetails {
+                field,
+                ..IoDetails::default()
+            },
+        ),
+        _ => ToolError::new(
+            message,
+            InvalidArgumentDetails {
+                field,
+                ..InvalidArgumentDetails::default()
+            },
+        ),
     }
 }
 

@@ -23,12 +23,14 @@ pub(crate) fn run(common: &Common) -> Result<String, ToolError> {
         .map(|u| format!("{} ({}: {})", u.transaction_id, u.code, u.message))
         .collect();
     Err(ToolError::new(
-        roundtable::ErrorCode::Busy,
         format!(
             "{} transaction(s) left applying could not be recovered: {}; remove the cause and run `roundtable recover` again",
             left.len(),
             each.join("; ")
         ),
-        serde_json::json!({"transaction_id": first.transaction_id}),
+        roundtable::tools::details::BusyDetails {
+            transaction_id: Some(first.transaction_id.clone()),
+            ..Default::default()
+        },
     ))
 }

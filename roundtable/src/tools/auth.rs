@@ -1,10 +1,10 @@
 //! Authorization: every decision is made against the host-supplied actor.
 
+use super::details::{ForbiddenDetails, ForbiddenReason};
 use super::records::Agent;
 use super::{Cx, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::tools::records::AgentRecord;
-use serde_json::json;
 
 /// `forbidden` unless `actor` is of one of these kinds.
 pub(crate) fn require_kind(
@@ -16,13 +16,16 @@ pub(crate) fn require_kind(
         return Ok(());
     }
     let names: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
-    Err(ToolError::forbidden(
+    Err(ToolError::new(
         format!(
             "{tool} is for {} actors; {actor} is {}",
             names.join(" or "),
             actor.kind.as_str()
         ),
-        json!({"actor": actor, "allowed_kinds": names, "reason": "wrong_kind"}),
+        ForbiddenDetails {
+            allowed_kinds: Some(kinds.to_vec()),
+            ..ForbiddenDetails::new(actor, ForbiddenReason::WrongKind)
+        },
     ))
 }
 
@@ -32,15 +35,15 @@ impl Cx<'_> {
     pub(crate) fn enabled_agent(&self, tool: &str) -> Result<Agent, ToolError> {
         require_kind(self.actor, &[ActorKind::Agent], tool)?;
         let agent = Agent::load(self.tx, self.actor.id.as_str())?.ok_or_else(|| {
-            ToolError::forbidden(
+            ToolError::new(
                 format!("agent {} is not registered", self.actor.id),
-                json!({"actor": self.actor, "reason": "unregistered"}),
+                ForbiddenDetails::new(self.actor, ForbiddenReason::Unregistered),
             )
         })?;
         if !agent.enabled {
-            return Err(ToolError::forbidden(
+            return Err(ToolError::new(
                 format!("agent {} is disabled", self.actor.id),
-                json!({"actor": self.actor, "reason": "disabled"}),
+                ForbiddenDetails::new(self.actor, ForbiddenReason::Disabled),
             ));
         }
         Ok(agent)
@@ -55,12 +58,15 @@ impl Cx<'_> {
     /// enabled agent).
     pub(crate) fn require_author(&self, author: &str, tool: &str) -> Result<(), ToolError> {
         if !self.is_author(author) {
-            return Err(ToolError::forbidden(
+            return Err(ToolError::new(
                 format!(
                     "only the author ({author}) may call {tool}; the caller is {}",
                     self.actor
                 ),
-                json!({"actor": self.actor, "author": author, "reason": "not_author"}),
+                ForbiddenDetails {
+                    author: Some(author.to_owned()),
+                    ..ForbiddenDetails::new(self.actor, ForbiddenReason::NotAuthor)
+                },
             ));
         }
         self.enabled_agent(tool).map(drop)

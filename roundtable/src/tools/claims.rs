@@ -5,6 +5,10 @@
 //! from the engine's clock whenever a claim is read: no background job.
 
 use super::args::{Cursor, Limit, ResourceId, WaitMs};
+use super::details::{
+    BusyDetails, ConflictDetails, DatabaseDetails, ForbiddenDetails, ForbiddenReason,
+    IllegalTransitionDetails, RecordStatus, UnknownSymbolDetails,
+};
 use super::log::MAX_WAIT_MS;
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
@@ -19,7 +23,6 @@ use crate::store;
 use crate::store::sql::Tx;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// A claim's digest when its file does not exist (a claim on a file to be
 /// created).
@@ -43,9 +46,11 @@ impl ClaimRecord for Claim {
                 .parse()
                 .map_err(|e: crate::resource::ResourceError| {
                     ToolError::new(
-                        crate::ErrorCode::Database,
                         format!("stored claim {} has a bad resource id: {e}", self.id),
-                        json!({"claim_id": self.id}),
+                        DatabaseDetails {
+                            claim_id: Some(self.id.clone()),
+                            ..DatabaseDetails::default()
+                        },
                     )
                 })?;
         Ok(Scope {
@@ -130,9 +135,12 @@ fn resource_state_indexed(
         Resource::Symbol { path, name } => {
             let file = ws.read(path)?.ok_or_else(|| {
                 ToolError::new(
-                    crate::ErrorCode::UnknownSymbol,
                     format!("{path}: the file does not exist, so it has no symbol {name}"),
-                    json!({"path": path, "symbol": name}),
+                    UnknownSymbolDetails {
+                        path: path.to_string(),
+                        symbol: Some(name.to_string()),
+                        ..UnknownSymbolDetails::default()
+                    },
                 )
             })?;
             let index = crate::symbols::index_path(path, &file.data)?;
@@ -179,11 +187,15 @@ fn require_no_apply_touching(cx: &Cx<'_>, resource: &Resource) -> Result<(), Too
         });
         if touches {
             return Err(ToolError::new(
-                crate::ErrorCode::Busy,
                 format!(
                     "transaction {transaction} (proposal {proposal}) is applying {path}; claim {resource} when it has finished"
                 ),
-                json!({"transaction_id": transaction, "proposal_id": proposal, "path": path}),
+                BusyDetails {
+                    transaction_id: Some(transaction),
+                    proposal_id: Some(proposal),
+                    path: Some(path),
+                    ..BusyDetails::default()
+                },
             ));
         }
     }
@@ -412,12 +424,16 @@ fn acquire_waiting(
         let ahead = slot.ahead();
         if ahead > 0 {
             if refusal.is_none() {
-                refusal = Some(ToolError::conflict(
+                refusal = Some(ToolError::new(
                     format!(
                         "{} is waited for by {ahead} earlier waiter(s) of other agents",
                         args.resource_id.0
                     ),
-                    json!({"resource_id": args.resource_id, "waiters_ahead": ahead}),
+                    ConflictDetails {
+                        resource_id: Some(args.resource_id.0.to_string()),
+                        waiters_ahead: Some(ahead as u64),
+                        ..ConflictDetails::default()
+                    },
                 ));
             }
             return Ok(Check::Wait {
@@ -439,8 +455,10 @@ fn acquire_waiting(
         match super::run_tool(engine, actor, args.clone()) {
             Ok(out) => Ok(Check::Done(out)),
             Err(e) if e.code() == crate::ErrorCode::Conflict => {
-                let holder: Option<Claim> =
-                    serde_json::from_value(e.details()["holder"].clone()).ok();
+                let holder: Option<Claim> = e
+                    .details_as::<ConflictDetails>()
+                    .and_then(|d| d.holder)
+                    .map(|c| *c);
                 blocker = holder.as_ref().map(|c| c.id.clone());
                 let due = holder.as_ref().map(until_expiry);
                 refusal = Some(e);
@@ -460,9 +478,12 @@ fn acquire_waiting(
     match granted {
         Some(out) => Ok(out),
         None => Err(refusal.unwrap_or_else(|| {
-            ToolError::conflict(
+            ToolError::new(
                 format!("{} stayed claimed for {} ms", args.resource_id.0, wait.0),
-                json!({"resource_id": args.resource_id}),
+                ConflictDetails {
+                    resource_id: Some(args.resource_id.0.to_string()),
+                    ..ConflictDetails::default()
+                },
             )
         })),
     }
@@ -545,7 +566,11 @@ impl Tool for AcquireClaim {
                     "{} overlaps {}'s write claim {} on {} (until {})",
                     resource_id, other.agent_id, other.id, other.resource_id, other.expires_at
                 );
-                return Err(ToolError::conflict(message, json!({"holder": other})));
+                let details = ConflictDetails {
+                    holder: Some(Box::new(other.clone())),
+                    ..ConflictDetails::default()
+                };
+                return Err(ToolError::new(message, details));
             }
         }
         let token = store::claims::next_token(cx.tx)?;
@@ -610,12 +635,17 @@ fn require_active(claim: &Claim, operation: &str) -> Result<(), ToolError> {
     }
     let status = super::records::enum_to_sql(&claim.status);
     Err(ToolError::new(
-        crate::ErrorCode::IllegalTransition,
         format!(
             "claim {} is {status}; {operation} needs it to be active",
             claim.id
         ),
-        json!({"claim_id": claim.id, "status": claim.status, "allowed": ["active"], "operation": operation}),
+        IllegalTransitionDetails {
+            claim_id: Some(claim.id.clone()),
+            status: Some(RecordStatus::Claim(claim.status)),
+            allowed: Some(vec![RecordStatus::Claim(ClaimStatus::Active)]),
+            operation: Some(operation.to_owned()),
+            ..IllegalTransitionDetails::default()
+        },
     ))
 }
 
@@ -633,12 +663,15 @@ fn require_holder(
     if cx.actor.kind == ActorKind::Agent && cx.actor.id.as_str() == claim.agent_id {
         return Ok(());
     }
-    Err(ToolError::forbidden(
+    Err(ToolError::new(
         format!(
             "claim {} is held by {}; {} may not call {tool} on it",
             claim.id, claim.agent_id, cx.actor
         ),
-        json!({"actor": cx.actor, "holder": claim.agent_id, "reason": "not_holder"}),
+        ForbiddenDetails {
+            holder: Some(claim.agent_id.clone()),
+            ..ForbiddenDetails::new(cx.actor, ForbiddenReason::NotHolder)
+        },
     ))
 }
 

@@ -9,6 +9,7 @@
 //! match the other (a CRLF checkout). The bare "hunk does not apply" then
 //! hides the cause; [`explain`] names the rule and the conversion instead.
 
+use super::details::PatchDoesNotApplyDetails;
 use super::ToolError;
 use crate::ErrorCode;
 use std::path::Path;
@@ -140,8 +141,13 @@ pub(crate) fn explain(root: &Path, error: ToolError) -> ToolError {
         found.rule,
         found.conversion
     );
-    let mut details = error.details().clone();
-    details["eol_rule"] = serde_json::json!(found.rule);
-    details["eol_conversion"] = serde_json::json!(found.conversion);
-    ToolError::new(error.code(), message, details)
+    let Some(details) = error.details_as::<PatchDoesNotApplyDetails>() else {
+        return error;
+    };
+    let details = PatchDoesNotApplyDetails {
+        eol_rule: Some(found.rule),
+        eol_conversion: Some(found.conversion.to_owned()),
+        ..details
+    };
+    ToolError::new(message, details)
 }

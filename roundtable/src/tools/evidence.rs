@@ -7,6 +7,7 @@
 //! `in_review`; votes need `in_review`).
 
 use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
+use super::details::{ConflictDetails, ForbiddenDetails, ForbiddenReason};
 use super::records::{
     enum_to_sql, Approval, ApprovalRequest, Decision, DecisionValue, Proposal, ProposalStatus,
     SecurityReviewRecord, TestResult, TestStatus, Verdict, Vote, VoteValue,
@@ -19,7 +20,6 @@ use crate::store;
 use crate::tools::records::ProposalRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 const OPEN: &[ProposalStatus] = &[ProposalStatus::Pending, ProposalStatus::InReview];
 
@@ -83,12 +83,15 @@ impl Tool for CastVote {
         let agent = cx.enabled_agent(Self::TOOL)?;
         let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
         if p.author == agent.id {
-            return Err(ToolError::forbidden(
+            return Err(ToolError::new(
                 format!(
                     "{} is the author of {}; authors do not vote on their own proposals",
                     agent.id, p.id
                 ),
-                json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
+                ForbiddenDetails {
+                    author: Some(p.author.clone()),
+                    ..ForbiddenDetails::new(cx.actor, ForbiddenReason::Author)
+                },
             ));
         }
         p.require_status(&[ProposalStatus::InReview], Self::TOOL)?;
@@ -322,18 +325,24 @@ impl Tool for RecordSecurityReview {
                 }
                 let agent = cx.enabled_agent(Self::TOOL)?;
                 if !agent.roles.iter().any(|r| r == "security") {
-                    return Err(ToolError::forbidden(
+                    return Err(ToolError::new(
                         format!("agent {} does not have the security role", agent.id),
-                        json!({"actor": cx.actor, "required_role": "security", "reason": "missing_role"}),
+                        ForbiddenDetails {
+                            required_role: Some("security".to_owned()),
+                            ..ForbiddenDetails::new(cx.actor, ForbiddenReason::MissingRole)
+                        },
                     ));
                 }
                 if agent.id == p.author {
-                    return Err(ToolError::forbidden(
+                    return Err(ToolError::new(
                         format!(
                             "{} is the author of {}; it cannot review its own proposal",
                             agent.id, p.id
                         ),
-                        json!({"actor": cx.actor, "author": p.author, "reason": "author"}),
+                        ForbiddenDetails {
+                            author: Some(p.author.clone()),
+                            ..ForbiddenDetails::new(cx.actor, ForbiddenReason::Author)
+                        },
                     ));
                 }
                 Ok(())
@@ -494,9 +503,14 @@ impl Tool for Approve {
                     ))
                 }
                 Some((pid, rev)) if pid != p.id || rev != args.revision.0 => {
-                    return Err(ToolError::conflict(
+                    return Err(ToolError::new(
                         format!("approval request {request_id} is for {pid} revision {rev}"),
-                        json!({"request_id": request_id, "proposal_id": pid, "revision": rev}),
+                        ConflictDetails {
+                            request_id: Some(request_id.to_string()),
+                            proposal_id: Some(pid),
+                            revision: Some(u64::from(rev)),
+                            ..ConflictDetails::default()
+                        },
                     ))
                 }
                 Some(_) => {}

@@ -3,6 +3,7 @@
 //! naming what governed each.
 
 use super::args::Limit;
+use super::details::{IoDetails, PreconditionFailedDetails};
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::landing::LandedCommit;
@@ -10,7 +11,6 @@ use crate::store;
 use crate::ErrorCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// How many commits `landing.log` returns when no `limit` is given.
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -53,14 +53,25 @@ impl Tool for LandingLog {
         let landing = store::settings::landing(cx.tx)?;
         let Some(branch) = landing.branch_ref() else {
             return Err(ToolError::new(
-                ErrorCode::PreconditionFailed,
                 "landing mode is files: roundtable commits nothing (workspace.configure sets git mode)",
-                json!({"landing": landing}),
+                PreconditionFailedDetails {
+                    landing: Some(landing),
+                    ..PreconditionFailedDetails::default()
+                },
             ));
         };
         let limit = args.limit.map_or(DEFAULT_LIMIT, |l| l.0);
         let commits = crate::landing::landed_commits(cx.engine.root(), &branch, limit as usize)
-            .map_err(|e| ToolError::new(e.code(), e.to_string(), json!({"ref": branch})))?;
+            .map_err(|e| match e.code() {
+                ErrorCode::Io => ToolError::new(
+                    e.to_string(),
+                    IoDetails {
+                        reference: Some(branch.clone()),
+                        ..IoDetails::default()
+                    },
+                ),
+                _ => ToolError::from(e),
+            })?;
         Ok(LandedCommits { branch, commits })
     }
 }

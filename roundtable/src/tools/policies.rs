@@ -4,6 +4,7 @@
 //! default applies.
 
 use super::args::{Markdown, RevisionNumber};
+use super::details::{IllegalTransitionDetails, RecordStatus};
 use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
@@ -14,7 +15,6 @@ use crate::store;
 use crate::store::sql::Tx;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// The longest policy document, in characters.
 const MAX_POLICY_CHARS: usize = 256 * 1024;
@@ -55,15 +55,15 @@ pub(crate) fn effective(tx: &Tx<'_>) -> Result<(PolicyRecord, Policy), ToolError
         None => Ok((PolicyRecord::builtin(), Policy::default())),
         Some(record) => {
             let policy = Policy::parse(&record.document).map_err(|e| {
+                let details = super::details::InvalidPolicyDetails::from(&e);
                 ToolError::new(
-                    crate::ErrorCode::Database,
                     format!(
                         "the active policy (version {}) no longer parses: {e}",
                         record
                             .version
                             .map_or_else(|| "builtin".to_owned(), |v| v.to_string())
                     ),
-                    e.details(),
+                    super::details::DatabaseDetails::from(details),
                 )
             })?;
             Ok((record, policy))
@@ -232,12 +232,17 @@ impl Tool for ActivatePolicy {
         let target = PolicyRecord::load(cx.tx, args.version.0)?;
         if target.status != PolicyStatus::Draft {
             return Err(ToolError::new(
-                crate::ErrorCode::IllegalTransition,
                 format!(
                     "policy version {} is {}; only a draft can be activated",
                     args.version.0, target.status
                 ),
-                json!({"version": args.version, "status": target.status, "allowed": [PolicyStatus::Draft], "operation": Self::TOOL}),
+                IllegalTransitionDetails {
+                    version: Some(u64::from(args.version.0)),
+                    status: Some(RecordStatus::Policy(target.status)),
+                    allowed: Some(vec![RecordStatus::Policy(PolicyStatus::Draft)]),
+                    operation: Some(Self::TOOL.to_owned()),
+                    ..IllegalTransitionDetails::default()
+                },
             ));
         }
         let retired = store::policies::active_version(cx.tx)?;

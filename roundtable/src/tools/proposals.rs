@@ -14,6 +14,10 @@ use super::args::{
     Cursor, EditPlanJson, Limit, Markdown, PatchBytes, PatchFormat, PatchText, ResourceId,
     RevisionNumber, StripLevel, Title,
 };
+use super::details::{
+    ConflictDetails, DatabaseDetails, ForbiddenDetails, ForbiddenReason, InvalidArgumentDetails,
+    InvalidPatchDetails,
+};
 use super::records::{
     Decision, DecisionValue, FileState, FileSummary, Proposal, ProposalStatus, Revision, Risk,
 };
@@ -31,7 +35,6 @@ use crate::tools::records::RevisionRecord;
 use crate::RepoPath;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// The most resources one revision may declare.
 const MAX_RESOURCES: usize = 1000;
@@ -210,20 +213,25 @@ fn hint(e: ToolError, format: RevisionFormat, bytes: &[u8]) -> ToolError {
         return e;
     }
     let text = String::from_utf8_lossy(bytes);
-    let looks = if text.trim_start().starts_with("*** Begin Patch") {
-        "codex"
+    let (looks, name) = if text.trim_start().starts_with("*** Begin Patch") {
+        (PatchFormat::Codex, "codex")
     } else if text.lines().any(|l| l.trim_end() == "<<<<<<< SEARCH") {
-        "search_replace"
+        (PatchFormat::SearchReplace, "search_replace")
     } else {
         return e;
     };
     let message = format!(
-        "{} (it reads like patch_format {looks:?}: give that to have it read so)",
+        "{} (it reads like patch_format {name:?}: give that to have it read so)",
         e.message()
     );
-    let mut details = e.details().clone();
-    details["suggested_patch_format"] = serde_json::json!(looks);
-    ToolError::new(e.code(), message, details)
+    let Some(details) = e.details_as::<InvalidPatchDetails>() else {
+        return e;
+    };
+    let details = InvalidPatchDetails {
+        suggested_patch_format: Some(looks),
+        ..details
+    };
+    ToolError::new(message, details)
 }
 
 /// The current content of each path `changeset` reads: every path with a
@@ -278,11 +286,16 @@ fn check_strip(
 ) -> Result<(), ToolError> {
     let refuse = |path: &[u8], suggested: usize, why: String| {
         let reason = format!("{why}; give strip {suggested} if that is where it belongs");
-        let plain = ToolError::invalid_argument("strip", &reason);
-        let mut details = plain.details().clone();
-        details["path"] = json!(String::from_utf8_lossy(path));
-        details["suggested_strip"] = json!(suggested);
-        ToolError::new(plain.code(), plain.message(), details)
+        ToolError::new(
+            format!("strip: {reason}"),
+            InvalidArgumentDetails {
+                field: Some("strip".to_owned()),
+                reason: Some(reason),
+                path: Some(String::from_utf8_lossy(path).into_owned()),
+                suggested_strip: Some(suggested as u64),
+                ..InvalidArgumentDetails::default()
+            },
+        )
     };
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     for fp in patch.files() {
@@ -598,12 +611,12 @@ impl Tool for CreateProposal {
         args: &CreateProposal,
     ) -> Result<PreparedRevision, ToolError> {
         if actor.kind != ActorKind::Agent {
-            return Err(ToolError::forbidden(
+            return Err(ToolError::new(
                 format!(
                     "{} is for agent actors; {actor} is not an agent",
                     Self::TOOL
                 ),
-                json!({"actor": actor, "allowed_kinds": ["agent"]}),
+                ForbiddenDetails::agents_only(actor),
             ));
         }
         require_enabled_agent(engine, actor, Self::TOOL)?;
@@ -724,12 +737,15 @@ impl Tool for AttachPatch {
             .store()
             .read(|tx| Proposal::load(tx, args.proposal_id.as_str()).map(|p| p.author))?;
         if !(actor.kind == ActorKind::Agent && actor.id.as_str() == author) {
-            return Err(ToolError::forbidden(
+            return Err(ToolError::new(
                 format!(
                     "only the author ({author}) may call {}; the caller is {actor}",
                     Self::TOOL
                 ),
-                json!({"actor": actor, "author": author, "reason": "not_author"}),
+                ForbiddenDetails {
+                    author: Some(author.clone()),
+                    ..ForbiddenDetails::new(actor, ForbiddenReason::NotAuthor)
+                },
             ));
         }
         require_enabled_agent(engine, actor, Self::TOOL)?;
@@ -756,12 +772,17 @@ impl Tool for AttachPatch {
         )?;
         p.require_not_applying(cx.tx, Self::TOOL)?;
         if args.expected_revision.0 != p.latest_revision {
-            return Err(ToolError::conflict(
+            return Err(ToolError::new(
                 format!(
                     "proposal {} is at revision {}, not the expected {}",
                     p.id, p.latest_revision, args.expected_revision.0
                 ),
-                json!({"proposal_id": p.id, "expected_revision": args.expected_revision, "latest_revision": p.latest_revision}),
+                ConflictDetails {
+                    proposal_id: Some(p.id.clone()),
+                    expected_revision: Some(u64::from(args.expected_revision.0)),
+                    latest_revision: Some(u64::from(p.latest_revision)),
+                    ..ConflictDetails::default()
+                },
             ));
         }
         let resources = match &args.affected_resources {
@@ -794,9 +815,11 @@ impl Tool for AttachPatch {
 
 fn corrupt(revision: &Revision, why: String) -> ToolError {
     ToolError::new(
-        crate::ErrorCode::Database,
         format!("revision content {}: {why}", revision.digest),
-        json!({"digest": revision.digest}),
+        DatabaseDetails {
+            digest: Some(revision.digest.to_string()),
+            ..DatabaseDetails::default()
+        },
     )
 }
 

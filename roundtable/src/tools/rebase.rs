@@ -14,6 +14,9 @@
 //! evidence under `carry_over = "trivial_rebase"`.
 
 use super::args::{Markdown, RevisionNumber};
+use super::details::{
+    ConflictDetails, ConflictReason, DatabaseDetails, ForbiddenDetails, ForbiddenReason,
+};
 use super::proposals::{insert_revision, prepare_bytes, PreparedRevision, ProposalRevised};
 use super::records::{FileSummary, Proposal, ProposalStatus, Revision};
 use super::Request as _;
@@ -31,7 +34,6 @@ use crate::tools::records::RevisionRecord;
 use crate::{ErrorCode, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// Arguments of `proposal.rebase`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -91,13 +93,16 @@ impl Tool for RebaseProposal {
         let allowed = actor.kind == ActorKind::Orchestrator
             || (actor.kind == ActorKind::Agent && actor.id.as_str() == p.author);
         if !allowed {
-            return Err(ToolError::forbidden(
+            return Err(ToolError::new(
                 format!(
                     "only the author ({}) or an orchestrator may call {}; the caller is {actor}",
                     p.author,
                     Self::TOOL
                 ),
-                json!({"actor": actor, "author": p.author, "reason": "not_author"}),
+                ForbiddenDetails {
+                    author: Some(p.author.clone()),
+                    ..ForbiddenDetails::new(actor, ForbiddenReason::NotAuthor)
+                },
             ));
         }
         // Said before any merge is tried: a proposal that landed (or was
@@ -151,12 +156,17 @@ impl Tool for RebaseProposal {
         p.require_not_applying(cx.tx, Self::TOOL)?;
         let from = args.expected_revision.0;
         if from != p.latest_revision {
-            return Err(ToolError::conflict(
+            return Err(ToolError::new(
                 format!(
                     "proposal {} is at revision {}, not the expected {from}",
                     p.id, p.latest_revision
                 ),
-                json!({"proposal_id": p.id, "expected_revision": from, "latest_revision": p.latest_revision}),
+                ConflictDetails {
+                    proposal_id: Some(p.id.clone()),
+                    expected_revision: Some(u64::from(from)),
+                    latest_revision: Some(u64::from(p.latest_revision)),
+                    ..ConflictDetails::default()
+                },
             ));
         }
         let resources = Revision::load(cx.tx, &p.id, from)?.affected_resources;
@@ -208,12 +218,17 @@ fn stored_file(
     state: &FileState,
 ) -> Result<TreeFile, ToolError> {
     let data = crate::store::verified_blob(tx, &state.digest)?.map_err(|_| {
-        ToolError::conflict(
+        ToolError::new(
             format!(
                 "revision {} does not keep the content of {path} it was made on (it predates rebase support): attach a rebased revision instead",
                 revision.number
             ),
-            json!({"reason": "base_unavailable", "revision": revision.number, "path": path}),
+            ConflictDetails {
+                reason: Some(ConflictReason::BaseUnavailable),
+                revision: Some(u64::from(revision.number)),
+                path: Some(path.to_owned()),
+                ..ConflictDetails::default()
+            },
         )
     })?;
     Ok(TreeFile {
@@ -334,9 +349,11 @@ fn merge_path(
 fn stored_path(path: &str) -> Result<RepoPath, ToolError> {
     RepoPath::from_bytes(path.as_bytes()).map_err(|e| {
         ToolError::new(
-            crate::ErrorCode::Database,
             format!("a stored revision names an invalid path {path:?}: {e}"),
-            json!({"path": path}),
+            DatabaseDetails {
+                path: Some(path.to_owned()),
+                ..DatabaseDetails::default()
+            },
         )
     })
 }
@@ -438,39 +455,49 @@ fn merged_files(
         }
     }
     if !moved {
-        return Err(ToolError::conflict(
+        return Err(ToolError::new(
             format!(
                 "revision {} of {} is not stale: the files it touches are as it was made on",
                 revision.number, p.id
             ),
-            json!({"reason": "up_to_date", "proposal_id": p.id, "revision": revision.number}),
+            rebase_refusal(ConflictReason::UpToDate, p, revision),
         ));
     }
     if !conflicts.is_empty() {
         let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
-        return Err(ToolError::conflict(
+        return Err(ToolError::new(
             format!(
                 "revision {} of {} does not merge onto the current files: {} conflict (resolve and attach a revision)",
                 revision.number,
                 p.id,
                 paths.join(", ")
             ),
-            json!({
-                "reason": "merge_conflict", "proposal_id": p.id, "revision": revision.number,
-                "files": conflicts,
-            }),
+            ConflictDetails {
+                files: Some(conflicts),
+                ..rebase_refusal(ConflictReason::MergeConflict, p, revision)
+            },
         ));
     }
     if files.is_empty() {
-        return Err(ToolError::conflict(
+        return Err(ToolError::new(
             format!(
                 "revision {} of {}: its change is already in the files",
                 revision.number, p.id
             ),
-            json!({"reason": "already_applied", "proposal_id": p.id, "revision": revision.number}),
+            rebase_refusal(ConflictReason::AlreadyApplied, p, revision),
         ));
     }
     Ok(files)
+}
+
+/// A rebase of `revision` of `p` refused for `reason`.
+fn rebase_refusal(reason: ConflictReason, p: &Proposal, revision: &Revision) -> ConflictDetails {
+    ConflictDetails {
+        reason: Some(reason),
+        proposal_id: Some(p.id.clone()),
+        revision: Some(u64::from(revision.number)),
+        ..ConflictDetails::default()
+    }
 }
 
 /// What rebasing `revision` (stale) of `p` onto the current files would

@@ -2,6 +2,7 @@
 //! the tools add is how each is loaded for a call and the checks a call
 //! makes on it (each refusal a [`ToolError`] with its stable code).
 
+use super::details::{BusyDetails, ConflictDetails, IllegalTransitionDetails, RecordStatus};
 pub use crate::model::{
     Agent, Approval, ApprovalRequest, Decision, DecisionValue, Event, FileState, FileSummary,
     Proposal, ProposalStatus, Revision, Risk, SecurityReviewRecord, Task, TestResult, TestStatus,
@@ -10,7 +11,6 @@ pub use crate::model::{
 pub(crate) use crate::store::enum_to_sql;
 use crate::store::sql::Tx;
 use crate::tools::ToolError;
-use serde_json::json;
 
 /// How a tool loads an agent's record.
 pub(crate) trait AgentRecord: Sized {
@@ -56,14 +56,19 @@ impl ProposalRecord for Proposal {
         }
         let names: Vec<&str> = allowed.iter().map(|s| s.as_str()).collect();
         Err(ToolError::new(
-            crate::ErrorCode::IllegalTransition,
             format!(
                 "proposal {} is {}; {operation} needs it to be {}",
                 self.id,
                 self.status.as_str(),
                 names.join(" or ")
             ),
-            json!({"proposal_id": self.id, "status": self.status, "allowed": names, "operation": operation}),
+            IllegalTransitionDetails {
+                proposal_id: Some(self.id.clone()),
+                status: Some(RecordStatus::Proposal(self.status)),
+                allowed: Some(allowed.iter().map(|&s| RecordStatus::Proposal(s)).collect()),
+                operation: Some(operation.to_owned()),
+                ..IllegalTransitionDetails::default()
+            },
         ))
     }
 
@@ -77,12 +82,17 @@ impl ProposalRecord for Proposal {
             ));
         }
         if revision < self.latest_revision {
-            return Err(ToolError::conflict(
+            return Err(ToolError::new(
                 format!(
                     "revision {revision} of proposal {} was superseded by revision {}",
                     self.id, self.latest_revision
                 ),
-                json!({"proposal_id": self.id, "revision": revision, "latest_revision": self.latest_revision}),
+                ConflictDetails {
+                    proposal_id: Some(self.id.clone()),
+                    revision: Some(u64::from(revision)),
+                    latest_revision: Some(u64::from(self.latest_revision)),
+                    ..ConflictDetails::default()
+                },
             ));
         }
         Ok(())
@@ -99,12 +109,15 @@ impl ProposalRecord for Proposal {
             return Ok(());
         };
         Err(ToolError::new(
-            crate::ErrorCode::Busy,
             format!(
                 "transaction {transaction} is applying proposal {}: {operation} waits until it lands or is undone; nothing changed, retry soon",
                 self.id
             ),
-            json!({"transaction_id": transaction, "proposal_id": self.id}),
+            BusyDetails {
+                transaction_id: Some(transaction),
+                proposal_id: Some(self.id.clone()),
+                ..BusyDetails::default()
+            },
         ))
     }
 }

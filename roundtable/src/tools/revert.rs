@@ -19,6 +19,9 @@
 //! a security review of every revert (`reverts = true`).
 
 use super::args::{Markdown, ResourceId, Title};
+use super::details::{
+    ConflictDetails, ErrorCause, ForbiddenDetails, PreconditionFailedDetails, PreconditionReason,
+};
 use super::proposals::{
     canonical_resources, insert_revision, prepare_bytes, PreparedRevision, ProposalRevised,
 };
@@ -33,10 +36,8 @@ use crate::model::RevisionFormat;
 use crate::store;
 use crate::tools::records::ProposalRecord;
 use crate::tools::records::RevisionRecord;
-use crate::ErrorCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// Arguments of `proposal.revert`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -81,15 +82,22 @@ impl super::Request for RevertProposal {
 
 /// `precondition_failed`: the inverse of `revision` does not apply now.
 fn does_not_apply(target: &Proposal, revision: u32, cause: &ToolError) -> ToolError {
+    let cause = ErrorCause {
+        code: cause.code(),
+        message: cause.message().to_owned(),
+        details: cause.details().as_object().cloned().unwrap_or_default(),
+    };
     ToolError::new(
-        ErrorCode::PreconditionFailed,
         format!(
             "the inverse of revision {revision} of {} does not apply to the current files: {}",
-            target.id,
-            cause.message()
+            target.id, cause.message
         ),
-        json!({"proposal_id": target.id, "revision": revision,
-               "cause": {"code": cause.code(), "message": cause.message(), "details": cause.details()}}),
+        PreconditionFailedDetails {
+            proposal_id: Some(target.id.clone()),
+            revision: Some(u64::from(revision)),
+            cause: Some(Box::new(cause)),
+            ..PreconditionFailedDetails::default()
+        },
     )
 }
 
@@ -128,12 +136,15 @@ fn inverse_bytes(
     })?;
     let Some(files) = landed else {
         return Err(ToolError::new(
-            ErrorCode::PreconditionFailed,
             format!(
                 "no applied transaction of {} holds the content its change replaced",
                 target.id
             ),
-            json!({"proposal_id": target.id, "revision": revision.number}),
+            PreconditionFailedDetails {
+                proposal_id: Some(target.id.clone()),
+                revision: Some(u64::from(revision.number)),
+                ..PreconditionFailedDetails::default()
+            },
         ));
     };
     let ws = engine.workspace().view();
@@ -145,13 +156,17 @@ fn inverse_bytes(
         .collect();
     if !moved.is_empty() {
         return Err(ToolError::new(
-            ErrorCode::PreconditionFailed,
             format!(
                 "the change of {} cannot be inverted as a diff, and {} changed since it was applied",
                 target.id,
                 moved.join(", ")
             ),
-            json!({"proposal_id": target.id, "revision": revision.number, "paths": moved}),
+            PreconditionFailedDetails {
+                proposal_id: Some(target.id.clone()),
+                revision: Some(u64::from(revision.number)),
+                paths: Some(moved.iter().map(|&p| p.to_owned()).collect()),
+                ..PreconditionFailedDetails::default()
+            },
         ));
     }
     let changeset = restore_changeset(engine.store(), &files, &reports)?;
@@ -207,12 +222,17 @@ fn in_place(
         let undone = inverse.after.as_ref().map(|a| a.data.as_slice());
         if placed.as_deref() != undone {
             return Err(ToolError::new(
-                ErrorCode::PreconditionFailed,
                 format!(
                     "the inverse of revision {} of {} no longer applies where the change was made in {}: the lines around it changed since (revert it by hand, as a new proposal)",
                     revision.number, target.id, f.path
                 ),
-                json!({"proposal_id": target.id, "revision": revision.number, "path": f.path, "reason": "moved"}),
+                PreconditionFailedDetails {
+                    proposal_id: Some(target.id.clone()),
+                    revision: Some(u64::from(revision.number)),
+                    path: Some(f.path.to_string()),
+                    reason: Some(PreconditionReason::Moved),
+                    ..PreconditionFailedDetails::default()
+                },
             ));
         }
     }
@@ -230,12 +250,12 @@ impl Tool for RevertProposal {
         args: &RevertProposal,
     ) -> Result<Inverse, ToolError> {
         if actor.kind != ActorKind::Agent {
-            return Err(ToolError::forbidden(
+            return Err(ToolError::new(
                 format!(
                     "{} is for agent actors (the caller becomes the revert's author); {actor} is not an agent",
                     Self::TOOL
                 ),
-                json!({"actor": actor, "allowed_kinds": ["agent"]}),
+                ForbiddenDetails::agents_only(actor),
             ));
         }
         let (target, revision, diff) = engine.store().read(|tx| {
@@ -264,12 +284,15 @@ impl Tool for RevertProposal {
         if target.latest_revision != prep.revision.number
             || target.updated_at != prep.target.updated_at
         {
-            return Err(ToolError::conflict(
+            return Err(ToolError::new(
                 format!(
                     "proposal {} changed while its revert was prepared; retry",
                     target.id
                 ),
-                json!({"proposal_id": target.id}),
+                ConflictDetails {
+                    proposal_id: Some(target.id.clone()),
+                    ..ConflictDetails::default()
+                },
             ));
         }
         let task_id = args

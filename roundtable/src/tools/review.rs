@@ -4,6 +4,7 @@
 //! (`proposal.status`). All read-only.
 
 use super::args::{Limit, RevisionNumber};
+use super::details::{DatabaseDetails, PreconditionFailedDetails};
 use super::next::{by_requirement, next_actors, RequirementNext, Situation};
 use super::proposals::changeset_against;
 use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};
@@ -17,10 +18,9 @@ use crate::store::sql::Tx;
 use crate::symbols::{Symbol, SymbolKind};
 use crate::tools::records::ProposalRecord;
 use crate::tools::records::RevisionRecord;
-use crate::{Digest, ErrorCode, RepoPath};
+use crate::{Digest, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::collections::BTreeMap;
 
 /// The revision's unified diff: its changeset rendered when it was made
@@ -35,7 +35,11 @@ pub(crate) fn diff_bytes(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<u8>, To
             BlobFault::Missing => format!("the diff of revision {n} ({digest}) is missing"),
             BlobFault::Mismatch => format!("the diff of revision {n} does not match its digest"),
         };
-        ToolError::new(ErrorCode::Database, message, json!({"digest": digest}))
+        let details = DatabaseDetails {
+            digest: Some(digest.to_string()),
+            ..DatabaseDetails::default()
+        };
+        ToolError::new(message, details)
     })
 }
 
@@ -320,18 +324,21 @@ fn before_tree(
             // still have that content.
             _ => {
                 let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
-                    ToolError::new(ErrorCode::Database, e.to_string(), json!({}))
+                    ToolError::new(e.to_string(), DatabaseDetails::default())
                 })?;
                 match engine.workspace().read(&path)? {
                     Some(file) if Digest::of(&file.data) == before.digest => file.data,
                     _ => {
                         return Err(ToolError::new(
-                            ErrorCode::PreconditionFailed,
                             format!(
                                 "{} is no longer what the revision was made against, and no transaction kept that content",
                                 f.path
                             ),
-                            json!({"path": f.path, "expected": before.digest}),
+                            PreconditionFailedDetails {
+                                path: Some(f.path.to_string()),
+                                expected: Some(before.digest.to_string()),
+                                ..PreconditionFailedDetails::default()
+                            },
                         ))
                     }
                 }

@@ -9,7 +9,6 @@ use crate::store;
 use crate::tools::records::AgentRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// Arguments of `agent.register`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -187,9 +186,13 @@ impl Tool for CreateTask {
                     created: false,
                 });
             }
-            return Err(ToolError::conflict(
+            return Err(ToolError::new(
                 format!("task {id} already exists with another title or summary"),
-                json!({"kind": "task", "id": id}),
+                super::details::ConflictDetails {
+                    kind: Some("task".to_owned()),
+                    id: Some(id.to_string()),
+                    ..super::details::ConflictDetails::default()
+                },
             ));
         }
         store::agents::insert_task(

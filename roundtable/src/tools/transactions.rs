@@ -3,6 +3,11 @@
 
 use super::args::{Cursor, Limit, RevisionNumber};
 use super::claims::{live_write_claims, Claim};
+use super::details::{
+    ConflictDetails, IllegalTransitionDetails, IoDetails, MovedPath, PreconditionFailedDetails,
+    RebaseStage, RecordStatus, StaleClaimDetails, StaleClaimReason, ValidationFailedDetails,
+    ValidationFailedReason,
+};
 use super::records::{Proposal, ProposalStatus};
 use super::validate::{
     claim_blocks, file_facts, gather_prefetching, validate_with_changeset, ReadBefore, StageStatus,
@@ -69,12 +74,16 @@ fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
             .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
         if setting.branch_ref().is_none() {
             return Err(ToolError::new(
-                ErrorCode::PreconditionFailed,
                 format!(
                     "{} is a bare repository: it has no working tree to write files to; land changes as commits (workspace.configure with mode git); nothing was changed",
                     engine.root().display()
                 ),
-                json!({"root": engine.root().display().to_string(), "bare": true, "landing": setting}),
+                PreconditionFailedDetails {
+                    root: Some(engine.root().display().to_string()),
+                    bare: Some(true),
+                    landing: Some(setting),
+                    ..PreconditionFailedDetails::default()
+                },
             ));
         }
     }
@@ -97,9 +106,8 @@ fn snapshot(ws: &Workspace, changeset: &crate::Changeset) -> Result<Vec<Before>,
         if f.before.is_none() {
             if !ws.no_file_at(&f.path)? {
                 return Err(ToolError::new(
-                    ErrorCode::PreconditionFailed,
                     format!("{} changed while the apply was being prepared", f.path),
-                    json!({"path": f.path}),
+                    PreconditionFailedDetails::at(&f.path),
                 ));
             }
             continue;
@@ -107,9 +115,8 @@ fn snapshot(ws: &Workspace, changeset: &crate::Changeset) -> Result<Vec<Before>,
         let now = ws.read_with_mode(&f.path)?;
         if now.as_ref().map(|(_, m, _)| *m) != f.before {
             return Err(ToolError::new(
-                ErrorCode::PreconditionFailed,
                 format!("{} changed while the apply was being prepared", f.path),
-                json!({"path": f.path}),
+                PreconditionFailedDetails::at(&f.path),
             ));
         }
         if let Some((file, meta, mode)) = now {
@@ -261,12 +268,15 @@ fn rebase_request(args: &ApplyRevision) -> super::rebase::RebaseProposal {
 /// reviewed again.
 fn not_trivial(args: &ApplyRevision, report: &ValidationReport) -> ToolError {
     ToolError::new(
-        ErrorCode::ValidationFailed,
         format!(
             "revision {} of {} no longer matches the workspace, and rebasing it changes what surrounds the change (its context or enclosing symbol), so its evidence does not carry (failed: rebase): rebase it with proposal.rebase and have it reviewed again",
             args.revision.0, args.proposal_id
         ),
-        json!({"report": report, "stage": "rebase", "reason": "not_trivial"}),
+        ValidationFailedDetails {
+            report: Box::new(report.clone()),
+            stage: Some(RebaseStage::Rebase),
+            reason: Some(ValidationFailedReason::NotTrivial),
+        },
     )
 }
 
@@ -474,13 +484,18 @@ fn require_valid(report: &ValidationReport) -> Result<(), ToolError> {
         return Ok(());
     }
     if report.revision != report.latest_revision {
-        return Err(ToolError::conflict(
+        return Err(ToolError::new(
             format!(
                 "revision {} of {} was superseded by revision {}",
                 report.revision, report.proposal_id, report.latest_revision
             ),
-            json!({"proposal_id": report.proposal_id, "revision": report.revision,
-                   "latest_revision": report.latest_revision, "report": report}),
+            ConflictDetails {
+                proposal_id: Some(report.proposal_id.clone()),
+                revision: Some(u64::from(report.revision)),
+                latest_revision: Some(u64::from(report.latest_revision)),
+                report: Some(Box::new(report.clone())),
+                ..ConflictDetails::default()
+            },
         ));
     }
     let stale = report.stages.iter().any(|s| {
@@ -492,28 +507,35 @@ fn require_valid(report: &ValidationReport) -> Result<(), ToolError> {
         .filter(|s| s.status == StageStatus::Failed)
         .map(|s| s.name.as_str())
         .collect();
-    let (code, message) = if stale {
-        (
-            ErrorCode::PreconditionFailed,
+    let report = Box::new(report.clone());
+    Err(if stale {
+        ToolError::new(
             format!(
                 "revision {} of {} no longer matches the workspace (failed: {})",
                 report.revision,
                 report.proposal_id,
                 failed.join(", ")
             ),
+            PreconditionFailedDetails {
+                report: Some(report),
+                ..PreconditionFailedDetails::default()
+            },
         )
     } else {
-        (
-            ErrorCode::ValidationFailed,
+        ToolError::new(
             format!(
                 "revision {} of {} is not valid (failed: {})",
                 report.revision,
                 report.proposal_id,
                 failed.join(", ")
             ),
+            ValidationFailedDetails {
+                report,
+                stage: None,
+                reason: None,
+            },
         )
-    };
-    Err(ToolError::new(code, message, json!({"report": report})))
+    })
 }
 
 /// The landing of transaction `id` and the changeset it writes: none and
@@ -678,12 +700,15 @@ impl JournalGuard<'_> {
             }
             let facts = facts.as_deref().unwrap_or_default();
             if claim_blocks(self.engine, self.ws, None, facts, &other) {
-                return Err(ToolError::conflict(
+                return Err(ToolError::new(
                     format!(
                         "{} acquired write claim {} on {} while revision {} of {} was being validated; nothing was applied",
                         other.agent_id, other.id, other.resource_id, self.revision, proposal.id
                     ),
-                    json!({"holder": other}),
+                    ConflictDetails {
+                        holder: Some(Box::new(other.clone())),
+                        ..ConflictDetails::default()
+                    },
                 ));
             }
         }
@@ -807,7 +832,6 @@ fn fenced(
         let status = current.as_ref().map(|c| c.status);
         if status != Some(ClaimStatus::Active) {
             return Err(ToolError::new(
-                ErrorCode::StaleClaim,
                 format!(
                     "{}'s claim {} on {} (token {}) {} while revision {revision} of {} was being validated; nothing was applied",
                     c.agent_id,
@@ -817,22 +841,26 @@ fn fenced(
                     if status == Some(ClaimStatus::Released) { "was released" } else { "lapsed" },
                     proposal.id
                 ),
-                json!({"proposal_id": proposal.id, "revision": revision, "claim_id": c.id,
-                       "resource_id": c.resource_id, "token": c.token, "reason": "lapsed"}),
+                StaleClaimDetails {
+                    reason: Some(StaleClaimReason::Lapsed),
+                    ..stale(proposal, revision, c)
+                },
             ));
         }
         let scope = c.scope()?;
         for newer in store::claims::write_claims_after(tx, c.token, &c.agent_id, now)? {
             if newer.scope().is_ok_and(|s| overlaps(&s, &scope)) {
                 return Err(ToolError::new(
-                    ErrorCode::StaleClaim,
                     format!(
                         "{} was granted {} (claim {}, token {}) after {}'s claim {} (token {}): its token is superseded; nothing was applied",
                         newer.agent_id, newer.resource_id, newer.id, newer.token, c.agent_id, c.id, c.token
                     ),
-                    json!({"proposal_id": proposal.id, "revision": revision, "claim_id": c.id,
-                           "resource_id": c.resource_id, "token": c.token, "reason": "superseded",
-                           "newer_claim_id": newer.id, "newer_token": newer.token}),
+                    StaleClaimDetails {
+                        reason: Some(StaleClaimReason::Superseded),
+                        newer_claim_id: Some(newer.id.clone()),
+                        newer_token: Some(newer.token as u64),
+                        ..stale(proposal, revision, c)
+                    },
                 ));
             }
         }
@@ -854,9 +882,12 @@ fn land_outcome(
 ) -> Result<Vec<String>, ToolError> {
     let changed = store::proposals::mark_applied(cx.tx, &proposal.id, cx.now)?;
     if changed != 1 {
-        return Err(ToolError::conflict(
+        return Err(ToolError::new(
             format!("proposal {} changed status during the apply", proposal.id),
-            json!({"proposal_id": proposal.id}),
+            ConflictDetails {
+                proposal_id: Some(proposal.id.clone()),
+                ..ConflictDetails::default()
+            },
         ));
     }
     cx.event(
@@ -902,7 +933,19 @@ fn release_landed_claims(
 
 /// A landing step's refusal as a tool error, with its code and details.
 fn landing_refusal(e: crate::landing::LandingError) -> ToolError {
-    ToolError::new(e.code(), e.to_string(), e.details())
+    ToolError::from(e)
+}
+
+/// The stale claim `c` validation relied on for `revision` of `proposal`.
+fn stale(proposal: &Proposal, revision: u32, c: &crate::model::Claim) -> StaleClaimDetails {
+    StaleClaimDetails {
+        proposal_id: Some(proposal.id.clone()),
+        revision: Some(u64::from(revision)),
+        claim_id: Some(c.id.clone()),
+        resource_id: Some(c.resource_id.clone()),
+        token: Some(c.token as u64),
+        ..StaleClaimDetails::default()
+    }
 }
 
 /// An identity for a commit: `id <id@KIND.roundtable>`, now.
@@ -960,12 +1003,15 @@ fn plan_landing(
     let on = head.symbolic_target().ok().flatten().map(str::to_owned);
     if on.as_deref() != Some(branch) {
         return Err(ToolError::new(
-            ErrorCode::PreconditionFailed,
             format!(
                 "the repository's HEAD is on {}, not {branch}: nothing was applied",
                 on.as_deref().unwrap_or("a detached commit")
             ),
-            json!({"ref": branch, "head": on}),
+            PreconditionFailedDetails {
+                reference: Some(branch.to_owned()),
+                head: Some(on),
+                ..PreconditionFailedDetails::default()
+            },
         ));
     }
     let moved = |actual: Option<String>| {
@@ -996,7 +1042,6 @@ fn plan_landing(
                 let behind = landing::contains(&repo, tip, old).map_err(landing_refusal)?;
                 if !(bare && behind) {
                     return Err(ToolError::new(
-                        ErrorCode::PreconditionFailed,
                         format!(
                             "{location}'s {branch} is at {tip}, this repository's at {old}: {}; nothing was applied",
                             if behind {
@@ -1005,7 +1050,13 @@ fn plan_landing(
                                 "the two have diverged"
                             }
                         ),
-                        json!({"remote": location, "ref": branch, "expected": old.to_string(), "actual": tip.to_string()}),
+                        PreconditionFailedDetails {
+                            remote: Some(Some(location.clone())),
+                            reference: Some(branch.to_owned()),
+                            expected: Some(old.to_string()),
+                            actual: Some(Some(tip.to_string())),
+                            ..PreconditionFailedDetails::default()
+                        },
                     ));
                 }
                 landing::move_branch(&repo, branch, old, tip, "roundtable: fetch")
@@ -1024,9 +1075,13 @@ fn plan_landing(
             format!("{path} in the working tree is not what {branch} holds (an uncommitted change): commit or discard it, then apply")
         };
         return Err(ToolError::new(
-            ErrorCode::PreconditionFailed,
             message,
-            json!({"path": path.to_string(), "ref": branch, "remote": remote}),
+            PreconditionFailedDetails {
+                path: Some(path.to_string()),
+                reference: Some(branch.to_owned()),
+                remote: Some(remote),
+                ..PreconditionFailedDetails::default()
+            },
         ));
     }
     let converted = landing::convert(&repo, changeset).map_err(landing_refusal)?;
@@ -1104,9 +1159,8 @@ fn apply_message(
             // names but the evidence lacks would be a commit that does not
             // say why it landed.
             return Err(ToolError::new(
-                ErrorCode::Io,
                 format!("the policy evaluation counted {id}, which is not among the evidence of {}: nothing was applied", p.id),
-                json!({}),
+                IoDetails::default(),
             ));
         };
         trailers.push(trailer);
@@ -1304,12 +1358,15 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             (Some(branch), Some(l)) if l.branch == branch => Some((setting, l.new_id)),
             _ => {
                 return Err(ToolError::new(
-                    ErrorCode::IllegalTransition,
                     format!(
                         "{} landed in another landing mode (or on another branch) than the workspace's now: it cannot be rolled back; revert its proposal (proposal.revert) instead",
                         t.id
                     ),
-                    json!({"transaction_id": t.id, "landing": setting}),
+                    IllegalTransitionDetails {
+                        transaction_id: Some(t.id.clone()),
+                        landing: Some(setting),
+                        ..IllegalTransitionDetails::default()
+                    },
                 ))
             }
         };
@@ -1321,12 +1378,17 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
     if original.status != TransactionStatus::Applied {
         let status = super::records::enum_to_sql(&original.status);
         return Err(ToolError::new(
-            ErrorCode::IllegalTransition,
             format!(
                 "transaction {} is {status}; only an applied transaction can be rolled back",
                 original.id
             ),
-            json!({"transaction_id": original.id, "status": original.status, "allowed": ["applied"], "operation": NAME}),
+            IllegalTransitionDetails {
+                transaction_id: Some(original.id.clone()),
+                status: Some(RecordStatus::Transaction(original.status)),
+                allowed: Some(vec![RecordStatus::Transaction(TransactionStatus::Applied)]),
+                operation: Some(NAME.to_owned()),
+                ..IllegalTransitionDetails::default()
+            },
         ));
     }
     let ws = engine.workspace().view();
@@ -1336,7 +1398,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         .filter(|r| r.state != PathState::AtAfter)
         .collect();
     if !moved.is_empty() {
-        return Err(ToolError::conflict(
+        return Err(ToolError::new(
             format!(
                 "{} of the {} paths transaction {} wrote changed since: {}",
                 moved.len(),
@@ -1348,7 +1410,20 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            json!({"transaction_id": original.id, "paths": moved.iter().map(|r| json!({"path": r.path, "expected": r.after, "actual": r.actual})).collect::<Vec<_>>()}),
+            ConflictDetails {
+                transaction_id: Some(original.id.clone()),
+                paths: Some(
+                    moved
+                        .iter()
+                        .map(|r| MovedPath {
+                            path: r.path.clone(),
+                            expected: r.after.clone(),
+                            actual: r.actual.clone(),
+                        })
+                        .collect(),
+                ),
+                ..ConflictDetails::default()
+            },
         ));
     }
     let mut changeset = restore_changeset(engine.store(), &files, &reports)?;

@@ -10,7 +10,6 @@ use crate::model::{Landing, LandingMode};
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// Arguments of `workspace.configure`.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
@@ -86,11 +85,24 @@ fn git_refusal(root: &std::path::Path, branch: &str, remote: Option<&str>) -> Op
         let opened = crate::landing::open_remote(&repo, remote);
         match opened {
             Err(e) => {
-                return Some(ToolError::new(
-                    e.code(),
-                    e.to_string(),
-                    json!({"field": "landing.remote"}),
-                ))
+                let field = Some("landing.remote".to_owned());
+                return Some(match e.code() {
+                    crate::ErrorCode::Io => ToolError::new(
+                        e.to_string(),
+                        super::details::IoDetails {
+                            field,
+                            ..super::details::IoDetails::default()
+                        },
+                    ),
+                    crate::ErrorCode::InvalidArgument => ToolError::new(
+                        e.to_string(),
+                        super::details::InvalidArgumentDetails {
+                            field,
+                            ..super::details::InvalidArgumentDetails::default()
+                        },
+                    ),
+                    _ => ToolError::from(e),
+                });
             }
             Ok((remote_repo, location)) if remote_repo.refname_to_id(&name).is_err() => {
                 return invalid(format!("{location} has no branch {branch}"));

@@ -188,8 +188,10 @@ pub struct Engine {
     pid: u32,
     options: EngineOptions,
     ids: IdGenerator,
-    claim_queue: crate::tools::claims::ClaimQueue,
-    inbox_memo: crate::tools::inbox::InboxMemo,
+    /// What the layers above keep per engine (the tool layer's claim
+    /// queue and inbox memo), each under its own type: the engine holds
+    /// them without naming them.
+    extensions: Extensions,
     unrecovered: Vec<crate::apply::Unrecovered>,
 }
 
@@ -247,8 +249,7 @@ impl Engine {
             pid: std::process::id(),
             options,
             ids: IdGenerator::default(),
-            claim_queue: crate::tools::claims::ClaimQueue::default(),
-            inbox_memo: crate::tools::inbox::InboxMemo::default(),
+            extensions: Extensions::default(),
             unrecovered: Vec::new(),
         };
         // A git-mode apply that moved its branch before it could record
@@ -447,14 +448,41 @@ impl Engine {
         &self.ids
     }
 
-    /// This engine's waiters for write claims, in arrival order.
-    pub(crate) fn claim_queue(&self) -> &crate::tools::claims::ClaimQueue {
-        &self.claim_queue
+    /// The engine's one value of type `T`, made (`T::default()`) on first
+    /// use: state a layer above keeps for the engine's lifetime, such as
+    /// the tool layer's claim queue and inbox memo.
+    pub(crate) fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.extensions.get_or_default()
     }
+}
 
-    /// What `inbox.list` remembers of the open proposals it judged.
-    pub(crate) fn inbox_memo(&self) -> &crate::tools::inbox::InboxMemo {
-        &self.inbox_memo
+/// Values kept per engine, one per type ([`Engine::extension`]).
+#[derive(Default)]
+struct Extensions(
+    std::sync::Mutex<
+        std::collections::HashMap<std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>>,
+    >,
+);
+
+impl Extensions {
+    fn get_or_default<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let value = map
+            .entry(std::any::TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone();
+        value
+            .downcast::<T>()
+            .expect("each entry is stored under its own type's id")
+    }
+}
+
+impl std::fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extensions").finish_non_exhaustive()
     }
 }
 

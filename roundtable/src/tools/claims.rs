@@ -324,7 +324,7 @@ impl ClaimQueue {
 
     /// Join the queue; the slot leaves it (and wakes the others) when
     /// dropped.
-    fn enter<'e>(&'e self, engine: &'e Engine, agent: &str, resource: &Resource) -> Slot<'e> {
+    fn enter<'e>(&self, engine: &'e Engine, agent: &str, resource: &Resource) -> Slot<'e> {
         let ticket = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.lock().push(Waiter {
             ticket,
@@ -382,14 +382,14 @@ struct Slot<'e> {
 
 impl Slot<'_> {
     fn ahead(&self) -> usize {
-        self.engine.claim_queue().ahead(self.ticket)
+        self.engine.extension::<ClaimQueue>().ahead(self.ticket)
     }
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.engine
-            .claim_queue()
+            .extension::<ClaimQueue>()
             .lock()
             .retain(|w| w.ticket != self.ticket);
         // The next in line may try now.
@@ -411,9 +411,10 @@ fn acquire_waiting(
     use super::wait::Check;
     use crate::store::watch::Interest;
     let deadline = std::time::Instant::now() + wait.duration();
-    let slot = engine
-        .claim_queue()
-        .enter(engine, actor.id.as_str(), &args.resource_id.0);
+    let slot =
+        engine
+            .extension::<ClaimQueue>()
+            .enter(engine, actor.id.as_str(), &args.resource_id.0);
     let mut refusal: Option<ToolError> = None;
     let mut blocker: Option<String> = None;
     let until_expiry = |claim: &Claim| {

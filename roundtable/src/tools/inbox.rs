@@ -100,7 +100,7 @@ impl Tool for ListInbox {
         let next_cursor = Cursor::page(&mut open, limit, |p| p.seq);
         let ws = cx.engine.workspace().view();
         let shared = Shared::read(cx)?;
-        let memo = cx.engine.inbox_memo();
+        let memo = cx.engine.extension::<InboxMemo>();
         memo.keep_for(&shared);
         let mut items = Vec::new();
         for p in &open {

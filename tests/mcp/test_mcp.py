@@ -326,20 +326,19 @@ def test_http_is_loopback_only_and_a_bad_token_file_is_refused(repo: Path, tmp_p
 
 # -- the README's client configurations ---------------------------------------
 
-def readme_configs() -> list[dict[str, Any]]:
+def guide_configs() -> list[dict[str, Any]]:
     import re
 
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Connecting agents (MCP)")
-    section = text[start:text.index("\n## ", start + 1)]
+    # The client configurations the MCP guide of the book gives.
+    section = (REPO / "docs/src/guides/mcp.md").read_text(encoding="utf-8")
     servers = []
     for block in re.findall(r"```json\n(.*?)```", section, re.S):
         servers.extend(json.loads(block)["mcpServers"].values())
     return servers
 
 
-def test_the_readme_client_configs_start_a_server_that_serves_their_actor(repo: Path) -> None:
-    servers = readme_configs()
+def test_the_guide_client_configs_start_a_server_that_serves_their_actor(repo: Path) -> None:
+    servers = guide_configs()
     stdio_servers = [s for s in servers if "command" in s]
     assert len(stdio_servers) >= 2 and any("url" in s for s in servers)
 

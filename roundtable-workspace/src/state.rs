@@ -289,9 +289,7 @@ pub fn compute_state_with<'a>(
     let (tree, mut stats, loaded, threads) =
         walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
     stats.cache = loaded.status.clone();
-    let regular = tree.entries.len() - stats.symlinks;
-    let dirty = stats.hashed > 0 || loaded.len() != regular || !loaded.is_loaded();
-    let store = options.cache != CacheMode::Off && dirty;
+    let store = options.cache != CacheMode::Off && cache_is_stale(&tree, &stats, &loaded);
     // The cache write and the state hash are independent: overlap them.
     let (state, stored) = if store && threads > 1 {
         std::thread::scope(|s| {
@@ -318,6 +316,14 @@ pub fn compute_state_with<'a>(
 
 /// Walk the tree and hash what changed (retrying a walk that something
 /// changed under), with the cache the options ask for.
+/// Whether a walk's stat cache needs writing: the walk hashed a file, or
+/// the cache it read was missing, unreadable or listed other files than
+/// the tree's regular ones.
+fn cache_is_stale(tree: &Tree, stats: &StateStats, loaded: &cache::Loaded) -> bool {
+    let regular = tree.entries.len() - stats.symlinks;
+    stats.hashed > 0 || loaded.len() != regular || !loaded.is_loaded()
+}
+
 fn walk_hashed(
     root: &Path,
     root_fd: BorrowedFd<'_>,
@@ -407,9 +413,7 @@ pub fn subtree_state_with(
             ..StateOptions::default()
         };
         let (tree, stats, loaded, _) = walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
-        let regular = tree.entries.len() - stats.symlinks;
-        let stale = stats.hashed > 0 || loaded.len() != regular || !loaded.is_loaded();
-        if cache == CacheWrite::WhenStale && stale {
+        if cache == CacheWrite::WhenStale && cache_is_stale(&tree, &stats, &loaded) {
             // Not fsynced and not required: losing it only costs a rehash.
             let _ = cache::store(root, &tree);
         }

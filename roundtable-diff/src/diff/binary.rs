@@ -87,9 +87,9 @@ pub(crate) fn inflate(deflated: &[u8], size: u64) -> Result<Vec<u8>, &'static st
         .by_ref()
         .take(size.saturating_add(1))
         .read_to_end(&mut out)
-        .map_err(|_| "binary hunk is not a valid zlib stream")?;
+        .map_err(|_| NOT_ZLIB)?;
     if out.len() as u64 != size {
-        return Err("binary hunk inflates to a different size than declared");
+        return Err(WRONG_SIZE);
     }
     Ok(out)
 }
@@ -106,6 +106,9 @@ pub(crate) struct Inflater {
 
 /// Why a stream does not check out.
 const NOT_ZLIB: &str = "binary hunk is not a valid zlib stream";
+
+/// Why a stream that checks out is not the hunk it says.
+const WRONG_SIZE: &str = "binary hunk inflates to a different size than declared";
 
 /// Bytes of a delta's header: two varints of at most 10 bytes each.
 const DELTA_HEAD: usize = 20;
@@ -211,7 +214,7 @@ impl Inflating<'_> {
             }
         }
         if self.produced != size {
-            return Err("binary hunk inflates to a different size than declared");
+            return Err(WRONG_SIZE);
         }
         Ok(())
     }

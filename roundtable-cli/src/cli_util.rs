@@ -4,10 +4,10 @@
 
 use crate::terminal;
 use clap::Args;
+use roundtable::operations::details::{InvalidArgumentDetails, IoDetails};
+use roundtable::operations::records::Event;
+use roundtable::operations::review::NextActor;
 use roundtable::session::{Cursor, ListEvents};
-use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
-use roundtable::tools::records::Event;
-use roundtable::tools::review::NextActor;
 use roundtable::{Actor, ActorKind, Engine, EngineOptions, Id, Session, ToolError};
 use serde::Serialize;
 use serde_json::Value;

@@ -649,7 +649,7 @@ pub unsafe extern "C" fn rt_patch_parse(
         let summary = serde_json::to_value(parsed.summary()).map_err(|e| {
             ToolError::new(
                 format!("summary: {e}"),
-                rt::tools::details::IoDetails::default(),
+                rt::operations::details::IoDetails::default(),
             )
         })?;
         // SAFETY: checked non-NULL above; the caller guarantees it is

@@ -120,7 +120,7 @@ fn versions() {
 
 #[test]
 fn the_json_version_is_the_cores_and_the_tools_json_is_the_registry() {
-    assert_eq!(RT_JSON_VERSION, rt::tools::JSON_VERSION);
+    assert_eq!(RT_JSON_VERSION, rt::registry::JSON_VERSION);
     assert_eq!(rt_json_version(), RT_JSON_VERSION);
     let mut out: *mut c_char = ptr::null_mut();
     // SAFETY: `out` is writable; the error pointer may be NULL.

@@ -9,7 +9,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use roundtable::tools::ToolSpec;
+use roundtable::registry::ToolSpec;
 use roundtable::{Actor, ActorKind, CallOptions, CancelToken, Engine, ToolError};
 
 use crate::waits::{self, Waits, PROGRESS_EVERY};
@@ -130,7 +130,7 @@ fn tool(spec: &ToolSpec) -> Tool {
 /// TypeScript SDK and the Inspector do), and a refusal matches no output
 /// schema: the agent would read a schema complaint instead of the refusal.
 /// Output schemas stay the success shape alone.
-fn refused(refusal: &roundtable::tools::ToolError) -> CallToolResult {
+fn refused(refusal: &roundtable::operations::ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(refusal.to_json().to_string())])
 }
 
@@ -158,7 +158,7 @@ impl ServerHandler for McpServer {
         let actor = self.actor(&cx)?;
         // A tool that does not exist is the request's error (JSON-RPC
         // invalid params), not a tool result.
-        let Some(spec) = roundtable::tools::find(&request.name) else {
+        let Some(spec) = roundtable::registry::find(&request.name) else {
             return Err(McpError::invalid_params(
                 format!("no tool is named {:?}", request.name),
                 Some(serde_json::json!({"tool": request.name})),

@@ -83,7 +83,7 @@ impl Waits {
                     "{actor} already has {} waits pending, the most one client may (a wait that ends, or is cancelled, frees its place)",
                     self.max
                 ),
-                roundtable::tools::details::BusyDetails {
+                roundtable::operations::details::BusyDetails {
                     max_waits: Some(self.max as u64),
                     ..Default::default()
                 },

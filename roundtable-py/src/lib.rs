@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use roundtable::diff::{self, ParseOptions};
-use roundtable::tools::details::{InvalidPatchDetails, IoDetails};
+use roundtable::operations::details::{InvalidPatchDetails, IoDetails};
 use roundtable::{
     Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, ToolError,
 };
@@ -467,7 +467,7 @@ fn _roundtable(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ERROR_CODES", PyTuple::new(py, codes)?)?;
     // The JSON surface's version, which the generated Python types were
     // made from (roundtable/__init__.py compares them at import).
-    m.add("JSON_VERSION", roundtable::tools::JSON_VERSION)?;
+    m.add("JSON_VERSION", roundtable::registry::JSON_VERSION)?;
     m.add_class::<PyActor>()?;
     m.add_class::<PyEngine>()?;
     m.add_class::<PyCancel>()?;

@@ -646,29 +646,56 @@ pub fn open_remote(repo: &Repository, remote: &str) -> Result<(Repository, Strin
     Ok((remote_repo, url))
 }
 
+/// Transfers of fewer objects than this are written as loose objects, as
+/// git's own fetch and receive write them (`fetch.unpackLimit`,
+/// `receive.unpackLimit`: 100). A pack per landing would pile up in a
+/// host's clone until git's automatic gc (`gc.autoPackLimit`: 50 packs)
+/// starts in the background of the host's next git command, packing refs
+/// under the feet of its fetches and of the next landing.
+const UNPACK_LIMIT: usize = 100;
+
 /// Copy into `to` every object reachable from `tip` in `from` that is not
-/// reachable from `known` (ids `to` already has), as one pack written to
-/// `to`'s object store: what a push or fetch transfers.
+/// reachable from `known` (ids `to` already has): what a push or fetch
+/// transfers. A small transfer is written as loose objects, each only once
+/// everything it refers to is there; a larger one as one pack. Either way
+/// an object `to` has always comes with everything it refers to, which is
+/// what lets an object already there end the walk.
 pub fn copy_objects(
     from: &Repository,
     to: &Repository,
     tip: Oid,
     known: &[Oid],
 ) -> Result<(), LandingError> {
-    if to.odb().map_err(git("open the object store"))?.exists(tip) {
+    let to_odb = to.odb().map_err(git("open the object store"))?;
+    if to_odb.exists(tip) {
         return Ok(());
     }
-    let mut walk = from.revwalk().map_err(git("walk the history"))?;
-    walk.push(tip).map_err(git("walk the history"))?;
-    for id in known {
-        if from.find_commit(*id).is_ok() {
-            walk.hide(*id).map_err(git("walk the history"))?;
+    let walk = || -> Result<git2::Revwalk<'_>, LandingError> {
+        let mut walk = from.revwalk().map_err(git("walk the history"))?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+            .map_err(git("walk the history"))?;
+        walk.push(tip).map_err(git("walk the history"))?;
+        for id in known {
+            if from.find_commit(*id).is_ok() {
+                walk.hide(*id).map_err(git("walk the history"))?;
+            }
         }
+        Ok(walk)
+    };
+    if let Some(missing) = missing_objects(from, &to_odb, walk()?, UNPACK_LIMIT)? {
+        let from_odb = from.odb().map_err(git("open the object store"))?;
+        for id in missing {
+            let object = from_odb.read(id).map_err(git("read an object"))?;
+            to_odb
+                .write(object.kind(), object.data())
+                .map_err(git("write an object"))?;
+        }
+        return Ok(());
     }
     let mut pack = from.packbuilder().map_err(git("build a pack"))?;
-    pack.insert_walk(&mut walk).map_err(git("build a pack"))?;
-    let odb = to.odb().map_err(git("open the object store"))?;
-    let mut writer = odb.packwriter().map_err(git("write a pack"))?;
+    pack.insert_walk(&mut walk()?)
+        .map_err(git("build a pack"))?;
+    let mut writer = to_odb.packwriter().map_err(git("write a pack"))?;
     let mut failed = None;
     pack.foreach(
         |chunk| match std::io::Write::write_all(&mut writer, chunk) {
@@ -685,6 +712,57 @@ pub fn copy_objects(
     }
     writer.commit().map_err(git("write a pack"))?;
     Ok(())
+}
+
+/// The objects of `commits` (parents first) that `to` lacks, each after
+/// everything it refers to; `None` once there are `limit` of them.
+fn missing_objects(
+    from: &Repository,
+    to: &git2::Odb<'_>,
+    commits: git2::Revwalk<'_>,
+    limit: usize,
+) -> Result<Option<Vec<Oid>>, LandingError> {
+    let mut missing = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for commit in commits {
+        let commit = commit.map_err(git("walk the history"))?;
+        let tree = from
+            .find_commit(commit)
+            .map_err(git("read a commit"))?
+            .tree_id();
+        // Depth first, each object after its children: (id, is a tree,
+        // children pushed already).
+        let mut stack = vec![(tree, true, false)];
+        while let Some((id, is_tree, expanded)) = stack.pop() {
+            if expanded {
+                missing.push(id);
+                if missing.len() >= limit {
+                    return Ok(None);
+                }
+                continue;
+            }
+            if !seen.insert(id) || to.exists(id) {
+                continue;
+            }
+            stack.push((id, is_tree, true));
+            if is_tree {
+                let tree = from.find_tree(id).map_err(git("read a tree"))?;
+                for entry in tree.iter() {
+                    match entry.kind() {
+                        Some(git2::ObjectType::Tree) => stack.push((entry.id(), true, false)),
+                        Some(git2::ObjectType::Blob) => stack.push((entry.id(), false, false)),
+                        // A submodule's commit lives in its own repository.
+                        _ => {}
+                    }
+                }
+            }
+        }
+        missing.push(commit);
+        if missing.len() >= limit {
+            return Ok(None);
+        }
+    }
+    Ok(Some(missing))
 }
 
 /// The configuration key whose value, on a push's command line, names

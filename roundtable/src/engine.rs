@@ -4,10 +4,10 @@
 use crate::actor::Actor;
 use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::id::IdGenerator;
+use crate::operations::ToolError;
 use crate::store::{Durability, Store, StoreOptions};
-use crate::tools::{self, ToolError, ToolSpec};
 use crate::workspace::Workspace;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -254,7 +254,7 @@ impl Engine {
         };
         // A git-mode apply that moved its branch before it could record
         // its outcome landed: bring the store forward.
-        unrecovered.extend(crate::tools::transactions::finish_landed(&engine)?);
+        unrecovered.extend(crate::operations::transactions::finish_landed(&engine)?);
         engine.unrecovered = unrecovered;
         Ok(engine)
     }
@@ -278,69 +278,6 @@ impl Engine {
         crate::session::Session::new(self, actor)
     }
 
-    /// Call `tool` with `args` (a JSON object) as `actor`.
-    ///
-    /// The result is the tool's JSON result; an error is a [`ToolError`]
-    /// with a stable code. A refused call changes nothing.
-    pub fn call(&self, tool: &str, args: Value, actor: &Actor) -> Result<Value, ToolError> {
-        self.check_process()?;
-        let spec = tools::find(tool).ok_or_else(|| {
-            ToolError::new(
-                format!("there is no tool {tool:?}"),
-                crate::tools::details::NotFoundDetails {
-                    kind: "tool".to_owned(),
-                    id: tool.to_owned(),
-                },
-            )
-        });
-        spec.and_then(|spec| spec.invoke(self, args, actor))
-    }
-
-    /// [`call`](Engine::call), interrupted by `options`: every wait it makes
-    /// (the apply lock, a busy store, a claim wait, `events.wait`) gives up
-    /// when `options`' token is cancelled or its deadline passes, and the
-    /// call then fails with `cancelled` or `deadline_exceeded` having
-    /// changed nothing. A call past its commit point finishes and reports
-    /// success whatever happens to `options` (see [`crate::interrupt`]).
-    pub fn call_with(
-        &self,
-        tool: &str,
-        args: Value,
-        actor: &Actor,
-        options: &crate::CallOptions,
-    ) -> Result<Value, ToolError> {
-        self.check_process()?;
-        crate::interrupt::scope(options, || {
-            crate::interrupt::check().map_err(ToolError::from)?;
-            self.call(tool, args, actor)
-        })
-    }
-
-    /// [`call_json`](Engine::call_json) interrupted by `options`, as
-    /// [`call_with`](Engine::call_with).
-    pub fn call_json_with(
-        &self,
-        tool: &str,
-        args: &[u8],
-        actor: &Actor,
-        options: &crate::CallOptions,
-    ) -> Result<Value, ToolError> {
-        self.check_process()?;
-        crate::interrupt::scope(options, || {
-            crate::interrupt::check().map_err(ToolError::from)?;
-            self.call_json(tool, args, actor)
-        })
-    }
-
-    /// [`call`](Engine::call) with the arguments as JSON text, parsed
-    /// strictly (a key given twice is refused).
-    pub fn call_json(&self, tool: &str, args: &[u8], actor: &Actor) -> Result<Value, ToolError> {
-        self.check_process()?;
-        let args = crate::json::parse_strict(args)
-            .map_err(|e| ToolError::invalid_argument("", format!("not valid JSON: {e}")))?;
-        self.call(tool, args, actor)
-    }
-
     /// `inherited_engine` unless this is the process that opened the
     /// engine. A `fork()` child inherits the engine's memory but not the
     /// threads that held its locks (a call would wait on them forever),
@@ -359,46 +296,11 @@ impl Engine {
                  fork(): nothing was done; open a new engine in this process",
                 self.pid
             ),
-            crate::tools::details::InheritedEngineDetails {
+            crate::operations::details::InheritedEngineDetails {
                 opened_by_pid: u64::from(self.pid),
                 pid: u64::from(pid),
             },
         ))
-    }
-
-    /// Every tool.
-    pub fn tools() -> &'static [ToolSpec] {
-        tools::TOOLS
-    }
-
-    /// Every tool as JSON: `[{"name", "description", "mutates", "callers",
-    /// "idempotent", "destructive", "waits", "input_schema", "output_schema"}]`.
-    pub fn tools_json() -> Value {
-        Value::Array(
-            tools::TOOLS
-                .iter()
-                .map(|t| {
-                    json!({
-                        "name": t.name,
-                        "description": t.description,
-                        "mutates": t.mutates,
-                        "callers": t.callers,
-                        "idempotent": t.idempotent,
-                        "destructive": t.destructive,
-                        "waits": t.waits,
-                        "input_schema": t.input_schema(),
-                        "output_schema": t.output_schema(),
-                    })
-                })
-                .collect(),
-        )
-    }
-
-    /// Every error code as JSON, sorted by code: `[{"code", "status",
-    /// "description", "details_schema"}]` (see [`tools::errors_json`]):
-    /// what the `details` of each code's errors hold.
-    pub fn errors_json() -> Value {
-        tools::errors_json()
     }
 
     /// The repository root.

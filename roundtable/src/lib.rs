@@ -8,7 +8,7 @@
 //! (`<root>/.roundtable/store.db`) and the tool surface every front end
 //! shares — `engine.call(tool, args, actor)`, with the [`Actor`] supplied by
 //! the host, arguments decoded strictly, every state change one SQL
-//! transaction with its audit event (see [`tools`] for the registry and
+//! transaction with its audit event (see [`registry`] for the tools, [`operations`] for what they do and
 //! [`store`] for the schema).
 //!
 //! Underneath is the diff engine everything else builds on:
@@ -57,14 +57,15 @@ use roundtable_base::hex;
 #[cfg(doctest)]
 mod doctests;
 mod engine;
+pub mod operations;
+pub mod registry;
 pub mod session;
-pub mod tools;
 
 pub use engine::{Engine, EngineOptions};
+pub use operations::{Request, ToolError};
 pub use roundtable_base::{
     Actor, ActorKind, CallOptions, CancelToken, Digest, DigestError, ErrorCode, Id, PathError,
     RepoPath, Resource, ResourceError, UnknownErrorCode, DIGEST_PREFIX,
 };
 pub use roundtable_diff::{Changeset, FileChange, FileContent, FileMeta, Operation};
 pub use session::Session;
-pub use tools::{Request, ToolError};

@@ -55,8 +55,8 @@
 use crate::actor::Actor;
 use crate::engine::Engine;
 use crate::id::Id;
+use crate::operations::{authorize, decode, Request, ToolError};
 use crate::resource::Resource;
-use crate::tools::{decode, Request, ToolError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -65,45 +65,47 @@ pub use crate::landing::LandedCommit;
 pub use crate::model::{
     Durability, EventKind, OperationKind, PolicyStatus, RecordKind, RevisionFormat, StageName,
 };
-pub use crate::tools::args::Cursor;
-pub use crate::tools::claims::{
+pub use crate::operations::args::Cursor;
+pub use crate::operations::claims::{
     AcquireClaim, ClaimChanged, ClaimPage, ClaimStatus, ListClaims, ReleaseClaim, RenewClaim,
 };
-pub use crate::tools::evidence::{
+pub use crate::operations::evidence::{
     ApprovalRequested, Approve, Approved, CastVote, DecisionRecorded, GetTest, ListTests,
     ListVotes, RecordDecision, RecordSecurityReview, RecordTest, RequestApproval, SecurityReviewed,
     TestDetail, TestPage, TestRecorded, VotePage, VoteRecorded,
 };
-pub use crate::tools::inbox::{InboxItem, InboxPage, ListInbox};
-pub use crate::tools::landing::{LandedCommits, LandingLog};
-pub use crate::tools::log::{
+pub use crate::operations::inbox::{InboxItem, InboxPage, ListInbox};
+pub use crate::operations::landing::{LandedCommits, LandingLog};
+pub use crate::operations::log::{
     ChainHead, ChainReport, EventPage, EventWait, ListEvents, VerifyEvents, WaitEvents,
 };
-pub use crate::tools::next::{NextAction, NextActor, NextRole, RequirementNext};
-pub use crate::tools::policies::{ActivatePolicy, Activated, GetPolicy, PolicyResult, SetPolicy};
-pub use crate::tools::proposals::{
+pub use crate::operations::next::{NextAction, NextActor, NextRole, RequirementNext};
+pub use crate::operations::policies::{
+    ActivatePolicy, Activated, GetPolicy, PolicyResult, SetPolicy,
+};
+pub use crate::operations::proposals::{
     AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
     ProposalPage, ProposalRevised, Reject, Rejected, RequestReview, ReviewRequested, Withdraw,
 };
-pub use crate::tools::rebase::{FileConflict, RebaseProposal};
-pub use crate::tools::records::{
+pub use crate::operations::rebase::{FileConflict, RebaseProposal};
+pub use crate::operations::records::{
     DecisionValue, ProposalStatus, Risk, TestStatus, Verdict, VoteValue,
 };
-pub use crate::tools::revert::RevertProposal;
-pub use crate::tools::review::{
+pub use crate::operations::revert::RevertProposal;
+pub use crate::operations::review::{
     CompareRevisions, DiffPage, Files, GetProposalStatus, Interdiff, InterdiffStatus, ProposalDiff,
     ProposalFiles, ProposalSymbols, StatusReport, Symbols,
 };
-pub use crate::tools::setup::{
+pub use crate::operations::setup::{
     AgentDetail, AgentPage, AgentRegistered, CreateTask, GetAgent, GetTask, ListAgents, ListTasks,
     RegisterAgent, TaskCreated, TaskDetail, TaskPage,
 };
-pub use crate::tools::transactions::{
+pub use crate::operations::transactions::{
     Applied, ApplyRevision, CheckRecovery, GetTransaction, ListPhases, ListTransactions, Phases,
     RecoveryAdvice, Rollback, RolledBack, TransactionDetail, TransactionPage,
 };
-pub use crate::tools::validate::{Validate, ValidationReport};
-pub use crate::tools::workspace::{ConfigureWorkspace, GetWorkspace, WorkspaceSettings};
+pub use crate::operations::validate::{Validate, ValidationReport};
+pub use crate::operations::workspace::{ConfigureWorkspace, GetWorkspace, WorkspaceSettings};
 
 /// One actor's handle on an engine: every call it makes is made as that
 /// actor. Cheap to create; a host gives each agent thread its own.
@@ -128,19 +130,32 @@ impl<'e> Session<'e> {
     /// could not), then runs exactly as the tool does.
     pub fn run<R: Request>(&self, request: impl Into<Draft<R>>) -> Result<R::Output, ToolError> {
         self.engine.check_process()?;
-        self.run_unchecked(request)
+        authorize::<R>(&self.actor)?;
+        let request = request.into().build()?;
+        let args = serde_json::to_value(&request).map_err(|e| {
+            ToolError::invalid_argument("", format!("the request does not serialize: {e}"))
+        })?;
+        self.decode_and_execute::<R>(args)
     }
 
-    fn run_unchecked<R: Request>(
+    /// Run the request whose arguments are `args`, a JSON object: the
+    /// path of the JSON registry ([`Engine::call`]).
+    pub(crate) fn run_json<R: Request>(
         &self,
-        request: impl Into<Draft<R>>,
+        args: serde_json::Value,
     ) -> Result<R::Output, ToolError> {
-        crate::tools::authorize::<R>(&self.actor)?;
-        let request = request.into().build()?;
-        let checked: R = decode(serde_json::to_value(&request).map_err(|e| {
-            ToolError::invalid_argument("", format!("the request does not serialize: {e}"))
-        })?)?;
-        checked.execute(self.engine, &self.actor)
+        authorize::<R>(&self.actor)?;
+        self.decode_and_execute::<R>(args)
+    }
+
+    /// Decode `args` strictly into `R` and run it as this session's actor
+    /// (whose kind is authorized already).
+    fn decode_and_execute<R: Request>(
+        &self,
+        args: serde_json::Value,
+    ) -> Result<R::Output, ToolError> {
+        let request: R = decode(args)?;
+        request.execute(self.engine, &self.actor)
     }
 
     /// Registering agents and tasks.
@@ -507,7 +522,7 @@ impl CreateProposal {
         patch: &[u8],
     ) -> Draft<CreateProposal> {
         CreateProposal::with_change(task_id, title, summary_md, None, None).set(|r| {
-            r.patch_base64 = Some(crate::tools::args::PatchBytes(patch.to_vec()));
+            r.patch_base64 = Some(crate::operations::args::PatchBytes(patch.to_vec()));
             Ok(())
         })
     }
@@ -536,7 +551,7 @@ impl CreateProposal {
 /// `affected_resources` decoded from resource ids.
 fn resources<S: AsRef<str>>(
     ids: impl IntoIterator<Item = S>,
-) -> Result<Vec<crate::tools::args::ResourceId>, ToolError> {
+) -> Result<Vec<crate::operations::args::ResourceId>, ToolError> {
     let ids: Vec<String> = ids.into_iter().map(|s| s.as_ref().to_owned()).collect();
     field("affected_resources", ids)
 }
@@ -553,7 +568,7 @@ impl Draft<CreateProposal> {
 
     /// How to read the patch text: a unified diff (the default), a Codex
     /// envelope or SEARCH/REPLACE blocks.
-    pub fn patch_format(self, format: crate::tools::args::PatchFormat) -> Self {
+    pub fn patch_format(self, format: crate::operations::args::PatchFormat) -> Self {
         self.set(|r| {
             r.patch_format = Some(format);
             Ok(())
@@ -605,7 +620,7 @@ impl AttachPatch {
         patch: &[u8],
     ) -> Draft<AttachPatch> {
         AttachPatch::with_change(proposal_id, expected_revision, None, None).set(|r| {
-            r.patch_base64 = Some(crate::tools::args::PatchBytes(patch.to_vec()));
+            r.patch_base64 = Some(crate::operations::args::PatchBytes(patch.to_vec()));
             Ok(())
         })
     }
@@ -659,7 +674,7 @@ impl Draft<RebaseProposal> {
 impl Draft<AttachPatch> {
     /// How to read the patch text: a unified diff (the default), a Codex
     /// envelope or SEARCH/REPLACE blocks.
-    pub fn patch_format(self, format: crate::tools::args::PatchFormat) -> Self {
+    pub fn patch_format(self, format: crate::operations::args::PatchFormat) -> Self {
         self.set(|r| {
             r.patch_format = Some(format);
             Ok(())
@@ -1084,7 +1099,7 @@ impl AcquireClaim {
     pub fn new(resource: Resource, claim_type: ClaimType, ttl_s: u32) -> Draft<AcquireClaim> {
         Draft::of(|| {
             Ok(AcquireClaim {
-                resource_id: crate::tools::args::ResourceId(resource),
+                resource_id: crate::operations::args::ResourceId(resource),
                 claim_type,
                 ttl_s: field("ttl_s", ttl_s)?,
                 task_id: None,

@@ -3,7 +3,7 @@
 //! refusals carry details that read back as their code's type.
 
 use crate::tools::World;
-use roundtable::tools::details::{
+use roundtable::operations::details::{
     details_schema, ConflictDetails, Details, ForbiddenDetails, ForbiddenReason,
     IllegalTransitionDetails, InvalidArgumentDetails, NotFoundDetails, RecordStatus,
 };
@@ -27,7 +27,7 @@ fn type_name(code: ErrorCode) -> String {
 
 #[test]
 fn issue33_item3_every_code_has_a_typed_details_schema() {
-    let listed = roundtable::tools::errors_json();
+    let listed = roundtable::operations::details::errors_json();
     let listed = listed.as_array().expect("a list");
     assert_eq!(listed.len(), ErrorCode::ALL.len(), "every code listed once");
     for &code in ErrorCode::ALL {

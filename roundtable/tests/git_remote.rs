@@ -723,3 +723,71 @@ fn a_sigkilled_apply_through_a_remote_leaves_remote_branch_tree_and_store_agreei
         "no run was killed between the push and the outcome"
     );
 }
+
+/// Objects `copy_objects` carries between repositories (a landing's push
+/// and fetch) are written as git would write them: a small transfer as
+/// loose objects (a pack per landing would pile up until git's automatic
+/// gc starts in the background of the host's next git command, packing
+/// refs under the feet of its fetches), a large one as one pack; and
+/// either way the receiving repository passes `git fsck --strict` with
+/// the branch fully connected.
+#[test]
+fn a_small_transfer_is_loose_objects_and_a_large_one_is_one_pack() {
+    use roundtable::landing::copy_objects;
+    let top = tempfile::tempdir().expect("tempdir");
+    let work = top.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    git(&work, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir(work.join("src")).expect("mkdir");
+    std::fs::write(work.join("src/a.txt"), "a\n").expect("write");
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "base"]);
+    let base = rev(&work, "main");
+    let to = top.path().join("to.git");
+    git(top.path(), &["clone", "-q", "--bare", "work", "to.git"]);
+    let packs = |d: &Path| {
+        std::fs::read_dir(d.join("objects/pack"))
+            .map(|r| {
+                r.filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pack"))
+                })
+                .count()
+            })
+            .unwrap_or(0)
+    };
+    let packs_before = packs(&to);
+    let from_repo = git2::Repository::open(&work).expect("open");
+    let to_repo = git2::Repository::open_bare(&to).expect("open");
+    let oid = |s: &str| git2::Oid::from_str(s.trim()).expect("an id");
+
+    // Three small commits, one of them in a new directory: loose objects.
+    for i in 0..3 {
+        std::fs::create_dir_all(work.join(format!("src/d{i}"))).expect("mkdir");
+        std::fs::write(work.join(format!("src/d{i}/f.txt")), format!("{i}\n")).expect("write");
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", &format!("c{i}")]);
+    }
+    let tip = rev(&work, "main");
+    copy_objects(&from_repo, &to_repo, oid(&tip), &[oid(&base)]).expect("copy");
+    assert_eq!(packs(&to), packs_before, "a small transfer wrote a pack");
+    git(&to, &["update-ref", "refs/heads/main", tip.trim()]);
+    fsck(&to);
+    // Copying again is a no-op.
+    copy_objects(&from_repo, &to_repo, oid(&tip), &[oid(&base)]).expect("again");
+    assert_eq!(packs(&to), packs_before);
+
+    // 150 new files in one commit: one pack.
+    for i in 0..150 {
+        std::fs::write(work.join(format!("src/n{i}.txt")), format!("n{i}\n")).expect("write");
+    }
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "many"]);
+    let big = rev(&work, "main");
+    copy_objects(&from_repo, &to_repo, oid(&big), &[oid(&tip)]).expect("copy");
+    assert_eq!(packs(&to), packs_before + 1, "a large transfer is one pack");
+    git(&to, &["update-ref", "refs/heads/main", big.trim()]);
+    fsck(&to);
+    let listed = git(&to, &["rev-list", "--objects", "main"]);
+    assert_eq!(listed, git(&work, &["rev-list", "--objects", "main"]));
+}

@@ -82,7 +82,7 @@ fn issue33_item4_landing_log_refuses_files_mode_bad_limits_and_agents() {
     );
     assert_eq!(e.details()["landing"]["mode"], "files", "{}", e.details());
     let details = e
-        .details_as::<roundtable::tools::details::PreconditionFailedDetails>()
+        .details_as::<roundtable::operations::details::PreconditionFailedDetails>()
         .expect("the details are precondition_failed's type");
     assert!(details.landing.is_some_and(|l| l.branch_ref().is_none()));
     // The typed API refuses the same way.

@@ -362,11 +362,19 @@ fn four_hosts_on_one_postgres_store_land_every_proposal_once_under_contended_sym
     for (child, report) in children {
         let out = child.wait_with_output().expect("wait for a host");
         let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // The panic's own lines first: a long backtrace must not push
+        // them out of a truncated CI log.
+        let panic: Vec<&str> = stderr
+            .lines()
+            .skip_while(|l| !l.contains("panicked at"))
+            .take(4)
+            .collect();
         assert!(
             out.status.success() && stdout.contains("1 passed"),
-            "host failed ({}):\n{stdout}\n{}",
+            "host failed ({}): {}\n{stdout}\n{stderr}",
             out.status,
-            String::from_utf8_lossy(&out.stderr)
+            panic.join("\n"),
         );
         let text = std::fs::read_to_string(&report).expect("report");
         for line in text.lines() {
@@ -396,6 +404,20 @@ fn four_hosts_on_one_postgres_store_land_every_proposal_once_under_contended_sym
     assert_eq!(markers.len(), n, "every change is on the remote");
     assert!(markers.values().all(|&c| c == 1), "a change landed twice");
     fsck(&remote);
+    // Each host's clone took every landing's objects as git would, loose
+    // (a pack per landing had reached git's `gc.autoPackLimit` of 50, and
+    // the automatic gc it started raced the host's next fetch).
+    for k in 0..HOSTS {
+        let clone = top.path().join(format!("h{k}.git"));
+        let counts = git(&clone, &["count-objects", "-v"]);
+        let packs: usize = counts
+            .lines()
+            .find_map(|l| l.strip_prefix("packs: "))
+            .and_then(|n| n.parse().ok())
+            .expect("a pack count");
+        assert!(packs < 50, "host {k}'s clone holds {packs} packs");
+        fsck(&clone);
+    }
 
     // The shared store: every proposal applied once; the chain verifies
     // and has no gaps.

@@ -137,7 +137,7 @@ fn a_struct_literal_is_checked_by_the_json_decoder_when_it_runs() {
     // The public field lets a host write revision 0; the decoder refuses it
     // exactly as it refuses `{"revision": 0}` on the JSON surface.
     let mut request = ApplyRevision::new("p1", 1).build().expect("a request");
-    request.revision = roundtable::tools::args::RevisionNumber(0);
+    request.revision = roundtable::operations::args::RevisionNumber(0);
     let typed = host.transactions().apply(request).expect_err("refused");
     let json = engine
         .call(

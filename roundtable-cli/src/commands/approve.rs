@@ -56,7 +56,7 @@ fn approve(
         request = request.note_md(n);
     }
     let out = spinner("human.approve", || person.evidence().approve(request)).map_err(|e| {
-        let details = e.details_as::<roundtable::tools::details::ConflictDetails>();
+        let details = e.details_as::<roundtable::operations::details::ConflictDetails>();
         match details.as_ref().and_then(|d| d.latest_revision) {
             Some(latest) => ToolError::new(
                 format!(

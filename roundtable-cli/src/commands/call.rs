@@ -22,10 +22,10 @@ pub(crate) fn run(tool: &str, root: &Path, actor: &str, args: &str) -> Result<St
     // Everything that can be refused without the store is checked first, so
     // a mistyped command does not create a store.
     let actor = Actor::parse(actor).map_err(|e| ToolError::invalid_argument("--as", e))?;
-    if roundtable::tools::find(tool).is_none() {
+    if roundtable::registry::find(tool).is_none() {
         return Err(ToolError::new(
             format!("there is no tool {tool:?} (`roundtable tools` lists them)"),
-            roundtable::tools::details::NotFoundDetails {
+            roundtable::operations::details::NotFoundDetails {
                 kind: "tool".to_owned(),
                 id: tool.to_owned(),
             },

@@ -13,6 +13,11 @@
 
 use roundtable::apply::Transaction;
 use roundtable::model::{Landing, LandingMode};
+use roundtable::operations::claims::Claim;
+use roundtable::operations::details::{InvalidArgumentDetails, IoDetails};
+use roundtable::operations::records::Revision;
+use roundtable::operations::transactions::Phase;
+use roundtable::operations::validate::StageStatus;
 use roundtable::policy::RoleNeed;
 use roundtable::session::Session;
 use roundtable::session::{
@@ -21,11 +26,6 @@ use roundtable::session::{
     ProposalStatus, RecordSecurityReview, RegisterAgent, RequestReview, RevertProposal, Risk,
     Rollback, TransactionDetail, Validate, ValidationReport, Verdict, VoteValue,
 };
-use roundtable::tools::claims::Claim;
-use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
-use roundtable::tools::records::Revision;
-use roundtable::tools::transactions::Phase;
-use roundtable::tools::validate::StageStatus;
 use roundtable::{Actor, Engine, EngineOptions, ErrorCode, Id, Resource, ToolError};
 use serde::Serialize;
 use serde_json::Value;

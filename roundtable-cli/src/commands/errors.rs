@@ -4,5 +4,5 @@ use crate::cli_util::to_json;
 use roundtable::ToolError;
 
 pub(crate) fn run() -> Result<String, ToolError> {
-    to_json(&roundtable::tools::errors_json())
+    to_json(&roundtable::operations::details::errors_json())
 }

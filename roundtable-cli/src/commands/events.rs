@@ -4,8 +4,8 @@
 use crate::cli_util::{esc, events_after, open, print, reader, Common};
 use crate::terminal;
 use clap::Args;
+use roundtable::operations::records::Event;
 use roundtable::session::WaitEvents;
-use roundtable::tools::records::Event;
 use roundtable::ToolError;
 use std::fmt::Write as _;
 
@@ -57,7 +57,7 @@ fn event_json(e: &Event) -> Result<String, ToolError> {
     let value = serde_json::to_value(e).map_err(|err| {
         ToolError::new(
             err.to_string(),
-            roundtable::tools::details::IoDetails::default(),
+            roundtable::operations::details::IoDetails::default(),
         )
     })?;
     Ok(terminal::json(value.to_string()))

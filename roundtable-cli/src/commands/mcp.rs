@@ -1,6 +1,6 @@
 //! `roundtable mcp`: the tools over the Model Context Protocol.
 
-use roundtable::tools::details::{InvalidArgumentDetails, IoDetails};
+use roundtable::operations::details::{InvalidArgumentDetails, IoDetails};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

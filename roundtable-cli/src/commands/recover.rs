@@ -28,7 +28,7 @@ pub(crate) fn run(common: &Common) -> Result<String, ToolError> {
             left.len(),
             each.join("; ")
         ),
-        roundtable::tools::details::BusyDetails {
+        roundtable::operations::details::BusyDetails {
             transaction_id: Some(first.transaction_id.clone()),
             ..Default::default()
         },

@@ -7,13 +7,13 @@ use crate::cli_util::{
 };
 use crate::terminal;
 use clap::Args;
+use roundtable::operations::records::Proposal;
+use roundtable::operations::review::NextActor;
 use roundtable::policy::RequirementStatus;
 use roundtable::session::{
     GetProposal, GetProposalStatus, NextRole, ProposalDiff, ProposalStatus, RequirementNext,
     Validate,
 };
-use roundtable::tools::records::Proposal;
-use roundtable::tools::review::NextActor;
 use roundtable::{Engine, ToolError};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -6,12 +6,12 @@ use crate::cli_util::{
 };
 use crate::terminal;
 use roundtable::apply::Transaction;
+use roundtable::operations::claims::Claim;
+use roundtable::operations::records::Proposal;
+use roundtable::operations::review::NextActor;
 use roundtable::session::{
     ClaimStatus, GetProposalStatus, ListClaims, ListProposals, ListTransactions, ProposalStatus,
 };
-use roundtable::tools::claims::Claim;
-use roundtable::tools::records::Proposal;
-use roundtable::tools::review::NextActor;
 use roundtable::{Engine, ToolError};
 use serde::Serialize;
 use std::fmt::Write as _;

@@ -556,11 +556,11 @@ impl Cursor {
 
     /// The sort key a page starts after: 0 without a cursor,
     /// `invalid_argument` (field `cursor`) for one this tool did not return.
-    pub(crate) fn start(cursor: Option<&Cursor>) -> Result<i64, crate::tools::ToolError> {
+    pub(crate) fn start(cursor: Option<&Cursor>) -> Result<i64, crate::operations::ToolError> {
         match cursor {
             None => Ok(0),
             Some(c) => c.seq().ok_or_else(|| {
-                crate::tools::ToolError::invalid_argument(
+                crate::operations::ToolError::invalid_argument(
                     "cursor",
                     "is not a cursor this tool returned",
                 )

@@ -5,8 +5,8 @@ use super::records::{Agent, Task};
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
+use crate::operations::records::AgentRecord;
 use crate::store;
-use crate::tools::records::AgentRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

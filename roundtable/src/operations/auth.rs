@@ -4,7 +4,7 @@ use super::details::{ForbiddenDetails, ForbiddenReason};
 use super::records::Agent;
 use super::{Cx, ToolError};
 use crate::actor::{Actor, ActorKind};
-use crate::tools::records::AgentRecord;
+use crate::operations::records::AgentRecord;
 
 /// `forbidden` unless `actor` is of one of these kinds.
 pub(crate) fn require_kind(

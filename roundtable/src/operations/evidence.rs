@@ -16,8 +16,8 @@ use super::Request as _;
 use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
+use crate::operations::records::ProposalRecord;
 use crate::store;
-use crate::tools::records::ProposalRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -8,9 +8,9 @@ pub use crate::model::{
     Proposal, ProposalStatus, Revision, Risk, SecurityReviewRecord, Task, TestResult, TestStatus,
     Verdict, Vote, VoteValue,
 };
+use crate::operations::ToolError;
 pub(crate) use crate::store::enum_to_sql;
 use crate::store::sql::Tx;
-use crate::tools::ToolError;
 
 /// How a tool loads an agent's record.
 pub(crate) trait AgentRecord: Sized {

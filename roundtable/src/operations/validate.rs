@@ -20,6 +20,9 @@ use crate::diff::{FilePatch, LineKind, Patch};
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::model::StageName;
+use crate::operations::claims::ClaimRecord;
+use crate::operations::records::ProposalRecord;
+use crate::operations::records::RevisionRecord;
 use crate::policy::RequirementId;
 use crate::policy::{
     evaluate, review_plan, AddedLine, AgentInfo, ApprovalInfo, Policy, PolicyInput, PolicyReport,
@@ -28,9 +31,6 @@ use crate::policy::{
 use crate::resource::Resource;
 use crate::store;
 use crate::store::sql::Tx;
-use crate::tools::claims::ClaimRecord;
-use crate::tools::records::ProposalRecord;
-use crate::tools::records::RevisionRecord;
 use crate::workspace::Workspace;
 use crate::RepoPath;
 use schemars::JsonSchema;

@@ -7,7 +7,7 @@
 //! [`ToolError`](crate::ToolError) is built from a details value
 //! ([`ToolError::new`](crate::ToolError::new)) and takes its code from the value's type, so a
 //! `conflict` with the details of `stale_claim` does not compile. Records
-//! the details embed (a [`ValidationReport`](crate::tools::validate::ValidationReport), a
+//! the details embed (a [`ValidationReport`](crate::operations::validate::ValidationReport), a
 //! [`Claim`](crate::model::Claim), an [`Actor`](crate::actor::Actor)…)
 //! are the same Rust types the tools return, so their schemas are the
 //! same `$defs`.

@@ -3,8 +3,8 @@
 
 use super::present;
 use crate::model::{Landing, MatchRung};
-use crate::tools::args::PatchFormat;
-use crate::tools::validate::ValidationReport;
+use crate::operations::args::PatchFormat;
+use crate::operations::validate::ValidationReport;
 use crate::ErrorCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

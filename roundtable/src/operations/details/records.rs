@@ -2,8 +2,8 @@
 
 use crate::actor::{Actor, ActorKind};
 use crate::model::{Claim, ClaimStatus, Landing, PolicyStatus, ProposalStatus, TransactionStatus};
-use crate::tools::rebase::FileConflict;
-use crate::tools::validate::ValidationReport;
+use crate::operations::rebase::FileConflict;
+use crate::operations::validate::ValidationReport;
 use crate::ErrorCode;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};

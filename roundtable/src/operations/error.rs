@@ -54,7 +54,7 @@ impl ToolError {
     /// transaction engine): the details are read as `code`'s type and
     /// written back, so that they are a details value like any other.
     /// Details that are not of the code's type are a defect of that layer
-    /// (the tests of `tools::details` make every such error): a debug
+    /// (the tests of `operations::details` make every such error): a debug
     /// build panics; a release build keeps them as the layer wrote them
     /// rather than lose what they say.
     pub(crate) fn lower(code: ErrorCode, message: impl Into<String>, details: Value) -> ToolError {

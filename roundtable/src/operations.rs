@@ -1,5 +1,10 @@
-//! The tool surface: one registry of tools every front end (Rust, C,
-//! Python, CLI) calls through [`Engine::call`](crate::Engine::call).
+//! The governed operations: one module per group of operations
+//! (proposals, evidence, claims, transactions, …), each owning its request
+//! and result types. A request type is the operation: it names its tool,
+//! its callers and its result ([`Request`]), and runs in one store
+//! transaction ([`Tool`]). The typed [`Session`](crate::Session) runs
+//! requests; the JSON [`registry`](crate::registry) decodes them from JSON
+//! and runs them through the session.
 //!
 //! Each tool has a name, a description and JSON Schemas for its arguments
 //! (`additionalProperties: false`) and its result, derived from the very
@@ -30,8 +35,8 @@ macro_rules! store_tool {
             self,
             engine: &crate::engine::Engine,
             actor: &crate::actor::Actor,
-        ) -> Result<Self::Output, crate::tools::ToolError> {
-            crate::tools::run_tool::<Self>(engine, actor, self)
+        ) -> Result<Self::Output, crate::operations::ToolError> {
+            crate::operations::run_tool::<Self>(engine, actor, self)
         }
     };
 }
@@ -63,19 +68,11 @@ macro_rules! no_prep {
             _: &crate::engine::Engine,
             _: &crate::actor::Actor,
             _: &Self,
-        ) -> Result<(), crate::tools::ToolError> {
+        ) -> Result<(), crate::operations::ToolError> {
             Ok(())
         }
     };
 }
-
-/// The version of the JSON surface: the tools, their argument and result
-/// shapes and error codes as `Engine::tools_json` describes them. It grows
-/// when a change could break a host that reads or writes them (a field
-/// removed or renamed, a meaning changed); adding a tool, an optional
-/// argument or a result field keeps it. Front ends compare it with the one
-/// they were generated from.
-pub const JSON_VERSION: u32 = 1;
 
 pub mod args;
 mod auth;
@@ -100,7 +97,7 @@ pub mod validate;
 mod wait;
 pub mod workspace;
 
-pub use details::{errors_json, Details};
+pub use details::Details;
 pub use error::ToolError;
 
 /// What one tool call can see: the engine, the open SQL transaction, the
@@ -204,169 +201,12 @@ pub trait Request: Serialize + DeserializeOwned + JsonSchema {
     fn execute(self, engine: &Engine, actor: &Actor) -> Result<Self::Output, ToolError>;
 }
 
-/// A tool as the registry lists it.
-#[derive(Clone, Copy)]
-pub struct ToolSpec {
-    /// The tool's name (`proposal.create`).
-    pub name: &'static str,
-    /// What it does, for people and for agents choosing a tool.
-    pub description: &'static str,
-    /// Whether it changes state.
-    pub mutates: bool,
-    /// The kinds of actor that may call it.
-    pub callers: &'static [ActorKind],
-    /// Whether a repeat with the same arguments has no further effect.
-    pub idempotent: bool,
-    /// Whether it may overwrite or retire state rather than only add.
-    pub destructive: bool,
-    /// Whether it may wait on other actors (`events.wait`, a claim wait).
-    pub waits: bool,
-    input_schema: fn() -> Value,
-    output_schema: fn() -> Value,
-    call: fn(&Engine, Value, &Actor) -> Result<Value, ToolError>,
-}
-
-impl std::fmt::Debug for ToolSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolSpec")
-            .field("name", &self.name)
-            .finish()
-    }
-}
-
-impl ToolSpec {
-    /// Whether an actor of this kind may call the tool (the tool list a
-    /// front end shows that actor).
-    pub fn callable_by(&self, kind: ActorKind) -> bool {
-        self.callers.contains(&kind)
-    }
-
-    /// The JSON Schema of the arguments.
-    pub fn input_schema(&self) -> Value {
-        (self.input_schema)()
-    }
-
-    /// The JSON Schema of the result.
-    pub fn output_schema(&self) -> Value {
-        (self.output_schema)()
-    }
-
-    pub(crate) fn invoke(
-        &self,
-        engine: &Engine,
-        args: Value,
-        actor: &Actor,
-    ) -> Result<Value, ToolError> {
-        (self.call)(engine, args, actor)
-    }
-}
-
-fn schema<T: JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).expect("a schema serializes")
-}
-
-const fn spec<R: Request>() -> ToolSpec {
-    ToolSpec {
-        name: R::TOOL,
-        description: R::DESCRIPTION,
-        mutates: R::MUTATES,
-        callers: R::CALLERS,
-        idempotent: R::IDEMPOTENT,
-        destructive: R::DESTRUCTIVE,
-        waits: R::WAITS,
-        input_schema: schema::<R>,
-        output_schema: schema::<R::Output>,
-        call: call::<R>,
-    }
-}
-
-/// The JSON adapter of one request type: decode, run, encode.
-fn call<R: Request>(engine: &Engine, args: Value, actor: &Actor) -> Result<Value, ToolError> {
-    authorize::<R>(actor)?;
-    let request: R = decode(args)?;
-    let out = request.execute(engine, actor)?;
-    let value = serde_json::to_value(&out).expect("results serialize");
-    // Every result reads back as its type, to the same JSON (what a
-    // replayed idempotent call and a Rust host rely on).
-    #[cfg(debug_assertions)]
-    {
-        let again: R::Output = serde_json::from_value(value.clone())
-            .unwrap_or_else(|e| panic!("{} result does not read back: {e}", R::TOOL));
-        assert_eq!(
-            serde_json::to_value(&again).expect("results serialize"),
-            value,
-            "{} result reads back differently",
-            R::TOOL
-        );
-    }
-    Ok(value)
-}
-
 /// `forbidden` unless `actor`'s kind is one of the tool's
 /// [`Request::CALLERS`]. Every front end (the JSON registry,
 /// [`Session::run`](crate::session::Session::run)) checks this first,
 /// before the arguments are decoded.
 pub(crate) fn authorize<R: Request>(actor: &Actor) -> Result<(), ToolError> {
     auth::require_kind(actor, R::CALLERS, R::TOOL)
-}
-
-/// Every tool, in a stable order.
-pub static TOOLS: &[ToolSpec] = &[
-    spec::<setup::RegisterAgent>(),
-    spec::<setup::CreateTask>(),
-    spec::<setup::GetAgent>(),
-    spec::<setup::ListAgents>(),
-    spec::<setup::GetTask>(),
-    spec::<setup::ListTasks>(),
-    spec::<proposals::CreateProposal>(),
-    spec::<proposals::AttachPatch>(),
-    spec::<rebase::RebaseProposal>(),
-    spec::<proposals::GetProposal>(),
-    spec::<proposals::ListProposals>(),
-    spec::<review::ProposalFiles>(),
-    spec::<review::ProposalDiff>(),
-    spec::<review::ProposalSymbols>(),
-    spec::<review::CompareRevisions>(),
-    spec::<review::GetProposalStatus>(),
-    spec::<revert::RevertProposal>(),
-    spec::<inbox::ListInbox>(),
-    spec::<proposals::RequestReview>(),
-    spec::<proposals::Withdraw>(),
-    spec::<proposals::Reject>(),
-    spec::<evidence::CastVote>(),
-    spec::<evidence::ListVotes>(),
-    spec::<evidence::RecordDecision>(),
-    spec::<evidence::RecordSecurityReview>(),
-    spec::<evidence::RequestApproval>(),
-    spec::<evidence::Approve>(),
-    spec::<evidence::RecordTest>(),
-    spec::<evidence::ListTests>(),
-    spec::<evidence::GetTest>(),
-    spec::<claims::AcquireClaim>(),
-    spec::<claims::RenewClaim>(),
-    spec::<claims::ReleaseClaim>(),
-    spec::<claims::ListClaims>(),
-    spec::<validate::Validate>(),
-    spec::<policies::SetPolicy>(),
-    spec::<policies::ActivatePolicy>(),
-    spec::<policies::GetPolicy>(),
-    spec::<transactions::ApplyRevision>(),
-    spec::<transactions::Rollback>(),
-    spec::<transactions::GetTransaction>(),
-    spec::<transactions::ListTransactions>(),
-    spec::<transactions::ListPhases>(),
-    spec::<transactions::CheckRecovery>(),
-    spec::<landing::LandingLog>(),
-    spec::<log::ListEvents>(),
-    spec::<log::WaitEvents>(),
-    spec::<log::VerifyEvents>(),
-    spec::<workspace::ConfigureWorkspace>(),
-    spec::<workspace::GetWorkspace>(),
-];
-
-/// The tool named `name`.
-pub fn find(name: &str) -> Option<&'static ToolSpec> {
-    TOOLS.iter().find(|t| t.name == name)
 }
 
 /// Decode arguments strictly, naming the field of the first problem.
@@ -609,28 +449,4 @@ pub(crate) fn remember<O: Serialize>(
     let out = serde_json::to_string(out).expect("results serialize");
     crate::store::idempotency::insert(cx.tx, cx.actor, key.as_str(), tool, request, &out, cx.now)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_names_are_unique_and_schemas_are_closed() {
-        let mut names = std::collections::HashSet::new();
-        for t in TOOLS {
-            assert!(names.insert(t.name), "{} twice", t.name);
-            let input = t.input_schema();
-            assert_eq!(input["type"], "object", "{}", t.name);
-            assert_eq!(input["additionalProperties"], false, "{}", t.name);
-            let has_key = input["properties"].get("idempotency_key").is_some();
-            assert_eq!(
-                has_key, t.mutates,
-                "{}: idempotency_key iff mutating",
-                t.name
-            );
-            assert!(!t.description.is_empty());
-            assert_eq!(t.output_schema()["type"], "object", "{}", t.name);
-        }
-    }
 }

@@ -33,9 +33,9 @@ use crate::apply::{compare, journal, restore_changeset, PathState, TransactionSt
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::model::RevisionFormat;
+use crate::operations::records::ProposalRecord;
+use crate::operations::records::RevisionRecord;
 use crate::store;
-use crate::tools::records::ProposalRecord;
-use crate::tools::records::RevisionRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -25,12 +25,12 @@ use crate::claims::{overlaps, Scope};
 use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
+use crate::operations::claims::ClaimRecord;
+use crate::operations::records::ProposalRecord;
+use crate::operations::records::RevisionRecord;
 use crate::resource::Resource;
 use crate::store;
 use crate::store::sql::Tx;
-use crate::tools::claims::ClaimRecord;
-use crate::tools::records::ProposalRecord;
-use crate::tools::records::RevisionRecord;
 use crate::workspace::Workspace;
 use crate::{ErrorCode, RepoPath};
 use schemars::JsonSchema;
@@ -824,9 +824,9 @@ fn fenced(
     now: Timestamp,
     proposal: &Proposal,
     revision: u32,
-    relied: &[crate::tools::claims::Claim],
+    relied: &[crate::operations::claims::Claim],
 ) -> Result<(), ToolError> {
-    use crate::tools::claims::ClaimStatus;
+    use crate::operations::claims::ClaimStatus;
     for c in relied {
         let current = store::claims::claim(tx, &c.id, now)?;
         let status = current.as_ref().map(|c| c.status);

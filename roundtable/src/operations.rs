@@ -2,7 +2,7 @@
 //! (proposals, evidence, claims, transactions, …), each owning its request
 //! and result types. A request type is the operation: it names its tool,
 //! its callers and its result ([`Request`]), and runs in one store
-//! transaction ([`Tool`]). The typed [`Session`](crate::Session) runs
+//! transaction. The typed [`Session`](crate::Session) runs
 //! requests; the JSON [`registry`](crate::registry) decodes them from JSON
 //! and runs them through the session.
 //!
@@ -168,7 +168,7 @@ pub(crate) trait Tool: Request {
 
 /// One call of the governed workflow, as a type: the request (a tool's
 /// arguments) names its tool and its result type. [`Session::run`] runs
-/// any request; the JSON registry ([`TOOLS`]) decodes one from JSON,
+/// any request; the JSON registry ([`TOOLS`](crate::registry::TOOLS)) decodes one from JSON,
 /// runs it the same way and encodes the result, and its schemas are
 /// derived from these very types.
 ///

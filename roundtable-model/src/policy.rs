@@ -38,7 +38,6 @@ use crate::ErrorCode;
 use globset::{GlobBuilder, GlobMatcher};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize, Serializer};
-use serde_json::{json, Value};
 use std::borrow::Cow;
 use std::ops::Range;
 use toml::Spanned;
@@ -505,32 +504,6 @@ impl PolicyError {
     /// The stable error code: always [`ErrorCode::InvalidPolicy`].
     pub fn code(&self) -> ErrorCode {
         ErrorCode::InvalidPolicy
-    }
-
-    /// `{"line", "column", "key"}` (plus `"name"` for an unknown key and
-    /// `"glob"` for a bad glob); unknown places are `null`.
-    pub fn details(&self) -> Value {
-        match self {
-            PolicyError::Syntax {
-                key, line, column, ..
-            }
-            | PolicyError::Invalid {
-                key, line, column, ..
-            } => json!({"line": line, "column": column, "key": key}),
-            PolicyError::UnknownKey {
-                name,
-                key,
-                line,
-                column,
-            } => json!({"line": line, "column": column, "key": key, "name": name}),
-            PolicyError::Glob {
-                glob,
-                key,
-                line,
-                column,
-                ..
-            } => json!({"line": line, "column": column, "key": key, "glob": glob}),
-        }
     }
 
     /// The 1-based line the error is on, when known.

@@ -133,7 +133,6 @@
 
 use crate::{ErrorCode, RepoPath};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
 use std::fmt;
 #[cfg(feature = "tree-sitter")]
 use tree_sitter::{Node, Parser, Tree};
@@ -322,19 +321,6 @@ impl Symbol {
     pub fn contains_line(&self, line: u32) -> bool {
         self.start_line <= line && line <= self.end_line
     }
-
-    /// The symbol as a JSON object (the same shape it serializes to).
-    fn to_json(&self) -> Value {
-        json!({
-            "name": self.name,
-            "kind": self.kind.as_str(),
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "start_byte": self.start_byte,
-            "end_byte": self.end_byte,
-            "definition": self.definition,
-        })
-    }
 }
 
 /// Why a symbol cannot be indexed or resolved.
@@ -459,37 +445,6 @@ impl SymbolError {
             SymbolError::SourceTooLarge { .. }
             | SymbolError::NestingTooDeep
             | SymbolError::NameTooLong { .. } => ErrorCode::InvalidArgument,
-        }
-    }
-
-    /// Structured details for the error envelope: `{"path"}` for an
-    /// unsupported language; `{"path", "name", "similar"}` for an unknown
-    /// symbol; `{"path", "name", "candidates": [{"name", "kind",
-    /// "start_line", "end_line", "start_byte", "end_byte", "definition"}]}`
-    /// for an ambiguous one; `{"len", "max"}` for an oversized source or
-    /// name; `{"max_nesting"}` for nesting too deep.
-    pub fn details(&self) -> Value {
-        match self {
-            SymbolError::UnsupportedLanguage { path } => json!({ "path": path }),
-            SymbolError::UnknownSymbol {
-                path,
-                name,
-                similar,
-            } => json!({ "path": path, "name": name, "similar": similar }),
-            SymbolError::AmbiguousSymbol {
-                path,
-                name,
-                candidates,
-            } => json!({
-                "path": path,
-                "name": name,
-                "candidates": candidates.iter().map(Symbol::to_json).collect::<Vec<_>>(),
-            }),
-            SymbolError::SourceTooLarge { len } => json!({ "len": len, "max": MAX_SOURCE_LEN }),
-            SymbolError::NestingTooDeep => json!({ "max_nesting": MAX_NESTING }),
-            SymbolError::NameTooLong { len } => {
-                json!({ "len": len, "max": MAX_QUALIFIED_NAME })
-            }
         }
     }
 }

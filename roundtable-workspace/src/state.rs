@@ -192,8 +192,23 @@ pub enum CacheMode {
     /// Read the cache, hash only what changed, write the updated cache.
     #[default]
     ReadWrite,
+    /// Read the cache, hash only what changed, never write it: computing
+    /// the state changes no file.
+    ReadOnly,
     /// Ignore any existing cache, hash every file, write a fresh cache.
     Rebuild,
+}
+
+impl CacheMode {
+    /// Whether the cache is read.
+    fn reads(self) -> bool {
+        matches!(self, CacheMode::ReadWrite | CacheMode::ReadOnly)
+    }
+
+    /// Whether a cache that no longer matches the tree is written anew.
+    fn writes(self) -> bool {
+        matches!(self, CacheMode::ReadWrite | CacheMode::Rebuild)
+    }
 }
 
 /// Options for [`compute_state_with`].
@@ -289,7 +304,7 @@ pub fn compute_state_with<'a>(
     let (tree, mut stats, loaded, threads) =
         walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
     stats.cache = loaded.status.clone();
-    let store = options.cache != CacheMode::Off && cache_is_stale(&tree, &stats, &loaded);
+    let store = options.cache.writes() && cache_is_stale(&tree, &stats, &loaded);
     // The cache write and the state hash are independent: overlap them.
     let (state, stored) = if store && threads > 1 {
         std::thread::scope(|s| {
@@ -339,9 +354,10 @@ fn walk_hashed(
         n => n,
     };
 
-    let loaded = match options.cache {
-        CacheMode::ReadWrite => cache::load(root),
-        CacheMode::Off | CacheMode::Rebuild => cache::Loaded::not_used(),
+    let loaded = if options.cache.reads() {
+        cache::load(root)
+    } else {
+        cache::Loaded::not_used()
     };
 
     let mut attempt = 1;
@@ -380,40 +396,31 @@ pub fn subtree_state(
     dir: Option<&crate::RepoPath>,
     ignore: Option<&IgnoreList>,
 ) -> Result<StateHash, StateError> {
-    subtree_state_with(root, dir, ignore, CacheWrite::Never)
+    subtree_state_with(root, dir, ignore, CacheMode::ReadOnly)
 }
 
-/// Whether a whole-tree [`subtree_state_with`] writes the stat cache it
-/// reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheWrite {
-    /// Read it, never write it: computing the state changes no file.
-    Never,
-    /// Also bring it up to date when the walk had to hash a file (as
-    /// [`compute_state`] does): for a caller that changes the store anyway
-    /// (acquiring a directory claim), so that the freshness checks after
-    /// it (validation, the apply) only `lstat` the files it hashed.
-    WhenStale,
-}
-
-/// [`subtree_state`], with the whole tree's stat cache written as `cache`
-/// says (a subdirectory's walk never uses the cache). The digest is the
-/// same either way; a failed cache write only costs a later rehash.
+/// [`subtree_state`], with the whole tree's walk using the stat cache as
+/// `cache` says (a subdirectory's walk never uses it). A caller that
+/// changes the store anyway (acquiring a directory claim) passes
+/// [`CacheMode::ReadWrite`], so that the freshness checks after it (the
+/// validation, the apply) only `lstat` the files it hashed. The digest is
+/// the same either way; a failed cache write only costs a later rehash.
 pub fn subtree_state_with(
     root: &Path,
     dir: Option<&crate::RepoPath>,
     ignore: Option<&IgnoreList>,
-    cache: CacheWrite,
+    cache: CacheMode,
 ) -> Result<StateHash, StateError> {
     let root_fd = open_root(root)?;
     let rules = ignore::Rules::load(root, b"", ignore)?;
     let Some(dir) = dir else {
         let options = StateOptions {
             ignore,
+            cache,
             ..StateOptions::default()
         };
         let (tree, stats, loaded, _) = walk_hashed(root, root_fd.as_fd(), &options, &rules, None)?;
-        if cache == CacheWrite::WhenStale && cache_is_stale(&tree, &stats, &loaded) {
+        if cache.writes() && cache_is_stale(&tree, &stats, &loaded) {
             // Not fsynced and not required: losing it only costs a rehash.
             let _ = cache::store(root, &tree);
         }

@@ -8,8 +8,7 @@
 
 use super::tools::{scratch_dir, str_of, World};
 use roundtable::state::{
-    compute_state_with, subtree_state, subtree_state_with, CacheMode, CacheWrite, StateOptions,
-    CACHE_FILE,
+    compute_state_with, subtree_state, subtree_state_with, CacheMode, StateOptions, CACHE_FILE,
 };
 use roundtable::EngineOptions;
 use serde_json::{json, Value};
@@ -70,7 +69,7 @@ fn issue33_perf_directory_claim_leaves_the_stat_cache_warm() {
     // The digest the claim recorded is the same whatever the cache did.
     assert_eq!(claim["base_digest"], read_only.to_string());
     assert_eq!(
-        subtree_state_with(&root, None, None, CacheWrite::WhenStale).expect("state"),
+        subtree_state_with(&root, None, None, CacheMode::ReadWrite).expect("state"),
         read_only
     );
 

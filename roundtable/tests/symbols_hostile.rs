@@ -106,7 +106,7 @@ fn nesting_beyond_the_limit_is_a_coded_refusal() {
     let src = nested("mod a {", "}", symbols::MAX_NESTING + 1);
     let err = symbols::index(Language::Rust, &src).expect_err("too deep");
     assert_eq!(err.code(), ErrorCode::InvalidArgument);
-    assert_eq!(err.details()["max_nesting"], symbols::MAX_NESTING);
+    assert_eq!(err, symbols::SymbolError::NestingTooDeep);
     // At the limit, everything is indexed.
     let src = nested("mod a {", "}", symbols::MAX_NESTING);
     let index = symbols::index(Language::Rust, &src).expect("at the limit");

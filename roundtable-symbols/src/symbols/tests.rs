@@ -3,6 +3,7 @@
 //! module.
 
 use super::*;
+use serde_json::json;
 
 /// `(name, kind, start_line, end_line, definition)` of every symbol.
 pub(super) type Row = (&'static str, SymbolKind, u32, u32, bool);
@@ -106,7 +107,6 @@ fn unsupported_extension_is_an_error_with_its_code() {
         }
     );
     assert_eq!(err.code(), ErrorCode::UnsupportedLanguage);
-    assert_eq!(err.details(), json!({ "path": "docs/notes.md" }));
     assert_eq!(
         resolve(&p, b"", "main").expect_err("no grammar").code(),
         ErrorCode::UnsupportedLanguage
@@ -119,8 +119,12 @@ fn unknown_symbol_names_similar_ones() {
     let err = resolve(&path("src/x.rs"), src.as_bytes(), "C.run").expect_err("no C");
     assert_eq!(err.code(), ErrorCode::UnknownSymbol);
     assert_eq!(
-        err.details(),
-        json!({ "path": "src/x.rs", "name": "C.run", "similar": ["A.run", "B.run"] })
+        err,
+        SymbolError::UnknownSymbol {
+            path: "src/x.rs".into(),
+            name: "C.run".into(),
+            similar: vec!["A.run".into(), "B.run".into()],
+        }
     );
     assert_eq!(
         err.to_string(),
@@ -136,18 +140,23 @@ fn ambiguous_symbol_lists_every_candidate_with_its_span() {
         "struct A<T>(T);\nimpl A<u8> {\n    fn new() {}\n}\nimpl A<u16> {\n    fn new() {}\n}\n";
     let err = resolve(&path("src/a.rs"), src.as_bytes(), "A.new").expect_err("two definitions");
     assert_eq!(err.code(), ErrorCode::AmbiguousSymbol);
+    let SymbolError::AmbiguousSymbol {
+        path: p,
+        name,
+        candidates,
+    } = &err
+    else {
+        panic!("not ambiguous: {err:?}");
+    };
+    assert_eq!((p.as_str(), name.as_str()), ("src/a.rs", "A.new"));
     assert_eq!(
-        err.details(),
-        json!({
-            "path": "src/a.rs",
-            "name": "A.new",
-            "candidates": [
-                { "name": "A.new", "kind": "method", "start_line": 3, "end_line": 3,
-                  "start_byte": 33, "end_byte": 44, "definition": true },
-                { "name": "A.new", "kind": "method", "start_line": 6, "end_line": 6,
-                  "start_byte": 65, "end_byte": 76, "definition": true },
-            ],
-        })
+        serde_json::to_value(candidates).expect("symbols serialize"),
+        json!([
+            { "name": "A.new", "kind": "method", "start_line": 3, "end_line": 3,
+              "start_byte": 33, "end_byte": 44, "definition": true },
+            { "name": "A.new", "kind": "method", "start_line": 6, "end_line": 6,
+              "start_byte": 65, "end_byte": 76, "definition": true },
+        ])
     );
     assert_eq!(
         err.to_string(),
@@ -218,8 +227,10 @@ fn oversized_sources_are_refused_before_parsing() {
     let err = check_len(MAX_SOURCE_LEN + 1).expect_err("too large");
     assert_eq!(err.code(), ErrorCode::InvalidArgument);
     assert_eq!(
-        err.details(),
-        json!({ "len": 4_294_967_296_u64, "max": 4_294_967_295_u64 })
+        err,
+        SymbolError::SourceTooLarge {
+            len: MAX_SOURCE_LEN + 1
+        }
     );
 }
 

@@ -18,7 +18,7 @@ use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
 use crate::resource::Resource;
-use crate::state::CacheWrite;
+use crate::state::CacheMode;
 use crate::store;
 use crate::store::sql::Tx;
 use schemars::JsonSchema;
@@ -89,7 +89,7 @@ pub(crate) fn resource_state(
     resource: &Resource,
     ignore: Option<&crate::policy::IgnoreList>,
 ) -> Result<ResourceState, ToolError> {
-    Ok(resource_state_indexed(engine, ws, resource, ignore, CacheWrite::Never)?.0)
+    Ok(resource_state_indexed(engine, ws, resource, ignore, CacheMode::ReadOnly)?.0)
 }
 
 /// [`resource_state`], and for a symbol the index of the content its span
@@ -101,7 +101,7 @@ fn resource_state_indexed(
     ws: &crate::workspace::Workspace,
     resource: &Resource,
     ignore: Option<&crate::policy::IgnoreList>,
-    cache: CacheWrite,
+    cache: CacheMode,
 ) -> Result<(ResourceState, Option<Vec<crate::symbols::Symbol>>), ToolError> {
     match resource {
         Resource::File(path) => Ok((
@@ -522,7 +522,7 @@ impl Tool for AcquireClaim {
             cx.engine.workspace(),
             &args.resource_id.0,
             ignore,
-            CacheWrite::WhenStale,
+            CacheMode::ReadWrite,
         )?;
         let resource_id = args.resource_id.0.to_string();
         let scope = Scope {

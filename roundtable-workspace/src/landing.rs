@@ -498,7 +498,6 @@ pub struct Identity {
     pub offset_minutes: i32,
 }
 
-
 /// A commit roundtable landed, as `landing.log` (and `roundtable log`)
 /// shows it.
 #[derive(

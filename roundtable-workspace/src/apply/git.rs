@@ -74,16 +74,11 @@ fn follow(
 
 /// Stage `paths` in the index of the repository at `root` as the files
 /// stand, retried briefly while another git process holds `index.lock`.
-pub(super) fn stage(
-    root: &Path,
-    landed: &str,
-    paths: &[RepoPath],
-) -> Result<(), LandingError> {
-    let landed =
-        git2::Oid::from_str(landed).map_err(|source| LandingError::Git {
-            what: "read the new id",
-            source,
-        })?;
+pub(super) fn stage(root: &Path, landed: &str, paths: &[RepoPath]) -> Result<(), LandingError> {
+    let landed = git2::Oid::from_str(landed).map_err(|source| LandingError::Git {
+        what: "read the new id",
+        source,
+    })?;
     let mut tries = 0;
     loop {
         let done = crate::landing::open(root)
@@ -100,7 +95,11 @@ pub(super) fn stage(
 
 /// Remove the ref locks a killed git-mode transaction `id` left on its
 /// branch, here and on its remote ([`crate::landing::clear_stale_lock`]).
-pub(super) fn clear_stale_locks(store: &Store, root: &Path, id: &str) -> Result<(), TransactionError> {
+pub(super) fn clear_stale_locks(
+    store: &Store,
+    root: &Path,
+    id: &str,
+) -> Result<(), TransactionError> {
     let landing = store.read(|tx| {
         Ok::<_, TransactionError>(crate::store::settings::transaction_landing(tx, id)?)
     })?;

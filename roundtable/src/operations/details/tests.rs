@@ -148,7 +148,7 @@ fn workspace_errors() -> Vec<WorkspaceError> {
         path: b"a".to_vec(),
         source,
     };
-    let mut errors = vec![
+    let errors = vec![
         WorkspaceError::Path(RepoPath::from_bytes(b"../x").expect_err("escapes")),
         WorkspaceError::Path(RepoPath::from_bytes(b"").expect_err("empty")),
         WorkspaceError::Symlink {
@@ -220,15 +220,18 @@ fn workspace_errors() -> Vec<WorkspaceError> {
         },
     ];
     #[cfg(feature = "git")]
-    errors.push(WorkspaceError::Git {
-        what: "read HEAD",
-        source: git2::Error::from_str("no"),
-    });
+    let errors = errors
+        .into_iter()
+        .chain([WorkspaceError::Git {
+            what: "read HEAD",
+            source: git2::Error::from_str("no"),
+        }])
+        .collect();
     errors
 }
 
 fn landing_errors() -> Vec<LandingError> {
-    let mut errors = vec![
+    let errors = vec![
         LandingError::BranchMoved {
             remote: None,
             branch: "refs/heads/main".into(),
@@ -256,10 +259,13 @@ fn landing_errors() -> Vec<LandingError> {
         },
     ];
     #[cfg(feature = "git")]
-    errors.push(LandingError::Git {
-        what: "write a tree",
-        source: git2::Error::from_str("no"),
-    });
+    let errors = errors
+        .into_iter()
+        .chain([LandingError::Git {
+            what: "write a tree",
+            source: git2::Error::from_str("no"),
+        }])
+        .collect();
     errors
 }
 

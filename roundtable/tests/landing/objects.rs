@@ -1,6 +1,6 @@
 //! The object half of git landing, step by step (see the parent module).
 
-use super::{fsck, git};
+use super::git;
 use roundtable::changeset::Changeset;
 use roundtable::diff::{parse, ParseOptions};
 use roundtable::landing::{self, Identity, LandingError, Trailer};

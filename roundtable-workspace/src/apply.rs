@@ -38,6 +38,14 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+// The git side of a git-mode landing: its commit point, its recovery and
+// the index; without the `git` feature, each refuses.
+#[cfg(feature = "git")]
+mod git;
+#[cfg(not(feature = "git"))]
+#[path = "apply/no_git.rs"]
+mod git;
+
 /// Why a transaction could not run, or what went wrong in it. Every
 /// variant has one stable code ([`TransactionError::code`]).
 #[derive(Debug, thiserror::Error)]
@@ -1040,7 +1048,7 @@ where
     E: From<TransactionError> + From<StoreError>,
 {
     let id = plan.id.as_str();
-    let followed = match land(env.workspace.root(), id, landing) {
+    let followed = match git::land(env.workspace.root(), id, landing) {
         Ok(followed) => followed,
         Err(source) => {
             recover_one(env, actor, id, "the branch moved since validation")?;
@@ -1132,147 +1140,6 @@ where
             cause: e.to_string(),
         }
         .into());
-    }
-}
-
-/// The repository at `root` and `landing`'s old and new commit ids.
-fn landing_ids(
-    root: &Path,
-    landing: &crate::store::settings::TransactionLanding,
-) -> Result<(git2::Repository, git2::Oid, git2::Oid), crate::landing::LandingError> {
-    let git = |what| move |source| crate::landing::LandingError::Git { what, source };
-    let repo = crate::landing::open(root)?;
-    let old = git2::Oid::from_str(&landing.old_id).map_err(git("read the old id"))?;
-    let new = git2::Oid::from_str(&landing.new_id).map_err(git("read the new id"))?;
-    Ok((repo, old, new))
-}
-
-/// The commit point of `landing` in the repository at `root`: its branch
-/// moves from the old commit to the new one by compare-and-swap — with a
-/// remote, first the remote's (a push with a lease), then this
-/// repository's follows. The outer error is the commit point's (nothing
-/// landed); the inner one is following's, after the change landed.
-fn land(
-    root: &Path,
-    id: &str,
-    landing: &crate::store::settings::TransactionLanding,
-) -> Result<Result<(), crate::landing::LandingError>, crate::landing::LandingError> {
-    let (repo, old, new) = landing_ids(root, landing)?;
-    if let Some(remote) = &landing.remote {
-        let (remote_repo, location) = crate::landing::open_remote(&repo, remote)?;
-        crate::landing::push(
-            &repo,
-            &remote_repo,
-            &location,
-            &landing.branch,
-            old,
-            new,
-            id,
-        )?;
-        return Ok(follow(&repo, landing, old, new));
-    }
-    crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land").map(Ok)
-}
-
-/// After the remote's branch moved to `new`, this repository's follows
-/// from `old` (a branch already at `new` stays).
-fn follow(
-    repo: &git2::Repository,
-    landing: &crate::store::settings::TransactionLanding,
-    old: git2::Oid,
-    new: git2::Oid,
-) -> Result<(), crate::landing::LandingError> {
-    // Already there, or past it (this clone landed or fetched later
-    // changes since).
-    if let Ok(tip) = repo.refname_to_id(&landing.branch) {
-        if crate::landing::contains(repo, tip, new)? {
-            return Ok(());
-        }
-    }
-    crate::landing::move_branch(
-        repo,
-        &landing.branch,
-        old,
-        new,
-        "roundtable: landed on the remote",
-    )
-}
-
-/// Stage `paths` in the index of the repository at `root` as the files
-/// stand, retried briefly while another git process holds `index.lock`.
-fn stage(
-    root: &Path,
-    landed: &str,
-    paths: &[RepoPath],
-) -> Result<(), crate::landing::LandingError> {
-    let landed =
-        git2::Oid::from_str(landed).map_err(|source| crate::landing::LandingError::Git {
-            what: "read the new id",
-            source,
-        })?;
-    let mut tries = 0;
-    loop {
-        let done = crate::landing::open(root)
-            .and_then(|repo| crate::landing::update_index(&repo, landed, paths));
-        match done {
-            Err(_) if tries < 20 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            other => return other,
-        }
-    }
-}
-
-/// Remove the ref locks a killed git-mode transaction `id` left on its
-/// branch, here and on its remote ([`crate::landing::clear_stale_lock`]).
-fn clear_stale_locks(store: &Store, root: &Path, id: &str) -> Result<(), TransactionError> {
-    let landing = store.read(|tx| {
-        Ok::<_, TransactionError>(crate::store::settings::transaction_landing(tx, id)?)
-    })?;
-    let Some(landing) = landing else {
-        return Ok(());
-    };
-    let (repo, _, new) = landing_ids(root, &landing).map_err(landing_error(id))?;
-    crate::landing::clear_stale_lock(&repo, &landing.branch, new).map_err(landing_error(id))?;
-    if let Some(remote) = &landing.remote {
-        let (remote_repo, _) =
-            crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
-        crate::landing::clear_stale_lock(&remote_repo, &landing.branch, new)
-            .map_err(landing_error(id))?;
-    }
-    Ok(())
-}
-
-/// Whether transaction `id` landed in git mode: its branch is at the
-/// commit built for it (the ref update is the commit point) — with a
-/// remote, the remote's branch holds it (at it, or past it: others may
-/// have landed on top since). Changes nothing: [`finish_landed`] brings
-/// this repository's branch forward, under the apply lock.
-fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, TransactionError> {
-    let landing = store.read(|tx| {
-        Ok::<_, TransactionError>(crate::store::settings::transaction_landing(tx, id)?)
-    })?;
-    let Some(landing) = landing else {
-        return Ok(false);
-    };
-    let Ok((repo, _, new)) = landing_ids(root, &landing) else {
-        return Ok(false);
-    };
-    let Some(remote) = &landing.remote else {
-        // At the new commit, or past it: later landings may have moved
-        // the branch on since (the store failed before this one's
-        // outcome was recorded, and the host went on).
-        return match repo.refname_to_id(&landing.branch) {
-            Ok(tip) => crate::landing::contains(&repo, tip, new).map_err(landing_error(id)),
-            Err(_) => Ok(false),
-        };
-    };
-    // An unreachable remote cannot say: recovery must not guess.
-    let (remote_repo, _) = crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
-    match remote_repo.refname_to_id(&landing.branch) {
-        Ok(tip) => crate::landing::contains(&remote_repo, tip, new).map_err(landing_error(id)),
-        Err(_) => Ok(false),
     }
 }
 
@@ -1428,9 +1295,9 @@ pub fn recover_locked(
         let step = || -> Result<Option<Recovery>, TransactionError> {
             // A push the gone applier started may still be running: its
             // outcome is the transaction's.
-            crate::landing::await_push(id);
-            clear_stale_locks(env.store, env.workspace.root(), id)?;
-            if landed(env.store, env.workspace.root(), id)? {
+            git::await_push(id);
+            git::clear_stale_locks(env.store, env.workspace.root(), id)?;
+            if git::landed(env.store, env.workspace.root(), id)? {
                 // Past its commit point: the caller brings it forward.
                 return Ok(None);
             }
@@ -1488,7 +1355,7 @@ pub fn unrecovered(
 pub fn landed_unfinished(env: Env<'_>) -> Result<Vec<String>, TransactionError> {
     let mut out = Vec::new();
     for id in applying(env.store)? {
-        if landed(env.store, env.workspace.root(), &id)? {
+        if git::landed(env.store, env.workspace.root(), &id)? {
             out.push(id);
         }
     }
@@ -1515,17 +1382,13 @@ where
     })?;
     if let Some(landing) = landing.as_ref().filter(|l| l.remote.is_some()) {
         // Landed on the remote: this repository's branch follows it.
-        let (repo, old, new) =
-            landing_ids(env.workspace.root(), landing).map_err(landing_error(id))?;
-        follow(&repo, landing, old, new).map_err(landing_error(id))?;
+        git::follow_remote(env.workspace.root(), landing).map_err(landing_error(id))?;
     }
     let landed = landing.map(|l| l.new_id).unwrap_or_default();
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
     if !env.workspace.is_bare() {
         // Killed while it staged: its lock would keep the index behind.
-        crate::landing::open(env.workspace.root())
-            .and_then(|repo| crate::landing::clear_stale_index_lock(&repo))
-            .map_err(landing_error(id))?;
+        git::clear_stale_index_lock(env.workspace.root()).map_err(landing_error(id))?;
     }
     let index_note = stage_note(env.workspace, &landed, &paths);
     env.store.write(|tx| {
@@ -1610,7 +1473,7 @@ fn stage_note(workspace: &Workspace, landed: &str, paths: &[RepoPath]) -> Value 
     if workspace.is_bare() {
         return json!("none (a bare repository)");
     }
-    match stage(workspace.root(), landed, paths) {
+    match git::stage(workspace.root(), landed, paths) {
         Ok(()) => json!("updated"),
         Err(e) => json!(format!("not updated: {e}")),
     }

@@ -3,7 +3,7 @@
 //! The layer that touches the world: the contained [`workspace`] (every
 //! file opened from the root's descriptor, never through a link), the
 //! workspace [`state`] hash, the journaled transaction engine ([`apply`])
-//! and git [`landing`].
+//! and git [`landing`] (its libgit2 half behind the `git` feature).
 
 // Safe Rust only: bindings live in their own crates.
 #![forbid(unsafe_code)]

@@ -228,6 +228,9 @@ impl Engine {
                 statement_timeout: options.statement_timeout,
             },
         )?;
+        // A build without git cannot land what this workspace lands.
+        #[cfg(not(feature = "git"))]
+        crate::operations::workspace::refuse_git_mode(&store)?;
         // Before anything else runs: finish what a crashed applier left.
         // What cannot be finished is recorded and reported, never a reason
         // not to open (`Engine::unrecovered`).

@@ -78,7 +78,17 @@ pub mod args;
 mod auth;
 pub mod claims;
 pub mod details;
+#[cfg(feature = "git")]
 mod eol;
+/// A build without the `git` feature reads no line-ending rule (libgit2
+/// reads them): a patch that does not apply is reported as it is.
+#[cfg(not(feature = "git"))]
+mod eol {
+    /// `error`, as it is.
+    pub(crate) fn explain(_root: &std::path::Path, error: super::ToolError) -> super::ToolError {
+        error
+    }
+}
 mod error;
 pub mod evidence;
 pub mod inbox;

@@ -8,7 +8,7 @@ mod details_types;
 mod edit_plans;
 mod enums;
 mod event_data;
-#[cfg(not(all(feature = "postgres", feature = "rust")))]
+#[cfg(not(all(feature = "postgres", feature = "rust", feature = "git")))]
 mod features;
 mod fuzz_replay;
 mod git_landing;

@@ -1,15 +1,16 @@
 //! What a build without the default features does: the store opens only
-//! SQLite, and a file whose grammar is not built has no symbols. These run
+//! SQLite, a file whose grammar is not built has no symbols, and changes
+//! land as files only (no git landing, no bare repository). These run
 //! under `cargo test -p roundtable --no-default-features` (the test
 //! command does); with the default features the suite proves the other
-//! side (PostgreSQL runs, symbol claims resolve).
+//! side (PostgreSQL runs, symbol claims resolve, git mode lands commits).
 
-#[cfg(not(feature = "rust"))]
+#[cfg(any(not(feature = "rust"), not(feature = "git")))]
 use super::tools::World;
 use roundtable::ErrorCode;
-#[cfg(not(feature = "postgres"))]
+#[cfg(any(not(feature = "postgres"), not(feature = "git")))]
 use roundtable::{Engine, EngineOptions};
-#[cfg(not(feature = "rust"))]
+#[cfg(any(not(feature = "rust"), not(feature = "git")))]
 use serde_json::json;
 
 /// A build without `postgres` refuses a store URL when the engine opens,
@@ -57,4 +58,109 @@ fn issue33_item1_without_the_rust_grammar_a_symbol_claim_is_unsupported() {
         json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 60}),
         &w.author,
     );
+}
+
+/// A build without `git` lands files only, and says so wherever git
+/// landing would be used, changing nothing: `workspace.configure` with
+/// mode git is `invalid_argument` on `landing.mode` (the store keeps files
+/// mode, the repository its refs); a bare repository is refused when the
+/// engine opens, before any store is made in it; and a workspace whose
+/// stored mode is git (set by a build with git) is refused when the engine
+/// opens, before recovery, rather than landed as files. Files mode goes on
+/// working (the rest of the suite runs in it).
+#[cfg(not(feature = "git"))]
+#[test]
+fn issue33_item1_a_build_without_git_refuses_git_landing_and_changes_nothing() {
+    use super::landing::{fsck, git};
+    use super::support::{fingerprint, store_db, test_options};
+    let no_git = |message: &str| {
+        assert!(
+            message.contains("no git support (the `git` feature)"),
+            "{message}"
+        );
+    };
+
+    // A working tree on `main`: git mode would be accepted with git.
+    let w = World::new();
+    let root = w.dir.path().to_path_buf();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "hello.txt"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    let head = git(&root, &["rev-parse", "refs/heads/main"]);
+    let err = w.refused(
+        "workspace.configure",
+        json!({"landing": {"mode": "git", "branch": "main"}}),
+        &w.host,
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(err.details()["field"], "landing.mode", "{err}");
+    no_git(err.message());
+    let settings = w.ok("workspace.get", json!({}), &w.host);
+    assert_eq!(settings["landing"]["mode"], "files");
+    // Files mode is still configurable.
+    w.ok(
+        "workspace.configure",
+        json!({"landing": {"mode": "files"}}),
+        &w.host,
+    );
+
+    // A store a build with git left in git mode: refused at open, the
+    // store, the files and the branch as they were.
+    let World { dir, engine, .. } = w;
+    drop(engine);
+    let landing = r#"{"mode":"git","branch":"main","remote":null}"#;
+    store_db(&root).execute(
+        "INSERT INTO settings (key, value, updated_at) VALUES ('landing', ?1, 0) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        &[landing],
+    );
+    let store_before = fingerprint(&root);
+    let Err(err) = Engine::open(&root, test_options(&root)) else {
+        panic!("this build has no git landing, yet a git-mode workspace opened");
+    };
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    assert_eq!(err.details()["field"], "landing.mode", "{err}");
+    no_git(err.message());
+    assert_eq!(
+        fingerprint(&root),
+        store_before,
+        "a refused open wrote the store"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("hello.txt")).expect("read"),
+        "hello\n"
+    );
+    assert_eq!(git(&root, &["rev-parse", "refs/heads/main"]), head);
+    assert_eq!(
+        git(&root, &["status", "--porcelain", "--", "hello.txt"]),
+        ""
+    );
+    fsck(&root);
+
+    // A bare repository: refused at open, no store made in its git
+    // directory.
+    let top = tempfile::tempdir().expect("tempdir");
+    git(
+        top.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &root.display().to_string(),
+            "r.git",
+        ],
+    );
+    let bare = top.path().join("r.git");
+    let Err(err) = Engine::open(&bare, EngineOptions::default()) else {
+        panic!("this build reads no bare repository, yet one opened");
+    };
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+    no_git(err.message());
+    assert!(
+        !bare.join(".roundtable").exists(),
+        "a refused open made a store"
+    );
+    assert_eq!(git(&bare, &["rev-parse", "refs/heads/main"]), head);
+    fsck(&bare);
+    drop(dir);
 }

@@ -92,6 +92,7 @@ fn trailers(d: &Path, commit: &str) -> String {
     String::from_utf8(child.wait_with_output().expect("wait").stdout).expect("utf-8")
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_git_mode_apply_lands_one_commit_and_the_tree_index_and_store_agree() {
     let w = git_world(&[("src/lib.rs", "fn a() {}\n")]);
@@ -204,6 +205,7 @@ fn a_git_mode_apply_lands_one_commit_and_the_tree_index_and_store_agree() {
     git(d, &["fsck", "--strict"]);
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_branch_that_differs_at_a_touched_path_or_a_head_off_the_branch_changes_nothing() {
     let w = git_world(&[]);
@@ -256,6 +258,7 @@ fn a_branch_that_differs_at_a_touched_path_or_a_head_off_the_branch_changes_noth
     super::landing::fsck(d);
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn workspace_configure_refuses_what_cannot_land_and_writes_nothing() {
     // Not a git repository.
@@ -329,6 +332,7 @@ fn workspace_configure_refuses_what_cannot_land_and_writes_nothing() {
 /// Kill a git-mode apply at moments spread over it; after reopening, the
 /// branch is at the old or the new commit, the working tree and index
 /// match it, and the store says the same.
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
     const RUNS: usize = 30;
@@ -489,6 +493,7 @@ fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
 /// Kill a git-mode rollback the instant its revert commit's ref moves (and
 /// at moments before): after reopening, the branch is at the landed commit
 /// or at its revert, and the store says the same.
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_sigkilled_git_mode_rollback_is_brought_forward_or_back() {
     // Most runs are killed the instant the ref moves: the window between

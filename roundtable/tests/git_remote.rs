@@ -158,6 +158,7 @@ fn bare_clones(top: &Path, names: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_bare_repository_lands_and_reverts_commits_and_writes_no_file() {
     let top = tempfile::tempdir().expect("tempdir");
@@ -237,6 +238,7 @@ fn a_bare_repository_lands_and_reverts_commits_and_writes_no_file() {
     fsck(&bare);
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_bare_repository_in_files_mode_refuses_to_apply_and_changes_nothing() {
     let top = tempfile::tempdir().expect("tempdir");
@@ -330,6 +332,7 @@ fn apply_until_landed(h: &Host, pid: &str) -> u32 {
     panic!("{pid} did not land in 50 tries");
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn two_engines_on_two_bare_clones_land_disjoint_changes_all_once_on_a_linear_history() {
     let top = tempfile::tempdir().expect("tempdir");
@@ -398,6 +401,7 @@ fn two_engines_on_two_bare_clones_land_disjoint_changes_all_once_on_a_linear_his
     }
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn of_two_overlapping_changes_racing_to_the_remote_the_loser_is_refused_and_leaves_nothing() {
     let top = tempfile::tempdir().expect("tempdir");
@@ -462,6 +466,7 @@ fn of_two_overlapping_changes_racing_to_the_remote_the_loser_is_refused_and_leav
     fsck(&remote);
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_working_tree_behind_its_remote_is_refused_until_brought_forward() {
     let top = tempfile::tempdir().expect("tempdir");
@@ -510,6 +515,7 @@ fn a_working_tree_behind_its_remote_is_refused_until_brought_forward() {
     fsck(&clone);
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn workspace_configure_refuses_a_remote_it_cannot_push_to() {
     let top = tempfile::tempdir().expect("tempdir");
@@ -562,6 +568,7 @@ fn loose_main(git_dir: &Path) -> Option<Vec<u8>> {
     std::fs::read(git_dir.join("refs/heads/main")).ok()
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn a_sigkilled_apply_through_a_remote_leaves_remote_branch_tree_and_store_agreeing() {
     const RUNS: usize = 30;
@@ -731,6 +738,7 @@ fn a_sigkilled_apply_through_a_remote_leaves_remote_branch_tree_and_store_agreei
 /// refs under the feet of its fetches), a large one as one pack; and
 /// either way the receiving repository passes `git fsck --strict` with
 /// the branch fully connected.
+#[cfg(feature = "git")] // it calls the libgit2 half directly
 #[test]
 fn a_small_transfer_is_loose_objects_and_a_large_one_is_one_pack() {
     use roundtable::landing::copy_objects;

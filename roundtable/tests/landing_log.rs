@@ -17,6 +17,7 @@ fn tip(w: &World) -> String {
         .to_owned()
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn issue33_item4_landing_log_lists_landed_commits() {
     let w = git_world(&[]);
@@ -70,6 +71,7 @@ fn issue33_item4_landing_log_lists_landed_commits() {
     fsck(d);
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn issue33_item4_landing_log_refuses_files_mode_bad_limits_and_agents() {
     // Files mode commits nothing: precondition_failed naming the setting.

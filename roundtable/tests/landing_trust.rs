@@ -134,6 +134,7 @@ fn item20_rebase_of_a_landed_proposal_is_illegal_transition() {
 /// `withdrawn`. The workspace opens, the landing is recorded (the
 /// proposal `applied`, the event saying what it overrode), and applies go
 /// on.
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item19_a_landed_apply_left_applying_with_its_proposal_withdrawn_opens_and_is_recorded() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -471,6 +472,7 @@ fn item19_withdraw_reject_attach_and_rebase_racing_apply_leave_nothing_applying_
     );
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item19_withdraw_reject_attach_and_rebase_racing_apply_leave_nothing_applying_git_mode() {
     let start = Instant::now();
@@ -756,6 +758,7 @@ fn landed_then_fault(options: &dyn Fn(&Path) -> EngineOptions, fault: Fault<'_>)
     );
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item17_a_landing_whose_outcome_meets_a_held_store_lock_says_it_landed_and_a_retry_returns_it() {
     // A short busy timeout: the held lock outlasts the retries.
@@ -785,6 +788,7 @@ fn item17_a_landing_whose_outcome_meets_a_postgres_restart_reports_it_and_a_retr
 /// unopenable: the open succeeds and reports it (`Engine::unrecovered`),
 /// the failure is recorded as a failed `recovered` phase, and the way out
 /// — remove the cause, open again — finishes it.
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item19_recovery_that_cannot_finish_opens_reports_and_the_way_out_finishes_it() {
     let top = tempfile::tempdir().expect("tempdir");

@@ -10,7 +10,9 @@
 use super::landing::fsck;
 use super::landing::git;
 use super::tools::{str_of, World};
-use roundtable::{EngineOptions, ErrorCode};
+use roundtable::EngineOptions;
+#[cfg(feature = "git")]
+use roundtable::ErrorCode;
 use serde_json::json;
 use std::io::Write as _;
 use std::path::Path;
@@ -141,6 +143,7 @@ fn new_file(path: &str, body: &str) -> String {
     format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{body}\n")
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item10_trailer_forgery_is_escaped_and_log_reads_trailers_as_git_does() {
     let w = git_world(&[]);
@@ -428,6 +431,7 @@ fn item11_a_rebased_landing_names_the_carried_evidence_and_its_revision() {
 /// A bare remote on `main` holding `hello.txt`, and a working-tree clone
 /// of it whose `origin` is the remote, in git landing mode through
 /// `origin`: the world (on the clone) and the remote's path.
+#[cfg(feature = "git")]
 fn remote_world(top: &Path) -> (World, std::path::PathBuf) {
     let seed = top.join("seed");
     std::fs::create_dir_all(&seed).expect("mkdir");
@@ -456,6 +460,7 @@ fn remote_world(top: &Path) -> (World, std::path::PathBuf) {
     (w, remote)
 }
 
+#[cfg(feature = "git")]
 fn hook(remote: &Path, name: &str, script: &str) {
     use std::os::unix::fs::PermissionsExt as _;
     let path = remote.join("hooks").join(name);
@@ -463,6 +468,7 @@ fn hook(remote: &Path, name: &str, script: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
+#[cfg(feature = "git")] // it calls the libgit2 half directly
 #[test]
 fn item12_a_push_goes_through_the_remotes_receive_path() {
     let top = tempfile::tempdir().expect("tempdir");
@@ -647,6 +653,7 @@ fn checkout_bytes(d: &Path, commit: &str, path: &str) -> Vec<u8> {
     out.stdout
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item15_the_working_tree_after_a_landing_is_what_git_checkout_writes() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -534,6 +534,7 @@ fn modifying(path: &str) -> String {
 /// `submodule`), and one created before the checkout appeared is refused
 /// at apply (`precondition_failed`, its precondition stage saying
 /// `special_file`) with nothing written.
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item16_no_write_into_a_submodule_checkout_in_either_mode() {
     for git_mode in [false, true] {

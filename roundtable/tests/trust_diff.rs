@@ -660,6 +660,7 @@ type EolCase<'a> = (
 /// not apply because of them is refused with the rule named (message and
 /// `eol_rule`/`eol_conversion` details); `git apply` converts the file
 /// instead. Without a rule, the error is the plain one.
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn item9_line_ending_rules_are_named_when_a_patch_does_not_apply() {
     let lf_diff =

@@ -45,7 +45,8 @@ pub enum WorkspaceError {
         /// What the file is now.
         actual: String,
     },
-    /// The root cannot be opened as a directory.
+    /// The root cannot be opened as a workspace: not a directory, or (a
+    /// build without the `git` feature) a bare repository.
     #[error("{root}: {source}")]
     Root {
         /// The root given.
@@ -71,6 +72,7 @@ pub enum WorkspaceError {
         root: String,
     },
     /// Reading a bare repository's objects failed.
+    #[cfg(feature = "git")]
     #[error("could not {what}: {source}")]
     Git {
         /// What was being read.
@@ -104,6 +106,7 @@ impl WorkspaceError {
             WorkspaceError::Root { .. } => ErrorCode::InvalidArgument,
             WorkspaceError::Commit { .. } | WorkspaceError::Undo { .. } => ErrorCode::Io,
             WorkspaceError::Bare { .. } => ErrorCode::PreconditionFailed,
+            #[cfg(feature = "git")]
             WorkspaceError::Git { .. } => ErrorCode::Io,
         }
     }

@@ -82,7 +82,7 @@ pub struct Workspace {
     bare: Option<Arc<bare::Bare>>,
     /// On a view of a bare repository: the tree it reads (`Some(None)`:
     /// the branch is unborn), pinned when the view was made.
-    pinned: Option<Option<git2::Oid>>,
+    pinned: Option<Option<bare::TreeId>>,
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

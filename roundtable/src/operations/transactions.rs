@@ -973,6 +973,7 @@ fn identity(engine: &Engine, kind: &str, id: &str) -> crate::landing::Identity {
 /// then (it has no working tree to bring along); a working tree behind the
 /// remote is refused, to be brought forward by the host (`git pull
 /// --ff-only`) first.
+#[cfg(feature = "git")]
 fn plan_landing(
     engine: &Engine,
     changeset: &crate::changeset::Changeset,
@@ -1096,6 +1097,34 @@ fn plan_landing(
             remote,
         },
         converted.map(|c| c.worktree),
+    ))
+}
+
+/// A build without the `git` feature builds no commit: git mode is refused
+/// (`invalid_argument`, field `landing.mode`) and nothing is applied.
+/// `workspace.configure` and `Engine::open` refuse git mode before this is
+/// reached; this keeps a store written otherwise from landing as files.
+#[cfg(not(feature = "git"))]
+fn plan_landing(
+    _engine: &Engine,
+    _changeset: &crate::changeset::Changeset,
+    _setting: &crate::model::Landing,
+    _message: &str,
+    _author: &crate::landing::Identity,
+    _committer: &crate::landing::Identity,
+) -> Result<
+    (
+        store::settings::TransactionLanding,
+        Option<crate::changeset::Changeset>,
+    ),
+    ToolError,
+> {
+    Err(ToolError::invalid_argument(
+        "landing.mode",
+        format!(
+            "{}: a change cannot land in git mode; nothing was applied",
+            crate::landing::NO_GIT
+        ),
     ))
 }
 

@@ -51,7 +51,18 @@ impl super::Request for ConfigureWorkspace {
 
 /// Why the repository at the root cannot land in git mode on `branch`
 /// (pushing to `remote`), or `None` when it can.
-fn git_refusal(root: &std::path::Path, branch: &str, remote: Option<&str>) -> Option<ToolError> {
+#[cfg(feature = "git")]
+fn git_refusal(
+    root: &std::path::Path,
+    branch: Option<&str>,
+    remote: Option<&str>,
+) -> Option<ToolError> {
+    let Some(branch) = branch else {
+        return Some(ToolError::invalid_argument(
+            "landing.branch",
+            "mode git needs the branch to land on",
+        ));
+    };
     let invalid = |reason: String| Some(ToolError::invalid_argument("landing", reason));
     let name = format!("refs/heads/{branch}");
     if !git2::Reference::is_valid_name(&name) {
@@ -113,6 +124,44 @@ fn git_refusal(root: &std::path::Path, branch: &str, remote: Option<&str>) -> Op
     None
 }
 
+/// A build without the `git` feature lands in files mode only: mode git
+/// is refused, as a `postgres://` store is in a build without `postgres`.
+#[cfg(not(feature = "git"))]
+fn git_refusal(
+    _root: &std::path::Path,
+    _branch: Option<&str>,
+    _remote: Option<&str>,
+) -> Option<ToolError> {
+    Some(ToolError::invalid_argument(
+        "landing.mode",
+        format!(
+            "{}: mode git cannot be used (mode files can)",
+            crate::landing::NO_GIT
+        ),
+    ))
+}
+
+/// A build without the `git` feature cannot serve a workspace whose
+/// stored landing mode is git: [`crate::Engine::open`] refuses it
+/// (`invalid_argument`, field `landing.mode`) before recovery or any call,
+/// rather than land its changes as files. The store is read, not written.
+#[cfg(not(feature = "git"))]
+pub(crate) fn refuse_git_mode(store: &store::Store) -> Result<(), ToolError> {
+    let landing = store.read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
+    if landing.mode != LandingMode::Git {
+        return Ok(());
+    }
+    Err(ToolError::invalid_argument(
+        "landing.mode",
+        format!(
+            "{}: this workspace lands in git mode (on {}); open it with a build that has git, \
+             or set mode files there",
+            crate::landing::NO_GIT,
+            landing.branch.as_deref().unwrap_or("no branch")
+        ),
+    ))
+}
+
 impl Tool for ConfigureWorkspace {
     type Prep = ();
 
@@ -136,12 +185,8 @@ impl Tool for ConfigureWorkspace {
                 "landing.branch",
                 "is only for mode git",
             )),
-            (LandingMode::Git, None) => Err(ToolError::invalid_argument(
-                "landing.branch",
-                "mode git needs the branch to land on",
-            )),
-            (LandingMode::Git, Some(b)) => {
-                git_refusal(engine.root(), b, l.remote.as_deref()).map_or(Ok(()), Err)
+            (LandingMode::Git, b) => {
+                git_refusal(engine.root(), b.as_deref(), l.remote.as_deref()).map_or(Ok(()), Err)
             }
         }
     }

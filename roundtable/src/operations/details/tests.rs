@@ -148,7 +148,7 @@ fn workspace_errors() -> Vec<WorkspaceError> {
         path: b"a".to_vec(),
         source,
     };
-    vec![
+    let errors = vec![
         WorkspaceError::Path(RepoPath::from_bytes(b"../x").expect_err("escapes")),
         WorkspaceError::Path(RepoPath::from_bytes(b"").expect_err("empty")),
         WorkspaceError::Symlink {
@@ -218,15 +218,20 @@ fn workspace_errors() -> Vec<WorkspaceError> {
         WorkspaceError::Bare {
             root: "/r.git".into(),
         },
-        WorkspaceError::Git {
+    ];
+    #[cfg(feature = "git")]
+    let errors = errors
+        .into_iter()
+        .chain([WorkspaceError::Git {
             what: "read HEAD",
             source: git2::Error::from_str("no"),
-        },
-    ]
+        }])
+        .collect();
+    errors
 }
 
 fn landing_errors() -> Vec<LandingError> {
-    vec![
+    let errors = vec![
         LandingError::BranchMoved {
             remote: None,
             branch: "refs/heads/main".into(),
@@ -249,11 +254,19 @@ fn landing_errors() -> Vec<LandingError> {
             field: "trailer",
             reason: "two lines".into(),
         },
-        LandingError::Git {
+        LandingError::NoGit {
+            what: "a change cannot land in git mode",
+        },
+    ];
+    #[cfg(feature = "git")]
+    let errors = errors
+        .into_iter()
+        .chain([LandingError::Git {
             what: "write a tree",
             source: git2::Error::from_str("no"),
-        },
-    ]
+        }])
+        .collect();
+    errors
 }
 
 #[test]

@@ -1,0 +1,881 @@
+//! The shell half of git landing (the `git` feature): everything that
+//! reads or writes a repository through libgit2. Its items are named at
+//! [`crate::landing`].
+
+use super::{trailers, Identity, LandedCommit, LandingError, RemoteRefusal};
+use crate::changeset::Changeset;
+use git2::{FileMode, Oid, Repository};
+use std::path::Path;
+
+fn git(what: &'static str) -> impl FnOnce(git2::Error) -> LandingError {
+    move |source| LandingError::Git { what, source }
+}
+
+/// The repository whose working tree (or git directory) is `root`.
+pub fn open(root: &Path) -> Result<Repository, LandingError> {
+    Repository::open(root).map_err(git("open the repository"))
+}
+
+impl Identity {
+    fn signature(&self, field: &'static str) -> Result<git2::Signature<'static>, LandingError> {
+        let bad = |s: &str| s.trim().is_empty() || s.contains(['<', '>', '\n']);
+        if bad(&self.name) || bad(&self.email) {
+            return Err(LandingError::InvalidInput {
+                field,
+                reason: "a name and an email, each one line without '<' or '>'".into(),
+            });
+        }
+        git2::Signature::new(
+            &self.name,
+            &self.email,
+            &git2::Time::new(self.seconds, self.offset_minutes),
+        )
+        .map_err(git("make a signature"))
+    }
+}
+
+/// What [`build_commit`] makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The new commit's id.
+    pub id: Oid,
+    /// Its tree's id.
+    pub tree: Oid,
+}
+
+/// Write the commit whose tree is `base`'s tree with `changeset` applied
+/// (each resulting file a blob of its bytes, mode `100644`, `100755` or
+/// `120000` for a link; each removed path gone), `base` its only parent.
+/// Moves no ref.
+pub fn build_commit(
+    repo: &Repository,
+    base: Oid,
+    changeset: &Changeset,
+    message: &str,
+    author: &Identity,
+    committer: &Identity,
+) -> Result<Commit, LandingError> {
+    let parent = repo
+        .find_commit(base)
+        .map_err(git("find the base commit"))?;
+    let base_tree = parent.tree().map_err(git("read the base tree"))?;
+    // Removals in a pass of their own, before any new entry: a path that
+    // stops being a file and becomes a directory (or the reverse) cannot be
+    // removed and re-added in one update (libgit2 refuses it as a
+    // directory/file conflict).
+    let mut removals = git2::build::TreeUpdateBuilder::new();
+    let mut removed = false;
+    for file in changeset.files().iter().filter(|f| f.after.is_none()) {
+        removals.remove(file.path.as_str());
+        removed = true;
+    }
+    let mid = if removed {
+        let id = removals
+            .create_updated(repo, &base_tree)
+            .map_err(git("write the trees"))?;
+        repo.find_tree(id).map_err(git("read a tree"))?
+    } else {
+        base_tree
+    };
+    let mut upserts = git2::build::TreeUpdateBuilder::new();
+    for file in changeset.files() {
+        let Some(after) = &file.after else { continue };
+        let blob = repo.blob(&after.data).map_err(git("write a blob"))?;
+        let mode = if after.symlink {
+            FileMode::Link
+        } else if after.executable {
+            FileMode::BlobExecutable
+        } else {
+            FileMode::Blob
+        };
+        upserts.upsert(file.path.as_str(), blob, mode);
+    }
+    let tree_id = upserts
+        .create_updated(repo, &mid)
+        .map_err(git("write the trees"))?;
+    let tree = repo.find_tree(tree_id).map_err(git("read the new tree"))?;
+    let id = repo
+        .commit(
+            None,
+            &author.signature("author")?,
+            &committer.signature("committer")?,
+            message,
+            &tree,
+            &[&parent],
+        )
+        .map_err(git("write the commit"))?;
+    Ok(Commit { id, tree: tree_id })
+}
+
+/// How long a ref update waits for another writer's lock on the ref (git's
+/// own `core.filesRefLockTimeout` default is 100 ms): several hosts push
+/// to one remote.
+const REF_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Move `branch` (a full ref name, `refs/heads/main`) from `expected` to
+/// `new`, atomically: refused with [`LandingError::BranchMoved`] (naming
+/// what it holds) when it is not at `expected`, and then nothing changed.
+/// While another writer holds the ref's lock, it waits (up to two
+/// seconds) for it.
+pub fn move_branch(
+    repo: &Repository,
+    branch: &str,
+    expected: Oid,
+    new: Oid,
+    reflog: &str,
+) -> Result<(), LandingError> {
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    let mut moved = repo.reference_matching(branch, new, true, expected, reflog);
+    while matches!(&moved, Err(e) if e.code() == git2::ErrorCode::Locked)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        moved = repo.reference_matching(branch, new, true, expected, reflog);
+    }
+    match moved {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.code() == git2::ErrorCode::Modified || e.code() == git2::ErrorCode::NotFound =>
+        {
+            let actual = repo.refname_to_id(branch).ok().map(|id| id.to_string());
+            Err(LandingError::BranchMoved {
+                remote: None,
+                branch: branch.to_owned(),
+                expected: expected.to_string(),
+                actual,
+            })
+        }
+        Err(e) => Err(git("move the branch")(e)),
+    }
+}
+
+/// The repository `remote` names, to push a branch to and fetch it from:
+/// a remote configured in `repo` (its URL) or a path, either of which
+/// must be a bare repository on this machine's file system (`file://`
+/// URLs included) — libgit2 is built here without network transports.
+/// Returns it with its location as the details name it.
+pub fn open_remote(repo: &Repository, remote: &str) -> Result<(Repository, String), LandingError> {
+    let url = match repo.find_remote(remote) {
+        Ok(r) => r
+            .url()
+            .map(str::to_owned)
+            .map_err(|_| LandingError::InvalidInput {
+                field: "remote",
+                reason: format!("remote {remote:?} has no URL that is valid UTF-8"),
+            })?,
+        Err(_) => remote.to_owned(),
+    };
+    let path = url.strip_prefix("file://").unwrap_or(&url);
+    if path.contains("://") || (path.contains(':') && !path.starts_with('/')) {
+        return Err(LandingError::InvalidInput {
+            field: "remote",
+            reason: format!("{url} is not a path on this machine (only local bare repositories are supported as remotes)"),
+        });
+    }
+    let base = repo.workdir().unwrap_or_else(|| repo.path());
+    let at = base.join(path);
+    let remote_repo = Repository::open_bare(&at).map_err(|e| LandingError::InvalidInput {
+        field: "remote",
+        reason: format!("{url} is not a bare repository: {}", e.message()),
+    })?;
+    Ok((remote_repo, url))
+}
+
+/// Transfers of fewer objects than this are written as loose objects, as
+/// git's own fetch and receive write them (`fetch.unpackLimit`,
+/// `receive.unpackLimit`: 100). A pack per landing would pile up in a
+/// host's clone until git's automatic gc (`gc.autoPackLimit`: 50 packs)
+/// starts in the background of the host's next git command, packing refs
+/// under the feet of its fetches and of the next landing.
+const UNPACK_LIMIT: usize = 100;
+
+/// Copy into `to` every object reachable from `tip` in `from` that is not
+/// reachable from `known` (ids `to` already has): what a push or fetch
+/// transfers. A small transfer is written as loose objects, each only once
+/// everything it refers to is there; a larger one as one pack. Either way
+/// an object `to` has always comes with everything it refers to, which is
+/// what lets an object already there end the walk.
+pub fn copy_objects(
+    from: &Repository,
+    to: &Repository,
+    tip: Oid,
+    known: &[Oid],
+) -> Result<(), LandingError> {
+    let to_odb = to.odb().map_err(git("open the object store"))?;
+    if to_odb.exists(tip) {
+        return Ok(());
+    }
+    let walk = || -> Result<git2::Revwalk<'_>, LandingError> {
+        let mut walk = from.revwalk().map_err(git("walk the history"))?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+            .map_err(git("walk the history"))?;
+        walk.push(tip).map_err(git("walk the history"))?;
+        for id in known {
+            if from.find_commit(*id).is_ok() {
+                walk.hide(*id).map_err(git("walk the history"))?;
+            }
+        }
+        Ok(walk)
+    };
+    if let Some(missing) = missing_objects(from, &to_odb, walk()?, UNPACK_LIMIT)? {
+        let from_odb = from.odb().map_err(git("open the object store"))?;
+        for id in missing {
+            let object = from_odb.read(id).map_err(git("read an object"))?;
+            to_odb
+                .write(object.kind(), object.data())
+                .map_err(git("write an object"))?;
+        }
+        return Ok(());
+    }
+    let mut pack = from.packbuilder().map_err(git("build a pack"))?;
+    pack.insert_walk(&mut walk()?)
+        .map_err(git("build a pack"))?;
+    let mut writer = to_odb.packwriter().map_err(git("write a pack"))?;
+    let mut failed = None;
+    pack.foreach(
+        |chunk| match std::io::Write::write_all(&mut writer, chunk) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        },
+    )
+    .map_err(git("write a pack"))?;
+    if let Some(e) = failed {
+        return Err(git("write a pack")(git2::Error::from_str(&e.to_string())));
+    }
+    writer.commit().map_err(git("write a pack"))?;
+    Ok(())
+}
+
+/// The objects of `commits` (parents first) that `to` lacks, each after
+/// everything it refers to; `None` once there are `limit` of them.
+fn missing_objects(
+    from: &Repository,
+    to: &git2::Odb<'_>,
+    commits: git2::Revwalk<'_>,
+    limit: usize,
+) -> Result<Option<Vec<Oid>>, LandingError> {
+    let mut missing = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for commit in commits {
+        let commit = commit.map_err(git("walk the history"))?;
+        let tree = from
+            .find_commit(commit)
+            .map_err(git("read a commit"))?
+            .tree_id();
+        // Depth first, each object after its children: (id, is a tree,
+        // children pushed already).
+        let mut stack = vec![(tree, true, false)];
+        while let Some((id, is_tree, expanded)) = stack.pop() {
+            if expanded {
+                missing.push(id);
+                if missing.len() >= limit {
+                    return Ok(None);
+                }
+                continue;
+            }
+            if !seen.insert(id) || to.exists(id) {
+                continue;
+            }
+            stack.push((id, is_tree, true));
+            if is_tree {
+                let tree = from.find_tree(id).map_err(git("read a tree"))?;
+                for entry in tree.iter() {
+                    match entry.kind() {
+                        Some(git2::ObjectType::Tree) => stack.push((entry.id(), true, false)),
+                        Some(git2::ObjectType::Blob) => stack.push((entry.id(), false, false)),
+                        // A submodule's commit lives in its own repository.
+                        _ => {}
+                    }
+                }
+            }
+        }
+        missing.push(commit);
+        if missing.len() >= limit {
+            return Ok(None);
+        }
+    }
+    Ok(Some(missing))
+}
+
+/// The configuration key whose value, on a push's command line, names
+/// the transaction pushing: recovery finds a push its killed applier left
+/// running by it ([`await_push`]). The remote's hooks can read it too
+/// (`git config roundtable.landing`).
+const PUSH_MARKER: &str = "roundtable.landing";
+
+/// The environment variables that point git at a repository (`git
+/// rev-parse --local-env-vars`): a push never inherits the host's.
+const LOCAL_ENV: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_QUARANTINE_PATH",
+];
+
+/// The most lines of the remote's messages a refusal carries.
+const MAX_REMOTE_MESSAGES: usize = 20;
+
+/// Push `new` to `branch` of `remote` with a lease, the way git pushes:
+/// `git send-pack --force-with-lease=BRANCH:EXPECTED`, so the remote's
+/// `git receive-pack` receives the objects and runs everything a push
+/// runs there — `receive.fsckObjects`, `receive.denyNonFastForwards` and
+/// the other `receive.*` settings, the `pre-receive` and `update` hooks —
+/// and moves the branch from `expected` only (checked under its ref
+/// lock). A branch that is not at `expected` is
+/// [`LandingError::BranchMoved`] naming the remote, the ref and both ids;
+/// any other refusal [`LandingError::RemoteRejected`] with the remote's
+/// reason and messages; either way the remote's branch is unchanged
+/// (objects a refused push sent are quarantined and dropped by git). A
+/// refusal for another push's ref lock is retried for up to two seconds.
+/// `tag` (the transaction) marks the push's command line for
+/// [`await_push`]. Needs `git` on `PATH`.
+pub fn push(
+    local: &Repository,
+    remote: &Repository,
+    location: &str,
+    branch: &str,
+    expected: Oid,
+    new: Oid,
+    tag: &str,
+) -> Result<(), LandingError> {
+    let io = |what: &'static str| {
+        move |e: std::io::Error| git(what)(git2::Error::from_str(&e.to_string()))
+    };
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    loop {
+        let mut cmd = std::process::Command::new("git");
+        for var in LOCAL_ENV {
+            cmd.env_remove(var);
+        }
+        let out = cmd
+            .env("LC_ALL", "C")
+            .env("LANGUAGE", "C")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .arg("-c")
+            .arg(format!("{PUSH_MARKER}={tag}"))
+            .arg("--git-dir")
+            .arg(local.path())
+            .args(["send-pack", "--helper-status", "--atomic"])
+            .arg(format!("--force-with-lease={branch}:{expected}"))
+            .arg(remote.path())
+            .arg(format!("{new}:{branch}"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(io("run git send-pack"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let mut status = None;
+        for line in stdout.lines() {
+            if let Some(rest) = line.strip_prefix("ok ") {
+                if rest.split(' ').next() == Some(branch) {
+                    return Ok(());
+                }
+            } else if let Some(rest) = line.strip_prefix("error ") {
+                if let Some(reason) = rest.strip_prefix(branch).and_then(|r| r.strip_prefix(' ')) {
+                    status = Some(reason.trim().to_owned());
+                }
+            }
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let messages: Vec<String> = stderr
+            .lines()
+            .map(|l| l.strip_prefix("remote: ").unwrap_or(l).trim_end())
+            .filter(|l| !l.is_empty() && !l.starts_with("To "))
+            .take(MAX_REMOTE_MESSAGES)
+            .map(|l| l.chars().take(500).collect())
+            .collect();
+        let status = status.unwrap_or_else(|| format!("the push failed ({})", out.status));
+        // Where the remote's branch is now says what the refusal was.
+        let actual = remote.refname_to_id(branch).ok();
+        if let Some(tip) = actual.filter(|&tip| tip != expected) {
+            if contains(remote, tip, new)? {
+                return Ok(());
+            }
+        }
+        if actual != Some(expected) {
+            return Err(LandingError::BranchMoved {
+                remote: Some(location.to_owned()),
+                branch: branch.to_owned(),
+                expected: expected.to_string(),
+                actual: actual.map(|id| id.to_string()),
+            });
+        }
+        if status.contains("lock") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            continue;
+        }
+        return Err(LandingError::RemoteRejected(Box::new(RemoteRefusal {
+            remote: location.to_owned(),
+            branch: branch.to_owned(),
+            status,
+            messages,
+        })));
+    }
+}
+
+/// Wait (up to a minute) until no push [`push`] started for `tag` (a
+/// transaction) is still running on this machine: one its applier left
+/// when it was killed may yet move the remote's branch, and recovery must
+/// not judge the transaction before it ends. Linux: the processes are
+/// found by their command line in `/proc` (elsewhere it returns at once).
+pub fn await_push(tag: &str) {
+    let marker = format!("{PUSH_MARKER}={tag}");
+    let running = || {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        dir.flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                && std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == marker.as_bytes()))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Fetch `branch` of `remote` into `local`'s object store: the remote
+/// branch's commit, now present here (`None`: no such branch there).
+pub fn fetch(
+    local: &Repository,
+    remote: &Repository,
+    branch: &str,
+) -> Result<Option<Oid>, LandingError> {
+    let Ok(tip) = remote.refname_to_id(branch) else {
+        return Ok(None);
+    };
+    let known: Vec<Oid> = local.refname_to_id(branch).into_iter().collect();
+    copy_objects(remote, local, tip, &known)?;
+    Ok(Some(tip))
+}
+
+/// Whether `commit` is `tip` or one of its ancestors in `repo` (never,
+/// when `repo` does not have it).
+pub fn contains(repo: &Repository, tip: Oid, commit: Oid) -> Result<bool, LandingError> {
+    if tip == commit {
+        return Ok(true);
+    }
+    if !repo
+        .odb()
+        .map_err(git("open the object store"))?
+        .exists(commit)
+    {
+        return Ok(false);
+    }
+    repo.graph_descendant_of(tip, commit)
+        .map_err(git("compare histories"))
+}
+
+/// Remove the lock file a killed landing left on `branch` in `repo`
+/// (called by recovery, under the apply lock). A lock that holds `ours`
+/// — the id the killed landing was writing — is its own and goes at once;
+/// an empty one (killed between creating and writing it) goes once it has
+/// stood longer than any live writer takes; any other is another
+/// writer's, waited for as a ref update waits, and then left alone.
+pub fn clear_stale_lock(repo: &Repository, branch: &str, ours: Oid) -> Result<(), LandingError> {
+    let lock = repo.commondir().join(format!("{branch}.lock"));
+    let io =
+        |e: std::io::Error| git("clear a stale ref lock")(git2::Error::from_str(&e.to_string()));
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    loop {
+        let held = match std::fs::read(&lock) {
+            Ok(held) => held,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(e)),
+        };
+        let text = String::from_utf8_lossy(&held);
+        let mine = text.trim() == ours.to_string();
+        if mine || (held.is_empty() && std::time::Instant::now() >= deadline) {
+            return match std::fs::remove_file(&lock) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+                _ => Ok(()),
+            };
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Remove the `index.lock` a killed landing left in `repo` (called by
+/// recovery, under the apply lock, before it stages the landed paths):
+/// a lock that neither goes nor changes for as long as a ref update waits
+/// has no live writer.
+pub fn clear_stale_index_lock(repo: &Repository) -> Result<(), LandingError> {
+    let lock = repo.path().join("index.lock");
+    let io =
+        |e: std::io::Error| git("clear a stale index lock")(git2::Error::from_str(&e.to_string()));
+    let seen = |lock: &Path| {
+        std::fs::metadata(lock)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let Some(first) = seen(&lock) else {
+        return Ok(());
+    };
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        if seen(&lock) != Some(first) {
+            return Ok(());
+        }
+    }
+    match std::fs::remove_file(&lock) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Bring the index of `repo` (which has a working tree) in line with
+/// commit `landed` at `paths` (the paths a change touched, once its files
+/// are written and the branch is at `landed`): a path the commit holds is
+/// staged with the commit's blob id and mode and the stat data of the file
+/// on disk (the blob is already written: nothing is hashed or compressed
+/// again), a path it does not hold leaves the index. Written atomically
+/// (`index.lock`, then a rename).
+pub fn update_index<'p>(
+    repo: &Repository,
+    landed: Oid,
+    paths: impl IntoIterator<Item = &'p crate::RepoPath>,
+) -> Result<(), LandingError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let workdir = repo.workdir().ok_or_else(|| LandingError::InvalidInput {
+        field: "repository",
+        reason: "has no working tree".into(),
+    })?;
+    let tree = repo
+        .find_commit(landed)
+        .and_then(|c| c.tree())
+        .map_err(git("read the landed tree"))?;
+    let mut index = repo.index().map_err(git("read the index"))?;
+    for path in paths {
+        let rel = Path::new(path.as_str());
+        let entry = match tree.get_path(rel) {
+            Ok(entry) => Some(entry),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+            Err(e) => return Err(git("look up a path")(e)),
+        };
+        let on_disk = workdir.join(rel).symlink_metadata().ok();
+        match (entry, on_disk) {
+            (Some(entry), Some(meta)) if entry.kind() == Some(git2::ObjectType::Blob) => {
+                // The index stores 32-bit stat fields, truncated as git does.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let time = |secs: i64, nanos: i64| git2::IndexTime::new(secs as i32, nanos as u32);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let staged = git2::IndexEntry {
+                    ctime: time(meta.ctime(), meta.ctime_nsec()),
+                    mtime: time(meta.mtime(), meta.mtime_nsec()),
+                    dev: meta.dev() as u32,
+                    ino: meta.ino() as u32,
+                    mode: entry.filemode() as u32,
+                    uid: meta.uid(),
+                    gid: meta.gid(),
+                    file_size: meta.size() as u32,
+                    id: entry.id(),
+                    flags: 0,
+                    flags_extended: 0,
+                    path: path.as_str().as_bytes().to_vec(),
+                };
+                index.add(&staged).map_err(git("stage a file"))?;
+            }
+            _ => match index.remove_path(rel) {
+                Ok(()) => {}
+                Err(e) if e.code() == git2::ErrorCode::NotFound => {}
+                Err(e) => return Err(git("unstage a file")(e)),
+            },
+        }
+    }
+    index.write().map_err(git("write the index"))
+}
+
+/// The attributes through which git converts a path's bytes between the
+/// working tree and the object store (`gitattributes(5)`).
+const CONVERTING_ATTRIBUTES: &[&str] = &[
+    "text",
+    "eol",
+    "crlf",
+    "filter",
+    "ident",
+    "working-tree-encoding",
+];
+
+/// Whether git may convert `path`'s bytes between the working tree of
+/// `repo` and its object store: an attribute of
+/// [`CONVERTING_ATTRIBUTES`] is set for it (by `.gitattributes` or
+/// `info/attributes`), or `core.autocrlf` is `true` or `input`. Never for
+/// a repository without a working tree (its changes are read from and
+/// written as blobs), nor for a symbolic link.
+fn converts(repo: &Repository, path: &str) -> Result<bool, LandingError> {
+    if repo.workdir().is_none() {
+        return Ok(false);
+    }
+    let config = repo.config().map_err(git("read the configuration"))?;
+    if config
+        .get_string("core.autocrlf")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "input"))
+    {
+        return Ok(true);
+    }
+    for name in CONVERTING_ATTRIBUTES {
+        let value = repo
+            .get_attr_bytes(Path::new(path), name, git2::AttrCheckFlags::FILE_THEN_INDEX)
+            .map_err(git("read the attributes"))?;
+        if value.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Run git on the working tree of `repo` with `input` on its standard
+/// input (never the host's `GIT_DIR` and the like); its standard output.
+fn run_git(repo: &Repository, args: &[&str], input: &[u8]) -> Result<Vec<u8>, LandingError> {
+    use std::io::Write as _;
+    let fail = |what: String| git("convert a file as git does")(git2::Error::from_str(&what));
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| fail("no working tree".into()))?;
+    let mut cmd = std::process::Command::new("git");
+    for var in LOCAL_ENV {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .env("LC_ALL", "C")
+        .arg("--git-dir")
+        .arg(repo.path())
+        .arg("--work-tree")
+        .arg(workdir)
+        .args(args)
+        .current_dir(workdir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| fail(format!("run git {}: {e}", args[0])))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| fail("no stdin".into()))?;
+    // Written on its own thread: git may answer before it read it all.
+    let out = std::thread::scope(|scope| {
+        let writer = scope.spawn(move || stdin.write_all(input));
+        let out = child.wait_with_output();
+        let written = writer.join();
+        (out, written)
+    });
+    let out = out
+        .0
+        .map_err(|e| fail(format!("run git {}: {e}", args[0])))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "git {} failed: {}",
+            args[0],
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// The blob `git add` makes of `data` at `path` (its clean filters and
+/// line-ending conversion applied), written to `repo`'s object store.
+fn clean(repo: &Repository, path: &str, data: &[u8]) -> Result<Oid, LandingError> {
+    let out = run_git(
+        repo,
+        &["hash-object", "-w", "--stdin", &format!("--path={path}")],
+        data,
+    )?;
+    Oid::from_str(String::from_utf8_lossy(&out).trim()).map_err(git("read a blob id"))
+}
+
+/// What `git checkout` writes at `path` for blob `blob` (its smudge
+/// filters and line-ending conversion applied).
+fn smudge(repo: &Repository, path: &str, blob: Oid) -> Result<Vec<u8>, LandingError> {
+    run_git(
+        repo,
+        &[
+            "cat-file",
+            "--filters",
+            &format!("--path={path}"),
+            &blob.to_string(),
+        ],
+        &[],
+    )
+}
+
+/// A change to a working tree in the two forms git gives a file's bytes.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// As the commit stores it: each file as `git add` would make its blob.
+    pub blobs: Changeset,
+    /// As the working tree holds it after the landing: each file as `git
+    /// checkout` of the landed commit writes it.
+    pub worktree: Changeset,
+}
+
+/// `changeset` (a change to the working tree of `repo`, its files in
+/// working-tree form) converted as git converts files
+/// (`gitattributes(5)`: `text`, `eol`, `core.autocrlf`, filter drivers,
+/// `ident`, `working-tree-encoding`): each resulting file's blob is what
+/// `git add` makes of it, and the working tree gets what `git checkout` of
+/// that blob writes — so after the landing `git status` is clean and the
+/// tree is what a checkout of the landed commit would be. `None` when no
+/// touched path is converted (the bytes are the blobs, as they are): then
+/// no `git` process runs. Needs `git` on `PATH` otherwise.
+pub fn convert(
+    repo: &Repository,
+    changeset: &Changeset,
+) -> Result<Option<Converted>, LandingError> {
+    let mut converting = false;
+    let mut blobs = Vec::new();
+    let mut worktree = Vec::new();
+    for file in changeset.files() {
+        let mut blob_form = file.clone();
+        let mut tree_form = file.clone();
+        if let Some(after) = file.after.as_ref().filter(|a| !a.symlink) {
+            let path = file.path.as_str();
+            if converts(repo, path)? {
+                converting = true;
+                let id = clean(repo, path, &after.data)?;
+                let stored = repo.find_blob(id).map_err(git("read a blob"))?;
+                if let Some(a) = blob_form.after.as_mut() {
+                    a.data = stored.content().to_vec();
+                }
+                let written = smudge(repo, path, id)?;
+                if let Some(a) = tree_form.after.as_mut() {
+                    a.data = written;
+                }
+            }
+        }
+        blobs.push(blob_form);
+        worktree.push(tree_form);
+    }
+    if !converting {
+        return Ok(None);
+    }
+    let whole = |files| {
+        Changeset::new(files).map_err(|e: crate::changeset::DuplicatePath| {
+            LandingError::InvalidInput {
+                field: "changeset",
+                reason: e.to_string(),
+            }
+        })
+    };
+    Ok(Some(Converted {
+        blobs: whole(blobs)?,
+        worktree: whole(worktree)?,
+    }))
+}
+
+/// Whether each path `changeset` touches is, in `base`'s tree, what the
+/// changeset's precondition says (the same bytes and mode, or absent; for
+/// a path git converts, the bytes `git checkout` writes): a
+/// change validated against the working tree lands on the branch only when
+/// the branch holds what it was validated against there, so the commit is
+/// the change and nothing else (no uncommitted local edit rides along).
+/// The first path that differs, or `None`.
+pub fn first_difference(
+    repo: &Repository,
+    base: Oid,
+    changeset: &Changeset,
+) -> Result<Option<crate::RepoPath>, LandingError> {
+    let tree = repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(git("read the base tree"))?;
+    for file in changeset.files() {
+        let entry = match tree.get_path(Path::new(file.path.as_str())) {
+            Ok(entry) => Some(entry),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+            Err(e) => return Err(git("look up a path")(e)),
+        };
+        let same = match (&file.before, entry) {
+            (None, None) => true,
+            (Some(meta), Some(entry)) => {
+                let mode = entry.filemode();
+                let mode_ok = if meta.symlink {
+                    mode == i32::from(FileMode::Link)
+                } else if meta.executable {
+                    mode == i32::from(FileMode::BlobExecutable)
+                } else {
+                    mode == i32::from(FileMode::Blob)
+                };
+                // In working-tree form: what `git checkout` writes there.
+                let written = if !meta.symlink && converts(repo, file.path.as_str())? {
+                    Some(smudge(repo, file.path.as_str(), entry.id())?)
+                } else {
+                    None
+                };
+                mode_ok
+                    && match written {
+                        Some(bytes) => crate::Digest::of(&bytes) == meta.digest,
+                        None => repo
+                            .find_blob(entry.id())
+                            .is_ok_and(|b| crate::Digest::of(b.content()) == meta.digest),
+                    }
+            }
+            _ => false,
+        };
+        if !same {
+            return Ok(Some(file.path.clone()));
+        }
+    }
+    Ok(None)
+}
+
+/// The newest `limit` commits on `branch` (first parents, newest first) of
+/// the repository at `root` that roundtable landed: those whose message
+/// carries a `Roundtable-Proposal` trailer.
+pub fn landed_commits(
+    root: &Path,
+    branch: &str,
+    limit: usize,
+) -> Result<Vec<LandedCommit>, LandingError> {
+    let repo = open(root)?;
+    let tip = repo.refname_to_id(branch).map_err(git("read the branch"))?;
+    let mut walk = repo.revwalk().map_err(git("walk the history"))?;
+    walk.push(tip).map_err(git("walk the history"))?;
+    walk.simplify_first_parent()
+        .map_err(git("walk the history"))?;
+    let mut out = Vec::new();
+    for oid in walk {
+        if out.len() >= limit {
+            break;
+        }
+        let oid = oid.map_err(git("walk the history"))?;
+        let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
+        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        let trailers = trailers(commit.message_bytes());
+        if !trailers.iter().any(|(k, _)| k == "Roundtable-Proposal") {
+            continue;
+        }
+        let author = commit.author();
+        out.push(LandedCommit {
+            id: oid.to_string(),
+            summary: message.lines().next().unwrap_or_default().to_owned(),
+            author: format!(
+                "{} <{}>",
+                String::from_utf8_lossy(author.name_bytes()),
+                String::from_utf8_lossy(author.email_bytes())
+            ),
+            trailers,
+        });
+    }
+    Ok(out)
+}

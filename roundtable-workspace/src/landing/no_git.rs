@@ -1,0 +1,17 @@
+//! A build without the `git` feature: what the layers above read of a
+//! repository's landings is refused ([`LandingError::NoGit`]).
+
+use super::{LandedCommit, LandingError};
+use std::path::Path;
+
+/// Refused: this build reads no repository (see the `git` feature's
+/// `landed_commits`).
+pub fn landed_commits(
+    _root: &Path,
+    _branch: &str,
+    _limit: usize,
+) -> Result<Vec<LandedCommit>, LandingError> {
+    Err(LandingError::NoGit {
+        what: "the commits landed on a branch cannot be read",
+    })
+}

@@ -378,7 +378,10 @@ pub(crate) fn prepare_bytes_at(
             check_strip(engine, &patch, strip)?;
         }
     }
-    let changeset = changeset_against(engine.workspace(), format, &bytes, &options)
+    // One snapshot for the changeset and its rendering: each file is read
+    // (and hashed) once.
+    let files = ReadOnce::new(engine.workspace());
+    let changeset = changeset_against(&files, format, &bytes, &options)
         .map_err(|e| super::eol::explain(engine.root(), hint(e, format, &bytes)))?;
     // Nothing `git fsck --strict` refuses is stored: not a `.gitmodules`
     // that names `../../x` or a url `--upload-pack=…`, not an attributes
@@ -407,7 +410,7 @@ pub(crate) fn prepare_bytes_at(
     // is rendered from the changeset that will land, never from the
     // submitted text: a patch whose hunks `git apply` would place
     // elsewhere than the text suggests shows the reviewer where they land.
-    let rendered = Some(changeset.render_diff(engine.workspace())?);
+    let rendered = Some(changeset.render_diff(&files)?);
     let summary = summarize(&changeset);
     let changeset_digest = {
         use sha2::{Digest as _, Sha256};
@@ -848,6 +851,65 @@ pub(crate) fn source_bytes(tx: &Tx<'_>, revision: &Revision) -> Result<Vec<u8>, 
     }
 }
 
+/// A tree read once: the first read of each path goes to `tree`, every
+/// later one is answered from memory. A preparation builds the changeset
+/// and renders its diff from one such snapshot.
+struct ReadOnce<'t, T: ?Sized> {
+    tree: &'t T,
+    read: std::cell::RefCell<std::collections::HashMap<Vec<u8>, ReadFile>>,
+}
+
+/// A path as [`ReadOnce`] read it: the file (if any), with its metadata
+/// once something asked for it.
+type ReadFile = (Option<crate::diff::TreeFile>, Option<crate::FileMeta>);
+
+impl<'t, T: crate::diff::Tree + ?Sized> ReadOnce<'t, T> {
+    fn new(tree: &'t T) -> Self {
+        ReadOnce {
+            tree,
+            read: Default::default(),
+        }
+    }
+}
+
+impl<T: crate::diff::Tree + ?Sized> crate::diff::Tree for ReadOnce<'_, T> {
+    fn read(&self, path: &[u8]) -> Result<Option<crate::diff::TreeFile>, crate::diff::TreeError> {
+        if let Some((file, _)) = self.read.borrow().get(path) {
+            return Ok(file.clone());
+        }
+        let file = self.tree.read(path)?;
+        self.read
+            .borrow_mut()
+            .insert(path.to_vec(), (file.clone(), None));
+        Ok(file)
+    }
+
+    fn exists(&self, path: &[u8]) -> Result<bool, crate::diff::TreeError> {
+        if let Some((file, _)) = self.read.borrow().get(path) {
+            return Ok(file.is_some());
+        }
+        self.tree.exists(path)
+    }
+
+    fn read_meta(
+        &self,
+        path: &[u8],
+    ) -> Result<Option<(crate::diff::TreeFile, crate::FileMeta)>, crate::diff::TreeError> {
+        match self.read.borrow().get(path) {
+            Some((None, _)) => return Ok(None),
+            Some((Some(file), Some(meta))) => return Ok(Some((file.clone(), *meta))),
+            _ => {}
+        }
+        let found = self.tree.read_meta(path)?;
+        let entry = match &found {
+            Some((file, meta)) => (Some(file.clone()), Some(*meta)),
+            None => (None, None),
+        };
+        self.read.borrow_mut().insert(path.to_vec(), entry);
+        Ok(found)
+    }
+}
+
 /// The changeset a revision's bytes make against `tree`.
 pub(crate) fn changeset_against<T: crate::diff::Tree + ?Sized>(
     tree: &T,
@@ -1222,5 +1284,56 @@ impl Tool for Reject {
             .into()
         })?;
         Ok(Rejected { proposal, decision })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadOnce;
+    use crate::diff::{Tree, TreeError, TreeFile};
+    use std::cell::Cell;
+    use std::collections::BTreeMap;
+
+    /// A tree that counts the reads that reach it.
+    struct Counting {
+        files: BTreeMap<Vec<u8>, TreeFile>,
+        reads: Cell<usize>,
+    }
+
+    impl Tree for Counting {
+        fn read(&self, path: &[u8]) -> Result<Option<TreeFile>, TreeError> {
+            self.reads.set(self.reads.get() + 1);
+            self.files.read(path)
+        }
+    }
+
+    #[test]
+    fn a_preparation_reads_each_file_once_for_the_changeset_and_its_diff() {
+        let mut files = BTreeMap::new();
+        files.insert(b"a.txt".to_vec(), TreeFile::regular(b"one\ntwo\n".to_vec()));
+        let tree = Counting {
+            files,
+            reads: Cell::new(0),
+        };
+        let once = ReadOnce::new(&tree);
+        let patch = b"--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n";
+        let changeset = super::changeset_against(
+            &once,
+            crate::model::RevisionFormat::Patch,
+            patch,
+            &crate::diff::ParseOptions::default(),
+        )
+        .expect("applies");
+        let first = tree.reads.get();
+        assert!(first >= 1, "the changeset read the file");
+        let diff = changeset.render_diff(&once).expect("renders");
+        assert_eq!(tree.reads.get(), first, "the diff read the file again");
+        assert_eq!(diff, changeset.render_diff(&tree).expect("renders"));
+        // An absent file is remembered as absent.
+        assert_eq!(once.read(b"b.txt").expect("read"), None);
+        let reads = tree.reads.get();
+        assert!(!once.exists(b"b.txt").expect("exists"));
+        assert_eq!(once.read_meta(b"b.txt").expect("meta"), None);
+        assert_eq!(tree.reads.get(), reads);
     }
 }

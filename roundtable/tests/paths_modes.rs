@@ -534,76 +534,84 @@ fn modifying(path: &str) -> String {
 /// `submodule`), and one created before the checkout appeared is refused
 /// at apply (`precondition_failed`, its precondition stage saying
 /// `special_file`) with nothing written.
+#[test]
+fn item16_no_write_into_a_submodule_checkout_in_files_mode() {
+    no_write_into_a_submodule_checkout(false);
+}
+
+/// [`item16_no_write_into_a_submodule_checkout_in_files_mode`], in git mode.
 #[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
-fn item16_no_write_into_a_submodule_checkout_in_either_mode() {
-    for git_mode in [false, true] {
-        let w = if git_mode {
-            super::git_landing::git_world(&[("vendor/lib/x", "old\n"), ("later/x", "old\n")])
-        } else {
-            let w = World::new();
-            for p in ["vendor/lib/x", "later/x"] {
-                let p = w.dir.path().join(p);
-                std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-                std::fs::write(p, "old\n").expect("write");
-            }
-            w
-        };
-        let d = w.dir.path();
-        // A submodule's checkout: `.git` is a file naming its git dir.
-        std::fs::write(
-            d.join("vendor/lib/.git"),
-            "gitdir: ../../.git/modules/lib\n",
+fn item16_no_write_into_a_submodule_checkout_in_git_mode() {
+    no_write_into_a_submodule_checkout(true);
+}
+
+fn no_write_into_a_submodule_checkout(git_mode: bool) {
+    let w = if git_mode {
+        super::git_landing::git_world(&[("vendor/lib/x", "old\n"), ("later/x", "old\n")])
+    } else {
+        let w = World::new();
+        for p in ["vendor/lib/x", "later/x"] {
+            let p = w.dir.path().join(p);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, "old\n").expect("write");
+        }
+        w
+    };
+    let d = w.dir.path();
+    // A submodule's checkout: `.git` is a file naming its git dir.
+    std::fs::write(
+        d.join("vendor/lib/.git"),
+        "gitdir: ../../.git/modules/lib\n",
+    )
+    .expect("gitdir");
+    for patch in [
+        modifying("vendor/lib/x"),
+        creating("vendor/lib/new", "x\n", false),
+    ] {
+        let e = w.refused(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "T", "summary_md": "S", "patch": patch}),
+            &w.author,
+            ErrorCode::SpecialFile,
+        );
+        assert_eq!(e.details()["type"], "submodule", "{e} {}", e.details());
+    }
+    // Created while `later/` was a plain directory; it then becomes a
+    // nested repository's checkout (a `.git` directory): the apply is
+    // refused and writes nothing.
+    let pid = w.approved("directory:.", &modifying("later/x"));
+    std::fs::create_dir(d.join("later/.git")).expect("nested repository");
+    let e = w
+        .engine
+        .call(
+            "patch.apply",
+            json!({"proposal_id": pid, "revision": 1}),
+            &w.host,
         )
-        .expect("gitdir");
-        for patch in [
-            modifying("vendor/lib/x"),
-            creating("vendor/lib/new", "x\n", false),
-        ] {
-            let e = w.refused(
-                "proposal.create",
-                json!({"task_id": "t1", "title": "T", "summary_md": "S", "patch": patch}),
-                &w.author,
-                ErrorCode::SpecialFile,
-            );
-            assert_eq!(e.details()["type"], "submodule", "{e} {}", e.details());
-        }
-        // Created while `later/` was a plain directory; it then becomes a
-        // nested repository's checkout (a `.git` directory): the apply is
-        // refused and writes nothing.
-        let pid = w.approved("directory:.", &modifying("later/x"));
-        std::fs::create_dir(d.join("later/.git")).expect("nested repository");
-        let e = w
-            .engine
-            .call(
-                "patch.apply",
-                json!({"proposal_id": pid, "revision": 1}),
-                &w.host,
-            )
-            .expect_err("refused");
-        assert_eq!(
-            e.code(),
-            ErrorCode::PreconditionFailed,
-            "git mode {git_mode}: {e}"
-        );
-        let stages = e.details()["report"]["stages"]
-            .as_array()
-            .expect("stages")
-            .clone();
-        let pre = stages
-            .iter()
-            .find(|s| s["name"] == "preconditions")
-            .expect("preconditions");
-        assert_eq!(pre["reasons"][0]["code"], "special_file", "{pre}");
-        assert_eq!(
-            std::fs::read_to_string(d.join("later/x")).expect("x"),
-            "old\n"
-        );
-        assert!(!d.join("vendor/lib/new").exists());
-        if git_mode {
-            std::fs::remove_dir(d.join("later/.git")).expect("rmdir");
-            std::fs::remove_file(d.join("vendor/lib/.git")).expect("rm");
-            git(d, &["fsck", "--strict"]);
-        }
+        .expect_err("refused");
+    assert_eq!(
+        e.code(),
+        ErrorCode::PreconditionFailed,
+        "git mode {git_mode}: {e}"
+    );
+    let stages = e.details()["report"]["stages"]
+        .as_array()
+        .expect("stages")
+        .clone();
+    let pre = stages
+        .iter()
+        .find(|s| s["name"] == "preconditions")
+        .expect("preconditions");
+    assert_eq!(pre["reasons"][0]["code"], "special_file", "{pre}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("later/x")).expect("x"),
+        "old\n"
+    );
+    assert!(!d.join("vendor/lib/new").exists());
+    if git_mode {
+        std::fs::remove_dir(d.join("later/.git")).expect("rmdir");
+        std::fs::remove_file(d.join("vendor/lib/.git")).expect("rm");
+        git(d, &["fsck", "--strict"]);
     }
 }

@@ -417,6 +417,59 @@ mod tests {
         }
     }
 
+    /// Issue 33: a large change is staged on two threads; when staging
+    /// fails in both halves, the failure first in path order is the one
+    /// returned (every time), and no staged file is left behind.
+    #[test]
+    fn issue33_staging_on_two_threads_reports_the_first_failure_and_leaves_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let big = vec![b'x'; 64 << 10];
+        // 40 new files of 64 KiB (2.5 MiB in all: staged on two threads),
+        // and two new links whose targets leave the root (staging refuses
+        // them), one in each half.
+        let mut changes: Vec<crate::changeset::FileChange> = (0..40)
+            .map(|i| crate::changeset::FileChange {
+                path: RepoPath::from_bytes(format!("f{i:02}").as_bytes()).expect("path"),
+                operation: crate::changeset::Operation::Create,
+                before: None,
+                after: Some(FileContent {
+                    data: big.clone(),
+                    executable: false,
+                    symlink: false,
+                }),
+            })
+            .collect();
+        for name in ["f05-link", "f30-link"] {
+            changes.push(crate::changeset::FileChange {
+                path: RepoPath::from_bytes(name.as_bytes()).expect("path"),
+                operation: crate::changeset::Operation::Create,
+                before: None,
+                after: Some(FileContent {
+                    data: b"../../outside".to_vec(),
+                    executable: false,
+                    symlink: true,
+                }),
+            });
+        }
+        let change = Changeset::new(changes).expect("distinct paths");
+        let ws = Workspace::open(root).expect("open");
+        for _ in 0..10 {
+            let e = ws
+                .apply_changeset_with(
+                    &change,
+                    &WriteOptions {
+                        durable: true,
+                        ..WriteOptions::default()
+                    },
+                )
+                .expect_err("an escaping link is refused");
+            assert_eq!(e.code(), ErrorCode::PathEscape, "{e}");
+            assert!(e.to_string().contains("f05-link"), "{e}");
+            assert!(files(root).is_empty(), "{:?}", files(root).keys());
+        }
+    }
+
     /// Move `root/d` (holding `f`) to `outside/d` and put in its place a
     /// `link` to it or a real `directory` holding someone else's `f`.
     fn swap_out(root: &Path, outside: &Path, replacement: &str) {

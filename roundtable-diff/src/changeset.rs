@@ -487,7 +487,9 @@ impl Changeset {
             seen: Default::default(),
         };
         let mut finals: BTreeMap<Vec<u8>, Option<FileContent>> = BTreeMap::new();
-        crate::diff::apply(patch, &recording, &mut |o| {
+        // Every result is kept anyway: the sections' results are computed
+        // on two threads.
+        crate::diff::apply_on_two_threads(patch, &recording, &mut |o| {
             let new = o.new.map(|f| FileContent {
                 data: f.data,
                 executable: f.executable,

@@ -278,6 +278,136 @@ pub fn apply<T: Tree + ?Sized>(
     tree: &T,
     sink: &mut dyn FnMut(FileOutcome) -> Result<(), TreeError>,
 ) -> Result<(), ApplyError> {
+    walk(patch, tree, None, &mut |step| match step {
+        Step::Done(outcome) => sink(outcome).map_err(ApplyError::from),
+        Step::Apart { .. } => unreachable!("nothing is computed apart without a queue"),
+    })
+}
+
+/// The number of sections from which [`apply_on_two_threads`] computes
+/// results on a second thread (below it, a thread costs more than it
+/// saves).
+const APART_SECTIONS: usize = 16;
+
+/// [`apply()`], with each section's result computed on one of two
+/// threads where no later section reads it: the sections' bookkeeping and
+/// every read of `tree` stay on the calling thread, in section order; the
+/// results, the errors and the order in which `sink` receives them are
+/// exactly [`apply()`]'s (the first failure in section order is the one
+/// reported, whatever the threads' timing). Unlike [`apply()`], nothing
+/// reaches `sink` until every section is computed, so memory holds every
+/// result: for a caller that keeps them all anyway (a changeset).
+pub fn apply_on_two_threads<T: Tree + ?Sized>(
+    patch: &Patch<'_>,
+    tree: &T,
+    sink: &mut dyn FnMut(FileOutcome) -> Result<(), TreeError>,
+) -> Result<(), ApplyError> {
+    let sections = patch.files().len();
+    if sections < APART_SECTIONS {
+        return apply(patch, tree, sink);
+    }
+    let results: Vec<std::sync::OnceLock<Result<Vec<u8>, ApplyError>>> =
+        (0..sections).map(|_| std::sync::OnceLock::new()).collect();
+    let (queue, jobs) = std::sync::mpsc::channel::<Apart<'_, '_>>();
+    let jobs = std::sync::Mutex::new(jobs);
+    // Take jobs until the queue is closed and empty.
+    let work = || loop {
+        let next = jobs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .recv();
+        let Ok(job) = next else { break };
+        let result = section_data(job.fp, &job.pre);
+        // Each section is sent once.
+        let _ = results[job.section].set(result);
+    };
+    let mut steps = Vec::with_capacity(sections);
+    let walked = std::thread::scope(|scope| {
+        let helper = scope.spawn(work);
+        let walked = walk(patch, tree, Some(&queue), &mut |step| {
+            steps.push(step);
+            Ok(())
+        });
+        drop(queue);
+        work();
+        helper
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        walked
+    });
+    let mut results = results;
+    for step in steps {
+        match step {
+            Step::Done(outcome) => sink(outcome)?,
+            Step::Apart {
+                section,
+                renamed_away,
+                path,
+                executable,
+            } => {
+                let data = results[section]
+                    .take()
+                    .expect("every section sent is computed before the queue closes")?;
+                if let Some(old) = renamed_away {
+                    sink(FileOutcome {
+                        path: old,
+                        new: None,
+                    })?;
+                }
+                sink(FileOutcome {
+                    path,
+                    new: Some(TreeFile {
+                        data,
+                        executable,
+                        symlink: false,
+                    }),
+                })?;
+            }
+        }
+    }
+    walked
+}
+
+/// A section's result to compute apart: the section and its pre-image.
+struct Apart<'p, 'a> {
+    /// The section's index.
+    section: usize,
+    /// The section.
+    fp: &'p FilePatch<'a>,
+    /// The content it applies to.
+    pre: Vec<u8>,
+}
+
+/// What [`walk`] yields per outcome, in section order.
+enum Step {
+    /// An outcome computed in place.
+    Done(FileOutcome),
+    /// A regular file written at `path` whose bytes are section
+    /// `section`'s result, computed apart.
+    /// A rename's source is removed first (`renamed_away`), once the
+    /// result is known to exist.
+    Apart {
+        section: usize,
+        renamed_away: Option<Vec<u8>>,
+        path: Vec<u8>,
+        executable: bool,
+    },
+}
+
+/// The sections of `patch` applied to `tree` in order, each outcome
+/// handed to `step`. With a `queue`, a section's result that no later
+/// section reads (and that is not a deletion, which must come out empty,
+/// nor a link, whose target is checked) is sent there to compute and
+/// yielded as [`Step::Apart`]; the bookkeeping goes on without it, since
+/// nothing after it depends on its bytes. Stops at the first failure of
+/// the sections it computes itself (the caller orders it after those
+/// computed apart).
+fn walk<'p, 'a, T: Tree + ?Sized>(
+    patch: &'p Patch<'a>,
+    tree: &T,
+    queue: Option<&std::sync::mpsc::Sender<Apart<'p, 'a>>>,
+    step: &mut dyn FnMut(Step) -> Result<(), ApplyError>,
+) -> Result<(), ApplyError> {
     // Which section last reads each path through the table (modifications
     // and deletions read an earlier section's result; renames one written
     // in place).
@@ -404,30 +534,26 @@ pub fn apply<T: Tree + ?Sized>(
             }
         }
 
-        let data = match fp.body() {
-            Body::Text(hunks) if hunks.is_empty() => pre.data.clone(),
-            Body::Text(hunks) => {
-                let named = index_names(fp, &pre.data);
-                let data = apply_hunks_at(&pre.data, hunks, named.is_some()).map_err(
-                    |(hunk, reason)| ApplyError::Hunk {
-                        path: fp.old_path().unwrap_or(fp.path()).to_vec(),
-                        hunk,
-                        reason,
-                    },
-                )?;
-                check_index(fp, hunks, named, &data)?;
-                data
-            }
-            Body::BinaryMarker(_) => {
-                return Err(ApplyError::file(
-                    fp.path(),
-                    "the binary change carries no data (`Binary files … differ`); regenerate it with `git diff --binary`",
-                ))
-            }
-            Body::Binary { forward, .. } => binary_result(fp, &pre.data, forward)?,
+        let written = (status != FileStatus::Deleted).then(|| {
+            let new = fp.new_path().expect("non-deletions have a new path");
+            let symlink = fp
+                .stated_new_mode()
+                .map_or(pre.symlink, |m| m == Mode::SYMLINK);
+            // Kept for a later section that reads it.
+            let keep = last_reader.get(new).is_some_and(|&j| j > i);
+            (new, symlink, keep)
+        });
+        let apart = match (queue, written) {
+            (Some(queue), Some((_, false, false))) => Some(queue),
+            _ => None,
+        };
+        let data = match apart {
+            Some(_) => None,
+            None => Some(section_data(fp, &pre.data)?),
         };
 
         if status == FileStatus::Deleted {
+            let data = data.expect("a deletion is computed in place");
             let old = fp.old_path().expect("deletions have an old path");
             if !data.is_empty() {
                 return Err(ApplyError::file(
@@ -436,12 +562,14 @@ pub fn apply<T: Tree + ?Sized>(
                 ));
             }
             table.insert(old.to_vec(), Entry::Deleted);
-            sink(FileOutcome {
+            step(Step::Done(FileOutcome {
                 path: old.to_vec(),
                 new: None,
-            })?;
+            }))?;
             continue;
         }
+        // The source a rename leaves, handed over with its destination.
+        let mut renamed_away = None;
         if status == FileStatus::Renamed {
             let old = fp.old_path().expect("renames have an old path");
             // The source leaves unless an earlier section wrote it as
@@ -456,41 +584,95 @@ pub fn apply<T: Tree + ?Sized>(
             );
             if !written_elsewhere {
                 table.insert(old.to_vec(), Entry::RenamedAway);
-                sink(FileOutcome {
-                    path: old.to_vec(),
-                    new: None,
-                })?;
+                renamed_away = Some(old);
             }
         }
-        let new = fp.new_path().expect("non-deletions have a new path");
-        let symlink = fp
-            .stated_new_mode()
-            .map_or(pre.symlink, |m| m == Mode::SYMLINK);
+        let (new, symlink, keep) = written.expect("only a deletion writes nothing");
+        let executable = !symlink
+            && fp
+                .stated_new_mode()
+                .map_or(pre.executable, |m| m.is_executable());
+        let in_place = matches!(status, FileStatus::Added | FileStatus::Modified);
+        let Some(data) = data else {
+            // Computed apart: nothing after this section reads its bytes.
+            table.insert(
+                new.to_vec(),
+                Entry::Written {
+                    content: None,
+                    in_place,
+                },
+            );
+            if let Some(queue) = apart {
+                // The receiving side outlives the walk: a send fails only
+                // if it panicked, which the caller's join reports.
+                let _ = queue.send(Apart {
+                    section: i,
+                    fp,
+                    pre: pre.data,
+                });
+            }
+            step(Step::Apart {
+                section: i,
+                renamed_away: renamed_away.map(<[u8]>::to_vec),
+                path: new.to_vec(),
+                executable,
+            })?;
+            continue;
+        };
+        if let Some(old) = renamed_away {
+            step(Step::Done(FileOutcome {
+                path: old.to_vec(),
+                new: None,
+            }))?;
+        }
         if symlink {
             check_link(new, &data)?;
         }
         let file = TreeFile {
             data,
-            executable: !symlink
-                && fp
-                    .stated_new_mode()
-                    .map_or(pre.executable, |m| m.is_executable()),
+            executable,
             symlink,
         };
-        let keep = last_reader.get(new).is_some_and(|&j| j > i);
         table.insert(
             new.to_vec(),
             Entry::Written {
                 content: keep.then(|| file.clone()),
-                in_place: matches!(status, FileStatus::Added | FileStatus::Modified),
+                in_place,
             },
         );
-        sink(FileOutcome {
+        step(Step::Done(FileOutcome {
             path: new.to_vec(),
             new: Some(file),
-        })?;
+        }))?;
     }
     Ok(())
+}
+
+/// The bytes section `fp` makes of `pre`: its hunks applied (and checked
+/// against its `index` line), or its binary patch.
+fn section_data(fp: &FilePatch<'_>, pre: &[u8]) -> Result<Vec<u8>, ApplyError> {
+    Ok(match fp.body() {
+        Body::Text(hunks) if hunks.is_empty() => pre.to_vec(),
+        Body::Text(hunks) => {
+            let named = index_names(fp, pre);
+            let data = apply_hunks_at(pre, hunks, named.is_some()).map_err(|(hunk, reason)| {
+                ApplyError::Hunk {
+                    path: fp.old_path().unwrap_or(fp.path()).to_vec(),
+                    hunk,
+                    reason,
+                }
+            })?;
+            check_index(fp, hunks, named, &data)?;
+            data
+        }
+        Body::BinaryMarker(_) => {
+            return Err(ApplyError::file(
+                fp.path(),
+                "the binary change carries no data (`Binary files … differ`); regenerate it with `git diff --binary`",
+            ))
+        }
+        Body::Binary { forward, .. } => binary_result(fp, pre, forward)?,
+    })
 }
 
 /// The hex length of the object ids (40 or 64) with which the section's

@@ -42,8 +42,8 @@ mod summary;
 
 pub(crate) use apply::below_a_removed_path;
 pub use apply::{
-    apply, apply_hunks, apply_in_memory, link_target_escapes, ApplyError, FileOutcome, Tree,
-    TreeError, TreeFile,
+    apply, apply_hunks, apply_in_memory, apply_on_two_threads, link_target_escapes, ApplyError,
+    FileOutcome, Tree, TreeError, TreeFile,
 };
 pub use parse::{parse, ParseError, ParseOptions, DEFAULT_MAX_INFLATED_BYTES};
 pub use summary::{FileSummary, HunkRange, PatchSummary};

@@ -20,12 +20,21 @@ impl Workspace {
         changeset: &Changeset,
     ) -> Result<BTreeSet<RepoPath>, WorkspaceError> {
         let mut out = BTreeSet::new();
+        // Each directory on the way is looked at once, however many
+        // results lie below it.
+        let mut present: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for c in changeset.files().iter().filter(|c| c.after.is_some()) {
-            let components: Vec<&str> = c.path.components().collect();
-            for depth in 1..components.len() {
-                let dir = RepoPath::from_bytes(components[..depth].join("/").as_bytes())?;
+            let path = c.path.as_str();
+            for (end, _) in path.match_indices('/') {
+                let prefix = &path[..end];
+                if present.contains(prefix) {
+                    continue;
+                }
+                let dir = RepoPath::from_bytes(prefix.as_bytes())?;
                 if out.contains(&dir) || self.kind(&dir)? != Some(Kind::Dir) {
                     out.insert(dir);
+                } else {
+                    present.insert(prefix);
                 }
             }
         }

@@ -109,7 +109,10 @@ impl Workspace {
     /// directory moved, removed, or replaced by a link or another
     /// directory is [`WorkspaceError::Precondition`].
     pub(super) fn verify_dirs(&self) -> Result<(), WorkspaceError> {
-        let fresh = self.plain();
+        // Opened afresh once each: a directory's ancestors are looked up
+        // through what this check itself just opened, not reopened from
+        // the root for every directory below them.
+        let fresh = self.with_memo(Some(Memo::default()));
         for (prefix, fd) in self.remembered_dirs() {
             fresh.still_at(&prefix, &fd, "the directory validation read")?;
         }

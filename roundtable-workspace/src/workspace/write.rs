@@ -280,23 +280,74 @@ impl Workspace {
         reader.forget();
         #[cfg(test)]
         super::testing::at(super::testing::Point::BeforeStage);
-        let mut staged = Vec::with_capacity(writes.len());
-        for (path, content) in writes {
-            let content = Content {
-                mode: options.modes.and_then(|m| m.get(path).copied()),
-                ..Content::from(content)
-            };
-            staged.push((
-                path,
-                reader.stage(path, content, flush, options.tag, &verified)?,
-            ));
-        }
+        let staged = reader.stage_all(&writes, flush, options, &verified)?;
         self.flush_staged(flush, changeset)?;
         #[cfg(test)]
         super::testing::at(super::testing::Point::BeforeCommit);
         self.commit_staged(&removes, staged, options, &verified)?;
         self.flush_committed(flush, changeset)?;
         Ok(changes)
+    }
+}
+
+/// The results' size from which [`Workspace::stage_all`] stages on two
+/// threads (below it, a thread costs more than it saves).
+const STAGE_APART_BYTES: usize = 1 << 20;
+
+impl Workspace {
+    /// Stage every one of `writes` (in path order), as
+    /// [`stage`](Workspace::stage) does; the first failure in that order
+    /// is the one returned, and nothing staged is left behind. A large
+    /// change is staged on two threads, halved by bytes: each half stops
+    /// at its own first failure, and the first half's, if any, comes
+    /// first.
+    fn stage_all<'p>(
+        &self,
+        writes: &[(&'p RepoPath, &FileContent)],
+        flush: Flush,
+        options: &WriteOptions<'_>,
+        verified: &Verified,
+    ) -> Result<Vec<(&'p RepoPath, Staged)>, WorkspaceError> {
+        let stage_each = |writes: &[(&'p RepoPath, &FileContent)]| {
+            writes
+                .iter()
+                .map(|&(path, content)| {
+                    let content = Content {
+                        mode: options.modes.and_then(|m| m.get(path).copied()),
+                        ..Content::from(content)
+                    };
+                    Ok((
+                        path,
+                        self.stage(path, content, flush, options.tag, verified)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>, WorkspaceError>>()
+        };
+        let size = |(_, c): &(&RepoPath, &FileContent)| c.data.len();
+        let bytes: usize = writes.iter().map(size).sum();
+        if bytes < STAGE_APART_BYTES {
+            return stage_each(writes);
+        }
+        let mut seen = 0;
+        let half = writes
+            .iter()
+            .position(|w| {
+                seen += size(w);
+                seen * 2 >= bytes
+            })
+            .map_or(writes.len(), |i| i + 1);
+        let (first, second) = writes.split_at(half);
+        let (first, second) = std::thread::scope(|scope| {
+            let rest = scope.spawn(|| stage_each(second));
+            let first = stage_each(first);
+            let second = rest
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (first, second)
+        });
+        let mut staged = first?;
+        staged.extend(second?);
+        Ok(staged)
     }
 }
 
@@ -363,6 +414,59 @@ mod tests {
                 "{replacement}: {e}"
             );
             assert_swapped_untouched(&root, &outside, replacement, replacement);
+        }
+    }
+
+    /// Issue 33: a large change is staged on two threads; when staging
+    /// fails in both halves, the failure first in path order is the one
+    /// returned (every time), and no staged file is left behind.
+    #[test]
+    fn issue33_staging_on_two_threads_reports_the_first_failure_and_leaves_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let big = vec![b'x'; 64 << 10];
+        // 40 new files of 64 KiB (2.5 MiB in all: staged on two threads),
+        // and two new links whose targets leave the root (staging refuses
+        // them), one in each half.
+        let mut changes: Vec<crate::changeset::FileChange> = (0..40)
+            .map(|i| crate::changeset::FileChange {
+                path: RepoPath::from_bytes(format!("f{i:02}").as_bytes()).expect("path"),
+                operation: crate::changeset::Operation::Create,
+                before: None,
+                after: Some(FileContent {
+                    data: big.clone(),
+                    executable: false,
+                    symlink: false,
+                }),
+            })
+            .collect();
+        for name in ["f05-link", "f30-link"] {
+            changes.push(crate::changeset::FileChange {
+                path: RepoPath::from_bytes(name.as_bytes()).expect("path"),
+                operation: crate::changeset::Operation::Create,
+                before: None,
+                after: Some(FileContent {
+                    data: b"../../outside".to_vec(),
+                    executable: false,
+                    symlink: true,
+                }),
+            });
+        }
+        let change = Changeset::new(changes).expect("distinct paths");
+        let ws = Workspace::open(root).expect("open");
+        for _ in 0..10 {
+            let e = ws
+                .apply_changeset_with(
+                    &change,
+                    &WriteOptions {
+                        durable: true,
+                        ..WriteOptions::default()
+                    },
+                )
+                .expect_err("an escaping link is refused");
+            assert_eq!(e.code(), ErrorCode::PathEscape, "{e}");
+            assert!(e.to_string().contains("f05-link"), "{e}");
+            assert!(files(root).is_empty(), "{:?}", files(root).keys());
         }
     }
 

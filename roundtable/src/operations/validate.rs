@@ -679,24 +679,22 @@ pub(crate) fn validate_with_changeset(
     // two on a second thread.
     let beside = || (author.read(engine, ws, ev), patch.map(hunk_added_lines));
     let apart = author.walks() || ev.bytes.len() >= BESIDE_BYTES;
-    let (recomputed, (held, hunk_lines)) = std::thread::scope(|scope| {
-        let thread = apart.then(|| scope.spawn(beside));
-        let recomputed = dry_run(ws, ev, &parsed);
-        let read = match thread {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            None => beside(),
-        };
-        (recomputed, read)
-    });
+    let ((held, hunk_lines), recomputed) = beside_if(apart, beside, || dry_run(ws, ev, &parsed));
     let preconditions = preconditions_stage(ws, &ev.revision.changeset, &recomputed);
     let (dry, facts) = dry_run_stage(ws, ev, patch, &recomputed);
-    let (mut claims, covering) =
-        claims_stage(engine, ws, ev, patch, facts.as_deref(), &author, held);
-    let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
-    let lines = lines_added(patch, facts.as_deref(), hunk_lines.unwrap_or_default());
-    let policy = ev.with_input(&lines, |input| evaluate(&ev.policy, input));
+    // The policy (the added lines and their secret scan) needs only the
+    // facts: for a large change, judged beside the claims and coverage.
+    let policy = || {
+        let lines = lines_added(patch, facts.as_deref(), hunk_lines.unwrap_or_default());
+        ev.with_input(&lines, |input| evaluate(&ev.policy, input))
+    };
+    let (policy, (mut claims, coverage)) =
+        beside_if(ev.bytes.len() >= BESIDE_BYTES, policy, || {
+            let (claims, covering) =
+                claims_stage(engine, ws, ev, patch, facts.as_deref(), &author, held);
+            let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
+            (claims, coverage)
+        });
     mark_superseded(ev, &mut claims);
     // Each precondition reason is a failure: they hold when there is none.
     let preconditions_hold = preconditions.reasons.is_empty();
@@ -713,6 +711,29 @@ pub(crate) fn validate_with_changeset(
         policy,
     };
     (report, recomputed.ok())
+}
+
+/// `apart()` and `here()`, both run: `apart` on a second thread while
+/// this one runs `here` when `two` (a large change), else `here` and
+/// then `apart`. Both only read, so the results do not depend on the
+/// order.
+fn beside_if<A: Send, H>(
+    two: bool,
+    apart: impl FnOnce() -> A + Send,
+    here: impl FnOnce() -> H,
+) -> (A, H) {
+    if !two {
+        let h = here();
+        return (apart(), h);
+    }
+    std::thread::scope(|scope| {
+        let thread = scope.spawn(apart);
+        let h = here();
+        let a = thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (a, h)
+    })
 }
 
 /// Preconditions: every touched path is as the revision expects. The dry

@@ -497,3 +497,112 @@ fn submodules_stay_unsupported() {
     assert_eq!(err.code(), ErrorCode::UnsupportedPatch, "{err}");
     assert!(err.to_string().contains("submodule"), "{err}");
 }
+
+/// Issue 33: a section that modifies `f{n}` (its line 5), with `bad`
+/// context when it must not apply.
+fn modify(n: usize, bad: bool) -> String {
+    let context = if bad { "nope" } else { "l4" };
+    format!("diff --git a/f{n:02} b/f{n:02}\n--- a/f{n:02}\n+++ b/f{n:02}\n@@ -4,3 +4,3 @@\n {context}\n-l5\n+L5 {n}\n l6\n")
+}
+
+/// Issue 33: every outcome `sink` receives, in order, or the error's
+/// code, path and message.
+fn outcomes(
+    two: bool,
+    p: &Patch<'_>,
+    t: &BTreeMap<Vec<u8>, TreeFile>,
+) -> Result<Vec<FileOutcome>, (ErrorCode, Vec<u8>, String)> {
+    let mut out = Vec::new();
+    let mut sink = |o: FileOutcome| {
+        out.push(o);
+        Ok(())
+    };
+    let result = if two {
+        apply_on_two_threads(p, t, &mut sink)
+    } else {
+        apply(p, t, &mut sink)
+    };
+    result
+        .map(|()| out)
+        .map_err(|e| (e.code(), e.path().to_vec(), e.to_string()))
+}
+
+/// Issue 33: the dry run computes sections' results on two threads; what
+/// the sink receives (every outcome, in order) and the first failure in
+/// section order are exactly the one-thread applier's, whichever thread
+/// computed the failing section and whatever failed after it.
+#[test]
+fn issue33_results_on_two_threads_are_the_one_thread_applys() {
+    let body = lines(1..=9);
+    let mut files: Vec<(String, String, bool)> = (0..40)
+        .map(|n| (format!("f{n:02}"), body.clone(), false))
+        .collect();
+    files.push(("gone".into(), "bye\n".into(), false));
+    files.push(("moved".into(), body.clone(), false));
+    files.push(("mode".into(), "x\n".into(), false));
+    let owned: Vec<(&str, &str, bool)> = files
+        .iter()
+        .map(|(p, c, x)| (p.as_str(), c.as_str(), *x))
+        .collect();
+    let t = tree(&owned);
+    // Every kind of section: modifications (computed apart), a file
+    // changed twice (the first result read again, kept in place), a
+    // rename with a change, a deletion, a new file, a new link, a mode
+    // change without hunks.
+    let mut good: String = (0..30).map(|n| modify(n, false)).collect();
+    good.push_str(
+        "diff --git a/f00 b/f00\n--- a/f00\n+++ b/f00\n@@ -6,3 +6,3 @@\n l6\n-l7\n+L7\n l8\n",
+    );
+    good.push_str("diff --git a/moved b/there\nsimilarity index 90%\nrename from moved\nrename to there\n--- a/moved\n+++ b/there\n@@ -1,3 +1,3 @@\n-l1\n+L1\n l2\n l3\n");
+    good.push_str("diff --git a/gone b/gone\ndeleted file mode 100644\n--- a/gone\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n");
+    good.push_str("diff --git a/new b/new\nnew file mode 100755\n--- /dev/null\n+++ b/new\n@@ -0,0 +1 @@\n+hi\n");
+    good.push_str(&new_link("ln", "f01"));
+    good.push_str("diff --git a/mode b/mode\nold mode 100644\nnew mode 100755\n");
+    let p = patch(&good);
+    assert!(p.files().len() >= APART_SECTIONS);
+    let one = outcomes(false, &p, &t).expect("applies");
+    assert_eq!(outcomes(true, &p, &t).expect("applies"), one);
+    let last = |path: &str| one.iter().rev().find(|o| o.path == path.as_bytes());
+    assert!(
+        String::from_utf8_lossy(&last("f00").and_then(|o| o.new.clone()).expect("f00").data)
+            .contains("L5 0\nl6\nL7\n")
+    );
+    assert!(last("moved").is_some_and(|o| o.new.is_none()));
+    assert!(last("mode")
+        .and_then(|o| o.new.as_ref())
+        .is_some_and(|f| f.executable));
+
+    // Two sections that do not apply (both computed apart): the earlier
+    // one is reported, every time.
+    let two_bad: String = (0..30).map(|n| modify(n, n == 3 || n == 25)).collect();
+    // A computed-apart failure before one found in the walk (a new file
+    // where one exists), and the other way round.
+    let apart_first: String = (0..30)
+        .map(|n| match n {
+            5 => modify(n, true),
+            20 => "diff --git a/f01 b/f01\nnew file mode 100644\n--- /dev/null\n+++ b/f01\n@@ -0,0 +1 @@\n+x\n".into(),
+            _ => modify(n, false),
+        })
+        .collect();
+    let walk_first: String = (0..30)
+        .map(|n| match n {
+            10 => "diff --git a/f01 b/f01\nnew file mode 100644\n--- /dev/null\n+++ b/f01\n@@ -0,0 +1 @@\n+x\n".into(),
+            25 => modify(n, true),
+            _ => modify(n, false),
+        })
+        .collect();
+    for (text, path, needle) in [
+        (&two_bad, "f03", "hunk #1"),
+        (&apart_first, "f05", "hunk #1"),
+        (&walk_first, "f01", "already exists"),
+    ] {
+        let p = patch(text);
+        let one = outcomes(false, &p, &t).expect_err("refused");
+        for _ in 0..20 {
+            assert_eq!(outcomes(true, &p, &t).expect_err("refused"), one);
+        }
+        assert_eq!(one.0, ErrorCode::PatchDoesNotApply);
+        assert_eq!(one.1, path.as_bytes(), "{}", one.2);
+        assert!(one.2.contains(needle), "{}", one.2);
+    }
+}

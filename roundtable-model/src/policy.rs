@@ -429,8 +429,8 @@ impl JsonSchema for PathGlob {
 }
 
 /// Why a policy document was refused. Every variant's code is
-/// [`ErrorCode::InvalidPolicy`]; [`PolicyError::details`] names the key and
-/// place.
+/// [`ErrorCode::InvalidPolicy`]; each names the key and, when known, the
+/// line and column ([`PolicyError::line`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
     /// The document is not TOML, or a value has the wrong type or an

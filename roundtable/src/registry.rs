@@ -215,11 +215,7 @@ impl Engine {
         actor: &Actor,
         options: &crate::CallOptions,
     ) -> Result<Value, ToolError> {
-        self.check_process()?;
-        crate::interrupt::scope(options, || {
-            crate::interrupt::check().map_err(ToolError::from)?;
-            self.call(tool, args, actor)
-        })
+        self.interrupted(options, || self.call(tool, args, actor))
     }
 
     /// [`call_json`](Engine::call_json) interrupted by `options`, as
@@ -231,10 +227,20 @@ impl Engine {
         actor: &Actor,
         options: &crate::CallOptions,
     ) -> Result<Value, ToolError> {
+        self.interrupted(options, || self.call_json(tool, args, actor))
+    }
+
+    /// `call` run with `options`' cancellation token and deadline in
+    /// force, after checking they have not already passed.
+    fn interrupted(
+        &self,
+        options: &crate::CallOptions,
+        call: impl FnOnce() -> Result<Value, ToolError>,
+    ) -> Result<Value, ToolError> {
         self.check_process()?;
         crate::interrupt::scope(options, || {
             crate::interrupt::check().map_err(ToolError::from)?;
-            self.call_json(tool, args, actor)
+            call()
         })
     }
 

@@ -394,6 +394,128 @@ enum Step {
     },
 }
 
+/// Which section last reads each path through the table (modifications
+/// and deletions read an earlier section's result; renames one written in
+/// place).
+fn last_readers<'p>(patch: &'p Patch<'_>) -> HashMap<&'p [u8], usize> {
+    let mut last_reader = HashMap::new();
+    for (i, fp) in patch.files().iter().enumerate() {
+        if matches!(
+            fp.status(),
+            FileStatus::Modified | FileStatus::Deleted | FileStatus::Renamed
+        ) {
+            if let Some(p) = fp.old_path() {
+                last_reader.insert(p, i);
+            }
+        }
+    }
+    last_reader
+}
+
+/// Paths some section deletes or renames away, earlier or later: like git
+/// (`prepare_fn_table`), a new file, rename or copy may take such a path
+/// even while it still exists, which is how swapped and cyclic renames
+/// (`git diff -M -B`) apply: a path's final state is its last write,
+/// whatever removal the sink also received for it.
+fn to_be_removed<'p>(patch: &'p Patch<'_>) -> std::collections::HashSet<&'p [u8]> {
+    patch
+        .files()
+        .iter()
+        .filter(|fp| matches!(fp.status(), FileStatus::Deleted | FileStatus::Renamed))
+        .filter_map(|fp| fp.old_path())
+        .collect()
+}
+
+/// `unsupported` for a gitlink, and a refusal for a section that turns a
+/// file into a link or back (git writes that as a deletion and a creation).
+fn check_modes(fp: &FilePatch<'_>) -> Result<(), ApplyError> {
+    for mode in [fp.old_mode(), fp.new_mode()].into_iter().flatten() {
+        if !mode.is_regular_file() && mode != Mode::SYMLINK {
+            return Err(ApplyError::Unsupported {
+                path: fp.path().to_vec(),
+                reason: "submodules (gitlinks) are not applied: roundtable does not manage nested repositories",
+            });
+        }
+    }
+    if let (Some(old), Some(new)) = (fp.old_mode(), fp.stated_new_mode()) {
+        if (old == Mode::SYMLINK) != (new == Mode::SYMLINK) {
+            return Err(ApplyError::file(
+                fp.path(),
+                format!("new mode ({new}) does not match old mode ({old}): a file becomes a symbolic link (or back) as a deletion and a creation"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The content section `fp` applies to — an earlier section's result
+/// from `table`, or the file in `tree` — with the section's status (a
+/// plain diff adding lines to a missing file is a creation).
+fn pre_image<T: Tree + ?Sized>(
+    fp: &FilePatch<'_>,
+    table: &HashMap<Vec<u8>, Entry>,
+    tree: &T,
+) -> Result<(TreeFile, FileStatus), ApplyError> {
+    let mut status = fp.status();
+    let pre: TreeFile = match status {
+        FileStatus::Added => TreeFile::regular(Vec::new()),
+        FileStatus::Renamed | FileStatus::Copied => {
+            let old = fp.old_path().expect("renames and copies have an old path");
+            match table.get(old) {
+                // A series (`format-patch`, `git log -p --reverse`):
+                // the path was changed by an earlier section, and this
+                // one moves that result. (A copy reads the original:
+                // in one `git diff -C`, a copy's source is the
+                // pre-image even where another section changes it.)
+                Some(Entry::Written {
+                    content: Some(content),
+                    in_place: true,
+                }) if status == FileStatus::Renamed => content.clone(),
+                Some(Entry::Deleted) => {
+                    return Err(ApplyError::file(old, "was deleted by an earlier section"))
+                }
+                // A rename's or copy's destination that this section
+                // moves away again reads the original, which is how
+                // swapped and cyclic renames (`git diff -M -B`) apply.
+                _ => tree
+                    .read(old)?
+                    .ok_or_else(|| ApplyError::file(old, "does not exist in the tree"))?,
+            }
+        }
+        FileStatus::Modified | FileStatus::Deleted => {
+            let old = fp
+                .old_path()
+                .expect("modifications and deletions have an old path");
+            match table.get(old) {
+                Some(Entry::Written {
+                    content: Some(content),
+                    ..
+                }) => content.clone(),
+                Some(Entry::Written { content: None, .. }) => {
+                    unreachable!("kept because a later section reads it")
+                }
+                Some(Entry::Deleted) => {
+                    return Err(ApplyError::file(old, "was deleted by an earlier section"))
+                }
+                Some(Entry::RenamedAway) | None => match tree.read(old)? {
+                    Some(f) => f,
+                    // A plain diff that only adds lines to a missing
+                    // file creates it (git infers creation the same way).
+                    None if !fp.is_git()
+                        && status == FileStatus::Modified
+                        && fp.hunks().iter().all(|h| h.old_lines() == 0) =>
+                    {
+                        status = FileStatus::Added;
+                        TreeFile::regular(Vec::new())
+                    }
+                    None => return Err(ApplyError::file(old, "does not exist in the tree")),
+                },
+            }
+        }
+    };
+    Ok((pre, status))
+}
+
 /// The sections of `patch` applied to `tree` in order, each outcome
 /// handed to `step`. With a `queue`, a section's result that no later
 /// section reads (and that is not a deletion, which must come out empty,
@@ -408,50 +530,12 @@ fn walk<'p, 'a, T: Tree + ?Sized>(
     queue: Option<&std::sync::mpsc::Sender<Apart<'p, 'a>>>,
     step: &mut dyn FnMut(Step) -> Result<(), ApplyError>,
 ) -> Result<(), ApplyError> {
-    // Which section last reads each path through the table (modifications
-    // and deletions read an earlier section's result; renames one written
-    // in place).
-    let mut last_reader: HashMap<&[u8], usize> = HashMap::new();
-    for (i, fp) in patch.files().iter().enumerate() {
-        if matches!(
-            fp.status(),
-            FileStatus::Modified | FileStatus::Deleted | FileStatus::Renamed
-        ) {
-            if let Some(p) = fp.old_path() {
-                last_reader.insert(p, i);
-            }
-        }
-    }
-    // Paths some section deletes or renames away, earlier or later: like
-    // git (`prepare_fn_table`), a new file, rename or copy may take such a
-    // path even while it still exists, which is how swapped and cyclic
-    // renames (`git diff -M -B`) apply: a path's final state is its last
-    // write, whatever removal the sink also received for it.
-    let to_be_removed: std::collections::HashSet<&[u8]> = patch
-        .files()
-        .iter()
-        .filter(|fp| matches!(fp.status(), FileStatus::Deleted | FileStatus::Renamed))
-        .filter_map(|fp| fp.old_path())
-        .collect();
+    let last_reader = last_readers(patch);
+    let to_be_removed = to_be_removed(patch);
     let mut table: HashMap<Vec<u8>, Entry> = HashMap::new();
 
     for (i, fp) in patch.files().iter().enumerate() {
-        for mode in [fp.old_mode(), fp.new_mode()].into_iter().flatten() {
-            if !mode.is_regular_file() && mode != Mode::SYMLINK {
-                return Err(ApplyError::Unsupported {
-                    path: fp.path().to_vec(),
-                    reason: "submodules (gitlinks) are not applied: roundtable does not manage nested repositories",
-                });
-            }
-        }
-        if let (Some(old), Some(new)) = (fp.old_mode(), fp.stated_new_mode()) {
-            if (old == Mode::SYMLINK) != (new == Mode::SYMLINK) {
-                return Err(ApplyError::file(
-                    fp.path(),
-                    format!("new mode ({new}) does not match old mode ({old}): a file becomes a symbolic link (or back) as a deletion and a creation"),
-                ));
-            }
-        }
+        check_modes(fp)?;
         let free_for_new =
             |path: &[u8], table: &HashMap<Vec<u8>, Entry>| -> Result<bool, ApplyError> {
                 Ok(match table.get(path) {
@@ -464,63 +548,7 @@ fn walk<'p, 'a, T: Tree + ?Sized>(
                     }
                 })
             };
-        let mut status = fp.status();
-        let pre: TreeFile = match status {
-            FileStatus::Added => TreeFile::regular(Vec::new()),
-            FileStatus::Renamed | FileStatus::Copied => {
-                let old = fp.old_path().expect("renames and copies have an old path");
-                match table.get(old) {
-                    // A series (`format-patch`, `git log -p --reverse`):
-                    // the path was changed by an earlier section, and this
-                    // one moves that result. (A copy reads the original:
-                    // in one `git diff -C`, a copy's source is the
-                    // pre-image even where another section changes it.)
-                    Some(Entry::Written {
-                        content: Some(content),
-                        in_place: true,
-                    }) if status == FileStatus::Renamed => content.clone(),
-                    Some(Entry::Deleted) => {
-                        return Err(ApplyError::file(old, "was deleted by an earlier section"))
-                    }
-                    // A rename's or copy's destination that this section
-                    // moves away again reads the original, which is how
-                    // swapped and cyclic renames (`git diff -M -B`) apply.
-                    _ => tree
-                        .read(old)?
-                        .ok_or_else(|| ApplyError::file(old, "does not exist in the tree"))?,
-                }
-            }
-            FileStatus::Modified | FileStatus::Deleted => {
-                let old = fp
-                    .old_path()
-                    .expect("modifications and deletions have an old path");
-                match table.get(old) {
-                    Some(Entry::Written {
-                        content: Some(content),
-                        ..
-                    }) => content.clone(),
-                    Some(Entry::Written { content: None, .. }) => {
-                        unreachable!("kept because a later section reads it")
-                    }
-                    Some(Entry::Deleted) => {
-                        return Err(ApplyError::file(old, "was deleted by an earlier section"))
-                    }
-                    Some(Entry::RenamedAway) | None => match tree.read(old)? {
-                        Some(f) => f,
-                        // A plain diff that only adds lines to a missing
-                        // file creates it (git infers creation the same way).
-                        None if !fp.is_git()
-                            && status == FileStatus::Modified
-                            && fp.hunks().iter().all(|h| h.old_lines() == 0) =>
-                        {
-                            status = FileStatus::Added;
-                            TreeFile::regular(Vec::new())
-                        }
-                        None => return Err(ApplyError::file(old, "does not exist in the tree")),
-                    },
-                }
-            }
-        };
+        let (pre, status) = pre_image(fp, &table, tree)?;
         if status != FileStatus::Added {
             check_pre_type(fp, &pre)?;
         }

@@ -57,7 +57,9 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
 if not TARGET.is_absolute():
     TARGET = REPO / TARGET
 BIN = TARGET / "release" / "roundtable"
-SHM = Path("/dev/shm/rt-apply-bench-big")
+# One directory per run: two people benching at once must not delete each
+# other's trees.
+SHM = Path(f"/dev/shm/rt-apply-bench-big-{os.getpid()}")
 DISK = REPO / "bench" / "work" / "apply-disk"
 BENCHMARKS_MD = REPO / "BENCHMARKS.md"
 START_MARK = "<!-- apply-bench:start -->"

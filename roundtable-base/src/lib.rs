@@ -3,7 +3,8 @@
 //! The values every layer of roundtable shares, and nothing else: the
 //! stable [`ErrorCode`] table, repository paths ([`RepoPath`], git's fsck
 //! rules), digests ([`Digest`], [`StateHash`]), ids, actors, resources,
-//! the clock, strict JSON decoding and per-call cancellation. Every other
+//! the clock, strict JSON decoding, per-call cancellation and the split of
+//! a large change's work over two threads. Every other
 //! roundtable crate depends on this one; it depends on none of them.
 
 // Safe Rust only: bindings live in their own crates.
@@ -46,6 +47,7 @@ pub mod json;
 pub mod path;
 pub mod resource;
 pub mod state_hash;
+pub mod two_threads;
 
 pub use actor::{Actor, ActorKind};
 pub use digest::{Digest, DigestError, DIGEST_PREFIX};

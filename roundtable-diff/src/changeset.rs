@@ -8,6 +8,7 @@
 //! be absent) and its complete resulting content and mode.
 
 use crate::{Digest, RepoPath};
+use roundtable_base::two_threads;
 use serde::{Deserialize, Serialize};
 
 mod operation;
@@ -212,25 +213,14 @@ impl Changeset {
             }
             // A large change's results are hashed on two threads, halved
             // by bytes.
-            let mut seen = 0;
-            let half = self
-                .files
-                .iter()
-                .position(|f| {
-                    seen += size(f);
-                    seen * 2 >= bytes
-                })
-                .map_or(self.files.len(), |i| i + 1);
-            let (first, second) = self.files.split_at(half);
-            std::thread::scope(|scope| {
-                let rest = scope.spawn(|| second.iter().map(meta).collect::<Vec<_>>());
-                let mut out: Vec<Option<FileMeta>> = first.iter().map(meta).collect();
-                out.extend(
-                    rest.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                );
-                out
-            })
+            let (first, second) = two_threads::halves(&self.files, bytes, size);
+            let (rest, mut out) = two_threads::both(
+                true,
+                || second.iter().map(meta).collect::<Vec<_>>(),
+                || first.iter().map(meta).collect::<Vec<_>>(),
+            );
+            out.extend(rest);
+            out
         })
     }
 

@@ -328,23 +328,9 @@ impl Workspace {
         if bytes < STAGE_APART_BYTES {
             return stage_each(writes);
         }
-        let mut seen = 0;
-        let half = writes
-            .iter()
-            .position(|w| {
-                seen += size(w);
-                seen * 2 >= bytes
-            })
-            .map_or(writes.len(), |i| i + 1);
-        let (first, second) = writes.split_at(half);
-        let (first, second) = std::thread::scope(|scope| {
-            let rest = scope.spawn(|| stage_each(second));
-            let first = stage_each(first);
-            let second = rest
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (first, second)
-        });
+        let (first, second) = roundtable_base::two_threads::halves(writes, bytes, size);
+        let (second, first) =
+            roundtable_base::two_threads::both(true, || stage_each(second), || stage_each(first));
         let mut staged = first?;
         staged.extend(second?);
         Ok(staged)

@@ -679,7 +679,8 @@ pub(crate) fn validate_with_changeset(
     // two on a second thread.
     let beside = || (author.read(engine, ws, ev), patch.map(hunk_added_lines));
     let apart = author.walks() || ev.bytes.len() >= BESIDE_BYTES;
-    let ((held, hunk_lines), recomputed) = beside_if(apart, beside, || dry_run(ws, ev, &parsed));
+    let ((held, hunk_lines), recomputed) =
+        roundtable_base::two_threads::both(apart, beside, || dry_run(ws, ev, &parsed));
     let preconditions = preconditions_stage(ws, &ev.revision.changeset, &recomputed);
     let (dry, facts) = dry_run_stage(ws, ev, patch, &recomputed);
     // The policy (the added lines and their secret scan) needs only the
@@ -689,7 +690,7 @@ pub(crate) fn validate_with_changeset(
         ev.with_input(&lines, |input| evaluate(&ev.policy, input))
     };
     let (policy, (mut claims, coverage)) =
-        beside_if(ev.bytes.len() >= BESIDE_BYTES, policy, || {
+        roundtable_base::two_threads::both(ev.bytes.len() >= BESIDE_BYTES, policy, || {
             let (claims, covering) =
                 claims_stage(engine, ws, ev, patch, facts.as_deref(), &author, held);
             let coverage = coverage_stage(ws, patch, facts.as_deref(), &covering);
@@ -711,29 +712,6 @@ pub(crate) fn validate_with_changeset(
         policy,
     };
     (report, recomputed.ok())
-}
-
-/// `apart()` and `here()`, both run: `apart` on a second thread while
-/// this one runs `here` when `two` (a large change), else `here` and
-/// then `apart`. Both only read, so the results do not depend on the
-/// order.
-fn beside_if<A: Send, H>(
-    two: bool,
-    apart: impl FnOnce() -> A + Send,
-    here: impl FnOnce() -> H,
-) -> (A, H) {
-    if !two {
-        let h = here();
-        return (apart(), h);
-    }
-    std::thread::scope(|scope| {
-        let thread = scope.spawn(apart);
-        let h = here();
-        let a = thread
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (a, h)
-    })
 }
 
 /// Preconditions: every touched path is as the revision expects. The dry

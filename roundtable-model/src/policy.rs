@@ -39,6 +39,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize, Serializer};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::ops::Range;
 use toml::Spanned;
 
@@ -86,6 +87,9 @@ pub struct Policy {
     pub secrets: Secrets,
     /// What the workspace state leaves out besides git's ignore rules.
     pub workspace: WorkspaceRules,
+    /// How the landing queue tests and lands.
+    #[serde(default)]
+    pub queue: QueueRules,
 }
 
 /// The `[workspace]` table.
@@ -286,6 +290,56 @@ pub struct Checks {
     /// rebase of it (under `carry_over = "trivial_rebase"`); default false:
     /// the checks run again on the rebased files.
     pub carry_on_trivial_rebase: bool,
+    /// The checks the landing queue runs itself on each speculative state
+    /// (`[checks.NAME]` tables), by name.
+    #[serde(default)]
+    pub commands: BTreeMap<String, CheckCommand>,
+}
+
+/// A check the landing queue runs: a command run in a materialized
+/// speculative state (its working directory), with bounded time and
+/// output. Exit status 0 is `passed`; any other, or a signal, `failed`;
+/// running past the timeout is `errored`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub struct CheckCommand {
+    /// The program and its arguments (no shell: `["sh", "-c", "…"]` for one).
+    pub command: Vec<String>,
+    /// How long it may run, in seconds (default 600); then its process
+    /// group is killed.
+    pub timeout_s: u32,
+    /// Environment variables set for it on top of the engine's.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The `[queue]` table: how the landing queue tests and lands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub struct QueueRules {
+    /// Whether `queue.run` first enqueues every open proposal that waits
+    /// only on the orchestrator's apply (default false).
+    pub auto_enqueue: bool,
+    /// The most proposals of one lane a round takes: each is tested on
+    /// top of the ones ahead of it, and the longest prefix whose states
+    /// all pass lands (default 8).
+    pub batch_size: u32,
+    /// How many speculative states are checked at once (default 4).
+    pub depth: u32,
+    /// Whether proposals whose touched paths and claims do not overlap
+    /// test and land in independent lanes (default false: one lane, so
+    /// every state checked holds every proposal ahead of it).
+    pub lanes: bool,
+}
+
+impl Default for QueueRules {
+    fn default() -> QueueRules {
+        QueueRules {
+            auto_enqueue: false,
+            batch_size: 8,
+            depth: 4,
+            lanes: false,
+        }
+    }
 }
 
 /// The `[secrets]` table.
@@ -328,9 +382,11 @@ impl Default for Policy {
             checks: Checks {
                 required: Vec::new(),
                 carry_on_trivial_rebase: false,
+                commands: BTreeMap::new(),
             },
             secrets: Secrets { scan: true },
             workspace: WorkspaceRules::default(),
+            queue: QueueRules::default(),
         }
     }
 }
@@ -708,6 +764,82 @@ impl Place<'_> {
         Ok(names.into_iter().map(Spanned::into_inner).collect())
     }
 
+    /// The `[checks.NAME]` tables: a command with a program, a timeout of
+    /// 1 s to a day, a name that `checks.required` does not also list (a
+    /// queue check's result is the queue's own, on the state that lands).
+    fn check_commands(
+        &self,
+        raw: BTreeMap<String, RawCheckCommand>,
+        required: &[String],
+        span: Range<usize>,
+    ) -> Result<BTreeMap<String, CheckCommand>, PolicyError> {
+        let mut out = BTreeMap::new();
+        for (name, c) in raw {
+            let key = |k: &str| format!("checks.{name}.{k}");
+            if name.trim().is_empty() || name.trim() != name {
+                return Err(self.invalid(
+                    format!("checks.{name}"),
+                    span,
+                    "a check name is not blank and has no surrounding whitespace".into(),
+                ));
+            }
+            if required.contains(&name) {
+                return Err(self.invalid(
+                    format!("checks.{name}"),
+                    span,
+                    format!("{name:?} is run by the landing queue; checks.required lists checks recorded with test.record, so it cannot list it too"),
+                ));
+            }
+            if c.command.first().is_none_or(|p| p.is_empty()) {
+                return Err(self.invalid(
+                    key("command"),
+                    span,
+                    "names the program to run and its arguments, e.g. [\"pytest\", \"-q\"]".into(),
+                ));
+            }
+            let timeout_s = c.timeout_s.unwrap_or(600);
+            if !(1..=86_400).contains(&timeout_s) {
+                return Err(self.invalid(
+                    key("timeout_s"),
+                    span,
+                    "is from 1 to 86400 seconds".into(),
+                ));
+            }
+            out.insert(
+                name,
+                CheckCommand {
+                    command: c.command,
+                    timeout_s,
+                    env: c.env,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// The `[queue]` table: a batch of 1 to 100, a depth of 1 to 64.
+    fn queue(&self, raw: RawQueue) -> Result<QueueRules, PolicyError> {
+        let d = QueueRules::default();
+        let bounded = |name: &str, v: Option<Spanned<u32>>, max: u32, default: u32| {
+            let Some(v) = v else { return Ok(default) };
+            if (1..=max).contains(v.get_ref()) {
+                Ok(*v.get_ref())
+            } else {
+                Err(self.invalid(
+                    format!("queue.{name}"),
+                    v.span(),
+                    format!("is from 1 to {max}"),
+                ))
+            }
+        };
+        Ok(QueueRules {
+            auto_enqueue: raw.auto_enqueue.unwrap_or(d.auto_enqueue),
+            batch_size: bounded("batch_size", raw.batch_size, 100, d.batch_size)?,
+            depth: bounded("depth", raw.depth, 64, d.depth)?,
+            lanes: raw.lanes.unwrap_or(d.lanes),
+        })
+    }
+
     /// `workspace.ignore`: distinct gitignore patterns that compile.
     fn ignore_list(&self, raw: Option<Vec<Spanned<String>>>) -> Result<IgnoreList, PolicyError> {
         let Some(patterns) = raw else {
@@ -743,12 +875,31 @@ struct RawPolicy {
     security_review: RawGate,
     #[serde(default)]
     human_approval: RawGate,
-    #[serde(default)]
-    checks: RawChecks,
+    checks: Option<Spanned<RawChecks>>,
     #[serde(default)]
     secrets: RawSecrets,
     #[serde(default)]
     workspace: RawWorkspace,
+    #[serde(default)]
+    queue: RawQueue,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawQueue {
+    auto_enqueue: Option<bool>,
+    batch_size: Option<Spanned<u32>>,
+    depth: Option<Spanned<u32>>,
+    lanes: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheckCommand {
+    command: Vec<String>,
+    timeout_s: Option<u32>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -784,10 +935,13 @@ struct RawGate {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 struct RawChecks {
     required: Option<Vec<Spanned<String>>>,
     carry_on_trivial_rebase: Option<bool>,
+    /// Every other key is a `[checks.NAME]` table (no spans inside: a
+    /// flattened map is buffered, so errors point at `[checks]`).
+    #[serde(flatten)]
+    commands: BTreeMap<String, RawCheckCommand>,
 }
 
 #[derive(Deserialize, Default)]
@@ -854,8 +1008,14 @@ impl Policy {
             raw.human_approval,
             defaults.human_approval,
         )?;
-        let required = place.required_checks(raw.checks.required)?;
+        let (checks_span, raw_checks) = match raw.checks {
+            Some(c) => (c.span(), c.into_inner()),
+            None => (0..0, RawChecks::default()),
+        };
+        let required = place.required_checks(raw_checks.required)?;
+        let commands = place.check_commands(raw_checks.commands, &required, checks_span)?;
         let ignore = place.ignore_list(raw.workspace.ignore)?;
+        let queue = place.queue(raw.queue)?;
 
         Ok(Policy {
             version: POLICY_VERSION,
@@ -865,12 +1025,14 @@ impl Policy {
             human_approval,
             checks: Checks {
                 required,
-                carry_on_trivial_rebase: raw.checks.carry_on_trivial_rebase.unwrap_or(false),
+                carry_on_trivial_rebase: raw_checks.carry_on_trivial_rebase.unwrap_or(false),
+                commands,
             },
             secrets: Secrets {
                 scan: raw.secrets.scan.unwrap_or(defaults.secrets.scan),
             },
             workspace: WorkspaceRules { ignore },
+            queue,
         })
     }
 

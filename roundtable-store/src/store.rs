@@ -25,6 +25,7 @@ pub mod idempotency;
 pub mod pg;
 pub mod policies;
 pub mod proposals;
+pub mod queue;
 pub mod rows;
 pub mod settings;
 pub mod sql;
@@ -62,6 +63,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v10.sql"),
     include_str!("store/v11.sql"),
     include_str!("store/v12.sql"),
+    include_str!("store/v13.sql"),
 ];
 
 /// The schema version this code writes.
@@ -355,6 +357,7 @@ impl StoreKind {
 pub const PG_MIGRATIONS: &[&str] = &[
     include_str!("store/pg/v1.sql"),
     include_str!("store/pg/v2.sql"),
+    include_str!("store/pg/v3.sql"),
 ];
 
 /// The PostgreSQL schema version this code writes.

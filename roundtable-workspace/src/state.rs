@@ -378,6 +378,17 @@ fn walk_hashed(
     Ok((tree, stats, loaded, threads))
 }
 
+/// Every regular file and symbolic link the workspace state covers (what
+/// git's ignore rules and `options.ignore` leave), as `/`-separated paths
+/// relative to the root in byte order: what a copy of the tree for a
+/// check needs. Uses the stat cache as `options` says.
+pub fn listed_files(root: &Path, options: &StateOptions<'_>) -> Result<Vec<Vec<u8>>, StateError> {
+    let root_fd = open_root(root)?;
+    let rules = ignore::Rules::load(root, b"", options.ignore)?;
+    let (tree, ..) = walk_hashed(root, root_fd.as_fd(), options, &rules, None)?;
+    Ok(tree.entries.iter().map(|e| tree.path(e).to_vec()).collect())
+}
+
 /// The state hash of only the entries under `dir` (`None`: every entry),
 /// without git `HEAD`: the digest a directory claim records. For a
 /// subdirectory only that subtree is walked and hashed (its cost follows

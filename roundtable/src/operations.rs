@@ -97,6 +97,7 @@ pub mod log;
 pub mod next;
 pub mod policies;
 pub mod proposals;
+pub mod queue;
 pub mod rebase;
 pub mod records;
 pub mod revert;

@@ -11,8 +11,8 @@
 use crate::actor::{Actor, ActorKind};
 use crate::engine::Engine;
 use crate::operations::{
-    claims, evidence, inbox, landing, log, policies, proposals, rebase, revert, review, setup,
-    transactions, validate, workspace,
+    claims, evidence, inbox, landing, log, policies, proposals, queue, rebase, revert, review,
+    setup, transactions, validate, workspace,
 };
 use crate::operations::{Request, ToolError};
 use schemars::JsonSchema;
@@ -170,6 +170,10 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<transactions::ListTransactions>(),
     spec::<transactions::ListPhases>(),
     spec::<transactions::CheckRecovery>(),
+    spec::<queue::Enqueue>(),
+    spec::<queue::ListQueue>(),
+    spec::<queue::RemoveFromQueue>(),
+    spec::<queue::RunQueue>(),
     spec::<landing::LandingLog>(),
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),

@@ -32,6 +32,7 @@ mod pg_hosts;
 mod process;
 mod properties;
 mod proposal_base;
+mod queue;
 mod rebase;
 mod review;
 mod state;

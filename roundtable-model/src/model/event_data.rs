@@ -247,6 +247,57 @@ pub struct TestRecordedData {
     pub status: TestStatus,
 }
 
+/// Data of `queue.enqueued` (subject: the queue entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueEnqueuedData {
+    /// The revision that was the latest when it joined.
+    pub revision: u32,
+    /// Whether the policy's `auto_enqueue` put it there.
+    pub automatic: bool,
+}
+
+/// Data of `queue.removed` (subject: the queue entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueRemovedData {
+    /// Why.
+    pub reason: String,
+}
+
+/// Data of `queue.checked` (subject: the queue entry whose speculative
+/// state was checked: the branch, the proposals ahead of it in its lane,
+/// and it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueCheckedData {
+    /// The revision checked.
+    pub revision: u32,
+    /// The check's name.
+    pub name: String,
+    /// Its outcome.
+    pub status: TestStatus,
+    /// The proposals ahead of it in the state, in order.
+    pub ahead: Vec<String>,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+}
+
+/// Data of `queue.landed` (subject: the queue entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueLandedData {
+    /// The transaction that landed it.
+    pub transaction_id: String,
+    /// The revision that landed.
+    pub revision: u32,
+}
+
+/// Data of `queue.returned` (subject: the queue entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueReturnedData {
+    /// The revision handed back.
+    pub revision: u32,
+    /// Why.
+    pub reason: super::QueueReturnReason,
+}
+
 /// Data of `claim.acquired`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ClaimAcquiredData {
@@ -439,6 +490,11 @@ event_data! {
     TransactionFailed = "transaction.failed" => TransactionFailedData,
     TransactionRecovered = "transaction.recovered" => TransactionRecoveredData,
     TransactionRolledBack = "transaction.rolled_back" => TransactionRolledBackData,
+    QueueEnqueued = "queue.enqueued" => QueueEnqueuedData,
+    QueueRemoved = "queue.removed" => QueueRemovedData,
+    QueueChecked = "queue.checked" => QueueCheckedData,
+    QueueLanded = "queue.landed" => QueueLandedData,
+    QueueReturned = "queue.returned" => QueueReturnedData,
 }
 
 impl EventData {

@@ -103,6 +103,16 @@ event_kinds! {
     TransactionRecovered = "transaction.recovered",
     /// An applied transaction was rolled back by a later one.
     TransactionRolledBack = "transaction.rolled_back",
+    /// A proposal joined the landing queue.
+    QueueEnqueued = "queue.enqueued",
+    /// A proposal was taken out of the landing queue.
+    QueueRemoved = "queue.removed",
+    /// The queue ran a check on a speculative state.
+    QueueChecked = "queue.checked",
+    /// The queue landed a proposal.
+    QueueLanded = "queue.landed",
+    /// The queue handed a proposal back to its author.
+    QueueReturned = "queue.returned",
 }
 
 impl fmt::Display for EventKind {

@@ -19,6 +19,7 @@ mod event_data;
 mod event_kind;
 mod landing;
 mod policy_record;
+mod queue;
 mod record_kind;
 mod role;
 mod stage;
@@ -31,13 +32,15 @@ pub use event_data::{
     ClaimRenewedData, DecisionRecordedData, ErrorRecord, EventData, HumanApprovalRequestedData,
     HumanApprovedData, PolicyActivatedData, PolicyDraftedData, ProposalAppliedData,
     ProposalCreatedData, ProposalRejectedData, ProposalReviewRequestedData, ProposalRevisedData,
-    ProposalRolledBackData, ProposalWithdrawnData, SecurityReviewedData, TaskCreatedData,
+    ProposalRolledBackData, ProposalWithdrawnData, QueueCheckedData, QueueEnqueuedData,
+    QueueLandedData, QueueRemovedData, QueueReturnedData, SecurityReviewedData, TaskCreatedData,
     TestRecordedData, TransactionAppliedData, TransactionFailedData, TransactionRecoveredData,
     TransactionRolledBackData, TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
 };
 pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};
 pub use policy_record::{PolicyRecord, PolicyStatus};
+pub use queue::{QueueEntry, QueueReturnReason, QueueStatus};
 pub use record_kind::RecordKind;
 pub use role::Role;
 pub use roundtable_diff::changeset::OperationKind;

@@ -773,6 +773,20 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
     for name in &policy.checks.required {
         requirements.push(check_requirement(&cx, name));
     }
+    // A landing-queue check is the queue's to run; only a result on the
+    // current revision that did not pass (the queue handed it back) makes
+    // it a requirement, so the author fixes it before it lands.
+    for name in policy.checks.commands.keys() {
+        let failed = input
+            .test_results
+            .iter()
+            .filter(|t| &t.name == name && t.revision == input.revision.number)
+            .last()
+            .is_some_and(|t| t.status != TestStatus::Passed);
+        if failed {
+            requirements.push(check_requirement(&cx, name));
+        }
+    }
     for r in &mut requirements {
         r.carried = carried_evidence(&cx, &r.evidence);
     }

@@ -204,7 +204,7 @@ pub(super) fn default_note(from: u32) -> String {
 }
 
 /// A touched path's base and result as the revision stored them.
-pub(super) struct Sides {
+pub(crate) struct Sides {
     /// What the revision was made on.
     pub(super) base: Option<TreeFile>,
     /// What the revision made of it.
@@ -367,9 +367,20 @@ fn merged_files(
     revision: &Revision,
     sides: &[Sides],
 ) -> Result<Vec<FileChange>, ToolError> {
-    let current = |path: &str| -> Result<Option<TreeFile>, ToolError> {
-        Ok(engine.workspace().read(&stored_path(path)?)?)
-    };
+    merged_onto(p, revision, sides, &|path: &RepoPath| {
+        Ok(engine.workspace().read(path)?)
+    })
+}
+
+/// [`merged_files`] onto the files `read` gives (the workspace's, or a
+/// speculative state's of the landing queue).
+pub(super) fn merged_onto(
+    p: &Proposal,
+    revision: &Revision,
+    sides: &[Sides],
+    read: &dyn Fn(&RepoPath) -> Result<Option<TreeFile>, ToolError>,
+) -> Result<Vec<FileChange>, ToolError> {
+    let current = |path: &str| -> Result<Option<TreeFile>, ToolError> { read(&stored_path(path)?) };
     let mut files = Vec::new();
     let mut conflicts = Vec::new();
     let mut moved = false;

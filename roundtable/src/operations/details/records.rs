@@ -88,10 +88,12 @@ impl ForbiddenDetails {
     }
 }
 
-/// Why a rebase was refused.
+/// Why a rebase (or a queue call) was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConflictReason {
+    /// The proposal already has an entry in the landing queue.
+    AlreadyQueued,
     /// The revision is not stale: the files it touches are as it was made on.
     UpToDate,
     /// Its change is already in the files.

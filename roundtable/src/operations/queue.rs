@@ -1,0 +1,898 @@
+//! The landing queue: `queue.enqueue`, `queue.list`, `queue.remove` and
+//! `queue.run` (orchestrator only).
+//!
+//! The queue is a table of the store (shared by every host of a
+//! PostgreSQL store; every step an event). `queue.run` lands what it
+//! holds and keeps the branch green, in rounds:
+//!
+//! 1. With the policy's `[queue] auto_enqueue`, every open proposal that
+//!    waits only on the orchestrator's apply joins the queue.
+//! 2. Entries whose proposal is no longer open leave it (landed by other
+//!    means, withdrawn, rejected).
+//! 3. The queued proposals are split into lanes (one lane unless the
+//!    policy's `lanes` is on: then proposals that share no touched path
+//!    are tested and landed independently), and each lane's first
+//!    `batch_size` are stacked: each proposal's latest revision is merged
+//!    (the engine's rebase, [`super::rebase`]) onto the branch plus every
+//!    proposal ahead of it in its lane. That is its *speculative state*.
+//!    A proposal that does not merge goes back to its author with the
+//!    conflict, and the stack goes on without it.
+//! 4. Every speculative state is materialized (a copy of the working tree
+//!    with the stack written over it) and the policy's `[checks.NAME]`
+//!    commands run in it, `depth` states at once.
+//! 5. In each lane, the proposals up to the first state that failed land
+//!    in order, each with `patch.apply` (`rebase: true`, keyed by its
+//!    entry, so a crashed run never lands one twice). Each landing leaves
+//!    the branch exactly at a state whose checks passed, so the branch
+//!    never holds a state that failed. The proposal whose state failed
+//!    (its stack passed without it) leaves the queue with the check's
+//!    output, recorded as a failed `test.record` on its revision (its
+//!    author's inbox asks for a fix); the ones behind it stay queued and
+//!    are stacked again without it next round.
+//!
+//! Rounds repeat until the queue is empty or a round changes nothing.
+
+mod checks;
+mod lanes;
+
+use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
+use super::details::{ConflictDetails, ConflictReason, PreconditionFailedDetails};
+use super::next::{NextAction, NextRole};
+use super::rebase::{merged_onto, stored_sides, Sides};
+use super::records::{
+    Proposal, ProposalRecord as _, ProposalStatus, Revision, RevisionRecord as _,
+};
+use super::{Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::diff::TreeFile;
+use crate::engine::Engine;
+use crate::id::Id;
+use crate::model::{
+    QueueCheckedData, QueueEnqueuedData, QueueEntry, QueueLandedData, QueueRemovedData,
+    QueueReturnReason, QueueReturnedData, QueueStatus, TestStatus,
+};
+use crate::policy::Policy;
+use crate::store;
+use crate::{ErrorCode, RepoPath};
+use checks::CheckRun;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The statuses a proposal may be queued in.
+const OPEN: &[ProposalStatus] = &[ProposalStatus::Pending, ProposalStatus::InReview];
+
+/// Arguments of `queue.enqueue`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "QueueEnqueueArgs")]
+pub struct Enqueue {
+    /// The proposal: open, not already queued.
+    pub proposal_id: Id,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+/// Result of `queue.enqueue` and `queue.remove`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct QueueEntryResult {
+    /// The entry as stored.
+    pub entry: QueueEntry,
+}
+
+impl super::Request for Enqueue {
+    const TOOL: &'static str = "queue.enqueue";
+    const DESCRIPTION: &'static str = "Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.";
+    const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
+    type Output = QueueEntryResult;
+
+    store_tool!();
+}
+
+impl Tool for Enqueue {
+    keyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: Enqueue, (): ()) -> Result<QueueEntryResult, ToolError> {
+        let p = Proposal::load(cx.tx, args.proposal_id.as_str())?;
+        enqueue(cx, &p, false).map(|entry| QueueEntryResult { entry })
+    }
+}
+
+/// Queue `p` (checked open and not queued) in `cx`'s transaction, with its
+/// event.
+fn enqueue(cx: &Cx<'_>, p: &Proposal, automatic: bool) -> Result<QueueEntry, ToolError> {
+    p.require_status(OPEN, <Enqueue as super::Request>::TOOL)?;
+    if let Some(entry) = store::queue::queued_for(cx.tx, &p.id)? {
+        return Err(ToolError::new(
+            format!("proposal {} is already queued (entry {})", p.id, entry.id),
+            ConflictDetails {
+                proposal_id: Some(p.id.clone()),
+                reason: Some(ConflictReason::AlreadyQueued),
+                ..ConflictDetails::default()
+            },
+        ));
+    }
+    let entry = QueueEntry {
+        id: cx.new_id("queue").to_string(),
+        proposal_id: p.id.clone(),
+        status: QueueStatus::Queued,
+        enqueued_by: cx.actor.clone(),
+        enqueued_at: cx.now,
+        settled_at: None,
+        return_reason: None,
+        note: None,
+        transaction_id: None,
+        seq: 0,
+    };
+    store::queue::insert(cx.tx, &entry)?;
+    cx.event(
+        &entry.id,
+        Some(&p.id),
+        QueueEnqueuedData {
+            revision: p.latest_revision,
+            automatic,
+        },
+    )?;
+    Ok(entry)
+}
+
+/// Arguments of `queue.list`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "QueueListArgs")]
+pub struct ListQueue {
+    /// Only entries in this status (default `queued`: the queue as it
+    /// stands, in order).
+    pub status: Option<QueueStatus>,
+    /// Page size, 1 to 200 (default 50).
+    pub limit: Option<Limit<200>>,
+    /// Continue after the page that returned this `next_cursor`.
+    pub cursor: Option<Cursor>,
+}
+
+/// Result of `queue.list`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct QueuePage {
+    /// Entries in queue order.
+    pub entries: Vec<QueueEntry>,
+    /// Pass as `cursor` for the next page; `null` on the last page.
+    pub next_cursor: Option<Cursor>,
+}
+
+impl super::Request for ListQueue {
+    const TOOL: &'static str = "queue.list";
+    const DESCRIPTION: &'static str = "The landing queue in order (orchestrator only): the queued entries by default, or those landed, returned (with the failing check's output, the conflict or the apply's refusal) or removed.";
+    const MUTATES: bool = false;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
+    type Output = QueuePage;
+
+    store_tool!();
+}
+
+impl Tool for ListQueue {
+    unkeyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: ListQueue, (): ()) -> Result<QueuePage, ToolError> {
+        let limit = args.limit.map_or(50, |l| l.0);
+        let after = Cursor::start(args.cursor.as_ref())?;
+        let status = args.status.unwrap_or(QueueStatus::Queued);
+        let mut entries = store::queue::list(cx.tx, Some(status), after, i64::from(limit) + 1)?;
+        let next_cursor = Cursor::page(&mut entries, limit, |e| e.seq);
+        Ok(QueuePage {
+            entries,
+            next_cursor,
+        })
+    }
+}
+
+/// Arguments of `queue.remove`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "QueueRemoveArgs")]
+pub struct RemoveFromQueue {
+    /// The queued proposal.
+    pub proposal_id: Id,
+    /// Why (kept as the entry's note and in the event).
+    pub reason: Title,
+    /// Makes a retried call return the first call's result.
+    pub idempotency_key: Option<Id>,
+}
+
+impl super::Request for RemoveFromQueue {
+    const TOOL: &'static str = "queue.remove";
+    const DESCRIPTION: &'static str = "Take a proposal out of the landing queue (orchestrator only); it stays open. not_found when it is not queued.";
+    const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
+    const DESTRUCTIVE: bool = true;
+    type Output = QueueEntryResult;
+
+    store_tool!();
+}
+
+impl Tool for RemoveFromQueue {
+    keyed!();
+    no_prep!();
+
+    fn run(cx: &Cx<'_>, args: RemoveFromQueue, (): ()) -> Result<QueueEntryResult, ToolError> {
+        let entry = store::queue::queued_for(cx.tx, args.proposal_id.as_str())?
+            .ok_or_else(|| ToolError::not_found("queue entry", args.proposal_id.as_str()))?;
+        let entry = settle(
+            cx,
+            &entry,
+            Settled::Removed {
+                reason: args.reason.as_str(),
+            },
+        )?;
+        Ok(QueueEntryResult { entry })
+    }
+}
+
+/// How an entry leaves the queue.
+enum Settled<'a> {
+    Landed {
+        transaction_id: &'a str,
+        revision: u32,
+    },
+    Returned {
+        reason: QueueReturnReason,
+        revision: u32,
+        note: &'a str,
+    },
+    Removed {
+        reason: &'a str,
+    },
+}
+
+/// Settle `entry` in `cx`'s transaction with its event; the entry as it
+/// now stands. An entry another host settled first stays as that host
+/// left it.
+fn settle(cx: &Cx<'_>, entry: &QueueEntry, how: Settled<'_>) -> Result<QueueEntry, ToolError> {
+    let (status, return_reason, note, transaction_id) = match &how {
+        Settled::Landed { transaction_id, .. } => {
+            (QueueStatus::Landed, None, None, Some(*transaction_id))
+        }
+        Settled::Returned { reason, note, .. } => {
+            (QueueStatus::Returned, Some(*reason), Some(*note), None)
+        }
+        Settled::Removed { reason } => (QueueStatus::Removed, None, Some(*reason), None),
+    };
+    let changed = store::queue::settle(
+        cx.tx,
+        &entry.id,
+        &store::queue::Settle {
+            status,
+            at: cx.now,
+            return_reason,
+            note,
+            transaction_id,
+        },
+    )?;
+    if changed {
+        let subject = entry.id.as_str();
+        let proposal = Some(entry.proposal_id.as_str());
+        match how {
+            Settled::Landed {
+                transaction_id,
+                revision,
+            } => cx.event(
+                subject,
+                proposal,
+                QueueLandedData {
+                    transaction_id: transaction_id.to_owned(),
+                    revision,
+                },
+            )?,
+            Settled::Returned {
+                reason, revision, ..
+            } => cx.event(subject, proposal, QueueReturnedData { revision, reason })?,
+            Settled::Removed { reason } => cx.event(
+                subject,
+                proposal,
+                QueueRemovedData {
+                    reason: reason.to_owned(),
+                },
+            )?,
+        };
+    }
+    store::queue::entry(cx.tx, &entry.id)?
+        .ok_or_else(|| ToolError::not_found("queue entry", &entry.id))
+}
+
+/// Arguments of `queue.run`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "QueueRunArgs")]
+pub struct RunQueue {
+    /// The most rounds to run, 1 to 1000 (default 100): a round tests
+    /// each lane's next batch and lands what passed.
+    pub max_rounds: Option<u32>,
+    /// Accepted like every write's; a repeated run is safe whatever the
+    /// key (each entry lands at most once: its apply is keyed by the
+    /// entry), so it is not replayed.
+    pub idempotency_key: Option<Id>,
+}
+
+/// One check run on one speculative state.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StateCheck {
+    /// The queue entry whose state it was (the proposals ahead of it in
+    /// its lane, and it).
+    pub entry_id: String,
+    /// Its proposal.
+    pub proposal_id: String,
+    /// The check's name.
+    pub name: String,
+    /// Its outcome.
+    pub status: TestStatus,
+    /// How long it ran.
+    pub duration_ms: u64,
+}
+
+/// Result of `queue.run`.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct QueueRun {
+    /// Rounds run.
+    pub rounds: u32,
+    /// Entries landed, in landing order.
+    pub landed: Vec<QueueEntry>,
+    /// Entries handed back to their authors.
+    pub returned: Vec<QueueEntry>,
+    /// Entries taken out because their proposal was no longer open.
+    pub removed: Vec<QueueEntry>,
+    /// Every check run, in the order they finished per round.
+    pub checks: Vec<StateCheck>,
+    /// Speculative states built and checked.
+    pub states_checked: u32,
+    /// Entries still queued (a round that changed nothing stops the run:
+    /// the branch moved under it, or a state is left to retry).
+    pub still_queued: u32,
+}
+
+impl super::Request for RunQueue {
+    const TOOL: &'static str = "queue.run";
+    const DESCRIPTION: &'static str = "Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.";
+    const MUTATES: bool = true;
+    const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
+    const IDEMPOTENT: bool = true;
+    const DESTRUCTIVE: bool = true;
+    type Output = QueueRun;
+
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<QueueRun, ToolError> {
+        run(engine, actor, &self)
+    }
+}
+
+/// A queued proposal ready to stack.
+struct Item {
+    entry: QueueEntry,
+    proposal: Proposal,
+    revision: Revision,
+    sides: Vec<Sides>,
+    paths: BTreeSet<String>,
+}
+
+/// One speculative state: an entry on top of its lane's entries ahead.
+struct State {
+    item: usize,
+    ahead: Vec<String>,
+    overlay: BTreeMap<RepoPath, Option<TreeFile>>,
+}
+
+fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, ToolError> {
+    let max_rounds = args.max_rounds.unwrap_or(100);
+    if !(1..=1000).contains(&max_rounds) {
+        return Err(ToolError::invalid_argument(
+            "max_rounds",
+            "is from 1 to 1000",
+        ));
+    }
+    let policy = engine
+        .store()
+        .read(|tx| super::policies::effective(tx).map(|(_, p)| p))?;
+    if !policy.checks.commands.is_empty() && engine.workspace().is_bare() {
+        return Err(ToolError::new(
+            format!(
+                "{} is a bare repository: the landing queue's checks run in a copy of a working tree; clone it with a working tree for the queue's host",
+                engine.root().display()
+            ),
+            PreconditionFailedDetails {
+                root: Some(engine.root().display().to_string()),
+                bare: Some(true),
+                ..PreconditionFailedDetails::default()
+            },
+        ));
+    }
+    let mut out = QueueRun::default();
+    if policy.queue.auto_enqueue {
+        auto_enqueue(engine, actor)?;
+    }
+    while out.rounds < max_rounds {
+        out.rounds += 1;
+        if !round(engine, actor, &policy, &mut out)? {
+            break;
+        }
+    }
+    out.still_queued = engine.store().read(|tx| {
+        Ok::<_, ToolError>(store::queue::list(tx, Some(QueueStatus::Queued), 0, i64::MAX)?.len())
+    })? as u32;
+    Ok(out)
+}
+
+/// `f` in a write transaction of the store, acting as `actor` now.
+fn write<T>(
+    engine: &Engine,
+    actor: &Actor,
+    f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    engine.store().write(|tx| {
+        f(&Cx {
+            engine,
+            tx,
+            actor,
+            now: engine.now(),
+        })
+    })
+}
+
+/// Queue every open proposal whose next step is the orchestrator's apply.
+fn auto_enqueue(engine: &Engine, actor: &Actor) -> Result<(), ToolError> {
+    let session = engine.session(actor.clone());
+    let mut cursor = None;
+    loop {
+        let page = session.run(super::inbox::ListInbox {
+            limit: None,
+            cursor,
+        })?;
+        for item in &page.items {
+            if item.role == NextRole::Orchestrator && item.action == NextAction::Apply {
+                write(engine, actor, |cx| {
+                    let p = Proposal::load(cx.tx, &item.proposal.id)?;
+                    if OPEN.contains(&p.status) && store::queue::queued_for(cx.tx, &p.id)?.is_none()
+                    {
+                        enqueue(cx, &p, true)?;
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// One round; whether it changed anything.
+fn round(
+    engine: &Engine,
+    actor: &Actor,
+    policy: &Policy,
+    out: &mut QueueRun,
+) -> Result<bool, ToolError> {
+    let (items, gone) = load_items(engine)?;
+    let mut progress = false;
+    for (entry, status) in gone {
+        let settled = write(engine, actor, |cx| {
+            settle(
+                cx,
+                &entry,
+                Settled::Removed {
+                    reason: &format!("the proposal is {} (not by this queue)", status.as_str()),
+                },
+            )
+        })?;
+        out.removed.push(settled);
+        progress = true;
+    }
+    if items.is_empty() {
+        return Ok(progress);
+    }
+    let paths: Vec<BTreeSet<String>> = items.iter().map(|i| i.paths.clone()).collect();
+    let lanes: Vec<Vec<usize>> = lanes::lanes(&paths, policy.queue.lanes)
+        .into_iter()
+        .map(|mut lane| {
+            lane.truncate(policy.queue.batch_size as usize);
+            lane
+        })
+        .collect();
+
+    // Stack each lane: its base is what its states were built on (lanes
+    // share no path, so landing one leaves another's base as it was).
+    let mut states: Vec<State> = Vec::new();
+    let mut lane_states: Vec<(BTreeMap<RepoPath, Option<TreeFile>>, Vec<usize>)> = Vec::new();
+    for lane in &lanes {
+        let mut base = BTreeMap::new();
+        let mut overlay: BTreeMap<RepoPath, Option<TreeFile>> = BTreeMap::new();
+        let mut ahead: Vec<String> = Vec::new();
+        let mut mine = Vec::new();
+        for &i in lane {
+            let item = &items[i];
+            match stack(engine, item, &overlay, &mut base) {
+                Ok(files) => {
+                    overlay.extend(files);
+                    mine.push(states.len());
+                    states.push(State {
+                        item: i,
+                        ahead: ahead.clone(),
+                        overlay: overlay.clone(),
+                    });
+                    ahead.push(item.proposal.id.clone());
+                }
+                Err(e) if e.code() == ErrorCode::Conflict => {
+                    let settled = give_back(
+                        engine,
+                        actor,
+                        item,
+                        QueueReturnReason::Conflict,
+                        &format!(
+                            "{} (stacked on {} queued ahead of it)",
+                            e.message(),
+                            if ahead.is_empty() {
+                                "nothing".to_owned()
+                            } else {
+                                ahead.join(", ")
+                            }
+                        ),
+                    )?;
+                    out.returned.push(settled);
+                    progress = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        lane_states.push((base, mine));
+    }
+
+    let results = check_states(engine, policy, &states)?;
+    out.states_checked += states.len() as u32;
+    for (state, runs) in states.iter().zip(&results) {
+        let item = &items[state.item];
+        write(engine, actor, |cx| {
+            for r in runs {
+                cx.event(
+                    &item.entry.id,
+                    Some(&item.proposal.id),
+                    QueueCheckedData {
+                        revision: item.revision.number,
+                        name: r.name.clone(),
+                        status: r.status,
+                        ahead: state.ahead.clone(),
+                        duration_ms: r.duration_ms,
+                    },
+                )?;
+            }
+            Ok(())
+        })?;
+        out.checks.extend(runs.iter().map(|r| StateCheck {
+            entry_id: item.entry.id.clone(),
+            proposal_id: item.proposal.id.clone(),
+            name: r.name.clone(),
+            status: r.status,
+            duration_ms: r.duration_ms,
+        }));
+    }
+
+    // Land each lane's passing prefix; hand back the first failure.
+    for (base, mine) in &lane_states {
+        if !holds(engine, base)? {
+            // The branch moved under the round (another host, a direct
+            // apply): nothing tested on the old base lands.
+            continue;
+        }
+        for &s in mine {
+            let state = &states[s];
+            let item = &items[state.item];
+            let runs = &results[s];
+            if let Some(failed) = runs.iter().find(|r| r.status != TestStatus::Passed) {
+                record_checks(engine, actor, item, runs)?;
+                let settled = give_back(
+                    engine,
+                    actor,
+                    item,
+                    QueueReturnReason::CheckFailed,
+                    &format!(
+                        "check {} {} on this proposal stacked on {}:\n{}",
+                        failed.name,
+                        match failed.status {
+                            TestStatus::Errored => "errored",
+                            _ => "failed",
+                        },
+                        if state.ahead.is_empty() {
+                            "the branch".to_owned()
+                        } else {
+                            format!("the branch and {}", state.ahead.join(", "))
+                        },
+                        failed.output
+                    ),
+                )?;
+                out.returned.push(settled);
+                progress = true;
+                break;
+            }
+            record_checks(engine, actor, item, runs)?;
+            match land(engine, actor, item) {
+                Ok(settled) => {
+                    out.landed.push(settled);
+                    progress = true;
+                }
+                // The files moved while it was prepared, or another apply
+                // held the lock: it stays queued for the next round.
+                Err(e) if matches!(e.code(), ErrorCode::PreconditionFailed | ErrorCode::Busy) => {
+                    break
+                }
+                Err(e) if author_must_act(e.code()) => {
+                    let settled = give_back(
+                        engine,
+                        actor,
+                        item,
+                        QueueReturnReason::ApplyRefused,
+                        &format!("patch.apply refused it: {}", e.message()),
+                    )?;
+                    out.returned.push(settled);
+                    progress = true;
+                    // The states behind it held it: test them again.
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+            if !holds(engine, &state.overlay)? {
+                // What landed is not the state the checks passed on:
+                // stop, and stack again from the branch as it is.
+                break;
+            }
+        }
+    }
+    Ok(progress)
+}
+
+/// The queued entries, in order, with what stacking needs; and the
+/// entries whose proposal is no longer open.
+#[allow(clippy::type_complexity)]
+fn load_items(
+    engine: &Engine,
+) -> Result<(Vec<Item>, Vec<(QueueEntry, ProposalStatus)>), ToolError> {
+    engine.store().read(|tx| {
+        let mut items = Vec::new();
+        let mut gone = Vec::new();
+        for entry in store::queue::list(tx, Some(QueueStatus::Queued), 0, i64::MAX)? {
+            let proposal = Proposal::load(tx, &entry.proposal_id)?;
+            if !OPEN.contains(&proposal.status) {
+                gone.push((entry, proposal.status));
+                continue;
+            }
+            let revision = Revision::load(tx, &proposal.id, proposal.latest_revision)?;
+            let sides = stored_sides(tx, &revision)?;
+            let paths = revision
+                .changeset
+                .iter()
+                .flat_map(|f| std::iter::once(f.path.clone()).chain(f.other_path.clone()))
+                .collect();
+            items.push(Item {
+                entry,
+                proposal,
+                revision,
+                sides,
+                paths,
+            });
+        }
+        Ok((items, gone))
+    })
+}
+
+/// What `item`'s latest revision makes of the files it touches, merged
+/// onto the workspace with `overlay` over it; the workspace's files read
+/// are remembered in `base`.
+fn stack(
+    engine: &Engine,
+    item: &Item,
+    overlay: &BTreeMap<RepoPath, Option<TreeFile>>,
+    base: &mut BTreeMap<RepoPath, Option<TreeFile>>,
+) -> Result<Vec<(RepoPath, Option<TreeFile>)>, ToolError> {
+    let base_cell = std::cell::RefCell::new(std::mem::take(base));
+    let read = |path: &RepoPath| -> Result<Option<TreeFile>, ToolError> {
+        if let Some(f) = overlay.get(path) {
+            return Ok(f.clone());
+        }
+        if let Some(f) = base_cell.borrow().get(path) {
+            return Ok(f.clone());
+        }
+        let f = engine.workspace().read(path)?;
+        base_cell.borrow_mut().insert(path.clone(), f.clone());
+        Ok(f)
+    };
+    let merged = merged_onto(&item.proposal, &item.revision, &item.sides, &read);
+    let out = match merged {
+        Ok(files) => Ok(files
+            .into_iter()
+            .map(|f| {
+                let after = f.after.map(|c| TreeFile {
+                    data: c.data,
+                    executable: c.executable,
+                    symlink: c.symlink,
+                });
+                (f.path, after)
+            })
+            .collect()),
+        // Made on these very files: the revision's own result.
+        Err(e) if e.details()["reason"] == "up_to_date" => item
+            .revision
+            .changeset
+            .iter()
+            .zip(&item.sides)
+            .map(|(f, s)| {
+                let path = RepoPath::from_bytes(f.path.as_bytes())
+                    .map_err(|e| ToolError::invalid_argument("path", e))?;
+                Ok((path, s.ours.clone()))
+            })
+            .collect(),
+        Err(e) if e.details()["reason"] == "already_applied" => Ok(Vec::new()),
+        Err(e) => Err(e),
+    };
+    *base = base_cell.into_inner();
+    out
+}
+
+/// Run the policy's checks on every state, `depth` at once; each state's
+/// runs in the order the policy names them.
+fn check_states(
+    engine: &Engine,
+    policy: &Policy,
+    states: &[State],
+) -> Result<Vec<Vec<CheckRun>>, ToolError> {
+    if policy.checks.commands.is_empty() || states.is_empty() {
+        return Ok(states.iter().map(|_| Vec::new()).collect());
+    }
+    let options = crate::state::StateOptions {
+        ignore: Some(&policy.workspace.ignore),
+        ..crate::state::StateOptions::default()
+    };
+    let files = crate::state::listed_files(engine.root(), &options)?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Vec<CheckRun>>>> =
+        std::sync::Mutex::new(states.iter().map(|_| None).collect());
+    let workers = (policy.queue.depth as usize).min(states.len());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(state) = states.get(i) else { return };
+                let runs = match checks::materialize(engine.root(), &files, &state.overlay) {
+                    Ok(dir) => policy
+                        .checks
+                        .commands
+                        .iter()
+                        .map(|(name, c)| checks::run(name, c, dir.path()))
+                        .collect(),
+                    Err(e) => policy
+                        .checks
+                        .commands
+                        .keys()
+                        .map(|name| CheckRun {
+                            name: name.clone(),
+                            status: TestStatus::Errored,
+                            output: format!("the state could not be materialized: {e}"),
+                            duration_ms: 0,
+                        })
+                        .collect(),
+                };
+                results.lock().expect("no worker panics holding it")[i] = Some(runs);
+            });
+        }
+    });
+    Ok(results
+        .into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .map(|r| r.expect("every state was checked"))
+        .collect())
+}
+
+/// Record each check run as a `test.record` on `item`'s revision (output
+/// as its note).
+fn record_checks(
+    engine: &Engine,
+    actor: &Actor,
+    item: &Item,
+    runs: &[CheckRun],
+) -> Result<(), ToolError> {
+    let session = engine.session(actor.clone());
+    for r in runs {
+        let name = Title::new(&r.name).map_err(|e| ToolError::invalid_argument("name", e))?;
+        let output = if r.output.trim().is_empty() {
+            "(no output)"
+        } else {
+            &r.output
+        };
+        let note = Markdown::new(&format!(
+            "landing queue, entry {}:\n```\n{}\n```",
+            item.entry.id, output
+        ))
+        .map_err(|e| ToolError::invalid_argument("note_md", e))?;
+        session.run(super::evidence::RecordTest {
+            proposal_id: Id::new(&item.proposal.id)
+                .map_err(|e| ToolError::invalid_argument("proposal_id", e))?,
+            revision: RevisionNumber(item.revision.number),
+            name,
+            status: r.status,
+            duration_ms: Some(r.duration_ms),
+            note_md: Some(note),
+            idempotency_key: None,
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether a refusal of `patch.apply` is one only the author can answer
+/// (a new revision, new evidence, a claim), so the entry goes back.
+fn author_must_act(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::Conflict
+            | ErrorCode::ValidationFailed
+            | ErrorCode::StaleClaim
+            | ErrorCode::IllegalTransition
+            | ErrorCode::PatchDoesNotApply
+    )
+}
+
+/// Hand `item` back to its author.
+fn give_back(
+    engine: &Engine,
+    actor: &Actor,
+    item: &Item,
+    reason: QueueReturnReason,
+    note: &str,
+) -> Result<QueueEntry, ToolError> {
+    write(engine, actor, |cx| {
+        settle(
+            cx,
+            &item.entry,
+            Settled::Returned {
+                reason,
+                revision: item.revision.number,
+                note,
+            },
+        )
+    })
+}
+
+/// Land `item` with `patch.apply` (rebased onto the branch as it is: the
+/// state its checks passed on), keyed by its entry.
+fn land(engine: &Engine, actor: &Actor, item: &Item) -> Result<QueueEntry, ToolError> {
+    let key = Id::new(&format!("{}-land", item.entry.id))
+        .map_err(|e| ToolError::invalid_argument("entry", e))?;
+    let applied = engine
+        .session(actor.clone())
+        .run(super::transactions::ApplyRevision {
+            proposal_id: Id::new(&item.proposal.id)
+                .map_err(|e| ToolError::invalid_argument("proposal_id", e))?,
+            revision: RevisionNumber(item.revision.number),
+            transaction_id: None,
+            rebase: Some(true),
+            idempotency_key: Some(key),
+        })?;
+    write(engine, actor, |cx| {
+        settle(
+            cx,
+            &item.entry,
+            Settled::Landed {
+                transaction_id: &applied.transaction.id,
+                revision: applied.transaction.revision,
+            },
+        )
+    })
+}
+
+/// Whether the workspace holds exactly `files` (a lane's base: what its
+/// states were stacked on; or a state that passed, once landed).
+fn holds(engine: &Engine, files: &BTreeMap<RepoPath, Option<TreeFile>>) -> Result<bool, ToolError> {
+    for (path, was) in files {
+        if &engine.workspace().read(path)? != was {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

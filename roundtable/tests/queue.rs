@@ -1,0 +1,471 @@
+//! The landing queue (issue 34, items 1–4): `queue.enqueue|list|remove|run`,
+//! checks the engine runs on speculative states, lanes — and the rule it
+//! keeps: the branch never holds a state whose checks did not pass.
+//!
+//! The scenario ships a real check (`check.py` imports every
+//! `feature_*.py` and calls its `run`), three proposals that rename a
+//! library function, and, later in the queue, three that call the old
+//! name: each caller passes on the branch alone and fails only on top of
+//! the rename queued ahead of it.
+
+use super::tools::{str_of, World};
+use roundtable::{Actor, ErrorCode};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// The check every state must pass.
+const CHECK_PY: &str = "import glob, importlib, sys\nsys.path.insert(0, '.')\nfor path in sorted(glob.glob('feature_*.py')):\n    importlib.import_module(path[:-3]).run()\nprint('ok', len(glob.glob('feature_*.py')))\n";
+
+/// The policy: the check run by the queue, no approval rule changed.
+fn policy(batch: u32, depth: u32, lanes: bool) -> String {
+    format!(
+        "version = 1\n[checks.unit]\ncommand = [\"python3\", \"check.py\"]\ntimeout_s = 60\n[queue]\nbatch_size = {batch}\ndepth = {depth}\nlanes = {lanes}\n"
+    )
+}
+
+/// One proposal of the scenario: the file it writes and what it holds after.
+#[derive(Clone)]
+pub(crate) struct Change {
+    pub(crate) path: String,
+    pub(crate) before: Option<String>,
+    pub(crate) after: String,
+}
+
+impl Change {
+    fn patch(&self) -> String {
+        let lines = |s: &str| s.lines().count();
+        let plus: String = self.after.lines().map(|l| format!("+{l}\n")).collect();
+        match &self.before {
+            None => format!(
+                "--- /dev/null\n+++ b/{p}\n@@ -0,0 +1,{n} @@\n{plus}",
+                p = self.path,
+                n = lines(&self.after)
+            ),
+            Some(before) => {
+                let minus: String = before.lines().map(|l| format!("-{l}\n")).collect();
+                format!(
+                    "--- a/{p}\n+++ b/{p}\n@@ -1,{m} +1,{n} @@\n{minus}{plus}",
+                    p = self.path,
+                    m = lines(before),
+                    n = lines(&self.after)
+                )
+            }
+        }
+    }
+}
+
+fn lib(k: usize, name: &str) -> String {
+    format!("def {name}():\n    return {k}\n")
+}
+
+fn caller(module: &str) -> String {
+    format!("import {module}\n\ndef run():\n    return {module}.f()\n")
+}
+
+/// The initial files: four libraries (`lib0.py` … `lib3.py`, each with
+/// `f`) and the check.
+pub(crate) fn initial_files() -> BTreeMap<String, String> {
+    let mut files: BTreeMap<String, String> = (0..4)
+        .map(|k| (format!("lib{k}.py"), lib(k, "f")))
+        .collect();
+    files.insert("check.py".into(), CHECK_PY.into());
+    files
+}
+
+/// `n` changes: renames of `lib1.f`, `lib2.f`, `lib3.f` at positions
+/// 2, 9 and 16, callers of those old names at 20, 24 and 28 (the
+/// culprits), and otherwise new features calling `lib0.f`.
+pub(crate) fn scenario(n: usize) -> (Vec<Change>, Vec<usize>) {
+    let renames = [(2, 1), (9, 2), (16, 3)];
+    let callers = [(20, 1), (24, 2), (28, 3)];
+    let mut out = Vec::new();
+    let mut culprits = Vec::new();
+    for i in 0..n {
+        if let Some(&(_, k)) = renames.iter().find(|(at, _)| *at == i) {
+            out.push(Change {
+                path: format!("lib{k}.py"),
+                before: Some(lib(k, "f")),
+                after: lib(k, "g"),
+            });
+        } else if let Some(&(_, k)) = callers.iter().find(|(at, _)| *at == i) {
+            culprits.push(i);
+            out.push(Change {
+                path: format!("feature_{i:02}.py"),
+                before: None,
+                after: caller(&format!("lib{k}")),
+            });
+        } else {
+            out.push(Change {
+                path: format!("feature_{i:02}.py"),
+                before: None,
+                after: caller("lib0"),
+            });
+        }
+    }
+    (out, culprits)
+}
+
+/// Whether `check.py` passes in `dir`, and its output.
+fn check_passes(dir: &Path) -> (bool, String) {
+    let out = Command::new("python3")
+        .arg("check.py")
+        .current_dir(dir)
+        .output()
+        .expect("python3 runs");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+fn write_files(dir: &Path, files: &BTreeMap<String, String>) {
+    for (path, content) in files {
+        std::fs::write(dir.join(path), content).expect("write");
+    }
+}
+
+fn activate(w: &World, document: &str) {
+    let set = w.ok("policy.set", json!({"document": document}), &w.host);
+    w.ok(
+        "policy.activate",
+        json!({"version": set["policy"]["version"]}),
+        &w.host,
+    );
+}
+
+/// An approved proposal by `author` (who claims the path) for `change`.
+fn approved(w: &World, author: &Actor, change: &Change) -> String {
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": format!("file:{}", change.path), "type": "write", "ttl_s": 3600}),
+        author,
+    );
+    let pid = str_of(
+        &w.ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": format!("Change {}", change.path),
+                   "summary_md": "Scenario change.", "patch": change.patch()}),
+            author,
+        )["proposal"]["id"],
+    );
+    w.ok(
+        "proposal.request_review",
+        json!({"proposal_id": pid}),
+        author,
+    );
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    pid
+}
+
+/// A world with the scenario's files and policy, five authors, and every
+/// change proposed, approved and queued in order: the proposal ids.
+fn queued_world(
+    changes: &[Change],
+    batch: u32,
+    depth: u32,
+    lanes: bool,
+) -> (World, Vec<String>, Vec<Actor>) {
+    let w = World::new();
+    write_files(w.dir.path(), &initial_files());
+    activate(&w, &policy(batch, depth, lanes));
+    let authors: Vec<Actor> = (0..5)
+        .map(|k| w.agent(&format!("a{k}"), &["author"]))
+        .collect();
+    let mut pids = Vec::new();
+    for (i, change) in changes.iter().enumerate() {
+        let pid = approved(&w, &authors[i % 5], change);
+        let entry = w.ok("queue.enqueue", json!({"proposal_id": pid}), &w.host);
+        assert_eq!(entry["entry"]["status"], "queued");
+        pids.push(pid);
+    }
+    (w, pids, authors)
+}
+
+fn entries_of(run: &Value, key: &str) -> Vec<Value> {
+    run[key].as_array().expect("entries").clone()
+}
+
+fn proposal_ids(entries: &[Value]) -> Vec<String> {
+    entries.iter().map(|e| str_of(&e["proposal_id"])).collect()
+}
+
+/// The applied transactions' proposals, in landing order.
+fn landing_order(w: &World) -> Vec<String> {
+    let page = w.ok(
+        "transaction.list",
+        json!({"status": "applied", "limit": 200}),
+        &w.host,
+    );
+    page["transactions"]
+        .as_array()
+        .expect("transactions")
+        .iter()
+        .map(|t| str_of(&t["proposal_id"]))
+        .collect()
+}
+
+/// Replays the landings in order from the initial files (the scripted
+/// ground truth, not the engine's) and runs the check on every
+/// intermediate tree; the final tree.
+fn replay_and_check(
+    order: &[String],
+    by_pid: &BTreeMap<String, Change>,
+) -> BTreeMap<String, String> {
+    let scratch = tempfile::tempdir().expect("scratch");
+    let mut files = initial_files();
+    write_files(scratch.path(), &files);
+    for (n, pid) in order.iter().enumerate() {
+        let change = &by_pid[pid];
+        files.insert(change.path.clone(), change.after.clone());
+        write_files(scratch.path(), &files);
+        let (ok, output) = check_passes(scratch.path());
+        assert!(
+            ok,
+            "the branch after landing {n} ({pid}) fails the check:\n{output}"
+        );
+    }
+    files
+}
+
+#[test]
+fn issue34_the_branch_never_holds_a_state_whose_checks_failed() {
+    let (changes, culprits) = scenario(30);
+    let (w, pids, authors) = queued_world(&changes, 8, 4, false);
+    // Each culprit passes the check on the branch alone: it breaks only
+    // on top of a rename queued ahead of it.
+    for &c in &culprits {
+        let alone = tempfile::tempdir().expect("alone");
+        let mut files = initial_files();
+        files.insert(changes[c].path.clone(), changes[c].after.clone());
+        write_files(alone.path(), &files);
+        assert!(check_passes(alone.path()).0, "culprit {c} fails alone");
+    }
+
+    let run = w.ok("queue.run", json!({}), &w.host);
+    let landed = proposal_ids(&entries_of(&run, "landed"));
+    let returned = entries_of(&run, "returned");
+    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    assert_eq!(proposal_ids(&returned), culprit_pids, "{run:#}");
+    let expected_landed: Vec<String> = pids
+        .iter()
+        .filter(|p| !culprit_pids.contains(p))
+        .cloned()
+        .collect();
+    assert_eq!(landed, expected_landed, "queue order is landing order");
+    assert_eq!(run["still_queued"], 0);
+    assert!(run["states_checked"].as_u64().expect("states") >= 30);
+
+    // Each culprit went back with the failing output, as a failed check
+    // on its revision, and waits on its author to fix it.
+    for (entry, &c) in returned.iter().zip(&culprits) {
+        assert_eq!(entry["status"], "returned");
+        assert_eq!(entry["return_reason"], "check_failed");
+        let note = str_of(&entry["note"]);
+        assert!(note.contains("AttributeError"), "{note}");
+        let tests = w.ok(
+            "test.list",
+            json!({"proposal_id": pids[c], "name": "unit"}),
+            &w.host,
+        );
+        let last = tests["test_results"]
+            .as_array()
+            .and_then(|t| t.last().cloned())
+            .expect("a unit result");
+        assert_eq!(last["status"], "failed");
+        assert!(str_of(&last["note_md"]).contains("AttributeError"));
+        let inbox = w.ok("inbox.list", json!({}), &authors[c % 5]);
+        assert!(
+            inbox["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .any(|i| { i["proposal"]["id"] == pids[c].as_str() && i["action"] == "fix_check" }),
+            "{inbox:#}"
+        );
+        // And it cannot land as it is.
+        let p = w.ok("proposal.get", json!({"proposal_id": pids[c]}), &w.host);
+        assert_ne!(p["proposal"]["status"], "applied");
+    }
+
+    // Nothing landed twice, the landings are the queue's, and every tree
+    // the branch held passes the check when rebuilt and run again.
+    let order = landing_order(&w);
+    assert_eq!(order, expected_landed);
+    let by_pid: BTreeMap<String, Change> =
+        pids.iter().cloned().zip(changes.iter().cloned()).collect();
+    let final_files = replay_and_check(&order, &by_pid);
+    for (path, content) in &final_files {
+        let on_disk = std::fs::read_to_string(w.dir.path().join(path)).expect("read");
+        assert_eq!(&on_disk, content, "{path}");
+    }
+    for &c in &culprits {
+        assert!(!w.dir.path().join(&changes[c].path).exists());
+    }
+    assert!(check_passes(w.dir.path()).0);
+
+    // Every step is an event; the queue is empty; a second run does nothing.
+    let kinds: Vec<String> = w.events().iter().map(|e| str_of(&e["kind"])).collect();
+    let count = |k: &str| kinds.iter().filter(|x| *x == k).count();
+    assert_eq!(count("queue.enqueued"), 30);
+    assert_eq!(count("queue.landed"), 27);
+    assert_eq!(count("queue.returned"), 3);
+    assert!(count("queue.checked") >= 30);
+    let queued = w.ok("queue.list", json!({}), &w.host);
+    assert_eq!(queued["entries"], json!([]));
+    let history = w.ok(
+        "queue.list",
+        json!({"status": "landed", "limit": 200}),
+        &w.host,
+    );
+    assert_eq!(history["entries"].as_array().map(Vec::len), Some(27));
+    let again = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(again["landed"], json!([]));
+    assert_eq!(again["returned"], json!([]));
+    assert_eq!(landing_order(&w).len(), 27);
+}
+
+#[test]
+fn issue34_lanes_land_disjoint_work_while_a_failing_lane_is_handed_back() {
+    // Two lanes: lib1's rename, and features of lib0 that share no path
+    // with it.
+    let changes = vec![
+        Change {
+            path: "lib1.py".into(),
+            before: Some(lib(1, "f")),
+            after: lib(1, "g"),
+        },
+        Change {
+            path: "feature_a.py".into(),
+            before: None,
+            after: caller("lib0"),
+        },
+        Change {
+            path: "feature_b.py".into(),
+            before: None,
+            after: caller("lib0"),
+        },
+    ];
+    let w = World::new();
+    write_files(w.dir.path(), &initial_files());
+    activate(&w, &policy(8, 4, true));
+    let a = w.agent("a0", &["author"]);
+    let b = w.agent("a1", &["author"]);
+    let p0 = approved(&w, &a, &changes[0]);
+    let p1 = approved(&w, &b, &changes[1]);
+    for p in [&p0, &p1] {
+        w.ok("queue.enqueue", json!({"proposal_id": p}), &w.host);
+    }
+    let run = w.ok("queue.run", json!({"max_rounds": 1}), &w.host);
+    assert_eq!(run["rounds"], 1);
+    // One round, two lanes: both land, each state holding only its lane.
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![p0.clone(), p1.clone()]
+    );
+    let checked: Vec<Value> = w
+        .events()
+        .into_iter()
+        .filter(|e| e["kind"] == "queue.checked")
+        .collect();
+    assert_eq!(checked.len(), 2);
+    for e in &checked {
+        assert_eq!(e["data"]["ahead"], json!([]), "{e:#}");
+        assert_eq!(e["data"]["status"], "passed");
+    }
+    // Refusals change nothing: queued twice, not open, not queued, bad
+    // rounds, a caller that is not an orchestrator.
+    let p3 = approved(&w, &b, &changes[2]);
+    w.ok("queue.enqueue", json!({"proposal_id": p3}), &w.host);
+    let e = w.refused(
+        "queue.enqueue",
+        json!({"proposal_id": p3}),
+        &w.host,
+        ErrorCode::Conflict,
+    );
+    assert_eq!(e.details()["reason"], "already_queued");
+    w.refused(
+        "queue.enqueue",
+        json!({"proposal_id": p0}),
+        &w.host,
+        ErrorCode::IllegalTransition,
+    );
+    w.refused(
+        "queue.remove",
+        json!({"proposal_id": p0, "reason": "done"}),
+        &w.host,
+        ErrorCode::NotFound,
+    );
+    w.refused(
+        "queue.run",
+        json!({"max_rounds": 0}),
+        &w.host,
+        ErrorCode::InvalidArgument,
+    );
+    w.refused(
+        "queue.enqueue",
+        json!({"proposal_id": p3}),
+        &a,
+        ErrorCode::Forbidden,
+    );
+    w.refused("queue.list", json!({}), &a, ErrorCode::Forbidden);
+    let removed = w.ok(
+        "queue.remove",
+        json!({"proposal_id": p3, "reason": "not today"}),
+        &w.host,
+    );
+    assert_eq!(removed["entry"]["status"], "removed");
+    assert_eq!(removed["entry"]["note"], "not today");
+    let p = w.ok("proposal.get", json!({"proposal_id": p3}), &w.host);
+    assert_eq!(
+        p["proposal"]["status"], "in_review",
+        "a removed proposal stays open"
+    );
+    // A proposal withdrawn while queued leaves the queue at the next run.
+    w.ok("queue.enqueue", json!({"proposal_id": p3}), &w.host);
+    w.ok("proposal.withdraw", json!({"proposal_id": p3}), &b);
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(proposal_ids(&entries_of(&run, "removed")), vec![p3]);
+}
+
+#[test]
+fn issue34_bad_check_and_queue_settings_are_refused_with_the_key() {
+    let w = World::new();
+    for (doc, key) in [
+        (
+            "version = 1\n[checks.unit]\ncommand = []\n",
+            "checks.unit.command",
+        ),
+        (
+            "version = 1\n[checks.unit]\ncommand = [\"true\"]\ntimeout_s = 0\n",
+            "checks.unit.timeout_s",
+        ),
+        (
+            "version = 1\n[checks]\nrequired = [\"unit\"]\n[checks.unit]\ncommand = [\"true\"]\n",
+            "checks.unit",
+        ),
+        ("version = 1\n[queue]\ndepth = 0\n", "queue.depth"),
+        (
+            "version = 1\n[queue]\nbatch_size = 101\n",
+            "queue.batch_size",
+        ),
+        ("version = 1\n[queue]\nspeed = 1\n", "queue.speed"),
+    ] {
+        let e = w.refused(
+            "policy.set",
+            json!({"document": doc}),
+            &w.host,
+            ErrorCode::InvalidPolicy,
+        );
+        assert_eq!(e.details()["key"], key, "{doc}: {e}");
+    }
+}

@@ -41,7 +41,7 @@ pub(crate) fn git_world(files: &[(&str, &str)]) -> World {
 }
 
 /// A copy of the repository (and store) at `from` into `to`, as it is.
-fn copy_repo(from: &Path, to: &Path) {
+pub(crate) fn copy_repo(from: &Path, to: &Path) {
     let status = Command::new("cp")
         .args(["-a", "--"])
         .arg(from.join("."))

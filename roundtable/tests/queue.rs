@@ -8,7 +8,9 @@
 //! name: each caller passes on the branch alone and fails only on top of
 //! the rename queued ahead of it.
 
+use super::landing::{fsck, git};
 use super::tools::{str_of, World};
+use super::transactions::{check_worker, start_call};
 use roundtable::{Actor, ErrorCode};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -78,8 +80,18 @@ pub(crate) fn initial_files() -> BTreeMap<String, String> {
 /// 2, 9 and 16, callers of those old names at 20, 24 and 28 (the
 /// culprits), and otherwise new features calling `lib0.f`.
 pub(crate) fn scenario(n: usize) -> (Vec<Change>, Vec<usize>) {
-    let renames = [(2, 1), (9, 2), (16, 3)];
-    let callers = [(20, 1), (24, 2), (28, 3)];
+    scenario_with(n, &[(2, 1), (9, 2), (16, 3)], &[(20, 1), (24, 2), (28, 3)])
+}
+
+/// `n` changes: at each `(position, k)` of `renames` a rename of
+/// `libk.f`, at each of `callers` a new feature calling `libk.f` (a
+/// culprit when a rename of `libk` is ahead of it), and otherwise a new
+/// feature calling `lib0.f`; and the culprits' positions.
+pub(crate) fn scenario_with(
+    n: usize,
+    renames: &[(usize, usize)],
+    callers: &[(usize, usize)],
+) -> (Vec<Change>, Vec<usize>) {
     let mut out = Vec::new();
     let mut culprits = Vec::new();
     for i in 0..n {
@@ -177,6 +189,17 @@ fn queued_world(
 ) -> (World, Vec<String>, Vec<Actor>) {
     let w = World::new();
     write_files(w.dir.path(), &initial_files());
+    queue_on(w, changes, batch, depth, lanes)
+}
+
+/// [`queued_world`] on `w` (its files written already).
+fn queue_on(
+    w: World,
+    changes: &[Change],
+    batch: u32,
+    depth: u32,
+    lanes: bool,
+) -> (World, Vec<String>, Vec<Actor>) {
     activate(&w, &policy(batch, depth, lanes));
     let authors: Vec<Actor> = (0..5)
         .map(|k| w.agent(&format!("a{k}"), &["author"]))
@@ -468,4 +491,192 @@ fn issue34_bad_check_and_queue_settings_are_refused_with_the_key() {
         );
         assert_eq!(e.details()["key"], key, "{doc}: {e}");
     }
+}
+
+/// A git-mode world holding the scenario's initial files, committed.
+fn git_queued_world(
+    changes: &[Change],
+    batch: u32,
+    depth: u32,
+) -> (World, Vec<String>, Vec<Actor>) {
+    let files = initial_files();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let w = super::git_landing::git_world(&refs);
+    queue_on(w, changes, batch, depth, false)
+}
+
+/// The commits of `main` after its first (the base), oldest first.
+fn branch_commits(d: &Path) -> Vec<String> {
+    git(d, &["rev-list", "--first-parent", "--reverse", "main"])
+        .lines()
+        .skip(1)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Check out every commit of `main` into a scratch directory and run the
+/// check there: each must pass. The proposals the commits name, in order.
+fn every_commit_passes(d: &Path) -> Vec<String> {
+    let mut landed = Vec::new();
+    for commit in branch_commits(d) {
+        let scratch = tempfile::tempdir().expect("scratch");
+        let archive = Command::new("git")
+            .args(["archive", "--format=tar", &commit])
+            .current_dir(d)
+            .output()
+            .expect("git archive");
+        assert!(archive.status.success());
+        let mut tar = Command::new("tar")
+            .args(["-x", "-C"])
+            .arg(scratch.path())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("tar");
+        {
+            use std::io::Write as _;
+            tar.stdin
+                .take()
+                .expect("stdin")
+                .write_all(&archive.stdout)
+                .expect("tar input");
+        }
+        assert!(tar.wait().expect("tar").success());
+        let (ok, output) = check_passes(scratch.path());
+        assert!(
+            ok,
+            "commit {commit} on the branch fails the check:\n{output}"
+        );
+        let body = git(d, &["log", "-1", "--format=%B", &commit]);
+        let pid = body
+            .lines()
+            .find_map(|l| l.strip_prefix("Roundtable-Proposal: "))
+            .unwrap_or_else(|| panic!("commit {commit} names no proposal:\n{body}"));
+        landed.push(pid.to_owned());
+    }
+    landed
+}
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_in_git_mode_every_commit_on_the_branch_passes_the_check() {
+    let (changes, culprits) = scenario_with(14, &[(1, 1), (6, 2)], &[(4, 1), (11, 2)]);
+    let (w, pids, _) = git_queued_world(&changes, 4, 4);
+    let run = w.ok("queue.run", json!({}), &w.host);
+    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "returned")),
+        culprit_pids,
+        "{run:#}"
+    );
+    let landed = every_commit_passes(w.dir.path());
+    let expected: Vec<String> = pids
+        .iter()
+        .filter(|p| !culprit_pids.contains(p))
+        .cloned()
+        .collect();
+    assert_eq!(landed, expected, "one commit per proposal, in queue order");
+    assert_eq!(git(w.dir.path(), &["status", "--porcelain"]), "");
+    fsck(w.dir.path());
+}
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_a_queue_run_sigkilled_anywhere_leaves_a_green_branch_and_lands_nothing_twice() {
+    const RUNS: usize = 30;
+    let (changes, culprits) = scenario_with(6, &[(1, 1)], &[(3, 1)]);
+    let (w, pids, _) = git_queued_world(&changes, 4, 2);
+    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    let expected: Vec<String> = pids
+        .iter()
+        .filter(|p| !culprit_pids.contains(p))
+        .cloned()
+        .collect();
+    let World {
+        dir: prepared,
+        engine,
+        ..
+    } = w;
+    drop(engine);
+    // One uninterrupted run: how long a whole run takes.
+    let first = tempfile::tempdir().expect("tempdir");
+    super::git_landing::copy_repo(prepared.path(), first.path());
+    let t0 = std::time::Instant::now();
+    let (child, _sync, _) = start_call(first.path(), "queue.run", &json!({}));
+    check_worker(child, "an uninterrupted queue.run");
+    let full = t0.elapsed();
+    assert_eq!(every_commit_passes(first.path()), expected);
+    let mut killed_with = Vec::new();
+    for run in 0..RUNS {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        super::git_landing::copy_repo(prepared.path(), d);
+        let (mut child, _sync, _) = start_call(d, "queue.run", &json!({}));
+        std::thread::sleep(full.mul_f64(run as f64 / RUNS as f64));
+        child.kill().ok();
+        let _ = child.wait();
+        // Right after the kill: every commit the branch holds passes.
+        let landed_at_kill = every_commit_passes(d);
+        killed_with.push(landed_at_kill.len());
+        // Reopen (recovery), run the queue to the end: the same landings,
+        // once each, and the queue and the store agree.
+        let engine = roundtable::Engine::open(d, crate::support::test_options(d)).expect("reopen");
+        let host = super::transactions::host();
+        let rest = engine.call("queue.run", json!({}), &host).expect("resume");
+        assert_eq!(rest["still_queued"], 0, "run {run}: {rest:#}");
+        let landed = every_commit_passes(d);
+        assert_eq!(landed, expected, "run {run}: landed once each, in order");
+        for pid in &pids {
+            let p = engine
+                .call("proposal.get", json!({"proposal_id": pid}), &host)
+                .expect("get");
+            let history = engine
+                .call(
+                    "queue.list",
+                    json!({"status": "landed", "limit": 200}),
+                    &host,
+                )
+                .expect("list");
+            let landed_entries = history["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .filter(|e| e["proposal_id"] == pid.as_str())
+                .count();
+            let applied = p["proposal"]["status"] == "applied";
+            assert_eq!(applied, expected.contains(pid), "run {run}: {pid}");
+            assert_eq!(
+                landed_entries,
+                usize::from(applied),
+                "run {run}: {pid}'s entries"
+            );
+        }
+        let applied = engine
+            .call(
+                "transaction.list",
+                json!({"status": "applied", "limit": 200}),
+                &host,
+            )
+            .expect("transactions");
+        assert_eq!(
+            applied["transactions"].as_array().map(Vec::len),
+            Some(expected.len())
+        );
+        assert_eq!(
+            engine
+                .call("events.verify", json!({}), &host)
+                .expect("verify")["valid"],
+            true
+        );
+        assert_eq!(git(d, &["status", "--porcelain"]), "", "run {run}");
+        fsck(d);
+    }
+    // The kills fell before, inside and after the landings.
+    assert!(
+        killed_with.iter().any(|&n| n > 0 && n < expected.len()),
+        "{killed_with:?}"
+    );
+    assert!(killed_with.contains(&0), "{killed_with:?}");
 }

@@ -476,15 +476,41 @@ fn round(
     let mut progress = false;
     for (entry, status) in gone {
         let settled = write(engine, actor, |cx| {
-            settle(
-                cx,
-                &entry,
-                Settled::Removed {
-                    reason: &format!("the proposal is {} (not by this queue)", status.as_str()),
-                },
-            )
+            // Applied while queued: by this queue in a run that stopped
+            // before it could say so (a crash), or by a direct apply.
+            let landed = match status {
+                ProposalStatus::Applied => store::transactions::list(
+                    cx.tx,
+                    0,
+                    Some(&entry.proposal_id),
+                    Some(crate::model::TransactionStatus::Applied),
+                    i64::MAX,
+                )?
+                .pop(),
+                _ => None,
+            };
+            match landed {
+                Some(t) => settle(
+                    cx,
+                    &entry,
+                    Settled::Landed {
+                        transaction_id: &t.id,
+                        revision: t.revision,
+                    },
+                ),
+                None => settle(
+                    cx,
+                    &entry,
+                    Settled::Removed {
+                        reason: &format!("the proposal is {} (not by this queue)", status.as_str()),
+                    },
+                ),
+            }
         })?;
-        out.removed.push(settled);
+        match settled.status {
+            QueueStatus::Landed => out.landed.push(settled),
+            _ => out.removed.push(settled),
+        }
         progress = true;
     }
     if items.is_empty() {

@@ -680,3 +680,88 @@ fn issue34_a_queue_run_sigkilled_anywhere_leaves_a_green_branch_and_lands_nothin
     );
     assert!(killed_with.contains(&0), "{killed_with:?}");
 }
+
+#[test]
+fn issue34_auto_enqueue_queues_what_can_land_and_a_conflict_goes_back_with_its_hunks() {
+    let w = World::new();
+    write_files(w.dir.path(), &initial_files());
+    activate(&w, &format!("{}auto_enqueue = true\n", policy(8, 2, false)));
+    let a = w.agent("a0", &["author"]);
+    let b = w.agent("a1", &["author"]);
+    let first = Change {
+        path: "lib1.py".into(),
+        before: Some(lib(1, "f")),
+        after: lib(1, "g"),
+    };
+    // Made on the same lines as `first`: it cannot stack on it.
+    let clash = Change {
+        path: "lib1.py".into(),
+        before: Some(lib(1, "f")),
+        after: lib(1, "h"),
+    };
+    let p1 = approved(&w, &a, &first);
+    // a holds lib1.py, so both lib1.py changes are a's.
+    let p2 = {
+        let pid = str_of(
+            &w.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Clash", "summary_md": "Same lines.", "patch": clash.patch()}),
+                &a,
+            )["proposal"]["id"],
+        );
+        w.ok("proposal.request_review", json!({"proposal_id": pid}), &a);
+        w.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &w.reviewer,
+        );
+        pid
+    };
+    // Not approved: it does not join.
+    let waiting = {
+        w.ok(
+            "claim.acquire",
+            json!({"resource_id": "file:feature_x.py", "type": "write", "ttl_s": 3600}),
+            &b,
+        );
+        let change = Change {
+            path: "feature_x.py".into(),
+            before: None,
+            after: caller("lib0"),
+        };
+        str_of(
+            &w.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Unreviewed", "summary_md": "No vote.", "patch": change.patch()}),
+                &b,
+            )["proposal"]["id"],
+        )
+    };
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![p1.clone()],
+        "{run:#}"
+    );
+    let returned = entries_of(&run, "returned");
+    assert_eq!(proposal_ids(&returned), vec![p2.clone()]);
+    assert_eq!(returned[0]["return_reason"], "conflict");
+    let note = str_of(&returned[0]["note"]);
+    assert!(
+        note.contains("merge_conflict") && note.contains("lib1.py") && note.contains("hunks"),
+        "{note}"
+    );
+    let enqueued: Vec<Value> = w
+        .events()
+        .into_iter()
+        .filter(|e| e["kind"] == "queue.enqueued")
+        .collect();
+    assert_eq!(enqueued.len(), 2);
+    assert!(enqueued.iter().all(|e| e["data"]["automatic"] == true));
+    let p = w.ok("proposal.get", json!({"proposal_id": waiting}), &w.host);
+    assert_eq!(p["proposal"]["status"], "pending");
+    assert_eq!(
+        std::fs::read_to_string(w.dir.path().join("lib1.py")).expect("read"),
+        lib(1, "g")
+    );
+}

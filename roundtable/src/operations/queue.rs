@@ -554,13 +554,14 @@ fn round(
                         item,
                         QueueReturnReason::Conflict,
                         &format!(
-                            "{} (stacked on {} queued ahead of it)",
+                            "{} (stacked on {} queued ahead of it); the conflict:\n{:#}",
                             e.message(),
                             if ahead.is_empty() {
                                 "nothing".to_owned()
                             } else {
                                 ahead.join(", ")
-                            }
+                            },
+                            e.details()
                         ),
                     )?;
                     out.returned.push(settled);

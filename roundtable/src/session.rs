@@ -63,7 +63,8 @@ use serde::Serialize;
 pub use crate::claims::ClaimType;
 pub use crate::landing::LandedCommit;
 pub use crate::model::{
-    Durability, EventKind, OperationKind, PolicyStatus, RecordKind, RevisionFormat, StageName,
+    Durability, EventKind, OperationKind, PolicyStatus, QueueEntry, QueueReturnReason, QueueStatus,
+    RecordKind, RevisionFormat, StageName,
 };
 pub use crate::operations::args::Cursor;
 pub use crate::operations::claims::{
@@ -86,6 +87,10 @@ pub use crate::operations::policies::{
 pub use crate::operations::proposals::{
     AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
     ProposalPage, ProposalRevised, Reject, Rejected, RequestReview, ReviewRequested, Withdraw,
+};
+pub use crate::operations::queue::{
+    Enqueue, ListQueue, QueueEntryResult, QueuePage, QueueRun, RemoveFromQueue, RunQueue,
+    StateCheck,
 };
 pub use crate::operations::rebase::{FileConflict, RebaseProposal};
 pub use crate::operations::records::{
@@ -268,6 +273,9 @@ macro_rules! keyed {
 }
 
 keyed!(
+    Enqueue,
+    RemoveFromQueue,
+    RunQueue,
     ConfigureWorkspace,
     RegisterAgent,
     CreateTask,
@@ -327,6 +335,7 @@ macro_rules! paged {
 }
 
 paged!(
+    ListQueue,
     ListClaims,
     ListVotes,
     ListProposals,
@@ -876,6 +885,64 @@ impl CompareRevisions {
             })
         })
     }
+}
+
+of_proposal!(
+    /// Put proposal `proposal_id` in the landing queue.
+    Enqueue { idempotency_key }
+);
+
+impl RemoveFromQueue {
+    /// Take proposal `proposal_id` out of the landing queue, saying why.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(proposal_id: impl AsRef<str>, reason: &str) -> Draft<RemoveFromQueue> {
+        Draft::of(|| {
+            Ok(RemoveFromQueue {
+                proposal_id: id("proposal_id", proposal_id)?,
+                reason: field("reason", reason)?,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl ListQueue {
+    /// The queued entries in order, a page at a time.
+    pub fn all() -> Draft<ListQueue> {
+        Draft::from(ListQueue {
+            status: None,
+            limit: None,
+            cursor: None,
+        })
+    }
+}
+
+impl Draft<ListQueue> {
+    /// Only entries with this status (default `queued`).
+    pub fn status(self, status: QueueStatus) -> Self {
+        self.set(|r| {
+            r.status = Some(status);
+            Ok(())
+        })
+    }
+}
+
+impl RunQueue {
+    /// Land the landing queue until it is empty or a round changes nothing.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> Draft<RunQueue> {
+        Draft::from(RunQueue {
+            max_rounds: None,
+            idempotency_key: None,
+        })
+    }
+}
+
+impl Draft<RunQueue> {
+    setter!(
+        /// The most rounds to run (1 to 1000; default 100).
+        max_rounds: u32 => max_rounds
+    );
 }
 
 impl Reject {

@@ -765,3 +765,29 @@ fn issue34_auto_enqueue_queues_what_can_land_and_a_conflict_goes_back_with_its_h
         lib(1, "g")
     );
 }
+
+#[test]
+fn issue34_the_typed_session_runs_the_queue_like_json() {
+    use roundtable::session::{Enqueue, ListQueue, QueueStatus, RemoveFromQueue, RunQueue};
+    let (changes, _) = scenario(3);
+    let (w, pids, _) = queued_world(&changes[..1], 8, 2, false);
+    let host = w.engine.session(w.host.clone());
+    let page = host.run(ListQueue::all()).expect("list");
+    assert_eq!(page.entries.len(), 1);
+    let refused = host.run(Enqueue::new(&pids[0])).expect_err("queued twice");
+    assert_eq!(refused.code(), ErrorCode::Conflict);
+    let removed = host
+        .run(RemoveFromQueue::new(&pids[0], "later"))
+        .expect("remove");
+    assert_eq!(removed.entry.status, QueueStatus::Removed);
+    host.run(Enqueue::new(&pids[0]).idempotency_key("again-1"))
+        .expect("enqueue again");
+    let run = host.run(RunQueue::new().max_rounds(3)).expect("run");
+    assert_eq!(run.landed.len(), 1);
+    assert_eq!(run.landed[0].proposal_id, pids[0]);
+    let landed = host
+        .run(ListQueue::all().status(QueueStatus::Landed))
+        .expect("landed");
+    assert_eq!(landed.entries.len(), 1);
+    assert!(host.run(RunQueue::new().max_rounds(0)).is_err());
+}

@@ -9555,6 +9555,797 @@ func (x *ProposalWithdrawnData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *QueueCheckedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueCheckedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"name\":")
+	e.str(x.Name, "name")
+	e.key(start, "\"status\":")
+	e.str(string(x.Status), "status")
+	e.key(start, "\"ahead\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Ahead {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Ahead[i1], "ahead")
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"duration_ms\":")
+	e.int64(x.DurationMs)
+}
+
+func (x *QueueCheckedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "name":
+			if !d.null() {
+				x.Name = d.str()
+			}
+		case "status":
+			if !d.null() {
+				x.Status = TestStatus(d.str())
+			}
+		case "ahead":
+			if d.null() {
+				x.Ahead = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Ahead = s2
+			}
+		case "duration_ms":
+			if !d.null() {
+				x.DurationMs = d.int64()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueCheckedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueCheckedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueEnqueueArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueEnqueueArgs) encodeFields(e *encoder, start int) {
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	if x.IdempotencyKey != nil {
+		e.key(start, "\"idempotency_key\":")
+		e.str(*x.IdempotencyKey, "idempotency_key")
+	}
+}
+
+func (x *QueueEnqueueArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "idempotency_key":
+			if d.null() {
+				x.IdempotencyKey = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.IdempotencyKey = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueEnqueueArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueEnqueueArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueEnqueuedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueEnqueuedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"automatic\":")
+	e.bool(x.Automatic)
+}
+
+func (x *QueueEnqueuedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "automatic":
+			if !d.null() {
+				x.Automatic = d.bool()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueEnqueuedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueEnqueuedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueEntry) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueEntry) encodeFields(e *encoder, start int) {
+	e.key(start, "\"id\":")
+	e.str(x.ID, "id")
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	e.key(start, "\"status\":")
+	e.str(string(x.Status), "status")
+	e.key(start, "\"enqueued_by\":")
+	x.EnqueuedBy.encode(e)
+	e.key(start, "\"enqueued_at\":")
+	e.str(x.EnqueuedAt, "enqueued_at")
+	if x.Note != nil {
+		e.key(start, "\"note\":")
+		e.str(*x.Note, "note")
+	}
+	if x.ReturnReason != nil {
+		e.key(start, "\"return_reason\":")
+		e.str(string(*x.ReturnReason), "return_reason")
+	}
+	if x.SettledAt != nil {
+		e.key(start, "\"settled_at\":")
+		e.str(*x.SettledAt, "settled_at")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *QueueEntry) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "id":
+			if !d.null() {
+				x.ID = d.str()
+			}
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "status":
+			if !d.null() {
+				x.Status = QueueStatus(d.str())
+			}
+		case "enqueued_by":
+			if !d.null() {
+				x.EnqueuedBy.decode(d)
+			}
+		case "enqueued_at":
+			if !d.null() {
+				x.EnqueuedAt = d.str()
+			}
+		case "note":
+			if d.null() {
+				x.Note = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Note = p1
+			}
+		case "return_reason":
+			if d.null() {
+				x.ReturnReason = nil
+			} else {
+				p2 := new(QueueReturnReason)
+				(*p2) = QueueReturnReason(d.str())
+				x.ReturnReason = p2
+			}
+		case "settled_at":
+			if d.null() {
+				x.SettledAt = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.SettledAt = p3
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.TransactionID = p4
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueEntry) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueEntry) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueEntryResult) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueEntryResult) encodeFields(e *encoder, start int) {
+	e.key(start, "\"entry\":")
+	x.Entry.encode(e)
+}
+
+func (x *QueueEntryResult) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "entry":
+			if !d.null() {
+				x.Entry.decode(d)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueEntryResult) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueEntryResult) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueLandedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueLandedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"transaction_id\":")
+	e.str(x.TransactionID, "transaction_id")
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+}
+
+func (x *QueueLandedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "transaction_id":
+			if !d.null() {
+				x.TransactionID = d.str()
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueLandedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueLandedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueListArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueListArgs) encodeFields(e *encoder, start int) {
+	if x.Cursor != nil {
+		e.key(start, "\"cursor\":")
+		e.str(*x.Cursor, "cursor")
+	}
+	if x.Limit != nil {
+		e.key(start, "\"limit\":")
+		e.int64(*x.Limit)
+	}
+	if x.Status != nil {
+		e.key(start, "\"status\":")
+		e.str(string(*x.Status), "status")
+	}
+}
+
+func (x *QueueListArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "cursor":
+			if d.null() {
+				x.Cursor = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Cursor = p1
+			}
+		case "limit":
+			if d.null() {
+				x.Limit = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Limit = p2
+			}
+		case "status":
+			if d.null() {
+				x.Status = nil
+			} else {
+				p3 := new(QueueStatus)
+				(*p3) = QueueStatus(d.str())
+				x.Status = p3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueListArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueListArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueuePage) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueuePage) encodeFields(e *encoder, start int) {
+	e.key(start, "\"entries\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Entries {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Entries[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	if x.NextCursor != nil {
+		e.key(start, "\"next_cursor\":")
+		e.str(*x.NextCursor, "next_cursor")
+	}
+}
+
+func (x *QueuePage) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "entries":
+			if d.null() {
+				x.Entries = nil
+			} else {
+				s2 := []QueueEntry{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, QueueEntry{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Entries = s2
+			}
+		case "next_cursor":
+			if d.null() {
+				x.NextCursor = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.NextCursor = p3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueuePage) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueuePage) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueRemoveArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueRemoveArgs) encodeFields(e *encoder, start int) {
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	e.key(start, "\"reason\":")
+	e.str(x.Reason, "reason")
+	if x.IdempotencyKey != nil {
+		e.key(start, "\"idempotency_key\":")
+		e.str(*x.IdempotencyKey, "idempotency_key")
+	}
+}
+
+func (x *QueueRemoveArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "reason":
+			if !d.null() {
+				x.Reason = d.str()
+			}
+		case "idempotency_key":
+			if d.null() {
+				x.IdempotencyKey = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.IdempotencyKey = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueRemoveArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueRemoveArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueRemovedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueRemovedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"reason\":")
+	e.str(x.Reason, "reason")
+}
+
+func (x *QueueRemovedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "reason":
+			if !d.null() {
+				x.Reason = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueRemovedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueRemovedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueReturnedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueReturnedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"reason\":")
+	e.str(string(x.Reason), "reason")
+}
+
+func (x *QueueReturnedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "reason":
+			if !d.null() {
+				x.Reason = QueueReturnReason(d.str())
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueReturnedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueReturnedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueRun) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueRun) encodeFields(e *encoder, start int) {
+	e.key(start, "\"rounds\":")
+	e.int64(x.Rounds)
+	e.key(start, "\"landed\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Landed {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Landed[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"returned\":")
+	e.buf = append(e.buf, '[')
+	for i2 := range x.Returned {
+		if i2 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Returned[i2].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"removed\":")
+	e.buf = append(e.buf, '[')
+	for i3 := range x.Removed {
+		if i3 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Removed[i3].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"checks\":")
+	e.buf = append(e.buf, '[')
+	for i4 := range x.Checks {
+		if i4 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Checks[i4].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"states_checked\":")
+	e.int64(x.StatesChecked)
+	e.key(start, "\"still_queued\":")
+	e.int64(x.StillQueued)
+}
+
+func (x *QueueRun) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "rounds":
+			if !d.null() {
+				x.Rounds = d.int64()
+			}
+		case "landed":
+			if d.null() {
+				x.Landed = nil
+			} else {
+				s5 := []QueueEntry{}
+				for more := d.array(); more; more = d.next() {
+					s5 = append(s5, QueueEntry{})
+					if !d.null() {
+						s5[len(s5)-1].decode(d)
+					}
+				}
+				x.Landed = s5
+			}
+		case "returned":
+			if d.null() {
+				x.Returned = nil
+			} else {
+				s6 := []QueueEntry{}
+				for more := d.array(); more; more = d.next() {
+					s6 = append(s6, QueueEntry{})
+					if !d.null() {
+						s6[len(s6)-1].decode(d)
+					}
+				}
+				x.Returned = s6
+			}
+		case "removed":
+			if d.null() {
+				x.Removed = nil
+			} else {
+				s7 := []QueueEntry{}
+				for more := d.array(); more; more = d.next() {
+					s7 = append(s7, QueueEntry{})
+					if !d.null() {
+						s7[len(s7)-1].decode(d)
+					}
+				}
+				x.Removed = s7
+			}
+		case "checks":
+			if d.null() {
+				x.Checks = nil
+			} else {
+				s8 := []StateCheck{}
+				for more := d.array(); more; more = d.next() {
+					s8 = append(s8, StateCheck{})
+					if !d.null() {
+						s8[len(s8)-1].decode(d)
+					}
+				}
+				x.Checks = s8
+			}
+		case "states_checked":
+			if !d.null() {
+				x.StatesChecked = d.int64()
+			}
+		case "still_queued":
+			if !d.null() {
+				x.StillQueued = d.int64()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueRun) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueRun) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueRunArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueRunArgs) encodeFields(e *encoder, start int) {
+	if x.IdempotencyKey != nil {
+		e.key(start, "\"idempotency_key\":")
+		e.str(*x.IdempotencyKey, "idempotency_key")
+	}
+	if x.MaxRounds != nil {
+		e.key(start, "\"max_rounds\":")
+		e.int64(*x.MaxRounds)
+	}
+}
+
+func (x *QueueRunArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "idempotency_key":
+			if d.null() {
+				x.IdempotencyKey = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.IdempotencyKey = p1
+			}
+		case "max_rounds":
+			if d.null() {
+				x.MaxRounds = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.MaxRounds = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueRunArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueRunArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *RecoveryAdvice) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -10885,6 +11676,65 @@ func (x StaleClaimDetails) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *StaleClaimDetails) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *StateCheck) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *StateCheck) encodeFields(e *encoder, start int) {
+	e.key(start, "\"entry_id\":")
+	e.str(x.EntryID, "entry_id")
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	e.key(start, "\"name\":")
+	e.str(x.Name, "name")
+	e.key(start, "\"status\":")
+	e.str(string(x.Status), "status")
+	e.key(start, "\"duration_ms\":")
+	e.int64(x.DurationMs)
+}
+
+func (x *StateCheck) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "entry_id":
+			if !d.null() {
+				x.EntryID = d.str()
+			}
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "name":
+			if !d.null() {
+				x.Name = d.str()
+			}
+		case "status":
+			if !d.null() {
+				x.Status = TestStatus(d.str())
+			}
+		case "duration_ms":
+			if !d.null() {
+				x.DurationMs = d.int64()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x StateCheck) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *StateCheck) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

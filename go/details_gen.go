@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 )
 
-// Why a rebase was refused.
+// Why a rebase (or a queue call) was refused.
 type ConflictReason string
 
 // The values of ConflictReason.
 const (
+	// The proposal already has an entry in the landing queue.
+	ConflictReasonAlreadyQueued ConflictReason = "already_queued"
 	// The revision is not stale: the files it touches are as it was made on.
 	ConflictReasonUpToDate ConflictReason = "up_to_date"
 	// Its change is already in the files.
@@ -22,7 +24,7 @@ const (
 )
 
 // ConflictReasons lists every ConflictReason, in the schema's order.
-var ConflictReasons = []ConflictReason{ConflictReasonUpToDate, ConflictReasonAlreadyApplied, ConflictReasonMergeConflict, ConflictReasonBaseUnavailable}
+var ConflictReasons = []ConflictReason{ConflictReasonAlreadyQueued, ConflictReasonUpToDate, ConflictReasonAlreadyApplied, ConflictReasonMergeConflict, ConflictReasonBaseUnavailable}
 
 // An edit plan's status other than `complete`.
 type EditPlanStatus string

@@ -533,6 +533,46 @@ type TransactionRecoveryArgs struct {
 	TransactionID string `json:"transaction_id"`
 }
 
+// QueueEnqueueArgs are the arguments of `queue.enqueue`.
+type QueueEnqueueArgs struct {
+	// The proposal: open, not already queued.
+	ProposalID string `json:"proposal_id"`
+	// Makes a retried call return the first call's result.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+}
+
+// QueueListArgs are the arguments of `queue.list`.
+type QueueListArgs struct {
+	// Continue after the page that returned this `next_cursor`.
+	Cursor *string `json:"cursor,omitempty"`
+	// Page size, 1 to 200 (default 50).
+	Limit *int64 `json:"limit,omitempty"`
+	// Only entries in this status (default `queued`: the queue as it
+	// stands, in order).
+	Status *QueueStatus `json:"status,omitempty"`
+}
+
+// QueueRemoveArgs are the arguments of `queue.remove`.
+type QueueRemoveArgs struct {
+	// The queued proposal.
+	ProposalID string `json:"proposal_id"`
+	// Why (kept as the entry's note and in the event).
+	Reason string `json:"reason"`
+	// Makes a retried call return the first call's result.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+}
+
+// QueueRunArgs are the arguments of `queue.run`.
+type QueueRunArgs struct {
+	// Accepted like every write's; a repeated run is safe whatever the
+	// key (each entry lands at most once: its apply is keyed by the
+	// entry), so it is not replayed.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+	// The most rounds to run, 1 to 1000 (default 100): a round tests
+	// each lane's next batch and lands what passed.
+	MaxRounds *int64 `json:"max_rounds,omitempty"`
+}
+
 // LandingLogArgs are the arguments of `landing.log`.
 type LandingLogArgs struct {
 	// At most this many commits, 1 to 1000 (default 20).
@@ -1075,6 +1115,50 @@ func (s *Session) TransactionRecovery(ctx context.Context, args TransactionRecov
 	return out, nil
 }
 
+// QueueEnqueue calls `queue.enqueue`: Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
+//
+// Called by: orchestrator. Changes state.
+func (s *Session) QueueEnqueue(ctx context.Context, args QueueEnqueueArgs) (*QueueEntryResult, error) {
+	out := new(QueueEntryResult)
+	if err := s.invoke(ctx, "queue.enqueue", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// QueueList calls `queue.list`: The landing queue in order (orchestrator only): the queued entries by default, or those landed, returned (with the failing check's output, the conflict or the apply's refusal) or removed.
+//
+// Called by: orchestrator. Read-only.
+func (s *Session) QueueList(ctx context.Context, args QueueListArgs) (*QueuePage, error) {
+	out := new(QueuePage)
+	if err := s.invoke(ctx, "queue.list", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// QueueRemove calls `queue.remove`: Take a proposal out of the landing queue (orchestrator only); it stays open. not_found when it is not queued.
+//
+// Called by: orchestrator. Changes state. Destructive.
+func (s *Session) QueueRemove(ctx context.Context, args QueueRemoveArgs) (*QueueEntryResult, error) {
+	out := new(QueueEntryResult)
+	if err := s.invoke(ctx, "queue.remove", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// QueueRun calls `queue.run`: Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+//
+// Called by: orchestrator. Changes state. Idempotent. Destructive.
+func (s *Session) QueueRun(ctx context.Context, args QueueRunArgs) (*QueueRun, error) {
+	out := new(QueueRun)
+	if err := s.invoke(ctx, "queue.run", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LandingLog calls `landing.log`: The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and the trailers naming what governed it (Roundtable-Proposal, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.
 //
 // Called by: orchestrator, human. Read-only.
@@ -1187,6 +1271,10 @@ var toolNames = []string{
 	"transaction.list",
 	"transaction.phases",
 	"transaction.recovery",
+	"queue.enqueue",
+	"queue.list",
+	"queue.remove",
+	"queue.run",
 	"landing.log",
 	"events.list",
 	"events.wait",

@@ -170,10 +170,20 @@ const (
 	EventKindTransactionRecovered EventKind = "transaction.recovered"
 	// An applied transaction was rolled back by a later one.
 	EventKindTransactionRolledBack EventKind = "transaction.rolled_back"
+	// A proposal joined the landing queue.
+	EventKindQueueEnqueued EventKind = "queue.enqueued"
+	// A proposal was taken out of the landing queue.
+	EventKindQueueRemoved EventKind = "queue.removed"
+	// The queue ran a check on a speculative state.
+	EventKindQueueChecked EventKind = "queue.checked"
+	// The queue landed a proposal.
+	EventKindQueueLanded EventKind = "queue.landed"
+	// The queue handed a proposal back to its author.
+	EventKindQueueReturned EventKind = "queue.returned"
 )
 
 // EventKinds lists every EventKind, in the schema's order.
-var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack}
+var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack, EventKindQueueEnqueued, EventKindQueueRemoved, EventKindQueueChecked, EventKindQueueLanded, EventKindQueueReturned}
 
 // Which of two compared revisions touch a file (a `FileInterdiff`'s
 // `status`).
@@ -408,6 +418,40 @@ const (
 
 // ProposalStatuses lists every ProposalStatus, in the schema's order.
 var ProposalStatuses = []ProposalStatus{ProposalStatusPending, ProposalStatusInReview, ProposalStatusApplied, ProposalStatusRolledBack, ProposalStatusRejected, ProposalStatusWithdrawn}
+
+// Why the queue handed an entry back to its author.
+type QueueReturnReason string
+
+// The values of QueueReturnReason.
+const (
+	// A check failed (or timed out) on the state the proposal made with the proposals ahead of it, which passed without it.
+	QueueReturnReasonCheckFailed QueueReturnReason = "check_failed"
+	// Its revision does not merge onto the proposals ahead of it.
+	QueueReturnReasonConflict QueueReturnReason = "conflict"
+	// `patch.apply` refused it (a gate, a claim, a rebase that is not trivial); the message says which.
+	QueueReturnReasonApplyRefused QueueReturnReason = "apply_refused"
+)
+
+// QueueReturnReasons lists every QueueReturnReason, in the schema's order.
+var QueueReturnReasons = []QueueReturnReason{QueueReturnReasonCheckFailed, QueueReturnReasonConflict, QueueReturnReasonApplyRefused}
+
+// Where a queue entry stands.
+type QueueStatus string
+
+// The values of QueueStatus.
+const (
+	// Waiting to be tested and landed.
+	QueueStatusQueued QueueStatus = "queued"
+	// Landed by the queue (its transaction is named).
+	QueueStatusLanded QueueStatus = "landed"
+	// Handed back to its author: a check failed on the state it made, it did not merge onto the proposals ahead of it, or the apply refused it (the reason says which).
+	QueueStatusReturned QueueStatus = "returned"
+	// Taken out of the queue (`queue.remove`, or the proposal was withdrawn, rejected or landed by other means).
+	QueueStatusRemoved QueueStatus = "removed"
+)
+
+// QueueStatuses lists every QueueStatus, in the schema's order.
+var QueueStatuses = []QueueStatus{QueueStatusQueued, QueueStatusLanded, QueueStatusReturned, QueueStatusRemoved}
 
 // What kind of record an event must record: the evidence the policy
 // reads, and transactions (`events.verify` cross-checks each against its
@@ -1201,6 +1245,36 @@ func (x *Event) TypedData() (any, error) {
 			return nil, err
 		}
 		return v, nil
+	case EventKindQueueEnqueued:
+		v := new(QueueEnqueuedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindQueueRemoved:
+		v := new(QueueRemovedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindQueueChecked:
+		v := new(QueueCheckedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindQueueLanded:
+		v := new(QueueLandedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindQueueReturned:
+		v := new(QueueReturnedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
 	}
 	return nil, nil
 }
@@ -1745,6 +1819,109 @@ type ProposalWithdrawnData struct {
 	ReasonMD *string `json:"reason_md,omitempty"`
 }
 
+// Data of `queue.checked` (subject: the queue entry whose speculative
+// state was checked: the branch, the proposals ahead of it in its lane,
+// and it).
+type QueueCheckedData struct {
+	// The revision checked.
+	Revision int64 `json:"revision"`
+	// The check's name.
+	Name string `json:"name"`
+	// Its outcome.
+	Status TestStatus `json:"status"`
+	// The proposals ahead of it in the state, in order.
+	Ahead []string `json:"ahead"`
+	// How long it ran, in milliseconds.
+	DurationMs int64 `json:"duration_ms"`
+}
+
+// Data of `queue.enqueued` (subject: the queue entry).
+type QueueEnqueuedData struct {
+	// The revision that was the latest when it joined.
+	Revision int64 `json:"revision"`
+	// Whether the policy's `auto_enqueue` put it there.
+	Automatic bool `json:"automatic"`
+}
+
+// One proposal in the landing queue.
+type QueueEntry struct {
+	// The entry's id.
+	ID string `json:"id"`
+	// The proposal.
+	ProposalID string `json:"proposal_id"`
+	// Where it stands.
+	Status QueueStatus `json:"status"`
+	// Who enqueued it (an orchestrator, or the queue itself for the
+	// policy's `auto_enqueue`).
+	EnqueuedBy Actor `json:"enqueued_by"`
+	// When.
+	EnqueuedAt string `json:"enqueued_at"`
+	// What the queue or the remover said: the failing check's output,
+	// the conflict, the apply's refusal, the removal's reason.
+	Note *string `json:"note,omitempty"`
+	// Why it was returned.
+	ReturnReason *QueueReturnReason `json:"return_reason,omitempty"`
+	// When it left the queue (landed, returned or removed).
+	SettledAt *string `json:"settled_at,omitempty"`
+	// The transaction that landed it.
+	TransactionID *string `json:"transaction_id,omitempty"`
+}
+
+// Result of `queue.enqueue` and `queue.remove`.
+type QueueEntryResult struct {
+	// The entry as stored.
+	Entry QueueEntry `json:"entry"`
+}
+
+// Data of `queue.landed` (subject: the queue entry).
+type QueueLandedData struct {
+	// The transaction that landed it.
+	TransactionID string `json:"transaction_id"`
+	// The revision that landed.
+	Revision int64 `json:"revision"`
+}
+
+// Result of `queue.list`.
+type QueuePage struct {
+	// Entries in queue order.
+	Entries []QueueEntry `json:"entries"`
+	// Pass as `cursor` for the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// Data of `queue.removed` (subject: the queue entry).
+type QueueRemovedData struct {
+	// Why.
+	Reason string `json:"reason"`
+}
+
+// Data of `queue.returned` (subject: the queue entry).
+type QueueReturnedData struct {
+	// The revision handed back.
+	Revision int64 `json:"revision"`
+	// Why.
+	Reason QueueReturnReason `json:"reason"`
+}
+
+// Result of `queue.run`.
+type QueueRun struct {
+	// Rounds run.
+	Rounds int64 `json:"rounds"`
+	// Entries landed, in landing order.
+	Landed []QueueEntry `json:"landed"`
+	// Entries handed back to their authors.
+	Returned []QueueEntry `json:"returned"`
+	// Entries taken out because their proposal was no longer open.
+	Removed []QueueEntry `json:"removed"`
+	// Every check run, in the order they finished per round.
+	Checks []StateCheck `json:"checks"`
+	// Speculative states built and checked.
+	StatesChecked int64 `json:"states_checked"`
+	// Entries still queued (a round that changed nothing stops the run:
+	// the branch moved under it, or a state is left to retry).
+	StillQueued int64 `json:"still_queued"`
+}
+
 // Result of `transaction.recovery`.
 type RecoveryAdvice struct {
 	// The transaction.
@@ -1958,6 +2135,21 @@ type Stage struct {
 	Status StageStatus `json:"status"`
 	// Why, one JSON object per finding (each with a `message`).
 	Reasons []json.RawMessage `json:"reasons"`
+}
+
+// One check run on one speculative state.
+type StateCheck struct {
+	// The queue entry whose state it was (the proposals ahead of it in
+	// its lane, and it).
+	EntryID string `json:"entry_id"`
+	// Its proposal.
+	ProposalID string `json:"proposal_id"`
+	// The check's name.
+	Name string `json:"name"`
+	// Its outcome.
+	Status TestStatus `json:"status"`
+	// How long it ran.
+	DurationMs int64 `json:"duration_ms"`
 }
 
 // Result of `proposal.status`.

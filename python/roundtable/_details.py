@@ -71,7 +71,7 @@ class ConflictDetails(TypedDict, total=False):
     #: The proposal.
     proposal_id: str
     #: For a rebase: why it was refused.
-    reason: Literal['up_to_date', 'already_applied', 'merge_conflict', 'base_unavailable']
+    reason: Literal['already_queued', 'up_to_date', 'already_applied', 'merge_conflict', 'base_unavailable']
     #: For an apply of a superseded revision: the whole validation report.
     report: Dict[str, Any]
     #: The approval request.

@@ -149,9 +149,14 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``transaction.failed``: A transaction's write failed and was undone.
 #:   ``transaction.recovered``: A transaction left applying was put back to its before state.
 #:   ``transaction.rolled_back``: An applied transaction was rolled back by a later one.
-EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back']
+#:   ``queue.enqueued``: A proposal joined the landing queue.
+#:   ``queue.removed``: A proposal was taken out of the landing queue.
+#:   ``queue.checked``: The queue ran a check on a speculative state.
+#:   ``queue.landed``: The queue landed a proposal.
+#:   ``queue.returned``: The queue handed a proposal back to its author.
+EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned']
 #: Every value of :data:`EventKind`, in the schema's order.
-EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back',)
+EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned',)
 
 
 #: Which of two compared revisions touch a file (a `FileInterdiff`'s
@@ -284,6 +289,25 @@ POLICY_STATUSES: Tuple[PolicyStatus, ...] = ('draft', 'active', 'retired', 'buil
 ProposalStatus = Literal['pending', 'in_review', 'applied', 'rolled_back', 'rejected', 'withdrawn']
 #: Every value of :data:`ProposalStatus`, in the schema's order.
 PROPOSAL_STATUSES: Tuple[ProposalStatus, ...] = ('pending', 'in_review', 'applied', 'rolled_back', 'rejected', 'withdrawn',)
+
+
+#: Why the queue handed an entry back to its author.
+#:   ``check_failed``: A check failed (or timed out) on the state the proposal made with the proposals ahead of it, which passed without it.
+#:   ``conflict``: Its revision does not merge onto the proposals ahead of it.
+#:   ``apply_refused``: `patch.apply` refused it (a gate, a claim, a rebase that is not trivial); the message says which.
+QueueReturnReason = Literal['check_failed', 'conflict', 'apply_refused']
+#: Every value of :data:`QueueReturnReason`, in the schema's order.
+QUEUE_RETURN_REASONS: Tuple[QueueReturnReason, ...] = ('check_failed', 'conflict', 'apply_refused',)
+
+
+#: Where a queue entry stands.
+#:   ``queued``: Waiting to be tested and landed.
+#:   ``landed``: Landed by the queue (its transaction is named).
+#:   ``returned``: Handed back to its author: a check failed on the state it made, it did not merge onto the proposals ahead of it, or the apply refused it (the reason says which).
+#:   ``removed``: Taken out of the queue (`queue.remove`, or the proposal was withdrawn, rejected or landed by other means).
+QueueStatus = Literal['queued', 'landed', 'returned', 'removed']
+#: Every value of :data:`QueueStatus`, in the schema's order.
+QUEUE_STATUSES: Tuple[QueueStatus, ...] = ('queued', 'landed', 'returned', 'removed',)
 
 
 #: What kind of record an event must record: the evidence the policy
@@ -2020,6 +2044,189 @@ class ProposalWithdrawnData(Record):
 
 
 @dataclass(frozen=True)
+class QueueCheckedData(Record):
+    """Data of `queue.checked` (subject: the queue entry whose speculative
+    state was checked: the branch, the proposals ahead of it in its lane,
+    and it).
+    """
+
+    #: The revision checked.
+    revision: int
+    #: The check's name.
+    name: str
+    #: Its outcome.
+    status: TestStatus
+    #: The proposals ahead of it in the state, in order.
+    ahead: Tuple[str, ...]
+    #: How long it ran, in milliseconds.
+    duration_ms: int
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['ahead', 'duration_ms', 'name', 'revision', 'status'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueCheckedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["ahead"] = tuple(v["ahead"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueEnqueuedData(Record):
+    """Data of `queue.enqueued` (subject: the queue entry)."""
+
+    #: The revision that was the latest when it joined.
+    revision: int
+    #: Whether the policy's `auto_enqueue` put it there.
+    automatic: bool
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['automatic', 'revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueEnqueuedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueEntry(Record):
+    """One proposal in the landing queue."""
+
+    #: The entry's id.
+    id: str
+    #: The proposal.
+    proposal_id: str
+    #: Where it stands.
+    status: QueueStatus
+    #: Who enqueued it (an orchestrator, or the queue itself for the
+    #: policy's `auto_enqueue`).
+    enqueued_by: Actor
+    #: When.
+    enqueued_at: str
+    #: What the queue or the remover said: the failing check's output,
+    #: the conflict, the apply's refusal, the removal's reason.
+    note: Optional[str]
+    #: Why it was returned.
+    return_reason: Optional[QueueReturnReason]
+    #: When it left the queue (landed, returned or removed).
+    settled_at: Optional[str]
+    #: The transaction that landed it.
+    transaction_id: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['enqueued_at', 'enqueued_by', 'id', 'proposal_id', 'status'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueEntry:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["enqueued_by"] = _actor(v["enqueued_by"])
+        if "note" not in v:
+            v["note"] = None
+        if "return_reason" not in v:
+            v["return_reason"] = None
+        if "settled_at" not in v:
+            v["settled_at"] = None
+        if "transaction_id" not in v:
+            v["transaction_id"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueLandedData(Record):
+    """Data of `queue.landed` (subject: the queue entry)."""
+
+    #: The transaction that landed it.
+    transaction_id: str
+    #: The revision that landed.
+    revision: int
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['revision', 'transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueLandedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueRemovedData(Record):
+    """Data of `queue.removed` (subject: the queue entry)."""
+
+    #: Why.
+    reason: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['reason'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueRemovedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueReturnedData(Record):
+    """Data of `queue.returned` (subject: the queue entry)."""
+
+    #: The revision handed back.
+    revision: int
+    #: Why.
+    reason: QueueReturnReason
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['reason', 'revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueReturnedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Requirement(Record):
     """One requirement of the policy, judged on one revision."""
 
@@ -2361,6 +2568,38 @@ class Stage(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["reasons"] = tuple(v["reasons"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class StateCheck(Record):
+    """One check run on one speculative state."""
+
+    #: The queue entry whose state it was (the proposals ahead of it in
+    #: its lane, and it).
+    entry_id: str
+    #: Its proposal.
+    proposal_id: str
+    #: The check's name.
+    name: str
+    #: Its outcome.
+    status: TestStatus
+    #: How long it ran.
+    duration_ms: int
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['duration_ms', 'entry_id', 'name', 'proposal_id', 'status'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StateCheck:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -3592,6 +3831,98 @@ class ProposalRevised(Record):
 
 
 @dataclass(frozen=True)
+class QueueEntryResult(Record):
+    """Result of `queue.enqueue` and `queue.remove`."""
+
+    #: The entry as stored.
+    entry: QueueEntry
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['entry'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueEntryResult:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["entry"] = QueueEntry.from_dict(v["entry"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueuePage(Record):
+    """Result of `queue.list`."""
+
+    #: Entries in queue order.
+    entries: Tuple[QueueEntry, ...]
+    #: Pass as `cursor` for the next page; `null` on the last page.
+    next_cursor: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['entries'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueuePage:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["entries"] = tuple([QueueEntry.from_dict(_i0) for _i0 in v["entries"]])
+        if "next_cursor" not in v:
+            v["next_cursor"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueRun(Record):
+    """Result of `queue.run`."""
+
+    #: Rounds run.
+    rounds: int
+    #: Entries landed, in landing order.
+    landed: Tuple[QueueEntry, ...]
+    #: Entries handed back to their authors.
+    returned: Tuple[QueueEntry, ...]
+    #: Entries taken out because their proposal was no longer open.
+    removed: Tuple[QueueEntry, ...]
+    #: Every check run, in the order they finished per round.
+    checks: Tuple[StateCheck, ...]
+    #: Speculative states built and checked.
+    states_checked: int
+    #: Entries still queued (a round that changed nothing stops the run:
+    #: the branch moved under it, or a state is left to retry).
+    still_queued: int
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['checks', 'landed', 'removed', 'returned', 'rounds', 'states_checked', 'still_queued'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueRun:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["landed"] = tuple([QueueEntry.from_dict(_i0) for _i0 in v["landed"]])
+        v["returned"] = tuple([QueueEntry.from_dict(_i0) for _i0 in v["returned"]])
+        v["removed"] = tuple([QueueEntry.from_dict(_i0) for _i0 in v["removed"]])
+        v["checks"] = tuple([StateCheck.from_dict(_i0) for _i0 in v["checks"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class RecoveryAdvice(Record):
     """Result of `transaction.recovery`."""
 
@@ -4135,6 +4466,11 @@ EventData = Union[
     TransactionFailedData,
     TransactionRecoveredData,
     TransactionRolledBackData,
+    QueueEnqueuedData,
+    QueueRemovedData,
+    QueueCheckedData,
+    QueueLandedData,
+    QueueReturnedData,
 ]
 _EVENT_DATA: Dict[str, Type[Record]] = {
     'workspace.configured': WorkspaceConfiguredData,
@@ -4164,6 +4500,11 @@ _EVENT_DATA: Dict[str, Type[Record]] = {
     'transaction.failed': TransactionFailedData,
     'transaction.recovered': TransactionRecoveredData,
     'transaction.rolled_back': TransactionRolledBackData,
+    'queue.enqueued': QueueEnqueuedData,
+    'queue.removed': QueueRemovedData,
+    'queue.checked': QueueCheckedData,
+    'queue.landed': QueueLandedData,
+    'queue.returned': QueueReturnedData,
 }
 
 # How the extension builds each record (dependencies first).
@@ -4215,6 +4556,12 @@ ProposalReviewRequestedData._PLAN = (0, ProposalReviewRequestedData, (('from', '
 ProposalRevisedData._PLAN = (0, ProposalRevisedData, (('change_id', 'change_id', None), ('rebased_from', 'rebased_from', None)))
 ProposalRolledBackData._PLAN = (0, ProposalRolledBackData, (('from', 'from_', None), ))
 ProposalWithdrawnData._PLAN = (0, ProposalWithdrawnData, (('from', 'from_', None), ('reason_md', 'reason_md', None)))
+QueueCheckedData._PLAN = (0, QueueCheckedData, (('ahead', 'ahead', (1, None)), ))
+QueueEnqueuedData._PLAN = (0, QueueEnqueuedData, ())
+QueueEntry._PLAN = (0, QueueEntry, (('enqueued_by', 'enqueued_by', (2,)), ('note', 'note', None), ('return_reason', 'return_reason', None), ('settled_at', 'settled_at', None), ('transaction_id', 'transaction_id', None)))
+QueueLandedData._PLAN = (0, QueueLandedData, ())
+QueueRemovedData._PLAN = (0, QueueRemovedData, ())
+QueueReturnedData._PLAN = (0, QueueReturnedData, ())
 RequirementNext._PLAN = (0, RequirementNext, (('next', 'next', NextActor._PLAN), ))
 Revision._PLAN = (0, Revision, (('changeset', 'changeset', (1, FileSummary._PLAN)), ('affected_resources', 'affected_resources', (1, None)), ('created_by', 'created_by', (2,)), ('base_git_head', 'base_git_head', None), ('change_id', 'change_id', None), ('diff_digest', 'diff_digest', None), ('note_md', 'note_md', None), ('rebased_from', 'rebased_from', None)))
 RevisionEntry._PLAN = (0, RevisionEntry, ())
@@ -4222,6 +4569,7 @@ RoleNeed._PLAN = (0, RoleNeed, (('roles', 'roles', (1, None)), ('paths', 'paths'
 SecurityReviewRecord._PLAN = (0, SecurityReviewRecord, (('reviewer', 'reviewer', (2,)), ('note_md', 'note_md', None)))
 SecurityReviewedData._PLAN = (0, SecurityReviewedData, ())
 Stage._PLAN = (0, Stage, (('reasons', 'reasons', (1, None)), ))
+StateCheck._PLAN = (0, StateCheck, ())
 Task._PLAN = (0, Task, (('created_by', 'created_by', (2,)), ('summary_md', 'summary_md', None)))
 TaskCreatedData._PLAN = (0, TaskCreatedData, ())
 TestRecordedData._PLAN = (0, TestRecordedData, ())
@@ -4261,6 +4609,9 @@ ProposalChanged._PLAN = (0, ProposalChanged, (('proposal', 'proposal', Proposal.
 ProposalDetail._PLAN = (0, ProposalDetail, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN), ('revisions', 'revisions', (1, RevisionEntry._PLAN)), ('content', 'content', None), ('content_base64', 'content_base64', None)))
 ProposalPage._PLAN = (0, ProposalPage, (('proposals', 'proposals', (1, Proposal._PLAN)), ('next_cursor', 'next_cursor', None)))
 ProposalRevised._PLAN = (0, ProposalRevised, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN)))
+QueueEntryResult._PLAN = (0, QueueEntryResult, (('entry', 'entry', QueueEntry._PLAN), ))
+QueuePage._PLAN = (0, QueuePage, (('entries', 'entries', (1, QueueEntry._PLAN)), ('next_cursor', 'next_cursor', None)))
+QueueRun._PLAN = (0, QueueRun, (('landed', 'landed', (1, QueueEntry._PLAN)), ('returned', 'returned', (1, QueueEntry._PLAN)), ('removed', 'removed', (1, QueueEntry._PLAN)), ('checks', 'checks', (1, StateCheck._PLAN))))
 RecoveryAdvice._PLAN = (0, RecoveryAdvice, (('paths', 'paths', (1, PathReport._PLAN)), ('actions', 'actions', (1, None))))
 Rejected._PLAN = (0, Rejected, (('proposal', 'proposal', Proposal._PLAN), ('decision', 'decision', Decision._PLAN)))
 ReviewRequested._PLAN = (0, ReviewRequested, (('proposal', 'proposal', Proposal._PLAN), ('review_plan', 'review_plan', (1, RoleNeed._PLAN))))
@@ -4320,6 +4671,10 @@ __all__ = [
     "POLICY_STATUSES",
     "ProposalStatus",
     "PROPOSAL_STATUSES",
+    "QueueReturnReason",
+    "QUEUE_RETURN_REASONS",
+    "QueueStatus",
+    "QUEUE_STATUSES",
     "RecordKind",
     "RECORD_KINDS",
     "RequirementStatus",
@@ -4391,6 +4746,12 @@ __all__ = [
     "ProposalRevisedData",
     "ProposalRolledBackData",
     "ProposalWithdrawnData",
+    "QueueCheckedData",
+    "QueueEnqueuedData",
+    "QueueEntry",
+    "QueueLandedData",
+    "QueueRemovedData",
+    "QueueReturnedData",
     "Requirement",
     "RequirementNext",
     "Revision",
@@ -4400,6 +4761,7 @@ __all__ = [
     "SecurityReviewRecord",
     "SecurityReviewedData",
     "Stage",
+    "StateCheck",
     "SymbolChange",
     "Task",
     "TaskCreatedData",
@@ -4440,6 +4802,9 @@ __all__ = [
     "ProposalDetail",
     "ProposalPage",
     "ProposalRevised",
+    "QueueEntryResult",
+    "QueuePage",
+    "QueueRun",
     "RecoveryAdvice",
     "Rejected",
     "ReviewRequested",

@@ -52,6 +52,11 @@ from ._records import (
     ProposalPage,
     ProposalRevised,
     ProposalStatus,
+    QueueEntry,
+    QueueEntryResult,
+    QueuePage,
+    QueueRun,
+    QueueStatus,
     RecoveryAdvice,
     Rejected,
     ReviewRequested,
@@ -1140,6 +1145,95 @@ class ToolMethods:
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
         return self.call_record("transaction.recovery", args, RecoveryAdvice)
+
+    def queue_enqueue(
+        self,
+        *,
+        proposal_id: str,
+        idempotency_key: Optional[str] = None,
+    ) -> QueueEntryResult:
+        """Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
+
+        ``queue.enqueue``; called by: orchestrator. Changes state.
+        """
+        args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        args["proposal_id"] = proposal_id
+        return self.call_record("queue.enqueue", args, QueueEntryResult)
+
+    def queue_list(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+        status: Optional[QueueStatus] = None,
+    ) -> QueuePage:
+        """The landing queue in order (orchestrator only): the queued entries by default, or those landed, returned (with the failing check's output, the conflict or the apply's refusal) or removed.
+
+        ``queue.list``; called by: orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if cursor is not None:
+            args["cursor"] = cursor
+        if limit is not None:
+            args["limit"] = limit
+        if status is not None:
+            args["status"] = status
+        return self.call_record("queue.list", args, QueuePage)
+
+    def iter_queue_list(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+        status: Optional[QueueStatus] = None,
+    ) -> Iterator[QueueEntry]:
+        """Every ``entries`` entry of ``queue.list``, page after page: each page
+        starts at the previous page's ``next_cursor``, until there is none.
+        """
+        at = cursor
+        while True:
+            page = self.queue_list(limit=limit, status=status, cursor=at)
+            yield from page.entries
+            if page.next_cursor is None or not page.entries:
+                return
+            at = page.next_cursor
+
+    def queue_remove(
+        self,
+        *,
+        proposal_id: str,
+        reason: str,
+        idempotency_key: Optional[str] = None,
+    ) -> QueueEntryResult:
+        """Take a proposal out of the landing queue (orchestrator only); it stays open. not_found when it is not queued.
+
+        ``queue.remove``; called by: orchestrator. Changes state.
+        """
+        args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        args["proposal_id"] = proposal_id
+        args["reason"] = reason
+        return self.call_record("queue.remove", args, QueueEntryResult)
+
+    def queue_run(
+        self,
+        *,
+        idempotency_key: Optional[str] = None,
+        max_rounds: Optional[int] = None,
+    ) -> QueueRun:
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+
+        ``queue.run``; called by: orchestrator. Changes state (idempotent).
+        """
+        args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        if max_rounds is not None:
+            args["max_rounds"] = max_rounds
+        return self.call_record("queue.run", args, QueueRun)
 
     def landing_log(self, *, limit: Optional[int] = None) -> LandedCommits:
         """The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and the trailers naming what governed it (Roundtable-Proposal, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.
@@ -2305,6 +2399,96 @@ class AsyncToolMethods:
         args: Dict[str, Any] = {}
         args["transaction_id"] = transaction_id
         return await self.call_record("transaction.recovery", args, RecoveryAdvice)
+
+    async def queue_enqueue(
+        self,
+        *,
+        proposal_id: str,
+        idempotency_key: Optional[str] = None,
+    ) -> QueueEntryResult:
+        """Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
+
+        ``queue.enqueue``; called by: orchestrator. Changes state.
+        """
+        args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        args["proposal_id"] = proposal_id
+        return await self.call_record("queue.enqueue", args, QueueEntryResult)
+
+    async def queue_list(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+        status: Optional[QueueStatus] = None,
+    ) -> QueuePage:
+        """The landing queue in order (orchestrator only): the queued entries by default, or those landed, returned (with the failing check's output, the conflict or the apply's refusal) or removed.
+
+        ``queue.list``; called by: orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if cursor is not None:
+            args["cursor"] = cursor
+        if limit is not None:
+            args["limit"] = limit
+        if status is not None:
+            args["status"] = status
+        return await self.call_record("queue.list", args, QueuePage)
+
+    async def iter_queue_list(
+        self,
+        *,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+        status: Optional[QueueStatus] = None,
+    ) -> AsyncIterator[QueueEntry]:
+        """Every ``entries`` entry of ``queue.list``, page after page: each page
+        starts at the previous page's ``next_cursor``, until there is none.
+        """
+        at = cursor
+        while True:
+            page = await self.queue_list(limit=limit, status=status, cursor=at)
+            for item in page.entries:
+                yield item
+            if page.next_cursor is None or not page.entries:
+                return
+            at = page.next_cursor
+
+    async def queue_remove(
+        self,
+        *,
+        proposal_id: str,
+        reason: str,
+        idempotency_key: Optional[str] = None,
+    ) -> QueueEntryResult:
+        """Take a proposal out of the landing queue (orchestrator only); it stays open. not_found when it is not queued.
+
+        ``queue.remove``; called by: orchestrator. Changes state.
+        """
+        args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        args["proposal_id"] = proposal_id
+        args["reason"] = reason
+        return await self.call_record("queue.remove", args, QueueEntryResult)
+
+    async def queue_run(
+        self,
+        *,
+        idempotency_key: Optional[str] = None,
+        max_rounds: Optional[int] = None,
+    ) -> QueueRun:
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+
+        ``queue.run``; called by: orchestrator. Changes state (idempotent).
+        """
+        args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        if max_rounds is not None:
+            args["max_rounds"] = max_rounds
+        return await self.call_record("queue.run", args, QueueRun)
 
     async def landing_log(self, *, limit: Optional[int] = None) -> LandedCommits:
         """The commits roundtable landed on the workspace's branch (git landing mode), newest first (first parents), each with its id, summary, author and the trailers naming what governed it (Roundtable-Proposal, Approved-by, …). In files mode nothing is committed: precondition_failed, its details naming the landing setting.

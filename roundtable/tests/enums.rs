@@ -184,6 +184,22 @@ fn issue33_item3_fixed_value_fields_are_schema_enums_with_todays_spellings() {
             &["done", "failed"],
         ),
         (
+            "queue.list",
+            false,
+            "QueueEntry",
+            "status",
+            "QueueStatus",
+            &["queued", "landed", "returned", "removed"],
+        ),
+        (
+            "queue.list",
+            false,
+            "QueueEntry",
+            "return_reason",
+            "QueueReturnReason",
+            &["check_failed", "conflict", "apply_refused"],
+        ),
+        (
             "events.verify",
             false,
             "UnrecordedRecord",
@@ -201,7 +217,7 @@ fn issue33_item3_fixed_value_fields_are_schema_enums_with_todays_spellings() {
         ),
     ];
     let kinds = spellings(EventKind::ALL);
-    assert_eq!(kinds.len(), 27);
+    assert_eq!(kinds.len(), 32);
     assert!(
         kinds.contains(&"proposal.created".to_owned())
             && kinds.contains(&"transaction.rolled_back".to_owned())

@@ -315,9 +315,14 @@ fn issue34_the_branch_never_holds_a_state_whose_checks_failed() {
                 .any(|i| { i["proposal"]["id"] == pids[c].as_str() && i["action"] == "fix_check" }),
             "{inbox:#}"
         );
-        // And it cannot land as it is.
-        let p = w.ok("proposal.get", json!({"proposal_id": pids[c]}), &w.host);
-        assert_ne!(p["proposal"]["status"], "applied");
+        // And it cannot land as it is: the failed check blocks it.
+        let e = w.refused(
+            "patch.apply",
+            json!({"proposal_id": pids[c], "revision": 1}),
+            &w.host,
+            ErrorCode::ValidationFailed,
+        );
+        assert!(e.to_string().contains("checks"), "{e}");
     }
 
     // Nothing landed twice, the landings are the queue's, and every tree

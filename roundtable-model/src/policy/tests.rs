@@ -85,8 +85,19 @@ paths = [".github/workflows/**"]
 [checks]
 required = ["unit", "lint"]
 
+[checks.e2e]
+command = ["pytest", "-q", "tests/e2e"]
+timeout_s = 120
+env = { CI = "1" }
+
 [secrets]
 scan = false
+
+[queue]
+auto_enqueue = true
+batch_size = 4
+depth = 2
+lanes = true
 
 [workspace]
 ignore = ["__pycache__/", "*.log", "!keep.log"]
@@ -132,8 +143,23 @@ fn a_complete_document_parses_to_exact_values() {
             checks: Checks {
                 required: vec!["unit".into(), "lint".into()],
                 carry_on_trivial_rebase: false,
+                commands: [(
+                    "e2e".to_owned(),
+                    CheckCommand {
+                        command: vec!["pytest".into(), "-q".into(), "tests/e2e".into()],
+                        timeout_s: 120,
+                        env: [("CI".to_owned(), "1".to_owned())].into(),
+                    },
+                )]
+                .into(),
             },
             secrets: Secrets { scan: false },
+            queue: QueueRules {
+                auto_enqueue: true,
+                batch_size: 4,
+                depth: 2,
+                lanes: true,
+            },
             workspace: WorkspaceRules {
                 ignore: IgnoreList::new(vec![
                     "__pycache__/".into(),

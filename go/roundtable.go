@@ -594,6 +594,66 @@ func ParsePatch(patch []byte) (json.RawMessage, error) {
 	return json.RawMessage(C.GoString(out)), nil
 }
 
+// MakePatch is the git-style patch that turns a regular file's contents old
+// into new at path (a repository path, `src/app.go`), made by the library
+// with the diff the engine renders itself (three lines of context, `GIT
+// binary patch` for binary contents), for ProposalCreateArgs.Patch — or,
+// when the contents are not UTF-8, PatchBase64
+// (base64.StdEncoding.EncodeToString([]byte(patch))). Both sides exist
+// (nil is an empty file); MakeCreatePatch and MakeDeletePatch make a file
+// appear or go. Equal contents make "" (no change, which no tool accepts).
+// A path that is not a repository path is ErrInvalidPath or ErrPathEscape.
+func MakePatch(path string, old, new []byte) (string, error) {
+	return makePatch(path, nonNil(old), nonNil(new))
+}
+
+// MakeCreatePatch is the patch that creates the file path with contents
+// data (see MakePatch).
+func MakeCreatePatch(path string, data []byte) (string, error) {
+	return makePatch(path, nil, nonNil(data))
+}
+
+// MakeDeletePatch is the patch that deletes the file path, whose contents
+// are data (see MakePatch).
+func MakeDeletePatch(path string, data []byte) (string, error) {
+	return makePatch(path, nonNil(data), nil)
+}
+
+// nonNil is b, or an empty slice for nil: makePatch's nil is an absent file.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// makePatch calls rt_patch_make; a nil side is an absent file.
+func makePatch(path string, old, new []byte) (string, error) {
+	side := func(b []byte) (*C.uint8_t, C.size_t, func()) {
+		if b == nil {
+			return nil, 0, func() {}
+		}
+		// C memory: a non-NULL pointer even for an empty file.
+		p := C.malloc(C.size_t(len(b)) + 1)
+		copy(unsafe.Slice((*byte)(p), len(b)), b)
+		return (*C.uint8_t)(p), C.size_t(len(b)), func() { C.free(p) }
+	}
+	oldPtr, oldLen, freeOld := side(old)
+	defer freeOld()
+	newPtr, newLen, freeNew := side(new)
+	defer freeNew()
+	cpath := C.CBytes([]byte(path))
+	defer C.free(cpath)
+	var out *C.char
+	var outLen C.size_t
+	var cerr *C.rt_error
+	if st := C.rt_patch_make((*C.uint8_t)(cpath), C.size_t(len(path)), oldPtr, oldLen, newPtr, newLen, &out, &outLen, &cerr); st != C.RT_OK {
+		return "", takeError(st, cerr)
+	}
+	defer C.rt_string_free(out)
+	return C.GoStringN(out, C.int(outLen)), nil
+}
+
 // ToolsJSON is every tool of the linked library with its schemas
 // (rt_tools_json): what the typed methods were generated from.
 func ToolsJSON() (json.RawMessage, error) {

@@ -4,6 +4,7 @@ package roundtable
 
 import (
 	"encoding/json"
+	"time"
 )
 
 func (x *Activated) encode(e *encoder) {
@@ -116,9 +117,9 @@ func (x *Agent) encodeFields(e *encoder, start int) {
 	e.key(start, "\"enabled\":")
 	e.bool(x.Enabled)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	e.key(start, "\"updated_at\":")
-	e.str(x.UpdatedAt, "updated_at")
+	e.time(x.UpdatedAt)
 	if x.DisplayName != nil {
 		e.key(start, "\"display_name\":")
 		e.str(*x.DisplayName, "display_name")
@@ -151,11 +152,11 @@ func (x *Agent) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "updated_at":
 			if !d.null() {
-				x.UpdatedAt = d.str()
+				x.UpdatedAt = d.time()
 			}
 		case "display_name":
 			if d.null() {
@@ -851,7 +852,7 @@ func (x *Approval) encodeFields(e *encoder, start int) {
 	e.key(start, "\"human_id\":")
 	e.str(x.HumanID, "human_id")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.NoteMD != nil {
 		e.key(start, "\"note_md\":")
 		e.str(*x.NoteMD, "note_md")
@@ -883,7 +884,7 @@ func (x *Approval) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "note_md":
 			if d.null() {
@@ -934,7 +935,7 @@ func (x *ApprovalRequest) encodeFields(e *encoder, start int) {
 	e.key(start, "\"requested_by\":")
 	x.RequestedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.ReasonMD != nil {
 		e.key(start, "\"reason_md\":")
 		e.str(*x.ReasonMD, "reason_md")
@@ -962,7 +963,7 @@ func (x *ApprovalRequest) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "reason_md":
 			if d.null() {
@@ -1086,9 +1087,9 @@ func (x *BusyDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"transaction_id\":")
 		e.str(*x.TransactionID, "transaction_id")
 	}
-	if x.WaitedMs != nil {
+	if x.Waited != nil {
 		e.key(start, "\"waited_ms\":")
-		e.int64(*x.WaitedMs)
+		e.duration(*x.Waited, time.Millisecond)
 	}
 }
 
@@ -1137,11 +1138,11 @@ func (x *BusyDetails) decode(d *decoder) {
 			}
 		case "waited_ms":
 			if d.null() {
-				x.WaitedMs = nil
+				x.Waited = nil
 			} else {
-				p6 := new(int64)
-				(*p6) = d.int64()
-				x.WaitedMs = p6
+				p6 := new(time.Duration)
+				(*p6) = d.duration(time.Millisecond)
+				x.Waited = p6
 			}
 		default:
 			d.skip()
@@ -1426,14 +1427,14 @@ func (x *Claim) encodeFields(e *encoder, start int) {
 	e.key(start, "\"token\":")
 	e.int64(x.Token)
 	e.key(start, "\"acquired_at\":")
-	e.str(x.AcquiredAt, "acquired_at")
+	e.time(x.AcquiredAt)
 	e.key(start, "\"expires_at\":")
-	e.str(x.ExpiresAt, "expires_at")
+	e.time(x.ExpiresAt)
 	e.key(start, "\"status\":")
 	e.str(string(x.Status), "status")
 	if x.ReleasedAt != nil {
 		e.key(start, "\"released_at\":")
-		e.str(*x.ReleasedAt, "released_at")
+		e.time(*x.ReleasedAt)
 	}
 	if x.Span != nil {
 		e.key(start, "\"span\":")
@@ -1474,11 +1475,11 @@ func (x *Claim) decode(d *decoder) {
 			}
 		case "acquired_at":
 			if !d.null() {
-				x.AcquiredAt = d.str()
+				x.AcquiredAt = d.time()
 			}
 		case "expires_at":
 			if !d.null() {
-				x.ExpiresAt = d.str()
+				x.ExpiresAt = d.time()
 			}
 		case "status":
 			if !d.null() {
@@ -1488,8 +1489,8 @@ func (x *Claim) decode(d *decoder) {
 			if d.null() {
 				x.ReleasedAt = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(time.Time)
+				(*p1) = d.time()
 				x.ReleasedAt = p1
 			}
 		case "span":
@@ -1537,7 +1538,7 @@ func (x *ClaimAcquireArgs) encodeFields(e *encoder, start int) {
 	e.key(start, "\"type\":")
 	e.str(string(x.Type), "type")
 	e.key(start, "\"ttl_s\":")
-	e.int64(x.TTLS)
+	e.duration(x.TTL, time.Second)
 	if x.IdempotencyKey != nil {
 		e.key(start, "\"idempotency_key\":")
 		e.str(*x.IdempotencyKey, "idempotency_key")
@@ -1546,9 +1547,9 @@ func (x *ClaimAcquireArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"task_id\":")
 		e.str(*x.TaskID, "task_id")
 	}
-	if x.WaitMs != nil {
+	if x.Wait != nil {
 		e.key(start, "\"wait_ms\":")
-		e.int64(*x.WaitMs)
+		e.duration(*x.Wait, time.Millisecond)
 	}
 }
 
@@ -1565,7 +1566,7 @@ func (x *ClaimAcquireArgs) decode(d *decoder) {
 			}
 		case "ttl_s":
 			if !d.null() {
-				x.TTLS = d.int64()
+				x.TTL = d.duration(time.Second)
 			}
 		case "idempotency_key":
 			if d.null() {
@@ -1585,11 +1586,11 @@ func (x *ClaimAcquireArgs) decode(d *decoder) {
 			}
 		case "wait_ms":
 			if d.null() {
-				x.WaitMs = nil
+				x.Wait = nil
 			} else {
-				p3 := new(int64)
-				(*p3) = d.int64()
-				x.WaitMs = p3
+				p3 := new(time.Duration)
+				(*p3) = d.duration(time.Millisecond)
+				x.Wait = p3
 			}
 		default:
 			d.skip()
@@ -1622,7 +1623,7 @@ func (x *ClaimAcquiredData) encodeFields(e *encoder, start int) {
 	e.key(start, "\"token\":")
 	e.int64(x.Token)
 	e.key(start, "\"expires_at\":")
-	e.str(x.ExpiresAt, "expires_at")
+	e.time(x.ExpiresAt)
 	e.key(start, "\"base_digest\":")
 	e.str(x.BaseDigest, "base_digest")
 }
@@ -1644,7 +1645,7 @@ func (x *ClaimAcquiredData) decode(d *decoder) {
 			}
 		case "expires_at":
 			if !d.null() {
-				x.ExpiresAt = d.str()
+				x.ExpiresAt = d.time()
 			}
 		case "base_digest":
 			if !d.null() {
@@ -1958,7 +1959,7 @@ func (x *ClaimRenewArgs) encodeFields(e *encoder, start int) {
 	e.key(start, "\"claim_id\":")
 	e.str(x.ClaimID, "claim_id")
 	e.key(start, "\"ttl_s\":")
-	e.int64(x.TTLS)
+	e.duration(x.TTL, time.Second)
 	if x.IdempotencyKey != nil {
 		e.key(start, "\"idempotency_key\":")
 		e.str(*x.IdempotencyKey, "idempotency_key")
@@ -1974,7 +1975,7 @@ func (x *ClaimRenewArgs) decode(d *decoder) {
 			}
 		case "ttl_s":
 			if !d.null() {
-				x.TTLS = d.int64()
+				x.TTL = d.duration(time.Second)
 			}
 		case "idempotency_key":
 			if d.null() {
@@ -2009,9 +2010,9 @@ func (x *ClaimRenewedData) encode(e *encoder) {
 
 func (x *ClaimRenewedData) encodeFields(e *encoder, start int) {
 	e.key(start, "\"expires_at\":")
-	e.str(x.ExpiresAt, "expires_at")
+	e.time(x.ExpiresAt)
 	e.key(start, "\"previous_expires_at\":")
-	e.str(x.PreviousExpiresAt, "previous_expires_at")
+	e.time(x.PreviousExpiresAt)
 	e.key(start, "\"token\":")
 	e.int64(x.Token)
 	if x.Reacquired != nil {
@@ -2025,11 +2026,11 @@ func (x *ClaimRenewedData) decode(d *decoder) {
 		switch string(d.key) {
 		case "expires_at":
 			if !d.null() {
-				x.ExpiresAt = d.str()
+				x.ExpiresAt = d.time()
 			}
 		case "previous_expires_at":
 			if !d.null() {
-				x.PreviousExpiresAt = d.str()
+				x.PreviousExpiresAt = d.time()
 			}
 		case "token":
 			if !d.null() {
@@ -2586,7 +2587,7 @@ func (x *Decision) encodeFields(e *encoder, start int) {
 	e.key(start, "\"decided_by\":")
 	x.DecidedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 }
 
 func (x *Decision) decode(d *decoder) {
@@ -2618,7 +2619,7 @@ func (x *Decision) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		default:
 			d.skip()
@@ -3044,7 +3045,7 @@ func (x *Event) encodeFields(e *encoder, start int) {
 	e.key(start, "\"data\":")
 	e.raw(x.Data, "data")
 	e.key(start, "\"at\":")
-	e.str(x.At, "at")
+	e.time(x.At)
 	e.key(start, "\"prev_digest\":")
 	e.str(x.PrevDigest, "prev_digest")
 	e.key(start, "\"digest\":")
@@ -3078,7 +3079,7 @@ func (x *Event) decode(d *decoder) {
 			x.Data = d.raw()
 		case "at":
 			if !d.null() {
-				x.At = d.str()
+				x.At = d.time()
 			}
 		case "prev_digest":
 			if !d.null() {
@@ -3383,9 +3384,9 @@ func (x *EventsWaitArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"proposal_id\":")
 		e.str(*x.ProposalID, "proposal_id")
 	}
-	if x.TimeoutMs != nil {
+	if x.Timeout != nil {
 		e.key(start, "\"timeout_ms\":")
-		e.int64(*x.TimeoutMs)
+		e.duration(*x.Timeout, time.Millisecond)
 	}
 }
 
@@ -3435,11 +3436,11 @@ func (x *EventsWaitArgs) decode(d *decoder) {
 			}
 		case "timeout_ms":
 			if d.null() {
-				x.TimeoutMs = nil
+				x.Timeout = nil
 			} else {
-				p6 := new(int64)
-				(*p6) = d.int64()
-				x.TimeoutMs = p6
+				p6 := new(time.Duration)
+				(*p6) = d.duration(time.Millisecond)
+				x.Timeout = p6
 			}
 		default:
 			d.skip()
@@ -6881,7 +6882,7 @@ func (x *Phase) encodeFields(e *encoder, start int) {
 	e.key(start, "\"detail\":")
 	e.raw(x.Detail, "detail")
 	e.key(start, "\"at\":")
-	e.str(x.At, "at")
+	e.time(x.At)
 }
 
 func (x *Phase) decode(d *decoder) {
@@ -6899,7 +6900,7 @@ func (x *Phase) decode(d *decoder) {
 			x.Detail = d.raw()
 		case "at":
 			if !d.null() {
-				x.At = d.str()
+				x.At = d.time()
 			}
 		default:
 			d.skip()
@@ -7166,11 +7167,11 @@ func (x *PolicyRecord) encodeFields(e *encoder, start int) {
 	e.str(x.Digest, "digest")
 	if x.ActivatedAt != nil {
 		e.key(start, "\"activated_at\":")
-		e.str(*x.ActivatedAt, "activated_at")
+		e.time(*x.ActivatedAt)
 	}
 	if x.CreatedAt != nil {
 		e.key(start, "\"created_at\":")
-		e.str(*x.CreatedAt, "created_at")
+		e.time(*x.CreatedAt)
 	}
 	if x.CreatedBy != nil {
 		e.key(start, "\"created_by\":")
@@ -7182,7 +7183,7 @@ func (x *PolicyRecord) encodeFields(e *encoder, start int) {
 	}
 	if x.RetiredAt != nil {
 		e.key(start, "\"retired_at\":")
-		e.str(*x.RetiredAt, "retired_at")
+		e.time(*x.RetiredAt)
 	}
 	if x.Version != nil {
 		e.key(start, "\"version\":")
@@ -7209,16 +7210,16 @@ func (x *PolicyRecord) decode(d *decoder) {
 			if d.null() {
 				x.ActivatedAt = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(time.Time)
+				(*p1) = d.time()
 				x.ActivatedAt = p1
 			}
 		case "created_at":
 			if d.null() {
 				x.CreatedAt = nil
 			} else {
-				p2 := new(string)
-				(*p2) = d.str()
+				p2 := new(time.Time)
+				(*p2) = d.time()
 				x.CreatedAt = p2
 			}
 		case "created_by":
@@ -7241,8 +7242,8 @@ func (x *PolicyRecord) decode(d *decoder) {
 			if d.null() {
 				x.RetiredAt = nil
 			} else {
-				p5 := new(string)
-				(*p5) = d.str()
+				p5 := new(time.Time)
+				(*p5) = d.time()
 				x.RetiredAt = p5
 			}
 		case "version":
@@ -7815,9 +7816,9 @@ func (x *Proposal) encodeFields(e *encoder, start int) {
 	e.key(start, "\"latest_revision\":")
 	e.int64(x.LatestRevision)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	e.key(start, "\"updated_at\":")
-	e.str(x.UpdatedAt, "updated_at")
+	e.time(x.UpdatedAt)
 	if x.Reverts != nil {
 		e.key(start, "\"reverts\":")
 		e.str(*x.Reverts, "reverts")
@@ -7861,11 +7862,11 @@ func (x *Proposal) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "updated_at":
 			if !d.null() {
-				x.UpdatedAt = d.str()
+				x.UpdatedAt = d.time()
 			}
 		case "reverts":
 			if d.null() {
@@ -10035,7 +10036,7 @@ func (x *Revision) encodeFields(e *encoder, start int) {
 	e.key(start, "\"created_by\":")
 	x.CreatedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.BaseGitHead != nil {
 		e.key(start, "\"base_git_head\":")
 		e.str(*x.BaseGitHead, "base_git_head")
@@ -10113,7 +10114,7 @@ func (x *Revision) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "base_git_head":
 			if d.null() {
@@ -10188,7 +10189,7 @@ func (x *RevisionEntry) encodeFields(e *encoder, start int) {
 	e.key(start, "\"changeset_digest\":")
 	e.str(x.ChangesetDigest, "changeset_digest")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 }
 
 func (x *RevisionEntry) decode(d *decoder) {
@@ -10212,7 +10213,7 @@ func (x *RevisionEntry) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		default:
 			d.skip()
@@ -10509,7 +10510,7 @@ func (x *SecurityReviewRecord) encodeFields(e *encoder, start int) {
 	e.key(start, "\"reviewer\":")
 	x.Reviewer.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.NoteMD != nil {
 		e.key(start, "\"note_md\":")
 		e.str(*x.NoteMD, "note_md")
@@ -10541,7 +10542,7 @@ func (x *SecurityReviewRecord) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "note_md":
 			if d.null() {
@@ -11253,7 +11254,7 @@ func (x *Task) encodeFields(e *encoder, start int) {
 	e.key(start, "\"created_by\":")
 	x.CreatedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.SummaryMD != nil {
 		e.key(start, "\"summary_md\":")
 		e.str(*x.SummaryMD, "summary_md")
@@ -11277,7 +11278,7 @@ func (x *Task) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "summary_md":
 			if d.null() {
@@ -11874,9 +11875,9 @@ func (x *TestRecordArgs) encodeFields(e *encoder, start int) {
 	e.str(x.Name, "name")
 	e.key(start, "\"status\":")
 	e.str(string(x.Status), "status")
-	if x.DurationMs != nil {
+	if x.Duration != nil {
 		e.key(start, "\"duration_ms\":")
-		e.int64(*x.DurationMs)
+		e.duration(*x.Duration, time.Millisecond)
 	}
 	if x.IdempotencyKey != nil {
 		e.key(start, "\"idempotency_key\":")
@@ -11909,11 +11910,11 @@ func (x *TestRecordArgs) decode(d *decoder) {
 			}
 		case "duration_ms":
 			if d.null() {
-				x.DurationMs = nil
+				x.Duration = nil
 			} else {
-				p1 := new(int64)
-				(*p1) = d.int64()
-				x.DurationMs = p1
+				p1 := new(time.Duration)
+				(*p1) = d.duration(time.Millisecond)
+				x.Duration = p1
 			}
 		case "idempotency_key":
 			if d.null() {
@@ -12050,10 +12051,10 @@ func (x *TestResult) encodeFields(e *encoder, start int) {
 	e.key(start, "\"recorded_by\":")
 	x.RecordedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
-	if x.DurationMs != nil {
+	e.time(x.CreatedAt)
+	if x.Duration != nil {
 		e.key(start, "\"duration_ms\":")
-		e.int64(*x.DurationMs)
+		e.duration(*x.Duration, time.Millisecond)
 	}
 	if x.NoteMD != nil {
 		e.key(start, "\"note_md\":")
@@ -12090,15 +12091,15 @@ func (x *TestResult) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "duration_ms":
 			if d.null() {
-				x.DurationMs = nil
+				x.Duration = nil
 			} else {
-				p1 := new(int64)
-				(*p1) = d.int64()
-				x.DurationMs = p1
+				p1 := new(time.Duration)
+				(*p1) = d.duration(time.Millisecond)
+				x.Duration = p1
 			}
 		case "note_md":
 			if d.null() {
@@ -12153,7 +12154,7 @@ func (x *Transaction) encodeFields(e *encoder, start int) {
 	e.key(start, "\"after_digest\":")
 	e.str(x.AfterDigest, "after_digest")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	e.key(start, "\"file_count\":")
 	e.int64(x.FileCount)
 	if x.Error != nil {
@@ -12162,7 +12163,7 @@ func (x *Transaction) encodeFields(e *encoder, start int) {
 	}
 	if x.FinishedAt != nil {
 		e.key(start, "\"finished_at\":")
-		e.str(*x.FinishedAt, "finished_at")
+		e.time(*x.FinishedAt)
 	}
 	if x.RollbackOf != nil {
 		e.key(start, "\"rollback_of\":")
@@ -12215,7 +12216,7 @@ func (x *Transaction) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "file_count":
 			if !d.null() {
@@ -12227,8 +12228,8 @@ func (x *Transaction) decode(d *decoder) {
 			if d.null() {
 				x.FinishedAt = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(time.Time)
+				(*p1) = d.time()
 				x.FinishedAt = p1
 			}
 		case "rollback_of":
@@ -13274,7 +13275,7 @@ func (x *Vote) encodeFields(e *encoder, start int) {
 	e.key(start, "\"vote\":")
 	e.str(string(x.Vote), "vote")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.ReasonMD != nil {
 		e.key(start, "\"reason_md\":")
 		e.str(*x.ReasonMD, "reason_md")
@@ -13306,7 +13307,7 @@ func (x *Vote) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "reason_md":
 			if d.null() {

@@ -19,7 +19,7 @@ func TestIssue34Item5CloseCancelsWaitersAndRefusesNewCalls(t *testing.T) {
 	}
 	h := e.Session(host)
 	const waiters = 16
-	long := Ptr(int64(60000))
+	long := Ptr(60 * time.Second)
 	var started, done sync.WaitGroup
 	errs := make([]error, waiters)
 	for i := range waiters {
@@ -34,7 +34,7 @@ func TestIssue34Item5CloseCancelsWaitersAndRefusesNewCalls(t *testing.T) {
 				defer cancel()
 			}
 			started.Done()
-			_, errs[i] = h.EventsWait(ctx, EventsWaitArgs{SinceSeq: 1 << 40, TimeoutMs: long})
+			_, errs[i] = h.EventsWait(ctx, EventsWaitArgs{SinceSeq: 1 << 40, Timeout: long})
 		}()
 	}
 	started.Wait()
@@ -102,7 +102,7 @@ func TestIssue34Item5CloseRacesCallsSafely(t *testing.T) {
 				if i%2 == 0 {
 					_, err = h.AgentList(ctx, AgentListArgs{})
 				} else {
-					_, err = h.EventsWait(bg, EventsWaitArgs{SinceSeq: 1 << 40, TimeoutMs: Ptr(int64(50))})
+					_, err = h.EventsWait(bg, EventsWaitArgs{SinceSeq: 1 << 40, Timeout: Ptr(50 * time.Millisecond)})
 				}
 				if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrCancelled) {
 					t.Errorf("a call racing Close: %v", err)

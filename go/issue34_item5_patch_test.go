@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // git runs git in dir, failing the test on error.
@@ -61,7 +62,7 @@ func TestIssue34Item5MakePatchAppliesWithGitAndThroughTheEngine(t *testing.T) {
 	must(h.AgentRegister(bg, AgentRegisterArgs{AgentID: "rex", Roles: []string{"reviewer"}}))
 	must(h.TaskCreate(bg, TaskCreateArgs{TaskID: Ptr("t"), Title: "T"}))
 	for _, name := range []string{"src/lib.rs", "docs/new file.md", "gone.txt", "l1.txt", "img.bin"} {
-		must(ada.ClaimAcquire(bg, ClaimAcquireArgs{ResourceID: "file:" + name, Type: ClaimTypeWrite, TTLS: 600}))
+		must(ada.ClaimAcquire(bg, ClaimAcquireArgs{ResourceID: "file:" + name, Type: ClaimTypeWrite, TTL: 600 * time.Second}))
 	}
 	all := strings.Join(patches, "")
 	args := ProposalCreateArgs{TaskID: "t", Title: "Made", SummaryMD: "From contents."}

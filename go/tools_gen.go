@@ -5,6 +5,8 @@ package roundtable
 import (
 	"context"
 	"encoding/json"
+	"iter"
+	"time"
 )
 
 // AgentRegisterArgs are the arguments of `agent.register`.
@@ -360,7 +362,8 @@ type TestRecordArgs struct {
 	// Its outcome.
 	Status TestStatus `json:"status"`
 	// How long it took, in milliseconds.
-	DurationMs *int64 `json:"duration_ms,omitempty"`
+	// (JSON: `duration_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Duration *time.Duration `json:"duration_ms,omitempty"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// Notes or an output excerpt.
@@ -394,7 +397,8 @@ type ClaimAcquireArgs struct {
 	// `write` (exclusive among agents), `read` or `review`.
 	Type ClaimType `json:"type"`
 	// How long the lease lasts, in seconds (1 to 604800, a week).
-	TTLS int64 `json:"ttl_s"`
+	// (JSON: `ttl_s`, whole seconds; encoding rounds a remainder up.)
+	TTL time.Duration `json:"ttl_s"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// The task the claim is for.
@@ -403,7 +407,8 @@ type ClaimAcquireArgs struct {
 	// milliseconds (0 to 60000) for it to be released or to expire,
 	// first come first served among this engine's waiters, then grant;
 	// still conflicting then: `conflict` as without waiting.
-	WaitMs *int64 `json:"wait_ms,omitempty"`
+	// (JSON: `wait_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Wait *time.Duration `json:"wait_ms,omitempty"`
 }
 
 // ClaimRenewArgs are the arguments of `claim.renew`.
@@ -411,7 +416,8 @@ type ClaimRenewArgs struct {
 	// The claim.
 	ClaimID string `json:"claim_id"`
 	// The new lease length from now, in seconds (1 to 604800).
-	TTLS int64 `json:"ttl_s"`
+	// (JSON: `ttl_s`, whole seconds; encoding rounds a remainder up.)
+	TTL time.Duration `json:"ttl_s"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 }
@@ -565,7 +571,8 @@ type EventsWaitArgs struct {
 	ProposalID *string `json:"proposal_id,omitempty"`
 	// How long to wait for a first matching event, 0 (just look) to
 	// 60000 milliseconds (default 30000).
-	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+	// (JSON: `timeout_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Timeout *time.Duration `json:"timeout_ms,omitempty"`
 }
 
 // EventsVerifyArgs are the arguments of `events.verify`.
@@ -1139,6 +1146,96 @@ func (s *Session) WorkspaceGet(ctx context.Context, args WorkspaceGetArgs) (*Wor
 		return nil, err
 	}
 	return out, nil
+}
+
+// AgentListAll calls `agent.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) AgentListAll(ctx context.Context, args AgentListArgs) iter.Seq2[Agent, error] {
+	return walk(ctx, s.AgentList, args, func(a *AgentListArgs, c *string) { a.Cursor = c },
+		func(p *AgentPage) ([]Agent, *string) { return p.Agents, p.NextCursor })
+}
+
+// TaskListAll calls `task.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) TaskListAll(ctx context.Context, args TaskListArgs) iter.Seq2[Task, error] {
+	return walk(ctx, s.TaskList, args, func(a *TaskListArgs, c *string) { a.Cursor = c },
+		func(p *TaskPage) ([]Task, *string) { return p.Tasks, p.NextCursor })
+}
+
+// ProposalListAll calls `proposal.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) ProposalListAll(ctx context.Context, args ProposalListArgs) iter.Seq2[Proposal, error] {
+	return walk(ctx, s.ProposalList, args, func(a *ProposalListArgs, c *string) { a.Cursor = c },
+		func(p *ProposalPage) ([]Proposal, *string) { return p.Proposals, p.NextCursor })
+}
+
+// ProposalDiffAll calls `proposal.diff` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) ProposalDiffAll(ctx context.Context, args ProposalDiffArgs) iter.Seq2[DiffSection, error] {
+	return walk(ctx, s.ProposalDiff, args, func(a *ProposalDiffArgs, c *string) { a.Cursor = c },
+		func(p *DiffPage) ([]DiffSection, *string) { return p.Files, p.NextCursor })
+}
+
+// InboxListAll calls `inbox.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) InboxListAll(ctx context.Context, args InboxListArgs) iter.Seq2[InboxItem, error] {
+	return walk(ctx, s.InboxList, args, func(a *InboxListArgs, c *string) { a.Cursor = c },
+		func(p *InboxPage) ([]InboxItem, *string) { return p.Items, p.NextCursor })
+}
+
+// VoteListAll calls `vote.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) VoteListAll(ctx context.Context, args VoteListArgs) iter.Seq2[Vote, error] {
+	return walk(ctx, s.VoteList, args, func(a *VoteListArgs, c *string) { a.Cursor = c },
+		func(p *VotePage) ([]Vote, *string) { return p.Votes, p.NextCursor })
+}
+
+// TestListAll calls `test.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) TestListAll(ctx context.Context, args TestListArgs) iter.Seq2[TestResult, error] {
+	return walk(ctx, s.TestList, args, func(a *TestListArgs, c *string) { a.Cursor = c },
+		func(p *TestPage) ([]TestResult, *string) { return p.TestResults, p.NextCursor })
+}
+
+// ClaimListAll calls `claim.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) ClaimListAll(ctx context.Context, args ClaimListArgs) iter.Seq2[Claim, error] {
+	return walk(ctx, s.ClaimList, args, func(a *ClaimListArgs, c *string) { a.Cursor = c },
+		func(p *ClaimPage) ([]Claim, *string) { return p.Claims, p.NextCursor })
+}
+
+// TransactionListAll calls `transaction.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) TransactionListAll(ctx context.Context, args TransactionListArgs) iter.Seq2[Transaction, error] {
+	return walk(ctx, s.TransactionList, args, func(a *TransactionListArgs, c *string) { a.Cursor = c },
+		func(p *TransactionPage) ([]Transaction, *string) { return p.Transactions, p.NextCursor })
+}
+
+// EventsListAll calls `events.list` page after page from args' SinceSeq
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) EventsListAll(ctx context.Context, args EventsListArgs) iter.Seq2[Event, error] {
+	return walk(ctx, s.EventsList, args, func(a *EventsListArgs, c *int64) { a.SinceSeq = c },
+		func(p *EventPage) ([]Event, *int64) { return p.Events, p.NextSinceSeq })
 }
 
 // toolNames lists every tool the typed methods call, in registry order.

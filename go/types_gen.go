@@ -4,6 +4,7 @@ package roundtable
 
 import (
 	"encoding/json"
+	"time"
 )
 
 // JSONVersion is the version of the JSON surface these types were generated
@@ -689,9 +690,9 @@ type Agent struct {
 	// Whether it may act: a disabled agent can neither propose nor vote.
 	Enabled bool `json:"enabled"`
 	// When it was registered.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// When its roles or state last changed.
-	UpdatedAt string `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// A name for people.
 	DisplayName *string `json:"display_name,omitempty"`
 }
@@ -769,7 +770,7 @@ type Approval struct {
 	// The approving person.
 	HumanID string `json:"human_id"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Notes.
 	NoteMD *string `json:"note_md,omitempty"`
 	// The request it answers, if any.
@@ -787,7 +788,7 @@ type ApprovalRequest struct {
 	// Who asked.
 	RequestedBy Actor `json:"requested_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Why approval is asked for.
 	ReasonMD *string `json:"reason_md,omitempty"`
 }
@@ -871,13 +872,13 @@ type Claim struct {
 	// The fencing token: larger for every later acquisition in this store.
 	Token int64 `json:"token"`
 	// When it was acquired.
-	AcquiredAt string `json:"acquired_at"`
+	AcquiredAt time.Time `json:"acquired_at"`
 	// When it lapses unless renewed.
-	ExpiresAt string `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// `active`, `expired` or `released`, as of the call.
 	Status ClaimStatus `json:"status"`
 	// When it was released, if it was.
-	ReleasedAt *string `json:"released_at,omitempty"`
+	ReleasedAt *time.Time `json:"released_at,omitempty"`
 	// For a symbol, its line span at acquisition.
 	Span *LineSpan `json:"span,omitempty"`
 	// The task it is for, if any.
@@ -893,7 +894,7 @@ type ClaimAcquiredData struct {
 	// The claim's fencing token.
 	Token int64 `json:"token"`
 	// When it expires unless renewed.
-	ExpiresAt string `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// The resource's content digest when it was claimed.
 	BaseDigest string `json:"base_digest"`
 }
@@ -925,9 +926,9 @@ type ClaimReleasedData struct {
 // a claim its agent already holds: `reacquired`).
 type ClaimRenewedData struct {
 	// When it expires now.
-	ExpiresAt string `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// When it was to expire.
-	PreviousExpiresAt string `json:"previous_expires_at"`
+	PreviousExpiresAt time.Time `json:"previous_expires_at"`
 	// The claim's fencing token.
 	Token int64 `json:"token"`
 	// `true` when an acquire of the held claim renewed it.
@@ -949,7 +950,7 @@ type Decision struct {
 	// Who decided.
 	DecidedBy Actor `json:"decided_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Result of `decision.record`.
@@ -1022,7 +1023,7 @@ type Event struct {
 	// its data as stored.
 	Data json.RawMessage `json:"data"`
 	// When.
-	At string `json:"at"`
+	At time.Time `json:"at"`
 	// The digest of the event before it (zeros for the first).
 	PrevDigest string `json:"prev_digest"`
 	// This event's digest (over its fields and `prev_digest`).
@@ -1507,7 +1508,7 @@ type Phase struct {
 	// Details.
 	Detail json.RawMessage `json:"detail"`
 	// When.
-	At string `json:"at"`
+	At time.Time `json:"at"`
 }
 
 // Result of `transaction.phases`.
@@ -1543,15 +1544,15 @@ type PolicyRecord struct {
 	// `blob:sha256:` of the document.
 	Digest string `json:"digest"`
 	// When it was activated.
-	ActivatedAt *string `json:"activated_at,omitempty"`
+	ActivatedAt *time.Time `json:"activated_at,omitempty"`
 	// When it was written.
-	CreatedAt *string `json:"created_at,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 	// Who wrote it (`null` for the default).
 	CreatedBy *Actor `json:"created_by,omitempty"`
 	// Why it was written.
 	NoteMD *string `json:"note_md,omitempty"`
 	// When it was retired.
-	RetiredAt *string `json:"retired_at,omitempty"`
+	RetiredAt *time.Time `json:"retired_at,omitempty"`
 	// The version number (1, 2, …); `null` for the built-in default.
 	Version *int64 `json:"version,omitempty"`
 }
@@ -1591,9 +1592,9 @@ type Proposal struct {
 	// The number of its newest revision (evidence is judged against it).
 	LatestRevision int64 `json:"latest_revision"`
 	// When it was created.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// When its status or revision last changed.
-	UpdatedAt string `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// The proposal whose applied change this one reverts
 	// (`proposal.revert`), else `null`.
 	Reverts *string `json:"reverts,omitempty"`
@@ -1848,7 +1849,7 @@ type Revision struct {
 	// Who made it.
 	CreatedBy Actor `json:"created_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// The git `HEAD` then, if any.
 	BaseGitHead *string `json:"base_git_head,omitempty"`
 	// `v2:sha256:` of the change in its place
@@ -1882,7 +1883,7 @@ type RevisionEntry struct {
 	// Its changeset digest.
 	ChangesetDigest string `json:"changeset_digest"`
 	// When it was made.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // A role a revision needs reviewed, and who can fill it.
@@ -1930,7 +1931,7 @@ type SecurityReviewRecord struct {
 	// Who reviewed.
 	Reviewer Actor `json:"reviewer"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Notes.
 	NoteMD *string `json:"note_md,omitempty"`
 }
@@ -2021,7 +2022,7 @@ type Task struct {
 	// Who created it.
 	CreatedBy Actor `json:"created_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// What it is about.
 	SummaryMD *string `json:"summary_md,omitempty"`
 }
@@ -2100,9 +2101,10 @@ type TestResult struct {
 	// Who recorded it.
 	RecordedBy Actor `json:"recorded_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// How long it took.
-	DurationMs *int64 `json:"duration_ms,omitempty"`
+	// (JSON: `duration_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Duration *time.Duration `json:"duration_ms,omitempty"`
 	// Notes or an output excerpt.
 	NoteMD *string `json:"note_md,omitempty"`
 }
@@ -2130,13 +2132,13 @@ type Transaction struct {
 	// `sha256:` over their after states.
 	AfterDigest string `json:"after_digest"`
 	// When it started.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// How many paths it touches.
 	FileCount int64 `json:"file_count"`
 	// Why it failed, if it did.
 	Error json.RawMessage `json:"error,omitempty"`
 	// When it reached its final status.
-	FinishedAt *string `json:"finished_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// For a rollback, the transaction it rolls back.
 	RollbackOf *string `json:"rollback_of,omitempty"`
 }
@@ -2246,7 +2248,7 @@ type Vote struct {
 	// The vote.
 	Vote VoteValue `json:"vote"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Why.
 	ReasonMD *string `json:"reason_md,omitempty"`
 }

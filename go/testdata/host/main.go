@@ -52,7 +52,7 @@ func run(root string) error {
 	if _, err := host.TaskCreate(ctx, roundtable.TaskCreateArgs{TaskID: roundtable.Ptr("greet"), Title: "Greet the world"}); err != nil {
 		return err
 	}
-	if _, err := ada.ClaimAcquire(ctx, roundtable.ClaimAcquireArgs{ResourceID: "file:app.py", Type: roundtable.ClaimTypeWrite, TTLS: 600}); err != nil {
+	if _, err := ada.ClaimAcquire(ctx, roundtable.ClaimAcquireArgs{ResourceID: "file:app.py", Type: roundtable.ClaimTypeWrite, TTL: 600 * time.Second}); err != nil {
 		return err
 	}
 	made, err := ada.ProposalCreate(ctx, roundtable.ProposalCreateArgs{

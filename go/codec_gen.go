@@ -4929,9 +4929,9 @@ func (x *InboxWaitArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"limit\":")
 		e.int64(*x.Limit)
 	}
-	if x.TimeoutMs != nil {
+	if x.Timeout != nil {
 		e.key(start, "\"timeout_ms\":")
-		e.int64(*x.TimeoutMs)
+		e.duration(*x.Timeout, time.Millisecond)
 	}
 }
 
@@ -4956,11 +4956,11 @@ func (x *InboxWaitArgs) decode(d *decoder) {
 			}
 		case "timeout_ms":
 			if d.null() {
-				x.TimeoutMs = nil
+				x.Timeout = nil
 			} else {
-				p3 := new(int64)
-				(*p3) = d.int64()
-				x.TimeoutMs = p3
+				p3 := new(time.Duration)
+				(*p3) = d.duration(time.Millisecond)
+				x.Timeout = p3
 			}
 		default:
 			d.skip()

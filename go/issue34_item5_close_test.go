@@ -37,6 +37,12 @@ func TestIssue34Item5CloseCancelsWaitersAndRefusesNewCalls(t *testing.T) {
 			_, errs[i] = h.EventsWait(ctx, EventsWaitArgs{SinceSeq: 1 << 40, Timeout: long})
 		}()
 	}
+	// And a Worker blocked in inbox.wait (nothing waits on the host).
+	workerDone := make(chan error, 1)
+	go func() {
+		w := Worker{Session: h, Wait: time.Minute, Handle: func(context.Context, InboxItem) error { return nil }}
+		workerDone <- w.Run(bg)
+	}()
 	started.Wait()
 	time.Sleep(300 * time.Millisecond) // let them reach the wait
 	begin := time.Now()
@@ -47,6 +53,9 @@ func TestIssue34Item5CloseCancelsWaitersAndRefusesNewCalls(t *testing.T) {
 		t.Fatalf("Close took %v with %d waiters", took, waiters)
 	}
 	done.Wait()
+	if err := <-workerDone; !errors.Is(err, ErrCancelled) {
+		t.Errorf("the worker in inbox.wait: %v", err)
+	}
 	for i, err := range errs {
 		var rterr *Error
 		if !errors.As(err, &rterr) || rterr.Code != CodeCancelled || !errors.Is(err, ErrCancelled) {

@@ -254,7 +254,8 @@ type InboxWaitArgs struct {
 	Limit *int64 `json:"limit,omitempty"`
 	// How long to wait for something to wait on the caller, 0 (just
 	// look) to 600000 milliseconds (default 30000).
-	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+	// (JSON: `timeout_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Timeout *time.Duration `json:"timeout_ms,omitempty"`
 }
 
 // ProposalRequestReviewArgs are the arguments of `proposal.request_review`.

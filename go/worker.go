@@ -2,7 +2,6 @@ package roundtable
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -39,21 +38,8 @@ type Worker struct {
 	Limit int
 }
 
-// maxInboxWait is the longest `timeout_ms` inbox.wait takes.
-const maxInboxWait = 600000
-
-// inboxWaitArgs and inboxWaitResult are `inbox.wait`'s arguments and result.
-type inboxWaitArgs struct {
-	After     *string `json:"after,omitempty"`
-	TimeoutMs int64   `json:"timeout_ms"`
-	Limit     *int64  `json:"limit,omitempty"`
-}
-
-type inboxWaitResult struct {
-	Items    []InboxItem `json:"items"`
-	Cursor   string      `json:"cursor"`
-	TimedOut bool        `json:"timed_out"`
-}
+// maxInboxWait is the longest timeout inbox.wait takes.
+const maxInboxWait = 10 * time.Minute
 
 // Run works the inbox until ctx ends (it then returns ctx.Err():
 // context.Canceled or context.DeadlineExceeded, a wait in progress being
@@ -69,21 +55,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	if wait <= 0 {
 		wait = 30 * time.Second
 	}
-	args := inboxWaitArgs{TimeoutMs: min(maxInboxWait, max(1, int64((wait+time.Millisecond-1)/time.Millisecond)))}
+	args := InboxWaitArgs{Timeout: Ptr(min(wait, maxInboxWait))}
 	if w.Limit > 0 {
 		args.Limit = Ptr(int64(w.Limit))
 	}
 	for {
-		raw, err := w.Session.Call(ctx, "inbox.wait", args)
+		got, err := w.Session.InboxWait(ctx, args)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return err
-		}
-		var got inboxWaitResult
-		if err := json.Unmarshal(raw, &got); err != nil {
-			return fmt.Errorf("roundtable: inbox.wait: the result: %w", err)
 		}
 		for _, item := range got.Items {
 			if err := ctx.Err(); err != nil {

@@ -99,9 +99,9 @@ func run(root string) error {
 	apply := roundtable.PatchApplyArgs{ProposalID: pid, Revision: 1}
 	if err := withApplyLockHeld(root, func() error {
 		cancelled, cancel := context.WithCancel(ctx)
+		start := time.Now() // before the timer: the wait is at least its 100 ms
 		timer := time.AfterFunc(100*time.Millisecond, cancel)
 		defer timer.Stop()
-		start := time.Now()
 		_, err := host.PatchApply(cancelled, apply)
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, roundtable.ErrCancelled) {
 			return fmt.Errorf("the cancelled apply: %v", err)

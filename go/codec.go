@@ -20,6 +20,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -397,6 +398,31 @@ func (d *decoder) float64() float64 {
 	return f
 }
 
+// duration reads an integer count of unit (a `_ms` or `_s` property).
+func (d *decoder) duration(unit time.Duration) time.Duration {
+	n := d.int64()
+	if d.err == nil && (n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit)) {
+		d.fail("a duration out of time.Duration's range")
+		return 0
+	}
+	return time.Duration(n) * unit
+}
+
+// time reads an RFC 3339 timestamp (the library writes UTC with
+// milliseconds: 2026-12-03T09:32:59.123Z).
+func (d *decoder) time() time.Time {
+	b, _, ok := d.string()
+	if !ok {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		d.fail("not an RFC 3339 time: " + strconv.Quote(string(b)))
+		return time.Time{}
+	}
+	return t
+}
+
 // bool reads true or false.
 func (d *decoder) bool() bool {
 	switch {
@@ -524,6 +550,30 @@ func (e *encoder) str(s string, field string) {
 }
 
 func (e *encoder) int64(n int64) { e.buf = strconv.AppendInt(e.buf, n, 10) }
+
+// duration writes d as an integer count of unit, a remainder rounded up
+// (away from zero), so that a short positive wait never becomes 0 (which
+// means "do not wait").
+func (e *encoder) duration(d time.Duration, unit time.Duration) {
+	n := d / unit
+	if r := d % unit; r > 0 {
+		n++
+	} else if r < 0 {
+		n--
+	}
+	e.buf = strconv.AppendInt(e.buf, int64(n), 10)
+}
+
+// timeLayout is the library's timestamp: UTC, milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// time writes t as the library writes a timestamp: RFC 3339 in UTC with
+// milliseconds (a finer fraction is truncated).
+func (e *encoder) time(t time.Time) {
+	e.buf = append(e.buf, '"')
+	e.buf = t.UTC().AppendFormat(e.buf, timeLayout)
+	e.buf = append(e.buf, '"')
+}
 
 func (e *encoder) float64(f float64, field string) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {

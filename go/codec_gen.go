@@ -4,6 +4,7 @@ package roundtable
 
 import (
 	"encoding/json"
+	"time"
 )
 
 func (x *Activated) encode(e *encoder) {
@@ -116,9 +117,9 @@ func (x *Agent) encodeFields(e *encoder, start int) {
 	e.key(start, "\"enabled\":")
 	e.bool(x.Enabled)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	e.key(start, "\"updated_at\":")
-	e.str(x.UpdatedAt, "updated_at")
+	e.time(x.UpdatedAt)
 	if x.DisplayName != nil {
 		e.key(start, "\"display_name\":")
 		e.str(*x.DisplayName, "display_name")
@@ -151,11 +152,11 @@ func (x *Agent) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "updated_at":
 			if !d.null() {
-				x.UpdatedAt = d.str()
+				x.UpdatedAt = d.time()
 			}
 		case "display_name":
 			if d.null() {
@@ -851,7 +852,7 @@ func (x *Approval) encodeFields(e *encoder, start int) {
 	e.key(start, "\"human_id\":")
 	e.str(x.HumanID, "human_id")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.NoteMD != nil {
 		e.key(start, "\"note_md\":")
 		e.str(*x.NoteMD, "note_md")
@@ -883,7 +884,7 @@ func (x *Approval) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "note_md":
 			if d.null() {
@@ -934,7 +935,7 @@ func (x *ApprovalRequest) encodeFields(e *encoder, start int) {
 	e.key(start, "\"requested_by\":")
 	x.RequestedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.ReasonMD != nil {
 		e.key(start, "\"reason_md\":")
 		e.str(*x.ReasonMD, "reason_md")
@@ -962,7 +963,7 @@ func (x *ApprovalRequest) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "reason_md":
 			if d.null() {
@@ -1086,9 +1087,9 @@ func (x *BusyDetails) encodeFields(e *encoder, start int) {
 		e.key(start, "\"transaction_id\":")
 		e.str(*x.TransactionID, "transaction_id")
 	}
-	if x.WaitedMs != nil {
+	if x.Waited != nil {
 		e.key(start, "\"waited_ms\":")
-		e.int64(*x.WaitedMs)
+		e.duration(*x.Waited, time.Millisecond)
 	}
 }
 
@@ -1137,11 +1138,11 @@ func (x *BusyDetails) decode(d *decoder) {
 			}
 		case "waited_ms":
 			if d.null() {
-				x.WaitedMs = nil
+				x.Waited = nil
 			} else {
-				p6 := new(int64)
-				(*p6) = d.int64()
-				x.WaitedMs = p6
+				p6 := new(time.Duration)
+				(*p6) = d.duration(time.Millisecond)
+				x.Waited = p6
 			}
 		default:
 			d.skip()
@@ -1426,14 +1427,14 @@ func (x *Claim) encodeFields(e *encoder, start int) {
 	e.key(start, "\"token\":")
 	e.int64(x.Token)
 	e.key(start, "\"acquired_at\":")
-	e.str(x.AcquiredAt, "acquired_at")
+	e.time(x.AcquiredAt)
 	e.key(start, "\"expires_at\":")
-	e.str(x.ExpiresAt, "expires_at")
+	e.time(x.ExpiresAt)
 	e.key(start, "\"status\":")
 	e.str(string(x.Status), "status")
 	if x.ReleasedAt != nil {
 		e.key(start, "\"released_at\":")
-		e.str(*x.ReleasedAt, "released_at")
+		e.time(*x.ReleasedAt)
 	}
 	if x.Span != nil {
 		e.key(start, "\"span\":")
@@ -1474,11 +1475,11 @@ func (x *Claim) decode(d *decoder) {
 			}
 		case "acquired_at":
 			if !d.null() {
-				x.AcquiredAt = d.str()
+				x.AcquiredAt = d.time()
 			}
 		case "expires_at":
 			if !d.null() {
-				x.ExpiresAt = d.str()
+				x.ExpiresAt = d.time()
 			}
 		case "status":
 			if !d.null() {
@@ -1488,8 +1489,8 @@ func (x *Claim) decode(d *decoder) {
 			if d.null() {
 				x.ReleasedAt = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(time.Time)
+				(*p1) = d.time()
 				x.ReleasedAt = p1
 			}
 		case "span":
@@ -1537,7 +1538,7 @@ func (x *ClaimAcquireArgs) encodeFields(e *encoder, start int) {
 	e.key(start, "\"type\":")
 	e.str(string(x.Type), "type")
 	e.key(start, "\"ttl_s\":")
-	e.int64(x.TTLS)
+	e.duration(x.TTL, time.Second)
 	if x.IdempotencyKey != nil {
 		e.key(start, "\"idempotency_key\":")
 		e.str(*x.IdempotencyKey, "idempotency_key")
@@ -1546,9 +1547,9 @@ func (x *ClaimAcquireArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"task_id\":")
 		e.str(*x.TaskID, "task_id")
 	}
-	if x.WaitMs != nil {
+	if x.Wait != nil {
 		e.key(start, "\"wait_ms\":")
-		e.int64(*x.WaitMs)
+		e.duration(*x.Wait, time.Millisecond)
 	}
 }
 
@@ -1565,7 +1566,7 @@ func (x *ClaimAcquireArgs) decode(d *decoder) {
 			}
 		case "ttl_s":
 			if !d.null() {
-				x.TTLS = d.int64()
+				x.TTL = d.duration(time.Second)
 			}
 		case "idempotency_key":
 			if d.null() {
@@ -1585,11 +1586,11 @@ func (x *ClaimAcquireArgs) decode(d *decoder) {
 			}
 		case "wait_ms":
 			if d.null() {
-				x.WaitMs = nil
+				x.Wait = nil
 			} else {
-				p3 := new(int64)
-				(*p3) = d.int64()
-				x.WaitMs = p3
+				p3 := new(time.Duration)
+				(*p3) = d.duration(time.Millisecond)
+				x.Wait = p3
 			}
 		default:
 			d.skip()
@@ -1622,7 +1623,7 @@ func (x *ClaimAcquiredData) encodeFields(e *encoder, start int) {
 	e.key(start, "\"token\":")
 	e.int64(x.Token)
 	e.key(start, "\"expires_at\":")
-	e.str(x.ExpiresAt, "expires_at")
+	e.time(x.ExpiresAt)
 	e.key(start, "\"base_digest\":")
 	e.str(x.BaseDigest, "base_digest")
 }
@@ -1644,7 +1645,7 @@ func (x *ClaimAcquiredData) decode(d *decoder) {
 			}
 		case "expires_at":
 			if !d.null() {
-				x.ExpiresAt = d.str()
+				x.ExpiresAt = d.time()
 			}
 		case "base_digest":
 			if !d.null() {
@@ -1958,7 +1959,7 @@ func (x *ClaimRenewArgs) encodeFields(e *encoder, start int) {
 	e.key(start, "\"claim_id\":")
 	e.str(x.ClaimID, "claim_id")
 	e.key(start, "\"ttl_s\":")
-	e.int64(x.TTLS)
+	e.duration(x.TTL, time.Second)
 	if x.IdempotencyKey != nil {
 		e.key(start, "\"idempotency_key\":")
 		e.str(*x.IdempotencyKey, "idempotency_key")
@@ -1974,7 +1975,7 @@ func (x *ClaimRenewArgs) decode(d *decoder) {
 			}
 		case "ttl_s":
 			if !d.null() {
-				x.TTLS = d.int64()
+				x.TTL = d.duration(time.Second)
 			}
 		case "idempotency_key":
 			if d.null() {
@@ -2009,9 +2010,9 @@ func (x *ClaimRenewedData) encode(e *encoder) {
 
 func (x *ClaimRenewedData) encodeFields(e *encoder, start int) {
 	e.key(start, "\"expires_at\":")
-	e.str(x.ExpiresAt, "expires_at")
+	e.time(x.ExpiresAt)
 	e.key(start, "\"previous_expires_at\":")
-	e.str(x.PreviousExpiresAt, "previous_expires_at")
+	e.time(x.PreviousExpiresAt)
 	e.key(start, "\"token\":")
 	e.int64(x.Token)
 	if x.Reacquired != nil {
@@ -2025,11 +2026,11 @@ func (x *ClaimRenewedData) decode(d *decoder) {
 		switch string(d.key) {
 		case "expires_at":
 			if !d.null() {
-				x.ExpiresAt = d.str()
+				x.ExpiresAt = d.time()
 			}
 		case "previous_expires_at":
 			if !d.null() {
-				x.PreviousExpiresAt = d.str()
+				x.PreviousExpiresAt = d.time()
 			}
 		case "token":
 			if !d.null() {
@@ -2586,7 +2587,7 @@ func (x *Decision) encodeFields(e *encoder, start int) {
 	e.key(start, "\"decided_by\":")
 	x.DecidedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 }
 
 func (x *Decision) decode(d *decoder) {
@@ -2618,7 +2619,7 @@ func (x *Decision) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		default:
 			d.skip()
@@ -3044,7 +3045,7 @@ func (x *Event) encodeFields(e *encoder, start int) {
 	e.key(start, "\"data\":")
 	e.raw(x.Data, "data")
 	e.key(start, "\"at\":")
-	e.str(x.At, "at")
+	e.time(x.At)
 	e.key(start, "\"prev_digest\":")
 	e.str(x.PrevDigest, "prev_digest")
 	e.key(start, "\"digest\":")
@@ -3078,7 +3079,7 @@ func (x *Event) decode(d *decoder) {
 			x.Data = d.raw()
 		case "at":
 			if !d.null() {
-				x.At = d.str()
+				x.At = d.time()
 			}
 		case "prev_digest":
 			if !d.null() {
@@ -3383,9 +3384,9 @@ func (x *EventsWaitArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"proposal_id\":")
 		e.str(*x.ProposalID, "proposal_id")
 	}
-	if x.TimeoutMs != nil {
+	if x.Timeout != nil {
 		e.key(start, "\"timeout_ms\":")
-		e.int64(*x.TimeoutMs)
+		e.duration(*x.Timeout, time.Millisecond)
 	}
 }
 
@@ -3435,11 +3436,11 @@ func (x *EventsWaitArgs) decode(d *decoder) {
 			}
 		case "timeout_ms":
 			if d.null() {
-				x.TimeoutMs = nil
+				x.Timeout = nil
 			} else {
-				p6 := new(int64)
-				(*p6) = d.int64()
-				x.TimeoutMs = p6
+				p6 := new(time.Duration)
+				(*p6) = d.duration(time.Millisecond)
+				x.Timeout = p6
 			}
 		default:
 			d.skip()
@@ -4846,6 +4847,134 @@ func (x InboxPage) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *InboxPage) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InboxWait) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InboxWait) encodeFields(e *encoder, start int) {
+	e.key(start, "\"items\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Items {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Items[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"cursor\":")
+	e.str(x.Cursor, "cursor")
+	e.key(start, "\"timed_out\":")
+	e.bool(x.TimedOut)
+}
+
+func (x *InboxWait) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "items":
+			if d.null() {
+				x.Items = nil
+			} else {
+				s2 := []InboxItem{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, InboxItem{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Items = s2
+			}
+		case "cursor":
+			if !d.null() {
+				x.Cursor = d.str()
+			}
+		case "timed_out":
+			if !d.null() {
+				x.TimedOut = d.bool()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InboxWait) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InboxWait) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InboxWaitArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InboxWaitArgs) encodeFields(e *encoder, start int) {
+	if x.After != nil {
+		e.key(start, "\"after\":")
+		e.str(*x.After, "after")
+	}
+	if x.Limit != nil {
+		e.key(start, "\"limit\":")
+		e.int64(*x.Limit)
+	}
+	if x.Timeout != nil {
+		e.key(start, "\"timeout_ms\":")
+		e.duration(*x.Timeout, time.Millisecond)
+	}
+}
+
+func (x *InboxWaitArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "after":
+			if d.null() {
+				x.After = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.After = p1
+			}
+		case "limit":
+			if d.null() {
+				x.Limit = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Limit = p2
+			}
+		case "timeout_ms":
+			if d.null() {
+				x.Timeout = nil
+			} else {
+				p3 := new(time.Duration)
+				(*p3) = d.duration(time.Millisecond)
+				x.Timeout = p3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InboxWaitArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InboxWaitArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -6881,7 +7010,7 @@ func (x *Phase) encodeFields(e *encoder, start int) {
 	e.key(start, "\"detail\":")
 	e.raw(x.Detail, "detail")
 	e.key(start, "\"at\":")
-	e.str(x.At, "at")
+	e.time(x.At)
 }
 
 func (x *Phase) decode(d *decoder) {
@@ -6899,7 +7028,7 @@ func (x *Phase) decode(d *decoder) {
 			x.Detail = d.raw()
 		case "at":
 			if !d.null() {
-				x.At = d.str()
+				x.At = d.time()
 			}
 		default:
 			d.skip()
@@ -7166,11 +7295,11 @@ func (x *PolicyRecord) encodeFields(e *encoder, start int) {
 	e.str(x.Digest, "digest")
 	if x.ActivatedAt != nil {
 		e.key(start, "\"activated_at\":")
-		e.str(*x.ActivatedAt, "activated_at")
+		e.time(*x.ActivatedAt)
 	}
 	if x.CreatedAt != nil {
 		e.key(start, "\"created_at\":")
-		e.str(*x.CreatedAt, "created_at")
+		e.time(*x.CreatedAt)
 	}
 	if x.CreatedBy != nil {
 		e.key(start, "\"created_by\":")
@@ -7182,7 +7311,7 @@ func (x *PolicyRecord) encodeFields(e *encoder, start int) {
 	}
 	if x.RetiredAt != nil {
 		e.key(start, "\"retired_at\":")
-		e.str(*x.RetiredAt, "retired_at")
+		e.time(*x.RetiredAt)
 	}
 	if x.Version != nil {
 		e.key(start, "\"version\":")
@@ -7209,16 +7338,16 @@ func (x *PolicyRecord) decode(d *decoder) {
 			if d.null() {
 				x.ActivatedAt = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(time.Time)
+				(*p1) = d.time()
 				x.ActivatedAt = p1
 			}
 		case "created_at":
 			if d.null() {
 				x.CreatedAt = nil
 			} else {
-				p2 := new(string)
-				(*p2) = d.str()
+				p2 := new(time.Time)
+				(*p2) = d.time()
 				x.CreatedAt = p2
 			}
 		case "created_by":
@@ -7241,8 +7370,8 @@ func (x *PolicyRecord) decode(d *decoder) {
 			if d.null() {
 				x.RetiredAt = nil
 			} else {
-				p5 := new(string)
-				(*p5) = d.str()
+				p5 := new(time.Time)
+				(*p5) = d.time()
 				x.RetiredAt = p5
 			}
 		case "version":
@@ -7815,9 +7944,9 @@ func (x *Proposal) encodeFields(e *encoder, start int) {
 	e.key(start, "\"latest_revision\":")
 	e.int64(x.LatestRevision)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	e.key(start, "\"updated_at\":")
-	e.str(x.UpdatedAt, "updated_at")
+	e.time(x.UpdatedAt)
 	if x.Reverts != nil {
 		e.key(start, "\"reverts\":")
 		e.str(*x.Reverts, "reverts")
@@ -7861,11 +7990,11 @@ func (x *Proposal) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "updated_at":
 			if !d.null() {
-				x.UpdatedAt = d.str()
+				x.UpdatedAt = d.time()
 			}
 		case "reverts":
 			if d.null() {
@@ -9579,7 +9708,7 @@ func (x *QueueCheckedData) encodeFields(e *encoder, start int) {
 	}
 	e.buf = append(e.buf, ']')
 	e.key(start, "\"duration_ms\":")
-	e.int64(x.DurationMs)
+	e.duration(x.Duration, time.Millisecond)
 }
 
 func (x *QueueCheckedData) decode(d *decoder) {
@@ -9612,7 +9741,7 @@ func (x *QueueCheckedData) decode(d *decoder) {
 			}
 		case "duration_ms":
 			if !d.null() {
-				x.DurationMs = d.int64()
+				x.Duration = d.duration(time.Millisecond)
 			}
 		default:
 			d.skip()
@@ -9735,7 +9864,7 @@ func (x *QueueEntry) encodeFields(e *encoder, start int) {
 	e.key(start, "\"enqueued_by\":")
 	x.EnqueuedBy.encode(e)
 	e.key(start, "\"enqueued_at\":")
-	e.str(x.EnqueuedAt, "enqueued_at")
+	e.time(x.EnqueuedAt)
 	if x.Note != nil {
 		e.key(start, "\"note\":")
 		e.str(*x.Note, "note")
@@ -9746,7 +9875,7 @@ func (x *QueueEntry) encodeFields(e *encoder, start int) {
 	}
 	if x.SettledAt != nil {
 		e.key(start, "\"settled_at\":")
-		e.str(*x.SettledAt, "settled_at")
+		e.time(*x.SettledAt)
 	}
 	if x.TransactionID != nil {
 		e.key(start, "\"transaction_id\":")
@@ -9775,7 +9904,7 @@ func (x *QueueEntry) decode(d *decoder) {
 			}
 		case "enqueued_at":
 			if !d.null() {
-				x.EnqueuedAt = d.str()
+				x.EnqueuedAt = d.time()
 			}
 		case "note":
 			if d.null() {
@@ -9797,8 +9926,8 @@ func (x *QueueEntry) decode(d *decoder) {
 			if d.null() {
 				x.SettledAt = nil
 			} else {
-				p3 := new(string)
-				(*p3) = d.str()
+				p3 := new(time.Time)
+				(*p3) = d.time()
 				x.SettledAt = p3
 			}
 		case "transaction_id":
@@ -10826,7 +10955,7 @@ func (x *Revision) encodeFields(e *encoder, start int) {
 	e.key(start, "\"created_by\":")
 	x.CreatedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.BaseGitHead != nil {
 		e.key(start, "\"base_git_head\":")
 		e.str(*x.BaseGitHead, "base_git_head")
@@ -10904,7 +11033,7 @@ func (x *Revision) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "base_git_head":
 			if d.null() {
@@ -10979,7 +11108,7 @@ func (x *RevisionEntry) encodeFields(e *encoder, start int) {
 	e.key(start, "\"changeset_digest\":")
 	e.str(x.ChangesetDigest, "changeset_digest")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 }
 
 func (x *RevisionEntry) decode(d *decoder) {
@@ -11003,7 +11132,7 @@ func (x *RevisionEntry) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		default:
 			d.skip()
@@ -11300,7 +11429,7 @@ func (x *SecurityReviewRecord) encodeFields(e *encoder, start int) {
 	e.key(start, "\"reviewer\":")
 	x.Reviewer.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.NoteMD != nil {
 		e.key(start, "\"note_md\":")
 		e.str(*x.NoteMD, "note_md")
@@ -11332,7 +11461,7 @@ func (x *SecurityReviewRecord) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "note_md":
 			if d.null() {
@@ -11696,7 +11825,7 @@ func (x *StateCheck) encodeFields(e *encoder, start int) {
 	e.key(start, "\"status\":")
 	e.str(string(x.Status), "status")
 	e.key(start, "\"duration_ms\":")
-	e.int64(x.DurationMs)
+	e.duration(x.Duration, time.Millisecond)
 }
 
 func (x *StateCheck) decode(d *decoder) {
@@ -11720,7 +11849,7 @@ func (x *StateCheck) decode(d *decoder) {
 			}
 		case "duration_ms":
 			if !d.null() {
-				x.DurationMs = d.int64()
+				x.Duration = d.duration(time.Millisecond)
 			}
 		default:
 			d.skip()
@@ -12103,7 +12232,7 @@ func (x *Task) encodeFields(e *encoder, start int) {
 	e.key(start, "\"created_by\":")
 	x.CreatedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.SummaryMD != nil {
 		e.key(start, "\"summary_md\":")
 		e.str(*x.SummaryMD, "summary_md")
@@ -12127,7 +12256,7 @@ func (x *Task) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "summary_md":
 			if d.null() {
@@ -12724,9 +12853,9 @@ func (x *TestRecordArgs) encodeFields(e *encoder, start int) {
 	e.str(x.Name, "name")
 	e.key(start, "\"status\":")
 	e.str(string(x.Status), "status")
-	if x.DurationMs != nil {
+	if x.Duration != nil {
 		e.key(start, "\"duration_ms\":")
-		e.int64(*x.DurationMs)
+		e.duration(*x.Duration, time.Millisecond)
 	}
 	if x.IdempotencyKey != nil {
 		e.key(start, "\"idempotency_key\":")
@@ -12759,11 +12888,11 @@ func (x *TestRecordArgs) decode(d *decoder) {
 			}
 		case "duration_ms":
 			if d.null() {
-				x.DurationMs = nil
+				x.Duration = nil
 			} else {
-				p1 := new(int64)
-				(*p1) = d.int64()
-				x.DurationMs = p1
+				p1 := new(time.Duration)
+				(*p1) = d.duration(time.Millisecond)
+				x.Duration = p1
 			}
 		case "idempotency_key":
 			if d.null() {
@@ -12900,10 +13029,10 @@ func (x *TestResult) encodeFields(e *encoder, start int) {
 	e.key(start, "\"recorded_by\":")
 	x.RecordedBy.encode(e)
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
-	if x.DurationMs != nil {
+	e.time(x.CreatedAt)
+	if x.Duration != nil {
 		e.key(start, "\"duration_ms\":")
-		e.int64(*x.DurationMs)
+		e.duration(*x.Duration, time.Millisecond)
 	}
 	if x.NoteMD != nil {
 		e.key(start, "\"note_md\":")
@@ -12940,15 +13069,15 @@ func (x *TestResult) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "duration_ms":
 			if d.null() {
-				x.DurationMs = nil
+				x.Duration = nil
 			} else {
-				p1 := new(int64)
-				(*p1) = d.int64()
-				x.DurationMs = p1
+				p1 := new(time.Duration)
+				(*p1) = d.duration(time.Millisecond)
+				x.Duration = p1
 			}
 		case "note_md":
 			if d.null() {
@@ -13003,7 +13132,7 @@ func (x *Transaction) encodeFields(e *encoder, start int) {
 	e.key(start, "\"after_digest\":")
 	e.str(x.AfterDigest, "after_digest")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	e.key(start, "\"file_count\":")
 	e.int64(x.FileCount)
 	if x.Error != nil {
@@ -13012,7 +13141,7 @@ func (x *Transaction) encodeFields(e *encoder, start int) {
 	}
 	if x.FinishedAt != nil {
 		e.key(start, "\"finished_at\":")
-		e.str(*x.FinishedAt, "finished_at")
+		e.time(*x.FinishedAt)
 	}
 	if x.RollbackOf != nil {
 		e.key(start, "\"rollback_of\":")
@@ -13065,7 +13194,7 @@ func (x *Transaction) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "file_count":
 			if !d.null() {
@@ -13077,8 +13206,8 @@ func (x *Transaction) decode(d *decoder) {
 			if d.null() {
 				x.FinishedAt = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
+				p1 := new(time.Time)
+				(*p1) = d.time()
 				x.FinishedAt = p1
 			}
 		case "rollback_of":
@@ -14124,7 +14253,7 @@ func (x *Vote) encodeFields(e *encoder, start int) {
 	e.key(start, "\"vote\":")
 	e.str(string(x.Vote), "vote")
 	e.key(start, "\"created_at\":")
-	e.str(x.CreatedAt, "created_at")
+	e.time(x.CreatedAt)
 	if x.ReasonMD != nil {
 		e.key(start, "\"reason_md\":")
 		e.str(*x.ReasonMD, "reason_md")
@@ -14156,7 +14285,7 @@ func (x *Vote) decode(d *decoder) {
 			}
 		case "created_at":
 			if !d.null() {
-				x.CreatedAt = d.str()
+				x.CreatedAt = d.time()
 			}
 		case "reason_md":
 			if d.null() {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -219,7 +220,7 @@ func TestArgumentsEncoding(t *testing.T) {
 		{ProposalListArgs{}, `{}`},
 		{AgentRegisterArgs{AgentID: "ada"}, `{"agent_id":"ada","roles":[]}`},
 		{ProposalGetArgs{ProposalID: "p", Revision: Ptr(int64(-2))}, `{"proposal_id":"p","revision":-2}`},
-		{ClaimAcquireArgs{ResourceID: "file:a", Type: ClaimTypeRead, TTLS: 5, TaskID: Ptr("")},
+		{ClaimAcquireArgs{ResourceID: "file:a", Type: ClaimTypeRead, TTL: 5 * time.Second, TaskID: Ptr("")},
 			`{"resource_id":"file:a","type":"read","ttl_s":5,"task_id":""}`},
 		{TaskCreateArgs{Title: "a \"b\" \\ c\n\t\x01 é ✓ 😀 <&> \u2028"},
 			`{"title":"a \"b\" \\ c\n\t\u0001 é ✓ 😀 <&> ` + "\u2028" + `"}`},

@@ -4,6 +4,7 @@ package roundtable
 
 import (
 	"encoding/json"
+	"time"
 )
 
 // Why a rebase (or a queue call) was refused.
@@ -205,7 +206,8 @@ type BusyDetails struct {
 	// The transaction applying the path.
 	TransactionID *string `json:"transaction_id,omitempty"`
 	// How long the call waited for the apply lock, in milliseconds.
-	WaitedMs *int64 `json:"waited_ms,omitempty"`
+	// (JSON: `waited_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Waited *time.Duration `json:"waited_ms,omitempty"`
 }
 
 // CancelledDetails are the details of a `cancelled` error: The caller cancelled the call while it waited, before its commit point: it changed nothing.

@@ -3,6 +3,7 @@ package roundtable
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // Issue 33, item 3: the fields with a fixed set of values are enums in the
@@ -43,7 +44,7 @@ func TestIssue33Item3AHostSwitchesOnTheGeneratedEnums(t *testing.T) {
 		t.Fatalf("events by kind: %v, want %v", seen, want)
 	}
 	// The enum goes back in as a filter.
-	wait := must(h.EventsWait(ctx, EventsWaitArgs{Kinds: []EventKind{EventKindProposalRevised}, TimeoutMs: Ptr(int64(0))}))
+	wait := must(h.EventsWait(ctx, EventsWaitArgs{Kinds: []EventKind{EventKindProposalRevised}, Timeout: Ptr(0 * time.Millisecond)}))
 	if len(wait.Events) != 1 || wait.Events[0].Kind != EventKindProposalRevised {
 		t.Fatalf("events.wait by kind: %+v", wait.Events)
 	}

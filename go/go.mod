@@ -1,3 +1,3 @@
 module example.invalid/roundtable/go
 
-go 1.22
+go 1.23

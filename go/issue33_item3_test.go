@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // describe is what an audit-log viewer writes for an event: a switch on
@@ -59,7 +60,7 @@ func TestIssue33Item3AGovernedChangeReadsAsTypedEventData(t *testing.T) {
 	must(h.AgentRegister(ctx, AgentRegisterArgs{AgentID: "alice", Roles: []string{"author"}}))
 	must(h.AgentRegister(ctx, AgentRegisterArgs{AgentID: "bob", Roles: []string{"reviewer"}}))
 	must(h.TaskCreate(ctx, TaskCreateArgs{TaskID: Ptr("greet"), Title: "Greet"}))
-	must(a.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "file:src/lib.rs", Type: ClaimTypeWrite, TTLS: 900}))
+	must(a.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "file:src/lib.rs", Type: ClaimTypeWrite, TTL: 900 * time.Second}))
 	pid := must(a.ProposalCreate(ctx, ProposalCreateArgs{TaskID: "greet", Title: "Greet", SummaryMD: "Louder.", Patch: Ptr(secondPatch)})).Proposal.ID
 	must(a.ProposalRequestReview(ctx, ProposalRequestReviewArgs{ProposalID: pid}))
 	must(b.VoteCast(ctx, VoteCastArgs{ProposalID: pid, Revision: 1, Vote: VoteValueApprove}))

@@ -87,8 +87,21 @@ func (e *Error) Is(target error) bool {
 // ErrNotFound ..., are generated in codes_gen.go).
 var ErrPanic = &Error{Code: CodePanic}
 
-// ErrClosed is returned by calls on an Engine after Close.
-var ErrClosed = errors.New("roundtable: engine is closed")
+// CodeClosed is the binding's own code for a call on a closed (or closing)
+// Engine: the library has no such condition (a call must not reach it
+// after rt_engine_close), so no C status names it, and ErrClosed's Status
+// is RT_UNKNOWN_ERROR.
+const CodeClosed Code = "closed"
+
+// ErrClosed is the error of every call made on an Engine once Close has
+// begun (and on a nil Engine): an *Error with CodeClosed, returned at once
+// without calling the library. errors.Is(err, ErrClosed) matches it.
+var ErrClosed = &Error{
+	Status:  uint32(C.RT_UNKNOWN_ERROR),
+	Code:    CodeClosed,
+	Message: "the engine is closed",
+	Details: json.RawMessage(`{}`),
+}
 
 // AsAgent, AsHuman and AsOrchestrator build actors of each kind.
 func AsAgent(id string) Actor        { return Actor{ID: id, Kind: ActorKindAgent} }
@@ -100,11 +113,30 @@ func AsOrchestrator(id string) Actor { return Actor{ID: id, Kind: ActorKindOrche
 func Ptr[T any](v T) *T { return &v }
 
 // Engine is an open workspace. It is safe for concurrent use by several
-// goroutines; Close waits for calls in flight.
+// goroutines. Close ends it promptly: new calls fail with ErrClosed at
+// once, the waits of calls in flight are cancelled, and the library's
+// engine is freed once they have returned.
 type Engine struct {
-	mu  sync.RWMutex
-	ptr *C.rt_engine
+	mu  sync.Mutex
+	ptr *C.rt_engine // nil once Close has begun
+	// closeAll cancels the calls whose context has no Done channel (they
+	// share it: a context.Background() call costs no handle of its own).
+	closeAll *C.rt_cancel
+	// inflight counts the calls inside the library; handles holds the
+	// cancellation handle of each call in flight that has its own.
+	inflight int
+	handles  map[*C.rt_cancel]struct{}
+	// idle is closed when the last call in flight returns after Close
+	// began; closed is closed when Close returns. orphan is the library's
+	// engine when Close gave up waiting: the last call to return frees it.
+	idle   chan struct{}
+	closed chan struct{}
+	orphan *C.rt_engine
 }
+
+// closeWait bounds how long Close waits for the calls in flight once it
+// has cancelled their waits.
+const closeWait = 60 * time.Second
 
 // takeError converts and frees an rt_error.
 func takeError(status C.rt_status, cerr *C.rt_error) error {
@@ -167,7 +199,7 @@ func Open(root string, options map[string]any) (*Engine, error) {
 	if st := C.rt_engine_open(croot, copts, &ptr, &cerr); st != C.RT_OK {
 		return nil, takeError(st, cerr)
 	}
-	return &Engine{ptr: ptr}, nil
+	return &Engine{ptr: ptr, closeAll: C.rt_cancel_new(), handles: map[*C.rt_cancel]struct{}{}}, nil
 }
 
 // ErrVersion is returned by Open when the library linked is not the one
@@ -326,6 +358,7 @@ type callState struct {
 	enc     encoder
 	dec     decoder
 	scratch []byte
+	opts    C.rt_call_options
 	out     *C.char
 	outLen  C.size_t
 	cerr    *C.rt_error
@@ -356,24 +389,27 @@ func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, te
 	}
 	toolText := unsafe.Slice(unsafe.StringData(tool), len(tool))
 
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.ptr == nil {
-		return ErrClosed
-	}
-	var options *C.rt_call_options
+	// Each call gets a cancellation handle Close can reach: its own when
+	// ctx can end (ctx cancels it too), else the engine's shared one.
+	var own *C.rt_cancel
 	if ctx.Done() != nil {
-		var opts C.rt_call_options
-		options = &opts
+		own = C.rt_cancel_new()
+	}
+	ptr, cancel, err := e.enter(own)
+	if err != nil {
+		C.rt_cancel_free(own)
+		return err
+	}
+	defer e.leave(own)
+	st.opts = C.rt_call_options{cancel: cancel}
+	if own != nil {
 		if deadline, ok := ctx.Deadline(); ok {
 			ms := time.Until(deadline).Milliseconds()
 			if ms < 1 {
 				ms = 1
 			}
-			opts.timeout_ms = C.uint64_t(ms)
+			st.opts.timeout_ms = C.uint64_t(ms)
 		}
-		cancel := C.rt_cancel_new()
-		opts.cancel = cancel
 		// No goroutine waits for ctx: AfterFunc runs one only once ctx is
 		// done.
 		ran := make(chan struct{})
@@ -382,26 +418,29 @@ func (e *Engine) callWith(ctx context.Context, actorJSON []byte, tool string, te
 			// A deadline is the call's own (timeout_ms, rounded down):
 			// cancelling too would race it for the error.
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				C.rt_cancel_cancel(cancel)
+				C.rt_cancel_cancel(own)
 			}
 		})
-		// The handle is freed only once nothing can use it.
+		// The handle is freed (by leave) only once nothing can use it.
 		defer func() {
 			if !stop() {
 				<-ran
 			}
-			C.rt_cancel_free(cancel)
 		}()
 	}
 	// Pointer and length: no copy, and a NUL byte cannot truncate anything.
 	st.out, st.outLen, st.cerr = nil, 0, nil
-	status := C.rt_engine_call_n(e.ptr,
+	status := C.rt_engine_call_n(ptr,
 		bytesPtr(toolText), C.size_t(len(toolText)),
 		bytesPtr(text), C.size_t(len(text)),
 		bytesPtr(actorJSON), C.size_t(len(actorJSON)),
-		options, &st.out, &st.outLen, &st.cerr)
+		&st.opts, &st.out, &st.outLen, &st.cerr)
 	if status != C.RT_OK {
-		return takeError(status, st.cerr)
+		err := takeError(status, st.cerr)
+		if status == C.RT_CANCELLED && ctx.Err() == nil && e.closing() {
+			err.(*Error).Message = "cancelled: the engine is closing"
+		}
+		return err
 	}
 	defer C.rt_string_free(st.out)
 	return use(unsafe.Slice((*byte)(unsafe.Pointer(st.out)), int(st.outLen)))
@@ -427,13 +466,114 @@ func bytesPtr(b []byte) *C.uchar {
 	return (*C.uchar)(unsafe.Pointer(&b[0]))
 }
 
-// Close closes the engine once every call in flight has returned. Closing
-// twice is harmless.
-func (e *Engine) Close() error {
+// enter registers a call about to enter the library (with its own
+// cancellation handle, or nil) and returns the engine to call, or
+// ErrClosed once Close has begun.
+func (e *Engine) enter(own *C.rt_cancel) (*C.rt_engine, *C.rt_cancel, error) {
+	if e == nil {
+		return nil, nil, ErrClosed
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	C.rt_engine_close(e.ptr)
+	if e.ptr == nil {
+		return nil, nil, ErrClosed
+	}
+	e.inflight++
+	if own != nil {
+		e.handles[own] = struct{}{}
+		return e.ptr, own, nil
+	}
+	return e.ptr, e.closeAll, nil
+}
+
+// leave is enter's other half, once the call has returned: it frees the
+// call's own handle and wakes Close after the last call in flight.
+func (e *Engine) leave(own *C.rt_cancel) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if own != nil {
+		delete(e.handles, own)
+		C.rt_cancel_free(own)
+	}
+	e.inflight--
+	if e.inflight == 0 && e.idle != nil {
+		close(e.idle)
+		e.idle = nil
+	}
+	if e.inflight == 0 && e.orphan != nil {
+		e.free(e.orphan)
+		e.orphan = nil
+	}
+}
+
+// free frees the library's engine and the shared handle, once no call can
+// use them.
+func (e *Engine) free(ptr *C.rt_engine) {
+	C.rt_engine_close(ptr)
+	C.rt_cancel_free(e.closeAll)
+	e.closeAll = nil
+}
+
+// closing reports whether Close has begun.
+func (e *Engine) closing() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ptr == nil
+}
+
+// Close ends the engine promptly: from its first instant every new call
+// fails with ErrClosed without calling the library; every call in flight
+// has its waits cancelled (events.wait, inbox.wait, a claim's wait_ms, the
+// apply lock, a busy store), so it returns CodeCancelled having changed
+// nothing, or its result if it had passed its commit point; Close waits
+// for them (at most 60 s; one still inside the library after that keeps
+// the library's engine alive until it returns, since the library counts
+// its references, and the last of them to return frees it) and frees the
+// engine. Closing a nil or closed Engine,
+// or closing twice, is harmless; a second Close returns once the first
+// has finished.
+func (e *Engine) Close() error {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	if e.ptr == nil {
+		done := e.closed
+		e.mu.Unlock()
+		if done != nil {
+			<-done
+		}
+		return nil
+	}
+	ptr := e.ptr
 	e.ptr = nil
+	e.closed = make(chan struct{})
+	defer close(e.closed)
+	C.rt_cancel_cancel(e.closeAll)
+	for h := range e.handles {
+		C.rt_cancel_cancel(h)
+	}
+	var idle chan struct{}
+	if e.inflight > 0 {
+		idle = make(chan struct{})
+		e.idle = idle
+	}
+	e.mu.Unlock()
+	if idle != nil {
+		timer := time.NewTimer(closeWait)
+		defer timer.Stop()
+		select {
+		case <-idle:
+		case <-timer.C:
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.inflight > 0 {
+		e.orphan = ptr // still inside the library: the last to return frees it
+		return nil
+	}
+	e.free(ptr)
 	return nil
 }
 
@@ -452,6 +592,66 @@ func ParsePatch(patch []byte) (json.RawMessage, error) {
 	}
 	defer C.rt_string_free(out)
 	return json.RawMessage(C.GoString(out)), nil
+}
+
+// MakePatch is the git-style patch that turns a regular file's contents old
+// into new at path (a repository path, `src/app.go`), made by the library
+// with the diff the engine renders itself (three lines of context, `GIT
+// binary patch` for binary contents), for ProposalCreateArgs.Patch — or,
+// when the contents are not UTF-8, PatchBase64
+// (base64.StdEncoding.EncodeToString([]byte(patch))). Both sides exist
+// (nil is an empty file); MakeCreatePatch and MakeDeletePatch make a file
+// appear or go. Equal contents make "" (no change, which no tool accepts).
+// A path that is not a repository path is ErrInvalidPath or ErrPathEscape.
+func MakePatch(path string, old, new []byte) (string, error) {
+	return makePatch(path, nonNil(old), nonNil(new))
+}
+
+// MakeCreatePatch is the patch that creates the file path with contents
+// data (see MakePatch).
+func MakeCreatePatch(path string, data []byte) (string, error) {
+	return makePatch(path, nil, nonNil(data))
+}
+
+// MakeDeletePatch is the patch that deletes the file path, whose contents
+// are data (see MakePatch).
+func MakeDeletePatch(path string, data []byte) (string, error) {
+	return makePatch(path, nonNil(data), nil)
+}
+
+// nonNil is b, or an empty slice for nil: makePatch's nil is an absent file.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// makePatch calls rt_patch_make; a nil side is an absent file.
+func makePatch(path string, old, new []byte) (string, error) {
+	side := func(b []byte) (*C.uint8_t, C.size_t, func()) {
+		if b == nil {
+			return nil, 0, func() {}
+		}
+		// C memory: a non-NULL pointer even for an empty file.
+		p := C.malloc(C.size_t(len(b)) + 1)
+		copy(unsafe.Slice((*byte)(p), len(b)), b)
+		return (*C.uint8_t)(p), C.size_t(len(b)), func() { C.free(p) }
+	}
+	oldPtr, oldLen, freeOld := side(old)
+	defer freeOld()
+	newPtr, newLen, freeNew := side(new)
+	defer freeNew()
+	cpath := C.CBytes([]byte(path))
+	defer C.free(cpath)
+	var out *C.char
+	var outLen C.size_t
+	var cerr *C.rt_error
+	if st := C.rt_patch_make((*C.uint8_t)(cpath), C.size_t(len(path)), oldPtr, oldLen, newPtr, newLen, &out, &outLen, &cerr); st != C.RT_OK {
+		return "", takeError(st, cerr)
+	}
+	defer C.rt_string_free(out)
+	return C.GoStringN(out, C.int(outLen)), nil
 }
 
 // ToolsJSON is every tool of the linked library with its schemas

@@ -5,6 +5,8 @@ package roundtable
 import (
 	"context"
 	"encoding/json"
+	"iter"
+	"time"
 )
 
 // AgentRegisterArgs are the arguments of `agent.register`.
@@ -241,6 +243,21 @@ type InboxListArgs struct {
 	Limit *int64 `json:"limit,omitempty"`
 }
 
+// InboxWaitArgs are the arguments of `inbox.wait`.
+type InboxWaitArgs struct {
+	// The `cursor` of the previous result: return only what is new or
+	// changed since (absent: everything that waits on the caller now).
+	After *string `json:"after,omitempty"`
+	// Items per result, 1 to 100 (default 50). A proposal's items are
+	// never split across results, so a result holds more only when one
+	// proposal alone waits on the caller for more things.
+	Limit *int64 `json:"limit,omitempty"`
+	// How long to wait for something to wait on the caller, 0 (just
+	// look) to 600000 milliseconds (default 30000).
+	// (JSON: `timeout_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Timeout *time.Duration `json:"timeout_ms,omitempty"`
+}
+
 // ProposalRequestReviewArgs are the arguments of `proposal.request_review`.
 type ProposalRequestReviewArgs struct {
 	// The proposal.
@@ -360,7 +377,8 @@ type TestRecordArgs struct {
 	// Its outcome.
 	Status TestStatus `json:"status"`
 	// How long it took, in milliseconds.
-	DurationMs *int64 `json:"duration_ms,omitempty"`
+	// (JSON: `duration_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Duration *time.Duration `json:"duration_ms,omitempty"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// Notes or an output excerpt.
@@ -394,7 +412,8 @@ type ClaimAcquireArgs struct {
 	// `write` (exclusive among agents), `read` or `review`.
 	Type ClaimType `json:"type"`
 	// How long the lease lasts, in seconds (1 to 604800, a week).
-	TTLS int64 `json:"ttl_s"`
+	// (JSON: `ttl_s`, whole seconds; encoding rounds a remainder up.)
+	TTL time.Duration `json:"ttl_s"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// The task the claim is for.
@@ -403,7 +422,8 @@ type ClaimAcquireArgs struct {
 	// milliseconds (0 to 60000) for it to be released or to expire,
 	// first come first served among this engine's waiters, then grant;
 	// still conflicting then: `conflict` as without waiting.
-	WaitMs *int64 `json:"wait_ms,omitempty"`
+	// (JSON: `wait_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Wait *time.Duration `json:"wait_ms,omitempty"`
 }
 
 // ClaimRenewArgs are the arguments of `claim.renew`.
@@ -411,7 +431,8 @@ type ClaimRenewArgs struct {
 	// The claim.
 	ClaimID string `json:"claim_id"`
 	// The new lease length from now, in seconds (1 to 604800).
-	TTLS int64 `json:"ttl_s"`
+	// (JSON: `ttl_s`, whole seconds; encoding rounds a remainder up.)
+	TTL time.Duration `json:"ttl_s"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 }
@@ -605,7 +626,8 @@ type EventsWaitArgs struct {
 	ProposalID *string `json:"proposal_id,omitempty"`
 	// How long to wait for a first matching event, 0 (just look) to
 	// 60000 milliseconds (default 30000).
-	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+	// (JSON: `timeout_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Timeout *time.Duration `json:"timeout_ms,omitempty"`
 }
 
 // EventsVerifyArgs are the arguments of `events.verify`.
@@ -824,6 +846,17 @@ func (s *Session) ProposalRevert(ctx context.Context, args ProposalRevertArgs) (
 func (s *Session) InboxList(ctx context.Context, args InboxListArgs) (*InboxPage, error) {
 	out := new(InboxPage)
 	if err := s.invoke(ctx, "inbox.list", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// InboxWait calls `inbox.wait`: Wait (a long poll, up to timeout_ms) until something waits on the calling actor, instead of polling events.wait and inbox.list: returns inbox.list's items. Without after, returns at once with everything that waits on the caller now, if anything does. With after (the previous result's cursor), returns the items whose proposal had an event since that result and now waits on the caller (an item whose proposal changes again is returned again). Never returns an empty list before the timeout; on timeout returns no items, timed_out true and a cursor to continue from. A worker loop: cursor = null; loop { r = inbox.wait(after = cursor); handle r.items; cursor = r.cursor }.
+//
+// Called by: agent, human, orchestrator. Read-only. May wait: ctx bounds the wait.
+func (s *Session) InboxWait(ctx context.Context, args InboxWaitArgs) (*InboxWait, error) {
+	out := new(InboxWait)
+	if err := s.invoke(ctx, "inbox.wait", args.encode, out.decode); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -1225,6 +1258,105 @@ func (s *Session) WorkspaceGet(ctx context.Context, args WorkspaceGetArgs) (*Wor
 	return out, nil
 }
 
+// AgentListAll calls `agent.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) AgentListAll(ctx context.Context, args AgentListArgs) iter.Seq2[Agent, error] {
+	return walk(ctx, s.AgentList, args, func(a *AgentListArgs, c *string) { a.Cursor = c },
+		func(p *AgentPage) ([]Agent, *string) { return p.Agents, p.NextCursor })
+}
+
+// TaskListAll calls `task.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) TaskListAll(ctx context.Context, args TaskListArgs) iter.Seq2[Task, error] {
+	return walk(ctx, s.TaskList, args, func(a *TaskListArgs, c *string) { a.Cursor = c },
+		func(p *TaskPage) ([]Task, *string) { return p.Tasks, p.NextCursor })
+}
+
+// ProposalListAll calls `proposal.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) ProposalListAll(ctx context.Context, args ProposalListArgs) iter.Seq2[Proposal, error] {
+	return walk(ctx, s.ProposalList, args, func(a *ProposalListArgs, c *string) { a.Cursor = c },
+		func(p *ProposalPage) ([]Proposal, *string) { return p.Proposals, p.NextCursor })
+}
+
+// ProposalDiffAll calls `proposal.diff` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) ProposalDiffAll(ctx context.Context, args ProposalDiffArgs) iter.Seq2[DiffSection, error] {
+	return walk(ctx, s.ProposalDiff, args, func(a *ProposalDiffArgs, c *string) { a.Cursor = c },
+		func(p *DiffPage) ([]DiffSection, *string) { return p.Files, p.NextCursor })
+}
+
+// InboxListAll calls `inbox.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) InboxListAll(ctx context.Context, args InboxListArgs) iter.Seq2[InboxItem, error] {
+	return walk(ctx, s.InboxList, args, func(a *InboxListArgs, c *string) { a.Cursor = c },
+		func(p *InboxPage) ([]InboxItem, *string) { return p.Items, p.NextCursor })
+}
+
+// VoteListAll calls `vote.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) VoteListAll(ctx context.Context, args VoteListArgs) iter.Seq2[Vote, error] {
+	return walk(ctx, s.VoteList, args, func(a *VoteListArgs, c *string) { a.Cursor = c },
+		func(p *VotePage) ([]Vote, *string) { return p.Votes, p.NextCursor })
+}
+
+// TestListAll calls `test.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) TestListAll(ctx context.Context, args TestListArgs) iter.Seq2[TestResult, error] {
+	return walk(ctx, s.TestList, args, func(a *TestListArgs, c *string) { a.Cursor = c },
+		func(p *TestPage) ([]TestResult, *string) { return p.TestResults, p.NextCursor })
+}
+
+// ClaimListAll calls `claim.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) ClaimListAll(ctx context.Context, args ClaimListArgs) iter.Seq2[Claim, error] {
+	return walk(ctx, s.ClaimList, args, func(a *ClaimListArgs, c *string) { a.Cursor = c },
+		func(p *ClaimPage) ([]Claim, *string) { return p.Claims, p.NextCursor })
+}
+
+// TransactionListAll calls `transaction.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) TransactionListAll(ctx context.Context, args TransactionListArgs) iter.Seq2[Transaction, error] {
+	return walk(ctx, s.TransactionList, args, func(a *TransactionListArgs, c *string) { a.Cursor = c },
+		func(p *TransactionPage) ([]Transaction, *string) { return p.Transactions, p.NextCursor })
+}
+
+// QueueListAll calls `queue.list` page after page from args' Cursor
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) QueueListAll(ctx context.Context, args QueueListArgs) iter.Seq2[QueueEntry, error] {
+	return walk(ctx, s.QueueList, args, func(a *QueueListArgs, c *string) { a.Cursor = c },
+		func(p *QueuePage) ([]QueueEntry, *string) { return p.Entries, p.NextCursor })
+}
+
+// EventsListAll calls `events.list` page after page from args' SinceSeq
+// (nil: the first page) and yields every item of every page, in order:
+// a range-over-func loop walks them all. A failed call is yielded once
+// (with a zero item) and ends the walk; so does the loop's break.
+func (s *Session) EventsListAll(ctx context.Context, args EventsListArgs) iter.Seq2[Event, error] {
+	return walk(ctx, s.EventsList, args, func(a *EventsListArgs, c *int64) { a.SinceSeq = c },
+		func(p *EventPage) ([]Event, *int64) { return p.Events, p.NextSinceSeq })
+}
+
 // toolNames lists every tool the typed methods call, in registry order.
 var toolNames = []string{
 	"agent.register",
@@ -1245,6 +1377,7 @@ var toolNames = []string{
 	"proposal.status",
 	"proposal.revert",
 	"inbox.list",
+	"inbox.wait",
 	"proposal.request_review",
 	"proposal.withdraw",
 	"patch.reject",

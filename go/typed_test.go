@@ -40,11 +40,11 @@ func TestTypedGovernedChange(t *testing.T) {
 		t.Fatalf("task: %+v", task.Task)
 	}
 
-	claim := must(a.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "symbol:src/lib.rs#greet", Type: ClaimTypeWrite, TTLS: 900, TaskID: Ptr("excited-greeting")}))
+	claim := must(a.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "symbol:src/lib.rs#greet", Type: ClaimTypeWrite, TTL: 900 * time.Second, TaskID: Ptr("excited-greeting")}))
 	if claim.Claim.Status != ClaimStatusActive || claim.Claim.Token < 1 || claim.Claim.Span == nil || claim.Claim.Span.Start != 1 {
 		t.Fatalf("claim: %+v", claim.Claim)
 	}
-	_, err := b.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "file:src/lib.rs", Type: ClaimTypeWrite, TTLS: 900})
+	_, err := b.ClaimAcquire(ctx, ClaimAcquireArgs{ResourceID: "file:src/lib.rs", Type: ClaimTypeWrite, TTL: 900 * time.Second})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("overlapping claim: %v", err)
 	}
@@ -142,7 +142,7 @@ func TestTypedApplyCancelledThroughItsContext(t *testing.T) {
 	must(h.AgentRegister(bgc, AgentRegisterArgs{AgentID: "alice", Roles: []string{"author"}}))
 	must(h.AgentRegister(bgc, AgentRegisterArgs{AgentID: "bob", Roles: []string{"reviewer"}}))
 	must(h.TaskCreate(bgc, TaskCreateArgs{TaskID: Ptr("t1"), Title: "t"}))
-	must(a.ClaimAcquire(bgc, ClaimAcquireArgs{ResourceID: "file:README.md", Type: ClaimTypeWrite, TTLS: 600}))
+	must(a.ClaimAcquire(bgc, ClaimAcquireArgs{ResourceID: "file:README.md", Type: ClaimTypeWrite, TTL: 600 * time.Second}))
 	made := must(a.ProposalCreate(bgc, ProposalCreateArgs{TaskID: "t1", Title: "R", SummaryMD: "s",
 		Patch: Ptr("--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-demo project\n+demo project!\n")}))
 	pid := made.Proposal.ID

@@ -4,6 +4,7 @@ package roundtable
 
 import (
 	"encoding/json"
+	"time"
 )
 
 // JSONVersion is the version of the JSON surface these types were generated
@@ -733,9 +734,9 @@ type Agent struct {
 	// Whether it may act: a disabled agent can neither propose nor vote.
 	Enabled bool `json:"enabled"`
 	// When it was registered.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// When its roles or state last changed.
-	UpdatedAt string `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// A name for people.
 	DisplayName *string `json:"display_name,omitempty"`
 }
@@ -813,7 +814,7 @@ type Approval struct {
 	// The approving person.
 	HumanID string `json:"human_id"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Notes.
 	NoteMD *string `json:"note_md,omitempty"`
 	// The request it answers, if any.
@@ -831,7 +832,7 @@ type ApprovalRequest struct {
 	// Who asked.
 	RequestedBy Actor `json:"requested_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Why approval is asked for.
 	ReasonMD *string `json:"reason_md,omitempty"`
 }
@@ -915,13 +916,13 @@ type Claim struct {
 	// The fencing token: larger for every later acquisition in this store.
 	Token int64 `json:"token"`
 	// When it was acquired.
-	AcquiredAt string `json:"acquired_at"`
+	AcquiredAt time.Time `json:"acquired_at"`
 	// When it lapses unless renewed.
-	ExpiresAt string `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// `active`, `expired` or `released`, as of the call.
 	Status ClaimStatus `json:"status"`
 	// When it was released, if it was.
-	ReleasedAt *string `json:"released_at,omitempty"`
+	ReleasedAt *time.Time `json:"released_at,omitempty"`
 	// For a symbol, its line span at acquisition.
 	Span *LineSpan `json:"span,omitempty"`
 	// The task it is for, if any.
@@ -937,7 +938,7 @@ type ClaimAcquiredData struct {
 	// The claim's fencing token.
 	Token int64 `json:"token"`
 	// When it expires unless renewed.
-	ExpiresAt string `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// The resource's content digest when it was claimed.
 	BaseDigest string `json:"base_digest"`
 }
@@ -969,9 +970,9 @@ type ClaimReleasedData struct {
 // a claim its agent already holds: `reacquired`).
 type ClaimRenewedData struct {
 	// When it expires now.
-	ExpiresAt string `json:"expires_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// When it was to expire.
-	PreviousExpiresAt string `json:"previous_expires_at"`
+	PreviousExpiresAt time.Time `json:"previous_expires_at"`
 	// The claim's fencing token.
 	Token int64 `json:"token"`
 	// `true` when an acquire of the held claim renewed it.
@@ -993,7 +994,7 @@ type Decision struct {
 	// Who decided.
 	DecidedBy Actor `json:"decided_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Result of `decision.record`.
@@ -1066,7 +1067,7 @@ type Event struct {
 	// its data as stored.
 	Data json.RawMessage `json:"data"`
 	// When.
-	At string `json:"at"`
+	At time.Time `json:"at"`
 	// The digest of the event before it (zeros for the first).
 	PrevDigest string `json:"prev_digest"`
 	// This event's digest (over its fields and `prev_digest`).
@@ -1440,6 +1441,17 @@ type InboxPage struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// Result of `inbox.wait`.
+type InboxWait struct {
+	// What waits on the caller and is new or changed since `after`,
+	// oldest proposal first; empty only when the wait timed out.
+	Items []InboxItem `json:"items"`
+	// Pass as `after` to wait for what comes next.
+	Cursor string `json:"cursor"`
+	// Whether `timeout_ms` passed with nothing new waiting on the caller.
+	TimedOut bool `json:"timed_out"`
+}
+
 // Result of `proposal.compare`.
 type Interdiff struct {
 	// The earlier revision.
@@ -1581,7 +1593,7 @@ type Phase struct {
 	// Details.
 	Detail json.RawMessage `json:"detail"`
 	// When.
-	At string `json:"at"`
+	At time.Time `json:"at"`
 }
 
 // Result of `transaction.phases`.
@@ -1617,15 +1629,15 @@ type PolicyRecord struct {
 	// `blob:sha256:` of the document.
 	Digest string `json:"digest"`
 	// When it was activated.
-	ActivatedAt *string `json:"activated_at,omitempty"`
+	ActivatedAt *time.Time `json:"activated_at,omitempty"`
 	// When it was written.
-	CreatedAt *string `json:"created_at,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 	// Who wrote it (`null` for the default).
 	CreatedBy *Actor `json:"created_by,omitempty"`
 	// Why it was written.
 	NoteMD *string `json:"note_md,omitempty"`
 	// When it was retired.
-	RetiredAt *string `json:"retired_at,omitempty"`
+	RetiredAt *time.Time `json:"retired_at,omitempty"`
 	// The version number (1, 2, …); `null` for the built-in default.
 	Version *int64 `json:"version,omitempty"`
 }
@@ -1665,9 +1677,9 @@ type Proposal struct {
 	// The number of its newest revision (evidence is judged against it).
 	LatestRevision int64 `json:"latest_revision"`
 	// When it was created.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// When its status or revision last changed.
-	UpdatedAt string `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// The proposal whose applied change this one reverts
 	// (`proposal.revert`), else `null`.
 	Reverts *string `json:"reverts,omitempty"`
@@ -1832,7 +1844,8 @@ type QueueCheckedData struct {
 	// The proposals ahead of it in the state, in order.
 	Ahead []string `json:"ahead"`
 	// How long it ran, in milliseconds.
-	DurationMs int64 `json:"duration_ms"`
+	// (JSON: `duration_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Duration time.Duration `json:"duration_ms"`
 }
 
 // Data of `queue.enqueued` (subject: the queue entry).
@@ -1855,14 +1868,14 @@ type QueueEntry struct {
 	// policy's `auto_enqueue`).
 	EnqueuedBy Actor `json:"enqueued_by"`
 	// When.
-	EnqueuedAt string `json:"enqueued_at"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
 	// What the queue or the remover said: the failing check's output,
 	// the conflict, the apply's refusal, the removal's reason.
 	Note *string `json:"note,omitempty"`
 	// Why it was returned.
 	ReturnReason *QueueReturnReason `json:"return_reason,omitempty"`
 	// When it left the queue (landed, returned or removed).
-	SettledAt *string `json:"settled_at,omitempty"`
+	SettledAt *time.Time `json:"settled_at,omitempty"`
 	// The transaction that landed it.
 	TransactionID *string `json:"transaction_id,omitempty"`
 }
@@ -2025,7 +2038,7 @@ type Revision struct {
 	// Who made it.
 	CreatedBy Actor `json:"created_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// The git `HEAD` then, if any.
 	BaseGitHead *string `json:"base_git_head,omitempty"`
 	// `v2:sha256:` of the change in its place
@@ -2059,7 +2072,7 @@ type RevisionEntry struct {
 	// Its changeset digest.
 	ChangesetDigest string `json:"changeset_digest"`
 	// When it was made.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // A role a revision needs reviewed, and who can fill it.
@@ -2107,7 +2120,7 @@ type SecurityReviewRecord struct {
 	// Who reviewed.
 	Reviewer Actor `json:"reviewer"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Notes.
 	NoteMD *string `json:"note_md,omitempty"`
 }
@@ -2149,7 +2162,8 @@ type StateCheck struct {
 	// Its outcome.
 	Status TestStatus `json:"status"`
 	// How long it ran.
-	DurationMs int64 `json:"duration_ms"`
+	// (JSON: `duration_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Duration time.Duration `json:"duration_ms"`
 }
 
 // Result of `proposal.status`.
@@ -2213,7 +2227,7 @@ type Task struct {
 	// Who created it.
 	CreatedBy Actor `json:"created_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// What it is about.
 	SummaryMD *string `json:"summary_md,omitempty"`
 }
@@ -2292,9 +2306,10 @@ type TestResult struct {
 	// Who recorded it.
 	RecordedBy Actor `json:"recorded_by"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// How long it took.
-	DurationMs *int64 `json:"duration_ms,omitempty"`
+	// (JSON: `duration_ms`, whole milliseconds; encoding rounds a remainder up.)
+	Duration *time.Duration `json:"duration_ms,omitempty"`
 	// Notes or an output excerpt.
 	NoteMD *string `json:"note_md,omitempty"`
 }
@@ -2322,13 +2337,13 @@ type Transaction struct {
 	// `sha256:` over their after states.
 	AfterDigest string `json:"after_digest"`
 	// When it started.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// How many paths it touches.
 	FileCount int64 `json:"file_count"`
 	// Why it failed, if it did.
 	Error json.RawMessage `json:"error,omitempty"`
 	// When it reached its final status.
-	FinishedAt *string `json:"finished_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// For a rollback, the transaction it rolls back.
 	RollbackOf *string `json:"rollback_of,omitempty"`
 }
@@ -2438,7 +2453,7 @@ type Vote struct {
 	// The vote.
 	Vote VoteValue `json:"vote"`
 	// When.
-	CreatedAt string `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
 	// Why.
 	ReasonMD *string `json:"reason_md,omitempty"`
 }

@@ -37,8 +37,8 @@
  *   rt_engine_close there frees nothing of the parent's; the child opens
  *   an engine of its own (or execs).
  * - rt_error: immutable; may be read from any thread; freed once.
- * - rt_patch_parse, rt_version and rt_abi_version may be called from any
- *   thread at any time.
+ * - rt_patch_parse, rt_patch_make, rt_version and rt_abi_version may be
+ *   called from any thread at any time.
  */
 
 #ifndef ROUNDTABLE_H
@@ -395,6 +395,43 @@ rt_status rt_patch_parse(const uint8_t *patch,
                          size_t len,
                          char **result_json_out,
                          struct rt_error **err_out);
+
+// Make the git-style patch that turns one regular file's contents
+// `old_data` into `new_data` at `path`, with the engine's own diff (the one
+// `proposal.diff` renders: three lines of context, `GIT binary patch` for
+// binary contents), ready for `proposal.create`'s `patch` (or, when it is
+// not UTF-8, `patch_base64`). A NULL side is an absent file: NULL
+// `old_data` creates the file, NULL `new_data` deletes it; an empty file
+// is a non-NULL pointer with length 0. The file is not executable on
+// either side. Equal sides (or both NULL) make an empty patch (length 0),
+// which no tool accepts. A path that is not a repository path is
+// `RT_INVALID_PATH` or `RT_PATH_ESCAPE`.
+//
+// - `path`: `path_len` bytes of UTF-8 (need not be NUL-terminated).
+// - `old_data`, `new_data`: NULL (absent; then the length must be 0) or
+//   valid for reading their lengths.
+// - `patch_out`: required; on success receives the patch text (never
+//   holding a NUL byte, NUL-terminated) the caller frees with
+//   `rt_string_free`. Untouched on failure.
+// - `patch_len_out`: NULL, or receives its length in bytes (without the
+//   NUL) on success.
+// - `err_out`: NULL, or receives an error the caller frees with
+//   `rt_error_free` — only on failure.
+//
+// Thread safety: may be called from any thread; touches no engine.
+//
+// # Safety
+// Each input pointer is NULL or valid for reading its length; the outputs
+// are NULL or writable.
+rt_status rt_patch_make(const uint8_t *path,
+                        size_t path_len,
+                        const uint8_t *old_data,
+                        size_t old_len,
+                        const uint8_t *new_data,
+                        size_t new_len,
+                        char **patch_out,
+                        size_t *patch_len_out,
+                        struct rt_error **err_out);
 
 // Free a string returned by roundtable (a `result_json_out`). NULL is
 // accepted.

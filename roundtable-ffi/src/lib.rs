@@ -661,6 +661,95 @@ pub unsafe extern "C" fn rt_patch_parse(
     unsafe { finish(err_out, result) }
 }
 
+/// Make the git-style patch that turns one regular file's contents
+/// `old_data` into `new_data` at `path`, with the engine's own diff (the one
+/// `proposal.diff` renders: three lines of context, `GIT binary patch` for
+/// binary contents), ready for `proposal.create`'s `patch` (or, when it is
+/// not UTF-8, `patch_base64`). A NULL side is an absent file: NULL
+/// `old_data` creates the file, NULL `new_data` deletes it; an empty file
+/// is a non-NULL pointer with length 0. The file is not executable on
+/// either side. Equal sides (or both NULL) make an empty patch (length 0),
+/// which no tool accepts. A path that is not a repository path is
+/// `RT_INVALID_PATH` or `RT_PATH_ESCAPE`.
+///
+/// - `path`: `path_len` bytes of UTF-8 (need not be NUL-terminated).
+/// - `old_data`, `new_data`: NULL (absent; then the length must be 0) or
+///   valid for reading their lengths.
+/// - `patch_out`: required; on success receives the patch text (never
+///   holding a NUL byte, NUL-terminated) the caller frees with
+///   `rt_string_free`. Untouched on failure.
+/// - `patch_len_out`: NULL, or receives its length in bytes (without the
+///   NUL) on success.
+/// - `err_out`: NULL, or receives an error the caller frees with
+///   `rt_error_free` — only on failure.
+///
+/// Thread safety: may be called from any thread; touches no engine.
+///
+/// # Safety
+/// Each input pointer is NULL or valid for reading its length; the outputs
+/// are NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn rt_patch_make(
+    path: *const u8,
+    path_len: usize,
+    old_data: *const u8,
+    old_len: usize,
+    new_data: *const u8,
+    new_len: usize,
+    patch_out: *mut *mut c_char,
+    patch_len_out: *mut usize,
+    err_out: *mut *mut rt_error,
+) -> rt_status {
+    let result = catching(|| {
+        // SAFETY: the caller guarantees each is NULL or valid for its length.
+        let (path, old, new) = unsafe {
+            (
+                bytes_arg(path, path_len, "path")?,
+                side_arg(old_data, old_len, "old_data")?,
+                side_arg(new_data, new_len, "new_data")?,
+            )
+        };
+        let path = std::str::from_utf8(path).map_err(|e| {
+            let reason = format!("is not valid UTF-8 (at byte {})", e.valid_up_to());
+            rt_error::invalid_argument("path", &reason)
+        })?;
+        out_arg(patch_out, "patch_out")?;
+        let text = rt::changeset::render::file_patch(path, old, new).map_err(ToolError::from)?;
+        let len = text.len();
+        let text = CString::new(text)
+            .expect("a rendered patch holds no NUL byte (binary contents are base85)");
+        // SAFETY: checked non-NULL above; the caller guarantees the outputs
+        // are writable. The host owns the string until `rt_string_free`.
+        unsafe {
+            patch_out.write(text.into_raw());
+            if !patch_len_out.is_null() {
+                patch_len_out.write(len);
+            }
+        }
+        Ok(())
+    });
+    // SAFETY: the caller guarantees `err_out` is NULL or writable.
+    unsafe { finish(err_out, result) }
+}
+
+/// One side of [`rt_patch_make`]: NULL is an absent file (its length must
+/// be 0), else the `len` bytes at `p`.
+///
+/// # Safety
+/// `p` is NULL or valid for reading `len` bytes.
+unsafe fn side_arg<'a>(
+    p: *const u8,
+    len: usize,
+    field: &str,
+) -> Result<Option<&'a [u8]>, rt_error> {
+    if p.is_null() && len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: as the caller guarantees.
+    unsafe { bytes_arg(p, len, field) }.map(Some)
+}
+
 /// Free a string returned by roundtable (a `result_json_out`). NULL is
 /// accepted.
 ///

@@ -113,6 +113,84 @@ fn patch_parse_describes_the_patch() {
 }
 
 #[test]
+fn issue34_item5_patch_make_writes_a_patch_the_parser_reads() {
+    let (path, old, new) = (b"src/n.txt", b"one\n", b"two\n");
+    let mut out: *mut c_char = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: the inputs are readable for their lengths; the outputs writable.
+    let status = unsafe {
+        rt_patch_make(
+            path.as_ptr(),
+            path.len(),
+            old.as_ptr(),
+            old.len(),
+            new.as_ptr(),
+            new.len(),
+            &mut out,
+            &mut len,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(status, rt_status::RT_OK);
+    let patch = text(out);
+    assert_eq!(patch.len(), len);
+    assert!(patch.contains("-one\n+two\n"), "{patch}");
+    // SAFETY: freed once.
+    unsafe { rt_string_free(out) };
+    // NULL old side: a creation.
+    // SAFETY: as above.
+    let status = unsafe {
+        rt_patch_make(
+            path.as_ptr(),
+            path.len(),
+            ptr::null(),
+            0,
+            new.as_ptr(),
+            new.len(),
+            &mut out,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(status, rt_status::RT_OK);
+    assert!(text(out).contains("new file mode 100644"));
+    // SAFETY: freed once.
+    unsafe { rt_string_free(out) };
+    // A path outside the repository; NULL with a length.
+    let escape = b"../x";
+    // SAFETY: as above.
+    let status = unsafe {
+        rt_patch_make(
+            escape.as_ptr(),
+            escape.len(),
+            ptr::null(),
+            0,
+            new.as_ptr(),
+            new.len(),
+            &mut out,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(status, rt_status::RT_PATH_ESCAPE);
+    // SAFETY: NULL with a length is refused before any read.
+    let status = unsafe {
+        rt_patch_make(
+            path.as_ptr(),
+            path.len(),
+            ptr::null(),
+            3,
+            new.as_ptr(),
+            new.len(),
+            &mut out,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(status, rt_status::RT_INVALID_ARGUMENT);
+}
+
+#[test]
 fn versions() {
     assert_eq!(rt_abi_version(), RT_ABI_VERSION);
     assert_eq!(text(rt_version()), env!("CARGO_PKG_VERSION"));

@@ -349,6 +349,29 @@ static void test_error_paths(void) {
   s = rt_patch_parse(NULL, 0, &out, NULL);
   CHECK(s == RT_INVALID_PATCH && out == NULL, "empty patch: %u", (unsigned)s);
 
+  /* rt_patch_make: a modification rt_patch_parse reads back; NULL old data
+     is a creation; a path outside the repository is refused. */
+  out = NULL;
+  size_t made_len = 0;
+  s = rt_patch_make((const uint8_t *)"n.txt", 5, (const uint8_t *)"one\n", 4, (const uint8_t *)"two\n", 4, &out,
+                    &made_len, NULL);
+  CHECK(s == RT_OK && out && strlen(out) == made_len && strstr(out, "-one\n+two\n"), "make: %s", out);
+  char *parsed = NULL;
+  s = rt_patch_parse((const uint8_t *)out, made_len, &parsed, NULL);
+  CHECK(s == RT_OK && parsed && strstr(parsed, "\"new_path\":\"n.txt\""), "made patch parsed: %s", parsed);
+  rt_string_free(parsed);
+  rt_string_free(out);
+  out = NULL;
+  s = rt_patch_make((const uint8_t *)"new.txt", 7, NULL, 0, (const uint8_t *)"x\n", 2, &out, NULL, NULL);
+  CHECK(s == RT_OK && out && strstr(out, "new file mode 100644"), "make a creation: %s", out);
+  rt_string_free(out);
+  out = NULL;
+  err = NULL;
+  s = rt_patch_make((const uint8_t *)"../x", 4, NULL, 0, (const uint8_t *)"x", 1, &out, NULL, &err);
+  CHECK(s == RT_PATH_ESCAPE && out == NULL && err && strcmp(rt_error_code(err), "path_escape") == 0,
+        "make outside the repository: %u", (unsigned)s);
+  rt_error_free(err);
+
   /* Every free and close accepts NULL; accessors return NULL for NULL. */
   rt_string_free(NULL);
   rt_error_free(NULL);

@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSampleTaggedUnionRoundTrips(t *testing.T) {
@@ -140,7 +141,7 @@ func TestSampleErrorDetails(t *testing.T) {
 		t.Fatalf("the details' own enum: %v", ForbiddenReasons)
 	}
 	busy := &Error{Code: CodeBusy, Details: json.RawMessage(`{"kind":"lock","waited_ms":5}`)}
-	if d, err := busy.BusyDetails(); err != nil || d.Tag() != "lock" || d.Lock == nil || d.Lock.WaitedMs != 5 {
+	if d, err := busy.BusyDetails(); err != nil || d.Tag() != "lock" || d.Lock == nil || d.Lock.Waited != 5*time.Millisecond {
 		t.Fatalf("busy details (a tagged union): %+v, %v", d, err)
 	}
 	busy.Details = json.RawMessage(`{"kind":"elsewhere"}`)

@@ -1,9 +1,12 @@
 // A host program outside the roundtable repository (scripts/test-go copies
 // this directory into a module of its own, which gets the roundtable module
 // through a `replace` directive or `go get`): it governs one change with
-// the typed API only, cancels an apply waiting on the apply lock through
-// its context and checks that nothing changed, and exits non-zero if
-// anything is off. main_test.go runs the same under `go test -race`.
+// the typed API only — the patch made from the file's contents
+// (MakePatch), the reviewer and the host's landing loop as Workers on their
+// inboxes, the transactions read with an iterator — cancels an apply
+// waiting on the apply lock through its context and checks that nothing
+// changed, and exits non-zero if anything is off. main_test.go runs the
+// same under `go test -race`.
 //
 //	host DIR   (DIR is created: the repository to govern)
 package main
@@ -23,7 +26,6 @@ import (
 const (
 	before = "print(\"hello\")\n"
 	after  = "print(\"hello, world\")\n"
-	patch  = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print(\"hello\")\n+print(\"hello, world\")\n"
 )
 
 func run(root string) error {
@@ -52,7 +54,11 @@ func run(root string) error {
 	if _, err := host.TaskCreate(ctx, roundtable.TaskCreateArgs{TaskID: roundtable.Ptr("greet"), Title: "Greet the world"}); err != nil {
 		return err
 	}
-	if _, err := ada.ClaimAcquire(ctx, roundtable.ClaimAcquireArgs{ResourceID: "file:app.py", Type: roundtable.ClaimTypeWrite, TTLS: 600}); err != nil {
+	if _, err := ada.ClaimAcquire(ctx, roundtable.ClaimAcquireArgs{ResourceID: "file:app.py", Type: roundtable.ClaimTypeWrite, TTL: 600 * time.Second}); err != nil {
+		return err
+	}
+	patch, err := roundtable.MakePatch("app.py", []byte(before), []byte(after))
+	if err != nil {
 		return err
 	}
 	made, err := ada.ProposalCreate(ctx, roundtable.ProposalCreateArgs{
@@ -68,8 +74,20 @@ func run(root string) error {
 	if _, err := ada.VoteCast(ctx, roundtable.VoteCastArgs{ProposalID: pid, Revision: 1, Vote: roundtable.VoteValueApprove}); !errors.Is(err, roundtable.ErrForbidden) {
 		return fmt.Errorf("the author's own vote: %v", err)
 	}
-	if _, err := rex.VoteCast(ctx, roundtable.VoteCastArgs{ProposalID: pid, Revision: 1, Vote: roundtable.VoteValueApprove}); err != nil {
+	// The reviewer: a Worker on rex's inbox votes on what waits on it (here
+	// it stops after its one vote; a fleet's reviewer runs until shutdown).
+	reviewing, reviewed := context.WithCancel(ctx)
+	defer reviewed()
+	reviewer := roundtable.Worker{Session: rex, Handle: func(ctx context.Context, item roundtable.InboxItem) error {
+		if item.Action != roundtable.NextActionVote {
+			return nil
+		}
+		_, err := rex.VoteCast(ctx, roundtable.VoteCastArgs{ProposalID: item.Proposal.ID, Revision: item.Revision, Vote: roundtable.VoteValueApprove})
+		reviewed()
 		return err
+	}}
+	if err := reviewer.Run(reviewing); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the reviewer: %v", err)
 	}
 	report, err := host.PatchValidate(ctx, roundtable.PatchValidateArgs{ProposalID: pid})
 	if err != nil || !report.Valid {
@@ -81,9 +99,9 @@ func run(root string) error {
 	apply := roundtable.PatchApplyArgs{ProposalID: pid, Revision: 1}
 	if err := withApplyLockHeld(root, func() error {
 		cancelled, cancel := context.WithCancel(ctx)
+		start := time.Now() // before the timer: the wait is at least its 100 ms
 		timer := time.AfterFunc(100*time.Millisecond, cancel)
 		defer timer.Stop()
-		start := time.Now()
 		_, err := host.PatchApply(cancelled, apply)
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, roundtable.ErrCancelled) {
 			return fmt.Errorf("the cancelled apply: %v", err)
@@ -104,16 +122,29 @@ func run(root string) error {
 	if got, err := os.ReadFile(app); err != nil || string(got) != before {
 		return fmt.Errorf("app.py changed by a cancelled apply: %q, %v", got, err)
 	}
-	if txs, err := host.TransactionList(ctx, roundtable.TransactionListArgs{}); err != nil || len(txs.Transactions) != 0 {
-		return fmt.Errorf("a cancelled apply left a transaction: %+v, %v", txs, err)
+	for tx, err := range host.TransactionListAll(ctx, roundtable.TransactionListArgs{}) {
+		return fmt.Errorf("a cancelled apply left a transaction: %+v, %v", tx, err)
 	}
 	if got, err := host.ProposalGet(ctx, roundtable.ProposalGetArgs{ProposalID: pid}); err != nil || got.Proposal.Status != roundtable.ProposalStatusInReview {
 		return fmt.Errorf("the proposal after the cancelled apply: %+v, %v", got, err)
 	}
 
-	applied, err := host.PatchApply(ctx, apply)
-	if err != nil {
+	// The host's landing loop: a Worker on its inbox applies what is
+	// approved (and stops once it has landed the one change).
+	var applied *roundtable.Applied
+	landing, landed := context.WithCancel(ctx)
+	defer landed()
+	lander := roundtable.Worker{Session: host, Handle: func(ctx context.Context, item roundtable.InboxItem) error {
+		if item.Action != roundtable.NextActionApply {
+			return nil
+		}
+		var err error
+		applied, err = host.PatchApply(ctx, roundtable.PatchApplyArgs{ProposalID: item.Proposal.ID, Revision: item.Revision})
+		landed()
 		return err
+	}}
+	if err := lander.Run(landing); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("the landing loop: %v", err)
 	}
 	got, err := os.ReadFile(app)
 	if err != nil {

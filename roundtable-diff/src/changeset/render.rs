@@ -255,3 +255,104 @@ impl Changeset {
         Ok(Some(fp))
     }
 }
+
+/// The git-style patch that turns one regular file's `old` contents into
+/// `new` at `path`, as [`Changeset::render_diff`] writes it (Myers, three
+/// lines of context, `GIT binary patch` for binary contents): `old: None`
+/// creates the file, `new: None` deletes it, and `Some(b"")` is an empty
+/// file. Empty when nothing changes (both sides equal, or both absent).
+/// The file is not executable on either side. For hosts that hold a file's
+/// old and new contents and need the patch an agent would have sent.
+pub fn file_patch(
+    path: &str,
+    old: Option<&[u8]>,
+    new: Option<&[u8]>,
+) -> Result<Vec<u8>, ChangesetError> {
+    let path = RepoPath::from_bytes(path.as_bytes())?;
+    let operation = match (old, new) {
+        (None, None) => return Ok(Vec::new()),
+        (None, Some(_)) => Operation::Create,
+        (Some(_), None) => Operation::Delete,
+        (Some(_), Some(_)) => Operation::Modify,
+    };
+    let mut tree = std::collections::BTreeMap::new();
+    if let Some(old) = old {
+        tree.insert(
+            path.as_str().as_bytes().to_vec(),
+            crate::diff::TreeFile::regular(old.to_vec()),
+        );
+    }
+    let change = FileChange {
+        before: old.map(|o| crate::FileMeta {
+            digest: crate::Digest::of(o),
+            executable: false,
+            symlink: false,
+        }),
+        after: new.map(|n| super::FileContent {
+            data: n.to_vec(),
+            executable: false,
+            symlink: false,
+        }),
+        path,
+        operation,
+    };
+    Changeset::new(vec![change])
+        .expect("one path is never touched twice")
+        .render_diff(&tree)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_patch;
+    use crate::diff::{apply_in_memory, parse, ParseOptions, TreeFile};
+    use std::collections::BTreeMap;
+
+    fn tree(files: &[(&str, &[u8])]) -> BTreeMap<Vec<u8>, TreeFile> {
+        files
+            .iter()
+            .map(|(p, d)| (p.as_bytes().to_vec(), TreeFile::regular(d.to_vec())))
+            .collect()
+    }
+
+    /// A path and its old and new contents (`None`: absent).
+    type Case<'a> = (&'a str, Option<&'a [u8]>, Option<&'a [u8]>);
+
+    /// Each kind of change applies to the old side and gives the new one.
+    #[test]
+    fn issue34_item5_a_file_patch_applies_to_its_old_side() {
+        let latin1: &[u8] = b"caf\xe9\n";
+        let binary: &[u8] = b"\0\x01\x02";
+        let cases: [Case; 6] = [
+            (
+                "src/a.txt",
+                Some(b"one\ntwo\nthree\n"),
+                Some(b"one\n2\nthree\nfour"),
+            ),
+            ("new.txt", None, Some(b"hello\n")),
+            ("gone.txt", Some(b"bye\n"), None),
+            ("empty", None, Some(b"")),
+            ("l1.txt", Some(b"cafe\n"), Some(latin1)),
+            ("bin", Some(b"text\n"), Some(binary)),
+        ];
+        for (path, old, new) in cases {
+            let text = file_patch(path, old, new).expect("renders");
+            let patch = parse(&text, &ParseOptions::default()).expect("parses");
+            let before = old.map_or_else(BTreeMap::new, |o| tree(&[(path, o)]));
+            let after = apply_in_memory(&patch, &before).expect("applies");
+            let got = after.get(path.as_bytes()).map(|f| f.data.as_slice());
+            assert_eq!(got, new, "{path}: {}", String::from_utf8_lossy(&text));
+        }
+        assert!(file_patch("same", Some(b"x\n"), Some(b"x\n"))
+            .expect("renders")
+            .is_empty());
+        assert!(file_patch("none", None, None).expect("renders").is_empty());
+    }
+
+    #[test]
+    fn issue34_item5_a_file_patch_refuses_a_path_outside_the_repository() {
+        let e = file_patch("../x", None, Some(b"x")).expect_err("escapes");
+        assert_eq!(e.code(), crate::ErrorCode::PathEscape);
+        let e = file_patch("", None, Some(b"x")).expect_err("empty");
+        assert_eq!(e.code(), crate::ErrorCode::InvalidPath);
+    }
+}

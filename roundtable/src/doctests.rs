@@ -9,3 +9,6 @@ pub struct Readme;
 
 #[doc = include_str!("../../docs/src/guides/rust.md")]
 pub struct GuideRust;
+
+#[doc = include_str!("../../docs/src/guides/landing-queue.md")]
+pub struct GuideLandingQueue;

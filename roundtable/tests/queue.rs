@@ -796,3 +796,33 @@ fn issue34_the_typed_session_runs_the_queue_like_json() {
     assert_eq!(landed.entries.len(), 1);
     assert!(host.run(RunQueue::new().max_rounds(0)).is_err());
 }
+
+#[test]
+fn issue34_two_hosts_running_the_queue_at_once_land_each_proposal_once() {
+    let (changes, _) = scenario_with(12, &[], &[]);
+    let (w, pids, _) = queued_world(&changes, 4, 2, false);
+    let other = roundtable::Engine::open(w.dir.path(), super::support::test_options(w.dir.path()))
+        .expect("a second host's engine");
+    let host2 = Actor::orchestrator(roundtable::Id::new("host2").expect("id"));
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| w.ok("queue.run", json!({}), &w.host));
+        let b = s.spawn(|| {
+            other
+                .call("queue.run", json!({}), &host2)
+                .unwrap_or_else(|e| panic!("{e} {}", e.details()))
+        });
+        (a.join().expect("host 1"), b.join().expect("host 2"))
+    });
+    for run in [&a, &b] {
+        assert_eq!(run["returned"], json!([]), "{run:#}");
+        assert_eq!(run["still_queued"], 0);
+    }
+    let order = landing_order(&w);
+    assert_eq!(order, pids, "each landed once, in queue order");
+    let landed = w.ok(
+        "queue.list",
+        json!({"status": "landed", "limit": 200}),
+        &w.host,
+    );
+    assert_eq!(landed["entries"].as_array().map(Vec::len), Some(12));
+}

@@ -346,8 +346,8 @@ pub struct QueueRun {
     pub checks: Vec<StateCheck>,
     /// Speculative states built and checked.
     pub states_checked: u32,
-    /// Entries still queued (a round that changed nothing stops the run:
-    /// the branch moved under it, or a state is left to retry).
+    /// Entries still queued (the rounds ran out, or a round changed
+    /// nothing and found nothing to retry).
     pub still_queued: u32,
 }
 
@@ -362,6 +362,17 @@ impl super::Request for RunQueue {
 
     fn execute(self, engine: &Engine, actor: &Actor) -> Result<QueueRun, ToolError> {
         run(engine, actor, &self)
+    }
+}
+
+impl QueueRun {
+    /// Add a settled entry to the list its status names.
+    fn record(&mut self, entry: QueueEntry) {
+        match entry.status {
+            QueueStatus::Landed => self.landed.push(entry),
+            QueueStatus::Returned => self.returned.push(entry),
+            _ => self.removed.push(entry),
+        }
     }
 }
 
@@ -475,42 +486,8 @@ fn round(
     let (items, gone) = load_items(engine)?;
     let mut progress = false;
     for (entry, status) in gone {
-        let settled = write(engine, actor, |cx| {
-            // Applied while queued: by this queue in a run that stopped
-            // before it could say so (a crash), or by a direct apply.
-            let landed = match status {
-                ProposalStatus::Applied => store::transactions::list(
-                    cx.tx,
-                    0,
-                    Some(&entry.proposal_id),
-                    Some(crate::model::TransactionStatus::Applied),
-                    i64::MAX,
-                )?
-                .pop(),
-                _ => None,
-            };
-            match landed {
-                Some(t) => settle(
-                    cx,
-                    &entry,
-                    Settled::Landed {
-                        transaction_id: &t.id,
-                        revision: t.revision,
-                    },
-                ),
-                None => settle(
-                    cx,
-                    &entry,
-                    Settled::Removed {
-                        reason: &format!("the proposal is {} (not by this queue)", status.as_str()),
-                    },
-                ),
-            }
-        })?;
-        match settled.status {
-            QueueStatus::Landed => out.landed.push(settled),
-            _ => out.removed.push(settled),
-        }
+        let settled = settle_gone(engine, actor, &entry, status)?;
+        out.record(settled);
         progress = true;
     }
     if items.is_empty() {
@@ -606,7 +583,9 @@ fn round(
     for (base, mine) in &lane_states {
         if !holds(engine, base)? {
             // The branch moved under the round (another host, a direct
-            // apply): nothing tested on the old base lands.
+            // apply): nothing tested on the old base lands; the next round
+            // stacks again on the branch as it is.
+            progress = true;
             continue;
         }
         for &s in mine {
@@ -648,7 +627,18 @@ fn round(
                 // The files moved while it was prepared, or another apply
                 // held the lock: it stays queued for the next round.
                 Err(e) if matches!(e.code(), ErrorCode::PreconditionFailed | ErrorCode::Busy) => {
-                    break
+                    progress = true;
+                    break;
+                }
+                // Another host's run landed (or someone withdrew) it first.
+                Err(e) if e.code() == ErrorCode::IllegalTransition => {
+                    let status = engine
+                        .store()
+                        .read(|tx| Proposal::load(tx, &item.proposal.id))?
+                        .status;
+                    out.record(settle_gone(engine, actor, &item.entry, status)?);
+                    progress = true;
+                    break;
                 }
                 Err(e) if author_must_act(e.code()) => {
                     let settled = give_back(
@@ -673,6 +663,48 @@ fn round(
         }
     }
     Ok(progress)
+}
+
+/// Settle the entry of a proposal that is no longer open (`status`):
+/// applied while queued — by this queue in a run that stopped before it
+/// could say so (a crash), by another host's run, or by a direct apply —
+/// is `landed` with its transaction; anything else `removed`.
+fn settle_gone(
+    engine: &Engine,
+    actor: &Actor,
+    entry: &QueueEntry,
+    status: ProposalStatus,
+) -> Result<QueueEntry, ToolError> {
+    write(engine, actor, |cx| {
+        let landed = match status {
+            ProposalStatus::Applied => store::transactions::list(
+                cx.tx,
+                0,
+                Some(&entry.proposal_id),
+                Some(crate::model::TransactionStatus::Applied),
+                i64::MAX,
+            )?
+            .pop(),
+            _ => None,
+        };
+        match landed {
+            Some(t) => settle(
+                cx,
+                entry,
+                Settled::Landed {
+                    transaction_id: &t.id,
+                    revision: t.revision,
+                },
+            ),
+            None => settle(
+                cx,
+                entry,
+                Settled::Removed {
+                    reason: &format!("the proposal is {} (not by this queue)", status.as_str()),
+                },
+            ),
+        }
+    })
 }
 
 /// The queued entries, in order, with what stacking needs; and the
@@ -860,7 +892,6 @@ fn author_must_act(code: ErrorCode) -> bool {
         ErrorCode::Conflict
             | ErrorCode::ValidationFailed
             | ErrorCode::StaleClaim
-            | ErrorCode::IllegalTransition
             | ErrorCode::PatchDoesNotApply
     )
 }

@@ -13,6 +13,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The only variables of the engine's environment a check sees (besides
+/// the policy's `env`): it runs the proposals' code, which must not read
+/// the host's tokens and keys.
+pub(crate) const INHERITED: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TZ"];
+
 /// The most output a check keeps: its last 64 KiB.
 pub(crate) const OUTPUT_LIMIT: u64 = 64 * 1024;
 
@@ -78,7 +83,8 @@ pub(crate) fn materialize(
     Ok(dir)
 }
 
-/// Run check `name` in `dir`: its own process group, stdin closed, its
+/// Run check `name` in `dir`: its own process group, stdin closed, only
+/// [`INHERITED`] and the policy's variables in its environment, its
 /// output to a temporary file (so a chatty check never blocks on a full
 /// pipe), killed with its group at the timeout.
 pub(crate) fn run(name: &str, check: &CheckCommand, dir: &Path) -> CheckRun {
@@ -105,6 +111,12 @@ pub(crate) fn run(name: &str, check: &CheckCommand, dir: &Path) -> CheckRun {
     let mut child = match Command::new(program)
         .args(args)
         .current_dir(dir)
+        .env_clear()
+        .envs(
+            INHERITED
+                .iter()
+                .filter_map(|k| Some((*k, std::env::var_os(k)?))),
+        )
         .envs(&check.env)
         .stdin(Stdio::null())
         .stdout(out)
@@ -198,9 +210,19 @@ mod tests {
     fn exit_status_output_environment_and_timeout() {
         let dir = tempfile::tempdir().expect("dir");
         std::fs::write(dir.path().join("f"), "content\n").expect("write");
+        // The engine's own environment stays out (cargo sets this one for
+        // the test process), while PATH and the policy's variables are in.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
         let ok = run(
             "cat",
-            &check(&["sh", "-c", "cat f; echo $RT_CHECK >&2"], 10),
+            &check(
+                &[
+                    "sh",
+                    "-c",
+                    "cat f; echo $RT_CHECK$CARGO_MANIFEST_DIR >&2; test -n \"$PATH\"",
+                ],
+                10,
+            ),
             dir.path(),
         );
         assert_eq!(ok.status, TestStatus::Passed, "{}", ok.output);

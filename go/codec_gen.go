@@ -4849,6 +4849,134 @@ func (x *InboxPage) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *InboxWait) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InboxWait) encodeFields(e *encoder, start int) {
+	e.key(start, "\"items\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Items {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Items[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"cursor\":")
+	e.str(x.Cursor, "cursor")
+	e.key(start, "\"timed_out\":")
+	e.bool(x.TimedOut)
+}
+
+func (x *InboxWait) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "items":
+			if d.null() {
+				x.Items = nil
+			} else {
+				s2 := []InboxItem{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, InboxItem{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Items = s2
+			}
+		case "cursor":
+			if !d.null() {
+				x.Cursor = d.str()
+			}
+		case "timed_out":
+			if !d.null() {
+				x.TimedOut = d.bool()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InboxWait) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InboxWait) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *InboxWaitArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *InboxWaitArgs) encodeFields(e *encoder, start int) {
+	if x.After != nil {
+		e.key(start, "\"after\":")
+		e.str(*x.After, "after")
+	}
+	if x.Limit != nil {
+		e.key(start, "\"limit\":")
+		e.int64(*x.Limit)
+	}
+	if x.TimeoutMs != nil {
+		e.key(start, "\"timeout_ms\":")
+		e.int64(*x.TimeoutMs)
+	}
+}
+
+func (x *InboxWaitArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "after":
+			if d.null() {
+				x.After = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.After = p1
+			}
+		case "limit":
+			if d.null() {
+				x.Limit = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Limit = p2
+			}
+		case "timeout_ms":
+			if d.null() {
+				x.TimeoutMs = nil
+			} else {
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.TimeoutMs = p3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x InboxWaitArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *InboxWaitArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *IncompatibleStoreDetails) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')

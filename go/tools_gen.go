@@ -241,6 +241,20 @@ type InboxListArgs struct {
 	Limit *int64 `json:"limit,omitempty"`
 }
 
+// InboxWaitArgs are the arguments of `inbox.wait`.
+type InboxWaitArgs struct {
+	// The `cursor` of the previous result: return only what is new or
+	// changed since (absent: everything that waits on the caller now).
+	After *string `json:"after,omitempty"`
+	// Items per result, 1 to 100 (default 50). A proposal's items are
+	// never split across results, so a result holds more only when one
+	// proposal alone waits on the caller for more things.
+	Limit *int64 `json:"limit,omitempty"`
+	// How long to wait for something to wait on the caller, 0 (just
+	// look) to 600000 milliseconds (default 30000).
+	TimeoutMs *int64 `json:"timeout_ms,omitempty"`
+}
+
 // ProposalRequestReviewArgs are the arguments of `proposal.request_review`.
 type ProposalRequestReviewArgs struct {
 	// The proposal.
@@ -789,6 +803,17 @@ func (s *Session) InboxList(ctx context.Context, args InboxListArgs) (*InboxPage
 	return out, nil
 }
 
+// InboxWait calls `inbox.wait`: Wait (a long poll, up to timeout_ms) until something waits on the calling actor, instead of polling events.wait and inbox.list: returns inbox.list's items. Without after, returns at once with everything that waits on the caller now, if anything does. With after (the previous result's cursor), returns the items whose proposal had an event since that result and now waits on the caller (an item whose proposal changes again is returned again). Never returns an empty list before the timeout; on timeout returns no items, timed_out true and a cursor to continue from. A worker loop: cursor = null; loop { r = inbox.wait(after = cursor); handle r.items; cursor = r.cursor }.
+//
+// Called by: agent, human, orchestrator. Read-only. May wait: ctx bounds the wait.
+func (s *Session) InboxWait(ctx context.Context, args InboxWaitArgs) (*InboxWait, error) {
+	out := new(InboxWait)
+	if err := s.invoke(ctx, "inbox.wait", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProposalRequestReview calls `proposal.request_review`: Ask for review: pending → in_review (the author or an orchestrator). Returns the review plan: the roles the policy requires for the latest revision and the agents that can fill each.
 //
 // Called by: agent, orchestrator. Changes state. Idempotent.
@@ -1161,6 +1186,7 @@ var toolNames = []string{
 	"proposal.status",
 	"proposal.revert",
 	"inbox.list",
+	"inbox.wait",
 	"proposal.request_review",
 	"proposal.withdraw",
 	"patch.reject",

@@ -1366,6 +1366,17 @@ type InboxPage struct {
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
+// Result of `inbox.wait`.
+type InboxWait struct {
+	// What waits on the caller and is new or changed since `after`,
+	// oldest proposal first; empty only when the wait timed out.
+	Items []InboxItem `json:"items"`
+	// Pass as `after` to wait for what comes next.
+	Cursor string `json:"cursor"`
+	// Whether `timeout_ms` passed with nothing new waiting on the caller.
+	TimedOut bool `json:"timed_out"`
+}
+
 // Result of `proposal.compare`.
 type Interdiff struct {
 	// The earlier revision.

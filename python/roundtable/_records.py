@@ -3367,6 +3367,35 @@ class InboxPage(Record):
 
 
 @dataclass(frozen=True)
+class InboxWait(Record):
+    """Result of `inbox.wait`."""
+
+    #: What waits on the caller and is new or changed since `after`,
+    #: oldest proposal first; empty only when the wait timed out.
+    items: Tuple[InboxItem, ...]
+    #: Pass as `after` to wait for what comes next.
+    cursor: str
+    #: Whether `timeout_ms` passed with nothing new waiting on the caller.
+    timed_out: bool
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['cursor', 'items', 'timed_out'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> InboxWait:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["items"] = tuple([InboxItem.from_dict(_i0) for _i0 in v["items"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class Interdiff(Record):
     """Result of `proposal.compare`."""
 
@@ -4253,6 +4282,7 @@ EventPage._PLAN = (0, EventPage, (('events', 'events', (1, Event._PLAN)), ('next
 EventWait._PLAN = (0, EventWait, (('events', 'events', (1, Event._PLAN)), ))
 Files._PLAN = (0, Files, (('files', 'files', (1, FileEntry._PLAN)), ))
 InboxPage._PLAN = (0, InboxPage, (('items', 'items', (1, InboxItem._PLAN)), ('next_cursor', 'next_cursor', None)))
+InboxWait._PLAN = (0, InboxWait, (('items', 'items', (1, InboxItem._PLAN)), ))
 Interdiff._PLAN = (0, Interdiff, (('files', 'files', (1, FileInterdiff._PLAN)), ))
 LandedCommits._PLAN = (0, LandedCommits, (('commits', 'commits', (1, LandedCommit._PLAN)), ))
 Phases._PLAN = (0, Phases, (('phases', 'phases', (1, Phase._PLAN)), ))
@@ -4432,6 +4462,7 @@ __all__ = [
     "EventWait",
     "Files",
     "InboxPage",
+    "InboxWait",
     "Interdiff",
     "LandedCommits",
     "Phases",

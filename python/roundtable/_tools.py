@@ -41,6 +41,7 @@ from ._records import (
     Files,
     InboxItem,
     InboxPage,
+    InboxWait,
     Interdiff,
     LandedCommits,
     PatchFormat,
@@ -580,6 +581,26 @@ class ToolMethods:
             if page.next_cursor is None or not page.items:
                 return
             at = page.next_cursor
+
+    def inbox_wait(
+        self,
+        *,
+        after: Optional[str] = None,
+        limit: Optional[int] = None,
+        timeout_ms: Optional[int] = None,
+    ) -> InboxWait:
+        """Wait (a long poll, up to timeout_ms) until something waits on the calling actor, instead of polling events.wait and inbox.list: returns inbox.list's items. Without after, returns at once with everything that waits on the caller now, if anything does. With after (the previous result's cursor), returns the items whose proposal had an event since that result and now waits on the caller (an item whose proposal changes again is returned again). Never returns an empty list before the timeout; on timeout returns no items, timed_out true and a cursor to continue from. A worker loop: cursor = null; loop { r = inbox.wait(after = cursor); handle r.items; cursor = r.cursor }.
+
+        ``inbox.wait``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if after is not None:
+            args["after"] = after
+        if limit is not None:
+            args["limit"] = limit
+        if timeout_ms is not None:
+            args["timeout_ms"] = timeout_ms
+        return self.call_record("inbox.wait", args, InboxWait)
 
     def proposal_request_review(
         self,
@@ -1736,6 +1757,26 @@ class AsyncToolMethods:
             if page.next_cursor is None or not page.items:
                 return
             at = page.next_cursor
+
+    async def inbox_wait(
+        self,
+        *,
+        after: Optional[str] = None,
+        limit: Optional[int] = None,
+        timeout_ms: Optional[int] = None,
+    ) -> InboxWait:
+        """Wait (a long poll, up to timeout_ms) until something waits on the calling actor, instead of polling events.wait and inbox.list: returns inbox.list's items. Without after, returns at once with everything that waits on the caller now, if anything does. With after (the previous result's cursor), returns the items whose proposal had an event since that result and now waits on the caller (an item whose proposal changes again is returned again). Never returns an empty list before the timeout; on timeout returns no items, timed_out true and a cursor to continue from. A worker loop: cursor = null; loop { r = inbox.wait(after = cursor); handle r.items; cursor = r.cursor }.
+
+        ``inbox.wait``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if after is not None:
+            args["after"] = after
+        if limit is not None:
+            args["limit"] = limit
+        if timeout_ms is not None:
+            args["timeout_ms"] = timeout_ms
+        return await self.call_record("inbox.wait", args, InboxWait)
 
     async def proposal_request_review(
         self,

@@ -351,6 +351,28 @@ pub(crate) fn read_cx<T>(
     })
 }
 
+/// `f` in a read transaction of the store that also reads workspace
+/// files, acting as `actor` now: repeated until files and rows are of one
+/// moment, as a `READS_FILES` tool's call is (see [`consistent_read`]).
+pub(crate) fn read_files_cx<T>(
+    engine: &Engine,
+    actor: &Actor,
+    mut f: impl FnMut(&Cx<'_>) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    consistent_read(engine, |mark| {
+        engine.store().read(|tx| {
+            *mark = ApplyMark::read(tx)?;
+            let cx = Cx {
+                engine,
+                tx,
+                actor,
+                now: engine.now(),
+            };
+            Ok((f(&cx)?, false))
+        })
+    })
+}
+
 /// The write transaction of a mutating tool: the idempotency re-check,
 /// `run`, and the stored result.
 fn write_prepared<T: Tool>(

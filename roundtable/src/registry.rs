@@ -144,6 +144,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<review::GetProposalStatus>(),
     spec::<revert::RevertProposal>(),
     spec::<inbox::ListInbox>(),
+    spec::<inbox::WaitInbox>(),
     spec::<proposals::RequestReview>(),
     spec::<proposals::Withdraw>(),
     spec::<proposals::Reject>(),

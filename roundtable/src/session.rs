@@ -74,7 +74,7 @@ pub use crate::operations::evidence::{
     ListVotes, RecordDecision, RecordSecurityReview, RecordTest, RequestApproval, SecurityReviewed,
     TestDetail, TestPage, TestRecorded, VotePage, VoteRecorded,
 };
-pub use crate::operations::inbox::{InboxItem, InboxPage, ListInbox};
+pub use crate::operations::inbox::{InboxItem, InboxPage, InboxWait, ListInbox, WaitInbox};
 pub use crate::operations::landing::{LandedCommits, LandingLog};
 pub use crate::operations::log::{
     ChainHead, ChainReport, EventPage, EventWait, ListEvents, VerifyEvents, WaitEvents,
@@ -838,6 +838,39 @@ impl ListInbox {
     }
 }
 
+impl WaitInbox {
+    /// Wait for what waits on the caller now or next (no cursor: returns
+    /// at once when anything does), for at most the default 30 s.
+    pub fn now() -> Draft<WaitInbox> {
+        Draft::from(WaitInbox {
+            after: None,
+            timeout_ms: None,
+            limit: None,
+        })
+    }
+
+    /// Wait for what is new or changed since the result that returned
+    /// `cursor`.
+    pub fn after(cursor: Cursor) -> Draft<WaitInbox> {
+        Draft::from(WaitInbox {
+            after: Some(cursor),
+            timeout_ms: None,
+            limit: None,
+        })
+    }
+}
+
+impl Draft<WaitInbox> {
+    setter!(
+        /// Wait at most this many milliseconds (0 to 600000).
+        timeout_ms: u32 => timeout_ms
+    );
+    setter!(
+        /// At most this many items per result (1 to 100).
+        limit: u32 => limit
+    );
+}
+
 impl Draft<GetProposal> {
     setter!(
         /// Include each revision's patch or plan text.
@@ -1502,6 +1535,9 @@ methods!(ProposalsApi {
     revert(RevertProposal) -> ProposalRevised;
     /// `inbox.list`: what waits on the caller.
     inbox(ListInbox) -> InboxPage;
+    /// `inbox.wait`: block until something new waits on the caller, or
+    /// the timeout passes.
+    inbox_wait(WaitInbox) -> InboxWait;
 });
 
 /// [`Session::evidence`].

@@ -18,6 +18,7 @@ mod governance_hardening;
 mod hardening;
 mod ignored;
 mod inbox_revert;
+mod inbox_wait;
 mod interrupt;
 mod issue33_perf;
 mod landing;

@@ -117,6 +117,48 @@ pub fn open_proposals(
     Ok(out)
 }
 
+/// Where an inbox waiter stands: what it was told of, per proposal. A
+/// proposal of `seq` at most `past` was told of up to event `head`, a
+/// later one up to event `since` (`since <= head`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Told {
+    /// The events told of for proposals after `past`.
+    pub since: i64,
+    /// The events told of for proposals up to `past`.
+    pub head: i64,
+    /// The last proposal `seq` told of up to `head`.
+    pub past: i64,
+}
+
+/// Open proposals after `seq` `after` that had an event since the waiter
+/// was last told of them (see [`Told`]), oldest first, at most `limit`.
+/// Each open proposal costs one probe of `events_by_proposal`.
+pub fn open_changed(
+    conn: &Tx<'_>,
+    told: Told,
+    after: i64,
+    limit: u64,
+) -> crate::store::sql::Result<Vec<Proposal>> {
+    let out = conn.query_map(
+        &format!(
+            "SELECT {} FROM proposals WHERE seq > ?4 AND status IN ('pending', 'in_review')
+         AND EXISTS (SELECT 1 FROM events e WHERE e.proposal_id = proposals.id
+                     AND ((proposals.seq <= ?3 AND e.seq > ?2) OR (proposals.seq > ?3 AND e.seq > ?1)))
+         ORDER BY seq LIMIT ?5",
+            Proposal::COLUMNS
+        ),
+        params![
+            told.since,
+            told.head,
+            told.past,
+            after,
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ],
+        Proposal::from_row,
+    )?;
+    Ok(out)
+}
+
 /// Which proposals a page lists.
 pub struct ProposalFilter<'a> {
     /// Only proposals after this `seq`.

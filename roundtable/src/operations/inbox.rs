@@ -16,17 +16,19 @@
 //! `patch.validate`'s, and `patch.apply` runs them all again. So an apply
 //! listed here may still be refused for a claim or coverage gap.
 
-use super::args::{Cursor, Limit};
+use super::args::{Cursor, Limit, WaitMs};
 use super::next::{asks, next_actors, NextAction, NextRole, Situation};
 use super::rebase::rebase_outlook;
 use super::records::Proposal;
 use super::validate::{gather_for_policy, policy_from_store, stale_against, Shared};
 use super::Request as _;
-use super::{Cx, Tool, ToolError};
-use crate::actor::ActorKind;
+use super::{read_files_cx, Cx, Tool, ToolError};
+use crate::actor::{Actor, ActorKind};
+use crate::engine::Engine;
 use crate::model::{Agent, Revision, SecurityReviewRecord, TestResult, Vote};
 use crate::policy::{Policy, PolicyReport};
 use crate::store;
+use crate::store::watch::Interest;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -104,41 +106,7 @@ impl Tool for ListInbox {
         memo.keep_for(&shared);
         let mut items = Vec::new();
         for p in &open {
-            if store::transactions::applying_for(cx.tx, &p.id)?.is_some() {
-                continue; // being applied: it waits on nobody
-            }
-            let judged = memo.judged(cx, p, &shared)?;
-            let stale = stale_against(&ws, &judged.revision.changeset);
-            // Only the orchestrator and the author act on the outlook: a
-            // reviewer's page does not merge anything.
-            let concerned = cx.actor.kind == ActorKind::Orchestrator
-                || (cx.actor.kind == ActorKind::Agent && cx.actor.id.as_str() == p.author);
-            let rebase = (stale && concerned)
-                .then(|| rebase_outlook(cx, p, &judged.revision))
-                .flatten();
-            let next = next_actors(&Situation {
-                proposal: p,
-                policy: &judged.policy,
-                stale,
-                rebase,
-                claims: None,
-                coverage_failed: false,
-                valid: judged.policy.approvable && !stale,
-                votes: &judged.votes,
-                reviews: &judged.reviews,
-                tests: &judged.tests,
-            });
-            items.extend(
-                next.into_iter()
-                    .filter(|n| asks(n, cx.actor))
-                    .map(|n| InboxItem {
-                        proposal: p.clone(),
-                        revision: p.latest_revision,
-                        role: n.actor,
-                        action: n.action,
-                        why: n.why,
-                    }),
-            );
+            items.extend(waiting_on_caller(cx, p, &ws, &shared, &memo)?);
         }
         Ok(InboxPage {
             items,
@@ -146,6 +114,241 @@ impl Tool for ListInbox {
             next_cursor,
         })
     }
+}
+
+/// The longest an `inbox.wait` waits, in milliseconds (ten minutes).
+pub const MAX_INBOX_WAIT_MS: u32 = 600_000;
+
+/// Arguments of `inbox.wait`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "InboxWaitArgs")]
+pub struct WaitInbox {
+    /// The `cursor` of the previous result: return only what is new or
+    /// changed since (absent: everything that waits on the caller now).
+    pub after: Option<Cursor>,
+    /// How long to wait for something to wait on the caller, 0 (just
+    /// look) to 600000 milliseconds (default 30000).
+    pub timeout_ms: Option<WaitMs<MAX_INBOX_WAIT_MS>>,
+    /// Items per result, 1 to 100 (default 50). A proposal's items are
+    /// never split across results, so a result holds more only when one
+    /// proposal alone waits on the caller for more things.
+    pub limit: Option<Limit<100>>,
+}
+
+/// Result of `inbox.wait`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct InboxWait {
+    /// What waits on the caller and is new or changed since `after`,
+    /// oldest proposal first; empty only when the wait timed out.
+    pub items: Vec<InboxItem>,
+    /// Pass as `after` to wait for what comes next.
+    pub cursor: Cursor,
+    /// Whether `timeout_ms` passed with nothing new waiting on the caller.
+    pub timed_out: bool,
+}
+
+impl super::Request for WaitInbox {
+    const TOOL: &'static str = "inbox.wait";
+    const DESCRIPTION: &'static str = "Wait (a long poll, up to timeout_ms) until something waits on the calling actor, instead of polling events.wait and inbox.list: returns inbox.list's items. Without after, returns at once with everything that waits on the caller now, if anything does. With after (the previous result's cursor), returns the items whose proposal had an event since that result and now waits on the caller (an item whose proposal changes again is returned again). Never returns an empty list before the timeout; on timeout returns no items, timed_out true and a cursor to continue from. A worker loop: cursor = null; loop { r = inbox.wait(after = cursor); handle r.items; cursor = r.cursor }.";
+    const MUTATES: bool = false;
+    const WAITS: bool = true;
+    type Output = InboxWait;
+
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<InboxWait, ToolError> {
+        let mut told = match &self.after {
+            None => store::proposals::Told {
+                since: 0,
+                head: 0,
+                past: 0,
+            },
+            Some(c) => told_of(c).ok_or_else(|| {
+                ToolError::invalid_argument("after", "is not a cursor inbox.wait returned")
+            })?,
+        };
+        let limit = self.limit.map_or(50, |l| l.0) as usize;
+        let timeout = self
+            .timeout_ms
+            .map_or(std::time::Duration::from_secs(30), WaitMs::duration);
+        let deadline = std::time::Instant::now() + timeout;
+        let found = super::wait::until(engine, deadline, interest_of(actor), || {
+            let look = read_files_cx(engine, actor, |cx| look(cx, told, limit))?;
+            if look.items.is_empty() {
+                // Nothing new waits on the caller up to `look.head`: what
+                // changed up to there was told of (it waits on others).
+                told = store::proposals::Told {
+                    since: look.head,
+                    head: look.head,
+                    past: 0,
+                };
+                return Ok(super::wait::Check::Wait {
+                    due: None,
+                    head: Some(look.head),
+                });
+            }
+            Ok(super::wait::Check::Done(InboxWait {
+                items: look.items,
+                cursor: cursor_of(look.next),
+                timed_out: false,
+            }))
+        })?;
+        Ok(found.unwrap_or_else(|| InboxWait {
+            items: Vec::new(),
+            cursor: cursor_of(told),
+            timed_out: true,
+        }))
+    }
+}
+
+/// What wakes `actor`'s `inbox.wait`: any committed event (the check
+/// decides whether anything in it waits on the caller).
+fn interest_of(_actor: &Actor) -> Interest {
+    Interest::Events {
+        kinds: Vec::new(),
+        proposal_id: None,
+        actor: None,
+    }
+}
+
+/// One look of `inbox.wait`.
+struct Look {
+    /// What is new and waits on the caller.
+    items: Vec<InboxItem>,
+    /// The log head the look read up to.
+    head: i64,
+    /// Where the caller stands once told of `items`.
+    next: store::proposals::Told,
+}
+
+/// The open proposals changed since the caller was last `told`, oldest
+/// first, judged as `inbox.list` judges them: what waits on the caller,
+/// whole proposals at a time until `limit` items.
+fn look(cx: &Cx<'_>, told: store::proposals::Told, limit: usize) -> Result<Look, ToolError> {
+    /// Proposals read per query.
+    const BATCH: u64 = 100;
+    if cx.actor.kind == ActorKind::Agent {
+        cx.enabled_agent(WaitInbox::TOOL)?;
+    }
+    let head = store::events::head_seq(cx.tx)?;
+    if told.head > head {
+        return Err(ToolError::invalid_argument(
+            "after",
+            "is past the end of this store's log: not a cursor of this store",
+        ));
+    }
+    let ws = cx.engine.workspace().view();
+    let shared = Shared::read(cx)?;
+    let memo = cx.engine.extension::<InboxMemo>();
+    memo.keep_for(&shared);
+    let mut items: Vec<InboxItem> = Vec::new();
+    // The last proposal handled whole (its items taken, or none waiting).
+    let mut done = 0;
+    loop {
+        let batch = store::proposals::open_changed(cx.tx, told, done, BATCH)?;
+        let full = batch.len() as u64 == BATCH;
+        for p in &batch {
+            let mine = waiting_on_caller(cx, p, &ws, &shared, &memo)?;
+            if !items.is_empty() && items.len() + mine.len() > limit {
+                // `p` on: the next result's.
+                return Ok(Look {
+                    items,
+                    head,
+                    next: store::proposals::Told {
+                        since: told.since,
+                        head,
+                        past: done,
+                    },
+                });
+            }
+            items.extend(mine);
+            done = p.seq;
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(Look {
+        items,
+        head,
+        next: store::proposals::Told {
+            since: head,
+            head,
+            past: 0,
+        },
+    })
+}
+
+/// The opaque cursor for a caller told of what `told` says.
+fn cursor_of(told: store::proposals::Told) -> Cursor {
+    use base64::Engine as _;
+    Cursor(
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(format!("w:{}.{}.{}", told.since, told.head, told.past)),
+    )
+}
+
+/// What a cursor of [`cursor_of`] says; `None` for any other string.
+fn told_of(cursor: &Cursor) -> Option<store::proposals::Told> {
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(&cursor.0)
+        .ok()?;
+    let text = std::str::from_utf8(&raw).ok()?;
+    let mut parts = text.strip_prefix("w:")?.split('.');
+    let mut next = || parts.next()?.parse::<i64>().ok().filter(|n| *n >= 0);
+    let told = store::proposals::Told {
+        since: next()?,
+        head: next()?,
+        past: next()?,
+    };
+    (parts.next().is_none() && told.since <= told.head).then_some(told)
+}
+
+/// What waits on the caller of `cx` in open proposal `p` (nothing while it
+/// is being applied), by the rules of `proposal.status`'s `next`, judged
+/// with `shared`'s agents and policy against the files of `ws`.
+fn waiting_on_caller(
+    cx: &Cx<'_>,
+    p: &Proposal,
+    ws: &crate::workspace::Workspace,
+    shared: &Shared,
+    memo: &InboxMemo,
+) -> Result<Vec<InboxItem>, ToolError> {
+    if store::transactions::applying_for(cx.tx, &p.id)?.is_some() {
+        return Ok(Vec::new()); // being applied: it waits on nobody
+    }
+    let judged = memo.judged(cx, p, shared)?;
+    let stale = stale_against(ws, &judged.revision.changeset);
+    // Only the orchestrator and the author act on the outlook: a
+    // reviewer's page does not merge anything.
+    let concerned = cx.actor.kind == ActorKind::Orchestrator
+        || (cx.actor.kind == ActorKind::Agent && cx.actor.id.as_str() == p.author);
+    let rebase = (stale && concerned)
+        .then(|| rebase_outlook(cx, p, &judged.revision))
+        .flatten();
+    let next = next_actors(&Situation {
+        proposal: p,
+        policy: &judged.policy,
+        stale,
+        rebase,
+        claims: None,
+        coverage_failed: false,
+        valid: judged.policy.approvable && !stale,
+        votes: &judged.votes,
+        reviews: &judged.reviews,
+        tests: &judged.tests,
+    });
+    Ok(next
+        .into_iter()
+        .filter(|n| asks(n, cx.actor))
+        .map(|n| InboxItem {
+            proposal: p.clone(),
+            revision: p.latest_revision,
+            role: n.actor,
+            action: n.action,
+            why: n.why,
+        })
+        .collect())
 }
 
 /// What the inbox worked out for one proposal from the store alone: its

@@ -35,9 +35,7 @@ from typing import Any, Awaitable, Callable, Collection, Dict, List, Optional, U
 
 from . import Session
 from ._errors import Busy, Cancelled, Forbidden, IllegalTransition, NotFound, RoundtableError
-from ._records import InboxItem
-from . import _records
-InboxWait: Any = getattr(_records, 'InboxWait', None)  # TEMP until the merge
+from ._records import InboxItem, InboxWait
 from ._roundtable import Cancel
 from .aio import AsyncSession
 

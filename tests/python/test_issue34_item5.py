@@ -18,19 +18,18 @@ import pytest
 import roundtable
 from roundtable import Actor
 from roundtable.aio import AsyncEngine, AsyncSession
-from roundtable.worker import ClaimKeeper
+from roundtable.worker import AsyncWorker, ClaimKeeper, Worker
 from conftest import HOST, files, store_rows
 
 ADA = Actor.agent("ada")
 REX = Actor.agent("rex")
 
 
-def setup_fleet(engine: roundtable.Engine, reviewers: int = 1) -> None:
+def setup_fleet(engine: roundtable.Engine) -> None:
+    """ada the author, rex the reviewer, a task."""
     host = engine.session(HOST)
     host.agent_register(agent_id="ada", roles=["author"])
     host.agent_register(agent_id="rex", roles=["reviewer"])
-    for i in range(reviewers - 1):
-        host.agent_register(agent_id=f"idle{i}", roles=["reviewer"])
     host.task_create(task_id="t", title="Files")
 
 
@@ -68,7 +67,7 @@ async def land(author: AsyncSession, reviewer: AsyncSession, host: AsyncSession,
 
 
 def test_issue34_item5_aio_waiters_do_not_starve_the_host(repo: Path, engine: roundtable.Engine) -> None:
-    setup_fleet(engine, reviewers=12)
+    setup_fleet(engine)
     aengine = AsyncEngine(engine)
 
     async def main() -> Tuple[float, float, float]:
@@ -83,18 +82,20 @@ def test_issue34_item5_aio_waiters_do_not_starve_the_host(repo: Path, engine: ro
 
         head = (await host.events_wait(since_seq=0, timeout_ms=0)).head_seq
         waiters: List["asyncio.Future[object]"] = []
-        for i in range(12):
-            # Long polls nothing answers: no task is created meanwhile.
-            watcher = aengine.session(Actor.agent(f"idle{i % 11}") if i % 2 else HOST)
+        for i in range(6):
+            # Long polls nothing answers: no task is created meanwhile, and
+            # the policy asks no human for anything.
             waiters.append(
-                asyncio.ensure_future(watcher.events_wait(since_seq=head, kinds=["task.created"], timeout_ms=60000))
+                asyncio.ensure_future(host.events_wait(since_seq=head, kinds=["task.created"], timeout_ms=60000))
             )
+            idle = aengine.session(Actor.human(f"idle{i}"))
+            waiters.append(asyncio.ensure_future(idle.inbox_wait(timeout_ms=60000)))
         await asyncio.sleep(0.2)
         start = time.monotonic()
         for i in range(20):
             await land(author, reviewer, host, f"crowded{i}.txt")
         crowded = time.monotonic() - start
-        assert not any(w.done() for w in waiters), "the waiters are still waiting"
+        assert not any(w.done() for w in waiters), [w.result() if not w.exception() else w.exception() for w in waiters if w.done()]
 
         # Cancelling the tasks cancels their calls: all end at once.
         start = time.monotonic()
@@ -218,3 +219,89 @@ def test_issue34_item5_claim_keeper_renews_and_reports_a_lost_claim(engine: roun
     assert keeper.held == [kept.id] and keeper.renewals >= 3
     now = engine.session(ADA).claim_list().claims
     assert [c.status for c in now if c.id == kept.id] == ["active"]
+
+
+def test_issue34_item5_a_worker_votes_once_on_each_of_10_proposals(engine: roundtable.Engine) -> None:
+    setup_fleet(engine)
+    ada, rex = engine.session(ADA), engine.session(REX)
+    seen: List[Tuple[str, str]] = []
+    all_seen = threading.Event()
+
+    def review(item: roundtable.InboxItem) -> None:
+        seen.append((item.proposal.id, item.action))
+        if item.action == "vote":
+            rex.vote_cast(proposal_id=item.proposal.id, revision=item.revision, vote="approve")
+        if len(seen) == 10:
+            all_seen.set()
+
+    pids = [propose(ada, f"before{i}.txt", None, "x\n") for i in range(5)]
+    worker = Worker(rex, review).start()
+    pids += [propose(ada, f"after{i}.txt", None, "x\n") for i in range(5)]
+    assert all_seen.wait(30), seen
+    time.sleep(0.3)  # nothing more comes: each proposal was handed over once
+    start = time.monotonic()
+    worker.stop()
+    worker.join()
+    assert time.monotonic() - start < 1, "stop is prompt"
+    assert sorted(seen) == sorted((pid, "vote") for pid in pids)
+    assert worker.handled == 10 and worker.timed_out == 0, worker.waits
+    # Each was approved: the host is asked to apply all ten.
+    applies = {i.proposal.id for i in engine.session(HOST).iter_inbox_list() if i.action == "apply"}
+    assert applies == set(pids)
+
+
+def test_issue34_item5_a_worker_whose_callback_raises_stops_and_reraises(engine: roundtable.Engine) -> None:
+    setup_fleet(engine)
+    propose(engine.session(ADA), "one.txt", None, "1\n")
+
+    def fail(item: roundtable.InboxItem) -> None:
+        raise ValueError(item.proposal.id)
+
+    worker = Worker(engine.session(REX), fail).start()
+    with pytest.raises(ValueError):
+        worker.join(30)
+    assert worker.handled == 0
+    # The session's cancel handle stops a worker too.
+    handle = roundtable.Cancel()
+    idle = Worker(engine.session(HOST, cancel=handle), lambda item: None, poll_timeout_ms=60000).start()
+    time.sleep(0.1)
+    start = time.monotonic()
+    handle.cancel()
+    idle.join(5)
+    assert time.monotonic() - start < 1 and idle.stopping
+
+
+def test_issue34_item5_an_async_worker_hands_over_each_item_and_stops_promptly(engine: roundtable.Engine) -> None:
+    setup_fleet(engine)
+    aengine = AsyncEngine(engine)
+    pids = [propose(engine.session(ADA), f"a{i}.txt", None, "x\n") for i in range(3)]
+
+    async def main() -> Tuple[List[str], float, float]:
+        rex = aengine.session(REX)
+        seen: List[str] = []
+
+        async def review(item: roundtable.InboxItem) -> None:
+            seen.append(item.proposal.id)
+            await rex.vote_cast(proposal_id=item.proposal.id, revision=item.revision, vote="approve")
+
+        worker = AsyncWorker(rex, review)
+        running = asyncio.ensure_future(worker.run())
+        while len(seen) < 3:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)
+        start = time.monotonic()
+        worker.stop()
+        await running
+        stopped = time.monotonic() - start
+        # Cancelling the task that runs a worker cancels its wait.
+        again = asyncio.ensure_future(AsyncWorker(rex, review).run())
+        await asyncio.sleep(0.1)
+        start = time.monotonic()
+        again.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await again
+        return seen, stopped, time.monotonic() - start
+
+    seen, stopped, cancelled = asyncio.run(main())
+    assert sorted(seen) == sorted(pids)
+    assert stopped < 1 and cancelled < 1

@@ -280,6 +280,9 @@ def run(root: Path) -> str:
         assert chain.valid and chain.expected_head_found
 
         # The fleet helpers (issue 34 item 5), typed.
+        inbox_now: roundtable.InboxWait = host.inbox_wait(timeout_ms=0)
+        later: roundtable.InboxWait = host.inbox_wait(after=inbox_now.cursor, timeout_ms=0, limit=10)
+        assert later.timed_out and not later.items
         patch_made: str = roundtable.make_patch("made.txt", None, "made\n")
         made_bytes: bytes = roundtable.make_patch("made.txt", b"made\n", None)
         assert patch_made.startswith("diff --git") and made_bytes.startswith(b"diff --git")

@@ -305,3 +305,16 @@ def test_issue34_item5_an_async_worker_hands_over_each_item_and_stops_promptly(e
     seen, stopped, cancelled = asyncio.run(main())
     assert sorted(seen) == sorted(pids)
     assert stopped < 1 and cancelled < 1
+
+
+def test_issue34_item5_claim_keeper_reports_a_claim_that_expired_before_its_renewal(engine: roundtable.Engine) -> None:
+    setup_fleet(engine)
+    ada = engine.session(ADA)
+    short = ada.claim_acquire(resource_id="file:README.md", type="write", ttl_s=1).claim
+    lost: List[str] = []
+    with ClaimKeeper(ada, [short.id], ttl_s=1, every_s=1.5, on_lost=lambda cid, e: lost.append(e.code)) as keeper:
+        deadline = time.monotonic() + 10
+        while keeper.held and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert lost == ["illegal_transition"] and keeper.renewals == 0
+    assert keeper.lost[short.id].details["status"] != "active"

@@ -11,7 +11,10 @@ it (one typed method per tool, returning typed records)::
         host.agent_register(agent_id="alice", roles=["author"])
         engine.call(Actor.agent("alice"), "proposal.list", {})  # any tool, as JSON
 
-``roundtable.aio`` has the same surface for asyncio.
+``roundtable.aio`` has the same surface for asyncio; ``roundtable.worker``
+runs a callback per inbox item of an actor (``Worker``, ``AsyncWorker``) and
+keeps claims renewed (``ClaimKeeper``); :func:`make_patch` makes the patch
+from a file's old and new contents.
 
 Every call runs with the GIL released (the store, hashing and file writes
 happen in Rust while other Python threads run), and one engine may be

@@ -11,7 +11,10 @@ it (one typed method per tool, returning typed records)::
         host.agent_register(agent_id="alice", roles=["author"])
         engine.call(Actor.agent("alice"), "proposal.list", {})  # any tool, as JSON
 
-``roundtable.aio`` has the same surface for asyncio.
+``roundtable.aio`` has the same surface for asyncio; ``roundtable.worker``
+runs a callback per inbox item of an actor (``Worker``, ``AsyncWorker``) and
+keeps claims renewed (``ClaimKeeper``); :func:`make_patch` makes the patch
+from a file's old and new contents.
 
 Every call runs with the GIL released (the store, hashing and file writes
 happen in Rust while other Python threads run), and one engine may be
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union, overload
 
 from . import _details, _errors, _records, _roundtable
 from ._details import *  # noqa: F401,F403 (the TypedDict of each error code's details, generated)
@@ -49,6 +52,7 @@ __all__ = [
     "Patch",
     "parse_patch",
     "apply_patch",
+    "make_patch",
     "tools",
     "ERROR_CODES",
     "JSON_VERSION",
@@ -287,6 +291,27 @@ def apply_patch(root: StrPath, data: Patch, *, check: bool = False, strip: int =
     released); with ``check``, only verify. The ``{"path", "action"}`` of
     every path written or removed."""
     return _roundtable.apply_patch(os.fspath(root), data, check=check, strip=strip)
+
+
+@overload
+def make_patch(path: str, old: Optional[str], new: Optional[str]) -> str: ...
+@overload
+def make_patch(path: str, old: bytes, new: Optional[bytes]) -> bytes: ...
+@overload
+def make_patch(path: str, old: Optional[bytes], new: bytes) -> bytes: ...
+def make_patch(path: str, old: Optional[Patch], new: Optional[Patch]) -> Patch:
+    """The patch that turns the file at ``path`` (relative to the
+    repository root) from ``old`` into ``new``, as ``git diff`` writes it,
+    ready for ``proposal_create(patch=...)``: ``old=None`` creates the file,
+    ``new=None`` deletes it, content with a NUL byte becomes a ``GIT binary
+    patch``. The file is written as a regular, non-executable one. Text in,
+    text out (``str`` contents give a ``str``, ``bytes`` give ``bytes``);
+    empty when nothing changes. Raises :class:`InvalidPath` or
+    :class:`PathEscape` for a path the engine would refuse."""
+    text = _roundtable.make_patch(path, old, new)
+    if isinstance(old, bytes) or isinstance(new, bytes):
+        return text
+    return text.decode("utf-8")
 
 
 def tools() -> List[Dict[str, Any]]:

@@ -8,7 +8,7 @@
 import os
 from typing import Any, Dict, List, Optional, Tuple, Union, final
 
-__all__ = ["__version__", "ERROR_CODES", "JSON_VERSION", "Actor", "Cancel", "Engine", "parse_patch", "apply_patch", "tools", "_raise_error"]
+__all__ = ["__version__", "ERROR_CODES", "JSON_VERSION", "Actor", "Cancel", "Engine", "parse_patch", "apply_patch", "make_patch", "tools", "_raise_error"]
 
 __version__: str
 #: Every stable error code this build knows, in declaration order.
@@ -45,6 +45,7 @@ class Cancel:
     def cancel(self) -> None: ...
     @property
     def cancelled(self) -> bool: ...
+    def child(self) -> Cancel: ...
 
 @final
 class Engine:
@@ -91,6 +92,7 @@ def parse_patch(data: Union[str, bytes], *, strip: int = 1) -> Dict[str, Any]: .
 def apply_patch(
     root: Union[str, os.PathLike[str]], data: Union[str, bytes], *, check: bool = False, strip: int = 1
 ) -> List[Dict[str, Any]]: ...
+def make_patch(path: str, old: Union[str, bytes, None], new: Union[str, bytes, None]) -> bytes: ...
 def tools() -> List[Dict[str, Any]]: ...
 def _raise_error(
     code: str, message: str, details: Optional[Dict[str, Any]] = None, errno: Optional[int] = None

@@ -29,6 +29,9 @@ pub struct CancelToken(Arc<Cancel>);
 struct Cancel {
     cancelled: AtomicBool,
     wakers: Mutex<Wakers>,
+    /// For a [`CancelToken::child`]: its wake-up on the parent, which
+    /// lives (and stays registered) as long as the child does.
+    parent: Mutex<Option<OnCancel>>,
 }
 
 /// The registered wake-ups, each under the number its [`OnCancel`] holds.
@@ -66,6 +69,26 @@ impl CancelToken {
         for wake in wakers {
             wake();
         }
+    }
+
+    /// A new token, cancelled when this one is (at once if it already
+    /// is) and by its own [`cancel`](CancelToken::cancel), which leaves
+    /// this one alone: a call cancellable both by itself and by its
+    /// caller's handle.
+    pub fn child(&self) -> CancelToken {
+        let child = CancelToken::new();
+        let weak = Arc::downgrade(&child.0);
+        let link = self.on_cancel(Arc::new(move || {
+            if let Some(c) = weak.upgrade() {
+                CancelToken(c).cancel();
+            }
+        }));
+        *child
+            .0
+            .parent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(link);
+        child
     }
 
     /// Whether [`cancel`](CancelToken::cancel) was called.
@@ -291,5 +314,25 @@ mod tests {
             drop(kept);
             assert!(token.wakers().list.len() == 1);
         });
+    }
+
+    #[test]
+    fn issue34_item5_a_child_token_is_cancelled_by_its_parent_and_alone() {
+        let parent = CancelToken::new();
+        let (a, b) = (parent.child(), parent.child());
+        a.cancel();
+        assert!(a.is_cancelled() && !parent.is_cancelled() && !b.is_cancelled());
+        parent.cancel();
+        assert!(b.is_cancelled());
+        assert!(
+            parent.child().is_cancelled(),
+            "a late child is cancelled at once"
+        );
+        let other = CancelToken::new();
+        drop(other.child());
+        assert!(
+            other.wakers().list.is_empty(),
+            "a dropped child unregisters"
+        );
     }
 }

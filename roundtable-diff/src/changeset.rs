@@ -843,4 +843,39 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
         let e = cs.render_diff(&stale).expect_err("stale");
         assert_eq!(e.code(), crate::ErrorCode::PreconditionFailed);
     }
+
+    #[test]
+    fn issue34_item5_file_diff_modifies_creates_and_deletes_one_file() {
+        let path = p("src/a.txt");
+        let old = b"one\ntwo\nthree\n".as_slice();
+        let new = b"one\n2\nthree\nfour".as_slice();
+        for (before, after) in [
+            (Some(old), Some(new)),
+            (None, Some(new)),
+            (Some(old), None),
+            (Some(b"bin\0ary".as_slice()), Some(b"bin\0ary!".as_slice())),
+        ] {
+            let text = render::file_diff(&path, before, after);
+            let shown = String::from_utf8_lossy(&text).into_owned();
+            assert!(
+                shown.starts_with("diff --git a/src/a.txt b/src/a.txt\n"),
+                "{shown}"
+            );
+            let patch =
+                parse(&text, &ParseOptions::default()).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+            let t: BTreeMap<Vec<u8>, TreeFile> = before
+                .map(|d| (b"src/a.txt".to_vec(), TreeFile::regular(d.to_vec())))
+                .into_iter()
+                .collect();
+            let out =
+                crate::diff::apply_in_memory(&patch, &t).unwrap_or_else(|e| panic!("{e}\n{shown}"));
+            assert_eq!(
+                out.get(b"src/a.txt".as_slice()).map(|f| f.data.as_slice()),
+                after,
+                "{shown}"
+            );
+        }
+        assert!(render::file_diff(&path, Some(old), Some(old)).is_empty());
+        assert!(render::file_diff(&path, None, None).is_empty());
+    }
 }

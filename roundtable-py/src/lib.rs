@@ -11,19 +11,20 @@
 //!   `roundtable/_errors.py` (built there by `_from_core`), so the classes,
 //!   their multiple inheritance (`OSError` for `io`) and `.report` live in
 //!   Python where they are easy to read and type.
-//! - `parse_patch` and `apply_patch` run the diff engine alone, also without
-//!   the GIL.
+//! - `parse_patch`, `apply_patch` and `make_patch` run the diff engine
+//!   alone, also without the GIL.
 
 mod convert;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use roundtable::diff::{self, ParseOptions};
 use roundtable::operations::details::{InvalidPatchDetails, IoDetails};
 use roundtable::{
-    Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, ToolError,
+    Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, PathError, RepoPath,
+    ToolError,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -179,6 +180,15 @@ impl PyCancel {
     #[getter]
     fn cancelled(&self) -> bool {
         self.token.is_cancelled()
+    }
+
+    /// A new handle, cancelled when this one is (at once if it already
+    /// is) and by its own `cancel()`, which leaves this one alone: one call
+    /// cancellable by itself and by its session's handle.
+    fn child(&self) -> PyCancel {
+        PyCancel {
+            token: self.token.child(),
+        }
     }
 }
 
@@ -421,6 +431,28 @@ fn apply_patch<'py>(
     convert::to_py(py, &changes)
 }
 
+/// The patch turning the file `path`'s `old` content into `new` (each
+/// `bytes` or `str`, `None` for absent: a creation or a deletion), as
+/// `git diff` writes it; empty when nothing changes.
+#[pyfunction]
+fn make_patch<'py>(
+    py: Python<'py>,
+    path: &str,
+    old: Option<&Bound<'py, PyAny>>,
+    new: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let path: RepoPath = path.parse().map_err(|e: PathError| raise(py, &e.into()))?;
+    let side = |data: Option<&Bound<'py, PyAny>>, field: &str| {
+        data.map(|d| bytes_of(d, field))
+            .transpose()
+            .map_err(|e| raise(py, &e))
+    };
+    let (old, new) = (side(old, "old")?, side(new, "new")?);
+    let text = py
+        .detach(|| roundtable::changeset::render::file_diff(&path, old.as_deref(), new.as_deref()));
+    Ok(PyBytes::new(py, &text))
+}
+
 /// Every tool: name, description, whether it mutates, argument and result
 /// JSON Schemas.
 #[pyfunction]
@@ -473,6 +505,7 @@ fn _roundtable(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCancel>()?;
     m.add_function(wrap_pyfunction!(parse_patch, m)?)?;
     m.add_function(wrap_pyfunction!(apply_patch, m)?)?;
+    m.add_function(wrap_pyfunction!(make_patch, m)?)?;
     m.add_function(wrap_pyfunction!(tools, m)?)?;
     m.add_function(wrap_pyfunction!(_raise_error, m)?)?;
     Ok(())

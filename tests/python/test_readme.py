@@ -18,12 +18,12 @@ GUIDE = REPO / "docs" / "src" / "guides" / "python.md"
 CLI_REFERENCE = REPO / "docs" / "src" / "reference" / "cli.md"
 
 
-def quickstart() -> str:
+def quickstart(anchor: str = "quickstart") -> str:
     text = README.read_text(encoding="utf-8")
-    found = re.search(r"ANCHOR: quickstart -->\n(.*?)<!-- ANCHOR_END: quickstart", text, re.S)
-    assert found, "python/README.md marks its quickstart with ANCHOR: quickstart"
+    found = re.search(rf"ANCHOR: {anchor} -->\n(.*?)<!-- ANCHOR_END: {anchor}", text, re.S)
+    assert found, f"python/README.md marks its {anchor} with ANCHOR: {anchor}"
     block = re.search(r"```python\n(.*?)```", found.group(1), re.S)
-    assert block, "the quickstart is a ```python block"
+    assert block, f"the {anchor} is a ```python block"
     return block.group(1)
 
 
@@ -41,6 +41,18 @@ def test_readme_quickstart_runs(tmp_path: Path, capsys: pytest.CaptureFixture[st
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "applied" in out and "rolled back" in out
+
+
+def test_issue34_item5_readme_fleet_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's reviewer and host loops, on roundtable.worker."""
+    code = quickstart("fleet")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        exec(compile(code, str(README) + ":python-fleet", "exec"), {"__name__": "__fleet__"})
+    finally:
+        os.chdir(cwd)
+    assert capsys.readouterr().out.strip() == "['note0.txt', 'note1.txt', 'note2.txt']"
 
 
 # Codes no CLI command can print: `Patch::reverse` (irreversible_patch) is a

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, NoReturn, Set, Type, TypeVar
 
 import roundtable
 from roundtable import Actor, Session
+from roundtable.worker import ClaimKeeper, Worker
 
 PATCH = """\
 --- a/app.py
@@ -277,6 +278,26 @@ def run(root: Path) -> str:
             expected_head={"seq": everything[-1].seq, "digest": everything[-1].digest}
         )
         assert chain.valid and chain.expected_head_found
+
+        # The fleet helpers (issue 34 item 5), typed.
+        inbox_now: roundtable.InboxWait = host.inbox_wait(timeout_ms=0)
+        later: roundtable.InboxWait = host.inbox_wait(after=inbox_now.cursor, timeout_ms=0, limit=10)
+        assert later.timed_out and not later.items
+        patch_made: str = roundtable.make_patch("made.txt", None, "made\n")
+        made_bytes: bytes = roundtable.make_patch("made.txt", b"made\n", None)
+        assert patch_made.startswith("diff --git") and made_bytes.startswith(b"diff --git")
+        handled: List[str] = []
+
+        def handle(item: roundtable.InboxItem) -> None:
+            handled.append(item.proposal.id)
+
+        worker: Worker = Worker(host, handle, poll_timeout_ms=0)
+        worker.stop()
+        worker.run()  # stopped before it began: returns at once
+        assert worker.handled == 0 and worker.stopping
+        keeper = ClaimKeeper(ada, [], ttl_s=60, on_lost=lambda claim_id, error: handled.append(error.code))
+        keeper.renew()
+        assert not keeper.lost and not keeper.held
     files_in_patch: List[Dict[str, object]] = roundtable.parse_patch(PATCH)["files"]
     return f"{len(files_in_patch)} file, {len(TOOLS_CALLED)} tools"
 

@@ -845,8 +845,8 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
     }
 
     #[test]
-    fn issue34_item5_file_diff_modifies_creates_and_deletes_one_file() {
-        let path = p("src/a.txt");
+    fn issue34_item5_a_file_patch_modifies_creates_and_deletes_one_file() {
+        let path = "src/a.txt";
         let old = b"one\ntwo\nthree\n".as_slice();
         let new = b"one\n2\nthree\nfour".as_slice();
         for (before, after) in [
@@ -855,7 +855,7 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
             (Some(old), None),
             (Some(b"bin\0ary".as_slice()), Some(b"bin\0ary!".as_slice())),
         ] {
-            let text = render::file_diff(&path, before, after);
+            let text = render::file_patch(path, before, after).expect("renders");
             let shown = String::from_utf8_lossy(&text).into_owned();
             assert!(
                 shown.starts_with("diff --git a/src/a.txt b/src/a.txt\n"),
@@ -875,7 +875,8 @@ diff --git a/made b/made\nnew file mode 100755\n--- /dev/null\n+++ b/made\n@@ -0
                 "{shown}"
             );
         }
-        assert!(render::file_diff(&path, Some(old), Some(old)).is_empty());
-        assert!(render::file_diff(&path, None, None).is_empty());
+        assert!(render::file_patch(path, Some(old), Some(old))
+            .expect("renders")
+            .is_empty());
     }
 }

@@ -23,8 +23,7 @@ use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 use roundtable::diff::{self, ParseOptions};
 use roundtable::operations::details::{InvalidPatchDetails, IoDetails};
 use roundtable::{
-    Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, PathError, RepoPath,
-    ToolError,
+    Actor, CallOptions, CancelToken, Engine, EngineOptions, ErrorCode, Id, ToolError,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -441,7 +440,6 @@ fn make_patch<'py>(
     old: Option<&Bound<'py, PyAny>>,
     new: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let path: RepoPath = path.parse().map_err(|e: PathError| raise(py, &e.into()))?;
     let side = |data: Option<&Bound<'py, PyAny>>, field: &str| {
         data.map(|d| bytes_of(d, field))
             .transpose()
@@ -449,7 +447,8 @@ fn make_patch<'py>(
     };
     let (old, new) = (side(old, "old")?, side(new, "new")?);
     let text = py
-        .detach(|| roundtable::changeset::render::file_diff(&path, old.as_deref(), new.as_deref()));
+        .detach(|| roundtable::changeset::render::file_patch(path, old.as_deref(), new.as_deref()))
+        .map_err(|e| raise(py, &ToolError::from(e)))?;
     Ok(PyBytes::new(py, &text))
 }
 

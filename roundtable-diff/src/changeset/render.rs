@@ -89,39 +89,6 @@ fn blob(data: &[u8]) -> String {
     binary::blob_id(data, 40).expect("40 hex digits is SHA-1")
 }
 
-/// The patch that turns one file's `old` content into `new`, as `git diff`
-/// writes it (a regular, non-executable file; `None` is absent, so `old:
-/// None` creates the file and `new: None` deletes it; content with a NUL
-/// byte becomes a `GIT binary patch`). Empty when nothing changes. What the
-/// Python and Go bindings' `make_patch` return.
-pub fn file_diff(path: &RepoPath, old: Option<&[u8]>, new: Option<&[u8]>) -> Vec<u8> {
-    let operation = match (old, new) {
-        (None, None) => return Vec::new(),
-        (None, Some(_)) => Operation::Create,
-        (Some(_), None) => Operation::Delete,
-        (Some(_), Some(_)) => Operation::Modify,
-    };
-    let before = old.map(|data| crate::diff::TreeFile::regular(data.to_vec()));
-    let change = FileChange {
-        path: path.clone(),
-        operation,
-        before: before.as_ref().map(super::FileMeta::of),
-        after: new.map(|data| super::FileContent {
-            data: data.to_vec(),
-            executable: false,
-            symlink: false,
-        }),
-    };
-    let tree: std::collections::BTreeMap<Vec<u8>, crate::diff::TreeFile> = before
-        .into_iter()
-        .map(|file| (path.as_str().as_bytes().to_vec(), file))
-        .collect();
-    Changeset::new(vec![change])
-        .expect("one path is unique")
-        .render_diff(&tree)
-        .expect("the tree holds the old side its precondition names")
-}
-
 impl Changeset {
     /// This changeset as a git-style patch against `tree` (which must hold
     /// each touched file as the changeset's preconditions say: the old

@@ -297,12 +297,6 @@ fn path_error(e: &crate::PathError, message: String) -> ToolError {
     }
 }
 
-impl From<crate::PathError> for ToolError {
-    fn from(e: crate::PathError) -> ToolError {
-        path_error(&e, e.to_string()).with_source(e)
-    }
-}
-
 impl From<crate::changeset::ChangesetError> for ToolError {
     fn from(e: crate::changeset::ChangesetError) -> ToolError {
         use crate::changeset::ChangesetError as C;

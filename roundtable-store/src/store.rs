@@ -62,6 +62,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v10.sql"),
     include_str!("store/v11.sql"),
     include_str!("store/v12.sql"),
+    include_str!("store/v13.sql"),
 ];
 
 /// The schema version this code writes.
@@ -355,6 +356,7 @@ impl StoreKind {
 pub const PG_MIGRATIONS: &[&str] = &[
     include_str!("store/pg/v1.sql"),
     include_str!("store/pg/v2.sql"),
+    include_str!("store/pg/v3.sql"),
 ];
 
 /// The PostgreSQL schema version this code writes.

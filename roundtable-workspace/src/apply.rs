@@ -45,6 +45,22 @@ mod git;
 #[cfg(not(feature = "git"))]
 #[path = "apply/no_git.rs"]
 mod git;
+#[cfg(feature = "git")]
+pub use git::fast_forward;
+
+/// Why a working tree could not be brought forward.
+#[derive(Debug, thiserror::Error)]
+pub enum FastForwardError {
+    /// Reading the repository or moving its branch failed, or the branch
+    /// is not behind the commit (the two have diverged).
+    #[error(transparent)]
+    Landing(#[from] crate::landing::LandingError),
+    /// A file to bring forward is not what the branch holds (an
+    /// uncommitted change, an untracked file in the way): nothing was
+    /// written.
+    #[error(transparent)]
+    Worktree(#[from] WorkspaceError),
+}
 
 /// Why a transaction could not run, or what went wrong in it. Every
 /// variant has one stable code ([`TransactionError::code`]).
@@ -252,6 +268,13 @@ pub struct Env<'a> {
     /// How long recording a landed transaction's outcome is retried while
     /// the store is busy or unreachable (the engine's busy timeout).
     pub patience: Duration,
+}
+
+impl Env<'_> {
+    /// Whether writes are flushed to disk.
+    fn durable(&self) -> bool {
+        self.durability != Durability::Off
+    }
 }
 
 pub use crate::model::{
@@ -1031,6 +1054,9 @@ struct LandNotes {
     index: Value,
     /// When this repository's branch did not follow the remote's: why.
     follow: Value,
+    /// The commit that landed (the one built for the change, or its
+    /// replay onto a newer tip of the remote's branch).
+    commit: Option<String>,
 }
 
 /// Step 2b of [`execute`], in git mode, the commit point: the branch
@@ -1048,15 +1074,17 @@ where
     E: From<TransactionError> + From<StoreError>,
 {
     let id = plan.id.as_str();
-    let followed = match git::land(env.workspace.root(), id, landing) {
-        Ok(followed) => followed,
-        Err(source) => {
+    let paths: Vec<RepoPath> = plan
+        .changeset
+        .files()
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    let (landed, followed) = match git::land(env, id, landing, &paths) {
+        Ok(done) => done,
+        Err(e) => {
             recover_one(env, actor, id, "the branch moved since validation")?;
-            return Err(TransactionError::Landing {
-                transaction_id: id.to_owned(),
-                source,
-            }
-            .into());
+            return Err(e.into());
         }
     };
     // Landed: the caller learns so, whatever it gave up on since.
@@ -1068,13 +1096,8 @@ where
         // same; the next apply fetches the branch forward.
         notes.follow = json!(format!("not followed: {e}"));
     }
-    let paths: Vec<RepoPath> = plan
-        .changeset
-        .files()
-        .iter()
-        .map(|f| f.path.clone())
-        .collect();
-    notes.index = stage_note(env.workspace, &landing.new_id, &paths);
+    notes.index = stage_note(env.workspace, &landed.new_id, &paths);
+    notes.commit = Some(landed.new_id);
     Ok(notes)
 }
 
@@ -1135,7 +1158,10 @@ where
         }
         return Err(TransactionError::Landed {
             transaction_id: id.to_owned(),
-            commit: landing.new_id.clone(),
+            commit: notes
+                .commit
+                .clone()
+                .unwrap_or_else(|| landing.new_id.clone()),
             branch: landing.branch.clone(),
             cause: e.to_string(),
         }
@@ -1382,7 +1408,13 @@ where
     })?;
     if let Some(landing) = landing.as_ref().filter(|l| l.remote.is_some()) {
         // Landed on the remote: this repository's branch follows it.
-        git::follow_remote(env.workspace.root(), landing).map_err(landing_error(id))?;
+        git::follow_remote(env, landing).map_err(|e| match e {
+            FastForwardError::Landing(e) => landing_error(id)(e),
+            FastForwardError::Worktree(source) => TransactionError::Write {
+                transaction_id: id.to_owned(),
+                source,
+            },
+        })?;
     }
     let landed = landing.map(|l| l.new_id).unwrap_or_default();
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();

@@ -971,8 +971,11 @@ fn identity(engine: &Engine, kind: &str, id: &str) -> crate::landing::Identity {
 /// With a remote, the remote's branch is fetched first: the commit is
 /// built on it. A bare repository's branch follows the remote's there and
 /// then (it has no working tree to bring along); a working tree behind the
-/// remote is refused, to be brought forward by the host (`git pull
-/// --ff-only`) first.
+/// remote is brought forward ([`crate::apply::fast_forward`]: files,
+/// branch, index, as `git merge --ff-only`) when the commits it lacks
+/// touch none of the change's paths — one they touch, or an uncommitted
+/// change where they write, is refused (`precondition_failed`) with
+/// nothing changed.
 #[cfg(feature = "git")]
 fn plan_landing(
     engine: &Engine,
@@ -1041,12 +1044,39 @@ fn plan_landing(
                 })?;
             if tip != old {
                 let behind = landing::contains(&repo, tip, old).map_err(landing_refusal)?;
-                if !(bare && behind) {
+                // A working tree behind the remote is brought forward when
+                // the commits it lacks touch none of the change's paths
+                // (they would make the change stale) and it is clean where
+                // they change it.
+                let untouched = behind
+                    && landing::first_changed(
+                        &repo,
+                        old,
+                        tip,
+                        changeset.files().iter().map(|f| &f.path),
+                    )
+                    .map_err(landing_refusal)?
+                    .is_none();
+                if !bare && untouched {
+                    crate::apply::fast_forward(
+                        engine.workspace(),
+                        &repo,
+                        branch,
+                        old,
+                        tip,
+                        engine.tx_env().durability != crate::store::Durability::Off,
+                    )
+                    .map_err(|e| match e {
+                        crate::apply::FastForwardError::Landing(e) => landing_refusal(e),
+                        crate::apply::FastForwardError::Worktree(e) => ToolError::from(e),
+                    })?;
+                    old = tip;
+                } else if !(bare && behind) {
                     return Err(ToolError::new(
                         format!(
                             "{location}'s {branch} is at {tip}, this repository's at {old}: {}; nothing was applied",
                             if behind {
-                                "bring the working tree to it (git pull --ff-only), then apply again"
+                                "the commits it lacks change a path the change touches: rebase the change, then apply again"
                             } else {
                                 "the two have diverged"
                             }
@@ -1059,10 +1089,11 @@ fn plan_landing(
                             ..PreconditionFailedDetails::default()
                         },
                     ));
+                } else {
+                    landing::move_branch(&repo, branch, old, tip, "roundtable: fetch")
+                        .map_err(landing_refusal)?;
+                    old = tip;
                 }
-                landing::move_branch(&repo, branch, old, tip, "roundtable: fetch")
-                    .map_err(landing_refusal)?;
-                old = tip;
             }
             Some(location)
         }

@@ -504,6 +504,15 @@ fn spell(state: &Option<State>) -> String {
 
 /// Compare every journaled path with the files.
 pub fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathReport>, TransactionError> {
+    compare_by(files, |path| ws.meta(path))
+}
+
+/// [`compare`] with each path's state now as `meta` gives it (`None`:
+/// absent) — the files of a working tree, or the tree of a commit.
+pub fn compare_by(
+    files: &[JournalFile],
+    mut meta: impl FnMut(&RepoPath) -> Result<Option<FileMeta>, WorkspaceError>,
+) -> Result<Vec<PathReport>, TransactionError> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
@@ -513,7 +522,7 @@ pub fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathReport>,
         // Something that is not a file now (a FIFO, a socket, a device, a
         // link on the way) is neither state: reported, never opened or
         // overwritten. A link at the path is compared by its target.
-        let (state, actual) = match ws.meta(&path) {
+        let (state, actual) = match meta(&path) {
             Ok(meta) => {
                 let now = meta.map(|m| (m.digest, m.executable, m.symlink));
                 let state = if now == after {
@@ -1435,6 +1444,87 @@ where
                 recovered: Some(true),
             },
             finish,
+        )
+    })
+}
+
+/// Record another clone's git-mode transaction `id`, left `applying` by
+/// a host that is gone, `applied`: its remote's branch holds its commit.
+/// Only the store changes (no file, index or ref of this clone: the
+/// landing is the other clone's); `finish` records the caller's outcome
+/// in the same SQL transaction. Refused (`conflict`) when the
+/// transaction is no longer `applying`.
+pub fn settle_landed<E>(
+    env: Env<'_>,
+    actor: &Actor,
+    id: &str,
+    commit: &str,
+    finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<(), E>,
+) -> Result<(), E>
+where
+    E: From<TransactionError> + From<StoreError>,
+{
+    let files = env
+        .store
+        .read(|tx| Ok::<_, TransactionError>(journal(tx, id)?))?;
+    env.store.write(|tx| {
+        record_applied(
+            tx,
+            env.clock.now(),
+            actor,
+            id,
+            json!({"files": files.len(), "settled": format!("the remote's branch holds {commit}: recorded applied from another clone")}),
+            Applied {
+                files: files.len(),
+                recovered: Some(true),
+            },
+            finish,
+        )
+    })
+}
+
+/// Record another clone's git-mode transaction `id`, left `applying` by
+/// a host that is gone, undone (`recovered`, nothing restored): its
+/// remote's branch does not hold its commit, so nothing of it landed.
+/// Only the store changes: the other clone's working tree (if it has one
+/// and comes back) keeps what its applier wrote, as uncommitted changes.
+/// Refused (`conflict`) when the transaction is no longer `applying`.
+pub fn settle_undone(
+    env: Env<'_>,
+    actor: &Actor,
+    id: &str,
+    why: &str,
+) -> Result<(), TransactionError> {
+    env.store.write(|tx| {
+        let now = env.clock.now();
+        let t = load_transaction(tx, id)?;
+        still_applying(
+            tx.execute(
+                "UPDATE transactions SET status = 'recovered', finished_at = ?2
+                 WHERE id = ?1 AND status = 'applying'",
+                params![id, now.0],
+            )?,
+            id,
+        )?;
+        phase(
+            tx,
+            now,
+            id,
+            PhaseName::Recovered,
+            PhaseStatus::Done,
+            json!({"why": why, "settled": true}),
+        )?;
+        event(
+            tx,
+            actor,
+            now,
+            id,
+            &t.proposal_id,
+            crate::model::TransactionRecoveredData {
+                why: why.to_owned(),
+                restored: 0,
+                conflicts: Vec::new(),
+            },
         )
     })
 }

@@ -171,6 +171,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<transactions::ListPhases>(),
     spec::<transactions::CheckRecovery>(),
     spec::<landing::LandingLog>(),
+    spec::<landing::SettleLanding>(),
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),

@@ -1041,3 +1041,50 @@ pub fn replay<'p>(
         .map_err(git("write the commit"))?;
     Ok(id)
 }
+
+/// Remove the lock file on `branch` (`refs/heads/main.lock`) that a
+/// killed push left in `repo` (a remote), when it is abandoned: it was
+/// last written longer than `older_than` ago (git holds a ref lock for
+/// the moment it moves the ref, and a push's hooks for seconds), and
+/// neither it nor the ref changes while it is watched (for as long as a
+/// ref update waits for a lock). While it stands, every push to the
+/// branch fails (`RemoteRejected`, "cannot lock ref"). Whether it
+/// removed one.
+pub fn clear_abandoned_lock(
+    repo: &Repository,
+    branch: &str,
+    older_than: std::time::Duration,
+) -> Result<bool, LandingError> {
+    let lock = repo.commondir().join(format!("{branch}.lock"));
+    let io = |e: std::io::Error| {
+        git("clear an abandoned ref lock")(git2::Error::from_str(&e.to_string()))
+    };
+    let seen = |lock: &Path| {
+        std::fs::metadata(lock)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let Some(first) = seen(&lock) else {
+        return Ok(false);
+    };
+    let old_enough = first
+        .1
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age >= older_than);
+    if !old_enough {
+        return Ok(false);
+    }
+    let tip = repo.refname_to_id(branch).ok();
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if seen(&lock) != Some(first) || repo.refname_to_id(branch).ok() != tip {
+            return Ok(false);
+        }
+    }
+    match std::fs::remove_file(&lock) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io(e)),
+    }
+}

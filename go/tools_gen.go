@@ -539,6 +539,18 @@ type LandingLogArgs struct {
 	Limit *int64 `json:"limit,omitempty"`
 }
 
+// LandingSettleArgs are the arguments of `landing.settle`.
+type LandingSettleArgs struct {
+	// The git-mode transaction (through a remote) that another clone
+	// left `applying`.
+	TransactionID string `json:"transaction_id"`
+	// How long, in milliseconds, the transaction must have been
+	// `applying` — and a lock on the remote's branch must have stood —
+	// before it is judged abandoned rather than in flight: 1000 to
+	// 3600000, default 30000.
+	StaleAfterMs *int64 `json:"stale_after_ms,omitempty"`
+}
+
 // EventsListArgs are the arguments of `events.list`.
 type EventsListArgs struct {
 	// Page size, 1 to 1000 (default 100).
@@ -1086,6 +1098,17 @@ func (s *Session) LandingLog(ctx context.Context, args LandingLogArgs) (*LandedC
 	return out, nil
 }
 
+// LandingSettle calls `landing.settle`: Settle a git-mode landing another clone (a host that was killed and is not coming back) left applying, from any host, by asking the remote (orchestrator only): if the remote's branch holds the transaction's commit it is recorded applied (the proposal applied, its claims released), otherwise undone (recovered) — either way its paths stop being busy. A lock on the remote's branch older than stale_after_ms that nobody moves (a killed push's refs/heads/main.lock, which fails every push) is removed. Refused: busy (retryable) while the transaction is younger than stale_after_ms (default 30 s: it may be in flight); precondition_failed for a transaction of this clone (its own recovery settles it), in files mode or without a remote. Only the store and the remote's stale lock change: the other clone's files, index and branch are left to it.
+//
+// Called by: orchestrator. Changes state. Idempotent.
+func (s *Session) LandingSettle(ctx context.Context, args LandingSettleArgs) (*Settled, error) {
+	out := new(Settled)
+	if err := s.invoke(ctx, "landing.settle", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EventsList calls `events.list`: Read the audit log in seq order after since_seq, optionally for one proposal.
 //
 // Called by: agent, human, orchestrator. Read-only.
@@ -1188,6 +1211,7 @@ var toolNames = []string{
 	"transaction.phases",
 	"transaction.recovery",
 	"landing.log",
+	"landing.settle",
 	"events.list",
 	"events.wait",
 	"events.verify",

@@ -483,6 +483,19 @@ impl Fleet {
     fn start(base: &str, hosts: usize, agents: usize) -> Fleet {
         let top = tempfile::tempdir().expect("tempdir");
         let (remote, clones) = remote_and_clones(top.path(), hosts);
+        if std::env::var_os("RT_FLEET_COUNT_PUSHES").is_some() {
+            use std::os::unix::fs::PermissionsExt as _;
+            let hook = remote.join("hooks/pre-receive");
+            std::fs::write(
+                &hook,
+                format!(
+                    "#!/bin/sh\ncat >/dev/null\necho >> '{}'\n",
+                    remote.join("pushes").display()
+                ),
+            )
+            .expect("hook");
+            std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
         let schema = fresh_schema("fleet");
         let stop = top.path().join("stop");
         let children = clones
@@ -700,9 +713,12 @@ fn hosts_throughput() {
             .filter(|(ms, _)| *ms >= from && *ms < from + secs * 1000)
             .count();
         let (fleet, retried) = fleet.stop();
+        let pushes =
+            std::fs::read_to_string(fleet.remote.join("pushes")).map_or(0, |p| p.lines().count());
         eprintln!(
-            "{hosts} hosts, 12 agents: {n} landings in {secs} s = {:.1} landings/s (retried calls {retried:?})",
-            n as f64 / secs as f64
+            "{hosts} hosts, 12 agents: {n} landings in {secs} s = {:.1} landings/s (retried calls {retried:?}; {pushes} pushes for {} landings when counted)",
+            n as f64 / secs as f64,
+            fleet.landings().len()
         );
         fleet.check();
     }

@@ -414,6 +414,55 @@ impl PgStore {
     }
 }
 
+/// A lease taken with [`PgStore::lease`]: held until dropped, or until
+/// the server ends its session (its holder idle in it for
+/// [`IDLE_IN_TRANSACTION`]: paused, hung).
+pub struct PgLease<'a> {
+    store: &'a PgStore,
+    conn: Option<PgConn>,
+}
+
+impl Drop for PgLease<'_> {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            let _ = conn.client.batch_execute("ROLLBACK");
+            self.store.give(conn);
+        }
+    }
+}
+
+impl PgStore {
+    /// Take the lease named by `key`, shared by every host on this
+    /// database: a transaction-scoped advisory lock, held by an open
+    /// transaction that writes nothing. Waits for another holder up to
+    /// [`LOCK_TIMEOUT`]; `None` when it could not be had in that time (or
+    /// the server could not be reached) — a lease is an optimisation,
+    /// never a condition. A holder that stops for [`IDLE_IN_TRANSACTION`]
+    /// loses it: the server ends its session.
+    pub fn lease(&self, key: i64) -> Option<PgLease<'_>> {
+        let mut conn = self
+            .begin(&format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL idle_in_transaction_session_timeout = {}",
+                IDLE_IN_TRANSACTION.as_millis()
+            ))
+            .ok()?;
+        match conn
+            .client
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&key])
+        {
+            Ok(_) => Some(PgLease {
+                store: self,
+                conn: Some(conn),
+            }),
+            Err(_) => {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                self.give(conn);
+                None
+            }
+        }
+    }
+}
+
 /// Whether `e` says the connection is gone (the socket broke, or the
 /// server shut the session down).
 fn gone(e: &postgres::Error) -> bool {

@@ -42,13 +42,20 @@ fn jitter(attempt: u32) -> std::time::Duration {
 /// commit to the new one by compare-and-swap — with a remote, first the
 /// remote's (a push with a lease), then this repository's follows.
 ///
-/// A push refused because the remote's branch moved (another host won the
-/// race) fetches the new tip; when the commits since the landing's base
-/// touch none of `paths`, the commit is replayed onto the tip
-/// ([`crate::landing::replay`]), recorded as the transaction's landing
-/// (before it is pushed: recovery asks the remote for it) and pushed
-/// again, up to [`PUSH_REPLAYS`] times with a random pause; when they
-/// touch one, the refusal stands (the change is stale).
+/// Hosts sharing a store take turns to push to one remote's branch (a
+/// lease in the store, [`crate::store::Store::lease`]; none on SQLite,
+/// and a host that cannot have it in time pushes without it): with the
+/// turn, the remote's branch is fetched and, when it moved since the
+/// commit was built and the commits since touch none of `paths`, the
+/// commit is replayed onto it ([`crate::landing::replay`]) and recorded
+/// as the transaction's landing (before it is pushed: recovery asks the
+/// remote for it) — so a push that would lose the race is not sent.
+///
+/// A push refused all the same because the remote's branch moved
+/// (another host won the race) fetches the new tip and is replayed and
+/// pushed again in the same way, up to [`PUSH_REPLAYS`] times with a
+/// random pause; when the commits since touch one of `paths`, the
+/// refusal stands (the change is stale).
 ///
 /// Returns the landing as it landed and how following went; the error
 /// is the commit point's (nothing landed).
@@ -76,6 +83,30 @@ pub(super) fn land(
     let mut current = landing.clone();
     let (mut base, mut commit) = (old, new);
     let mut attempt = 0;
+    // Hosts pushing to one remote's branch take turns (a lease in the
+    // shared store, when it has hosts to share it with): a push that
+    // would lose the race is replayed before it is sent, not after.
+    let turn = env
+        .store
+        .lease(&format!("push {location} {}", landing.branch));
+    let mut replayed_onto = |tip: git2::Oid, base: &mut git2::Oid, commit: &mut git2::Oid| {
+        let Some((next, replayed)) =
+            replay_onto(env, &repo, id, &current, *commit, *base, tip, paths)?
+        else {
+            return Ok::<_, TransactionError>(false);
+        };
+        current = next;
+        (*base, *commit) = (tip, replayed);
+        Ok(true)
+    };
+    // The remote's branch may have moved since the commit was built.
+    if let Some(tip) = crate::landing::fetch(&repo, &remote_repo, &landing.branch)
+        .ok()
+        .flatten()
+        .filter(|&tip| tip != base)
+    {
+        replayed_onto(tip, &mut base, &mut commit)?;
+    }
     loop {
         let pushed = crate::landing::push(
             &repo,
@@ -92,38 +123,17 @@ pub(super) fn land(
             Err(e) => return Err(landing_error(id)(e)),
         };
         attempt += 1;
-        let Some(tip) = crate::landing::fetch(&repo, &remote_repo, &landing.branch)
+        let tip = crate::landing::fetch(&repo, &remote_repo, &landing.branch)
             .ok()
-            .flatten()
-        else {
-            return Err(landing_error(id)(refusal));
-        };
-        // Only forward: a tip that does not descend from the base was
-        // rewritten, not moved on.
-        if !crate::landing::contains(&repo, tip, base).map_err(landing_error(id))? {
-            return Err(landing_error(id)(refusal));
+            .flatten();
+        match tip {
+            Some(tip) if replayed_onto(tip, &mut base, &mut commit)? => {}
+            _ => return Err(landing_error(id)(refusal)),
         }
-        if crate::landing::first_changed(&repo, base, tip, paths)
-            .map_err(landing_error(id))?
-            .is_some()
-        {
-            return Err(landing_error(id)(refusal));
-        }
-        let replayed =
-            crate::landing::replay(&repo, commit, tip, paths).map_err(landing_error(id))?;
-        let next = crate::store::settings::TransactionLanding {
-            old_id: tip.to_string(),
-            new_id: replayed.to_string(),
-            ..current.clone()
-        };
-        env.store.write(|tx| {
-            crate::store::settings::replace_transaction_landing(tx, id, &next)
-                .map_err(TransactionError::from)
-        })?;
         std::thread::sleep(jitter(attempt));
-        current = next;
-        (base, commit) = (tip, replayed);
     }
+    drop(replayed_onto);
+    drop(turn);
     let followed = follow(
         env.workspace,
         &repo,
@@ -133,6 +143,45 @@ pub(super) fn land(
         env.durable(),
     );
     Ok((current, followed))
+}
+
+/// When `tip` (the remote's branch, fetched) descends from `base` and the
+/// commits between them touch none of `paths`: `commit` replayed onto
+/// `tip` ([`crate::landing::replay`]) and recorded as transaction `id`'s
+/// landing (before it is pushed: recovery asks the remote for the commit
+/// that may have landed), with the replayed commit. `None` when it cannot
+/// be replayed (the change is stale, or the branch was rewritten).
+#[allow(clippy::too_many_arguments)]
+fn replay_onto(
+    env: super::Env<'_>,
+    repo: &git2::Repository,
+    id: &str,
+    current: &crate::store::settings::TransactionLanding,
+    commit: git2::Oid,
+    base: git2::Oid,
+    tip: git2::Oid,
+    paths: &[RepoPath],
+) -> Result<Option<(crate::store::settings::TransactionLanding, git2::Oid)>, TransactionError> {
+    // Only forward: a tip that does not descend from the base was
+    // rewritten, not moved on.
+    if !crate::landing::contains(repo, tip, base).map_err(landing_error(id))?
+        || crate::landing::first_changed(repo, base, tip, paths)
+            .map_err(landing_error(id))?
+            .is_some()
+    {
+        return Ok(None);
+    }
+    let replayed = crate::landing::replay(repo, commit, tip, paths).map_err(landing_error(id))?;
+    let next = crate::store::settings::TransactionLanding {
+        old_id: tip.to_string(),
+        new_id: replayed.to_string(),
+        ..current.clone()
+    };
+    env.store.write(|tx| {
+        crate::store::settings::replace_transaction_landing(tx, id, &next)
+            .map_err(TransactionError::from)
+    })?;
+    Ok(Some((next, replayed)))
 }
 
 /// After the remote's branch moved to `new`, this repository's follows:

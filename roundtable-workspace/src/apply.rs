@@ -993,7 +993,7 @@ where
         .map(|b| (&b.path, (b.data.as_slice(), b.executable, b.symlink)))
         .collect();
     let options = WriteOptions {
-        durable: env.durability != Durability::Off,
+        durable: env.durable(),
         tag: Some(id),
         prune_only: plan.prune_only.as_ref(),
         held: Some(&held),
@@ -1126,7 +1126,7 @@ where
 {
     let id = plan.id.as_str();
     let files = plan.changeset.files();
-    let durable = env.durability != Durability::Off;
+    let durable = env.durable();
     let started = Instant::now();
     loop {
         let mut written = json!({"files": files.len(), "durable": durable, "index": notes.index});
@@ -1217,7 +1217,7 @@ pub(crate) fn recover_one(
     } else {
         let changeset = restore_changeset(env.store, &files, &reports)?;
         let modes = restore_modes(&files);
-        let durable = env.durability != Durability::Off;
+        let durable = env.durable();
         // The restore's own temporary names carry the transaction's tag too:
         // a crash during recovery leaves only names the next recovery removes.
         env.workspace.apply_changeset_with(
@@ -1464,9 +1464,7 @@ pub fn settle_landed<E>(
 where
     E: From<TransactionError> + From<StoreError>,
 {
-    let files = env
-        .store
-        .read(|tx| Ok::<_, TransactionError>(journal(tx, id)?))?;
+    let files = env.store.read(|tx| journal(tx, id))?;
     env.store.write(|tx| {
         record_applied(
             tx,

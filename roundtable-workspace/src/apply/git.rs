@@ -132,7 +132,6 @@ pub(super) fn land(
         }
         std::thread::sleep(jitter(attempt));
     }
-    drop(replayed_onto);
     drop(turn);
     let followed = follow(
         env.workspace,

@@ -77,6 +77,7 @@ impl Tool for LandingLog {
 }
 
 /// The least and the default `stale_after_ms` of `landing.settle`.
+#[cfg_attr(not(feature = "git"), allow(dead_code))]
 const SETTLE_AFTER_MS: (u64, u64) = (1_000, 30_000);
 
 /// Arguments of `landing.settle`.
@@ -145,6 +146,7 @@ impl super::Request for SettleLanding {
 
 /// A `precondition_failed` refusal of `landing.settle` of a transaction
 /// of proposal `proposal_id`.
+#[cfg_attr(not(feature = "git"), allow(dead_code))]
 fn cannot_settle(message: String, proposal_id: &str) -> ToolError {
     ToolError::new(
         message,

@@ -628,9 +628,9 @@ fn every_tool_refuses_the_kinds_it_is_not_for_before_reading_its_arguments() {
             refusals += 1;
         }
     }
-    // 24 tools are limited to some kinds (agent.register, patch.apply,
-    // workspace.configure, landing.log, ...).
-    assert_eq!(refusals, 36);
+    // 25 tools are limited to some kinds (agent.register, patch.apply,
+    // workspace.configure, landing.log, landing.settle, ...).
+    assert_eq!(refusals, 38);
 }
 
 #[test]

@@ -1076,7 +1076,7 @@ func (s *Session) TransactionPhases(ctx context.Context, args TransactionPhasesA
 	return out, nil
 }
 
-// TransactionRecovery calls `transaction.recovery`: Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
+// TransactionRecovery calls `transaction.recovery`: Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).
 //
 // Called by: agent, human, orchestrator. Read-only.
 func (s *Session) TransactionRecovery(ctx context.Context, args TransactionRecoveryArgs) (*RecoveryAdvice, error) {

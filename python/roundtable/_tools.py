@@ -1134,7 +1134,7 @@ class ToolMethods:
         return self.call_record("transaction.phases", args, Phases)
 
     def transaction_recovery(self, *, transaction_id: str) -> RecoveryAdvice:
-        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
+        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).
 
         ``transaction.recovery``; called by: agent, human, orchestrator. Read-only.
         """
@@ -2315,7 +2315,7 @@ class AsyncToolMethods:
         return await self.call_record("transaction.phases", args, Phases)
 
     async def transaction_recovery(self, *, transaction_id: str) -> RecoveryAdvice:
-        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
+        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).
 
         ``transaction.recovery``; called by: agent, human, orchestrator. Read-only.
         """

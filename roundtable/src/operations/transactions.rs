@@ -1848,7 +1848,7 @@ pub struct RecoveryAdvice {
 
 impl super::Request for CheckRecovery {
     const TOOL: &'static str = "transaction.recovery";
-    const DESCRIPTION: &'static str = "Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.";
+    const DESCRIPTION: &'static str = "Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).";
     const MUTATES: bool = false;
     type Output = RecoveryAdvice;
 

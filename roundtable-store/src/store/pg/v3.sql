@@ -13,7 +13,7 @@ CREATE TRIGGER transaction_landings_immutable_u BEFORE UPDATE ON transaction_lan
        OR NEW.branch IS DISTINCT FROM OLD.branch
        OR NEW.remote IS DISTINCT FROM OLD.remote)
     EXECUTE FUNCTION roundtable_refuse('landings are immutable');
-CREATE FUNCTION roundtable_landing_applying() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION roundtable_landing_applying() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF (SELECT status FROM transactions WHERE id = OLD.transaction_id) IS DISTINCT FROM 'applying' THEN
         RAISE EXCEPTION 'landings are immutable';
@@ -21,5 +21,6 @@ BEGIN
     RETURN NEW;
 END
 $$;
+DROP TRIGGER IF EXISTS transaction_landings_applying_u ON transaction_landings;
 CREATE TRIGGER transaction_landings_applying_u BEFORE UPDATE ON transaction_landings
     FOR EACH ROW EXECUTE FUNCTION roundtable_landing_applying();

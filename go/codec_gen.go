@@ -6115,6 +6115,53 @@ func (x *LandingLogArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *LandingSettleArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *LandingSettleArgs) encodeFields(e *encoder, start int) {
+	e.key(start, "\"transaction_id\":")
+	e.str(x.TransactionID, "transaction_id")
+	if x.StaleAfter != nil {
+		e.key(start, "\"stale_after_ms\":")
+		e.duration(*x.StaleAfter, time.Millisecond)
+	}
+}
+
+func (x *LandingSettleArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "transaction_id":
+			if !d.null() {
+				x.TransactionID = d.str()
+			}
+		case "stale_after_ms":
+			if d.null() {
+				x.StaleAfter = nil
+			} else {
+				p1 := new(time.Duration)
+				(*p1) = d.duration(time.Millisecond)
+				x.StaleAfter = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x LandingSettleArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *LandingSettleArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *LineSpan) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -11560,6 +11607,83 @@ func (x SecurityReviewedData) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *SecurityReviewedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *Settled) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *Settled) encodeFields(e *encoder, start int) {
+	e.key(start, "\"transaction\":")
+	x.Transaction.encode(e)
+	e.key(start, "\"outcome\":")
+	e.str(string(x.Outcome), "outcome")
+	e.key(start, "\"commit\":")
+	e.str(x.Commit, "commit")
+	e.key(start, "\"remote\":")
+	e.str(x.Remote, "remote")
+	e.key(start, "\"branch\":")
+	e.str(x.Branch, "branch")
+	e.key(start, "\"cleared_lock\":")
+	e.bool(x.ClearedLock)
+	if x.RemoteTip != nil {
+		e.key(start, "\"remote_tip\":")
+		e.str(*x.RemoteTip, "remote_tip")
+	}
+}
+
+func (x *Settled) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "transaction":
+			if !d.null() {
+				x.Transaction.decode(d)
+			}
+		case "outcome":
+			if !d.null() {
+				x.Outcome = SettleOutcome(d.str())
+			}
+		case "commit":
+			if !d.null() {
+				x.Commit = d.str()
+			}
+		case "remote":
+			if !d.null() {
+				x.Remote = d.str()
+			}
+		case "branch":
+			if !d.null() {
+				x.Branch = d.str()
+			}
+		case "cleared_lock":
+			if !d.null() {
+				x.ClearedLock = d.bool()
+			}
+		case "remote_tip":
+			if d.null() {
+				x.RemoteTip = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.RemoteTip = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x Settled) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *Settled) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

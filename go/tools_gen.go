@@ -600,6 +600,19 @@ type LandingLogArgs struct {
 	Limit *int64 `json:"limit,omitempty"`
 }
 
+// LandingSettleArgs are the arguments of `landing.settle`.
+type LandingSettleArgs struct {
+	// The git-mode transaction (through a remote) that another clone
+	// left `applying`.
+	TransactionID string `json:"transaction_id"`
+	// How long, in milliseconds, the transaction must have been
+	// `applying` — and a lock on the remote's branch must have stood —
+	// before it is judged abandoned rather than in flight: 1000 to
+	// 3600000, default 30000.
+	// (JSON: `stale_after_ms`, whole milliseconds; encoding rounds a remainder up.)
+	StaleAfter *time.Duration `json:"stale_after_ms,omitempty"`
+}
+
 // EventsListArgs are the arguments of `events.list`.
 type EventsListArgs struct {
 	// Page size, 1 to 1000 (default 100).
@@ -1137,7 +1150,7 @@ func (s *Session) TransactionPhases(ctx context.Context, args TransactionPhasesA
 	return out, nil
 }
 
-// TransactionRecovery calls `transaction.recovery`: Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
+// TransactionRecovery calls `transaction.recovery`: Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).
 //
 // Called by: agent, human, orchestrator. Read-only.
 func (s *Session) TransactionRecovery(ctx context.Context, args TransactionRecoveryArgs) (*RecoveryAdvice, error) {
@@ -1198,6 +1211,17 @@ func (s *Session) QueueRun(ctx context.Context, args QueueRunArgs) (*QueueRun, e
 func (s *Session) LandingLog(ctx context.Context, args LandingLogArgs) (*LandedCommits, error) {
 	out := new(LandedCommits)
 	if err := s.invoke(ctx, "landing.log", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LandingSettle calls `landing.settle`: Settle a git-mode landing another clone (a host that was killed and is not coming back) left applying, from any host, by asking the remote (orchestrator only): if the remote's branch holds the transaction's commit it is recorded applied (the proposal applied, its claims released), otherwise undone (recovered) — either way its paths stop being busy. A lock on the remote's branch older than stale_after_ms that nobody moves (a killed push's refs/heads/main.lock, which fails every push) is removed. Refused: busy (retryable) while the transaction is younger than stale_after_ms (default 30 s: it may be in flight); precondition_failed for a transaction of this clone (its own recovery settles it), in files mode or without a remote. Only the store and the remote's stale lock change: the other clone's files, index and branch are left to it.
+//
+// Called by: orchestrator. Changes state. Idempotent.
+func (s *Session) LandingSettle(ctx context.Context, args LandingSettleArgs) (*Settled, error) {
+	out := new(Settled)
+	if err := s.invoke(ctx, "landing.settle", args.encode, out.decode); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -1409,6 +1433,7 @@ var toolNames = []string{
 	"queue.remove",
 	"queue.run",
 	"landing.log",
+	"landing.settle",
 	"events.list",
 	"events.wait",
 	"events.verify",

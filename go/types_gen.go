@@ -556,6 +556,22 @@ const (
 // SecretKinds lists every SecretKind, in the schema's order.
 var SecretKinds = []SecretKind{SecretKindOpensshPrivateKey, SecretKindPrivateKey, SecretKindAwsAccessKeyID, SecretKindGithubToken, SecretKindSlackToken, SecretKindGoogleApiKey, SecretKindStripeLiveKey}
 
+// What `landing.settle` recorded.
+type SettleOutcome string
+
+// The values of SettleOutcome.
+const (
+	// The remote's branch holds the transaction's commit: recorded `applied` (the proposal `applied`, its author's claims released).
+	SettleOutcomeApplied SettleOutcome = "applied"
+	// The remote's branch does not hold it: nothing of it landed, and it is recorded undone (`recovered`).
+	SettleOutcomeUndone SettleOutcome = "undone"
+	// It was no longer `applying` (settled, recovered or finished already): nothing was changed.
+	SettleOutcomeAlreadyFinished SettleOutcome = "already_finished"
+)
+
+// SettleOutcomes lists every SettleOutcome, in the schema's order.
+var SettleOutcomes = []SettleOutcome{SettleOutcomeApplied, SettleOutcomeUndone, SettleOutcomeAlreadyFinished}
+
 // One stage of a validation report, in the order the report lists them.
 type StageName string
 
@@ -1930,8 +1946,8 @@ type QueueRun struct {
 	Checks []StateCheck `json:"checks"`
 	// Speculative states built and checked.
 	StatesChecked int64 `json:"states_checked"`
-	// Entries still queued (a round that changed nothing stops the run:
-	// the branch moved under it, or a state is left to retry).
+	// Entries still queued (the rounds ran out, or a round changed
+	// nothing and found nothing to retry).
 	StillQueued int64 `json:"still_queued"`
 }
 
@@ -1952,8 +1968,9 @@ type RecoveryAdvice struct {
 	// Whether the files agree with the status (all after for `applied`,
 	// all before for `failed`, `recovered`, `rolled_back`).
 	Consistent bool `json:"consistent"`
-	// What can be done now: `rollback`, `recover`, `none`, or `inspect`
-	// (diverged paths need a person).
+	// What can be done now: `rollback`, `recover`, `settle` (another
+	// clone's unfinished git landing: `landing.settle`), `none`, or
+	// `inspect` (diverged paths need a person).
 	Actions []string `json:"actions"`
 	// The same, in words.
 	Advice string `json:"advice"`
@@ -2137,6 +2154,26 @@ type SecurityReviewedData struct {
 	Revision int64 `json:"revision"`
 	// The verdict.
 	Verdict Verdict `json:"verdict"`
+}
+
+// Result of `landing.settle`.
+type Settled struct {
+	// The transaction, as it now stands.
+	Transaction Transaction `json:"transaction"`
+	// What was recorded.
+	Outcome SettleOutcome `json:"outcome"`
+	// The commit its landing pushed (or would have).
+	Commit string `json:"commit"`
+	// The remote asked.
+	Remote string `json:"remote"`
+	// The branch (`refs/heads/main`).
+	Branch string `json:"branch"`
+	// Whether an abandoned lock on the remote's branch (a killed push's
+	// `refs/heads/main.lock`, which fails every push) was removed.
+	ClearedLock bool `json:"cleared_lock"`
+	// The remote's branch when asked (`null`: no such branch, or the
+	// transaction was already finished).
+	RemoteTip *string `json:"remote_tip,omitempty"`
 }
 
 // One stage of the report.

@@ -367,6 +367,15 @@ SecretKind = Literal['openssh_private_key', 'private_key', 'aws_access_key_id', 
 SECRET_KINDS: Tuple[SecretKind, ...] = ('openssh_private_key', 'private_key', 'aws_access_key_id', 'github_token', 'slack_token', 'google_api_key', 'stripe_live_key',)
 
 
+#: What `landing.settle` recorded.
+#:   ``applied``: The remote's branch holds the transaction's commit: recorded `applied` (the proposal `applied`, its author's claims released).
+#:   ``undone``: The remote's branch does not hold it: nothing of it landed, and it is recorded undone (`recovered`).
+#:   ``already_finished``: It was no longer `applying` (settled, recovered or finished already): nothing was changed.
+SettleOutcome = Literal['applied', 'undone', 'already_finished']
+#: Every value of :data:`SettleOutcome`, in the schema's order.
+SETTLE_OUTCOMES: Tuple[SettleOutcome, ...] = ('applied', 'undone', 'already_finished',)
+
+
 #: One stage of a validation report, in the order the report lists them.
 #:   ``claims``: The author holds fresh claims on what the change touches, and no other agent holds a write claim there.
 #:   ``preconditions``: Each touched path is still what the revision was made against.
@@ -3927,8 +3936,8 @@ class QueueRun(Record):
     checks: Tuple[StateCheck, ...]
     #: Speculative states built and checked.
     states_checked: int
-    #: Entries still queued (a round that changed nothing stops the run:
-    #: the branch moved under it, or a state is left to retry).
+    #: Entries still queued (the rounds ran out, or a round changed
+    #: nothing and found nothing to retry).
     still_queued: int
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
@@ -3970,8 +3979,9 @@ class RecoveryAdvice(Record):
     #: Whether the files agree with the status (all after for `applied`,
     #: all before for `failed`, `recovered`, `rolled_back`).
     consistent: bool
-    #: What can be done now: `rollback`, `recover`, `none`, or `inspect`
-    #: (diverged paths need a person).
+    #: What can be done now: `rollback`, `recover`, `settle` (another
+    #: clone's unfinished git landing: `landing.settle`), `none`, or
+    #: `inspect` (diverged paths need a person).
     actions: Tuple[str, ...]
     #: The same, in words.
     advice: str
@@ -4091,6 +4101,46 @@ class SecurityReviewed(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["security_review"] = SecurityReviewRecord.from_dict(v["security_review"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class Settled(Record):
+    """Result of `landing.settle`."""
+
+    #: The transaction, as it now stands.
+    transaction: Transaction
+    #: What was recorded.
+    outcome: SettleOutcome
+    #: The commit its landing pushed (or would have).
+    commit: str
+    #: The remote asked.
+    remote: str
+    #: The branch (`refs/heads/main`).
+    branch: str
+    #: Whether an abandoned lock on the remote's branch (a killed push's
+    #: `refs/heads/main.lock`, which fails every push) was removed.
+    cleared_lock: bool
+    #: The remote's branch when asked (`null`: no such branch, or the
+    #: transaction was already finished).
+    remote_tip: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['branch', 'cleared_lock', 'commit', 'outcome', 'remote', 'transaction'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Settled:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["transaction"] = Transaction.from_dict(v["transaction"])
+        if "remote_tip" not in v:
+            v["remote_tip"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4647,6 +4697,7 @@ Rejected._PLAN = (0, Rejected, (('proposal', 'proposal', Proposal._PLAN), ('deci
 ReviewRequested._PLAN = (0, ReviewRequested, (('proposal', 'proposal', Proposal._PLAN), ('review_plan', 'review_plan', (1, RoleNeed._PLAN))))
 RolledBack._PLAN = (0, RolledBack, (('transaction', 'transaction', Transaction._PLAN), ))
 SecurityReviewed._PLAN = (0, SecurityReviewed, (('security_review', 'security_review', SecurityReviewRecord._PLAN), ))
+Settled._PLAN = (0, Settled, (('transaction', 'transaction', Transaction._PLAN), ('remote_tip', 'remote_tip', None)))
 StatusReport._PLAN = (0, StatusReport, (('proposal', 'proposal', Proposal._PLAN), ('next', 'next', (1, NextActor._PLAN)), ('by_requirement', 'by_requirement', (1, RequirementNext._PLAN)), ('applying', 'applying', None), ('validation', 'validation', ValidationReport._PLAN)))
 Symbols._PLAN = (0, Symbols, (('files', 'files', (1, FileSymbols._PLAN)), ))
 TaskCreated._PLAN = (0, TaskCreated, (('task', 'task', Task._PLAN), ('created', 'created', None)))
@@ -4715,6 +4766,8 @@ __all__ = [
     "RISKS",
     "SecretKind",
     "SECRET_KINDS",
+    "SettleOutcome",
+    "SETTLE_OUTCOMES",
     "StageName",
     "STAGE_NAMES",
     "StageStatus",
@@ -4841,6 +4894,7 @@ __all__ = [
     "ReviewRequested",
     "RolledBack",
     "SecurityReviewed",
+    "Settled",
     "StatusReport",
     "Symbols",
     "TaskCreated",

@@ -64,6 +64,7 @@ from ._records import (
     Risk,
     RolledBack,
     SecurityReviewed,
+    Settled,
     StatusReport,
     Symbols,
     Task,
@@ -1159,7 +1160,7 @@ class ToolMethods:
         return self.call_record("transaction.phases", args, Phases)
 
     def transaction_recovery(self, *, transaction_id: str) -> RecoveryAdvice:
-        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
+        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).
 
         ``transaction.recovery``; called by: agent, human, orchestrator. Read-only.
         """
@@ -1265,6 +1266,22 @@ class ToolMethods:
         if limit is not None:
             args["limit"] = limit
         return self.call_record("landing.log", args, LandedCommits)
+
+    def landing_settle(
+        self,
+        *,
+        transaction_id: str,
+        stale_after_ms: Optional[int] = None,
+    ) -> Settled:
+        """Settle a git-mode landing another clone (a host that was killed and is not coming back) left applying, from any host, by asking the remote (orchestrator only): if the remote's branch holds the transaction's commit it is recorded applied (the proposal applied, its claims released), otherwise undone (recovered) — either way its paths stop being busy. A lock on the remote's branch older than stale_after_ms that nobody moves (a killed push's refs/heads/main.lock, which fails every push) is removed. Refused: busy (retryable) while the transaction is younger than stale_after_ms (default 30 s: it may be in flight); precondition_failed for a transaction of this clone (its own recovery settles it), in files mode or without a remote. Only the store and the remote's stale lock change: the other clone's files, index and branch are left to it.
+
+        ``landing.settle``; called by: orchestrator. Changes state (idempotent).
+        """
+        args: Dict[str, Any] = {}
+        if stale_after_ms is not None:
+            args["stale_after_ms"] = stale_after_ms
+        args["transaction_id"] = transaction_id
+        return self.call_record("landing.settle", args, Settled)
 
     def events_list(
         self,
@@ -2433,7 +2450,7 @@ class AsyncToolMethods:
         return await self.call_record("transaction.phases", args, Phases)
 
     async def transaction_recovery(self, *, transaction_id: str) -> RecoveryAdvice:
-        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.
+        """Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).
 
         ``transaction.recovery``; called by: agent, human, orchestrator. Read-only.
         """
@@ -2540,6 +2557,22 @@ class AsyncToolMethods:
         if limit is not None:
             args["limit"] = limit
         return await self.call_record("landing.log", args, LandedCommits)
+
+    async def landing_settle(
+        self,
+        *,
+        transaction_id: str,
+        stale_after_ms: Optional[int] = None,
+    ) -> Settled:
+        """Settle a git-mode landing another clone (a host that was killed and is not coming back) left applying, from any host, by asking the remote (orchestrator only): if the remote's branch holds the transaction's commit it is recorded applied (the proposal applied, its claims released), otherwise undone (recovered) — either way its paths stop being busy. A lock on the remote's branch older than stale_after_ms that nobody moves (a killed push's refs/heads/main.lock, which fails every push) is removed. Refused: busy (retryable) while the transaction is younger than stale_after_ms (default 30 s: it may be in flight); precondition_failed for a transaction of this clone (its own recovery settles it), in files mode or without a remote. Only the store and the remote's stale lock change: the other clone's files, index and branch are left to it.
+
+        ``landing.settle``; called by: orchestrator. Changes state (idempotent).
+        """
+        args: Dict[str, Any] = {}
+        if stale_after_ms is not None:
+            args["stale_after_ms"] = stale_after_ms
+        args["transaction_id"] = transaction_id
+        return await self.call_record("landing.settle", args, Settled)
 
     async def events_list(
         self,

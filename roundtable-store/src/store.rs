@@ -64,6 +64,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v11.sql"),
     include_str!("store/v12.sql"),
     include_str!("store/v13.sql"),
+    include_str!("store/v14.sql"),
 ];
 
 /// The schema version this code writes.
@@ -232,6 +233,15 @@ pub struct Store {
 /// own.
 pub const CLONE_FILE: &str = "clone";
 
+/// A lease taken with [`Store::lease`], held until dropped.
+pub struct Lease<'a> {
+    /// Released when dropped.
+    #[cfg(feature = "postgres")]
+    _held: pg::PgLease<'a>,
+    #[cfg(not(feature = "postgres"))]
+    _held: std::marker::PhantomData<&'a ()>,
+}
+
 enum StoreEngine {
     Sqlite(SqliteStore),
     #[cfg(feature = "postgres")]
@@ -358,6 +368,7 @@ pub const PG_MIGRATIONS: &[&str] = &[
     include_str!("store/pg/v1.sql"),
     include_str!("store/pg/v2.sql"),
     include_str!("store/pg/v3.sql"),
+    include_str!("store/pg/v4.sql"),
 ];
 
 /// The PostgreSQL schema version this code writes.
@@ -446,6 +457,31 @@ impl Store {
                 StoreEngine::Postgres(_) => PG_SCHEMA_VERSION,
             },
             created: self.created,
+        }
+    }
+
+    /// A lease on `name` shared by every host on this store, held until
+    /// the value is dropped: on PostgreSQL an advisory lock (waited for up
+    /// to [`pg::LOCK_TIMEOUT`], lost by a holder stopped for
+    /// [`pg::IDLE_IN_TRANSACTION`]); on SQLite, whose store has one host,
+    /// none is needed (`None`). `None` too when it could not be had: a
+    /// lease only spares hosts work that would lose a race (each step it
+    /// covers stays safe without it).
+    pub fn lease(&self, name: &str) -> Option<Lease<'_>> {
+        match &self.engine {
+            StoreEngine::Sqlite(_) => {
+                let _ = name;
+                None
+            }
+            #[cfg(feature = "postgres")]
+            StoreEngine::Postgres(p) => {
+                use sha2::Digest as _;
+                let hash = sha2::Sha256::digest(name.as_bytes());
+                let mut key = [0u8; 8];
+                key.copy_from_slice(&hash[..8]);
+                p.lease(i64::from_be_bytes(key))
+                    .map(|held| Lease { _held: held })
+            }
         }
     }
 

@@ -45,6 +45,22 @@ mod git;
 #[cfg(not(feature = "git"))]
 #[path = "apply/no_git.rs"]
 mod git;
+#[cfg(feature = "git")]
+pub use git::fast_forward;
+
+/// Why a working tree could not be brought forward.
+#[derive(Debug, thiserror::Error)]
+pub enum FastForwardError {
+    /// Reading the repository or moving its branch failed, or the branch
+    /// is not behind the commit (the two have diverged).
+    #[error(transparent)]
+    Landing(#[from] crate::landing::LandingError),
+    /// A file to bring forward is not what the branch holds (an
+    /// uncommitted change, an untracked file in the way): nothing was
+    /// written.
+    #[error(transparent)]
+    Worktree(#[from] WorkspaceError),
+}
 
 /// Why a transaction could not run, or what went wrong in it. Every
 /// variant has one stable code ([`TransactionError::code`]).
@@ -252,6 +268,13 @@ pub struct Env<'a> {
     /// How long recording a landed transaction's outcome is retried while
     /// the store is busy or unreachable (the engine's busy timeout).
     pub patience: Duration,
+}
+
+impl Env<'_> {
+    /// Whether writes are flushed to disk.
+    fn durable(&self) -> bool {
+        self.durability != Durability::Off
+    }
 }
 
 pub use crate::model::{
@@ -481,6 +504,15 @@ fn spell(state: &Option<State>) -> String {
 
 /// Compare every journaled path with the files.
 pub fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathReport>, TransactionError> {
+    compare_by(files, |path| ws.meta(path))
+}
+
+/// [`compare`] with each path's state now as `meta` gives it (`None`:
+/// absent) — the files of a working tree, or the tree of a commit.
+pub fn compare_by(
+    files: &[JournalFile],
+    mut meta: impl FnMut(&RepoPath) -> Result<Option<FileMeta>, WorkspaceError>,
+) -> Result<Vec<PathReport>, TransactionError> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let path: RepoPath = f.path.parse().map_err(|e: crate::PathError| {
@@ -490,7 +522,7 @@ pub fn compare(ws: &Workspace, files: &[JournalFile]) -> Result<Vec<PathReport>,
         // Something that is not a file now (a FIFO, a socket, a device, a
         // link on the way) is neither state: reported, never opened or
         // overwritten. A link at the path is compared by its target.
-        let (state, actual) = match ws.meta(&path) {
+        let (state, actual) = match meta(&path) {
             Ok(meta) => {
                 let now = meta.map(|m| (m.digest, m.executable, m.symlink));
                 let state = if now == after {
@@ -961,7 +993,7 @@ where
         .map(|b| (&b.path, (b.data.as_slice(), b.executable, b.symlink)))
         .collect();
     let options = WriteOptions {
-        durable: env.durability != Durability::Off,
+        durable: env.durable(),
         tag: Some(id),
         prune_only: plan.prune_only.as_ref(),
         held: Some(&held),
@@ -1031,6 +1063,9 @@ struct LandNotes {
     index: Value,
     /// When this repository's branch did not follow the remote's: why.
     follow: Value,
+    /// The commit that landed (the one built for the change, or its
+    /// replay onto a newer tip of the remote's branch).
+    commit: Option<String>,
 }
 
 /// Step 2b of [`execute`], in git mode, the commit point: the branch
@@ -1048,15 +1083,17 @@ where
     E: From<TransactionError> + From<StoreError>,
 {
     let id = plan.id.as_str();
-    let followed = match git::land(env.workspace.root(), id, landing) {
-        Ok(followed) => followed,
-        Err(source) => {
+    let paths: Vec<RepoPath> = plan
+        .changeset
+        .files()
+        .iter()
+        .map(|f| f.path.clone())
+        .collect();
+    let (landed, followed) = match git::land(env, id, landing, &paths) {
+        Ok(done) => done,
+        Err(e) => {
             recover_one(env, actor, id, "the branch moved since validation")?;
-            return Err(TransactionError::Landing {
-                transaction_id: id.to_owned(),
-                source,
-            }
-            .into());
+            return Err(e.into());
         }
     };
     // Landed: the caller learns so, whatever it gave up on since.
@@ -1068,13 +1105,8 @@ where
         // same; the next apply fetches the branch forward.
         notes.follow = json!(format!("not followed: {e}"));
     }
-    let paths: Vec<RepoPath> = plan
-        .changeset
-        .files()
-        .iter()
-        .map(|f| f.path.clone())
-        .collect();
-    notes.index = stage_note(env.workspace, &landing.new_id, &paths);
+    notes.index = stage_note(env.workspace, &landed.new_id, &paths);
+    notes.commit = Some(landed.new_id);
     Ok(notes)
 }
 
@@ -1094,7 +1126,7 @@ where
 {
     let id = plan.id.as_str();
     let files = plan.changeset.files();
-    let durable = env.durability != Durability::Off;
+    let durable = env.durable();
     let started = Instant::now();
     loop {
         let mut written = json!({"files": files.len(), "durable": durable, "index": notes.index});
@@ -1135,7 +1167,10 @@ where
         }
         return Err(TransactionError::Landed {
             transaction_id: id.to_owned(),
-            commit: landing.new_id.clone(),
+            commit: notes
+                .commit
+                .clone()
+                .unwrap_or_else(|| landing.new_id.clone()),
             branch: landing.branch.clone(),
             cause: e.to_string(),
         }
@@ -1182,7 +1217,7 @@ pub(crate) fn recover_one(
     } else {
         let changeset = restore_changeset(env.store, &files, &reports)?;
         let modes = restore_modes(&files);
-        let durable = env.durability != Durability::Off;
+        let durable = env.durable();
         // The restore's own temporary names carry the transaction's tag too:
         // a crash during recovery leaves only names the next recovery removes.
         env.workspace.apply_changeset_with(
@@ -1382,7 +1417,13 @@ where
     })?;
     if let Some(landing) = landing.as_ref().filter(|l| l.remote.is_some()) {
         // Landed on the remote: this repository's branch follows it.
-        git::follow_remote(env.workspace.root(), landing).map_err(landing_error(id))?;
+        git::follow_remote(env, landing).map_err(|e| match e {
+            FastForwardError::Landing(e) => landing_error(id)(e),
+            FastForwardError::Worktree(source) => TransactionError::Write {
+                transaction_id: id.to_owned(),
+                source,
+            },
+        })?;
     }
     let landed = landing.map(|l| l.new_id).unwrap_or_default();
     let paths: Vec<RepoPath> = files.iter().filter_map(|f| f.path.parse().ok()).collect();
@@ -1403,6 +1444,85 @@ where
                 recovered: Some(true),
             },
             finish,
+        )
+    })
+}
+
+/// Record another clone's git-mode transaction `id`, left `applying` by
+/// a host that is gone, `applied`: its remote's branch holds its commit.
+/// Only the store changes (no file, index or ref of this clone: the
+/// landing is the other clone's); `finish` records the caller's outcome
+/// in the same SQL transaction. Refused (`conflict`) when the
+/// transaction is no longer `applying`.
+pub fn settle_landed<E>(
+    env: Env<'_>,
+    actor: &Actor,
+    id: &str,
+    commit: &str,
+    finish: impl FnOnce(&Tx<'_>, &Transaction, Timestamp) -> Result<(), E>,
+) -> Result<(), E>
+where
+    E: From<TransactionError> + From<StoreError>,
+{
+    let files = env.store.read(|tx| journal(tx, id))?;
+    env.store.write(|tx| {
+        record_applied(
+            tx,
+            env.clock.now(),
+            actor,
+            id,
+            json!({"files": files.len(), "settled": format!("the remote's branch holds {commit}: recorded applied from another clone")}),
+            Applied {
+                files: files.len(),
+                recovered: Some(true),
+            },
+            finish,
+        )
+    })
+}
+
+/// Record another clone's git-mode transaction `id`, left `applying` by
+/// a host that is gone, undone (`recovered`, nothing restored): its
+/// remote's branch does not hold its commit, so nothing of it landed.
+/// Only the store changes: the other clone's working tree (if it has one
+/// and comes back) keeps what its applier wrote, as uncommitted changes.
+/// Refused (`conflict`) when the transaction is no longer `applying`.
+pub fn settle_undone(
+    env: Env<'_>,
+    actor: &Actor,
+    id: &str,
+    why: &str,
+) -> Result<(), TransactionError> {
+    env.store.write(|tx| {
+        let now = env.clock.now();
+        let t = load_transaction(tx, id)?;
+        still_applying(
+            tx.execute(
+                "UPDATE transactions SET status = 'recovered', finished_at = ?2
+                 WHERE id = ?1 AND status = 'applying'",
+                params![id, now.0],
+            )?,
+            id,
+        )?;
+        phase(
+            tx,
+            now,
+            id,
+            PhaseName::Recovered,
+            PhaseStatus::Done,
+            json!({"why": why, "settled": true}),
+        )?;
+        event(
+            tx,
+            actor,
+            now,
+            id,
+            &t.proposal_id,
+            crate::model::TransactionRecoveredData {
+                why: why.to_owned(),
+                restored: 0,
+                conflicts: Vec::new(),
+            },
         )
     })
 }

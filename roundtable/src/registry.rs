@@ -176,6 +176,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<queue::RemoveFromQueue>(),
     spec::<queue::RunQueue>(),
     spec::<landing::LandingLog>(),
+    spec::<landing::SettleLanding>(),
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),

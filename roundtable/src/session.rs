@@ -76,7 +76,9 @@ pub use crate::operations::evidence::{
     TestDetail, TestPage, TestRecorded, VotePage, VoteRecorded,
 };
 pub use crate::operations::inbox::{InboxItem, InboxPage, InboxWait, ListInbox, WaitInbox};
-pub use crate::operations::landing::{LandedCommits, LandingLog};
+pub use crate::operations::landing::{
+    LandedCommits, LandingLog, SettleLanding, SettleOutcome, Settled,
+};
 pub use crate::operations::log::{
     ChainHead, ChainReport, EventPage, EventWait, ListEvents, VerifyEvents, WaitEvents,
 };
@@ -1434,6 +1436,31 @@ impl LandingLog {
     }
 }
 
+impl SettleLanding {
+    /// Settle transaction `transaction_id`, left `applying` by another
+    /// clone, once it has been applying for 30 s (unless
+    /// [`stale_after_ms`] says).
+    ///
+    /// [`stale_after_ms`]: Draft::stale_after_ms
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(transaction_id: impl AsRef<str>) -> Draft<SettleLanding> {
+        Draft::of(|| {
+            Ok(SettleLanding {
+                transaction_id: id("transaction_id", transaction_id)?,
+                stale_after_ms: None,
+            })
+        })
+    }
+}
+
+impl Draft<SettleLanding> {
+    setter!(
+        /// Judge it abandoned once it has been applying this long (1000 to
+        /// 3600000 ms).
+        stale_after_ms: u64 => stale_after_ms
+    );
+}
+
 impl Draft<LandingLog> {
     setter!(
         /// At most this many commits (1 to 1000).
@@ -1690,6 +1717,10 @@ methods!(TransactionsApi {
     /// `landing.log`: the commits landed on the workspace's branch (git
     /// landing mode), newest first.
     landed(LandingLog) -> LandedCommits;
+    /// `landing.settle`: settle another clone's unfinished git landing by
+    /// asking the remote (applied if its branch holds the commit, else
+    /// undone), clearing an abandoned lock on the remote's branch.
+    settle(SettleLanding) -> Settled;
 });
 
 /// [`Session::events`].

@@ -29,6 +29,7 @@ mod patch_bytes;
 mod paths_modes;
 mod peer_codex;
 mod peers_aider;
+mod pg_faults;
 mod pg_hosts;
 mod process;
 mod properties;

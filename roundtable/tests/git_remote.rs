@@ -466,9 +466,143 @@ fn of_two_overlapping_changes_racing_to_the_remote_the_loser_is_refused_and_leav
     fsck(&remote);
 }
 
+/// A commit adding (or changing) `path` to `content` on top of the
+/// remote's `main`, pushed to the remote's `refs/heads/winner` (not its
+/// `main`): another host's landing, ready to win a race. Its id.
+fn winner_commit(top: &Path, path: &str, content: &str) -> String {
+    let other = top.join("other");
+    if !other.exists() {
+        git(top, &["clone", "-q", "remote.git", "other"]);
+    }
+    std::fs::write(other.join(path), content).expect("write");
+    git(&other, &["add", path]);
+    git(&other, &["commit", "-q", "-m", &format!("other: {path}")]);
+    git(&other, &["push", "-q", "origin", "HEAD:refs/heads/winner"]);
+    rev(&other, "HEAD")
+}
+
+/// Makes the remote's next push lose the race: its `pre-receive` hook
+/// moves `main` to `refs/heads/winner` (as another host's push landing
+/// just before) once, so the push's lease no longer holds when the
+/// remote locks the branch.
+fn lose_next_push(remote: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let marker = remote.join("race");
+    std::fs::write(&marker, "").expect("marker");
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nif [ -f '{m}' ]; then\n  rm -f '{m}'\n  env -u GIT_QUARANTINE_PATH git update-ref refs/heads/main refs/heads/winner\nfi\nexit 0\n",
+            m = marker.display()
+        ),
+    )
+    .expect("hook");
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// `git status --porcelain` of a working tree (untracked included):
+/// empty when the tree, the index and `HEAD` agree.
+fn status(clone: &Path) -> String {
+    git(clone, &["status", "--porcelain", "--untracked-files=all"])
+}
+
 #[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
-fn a_working_tree_behind_its_remote_is_refused_until_brought_forward() {
+fn issue34_item6_a_a_lost_push_race_is_replayed_onto_the_winners_commit() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let remote = bare_remote(top.path());
+    let clone = top.path().join("clone");
+    git(top.path(), &["clone", "-q", "remote.git", "clone"]);
+    let h = Host::open(&clone, Some("origin"));
+    let base = rev(&remote, "refs/heads/main");
+    let pid = h.approved(
+        "hello.txt",
+        "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, remote\n",
+    );
+    // Another host lands other.txt between this host's fetch and its push.
+    let winner = winner_commit(top.path(), "other.txt", "other\n");
+    lose_next_push(&remote);
+    let out = h
+        .apply(&pid)
+        .expect("lands after replaying onto the winner");
+    assert_eq!(out["transaction"]["status"], "applied");
+    assert!(!remote.join("race").exists(), "the race was not run");
+    // The remote: the winner, then the change replayed onto it, linear.
+    let tip = rev(&remote, "refs/heads/main");
+    assert_eq!(rev(&remote, "main^"), winner);
+    assert_eq!(rev(&remote, "main^^"), base);
+    assert_eq!(git(&remote, &["show", "main:hello.txt"]), "hello, remote\n");
+    assert_eq!(git(&remote, &["show", "main:other.txt"]), "other\n");
+    let message = git(&remote, &["log", "-1", "--format=%B", "main"]);
+    let tid = str_of(&out["transaction"]["id"]);
+    assert!(
+        message.contains(&format!("Roundtable-Transaction: {tid}")),
+        "{message}"
+    );
+    // The clone followed: branch, files and index at the remote's tip.
+    assert_eq!(h.branch(), tip);
+    assert_eq!(
+        std::fs::read_to_string(clone.join("other.txt")).expect("the winner's file"),
+        "other\n"
+    );
+    assert_eq!(status(&clone), "", "the clone is not clean");
+    // The store's landing names the commit that landed: rolling it back
+    // reverts that commit.
+    let back = h.ok(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &h.host,
+    );
+    assert_eq!(back["transaction"]["status"], "applied");
+    assert_eq!(git(&remote, &["show", "main:hello.txt"]), "hello\n");
+    assert_eq!(git(&remote, &["show", "main:other.txt"]), "other\n");
+    let reverts = git(&remote, &["log", "-1", "--format=%B", "main"]);
+    assert!(reverts.contains(&tip), "{reverts}");
+    fsck(&remote);
+    fsck(&clone);
+}
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_item6_b_a_lost_push_race_whose_winner_touched_the_change_is_refused_changing_nothing() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let remote = bare_remote(top.path());
+    let clone = top.path().join("clone");
+    git(top.path(), &["clone", "-q", "remote.git", "clone"]);
+    let h = Host::open(&clone, Some("origin"));
+    let base = rev(&remote, "refs/heads/main");
+    let pid = h.approved(
+        "hello.txt",
+        "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hello, remote\n",
+    );
+    let winner = winner_commit(top.path(), "hello.txt", "hello, winner\n");
+    lose_next_push(&remote);
+    let e = h
+        .apply(&pid)
+        .expect_err("stale: the winner changed hello.txt");
+    assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
+    assert_eq!(e.details()["actual"], json!(winner), "{}", e.details());
+    // Nothing of the change anywhere: the remote at the winner, the clone
+    // at the base with its file back, the proposal not applied.
+    assert_eq!(rev(&remote, "refs/heads/main"), winner);
+    assert_eq!(h.branch(), base);
+    assert_eq!(
+        std::fs::read_to_string(clone.join("hello.txt")).expect("read"),
+        "hello\n"
+    );
+    assert_eq!(status(&clone), "");
+    let p = h.ok("proposal.get", json!({"proposal_id": pid}), &h.host);
+    assert_ne!(p["proposal"]["status"], "applied");
+    let t = h.ok("transaction.list", json!({}), &h.host);
+    assert_eq!(t["transactions"][0]["status"], "recovered", "{t}");
+    fsck(&remote);
+    fsck(&clone);
+}
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_item6_c_a_clean_working_tree_behind_its_remote_is_brought_forward() {
     let top = tempfile::tempdir().expect("tempdir");
     let remote = bare_remote(top.path());
     let clone = top.path().join("clone");
@@ -482,35 +616,71 @@ fn a_working_tree_behind_its_remote_is_refused_until_brought_forward() {
     let other = top.path().join("other");
     git(top.path(), &["clone", "-q", "remote.git", "other"]);
     std::fs::write(other.join("other.txt"), "other\n").expect("write");
-    git(&other, &["add", "other.txt"]);
+    std::fs::write(other.join("src/lib.rs"), "fn a() {}\nfn b() {}\n").expect("write");
+    git(&other, &["add", "-A"]);
     git(&other, &["commit", "-q", "-m", "other"]);
     git(&other, &["push", "-q", "origin", "main"]);
     let pushed = rev(&remote, "refs/heads/main");
     let local = h.branch();
-    let e = h.apply(&pid).expect_err("behind the remote");
+    // Not clean where the remote's commits write (an untracked file in
+    // the way): refused, nothing changed.
+    std::fs::write(clone.join("other.txt"), "mine\n").expect("write");
+    let e = h.apply(&pid).expect_err("an untracked file in the way");
     assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
-    assert_eq!(e.details()["actual"], json!(pushed), "{}", e.details());
-    assert_eq!(e.details()["expected"], json!(local));
     assert_eq!(h.branch(), local, "the local branch moved");
     assert_eq!(rev(&remote, "refs/heads/main"), pushed);
-    assert_eq!(
-        std::fs::read_to_string(clone.join("hello.txt")).expect("read"),
-        "hello\n"
-    );
-    // Brought forward by the host, the same revision lands: pushed, and
-    // the clone's branch, working tree and index follow.
-    git(&clone, &["pull", "-q", "--ff-only"]);
+    for (path, content) in [
+        ("other.txt", "mine\n"),
+        ("hello.txt", "hello\n"),
+        ("src/lib.rs", "fn a() {}\n"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(clone.join(path)).expect("read"),
+            content,
+            "{path}"
+        );
+    }
+    std::fs::remove_file(clone.join("other.txt")).expect("rm");
+    // Clean: the engine brings the tree forward and the change lands on
+    // the remote's tip; branch, working tree and index follow.
     let out = h.apply(&pid).expect("lands");
     assert_eq!(out["transaction"]["status"], "applied");
     let tip = rev(&remote, "refs/heads/main");
     assert_eq!(rev(&remote, "main^"), pushed);
     assert_eq!(h.branch(), tip);
     assert_eq!(git(&remote, &["show", "main:hello.txt"]), "hello, remote\n");
+    for (path, content) in [
+        ("other.txt", "other\n"),
+        ("hello.txt", "hello, remote\n"),
+        ("src/lib.rs", "fn a() {}\nfn b() {}\n"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(clone.join(path)).expect("read"),
+            content,
+            "{path}"
+        );
+    }
+    assert_eq!(status(&clone), "");
+    // A remote commit that changes a path the change touches: refused as
+    // stale, nothing changed (the working tree stays behind).
+    let pid = h.approved(
+        "hello.txt",
+        "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello, remote\n+hello again\n",
+    );
+    git(&other, &["pull", "-q", "--ff-only"]);
+    std::fs::write(other.join("hello.txt"), "hello, other\n").expect("write");
+    git(&other, &["commit", "-q", "-am", "other 2"]);
+    git(&other, &["push", "-q", "origin", "main"]);
+    let pushed = rev(&remote, "refs/heads/main");
+    let e = h.apply(&pid).expect_err("stale");
+    assert_eq!(e.code(), ErrorCode::PreconditionFailed, "{e}");
+    assert_eq!(e.details()["actual"], json!(pushed), "{}", e.details());
+    assert_eq!(h.branch(), tip);
     assert_eq!(
         std::fs::read_to_string(clone.join("hello.txt")).expect("read"),
         "hello, remote\n"
     );
-    git(&clone, &["diff", "--quiet", "HEAD", "--"]);
+    assert_eq!(status(&clone), "");
     fsck(&remote);
     fsck(&clone);
 }

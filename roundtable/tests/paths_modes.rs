@@ -468,9 +468,8 @@ fn item14_a_journal_from_before_before_mode_migrates_and_rolls_back_at_gits_mode
     } = w;
     drop(engine);
     let postgres = crate::support::postgres();
-    // The store as the previous schema version left it: the column not
-    // there, the version one lower.
-    // (and the landing queue's table, which came later).
+    // The store as schema version 11 left it: the column not there (nor
+    // the landing queue's table, which came later), the version lower.
     crate::support::store_db(dir.path()).batch(if postgres {
         "ALTER TABLE transaction_files DROP COLUMN before_mode;
          DROP TABLE queue_entries;
@@ -489,9 +488,9 @@ fn item14_a_journal_from_before_before_mode_migrates_and_rolls_back_at_gits_mode
         db.ints("PRAGMA user_version")[0]
     };
     let expected = if postgres {
-        (roundtable::store::PG_SCHEMA_VERSION, 3)
+        (roundtable::store::PG_SCHEMA_VERSION, 4)
     } else {
-        (roundtable::store::SCHEMA_VERSION, 13)
+        (roundtable::store::SCHEMA_VERSION, 14)
     };
     assert_eq!(version, Some(expected.0));
     assert_eq!(version, Some(expected.1));

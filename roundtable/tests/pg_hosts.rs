@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// A fresh schema name.
-fn fresh_schema(prefix: &str) -> String {
+pub(super) fn fresh_schema(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("after 1970")
@@ -32,7 +32,7 @@ fn fresh_schema(prefix: &str) -> String {
     format!("{prefix}_{}_{nanos}", std::process::id())
 }
 
-fn options(url: &str) -> EngineOptions {
+pub(super) fn options(url: &str) -> EngineOptions {
     EngineOptions {
         store: Some(url.to_owned()),
         ..EngineOptions::default()
@@ -52,7 +52,7 @@ fn per_host() -> usize {
 
 /// A bare remote on `main` with `src/fJ.rs` holding function `fJ`, for
 /// each of the [`SYMBOLS`].
-fn remote_with_symbols(top: &Path) -> PathBuf {
+pub(super) fn remote_with_symbols(top: &Path) -> PathBuf {
     let work = top.join("seed");
     std::fs::create_dir_all(work.join("src")).expect("mkdir");
     git(&work, &["init", "-q", "-b", "main"]);
@@ -80,7 +80,7 @@ fn remote_with_symbols(top: &Path) -> PathBuf {
 }
 
 /// A patch adding `line` as the last line of `content`'s function body.
-fn append_to_body(path: &str, content: &str, line: &str) -> String {
+pub(super) fn append_to_body(path: &str, content: &str, line: &str) -> String {
     let lines: Vec<&str> = content.lines().collect();
     let n = lines.len();
     assert!(n >= 2 && lines[n - 1] == "}", "{content}");
@@ -93,7 +93,7 @@ fn append_to_body(path: &str, content: &str, line: &str) -> String {
 }
 
 /// The whole log, page by page.
-fn all_events(engine: &Engine, actor: &Actor) -> Vec<Value> {
+pub(super) fn all_events(engine: &Engine, actor: &Actor) -> Vec<Value> {
     let mut events = Vec::new();
     let mut since = 0;
     loop {
@@ -131,40 +131,45 @@ fn task_count(engine: &Engine, actor: &Actor) -> usize {
     }
 }
 
-fn call(engine: &Engine, tool: &str, args: Value, actor: &Actor) -> Result<Value, ToolError> {
+pub(super) fn call(
+    engine: &Engine,
+    tool: &str,
+    args: Value,
+    actor: &Actor,
+) -> Result<Value, ToolError> {
     engine.call(tool, args, actor)
 }
 
-fn ok(engine: &Engine, tool: &str, args: Value, actor: &Actor) -> Value {
+pub(super) fn ok(engine: &Engine, tool: &str, args: Value, actor: &Actor) -> Value {
     call(engine, tool, args.clone(), actor)
         .unwrap_or_else(|e| panic!("{tool} {args}: {e} {}", e.details()))
 }
 
 /// Bring a bare clone's `main` to the remote's.
-fn fetch(clone: &Path) {
+pub(super) fn fetch(clone: &Path) {
     git(
         clone,
         &["fetch", "-q", "origin", "+refs/heads/main:refs/heads/main"],
     );
 }
 
-fn blob_of(clone: &Path, path: &str) -> String {
+pub(super) fn blob_of(clone: &Path, path: &str) -> String {
     git(clone, &["rev-parse", &format!("main:{path}")])
         .trim()
         .to_owned()
 }
 
 /// The actors of one host: its orchestrator, an author and a reviewer.
-struct Crew {
-    host: Actor,
-    author: Actor,
-    reviewer: Actor,
+pub(super) struct Crew {
+    pub(super) host: Actor,
+    pub(super) author: Actor,
+    pub(super) reviewer: Actor,
     task: String,
 }
 
 impl Crew {
     /// Host `host`, agents `author` and `reviewer`, task `task`.
-    fn new(host: &str, author: &str, reviewer: &str, task: &str) -> Crew {
+    pub(super) fn new(host: &str, author: &str, reviewer: &str, task: &str) -> Crew {
         Crew {
             host: Actor::orchestrator(id(host)),
             author: Actor::agent(id(author)),
@@ -174,7 +179,7 @@ impl Crew {
     }
 
     /// Register the agents, create the task, land through `origin`.
-    fn set_up(&self, engine: &Engine) {
+    pub(super) fn set_up(&self, engine: &Engine) {
         for (tool, args) in [
             (
                 "agent.register",
@@ -199,7 +204,12 @@ impl Crew {
 
     /// A proposal of `patch` titled `title`, in review and approved (the
     /// author's claims are the caller's).
-    fn approved(&self, engine: &Engine, title: &str, patch: &str) -> Result<String, ToolError> {
+    pub(super) fn approved(
+        &self,
+        engine: &Engine,
+        title: &str,
+        patch: &str,
+    ) -> Result<String, ToolError> {
         let pid = str_of(
             &call(
                 engine,
@@ -224,7 +234,7 @@ impl Crew {
     }
 
     /// Apply `pid`.
-    fn apply(&self, engine: &Engine, pid: &str) -> Result<Value, ToolError> {
+    pub(super) fn apply(&self, engine: &Engine, pid: &str) -> Result<Value, ToolError> {
         call(
             engine,
             "patch.apply",
@@ -234,7 +244,7 @@ impl Crew {
     }
 
     /// Claim `resource` for writing as the author.
-    fn claim(&self, engine: &Engine, resource: &str) -> Result<Value, ToolError> {
+    pub(super) fn claim(&self, engine: &Engine, resource: &str) -> Result<Value, ToolError> {
         call(
             engine,
             "claim.acquire",

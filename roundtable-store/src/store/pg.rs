@@ -13,7 +13,12 @@
 //!   plain read under the lock. Reads are `REPEATABLE READ READ ONLY`
 //!   snapshots and take no lock.
 //! - Idle connections are kept in a pool; every connection has a bounded
-//!   `statement_timeout`. A server that is down or restarting fails the
+//!   `statement_timeout` and a `lock_timeout` of [`LOCK_TIMEOUT`]; a write
+//!   transaction has an `idle_in_transaction_session_timeout` of
+//!   [`IDLE_IN_TRANSACTION`]: a host that stops (paused, hung) while it
+//!   holds the write lock holds it for at most that long, then the server
+//!   ends its session and rolls its write back; the others go on, and
+//!   the stopped host's call fails with a retryable `database` error. A server that is down or restarting fails the
 //!   call with `database`, marked retryable, having written nothing.
 //! - A commit that appended events sends `NOTIFY roundtable_events`, which
 //!   wakes every host's waiters ([`super::watch`]).
@@ -33,6 +38,24 @@ const MIGRATION_LOCK: i64 = 0x7274_626c;
 
 /// How many idle connections the pool keeps.
 const POOL_IDLE: usize = 8;
+
+/// How long a session may sit inside a write transaction without sending
+/// the server anything before the server ends it (PostgreSQL's
+/// `idle_in_transaction_session_timeout`). It bounds how long one host
+/// can hold the store's write lock (the row of `store_lock`) without
+/// working: a host paused (`SIGSTOP`, a debugger, a swapped-out VM) or
+/// hung while it holds it stops every other host's writes for at most
+/// this long. Its session ended, its transaction is rolled back — nothing
+/// of it is written — and when it comes back its call fails with a
+/// retryable `database` error. No write of the engine's spends this
+/// long between two statements.
+pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(5);
+
+/// How long a statement waits for a lock another session holds before it
+/// fails, retryable (PostgreSQL's `lock_timeout`). The write lock is
+/// taken without waiting (`SKIP LOCKED`, retried up to the busy timeout);
+/// this bounds every other lock wait (a migration's, a row lock).
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where a PostgreSQL store is: the server's connection settings and the
 /// schema, from a `postgres://` URL.
@@ -126,8 +149,9 @@ impl Connector {
         let mut conn = PgConn::new(client);
         let ms = self.statement_timeout.as_millis();
         conn.client.batch_execute(&format!(
-            "SET search_path TO \"{}\"; SET statement_timeout = {ms}; SET idle_in_transaction_session_timeout = {};",
+            "SET search_path TO \"{}\"; SET statement_timeout = {ms}; SET lock_timeout = {}; SET idle_in_transaction_session_timeout = {};",
             self.location.schema,
+            LOCK_TIMEOUT.as_millis(),
             ms.saturating_mul(4).max(60_000),
         ))?;
         Ok(conn)
@@ -248,7 +272,10 @@ impl PgStore {
     ) -> Result<T, E> {
         let err = |e: SqlError| self.error(e);
         let mut conn = self
-            .begin("BEGIN ISOLATION LEVEL READ COMMITTED")
+            .begin(&format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL idle_in_transaction_session_timeout = {}",
+                IDLE_IN_TRANSACTION.as_millis()
+            ))
             .map_err(err)?;
         if let Err(e) = self.lock_writes(&mut conn) {
             let _ = conn.client.batch_execute("ROLLBACK");
@@ -384,6 +411,55 @@ impl PgStore {
         let _ = conn.client.batch_execute("COMMIT");
         self.give(conn);
         out
+    }
+}
+
+/// A lease taken with [`PgStore::lease`]: held until dropped, or until
+/// the server ends its session (its holder idle in it for
+/// [`IDLE_IN_TRANSACTION`]: paused, hung).
+pub struct PgLease<'a> {
+    store: &'a PgStore,
+    conn: Option<PgConn>,
+}
+
+impl Drop for PgLease<'_> {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            let _ = conn.client.batch_execute("ROLLBACK");
+            self.store.give(conn);
+        }
+    }
+}
+
+impl PgStore {
+    /// Take the lease named by `key`, shared by every host on this
+    /// database: a transaction-scoped advisory lock, held by an open
+    /// transaction that writes nothing. Waits for another holder up to
+    /// [`LOCK_TIMEOUT`]; `None` when it could not be had in that time (or
+    /// the server could not be reached) — a lease is an optimisation,
+    /// never a condition. A holder that stops for [`IDLE_IN_TRANSACTION`]
+    /// loses it: the server ends its session.
+    pub fn lease(&self, key: i64) -> Option<PgLease<'_>> {
+        let mut conn = self
+            .begin(&format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL idle_in_transaction_session_timeout = {}",
+                IDLE_IN_TRANSACTION.as_millis()
+            ))
+            .ok()?;
+        match conn
+            .client
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&key])
+        {
+            Ok(_) => Some(PgLease {
+                store: self,
+                conn: Some(conn),
+            }),
+            Err(_) => {
+                let _ = conn.client.batch_execute("ROLLBACK");
+                self.give(conn);
+                None
+            }
+        }
     }
 }
 

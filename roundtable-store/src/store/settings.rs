@@ -68,6 +68,23 @@ pub fn insert_transaction_landing(
     Ok(())
 }
 
+/// Record that transaction `id` (`applying`) lands `landing` instead of
+/// what it journaled: its commit was replayed onto a newer tip of the
+/// remote's branch after losing a push race. Written before that commit
+/// is pushed, so that recovery asks the remote for the commit that may
+/// have landed.
+pub fn replace_transaction_landing(
+    conn: &Tx<'_>,
+    id: &str,
+    landing: &TransactionLanding,
+) -> crate::store::sql::Result<()> {
+    conn.execute(
+        "UPDATE transaction_landings SET old_id = ?2, new_id = ?3 WHERE transaction_id = ?1",
+        params![id, landing.old_id, landing.new_id],
+    )?;
+    Ok(())
+}
+
 /// The git side of transaction `id`, if it landed in git mode.
 pub fn transaction_landing(
     conn: &Tx<'_>,

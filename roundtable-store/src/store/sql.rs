@@ -93,6 +93,8 @@ impl SqlError {
                     c.starts_with("08") // connection exception
                         || c.starts_with("57P") // admin shutdown, crash shutdown, cannot connect now
                         || c == "57014" // the statement timeout (or a cancel) stopped it
+                        || c == "55P03" // the lock timeout: another session held the lock
+                        || c == "25P03" // the idle-in-transaction timeout ended the session
                         || c == "40001" // serialization failure
                         || c == "40P01" // deadlock detected
                         || c == "53300" // too many connections

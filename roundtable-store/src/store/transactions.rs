@@ -36,6 +36,20 @@ pub fn applying_files(conn: &Tx<'_>) -> crate::store::sql::Result<Vec<ApplyingFi
     Ok(rows)
 }
 
+/// The clone (its store's `clone_id`: one repository of one host) that
+/// journaled transaction `id`; `None` for a transaction journaled before
+/// clones were recorded, or none of that id.
+pub fn clone_of(conn: &Tx<'_>, id: &str) -> crate::store::sql::Result<Option<String>> {
+    Ok(conn
+        .query_row(
+            "SELECT clone_id FROM transactions WHERE id = ?1",
+            params![id],
+            |r| r.get::<Option<String>>(0),
+        )
+        .optional()?
+        .flatten())
+}
+
 /// The newest transaction's `seq` (0 for none) and how many are
 /// `applying`.
 pub fn apply_mark(conn: &Tx<'_>) -> crate::store::sql::Result<(i64, i64)> {

@@ -1,9 +1,11 @@
 //! The git side of a git-mode landing (the `git` feature): the commit
 //! point, what recovery asks of the repository, and the index.
 
-use super::{landing_error, TransactionError};
+use super::{landing_error, FastForwardError, TransactionError};
+use crate::changeset::{Changeset, FileChange, FileContent, Operation};
 use crate::landing::LandingError;
 use crate::store::Store;
+use crate::workspace::{Workspace, WriteOptions};
 use crate::RepoPath;
 use std::path::Path;
 
@@ -21,55 +23,268 @@ fn landing_ids(
     Ok((repo, old, new))
 }
 
-/// The commit point of `landing` in the repository at `root`: its branch
-/// moves from the old commit to the new one by compare-and-swap — with a
-/// remote, first the remote's (a push with a lease), then this
-/// repository's follows. The outer error is the commit point's (nothing
-/// landed); the inner one is following's, after the change landed.
+/// How many times a push that lost the race for the remote's branch is
+/// replayed onto the branch's new tip and pushed again before the
+/// landing is refused.
+const PUSH_REPLAYS: u32 = 5;
+
+/// A pause of up to `attempt` × 20 ms, different on every host: hosts
+/// that lost a push race to each other do not retry in lockstep.
+fn jitter(attempt: u32) -> std::time::Duration {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(attempt);
+    std::time::Duration::from_millis(h.finish() % (u64::from(attempt) * 20 + 1))
+}
+
+/// The commit point of `landing` (transaction `id`, touching `paths`) in
+/// the repository of `env`'s workspace: its branch moves from the old
+/// commit to the new one by compare-and-swap — with a remote, first the
+/// remote's (a push with a lease), then this repository's follows.
+///
+/// Hosts sharing a store take turns to push to one remote's branch (a
+/// lease in the store, [`crate::store::Store::lease`]; none on SQLite,
+/// and a host that cannot have it in time pushes without it): with the
+/// turn, the remote's branch is fetched and, when it moved since the
+/// commit was built and the commits since touch none of `paths`, the
+/// commit is replayed onto it ([`crate::landing::replay`]) and recorded
+/// as the transaction's landing (before it is pushed: recovery asks the
+/// remote for it) — so a push that would lose the race is not sent.
+///
+/// A push refused all the same because the remote's branch moved
+/// (another host won the race) fetches the new tip and is replayed and
+/// pushed again in the same way, up to [`PUSH_REPLAYS`] times with a
+/// random pause; when the commits since touch one of `paths`, the
+/// refusal stands (the change is stale).
+///
+/// Returns the landing as it landed and how following went; the error
+/// is the commit point's (nothing landed).
 pub(super) fn land(
-    root: &Path,
+    env: super::Env<'_>,
     id: &str,
     landing: &crate::store::settings::TransactionLanding,
-) -> Result<Result<(), LandingError>, LandingError> {
-    let (repo, old, new) = landing_ids(root, landing)?;
-    if let Some(remote) = &landing.remote {
-        let (remote_repo, location) = crate::landing::open_remote(&repo, remote)?;
-        crate::landing::push(
+    paths: &[RepoPath],
+) -> Result<
+    (
+        crate::store::settings::TransactionLanding,
+        Result<(), FastForwardError>,
+    ),
+    TransactionError,
+> {
+    let root = env.workspace.root();
+    let (repo, old, new) = landing_ids(root, landing).map_err(landing_error(id))?;
+    let Some(remote) = &landing.remote else {
+        crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
+            .map_err(landing_error(id))?;
+        return Ok((landing.clone(), Ok(())));
+    };
+    let (remote_repo, location) =
+        crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
+    let mut current = landing.clone();
+    let (mut base, mut commit) = (old, new);
+    let mut attempt = 0;
+    // Hosts pushing to one remote's branch take turns (a lease in the
+    // shared store, when it has hosts to share it with): a push that
+    // would lose the race is replayed before it is sent, not after.
+    let turn = env
+        .store
+        .lease(&format!("push {location} {}", landing.branch));
+    let mut replayed_onto = |tip: git2::Oid, base: &mut git2::Oid, commit: &mut git2::Oid| {
+        let Some((next, replayed)) =
+            replay_onto(env, &repo, id, &current, *commit, *base, tip, paths)?
+        else {
+            return Ok::<_, TransactionError>(false);
+        };
+        current = next;
+        (*base, *commit) = (tip, replayed);
+        Ok(true)
+    };
+    // The remote's branch may have moved since the commit was built.
+    if let Some(tip) = crate::landing::fetch(&repo, &remote_repo, &landing.branch)
+        .ok()
+        .flatten()
+        .filter(|&tip| tip != base)
+    {
+        replayed_onto(tip, &mut base, &mut commit)?;
+    }
+    loop {
+        let pushed = crate::landing::push(
             &repo,
             &remote_repo,
             &location,
             &landing.branch,
-            old,
-            new,
+            base,
+            commit,
             id,
-        )?;
-        return Ok(follow(&repo, landing, old, new));
-    }
-    crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land").map(Ok)
-}
-
-/// After the remote's branch moved to `new`, this repository's follows
-/// from `old` (a branch already at `new` stays).
-fn follow(
-    repo: &git2::Repository,
-    landing: &crate::store::settings::TransactionLanding,
-    old: git2::Oid,
-    new: git2::Oid,
-) -> Result<(), LandingError> {
-    // Already there, or past it (this clone landed or fetched later
-    // changes since).
-    if let Ok(tip) = repo.refname_to_id(&landing.branch) {
-        if crate::landing::contains(repo, tip, new)? {
-            return Ok(());
+        );
+        let refusal = match pushed {
+            Ok(()) => break,
+            Err(e @ LandingError::BranchMoved { .. }) if attempt < PUSH_REPLAYS => e,
+            Err(e) => return Err(landing_error(id)(e)),
+        };
+        attempt += 1;
+        let tip = crate::landing::fetch(&repo, &remote_repo, &landing.branch)
+            .ok()
+            .flatten();
+        match tip {
+            Some(tip) if replayed_onto(tip, &mut base, &mut commit)? => {}
+            _ => return Err(landing_error(id)(refusal)),
         }
+        std::thread::sleep(jitter(attempt));
     }
-    crate::landing::move_branch(
-        repo,
+    drop(turn);
+    let followed = follow(
+        env.workspace,
+        &repo,
         &landing.branch,
         old,
-        new,
-        "roundtable: landed on the remote",
-    )
+        commit,
+        env.durable(),
+    );
+    Ok((current, followed))
+}
+
+/// When `tip` (the remote's branch, fetched) descends from `base` and the
+/// commits between them touch none of `paths`: `commit` replayed onto
+/// `tip` ([`crate::landing::replay`]) and recorded as transaction `id`'s
+/// landing (before it is pushed: recovery asks the remote for the commit
+/// that may have landed), with the replayed commit. `None` when it cannot
+/// be replayed (the change is stale, or the branch was rewritten).
+#[allow(clippy::too_many_arguments)]
+fn replay_onto(
+    env: super::Env<'_>,
+    repo: &git2::Repository,
+    id: &str,
+    current: &crate::store::settings::TransactionLanding,
+    commit: git2::Oid,
+    base: git2::Oid,
+    tip: git2::Oid,
+    paths: &[RepoPath],
+) -> Result<Option<(crate::store::settings::TransactionLanding, git2::Oid)>, TransactionError> {
+    // Only forward: a tip that does not descend from the base was
+    // rewritten, not moved on.
+    if !crate::landing::contains(repo, tip, base).map_err(landing_error(id))?
+        || crate::landing::first_changed(repo, base, tip, paths)
+            .map_err(landing_error(id))?
+            .is_some()
+    {
+        return Ok(None);
+    }
+    let replayed = crate::landing::replay(repo, commit, tip, paths).map_err(landing_error(id))?;
+    let next = crate::store::settings::TransactionLanding {
+        old_id: tip.to_string(),
+        new_id: replayed.to_string(),
+        ..current.clone()
+    };
+    env.store.write(|tx| {
+        crate::store::settings::replace_transaction_landing(tx, id, &next)
+            .map_err(TransactionError::from)
+    })?;
+    Ok(Some((next, replayed)))
+}
+
+/// After the remote's branch moved to `new`, this repository's follows:
+/// a branch at or past `new` stays; one at `old` (the commit the change
+/// was built on: the files are written) moves by compare-and-swap; one
+/// behind `new` otherwise (the change was replayed onto commits another
+/// host landed) is brought forward with its working tree
+/// ([`fast_forward`]).
+fn follow(
+    workspace: &Workspace,
+    repo: &git2::Repository,
+    branch: &str,
+    old: git2::Oid,
+    new: git2::Oid,
+    durable: bool,
+) -> Result<(), FastForwardError> {
+    let tip = repo
+        .refname_to_id(branch)
+        .map_err(|source| LandingError::Git {
+            what: "read the branch",
+            source,
+        })?;
+    // Already there, or past it (this clone landed or fetched later
+    // changes since).
+    if crate::landing::contains(repo, tip, new)? {
+        return Ok(());
+    }
+    if tip == old && parent_of(repo, new) == Some(old) {
+        crate::landing::move_branch(repo, branch, old, new, "roundtable: landed on the remote")?;
+        return Ok(());
+    }
+    fast_forward(workspace, repo, branch, tip, new, durable)
+}
+
+/// The only parent of commit `id`, if it has exactly one.
+fn parent_of(repo: &git2::Repository, id: git2::Oid) -> Option<git2::Oid> {
+    let commit = repo.find_commit(id).ok()?;
+    (commit.parent_count() == 1).then(|| commit.parent_id(0).ok())?
+}
+
+/// Bring the branch `branch` of the repository at `workspace`'s root from
+/// `from` forward to `to` (a descendant), as `git merge --ff-only` does:
+/// each path that differs between the two commits is written as `git
+/// checkout` of `to` writes it (all or nothing, through the workspace's
+/// staged write; a path already at `to`'s state is left), then the
+/// branch moves by compare-and-swap, then the index follows. A file that
+/// is at neither commit's state (an uncommitted change) refuses it
+/// (precondition failed) with nothing written; in a bare repository only
+/// the branch moves.
+pub fn fast_forward(
+    workspace: &Workspace,
+    repo: &git2::Repository,
+    branch: &str,
+    from: git2::Oid,
+    to: git2::Oid,
+    durable: bool,
+) -> Result<(), FastForwardError> {
+    if !crate::landing::contains(repo, to, from)? {
+        return Err(LandingError::BranchMoved {
+            remote: None,
+            branch: branch.to_owned(),
+            expected: format!("an ancestor of {to}"),
+            actual: Some(from.to_string()),
+        }
+        .into());
+    }
+    if workspace.is_bare() {
+        crate::landing::move_branch(repo, branch, from, to, "roundtable: fast-forward")?;
+        return Ok(());
+    }
+    let paths = crate::landing::changed_paths(repo, from, to)?;
+    let mut files = Vec::new();
+    for path in &paths {
+        let after = crate::landing::worktree_file(repo, to, path)?;
+        if workspace.meta(path)? == after.as_ref().map(FileContent::meta) {
+            continue;
+        }
+        let before = crate::landing::worktree_file(repo, from, path)?.map(|f| f.meta());
+        let operation = match (&before, &after) {
+            (None, _) => Operation::Create,
+            (_, None) => Operation::Delete,
+            _ => Operation::Modify,
+        };
+        files.push(FileChange {
+            path: path.clone(),
+            operation,
+            before,
+            after,
+        });
+    }
+    let changeset = Changeset::new(files).map_err(|e| LandingError::InvalidInput {
+        field: "branch",
+        reason: e.to_string(),
+    })?;
+    workspace.apply_changeset_with(
+        &changeset,
+        &WriteOptions {
+            durable,
+            ..WriteOptions::default()
+        },
+    )?;
+    crate::landing::move_branch(repo, branch, from, to, "roundtable: fast-forward")?;
+    crate::landing::update_index(repo, to, &paths)?;
+    Ok(())
 }
 
 /// Stage `paths` in the index of the repository at `root` as the files
@@ -152,11 +367,18 @@ pub(super) fn landed(store: &Store, root: &Path, id: &str) -> Result<bool, Trans
 /// A transaction that landed on its remote: this repository's branch
 /// follows the remote's (see `follow`).
 pub(super) fn follow_remote(
-    root: &Path,
+    env: super::Env<'_>,
     landing: &crate::store::settings::TransactionLanding,
-) -> Result<(), LandingError> {
-    let (repo, old, new) = landing_ids(root, landing)?;
-    follow(&repo, landing, old, new)
+) -> Result<(), FastForwardError> {
+    let (repo, old, new) = landing_ids(env.workspace.root(), landing)?;
+    follow(
+        env.workspace,
+        &repo,
+        &landing.branch,
+        old,
+        new,
+        env.durable(),
+    )
 }
 
 /// Remove the index lock a killed transaction left in the repository at

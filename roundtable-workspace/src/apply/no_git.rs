@@ -20,11 +20,18 @@ pub(super) fn await_push(_id: &str) {}
 
 /// Refused: the commit point of a git-mode landing.
 pub(super) fn land(
-    _root: &Path,
-    _id: &str,
+    _env: super::Env<'_>,
+    id: &str,
     _landing: &crate::store::settings::TransactionLanding,
-) -> Result<Result<(), LandingError>, LandingError> {
-    Err(no_git())
+    _paths: &[RepoPath],
+) -> Result<
+    (
+        crate::store::settings::TransactionLanding,
+        Result<(), super::FastForwardError>,
+    ),
+    TransactionError,
+> {
+    Err(landing_error(id)(no_git()))
 }
 
 /// Refused: staging a landed commit in the index.
@@ -34,10 +41,10 @@ pub(super) fn stage(_root: &Path, _landed: &str, _paths: &[RepoPath]) -> Result<
 
 /// Refused: this repository's branch following its remote's.
 pub(super) fn follow_remote(
-    _root: &Path,
+    _env: super::Env<'_>,
     _landing: &crate::store::settings::TransactionLanding,
-) -> Result<(), LandingError> {
-    Err(no_git())
+) -> Result<(), super::FastForwardError> {
+    Err(no_git().into())
 }
 
 /// Refused: clearing a stale index lock.

@@ -879,3 +879,212 @@ pub fn landed_commits(
     }
     Ok(out)
 }
+
+/// The entry (id and mode) at `path` in `tree`, `None` when it has none.
+fn entry_at(tree: &git2::Tree<'_>, path: &str) -> Result<Option<(Oid, i32)>, LandingError> {
+    match tree.get_path(Path::new(path)) {
+        Ok(entry) => Ok(Some((entry.id(), entry.filemode()))),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(git("look up a path")(e)),
+    }
+}
+
+/// The tree of commit `id`.
+fn tree_of(repo: &Repository, id: Oid) -> Result<git2::Tree<'_>, LandingError> {
+    repo.find_commit(id)
+        .and_then(|c| c.tree())
+        .map_err(git("read a commit's tree"))
+}
+
+/// The first of `paths` whose entry (blob id and mode, or absence)
+/// differs between commits `a` and `b` of `repo`, or `None`: whether the
+/// commits between two tips touched any path a change touches.
+pub fn first_changed<'p>(
+    repo: &Repository,
+    a: Oid,
+    b: Oid,
+    paths: impl IntoIterator<Item = &'p crate::RepoPath>,
+) -> Result<Option<crate::RepoPath>, LandingError> {
+    let (ta, tb) = (tree_of(repo, a)?, tree_of(repo, b)?);
+    for path in paths {
+        if entry_at(&ta, path.as_str())? != entry_at(&tb, path.as_str())? {
+            return Ok(Some(path.clone()));
+        }
+    }
+    Ok(None)
+}
+
+/// Every path whose file differs between the trees of commits `from` and
+/// `to` of `repo` (added, removed, or changed in bytes or mode), as `git
+/// diff --no-renames --name-only FROM TO` lists them. A path that is not
+/// a repository path roundtable can write (not UTF-8, a submodule) is
+/// [`LandingError::InvalidInput`].
+pub fn changed_paths(
+    repo: &Repository,
+    from: Oid,
+    to: Oid,
+) -> Result<Vec<crate::RepoPath>, LandingError> {
+    let (tf, tt) = (tree_of(repo, from)?, tree_of(repo, to)?);
+    let diff = repo
+        .diff_tree_to_tree(Some(&tf), Some(&tt), None)
+        .map_err(git("compare two trees"))?;
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if file.mode() == git2::FileMode::Commit {
+                return Err(LandingError::InvalidInput {
+                    field: "branch",
+                    reason: "the commits between the two tips change a submodule".into(),
+                });
+            }
+        }
+        let path = delta
+            .new_file()
+            .path()
+            .or_else(|| delta.old_file().path())
+            .and_then(Path::to_str)
+            .and_then(|p| p.parse::<crate::RepoPath>().ok())
+            .ok_or_else(|| LandingError::InvalidInput {
+                field: "branch",
+                reason: "the commits between the two tips change a path that is not UTF-8".into(),
+            })?;
+        out.push(path);
+    }
+    Ok(out)
+}
+
+/// The file at `path` in commit `commit` as a working tree holds it (what
+/// `git checkout` writes: its smudge filters and line-ending conversion
+/// applied; a link's target), `None` when the commit has no file there.
+pub fn worktree_file(
+    repo: &Repository,
+    commit: Oid,
+    path: &crate::RepoPath,
+) -> Result<Option<crate::changeset::FileContent>, LandingError> {
+    let tree = tree_of(repo, commit)?;
+    let Some((id, mode)) = entry_at(&tree, path.as_str())? else {
+        return Ok(None);
+    };
+    let symlink = mode == i32::from(FileMode::Link);
+    let executable = mode == i32::from(FileMode::BlobExecutable);
+    if !(symlink || executable || mode == i32::from(FileMode::Blob)) {
+        return Ok(None);
+    }
+    let data = if !symlink && converts(repo, path.as_str())? {
+        smudge(repo, path.as_str(), id)?
+    } else {
+        repo.find_blob(id)
+            .map_err(git("read a blob"))?
+            .content()
+            .to_vec()
+    };
+    Ok(Some(crate::changeset::FileContent {
+        data,
+        executable,
+        symlink,
+    }))
+}
+
+/// Commit `commit` (a landing's, whose only parent is an older tip of the
+/// branch) replayed onto `onto`: a commit with its message, author and
+/// committer, `onto` its only parent, and `onto`'s tree with each of
+/// `paths` (the paths the change touches) as `commit` has it — present
+/// with its blob and mode, or absent. What `git rebase` makes of it when
+/// the commits between the two tips touch none of `paths` (the caller
+/// checks with [`first_changed`]). Moves no ref.
+pub fn replay<'p>(
+    repo: &Repository,
+    commit: Oid,
+    onto: Oid,
+    paths: impl IntoIterator<Item = &'p crate::RepoPath> + Clone,
+) -> Result<Oid, LandingError> {
+    let original = repo.find_commit(commit).map_err(git("read a commit"))?;
+    let source = original.tree().map_err(git("read a commit's tree"))?;
+    let parent = repo.find_commit(onto).map_err(git("read a commit"))?;
+    let base = parent.tree().map_err(git("read a commit's tree"))?;
+    // Removals first, as `build_commit` does (a file that becomes a
+    // directory, or the reverse).
+    let mut removals = git2::build::TreeUpdateBuilder::new();
+    let mut upserts = git2::build::TreeUpdateBuilder::new();
+    for path in paths {
+        match entry_at(&source, path.as_str())? {
+            Some((id, mode)) => {
+                let mode = match mode {
+                    m if m == i32::from(FileMode::Link) => FileMode::Link,
+                    m if m == i32::from(FileMode::BlobExecutable) => FileMode::BlobExecutable,
+                    _ => FileMode::Blob,
+                };
+                upserts.upsert(path.as_str(), id, mode);
+            }
+            None => {
+                removals.remove(path.as_str());
+            }
+        }
+    }
+    let mid = removals
+        .create_updated(repo, &base)
+        .map_err(git("write the trees"))?;
+    let mid = repo.find_tree(mid).map_err(git("read a tree"))?;
+    let tree = upserts
+        .create_updated(repo, &mid)
+        .map_err(git("write the trees"))?;
+    let tree = repo.find_tree(tree).map_err(git("read the new tree"))?;
+    let message = original
+        .message_raw()
+        .map_err(|_| LandingError::InvalidInput {
+            field: "message",
+            reason: "the landing's commit message is not UTF-8".into(),
+        })?;
+    let (author, committer) = (original.author(), original.committer());
+    let id = repo
+        .commit(None, &author, &committer, message, &tree, &[&parent])
+        .map_err(git("write the commit"))?;
+    Ok(id)
+}
+
+/// Remove the lock file on `branch` (`refs/heads/main.lock`) that a
+/// killed push left in `repo` (a remote), when it is abandoned: it was
+/// last written longer than `older_than` ago (git holds a ref lock for
+/// the moment it moves the ref, and a push's hooks for seconds), and
+/// neither it nor the ref changes while it is watched (for as long as a
+/// ref update waits for a lock). While it stands, every push to the
+/// branch fails (`RemoteRejected`, "cannot lock ref"). Whether it
+/// removed one.
+pub fn clear_abandoned_lock(
+    repo: &Repository,
+    branch: &str,
+    older_than: std::time::Duration,
+) -> Result<bool, LandingError> {
+    let lock = repo.commondir().join(format!("{branch}.lock"));
+    let io = |e: std::io::Error| {
+        git("clear an abandoned ref lock")(git2::Error::from_str(&e.to_string()))
+    };
+    let seen = |lock: &Path| {
+        std::fs::metadata(lock)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+    };
+    let Some(first) = seen(&lock) else {
+        return Ok(false);
+    };
+    let old_enough = first
+        .1
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age >= older_than);
+    if !old_enough {
+        return Ok(false);
+    }
+    let tip = repo.refname_to_id(branch).ok();
+    let deadline = std::time::Instant::now() + REF_LOCK_WAIT;
+    while std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if seen(&lock) != Some(first) || repo.refname_to_id(branch).ok() != tip {
+            return Ok(false);
+        }
+    }
+    match std::fs::remove_file(&lock) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io(e)),
+    }
+}

@@ -971,8 +971,11 @@ fn identity(engine: &Engine, kind: &str, id: &str) -> crate::landing::Identity {
 /// With a remote, the remote's branch is fetched first: the commit is
 /// built on it. A bare repository's branch follows the remote's there and
 /// then (it has no working tree to bring along); a working tree behind the
-/// remote is refused, to be brought forward by the host (`git pull
-/// --ff-only`) first.
+/// remote is brought forward ([`crate::apply::fast_forward`]: files,
+/// branch, index, as `git merge --ff-only`) when the commits it lacks
+/// touch none of the change's paths — one they touch, or an uncommitted
+/// change where they write, is refused (`precondition_failed`) with
+/// nothing changed.
 #[cfg(feature = "git")]
 fn plan_landing(
     engine: &Engine,
@@ -1041,12 +1044,39 @@ fn plan_landing(
                 })?;
             if tip != old {
                 let behind = landing::contains(&repo, tip, old).map_err(landing_refusal)?;
-                if !(bare && behind) {
+                // A working tree behind the remote is brought forward when
+                // the commits it lacks touch none of the change's paths
+                // (they would make the change stale) and it is clean where
+                // they change it.
+                let untouched = behind
+                    && landing::first_changed(
+                        &repo,
+                        old,
+                        tip,
+                        changeset.files().iter().map(|f| &f.path),
+                    )
+                    .map_err(landing_refusal)?
+                    .is_none();
+                if !bare && untouched {
+                    crate::apply::fast_forward(
+                        engine.workspace(),
+                        &repo,
+                        branch,
+                        old,
+                        tip,
+                        engine.tx_env().durability != crate::store::Durability::Off,
+                    )
+                    .map_err(|e| match e {
+                        crate::apply::FastForwardError::Landing(e) => landing_refusal(e),
+                        crate::apply::FastForwardError::Worktree(e) => ToolError::from(e),
+                    })?;
+                    old = tip;
+                } else if !(bare && behind) {
                     return Err(ToolError::new(
                         format!(
                             "{location}'s {branch} is at {tip}, this repository's at {old}: {}; nothing was applied",
                             if behind {
-                                "bring the working tree to it (git pull --ff-only), then apply again"
+                                "the commits it lacks change a path the change touches: rebase the change, then apply again"
                             } else {
                                 "the two have diverged"
                             }
@@ -1059,10 +1089,11 @@ fn plan_landing(
                             ..PreconditionFailedDetails::default()
                         },
                     ));
+                } else {
+                    landing::move_branch(&repo, branch, old, tip, "roundtable: fetch")
+                        .map_err(landing_refusal)?;
+                    old = tip;
                 }
-                landing::move_branch(&repo, branch, old, tip, "roundtable: fetch")
-                    .map_err(landing_refusal)?;
-                old = tip;
             }
             Some(location)
         }
@@ -1247,15 +1278,23 @@ fn finish_one_landed(engine: &Engine, id: &str) -> Result<(), ToolError> {
             actor: &actor,
             now,
         };
-        if let Some(original) = &transaction.rollback_of {
-            // A rollback's revert commit landed: its outcome.
-            let original = crate::apply::load_transaction(tx, original)?;
-            return rollback_outcome(cx, &original, &transaction.id);
-        }
-        let proposal = Proposal::load(tx, &transaction.proposal_id)?;
-        let released = landed_outcome(cx, &proposal, transaction)?;
-        remember_landed(cx, transaction, released)
+        record_landed(cx, transaction)
     })
+}
+
+/// The outcome of a transaction found landed after its applier was gone
+/// (recovery on this clone, or `landing.settle` from another): a
+/// rollback's, or an apply's — the proposal `applied`, its author's
+/// claims released, its idempotent result remembered.
+pub(super) fn record_landed(cx: &Cx<'_>, transaction: &Transaction) -> Result<(), ToolError> {
+    if let Some(original) = &transaction.rollback_of {
+        // A rollback's revert commit landed: its outcome.
+        let original = crate::apply::load_transaction(cx.tx, original)?;
+        return rollback_outcome(cx, &original, &transaction.id);
+    }
+    let proposal = Proposal::load(cx.tx, &transaction.proposal_id)?;
+    let released = landed_outcome(cx, &proposal, transaction)?;
+    remember_landed(cx, transaction, released)
 }
 
 /// [`land_outcome`] for a transaction recovery found landed: the branch
@@ -1728,6 +1767,59 @@ impl Tool for ListPhases {
     }
 }
 
+/// For transaction `id` when it is another clone's landing through a
+/// remote (git mode): each journaled path compared with the remote's
+/// branch (its tree at the branch's tip); `None` for this clone's own
+/// transactions and files-mode ones, which this clone's files judge.
+#[cfg(feature = "git")]
+fn landed_elsewhere(
+    cx: &Cx<'_>,
+    id: &str,
+    files: &[JournalFile],
+) -> Result<Option<Vec<PathReport>>, ToolError> {
+    use crate::landing;
+    let Some(setting) = store::settings::transaction_landing(cx.tx, id)? else {
+        return Ok(None);
+    };
+    let Some(remote) = &setting.remote else {
+        return Ok(None);
+    };
+    let clone = store::transactions::clone_of(cx.tx, id)?;
+    if clone
+        .as_deref()
+        .is_none_or(|c| c == cx.engine.store().clone_id())
+    {
+        return Ok(None);
+    }
+    let repo = landing::open(cx.engine.root())?;
+    let (remote_repo, _) = landing::open_remote(&repo, remote)?;
+    let tip = remote_repo.refname_to_id(&setting.branch).ok();
+    let mut metas = std::collections::BTreeMap::new();
+    for f in files {
+        // A path that does not parse is refused by the comparison.
+        let Ok(path) = f.path.parse::<crate::RepoPath>() else {
+            continue;
+        };
+        let meta = match tip {
+            Some(tip) => landing::worktree_file(&remote_repo, tip, &path)?.map(|c| c.meta()),
+            None => None,
+        };
+        metas.insert(path, meta);
+    }
+    let paths = crate::apply::compare_by(files, |path| Ok(metas.get(path).cloned().flatten()))?;
+    Ok(Some(paths))
+}
+
+/// Without the `git` feature no landing is judged by a remote.
+#[cfg(not(feature = "git"))]
+fn landed_elsewhere(
+    _cx: &Cx<'_>,
+    _id: &str,
+    _files: &[JournalFile],
+) -> Result<Option<Vec<PathReport>>, ToolError> {
+    Ok(None)
+}
+
 /// Result of `transaction.recovery`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RecoveryAdvice {
@@ -1746,8 +1838,9 @@ pub struct RecoveryAdvice {
     /// Whether the files agree with the status (all after for `applied`,
     /// all before for `failed`, `recovered`, `rolled_back`).
     pub consistent: bool,
-    /// What can be done now: `rollback`, `recover`, `none`, or `inspect`
-    /// (diverged paths need a person).
+    /// What can be done now: `rollback`, `recover`, `settle` (another
+    /// clone's unfinished git landing: `landing.settle`), `none`, or
+    /// `inspect` (diverged paths need a person).
     pub actions: Vec<String>,
     /// The same, in words.
     pub advice: String,
@@ -1755,7 +1848,7 @@ pub struct RecoveryAdvice {
 
 impl super::Request for CheckRecovery {
     const TOOL: &'static str = "transaction.recovery";
-    const DESCRIPTION: &'static str = "Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone.";
+    const DESCRIPTION: &'static str = "Compare a transaction's journal with the actual files (at_after, at_before or diverged per path) and say what can be done: advice computed from the files, never from the status alone. Another clone's git landing through a remote is compared with the remote's branch instead (this clone's files say nothing about it), and one it left applying is advised settle (landing.settle).";
     const MUTATES: bool = false;
     type Output = RecoveryAdvice;
 
@@ -1772,7 +1865,13 @@ impl Tool for CheckRecovery {
     fn run(cx: &Cx<'_>, args: CheckRecovery, (): ()) -> Result<RecoveryAdvice, ToolError> {
         let t = crate::apply::load_transaction(cx.tx, args.transaction_id.as_str())?;
         let files = journal(cx.tx, &t.id)?;
-        let paths = compare(cx.engine.workspace(), &files)?;
+        // Another clone's landing through a remote is judged by the
+        // remote's branch: this clone's files say nothing about it.
+        let elsewhere = landed_elsewhere(cx, &t.id, &files)?;
+        let paths = match &elsewhere {
+            Some(paths) => paths.clone(),
+            None => compare(cx.engine.workspace(), &files)?,
+        };
         let count = |s: PathState| paths.iter().filter(|p| p.state == s).count() as u64;
         let (at_after, at_before, diverged) = (
             count(PathState::AtAfter),
@@ -1787,6 +1886,12 @@ impl Tool for CheckRecovery {
             S::Applying => false,
         };
         let (actions, advice): (Vec<&str>, String) = match t.status {
+            S::Applying if elsewhere.is_some() => (
+                vec!["settle"],
+                format!(
+                    "another clone journaled this landing and has not finished it: on its remote's branch {at_after} paths are at after, {at_before} at before, {diverged} diverged; if that clone's host is gone for good, landing.settle asks the remote and records it applied or undone (reopening that clone recovers it too)"
+                ),
+            ),
             S::Applying => (
                 vec!["recover"],
                 format!(

@@ -136,6 +136,8 @@ const (
 	EventKindProposalRejected EventKind = "proposal.rejected"
 	// A proposal's revision was applied.
 	EventKindProposalApplied EventKind = "proposal.applied"
+	// An open proposal's latest revision touches paths another landing changed: it is stale (written by that landing, about this one).
+	EventKindProposalStale EventKind = "proposal.stale"
 	// A proposal's applied change was rolled back (in the rollback's outcome transaction): it is `rolled_back`.
 	EventKindProposalRolledBack EventKind = "proposal.rolled_back"
 	// A reviewer voted.
@@ -173,7 +175,7 @@ const (
 )
 
 // EventKinds lists every EventKind, in the schema's order.
-var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack}
+var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalStale, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack}
 
 // Which of two compared revisions touch a file (a `FileInterdiff`'s
 // `status`).
@@ -1099,6 +1101,12 @@ func (x *Event) TypedData() (any, error) {
 			return nil, err
 		}
 		return v, nil
+	case EventKindProposalStale:
+		v := new(ProposalStaleData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
 	case EventKindProposalRolledBack:
 		v := new(ProposalRolledBackData)
 		if err := json.Unmarshal(x.Data, v); err != nil {
@@ -1626,8 +1634,16 @@ type ProposalAppliedData struct {
 	// When a recovery recorded the landed change over another status:
 	// what it says.
 	Overridden *string `json:"overridden,omitempty"`
+	// The paths the landing changed, sorted (a rename: both paths).
+	// Absent from events written before landings recorded them, and
+	// from a recovery's override or a rollback's re-apply.
+	Paths []string `json:"paths,omitempty"`
 	// When a rollback re-applied the change: the rollback it undid.
 	RolledBackTransactionID *string `json:"rolled_back_transaction_id,omitempty"`
+	// The symbols the landing touched, as far as it knows them without
+	// parsing: the `symbol:` resources of the author's write claims it
+	// used (and released), sorted. Empty when the author claimed files.
+	Symbols []string `json:"symbols,omitempty"`
 }
 
 // Result of the status-changing proposal tools.
@@ -1744,6 +1760,21 @@ type ProposalRolledBackData struct {
 	From ProposalStatus `json:"from"`
 	// The status now (`rolled_back`).
 	To ProposalStatus `json:"to"`
+}
+
+// Data of `proposal.stale`: written by a landing (`patch.apply`) about
+// each open proposal whose latest revision touches a path the landing
+// changed, so that proposal's author is told (an `inbox.wait` on its
+// own proposals wakes) and no other.
+type ProposalStaleData struct {
+	// The stale proposal's latest revision.
+	Revision int64 `json:"revision"`
+	// The proposal that landed.
+	LandedProposalID string `json:"landed_proposal_id"`
+	// The transaction that landed it.
+	TransactionID string `json:"transaction_id"`
+	// The paths both touch, sorted.
+	Paths []string `json:"paths"`
 }
 
 // Data of `proposal.withdrawn`.

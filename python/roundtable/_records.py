@@ -132,6 +132,7 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``proposal.withdrawn``: A proposal was withdrawn.
 #:   ``proposal.rejected``: A proposal was rejected.
 #:   ``proposal.applied``: A proposal's revision was applied.
+#:   ``proposal.stale``: An open proposal's latest revision touches paths another landing changed: it is stale (written by that landing, about this one).
 #:   ``proposal.rolled_back``: A proposal's applied change was rolled back (in the rollback's outcome transaction): it is `rolled_back`.
 #:   ``vote.cast``: A reviewer voted.
 #:   ``decision.recorded``: An orchestrator recorded a decision.
@@ -149,9 +150,9 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``transaction.failed``: A transaction's write failed and was undone.
 #:   ``transaction.recovered``: A transaction left applying was put back to its before state.
 #:   ``transaction.rolled_back``: An applied transaction was rolled back by a later one.
-EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back']
+EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back']
 #: Every value of :data:`EventKind`, in the schema's order.
-EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back',)
+EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back',)
 
 
 #: Which of two compared revisions touch a file (a `FileInterdiff`'s
@@ -1789,8 +1790,16 @@ class ProposalAppliedData(Record):
     #: When a recovery recorded the landed change over another status:
     #: what it says.
     overridden: Optional[str]
+    #: The paths the landing changed, sorted (a rename: both paths).
+    #: Absent from events written before landings recorded them, and
+    #: from a recovery's override or a rollback's re-apply.
+    paths: Optional[Tuple[str, ...]]
     #: When a rollback re-applied the change: the rollback it undid.
     rolled_back_transaction_id: Optional[str]
+    #: The symbols the landing touched, as far as it knows them without
+    #: parsing: the `symbol:` resources of the author's write claims it
+    #: used (and released), sorted. Empty when the author claimed files.
+    symbols: Optional[Tuple[str, ...]]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     _REQUIRED = frozenset(['from', 'revision', 'to', 'transaction_id'])
@@ -1805,8 +1814,16 @@ class ProposalAppliedData(Record):
         v["from_"] = v.pop("from")
         if "overridden" not in v:
             v["overridden"] = None
+        if v.get("paths") is not None:
+            v["paths"] = tuple(v["paths"])
+        else:
+            v["paths"] = None
         if "rolled_back_transaction_id" not in v:
             v["rolled_back_transaction_id"] = None
+        if v.get("symbols") is not None:
+            v["symbols"] = tuple(v["symbols"])
+        else:
+            v["symbols"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -1983,6 +2000,40 @@ class ProposalRolledBackData(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["from_"] = v.pop("from")
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalStaleData(Record):
+    """Data of `proposal.stale`: written by a landing (`patch.apply`) about
+    each open proposal whose latest revision touches a path the landing
+    changed, so that proposal's author is told (an `inbox.wait` on its
+    own proposals wakes) and no other.
+    """
+
+    #: The stale proposal's latest revision.
+    revision: int
+    #: The proposal that landed.
+    landed_proposal_id: str
+    #: The transaction that landed it.
+    transaction_id: str
+    #: The paths both touch, sorted.
+    paths: Tuple[str, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['landed_proposal_id', 'paths', 'revision', 'transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalStaleData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["paths"] = tuple(v["paths"])
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4147,6 +4198,7 @@ EventData = Union[
     ProposalWithdrawnData,
     ProposalRejectedData,
     ProposalAppliedData,
+    ProposalStaleData,
     ProposalRolledBackData,
     VoteCastData,
     DecisionRecordedData,
@@ -4176,6 +4228,7 @@ _EVENT_DATA: Dict[str, Type[Record]] = {
     'proposal.withdrawn': ProposalWithdrawnData,
     'proposal.rejected': ProposalRejectedData,
     'proposal.applied': ProposalAppliedData,
+    'proposal.stale': ProposalStaleData,
     'proposal.rolled_back': ProposalRolledBackData,
     'vote.cast': VoteCastData,
     'decision.recorded': DecisionRecordedData,
@@ -4237,12 +4290,13 @@ PolicyRecord._PLAN = (0, PolicyRecord, (('activated_at', 'activated_at', None), 
 SecretFinding._PLAN = (0, SecretFinding, ())
 Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('carried', 'carried', (1, CarriedEvidence._PLAN)), ('missing', 'missing', None)))
 PolicyReport._PLAN = (0, PolicyReport, (('requirements', 'requirements', (1, Requirement._PLAN)), ))
-ProposalAppliedData._PLAN = (0, ProposalAppliedData, (('from', 'from_', None), ('overridden', 'overridden', None), ('rolled_back_transaction_id', 'rolled_back_transaction_id', None)))
+ProposalAppliedData._PLAN = (0, ProposalAppliedData, (('from', 'from_', None), ('overridden', 'overridden', None), ('paths', 'paths', (1, None)), ('rolled_back_transaction_id', 'rolled_back_transaction_id', None), ('symbols', 'symbols', (1, None))))
 ProposalCreatedData._PLAN = (0, ProposalCreatedData, (('reverted_revision', 'reverted_revision', None), ('reverts', 'reverts', None)))
 ProposalRejectedData._PLAN = (0, ProposalRejectedData, (('from', 'from_', None), ))
 ProposalReviewRequestedData._PLAN = (0, ProposalReviewRequestedData, (('from', 'from_', None), ))
 ProposalRevisedData._PLAN = (0, ProposalRevisedData, (('change_id', 'change_id', None), ('rebased_from', 'rebased_from', None)))
 ProposalRolledBackData._PLAN = (0, ProposalRolledBackData, (('from', 'from_', None), ))
+ProposalStaleData._PLAN = (0, ProposalStaleData, (('paths', 'paths', (1, None)), ))
 ProposalWithdrawnData._PLAN = (0, ProposalWithdrawnData, (('from', 'from_', None), ('reason_md', 'reason_md', None)))
 RequirementNext._PLAN = (0, RequirementNext, (('next', 'next', NextActor._PLAN), ))
 Revision._PLAN = (0, Revision, (('changeset', 'changeset', (1, FileSummary._PLAN)), ('affected_resources', 'affected_resources', (1, None)), ('created_by', 'created_by', (2,)), ('base_git_head', 'base_git_head', None), ('change_id', 'change_id', None), ('diff_digest', 'diff_digest', None), ('note_md', 'note_md', None), ('rebased_from', 'rebased_from', None)))
@@ -4420,6 +4474,7 @@ __all__ = [
     "ProposalReviewRequestedData",
     "ProposalRevisedData",
     "ProposalRolledBackData",
+    "ProposalStaleData",
     "ProposalWithdrawnData",
     "Requirement",
     "RequirementNext",

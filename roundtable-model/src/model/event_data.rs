@@ -174,6 +174,32 @@ pub struct ProposalAppliedData {
     /// When a rollback re-applied the change: the rollback it undid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rolled_back_transaction_id: Option<String>,
+    /// The paths the landing changed, sorted (a rename: both paths).
+    /// Absent from events written before landings recorded them, and
+    /// from a recovery's override or a rollback's re-apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// The symbols the landing touched, as far as it knows them without
+    /// parsing: the `symbol:` resources of the author's write claims it
+    /// used (and released), sorted. Empty when the author claimed files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<String>,
+}
+
+/// Data of `proposal.stale`: written by a landing (`patch.apply`) about
+/// each open proposal whose latest revision touches a path the landing
+/// changed, so that proposal's author is told (an `inbox.wait` on its
+/// own proposals wakes) and no other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProposalStaleData {
+    /// The stale proposal's latest revision.
+    pub revision: u32,
+    /// The proposal that landed.
+    pub landed_proposal_id: String,
+    /// The transaction that landed it.
+    pub transaction_id: String,
+    /// The paths both touch, sorted.
+    pub paths: Vec<String>,
 }
 
 /// Data of `proposal.rolled_back`.
@@ -422,6 +448,7 @@ event_data! {
     ProposalWithdrawn = "proposal.withdrawn" => ProposalWithdrawnData,
     ProposalRejected = "proposal.rejected" => ProposalRejectedData,
     ProposalApplied = "proposal.applied" => ProposalAppliedData,
+    ProposalStale = "proposal.stale" => ProposalStaleData,
     ProposalRolledBack = "proposal.rolled_back" => ProposalRolledBackData,
     VoteCast = "vote.cast" => VoteCastData,
     DecisionRecorded = "decision.recorded" => DecisionRecordedData,

@@ -68,6 +68,9 @@ event_kinds! {
     ProposalRejected = "proposal.rejected",
     /// A proposal's revision was applied.
     ProposalApplied = "proposal.applied",
+    /// An open proposal's latest revision touches paths another landing
+    /// changed: it is stale (written by that landing, about this one).
+    ProposalStale = "proposal.stale",
     /// A proposal's applied change was rolled back (in the rollback's
     /// outcome transaction): it is `rolled_back`.
     ProposalRolledBack = "proposal.rolled_back",

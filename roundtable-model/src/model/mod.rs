@@ -31,9 +31,10 @@ pub use event_data::{
     ClaimRenewedData, DecisionRecordedData, ErrorRecord, EventData, HumanApprovalRequestedData,
     HumanApprovedData, PolicyActivatedData, PolicyDraftedData, ProposalAppliedData,
     ProposalCreatedData, ProposalRejectedData, ProposalReviewRequestedData, ProposalRevisedData,
-    ProposalRolledBackData, ProposalWithdrawnData, SecurityReviewedData, TaskCreatedData,
-    TestRecordedData, TransactionAppliedData, TransactionFailedData, TransactionRecoveredData,
-    TransactionRolledBackData, TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
+    ProposalRolledBackData, ProposalStaleData, ProposalWithdrawnData, SecurityReviewedData,
+    TaskCreatedData, TestRecordedData, TransactionAppliedData, TransactionFailedData,
+    TransactionRecoveredData, TransactionRolledBackData, TransactionStartedData, VoteCastData,
+    WorkspaceConfiguredData,
 };
 pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};

@@ -1701,6 +1701,65 @@ func (x *ClaimChanged) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ClaimExpiredData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ClaimExpiredData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"agent_id\":")
+	e.str(x.AgentID, "agent_id")
+	e.key(start, "\"resource_id\":")
+	e.str(x.ResourceID, "resource_id")
+	e.key(start, "\"type\":")
+	e.str(string(x.Type), "type")
+	e.key(start, "\"token\":")
+	e.int64(x.Token)
+	e.key(start, "\"expires_at\":")
+	e.str(x.ExpiresAt, "expires_at")
+}
+
+func (x *ClaimExpiredData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "agent_id":
+			if !d.null() {
+				x.AgentID = d.str()
+			}
+		case "resource_id":
+			if !d.null() {
+				x.ResourceID = d.str()
+			}
+		case "type":
+			if !d.null() {
+				x.Type = ClaimType(d.str())
+			}
+		case "token":
+			if !d.null() {
+				x.Token = d.int64()
+			}
+		case "expires_at":
+			if !d.null() {
+				x.ExpiresAt = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ClaimExpiredData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ClaimExpiredData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ClaimListArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')

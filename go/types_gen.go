@@ -158,6 +158,8 @@ const (
 	EventKindClaimRenewed EventKind = "claim.renewed"
 	// A claim was released (by its holder, or by the apply that used it).
 	EventKindClaimReleased EventKind = "claim.released"
+	// A claim's lease ran out (its holder stopped renewing it): the engine released it, in the first write after its expiry.
+	EventKindClaimExpired EventKind = "claim.expired"
 	// A policy version was stored.
 	EventKindPolicyDrafted EventKind = "policy.drafted"
 	// A policy version became the active one.
@@ -175,7 +177,7 @@ const (
 )
 
 // EventKinds lists every EventKind, in the schema's order.
-var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalStale, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack}
+var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalStale, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindClaimExpired, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack}
 
 // Which of two compared revisions touch a file (a `FileInterdiff`'s
 // `status`).
@@ -906,6 +908,23 @@ type ClaimChanged struct {
 	Claim Claim `json:"claim"`
 }
 
+// Data of `claim.expired`: written by the engine (the orchestrator actor
+// `roundtable-engine`) in the first write transaction after
+// the claim's lease ran out, so a waiter learns of it without anyone
+// calling anything.
+type ClaimExpiredData struct {
+	// Who held it.
+	AgentID string `json:"agent_id"`
+	// The resource it claimed, in canonical spelling.
+	ResourceID string `json:"resource_id"`
+	// What the claim was for.
+	Type ClaimType `json:"type"`
+	// The claim's fencing token.
+	Token int64 `json:"token"`
+	// When its lease ran out.
+	ExpiresAt string `json:"expires_at"`
+}
+
 // Result of `claim.list`.
 type ClaimPage struct {
 	// Claims, oldest first.
@@ -1163,6 +1182,12 @@ func (x *Event) TypedData() (any, error) {
 		return v, nil
 	case EventKindClaimReleased:
 		v := new(ClaimReleasedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindClaimExpired:
+		v := new(ClaimExpiredData)
 		if err := json.Unmarshal(x.Data, v); err != nil {
 			return nil, err
 		}

@@ -143,6 +143,7 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``claim.acquired``: A claim was granted.
 #:   ``claim.renewed``: A claim was renewed.
 #:   ``claim.released``: A claim was released (by its holder, or by the apply that used it).
+#:   ``claim.expired``: A claim's lease ran out (its holder stopped renewing it): the engine released it, in the first write after its expiry.
 #:   ``policy.drafted``: A policy version was stored.
 #:   ``policy.activated``: A policy version became the active one.
 #:   ``transaction.started``: A transaction was journaled.
@@ -150,9 +151,9 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``transaction.failed``: A transaction's write failed and was undone.
 #:   ``transaction.recovered``: A transaction left applying was put back to its before state.
 #:   ``transaction.rolled_back``: An applied transaction was rolled back by a later one.
-EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back']
+EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back']
 #: Every value of :data:`EventKind`, in the schema's order.
-EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back',)
+EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back',)
 
 
 #: Which of two compared revisions touch a file (a `FileInterdiff`'s
@@ -756,6 +757,41 @@ class ClaimAcquiredData(Record):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ClaimAcquiredData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ClaimExpiredData(Record):
+    """Data of `claim.expired`: written by the engine (the orchestrator actor
+    `roundtable-engine`) in the first write transaction after
+    the claim's lease ran out, so a waiter learns of it without anyone
+    calling anything.
+    """
+
+    #: Who held it.
+    agent_id: str
+    #: The resource it claimed, in canonical spelling.
+    resource_id: str
+    #: What the claim was for.
+    type: ClaimType
+    #: The claim's fencing token.
+    token: int
+    #: When its lease ran out.
+    expires_at: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['agent_id', 'expires_at', 'resource_id', 'token', 'type'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ClaimExpiredData:
         """Build from the JSON object (as a tool returns it); a missing
         required key is a ``KeyError``."""
         v = dict(d)
@@ -4209,6 +4245,7 @@ EventData = Union[
     ClaimAcquiredData,
     ClaimRenewedData,
     ClaimReleasedData,
+    ClaimExpiredData,
     PolicyDraftedData,
     PolicyActivatedData,
     TransactionStartedData,
@@ -4239,6 +4276,7 @@ _EVENT_DATA: Dict[str, Type[Record]] = {
     'claim.acquired': ClaimAcquiredData,
     'claim.renewed': ClaimRenewedData,
     'claim.released': ClaimReleasedData,
+    'claim.expired': ClaimExpiredData,
     'policy.drafted': PolicyDraftedData,
     'policy.activated': PolicyActivatedData,
     'transaction.started': TransactionStartedData,
@@ -4260,6 +4298,7 @@ ChainHead._PLAN = (0, ChainHead, ())
 LineSpan._PLAN = (0, LineSpan, ())
 Claim._PLAN = (0, Claim, (('released_at', 'released_at', None), ('span', 'span', LineSpan._PLAN), ('task_id', 'task_id', None)))
 ClaimAcquiredData._PLAN = (0, ClaimAcquiredData, ())
+ClaimExpiredData._PLAN = (0, ClaimExpiredData, ())
 ClaimReleasedData._PLAN = (0, ClaimReleasedData, (('transaction_id', 'transaction_id', None), ))
 ClaimRenewedData._PLAN = (0, ClaimRenewedData, (('reacquired', 'reacquired', None), ))
 Decision._PLAN = (0, Decision, (('decided_by', 'decided_by', (2,)), ))
@@ -4440,6 +4479,7 @@ __all__ = [
     "ChainHead",
     "Claim",
     "ClaimAcquiredData",
+    "ClaimExpiredData",
     "ClaimReleasedData",
     "ClaimRenewedData",
     "Decision",

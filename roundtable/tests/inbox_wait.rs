@@ -393,3 +393,135 @@ fn issue34_item5_a_trivially_rebasable_approved_proposal_waits_on_the_orchestrat
     );
     assert_eq!(out["proposal"]["status"], "applied");
 }
+
+#[test]
+fn issue34_item5_an_expired_claim_is_released_with_an_event() {
+    use roundtable::clock::{ManualClock, Timestamp};
+    let clock = ManualClock::new(Timestamp(1_800_000_000_000));
+    let w = World::with(
+        scratch_dir(),
+        EngineOptions {
+            clock: std::sync::Arc::new(clock.clone()),
+            ..EngineOptions::default()
+        },
+    );
+    let held = w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 1}),
+        &w.reviewer,
+    )["claim"]
+        .clone();
+    let since = w.last_event()["seq"].as_u64().expect("a seq");
+    let (told, granted) = std::thread::scope(|s| {
+        // A host waiting for expiries, and an agent waiting for the file.
+        let told = s.spawn(|| {
+            w.ok(
+                "events.wait",
+                json!({"since_seq": since, "kinds": ["claim.expired"], "timeout_ms": 60_000}),
+                &w.host,
+            )
+        });
+        let granted = s.spawn(|| {
+            w.ok(
+                "claim.acquire",
+                json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 3600, "wait_ms": 60_000}),
+                &w.author,
+            )
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        // Nothing is committed: the holder just stops renewing.
+        clock.advance_ms(2_000);
+        (
+            told.join().expect("the host"),
+            granted.join().expect("the agent"),
+        )
+    });
+    assert_eq!(granted["claim"]["agent_id"], "alice");
+    assert_eq!(granted["claim"]["status"], "active");
+    assert_eq!(told["timed_out"], false);
+    let expired = &told["events"][0];
+    assert_eq!(expired["kind"], "claim.expired");
+    assert_eq!(expired["subject"], held["id"]);
+    assert_eq!(
+        expired["actor"],
+        json!({"kind": "orchestrator", "id": "roundtable-engine"})
+    );
+    assert_eq!(
+        expired["data"],
+        json!({"agent_id": "bob", "resource_id": "file:hello.txt", "type": "write",
+               "token": held["token"], "expires_at": held["expires_at"]})
+    );
+    // Told once, whatever writes follow; the claim still reads expired.
+    w.ok(
+        "task.create",
+        json!({"task_id": "t2", "title": "Another"}),
+        &w.host,
+    );
+    let all = events_of(&w, "claim.expired");
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let page = w.ok("claim.list", json!({"agent_id": "bob"}), &w.host);
+    let claim = &page["claims"][0];
+    assert_eq!(claim["id"], held["id"]);
+    assert_eq!(claim["status"], "expired", "{claim}");
+    assert_eq!(claim["released_at"], Value::Null);
+    let listed = |status: &str| {
+        let page = w.ok("claim.list", json!({"status": status}), &w.host);
+        page["claims"]
+            .as_array()
+            .expect("claims")
+            .iter()
+            .map(|c| str_of(&c["id"]))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed("expired"), [str_of(&held["id"])]);
+    assert!(!listed("released").contains(&str_of(&held["id"])));
+    assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
+
+    // With no waiter at all, the next write notes a lapsed claim; a
+    // refused write notes nothing.
+    let lapsing = w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:other.txt", "type": "write", "ttl_s": 1}),
+        &w.reviewer,
+    )["claim"]
+        .clone();
+    clock.advance_ms(2_000);
+    w.refused(
+        "task.create",
+        json!({"task_id": "t2", "title": "Again"}),
+        &w.host,
+        ErrorCode::Conflict,
+    );
+    assert_eq!(events_of(&w, "claim.expired").len(), 1);
+    w.ok(
+        "task.create",
+        json!({"task_id": "t3", "title": "A third"}),
+        &w.host,
+    );
+    let all = events_of(&w, "claim.expired");
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1]["subject"], lapsing["id"]);
+
+    // With nobody writing, a waiter on the log notes it at its expiry.
+    let last = w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:third.txt", "type": "write", "ttl_s": 1}),
+        &w.reviewer,
+    )["claim"]
+        .clone();
+    let since = w.last_event()["seq"].as_u64().expect("a seq");
+    let told = std::thread::scope(|s| {
+        let told = s.spawn(|| {
+            w.ok(
+                "events.wait",
+                json!({"since_seq": since, "kinds": ["claim.expired"], "timeout_ms": 60_000}),
+                &w.host,
+            )
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        clock.advance_ms(2_000);
+        told.join().expect("the host")
+    });
+    assert_eq!(told["timed_out"], false);
+    assert_eq!(told["events"][0]["subject"], last["id"]);
+}

@@ -315,6 +315,25 @@ pub struct ClaimReleasedData {
     pub transaction_id: Option<String>,
 }
 
+/// Data of `claim.expired`: written by the engine (the orchestrator actor
+/// `roundtable-engine`) in the first write transaction after
+/// the claim's lease ran out, so a waiter learns of it without anyone
+/// calling anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClaimExpiredData {
+    /// Who held it.
+    pub agent_id: String,
+    /// The resource it claimed, in canonical spelling.
+    pub resource_id: String,
+    /// What the claim was for.
+    #[serde(rename = "type")]
+    pub claim_type: ClaimType,
+    /// The claim's fencing token.
+    pub token: i64,
+    /// When its lease ran out.
+    pub expires_at: Timestamp,
+}
+
 /// Data of `policy.drafted`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyDraftedData {
@@ -459,6 +478,7 @@ event_data! {
     ClaimAcquired = "claim.acquired" => ClaimAcquiredData,
     ClaimRenewed = "claim.renewed" => ClaimRenewedData,
     ClaimReleased = "claim.released" => ClaimReleasedData,
+    ClaimExpired = "claim.expired" => ClaimExpiredData,
     PolicyDrafted = "policy.drafted" => PolicyDraftedData,
     PolicyActivated = "policy.activated" => PolicyActivatedData,
     TransactionStarted = "transaction.started" => TransactionStartedData,

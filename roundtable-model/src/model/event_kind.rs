@@ -92,6 +92,9 @@ event_kinds! {
     ClaimRenewed = "claim.renewed",
     /// A claim was released (by its holder, or by the apply that used it).
     ClaimReleased = "claim.released",
+    /// A claim's lease ran out (its holder stopped renewing it): the
+    /// engine released it, in the first write after its expiry.
+    ClaimExpired = "claim.expired",
     /// A policy version was stored.
     PolicyDrafted = "policy.drafted",
     /// A policy version became the active one.

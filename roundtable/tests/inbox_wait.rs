@@ -525,3 +525,28 @@ fn issue34_item5_an_expired_claim_is_released_with_an_event() {
     assert_eq!(told["timed_out"], false);
     assert_eq!(told["events"][0]["subject"], last["id"]);
 }
+
+#[test]
+fn issue34_item5_the_typed_session_waits_on_the_inbox() -> Result<(), roundtable::ToolError> {
+    use roundtable::session::WaitInbox;
+    let w = world();
+    let pid = w.in_review();
+    let bob = w.engine.session(w.reviewer.clone());
+    let first = bob
+        .proposals()
+        .inbox_wait(WaitInbox::now().timeout_ms(60_000))?;
+    assert!(!first.timed_out);
+    assert_eq!(first.items.len(), 1);
+    assert_eq!(first.items[0].proposal.id, pid);
+    let next = bob
+        .proposals()
+        .inbox_wait(WaitInbox::after(first.cursor).timeout_ms(0).limit(10))?;
+    assert!(next.timed_out && next.items.is_empty());
+    let err = bob
+        .proposals()
+        .inbox_wait(WaitInbox::now().timeout_ms(600_001))
+        .expect_err("past the longest wait");
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    assert_eq!(err.details()["field"], "timeout_ms");
+    Ok(())
+}

@@ -222,7 +222,7 @@ pub fn next_expiry(conn: &Tx<'_>) -> crate::store::sql::Result<Option<Timestamp>
 }
 
 /// Note that claim `id`'s lease ran out: it is released at its expiry
-/// (it still reads `expired`: see [`claim_from_row`]).
+/// (it still reads `expired`, without a `released_at`).
 pub fn note_expired(tx: &Tx<'_>, id: &str) -> crate::store::sql::Result<()> {
     tx.execute(
         "UPDATE claims SET released_at = expires_at WHERE id = ?1 AND released_at IS NULL",

@@ -5,9 +5,9 @@
 //! from the engine's clock whenever a claim is read: no background job.
 //! The first write transaction after a claim's lease ran out (any mutating
 //! tool's, a waiting `claim.acquire`'s retry at the expiry) also notes it
-//! released, with a `claim.expired` event ([`note_expired_claims`]); while
+//! released, with a `claim.expired` event (`note_expired_claims`); while
 //! nothing writes, an `events.wait` does at the expiry
-//! ([`note_lapsed_claims`]): a waiter on the log learns of it without
+//! (`note_lapsed_claims`): a waiter on the log learns of it without
 //! anyone calling anything.
 
 use super::args::{Cursor, Limit, ResourceId, WaitMs};

@@ -1702,6 +1702,65 @@ func (x *ClaimChanged) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ClaimExpiredData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ClaimExpiredData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"agent_id\":")
+	e.str(x.AgentID, "agent_id")
+	e.key(start, "\"resource_id\":")
+	e.str(x.ResourceID, "resource_id")
+	e.key(start, "\"type\":")
+	e.str(string(x.Type), "type")
+	e.key(start, "\"token\":")
+	e.int64(x.Token)
+	e.key(start, "\"expires_at\":")
+	e.time(x.ExpiresAt)
+}
+
+func (x *ClaimExpiredData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "agent_id":
+			if !d.null() {
+				x.AgentID = d.str()
+			}
+		case "resource_id":
+			if !d.null() {
+				x.ResourceID = d.str()
+			}
+		case "type":
+			if !d.null() {
+				x.Type = ClaimType(d.str())
+			}
+		case "token":
+			if !d.null() {
+				x.Token = d.int64()
+			}
+		case "expires_at":
+			if !d.null() {
+				x.ExpiresAt = d.time()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ClaimExpiredData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ClaimExpiredData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ClaimListArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -8087,9 +8146,31 @@ func (x *ProposalAppliedData) encodeFields(e *encoder, start int) {
 		e.key(start, "\"overridden\":")
 		e.str(*x.Overridden, "overridden")
 	}
+	if x.Paths != nil {
+		e.key(start, "\"paths\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Paths {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Paths[i1], "paths")
+		}
+		e.buf = append(e.buf, ']')
+	}
 	if x.RolledBackTransactionID != nil {
 		e.key(start, "\"rolled_back_transaction_id\":")
 		e.str(*x.RolledBackTransactionID, "rolled_back_transaction_id")
+	}
+	if x.Symbols != nil {
+		e.key(start, "\"symbols\":")
+		e.buf = append(e.buf, '[')
+		for i2 := range x.Symbols {
+			if i2 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Symbols[i2], "symbols")
+		}
+		e.buf = append(e.buf, ']')
 	}
 }
 
@@ -8116,17 +8197,43 @@ func (x *ProposalAppliedData) decode(d *decoder) {
 			if d.null() {
 				x.Overridden = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
-				x.Overridden = p1
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Overridden = p3
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s4 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, "")
+					if !d.null() {
+						s4[len(s4)-1] = d.str()
+					}
+				}
+				x.Paths = s4
 			}
 		case "rolled_back_transaction_id":
 			if d.null() {
 				x.RolledBackTransactionID = nil
 			} else {
-				p2 := new(string)
-				(*p2) = d.str()
-				x.RolledBackTransactionID = p2
+				p5 := new(string)
+				(*p5) = d.str()
+				x.RolledBackTransactionID = p5
+			}
+		case "symbols":
+			if d.null() {
+				x.Symbols = nil
+			} else {
+				s6 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s6 = append(s6, "")
+					if !d.null() {
+						s6[len(s6)-1] = d.str()
+					}
+				}
+				x.Symbols = s6
 			}
 		default:
 			d.skip()
@@ -9534,6 +9641,75 @@ func (x ProposalRolledBackData) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ProposalRolledBackData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProposalStaleData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalStaleData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"landed_proposal_id\":")
+	e.str(x.LandedProposalID, "landed_proposal_id")
+	e.key(start, "\"transaction_id\":")
+	e.str(x.TransactionID, "transaction_id")
+	e.key(start, "\"paths\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Paths {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Paths[i1], "paths")
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *ProposalStaleData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "landed_proposal_id":
+			if !d.null() {
+				x.LandedProposalID = d.str()
+			}
+		case "transaction_id":
+			if !d.null() {
+				x.TransactionID = d.str()
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Paths = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalStaleData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalStaleData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

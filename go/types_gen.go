@@ -137,6 +137,8 @@ const (
 	EventKindProposalRejected EventKind = "proposal.rejected"
 	// A proposal's revision was applied.
 	EventKindProposalApplied EventKind = "proposal.applied"
+	// An open proposal's latest revision touches paths another landing changed: it is stale (written by that landing, about this one).
+	EventKindProposalStale EventKind = "proposal.stale"
 	// A proposal's applied change was rolled back (in the rollback's outcome transaction): it is `rolled_back`.
 	EventKindProposalRolledBack EventKind = "proposal.rolled_back"
 	// A reviewer voted.
@@ -157,6 +159,8 @@ const (
 	EventKindClaimRenewed EventKind = "claim.renewed"
 	// A claim was released (by its holder, or by the apply that used it).
 	EventKindClaimReleased EventKind = "claim.released"
+	// A claim's lease ran out (its holder stopped renewing it): the engine released it, in the first write after its expiry.
+	EventKindClaimExpired EventKind = "claim.expired"
 	// A policy version was stored.
 	EventKindPolicyDrafted EventKind = "policy.drafted"
 	// A policy version became the active one.
@@ -184,7 +188,7 @@ const (
 )
 
 // EventKinds lists every EventKind, in the schema's order.
-var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack, EventKindQueueEnqueued, EventKindQueueRemoved, EventKindQueueChecked, EventKindQueueLanded, EventKindQueueReturned}
+var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalStale, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindClaimExpired, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack, EventKindQueueEnqueued, EventKindQueueRemoved, EventKindQueueChecked, EventKindQueueLanded, EventKindQueueReturned}
 
 // Which of two compared revisions touch a file (a `FileInterdiff`'s
 // `status`).
@@ -965,6 +969,23 @@ type ClaimChanged struct {
 	Claim Claim `json:"claim"`
 }
 
+// Data of `claim.expired`: written by the engine (the orchestrator actor
+// `roundtable-engine`) in the first write transaction after
+// the claim's lease ran out, so a waiter learns of it without anyone
+// calling anything.
+type ClaimExpiredData struct {
+	// Who held it.
+	AgentID string `json:"agent_id"`
+	// The resource it claimed, in canonical spelling.
+	ResourceID string `json:"resource_id"`
+	// What the claim was for.
+	Type ClaimType `json:"type"`
+	// The claim's fencing token.
+	Token int64 `json:"token"`
+	// When its lease ran out.
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // Result of `claim.list`.
 type ClaimPage struct {
 	// Claims, oldest first.
@@ -1160,6 +1181,12 @@ func (x *Event) TypedData() (any, error) {
 			return nil, err
 		}
 		return v, nil
+	case EventKindProposalStale:
+		v := new(ProposalStaleData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
 	case EventKindProposalRolledBack:
 		v := new(ProposalRolledBackData)
 		if err := json.Unmarshal(x.Data, v); err != nil {
@@ -1216,6 +1243,12 @@ func (x *Event) TypedData() (any, error) {
 		return v, nil
 	case EventKindClaimReleased:
 		v := new(ClaimReleasedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
+	case EventKindClaimExpired:
+		v := new(ClaimExpiredData)
 		if err := json.Unmarshal(x.Data, v); err != nil {
 			return nil, err
 		}
@@ -1717,8 +1750,16 @@ type ProposalAppliedData struct {
 	// When a recovery recorded the landed change over another status:
 	// what it says.
 	Overridden *string `json:"overridden,omitempty"`
+	// The paths the landing changed, sorted (a rename: both paths).
+	// Absent from events written before landings recorded them, and
+	// from a recovery's override or a rollback's re-apply.
+	Paths []string `json:"paths,omitempty"`
 	// When a rollback re-applied the change: the rollback it undid.
 	RolledBackTransactionID *string `json:"rolled_back_transaction_id,omitempty"`
+	// The symbols the landing touched, as far as it knows them without
+	// parsing: the `symbol:` resources of the author's write claims it
+	// used (and released), sorted. Empty when the author claimed files.
+	Symbols []string `json:"symbols,omitempty"`
 }
 
 // Result of the status-changing proposal tools.
@@ -1835,6 +1876,21 @@ type ProposalRolledBackData struct {
 	From ProposalStatus `json:"from"`
 	// The status now (`rolled_back`).
 	To ProposalStatus `json:"to"`
+}
+
+// Data of `proposal.stale`: written by a landing (`patch.apply`) about
+// each open proposal whose latest revision touches a path the landing
+// changed, so that proposal's author is told (an `inbox.wait` on its
+// own proposals wakes) and no other.
+type ProposalStaleData struct {
+	// The stale proposal's latest revision.
+	Revision int64 `json:"revision"`
+	// The proposal that landed.
+	LandedProposalID string `json:"landed_proposal_id"`
+	// The transaction that landed it.
+	TransactionID string `json:"transaction_id"`
+	// The paths both touch, sorted.
+	Paths []string `json:"paths"`
 }
 
 // Data of `proposal.withdrawn`.

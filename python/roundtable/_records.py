@@ -132,6 +132,7 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``proposal.withdrawn``: A proposal was withdrawn.
 #:   ``proposal.rejected``: A proposal was rejected.
 #:   ``proposal.applied``: A proposal's revision was applied.
+#:   ``proposal.stale``: An open proposal's latest revision touches paths another landing changed: it is stale (written by that landing, about this one).
 #:   ``proposal.rolled_back``: A proposal's applied change was rolled back (in the rollback's outcome transaction): it is `rolled_back`.
 #:   ``vote.cast``: A reviewer voted.
 #:   ``decision.recorded``: An orchestrator recorded a decision.
@@ -142,6 +143,7 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``claim.acquired``: A claim was granted.
 #:   ``claim.renewed``: A claim was renewed.
 #:   ``claim.released``: A claim was released (by its holder, or by the apply that used it).
+#:   ``claim.expired``: A claim's lease ran out (its holder stopped renewing it): the engine released it, in the first write after its expiry.
 #:   ``policy.drafted``: A policy version was stored.
 #:   ``policy.activated``: A policy version became the active one.
 #:   ``transaction.started``: A transaction was journaled.
@@ -154,9 +156,9 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``queue.checked``: The queue ran a check on a speculative state.
 #:   ``queue.landed``: The queue landed a proposal.
 #:   ``queue.returned``: The queue handed a proposal back to its author.
-EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned']
+EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned']
 #: Every value of :data:`EventKind`, in the schema's order.
-EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned',)
+EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned',)
 
 
 #: Which of two compared revisions touch a file (a `FileInterdiff`'s
@@ -788,6 +790,41 @@ class ClaimAcquiredData(Record):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ClaimAcquiredData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ClaimExpiredData(Record):
+    """Data of `claim.expired`: written by the engine (the orchestrator actor
+    `roundtable-engine`) in the first write transaction after
+    the claim's lease ran out, so a waiter learns of it without anyone
+    calling anything.
+    """
+
+    #: Who held it.
+    agent_id: str
+    #: The resource it claimed, in canonical spelling.
+    resource_id: str
+    #: What the claim was for.
+    type: ClaimType
+    #: The claim's fencing token.
+    token: int
+    #: When its lease ran out.
+    expires_at: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['agent_id', 'expires_at', 'resource_id', 'token', 'type'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ClaimExpiredData:
         """Build from the JSON object (as a tool returns it); a missing
         required key is a ``KeyError``."""
         v = dict(d)
@@ -1822,8 +1859,16 @@ class ProposalAppliedData(Record):
     #: When a recovery recorded the landed change over another status:
     #: what it says.
     overridden: Optional[str]
+    #: The paths the landing changed, sorted (a rename: both paths).
+    #: Absent from events written before landings recorded them, and
+    #: from a recovery's override or a rollback's re-apply.
+    paths: Optional[Tuple[str, ...]]
     #: When a rollback re-applied the change: the rollback it undid.
     rolled_back_transaction_id: Optional[str]
+    #: The symbols the landing touched, as far as it knows them without
+    #: parsing: the `symbol:` resources of the author's write claims it
+    #: used (and released), sorted. Empty when the author claimed files.
+    symbols: Optional[Tuple[str, ...]]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     _REQUIRED = frozenset(['from', 'revision', 'to', 'transaction_id'])
@@ -1838,8 +1883,16 @@ class ProposalAppliedData(Record):
         v["from_"] = v.pop("from")
         if "overridden" not in v:
             v["overridden"] = None
+        if v.get("paths") is not None:
+            v["paths"] = tuple(v["paths"])
+        else:
+            v["paths"] = None
         if "rolled_back_transaction_id" not in v:
             v["rolled_back_transaction_id"] = None
+        if v.get("symbols") is not None:
+            v["symbols"] = tuple(v["symbols"])
+        else:
+            v["symbols"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -2016,6 +2069,40 @@ class ProposalRolledBackData(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["from_"] = v.pop("from")
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProposalStaleData(Record):
+    """Data of `proposal.stale`: written by a landing (`patch.apply`) about
+    each open proposal whose latest revision touches a path the landing
+    changed, so that proposal's author is told (an `inbox.wait` on its
+    own proposals wakes) and no other.
+    """
+
+    #: The stale proposal's latest revision.
+    revision: int
+    #: The proposal that landed.
+    landed_proposal_id: str
+    #: The transaction that landed it.
+    transaction_id: str
+    #: The paths both touch, sorted.
+    paths: Tuple[str, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['landed_proposal_id', 'paths', 'revision', 'transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProposalStaleData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["paths"] = tuple(v["paths"])
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4528,6 +4615,7 @@ EventData = Union[
     ProposalWithdrawnData,
     ProposalRejectedData,
     ProposalAppliedData,
+    ProposalStaleData,
     ProposalRolledBackData,
     VoteCastData,
     DecisionRecordedData,
@@ -4538,6 +4626,7 @@ EventData = Union[
     ClaimAcquiredData,
     ClaimRenewedData,
     ClaimReleasedData,
+    ClaimExpiredData,
     PolicyDraftedData,
     PolicyActivatedData,
     TransactionStartedData,
@@ -4562,6 +4651,7 @@ _EVENT_DATA: Dict[str, Type[Record]] = {
     'proposal.withdrawn': ProposalWithdrawnData,
     'proposal.rejected': ProposalRejectedData,
     'proposal.applied': ProposalAppliedData,
+    'proposal.stale': ProposalStaleData,
     'proposal.rolled_back': ProposalRolledBackData,
     'vote.cast': VoteCastData,
     'decision.recorded': DecisionRecordedData,
@@ -4572,6 +4662,7 @@ _EVENT_DATA: Dict[str, Type[Record]] = {
     'claim.acquired': ClaimAcquiredData,
     'claim.renewed': ClaimRenewedData,
     'claim.released': ClaimReleasedData,
+    'claim.expired': ClaimExpiredData,
     'policy.drafted': PolicyDraftedData,
     'policy.activated': PolicyActivatedData,
     'transaction.started': TransactionStartedData,
@@ -4598,6 +4689,7 @@ ChainHead._PLAN = (0, ChainHead, ())
 LineSpan._PLAN = (0, LineSpan, ())
 Claim._PLAN = (0, Claim, (('released_at', 'released_at', None), ('span', 'span', LineSpan._PLAN), ('task_id', 'task_id', None)))
 ClaimAcquiredData._PLAN = (0, ClaimAcquiredData, ())
+ClaimExpiredData._PLAN = (0, ClaimExpiredData, ())
 ClaimReleasedData._PLAN = (0, ClaimReleasedData, (('transaction_id', 'transaction_id', None), ))
 ClaimRenewedData._PLAN = (0, ClaimRenewedData, (('reacquired', 'reacquired', None), ))
 Decision._PLAN = (0, Decision, (('decided_by', 'decided_by', (2,)), ))
@@ -4628,12 +4720,13 @@ PolicyRecord._PLAN = (0, PolicyRecord, (('activated_at', 'activated_at', None), 
 SecretFinding._PLAN = (0, SecretFinding, ())
 Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('carried', 'carried', (1, CarriedEvidence._PLAN)), ('missing', 'missing', None)))
 PolicyReport._PLAN = (0, PolicyReport, (('requirements', 'requirements', (1, Requirement._PLAN)), ))
-ProposalAppliedData._PLAN = (0, ProposalAppliedData, (('from', 'from_', None), ('overridden', 'overridden', None), ('rolled_back_transaction_id', 'rolled_back_transaction_id', None)))
+ProposalAppliedData._PLAN = (0, ProposalAppliedData, (('from', 'from_', None), ('overridden', 'overridden', None), ('paths', 'paths', (1, None)), ('rolled_back_transaction_id', 'rolled_back_transaction_id', None), ('symbols', 'symbols', (1, None))))
 ProposalCreatedData._PLAN = (0, ProposalCreatedData, (('reverted_revision', 'reverted_revision', None), ('reverts', 'reverts', None)))
 ProposalRejectedData._PLAN = (0, ProposalRejectedData, (('from', 'from_', None), ))
 ProposalReviewRequestedData._PLAN = (0, ProposalReviewRequestedData, (('from', 'from_', None), ))
 ProposalRevisedData._PLAN = (0, ProposalRevisedData, (('change_id', 'change_id', None), ('rebased_from', 'rebased_from', None)))
 ProposalRolledBackData._PLAN = (0, ProposalRolledBackData, (('from', 'from_', None), ))
+ProposalStaleData._PLAN = (0, ProposalStaleData, (('paths', 'paths', (1, None)), ))
 ProposalWithdrawnData._PLAN = (0, ProposalWithdrawnData, (('from', 'from_', None), ('reason_md', 'reason_md', None)))
 QueueCheckedData._PLAN = (0, QueueCheckedData, (('ahead', 'ahead', (1, None)), ))
 QueueEnqueuedData._PLAN = (0, QueueEnqueuedData, ())
@@ -4794,6 +4887,7 @@ __all__ = [
     "ChainHead",
     "Claim",
     "ClaimAcquiredData",
+    "ClaimExpiredData",
     "ClaimReleasedData",
     "ClaimRenewedData",
     "Decision",
@@ -4828,6 +4922,7 @@ __all__ = [
     "ProposalReviewRequestedData",
     "ProposalRevisedData",
     "ProposalRolledBackData",
+    "ProposalStaleData",
     "ProposalWithdrawnData",
     "QueueCheckedData",
     "QueueEnqueuedData",

@@ -397,6 +397,9 @@ fn write_prepared<T: Tool>(
             actor,
             now: engine.now(),
         };
+        // Claims that lapsed since the last write are noted first (and
+        // only if this call commits: a refusal rolls it back with the rest).
+        claims::note_expired_claims(tx, cx.now)?;
         let out = T::run(&cx, args, prep)?;
         if let Some(key) = key {
             remember(&cx, key, T::TOOL, request, &out)?;

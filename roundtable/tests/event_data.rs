@@ -3,8 +3,10 @@
 //! `tests/cases/events/recorded.jsonl` holds, for every kind, each shape
 //! of `data` the suite wrote BEFORE the types existed (the untyped `json!`
 //! objects of commit d15ac02: the suite was run with every appended event
-//! recorded, and one line kept per kind and set of keys; kinds added since
-//! were typed from the start and hold what they write). The stored text
+//! recorded, and one line kept per kind and set of keys), and for each kind
+//! or field added since (issue 34: `proposal.stale`, `claim.expired`, a
+//! landing's `paths` and `symbols`, the queue's events) the bytes it was
+//! added with. The stored text
 //! feeds the audit log's hash chain, so the typed values must write the
 //! same bytes.
 

@@ -220,3 +220,333 @@ fn issue34_item5_bad_arguments_are_refused_naming_the_field() {
     );
     assert_eq!(out["timed_out"], false);
 }
+
+/// Store `document` as a policy and activate it (as the orchestrator).
+fn activate_policy(w: &World, document: &str) {
+    let set = w.ok("policy.set", json!({"document": document}), &w.host);
+    let version = set["policy"]["version"].as_u64().expect("a version");
+    w.ok("policy.activate", json!({"version": version}), &w.host);
+}
+
+/// A proposal by `who` with `patch`, in review; its id.
+fn in_review_by(w: &World, who: &Actor, patch: &str) -> String {
+    let pid = str_of(
+        &w.ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "Change", "summary_md": "Changes.", "patch": patch}),
+            who,
+        )["proposal"]["id"],
+    );
+    w.ok("proposal.request_review", json!({"proposal_id": pid}), who);
+    pid
+}
+
+/// Events of `kind`, oldest first.
+fn events_of(w: &World, kind: &str) -> Vec<Value> {
+    w.events()
+        .into_iter()
+        .filter(|e| e["kind"] == kind)
+        .collect()
+}
+
+const OTHER: &str = "--- a/other.txt\n+++ b/other.txt\n@@ -1 +1 @@\n-other\n+other, changed\n";
+
+#[test]
+fn issue34_item5_a_landing_wakes_the_author_it_makes_stale_and_no_other() {
+    let w = world();
+    std::fs::write(w.dir.path().join("other.txt"), "other\n").expect("write");
+    // Only reviewers approve: alice and carol are only ever asked about
+    // their own proposals.
+    activate_policy(
+        &w,
+        "version = 1\n[approvals]\neligible_roles = [\"reviewer\"]\n",
+    );
+    let carol = w.agent("carol", &["author"]);
+    let dave = w.agent("dave", &["author"]);
+    let pa = in_review_by(&w, &w.author, crate::tools::PATCH);
+    let pc = in_review_by(&w, &carol, OTHER);
+    // dave's change to hello.txt, approved.
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 3600}),
+        &dave,
+    );
+    let pd = in_review_by(&w, &dave, crate::tools::PATCH2);
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pd, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    // Nothing waits on either author now.
+    let a0 = wait(&w, &w.author, &Value::Null, 0);
+    let c0 = wait(&w, &carol, &Value::Null, 0);
+    assert_eq!((items(&a0), items(&c0)), (vec![], vec![]));
+    let ((a1, a_woke), (c1, c_waited), landed) = std::thread::scope(|s| {
+        let alice = s.spawn(|| {
+            let out = wait(&w, &w.author, &a0["cursor"], 60_000);
+            (out, Instant::now())
+        });
+        let carol_waits = s.spawn(|| {
+            let started = Instant::now();
+            let out = wait(&w, &carol, &c0["cursor"], 1_500);
+            (out, started.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        w.ok(
+            "patch.apply",
+            json!({"proposal_id": pd, "revision": 1}),
+            &w.host,
+        );
+        let landed = Instant::now();
+        (
+            alice.join().expect("alice"),
+            carol_waits.join().expect("carol"),
+            landed,
+        )
+    });
+    assert_eq!(a1["timed_out"], false);
+    assert_eq!(items(&a1), [item(&pa, "rebase_or_attach")]);
+    let woke = a_woke.saturating_duration_since(landed);
+    assert!(woke < Duration::from_secs(1), "woken {woke:?} after");
+    assert_eq!(c1["timed_out"], true, "{c1}");
+    assert_eq!(items(&c1), []);
+    assert!(c_waited >= Duration::from_millis(1_500));
+    // The landing says what it changed, and tells the stale proposal.
+    let applied = events_of(&w, "proposal.applied");
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0]["data"]["paths"], json!(["hello.txt"]));
+    // dave claimed the file, not a symbol: no symbols known.
+    assert!(
+        applied[0]["data"].get("symbols").is_none(),
+        "{}",
+        applied[0]
+    );
+    let stale = events_of(&w, "proposal.stale");
+    assert_eq!(stale.len(), 1, "{stale:#?}");
+    assert_eq!(stale[0]["proposal_id"], pa.as_str());
+    assert_eq!(stale[0]["subject"], pa.as_str());
+    assert_eq!(
+        stale[0]["data"],
+        json!({"revision": 1, "landed_proposal_id": pd, "paths": ["hello.txt"],
+               "transaction_id": applied[0]["data"]["transaction_id"]})
+    );
+    // carol's proposal is not stale, nor told it is.
+    assert!(stale.iter().all(|e| e["proposal_id"] != pc.as_str()));
+}
+
+#[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
+#[test]
+fn issue34_item5_a_trivially_rebasable_approved_proposal_waits_on_the_orchestrator_not_its_author()
+{
+    use crate::claims_touched::{approved, hold, world as two_authors, IN_SAVE, IN_TOTAL};
+    let (w, ann, ben, rev) = two_authors();
+    hold(&w, &ann, "symbol:m.py#User.save");
+    hold(&w, &ben, "symbol:m.py#Order.total");
+    let pa = approved(&w, &ann, &rev, IN_SAVE);
+    let pb = approved(&w, &ben, &rev, IN_TOTAL);
+    let b0 = wait(&w, &ben, &Value::Null, 0);
+    assert_eq!(items(&b0), []);
+    w.ok(
+        "patch.apply",
+        json!({"proposal_id": pa, "revision": 1}),
+        &w.host,
+    );
+    // The landing names the symbol its author's claim covered.
+    let applied = events_of(&w, "proposal.applied");
+    assert_eq!(applied[0]["data"]["paths"], json!(["m.py"]));
+    assert_eq!(
+        applied[0]["data"]["symbols"],
+        json!(["symbol:m.py#User.save"])
+    );
+    // ben's proposal is stale (told so), but its rebase is trivial: the
+    // orchestrator lands it, ben is not asked to rebase.
+    let stale = events_of(&w, "proposal.stale");
+    assert_eq!(stale.len(), 1);
+    assert_eq!(stale[0]["proposal_id"], pb.as_str());
+    let status = w.ok("proposal.status", json!({"proposal_id": pb}), &ben);
+    assert_eq!(status["stale"], true);
+    let next: Vec<(String, String)> = status["next"]
+        .as_array()
+        .expect("next")
+        .iter()
+        .map(|n| (str_of(&n["actor"]), str_of(&n["action"])))
+        .collect();
+    assert_eq!(
+        next,
+        [
+            ("author".to_owned(), "wait".to_owned()),
+            ("orchestrator".to_owned(), "apply".to_owned())
+        ],
+        "{status:#}"
+    );
+    let bens = w.ok("inbox.list", json!({}), &ben);
+    assert_eq!(bens["items"], json!([]), "{bens:#}");
+    let b1 = wait(&w, &ben, &b0["cursor"], 200);
+    assert_eq!(b1["timed_out"], true, "{b1:#}");
+    let host = wait(&w, &w.host, &Value::Null, 0);
+    assert_eq!(items(&host), [item(&pb, "apply")]);
+    // And it does, as it was told.
+    let out = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pb, "revision": 1, "rebase": true}),
+        &w.host,
+    );
+    assert_eq!(out["proposal"]["status"], "applied");
+}
+
+#[test]
+fn issue34_item5_an_expired_claim_is_released_with_an_event() {
+    use roundtable::clock::{ManualClock, Timestamp};
+    let clock = ManualClock::new(Timestamp(1_800_000_000_000));
+    let w = World::with(
+        scratch_dir(),
+        EngineOptions {
+            clock: std::sync::Arc::new(clock.clone()),
+            ..EngineOptions::default()
+        },
+    );
+    let held = w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 1}),
+        &w.reviewer,
+    )["claim"]
+        .clone();
+    let since = w.last_event()["seq"].as_u64().expect("a seq");
+    let (told, granted) = std::thread::scope(|s| {
+        // A host waiting for expiries, and an agent waiting for the file.
+        let told = s.spawn(|| {
+            w.ok(
+                "events.wait",
+                json!({"since_seq": since, "kinds": ["claim.expired"], "timeout_ms": 60_000}),
+                &w.host,
+            )
+        });
+        let granted = s.spawn(|| {
+            w.ok(
+                "claim.acquire",
+                json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 3600, "wait_ms": 60_000}),
+                &w.author,
+            )
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        // Nothing is committed: the holder just stops renewing.
+        clock.advance_ms(2_000);
+        (
+            told.join().expect("the host"),
+            granted.join().expect("the agent"),
+        )
+    });
+    assert_eq!(granted["claim"]["agent_id"], "alice");
+    assert_eq!(granted["claim"]["status"], "active");
+    assert_eq!(told["timed_out"], false);
+    let expired = &told["events"][0];
+    assert_eq!(expired["kind"], "claim.expired");
+    assert_eq!(expired["subject"], held["id"]);
+    assert_eq!(
+        expired["actor"],
+        json!({"kind": "orchestrator", "id": "roundtable-engine"})
+    );
+    assert_eq!(
+        expired["data"],
+        json!({"agent_id": "bob", "resource_id": "file:hello.txt", "type": "write",
+               "token": held["token"], "expires_at": held["expires_at"]})
+    );
+    // Told once, whatever writes follow; the claim still reads expired.
+    w.ok(
+        "task.create",
+        json!({"task_id": "t2", "title": "Another"}),
+        &w.host,
+    );
+    let all = events_of(&w, "claim.expired");
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let page = w.ok("claim.list", json!({"agent_id": "bob"}), &w.host);
+    let claim = &page["claims"][0];
+    assert_eq!(claim["id"], held["id"]);
+    assert_eq!(claim["status"], "expired", "{claim}");
+    assert_eq!(claim["released_at"], Value::Null);
+    let listed = |status: &str| {
+        let page = w.ok("claim.list", json!({"status": status}), &w.host);
+        page["claims"]
+            .as_array()
+            .expect("claims")
+            .iter()
+            .map(|c| str_of(&c["id"]))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed("expired"), [str_of(&held["id"])]);
+    assert!(!listed("released").contains(&str_of(&held["id"])));
+    assert_eq!(w.ok("events.verify", json!({}), &w.host)["valid"], true);
+
+    // With no waiter at all, the next write notes a lapsed claim; a
+    // refused write notes nothing.
+    let lapsing = w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:other.txt", "type": "write", "ttl_s": 1}),
+        &w.reviewer,
+    )["claim"]
+        .clone();
+    clock.advance_ms(2_000);
+    w.refused(
+        "task.create",
+        json!({"task_id": "t2", "title": "Again"}),
+        &w.host,
+        ErrorCode::Conflict,
+    );
+    assert_eq!(events_of(&w, "claim.expired").len(), 1);
+    w.ok(
+        "task.create",
+        json!({"task_id": "t3", "title": "A third"}),
+        &w.host,
+    );
+    let all = events_of(&w, "claim.expired");
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1]["subject"], lapsing["id"]);
+
+    // With nobody writing, a waiter on the log notes it at its expiry.
+    let last = w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:third.txt", "type": "write", "ttl_s": 1}),
+        &w.reviewer,
+    )["claim"]
+        .clone();
+    let since = w.last_event()["seq"].as_u64().expect("a seq");
+    let told = std::thread::scope(|s| {
+        let told = s.spawn(|| {
+            w.ok(
+                "events.wait",
+                json!({"since_seq": since, "kinds": ["claim.expired"], "timeout_ms": 60_000}),
+                &w.host,
+            )
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        clock.advance_ms(2_000);
+        told.join().expect("the host")
+    });
+    assert_eq!(told["timed_out"], false);
+    assert_eq!(told["events"][0]["subject"], last["id"]);
+}
+
+#[test]
+fn issue34_item5_the_typed_session_waits_on_the_inbox() -> Result<(), roundtable::ToolError> {
+    use roundtable::session::WaitInbox;
+    let w = world();
+    let pid = w.in_review();
+    let bob = w.engine.session(w.reviewer.clone());
+    let first = bob
+        .proposals()
+        .inbox_wait(WaitInbox::now().timeout_ms(60_000))?;
+    assert!(!first.timed_out);
+    assert_eq!(first.items.len(), 1);
+    assert_eq!(first.items[0].proposal.id, pid);
+    let next = bob
+        .proposals()
+        .inbox_wait(WaitInbox::after(first.cursor).timeout_ms(0).limit(10))?;
+    assert!(next.timed_out && next.items.is_empty());
+    let err = bob
+        .proposals()
+        .inbox_wait(WaitInbox::now().timeout_ms(600_001))
+        .expect_err("past the longest wait");
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    assert_eq!(err.details()["field"], "timeout_ms");
+    Ok(())
+}

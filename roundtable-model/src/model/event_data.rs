@@ -174,6 +174,32 @@ pub struct ProposalAppliedData {
     /// When a rollback re-applied the change: the rollback it undid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rolled_back_transaction_id: Option<String>,
+    /// The paths the landing changed, sorted (a rename: both paths).
+    /// Absent from events written before landings recorded them, and
+    /// from a recovery's override or a rollback's re-apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+    /// The symbols the landing touched, as far as it knows them without
+    /// parsing: the `symbol:` resources of the author's write claims it
+    /// used (and released), sorted. Empty when the author claimed files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<String>,
+}
+
+/// Data of `proposal.stale`: written by a landing (`patch.apply`) about
+/// each open proposal whose latest revision touches a path the landing
+/// changed, so that proposal's author is told (an `inbox.wait` on its
+/// own proposals wakes) and no other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProposalStaleData {
+    /// The stale proposal's latest revision.
+    pub revision: u32,
+    /// The proposal that landed.
+    pub landed_proposal_id: String,
+    /// The transaction that landed it.
+    pub transaction_id: String,
+    /// The paths both touch, sorted.
+    pub paths: Vec<String>,
 }
 
 /// Data of `proposal.rolled_back`.
@@ -340,6 +366,25 @@ pub struct ClaimReleasedData {
     pub transaction_id: Option<String>,
 }
 
+/// Data of `claim.expired`: written by the engine (the orchestrator actor
+/// `roundtable-engine`) in the first write transaction after
+/// the claim's lease ran out, so a waiter learns of it without anyone
+/// calling anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClaimExpiredData {
+    /// Who held it.
+    pub agent_id: String,
+    /// The resource it claimed, in canonical spelling.
+    pub resource_id: String,
+    /// What the claim was for.
+    #[serde(rename = "type")]
+    pub claim_type: ClaimType,
+    /// The claim's fencing token.
+    pub token: i64,
+    /// When its lease ran out.
+    pub expires_at: Timestamp,
+}
+
 /// Data of `policy.drafted`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PolicyDraftedData {
@@ -473,6 +518,7 @@ event_data! {
     ProposalWithdrawn = "proposal.withdrawn" => ProposalWithdrawnData,
     ProposalRejected = "proposal.rejected" => ProposalRejectedData,
     ProposalApplied = "proposal.applied" => ProposalAppliedData,
+    ProposalStale = "proposal.stale" => ProposalStaleData,
     ProposalRolledBack = "proposal.rolled_back" => ProposalRolledBackData,
     VoteCast = "vote.cast" => VoteCastData,
     DecisionRecorded = "decision.recorded" => DecisionRecordedData,
@@ -483,6 +529,7 @@ event_data! {
     ClaimAcquired = "claim.acquired" => ClaimAcquiredData,
     ClaimRenewed = "claim.renewed" => ClaimRenewedData,
     ClaimReleased = "claim.released" => ClaimReleasedData,
+    ClaimExpired = "claim.expired" => ClaimExpiredData,
     PolicyDrafted = "policy.drafted" => PolicyDraftedData,
     PolicyActivated = "policy.activated" => PolicyActivatedData,
     TransactionStarted = "transaction.started" => TransactionStartedData,

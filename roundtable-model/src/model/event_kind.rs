@@ -68,6 +68,9 @@ event_kinds! {
     ProposalRejected = "proposal.rejected",
     /// A proposal's revision was applied.
     ProposalApplied = "proposal.applied",
+    /// An open proposal's latest revision touches paths another landing
+    /// changed: it is stale (written by that landing, about this one).
+    ProposalStale = "proposal.stale",
     /// A proposal's applied change was rolled back (in the rollback's
     /// outcome transaction): it is `rolled_back`.
     ProposalRolledBack = "proposal.rolled_back",
@@ -89,6 +92,9 @@ event_kinds! {
     ClaimRenewed = "claim.renewed",
     /// A claim was released (by its holder, or by the apply that used it).
     ClaimReleased = "claim.released",
+    /// A claim's lease ran out (its holder stopped renewing it): the
+    /// engine released it, in the first write after its expiry.
+    ClaimExpired = "claim.expired",
     /// A policy version was stored.
     PolicyDrafted = "policy.drafted",
     /// A policy version became the active one.

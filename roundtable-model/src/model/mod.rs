@@ -28,14 +28,15 @@ mod transaction;
 pub use claim::{Claim, ClaimStatus};
 pub use durability::Durability;
 pub use event_data::{
-    AgentAccess, AgentRegisteredData, AgentUpdatedData, ClaimAcquiredData, ClaimReleasedData,
-    ClaimRenewedData, DecisionRecordedData, ErrorRecord, EventData, HumanApprovalRequestedData,
-    HumanApprovedData, PolicyActivatedData, PolicyDraftedData, ProposalAppliedData,
-    ProposalCreatedData, ProposalRejectedData, ProposalReviewRequestedData, ProposalRevisedData,
-    ProposalRolledBackData, ProposalWithdrawnData, QueueCheckedData, QueueEnqueuedData,
-    QueueLandedData, QueueRemovedData, QueueReturnedData, SecurityReviewedData, TaskCreatedData,
-    TestRecordedData, TransactionAppliedData, TransactionFailedData, TransactionRecoveredData,
-    TransactionRolledBackData, TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
+    AgentAccess, AgentRegisteredData, AgentUpdatedData, ClaimAcquiredData, ClaimExpiredData,
+    ClaimReleasedData, ClaimRenewedData, DecisionRecordedData, ErrorRecord, EventData,
+    HumanApprovalRequestedData, HumanApprovedData, PolicyActivatedData, PolicyDraftedData,
+    ProposalAppliedData, ProposalCreatedData, ProposalRejectedData, ProposalReviewRequestedData,
+    ProposalRevisedData, ProposalRolledBackData, ProposalStaleData, ProposalWithdrawnData,
+    QueueCheckedData, QueueEnqueuedData, QueueLandedData, QueueRemovedData, QueueReturnedData,
+    SecurityReviewedData, TaskCreatedData, TestRecordedData, TransactionAppliedData,
+    TransactionFailedData, TransactionRecoveredData, TransactionRolledBackData,
+    TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
 };
 pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};

@@ -10,9 +10,16 @@ use crate::store::sql::{params, OptionalExtension as _, Row, Tx};
 const CLAIM_COLUMNS: &str = "id, agent_id, resource_id, type, task_id, base_digest, token, start_line, end_line, acquired_at, expires_at, released_at, seq";
 
 /// A claim from its row, its status as of `now`.
+///
+/// A claim whose lease ran out is noted by the engine once
+/// ([`note_expired`], with its `claim.expired` event): its `released_at`
+/// becomes its `expires_at` (the engine released it at its expiry). It
+/// reads exactly as before it was noted: `expired`, no `released_at` (a
+/// holder cannot release at that instant: the claim is no longer active
+/// then).
 fn claim_from_row(r: &Row<'_>, now: Timestamp) -> crate::store::sql::Result<Claim> {
     let expires_at = Timestamp(r.get(10)?);
-    let released_at: Option<i64> = r.get(11)?;
+    let released_at: Option<i64> = r.get::<Option<i64>>(11)?.filter(|at| *at != expires_at.0);
     let span = match (r.get::<Option<u32>>(7)?, r.get::<Option<u32>>(8)?) {
         (Some(start), Some(end)) => Some(LineSpan { start, end }),
         _ => None,
@@ -188,6 +195,42 @@ pub fn release(tx: &Tx<'_>, id: &str, at: Timestamp) -> crate::store::sql::Resul
     Ok(())
 }
 
+/// The claims whose lease ran out by `now` that the engine has not
+/// noted yet (see [`note_expired`]), oldest first: a range of the
+/// `claims_live` index, empty but for the claims that just lapsed.
+pub fn expired_unnoted(conn: &Tx<'_>, now: Timestamp) -> crate::store::sql::Result<Vec<Claim>> {
+    conn.query_map(
+        &format!(
+            "SELECT {} FROM claims WHERE released_at IS NULL AND expires_at <= ?1 ORDER BY seq",
+            CLAIM_COLUMNS
+        ),
+        params![now.0],
+        |r| claim_from_row(r, now),
+    )
+}
+
+/// The earliest expiry of a claim not released nor noted expired (one
+/// that lapsed already included), if any: the `claims_live` index's first
+/// entry.
+pub fn next_expiry(conn: &Tx<'_>) -> crate::store::sql::Result<Option<Timestamp>> {
+    let at: Option<i64> = conn.query_row(
+        "SELECT min(expires_at) FROM claims WHERE released_at IS NULL",
+        params![],
+        |r| r.get(0),
+    )?;
+    Ok(at.map(Timestamp))
+}
+
+/// Note that claim `id`'s lease ran out: it is released at its expiry
+/// (it still reads `expired`, without a `released_at`).
+pub fn note_expired(tx: &Tx<'_>, id: &str) -> crate::store::sql::Result<()> {
+    tx.execute(
+        "UPDATE claims SET released_at = expires_at WHERE id = ?1 AND released_at IS NULL",
+        params![id],
+    )?;
+    Ok(())
+}
+
 /// Which claims a page lists.
 pub struct ClaimFilter<'a> {
     /// Only claims after this `seq`.
@@ -209,8 +252,10 @@ pub fn list(conn: &Tx<'_>, filter: &ClaimFilter<'_>) -> crate::store::sql::Resul
     let status = match filter.status {
         None => "",
         Some(ClaimStatus::Active) => " AND released_at IS NULL AND expires_at > ?4",
-        Some(ClaimStatus::Expired) => " AND released_at IS NULL AND expires_at <= ?4",
-        Some(ClaimStatus::Released) => " AND released_at IS NOT NULL",
+        Some(ClaimStatus::Expired) => {
+            " AND ((released_at IS NULL AND expires_at <= ?4) OR released_at = expires_at)"
+        }
+        Some(ClaimStatus::Released) => " AND released_at IS NOT NULL AND released_at <> expires_at",
     };
     // Plain equality (not `?2 IS NULL OR …`) so SQLite can use the
     // agent index: a page costs O(limit).

@@ -117,6 +117,61 @@ pub fn open_proposals(
     Ok(out)
 }
 
+/// The ids of `author`'s open proposals, oldest first.
+pub fn open_of_author(conn: &Tx<'_>, author: &str) -> crate::store::sql::Result<Vec<String>> {
+    conn.query_map(
+        "SELECT id FROM proposals WHERE author = ?1 AND status IN ('pending', 'in_review')
+         ORDER BY seq",
+        [author],
+        |r| r.get(0),
+    )
+}
+
+/// An open proposal's latest revision, as much of it as a landing reads
+/// to tell whether it made the proposal stale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenTouch {
+    /// The proposal.
+    pub proposal_id: String,
+    /// Its latest revision.
+    pub revision: u32,
+    /// The paths that revision touches (a rename or copy: both), sorted.
+    pub paths: Vec<String>,
+}
+
+/// Every open proposal but `except`, with the paths its latest revision
+/// touches, oldest first: one row per open proposal, its changeset's
+/// paths read and the rest of it skipped.
+pub fn open_touched(conn: &Tx<'_>, except: &str) -> crate::store::sql::Result<Vec<OpenTouch>> {
+    /// A changeset entry's paths, the rest of it skipped.
+    #[derive(serde::Deserialize)]
+    struct Paths {
+        path: String,
+        other_path: Option<String>,
+    }
+    conn.query_map(
+        "SELECT p.id, p.latest_revision, r.changeset FROM proposals p
+         JOIN revisions r ON r.proposal_id = p.id AND r.number = p.latest_revision
+         WHERE p.status IN ('pending', 'in_review') AND p.id <> ?1
+         ORDER BY p.seq",
+        [except],
+        |r| {
+            let entries: Vec<Paths> = super::json_from_sql(&r.get::<String>(2)?)?;
+            let mut paths: Vec<String> = entries
+                .into_iter()
+                .flat_map(|e| std::iter::once(e.path).chain(e.other_path))
+                .collect();
+            paths.sort_unstable();
+            paths.dedup();
+            Ok(OpenTouch {
+                proposal_id: r.get(0)?,
+                revision: r.get(1)?,
+                paths,
+            })
+        },
+    )
+}
+
 /// Where an inbox waiter stands: what it was told of, per proposal. A
 /// proposal of `seq` at most `past` was told of up to event `head`, a
 /// later one up to event `since` (`since <= head`).

@@ -107,6 +107,9 @@ pub enum Interest {
         /// Only this actor's: `(kind, id)`.
         actor: Option<(String, String)>,
     },
+    /// Events matching any of these (an author's `inbox.wait`: its own
+    /// proposals' events, and its own).
+    AnyOf(Vec<Interest>),
 }
 
 impl Interest {
@@ -127,6 +130,7 @@ impl Interest {
                         .as_ref()
                         .is_none_or(|(k, id)| *k == notice.actor_kind && *id == notice.actor_id)
             }
+            Interest::AnyOf(all) => all.iter().any(|i| i.matches(notice)),
         }
     }
 }
@@ -788,6 +792,21 @@ mod tests {
         assert!(!only(&[], Some("p2"), None).matches(&n));
         assert!(!only(&[], None, Some(("agent", "a2"))).matches(&n));
         assert!(!only(&[], Some("p1"), None).matches(&notice(2, "vote.cast", None)));
+        // An author's inbox: its own proposals, or its own doing.
+        let own = Interest::AnyOf(vec![
+            only(&[], Some("p2"), None),
+            only(&[], None, Some(("agent", "a1"))),
+        ]);
+        assert!(own.matches(&n));
+        assert!(own.matches(&Notice {
+            actor_id: "a9".into(),
+            ..notice(3, "vote.cast", Some("p2"))
+        }));
+        assert!(!own.matches(&Notice {
+            actor_id: "a9".into(),
+            ..notice(4, "proposal.applied", Some("p1"))
+        }));
+        assert!(!Interest::AnyOf(Vec::new()).matches(&n));
     }
 
     #[test]

@@ -3,6 +3,12 @@
 //! A claim records its resource's digest at acquisition and a fencing token
 //! that only grows (one counter per store, never reused). Expiry is computed
 //! from the engine's clock whenever a claim is read: no background job.
+//! The first write transaction after a claim's lease ran out (any mutating
+//! tool's, a waiting `claim.acquire`'s retry at the expiry) also notes it
+//! released, with a `claim.expired` event (`note_expired_claims`); while
+//! nothing writes, an `events.wait` does at the expiry
+//! (`note_lapsed_claims`): a waiter on the log learns of it without
+//! anyone calling anything.
 
 use super::args::{Cursor, Limit, ResourceId, WaitMs};
 use super::details::{
@@ -23,6 +29,69 @@ use crate::store;
 use crate::store::sql::Tx;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// The actor of what the engine does on its own (noting expired claims).
+fn engine_actor() -> Actor {
+    Actor::orchestrator(Id::new("roundtable-engine").expect("a valid id"))
+}
+
+/// Note, in write transaction `tx`, every claim whose lease ran out by
+/// `now` and that no write noted yet: released at its expiry, with a
+/// `claim.expired` event by the engine. Costs one index range read when
+/// none lapsed.
+pub(crate) fn note_expired_claims(tx: &Tx<'_>, now: Timestamp) -> Result<(), ToolError> {
+    let lapsed = store::claims::expired_unnoted(tx, now)?;
+    if lapsed.is_empty() {
+        return Ok(());
+    }
+    let actor = engine_actor();
+    for claim in lapsed {
+        store::claims::note_expired(tx, &claim.id)?;
+        store::append_event(
+            tx,
+            &store::NewEvent {
+                actor: &actor,
+                subject: &claim.id,
+                proposal_id: None,
+                data: crate::model::ClaimExpiredData {
+                    agent_id: claim.agent_id,
+                    resource_id: claim.resource_id,
+                    claim_type: claim.claim_type,
+                    token: claim.token,
+                    expires_at: claim.expires_at,
+                }
+                .into(),
+                at: now,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// For a waiter on the log (`events.wait`): note the claims that lapsed
+/// (in a write transaction of their own, whose `claim.expired` events
+/// wake the waiters they concern), and how long until the next live claim
+/// lapses, by the engine's clock (`None`: no live claim).
+pub(crate) fn note_lapsed_claims(
+    engine: &Engine,
+) -> Result<Option<std::time::Duration>, ToolError> {
+    let store = engine.store();
+    let next = store.read(|tx| Ok::<_, ToolError>(store::claims::next_expiry(tx)?))?;
+    let Some(mut next) = next else {
+        return Ok(None);
+    };
+    if next <= engine.now() {
+        store.write(|tx| note_expired_claims(tx, engine.now()))?;
+        match store.read(|tx| Ok::<_, ToolError>(store::claims::next_expiry(tx)?))? {
+            Some(at) => next = at,
+            None => return Ok(None),
+        }
+    }
+    let ms = next.0.saturating_sub(engine.now().0).max(0);
+    Ok(Some(std::time::Duration::from_millis(
+        u64::try_from(ms).unwrap_or(0) + 1,
+    )))
+}
 
 /// A claim's digest when its file does not exist (a claim on a file to be
 /// created).

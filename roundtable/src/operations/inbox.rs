@@ -25,7 +25,7 @@ use super::Request as _;
 use super::{read_files_cx, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::engine::Engine;
-use crate::model::{Agent, Revision, SecurityReviewRecord, TestResult, Vote};
+use crate::model::{Agent, EventKind, Revision, SecurityReviewRecord, TestResult, Vote};
 use crate::policy::{Policy, PolicyReport};
 use crate::store;
 use crate::store::watch::Interest;
@@ -171,9 +171,20 @@ impl super::Request for WaitInbox {
             .timeout_ms
             .map_or(std::time::Duration::from_secs(30), WaitMs::duration);
         let deadline = std::time::Instant::now() + timeout;
-        let found = super::wait::until(engine, deadline, interest_of(actor), || {
-            let look = read_files_cx(engine, actor, |cx| look(cx, told, limit))?;
-            if look.items.is_empty() {
+        // The first look says what the caller waits for; a look that finds
+        // it waits for something else (a new proposal of its own, new
+        // roles or policy) registers again with that.
+        let mut interest = anything();
+        loop {
+            let found = super::wait::until(engine, deadline, interest.clone(), || {
+                let look = read_files_cx(engine, actor, |cx| look(cx, told, limit))?;
+                if !look.items.is_empty() {
+                    return Ok(super::wait::Check::Done(Step::Found(InboxWait {
+                        items: look.items,
+                        cursor: cursor_of(look.next),
+                        timed_out: false,
+                    })));
+                }
                 // Nothing new waits on the caller up to `look.head`: what
                 // changed up to there was told of (it waits on others).
                 told = store::proposals::Told {
@@ -181,33 +192,111 @@ impl super::Request for WaitInbox {
                     head: look.head,
                     past: 0,
                 };
-                return Ok(super::wait::Check::Wait {
+                if look.interest != interest {
+                    return Ok(super::wait::Check::Done(Step::Again(look.interest)));
+                }
+                Ok(super::wait::Check::Wait {
                     due: None,
                     head: Some(look.head),
-                });
+                })
+            })?;
+            match found {
+                Some(Step::Found(out)) => return Ok(out),
+                Some(Step::Again(next)) => interest = next,
+                None => {
+                    return Ok(InboxWait {
+                        items: Vec::new(),
+                        cursor: cursor_of(told),
+                        timed_out: true,
+                    })
+                }
             }
-            Ok(super::wait::Check::Done(InboxWait {
-                items: look.items,
-                cursor: cursor_of(look.next),
-                timed_out: false,
-            }))
-        })?;
-        Ok(found.unwrap_or_else(|| InboxWait {
-            items: Vec::new(),
-            cursor: cursor_of(told),
-            timed_out: true,
-        }))
+        }
     }
 }
 
-/// What wakes `actor`'s `inbox.wait`: any committed event (the check
-/// decides whether anything in it waits on the caller).
-fn interest_of(_actor: &Actor) -> Interest {
+/// What one wait of `inbox.wait` ended with.
+enum Step {
+    /// Something new waits on the caller.
+    Found(InboxWait),
+    /// Nothing yet, and the caller waits for other events now.
+    Again(Interest),
+}
+
+/// Any committed event.
+fn anything() -> Interest {
     Interest::Events {
         kinds: Vec::new(),
         proposal_id: None,
         actor: None,
     }
+}
+
+/// What wakes `cx`'s caller's `inbox.wait`, judged with `shared`'s agents
+/// and policy.
+///
+/// An agent that no requirement of the policy can ask to vote or review
+/// (it holds no role the approvals, a role rule or the security review
+/// names, and the approvals do not take any agent) is only ever asked
+/// about its own proposals: it waits for their events (a landing that
+/// makes one stale writes `proposal.stale` about it), its own (a proposal
+/// it creates), and a change of agents or policy (which may make it a
+/// reviewer: it then registers again). Everyone else waits for any
+/// event.
+fn interest_of(cx: &Cx<'_>, shared: &Shared) -> Result<Interest, ToolError> {
+    if cx.actor.kind != ActorKind::Agent {
+        return Ok(anything());
+    }
+    let id = cx.actor.id.as_str();
+    let roles = shared
+        .agents()
+        .iter()
+        .find(|a| a.id == id)
+        .map_or(&[][..], |a| a.roles.as_slice());
+    if may_review(shared.policy(), roles) {
+        return Ok(anything());
+    }
+    let mut any = vec![
+        Interest::Events {
+            kinds: Vec::new(),
+            proposal_id: None,
+            actor: Some((cx.actor.kind.as_str().to_owned(), id.to_owned())),
+        },
+        Interest::Events {
+            kinds: [
+                EventKind::AgentRegistered,
+                EventKind::AgentUpdated,
+                EventKind::PolicyActivated,
+            ]
+            .iter()
+            .map(|k| k.as_str().to_owned())
+            .collect(),
+            proposal_id: None,
+            actor: None,
+        },
+    ];
+    any.extend(
+        store::proposals::open_of_author(cx.tx, id)?
+            .into_iter()
+            .map(|p| Interest::Events {
+                kinds: Vec::new(),
+                proposal_id: Some(p),
+                actor: None,
+            }),
+    );
+    Ok(Interest::AnyOf(any))
+}
+
+/// Whether `policy` can ask an agent holding `roles` to vote or review
+/// someone else's proposal.
+fn may_review(policy: &Policy, roles: &[String]) -> bool {
+    let holds = |role: &str| roles.iter().any(|r| r == role);
+    let approvals = &policy.approvals;
+    (approvals.minimum > 0
+        && (approvals.eligible_roles.is_empty()
+            || approvals.eligible_roles.iter().any(|r| holds(r))))
+        || policy.roles.iter().any(|rule| holds(&rule.role))
+        || holds(crate::policy::SECURITY_ROLE)
 }
 
 /// One look of `inbox.wait`.
@@ -218,6 +307,8 @@ struct Look {
     head: i64,
     /// Where the caller stands once told of `items`.
     next: store::proposals::Told,
+    /// What wakes the caller's wait.
+    interest: Interest,
 }
 
 /// The open proposals changed since the caller was last `told`, oldest
@@ -240,6 +331,7 @@ fn look(cx: &Cx<'_>, told: store::proposals::Told, limit: usize) -> Result<Look,
     let shared = Shared::read(cx)?;
     let memo = cx.engine.extension::<InboxMemo>();
     memo.keep_for(&shared);
+    let interest = interest_of(cx, &shared)?;
     let mut items: Vec<InboxItem> = Vec::new();
     // The last proposal handled whole (its items taken, or none waiting).
     let mut done = 0;
@@ -253,6 +345,7 @@ fn look(cx: &Cx<'_>, told: store::proposals::Told, limit: usize) -> Result<Look,
                 return Ok(Look {
                     items,
                     head,
+                    interest,
                     next: store::proposals::Told {
                         since: told.since,
                         head,
@@ -270,6 +363,7 @@ fn look(cx: &Cx<'_>, told: store::proposals::Told, limit: usize) -> Result<Look,
     Ok(Look {
         items,
         head,
+        interest,
         next: store::proposals::Told {
             since: head,
             head,
@@ -448,5 +542,51 @@ impl InboxMemo {
             memory.judged.insert(p.id.clone(), Arc::clone(&judged));
         }
         Ok(judged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue34_item5_only_an_agent_no_requirement_can_ask_to_review_waits_narrowly() {
+        let roles = |r: &[&str]| r.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let mut policy = Policy::default();
+        // Any agent but the author approves: everyone may review.
+        assert!(may_review(&policy, &roles(&["author"])));
+        assert!(may_review(&policy, &roles(&[])));
+        policy.approvals.eligible_roles = roles(&["reviewer"]);
+        assert!(!may_review(&policy, &roles(&["author"])));
+        assert!(may_review(&policy, &roles(&["author", "reviewer"])));
+        assert!(may_review(&policy, &roles(&["security"])));
+        let mut policy = Policy::parse(
+            "version = 1\n[approvals]\neligible_roles = [\"reviewer\"]\n[[roles]]\npaths = [\"db/**\"]\nrole = \"dba\"\nminimum = 1\n",
+        )
+        .expect("a policy");
+        assert!(may_review(&policy, &roles(&["dba"])));
+        assert!(!may_review(&policy, &roles(&["author"])));
+        // No approvals needed at all: only the role rules ask.
+        policy.approvals.minimum = 0;
+        policy.approvals.eligible_roles.clear();
+        assert!(!may_review(&policy, &roles(&["author"])));
+    }
+
+    #[test]
+    fn issue34_item5_cursors_read_back_and_others_do_not() {
+        let told = store::proposals::Told {
+            since: 3,
+            head: 9,
+            past: 4,
+        };
+        assert_eq!(told_of(&cursor_of(told)), Some(told));
+        assert_eq!(told_of(&Cursor::after(5)), None);
+        assert_eq!(told_of(&Cursor("w:1.2".into())), None);
+        let backwards = store::proposals::Told {
+            since: 9,
+            head: 3,
+            past: 0,
+        };
+        assert_eq!(told_of(&cursor_of(backwards)), None);
     }
 }

@@ -205,8 +205,12 @@ impl super::Request for WaitEvents {
             Ok(if page.events.is_empty() {
                 let head = page.head_seq;
                 last = Some(page);
+                // A claim that lapses is noted (`claim.expired`) by the
+                // first write after; while nothing else writes, by this
+                // waiter, at the expiry.
+                let due = super::claims::note_lapsed_claims(engine)?;
                 super::wait::Check::Wait {
-                    due: None,
+                    due,
                     head: Some(head),
                 }
             } else {

@@ -179,7 +179,21 @@ pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
     }
     let current = p.latest_revision;
     let mut out = Vec::new();
-    if s.stale {
+    // Approved, and only the files moved, in a way its evidence survives:
+    // the orchestrator lands it (`patch.apply` with `rebase: true`), so
+    // its author is not asked to rebase what the host will.
+    let host_rebases = s.stale && s.policy.approvable && s.rebase == Some(RebaseOutlook::Trivial);
+    if host_rebases {
+        out.push(next(
+            R::Author,
+            A::Wait,
+            author(),
+            vec![],
+            format!(
+                "wait: the files changed since revision {current}, but its rebase is trivial and keeps the evidence, so the orchestrator lands it (patch.apply rebase: true); no need to rebase it yourself (proposal.rebase)"
+            ),
+        ));
+    } else if s.stale {
         let why = if s.rebase == Some(RebaseOutlook::Conflicts) {
             format!(
                 "the files changed since revision {current} and a rebase conflicts: resolve the conflicting hunks (proposal.rebase lists them) and attach a revision"
@@ -241,15 +255,15 @@ pub(crate) fn next_actors(s: &Situation<'_>) -> Vec<NextActor> {
             out.push(item);
         }
     }
-    if s.stale && s.policy.approvable && s.rebase == Some(RebaseOutlook::Trivial) {
+    if host_rebases {
         // Its evidence is complete; only the files moved. A trivial rebase
-        // keeps that evidence, so the orchestrator may land it at once.
+        // keeps that evidence, so the orchestrator lands it at once.
         out.push(next(
             R::Orchestrator,
             A::Apply,
             vec![],
             vec![],
-            "the files moved under it: apply it with rebase (patch.apply rebase: true lands its trivial rebase, keeping the evidence), or wait for the author to rebase".into(),
+            "the files moved under it: apply it with rebase (patch.apply rebase: true lands its trivial rebase, keeping the evidence)".into(),
         ));
     }
     if s.valid {

@@ -327,6 +327,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     let (landing, changeset) =
         landing_form(engine, actor, changeset, &evidence, &report, id.as_str())?;
     let touched = touched_files(&changeset);
+    let landed_paths = changed_paths(&changeset);
     let used = used_claims(&evidence.claims, &changeset, &snapshot);
     let proposal = evidence.proposal.clone();
     let relied = relied_claims(&evidence.claims, &touched);
@@ -375,7 +376,8 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                 actor,
                 now,
             };
-            let released = land_outcome(cx, &proposal, revision, &used, transaction)?;
+            let released =
+                land_outcome(cx, &proposal, revision, &used, transaction, &landed_paths)?;
             let out = Applied {
                 transaction: transaction.clone(),
                 proposal: Proposal::load(cx.tx, &proposal.id)?,
@@ -571,6 +573,15 @@ fn landing_form(
         &identity(engine, actor.kind.as_str(), actor.id.as_str()),
     )?;
     Ok((Some(landing), worktree.unwrap_or(changeset)))
+}
+
+/// The paths `changeset` changes, sorted (a rename: both).
+fn changed_paths(changeset: &crate::changeset::Changeset) -> Vec<String> {
+    changeset
+        .files()
+        .iter()
+        .map(|f| f.path.as_str().to_owned())
+        .collect()
 }
 
 /// A file scope for each path `changeset` touches.
@@ -879,6 +890,7 @@ fn land_outcome(
     revision: u32,
     used: &BTreeSet<String>,
     transaction: &crate::apply::Transaction,
+    paths: &[String],
 ) -> Result<Vec<String>, ToolError> {
     let changed = store::proposals::mark_applied(cx.tx, &proposal.id, cx.now)?;
     if changed != 1 {
@@ -890,6 +902,17 @@ fn land_outcome(
             },
         ));
     }
+    let released: Vec<Claim> = live_write_claims(cx.tx, Some(&proposal.author), cx.now)?
+        .into_iter()
+        .filter(|c| used.contains(&c.id))
+        .collect();
+    let mut symbols: Vec<String> = released
+        .iter()
+        .filter(|c| c.resource_id.starts_with("symbol:"))
+        .map(|c| c.resource_id.clone())
+        .collect();
+    symbols.sort_unstable();
+    symbols.dedup();
     cx.event(
         &proposal.id,
         Some(&proposal.id),
@@ -900,33 +923,71 @@ fn land_outcome(
             to: ProposalStatus::Applied,
             overridden: None,
             rolled_back_transaction_id: None,
+            paths: paths.to_vec(),
+            symbols,
         },
     )?;
-    release_landed_claims(cx, proposal, used, transaction)
+    tell_stale(cx, &proposal.id, transaction, paths)?;
+    release_landed_claims(cx, released, transaction)
 }
 
-/// Release the live write claims of `proposal`'s author that are in
-/// `used`, each with its event, as `transaction` lands; their ids.
+/// Write `proposal.stale` about each open proposal (but `landed`) whose
+/// latest revision touches one of `paths`, which `transaction` changed:
+/// the event is that proposal's, so only waiters on it (its author's
+/// `inbox.wait`) wake, not every waiter on every landing.
+fn tell_stale(
+    cx: &Cx<'_>,
+    landed: &str,
+    transaction: &crate::apply::Transaction,
+    paths: &[String],
+) -> Result<(), ToolError> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    for open in store::proposals::open_touched(cx.tx, landed)? {
+        // Both sorted: the paths they share.
+        let shared: Vec<String> = open
+            .paths
+            .iter()
+            .filter(|p| paths.binary_search(p).is_ok())
+            .cloned()
+            .collect();
+        if shared.is_empty() {
+            continue;
+        }
+        cx.event(
+            &open.proposal_id,
+            Some(&open.proposal_id),
+            crate::model::ProposalStaleData {
+                revision: open.revision,
+                landed_proposal_id: landed.to_owned(),
+                transaction_id: transaction.id.clone(),
+                paths: shared,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Release `claims` (the live write claims of the author that the landing
+/// used), each with its event, as `transaction` lands; their ids.
 fn release_landed_claims(
     cx: &Cx<'_>,
-    proposal: &Proposal,
-    used: &BTreeSet<String>,
+    claims: Vec<Claim>,
     transaction: &crate::apply::Transaction,
 ) -> Result<Vec<String>, ToolError> {
     let mut released = Vec::new();
-    for claim in live_write_claims(cx.tx, Some(&proposal.author), cx.now)? {
-        if used.contains(&claim.id) {
-            store::claims::release(cx.tx, &claim.id, cx.now)?;
-            cx.event(
-                &claim.id,
-                None,
-                crate::model::ClaimReleasedData {
-                    token: claim.token,
-                    transaction_id: Some(transaction.id.clone()),
-                },
-            )?;
-            released.push(claim.id);
-        }
+    for claim in claims {
+        store::claims::release(cx.tx, &claim.id, cx.now)?;
+        cx.event(
+            &claim.id,
+            None,
+            crate::model::ClaimReleasedData {
+                token: claim.token,
+                transaction_id: Some(transaction.id.clone()),
+            },
+        )?;
+        released.push(claim.id);
     }
     Ok(released)
 }
@@ -1310,7 +1371,18 @@ fn landed_outcome(
     let used = used_claims_journaled(cx, &proposal.author, &transaction.id)?;
     match proposal.status {
         ProposalStatus::Pending | ProposalStatus::InReview | ProposalStatus::RolledBack => {
-            land_outcome(cx, proposal, transaction.revision, &used, transaction)
+            let paths: Vec<String> = crate::apply::journal(cx.tx, &transaction.id)?
+                .into_iter()
+                .map(|f| f.path)
+                .collect();
+            land_outcome(
+                cx,
+                proposal,
+                transaction.revision,
+                &used,
+                transaction,
+                &paths,
+            )
         }
         ProposalStatus::Applied => Ok(Vec::new()),
         other => {
@@ -1334,10 +1406,16 @@ fn landed_outcome(
                         other.as_str()
                     )),
                     rolled_back_transaction_id: None,
+                    paths: Vec::new(),
+                    symbols: Vec::new(),
                 },
             )?;
             // Its author's claims the change used go with it.
-            release_landed_claims(cx, proposal, &used, transaction)
+            let claims = live_write_claims(cx.tx, Some(&proposal.author), cx.now)?
+                .into_iter()
+                .filter(|c| used.contains(&c.id))
+                .collect();
+            release_landed_claims(cx, claims, transaction)
         }
     }
 }
@@ -1611,6 +1689,8 @@ fn proposal_follows_rollback(
             to,
             overridden: None,
             rolled_back_transaction_id: Some(rolled_back_transaction_id),
+            paths: Vec::new(),
+            symbols: Vec::new(),
         }
         .into(),
     };

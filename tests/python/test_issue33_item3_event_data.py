@@ -84,6 +84,21 @@ def describe(data: roundtable.EventData) -> str:
         return f"recovered {data.restored} files ({len(data.conflicts)} conflicts): {data.why}"
     elif isinstance(data, roundtable.TransactionRolledBackData):
         return f"rolled back by {data.rollback_transaction_id}"
+    elif isinstance(data, roundtable.ProposalStaleData):
+        return f"revision {data.revision} stale after {data.landed_proposal_id}: {', '.join(data.paths)}"
+    elif isinstance(data, roundtable.ClaimExpiredData):
+        return f"{data.agent_id}'s claim on {data.resource_id} expired"
+    elif isinstance(data, roundtable.QueueEnqueuedData):
+        return f"queued at revision {data.revision} (automatic: {data.automatic})"
+    elif isinstance(data, roundtable.QueueCheckedData):
+        return f"{data.name}: {data.status} on top of {len(data.ahead)}"
+    elif isinstance(data, roundtable.QueueLandedData):
+        return f"landed by {data.transaction_id}"
+    elif isinstance(data, roundtable.QueueRemovedData):
+        return f"removed: {data.reason}"
+    elif isinstance(data, roundtable.QueueReturnedData):
+        reason: roundtable.QueueReturnReason = data.reason
+        return f"returned: {reason}"
     else:
         assert_never(data)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, NoReturn, Set, Type, TypeVar
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Set, Type, TypeVar
 
 import roundtable
 from roundtable import Actor, Session
@@ -103,6 +103,7 @@ def subject(kind: roundtable.EventKind) -> str:
         or kind == "proposal.rejected"
         or kind == "proposal.applied"
         or kind == "proposal.rolled_back"
+        or kind == "proposal.stale"
     ):
         return "proposal"
     elif (
@@ -114,8 +115,21 @@ def subject(kind: roundtable.EventKind) -> str:
         or kind == "test.recorded"
     ):
         return "evidence"
-    elif kind == "claim.acquired" or kind == "claim.renewed" or kind == "claim.released":
+    elif (
+        kind == "claim.acquired"
+        or kind == "claim.renewed"
+        or kind == "claim.released"
+        or kind == "claim.expired"
+    ):
         return "claim"
+    elif (
+        kind == "queue.enqueued"
+        or kind == "queue.removed"
+        or kind == "queue.checked"
+        or kind == "queue.landed"
+        or kind == "queue.returned"
+    ):
+        return "queue"
     elif kind == "policy.drafted" or kind == "policy.activated":
         return "policy"
     elif (
@@ -262,13 +276,30 @@ def run(root: Path) -> str:
         rebased = ada.proposal_rebase(proposal_id=fourth.proposal.id, expected_revision=1, note_md="Onto the new notes.")
         assert rebased.revision.rebased_from == 1
 
+        # The landing queue: an unapproved proposal goes back with the apply's refusal.
+        entry: roundtable.QueueEntry = host.queue_enqueue(proposal_id=fourth.proposal.id).entry
+        queued: roundtable.QueueStatus = entry.status
+        assert queued == "queued"
+        assert [e.proposal_id for e in host.queue_list().entries] == [fourth.proposal.id]
+        assert host.queue_remove(proposal_id=fourth.proposal.id, reason="Not yet.").entry.status == "removed"
+        host.queue_enqueue(proposal_id=fourth.proposal.id)
+        ran: roundtable.QueueRun = host.queue_run(max_rounds=1)
+        back: Optional[roundtable.QueueReturnReason] = ran.returned[0].return_reason
+        assert back == "apply_refused" and not ran.landed
+        try:  # files mode: there is no other clone's landing to settle
+            host.landing_settle(transaction_id=tx)
+            raise AssertionError("landing.settle settled a files-mode transaction")
+        except roundtable.PreconditionFailed:
+            pass
+
         # The audit log.
         page: roundtable.EventPage = host.events_list(proposal_id=pid, limit=100)
         kinds: List[roundtable.EventKind] = page.kinds()
         assert "proposal.applied" in kinds
         assert {subject(k) for k in kinds} >= {"proposal", "evidence", "transaction"}
         assert {subject(k) for k in roundtable.EVENT_KINDS} == {
-            "workspace", "agent", "task", "proposal", "evidence", "claim", "policy", "transaction"
+            "workspace", "agent", "task", "proposal", "evidence", "claim", "policy", "transaction",
+            "queue",
         }
         everything = list(host.iter_events_list(limit=7))
         assert len(everything) > 7 and everything[0].seq == 1

@@ -2,7 +2,8 @@
 // this directory into a module of its own, which gets the roundtable module
 // through a `replace` directive or `go get`): it governs one change with
 // the typed API only — the patch made from the file's contents
-// (MakePatch), the reviewer and the host's landing loop as Workers on their
+// (MakePatch), the reviewer and the host's landing loop (through the landing
+// queue) as Workers on their
 // inboxes, the transactions read with an iterator — cancels an apply
 // waiting on the apply lock through its context and checks that nothing
 // changed, and exits non-zero if anything is off. main_test.go runs the
@@ -129,19 +130,31 @@ func run(root string) error {
 		return fmt.Errorf("the proposal after the cancelled apply: %+v, %v", got, err)
 	}
 
-	// The host's landing loop: a Worker on its inbox applies what is
-	// approved (and stops once it has landed the one change).
-	var applied *roundtable.Applied
+	// The host's landing loop: a Worker on its inbox puts what is approved
+	// in the landing queue and runs it (each proposal checked on top of
+	// those ahead of it, landed in order); it stops once the one change
+	// has landed.
+	var landedEntry *roundtable.QueueEntry
 	landing, landed := context.WithCancel(ctx)
 	defer landed()
 	lander := roundtable.Worker{Session: host, Handle: func(ctx context.Context, item roundtable.InboxItem) error {
 		if item.Action != roundtable.NextActionApply {
 			return nil
 		}
-		var err error
-		applied, err = host.PatchApply(ctx, roundtable.PatchApplyArgs{ProposalID: item.Proposal.ID, Revision: item.Revision})
-		landed()
-		return err
+		if _, err := host.QueueEnqueue(ctx, roundtable.QueueEnqueueArgs{ProposalID: item.Proposal.ID}); err != nil {
+			return err
+		}
+		run, err := host.QueueRun(ctx, roundtable.QueueRunArgs{})
+		if err != nil {
+			return err
+		}
+		for i := range run.Landed {
+			if run.Landed[i].ProposalID == pid {
+				landedEntry = &run.Landed[i]
+				landed()
+			}
+		}
+		return nil
 	}}
 	if err := lander.Run(landing); !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("the landing loop: %v", err)
@@ -150,10 +163,14 @@ func run(root string) error {
 	if err != nil {
 		return err
 	}
-	if applied.Proposal.Status != roundtable.ProposalStatusApplied || string(got) != after {
+	applied, err := host.ProposalGet(ctx, roundtable.ProposalGetArgs{ProposalID: pid})
+	if err != nil {
+		return err
+	}
+	if landedEntry == nil || landedEntry.TransactionID == nil || applied.Proposal.Status != roundtable.ProposalStatusApplied || string(got) != after {
 		return fmt.Errorf("not landed: %s, %q", applied.Proposal.Status, got)
 	}
-	fmt.Printf("%s %s: %s\n", pid, applied.Proposal.Status, applied.Transaction.ID)
+	fmt.Printf("%s %s: %s\n", pid, applied.Proposal.Status, *landedEntry.TransactionID)
 	return nil
 }
 

@@ -2,9 +2,9 @@
 // this directory into a module of its own, which gets the roundtable module
 // through a `replace` directive or `go get`): it governs one change with
 // the typed API only — the patch made from the file's contents
-// (MakePatch), the reviewer and the host's landing loop (through the landing
-// queue) as Workers on their
-// inboxes, the transactions read with an iterator — cancels an apply
+// (MakePatch), the reviewer and the host's landing loop (through the
+// landing queue) as Workers on their inboxes, the transactions read with
+// an iterator — cancels an apply
 // waiting on the apply lock through its context and checks that nothing
 // changed, and exits non-zero if anything is off. main_test.go runs the
 // same under `go test -race`.

@@ -366,7 +366,7 @@ fn issue34_the_branch_never_holds_a_state_whose_checks_failed() {
 fn issue34_lanes_land_disjoint_work_while_a_failing_lane_is_handed_back() {
     // Two lanes: lib1's rename, and features of lib0 that share no path
     // with it.
-    let changes = vec![
+    let changes = [
         Change {
             path: "lib1.py".into(),
             before: Some(lib(1, "f")),

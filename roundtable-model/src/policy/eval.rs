@@ -780,8 +780,7 @@ pub fn evaluate(policy: &Policy, input: &PolicyInput<'_>) -> PolicyReport {
         let failed = input
             .test_results
             .iter()
-            .filter(|t| &t.name == name && t.revision == input.revision.number)
-            .last()
+            .rfind(|t| t.name == *name && t.revision == input.revision.number)
             .is_some_and(|t| t.status != TestStatus::Passed);
         if failed {
             requirements.push(check_requirement(&cx, name));

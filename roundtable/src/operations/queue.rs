@@ -376,6 +376,10 @@ impl QueueRun {
     }
 }
 
+/// Files by path, each with what it holds (`None`: absent): a state's
+/// overlay over the branch, or what a lane was stacked on.
+type Files = BTreeMap<RepoPath, Option<TreeFile>>;
+
 /// A queued proposal ready to stack.
 struct Item {
     entry: QueueEntry,
@@ -389,7 +393,7 @@ struct Item {
 struct State {
     item: usize,
     ahead: Vec<String>,
-    overlay: BTreeMap<RepoPath, Option<TreeFile>>,
+    overlay: Files,
 }
 
 fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, ToolError> {
@@ -505,10 +509,10 @@ fn round(
     // Stack each lane: its base is what its states were built on (lanes
     // share no path, so landing one leaves another's base as it was).
     let mut states: Vec<State> = Vec::new();
-    let mut lane_states: Vec<(BTreeMap<RepoPath, Option<TreeFile>>, Vec<usize>)> = Vec::new();
+    let mut lane_states: Vec<(Files, Vec<usize>)> = Vec::new();
     for lane in &lanes {
         let mut base = BTreeMap::new();
-        let mut overlay: BTreeMap<RepoPath, Option<TreeFile>> = BTreeMap::new();
+        let mut overlay: Files = BTreeMap::new();
         let mut ahead: Vec<String> = Vec::new();
         let mut mine = Vec::new();
         for &i in lane {
@@ -747,8 +751,8 @@ fn load_items(
 fn stack(
     engine: &Engine,
     item: &Item,
-    overlay: &BTreeMap<RepoPath, Option<TreeFile>>,
-    base: &mut BTreeMap<RepoPath, Option<TreeFile>>,
+    overlay: &Files,
+    base: &mut Files,
 ) -> Result<Vec<(RepoPath, Option<TreeFile>)>, ToolError> {
     let base_cell = std::cell::RefCell::new(std::mem::take(base));
     let read = |path: &RepoPath| -> Result<Option<TreeFile>, ToolError> {
@@ -920,7 +924,7 @@ fn give_back(
 /// Land `item` with `patch.apply` (rebased onto the branch as it is: the
 /// state its checks passed on), keyed by its entry.
 fn land(engine: &Engine, actor: &Actor, item: &Item) -> Result<QueueEntry, ToolError> {
-    let key = Id::new(&format!("{}-land", item.entry.id))
+    let key = Id::new(format!("{}-land", item.entry.id))
         .map_err(|e| ToolError::invalid_argument("entry", e))?;
     let applied = engine
         .session(actor.clone())
@@ -946,7 +950,7 @@ fn land(engine: &Engine, actor: &Actor, item: &Item) -> Result<QueueEntry, ToolE
 
 /// Whether the workspace holds exactly `files` (a lane's base: what its
 /// states were stacked on; or a state that passed, once landed).
-fn holds(engine: &Engine, files: &BTreeMap<RepoPath, Option<TreeFile>>) -> Result<bool, ToolError> {
+fn holds(engine: &Engine, files: &Files) -> Result<bool, ToolError> {
     for (path, was) in files {
         if &engine.workspace().read(path)? != was {
             return Ok(false);

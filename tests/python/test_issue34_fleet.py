@@ -2,7 +2,9 @@
 queue and the worker helpers, counting every call the host program makes
 per landing and the empty polls.
 
-Authors claim, propose (``make_patch``) and ask for review; a reviewer's
+Authors claim, propose (``make_patch``) and ask for review (the policy
+lets only reviewers approve, so nothing but their own proposals waits on
+them); a reviewer's
 ``Worker`` votes on each review item; the host waits on its inbox with
 ``inbox.wait`` and runs the queue (``auto_enqueue``) whenever something can
 land. Target: at most 8 calls per landing, no empty poll for anyone.
@@ -11,6 +13,7 @@ land. Target: at most 8 calls per landing, no empty poll for anyone.
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from pathlib import Path
@@ -24,6 +27,8 @@ AGENTS = int(os.environ.get("RT_FLEET_AGENTS", "16"))
 CHANGES = int(os.environ.get("RT_FLEET_CHANGES", "25"))
 
 POLICY = """version = 1
+[approvals]
+eligible_roles = ["reviewer"]
 [checks.unit]
 command = ["sh", "-c", "! grep -rq BROKEN ."]
 timeout_s = 60
@@ -72,7 +77,7 @@ def test_issue34_a_fleet_lands_through_the_queue_with_few_calls_and_no_empty_pol
         author_items: List[str] = []
         authors = [engine.session(Actor.agent(f"a{i}")) for i in range(AGENTS)]
         author_workers = [
-            Worker(a, lambda item: author_items.append(f"{item.action}"), poll_timeout_ms=600000) for a in authors
+            Worker(a, lambda item: author_items.append(f"{item.role}:{item.action}"), poll_timeout_ms=600000) for a in authors
         ]
 
         def propose(i: int) -> None:
@@ -129,7 +134,7 @@ def test_issue34_a_fleet_lands_through_the_queue_with_few_calls_and_no_empty_pol
             f"\nfleet: {AGENTS} agents x {CHANGES} proposals: {total} landed, {program_calls} calls "
             f"({per_landing:.2f} per landing; {waits} inbox.wait of which {empty} empty; "
             f"queue.run {calls.calls.get('queue.run', 0)} times); by tool: {dict(sorted(calls.calls.items()))}; "
-            f"items the authors' workers got: {len(author_items)}"
+            f"items the authors' workers got: {len(author_items)} {sorted(collections.Counter(author_items).items())}"
         )
         assert empty == 0, "no empty polls"
         assert per_landing <= 8, per_landing

@@ -826,3 +826,54 @@ fn issue34_two_hosts_running_the_queue_at_once_land_each_proposal_once() {
     );
     assert_eq!(landed["entries"].as_array().map(Vec::len), Some(12));
 }
+
+#[test]
+fn issue34_a_conflict_only_with_a_proposal_that_fails_waits_for_it_and_then_lands() {
+    // A and B both create feature_a.py (they conflict); A fails the check
+    // on its own, B passes. B waits for A rather than going back, and
+    // lands once A is handed back.
+    let broken = Change {
+        path: "feature_a.py".into(),
+        before: None,
+        after: "def run():\n    raise SystemExit('broken')\n".into(),
+    };
+    let fine = Change {
+        path: "feature_a.py".into(),
+        before: None,
+        after: caller("lib0"),
+    };
+    let w = World::new();
+    write_files(w.dir.path(), &initial_files());
+    activate(&w, &policy(8, 2, false));
+    let a = w.agent("a0", &["author"]);
+    let pa = approved(&w, &a, &broken);
+    let pb = {
+        let pid = str_of(
+            &w.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Fine", "summary_md": "Same file.", "patch": fine.patch()}),
+                &a,
+            )["proposal"]["id"],
+        );
+        w.ok("proposal.request_review", json!({"proposal_id": pid}), &a);
+        w.ok(
+            "vote.cast",
+            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+            &w.reviewer,
+        );
+        pid
+    };
+    for p in [&pa, &pb] {
+        w.ok("queue.enqueue", json!({"proposal_id": p}), &w.host);
+    }
+    let run = w.ok("queue.run", json!({}), &w.host);
+    let returned = entries_of(&run, "returned");
+    assert_eq!(proposal_ids(&returned), vec![pa.clone()], "{run:#}");
+    assert_eq!(returned[0]["return_reason"], "check_failed");
+    assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![pb.clone()]);
+    assert_eq!(
+        std::fs::read_to_string(w.dir.path().join("feature_a.py")).expect("read"),
+        fine.after
+    );
+    assert!(check_passes(w.dir.path()).0);
+}

@@ -16,7 +16,9 @@
 //!    (the engine's rebase, [`super::rebase`]) onto the branch plus every
 //!    proposal ahead of it in its lane. That is its *speculative state*.
 //!    A proposal that does not merge goes back to its author with the
-//!    conflict, and the stack goes on without it.
+//!    conflict (one that merges onto the branch alone and conflicts only
+//!    with proposals ahead of it waits for them instead), and the stack
+//!    goes on without it.
 //! 4. Every speculative state is materialized (a copy of the working tree
 //!    with the stack written over it) and the policy's `[checks.NAME]`
 //!    commands run in it, `depth` states at once.
@@ -529,6 +531,13 @@ fn round(
                     ahead.push(item.proposal.id.clone());
                 }
                 Err(e) if e.code() == ErrorCode::Conflict => {
+                    // Only against the ones ahead of it (it merges onto the
+                    // branch alone): it waits for them to settle, and goes
+                    // back only if it still conflicts once they landed.
+                    if !ahead.is_empty() && stack(engine, item, &BTreeMap::new(), &mut base).is_ok()
+                    {
+                        continue;
+                    }
                     let settled = give_back(
                         engine,
                         actor,

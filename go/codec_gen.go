@@ -6184,6 +6184,10 @@ func (x *LandingSettleArgs) encode(e *encoder) {
 func (x *LandingSettleArgs) encodeFields(e *encoder, start int) {
 	e.key(start, "\"transaction_id\":")
 	e.str(x.TransactionID, "transaction_id")
+	if x.IdempotencyKey != nil {
+		e.key(start, "\"idempotency_key\":")
+		e.str(*x.IdempotencyKey, "idempotency_key")
+	}
 	if x.StaleAfter != nil {
 		e.key(start, "\"stale_after_ms\":")
 		e.duration(*x.StaleAfter, time.Millisecond)
@@ -6197,13 +6201,21 @@ func (x *LandingSettleArgs) decode(d *decoder) {
 			if !d.null() {
 				x.TransactionID = d.str()
 			}
+		case "idempotency_key":
+			if d.null() {
+				x.IdempotencyKey = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.IdempotencyKey = p1
+			}
 		case "stale_after_ms":
 			if d.null() {
 				x.StaleAfter = nil
 			} else {
-				p1 := new(time.Duration)
-				(*p1) = d.duration(time.Millisecond)
-				x.StaleAfter = p1
+				p2 := new(time.Duration)
+				(*p2) = d.duration(time.Millisecond)
+				x.StaleAfter = p2
 			}
 		default:
 			d.skip()

@@ -605,6 +605,9 @@ type LandingSettleArgs struct {
 	// The git-mode transaction (through a remote) that another clone
 	// left `applying`.
 	TransactionID string `json:"transaction_id"`
+	// Accepted like every write's; a repeat needs no replay (a settled
+	// transaction is `already_finished`), so it is not stored.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 	// How long, in milliseconds, the transaction must have been
 	// `applying` — and a lock on the remote's branch must have stood —
 	// before it is judged abandoned rather than in flight: 1000 to

@@ -1271,6 +1271,7 @@ class ToolMethods:
         self,
         *,
         transaction_id: str,
+        idempotency_key: Optional[str] = None,
         stale_after_ms: Optional[int] = None,
     ) -> Settled:
         """Settle a git-mode landing another clone (a host that was killed and is not coming back) left applying, from any host, by asking the remote (orchestrator only): if the remote's branch holds the transaction's commit it is recorded applied (the proposal applied, its claims released), otherwise undone (recovered) — either way its paths stop being busy. A lock on the remote's branch older than stale_after_ms that nobody moves (a killed push's refs/heads/main.lock, which fails every push) is removed. Refused: busy (retryable) while the transaction is younger than stale_after_ms (default 30 s: it may be in flight); precondition_failed for a transaction of this clone (its own recovery settles it), in files mode or without a remote. Only the store and the remote's stale lock change: the other clone's files, index and branch are left to it.
@@ -1278,6 +1279,8 @@ class ToolMethods:
         ``landing.settle``; called by: orchestrator. Changes state (idempotent).
         """
         args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
         if stale_after_ms is not None:
             args["stale_after_ms"] = stale_after_ms
         args["transaction_id"] = transaction_id
@@ -2562,6 +2565,7 @@ class AsyncToolMethods:
         self,
         *,
         transaction_id: str,
+        idempotency_key: Optional[str] = None,
         stale_after_ms: Optional[int] = None,
     ) -> Settled:
         """Settle a git-mode landing another clone (a host that was killed and is not coming back) left applying, from any host, by asking the remote (orchestrator only): if the remote's branch holds the transaction's commit it is recorded applied (the proposal applied, its claims released), otherwise undone (recovered) — either way its paths stop being busy. A lock on the remote's branch older than stale_after_ms that nobody moves (a killed push's refs/heads/main.lock, which fails every push) is removed. Refused: busy (retryable) while the transaction is younger than stale_after_ms (default 30 s: it may be in flight); precondition_failed for a transaction of this clone (its own recovery settles it), in files mode or without a remote. Only the store and the remote's stale lock change: the other clone's files, index and branch are left to it.
@@ -2569,6 +2573,8 @@ class AsyncToolMethods:
         ``landing.settle``; called by: orchestrator. Changes state (idempotent).
         """
         args: Dict[str, Any] = {}
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
         if stale_after_ms is not None:
             args["stale_after_ms"] = stale_after_ms
         args["transaction_id"] = transaction_id

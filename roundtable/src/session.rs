@@ -275,6 +275,7 @@ macro_rules! keyed {
 }
 
 keyed!(
+    SettleLanding,
     Enqueue,
     RemoveFromQueue,
     RunQueue,
@@ -1448,6 +1449,7 @@ impl SettleLanding {
             Ok(SettleLanding {
                 transaction_id: id("transaction_id", transaction_id)?,
                 stale_after_ms: None,
+                idempotency_key: None,
             })
         })
     }

@@ -93,6 +93,9 @@ pub struct SettleLanding {
     /// before it is judged abandoned rather than in flight: 1000 to
     /// 3600000, default 30000.
     pub stale_after_ms: Option<u64>,
+    /// Accepted like every write's; a repeat needs no replay (a settled
+    /// transaction is `already_finished`), so it is not stored.
+    pub idempotency_key: Option<crate::Id>,
 }
 
 /// What `landing.settle` recorded.

@@ -1164,7 +1164,7 @@ func (s *Session) TransactionRecovery(ctx context.Context, args TransactionRecov
 	return out, nil
 }
 
-// QueueEnqueue calls `queue.enqueue`: Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
+// QueueEnqueue calls `queue.enqueue`: Put an open proposal in the landing queue (orchestrator only): once it can land (the orchestrator's apply is its next step: reviewed, approved, its checks recorded) queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes; until then it keeps its place. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
 //
 // Called by: orchestrator. Changes state.
 func (s *Session) QueueEnqueue(ctx context.Context, args QueueEnqueueArgs) (*QueueEntryResult, error) {

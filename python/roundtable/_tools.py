@@ -1174,7 +1174,7 @@ class ToolMethods:
         proposal_id: str,
         idempotency_key: Optional[str] = None,
     ) -> QueueEntryResult:
-        """Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
+        """Put an open proposal in the landing queue (orchestrator only): once it can land (the orchestrator's apply is its next step: reviewed, approved, its checks recorded) queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes; until then it keeps its place. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
 
         ``queue.enqueue``; called by: orchestrator. Changes state.
         """
@@ -2467,7 +2467,7 @@ class AsyncToolMethods:
         proposal_id: str,
         idempotency_key: Optional[str] = None,
     ) -> QueueEntryResult:
-        """Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
+        """Put an open proposal in the landing queue (orchestrator only): once it can land (the orchestrator's apply is its next step: reviewed, approved, its checks recorded) queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes; until then it keeps its place. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.
 
         ``queue.enqueue``; called by: orchestrator. Changes state.
         """

@@ -877,3 +877,85 @@ fn issue34_a_conflict_only_with_a_proposal_that_fails_waits_for_it_and_then_land
     );
     assert!(check_passes(w.dir.path()).0);
 }
+
+#[test]
+fn issue34_a_proposal_queued_before_it_can_land_keeps_its_place_and_lands_once_approved() {
+    let (changes, _) = scenario(3);
+    let w = World::new();
+    write_files(w.dir.path(), &initial_files());
+    activate(&w, &policy(8, 2, false));
+    let a = w.agent("a0", &["author"]);
+    // Queued at once, before anyone reviewed it.
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": format!("file:{}", changes[0].path), "type": "write", "ttl_s": 3600}),
+        &a,
+    );
+    let early = str_of(
+        &w.ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "Early", "summary_md": "Queued early.", "patch": changes[0].patch()}),
+            &a,
+        )["proposal"]["id"],
+    );
+    w.ok("queue.enqueue", json!({"proposal_id": early}), &w.host);
+    let later = approved(&w, &a, &changes[1]);
+    w.ok("queue.enqueue", json!({"proposal_id": later}), &w.host);
+    // The approved one behind it lands; the early one waits, queued.
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![later.clone()],
+        "{run:#}"
+    );
+    assert_eq!(run["returned"], json!([]));
+    assert_eq!(run["still_queued"], 1);
+    let queued = w.ok("queue.list", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(queued["entries"].as_array().expect("entries")),
+        vec![early.clone()]
+    );
+    // Reviewed and approved: the next run lands it.
+    w.ok("proposal.request_review", json!({"proposal_id": early}), &a);
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": early, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![early]);
+    assert_eq!(run["still_queued"], 0);
+}
+
+#[test]
+fn issue34_proposals_waiting_for_review_do_not_fill_a_batch() {
+    // Three unreviewed proposals queued first, a batch of two: the two
+    // approved ones behind them still land in the first round.
+    let (changes, _) = scenario(5);
+    let w = World::new();
+    write_files(w.dir.path(), &initial_files());
+    activate(&w, &policy(2, 2, false));
+    let a = w.agent("a0", &["author"]);
+    for change in &changes[..3] {
+        w.ok(
+            "claim.acquire",
+            json!({"resource_id": format!("file:{}", change.path), "type": "write", "ttl_s": 3600}),
+            &a,
+        );
+        let pid = str_of(
+            &w.ok(
+                "proposal.create",
+                json!({"task_id": "t1", "title": "Early", "summary_md": "Unreviewed.", "patch": change.patch()}),
+                &a,
+            )["proposal"]["id"],
+        );
+        w.ok("queue.enqueue", json!({"proposal_id": pid}), &w.host);
+    }
+    let ready: Vec<String> = changes[3..].iter().map(|c| approved(&w, &a, c)).collect();
+    for p in &ready {
+        w.ok("queue.enqueue", json!({"proposal_id": p}), &w.host);
+    }
+    let run = w.ok("queue.run", json!({"max_rounds": 1}), &w.host);
+    assert_eq!(proposal_ids(&entries_of(&run, "landed")), ready, "{run:#}");
+    assert_eq!(run["still_queued"], 3);
+}

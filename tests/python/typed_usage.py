@@ -276,16 +276,16 @@ def run(root: Path) -> str:
         rebased = ada.proposal_rebase(proposal_id=fourth.proposal.id, expected_revision=1, note_md="Onto the new notes.")
         assert rebased.revision.rebased_from == 1
 
-        # The landing queue: an unapproved proposal goes back with the apply's refusal.
+        # The landing queue: an unreviewed proposal keeps its place until it can land.
         entry: roundtable.QueueEntry = host.queue_enqueue(proposal_id=fourth.proposal.id).entry
         queued: roundtable.QueueStatus = entry.status
         assert queued == "queued"
         assert [e.proposal_id for e in host.queue_list().entries] == [fourth.proposal.id]
-        assert host.queue_remove(proposal_id=fourth.proposal.id, reason="Not yet.").entry.status == "removed"
-        host.queue_enqueue(proposal_id=fourth.proposal.id)
         ran: roundtable.QueueRun = host.queue_run(max_rounds=1)
-        back: Optional[roundtable.QueueReturnReason] = ran.returned[0].return_reason
-        assert back == "apply_refused" and not ran.landed
+        assert not ran.landed and not ran.returned and ran.still_queued == 1
+        removed = host.queue_remove(proposal_id=fourth.proposal.id, reason="Not yet.").entry
+        back: Optional[roundtable.QueueReturnReason] = removed.return_reason
+        assert removed.status == "removed" and back is None
         try:  # files mode: there is no other clone's landing to settle
             host.landing_settle(transaction_id=tx)
             raise AssertionError("landing.settle settled a files-mode transaction")

@@ -8,7 +8,9 @@
 //! 1. With the policy's `[queue] auto_enqueue`, every open proposal that
 //!    waits only on the orchestrator's apply joins the queue.
 //! 2. Entries whose proposal is no longer open leave it (landed by other
-//!    means, withdrawn, rejected).
+//!    means, withdrawn, rejected); those that cannot land yet (the inbox
+//!    does not name the orchestrator's apply as their next step: awaiting
+//!    review, a check, their author's rebase) keep their place and wait.
 //! 3. The queued proposals are split into lanes (one lane unless the
 //!    policy's `lanes` is on: then proposals that share no touched path
 //!    are tested and landed independently), and each lane's first
@@ -84,7 +86,7 @@ pub struct QueueEntryResult {
 
 impl super::Request for Enqueue {
     const TOOL: &'static str = "queue.enqueue";
-    const DESCRIPTION: &'static str = "Put an open proposal in the landing queue (orchestrator only): queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.";
+    const DESCRIPTION: &'static str = "Put an open proposal in the landing queue (orchestrator only): once it can land (the orchestrator's apply is its next step: reviewed, approved, its checks recorded) queue.run tests it on top of everything queued ahead of it with the policy's [checks.NAME] commands and lands it when that state passes; until then it keeps its place. conflict (reason already_queued) when it is queued already; illegal_transition when it is not open.";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     type Output = QueueEntryResult;
@@ -454,32 +456,42 @@ fn write<T>(
     })
 }
 
-/// Queue every open proposal whose next step is the orchestrator's apply.
-fn auto_enqueue(engine: &Engine, actor: &Actor) -> Result<(), ToolError> {
+/// The open proposals whose next step is the orchestrator's apply (the
+/// inbox's own rule), in inbox order.
+fn landable(engine: &Engine, actor: &Actor) -> Result<Vec<String>, ToolError> {
     let session = engine.session(actor.clone());
+    let mut out = Vec::new();
     let mut cursor = None;
     loop {
         let page = session.run(super::inbox::ListInbox {
             limit: None,
             cursor,
         })?;
-        for item in &page.items {
-            if item.role == NextRole::Orchestrator && item.action == NextAction::Apply {
-                write(engine, actor, |cx| {
-                    let p = Proposal::load(cx.tx, &item.proposal.id)?;
-                    if OPEN.contains(&p.status) && store::queue::queued_for(cx.tx, &p.id)?.is_none()
-                    {
-                        enqueue(cx, &p, true)?;
-                    }
-                    Ok(())
-                })?;
-            }
-        }
+        out.extend(
+            page.items
+                .into_iter()
+                .filter(|i| i.role == NextRole::Orchestrator && i.action == NextAction::Apply)
+                .map(|i| i.proposal.id),
+        );
         match page.next_cursor {
             Some(c) => cursor = Some(c),
-            None => return Ok(()),
+            None => return Ok(out),
         }
     }
+}
+
+/// Queue every open proposal whose next step is the orchestrator's apply.
+fn auto_enqueue(engine: &Engine, actor: &Actor) -> Result<(), ToolError> {
+    for id in landable(engine, actor)? {
+        write(engine, actor, |cx| {
+            let p = Proposal::load(cx.tx, &id)?;
+            if OPEN.contains(&p.status) && store::queue::queued_for(cx.tx, &p.id)?.is_none() {
+                enqueue(cx, &p, true)?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// One round; whether it changed anything.
@@ -496,15 +508,30 @@ fn round(
         out.record(settled);
         progress = true;
     }
+    // Only what can land now is stacked: the rest (awaiting review, a
+    // check, a rebase by its author) stays queued, in its place, until
+    // the orchestrator's apply is its next step — unless it no longer
+    // merges onto the branch: that goes back now.
+    let landable: BTreeSet<String> = landable(engine, actor)?.into_iter().collect();
     if items.is_empty() {
         return Ok(progress);
     }
     let paths: Vec<BTreeSet<String>> = items.iter().map(|i| i.paths.clone()).collect();
+    // Each lane up to its batch_size-th proposal that can land (the ones
+    // waiting before it take no place in the batch).
     let lanes: Vec<Vec<usize>> = lanes::lanes(&paths, policy.queue.lanes)
         .into_iter()
-        .map(|mut lane| {
-            lane.truncate(policy.queue.batch_size as usize);
-            lane
+        .map(|lane| {
+            let mut taken = 0;
+            lane.into_iter()
+                .take_while(|&i| {
+                    if taken == policy.queue.batch_size as usize {
+                        return false;
+                    }
+                    taken += usize::from(landable.contains(&items[i].proposal.id));
+                    true
+                })
+                .collect()
         })
         .collect();
 
@@ -519,7 +546,10 @@ fn round(
         let mut mine = Vec::new();
         for &i in lane {
             let item = &items[i];
-            match stack(engine, item, &overlay, &mut base) {
+            let waits = !landable.contains(&item.proposal.id);
+            let onto = if waits { &BTreeMap::new() } else { &overlay };
+            match stack(engine, item, onto, &mut base) {
+                Ok(_) if waits => {}
                 Ok(files) => {
                     overlay.extend(files);
                     mine.push(states.len());
@@ -534,7 +564,9 @@ fn round(
                     // Only against the ones ahead of it (it merges onto the
                     // branch alone): it waits for them to settle, and goes
                     // back only if it still conflicts once they landed.
-                    if !ahead.is_empty() && stack(engine, item, &BTreeMap::new(), &mut base).is_ok()
+                    if !waits
+                        && !ahead.is_empty()
+                        && stack(engine, item, &BTreeMap::new(), &mut base).is_ok()
                     {
                         continue;
                     }
@@ -546,7 +578,7 @@ fn round(
                         &format!(
                             "{} (stacked on {} queued ahead of it); the conflict:\n{:#}",
                             e.message(),
-                            if ahead.is_empty() {
+                            if waits || ahead.is_empty() {
                                 "nothing".to_owned()
                             } else {
                                 ahead.join(", ")

@@ -352,6 +352,23 @@ pub(crate) fn read_cx<T>(
     })
 }
 
+/// `f` in a write transaction of the store, acting as `actor` now: one
+/// step of a call made of several (a mutating tool's, `queue.run`'s).
+pub(crate) fn write_cx<T>(
+    engine: &Engine,
+    actor: &Actor,
+    f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>,
+) -> Result<T, ToolError> {
+    engine.store().write(|tx| {
+        f(&Cx {
+            engine,
+            tx,
+            actor,
+            now: engine.now(),
+        })
+    })
+}
+
 /// `f` in a read transaction of the store that also reads workspace
 /// files, acting as `actor` now: repeated until files and rows are of one
 /// moment, as a `READS_FILES` tool's call is (see [`consistent_read`]).
@@ -384,25 +401,19 @@ fn write_prepared<T: Tool>(
     key: Option<&Id>,
     request: &str,
 ) -> Result<T::Output, ToolError> {
-    engine.store().write(|tx| {
+    write_cx(engine, actor, |cx| {
         if let Some(key) = key {
             // Another caller may have used the key since the check above.
-            if let Some(v) = replay(tx, actor, key, T::TOOL, request)? {
+            if let Some(v) = replay(cx.tx, actor, key, T::TOOL, request)? {
                 return Ok(v);
             }
         }
-        let cx = Cx {
-            engine,
-            tx,
-            actor,
-            now: engine.now(),
-        };
         // Claims that lapsed since the last write are noted first (and
         // only if this call commits: a refusal rolls it back with the rest).
-        claims::note_expired_claims(tx, cx.now)?;
-        let out = T::run(&cx, args, prep)?;
+        claims::note_expired_claims(cx.tx, cx.now)?;
+        let out = T::run(cx, args, prep)?;
         if let Some(key) = key {
-            remember(&cx, key, T::TOOL, request, &out)?;
+            remember(cx, key, T::TOOL, request, &out)?;
         }
         Ok(out)
     })

@@ -46,7 +46,7 @@ use super::rebase::{merged_onto, stored_sides, Sides};
 use super::records::{
     Proposal, ProposalRecord as _, ProposalStatus, Revision, RevisionRecord as _,
 };
-use super::{Cx, Tool, ToolError};
+use super::{write_cx, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::diff::TreeFile;
 use crate::engine::Engine;
@@ -440,22 +440,6 @@ fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, Tool
     Ok(out)
 }
 
-/// `f` in a write transaction of the store, acting as `actor` now.
-fn write<T>(
-    engine: &Engine,
-    actor: &Actor,
-    f: impl FnOnce(&Cx<'_>) -> Result<T, ToolError>,
-) -> Result<T, ToolError> {
-    engine.store().write(|tx| {
-        f(&Cx {
-            engine,
-            tx,
-            actor,
-            now: engine.now(),
-        })
-    })
-}
-
 /// The open proposals whose next step is the orchestrator's apply (the
 /// inbox's own rule), in inbox order.
 fn landable(engine: &Engine, actor: &Actor) -> Result<Vec<String>, ToolError> {
@@ -483,7 +467,7 @@ fn landable(engine: &Engine, actor: &Actor) -> Result<Vec<String>, ToolError> {
 /// Queue every open proposal whose next step is the orchestrator's apply.
 fn auto_enqueue(engine: &Engine, actor: &Actor) -> Result<(), ToolError> {
     for id in landable(engine, actor)? {
-        write(engine, actor, |cx| {
+        write_cx(engine, actor, |cx| {
             let p = Proposal::load(cx.tx, &id)?;
             if OPEN.contains(&p.status) && store::queue::queued_for(cx.tx, &p.id)?.is_none() {
                 enqueue(cx, &p, true)?;
@@ -599,7 +583,7 @@ fn round(
     out.states_checked += states.len() as u32;
     for (state, runs) in states.iter().zip(&results) {
         let item = &items[state.item];
-        write(engine, actor, |cx| {
+        write_cx(engine, actor, |cx| {
             for r in runs {
                 cx.event(
                     &item.entry.id,
@@ -720,7 +704,7 @@ fn settle_gone(
     entry: &QueueEntry,
     status: ProposalStatus,
 ) -> Result<QueueEntry, ToolError> {
-    write(engine, actor, |cx| {
+    write_cx(engine, actor, |cx| {
         let landed = match status {
             ProposalStatus::Applied => store::transactions::list(
                 cx.tx,
@@ -949,7 +933,7 @@ fn give_back(
     reason: QueueReturnReason,
     note: &str,
 ) -> Result<QueueEntry, ToolError> {
-    write(engine, actor, |cx| {
+    write_cx(engine, actor, |cx| {
         settle(
             cx,
             &item.entry,
@@ -977,7 +961,7 @@ fn land(engine: &Engine, actor: &Actor, item: &Item) -> Result<QueueEntry, ToolE
             rebase: Some(true),
             idempotency_key: Some(key),
         })?;
-    write(engine, actor, |cx| {
+    write_cx(engine, actor, |cx| {
         settle(
             cx,
             &item.entry,

@@ -151,21 +151,29 @@ fn activate(w: &World, document: &str) {
     );
 }
 
-/// An approved proposal by `author` (who claims the path) for `change`.
-fn approved(w: &World, author: &Actor, change: &Change) -> String {
+/// `author` claims the file `change` writes, for writing.
+fn claim(w: &World, author: &Actor, change: &Change) {
     w.ok(
         "claim.acquire",
         json!({"resource_id": format!("file:{}", change.path), "type": "write", "ttl_s": 3600}),
         author,
     );
-    let pid = str_of(
+}
+
+/// A pending proposal by `author` (who holds its claim) for `change`.
+fn proposed(w: &World, author: &Actor, change: &Change) -> String {
+    str_of(
         &w.ok(
             "proposal.create",
             json!({"task_id": "t1", "title": format!("Change {}", change.path),
                    "summary_md": "Scenario change.", "patch": change.patch()}),
             author,
         )["proposal"]["id"],
-    );
+    )
+}
+
+/// `author` asks for review of `pid` and the reviewer approves revision 1.
+fn approve(w: &World, author: &Actor, pid: &str) {
     w.ok(
         "proposal.request_review",
         json!({"proposal_id": pid}),
@@ -176,7 +184,23 @@ fn approved(w: &World, author: &Actor, change: &Change) -> String {
         json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
         &w.reviewer,
     );
+}
+
+/// An approved proposal by `author` (who claims the path) for `change`.
+fn approved(w: &World, author: &Actor, change: &Change) -> String {
+    claim(w, author, change);
+    let pid = proposed(w, author, change);
+    approve(w, author, &pid);
     pid
+}
+
+/// A world holding the scenario's initial files, `document` the active
+/// policy.
+fn scenario_world(document: &str) -> World {
+    let w = World::new();
+    write_files(w.dir.path(), &initial_files());
+    activate(&w, document);
+    w
 }
 
 /// A world with the scenario's files and policy, five authors, and every
@@ -383,9 +407,7 @@ fn issue34_lanes_land_disjoint_work_while_a_failing_lane_is_handed_back() {
             after: caller("lib0"),
         },
     ];
-    let w = World::new();
-    write_files(w.dir.path(), &initial_files());
-    activate(&w, &policy(8, 4, true));
+    let w = scenario_world(&policy(8, 4, true));
     let a = w.agent("a0", &["author"]);
     let b = w.agent("a1", &["author"]);
     let p0 = approved(&w, &a, &changes[0]);
@@ -688,9 +710,7 @@ fn issue34_a_queue_run_sigkilled_anywhere_leaves_a_green_branch_and_lands_nothin
 
 #[test]
 fn issue34_auto_enqueue_queues_what_can_land_and_a_conflict_goes_back_with_its_hunks() {
-    let w = World::new();
-    write_files(w.dir.path(), &initial_files());
-    activate(&w, &format!("{}auto_enqueue = true\n", policy(8, 2, false)));
+    let w = scenario_world(&format!("{}auto_enqueue = true\n", policy(8, 2, false)));
     let a = w.agent("a0", &["author"]);
     let b = w.agent("a1", &["author"]);
     let first = Change {
@@ -706,42 +726,16 @@ fn issue34_auto_enqueue_queues_what_can_land_and_a_conflict_goes_back_with_its_h
     };
     let p1 = approved(&w, &a, &first);
     // a holds lib1.py, so both lib1.py changes are a's.
-    let p2 = {
-        let pid = str_of(
-            &w.ok(
-                "proposal.create",
-                json!({"task_id": "t1", "title": "Clash", "summary_md": "Same lines.", "patch": clash.patch()}),
-                &a,
-            )["proposal"]["id"],
-        );
-        w.ok("proposal.request_review", json!({"proposal_id": pid}), &a);
-        w.ok(
-            "vote.cast",
-            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-            &w.reviewer,
-        );
-        pid
-    };
+    let p2 = proposed(&w, &a, &clash);
+    approve(&w, &a, &p2);
     // Not approved: it does not join.
-    let waiting = {
-        w.ok(
-            "claim.acquire",
-            json!({"resource_id": "file:feature_x.py", "type": "write", "ttl_s": 3600}),
-            &b,
-        );
-        let change = Change {
-            path: "feature_x.py".into(),
-            before: None,
-            after: caller("lib0"),
-        };
-        str_of(
-            &w.ok(
-                "proposal.create",
-                json!({"task_id": "t1", "title": "Unreviewed", "summary_md": "No vote.", "patch": change.patch()}),
-                &b,
-            )["proposal"]["id"],
-        )
+    let unreviewed = Change {
+        path: "feature_x.py".into(),
+        before: None,
+        after: caller("lib0"),
     };
+    claim(&w, &b, &unreviewed);
+    let waiting = proposed(&w, &b, &unreviewed);
     let run = w.ok("queue.run", json!({}), &w.host);
     assert_eq!(
         proposal_ids(&entries_of(&run, "landed")),
@@ -842,27 +836,11 @@ fn issue34_a_conflict_only_with_a_proposal_that_fails_waits_for_it_and_then_land
         before: None,
         after: caller("lib0"),
     };
-    let w = World::new();
-    write_files(w.dir.path(), &initial_files());
-    activate(&w, &policy(8, 2, false));
+    let w = scenario_world(&policy(8, 2, false));
     let a = w.agent("a0", &["author"]);
     let pa = approved(&w, &a, &broken);
-    let pb = {
-        let pid = str_of(
-            &w.ok(
-                "proposal.create",
-                json!({"task_id": "t1", "title": "Fine", "summary_md": "Same file.", "patch": fine.patch()}),
-                &a,
-            )["proposal"]["id"],
-        );
-        w.ok("proposal.request_review", json!({"proposal_id": pid}), &a);
-        w.ok(
-            "vote.cast",
-            json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-            &w.reviewer,
-        );
-        pid
-    };
+    let pb = proposed(&w, &a, &fine);
+    approve(&w, &a, &pb);
     for p in [&pa, &pb] {
         w.ok("queue.enqueue", json!({"proposal_id": p}), &w.host);
     }
@@ -881,23 +859,11 @@ fn issue34_a_conflict_only_with_a_proposal_that_fails_waits_for_it_and_then_land
 #[test]
 fn issue34_a_proposal_queued_before_it_can_land_keeps_its_place_and_lands_once_approved() {
     let (changes, _) = scenario(3);
-    let w = World::new();
-    write_files(w.dir.path(), &initial_files());
-    activate(&w, &policy(8, 2, false));
+    let w = scenario_world(&policy(8, 2, false));
     let a = w.agent("a0", &["author"]);
     // Queued at once, before anyone reviewed it.
-    w.ok(
-        "claim.acquire",
-        json!({"resource_id": format!("file:{}", changes[0].path), "type": "write", "ttl_s": 3600}),
-        &a,
-    );
-    let early = str_of(
-        &w.ok(
-            "proposal.create",
-            json!({"task_id": "t1", "title": "Early", "summary_md": "Queued early.", "patch": changes[0].patch()}),
-            &a,
-        )["proposal"]["id"],
-    );
+    claim(&w, &a, &changes[0]);
+    let early = proposed(&w, &a, &changes[0]);
     w.ok("queue.enqueue", json!({"proposal_id": early}), &w.host);
     let later = approved(&w, &a, &changes[1]);
     w.ok("queue.enqueue", json!({"proposal_id": later}), &w.host);
@@ -916,12 +882,7 @@ fn issue34_a_proposal_queued_before_it_can_land_keeps_its_place_and_lands_once_a
         vec![early.clone()]
     );
     // Reviewed and approved: the next run lands it.
-    w.ok("proposal.request_review", json!({"proposal_id": early}), &a);
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": early, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
+    approve(&w, &a, &early);
     let run = w.ok("queue.run", json!({}), &w.host);
     assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![early]);
     assert_eq!(run["still_queued"], 0);
@@ -932,23 +893,11 @@ fn issue34_proposals_waiting_for_review_do_not_fill_a_batch() {
     // Three unreviewed proposals queued first, a batch of two: the two
     // approved ones behind them still land in the first round.
     let (changes, _) = scenario(5);
-    let w = World::new();
-    write_files(w.dir.path(), &initial_files());
-    activate(&w, &policy(2, 2, false));
+    let w = scenario_world(&policy(2, 2, false));
     let a = w.agent("a0", &["author"]);
     for change in &changes[..3] {
-        w.ok(
-            "claim.acquire",
-            json!({"resource_id": format!("file:{}", change.path), "type": "write", "ttl_s": 3600}),
-            &a,
-        );
-        let pid = str_of(
-            &w.ok(
-                "proposal.create",
-                json!({"task_id": "t1", "title": "Early", "summary_md": "Unreviewed.", "patch": change.patch()}),
-                &a,
-            )["proposal"]["id"],
-        );
+        claim(&w, &a, change);
+        let pid = proposed(&w, &a, change);
         w.ok("queue.enqueue", json!({"proposal_id": pid}), &w.host);
     }
     let ready: Vec<String> = changes[3..].iter().map(|c| approved(&w, &a, c)).collect();

@@ -116,11 +116,24 @@ fn new_file(path: &str, body: &str) -> String {
 /// A bare repository on `main` holding `hello.txt` (and `src/lib.rs`),
 /// made by pushing one commit from a scratch clone; its path.
 fn bare_remote(top: &Path) -> PathBuf {
+    bare_remote_with(
+        top,
+        &[("hello.txt", "hello\n"), ("src/lib.rs", "fn a() {}\n")],
+    )
+}
+
+/// `top/remote.git`, a bare repository on `main` whose one commit holds
+/// `files` (path, content), made in a scratch repository `top/seed`; its
+/// path.
+pub(crate) fn bare_remote_with(top: &Path, files: &[(&str, &str)]) -> PathBuf {
     let work = top.join("seed");
-    std::fs::create_dir_all(work.join("src")).expect("mkdir");
+    std::fs::create_dir_all(&work).expect("mkdir");
     git(&work, &["init", "-q", "-b", "main"]);
-    std::fs::write(work.join("hello.txt"), "hello\n").expect("write");
-    std::fs::write(work.join("src/lib.rs"), "fn a() {}\n").expect("write");
+    for (path, body) in files {
+        let p = work.join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, body).expect("write");
+    }
     git(&work, &["add", "-A"]);
     git(&work, &["commit", "-q", "-m", "base"]);
     let remote = top.join("remote.git");
@@ -138,7 +151,7 @@ fn bare_remote(top: &Path) -> PathBuf {
 }
 
 /// Bare clones `NAME.git` of `top/remote.git`, one per name; their paths.
-fn bare_clones(top: &Path, names: &[&str]) -> Vec<PathBuf> {
+pub(crate) fn bare_clones(top: &Path, names: &[&str]) -> Vec<PathBuf> {
     names
         .iter()
         .map(|name| {

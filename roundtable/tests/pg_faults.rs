@@ -9,6 +9,7 @@
 //! - A host SIGSTOPped (paused) while the others land: the others keep
 //!   landing.
 
+use super::git_remote::{bare_clones, bare_remote_with};
 use super::landing::{fsck, git};
 use super::pg_hosts::{all_events, call, fresh_schema, ok, options, Crew};
 use super::support::{server, store_url};
@@ -22,41 +23,10 @@ use std::time::{Duration, Instant};
 /// A bare remote on `main` holding `a.txt` and `b.txt`, and `n` bare
 /// clones of it (`h0.git`, …), in `top`.
 fn remote_and_clones(top: &Path, n: usize) -> (PathBuf, Vec<PathBuf>) {
-    let work = top.join("seed");
-    std::fs::create_dir_all(&work).expect("mkdir");
-    git(&work, &["init", "-q", "-b", "main"]);
-    std::fs::write(work.join("a.txt"), "a\n").expect("write");
-    std::fs::write(work.join("b.txt"), "b\n").expect("write");
-    git(&work, &["add", "-A"]);
-    git(&work, &["commit", "-q", "-m", "base"]);
-    let remote = top.join("remote.git");
-    git(
-        top,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            "seed",
-            remote.to_str().expect("utf-8"),
-        ],
-    );
-    let clones = (0..n)
-        .map(|k| {
-            let clone = top.join(format!("h{k}.git"));
-            git(
-                top,
-                &[
-                    "clone",
-                    "-q",
-                    "--bare",
-                    "remote.git",
-                    clone.to_str().expect("utf-8"),
-                ],
-            );
-            clone
-        })
-        .collect();
-    (remote, clones)
+    let remote = bare_remote_with(top, &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let names: Vec<String> = (0..n).map(|k| format!("h{k}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    (remote, bare_clones(top, &names))
 }
 
 /// A patch changing the one line of `path` from `old` to `new`.

@@ -425,12 +425,14 @@ fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, Tool
         ));
     }
     let mut out = QueueRun::default();
-    if policy.queue.auto_enqueue {
-        auto_enqueue(engine, actor)?;
-    }
     while out.rounds < max_rounds {
         out.rounds += 1;
-        if !round(engine, actor, &policy, &mut out)? {
+        let landable = landable(engine, actor)?;
+        if policy.queue.auto_enqueue && out.rounds == 1 {
+            auto_enqueue(engine, actor, &landable)?;
+        }
+        let landable: BTreeSet<String> = landable.into_iter().collect();
+        if !round(engine, actor, &policy, &landable, &mut out)? {
             break;
         }
     }
@@ -464,11 +466,12 @@ fn landable(engine: &Engine, actor: &Actor) -> Result<Vec<String>, ToolError> {
     }
 }
 
-/// Queue every open proposal whose next step is the orchestrator's apply.
-fn auto_enqueue(engine: &Engine, actor: &Actor) -> Result<(), ToolError> {
-    for id in landable(engine, actor)? {
+/// Queue each of `landable` (open proposals whose next step is the
+/// orchestrator's apply) that is not queued yet, in that order.
+fn auto_enqueue(engine: &Engine, actor: &Actor, landable: &[String]) -> Result<(), ToolError> {
+    for id in landable {
         write_cx(engine, actor, |cx| {
-            let p = Proposal::load(cx.tx, &id)?;
+            let p = Proposal::load(cx.tx, id)?;
             if OPEN.contains(&p.status) && store::queue::queued_for(cx.tx, &p.id)?.is_none() {
                 enqueue(cx, &p, true)?;
             }
@@ -478,11 +481,13 @@ fn auto_enqueue(engine: &Engine, actor: &Actor) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// One round; whether it changed anything.
+/// One round, `landable` naming the open proposals whose next step is
+/// the orchestrator's apply; whether it changed anything.
 fn round(
     engine: &Engine,
     actor: &Actor,
     policy: &Policy,
+    landable: &BTreeSet<String>,
     out: &mut QueueRun,
 ) -> Result<bool, ToolError> {
     let (items, gone) = load_items(engine)?;
@@ -496,7 +501,6 @@ fn round(
     // check, a rebase by its author) stays queued, in its place, until
     // the orchestrator's apply is its next step — unless it no longer
     // merges onto the branch: that goes back now.
-    let landable: BTreeSet<String> = landable(engine, actor)?.into_iter().collect();
     if items.is_empty() {
         return Ok(progress);
     }

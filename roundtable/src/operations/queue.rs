@@ -625,8 +625,11 @@ fn round(
             let state = &states[s];
             let item = &items[state.item];
             let runs = &results[s];
+            if !record_checks_or_settle(engine, actor, item, runs, out)? {
+                progress = true;
+                break;
+            }
             if let Some(failed) = runs.iter().find(|r| r.status != TestStatus::Passed) {
-                record_checks(engine, actor, item, runs)?;
                 let settled = give_back(
                     engine,
                     actor,
@@ -651,7 +654,6 @@ fn round(
                 progress = true;
                 break;
             }
-            record_checks(engine, actor, item, runs)?;
             match land(engine, actor, item) {
                 Ok(settled) => {
                     out.landed.push(settled);
@@ -880,6 +882,30 @@ fn check_states(
         .into_iter()
         .map(|r| r.expect("every state was checked"))
         .collect())
+}
+
+/// [`record_checks`]; `false` when the proposal was no longer open (another
+/// host's run landed it, or it was withdrawn, meanwhile): its entry is
+/// then settled as [`settle_gone`] settles it.
+fn record_checks_or_settle(
+    engine: &Engine,
+    actor: &Actor,
+    item: &Item,
+    runs: &[CheckRun],
+    out: &mut QueueRun,
+) -> Result<bool, ToolError> {
+    match record_checks(engine, actor, item, runs) {
+        Ok(()) => Ok(true),
+        Err(e) if e.code() == ErrorCode::IllegalTransition => {
+            let status = engine
+                .store()
+                .read(|tx| Proposal::load(tx, &item.proposal.id))?
+                .status;
+            out.record(settle_gone(engine, actor, &item.entry, status)?);
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Record each check run as a `test.record` on `item`'s revision (output

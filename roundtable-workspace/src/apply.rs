@@ -887,28 +887,154 @@ fn exists(tx: &Tx<'_>, id: &str) -> Result<bool, TransactionError> {
 /// marks it `applied` (the caller's state changes, e.g. the proposal
 /// applied and its claims released); `finish`'s value is returned. An
 /// error of either refuses (guard) or undoes (finish) the whole
-/// transaction.
+/// transaction. A [`Batch`] of one.
 pub fn execute<T, E>(
     env: Env<'_>,
     actor: &Actor,
     plan: Plan<'_>,
     guard: Option<&Guard<'_, E>>,
-    finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    mut finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
 ) -> Result<T, E>
 where
     E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
 {
-    // 1. The journal, durably, before any file is touched.
-    open_journal(env, actor, &plan, guard)?;
-    // 2. The files.
-    write_files::<E>(env, actor, &plan)?;
-    // 2b. In git mode, the commit point.
-    let notes = match &plan.landing {
-        Some(landing) => land_commit::<E>(env, actor, &plan, landing)?,
-        None => LandNotes::default(),
-    };
-    // 3. The outcome, with the caller's state changes, in one transaction.
-    record_outcome(env, actor, &plan, notes, finish)
+    let mut batch = Batch::new(env, actor);
+    batch.start(plan, guard)?;
+    let mut out = batch.finish(|_, tx, t, now| finish(tx, t, now))?;
+    Ok(out.pop().expect("a batch of one records one outcome"))
+}
+
+/// A transaction of a [`Batch`]: journaled `applying`, its files written,
+/// waiting for the batch's commit point.
+struct Started {
+    id: String,
+    landing: Option<crate::store::settings::TransactionLanding>,
+    paths: Vec<RepoPath>,
+    files: usize,
+}
+
+/// Transactions that land together, in order, in one all-or-nothing step
+/// (the caller holds the apply lock throughout).
+///
+/// Each is started in turn ([`Batch::start`]): its journal (`applying`,
+/// with its guard) is committed durably and its files written on top of
+/// the ones started before it — a plan is computed against the files as
+/// the earlier ones left them, and in git mode its commit is built on
+/// the earlier one's ([`Batch::last_landing`]). Then [`Batch::finish`]:
+/// in git mode ONE compare-and-swap of the branch from the first's old
+/// commit to the last's new one (with a remote, ONE push), and every
+/// outcome in ONE SQL transaction. Each transaction keeps its own
+/// record, journal and (in git mode) commit, so each can be rolled back
+/// on its own.
+///
+/// A crash anywhere leaves all of them alike: recovery settles a git
+/// landing by whether the branch contains its commit — the branch moved
+/// to the last one (all contained: all brought forward) or did not (none:
+/// all undone, newest first, so that a path two of them change ends at
+/// the first's before state). In files mode all outcomes are one SQL
+/// commit: before it, recovery undoes all. A batch dropped without
+/// [`Batch::finish`] or [`Batch::abandon`] is left to that recovery.
+pub struct Batch<'a> {
+    env: Env<'a>,
+    actor: &'a Actor,
+    started: Vec<Started>,
+}
+
+impl<'a> Batch<'a> {
+    /// An empty batch.
+    pub fn new(env: Env<'a>, actor: &'a Actor) -> Batch<'a> {
+        Batch {
+            env,
+            actor,
+            started: Vec::new(),
+        }
+    }
+
+    /// How many transactions were started.
+    pub fn len(&self) -> usize {
+        self.started.len()
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.started.is_empty()
+    }
+
+    /// The landing of the last transaction started, in git mode: the next
+    /// one's commit is built on its new commit.
+    pub fn last_landing(&self) -> Option<&crate::store::settings::TransactionLanding> {
+        self.started.last().and_then(|s| s.landing.as_ref())
+    }
+
+    /// Journal `plan` (with `guard`'s checks, in the journal's SQL
+    /// transaction) and write its files over those of the transactions
+    /// started before it. Its refusal (the guard, a taken id) records
+    /// nothing; a failed write is undone and recorded `failed`. Either
+    /// way the transactions started before stay started: the caller
+    /// finishes or abandons them.
+    pub fn start<E>(&mut self, plan: Plan<'_>, guard: Option<&Guard<'_, E>>) -> Result<(), E>
+    where
+        E: From<TransactionError> + From<StoreError>,
+    {
+        // 1. The journal, durably, before any file is touched.
+        open_journal(self.env, self.actor, &plan, guard)?;
+        // 2. The files.
+        write_files::<E>(self.env, self.actor, &plan)?;
+        self.started.push(Started {
+            id: plan.id.as_str().to_owned(),
+            landing: plan.landing.clone(),
+            paths: plan
+                .changeset
+                .files()
+                .iter()
+                .map(|f| f.path.clone())
+                .collect(),
+            files: plan.changeset.files().len(),
+        });
+        Ok(())
+    }
+
+    /// Undo every transaction started, newest first (`why` is recorded
+    /// with each): nothing of the batch lands.
+    pub fn abandon(mut self, why: &str) -> Result<(), TransactionError> {
+        self.undo(why)
+    }
+
+    /// [`Batch::abandon`] in place.
+    fn undo(&mut self, why: &str) -> Result<(), TransactionError> {
+        while let Some(s) = self.started.pop() {
+            recover_one(self.env, self.actor, &s.id, why)?;
+        }
+        Ok(())
+    }
+
+    /// Land every transaction started, in one step: in git mode the
+    /// commit point (ONE branch update to the last one's commit), then
+    /// each outcome — `finish` with its position in the batch, the
+    /// caller's state changes — all in ONE SQL transaction that marks
+    /// them `applied`. The outcomes, in order. A branch that moved undoes
+    /// them all; so does a failed outcome in working-tree mode; past the
+    /// commit point a store that stays busy is [`TransactionError::Landed`]
+    /// (recovery records them all).
+    pub fn finish<T, E>(
+        mut self,
+        finish: impl FnMut(usize, &Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    ) -> Result<Vec<T>, E>
+    where
+        E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
+    {
+        if self.started.is_empty() {
+            return Ok(Vec::new());
+        }
+        // 2b. In git mode, the commit point.
+        let notes = if self.started.iter().any(|s| s.landing.is_some()) {
+            self.land_commit::<E>()?
+        } else {
+            LandNotes::default()
+        };
+        // 3. The outcomes, with the caller's state changes, in one transaction.
+        self.record_outcome(notes, finish)
+    }
 }
 
 /// Step 1 of [`execute`]: the journal (the change's before and after
@@ -1068,113 +1194,143 @@ struct LandNotes {
     commit: Option<String>,
 }
 
-/// Step 2b of [`execute`], in git mode, the commit point: the branch
-/// moves by compare-and-swap to the commit built for the change (with a
-/// remote, the remote's branch, by a push with a lease, and then this
-/// repository's follows), then the index follows the files. A branch
-/// that moved since validation refuses, and the files are recovered.
-fn land_commit<E>(
-    env: Env<'_>,
-    actor: &Actor,
-    plan: &Plan<'_>,
-    landing: &crate::store::settings::TransactionLanding,
-) -> Result<LandNotes, E>
-where
-    E: From<TransactionError> + From<StoreError>,
-{
-    let id = plan.id.as_str();
-    let paths: Vec<RepoPath> = plan
-        .changeset
-        .files()
-        .iter()
-        .map(|f| f.path.clone())
-        .collect();
-    let (landed, followed) = match git::land(env, id, landing, &paths) {
-        Ok(done) => done,
-        Err(e) => {
-            recover_one(env, actor, id, "the branch moved since validation")?;
-            return Err(e.into());
+impl Batch<'_> {
+    /// Step 2b, in git mode, the commit point: the branch moves by
+    /// compare-and-swap to the last transaction's commit (with a remote,
+    /// the remote's branch, by a push with a lease, and then this
+    /// repository's follows), then the index follows the files. A branch
+    /// that moved since validation refuses, and every transaction of the
+    /// batch is undone.
+    fn land_commit<E>(&mut self) -> Result<LandNotes, E>
+    where
+        E: From<TransactionError> + From<StoreError>,
+    {
+        let env = self.env;
+        let mut chain = Vec::with_capacity(self.started.len());
+        for s in &self.started {
+            let Some(landing) = &s.landing else {
+                // A batch is all git mode or all files mode.
+                let e = TransactionError::journal(
+                    format!("transaction {} of a git-mode batch has no landing", s.id),
+                    json!({"transaction_id": s.id}),
+                );
+                self.undo("a batch mixed git and files mode")?;
+                return Err(e.into());
+            };
+            chain.push(git::Link {
+                id: &s.id,
+                landing,
+                paths: &s.paths,
+            });
         }
-    };
-    // Landed: the caller learns so, whatever it gave up on since.
-    crate::interrupt::committed();
-    let mut notes = LandNotes::default();
-    if let Err(e) = followed {
-        // The remote's branch moved (the commit point) but this
-        // repository's did not follow: the change landed all the
-        // same; the next apply fetches the branch forward.
-        notes.follow = json!(format!("not followed: {e}"));
+        let landed = git::land(env, &chain);
+        drop(chain);
+        let (landed, followed) = match landed {
+            Ok(done) => done,
+            Err(e) => {
+                self.undo("the branch moved since validation")?;
+                return Err(e.into());
+            }
+        };
+        // Landed: the caller learns so, whatever it gave up on since.
+        crate::interrupt::committed();
+        let mut notes = LandNotes::default();
+        if let Err(e) = followed {
+            // The remote's branch moved (the commit point) but this
+            // repository's did not follow: the change landed all the
+            // same; the next apply fetches the branch forward.
+            notes.follow = json!(format!("not followed: {e}"));
+        }
+        let paths: Vec<RepoPath> = self
+            .started
+            .iter()
+            .flat_map(|s| s.paths.iter().cloned())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let commit = landed.last().map(|l| l.new_id.clone()).unwrap_or_default();
+        notes.index = stage_note(env.workspace, &commit, &paths);
+        notes.commit = Some(commit);
+        Ok(notes)
     }
-    notes.index = stage_note(env.workspace, &landed.new_id, &paths);
-    notes.commit = Some(landed.new_id);
-    Ok(notes)
-}
 
-/// Step 3 of [`execute`]: the outcome, with the caller's state changes
-/// (`finish`), in one transaction. In working-tree mode a failure puts
-/// the files back; past a git commit point the change landed, so a busy
-/// store is retried for a while, and then the failure says it landed.
-fn record_outcome<T, E>(
-    env: Env<'_>,
-    actor: &Actor,
-    plan: &Plan<'_>,
-    notes: LandNotes,
-    mut finish: impl FnMut(&Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
-) -> Result<T, E>
-where
-    E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
-{
-    let id = plan.id.as_str();
-    let files = plan.changeset.files();
-    let durable = env.durable();
-    let started = Instant::now();
-    loop {
-        let mut written = json!({"files": files.len(), "durable": durable, "index": notes.index});
-        if !notes.follow.is_null() {
-            written["branch"] = notes.follow.clone();
+    /// Step 3: the outcomes, with the caller's state changes (`finish`),
+    /// in one transaction. In working-tree mode a failure puts the files
+    /// back; past a git commit point the change landed, so a busy store
+    /// is retried for a while, and then the failure says it landed.
+    fn record_outcome<T, E>(
+        &mut self,
+        notes: LandNotes,
+        mut finish: impl FnMut(usize, &Tx<'_>, &Transaction, Timestamp) -> Result<T, E>,
+    ) -> Result<Vec<T>, E>
+    where
+        E: From<TransactionError> + From<StoreError> + Retryable + std::fmt::Display,
+    {
+        let env = self.env;
+        let durable = env.durable();
+        let started = Instant::now();
+        let n = self.started.len();
+        loop {
+            let finished = env.store.write(|tx| {
+                let now = env.clock.now();
+                let mut out = Vec::with_capacity(n);
+                for (i, s) in self.started.iter().enumerate() {
+                    let mut written =
+                        json!({"files": s.files, "durable": durable, "index": notes.index});
+                    if !notes.follow.is_null() {
+                        written["branch"] = notes.follow.clone();
+                    }
+                    if n > 1 {
+                        written["batch"] = json!({"position": i + 1, "of": n});
+                    }
+                    out.push(record_applied(
+                        tx,
+                        now,
+                        self.actor,
+                        &s.id,
+                        written,
+                        Applied {
+                            files: s.files,
+                            recovered: None,
+                        },
+                        |tx, t, now| finish(i, tx, t, now),
+                    )?);
+                }
+                Ok(out)
+            });
+            let e = match finished {
+                Ok(out) => {
+                    self.started.clear();
+                    return Ok(out);
+                }
+                Err(e) => e,
+            };
+            let Some(last) = self.started.last() else {
+                return Err(e);
+            };
+            let Some(landing) = last.landing.clone() else {
+                // The files are written but the store could not say so:
+                // put them back now rather than leave the two disagreeing.
+                self.undo("the apply's final commit failed")?;
+                return Err(e);
+            };
+            // Past the commit point the change landed: never report a
+            // retryable failure ("nothing was written"). Retry while the
+            // store is busy or restarting; then say it landed. The
+            // transactions stay `applying` and the next apply or open
+            // records them.
+            if e.retryable() && started.elapsed() < env.patience {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            return Err(TransactionError::Landed {
+                transaction_id: last.id.clone(),
+                commit: notes.commit.clone().unwrap_or(landing.new_id),
+                branch: landing.branch,
+                cause: e.to_string(),
+            }
+            .into());
         }
-        let finished = env.store.write(|tx| {
-            record_applied(
-                tx,
-                env.clock.now(),
-                actor,
-                id,
-                written,
-                Applied {
-                    files: files.len(),
-                    recovered: None,
-                },
-                &mut finish,
-            )
-        });
-        let e = match finished {
-            Ok(out) => return Ok(out),
-            Err(e) => e,
-        };
-        let Some(landing) = &plan.landing else {
-            // The files are written but the store could not say so: put
-            // them back now rather than leave the two disagreeing.
-            recover_one(env, actor, id, "the apply's final commit failed")?;
-            return Err(e);
-        };
-        // Past the commit point the change landed: never report a
-        // retryable failure ("nothing was written"). Retry while the
-        // store is busy or restarting; then say it landed. The transaction
-        // stays `applying` and the next apply or open records it.
-        if e.retryable() && started.elapsed() < env.patience {
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
-        }
-        return Err(TransactionError::Landed {
-            transaction_id: id.to_owned(),
-            commit: notes
-                .commit
-                .clone()
-                .unwrap_or_else(|| landing.new_id.clone()),
-            branch: landing.branch.clone(),
-            cause: e.to_string(),
-        }
-        .into());
     }
 }
 
@@ -1326,7 +1482,10 @@ pub fn recover_locked(
     let actor = Actor::orchestrator(crate::Id::new("roundtable-recovery").expect("a valid id"));
     let pending = applying(env.store)?;
     let mut recovered = Vec::new();
-    for id in &pending {
+    // Newest first: transactions of one batch were written one over the
+    // other, so the last one's files are put back first, and a path two
+    // of them change ends at the first one's before state.
+    for id in pending.iter().rev() {
         let step = || -> Result<Option<Recovery>, TransactionError> {
             // A push the gone applier started may still be running: its
             // outcome is the transaction's.
@@ -1842,6 +2001,146 @@ mod tests {
         assert!(
             recover(w.env(), &mut Vec::new()).expect("again").is_empty(),
             "once only"
+        );
+    }
+
+    /// A plan for `patch` computed on the files as they stand now.
+    fn plan_now<'w>(w: &'w World, id: &str, patch: &str) -> Plan<'w> {
+        w.plan(id, patch)
+    }
+
+    const NEXT: &str = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-two\n+three\n";
+    const B: &str = "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+bee\n";
+
+    #[test]
+    fn issue34_item3_a_batch_lands_its_transactions_in_one_outcome_each_with_its_own_journal() {
+        let w = World::new(&[("a.txt", "one\n")]);
+        let mut batch = Batch::new(w.env(), &w.actor);
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx1", PATCH), None)
+            .expect("first");
+        // The second is computed on the files the first wrote.
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx2", NEXT), None)
+            .expect("second");
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx3", B), None)
+            .expect("third");
+        assert_eq!(batch.len(), 3);
+        let ids = batch
+            .finish::<_, TransactionError>(|i, _, t, _| Ok((i, t.id.clone())))
+            .expect("landed");
+        assert_eq!(
+            ids,
+            [
+                (0, "tx1".to_owned()),
+                (1, "tx2".to_owned()),
+                (2, "tx3".to_owned())
+            ]
+        );
+        assert_eq!(w.read("a.txt"), "three\n");
+        assert_eq!(w.read("b.txt"), "bee\n");
+        assert_eq!(
+            w.query("SELECT status FROM transactions ORDER BY id"),
+            ["applied", "applied", "applied"]
+        );
+        // Each its own before and after: the last one's journal starts
+        // where the first one's ended.
+        let first = w.store.read(|tx| journal(tx, "tx1")).expect("journal");
+        let second = w.store.read(|tx| journal(tx, "tx2")).expect("journal");
+        assert_eq!(first[0].after_digest, second[0].before_digest);
+        let detail = w.query(
+            "SELECT detail FROM transaction_phases WHERE phase = 'written' ORDER BY transaction_id",
+        );
+        assert!(
+            detail[1].contains(r#""batch":{"of":3,"position":2}"#),
+            "{detail:?}"
+        );
+    }
+
+    #[test]
+    fn issue34_item3_a_batch_killed_before_its_outcome_is_undone_newest_first() {
+        let w = World::new(&[("a.txt", "one\n")]);
+        let mut batch = Batch::new(w.env(), &w.actor);
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx1", PATCH), None)
+            .expect("first");
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx2", NEXT), None)
+            .expect("second");
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx3", B), None)
+            .expect("third");
+        // The applier dies: its transactions stay `applying`, their files
+        // written one over the other.
+        drop(batch);
+        assert_eq!(w.read("a.txt"), "three\n");
+        let done = recover(w.env(), &mut Vec::new()).expect("recover");
+        assert_eq!(done.len(), 3);
+        // Newest first: a.txt goes back through two to one.
+        assert_eq!(
+            done.iter()
+                .map(|r| r.transaction_id.as_str())
+                .collect::<Vec<_>>(),
+            ["tx3", "tx2", "tx1"]
+        );
+        assert!(done.iter().all(|r| r.conflicts.is_empty()), "{done:?}");
+        assert_eq!(w.read("a.txt"), "one\n");
+        assert!(!w.dir.path().join("b.txt").exists());
+        assert_eq!(
+            w.query("SELECT status FROM transactions ORDER BY id"),
+            ["recovered", "recovered", "recovered"]
+        );
+    }
+
+    #[test]
+    fn issue34_item3_an_abandoned_or_refused_batch_puts_every_file_back() {
+        let w = World::new(&[("a.txt", "one\n")]);
+        let mut batch = Batch::new(w.env(), &w.actor);
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx1", PATCH), None)
+            .expect("first");
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx2", NEXT), None)
+            .expect("second");
+        // The third is refused by its guard: nothing of it is recorded,
+        // the two before it stay started.
+        let refuse = |_: &Tx<'_>, _: Timestamp, _: &Changeset| -> Result<(), TransactionError> {
+            Err(TransactionError::Exists { id: "no".into() })
+        };
+        let e = batch
+            .start(plan_now(&w, "tx3", B), Some(&refuse))
+            .expect_err("refused");
+        assert_eq!(e.code(), ErrorCode::Conflict);
+        assert_eq!(batch.len(), 2);
+        batch.abandon("test").expect("abandoned");
+        assert_eq!(w.read("a.txt"), "one\n");
+        assert_eq!(
+            w.query("SELECT status FROM transactions ORDER BY id"),
+            ["recovered", "recovered"]
+        );
+        // A failed outcome undoes all of them too.
+        let mut batch = Batch::new(w.env(), &w.actor);
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx4", PATCH), None)
+            .expect("first");
+        batch
+            .start::<TransactionError>(plan_now(&w, "tx5", NEXT), None)
+            .expect("second");
+        let e = batch
+            .finish::<(), TransactionError>(|i, _, _, _| {
+                if i == 1 {
+                    Err(TransactionError::NotFound { id: "p1".into() })
+                } else {
+                    Ok(())
+                }
+            })
+            .expect_err("the second's outcome failed");
+        assert_eq!(e.code(), ErrorCode::NotFound);
+        assert_eq!(w.read("a.txt"), "one\n");
+        assert_eq!(
+            w.query("SELECT status FROM transactions WHERE id IN ('tx4', 'tx5') ORDER BY id"),
+            ["recovered", "recovered"]
         );
     }
 

@@ -37,70 +37,93 @@ fn jitter(attempt: u32) -> std::time::Duration {
     std::time::Duration::from_millis(h.finish() % (u64::from(attempt) * 20 + 1))
 }
 
-/// The commit point of `landing` (transaction `id`, touching `paths`) in
-/// the repository of `env`'s workspace: its branch moves from the old
-/// commit to the new one by compare-and-swap — with a remote, first the
-/// remote's (a push with a lease), then this repository's follows.
+/// One transaction of a chain that lands at one commit point: its id,
+/// its landing (its commit, built on the one before it in the chain) and
+/// the paths it changes.
+pub(super) struct Link<'a> {
+    /// The transaction.
+    pub id: &'a str,
+    /// Its landing.
+    pub landing: &'a crate::store::settings::TransactionLanding,
+    /// The paths it changes.
+    pub paths: &'a [RepoPath],
+}
+
+/// The commit point of `chain` (transactions landing together, each
+/// commit's parent the one before it, the first's the branch's tip) in
+/// the repository of `env`'s workspace: the branch moves by ONE
+/// compare-and-swap from the first's old commit to the last's new one —
+/// with a remote, first the remote's (ONE push with a lease), then this
+/// repository's follows.
 ///
 /// Hosts sharing a store take turns to push to one remote's branch (a
 /// lease in the store, [`crate::store::Store::lease`]; none on SQLite,
 /// and a host that cannot have it in time pushes without it): with the
 /// turn, the remote's branch is fetched and, when it moved since the
-/// commit was built and the commits since touch none of `paths`, the
-/// commit is replayed onto it ([`crate::landing::replay`]) and recorded
-/// as the transaction's landing (before it is pushed: recovery asks the
-/// remote for it) — so a push that would lose the race is not sent.
+/// commits were built and the commits since touch none of the chain's
+/// paths, each commit of the chain is replayed in order onto it
+/// ([`crate::landing::replay`]) and recorded as its transaction's
+/// landing (before it is pushed: recovery asks the remote for it) — so a
+/// push that would lose the race is not sent.
 ///
 /// A push refused all the same because the remote's branch moved
 /// (another host won the race) fetches the new tip and is replayed and
 /// pushed again in the same way, up to [`PUSH_REPLAYS`] times with a
-/// random pause; when the commits since touch one of `paths`, the
+/// random pause; when the commits since touch one of the paths, the
 /// refusal stands (the change is stale).
 ///
-/// Returns the landing as it landed and how following went; the error
-/// is the commit point's (nothing landed).
+/// Returns each link's landing as it landed and how following went; the
+/// error is the commit point's (nothing landed), named by the last
+/// transaction.
 pub(super) fn land(
     env: super::Env<'_>,
-    id: &str,
-    landing: &crate::store::settings::TransactionLanding,
-    paths: &[RepoPath],
+    chain: &[Link<'_>],
 ) -> Result<
     (
-        crate::store::settings::TransactionLanding,
+        Vec<crate::store::settings::TransactionLanding>,
         Result<(), FastForwardError>,
     ),
     TransactionError,
 > {
-    let root = env.workspace.root();
-    let (repo, old, new) = landing_ids(root, landing).map_err(landing_error(id))?;
-    let Some(remote) = &landing.remote else {
-        crate::landing::move_branch(&repo, &landing.branch, old, new, "roundtable: land")
-            .map_err(landing_error(id))?;
-        return Ok((landing.clone(), Ok(())));
+    let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
+        return Ok((Vec::new(), Ok(())));
     };
+    let id = last.id;
+    let root = env.workspace.root();
+    let (repo, old, _) = landing_ids(root, first.landing).map_err(landing_error(id))?;
+    let (_, _, new) = landing_ids(root, last.landing).map_err(landing_error(id))?;
+    let mut current: Vec<_> = chain.iter().map(|l| l.landing.clone()).collect();
+    let Some(remote) = &last.landing.remote else {
+        crate::landing::move_branch(&repo, &last.landing.branch, old, new, "roundtable: land")
+            .map_err(landing_error(id))?;
+        return Ok((current, Ok(())));
+    };
+    let branch = last.landing.branch.as_str();
     let (remote_repo, location) =
         crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
-    let mut current = landing.clone();
     let (mut base, mut commit) = (old, new);
     let mut attempt = 0;
     // Hosts pushing to one remote's branch take turns (a lease in the
     // shared store, when it has hosts to share it with): a push that
     // would lose the race is replayed before it is sent, not after.
-    let turn = env
-        .store
-        .lease(&format!("push {location} {}", landing.branch));
+    let turn = env.store.lease(&format!("push {location} {branch}"));
     let mut replayed_onto = |tip: git2::Oid, base: &mut git2::Oid, commit: &mut git2::Oid| {
-        let Some((next, replayed)) =
-            replay_onto(env, &repo, id, &current, *commit, *base, tip, paths)?
-        else {
+        let Some(next) = replay_onto(env, &repo, chain, &current, *base, tip)? else {
             return Ok::<_, TransactionError>(false);
         };
+        let last = next.last().map(|l| l.new_id.clone()).unwrap_or_default();
         current = next;
-        (*base, *commit) = (tip, replayed);
+        *base = tip;
+        *commit = git2::Oid::from_str(&last).map_err(|source| {
+            landing_error(id)(LandingError::Git {
+                what: "read the new id",
+                source,
+            })
+        })?;
         Ok(true)
     };
-    // The remote's branch may have moved since the commit was built.
-    if let Some(tip) = crate::landing::fetch(&repo, &remote_repo, &landing.branch)
+    // The remote's branch may have moved since the commits were built.
+    if let Some(tip) = crate::landing::fetch(&repo, &remote_repo, branch)
         .ok()
         .flatten()
         .filter(|&tip| tip != base)
@@ -108,22 +131,14 @@ pub(super) fn land(
         replayed_onto(tip, &mut base, &mut commit)?;
     }
     loop {
-        let pushed = crate::landing::push(
-            &repo,
-            &remote_repo,
-            &location,
-            &landing.branch,
-            base,
-            commit,
-            id,
-        );
+        let pushed = crate::landing::push(&repo, &remote_repo, &location, branch, base, commit, id);
         let refusal = match pushed {
             Ok(()) => break,
             Err(e @ LandingError::BranchMoved { .. }) if attempt < PUSH_REPLAYS => e,
             Err(e) => return Err(landing_error(id)(e)),
         };
         attempt += 1;
-        let tip = crate::landing::fetch(&repo, &remote_repo, &landing.branch)
+        let tip = crate::landing::fetch(&repo, &remote_repo, branch)
             .ok()
             .flatten();
         match tip {
@@ -133,68 +148,84 @@ pub(super) fn land(
         std::thread::sleep(jitter(attempt));
     }
     drop(turn);
+    // The commits from `old` to `commit` are this clone's own, its files
+    // written, unless they were replayed onto another host's.
+    let own = commit == new;
     let followed = follow(
         env.workspace,
         &repo,
-        &landing.branch,
+        branch,
         old,
         commit,
+        own,
         env.durable(),
     );
     Ok((current, followed))
 }
 
 /// When `tip` (the remote's branch, fetched) descends from `base` and the
-/// commits between them touch none of `paths`: `commit` replayed onto
-/// `tip` ([`crate::landing::replay`]) and recorded as transaction `id`'s
-/// landing (before it is pushed: recovery asks the remote for the commit
-/// that may have landed), with the replayed commit. `None` when it cannot
+/// commits between them touch none of `chain`'s paths: each commit of
+/// `current` (the chain's landings as they stand) replayed in order onto
+/// `tip` ([`crate::landing::replay`]) and recorded as its transaction's
+/// landing, all in one store write (before the push: recovery asks the
+/// remote for the commits that may have landed). `None` when it cannot
 /// be replayed (the change is stale, or the branch was rewritten).
-#[allow(clippy::too_many_arguments)]
 fn replay_onto(
     env: super::Env<'_>,
     repo: &git2::Repository,
-    id: &str,
-    current: &crate::store::settings::TransactionLanding,
-    commit: git2::Oid,
+    chain: &[Link<'_>],
+    current: &[crate::store::settings::TransactionLanding],
     base: git2::Oid,
     tip: git2::Oid,
-    paths: &[RepoPath],
-) -> Result<Option<(crate::store::settings::TransactionLanding, git2::Oid)>, TransactionError> {
+) -> Result<Option<Vec<crate::store::settings::TransactionLanding>>, TransactionError> {
+    let id = chain.last().map_or("", |l| l.id);
+    let paths: Vec<&RepoPath> = chain.iter().flat_map(|l| l.paths.iter()).collect();
     // Only forward: a tip that does not descend from the base was
     // rewritten, not moved on.
     if !crate::landing::contains(repo, tip, base).map_err(landing_error(id))?
-        || crate::landing::first_changed(repo, base, tip, paths)
+        || crate::landing::first_changed(repo, base, tip, paths.iter().copied())
             .map_err(landing_error(id))?
             .is_some()
     {
         return Ok(None);
     }
-    let replayed = crate::landing::replay(repo, commit, tip, paths).map_err(landing_error(id))?;
-    let next = crate::store::settings::TransactionLanding {
-        old_id: tip.to_string(),
-        new_id: replayed.to_string(),
-        ..current.clone()
-    };
+    let mut next = Vec::with_capacity(current.len());
+    let mut onto = tip;
+    for (link, landing) in chain.iter().zip(current) {
+        let (_, _, commit) =
+            landing_ids(env.workspace.root(), landing).map_err(landing_error(id))?;
+        let replayed =
+            crate::landing::replay(repo, commit, onto, link.paths).map_err(landing_error(id))?;
+        next.push(crate::store::settings::TransactionLanding {
+            old_id: onto.to_string(),
+            new_id: replayed.to_string(),
+            ..landing.clone()
+        });
+        onto = replayed;
+    }
     env.store.write(|tx| {
-        crate::store::settings::replace_transaction_landing(tx, id, &next)
-            .map_err(TransactionError::from)
+        for (link, landing) in chain.iter().zip(&next) {
+            crate::store::settings::replace_transaction_landing(tx, link.id, landing)
+                .map_err(TransactionError::from)?;
+        }
+        Ok::<_, TransactionError>(())
     })?;
-    Ok(Some((next, replayed)))
+    Ok(Some(next))
 }
 
 /// After the remote's branch moved to `new`, this repository's follows:
-/// a branch at or past `new` stays; one at `old` (the commit the change
-/// was built on: the files are written) moves by compare-and-swap; one
-/// behind `new` otherwise (the change was replayed onto commits another
-/// host landed) is brought forward with its working tree
-/// ([`fast_forward`]).
+/// a branch at or past `new` stays; one at `old` when the commits from
+/// `old` to `new` are this clone's `own` (built on it, their files
+/// written) moves by compare-and-swap; one behind `new` otherwise (the
+/// change was replayed onto commits another host landed) is brought
+/// forward with its working tree ([`fast_forward`]).
 fn follow(
     workspace: &Workspace,
     repo: &git2::Repository,
     branch: &str,
     old: git2::Oid,
     new: git2::Oid,
+    own: bool,
     durable: bool,
 ) -> Result<(), FastForwardError> {
     let tip = repo
@@ -208,7 +239,7 @@ fn follow(
     if crate::landing::contains(repo, tip, new)? {
         return Ok(());
     }
-    if tip == old && parent_of(repo, new) == Some(old) {
+    if tip == old && own {
         crate::landing::move_branch(repo, branch, old, new, "roundtable: landed on the remote")?;
         return Ok(());
     }
@@ -371,12 +402,14 @@ pub(super) fn follow_remote(
     landing: &crate::store::settings::TransactionLanding,
 ) -> Result<(), FastForwardError> {
     let (repo, old, new) = landing_ids(env.workspace.root(), landing)?;
+    let own = parent_of(&repo, new) == Some(old);
     follow(
         env.workspace,
         &repo,
         &landing.branch,
         old,
         new,
+        own,
         env.durable(),
     )
 }

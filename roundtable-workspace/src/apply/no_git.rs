@@ -18,20 +18,30 @@ fn no_git() -> LandingError {
 /// Nothing to wait for: this build starts no push.
 pub(super) fn await_push(_id: &str) {}
 
+/// One transaction of a chain landing at one commit point.
+pub(super) struct Link<'a> {
+    /// The transaction.
+    pub id: &'a str,
+    /// Its landing.
+    #[allow(dead_code)]
+    pub landing: &'a crate::store::settings::TransactionLanding,
+    /// The paths it changes.
+    #[allow(dead_code)]
+    pub paths: &'a [RepoPath],
+}
+
 /// Refused: the commit point of a git-mode landing.
 pub(super) fn land(
     _env: super::Env<'_>,
-    id: &str,
-    _landing: &crate::store::settings::TransactionLanding,
-    _paths: &[RepoPath],
+    chain: &[Link<'_>],
 ) -> Result<
     (
-        crate::store::settings::TransactionLanding,
+        Vec<crate::store::settings::TransactionLanding>,
         Result<(), super::FastForwardError>,
     ),
     TransactionError,
 > {
-    Err(landing_error(id)(no_git()))
+    Err(landing_error(chain.last().map_or("", |l| l.id))(no_git()))
 }
 
 /// Refused: staging a landed commit in the index.

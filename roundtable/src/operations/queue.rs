@@ -21,21 +21,32 @@
 //!    conflict (one that merges onto the branch alone and conflicts only
 //!    with proposals ahead of it waits for them instead), and the stack
 //!    goes on without it.
-//! 4. Every speculative state is materialized (a copy of the working tree
+//! 4. A speculative state is materialized (a copy of the working tree
 //!    with the stack written over it) and the policy's `[checks.NAME]`
-//!    commands run in it, `depth` states at once.
-//! 5. In each lane, the proposals up to the first state that failed land
-//!    in order, each with `patch.apply` (`rebase: true`, keyed by its
-//!    entry, so a crashed run never lands one twice). Each landing leaves
-//!    the branch exactly at a state whose checks passed, so the branch
-//!    never holds a state that failed. The proposal whose state failed
-//!    (its stack passed without it) leaves the queue with the check's
-//!    output, recorded as a failed `test.record` on its revision (its
-//!    author's inbox asks for a fix); the ones behind it stay queued and
-//!    are stacked again without it next round.
+//!    commands run in it. Each lane's LAST state is checked first (every
+//!    lane's at once, `depth` at a time); when it fails, the first failing
+//!    state is found by bisection, `depth` split points checked at once
+//!    ([`bisect`]): a batch that passes costs one check run, one with a
+//!    culprit about log2 of the batch more.
+//! 5. In each lane, the proposals up to the longest state known to pass
+//!    (below the first that failed) land together, in order, in ONE
+//!    all-or-nothing step ([`super::transactions::apply_batch`]: each as
+//!    `patch.apply` with `rebase: true` lands it, keyed by its entry, so a
+//!    crashed run never lands one twice; in git mode each its own commit
+//!    and ONE branch update, or ONE push, to the last). The branch only
+//!    ever moves to a state whose checks passed. The passing state's
+//!    checks are recorded on each of them (`test.record`). The proposal
+//!    whose state failed (its stack passed without it) leaves the queue
+//!    with the check's output, recorded as a failed `test.record` on its
+//!    revision (its author's inbox asks for a fix); the ones behind it
+//!    stay queued and are stacked again without it next round. A
+//!    proposal refused at apply time ends its batch: the ones before it
+//!    land only if their own state was checked and passed, else they stay
+//!    queued for the next round.
 //!
 //! Rounds repeat until the queue is empty or a round changes nothing.
 
+mod bisect;
 mod checks;
 mod lanes;
 
@@ -357,7 +368,7 @@ pub struct QueueRun {
 
 impl super::Request for RunQueue {
     const TOOL: &'static str = "queue.run";
-    const DESCRIPTION: &'static str = "Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.";
+    const DESCRIPTION: &'static str = "Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     const IDEMPOTENT: bool = true;
@@ -583,121 +594,181 @@ fn round(
         lane_states.push((base, mine));
     }
 
-    let results = check_states(engine, policy, &states)?;
-    out.states_checked += states.len() as u32;
-    for (state, runs) in states.iter().zip(&results) {
-        let item = &items[state.item];
-        write_cx(engine, actor, |cx| {
-            for r in runs {
-                cx.event(
-                    &item.entry.id,
-                    Some(&item.proposal.id),
-                    QueueCheckedData {
-                        revision: item.revision.number,
-                        name: r.name.clone(),
-                        status: r.status,
-                        ahead: state.ahead.clone(),
-                        duration_ms: r.duration_ms,
-                    },
-                )?;
-            }
-            Ok(())
-        })?;
-        out.checks.extend(runs.iter().map(|r| StateCheck {
-            entry_id: item.entry.id.clone(),
-            proposal_id: item.proposal.id.clone(),
-            name: r.name.clone(),
-            status: r.status,
-            duration_ms: r.duration_ms,
-        }));
-    }
-
-    // Land each lane's passing prefix; hand back the first failure.
-    for (base, mine) in &lane_states {
-        if !holds(engine, base)? {
-            // The branch moved under the round (another host, a direct
-            // apply): nothing tested on the old base lands; the next round
-            // stacks again on the branch as it is.
-            progress = true;
-            continue;
-        }
-        for &s in mine {
-            let state = &states[s];
-            let item = &items[state.item];
-            let runs = &results[s];
-            if !record_checks_or_settle(engine, actor, item, runs, out)? {
-                progress = true;
-                break;
-            }
-            if let Some(failed) = runs.iter().find(|r| r.status != TestStatus::Passed) {
-                let settled = give_back(
-                    engine,
-                    actor,
-                    item,
-                    QueueReturnReason::CheckFailed,
-                    &format!(
-                        "check {} {} on this proposal stacked on {}:\n{}",
-                        failed.name,
-                        match failed.status {
-                            TestStatus::Errored => "errored",
-                            _ => "failed",
-                        },
-                        if state.ahead.is_empty() {
-                            "the branch".to_owned()
-                        } else {
-                            format!("the branch and {}", state.ahead.join(", "))
-                        },
-                        failed.output
-                    ),
-                )?;
-                out.returned.push(settled);
-                progress = true;
-                break;
-            }
-            match land(engine, actor, item) {
-                Ok(settled) => {
-                    out.landed.push(settled);
-                    progress = true;
-                }
-                // The files moved while it was prepared, or another apply
-                // held the lock: it stays queued for the next round.
-                Err(e) if matches!(e.code(), ErrorCode::PreconditionFailed | ErrorCode::Busy) => {
-                    progress = true;
-                    break;
-                }
-                // Another host's run landed (or someone withdrew) it first.
-                Err(e) if e.code() == ErrorCode::IllegalTransition => {
-                    let status = engine
-                        .store()
-                        .read(|tx| Proposal::load(tx, &item.proposal.id))?
-                        .status;
-                    out.record(settle_gone(engine, actor, &item.entry, status)?);
-                    progress = true;
-                    break;
-                }
-                Err(e) if author_must_act(e.code()) => {
-                    let settled = give_back(
-                        engine,
-                        actor,
-                        item,
-                        QueueReturnReason::ApplyRefused,
-                        &format!("patch.apply refused it: {}", e.message()),
-                    )?;
-                    out.returned.push(settled);
-                    progress = true;
-                    // The states behind it held it: test them again.
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
-            if !holds(engine, &state.overlay)? {
-                // What landed is not the state the checks passed on:
-                // stop, and stack again from the branch as it is.
-                break;
-            }
-        }
+    let searched = search_lanes(engine, actor, policy, &items, &states, &lane_states, out)?;
+    for ((base, mine), checked) in lane_states.iter().zip(&searched) {
+        let lane: Vec<(&State, &Item)> = mine
+            .iter()
+            .map(|&s| (&states[s], &items[states[s].item]))
+            .collect();
+        progress |= land_lane(engine, actor, base, &lane, checked, out)?;
     }
     Ok(progress)
+}
+
+/// What the checks said of one lane's states: the search, and each
+/// checked state's runs by its length (the proposals of the lane it
+/// holds).
+struct Checked {
+    search: bisect::Search,
+    runs: BTreeMap<usize, Vec<CheckRun>>,
+}
+
+/// Check each lane's states as [`bisect::Search`] asks — its last state
+/// first, then split points while it fails, `depth` of them at once —
+/// every lane's next states checked together. Each check run is an
+/// event (`queue.checked`, on the state's last proposal) and in `out`.
+fn search_lanes(
+    engine: &Engine,
+    actor: &Actor,
+    policy: &Policy,
+    items: &[Item],
+    states: &[State],
+    lane_states: &[(Files, Vec<usize>)],
+    out: &mut QueueRun,
+) -> Result<Vec<Checked>, ToolError> {
+    let depth = policy.queue.depth as usize;
+    let mut lanes: Vec<Checked> = lane_states
+        .iter()
+        .map(|(_, mine)| Checked {
+            search: bisect::Search::new(mine.len()),
+            runs: BTreeMap::new(),
+        })
+        .collect();
+    loop {
+        let todo: Vec<(usize, usize)> = lanes
+            .iter()
+            .enumerate()
+            .flat_map(|(l, c)| c.search.next(depth).into_iter().map(move |p| (l, p)))
+            .collect();
+        if todo.is_empty() {
+            return Ok(lanes);
+        }
+        let picked: Vec<&State> = todo
+            .iter()
+            .map(|&(l, p)| &states[lane_states[l].1[p - 1]])
+            .collect();
+        let results = check_states(engine, policy, &picked)?;
+        out.states_checked += picked.len() as u32;
+        for ((&(l, p), state), runs) in todo.iter().zip(&picked).zip(results) {
+            record_checked(engine, actor, &items[state.item], state, &runs, out)?;
+            lanes[l]
+                .search
+                .record(p, runs.iter().all(|r| r.status == TestStatus::Passed));
+            lanes[l].runs.insert(p, runs);
+        }
+    }
+}
+
+/// `queue.checked` for each of `runs` (checks of `state`, whose last
+/// proposal is `item`), and the runs in `out`.
+fn record_checked(
+    engine: &Engine,
+    actor: &Actor,
+    item: &Item,
+    state: &State,
+    runs: &[CheckRun],
+    out: &mut QueueRun,
+) -> Result<(), ToolError> {
+    write_cx(engine, actor, |cx| {
+        for r in runs {
+            cx.event(
+                &item.entry.id,
+                Some(&item.proposal.id),
+                QueueCheckedData {
+                    revision: item.revision.number,
+                    name: r.name.clone(),
+                    status: r.status,
+                    ahead: state.ahead.clone(),
+                    duration_ms: r.duration_ms,
+                },
+            )?;
+        }
+        Ok(())
+    })?;
+    out.checks.extend(runs.iter().map(|r| StateCheck {
+        entry_id: item.entry.id.clone(),
+        proposal_id: item.proposal.id.clone(),
+        name: r.name.clone(),
+        status: r.status,
+        duration_ms: r.duration_ms,
+    }));
+    Ok(())
+}
+
+/// Land what a lane's checks let land, and hand back its culprit: the
+/// proposals up to the longest state known to pass (below the first that
+/// failed) land together in one step, each with the passing state's
+/// checks recorded on it (a `test.record` each: the check counted for
+/// every proposal in the state); then the proposal whose state failed
+/// (its state without it passed) goes back to its author with the
+/// check's output as a failed `test.record`. The ones behind it stay
+/// queued, to be stacked again without it. Nothing lands when the branch
+/// moved under the round (`base`: what the lane was stacked on). Whether
+/// anything changed.
+fn land_lane(
+    engine: &Engine,
+    actor: &Actor,
+    base: &Files,
+    lane: &[(&State, &Item)],
+    checked: &Checked,
+    out: &mut QueueRun,
+) -> Result<bool, ToolError> {
+    if lane.is_empty() {
+        return Ok(false);
+    }
+    if !holds(engine, base)? {
+        // The branch moved under the round (another host, a direct
+        // apply): nothing tested on the old base lands; the next round
+        // stacks again on the branch as it is.
+        return Ok(true);
+    }
+    let passing = checked.search.passing();
+    if passing > 0 {
+        let runs = checked.runs.get(&passing).map_or(&[][..], Vec::as_slice);
+        for (_, item) in &lane[..passing] {
+            if !record_checks_or_settle(engine, actor, item, runs, out)? {
+                return Ok(true);
+            }
+        }
+        let items: Vec<&Item> = lane[..passing].iter().map(|(_, item)| *item).collect();
+        if !land(engine, actor, &items, &checked.search, out)? {
+            // Not all of it landed: the culprit is judged again next
+            // round, on what did.
+            return Ok(true);
+        }
+    }
+    let Some(culprit) = checked.search.culprit() else {
+        return Ok(passing > 0);
+    };
+    let (state, item) = lane[culprit - 1];
+    let runs = checked.runs.get(&culprit).map_or(&[][..], Vec::as_slice);
+    if !record_checks_or_settle(engine, actor, item, runs, out)? {
+        return Ok(true);
+    }
+    if let Some(failed) = runs.iter().find(|r| r.status != TestStatus::Passed) {
+        let settled = give_back(
+            engine,
+            actor,
+            item,
+            QueueReturnReason::CheckFailed,
+            &format!(
+                "check {} {} on this proposal stacked on {}:\n{}",
+                failed.name,
+                match failed.status {
+                    TestStatus::Errored => "errored",
+                    _ => "failed",
+                },
+                if state.ahead.is_empty() {
+                    "the branch".to_owned()
+                } else {
+                    format!("the branch and {}", state.ahead.join(", "))
+                },
+                failed.output
+            ),
+        )?;
+        out.returned.push(settled);
+    }
+    Ok(true)
 }
 
 /// Settle the entry of a proposal that is no longer open (`status`):
@@ -834,7 +905,7 @@ fn stack(
 fn check_states(
     engine: &Engine,
     policy: &Policy,
-    states: &[State],
+    states: &[&State],
 ) -> Result<Vec<Vec<CheckRun>>, ToolError> {
     if policy.checks.commands.is_empty() || states.is_empty() {
         return Ok(states.iter().map(|_| Vec::new()).collect());
@@ -976,31 +1047,89 @@ fn give_back(
     })
 }
 
-/// Land `item` with `patch.apply` (rebased onto the branch as it is: the
-/// state its checks passed on), keyed by its entry.
-fn land(engine: &Engine, actor: &Actor, item: &Item) -> Result<QueueEntry, ToolError> {
-    let key = Id::new(format!("{}-land", item.entry.id))
-        .map_err(|e| ToolError::invalid_argument("entry", e))?;
-    let applied = engine
-        .session(actor.clone())
-        .run(super::transactions::ApplyRevision {
+/// Land `items` (a lane's passing prefix, in order) together in one step
+/// ([`super::transactions::apply_batch`]: each as `patch.apply` with
+/// `rebase` would land it, keyed by its entry, so a crashed run never
+/// lands one twice; in git mode one branch update), and settle their
+/// entries. A proposal refused at apply time ends the batch there: the
+/// ones before it land if their state is known to pass (`search`), else
+/// none does and they stay queued; it stays queued too when only the
+/// files or the lock were in the way, goes back to its author when only
+/// its author can answer, and is settled when it is no longer open.
+/// Whether all of `items` landed.
+fn land(
+    engine: &Engine,
+    actor: &Actor,
+    items: &[&Item],
+    search: &bisect::Search,
+    out: &mut QueueRun,
+) -> Result<bool, ToolError> {
+    let mut args = Vec::with_capacity(items.len());
+    for item in items {
+        args.push(super::transactions::ApplyRevision {
             proposal_id: Id::new(&item.proposal.id)
                 .map_err(|e| ToolError::invalid_argument("proposal_id", e))?,
             revision: RevisionNumber(item.revision.number),
             transaction_id: None,
             rebase: Some(true),
-            idempotency_key: Some(key),
+            idempotency_key: Some(
+                Id::new(format!("{}-land", item.entry.id))
+                    .map_err(|e| ToolError::invalid_argument("entry", e))?,
+            ),
+        });
+    }
+    let done = match super::transactions::apply_batch(engine, actor, &args, &|k| {
+        search.known_passing(k)
+    }) {
+        Ok(done) => done,
+        // The files moved while it was prepared, or another apply held
+        // the lock: all of it stays queued for the next round.
+        Err(e) if matches!(e.code(), ErrorCode::PreconditionFailed | ErrorCode::Busy) => {
+            return Ok(false)
+        }
+        Err(e) => return Err(e),
+    };
+    let landed = done.applied.len();
+    for (item, applied) in items.iter().zip(done.applied) {
+        let settled = write_cx(engine, actor, |cx| {
+            settle(
+                cx,
+                &item.entry,
+                Settled::Landed {
+                    transaction_id: &applied.transaction.id,
+                    revision: applied.transaction.revision,
+                },
+            )
         })?;
-    write_cx(engine, actor, |cx| {
-        settle(
-            cx,
-            &item.entry,
-            Settled::Landed {
-                transaction_id: &applied.transaction.id,
-                revision: applied.transaction.revision,
-            },
-        )
-    })
+        out.landed.push(settled);
+    }
+    let Some((k, e)) = done.refused else {
+        return Ok(landed == items.len());
+    };
+    let item = items[k];
+    match e.code() {
+        ErrorCode::PreconditionFailed | ErrorCode::Busy => {}
+        // Another host's run landed (or someone withdrew) it first.
+        ErrorCode::IllegalTransition => {
+            let status = engine
+                .store()
+                .read(|tx| Proposal::load(tx, &item.proposal.id))?
+                .status;
+            out.record(settle_gone(engine, actor, &item.entry, status)?);
+        }
+        code if author_must_act(code) => {
+            let settled = give_back(
+                engine,
+                actor,
+                item,
+                QueueReturnReason::ApplyRefused,
+                &format!("patch.apply refused it: {}", e.message()),
+            )?;
+            out.returned.push(settled);
+        }
+        _ => return Err(e),
+    }
+    Ok(false)
 }
 
 /// Whether the workspace holds exactly `files` (a lane's base: what its

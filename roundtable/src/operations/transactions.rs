@@ -16,9 +16,9 @@ use super::validate::{
 use super::{remember, replay, request_digest, Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::apply::{
-    compare, created_dirs, execute, journal, restore_changeset, restore_modes, ApplyLock, Before,
-    JournalFile, PathReport, PathState, Plan, Transaction, TransactionKind, TransactionStatus,
-    Unrecovered,
+    compare, created_dirs, execute, journal, restore_changeset, restore_modes, ApplyLock, Batch,
+    Before, JournalFile, PathReport, PathState, Plan, Transaction, TransactionKind,
+    TransactionStatus, Unrecovered,
 };
 use crate::changeset::Operation;
 use crate::claims::{overlaps, Scope};
@@ -68,6 +68,16 @@ fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
     if let Some(v) = replayed(key)? {
         return Ok(Begun::Replayed(v));
     }
+    let lock = lock(engine)?;
+    if let Some(v) = replayed(key)? {
+        return Ok(Begun::Replayed(v));
+    }
+    Ok(Begun::Locked(lock, request))
+}
+
+/// The apply lock, for a journaled call; a bare repository outside git
+/// mode (no working tree to write to) is refused first.
+fn lock(engine: &Engine) -> Result<ApplyLock, ToolError> {
     if engine.workspace().is_bare() {
         let setting = engine
             .store()
@@ -87,11 +97,10 @@ fn begin<A: Serialize, O: serde::de::DeserializeOwned>(
             ));
         }
     }
-    let lock = ApplyLock::acquire(engine.root(), engine.options().busy_timeout)?;
-    if let Some(v) = replayed(key)? {
-        return Ok(Begun::Replayed(v));
-    }
-    Ok(Begun::Locked(lock, request))
+    Ok(ApplyLock::acquire(
+        engine.root(),
+        engine.options().busy_timeout,
+    )?)
 }
 
 /// The before content of every touched path that exists, read through
@@ -283,7 +292,7 @@ fn not_trivial(args: &ApplyRevision, report: &ValidationReport) -> ToolError {
 /// `patch.apply`: finish what an earlier apply left, validate the revision
 /// once more (rebased first when asked), then journal and land it under a
 /// guard that checks, in the journal's own transaction, that nothing
-/// validation relied on changed since.
+/// validation relied on changed since. A batch of one ([`apply_batch`]).
 fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied, ToolError> {
     const NAME: &str = <ApplyRevision as super::Request>::TOOL;
     let key = args.idempotency_key.clone();
@@ -294,8 +303,160 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     if let Some(v) = finish_earlier_applies(engine, actor, key.as_ref(), &request)? {
         return Ok(v);
     }
+    let mut batch = Batch::new(engine.tx_env(), actor);
+    let started = start_apply(engine, actor, &args, request, &mut batch)?;
+    let mut out = batch.finish(|_, tx, transaction, now| {
+        started.record(
+            &Cx {
+                engine,
+                tx,
+                actor,
+                now,
+            },
+            transaction,
+        )
+    })?;
+    Ok(out.pop().expect("a batch of one lands one"))
+}
+
+/// What [`apply_batch`] did.
+pub(crate) struct BatchApplied {
+    /// The proposals that landed, in order: the whole batch, or the ones
+    /// before the refused one, or none.
+    pub(crate) applied: Vec<Applied>,
+    /// The first proposal refused, by its position in the batch, and
+    /// why; none after it was tried.
+    pub(crate) refused: Option<(usize, ToolError)>,
+}
+
+/// Land `items` (approved revisions, each as `patch.apply` with the same
+/// arguments would land it: validated, evidence and claims checked,
+/// fenced by the same guard, rebased when asked — each against the state
+/// it lands on: the branch and the items before it) together, in order,
+/// in ONE all-or-nothing step under one apply lock: each its own
+/// transaction (in git mode its own commit with its own message and
+/// trailers, its parent the item before's), journaled and written in
+/// turn, then ONE branch update (or push) to the last commit and every
+/// outcome in ONE SQL transaction ([`Batch`]). Each item's idempotency
+/// key is remembered with its result, as `patch.apply`'s.
+///
+/// When item `k` (0-based) is refused, none after it is tried, and the
+/// `k` before it land together only if `landable(k)` (the state they
+/// make was checked); otherwise they are undone (recorded `recovered`)
+/// and nothing lands. Its refusal is returned with what landed. An
+/// error of the commit point (the branch moved) undoes them all.
+pub(crate) fn apply_batch(
+    engine: &Engine,
+    actor: &Actor,
+    items: &[ApplyRevision],
+    landable: &dyn Fn(usize) -> bool,
+) -> Result<BatchApplied, ToolError> {
+    const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+    let _lock = lock(engine)?;
+    finish_earlier_applies(engine, actor, None, "")?;
+    let mut batch = Batch::new(engine.tx_env(), actor);
+    let mut started = Vec::with_capacity(items.len());
+    let mut refused = None;
+    for (k, args) in items.iter().enumerate() {
+        let request = request_digest(NAME, args);
+        match start_apply(engine, actor, args, request, &mut batch) {
+            Ok(s) => started.push(s),
+            Err(e) => {
+                refused = Some((k, e));
+                break;
+            }
+        }
+    }
+    if let Some((k, e)) = &refused {
+        if !landable(*k) {
+            batch.abandon(&format!(
+                "proposal {} of the batch was refused ({}), and the ones before it were not checked without the rest",
+                k + 1,
+                e.code().as_str()
+            ))?;
+            return Ok(BatchApplied {
+                applied: Vec::new(),
+                refused,
+            });
+        }
+    }
+    let applied = batch.finish(|i, tx, transaction, now| {
+        started[i].record(
+            &Cx {
+                engine,
+                tx,
+                actor,
+                now,
+            },
+            transaction,
+        )
+    })?;
+    Ok(BatchApplied { applied, refused })
+}
+
+/// A revision started in a [`Batch`] (journaled, its files written), and
+/// what recording its outcome needs.
+struct StartedApply {
+    /// The proposal as validation read it.
+    proposal: Proposal,
+    /// The revision that lands (the rebase's, when rebased).
+    revision: u32,
+    /// The author's claims the change served.
+    used: BTreeSet<String>,
+    /// The paths it changes.
+    landed_paths: Vec<String>,
+    /// The validation report it passed.
+    report: ValidationReport,
+    /// Its idempotency key, and the request's digest.
+    key: Option<Id>,
+    request: String,
+}
+
+impl StartedApply {
+    /// Its outcome, in the batch's outcome transaction: the proposal
+    /// applied, claims released, events, the result remembered under
+    /// its key.
+    fn record(&self, cx: &Cx<'_>, transaction: &Transaction) -> Result<Applied, ToolError> {
+        const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+        let released = land_outcome(
+            cx,
+            &self.proposal,
+            self.revision,
+            &self.used,
+            transaction,
+            &self.landed_paths,
+        )?;
+        let out = Applied {
+            transaction: transaction.clone(),
+            proposal: Proposal::load(cx.tx, &self.proposal.id)?,
+            released_claims: released,
+            validation: self.report.clone(),
+        };
+        if let Some(key) = &self.key {
+            remember(cx, key, NAME, &self.request, &out)?;
+        }
+        Ok(out)
+    }
+}
+
+/// `patch.apply`'s work for one revision, up to its commit point: rebase
+/// it first when asked, validate it once more against the files as they
+/// stand (the branch and whatever `batch` started before it), plan its
+/// landing (in git mode its commit, on the batch's last one or the
+/// branch), and start it in `batch` under a guard that checks, in the
+/// journal's own transaction, that nothing validation relied on changed
+/// since. A refusal starts nothing.
+fn start_apply(
+    engine: &Engine,
+    actor: &Actor,
+    args: &ApplyRevision,
+    request: String,
+    batch: &mut Batch<'_>,
+) -> Result<StartedApply, ToolError> {
+    const NAME: &str = <ApplyRevision as super::Request>::TOOL;
+    let key = args.idempotency_key.clone();
     let rebased = if args.rebase == Some(true) {
-        rebase_first(engine, actor, &args)?
+        rebase_first(engine, actor, args)?
     } else {
         None
     };
@@ -305,13 +466,13 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     // nothing changed since.
     let ws = engine.workspace().view();
     let (evidence, report, changeset) =
-        validate_for_apply(engine, actor, &args, &ws, rebased.as_ref())?;
+        validate_for_apply(engine, actor, args, &ws, rebased.as_ref())?;
     if let Some(r) = &rebased {
         if !crate::changeset::same_change(
             r.from_change_id.as_deref(),
             r.record.change_id.as_deref(),
         ) {
-            return Err(not_trivial(&args, &report));
+            return Err(not_trivial(args, &report));
         }
     }
     let revision = rebased
@@ -324,8 +485,15 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
         .transaction_id
         .clone()
         .unwrap_or_else(|| engine.ids().next("tx", engine.now().0));
-    let (landing, changeset) =
-        landing_form(engine, actor, changeset, &evidence, &report, id.as_str())?;
+    let (landing, changeset) = landing_form(
+        engine,
+        actor,
+        changeset,
+        &evidence,
+        &report,
+        id.as_str(),
+        batch.last_landing(),
+    )?;
     let touched = touched_files(&changeset);
     let landed_paths = changed_paths(&changeset);
     let used = used_claims(&evidence.claims, &changeset, &snapshot);
@@ -334,7 +502,7 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
     let guard = JournalGuard {
         engine,
         actor,
-        args: &args,
+        args,
         ws: &ws,
         proposal: &proposal,
         revision,
@@ -364,32 +532,16 @@ fn apply(engine: &Engine, actor: &Actor, args: ApplyRevision) -> Result<Applied,
                    "validation": report})
         }),
     };
-    execute(
-        engine.tx_env(),
-        actor,
-        plan,
-        Some(&guard),
-        |tx, transaction, now| {
-            let cx = &Cx {
-                engine,
-                tx,
-                actor,
-                now,
-            };
-            let released =
-                land_outcome(cx, &proposal, revision, &used, transaction, &landed_paths)?;
-            let out = Applied {
-                transaction: transaction.clone(),
-                proposal: Proposal::load(cx.tx, &proposal.id)?,
-                released_claims: released,
-                validation: report.clone(),
-            };
-            if let Some(key) = &key {
-                remember(cx, key, NAME, &request, &out)?;
-            }
-            Ok(out)
-        },
-    )
+    batch.start(plan, Some(&guard))?;
+    Ok(StartedApply {
+        proposal,
+        revision,
+        used,
+        landed_paths,
+        report,
+        key,
+        request,
+    })
 }
 
 /// Under the apply lock no apply of this clone is in flight: one its
@@ -542,7 +694,8 @@ fn require_valid(report: &ValidationReport) -> Result<(), ToolError> {
 
 /// The landing of transaction `id` and the changeset it writes: none and
 /// `changeset` itself in working-tree mode; in git mode, the planned
-/// commit, and the files `git checkout` of it writes (`.gitattributes`):
+/// commit (on `after`'s, a transaction of the same batch, when given),
+/// and the files `git checkout` of it writes (`.gitattributes`):
 /// the changeset in that form.
 fn landing_form(
     engine: &Engine,
@@ -551,6 +704,7 @@ fn landing_form(
     evidence: &super::validate::Evidence,
     report: &ValidationReport,
     id: &str,
+    after: Option<&store::settings::TransactionLanding>,
 ) -> Result<
     (
         Option<store::settings::TransactionLanding>,
@@ -571,6 +725,7 @@ fn landing_form(
         &apply_message(evidence, report, id)?,
         &identity(engine, "agent", &evidence.proposal.author),
         &identity(engine, actor.kind.as_str(), actor.id.as_str()),
+        after,
     )?;
     Ok((Some(landing), worktree.unwrap_or(changeset)))
 }
@@ -1045,6 +1200,7 @@ fn plan_landing(
     message: &str,
     author: &crate::landing::Identity,
     committer: &crate::landing::Identity,
+    after: Option<&store::settings::TransactionLanding>,
 ) -> Result<
     (
         store::settings::TransactionLanding,
@@ -1079,6 +1235,75 @@ fn plan_landing(
             },
         ));
     }
+    let moved = |actual: Option<String>| {
+        landing_refusal(LandingError::BranchMoved {
+            remote: None,
+            branch: branch.to_owned(),
+            expected: "a commit".into(),
+            actual,
+        })
+    };
+    let (old, remote) = match after {
+        // The next commit of a batch: on the one before it (its files
+        // are written; the branch moves once, to the last).
+        Some(after) if after.branch == branch => {
+            let old = git2::Oid::from_str(&after.new_id).map_err(|source| {
+                landing_refusal(LandingError::Git {
+                    what: "read the batch's last commit",
+                    source,
+                })
+            })?;
+            (old, after.remote.clone())
+        }
+        Some(after) => return Err(moved(Some(after.branch.clone()))),
+        None => branch_tip(engine, &repo, setting, branch, changeset)?,
+    };
+    if let Some(path) = landing::first_difference(&repo, old, changeset).map_err(landing_refusal)? {
+        let message = if bare {
+            format!(
+                "{path} changed on {branch} since the change was validated: rebase it, then apply"
+            )
+        } else {
+            format!("{path} in the working tree is not what {branch} holds (an uncommitted change): commit or discard it, then apply")
+        };
+        return Err(ToolError::new(
+            message,
+            PreconditionFailedDetails {
+                path: Some(path.to_string()),
+                reference: Some(branch.to_owned()),
+                remote: Some(remote),
+                ..PreconditionFailedDetails::default()
+            },
+        ));
+    }
+    let converted = landing::convert(&repo, changeset).map_err(landing_refusal)?;
+    let blobs = converted.as_ref().map_or(changeset, |c| &c.blobs);
+    let built = landing::build_commit(&repo, old, blobs, message, author, committer)
+        .map_err(landing_refusal)?;
+    Ok((
+        store::settings::TransactionLanding {
+            branch: branch.to_owned(),
+            old_id: old.to_string(),
+            new_id: built.id.to_string(),
+            remote,
+        },
+        converted.map(|c| c.worktree),
+    ))
+}
+
+/// The commit a change lands on: the branch's tip — with a remote, its
+/// tip there, fetched, this repository's branch brought forward to it
+/// (see [`plan_landing`]) — and the remote's location.
+#[cfg(feature = "git")]
+fn branch_tip(
+    engine: &Engine,
+    repo: &git2::Repository,
+    setting: &crate::model::Landing,
+    branch: &str,
+    changeset: &crate::changeset::Changeset,
+) -> Result<(git2::Oid, Option<String>), ToolError> {
+    use crate::landing::{self, LandingError};
+    let bare = engine.workspace().is_bare();
     let moved = |actual: Option<String>| {
         landing_refusal(LandingError::BranchMoved {
             remote: None,
@@ -1159,37 +1384,7 @@ fn plan_landing(
             Some(location)
         }
     };
-    if let Some(path) = landing::first_difference(&repo, old, changeset).map_err(landing_refusal)? {
-        let message = if bare {
-            format!(
-                "{path} changed on {branch} since the change was validated: rebase it, then apply"
-            )
-        } else {
-            format!("{path} in the working tree is not what {branch} holds (an uncommitted change): commit or discard it, then apply")
-        };
-        return Err(ToolError::new(
-            message,
-            PreconditionFailedDetails {
-                path: Some(path.to_string()),
-                reference: Some(branch.to_owned()),
-                remote: Some(remote),
-                ..PreconditionFailedDetails::default()
-            },
-        ));
-    }
-    let converted = landing::convert(&repo, changeset).map_err(landing_refusal)?;
-    let blobs = converted.as_ref().map_or(changeset, |c| &c.blobs);
-    let built = landing::build_commit(&repo, old, blobs, message, author, committer)
-        .map_err(landing_refusal)?;
-    Ok((
-        store::settings::TransactionLanding {
-            branch: branch.to_owned(),
-            old_id: old.to_string(),
-            new_id: built.id.to_string(),
-            remote,
-        },
-        converted.map(|c| c.worktree),
-    ))
+    Ok((old, remote))
 }
 
 /// A build without the `git` feature builds no commit: git mode is refused
@@ -1204,6 +1399,7 @@ fn plan_landing(
     _message: &str,
     _author: &crate::landing::Identity,
     _committer: &crate::landing::Identity,
+    _after: Option<&store::settings::TransactionLanding>,
 ) -> Result<
     (
         store::settings::TransactionLanding,
@@ -1596,7 +1792,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
             .map_err(landing_refusal)?;
             let host = identity(engine, actor.kind.as_str(), actor.id.as_str());
             let (landing, worktree) =
-                plan_landing(engine, &changeset, &setting, &message, &host, &host)?;
+                plan_landing(engine, &changeset, &setting, &message, &host, &host, None)?;
             if let Some(worktree) = worktree {
                 changeset = worktree;
             }

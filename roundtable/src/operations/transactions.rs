@@ -1317,8 +1317,8 @@ fn branch_tip(
         None => None,
         Some(name) => {
             let (remote_repo, location) =
-                landing::open_remote(&repo, name).map_err(landing_refusal)?;
-            let tip = landing::fetch(&repo, &remote_repo, branch)
+                landing::open_remote(repo, name).map_err(landing_refusal)?;
+            let tip = landing::fetch(repo, &remote_repo, branch)
                 .map_err(landing_refusal)?
                 .ok_or_else(|| {
                     landing_refusal(LandingError::BranchMoved {
@@ -1329,14 +1329,14 @@ fn branch_tip(
                     })
                 })?;
             if tip != old {
-                let behind = landing::contains(&repo, tip, old).map_err(landing_refusal)?;
+                let behind = landing::contains(repo, tip, old).map_err(landing_refusal)?;
                 // A working tree behind the remote is brought forward when
                 // the commits it lacks touch none of the change's paths
                 // (they would make the change stale) and it is clean where
                 // they change it.
                 let untouched = behind
                     && landing::first_changed(
-                        &repo,
+                        repo,
                         old,
                         tip,
                         changeset.files().iter().map(|f| &f.path),
@@ -1346,7 +1346,7 @@ fn branch_tip(
                 if !bare && untouched {
                     crate::apply::fast_forward(
                         engine.workspace(),
-                        &repo,
+                        repo,
                         branch,
                         old,
                         tip,
@@ -1376,7 +1376,7 @@ fn branch_tip(
                         },
                     ));
                 } else {
-                    landing::move_branch(&repo, branch, old, tip, "roundtable: fetch")
+                    landing::move_branch(repo, branch, old, tip, "roundtable: fetch")
                         .map_err(landing_refusal)?;
                     old = tip;
                 }

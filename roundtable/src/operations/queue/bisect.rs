@@ -107,7 +107,7 @@ mod tests {
             for p in next {
                 assert!(p >= 1 && p <= len, "{p} of {len}");
                 checked += 1;
-                s.record(p, first_bad.map_or(true, |b| p < b));
+                s.record(p, first_bad.is_none_or(|b| p < b));
             }
         }
     }

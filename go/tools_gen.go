@@ -1197,7 +1197,7 @@ func (s *Session) QueueRemove(ctx context.Context, args QueueRemoveArgs) (*Queue
 	return out, nil
 }
 
-// QueueRun calls `queue.run`: Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+// QueueRun calls `queue.run`: Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
 //
 // Called by: orchestrator. Changes state. Idempotent. Destructive.
 func (s *Session) QueueRun(ctx context.Context, args QueueRunArgs) (*QueueRun, error) {

@@ -1246,7 +1246,7 @@ class ToolMethods:
         idempotency_key: Optional[str] = None,
         max_rounds: Optional[int] = None,
     ) -> QueueRun:
-        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
 
         ``queue.run``; called by: orchestrator. Changes state (idempotent).
         """
@@ -2540,7 +2540,7 @@ class AsyncToolMethods:
         idempotency_key: Optional[str] = None,
         max_rounds: Optional[int] = None,
     ) -> QueueRun:
-        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
 
         ``queue.run``; called by: orchestrator. Changes state (idempotent).
         """

@@ -35,9 +35,17 @@
 //!    are stacked again without it next round.
 //!
 //! Rounds repeat until the queue is empty or a round changes nothing.
+//!
+//! A check may also be external (`[checks.NAME] external = true`): its
+//! states are left for a runner and announced, and its `test.record`
+//! answers them ([`external`]).
 
 mod checks;
+mod external;
 mod lanes;
+
+pub use external::QueueCheckRequest;
+pub(crate) use external::{waiting as waiting_checks, why as check_why, ACTION as CHECK_ACTION};
 
 use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
 use super::details::{ConflictDetails, ConflictReason, PreconditionFailedDetails};
@@ -213,7 +221,12 @@ impl super::Request for RemoveFromQueue {
     const DESTRUCTIVE: bool = true;
     type Output = QueueEntryResult;
 
-    store_tool!();
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<QueueEntryResult, ToolError> {
+        let out = super::run_tool::<Self>(engine, actor, self)?;
+        // What was left for its external checks goes with it.
+        external::sweep(engine)?;
+        Ok(out)
+    }
 }
 
 impl Tool for RemoveFromQueue {
@@ -436,6 +449,7 @@ fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, Tool
             break;
         }
     }
+    external::sweep(engine)?;
     out.still_queued = engine.store().read(|tx| {
         Ok::<_, ToolError>(store::queue::list(tx, Some(QueueStatus::Queued), 0, i64::MAX)?.len())
     })? as u32;
@@ -490,8 +504,8 @@ fn round(
     landable: &BTreeSet<String>,
     out: &mut QueueRun,
 ) -> Result<bool, ToolError> {
+    let mut progress = external::take_failed_answers(engine, actor, policy, out)?;
     let (items, gone) = load_items(engine)?;
-    let mut progress = false;
     for (entry, status) in gone {
         let settled = settle_gone(engine, actor, &entry, status)?;
         out.record(settled);
@@ -583,7 +597,16 @@ fn round(
         lane_states.push((base, mine));
     }
 
-    let results = check_states(engine, policy, &states)?;
+    let mut results = check_states(engine, policy, &states)?;
+    let waits = external::check(
+        engine,
+        actor,
+        policy,
+        &items,
+        &states,
+        &lane_states,
+        &mut results,
+    )?;
     out.states_checked += states.len() as u32;
     for (state, runs) in states.iter().zip(&results) {
         let item = &items[state.item];
@@ -625,6 +648,11 @@ fn round(
             let state = &states[s];
             let item = &items[state.item];
             let runs = &results[s];
+            if waits[s] && runs.iter().all(|r| r.status == TestStatus::Passed) {
+                // An external check has not answered: it and the states
+                // behind it wait.
+                break;
+            }
             if !record_checks_or_settle(engine, actor, item, runs, out)? {
                 progress = true;
                 break;
@@ -836,7 +864,7 @@ fn check_states(
     policy: &Policy,
     states: &[State],
 ) -> Result<Vec<Vec<CheckRun>>, ToolError> {
-    if policy.checks.commands.is_empty() || states.is_empty() {
+    if policy.checks.run_by_engine().next().is_none() || states.is_empty() {
         return Ok(states.iter().map(|_| Vec::new()).collect());
     }
     let options = crate::state::StateOptions {
@@ -856,19 +884,18 @@ fn check_states(
                 let runs = match checks::materialize(engine.root(), &files, &state.overlay) {
                     Ok(dir) => policy
                         .checks
-                        .commands
-                        .iter()
+                        .run_by_engine()
                         .map(|(name, c)| checks::run(name, c, dir.path()))
                         .collect(),
                     Err(e) => policy
                         .checks
-                        .commands
-                        .keys()
-                        .map(|name| CheckRun {
+                        .run_by_engine()
+                        .map(|(name, _)| CheckRun {
                             name: name.clone(),
                             status: TestStatus::Errored,
                             output: format!("the state could not be materialized: {e}"),
                             duration_ms: 0,
+                            recorded: false,
                         })
                         .collect(),
                 };
@@ -917,7 +944,7 @@ fn record_checks(
     runs: &[CheckRun],
 ) -> Result<(), ToolError> {
     let session = engine.session(actor.clone());
-    for r in runs {
+    for r in runs.iter().filter(|r| !r.recorded) {
         let name = Title::new(&r.name).map_err(|e| ToolError::invalid_argument("name", e))?;
         let output = if r.output.trim().is_empty() {
             "(no output)"

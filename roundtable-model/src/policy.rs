@@ -850,9 +850,7 @@ impl Place<'_> {
                     "an external check is run outside the engine: its environment is the runner's own".into(),
                 ));
             }
-            let timeout_s = c
-                .timeout_s
-                .unwrap_or(if external { 3600 } else { 600 });
+            let timeout_s = c.timeout_s.unwrap_or(if external { 3600 } else { 600 });
             if !(1..=86_400).contains(&timeout_s) {
                 return Err(self.invalid(
                     key("timeout_s"),

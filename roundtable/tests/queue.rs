@@ -1050,7 +1050,11 @@ fn issue34_item2_an_external_check_is_announced_once_and_a_passed_answer_lands_i
         &format!("ran on {}: {output}", ra["state"].as_str().expect("state")),
     );
     let run = w.ok("queue.run", json!({}), &w.host);
-    assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![pids[0].clone()], "{run:#}");
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[0].clone()],
+        "{run:#}"
+    );
     assert_eq!(run["still_queued"], 1);
     let requests = check_requests(&w);
     assert_eq!(requests.len(), 3, "{requests:#?}");
@@ -1062,11 +1066,18 @@ fn issue34_item2_an_external_check_is_announced_once_and_a_passed_answer_lands_i
     assert!(!path_a.exists() && !path_b.exists());
     let items = check_items(&w);
     assert_eq!(items.len(), 1);
-    assert_eq!(items[0]["queue_check"]["state"], requests[2]["data"]["state"]);
+    assert_eq!(
+        items[0]["queue_check"]["state"],
+        requests[2]["data"]["state"]
+    );
 
     answer(&w, &pids[1], "passed", "green");
     let run = w.ok("queue.run", json!({}), &w.host);
-    assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![pids[1].clone()], "{run:#}");
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[1].clone()],
+        "{run:#}"
+    );
     assert_eq!(run["still_queued"], 0);
     assert_eq!(left_states(&w), Vec::<String>::new());
     assert_eq!(check_items(&w), Vec::<Value>::new());
@@ -1118,7 +1129,11 @@ fn issue34_item2_a_state_made_void_by_the_branch_moving_is_announced_again() {
     };
     let b = w.agent("b0", &["author"]);
     let pid = approved(&w, &b, &other);
-    w.ok("patch.apply", json!({"proposal_id": pid, "revision": 1}), &w.host);
+    w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
     // The answer was for the old state: nothing lands, the new state is
     // announced.
     let run = w.ok("queue.run", json!({}), &w.host);
@@ -1139,14 +1154,21 @@ fn issue34_item2_a_state_made_void_by_the_branch_moving_is_announced_again() {
         &w,
         &pids[0],
         "passed",
-        &format!("late: {}", first[0]["data"]["state"].as_str().expect("state")),
+        &format!(
+            "late: {}",
+            first[0]["data"]["state"].as_str().expect("state")
+        ),
     );
     let run = w.ok("queue.run", json!({}), &w.host);
     assert_eq!(run["landed"], json!([]), "{run:#}");
     assert_eq!(check_requests(&w).len(), 2);
     answer(&w, &pids[0], "passed", "green");
     let run = w.ok("queue.run", json!({}), &w.host);
-    assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![pids[0].clone()], "{run:#}");
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[0].clone()],
+        "{run:#}"
+    );
 }
 
 #[test]
@@ -1183,7 +1205,10 @@ fn issue34_item2_bad_external_check_policy_is_refused_with_the_key() {
             "version = 1\n[checks.e2e]\nexternal = true\ncommand = [\"true\"]\n",
             "checks.e2e.external",
         ),
-        ("version = 1\n[checks.e2e]\nexternal = false\n", "checks.e2e.command"),
+        (
+            "version = 1\n[checks.e2e]\nexternal = false\n",
+            "checks.e2e.command",
+        ),
         (
             "version = 1\n[checks.e2e]\nexternal = true\nenv = { CI = \"1\" }\n",
             "checks.e2e.env",
@@ -1243,16 +1268,30 @@ fn issue34_item2_in_git_mode_the_state_is_a_commit_under_a_queue_ref_until_settl
     // The commit is on the branch tip, kept under the entry's ref.
     assert_eq!(git(d, &["rev-parse", &format!("{commit}^")]).trim(), tip);
     assert_eq!(
-        git(d, &["rev-parse", &format!("refs/roundtable/queue/{entry_b}")]).trim(),
+        git(
+            d,
+            &["rev-parse", &format!("refs/roundtable/queue/{entry_b}")]
+        )
+        .trim(),
         commit
     );
-    assert_eq!(git(d, &["rev-parse", "main"]).trim(), tip, "the branch did not move");
+    assert_eq!(
+        git(d, &["rev-parse", "main"]).trim(),
+        tip,
+        "the branch did not move"
+    );
     // Checked out, it holds the branch, A and B, and passes.
     let scratch = tempfile::tempdir().expect("scratch");
     let worktree = scratch.path().join("state");
     git(
         d,
-        &["worktree", "add", "--detach", worktree.to_str().expect("utf-8"), &commit],
+        &[
+            "worktree",
+            "add",
+            "--detach",
+            worktree.to_str().expect("utf-8"),
+            &commit,
+        ],
     );
     for c in &changes {
         assert_eq!(
@@ -1261,17 +1300,33 @@ fn issue34_item2_in_git_mode_the_state_is_a_commit_under_a_queue_ref_until_settl
         );
     }
     assert!(check_passes(&worktree).0);
-    git(d, &["worktree", "remove", "--force", worktree.to_str().expect("utf-8")]);
+    git(
+        d,
+        &[
+            "worktree",
+            "remove",
+            "--force",
+            worktree.to_str().expect("utf-8"),
+        ],
+    );
     // The inbox names the commit.
     let items = check_items(&w);
     assert_eq!(items[1]["queue_check"]["commit"], commit.as_str());
 
     answer(&w, &pids[0], "passed", "green");
     let run = w.ok("queue.run", json!({}), &w.host);
-    assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![pids[0].clone()], "{run:#}");
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[0].clone()],
+        "{run:#}"
+    );
     answer(&w, &pids[1], "passed", "green");
     let run = w.ok("queue.run", json!({}), &w.host);
-    assert_eq!(proposal_ids(&entries_of(&run, "landed")), vec![pids[1].clone()], "{run:#}");
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[1].clone()],
+        "{run:#}"
+    );
     // Settled: the queue's refs are gone, the repository is sound.
     assert_eq!(
         git(d, &["for-each-ref", "refs/roundtable/queue/"]).trim(),

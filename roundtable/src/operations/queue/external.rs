@@ -323,8 +323,7 @@ pub(super) fn check(
     results: &mut [Vec<CheckRun>],
 ) -> Result<Vec<bool>, ToolError> {
     let mut waits = vec![false; states.len()];
-    let external: Vec<(&String, &crate::policy::CheckCommand)> =
-        policy.checks.external().collect();
+    let external: Vec<(&String, &crate::policy::CheckCommand)> = policy.checks.external().collect();
     if external.is_empty() || states.is_empty() {
         return Ok(waits);
     }
@@ -349,9 +348,7 @@ pub(super) fn check(
             })?;
             let mut announce = Vec::new();
             for &(name, c) in &external {
-                let current = requests
-                    .get(name)
-                    .filter(|(r, _)| r.data.state == digest);
+                let current = requests.get(name).filter(|(r, _)| r.data.state == digest);
                 match current {
                     Some((_, Some(t))) => results[s].push(CheckRun {
                         name: name.clone(),
@@ -368,9 +365,7 @@ pub(super) fn check(
                         duration_ms: t.duration_ms.unwrap_or(0),
                         recorded: true,
                     }),
-                    Some((r, None))
-                        if now.0 >= r.at.0 + i64::from(r.data.timeout_s) * 1000 =>
-                    {
+                    Some((r, None)) if now.0 >= r.at.0 + i64::from(r.data.timeout_s) * 1000 => {
                         results[s].push(CheckRun {
                             name: name.clone(),
                             status: TestStatus::Errored,
@@ -401,7 +396,9 @@ pub(super) fn check(
                         results[s].push(CheckRun {
                             name,
                             status: TestStatus::Errored,
-                            output: format!("the state could not be left for the external check: {e}"),
+                            output: format!(
+                                "the state could not be left for the external check: {e}"
+                            ),
                             duration_ms: 0,
                             recorded: false,
                         });
@@ -476,7 +473,9 @@ enum Place {
 
 impl Place {
     fn new(engine: &Engine, policy: &Policy) -> Result<Place, ToolError> {
-        let landing = engine.store().read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
+        let landing = engine
+            .store()
+            .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
         match landing.branch_ref() {
             #[cfg(feature = "git")]
             Some(branch) => Ok(Place::Git { branch }),
@@ -509,19 +508,20 @@ impl Place {
                         listed.insert(crate::state::listed_files(engine.root(), &options)?)
                     }
                 };
-                let path = leave_files(engine.root(), &item.entry.id, files, &state.overlay, digest)
-                    .map_err(|e| {
-                        ToolError::new(
-                            format!(
-                                "{}: the state could not be left for an external check: {e}",
-                                states_dir(engine.root()).display()
-                            ),
-                            crate::operations::details::IoDetails {
-                                path: Some(STATES_DIR.to_owned()),
-                                ..crate::operations::details::IoDetails::default()
-                            },
-                        )
-                    })?;
+                let path =
+                    leave_files(engine.root(), &item.entry.id, files, &state.overlay, digest)
+                        .map_err(|e| {
+                            ToolError::new(
+                                format!(
+                                    "{}: the state could not be left for an external check: {e}",
+                                    states_dir(engine.root()).display()
+                                ),
+                                crate::operations::details::IoDetails {
+                                    path: Some(STATES_DIR.to_owned()),
+                                    ..crate::operations::details::IoDetails::default()
+                                },
+                            )
+                        })?;
                 Ok((None, Some(path.display().to_string())))
             }
             #[cfg(feature = "git")]

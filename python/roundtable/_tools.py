@@ -1246,7 +1246,7 @@ class ToolMethods:
         idempotency_key: Optional[str] = None,
         max_rounds: Optional[int] = None,
     ) -> QueueRun:
-        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. An external check ([checks.NAME] external = true) is not run: each state it needs is left as a commit under refs/roundtable/queue/ENTRY (git mode) or a directory under .roundtable/queue/ (files mode) and announced once (a queue.check_requested event, a run_queue_check item in the orchestrator's inbox); its proposal waits until a test.record of that name on its revision answers (passed: it lands; failed or errored: it goes back with the note; no answer within timeout_s: it goes back). Repeats until the queue is empty or a round changes nothing.
 
         ``queue.run``; called by: orchestrator. Changes state (idempotent).
         """
@@ -2540,7 +2540,7 @@ class AsyncToolMethods:
         idempotency_key: Optional[str] = None,
         max_rounds: Optional[int] = None,
     ) -> QueueRun:
-        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. An external check ([checks.NAME] external = true) is not run: each state it needs is left as a commit under refs/roundtable/queue/ENTRY (git mode) or a directory under .roundtable/queue/ (files mode) and announced once (a queue.check_requested event, a run_queue_check item in the orchestrator's inbox); its proposal waits until a test.record of that name on its revision answers (passed: it lands; failed or errored: it goes back with the note; no answer within timeout_s: it goes back). Repeats until the queue is empty or a round changes nothing.
 
         ``queue.run``; called by: orchestrator. Changes state (idempotent).
         """

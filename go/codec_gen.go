@@ -4746,6 +4746,10 @@ func (x *InboxItem) encodeFields(e *encoder, start int) {
 	e.str(string(x.Action), "action")
 	e.key(start, "\"why\":")
 	e.str(x.Why, "why")
+	if x.QueueCheck != nil {
+		e.key(start, "\"queue_check\":")
+		x.QueueCheck.encode(e)
+	}
 }
 
 func (x *InboxItem) decode(d *decoder) {
@@ -4770,6 +4774,14 @@ func (x *InboxItem) decode(d *decoder) {
 		case "why":
 			if !d.null() {
 				x.Why = d.str()
+			}
+		case "queue_check":
+			if d.null() {
+				x.QueueCheck = nil
+			} else {
+				p1 := new(QueueCheckRequest)
+				(*p1).decode(d)
+				x.QueueCheck = p1
 			}
 		default:
 			d.skip()
@@ -9916,6 +9928,210 @@ func (x ProposalWithdrawnData) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ProposalWithdrawnData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueCheckRequest) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueCheckRequest) encodeFields(e *encoder, start int) {
+	e.key(start, "\"entry_id\":")
+	e.str(x.EntryID, "entry_id")
+	e.key(start, "\"name\":")
+	e.str(x.Name, "name")
+	e.key(start, "\"ahead\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Ahead {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Ahead[i1], "ahead")
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"state\":")
+	e.str(x.State, "state")
+	e.key(start, "\"requested_at\":")
+	e.time(x.RequestedAt)
+	e.key(start, "\"timeout_s\":")
+	e.duration(x.Timeout, time.Second)
+	if x.Commit != nil {
+		e.key(start, "\"commit\":")
+		e.str(*x.Commit, "commit")
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+}
+
+func (x *QueueCheckRequest) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "entry_id":
+			if !d.null() {
+				x.EntryID = d.str()
+			}
+		case "name":
+			if !d.null() {
+				x.Name = d.str()
+			}
+		case "ahead":
+			if d.null() {
+				x.Ahead = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Ahead = s2
+			}
+		case "state":
+			if !d.null() {
+				x.State = d.str()
+			}
+		case "requested_at":
+			if !d.null() {
+				x.RequestedAt = d.time()
+			}
+		case "timeout_s":
+			if !d.null() {
+				x.Timeout = d.duration(time.Second)
+			}
+		case "commit":
+			if d.null() {
+				x.Commit = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Commit = p3
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Path = p4
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueCheckRequest) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueCheckRequest) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *QueueCheckRequestedData) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *QueueCheckRequestedData) encodeFields(e *encoder, start int) {
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"name\":")
+	e.str(x.Name, "name")
+	e.key(start, "\"ahead\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Ahead {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Ahead[i1], "ahead")
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"state\":")
+	e.str(x.State, "state")
+	e.key(start, "\"timeout_s\":")
+	e.duration(x.Timeout, time.Second)
+	if x.Commit != nil {
+		e.key(start, "\"commit\":")
+		e.str(*x.Commit, "commit")
+	}
+	if x.Path != nil {
+		e.key(start, "\"path\":")
+		e.str(*x.Path, "path")
+	}
+}
+
+func (x *QueueCheckRequestedData) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "name":
+			if !d.null() {
+				x.Name = d.str()
+			}
+		case "ahead":
+			if d.null() {
+				x.Ahead = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Ahead = s2
+			}
+		case "state":
+			if !d.null() {
+				x.State = d.str()
+			}
+		case "timeout_s":
+			if !d.null() {
+				x.Timeout = d.duration(time.Second)
+			}
+		case "commit":
+			if d.null() {
+				x.Commit = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Commit = p3
+			}
+		case "path":
+			if d.null() {
+				x.Path = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.Path = p4
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x QueueCheckRequestedData) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *QueueCheckRequestedData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

@@ -181,6 +181,8 @@ const (
 	EventKindQueueRemoved EventKind = "queue.removed"
 	// The queue ran a check on a speculative state.
 	EventKindQueueChecked EventKind = "queue.checked"
+	// The queue left a speculative state for an external check to test (answered with `test.record`).
+	EventKindQueueCheckRequested EventKind = "queue.check_requested"
 	// The queue landed a proposal.
 	EventKindQueueLanded EventKind = "queue.landed"
 	// The queue handed a proposal back to its author.
@@ -188,7 +190,7 @@ const (
 )
 
 // EventKinds lists every EventKind, in the schema's order.
-var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalStale, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindClaimExpired, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack, EventKindQueueEnqueued, EventKindQueueRemoved, EventKindQueueChecked, EventKindQueueLanded, EventKindQueueReturned}
+var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalStale, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindClaimExpired, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack, EventKindQueueEnqueued, EventKindQueueRemoved, EventKindQueueChecked, EventKindQueueCheckRequested, EventKindQueueLanded, EventKindQueueReturned}
 
 // Which of two compared revisions touch a file (a `FileInterdiff`'s
 // `status`).
@@ -263,6 +265,8 @@ const (
 	NextActionHumanApproval NextAction = "human_approval"
 	// Run a required check and record it (`test.record`).
 	NextActionRunCheck NextAction = "run_check"
+	// Run the landing queue's external check on the speculative state the item's `queue_check` names (a commit or a directory) and answer it with `test.record` (that check's name, this revision).
+	NextActionRunQueueCheck NextAction = "run_queue_check"
 	// A required check failed: attach a revision that fixes it (its output: `test.get`).
 	NextActionFixCheck NextAction = "fix_check"
 	// Apply it (`patch.apply`).
@@ -270,7 +274,7 @@ const (
 )
 
 // NextActions lists every NextAction, in the schema's order.
-var NextActions = []NextAction{NextActionRequestReview, NextActionRebaseOrAttach, NextActionWait, NextActionClaim, NextActionAnswerVotes, NextActionVote, NextActionSecurityReview, NextActionHumanApproval, NextActionRunCheck, NextActionFixCheck, NextActionApply}
+var NextActions = []NextAction{NextActionRequestReview, NextActionRebaseOrAttach, NextActionWait, NextActionClaim, NextActionAnswerVotes, NextActionVote, NextActionSecurityReview, NextActionHumanApproval, NextActionRunCheck, NextActionRunQueueCheck, NextActionFixCheck, NextActionApply}
 
 // Who is expected to act.
 type NextRole string
@@ -1313,6 +1317,12 @@ func (x *Event) TypedData() (any, error) {
 			return nil, err
 		}
 		return v, nil
+	case EventKindQueueCheckRequested:
+		v := new(QueueCheckRequestedData)
+		if err := json.Unmarshal(x.Data, v); err != nil {
+			return nil, err
+		}
+		return v, nil
 	case EventKindQueueLanded:
 		v := new(QueueLandedData)
 		if err := json.Unmarshal(x.Data, v); err != nil {
@@ -1477,6 +1487,9 @@ type InboxItem struct {
 	Action NextAction `json:"action"`
 	// Why, for people (what `proposal.status`'s `next` says).
 	Why string `json:"why"`
+	// For `run_queue_check`: the speculative state to test and the check
+	// to run on it (absent otherwise).
+	QueueCheck *QueueCheckRequest `json:"queue_check,omitempty"`
 }
 
 // Result of `inbox.list`.
@@ -1901,6 +1914,60 @@ type ProposalWithdrawnData struct {
 	To ProposalStatus `json:"to"`
 	// Why, if the author said.
 	ReasonMD *string `json:"reason_md,omitempty"`
+}
+
+// A speculative state waiting for an external check's answer, as the
+// orchestrator's inbox names it.
+type QueueCheckRequest struct {
+	// The queue entry whose state it is.
+	EntryID string `json:"entry_id"`
+	// The check (`[checks.NAME]`, `external = true`).
+	Name string `json:"name"`
+	// The proposals ahead of it in the state, in order (the state is the
+	// branch, these, and the proposal).
+	Ahead []string `json:"ahead"`
+	// The state's digest (name it in the answer's note to bind the answer
+	// to this state).
+	State string `json:"state"`
+	// When it was announced.
+	RequestedAt time.Time `json:"requested_at"`
+	// How long the queue waits for the answer, in seconds.
+	// (JSON: `timeout_s`, whole seconds; encoding rounds a remainder up.)
+	Timeout time.Duration `json:"timeout_s"`
+	// Git mode: the speculative commit to test (also at
+	// `refs/roundtable/queue/ENTRY`).
+	Commit *string `json:"commit,omitempty"`
+	// Files mode: the directory holding the state to test.
+	Path *string `json:"path,omitempty"`
+}
+
+// Data of `queue.check_requested` (subject: the queue entry whose
+// speculative state an external check is to test: the branch, the
+// proposals ahead of it in its lane, and it). Written once per state;
+// the answer is a `test.record` of the check's name on the revision,
+// recorded after this event.
+type QueueCheckRequestedData struct {
+	// The revision to test (the proposal's latest).
+	Revision int64 `json:"revision"`
+	// The check's name (its `[checks.NAME]` table, `external = true`).
+	Name string `json:"name"`
+	// The proposals ahead of it in the state, in order.
+	Ahead []string `json:"ahead"`
+	// Identifies the state: the workspace's state (tree and git `HEAD`)
+	// it was stacked on and the revisions stacked. An answer whose note
+	// names another state's digest answers that state, not this one.
+	State string `json:"state"`
+	// How long the queue waits for the answer, in seconds: then the
+	// proposal goes back (`check_failed`).
+	// (JSON: `timeout_s`, whole seconds; encoding rounds a remainder up.)
+	Timeout time.Duration `json:"timeout_s"`
+	// Git mode: the speculative commit holding the state (its parent
+	// the branch tip), kept under `refs/roundtable/queue/ENTRY` until
+	// the entry settles.
+	Commit *string `json:"commit,omitempty"`
+	// Files mode: the directory holding the state (absolute), under the
+	// workspace's `.roundtable/queue/`, kept until the entry settles.
+	Path *string `json:"path,omitempty"`
 }
 
 // Data of `queue.checked` (subject: the queue entry whose speculative

@@ -154,11 +154,12 @@ DURABILITIES: Tuple[Durability, ...] = ('full', 'normal', 'off',)
 #:   ``queue.enqueued``: A proposal joined the landing queue.
 #:   ``queue.removed``: A proposal was taken out of the landing queue.
 #:   ``queue.checked``: The queue ran a check on a speculative state.
+#:   ``queue.check_requested``: The queue left a speculative state for an external check to test (answered with `test.record`).
 #:   ``queue.landed``: The queue landed a proposal.
 #:   ``queue.returned``: The queue handed a proposal back to its author.
-EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned']
+EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.check_requested', 'queue.landed', 'queue.returned']
 #: Every value of :data:`EventKind`, in the schema's order.
-EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.landed', 'queue.returned',)
+EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.check_requested', 'queue.landed', 'queue.returned',)
 
 
 #: Which of two compared revisions touch a file (a `FileInterdiff`'s
@@ -200,11 +201,12 @@ MATCH_RUNGS: Tuple[MatchRung, ...] = ('exact', 'trailing_whitespace', 'whitespac
 #:   ``security_review``: Record a security review of the revision (`security.review`).
 #:   ``human_approval``: Approve the revision as a person (`human.approve`).
 #:   ``run_check``: Run a required check and record it (`test.record`).
+#:   ``run_queue_check``: Run the landing queue's external check on the speculative state the item's `queue_check` names (a commit or a directory) and answer it with `test.record` (that check's name, this revision).
 #:   ``fix_check``: A required check failed: attach a revision that fixes it (its output: `test.get`).
 #:   ``apply``: Apply it (`patch.apply`).
-NextAction = Literal['request_review', 'rebase_or_attach', 'wait', 'claim', 'answer_votes', 'vote', 'security_review', 'human_approval', 'run_check', 'fix_check', 'apply']
+NextAction = Literal['request_review', 'rebase_or_attach', 'wait', 'claim', 'answer_votes', 'vote', 'security_review', 'human_approval', 'run_check', 'run_queue_check', 'fix_check', 'apply']
 #: Every value of :data:`NextAction`, in the schema's order.
-NEXT_ACTIONS: Tuple[NextAction, ...] = ('request_review', 'rebase_or_attach', 'wait', 'claim', 'answer_votes', 'vote', 'security_review', 'human_approval', 'run_check', 'fix_check', 'apply',)
+NEXT_ACTIONS: Tuple[NextAction, ...] = ('request_review', 'rebase_or_attach', 'wait', 'claim', 'answer_votes', 'vote', 'security_review', 'human_approval', 'run_check', 'run_queue_check', 'fix_check', 'apply',)
 
 
 #: Who is expected to act.
@@ -1361,6 +1363,9 @@ class InboxItem(Record):
     action: NextAction
     #: Why, for people (what `proposal.status`'s `next` says).
     why: str
+    #: For `run_queue_check`: the speculative state to test and the check
+    #: to run on it (absent otherwise).
+    queue_check: Optional[QueueCheckRequest]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     _REQUIRED = frozenset(['action', 'proposal', 'revision', 'role', 'why'])
@@ -1373,6 +1378,10 @@ class InboxItem(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["proposal"] = Proposal.from_dict(v["proposal"])
+        if v.get("queue_check") is not None:
+            v["queue_check"] = QueueCheckRequest.from_dict(v["queue_check"])
+        else:
+            v["queue_check"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -2133,6 +2142,104 @@ class ProposalWithdrawnData(Record):
         v["from_"] = v.pop("from")
         if "reason_md" not in v:
             v["reason_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueCheckRequest(Record):
+    """A speculative state waiting for an external check's answer, as the
+    orchestrator's inbox names it.
+    """
+
+    #: The queue entry whose state it is.
+    entry_id: str
+    #: The check (`[checks.NAME]`, `external = true`).
+    name: str
+    #: The proposals ahead of it in the state, in order (the state is the
+    #: branch, these, and the proposal).
+    ahead: Tuple[str, ...]
+    #: The state's digest (name it in the answer's note to bind the answer
+    #: to this state).
+    state: str
+    #: When it was announced.
+    requested_at: str
+    #: How long the queue waits for the answer, in seconds.
+    timeout_s: int
+    #: Git mode: the speculative commit to test (also at
+    #: `refs/roundtable/queue/ENTRY`).
+    commit: Optional[str]
+    #: Files mode: the directory holding the state to test.
+    path: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['ahead', 'entry_id', 'name', 'requested_at', 'state', 'timeout_s'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueCheckRequest:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["ahead"] = tuple(v["ahead"])
+        if "commit" not in v:
+            v["commit"] = None
+        if "path" not in v:
+            v["path"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class QueueCheckRequestedData(Record):
+    """Data of `queue.check_requested` (subject: the queue entry whose
+    speculative state an external check is to test: the branch, the
+    proposals ahead of it in its lane, and it). Written once per state;
+    the answer is a `test.record` of the check's name on the revision,
+    recorded after this event.
+    """
+
+    #: The revision to test (the proposal's latest).
+    revision: int
+    #: The check's name (its `[checks.NAME]` table, `external = true`).
+    name: str
+    #: The proposals ahead of it in the state, in order.
+    ahead: Tuple[str, ...]
+    #: Identifies the state: the workspace's state (tree and git `HEAD`)
+    #: it was stacked on and the revisions stacked. An answer whose note
+    #: names another state's digest answers that state, not this one.
+    state: str
+    #: How long the queue waits for the answer, in seconds: then the
+    #: proposal goes back (`check_failed`).
+    timeout_s: int
+    #: Git mode: the speculative commit holding the state (its parent
+    #: the branch tip), kept under `refs/roundtable/queue/ENTRY` until
+    #: the entry settles.
+    commit: Optional[str]
+    #: Files mode: the directory holding the state (absolute), under the
+    #: workspace's `.roundtable/queue/`, kept until the entry settles.
+    path: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['ahead', 'name', 'revision', 'state', 'timeout_s'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QueueCheckRequestedData:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["ahead"] = tuple(v["ahead"])
+        if "commit" not in v:
+            v["commit"] = None
+        if "path" not in v:
+            v["path"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4637,6 +4744,7 @@ EventData = Union[
     QueueEnqueuedData,
     QueueRemovedData,
     QueueCheckedData,
+    QueueCheckRequestedData,
     QueueLandedData,
     QueueReturnedData,
 ]
@@ -4673,6 +4781,7 @@ _EVENT_DATA: Dict[str, Type[Record]] = {
     'queue.enqueued': QueueEnqueuedData,
     'queue.removed': QueueRemovedData,
     'queue.checked': QueueCheckedData,
+    'queue.check_requested': QueueCheckRequestedData,
     'queue.landed': QueueLandedData,
     'queue.returned': QueueReturnedData,
 }
@@ -4707,7 +4816,8 @@ FileSymbols._PLAN = (0, FileSymbols, (('symbols', 'symbols', (1, SymbolChange._P
 HumanApprovalRequestedData._PLAN = (0, HumanApprovalRequestedData, ())
 HumanApprovedData._PLAN = (0, HumanApprovedData, (('request_id', 'request_id', None), ))
 Proposal._PLAN = (0, Proposal, (('reverts', 'reverts', None), ))
-InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ))
+QueueCheckRequest._PLAN = (0, QueueCheckRequest, (('ahead', 'ahead', (1, None)), ('commit', 'commit', None), ('path', 'path', None)))
+InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ('queue_check', 'queue_check', QueueCheckRequest._PLAN)))
 JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_mode', 'before_mode', None), ('before_symlink', 'before_symlink', None)))
 LandedCommit._PLAN = (0, LandedCommit, (('trailers', 'trailers', (1, (1, None))), ))
 Landing._PLAN = (0, Landing, (('branch', 'branch', None), ('remote', 'remote', None)))
@@ -4728,6 +4838,7 @@ ProposalRevisedData._PLAN = (0, ProposalRevisedData, (('change_id', 'change_id',
 ProposalRolledBackData._PLAN = (0, ProposalRolledBackData, (('from', 'from_', None), ))
 ProposalStaleData._PLAN = (0, ProposalStaleData, (('paths', 'paths', (1, None)), ))
 ProposalWithdrawnData._PLAN = (0, ProposalWithdrawnData, (('from', 'from_', None), ('reason_md', 'reason_md', None)))
+QueueCheckRequestedData._PLAN = (0, QueueCheckRequestedData, (('ahead', 'ahead', (1, None)), ('commit', 'commit', None), ('path', 'path', None)))
 QueueCheckedData._PLAN = (0, QueueCheckedData, (('ahead', 'ahead', (1, None)), ))
 QueueEnqueuedData._PLAN = (0, QueueEnqueuedData, ())
 QueueEntry._PLAN = (0, QueueEntry, (('enqueued_by', 'enqueued_by', (2,)), ('note', 'note', None), ('return_reason', 'return_reason', None), ('settled_at', 'settled_at', None), ('transaction_id', 'transaction_id', None)))
@@ -4924,6 +5035,8 @@ __all__ = [
     "ProposalRolledBackData",
     "ProposalStaleData",
     "ProposalWithdrawnData",
+    "QueueCheckRequest",
+    "QueueCheckRequestedData",
     "QueueCheckedData",
     "QueueEnqueuedData",
     "QueueEntry",

@@ -296,17 +296,45 @@ pub struct Checks {
     pub commands: BTreeMap<String, CheckCommand>,
 }
 
+impl Checks {
+    /// The `[checks.NAME]` checks the engine runs (a command), by name.
+    pub fn run_by_engine(&self) -> impl Iterator<Item = (&String, &CheckCommand)> {
+        self.commands.iter().filter(|(_, c)| !c.external)
+    }
+
+    /// The external `[checks.NAME]` checks (answered with `test.record`),
+    /// by name.
+    pub fn external(&self) -> impl Iterator<Item = (&String, &CheckCommand)> {
+        self.commands.iter().filter(|(_, c)| c.external)
+    }
+}
+
 /// A check the landing queue runs: a command run in a materialized
 /// speculative state (its working directory), with bounded time and
 /// output. Exit status 0 is `passed`; any other, or a signal, `failed`;
 /// running past the timeout is `errored`.
+///
+/// Or an *external* check (`external = true`, no command): the queue
+/// leaves each speculative state materialized (a commit under
+/// `refs/roundtable/queue/ENTRY` in git mode, a directory under
+/// `.roundtable/queue/` otherwise), announces it once (a
+/// `queue.check_requested` event and an orchestrator inbox item), and
+/// takes the `test.record` of that check's name on the proposal's latest
+/// revision recorded after the announcement as the check's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct CheckCommand {
-    /// The program and its arguments (no shell: `["sh", "-c", "…"]` for one).
+    /// The program and its arguments (no shell: `["sh", "-c", "…"]` for
+    /// one); empty for an external check.
     pub command: Vec<String>,
+    /// Whether the check is run outside the engine and answered with
+    /// `test.record` (default false).
+    #[serde(default)]
+    pub external: bool,
     /// How long it may run, in seconds (default 600); then its process
-    /// group is killed.
+    /// group is killed. For an external check: how long the queue waits
+    /// for the answer after announcing a state (default 3600); then the
+    /// proposal goes back (`check_failed`, errored).
     pub timeout_s: u32,
     /// Environment variables set for it on top of the engine's.
     pub env: BTreeMap<String, String>,
@@ -764,9 +792,10 @@ impl Place<'_> {
         Ok(names.into_iter().map(Spanned::into_inner).collect())
     }
 
-    /// The `[checks.NAME]` tables: a command with a program, a timeout of
-    /// 1 s to a day, a name that `checks.required` does not also list (a
-    /// queue check's result is the queue's own, on the state that lands).
+    /// The `[checks.NAME]` tables: a command with a program, or `external
+    /// = true` and no command (not both), a timeout of 1 s to a day, a
+    /// name that `checks.required` does not also list (a queue check's
+    /// result is the queue's own, on the state that lands).
     fn check_commands(
         &self,
         raw: BTreeMap<String, RawCheckCommand>,
@@ -790,14 +819,38 @@ impl Place<'_> {
                     format!("{name:?} is run by the landing queue; checks.required lists checks recorded with test.record, so it cannot list it too"),
                 ));
             }
-            if c.command.first().is_none_or(|p| p.is_empty()) {
+            let external = c.external.unwrap_or(false);
+            match (&c.command, external) {
+                (Some(_), true) => {
+                    return Err(self.invalid(
+                        key("external"),
+                        span,
+                        "an external check is run outside the engine and answered with test.record: it names no command (command and external = true are mutually exclusive)".into(),
+                    ));
+                }
+                (None, true) => {}
+                (command, false) => {
+                    if command
+                        .as_ref()
+                        .and_then(|c| c.first())
+                        .is_none_or(|p| p.is_empty())
+                    {
+                        return Err(self.invalid(
+                            key("command"),
+                            span,
+                            "names the program to run and its arguments, e.g. [\"pytest\", \"-q\"] (or external = true for a check run outside the engine)".into(),
+                        ));
+                    }
+                }
+            }
+            if external && !c.env.is_empty() {
                 return Err(self.invalid(
-                    key("command"),
+                    key("env"),
                     span,
-                    "names the program to run and its arguments, e.g. [\"pytest\", \"-q\"]".into(),
+                    "an external check is run outside the engine: its environment is the runner's own".into(),
                 ));
             }
-            let timeout_s = c.timeout_s.unwrap_or(600);
+            let timeout_s = c.timeout_s.unwrap_or(if external { 3600 } else { 600 });
             if !(1..=86_400).contains(&timeout_s) {
                 return Err(self.invalid(
                     key("timeout_s"),
@@ -808,7 +861,8 @@ impl Place<'_> {
             out.insert(
                 name,
                 CheckCommand {
-                    command: c.command,
+                    command: c.command.unwrap_or_default(),
+                    external,
                     timeout_s,
                     env: c.env,
                 },
@@ -896,7 +950,8 @@ struct RawQueue {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCheckCommand {
-    command: Vec<String>,
+    command: Option<Vec<String>>,
+    external: Option<bool>,
     timeout_s: Option<u32>,
     #[serde(default)]
     env: BTreeMap<String, String>,

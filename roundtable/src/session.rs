@@ -91,8 +91,8 @@ pub use crate::operations::proposals::{
     ProposalPage, ProposalRevised, Reject, Rejected, RequestReview, ReviewRequested, Withdraw,
 };
 pub use crate::operations::queue::{
-    Enqueue, ListQueue, QueueEntryResult, QueuePage, QueueRun, RemoveFromQueue, RunQueue,
-    StateCheck,
+    Enqueue, ListQueue, QueueCheckRequest, QueueEntryResult, QueuePage, QueueRun, RemoveFromQueue,
+    RunQueue, StateCheck,
 };
 pub use crate::operations::rebase::{FileConflict, RebaseProposal};
 pub use crate::operations::records::{

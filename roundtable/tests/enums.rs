@@ -217,7 +217,7 @@ fn issue33_item3_fixed_value_fields_are_schema_enums_with_todays_spellings() {
         ),
     ];
     let kinds = spellings(EventKind::ALL);
-    assert_eq!(kinds.len(), 34);
+    assert_eq!(kinds.len(), 35);
     assert!(
         kinds.contains(&"proposal.created".to_owned())
             && kinds.contains(&"transaction.rolled_back".to_owned())

@@ -1144,3 +1144,544 @@ fn issue34_item3_a_batch_sigkilled_anywhere_lands_all_of_it_or_none() {
     }
     assert!(seen.contains(&0), "{seen:?}");
 }
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_item3_with_a_remote_a_batch_is_one_push_of_its_last_commit() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let mut files = initial_files();
+    files.insert("hello.txt".into(), "hello\n".into());
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let remote = super::git_remote::bare_remote_with(top.path(), &refs);
+    // The remote's `update` hook notes every ref update a push makes.
+    let log = top.path().join("pushes.log");
+    let hook = remote.join("hooks").join("update");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho \"$1 $2 $3\" >> '{}'\n", log.display()),
+    )
+    .expect("hook");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    git(
+        top.path(),
+        &[
+            "clone",
+            "-q",
+            remote.to_str().expect("utf-8"),
+            dir.path().to_str().expect("utf-8"),
+        ],
+    );
+    let w = World::with(dir, roundtable::EngineOptions::default());
+    w.ok(
+        "workspace.configure",
+        json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+        &w.host,
+    );
+    let base = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+    let (changes, _) = scenario_with(6, &[], &[]);
+    let (w, pids, _) = queue_on(w, &changes, 8, 1, false);
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(proposal_ids(&entries_of(&run, "landed")), pids, "{run:#}");
+    assert_eq!(run["states_checked"], 1);
+    // One push: the remote's branch moved once, from the old tip to the
+    // last commit of the batch.
+    let tip = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+    assert_eq!(
+        std::fs::read_to_string(&log).expect("the hook ran"),
+        format!("refs/heads/main {base} {tip}\n")
+    );
+    // Six commits there, one per proposal in queue order, each its own.
+    let commits: Vec<String> = git(
+        &remote,
+        &["rev-list", "--reverse", &format!("{base}..main")],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect();
+    assert_eq!(commits.len(), 6);
+    for (commit, pid) in commits.iter().zip(&pids) {
+        let body = git(&remote, &["log", "-1", "--format=%B", commit]);
+        assert!(
+            body.contains(&format!("Roundtable-Proposal: {pid}")),
+            "{body}"
+        );
+    }
+    // This clone followed: its branch, index and files at the last commit.
+    let d = w.dir.path();
+    assert_eq!(git(d, &["rev-parse", "main"]).trim(), tip);
+    assert_eq!(git(d, &["status", "--porcelain"]), "");
+    assert!(check_passes(d).0);
+    fsck(d);
+    fsck(&remote);
+}
+
+// Issue 34, item 2: external checks. The policy names `e2e` as external:
+// the queue leaves each state for a runner and announces it; the test
+// plays the runner (it runs `check.py` in the state it was given) and
+// answers with `test.record`.
+
+/// The policy: `e2e` external, waiting `timeout_s` for its answer.
+fn external_policy(timeout_s: u32) -> String {
+    format!("version = 1\n[checks.e2e]\nexternal = true\ntimeout_s = {timeout_s}\n[queue]\nbatch_size = 8\ndepth = 2\n")
+}
+
+/// Every `queue.check_requested` event so far, oldest first.
+fn check_requests(w: &World) -> Vec<Value> {
+    let page = w.ok(
+        "events.list",
+        json!({"since_seq": 0, "limit": 1000}),
+        &w.host,
+    );
+    page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["kind"] == "queue.check_requested")
+        .cloned()
+        .collect()
+}
+
+/// The orchestrator's `run_queue_check` inbox items.
+fn check_items(w: &World) -> Vec<Value> {
+    let page = w.ok("inbox.list", json!({}), &w.host);
+    page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|i| i["action"] == "run_queue_check")
+        .cloned()
+        .collect()
+}
+
+/// The runner's answer on revision 1 of `pid`.
+fn answer(w: &World, pid: &str, status: &str, note: &str) {
+    w.ok(
+        "test.record",
+        json!({"proposal_id": pid, "revision": 1, "name": "e2e", "status": status, "note_md": note}),
+        &w.host,
+    );
+}
+
+/// The queue's state directories left under `.roundtable/queue` (entry
+/// directories), sorted.
+fn left_states(w: &World) -> Vec<String> {
+    let dir = w.dir.path().join(".roundtable/queue");
+    let mut out: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// A files-mode world with the scenario's files, `external_policy`, and
+/// the first `n` scenario changes approved and queued.
+fn external_world(n: usize, timeout_s: u32) -> (World, Vec<String>, Vec<Change>) {
+    let (changes, _) = scenario(n);
+    let w = scenario_world(&external_policy(timeout_s));
+    let a = w.agent("a0", &["author"]);
+    let pids: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            let pid = approved(&w, &a, c);
+            w.ok("queue.enqueue", json!({"proposal_id": pid}), &w.host);
+            pid
+        })
+        .collect();
+    (w, pids, changes)
+}
+
+#[test]
+fn issue34_item2_an_external_check_is_announced_once_and_a_passed_answer_lands_it() {
+    let (w, pids, changes) = external_world(2, 3600);
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(run["landed"], json!([]), "{run:#}");
+    assert_eq!(run["returned"], json!([]));
+    assert_eq!(run["still_queued"], 2);
+    // Both states announced: A on the branch, B on the branch and A.
+    let requests = check_requests(&w);
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let (ra, rb) = (&requests[0]["data"], &requests[1]["data"]);
+    assert_eq!(requests[0]["proposal_id"], pids[0]);
+    assert_eq!(requests[1]["proposal_id"], pids[1]);
+    assert_eq!(ra["name"], "e2e");
+    assert_eq!(ra["revision"], 1);
+    assert_eq!(ra["ahead"], json!([]));
+    assert_eq!(rb["ahead"], json!([pids[0]]));
+    assert!(ra.get("commit").is_none());
+    // Each state, materialized at its path, holds the branch, the ones
+    // ahead and the proposal.
+    let path_b = Path::new(rb["path"].as_str().expect("a path")).to_path_buf();
+    for c in &changes {
+        assert_eq!(
+            std::fs::read_to_string(path_b.join(&c.path)).expect("in the state"),
+            c.after
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(path_b.join("check.py")).expect("the branch"),
+        CHECK_PY
+    );
+    let path_a = Path::new(ra["path"].as_str().expect("a path")).to_path_buf();
+    assert!(path_a.join(&changes[0].path).is_file());
+    assert!(!path_a.join(&changes[1].path).exists());
+    assert!(check_passes(&path_b).0);
+    // The workspace itself is untouched.
+    assert!(!w.dir.path().join(&changes[0].path).exists());
+    // The orchestrator's inbox names both, with the state.
+    let items = check_items(&w);
+    assert_eq!(items.len(), 2, "{items:#?}");
+    assert_eq!(items[0]["proposal"]["id"], pids[0]);
+    assert_eq!(items[0]["role"], "orchestrator");
+    assert_eq!(items[0]["queue_check"]["state"], ra["state"]);
+    assert_eq!(items[0]["queue_check"]["path"], ra["path"]);
+    assert_eq!(items[0]["queue_check"]["entry_id"], requests[0]["subject"]);
+    assert_eq!(items[1]["queue_check"]["ahead"], json!([pids[0]]));
+    // Announced once: another run announces nothing new.
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(run["landed"], json!([]));
+    assert_eq!(check_requests(&w).len(), 2);
+
+    // A passes: it lands. B's state was the branch and A; now A is the
+    // branch: a new state (same files, new base) is announced.
+    let (ok, output) = check_passes(&path_a);
+    assert!(ok, "{output}");
+    answer(
+        &w,
+        &pids[0],
+        "passed",
+        &format!("ran on {}: {output}", ra["state"].as_str().expect("state")),
+    );
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[0].clone()],
+        "{run:#}"
+    );
+    assert_eq!(run["still_queued"], 1);
+    let requests = check_requests(&w);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    assert_eq!(requests[2]["proposal_id"], pids[1]);
+    assert_eq!(requests[2]["data"]["ahead"], json!([]));
+    assert_ne!(requests[2]["data"]["state"], rb["state"]);
+    // A's state is gone with its entry; B's old one was replaced.
+    assert_eq!(left_states(&w), vec![str_of(&requests[2]["subject"])]);
+    assert!(!path_a.exists() && !path_b.exists());
+    let items = check_items(&w);
+    assert_eq!(items.len(), 1);
+    assert_eq!(
+        items[0]["queue_check"]["state"],
+        requests[2]["data"]["state"]
+    );
+
+    answer(&w, &pids[1], "passed", "green");
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[1].clone()],
+        "{run:#}"
+    );
+    assert_eq!(run["still_queued"], 0);
+    assert_eq!(left_states(&w), Vec::<String>::new());
+    assert_eq!(check_items(&w), Vec::<Value>::new());
+    assert!(check_passes(w.dir.path()).0);
+}
+
+#[test]
+fn issue34_item2_a_failed_answer_hands_the_proposal_back_with_its_note() {
+    let (w, pids, changes) = external_world(1, 3600);
+    w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(check_requests(&w).len(), 1);
+    answer(&w, &pids[0], "failed", "E2E: the login page is blank");
+    let run = w.ok("queue.run", json!({}), &w.host);
+    let returned = entries_of(&run, "returned");
+    assert_eq!(proposal_ids(&returned), vec![pids[0].clone()], "{run:#}");
+    assert_eq!(returned[0]["return_reason"], "check_failed");
+    let note = str_of(&returned[0]["note"]);
+    assert!(note.contains("E2E: the login page is blank"), "{note}");
+    assert!(note.contains("e2e"), "{note}");
+    assert_eq!(run["landed"], json!([]));
+    assert!(!w.dir.path().join(&changes[0].path).exists());
+    assert_eq!(left_states(&w), Vec::<String>::new());
+    assert_eq!(check_items(&w), Vec::<Value>::new());
+    // Its author is asked to fix it.
+    let status = w.ok("proposal.status", json!({"proposal_id": pids[0]}), &w.host);
+    assert!(
+        status["next"]
+            .as_array()
+            .expect("next")
+            .iter()
+            .any(|n| n["action"] == "fix_check"),
+        "{status:#}"
+    );
+}
+
+#[test]
+fn issue34_item2_a_state_made_void_by_the_branch_moving_is_announced_again() {
+    let (w, pids, changes) = external_world(1, 3600);
+    w.ok("queue.run", json!({}), &w.host);
+    let first = check_requests(&w);
+    assert_eq!(first.len(), 1);
+    // The runner answers for the state it was given…
+    answer(&w, &pids[0], "passed", "green on the old state");
+    // …but the branch moves first (another change lands by other means).
+    let other = Change {
+        path: "notes.txt".into(),
+        before: None,
+        after: "moved\n".into(),
+    };
+    let b = w.agent("b0", &["author"]);
+    let pid = approved(&w, &b, &other);
+    w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    // The answer was for the old state: nothing lands, the new state is
+    // announced.
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(run["landed"], json!([]), "{run:#}");
+    assert_eq!(run["returned"], json!([]));
+    let requests = check_requests(&w);
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_ne!(requests[1]["data"]["state"], first[0]["data"]["state"]);
+    let path = Path::new(requests[1]["data"]["path"].as_str().expect("path")).to_path_buf();
+    assert_eq!(
+        std::fs::read_to_string(path.join("notes.txt")).expect("the moved branch"),
+        "moved\n"
+    );
+    assert!(path.join(&changes[0].path).is_file());
+    assert!(!Path::new(first[0]["data"]["path"].as_str().expect("path")).exists());
+    // An answer naming the old state's digest does not answer the new one.
+    answer(
+        &w,
+        &pids[0],
+        "passed",
+        &format!(
+            "late: {}",
+            first[0]["data"]["state"].as_str().expect("state")
+        ),
+    );
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(run["landed"], json!([]), "{run:#}");
+    assert_eq!(check_requests(&w).len(), 2);
+    answer(&w, &pids[0], "passed", "green");
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[0].clone()],
+        "{run:#}"
+    );
+}
+
+#[test]
+fn issue34_item2_an_unanswered_external_check_times_out_and_goes_back() {
+    let (w, pids, _) = external_world(1, 1);
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(run["returned"], json!([]), "{run:#}");
+    assert_eq!(check_requests(&w).len(), 1);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let run = w.ok("queue.run", json!({}), &w.host);
+    let returned = entries_of(&run, "returned");
+    assert_eq!(proposal_ids(&returned), vec![pids[0].clone()], "{run:#}");
+    assert_eq!(returned[0]["return_reason"], "check_failed");
+    let note = str_of(&returned[0]["note"]);
+    assert!(note.contains("timed out") && note.contains("1 s"), "{note}");
+    let tests = w.ok(
+        "test.list",
+        json!({"proposal_id": pids[0], "name": "e2e"}),
+        &w.host,
+    );
+    let last = tests["test_results"]
+        .as_array()
+        .and_then(|t| t.last().cloned())
+        .expect("an e2e result");
+    assert_eq!(last["status"], "errored");
+    assert_eq!(left_states(&w), Vec::<String>::new());
+}
+
+#[test]
+fn issue34_item2_bad_external_check_policy_is_refused_with_the_key() {
+    let w = World::new();
+    for (doc, key) in [
+        (
+            "version = 1\n[checks.e2e]\nexternal = true\ncommand = [\"true\"]\n",
+            "checks.e2e.external",
+        ),
+        (
+            "version = 1\n[checks.e2e]\nexternal = false\n",
+            "checks.e2e.command",
+        ),
+        (
+            "version = 1\n[checks.e2e]\nexternal = true\nenv = { CI = \"1\" }\n",
+            "checks.e2e.env",
+        ),
+        (
+            "version = 1\n[checks.e2e]\nexternal = true\ntimeout_s = 0\n",
+            "checks.e2e.timeout_s",
+        ),
+    ] {
+        let e = w.refused(
+            "policy.set",
+            json!({"document": doc}),
+            &w.host,
+            ErrorCode::InvalidPolicy,
+        );
+        assert_eq!(e.details()["key"], key, "{doc}: {e}");
+    }
+    // Accepted alone: no command, waiting an hour by default.
+    let doc = "version = 1\n[checks.e2e]\nexternal = true\n";
+    w.ok("policy.set", json!({"document": doc}), &w.host);
+    let p = roundtable::policy::Policy::parse(doc).expect("a policy");
+    let e2e = &p.checks.commands["e2e"];
+    assert!(e2e.external && e2e.command.is_empty());
+    assert_eq!(e2e.timeout_s, 3600);
+    assert_eq!(p.checks.run_by_engine().count(), 0);
+}
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_item2_in_git_mode_the_state_is_a_commit_under_a_queue_ref_until_settled() {
+    let (changes, _) = scenario(2);
+    let files = initial_files();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let w = super::git_landing::git_world(&refs);
+    activate(&w, &external_policy(3600));
+    let a = w.agent("a0", &["author"]);
+    let pids: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            let pid = approved(&w, &a, c);
+            w.ok("queue.enqueue", json!({"proposal_id": pid}), &w.host);
+            pid
+        })
+        .collect();
+    let d = w.dir.path();
+    let tip = git(d, &["rev-parse", "main"]).trim().to_owned();
+    w.ok("queue.run", json!({}), &w.host);
+    let requests = check_requests(&w);
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let rb = &requests[1]["data"];
+    assert!(rb.get("path").is_none());
+    let commit = str_of(&rb["commit"]);
+    let entry_b = str_of(&requests[1]["subject"]);
+    // The commit is on the branch tip, kept under the entry's ref.
+    assert_eq!(git(d, &["rev-parse", &format!("{commit}^")]).trim(), tip);
+    assert_eq!(
+        git(
+            d,
+            &["rev-parse", &format!("refs/roundtable/queue/{entry_b}")]
+        )
+        .trim(),
+        commit
+    );
+    assert_eq!(
+        git(d, &["rev-parse", "main"]).trim(),
+        tip,
+        "the branch did not move"
+    );
+    // Checked out, it holds the branch, A and B, and passes.
+    let scratch = tempfile::tempdir().expect("scratch");
+    let worktree = scratch.path().join("state");
+    git(
+        d,
+        &[
+            "worktree",
+            "add",
+            "--detach",
+            worktree.to_str().expect("utf-8"),
+            &commit,
+        ],
+    );
+    for c in &changes {
+        assert_eq!(
+            std::fs::read_to_string(worktree.join(&c.path)).expect("in the state"),
+            c.after
+        );
+    }
+    assert!(check_passes(&worktree).0);
+    git(
+        d,
+        &[
+            "worktree",
+            "remove",
+            "--force",
+            worktree.to_str().expect("utf-8"),
+        ],
+    );
+    // The inbox names the commit.
+    let items = check_items(&w);
+    assert_eq!(items[1]["queue_check"]["commit"], commit.as_str());
+
+    answer(&w, &pids[0], "passed", "green");
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[0].clone()],
+        "{run:#}"
+    );
+    answer(&w, &pids[1], "passed", "green");
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(
+        proposal_ids(&entries_of(&run, "landed")),
+        vec![pids[1].clone()],
+        "{run:#}"
+    );
+    // Settled: the queue's refs are gone, the repository is sound.
+    assert_eq!(
+        git(d, &["for-each-ref", "refs/roundtable/queue/"]).trim(),
+        "",
+        "no speculative ref is left"
+    );
+    assert_eq!(git(d, &["status", "--porcelain"]), "");
+    fsck(d);
+}
+
+#[test]
+fn issue34_item2_a_passed_answer_on_a_batchs_last_state_lands_the_whole_batch() {
+    let (w, pids, _) = external_world(3, 3600);
+    w.ok("queue.run", json!({}), &w.host);
+    let requests = check_requests(&w);
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    // The runner tests only the last state (the branch and all three),
+    // and answers it: the three land together, on that state.
+    let last = &requests[2]["data"];
+    assert_eq!(last["ahead"], json!([pids[0], pids[1]]));
+    let path = Path::new(last["path"].as_str().expect("a path")).to_path_buf();
+    let (ok, output) = check_passes(&path);
+    assert!(ok, "{output}");
+    answer(&w, &pids[2], "passed", "green");
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(proposal_ids(&entries_of(&run, "landed")), pids, "{run:#}");
+    assert_eq!(run["still_queued"], 0);
+    let transactions = w.ok("transaction.list", json!({"status": "applied"}), &w.host);
+    assert_eq!(transactions["transactions"].as_array().map(Vec::len), Some(3));
+    // The answer counts for the two landed under it (recorded on each);
+    // the third keeps the runner's own record, once.
+    for pid in &pids {
+        let tests = w.ok(
+            "test.list",
+            json!({"proposal_id": pid, "name": "e2e"}),
+            &w.host,
+        );
+        let tests = tests["test_results"].as_array().expect("results");
+        assert_eq!(tests.len(), 1, "{pid}: {tests:#?}");
+        assert_eq!(tests[0]["status"], "passed");
+    }
+    assert_eq!(left_states(&w), Vec::<String>::new());
+    assert_eq!(check_items(&w), Vec::<Value>::new());
+    assert!(check_passes(w.dir.path()).0);
+}

@@ -92,6 +92,9 @@ def describe(data: roundtable.EventData) -> str:
         return f"queued at revision {data.revision} (automatic: {data.automatic})"
     elif isinstance(data, roundtable.QueueCheckedData):
         return f"{data.name}: {data.status} on top of {len(data.ahead)}"
+    elif isinstance(data, roundtable.QueueCheckRequestedData):
+        where = data.commit if data.commit is not None else data.path
+        return f"{data.name} requested on {where} ({data.state}, {len(data.ahead)} ahead)"
     elif isinstance(data, roundtable.QueueLandedData):
         return f"landed by {data.transaction_id}"
     elif isinstance(data, roundtable.QueueRemovedData):

@@ -126,6 +126,7 @@ def subject(kind: roundtable.EventKind) -> str:
         kind == "queue.enqueued"
         or kind == "queue.removed"
         or kind == "queue.checked"
+        or kind == "queue.check_requested"
         or kind == "queue.landed"
         or kind == "queue.returned"
     ):

@@ -306,6 +306,37 @@ pub struct QueueCheckedData {
     pub duration_ms: u64,
 }
 
+/// Data of `queue.check_requested` (subject: the queue entry whose
+/// speculative state an external check is to test: the branch, the
+/// proposals ahead of it in its lane, and it). Written once per state;
+/// the answer is a `test.record` of the check's name on the revision,
+/// recorded after this event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueCheckRequestedData {
+    /// The revision to test (the proposal's latest).
+    pub revision: u32,
+    /// The check's name (its `[checks.NAME]` table, `external = true`).
+    pub name: String,
+    /// The proposals ahead of it in the state, in order.
+    pub ahead: Vec<String>,
+    /// Identifies the state: the workspace's state (tree and git `HEAD`)
+    /// it was stacked on and the revisions stacked. An answer whose note
+    /// names another state's digest answers that state, not this one.
+    pub state: crate::StateHash,
+    /// Git mode: the speculative commit holding the state (its parent
+    /// the branch tip), kept under `refs/roundtable/queue/ENTRY` until
+    /// the entry settles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Files mode: the directory holding the state (absolute), under the
+    /// workspace's `.roundtable/queue/`, kept until the entry settles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// How long the queue waits for the answer, in seconds: then the
+    /// proposal goes back (`check_failed`).
+    pub timeout_s: u32,
+}
+
 /// Data of `queue.landed` (subject: the queue entry).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct QueueLandedData {
@@ -540,6 +571,7 @@ event_data! {
     QueueEnqueued = "queue.enqueued" => QueueEnqueuedData,
     QueueRemoved = "queue.removed" => QueueRemovedData,
     QueueChecked = "queue.checked" => QueueCheckedData,
+    QueueCheckRequested = "queue.check_requested" => QueueCheckRequestedData,
     QueueLanded = "queue.landed" => QueueLandedData,
     QueueReturned = "queue.returned" => QueueReturnedData,
 }

@@ -115,6 +115,9 @@ event_kinds! {
     QueueRemoved = "queue.removed",
     /// The queue ran a check on a speculative state.
     QueueChecked = "queue.checked",
+    /// The queue left a speculative state for an external check to test
+    /// (answered with `test.record`).
+    QueueCheckRequested = "queue.check_requested",
     /// The queue landed a proposal.
     QueueLanded = "queue.landed",
     /// The queue handed a proposal back to its author.

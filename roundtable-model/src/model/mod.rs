@@ -33,10 +33,10 @@ pub use event_data::{
     HumanApprovalRequestedData, HumanApprovedData, PolicyActivatedData, PolicyDraftedData,
     ProposalAppliedData, ProposalCreatedData, ProposalRejectedData, ProposalReviewRequestedData,
     ProposalRevisedData, ProposalRolledBackData, ProposalStaleData, ProposalWithdrawnData,
-    QueueCheckedData, QueueEnqueuedData, QueueLandedData, QueueRemovedData, QueueReturnedData,
-    SecurityReviewedData, TaskCreatedData, TestRecordedData, TransactionAppliedData,
-    TransactionFailedData, TransactionRecoveredData, TransactionRolledBackData,
-    TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
+    QueueCheckRequestedData, QueueCheckedData, QueueEnqueuedData, QueueLandedData,
+    QueueRemovedData, QueueReturnedData, SecurityReviewedData, TaskCreatedData, TestRecordedData,
+    TransactionAppliedData, TransactionFailedData, TransactionRecoveredData,
+    TransactionRolledBackData, TransactionStartedData, VoteCastData, WorkspaceConfiguredData,
 };
 pub use event_kind::EventKind;
 pub use landing::{Landing, LandingMode};

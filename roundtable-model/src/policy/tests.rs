@@ -147,6 +147,7 @@ fn a_complete_document_parses_to_exact_values() {
                     "e2e".to_owned(),
                     CheckCommand {
                         command: vec!["pytest".into(), "-q".into(), "tests/e2e".into()],
+                        external: false,
                         timeout_s: 120,
                         env: [("CI".to_owned(), "1".to_owned())].into(),
                     },

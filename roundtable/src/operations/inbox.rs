@@ -61,6 +61,10 @@ pub struct InboxItem {
     pub action: NextAction,
     /// Why, for people (what `proposal.status`'s `next` says).
     pub why: String,
+    /// For `run_queue_check`: the speculative state to test and the check
+    /// to run on it (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_check: Option<super::queue::QueueCheckRequest>,
 }
 
 /// Result of `inbox.list`.
@@ -432,7 +436,7 @@ fn waiting_on_caller(
         reviews: &judged.reviews,
         tests: &judged.tests,
     });
-    Ok(next
+    let mut items: Vec<InboxItem> = next
         .into_iter()
         .filter(|n| asks(n, cx.actor))
         .map(|n| InboxItem {
@@ -441,8 +445,23 @@ fn waiting_on_caller(
             role: n.actor,
             action: n.action,
             why: n.why,
+            queue_check: None,
         })
-        .collect())
+        .collect();
+    // The landing queue's external checks waiting for an answer.
+    if cx.actor.kind == ActorKind::Orchestrator {
+        let waiting =
+            super::queue::waiting_checks(cx.tx, &p.id, p.latest_revision, shared.policy())?;
+        items.extend(waiting.into_iter().map(|r| InboxItem {
+            proposal: p.clone(),
+            revision: p.latest_revision,
+            role: super::next::NextRole::Orchestrator,
+            action: super::queue::CHECK_ACTION,
+            why: super::queue::check_why(&r),
+            queue_check: Some(r),
+        }));
+    }
+    Ok(items)
 }
 
 /// What the inbox worked out for one proposal from the store alone: its

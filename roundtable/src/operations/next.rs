@@ -80,6 +80,10 @@ pub enum NextAction {
     HumanApproval,
     /// Run a required check and record it (`test.record`).
     RunCheck,
+    /// Run the landing queue's external check on the speculative state
+    /// the item's `queue_check` names (a commit or a directory) and
+    /// answer it with `test.record` (that check's name, this revision).
+    RunQueueCheck,
     /// A required check failed: attach a revision that fixes it (its
     /// output: `test.get`).
     FixCheck,

@@ -45,10 +45,18 @@
 //!    queued for the next round.
 //!
 //! Rounds repeat until the queue is empty or a round changes nothing.
+//!
+//! A check may also be external (`[checks.NAME] external = true`): its
+//! states are left for a runner and announced, and its `test.record`
+//! answers them ([`external`]).
 
 mod bisect;
 mod checks;
+mod external;
 mod lanes;
+
+pub use external::QueueCheckRequest;
+pub(crate) use external::{waiting as waiting_checks, why as check_why, ACTION as CHECK_ACTION};
 
 use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
 use super::details::{ConflictDetails, ConflictReason, PreconditionFailedDetails};
@@ -224,7 +232,12 @@ impl super::Request for RemoveFromQueue {
     const DESTRUCTIVE: bool = true;
     type Output = QueueEntryResult;
 
-    store_tool!();
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<QueueEntryResult, ToolError> {
+        let out = super::run_tool::<Self>(engine, actor, self)?;
+        // What was left for its external checks goes with it.
+        external::sweep(engine)?;
+        Ok(out)
+    }
 }
 
 impl Tool for RemoveFromQueue {
@@ -368,7 +381,7 @@ pub struct QueueRun {
 
 impl super::Request for RunQueue {
     const TOOL: &'static str = "queue.run";
-    const DESCRIPTION: &'static str = "Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.";
+    const DESCRIPTION: &'static str = "Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. An external check ([checks.NAME] external = true) is not run: each state of a lane is left as a commit under refs/roundtable/queue/ENTRY (git mode) or a directory under .roundtable/queue/ (files mode) and announced once (a queue.check_requested event, a run_queue_check item in the orchestrator's inbox); a test.record of that name on the state's proposal answers it (passed: the batch up to it may land; failed or errored: that proposal goes back with the note; no answer within timeout_s: errored). Repeats until the queue is empty or a round changes nothing.";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     const IDEMPOTENT: bool = true;
@@ -447,6 +460,7 @@ fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, Tool
             break;
         }
     }
+    external::sweep(engine)?;
     out.still_queued = engine.store().read(|tx| {
         Ok::<_, ToolError>(store::queue::list(tx, Some(QueueStatus::Queued), 0, i64::MAX)?.len())
     })? as u32;
@@ -501,8 +515,8 @@ fn round(
     landable: &BTreeSet<String>,
     out: &mut QueueRun,
 ) -> Result<bool, ToolError> {
+    let mut progress = external::take_failed_answers(engine, actor, policy, out)?;
     let (items, gone) = load_items(engine)?;
-    let mut progress = false;
     for (entry, status) in gone {
         let settled = settle_gone(engine, actor, &entry, status)?;
         out.record(settled);
@@ -611,6 +625,10 @@ fn round(
 struct Checked {
     search: bisect::Search,
     runs: BTreeMap<usize, Vec<CheckRun>>,
+    /// Searched as far as it goes this round: with external checks, each
+    /// of the lane's states was asked for once (some may not have
+    /// answered).
+    waits: bool,
 }
 
 /// Check each lane's states as [`bisect::Search`] asks — its last state
@@ -632,28 +650,56 @@ fn search_lanes(
         .map(|(_, mine)| Checked {
             search: bisect::Search::new(mine.len()),
             runs: BTreeMap::new(),
+            waits: false,
         })
         .collect();
+    let mut external = external::Round::new(engine, policy)?;
     loop {
+        // With external checks every state of a lane is asked for at once
+        // (each answered on its own proposal, whose failed answer hands it
+        // back): the search takes what is known this round, once.
         let todo: Vec<(usize, usize)> = lanes
             .iter()
             .enumerate()
-            .flat_map(|(l, c)| c.search.next(depth).into_iter().map(move |p| (l, p)))
+            .filter(|(_, c)| !c.waits)
+            .flat_map(|(l, c)| {
+                let next = match external {
+                    Some(_) => (1..=c.search.len()).collect(),
+                    None => c.search.next(depth),
+                };
+                next.into_iter().map(move |p| (l, p))
+            })
             .collect();
         if todo.is_empty() {
             return Ok(lanes);
         }
-        let picked: Vec<&State> = todo
-            .iter()
-            .map(|&(l, p)| &states[lane_states[l].1[p - 1]])
-            .collect();
-        let results = check_states(engine, policy, &picked)?;
-        out.states_checked += picked.len() as u32;
-        for ((&(l, p), state), runs) in todo.iter().zip(&picked).zip(results) {
+        // External checks first: the engine's checks run only on states
+        // whose external checks passed.
+        let mut known: Vec<(usize, usize, &State, Vec<CheckRun>)> = Vec::new();
+        for &(l, p) in &todo {
+            let state = &states[lane_states[l].1[p - 1]];
+            let runs = match &mut external {
+                None => Vec::new(),
+                Some(x) => {
+                    lanes[l].waits = true;
+                    match x.outcome(engine, actor, items, state)? {
+                        Some(runs) => runs,
+                        None => continue,
+                    }
+                }
+            };
+            known.push((l, p, state, runs));
+        }
+        let passed = |runs: &[CheckRun]| runs.iter().all(|r| r.status == TestStatus::Passed);
+        let to_run: Vec<&State> = known.iter().filter(|k| passed(&k.3)).map(|k| k.2).collect();
+        let mut engine_runs = check_states(engine, policy, &to_run)?.into_iter();
+        out.states_checked += known.len() as u32;
+        for (l, p, state, mut runs) in known {
+            if passed(&runs) {
+                runs.extend(engine_runs.next().expect("one result per state run"));
+            }
             record_checked(engine, actor, &items[state.item], state, &runs, out)?;
-            lanes[l]
-                .search
-                .record(p, runs.iter().all(|r| r.status == TestStatus::Passed));
+            lanes[l].search.record(p, passed(&runs));
             lanes[l].runs.insert(p, runs);
         }
     }
@@ -725,8 +771,9 @@ fn land_lane(
     let passing = checked.search.passing();
     if passing > 0 {
         let runs = checked.runs.get(&passing).map_or(&[][..], Vec::as_slice);
-        for (_, item) in &lane[..passing] {
-            if !record_checks_or_settle(engine, actor, item, runs, out)? {
+        for (i, (_, item)) in lane[..passing].iter().enumerate() {
+            let own = i + 1 == passing;
+            if !record_checks_or_settle(engine, actor, item, runs, own, out)? {
                 return Ok(true);
             }
         }
@@ -742,7 +789,7 @@ fn land_lane(
     };
     let (state, item) = lane[culprit - 1];
     let runs = checked.runs.get(&culprit).map_or(&[][..], Vec::as_slice);
-    if !record_checks_or_settle(engine, actor, item, runs, out)? {
+    if !record_checks_or_settle(engine, actor, item, runs, true, out)? {
         return Ok(true);
     }
     if let Some(failed) = runs.iter().find(|r| r.status != TestStatus::Passed) {
@@ -907,7 +954,7 @@ fn check_states(
     policy: &Policy,
     states: &[&State],
 ) -> Result<Vec<Vec<CheckRun>>, ToolError> {
-    if policy.checks.commands.is_empty() || states.is_empty() {
+    if policy.checks.run_by_engine().next().is_none() || states.is_empty() {
         return Ok(states.iter().map(|_| Vec::new()).collect());
     }
     let options = crate::state::StateOptions {
@@ -927,19 +974,18 @@ fn check_states(
                 let runs = match checks::materialize(engine.root(), &files, &state.overlay) {
                     Ok(dir) => policy
                         .checks
-                        .commands
-                        .iter()
+                        .run_by_engine()
                         .map(|(name, c)| checks::run(name, c, dir.path()))
                         .collect(),
                     Err(e) => policy
                         .checks
-                        .commands
-                        .keys()
-                        .map(|name| CheckRun {
+                        .run_by_engine()
+                        .map(|(name, _)| CheckRun {
                             name: name.clone(),
                             status: TestStatus::Errored,
                             output: format!("the state could not be materialized: {e}"),
                             duration_ms: 0,
+                            recorded: false,
                         })
                         .collect(),
                 };
@@ -963,9 +1009,10 @@ fn record_checks_or_settle(
     actor: &Actor,
     item: &Item,
     runs: &[CheckRun],
+    own: bool,
     out: &mut QueueRun,
 ) -> Result<bool, ToolError> {
-    match record_checks(engine, actor, item, runs) {
+    match record_checks(engine, actor, item, runs, own) {
         Ok(()) => Ok(true),
         Err(e) if e.code() == ErrorCode::IllegalTransition => {
             let status = engine
@@ -980,15 +1027,17 @@ fn record_checks_or_settle(
 }
 
 /// Record each check run as a `test.record` on `item`'s revision (output
-/// as its note).
+/// as its note); `own`: the runs are of `item`'s own state, whose
+/// external answers are recorded on it already.
 fn record_checks(
     engine: &Engine,
     actor: &Actor,
     item: &Item,
     runs: &[CheckRun],
+    own: bool,
 ) -> Result<(), ToolError> {
     let session = engine.session(actor.clone());
-    for r in runs {
+    for r in runs.iter().filter(|r| !(own && r.recorded)) {
         let name = Title::new(&r.name).map_err(|e| ToolError::invalid_argument("name", e))?;
         let output = if r.output.trim().is_empty() {
             "(no output)"

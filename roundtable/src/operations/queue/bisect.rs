@@ -29,6 +29,11 @@ impl Search {
         }
     }
 
+    /// How many proposals the lane has (its states are 1 to this).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The state of the first `prefix` proposals was checked: `passed`.
     pub(crate) fn record(&mut self, prefix: usize, passed: bool) {
         if passed {

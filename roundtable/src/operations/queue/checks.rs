@@ -33,6 +33,11 @@ pub(crate) struct CheckRun {
     pub(crate) output: String,
     /// How long it ran.
     pub(crate) duration_ms: u64,
+    /// Whether it is recorded already on the state's own (last) proposal:
+    /// an external check's answer, a `test.record` of its own (the queue
+    /// records every other run, and this one on the other proposals of a
+    /// batch landing on the state).
+    pub(crate) recorded: bool,
 }
 
 /// A copy of the tree at `root` (the `files` the workspace state lists)
@@ -43,13 +48,24 @@ pub(crate) fn materialize(
     files: &[Vec<u8>],
     overlay: &BTreeMap<RepoPath, Option<TreeFile>>,
 ) -> std::io::Result<tempfile::TempDir> {
-    use std::os::unix::ffi::OsStrExt as _;
     let dir = tempfile::Builder::new()
         .prefix("rt-queue-state-")
         .tempdir()?;
+    materialize_into(root, files, overlay, dir.path())?;
+    Ok(dir)
+}
+
+/// [`materialize`] into `dir` (an empty directory).
+pub(crate) fn materialize_into(
+    root: &Path,
+    files: &[Vec<u8>],
+    overlay: &BTreeMap<RepoPath, Option<TreeFile>>,
+    dir: &Path,
+) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
     for rel in files {
         let rel = Path::new(std::ffi::OsStr::from_bytes(rel));
-        let to = dir.path().join(rel);
+        let to = dir.join(rel);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)?;
         }
@@ -62,7 +78,7 @@ pub(crate) fn materialize(
         }
     }
     for (path, content) in overlay {
-        let to = dir.path().join(path.as_str());
+        let to = dir.join(path.as_str());
         if std::fs::symlink_metadata(&to).is_ok() {
             std::fs::remove_file(&to)?;
         }
@@ -80,7 +96,7 @@ pub(crate) fn materialize(
             }
         }
     }
-    Ok(dir)
+    Ok(())
 }
 
 /// Run check `name` in `dir`: its own process group, stdin closed, only
@@ -94,6 +110,7 @@ pub(crate) fn run(name: &str, check: &CheckCommand, dir: &Path) -> CheckRun {
         status,
         output,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        recorded: false,
     };
     let mut output = match tempfile::tempfile() {
         Ok(f) => f,

@@ -1144,3 +1144,80 @@ fn issue34_item3_a_batch_sigkilled_anywhere_lands_all_of_it_or_none() {
     }
     assert!(seen.contains(&0), "{seen:?}");
 }
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_item3_with_a_remote_a_batch_is_one_push_of_its_last_commit() {
+    let top = tempfile::tempdir().expect("tempdir");
+    let mut files = initial_files();
+    files.insert("hello.txt".into(), "hello\n".into());
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let remote = super::git_remote::bare_remote_with(top.path(), &refs);
+    // The remote's `update` hook notes every ref update a push makes.
+    let log = top.path().join("pushes.log");
+    let hook = remote.join("hooks").join("update");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho \"$1 $2 $3\" >> '{}'\n", log.display()),
+    )
+    .expect("hook");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    git(
+        top.path(),
+        &[
+            "clone",
+            "-q",
+            remote.to_str().expect("utf-8"),
+            dir.path().to_str().expect("utf-8"),
+        ],
+    );
+    let w = World::with(dir, roundtable::EngineOptions::default());
+    w.ok(
+        "workspace.configure",
+        json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+        &w.host,
+    );
+    let base = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+    let (changes, _) = scenario_with(6, &[], &[]);
+    let (w, pids, _) = queue_on(w, &changes, 8, 1, false);
+    let run = w.ok("queue.run", json!({}), &w.host);
+    assert_eq!(proposal_ids(&entries_of(&run, "landed")), pids, "{run:#}");
+    assert_eq!(run["states_checked"], 1);
+    // One push: the remote's branch moved once, from the old tip to the
+    // last commit of the batch.
+    let tip = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+    assert_eq!(
+        std::fs::read_to_string(&log).expect("the hook ran"),
+        format!("refs/heads/main {base} {tip}\n")
+    );
+    // Six commits there, one per proposal in queue order, each its own.
+    let commits: Vec<String> = git(
+        &remote,
+        &["rev-list", "--reverse", &format!("{base}..main")],
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect();
+    assert_eq!(commits.len(), 6);
+    for (commit, pid) in commits.iter().zip(&pids) {
+        let body = git(&remote, &["log", "-1", "--format=%B", commit]);
+        assert!(
+            body.contains(&format!("Roundtable-Proposal: {pid}")),
+            "{body}"
+        );
+    }
+    // This clone followed: its branch, index and files at the last commit.
+    let d = w.dir.path();
+    assert_eq!(git(d, &["rev-parse", "main"]).trim(), tip);
+    assert_eq!(git(d, &["status", "--porcelain"]), "");
+    assert!(check_passes(d).0);
+    fsck(d);
+    fsck(&remote);
+}

@@ -22,6 +22,12 @@
 //! `applying`, and the next `recover` (run by every `Engine::open`)
 //! restores each touched path to its before state — only where it is at
 //! its after state; a path that matches neither is left alone and reported.
+//!
+//! Several transactions can land together in one step ([`Batch`]): each is
+//! journaled and written in turn over the one before it, then (git mode)
+//! the branch moves once, to the last one's commit, and every outcome is
+//! recorded in one SQL transaction. Recovery undoes transactions newest
+//! first, so a batch left behind unwinds to where it started.
 
 use crate::actor::Actor;
 use crate::changeset::{Changeset, FileChange, FileContent, FileMeta, Operation};

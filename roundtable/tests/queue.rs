@@ -1668,7 +1668,10 @@ fn issue34_item2_a_passed_answer_on_a_batchs_last_state_lands_the_whole_batch() 
     assert_eq!(proposal_ids(&entries_of(&run, "landed")), pids, "{run:#}");
     assert_eq!(run["still_queued"], 0);
     let transactions = w.ok("transaction.list", json!({"status": "applied"}), &w.host);
-    assert_eq!(transactions["transactions"].as_array().map(Vec::len), Some(3));
+    assert_eq!(
+        transactions["transactions"].as_array().map(Vec::len),
+        Some(3)
+    );
     // The answer counts for the two landed under it (recorded on each);
     // the third keeps the runner's own record, once.
     for pid in &pids {

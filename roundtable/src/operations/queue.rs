@@ -35,8 +35,13 @@
 //!    are stacked again without it next round.
 //!
 //! Rounds repeat until the queue is empty or a round changes nothing.
+//!
+//! Several hosts may run one queue at once (on one PostgreSQL store):
+//! each round, a host leases the lanes it works on and skips those
+//! another host holds ([`hosts`]).
 
 mod checks;
+mod hosts;
 mod lanes;
 
 use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
@@ -351,8 +356,19 @@ pub struct QueueRun {
     /// Speculative states built and checked.
     pub states_checked: u32,
     /// Entries still queued (the rounds ran out, or a round changed
-    /// nothing and found nothing to retry).
+    /// nothing and found nothing to retry, or other hosts hold their
+    /// lanes).
     pub still_queued: u32,
+    /// The runner this run was, as the store records who leased each
+    /// entry: its orchestrator and its workspace clone
+    /// (`orchestrator:ID@CLONE`).
+    pub runner: String,
+    /// Lanes skipped, summed over the rounds, because another host's run
+    /// held them (leased one of their entries): that host tests and lands
+    /// them.
+    pub lanes_held: u32,
+    /// The runners that held them.
+    pub held_by: Vec<String>,
 }
 
 impl super::Request for RunQueue {
@@ -424,15 +440,23 @@ fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, Tool
             },
         ));
     }
-    let mut out = QueueRun::default();
+    let runner = hosts::Runner::of(engine, actor);
+    let mut out = QueueRun {
+        runner: runner.id().to_owned(),
+        ..QueueRun::default()
+    };
     while out.rounds < max_rounds {
         out.rounds += 1;
+        hosts::catch_up(engine)?;
         let landable = landable(engine, actor)?;
         if policy.queue.auto_enqueue && out.rounds == 1 {
             auto_enqueue(engine, actor, &landable)?;
         }
         let landable: BTreeSet<String> = landable.into_iter().collect();
-        if !round(engine, actor, &policy, &landable, &mut out)? {
+        let progress = runner.round(engine, || {
+            round(engine, actor, &policy, &landable, &runner, &mut out)
+        })?;
+        if !progress {
             break;
         }
     }
@@ -488,6 +512,7 @@ fn round(
     actor: &Actor,
     policy: &Policy,
     landable: &BTreeSet<String>,
+    runner: &hosts::Runner,
     out: &mut QueueRun,
 ) -> Result<bool, ToolError> {
     let (items, gone) = load_items(engine)?;
@@ -507,11 +532,13 @@ fn round(
     let paths: Vec<BTreeSet<String>> = items.iter().map(|i| i.paths.clone()).collect();
     // Each lane up to its batch_size-th proposal that can land (the ones
     // waiting before it take no place in the batch).
-    let lanes: Vec<Vec<usize>> = lanes::lanes(&paths, policy.queue.lanes)
-        .into_iter()
+    let whole = lanes::lanes(&paths, policy.queue.lanes);
+    let lanes: Vec<Vec<usize>> = whole
+        .iter()
         .map(|lane| {
             let mut taken = 0;
-            lane.into_iter()
+            lane.iter()
+                .copied()
                 .take_while(|&i| {
                     if taken == policy.queue.batch_size as usize {
                         return false;
@@ -522,6 +549,15 @@ fn round(
                 .collect()
         })
         .collect();
+    // Only the lanes this host leased: other hosts work on the rest.
+    let (lanes, skipped) =
+        runner.take(engine, &items, &whole, lanes, landable, policy.queue.depth)?;
+    out.lanes_held += skipped.held;
+    for by in skipped.by {
+        if !out.held_by.contains(&by) {
+            out.held_by.push(by);
+        }
+    }
 
     // Stack each lane: its base is what its states were built on (lanes
     // share no path, so landing one leaves another's base as it was).

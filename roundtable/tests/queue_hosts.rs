@@ -134,7 +134,19 @@ fn issue34_hosts_two_hosts_with_lanes_each_land_a_share_and_check_no_state_twice
     let states = checked_states(&w);
     assert_eq!(states.len(), 12, "{states:#?}");
     for ((entry, ahead), by) in &states {
-        assert_eq!(by.len(), 1, "{entry} on {ahead} checked by {by:?}");
+        assert_eq!(
+            by.len(),
+            1,
+            "{entry} on {ahead} checked by {by:?}; the events: {:#}",
+            json!(w
+                .events()
+                .into_iter()
+                .filter(|e| e["subject"] == entry.as_str()
+                    || e["kind"] == "transaction.applied"
+                    || e["kind"].as_str().is_some_and(|k| k.starts_with("queue")))
+                .map(|e| json!([e["kind"], e["subject"], e["actor"]["id"], e["data"]]))
+                .collect::<Vec<_>>())
+        );
     }
     assert_eq!(
         a["states_checked"].as_u64().map(|n| n as usize),

@@ -140,6 +140,28 @@ pub fn leased_to_others(
     Ok(out)
 }
 
+/// Which of entries `ids` are `queued`.
+pub fn queued_among<'a>(
+    tx: &Tx<'_>,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> crate::store::sql::Result<std::collections::BTreeSet<&'a str>> {
+    let mut out = std::collections::BTreeSet::new();
+    for id in ids {
+        let queued = tx
+            .query_row(
+                "SELECT 1 FROM queue_entries WHERE id = ?1 AND status = 'queued'",
+                [id],
+                |r| r.get::<i64>(0),
+            )
+            .optional()?
+            .is_some();
+        if queued {
+            out.insert(id);
+        }
+    }
+    Ok(out)
+}
+
 /// Lease the `queued` entries `ids` to `runner` until `until` (the
 /// caller checked, in this transaction, that no other runner's lease
 /// holds any of them); how many were leased.

@@ -394,6 +394,13 @@ impl QueueRun {
             _ => self.removed.push(entry),
         }
     }
+
+    /// [`QueueRun::record`] an entry this run settled, if it did.
+    fn record_some(&mut self, entry: Option<QueueEntry>) {
+        if let Some(entry) = entry {
+            self.record(entry);
+        }
+    }
 }
 
 /// Files by path, each with what it holds (`None`: absent): a state's
@@ -517,9 +524,16 @@ fn round(
 ) -> Result<bool, ToolError> {
     let (items, gone) = load_items(engine)?;
     let mut progress = false;
+    // An entry another host's lane lease holds is that host's to settle
+    // (it may have landed it and not yet said so).
+    let theirs = runner.held_by_others(engine, !gone.is_empty())?;
     for (entry, status) in gone {
-        let settled = settle_gone(engine, actor, &entry, status)?;
-        out.record(settled);
+        if theirs.contains(&entry.id) {
+            continue;
+        }
+        if let Some(settled) = settle_gone(engine, actor, &entry, status)? {
+            out.record(settled);
+        }
         progress = true;
     }
     // Only what can land now is stacked: the rest (awaiting review, a
@@ -553,6 +567,8 @@ fn round(
     let (lanes, skipped) =
         runner.take(engine, &items, &whole, lanes, landable, policy.queue.depth)?;
     out.lanes_held += skipped.held;
+    // A lane another host changed meanwhile is read again next round.
+    progress |= skipped.changed > 0;
     for by in skipped.by {
         if !out.held_by.contains(&by) {
             out.held_by.push(by);
@@ -707,7 +723,7 @@ fn round(
                         .store()
                         .read(|tx| Proposal::load(tx, &item.proposal.id))?
                         .status;
-                    out.record(settle_gone(engine, actor, &item.entry, status)?);
+                    out.record_some(settle_gone(engine, actor, &item.entry, status)?);
                     progress = true;
                     break;
                 }
@@ -739,14 +755,19 @@ fn round(
 /// Settle the entry of a proposal that is no longer open (`status`):
 /// applied while queued — by this queue in a run that stopped before it
 /// could say so (a crash), by another host's run, or by a direct apply —
-/// is `landed` with its transaction; anything else `removed`.
+/// is `landed` with its transaction; anything else `removed`. `None`
+/// when another host's run settled it first (this run does not report
+/// it).
 fn settle_gone(
     engine: &Engine,
     actor: &Actor,
     entry: &QueueEntry,
     status: ProposalStatus,
-) -> Result<QueueEntry, ToolError> {
+) -> Result<Option<QueueEntry>, ToolError> {
     write_cx(engine, actor, |cx| {
+        if store::queue::entry(cx.tx, &entry.id)?.map(|e| e.status) != Some(QueueStatus::Queued) {
+            return Ok(None);
+        }
         let landed = match status {
             ProposalStatus::Applied => store::transactions::list(
                 cx.tx,
@@ -775,6 +796,7 @@ fn settle_gone(
                 },
             ),
         }
+        .map(Some)
     })
 }
 
@@ -937,7 +959,7 @@ fn record_checks_or_settle(
                 .store()
                 .read(|tx| Proposal::load(tx, &item.proposal.id))?
                 .status;
-            out.record(settle_gone(engine, actor, &item.entry, status)?);
+            out.record_some(settle_gone(engine, actor, &item.entry, status)?);
             Ok(false)
         }
         Err(e) => Err(e),

@@ -58,6 +58,10 @@ pub(super) struct Skipped {
     pub(super) held: u32,
     /// The runners that held them.
     pub(super) by: BTreeSet<String>,
+    /// Lanes skipped because an entry of theirs was settled since the
+    /// round read the queue (another host landed it): the next round
+    /// reads it again.
+    pub(super) changed: u32,
 }
 
 impl Runner {
@@ -119,6 +123,25 @@ impl Runner {
             .write(|tx| Ok(store::queue::release_leases(tx, &self.id)?))
     }
 
+    /// The queued entries another runner's live lease holds (none read
+    /// unless `wanted`).
+    pub(super) fn held_by_others(
+        &self,
+        engine: &Engine,
+        wanted: bool,
+    ) -> Result<BTreeSet<String>, ToolError> {
+        if !wanted {
+            return Ok(BTreeSet::new());
+        }
+        let now = engine.now();
+        engine.store().read(|tx| {
+            Ok(store::queue::leased_to_others(tx, &self.id, now)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect())
+        })
+    }
+
     /// Of `batches` (each lane's entries this round would stack, indexes
     /// into `items`; `lanes` the lanes whole), the ones this runner takes,
     /// their entries leased to it in one write: see [`choose`]. `landable`
@@ -150,7 +173,9 @@ impl Runner {
         let now = engine.now();
         let (taken, skipped) = engine.store().write(|tx| {
             let others = store::queue::leased_to_others(tx, &self.id, now)?;
-            let (taken, skipped) = choose(&work, &others, depth as usize);
+            let queued =
+                store::queue::queued_among(tx, work.iter().flat_map(|l| l.batch.iter().copied()))?;
+            let (taken, skipped) = choose(&work, &others, &queued, depth as usize);
             for &i in &taken {
                 store::queue::lease(tx, &work[i].batch, &self.id, until(now))?;
             }
@@ -182,11 +207,17 @@ struct Lane<'a> {
 }
 
 /// The lanes to take, in order, given `others` (entries another runner's
-/// live lease holds, with that runner): every lane none of whose entries
-/// another runner holds, until `depth` speculative states are taken (at
-/// least one lane; a lane of no state is always taken); and what was
-/// skipped because held. A pure function.
-fn choose(lanes: &[Lane<'_>], others: &[(String, String)], depth: usize) -> (Vec<usize>, Skipped) {
+/// live lease holds, with that runner) and `queued` (the entries still
+/// queued): every lane none of whose entries another runner holds and
+/// whose batch is still queued, until `depth` speculative states are
+/// taken (at least one lane; a lane of no state is always taken); and
+/// what was skipped. A pure function.
+fn choose(
+    lanes: &[Lane<'_>],
+    others: &[(String, String)],
+    queued: &BTreeSet<&str>,
+    depth: usize,
+) -> (Vec<usize>, Skipped) {
     let mut taken = Vec::new();
     let mut skipped = Skipped::default();
     let mut states = 0;
@@ -199,6 +230,10 @@ fn choose(lanes: &[Lane<'_>], others: &[(String, String)], depth: usize) -> (Vec
         if !holders.is_empty() {
             skipped.held += 1;
             skipped.by.extend(holders.into_iter().map(str::to_owned));
+            continue;
+        }
+        if !lane.batch.iter().all(|e| queued.contains(e)) {
+            skipped.changed += 1;
             continue;
         }
         if lane.states > 0 && states >= depth {
@@ -325,19 +360,29 @@ mod tests {
             lane(&["e7"], 1, 1),
             lane(&["e8"], 1, 0),
         ];
+        let all: BTreeSet<&str> = lanes.iter().flat_map(|l| l.batch.clone()).collect();
         // e4 (beyond lane 1's batch) is another host's: the lane is too.
-        let (taken, skipped) = choose(&lanes, &held(&[("e4", "h2"), ("e9", "h3")]), 3);
+        let (taken, skipped) = choose(&lanes, &held(&[("e4", "h2"), ("e9", "h3")]), &all, 3);
         assert_eq!(taken, vec![0, 2, 3, 5], "lane 4 waits: 3 states taken");
         assert_eq!(skipped.held, 1);
         assert_eq!(skipped.by, BTreeSet::from(["h2".to_owned()]));
+        assert_eq!(skipped.changed, 0);
         // Nothing held: at least one lane, whatever its size.
-        let (taken, skipped) = choose(&lanes[..1], &[], 1);
+        let (taken, skipped) = choose(&lanes[..1], &[], &all, 1);
         assert_eq!(taken, vec![0]);
         assert_eq!(skipped, Skipped::default());
         // One lane, held: nothing to do.
-        let (taken, skipped) = choose(&lanes[..1], &held(&[("e1", "h2")]), 8);
+        let (taken, skipped) = choose(&lanes[..1], &held(&[("e1", "h2")]), &all, 8);
         assert!(taken.is_empty());
         assert_eq!(skipped.held, 1);
+        // An entry settled since the round read the queue: the lane is
+        // left to the next round.
+        let mut settled = all.clone();
+        settled.remove("e6");
+        let (taken, skipped) = choose(&lanes, &[], &settled, 8);
+        assert_eq!(taken, vec![0, 1, 2, 4, 5]);
+        assert_eq!(skipped.changed, 1);
+        assert_eq!(skipped.held, 0);
     }
 
     #[test]

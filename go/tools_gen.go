@@ -1197,7 +1197,7 @@ func (s *Session) QueueRemove(ctx context.Context, args QueueRemoveArgs) (*Queue
 	return out, nil
 }
 
-// QueueRun calls `queue.run`: Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+// QueueRun calls `queue.run`: Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing. Several hosts may run it at once: each round a host leases the lanes it works on (up to depth states) and skips a lane another host's run holds (lanes_held, held_by); a lease not renewed expires after 30 s, so a dead host's lanes go to the others.
 //
 // Called by: orchestrator. Changes state. Idempotent. Destructive.
 func (s *Session) QueueRun(ctx context.Context, args QueueRunArgs) (*QueueRun, error) {

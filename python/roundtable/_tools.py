@@ -1246,7 +1246,7 @@ class ToolMethods:
         idempotency_key: Optional[str] = None,
         max_rounds: Optional[int] = None,
     ) -> QueueRun:
-        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing. Several hosts may run it at once: each round a host leases the lanes it works on (up to depth states) and skips a lane another host's run holds (lanes_held, held_by); a lease not renewed expires after 30 s, so a dead host's lanes go to the others.
 
         ``queue.run``; called by: orchestrator. Changes state (idempotent).
         """
@@ -2540,7 +2540,7 @@ class AsyncToolMethods:
         idempotency_key: Optional[str] = None,
         max_rounds: Optional[int] = None,
     ) -> QueueRun:
-        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing.
+        """Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on every such speculative state (depth at once), lands in order every proposal whose state and every state before it passed (patch.apply with rebase), and hands the one whose state failed back to its author with the check's output as a failed test.record. Repeats until the queue is empty or a round changes nothing. Several hosts may run it at once: each round a host leases the lanes it works on (up to depth states) and skips a lane another host's run holds (lanes_held, held_by); a lease not renewed expires after 30 s, so a dead host's lanes go to the others.
 
         ``queue.run``; called by: orchestrator. Changes state (idempotent).
         """

@@ -331,3 +331,149 @@ fn issue34_hosts_a_host_restarted_after_a_kill_takes_its_own_lane_back_at_once()
     assert_eq!(proposal_ids(&entries_of(&run, "landed")), pids);
     assert_eq!(landing_order(&w), pids);
 }
+
+/// `notes.txt`'s ten lines, line `n` (1-based) replaced by `with` when
+/// given.
+fn notes(edit: Option<(usize, &str)>) -> String {
+    (1..=10)
+        .map(|n| match edit {
+            Some((at, with)) if at == n => format!("{with}\n"),
+            _ => format!("line {n}\n"),
+        })
+        .collect()
+}
+
+/// A patch of `notes.txt` replacing line `n` with `with`.
+fn notes_patch(n: usize, with: &str) -> String {
+    format!("--- a/notes.txt\n+++ b/notes.txt\n@@ -{n} +{n} @@\n-line {n}\n+{with}\n")
+}
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_hosts_a_host_on_its_own_clone_takes_over_a_lane_another_host_landed_part_of() {
+    // Hosts on their own clones of one remote share a store only on
+    // PostgreSQL.
+    let Some(server) = super::support::server() else {
+        return;
+    };
+    use super::landing::{fsck, git};
+    let url = super::support::store_url(&server, &super::pg_hosts::fresh_schema("qclones"));
+    let top = tempfile::tempdir().expect("tempdir");
+    let base = notes(None);
+    let remote = super::git_remote::bare_remote_with(top.path(), &[("notes.txt", &base)]);
+    let open = |name: &str| {
+        git(top.path(), &["clone", "-q", "remote.git", name]);
+        let root = top.path().join(name);
+        let engine = Engine::open(&root, super::pg_hosts::options(&url)).expect("open");
+        (root, engine)
+    };
+    let (root1, h1) = open("h1");
+    let (root2, h2) = open("h2");
+    let (host1, host2) = (
+        Actor::orchestrator(id("host1")),
+        Actor::orchestrator(id("host2")),
+    );
+    let (author, reviewer) = (Actor::agent(id("alice")), Actor::agent(id("bob")));
+    for (agent, role) in [("alice", "author"), ("bob", "reviewer")] {
+        call(
+            &h1,
+            "agent.register",
+            json!({"agent_id": agent, "roles": [role]}),
+            &host1,
+        );
+    }
+    call(
+        &h1,
+        "task.create",
+        json!({"task_id": "t1", "title": "t"}),
+        &host1,
+    );
+    call(
+        &h1,
+        "workspace.configure",
+        json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
+        &host1,
+    );
+    // One lane (both change notes.txt), one proposal a round.
+    let document = "version = 1\n[checks.unit]\ncommand = [\"grep\", \"-q\", \"line 5\", \"notes.txt\"]\ntimeout_s = 60\n[queue]\nbatch_size = 1\ndepth = 1\nlanes = true\n";
+    let set = call(&h1, "policy.set", json!({"document": document}), &host1);
+    call(
+        &h1,
+        "policy.activate",
+        json!({"version": set["policy"]["version"]}),
+        &host1,
+    );
+    call(
+        &h1,
+        "claim.acquire",
+        json!({"resource_id": "file:notes.txt", "type": "write", "ttl_s": 3600}),
+        &author,
+    );
+    let pids: Vec<String> = [(2, "two (p1)"), (8, "eight (p2)")]
+        .into_iter()
+        .map(|(n, with)| {
+            let pid = str_of(
+                &call(
+                    &h1,
+                    "proposal.create",
+                    json!({"task_id": "t1", "title": format!("Line {n}"), "summary_md": "s", "patch": notes_patch(n, with)}),
+                    &author,
+                )["proposal"]["id"],
+            );
+            call(&h1, "proposal.request_review", json!({"proposal_id": pid}), &author);
+            call(
+                &h1,
+                "vote.cast",
+                json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+                &reviewer,
+            );
+            call(&h1, "queue.enqueue", json!({"proposal_id": pid}), &host1);
+            pid
+        })
+        .collect();
+    // Host 1 lands the lane's first proposal; host 2, whose clone has
+    // not seen it, takes the lane next: it catches up with the remote,
+    // stacks the second on it, checks it once and lands it.
+    let first = call(&h1, "queue.run", json!({"max_rounds": 1}), &host1);
+    assert_eq!(
+        proposal_ids(&entries_of(&first, "landed")),
+        pids[..1],
+        "{first:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root2.join("notes.txt")).expect("read"),
+        base,
+        "host 2's clone is behind"
+    );
+    // Landing the first released the author's claim: it claims again.
+    call(
+        &h1,
+        "claim.acquire",
+        json!({"resource_id": "file:notes.txt", "type": "write", "ttl_s": 3600}),
+        &author,
+    );
+    let second = call(&h2, "queue.run", json!({"max_rounds": 3}), &host2);
+    assert_eq!(
+        proposal_ids(&entries_of(&second, "landed")),
+        pids[1..],
+        "{second:#}"
+    );
+    assert_eq!(second["states_checked"], 1, "{second:#}");
+    assert_eq!(second["still_queued"], 0);
+    let both =
+        "line 1\ntwo (p1)\nline 3\nline 4\nline 5\nline 6\nline 7\neight (p2)\nline 9\nline 10\n";
+    assert_eq!(git(&remote, &["show", "main:notes.txt"]), both);
+    assert_eq!(
+        git(&remote, &["rev-list", "--count", "main"]).trim(),
+        "3",
+        "the base and one commit per proposal"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root2.join("notes.txt")).expect("read"),
+        both
+    );
+    assert_eq!(git(&root2, &["status", "--porcelain"]), "");
+    for d in [&remote, &root1, &root2] {
+        fsck(d);
+    }
+}

@@ -10788,6 +10788,19 @@ func (x *QueueRun) encodeFields(e *encoder, start int) {
 	e.int64(x.StatesChecked)
 	e.key(start, "\"still_queued\":")
 	e.int64(x.StillQueued)
+	e.key(start, "\"runner\":")
+	e.str(x.Runner, "runner")
+	e.key(start, "\"lanes_held\":")
+	e.int64(x.LanesHeld)
+	e.key(start, "\"held_by\":")
+	e.buf = append(e.buf, '[')
+	for i5 := range x.HeldBy {
+		if i5 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.HeldBy[i5], "held_by")
+	}
+	e.buf = append(e.buf, ']')
 }
 
 func (x *QueueRun) decode(d *decoder) {
@@ -10801,19 +10814,6 @@ func (x *QueueRun) decode(d *decoder) {
 			if d.null() {
 				x.Landed = nil
 			} else {
-				s5 := []QueueEntry{}
-				for more := d.array(); more; more = d.next() {
-					s5 = append(s5, QueueEntry{})
-					if !d.null() {
-						s5[len(s5)-1].decode(d)
-					}
-				}
-				x.Landed = s5
-			}
-		case "returned":
-			if d.null() {
-				x.Returned = nil
-			} else {
 				s6 := []QueueEntry{}
 				for more := d.array(); more; more = d.next() {
 					s6 = append(s6, QueueEntry{})
@@ -10821,11 +10821,11 @@ func (x *QueueRun) decode(d *decoder) {
 						s6[len(s6)-1].decode(d)
 					}
 				}
-				x.Returned = s6
+				x.Landed = s6
 			}
-		case "removed":
+		case "returned":
 			if d.null() {
-				x.Removed = nil
+				x.Returned = nil
 			} else {
 				s7 := []QueueEntry{}
 				for more := d.array(); more; more = d.next() {
@@ -10834,20 +10834,33 @@ func (x *QueueRun) decode(d *decoder) {
 						s7[len(s7)-1].decode(d)
 					}
 				}
-				x.Removed = s7
+				x.Returned = s7
+			}
+		case "removed":
+			if d.null() {
+				x.Removed = nil
+			} else {
+				s8 := []QueueEntry{}
+				for more := d.array(); more; more = d.next() {
+					s8 = append(s8, QueueEntry{})
+					if !d.null() {
+						s8[len(s8)-1].decode(d)
+					}
+				}
+				x.Removed = s8
 			}
 		case "checks":
 			if d.null() {
 				x.Checks = nil
 			} else {
-				s8 := []StateCheck{}
+				s9 := []StateCheck{}
 				for more := d.array(); more; more = d.next() {
-					s8 = append(s8, StateCheck{})
+					s9 = append(s9, StateCheck{})
 					if !d.null() {
-						s8[len(s8)-1].decode(d)
+						s9[len(s9)-1].decode(d)
 					}
 				}
-				x.Checks = s8
+				x.Checks = s9
 			}
 		case "states_checked":
 			if !d.null() {
@@ -10856,6 +10869,27 @@ func (x *QueueRun) decode(d *decoder) {
 		case "still_queued":
 			if !d.null() {
 				x.StillQueued = d.int64()
+			}
+		case "runner":
+			if !d.null() {
+				x.Runner = d.str()
+			}
+		case "lanes_held":
+			if !d.null() {
+				x.LanesHeld = d.int64()
+			}
+		case "held_by":
+			if d.null() {
+				x.HeldBy = nil
+			} else {
+				s10 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s10 = append(s10, "")
+					if !d.null() {
+						s10[len(s10)-1] = d.str()
+					}
+				}
+				x.HeldBy = s10
 			}
 		default:
 			d.skip()

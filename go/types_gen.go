@@ -2070,8 +2070,19 @@ type QueueRun struct {
 	// Speculative states built and checked.
 	StatesChecked int64 `json:"states_checked"`
 	// Entries still queued (the rounds ran out, or a round changed
-	// nothing and found nothing to retry).
+	// nothing and found nothing to retry, or other hosts hold their
+	// lanes).
 	StillQueued int64 `json:"still_queued"`
+	// The runner this run was, as the store records who leased each
+	// entry: its orchestrator and its workspace clone
+	// (`orchestrator:ID@CLONE`).
+	Runner string `json:"runner"`
+	// Lanes skipped, summed over the rounds, because another host's run
+	// held them (leased one of their entries): that host tests and lands
+	// them.
+	LanesHeld int64 `json:"lanes_held"`
+	// The runners that held them.
+	HeldBy []string `json:"held_by"`
 }
 
 // Result of `transaction.recovery`.

@@ -4131,11 +4131,22 @@ class QueueRun(Record):
     #: Speculative states built and checked.
     states_checked: int
     #: Entries still queued (the rounds ran out, or a round changed
-    #: nothing and found nothing to retry).
+    #: nothing and found nothing to retry, or other hosts hold their
+    #: lanes).
     still_queued: int
+    #: The runner this run was, as the store records who leased each
+    #: entry: its orchestrator and its workspace clone
+    #: (`orchestrator:ID@CLONE`).
+    runner: str
+    #: Lanes skipped, summed over the rounds, because another host's run
+    #: held them (leased one of their entries): that host tests and lands
+    #: them.
+    lanes_held: int
+    #: The runners that held them.
+    held_by: Tuple[str, ...]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
-    _REQUIRED = frozenset(['checks', 'landed', 'removed', 'returned', 'rounds', 'states_checked', 'still_queued'])
+    _REQUIRED = frozenset(['checks', 'held_by', 'landed', 'lanes_held', 'removed', 'returned', 'rounds', 'runner', 'states_checked', 'still_queued'])
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> QueueRun:
@@ -4148,6 +4159,7 @@ class QueueRun(Record):
         v["returned"] = tuple([QueueEntry.from_dict(_i0) for _i0 in v["returned"]])
         v["removed"] = tuple([QueueEntry.from_dict(_i0) for _i0 in v["removed"]])
         v["checks"] = tuple([StateCheck.from_dict(_i0) for _i0 in v["checks"]])
+        v["held_by"] = tuple(v["held_by"])
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4895,7 +4907,7 @@ ProposalPage._PLAN = (0, ProposalPage, (('proposals', 'proposals', (1, Proposal.
 ProposalRevised._PLAN = (0, ProposalRevised, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN)))
 QueueEntryResult._PLAN = (0, QueueEntryResult, (('entry', 'entry', QueueEntry._PLAN), ))
 QueuePage._PLAN = (0, QueuePage, (('entries', 'entries', (1, QueueEntry._PLAN)), ('next_cursor', 'next_cursor', None)))
-QueueRun._PLAN = (0, QueueRun, (('landed', 'landed', (1, QueueEntry._PLAN)), ('returned', 'returned', (1, QueueEntry._PLAN)), ('removed', 'removed', (1, QueueEntry._PLAN)), ('checks', 'checks', (1, StateCheck._PLAN))))
+QueueRun._PLAN = (0, QueueRun, (('landed', 'landed', (1, QueueEntry._PLAN)), ('returned', 'returned', (1, QueueEntry._PLAN)), ('removed', 'removed', (1, QueueEntry._PLAN)), ('checks', 'checks', (1, StateCheck._PLAN)), ('held_by', 'held_by', (1, None))))
 RecoveryAdvice._PLAN = (0, RecoveryAdvice, (('paths', 'paths', (1, PathReport._PLAN)), ('actions', 'actions', (1, None))))
 Rejected._PLAN = (0, Rejected, (('proposal', 'proposal', Proposal._PLAN), ('decision', 'decision', Decision._PLAN)))
 ReviewRequested._PLAN = (0, ReviewRequested, (('proposal', 'proposal', Proposal._PLAN), ('review_plan', 'review_plan', (1, RoleNeed._PLAN))))

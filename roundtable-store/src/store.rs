@@ -65,6 +65,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v12.sql"),
     include_str!("store/v13.sql"),
     include_str!("store/v14.sql"),
+    include_str!("store/v15.sql"),
 ];
 
 /// The schema version this code writes.
@@ -369,6 +370,7 @@ pub const PG_MIGRATIONS: &[&str] = &[
     include_str!("store/pg/v2.sql"),
     include_str!("store/pg/v3.sql"),
     include_str!("store/pg/v4.sql"),
+    include_str!("store/pg/v5.sql"),
 ];
 
 /// The PostgreSQL schema version this code writes.

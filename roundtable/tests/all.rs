@@ -35,6 +35,7 @@ mod process;
 mod properties;
 mod proposal_base;
 mod queue;
+mod queue_hosts;
 mod rebase;
 mod review;
 mod state;

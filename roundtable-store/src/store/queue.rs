@@ -122,3 +122,104 @@ pub fn settle(tx: &Tx<'_>, id: &str, s: &Settle<'_>) -> crate::store::sql::Resul
     )?;
     Ok(n == 1)
 }
+
+/// The `queued` entries leased to a runner other than `runner` whose
+/// lease holds after `now`, with that runner.
+pub fn leased_to_others(
+    tx: &Tx<'_>,
+    runner: &str,
+    now: Timestamp,
+) -> crate::store::sql::Result<Vec<(String, String)>> {
+    let out = tx.query_map(
+        "SELECT id, runner FROM queue_entries
+         WHERE status = 'queued' AND lease_until > ?2 AND runner IS NOT NULL AND runner <> ?1
+         ORDER BY seq",
+        params![runner, now.0],
+        |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
+    )?;
+    Ok(out)
+}
+
+/// Which of entries `ids` are `queued`.
+pub fn queued_among<'a>(
+    tx: &Tx<'_>,
+    ids: impl IntoIterator<Item = &'a str>,
+) -> crate::store::sql::Result<std::collections::BTreeSet<&'a str>> {
+    let mut out = std::collections::BTreeSet::new();
+    for id in ids {
+        let queued = tx
+            .query_row(
+                "SELECT 1 FROM queue_entries WHERE id = ?1 AND status = 'queued'",
+                [id],
+                |r| r.get::<i64>(0),
+            )
+            .optional()?
+            .is_some();
+        if queued {
+            out.insert(id);
+        }
+    }
+    Ok(out)
+}
+
+/// Lease the `queued` entries `ids` to `runner` until `until` (the
+/// caller checked, in this transaction, that no other runner's lease
+/// holds any of them); how many were leased.
+pub fn lease(
+    tx: &Tx<'_>,
+    ids: &[&str],
+    runner: &str,
+    until: Timestamp,
+) -> crate::store::sql::Result<usize> {
+    let mut n = 0;
+    for id in ids {
+        n += tx.execute(
+            "UPDATE queue_entries SET runner = ?2, lease_until = ?3 WHERE id = ?1 AND status = 'queued'",
+            params![*id, runner, until.0],
+        )?;
+    }
+    Ok(n)
+}
+
+/// Extend to `until` every lease `runner` holds on a `queued` entry; how
+/// many.
+pub fn renew_leases(
+    tx: &Tx<'_>,
+    runner: &str,
+    until: Timestamp,
+) -> crate::store::sql::Result<usize> {
+    tx.execute(
+        "UPDATE queue_entries SET lease_until = ?2
+         WHERE runner = ?1 AND lease_until IS NOT NULL AND status = 'queued'",
+        params![runner, until.0],
+    )
+}
+
+/// End every lease `runner` holds (the entries keep `runner` as the
+/// record of who ran them last); how many.
+pub fn release_leases(tx: &Tx<'_>, runner: &str) -> crate::store::sql::Result<usize> {
+    tx.execute(
+        "UPDATE queue_entries SET lease_until = NULL WHERE runner = ?1 AND lease_until IS NOT NULL",
+        params![runner],
+    )
+}
+
+/// The runner that leased entry `id` last and until when its lease holds
+/// (`None`: not leased now), if the entry exists.
+#[allow(clippy::type_complexity)]
+pub fn lease_of(
+    tx: &Tx<'_>,
+    id: &str,
+) -> crate::store::sql::Result<Option<(Option<String>, Option<Timestamp>)>> {
+    tx.query_row(
+        "SELECT runner, lease_until FROM queue_entries WHERE id = ?1",
+        [id],
+        |r| {
+            Ok((
+                r.get::<Option<String>>(0)?,
+                r.get::<Option<i64>>(1)?.map(Timestamp),
+            ))
+        },
+    )
+    .optional()
+}

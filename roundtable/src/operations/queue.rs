@@ -49,10 +49,15 @@
 //! A check may also be external (`[checks.NAME] external = true`): its
 //! states are left for a runner and announced, and its `test.record`
 //! answers them ([`external`]).
+//!
+//! Several hosts may run one queue at once (on one PostgreSQL store):
+//! each round, a host leases the lanes it works on and skips those
+//! another host holds ([`hosts`]).
 
 mod bisect;
 mod checks;
 mod external;
+mod hosts;
 mod lanes;
 
 pub use external::QueueCheckRequest;
@@ -375,13 +380,24 @@ pub struct QueueRun {
     /// Speculative states built and checked.
     pub states_checked: u32,
     /// Entries still queued (the rounds ran out, or a round changed
-    /// nothing and found nothing to retry).
+    /// nothing and found nothing to retry, or other hosts hold their
+    /// lanes).
     pub still_queued: u32,
+    /// The runner this run was, as the store records who leased each
+    /// entry: its orchestrator and its workspace clone
+    /// (`orchestrator:ID@CLONE`).
+    pub runner: String,
+    /// Lanes skipped, summed over the rounds, because another host's run
+    /// held them (leased one of their entries): that host tests and lands
+    /// them.
+    pub lanes_held: u32,
+    /// The runners that held them.
+    pub held_by: Vec<String>,
 }
 
 impl super::Request for RunQueue {
     const TOOL: &'static str = "queue.run";
-    const DESCRIPTION: &'static str = "Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. An external check ([checks.NAME] external = true) is not run: each state of a lane is left as a commit under refs/roundtable/queue/ENTRY (git mode) or a directory under .roundtable/queue/ (files mode) and announced once (a queue.check_requested event, a run_queue_check item in the orchestrator's inbox); a test.record of that name on the state's proposal answers it (passed: the batch up to it may land; failed or errored: that proposal goes back with the note; no answer within timeout_s: errored). Repeats until the queue is empty or a round changes nothing.";
+    const DESCRIPTION: &'static str = "Land the landing queue, keeping the branch green (orchestrator only): stacks each queued proposal on the branch and the ones ahead of it (the engine's rebase), runs the policy's [checks.NAME] commands on each lane's last speculative state, bisecting a failing batch (depth states at once) to find the first state that fails, lands every proposal up to the last state that passed together in one step (each as patch.apply with rebase lands it; in git mode each its own commit and one branch update), and hands the one whose state failed back to its author with the check's output as a failed test.record. An external check ([checks.NAME] external = true) is not run: each state of a lane is left as a commit under refs/roundtable/queue/ENTRY (git mode) or a directory under .roundtable/queue/ (files mode) and announced once (a queue.check_requested event, a run_queue_check item in the orchestrator's inbox); a test.record of that name on the state's proposal answers it (passed: the batch up to it may land; failed or errored: that proposal goes back with the note; no answer within timeout_s: errored). Repeats until the queue is empty or a round changes nothing. Several hosts may run it at once: each round a host leases the lanes it works on (up to depth states) and skips a lane another host's run holds (lanes_held, held_by); a lease not renewed expires after 30 s, so a dead host's lanes go to the others.";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator];
     const IDEMPOTENT: bool = true;
@@ -400,6 +416,13 @@ impl QueueRun {
             QueueStatus::Landed => self.landed.push(entry),
             QueueStatus::Returned => self.returned.push(entry),
             _ => self.removed.push(entry),
+        }
+    }
+
+    /// [`QueueRun::record`] an entry this run settled, if it did.
+    fn record_some(&mut self, entry: Option<QueueEntry>) {
+        if let Some(entry) = entry {
+            self.record(entry);
         }
     }
 }
@@ -448,15 +471,23 @@ fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, Tool
             },
         ));
     }
-    let mut out = QueueRun::default();
+    let runner = hosts::Runner::of(engine, actor);
+    let mut out = QueueRun {
+        runner: runner.id().to_owned(),
+        ..QueueRun::default()
+    };
     while out.rounds < max_rounds {
         out.rounds += 1;
+        hosts::catch_up(engine)?;
         let landable = landable(engine, actor)?;
         if policy.queue.auto_enqueue && out.rounds == 1 {
             auto_enqueue(engine, actor, &landable)?;
         }
         let landable: BTreeSet<String> = landable.into_iter().collect();
-        if !round(engine, actor, &policy, &landable, &mut out)? {
+        let progress = runner.round(engine, || {
+            round(engine, actor, &policy, &landable, &runner, &mut out)
+        })?;
+        if !progress {
             break;
         }
     }
@@ -513,13 +544,21 @@ fn round(
     actor: &Actor,
     policy: &Policy,
     landable: &BTreeSet<String>,
+    runner: &hosts::Runner,
     out: &mut QueueRun,
 ) -> Result<bool, ToolError> {
-    let mut progress = external::take_failed_answers(engine, actor, policy, out)?;
+    // An entry another host's lane lease holds is that host's to settle
+    // (it may have landed it and not yet said so, or be landing it).
+    let theirs = runner.held_by_others(engine, true)?;
+    let mut progress = external::take_failed_answers(engine, actor, policy, &theirs, out)?;
     let (items, gone) = load_items(engine)?;
     for (entry, status) in gone {
-        let settled = settle_gone(engine, actor, &entry, status)?;
-        out.record(settled);
+        if theirs.contains(&entry.id) {
+            continue;
+        }
+        if let Some(settled) = settle_gone(engine, actor, &entry, status)? {
+            out.record(settled);
+        }
         progress = true;
     }
     // Only what can land now is stacked: the rest (awaiting review, a
@@ -532,11 +571,13 @@ fn round(
     let paths: Vec<BTreeSet<String>> = items.iter().map(|i| i.paths.clone()).collect();
     // Each lane up to its batch_size-th proposal that can land (the ones
     // waiting before it take no place in the batch).
-    let lanes: Vec<Vec<usize>> = lanes::lanes(&paths, policy.queue.lanes)
-        .into_iter()
+    let whole = lanes::lanes(&paths, policy.queue.lanes);
+    let lanes: Vec<Vec<usize>> = whole
+        .iter()
         .map(|lane| {
             let mut taken = 0;
-            lane.into_iter()
+            lane.iter()
+                .copied()
                 .take_while(|&i| {
                     if taken == policy.queue.batch_size as usize {
                         return false;
@@ -547,6 +588,17 @@ fn round(
                 .collect()
         })
         .collect();
+    // Only the lanes this host leased: other hosts work on the rest.
+    let (lanes, skipped) =
+        runner.take(engine, &items, &whole, lanes, landable, policy.queue.depth)?;
+    out.lanes_held += skipped.held;
+    // A lane another host changed meanwhile is read again next round.
+    progress |= skipped.changed > 0;
+    for by in skipped.by {
+        if !out.held_by.contains(&by) {
+            out.held_by.push(by);
+        }
+    }
 
     // Stack each lane: its base is what its states were built on (lanes
     // share no path, so landing one leaves another's base as it was).
@@ -821,14 +873,19 @@ fn land_lane(
 /// Settle the entry of a proposal that is no longer open (`status`):
 /// applied while queued — by this queue in a run that stopped before it
 /// could say so (a crash), by another host's run, or by a direct apply —
-/// is `landed` with its transaction; anything else `removed`.
+/// is `landed` with its transaction; anything else `removed`. `None`
+/// when another host's run settled it first (this run does not report
+/// it).
 fn settle_gone(
     engine: &Engine,
     actor: &Actor,
     entry: &QueueEntry,
     status: ProposalStatus,
-) -> Result<QueueEntry, ToolError> {
+) -> Result<Option<QueueEntry>, ToolError> {
     write_cx(engine, actor, |cx| {
+        if store::queue::entry(cx.tx, &entry.id)?.map(|e| e.status) != Some(QueueStatus::Queued) {
+            return Ok(None);
+        }
         let landed = match status {
             ProposalStatus::Applied => store::transactions::list(
                 cx.tx,
@@ -857,6 +914,7 @@ fn settle_gone(
                 },
             ),
         }
+        .map(Some)
     })
 }
 
@@ -1019,7 +1077,7 @@ fn record_checks_or_settle(
                 .store()
                 .read(|tx| Proposal::load(tx, &item.proposal.id))?
                 .status;
-            out.record(settle_gone(engine, actor, &item.entry, status)?);
+            out.record_some(settle_gone(engine, actor, &item.entry, status)?);
             Ok(false)
         }
         Err(e) => Err(e),
@@ -1164,7 +1222,7 @@ fn land(
                 .store()
                 .read(|tx| Proposal::load(tx, &item.proposal.id))?
                 .status;
-            out.record(settle_gone(engine, actor, &item.entry, status)?);
+            out.record_some(settle_gone(engine, actor, &item.entry, status)?);
         }
         code if author_must_act(code) => {
             let settled = give_back(

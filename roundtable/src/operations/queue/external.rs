@@ -239,7 +239,8 @@ pub(crate) fn why(r: &QueueCheckRequest) -> String {
 /// The action of an inbox item for a [`QueueCheckRequest`].
 pub(crate) const ACTION: NextAction = NextAction::RunQueueCheck;
 
-/// Before a round stacks anything: hand back every queued entry whose
+/// Before a round stacks anything: hand back every queued entry (but
+/// `theirs`, leased to another host) whose
 /// latest request of an external check was answered `failed` or
 /// `errored` (the failed result keeps it from landing anyway), with the
 /// answer's note. Whether any went back.
@@ -247,6 +248,7 @@ pub(super) fn take_failed_answers(
     engine: &Engine,
     actor: &Actor,
     policy: &Policy,
+    theirs: &std::collections::BTreeSet<String>,
     out: &mut QueueRun,
 ) -> Result<bool, ToolError> {
     if policy.checks.external().next().is_none() {
@@ -255,6 +257,9 @@ pub(super) fn take_failed_answers(
     let failed: Vec<(QueueEntry, u32, String)> = engine.store().read(|tx| {
         let mut failed = Vec::new();
         for entry in store::queue::list(tx, Some(QueueStatus::Queued), 0, i64::MAX)? {
+            if theirs.contains(&entry.id) {
+                continue;
+            }
             let latest = super::Proposal::load(tx, &entry.proposal_id)?.latest_revision;
             for (name, r) in requests_of(tx, &entry)? {
                 if r.data.revision != latest {

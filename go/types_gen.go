@@ -2067,7 +2067,9 @@ type QueueRun struct {
 	Removed []QueueEntry `json:"removed"`
 	// Every check run, in the order they finished per round.
 	Checks []StateCheck `json:"checks"`
-	// Speculative states built and checked.
+	// Speculative states whose checks ran (or were answered) this run:
+	// a batch that passes costs one, a failing one about log2 of its
+	// length more.
 	StatesChecked int64 `json:"states_checked"`
 	// Entries still queued (the rounds ran out, or a round changed
 	// nothing and found nothing to retry, or other hosts hold their

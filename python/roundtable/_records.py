@@ -4128,7 +4128,9 @@ class QueueRun(Record):
     removed: Tuple[QueueEntry, ...]
     #: Every check run, in the order they finished per round.
     checks: Tuple[StateCheck, ...]
-    #: Speculative states built and checked.
+    #: Speculative states whose checks ran (or were answered) this run:
+    #: a batch that passes costs one, a failing one about log2 of its
+    #: length more.
     states_checked: int
     #: Entries still queued (the rounds ran out, or a round changed
     #: nothing and found nothing to retry, or other hosts hold their

@@ -377,7 +377,9 @@ pub struct QueueRun {
     pub removed: Vec<QueueEntry>,
     /// Every check run, in the order they finished per round.
     pub checks: Vec<StateCheck>,
-    /// Speculative states built and checked.
+    /// Speculative states whose checks ran (or were answered) this run:
+    /// a batch that passes costs one, a failing one about log2 of its
+    /// length more.
     pub states_checked: u32,
     /// Entries still queued (the rounds ran out, or a round changed
     /// nothing and found nothing to retry, or other hosts hold their

@@ -33,6 +33,7 @@ use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::store;
+#[cfg(feature = "git")]
 use crate::ErrorCode;
 use std::collections::BTreeSet;
 use std::time::Duration;

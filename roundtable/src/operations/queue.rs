@@ -26,11 +26,11 @@
 //!    commands run in it. Each lane's LAST state is checked first (every
 //!    lane's at once, `depth` at a time); when it fails, the first failing
 //!    state is found by bisection, `depth` split points checked at once
-//!    ([`bisect`]): a batch that passes costs one check run, one with a
+//!    (`queue/bisect.rs`): a batch that passes costs one check run, one with a
 //!    culprit about log2 of the batch more.
 //! 5. In each lane, the proposals up to the longest state known to pass
 //!    (below the first that failed) land together, in order, in ONE
-//!    all-or-nothing step ([`super::transactions::apply_batch`]: each as
+//!    all-or-nothing step (`transactions::apply_batch`: each as
 //!    `patch.apply` with `rebase: true` lands it, keyed by its entry, so a
 //!    crashed run never lands one twice; in git mode each its own commit
 //!    and ONE branch update, or ONE push, to the last). The branch only
@@ -48,11 +48,11 @@
 //!
 //! A check may also be external (`[checks.NAME] external = true`): its
 //! states are left for a runner and announced, and its `test.record`
-//! answers them ([`external`]).
+//! answers them (`queue/external.rs`).
 //!
 //! Several hosts may run one queue at once (on one PostgreSQL store):
 //! each round, a host leases the lanes it works on and skips those
-//! another host holds ([`hosts`]).
+//! another host holds (`queue/hosts.rs`).
 
 mod bisect;
 mod checks;

@@ -414,6 +414,15 @@ fn pg_lander_worker() {
                                 retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 std::thread::sleep(Duration::from_millis(5));
                             }
+                            // Landed, but its outcome could not be recorded
+                            // (this host's store session was ended while it
+                            // was paused in that transaction): the error says
+                            // not to apply it again, and this host's next
+                            // apply records it.
+                            Err(e) if e.details()["landed"] == json!(true) => {
+                                retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                break;
+                            }
                             Err(e) => {
                                 let p = ok(engine, "proposal.get", json!({"proposal_id": pid}), &crew.host);
                                 assert_eq!(p["proposal"]["status"], "applied", "{pid}: {e} {}", e.details());

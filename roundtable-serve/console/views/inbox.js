@@ -1,0 +1,82 @@
+// My inbox: what waits on the signed-in person in this workspace
+// (GET .../inbox: the engine's inbox.list for this actor), newest first.
+// Live: the list is fetched again when the workspace's event stream
+// reports anything; there is no timer.
+import * as live from '../live.js';
+import { h } from '../text.js';
+import { errorBox, badge, route, when } from '../ui.js';
+
+const ACTION = {
+  vote: 'Review and vote',
+  security_review: 'Security review',
+  human_approval: 'Approve as a person',
+  run_check: 'Run a check',
+  run_queue_check: 'Run a queue check',
+  fix_check: 'A required check failed',
+  apply: 'Apply',
+  request_review: 'Ask for review',
+  rebase_or_attach: 'Rebase or attach a revision',
+  answer_votes: 'Answer the blocking votes',
+  claim: 'Claim what it touches',
+  wait: 'Wait',
+};
+
+function updated(item) {
+  const p = item.proposal || {};
+  return p.updated_at || p.created_at || '';
+}
+
+function itemEl(ctx, item) {
+  const p = item.proposal || {};
+  const title = h('a', { href: route(ctx.wsName, 'proposals', p.id || ''), class: 'item-title' }, p.title || p.id || '(untitled)');
+  return h('li', { class: 'inbox-item', 'data-proposal': p.id || '' },
+    h('div', { class: 'item-line' }, title, ' ', badge(p.risk, 'risk'), ' ', badge(p.status)),
+    h('div', { class: 'item-line' },
+      h('strong', { class: 'item-action' }, ACTION[item.action] || item.action || ''),
+      ' as ', h('span', {}, item.role || '?'),
+      ' · revision ', String(item.revision ?? p.latest_revision ?? '?'),
+      ' · by ', h('span', {}, p.author || '?'),
+      ' · ', h('code', {}, p.id || ''),
+      ' · updated ', when(updated(item))),
+    item.why ? h('p', { class: 'item-why' }, item.why) : null);
+}
+
+export function inboxView(ctx) {
+  const list = h('ul', { class: 'inbox', id: 'inbox-list', 'aria-live': 'polite' });
+  const msg = h('div');
+  const more = h('button', { type: 'button', class: 'btn', hidden: true }, 'More');
+  const el = h('div', { class: 'page' },
+    h('h1', { tabindex: '-1' }, 'My inbox'),
+    h('p', { class: 'muted' }, 'What waits on you in ', h('code', {}, ctx.wsName), '. It updates as agents and people act.'),
+    msg, list, more);
+  let cursor = null;
+  let items = [];
+  let generation = 0;
+
+  function draw() {
+    const sorted = [...items].sort((a, b) => (updated(b) > updated(a) ? 1 : updated(b) < updated(a) ? -1 : 0));
+    list.replaceChildren(...sorted.map((i) => itemEl(ctx, i)));
+    if (sorted.length === 0) list.appendChild(h('li', { class: 'muted' }, 'Nothing waits on you.'));
+    more.hidden = !cursor;
+  }
+
+  async function load(append) {
+    const gen = ++generation;
+    try {
+      const r = await ctx.ws.inbox(append && cursor ? { cursor } : {});
+      if (gen !== generation) return; // a newer load is under way
+      const page = r.items || [];
+      items = append ? items.concat(page) : page;
+      cursor = r.next_cursor || null;
+      msg.replaceChildren();
+      draw();
+    } catch (e) {
+      if (gen === generation) msg.replaceChildren(errorBox(e, 'Could not load the inbox:'));
+    }
+  }
+
+  more.addEventListener('click', () => load(true));
+  const unsubscribe = live.subscribe(() => load(false));
+  load(false);
+  return { el, dispose: unsubscribe };
+}

@@ -114,6 +114,6 @@ export function hunk(hk, mode) {
 }
 
 function claimText(c) {
-  const parts = [c.resource_id || c.resource, c.agent_id || c.holder, c.id].filter(Boolean);
+  const parts = [c.resource_id || c.resource, c.agent_id || c.holder, c.until || c.expires_at ? 'until ' + (c.until || c.expires_at) : null].filter(Boolean);
   return parts.length ? parts.join(' · ') : JSON.stringify(c);
 }

@@ -309,6 +309,50 @@ def test_the_console_is_served_under_the_csp_with_no_inline_script_or_style(serv
         assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", text), js
 
 
+UNITS_JS = """
+const done = arguments[arguments.length - 1];
+Promise.all([import('/console/text.js'), import('/console/diff.js')]).then(([t, d]) => {
+  const out = {};
+  const el = document.createElement('div');
+  t.setText(el, 'a\\x1bb\\x85c\\u202ed\\u2066e\\u200ef\\u061cg\\x7fh\\ti\\nj<b>k</b>');
+  out.markers = [...el.querySelectorAll('span')].map((s) => [s.className, s.textContent]);
+  out.elements = el.querySelectorAll('b').length;
+  out.flagged = el.classList.contains('has-hidden') && Boolean(el.title);
+  out.text = el.textContent;
+  const m = document.createElement('pre');
+  t.setText(m, 'x\\ty\\nz', { multiline: true });
+  out.multiline = [m.textContent, m.querySelectorAll('span').length, m.classList.contains('has-hidden')];
+  out.refused = [['onclick', 'x'], ['style', 'color:red'], ['href', 'javascript:alert(1)'], ['href', '//evil.example/']]
+    .map(([k, v]) => { try { t.h('a', { [k]: v }); return 'allowed'; } catch (e) { return 'refused'; } });
+  out.allowed = t.h('a', { href: '#/ws/demo/inbox' }).getAttribute('href');
+  const text = 'let \\u00e9 = "x";';
+  out.runs = d.runs(text, [[0, 3, 'kw'], [4, 5, 'ty'], [9, 12, 'str'], [2, 9, 'fn'], [100, 200, 'num'], [0, 1, 'bogus']]);
+  out.plain = d.runs(text, null);
+  done(out);
+}).catch((e) => done({ error: String(e) }));
+"""
+
+
+def test_text_and_syntax_classes_units(server: dict[str, Any], browser: WebDriver) -> None:
+    """text.js and diff.js, imported from the server into a page: every hidden character becomes a marker
+    and markup stays text; byte-range classes split on UTF-8 boundaries, and ranges that are not (mid
+    character, overlapping, past the end, an unknown class) are ignored rather than guessed."""
+    browser.get(server["base"] + "/")
+    browser.set_script_timeout(10)
+    out = browser.execute_async_script(UNITS_JS)
+    assert "error" not in out, out
+    assert out["markers"] == [
+        ["mark-ctl", "\u241b"], ["mark-ctl", "\u27e8U+0085\u27e9"], ["mark-bidi", "\u27e8U+202E\u27e9"],
+        ["mark-bidi", "\u27e8U+2066\u27e9"], ["mark-bidi", "\u27e8U+200E\u27e9"], ["mark-bidi", "\u27e8U+061C\u27e9"],
+        ["mark-ctl", "\u2421"], ["mark-ctl", "\u2409"], ["mark-ctl", "\u240a"]], out["markers"]
+    assert out["elements"] == 0 and out["text"].endswith("j<b>k</b>")
+    assert out["flagged"] is True
+    assert out["multiline"] == ["x\ty\nz", 0, False]
+    assert out["refused"] == ["refused"] * 4 and out["allowed"] == "#/ws/demo/inbox"
+    assert out["runs"] == [["let", "kw"], [" \u00e9 = ", None], ['"x"', "str"], [";", None]], out["runs"]
+    assert out["plain"] == [['let \u00e9 = "x";', None]]
+
+
 def test_alice_reviews_live_approves_and_sees_it_land(server: dict[str, Any], browser: WebDriver) -> None:
     base, api = server["base"], server["api"]
     sign_in(browser, base, "alice")

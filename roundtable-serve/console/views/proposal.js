@@ -270,7 +270,8 @@ export function proposalView(ctx, id) {
   function renderEvidence(n) {
     const carried = n.carried.length ? n.carried : n.requirements.flatMap((r) => (r.carried || []).map((c) => ({ ...c, requirement: r.id })));
     const secrets = n.secrets.length ? n.secrets : n.requirements.flatMap((r) => r.findings || []);
-    const loose = list(n.loose, 'matches', 'rungs');
+    // Where each hunk of an agent-format change matched, per file: [{path, matches: [{hunk, line, rung}]}].
+    const loose = list(n.loose).flatMap((f) => (Array.isArray(f.matches) ? f.matches.map((m) => ({ path: f.path, ...m })) : [f]));
     evidenceBox.replaceChildren(
       h('h3', {}, 'Votes'),
       n.votes.length ? table(n.votes, [
@@ -301,13 +302,13 @@ export function proposalView(ctx, id) {
         ['Line', (s) => String(s.line)],
         ['Kind', (s) => h('code', {}, s.kind)],
       ]) : empty('No secret found in added lines.'),
-      h('h3', {}, 'Loose matches'),
+      h('h3', {}, 'Match rungs'),
       loose.length ? table(loose, [
         ['File', (m) => m.path || m.file || '—'],
         ['Hunk', (m) => String(m.hunk ?? '—')],
         ['Line', (m) => String(m.line ?? '—')],
         ['Rung', (m) => h('code', {}, m.rung || '?')],
-      ]) : empty('Every hunk matched exactly (or the change is a unified diff).'),
+      ]) : empty('No agent-format hunk (a unified diff or an edit plan applies exactly).'),
       h('h3', {}, 'Claims covering its paths'),
       n.claims.length ? table(n.claims, [
         ['Holder', (c) => c.agent_id || c.holder || '?'],

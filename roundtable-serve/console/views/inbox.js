@@ -4,7 +4,7 @@
 // reports anything; there is no timer.
 import * as live from '../live.js';
 import { h } from '../text.js';
-import { errorBox, badge, route, when } from '../ui.js';
+import { errorBox, badge, route, table, when } from '../ui.js';
 
 const ACTION = {
   vote: 'Review and vote',
@@ -45,10 +45,14 @@ export function inboxView(ctx) {
   const list = h('ul', { class: 'inbox', id: 'inbox-list', 'aria-live': 'polite' });
   const msg = h('div');
   const more = h('button', { type: 'button', class: 'btn', hidden: true }, 'More');
+  const open = h('div', { id: 'open-proposals' });
   const el = h('div', { class: 'page' },
     h('h1', { tabindex: '-1' }, 'My inbox'),
     h('p', { class: 'muted' }, 'What waits on you in ', h('code', {}, ctx.wsName), '. It updates as agents and people act.'),
-    msg, list, more);
+    msg, list, more,
+    h('h2', { class: 'spaced' }, 'In review'),
+    h('p', { class: 'muted' }, 'Every proposal in review, and who the engine says acts next.'),
+    open);
   let cursor = null;
   let items = [];
   let generation = 0;
@@ -75,8 +79,29 @@ export function inboxView(ctx) {
     }
   }
 
+  async function loadOpen() {
+    try {
+      const r = await ctx.ws.proposals({ status: 'in_review', limit: 50 });
+      const rows = r.items || [];
+      open.replaceChildren(rows.length ? table(rows, [
+        ['Proposal', (p) => h('a', { href: route(ctx.wsName, 'proposals', p.proposal_id || '') }, p.title || p.proposal_id || '')],
+        ['Author', (p) => p.author || '?'],
+        ['Risk', (p) => badge(p.risk)],
+        ['Revision', (p) => String(p.revision ?? '?')],
+        ['Next', (p) => (Array.isArray(p.next) ? p.next.map((x) => (x.actor || '?') + ': ' + (x.action || '')).join('; ') : '—')],
+        ['Updated', (p) => when(p.updated_at)],
+      ]) : h('p', { class: 'muted' }, 'No proposal is in review.'));
+    } catch (e) {
+      open.replaceChildren(errorBox(e, 'Could not list the proposals:'));
+    }
+  }
+
   more.addEventListener('click', () => load(true));
-  const unsubscribe = live.subscribe(() => load(false));
+  const unsubscribe = live.subscribe(() => {
+    load(false);
+    loadOpen();
+  });
   load(false);
+  loadOpen();
   return { el, dispose: unsubscribe };
 }

@@ -661,6 +661,12 @@ def test_landing_and_claims_pages_and_text_contrast(server: dict[str, Any], brow
     pid = propose(api, "Contrast", NOTES_PATCH.replace("second line", "a third line"), [], risk="high")
     browser.get(f"{base}/#/ws/{WS}/proposals/{pid}")
     wait_for(browser, lambda d: css(d, "#files .hunk") and css(d, "#requirements"), "the proposal page")
+    # The measure itself finds a low contrast (a probe, grey on white), then the page has none.
+    browser.execute_script(
+        "const p = document.createElement('p'); p.id = 'probe'; p.className = 'probe'; p.textContent = 'probe';"
+        "p.style.color = '#aaaaaa'; document.getElementById('main').appendChild(p);")
+    assert any(x.startswith("P.probe ") for x in browser.execute_script(CONTRAST_JS))
+    browser.execute_script("document.getElementById('probe').remove()")
     low = browser.execute_script(CONTRAST_JS)
     assert low == [], low
     assert console_problems(browser, base) == []

@@ -15,7 +15,7 @@
 //! one module of `commands/`, and what they share is in `cli_util`.
 
 use clap::{Parser, Subcommand};
-use commands::{approve, edit, events, log, patch, reject, show};
+use commands::{approve, edit, events, log, patch, reject, serve, show};
 use roundtable::ToolError;
 use serde_json::json;
 use std::path::PathBuf;
@@ -143,6 +143,19 @@ enum Command {
         #[arg(long, value_name = "FILE", requires = "http")]
         tokens: Option<PathBuf>,
     },
+    /// Serve the review console and its JSON API over HTTP, for people.
+    ///
+    /// One server for one or more workspaces (--workspace NAME=ROOT, each
+    /// opened once). Callers authenticate with `Authorization: Bearer
+    /// TOKEN` from --tokens (the format of `roundtable mcp --tokens`), or
+    /// sign in from the browser with a token (an HttpOnly session cookie
+    /// and a CSRF token for writes). Every action is a tool call as the
+    /// caller's actor. It prints {"url", "workspaces", "tokens"} once
+    /// listening.
+    ///
+    /// Example: roundtable serve --listen 127.0.0.1:8090 --tokens tokens --workspace demo=.
+    #[command(verbatim_doc_comment)]
+    Serve(serve::ServeArgs),
     /// Show a proposal: title, author, risk, status, each policy
     /// requirement (✓/✗ with who satisfied it or who can) and the diff.
     Show(show::ShowArgs),
@@ -209,6 +222,7 @@ fn run(command: Command) -> Result<String, ToolError> {
         Command::Log(args) => log::run(args),
         Command::Recover(common) => recover::run(&common),
         Command::Events(args) => events::run(args),
+        Command::Serve(args) => serve::run(args).map(|()| String::new()),
         Command::Mcp { .. } => unreachable!("main serves mcp itself"),
     }
 }

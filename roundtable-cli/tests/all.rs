@@ -6,4 +6,5 @@ mod differential_formats;
 mod differential_history;
 mod human;
 mod mcp;
+mod serve;
 mod tools_cli;

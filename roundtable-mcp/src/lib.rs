@@ -58,7 +58,7 @@ mod wire;
 pub use http::{serve_http, HttpError, HEADER_READ_TIMEOUT, MCP_PATH};
 pub use server::{tool_list, McpServer};
 pub use tokens::{TokenError, Tokens, MIN_TOKEN_LEN};
-pub use waits::{MAX_WAITS, PROGRESS_EVERY, QUIET_WAIT_MS};
+pub use waits::{spawn as spawn_wait, Pending, Waits, MAX_WAITS, PROGRESS_EVERY, QUIET_WAIT_MS};
 pub use wire::max_message_bytes;
 
 use std::sync::Arc;

@@ -51,9 +51,11 @@ const WAIT_STACK: usize = 512 * 1024;
 /// The arguments that say how long a waiting tool waits.
 const WAIT_ARGS: [&str; 2] = ["timeout_ms", "wait_ms"];
 
-/// The pending waits of each actor on one server.
+/// The pending waits of each actor on one server (shared with other
+/// front ends that wait on the engine, such as `roundtable serve`'s event
+/// stream, so they keep the same cap).
 #[derive(Debug)]
-pub(crate) struct Waits {
+pub struct Waits {
     max: usize,
     pending: Mutex<HashMap<String, usize>>,
 }
@@ -66,7 +68,7 @@ impl Default for Waits {
 
 impl Waits {
     /// At most `max` pending waits per actor.
-    pub(crate) fn new(max: usize) -> Waits {
+    pub fn new(max: usize) -> Waits {
         Waits {
             max,
             pending: Mutex::new(HashMap::new()),
@@ -74,7 +76,10 @@ impl Waits {
     }
 
     /// A place for one more wait of `actor`, or `busy` naming the cap.
-    pub(crate) fn enter(self: &Arc<Self>, actor: &str) -> Result<Pending, ToolError> {
+    ///
+    /// # Errors
+    /// `busy` (details `max_waits`) when `actor` already has the most.
+    pub fn enter(self: &Arc<Self>, actor: &str) -> Result<Pending, ToolError> {
         let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
         let n = pending.entry(actor.to_owned()).or_insert(0);
         if *n >= self.max {
@@ -99,7 +104,7 @@ impl Waits {
 
 /// One pending wait's place; dropping it frees the place.
 #[derive(Debug)]
-pub(crate) struct Pending {
+pub struct Pending {
     waits: Arc<Waits>,
     actor: String,
 }
@@ -143,7 +148,7 @@ pub(crate) fn quiet(args: &mut Value) {
 
 /// Run `call` on a thread of its own (a wait), holding `pending` until it
 /// returns; `None` when the system refuses a thread.
-pub(crate) fn spawn<T: Send + 'static>(
+pub fn spawn<T: Send + 'static>(
     pending: Pending,
     call: impl FnOnce() -> T + Send + 'static,
 ) -> Option<tokio::sync::oneshot::Receiver<T>> {

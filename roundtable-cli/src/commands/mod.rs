@@ -15,6 +15,7 @@ pub(crate) mod mcp;
 pub(crate) mod patch;
 pub(crate) mod recover;
 pub(crate) mod reject;
+pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod state;
 pub(crate) mod status;

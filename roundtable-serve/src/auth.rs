@@ -1,0 +1,393 @@
+//! Who is calling: a bearer token, or a browser session made from one.
+//!
+//! The actor always comes from here, never from a request body. A bearer
+//! token is looked up in the host's token file ([`Tokens`], re-read when it
+//! changes). A browser trades a token for a session (`POST
+//! /api/v1/session`): a random id in an `HttpOnly; SameSite=Strict` cookie
+//! and a random CSRF token it must echo in `X-CSRF-Token` on every write.
+//! A session remembers the token it was made from, so removing that token
+//! from the file ends the session at its next request.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Mutex, PoisonError};
+
+use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use hyper::{Method, StatusCode};
+use roundtable::operations::details::{ForbiddenDetails, InvalidArgumentDetails, IoDetails};
+use roundtable::{Actor, ToolError};
+use roundtable_mcp::Tokens;
+
+/// The session cookie's name.
+pub(crate) const SESSION_COOKIE: &str = "rt_session";
+
+/// The header a cookie-authenticated write carries its CSRF token in.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+
+/// Why a request was not admitted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AuthError {
+    /// Neither a bearer token nor a session cookie.
+    #[error(
+        "no credentials: send Authorization: Bearer TOKEN, or sign in with POST /api/v1/session"
+    )]
+    Missing,
+    /// A bearer token (or a token offered to sign in) the file does not hold.
+    #[error("the token is not one the host minted, or it was revoked")]
+    BadToken,
+    /// A session cookie naming no live session.
+    #[error("the session ended (signed out, or its token was revoked): sign in again")]
+    NoSession,
+    /// A cookie write without this session's CSRF token.
+    #[error(
+        "{CSRF_HEADER} is missing or is not this session's: a write from the console must carry it"
+    )]
+    Csrf {
+        /// The session's actor.
+        actor: Actor,
+    },
+    /// A write whose `Origin` is not this server's.
+    #[error("Origin {origin:?} is not this server's: a write from another site is refused")]
+    Origin {
+        /// The caller.
+        actor: Actor,
+        /// The refused origin.
+        origin: String,
+    },
+    /// The operating system gave no random bytes for a session.
+    #[error("no random bytes for a session id: {0}")]
+    Random(String),
+}
+
+impl AuthError {
+    /// `401` for missing or dead credentials, `403` for a write refused
+    /// for its CSRF token or origin.
+    pub(crate) fn status(&self) -> StatusCode {
+        match self {
+            AuthError::Missing | AuthError::BadToken | AuthError::NoSession => {
+                StatusCode::UNAUTHORIZED
+            }
+            AuthError::Csrf { .. } | AuthError::Origin { .. } => StatusCode::FORBIDDEN,
+            AuthError::Random(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The refusal with its stable code: `invalid_argument` naming the
+    /// credential (`Authorization`, the cookie) for a `401`, `forbidden`
+    /// naming the caller for a `403`.
+    pub(crate) fn to_tool_error(&self) -> ToolError {
+        let message = self.to_string();
+        let argument = |field: &str| {
+            ToolError::new(
+                message.clone(),
+                InvalidArgumentDetails {
+                    field: Some(field.to_owned()),
+                    reason: Some(message.clone()),
+                    ..InvalidArgumentDetails::default()
+                },
+            )
+        };
+        let forbidden = |actor: &Actor| {
+            ToolError::new(
+                message.clone(),
+                ForbiddenDetails {
+                    actor: actor.clone(),
+                    reason: None,
+                    allowed_kinds: None,
+                    author: None,
+                    holder: None,
+                    required_role: None,
+                },
+            )
+        };
+        match self {
+            AuthError::Missing | AuthError::BadToken => argument("Authorization"),
+            AuthError::NoSession => argument(SESSION_COOKIE),
+            AuthError::Csrf { actor } | AuthError::Origin { actor, .. } => forbidden(actor),
+            AuthError::Random(_) => ToolError::new(message.clone(), IoDetails::default()),
+        }
+    }
+}
+
+/// How a request proved who it is.
+#[derive(Debug, Clone)]
+pub(crate) enum Via {
+    /// `Authorization: Bearer TOKEN`: no CSRF token needed.
+    Bearer,
+    /// The session cookie.
+    Cookie {
+        /// The session id.
+        id: String,
+        /// The session's CSRF token.
+        csrf: String,
+    },
+}
+
+/// An admitted caller.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    /// Who acts.
+    pub(crate) actor: Actor,
+    /// How it proved it.
+    pub(crate) via: Via,
+}
+
+#[derive(Debug)]
+struct Session {
+    token: String,
+    csrf: String,
+}
+
+/// The live browser sessions of one server.
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    live: Mutex<HashMap<String, Session>>,
+}
+
+impl Sessions {
+    /// Sign in with `token`: the actor, a new session id and its CSRF token.
+    pub(crate) fn create(
+        &self,
+        tokens: &Tokens,
+        token: &str,
+    ) -> Result<(Actor, String, String), AuthError> {
+        let actor = tokens.actor(token).ok_or(AuthError::BadToken)?;
+        let id = random_hex()?;
+        let csrf = random_hex()?;
+        self.lock().insert(
+            id.clone(),
+            Session {
+                token: token.to_owned(),
+                csrf: csrf.clone(),
+            },
+        );
+        Ok((actor, id, csrf))
+    }
+
+    /// End session `id` (nothing when it is not live).
+    pub(crate) fn remove(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// The caller of session `id`, ending it when its token was revoked.
+    fn caller(&self, tokens: &Tokens, id: &str) -> Result<Caller, AuthError> {
+        let mut live = self.lock();
+        let session = live.get(id).ok_or(AuthError::NoSession)?;
+        match tokens.actor(&session.token) {
+            Some(actor) => Ok(Caller {
+                actor,
+                via: Via::Cookie {
+                    id: id.to_owned(),
+                    csrf: session.csrf.clone(),
+                },
+            }),
+            None => {
+                live.remove(id);
+                Err(AuthError::NoSession)
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The caller of a request: its bearer token when it sends one (a bad one
+/// is refused even with a cookie), else its session cookie.
+pub(crate) fn authenticate(
+    headers: &HeaderMap,
+    tokens: &Tokens,
+    sessions: &Sessions,
+) -> Result<Caller, AuthError> {
+    if headers.contains_key(AUTHORIZATION) {
+        let token = bearer(headers).ok_or(AuthError::BadToken)?;
+        let actor = tokens.actor(token).ok_or(AuthError::BadToken)?;
+        return Ok(Caller {
+            actor,
+            via: Via::Bearer,
+        });
+    }
+    match cookie(headers, SESSION_COOKIE) {
+        Some(id) => sessions.caller(tokens, id),
+        None => Err(AuthError::Missing),
+    }
+}
+
+/// Whether a write by `caller` may go on: a foreign `Origin` is refused
+/// whatever the credentials; a cookie write needs its session's CSRF
+/// token. Reads (`GET`, `HEAD`) always may.
+pub(crate) fn check_write(
+    caller: &Caller,
+    method: &Method,
+    headers: &HeaderMap,
+    origins: &Origins,
+) -> Result<(), AuthError> {
+    if method == Method::GET || method == Method::HEAD {
+        return Ok(());
+    }
+    let host = headers.get(HOST).and_then(|h| h.to_str().ok());
+    for origin in headers.get_all(ORIGIN) {
+        let spelled = origin.to_str().unwrap_or("");
+        if !origins.allows(spelled, host) {
+            return Err(AuthError::Origin {
+                actor: caller.actor.clone(),
+                origin: String::from_utf8_lossy(origin.as_bytes()).into_owned(),
+            });
+        }
+    }
+    if let Via::Cookie { csrf, .. } = &caller.via {
+        let sent = headers.get(CSRF_HEADER).map(HeaderValue::as_bytes);
+        if !sent.is_some_and(|sent| same(sent, csrf.as_bytes())) {
+            return Err(AuthError::Csrf {
+                actor: caller.actor.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The origins that are this server's own.
+#[derive(Debug, Clone)]
+pub(crate) struct Origins {
+    /// The address the server listens on.
+    pub(crate) local: SocketAddr,
+    /// Whether it listens beyond loopback (then the origin a proxy or
+    /// browser names in `Host` is also its own).
+    pub(crate) open: bool,
+}
+
+impl Origins {
+    /// Whether `origin` is this server's: `http://` and its listening
+    /// address, `localhost` or another loopback spelling of it on the same
+    /// port; when listening beyond loopback, also `http(s)://` and the
+    /// request's `Host`.
+    pub(crate) fn allows(&self, origin: &str, host: Option<&str>) -> bool {
+        let port = self.local.port();
+        if origin == format!("http://{}", self.local) {
+            return true;
+        }
+        if self.local.ip().is_loopback() {
+            let loopback = [
+                format!("http://localhost:{port}"),
+                format!("http://127.0.0.1:{port}"),
+                format!("http://[::1]:{port}"),
+            ];
+            if loopback.iter().any(|o| o == origin) {
+                return true;
+            }
+        }
+        self.open
+            && host.is_some_and(|host| {
+                origin == format!("http://{host}") || origin == format!("https://{host}")
+            })
+    }
+}
+
+/// The `Set-Cookie` value of session `id`.
+pub(crate) fn session_cookie(id: &str, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{SESSION_COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/{secure}")
+}
+
+/// The `Set-Cookie` value that removes the session cookie.
+pub(crate) fn cleared_cookie(secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{secure}")
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header, if any.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+/// 32 random bytes, hex-encoded.
+fn random_hex() -> Result<String, AuthError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| AuthError::Random(e.to_string()))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Equality that takes the same time wherever the first difference is.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).expect("value"));
+        }
+        h
+    }
+
+    #[test]
+    fn cookies_and_bearers_are_read_exactly() {
+        let h = headers(&[("cookie", "a=1; rt_session=abc; b=2")]);
+        assert_eq!(cookie(&h, SESSION_COOKIE), Some("abc"));
+        assert_eq!(
+            cookie(&headers(&[("cookie", "rt_session=")]), "rt_session"),
+            None
+        );
+        assert_eq!(
+            cookie(&headers(&[("cookie", "xrt_session=1")]), "rt_session"),
+            None
+        );
+        assert_eq!(
+            bearer(&headers(&[("authorization", "Bearer t")])),
+            Some("t")
+        );
+        assert_eq!(bearer(&headers(&[("authorization", "Basic t")])), None);
+        assert_eq!(bearer(&headers(&[("authorization", "Bearer ")])), None);
+    }
+
+    #[test]
+    fn only_the_servers_own_origins_are_allowed() {
+        let local: SocketAddr = "127.0.0.1:8090".parse().expect("addr");
+        let o = Origins { local, open: false };
+        assert!(o.allows("http://127.0.0.1:8090", None));
+        assert!(o.allows("http://localhost:8090", None));
+        assert!(!o.allows("http://localhost:8091", None));
+        assert!(!o.allows("http://evil.example", Some("evil.example")));
+        assert!(!o.allows("null", None));
+        let open = Origins {
+            local: "0.0.0.0:8090".parse().expect("addr"),
+            open: true,
+        };
+        assert!(open.allows("https://rt.example", Some("rt.example")));
+        assert!(!open.allows("https://evil.example", Some("rt.example")));
+    }
+
+    #[test]
+    fn session_ids_are_random_and_cookies_are_strict() {
+        let a = random_hex().expect("random");
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, random_hex().expect("random"));
+        let c = session_cookie("x", false);
+        assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict") && !c.contains("Secure"));
+        assert!(session_cookie("x", true).ends_with("; Secure"));
+        assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"ab", b"abc"));
+    }
+}

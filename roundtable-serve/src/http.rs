@@ -100,7 +100,7 @@ pub(crate) async fn serve(
         secure_cookie: open,
         heartbeat: config.heartbeat,
         max_body,
-        waits: Arc::default(),
+        waits: Arc::new(Waits::new(config.max_waits)),
     });
     on_bound(local);
     loop {

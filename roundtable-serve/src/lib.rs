@@ -73,6 +73,9 @@ pub struct Config {
     /// The largest request body taken (`413` past it); `None`: MCP's
     /// message limit for the largest patch limit of the workspaces.
     pub max_body_bytes: Option<usize>,
+    /// The most event streams and waiting tool calls one actor may have
+    /// open at once (the next is `busy`).
+    pub max_waits: usize,
 }
 
 impl Config {
@@ -85,6 +88,7 @@ impl Config {
             allow_non_loopback: false,
             heartbeat: HEARTBEAT,
             max_body_bytes: None,
+            max_waits: roundtable_mcp::MAX_WAITS,
         }
     }
 }

@@ -522,12 +522,44 @@ pub(crate) fn transactions(r: &Reader<'_>, q: &Query) -> Result<Paged, ToolError
     Ok(Paged::of(&page, "transactions"))
 }
 
-/// One transaction with its files and phases.
+/// The most landed commits searched for a transaction's commit.
+const LANDING_LOG_MAX: u32 = 1000;
+
+/// One transaction with its files, phases and, when it landed as a git
+/// commit the caller may read (`landing.log`), that commit with its
+/// trailers (`commit`, else `null`).
 pub(crate) fn transaction(r: &Reader<'_>, id: &str) -> Result<Value, ToolError> {
     let tid = json!({ "transaction_id": id });
     let mut got = r.call("transaction.get", tid.clone())?;
     got["phases"] = r.call("transaction.phases", tid)?["phases"].take();
+    let log = optional(r.call("landing.log", json!({ "limit": LANDING_LOG_MAX })))?;
+    got["commit"] = list(&log, "commits")
+        .into_iter()
+        .find(|c| {
+            list(c, "trailers")
+                .iter()
+                .any(|t| t[0] == "Roundtable-Transaction" && t[1].as_str() == Some(id))
+        })
+        .unwrap_or(Value::Null);
     Ok(got)
+}
+
+/// A part of a view the caller may not read (`forbidden`), or that the
+/// workspace's landing mode does not have (`precondition_failed`: no
+/// commits in files mode), as `null`; any other refusal stands.
+fn optional(out: Result<Value, ToolError>) -> Result<Value, ToolError> {
+    match out {
+        Ok(v) => Ok(v),
+        Err(e)
+            if matches!(
+                e.code(),
+                ErrorCode::Forbidden | ErrorCode::PreconditionFailed
+            ) =>
+        {
+            Ok(Value::Null)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// One page of claims (`claim.list`), optionally of one `status`.

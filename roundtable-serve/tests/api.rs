@@ -659,3 +659,101 @@ fn the_console_is_served_with_the_security_headers() {
     assert_eq!(api.header("cache-control"), Some("no-store"));
     assert!(api.header("content-security-policy").is_some());
 }
+
+#[test]
+fn a_git_landing_shows_its_commit_trailers_and_the_landing_log() {
+    let w = world_git();
+    ok(
+        &w,
+        ALICE,
+        "claim.acquire",
+        &json!({"resource_id": "file:src/lib.rs", "type": "write", "ttl_s": 600}),
+        "claim",
+    );
+    let pid = propose(&w, RUST_PATCH, "g1");
+    ok(
+        &w,
+        ALICE,
+        "proposal.request_review",
+        &json!({"proposal_id": pid}),
+        "rr",
+    );
+    ok(
+        &w,
+        BOB,
+        "vote.cast",
+        &json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        "v",
+    );
+    let applied = ok(
+        &w,
+        HOST,
+        "patch.apply",
+        &json!({"proposal_id": pid, "revision": 1}),
+        "ap",
+    );
+    let tid = applied["transaction"]["id"]
+        .as_str()
+        .expect("tid")
+        .to_owned();
+    let tx = get(&w, CAROL, &format!("{WS}/transactions/{tid}")).json();
+    let trailers = tx["commit"]["trailers"]
+        .as_array()
+        .expect("a landed commit")
+        .clone();
+    assert!(
+        trailers.contains(&json!(["Roundtable-Transaction", tid])),
+        "{tx}"
+    );
+    assert!(
+        trailers.contains(&json!(["Roundtable-Proposal", pid])),
+        "{tx}"
+    );
+    // A person reads the landing log; the queue is the orchestrator's.
+    let landing = get(&w, CAROL, &format!("{WS}/landing")).json();
+    assert_eq!(
+        landing["log"]["commits"][0]["id"], tx["commit"]["id"],
+        "{landing}"
+    );
+    assert!(landing["queue"].is_null(), "{landing}");
+    let host_view = get(&w, HOST, &format!("{WS}/landing")).json();
+    assert!(host_view["queue"]["entries"].is_array(), "{host_view}");
+    // An agent may read neither: null, not an error.
+    let agent = get(&w, ALICE, &format!("{WS}/landing"));
+    assert_eq!(agent.status, 200);
+    assert!(agent.json()["log"].is_null());
+    assert_eq!(
+        get(&w, CAROL, "/api/v1/workspaces").json()["workspaces"][0]["landing"],
+        "git"
+    );
+}
+
+#[test]
+fn a_client_that_goes_away_frees_its_stream_and_streams_are_capped() {
+    let w = world_waits(Duration::from_millis(200), 1);
+    let first = Events::open(&w, CAROL, "", None);
+    assert_eq!(first.status, 200);
+    // The cap: carol's second stream is busy; another actor's is not.
+    let busy = get(&w, CAROL, &format!("{WS}/events"));
+    assert_eq!(busy.status, 503);
+    assert_eq!(busy.code(), "busy");
+    assert_eq!(busy.json()["error"]["details"]["max_waits"], 1);
+    let dave = Events::open(&w, DAVE, "", None);
+    assert_eq!(dave.status, 200);
+    drop(first);
+    // Noticed at the next write at the latest (a heartbeat): the place is
+    // free again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let again = Events::open(&w, CAROL, "", None);
+        if again.status == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place was never freed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(dave);
+}

@@ -48,6 +48,41 @@ pub fn world() -> World {
 
 /// [`world`] with a heartbeat interval and a body limit.
 pub fn world_with(heartbeat: Duration, max_body: Option<usize>) -> World {
+    serve(heartbeat, max_body, false, roundtable_mcp::MAX_WAITS)
+}
+
+/// [`world`] with a heartbeat interval and at most `max_waits` streams
+/// per actor.
+pub fn world_waits(heartbeat: Duration, max_waits: usize) -> World {
+    serve(heartbeat, None, false, max_waits)
+}
+
+/// [`world`] as a git repository on `main`, landing in git mode.
+pub fn world_git() -> World {
+    serve(
+        Duration::from_secs(15),
+        None,
+        true,
+        roundtable_mcp::MAX_WAITS,
+    )
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+fn serve(heartbeat: Duration, max_body: Option<usize>, git_mode: bool, max_waits: usize) -> World {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("repo");
     std::fs::create_dir_all(root.join("src")).expect("mkdir");
@@ -57,7 +92,21 @@ pub fn world_with(heartbeat: Duration, max_body: Option<usize>) -> World {
         "pub fn greet() -> u32 {\n    1\n}\n",
     )
     .expect("write");
+    if git_mode {
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-q", "-m", "base"]);
+    }
     let engine = Engine::open(&root, EngineOptions::default()).expect("open");
+    if git_mode {
+        engine
+            .call(
+                "workspace.configure",
+                json!({"landing": {"mode": "git", "branch": "main", "remote": null}}),
+                &host(),
+            )
+            .expect("git mode");
+    }
     for (agent, role) in [("alice", "author"), ("bob", "reviewer")] {
         engine
             .call(
@@ -82,6 +131,7 @@ pub fn world_with(heartbeat: Duration, max_body: Option<usize>) -> World {
     config.workspaces.insert("demo".into(), Arc::clone(&engine));
     config.heartbeat = heartbeat;
     config.max_body_bytes = max_body;
+    config.max_waits = max_waits;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = roundtable_serve::run(config, move |addr| {

@@ -230,6 +230,7 @@ export function proposalView(ctx, id) {
       items.length ? h('ul', {}, items) : empty('Nobody: the proposal is closed or waits on nothing.'));
   }
 
+  let stagesOpen = false;
   function renderPolicy(n) {
     if (!n.status.validation) {
       policyBox.replaceChildren(empty(n.status.applying ? 'It is being applied: no report until the transaction ends.' : 'No report: the proposal is closed.'));
@@ -261,10 +262,14 @@ export function proposalView(ctx, id) {
         h('caption', {}, 'Requirements'),
         h('thead', {}, h('tr', {}, ['Requirement', 'Result', 'Why', 'Evidence', 'Who can'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, reqRows)),
-      h('table', { class: 'grid', id: 'stages' },
-        h('caption', {}, 'Validation stages'),
-        h('thead', {}, h('tr', {}, ['Stage', 'Result', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, stageRows)));
+      h('details', { class: 'stages', id: 'stages-box', open: stagesOpen },
+        h('summary', {}, 'Validation stages: ', String(n.stages.filter((x) => x.status === 'failed').length), ' failed of ', String(n.stages.length)),
+        h('table', { class: 'grid', id: 'stages' },
+          h('thead', {}, h('tr', {}, ['Stage', 'Result', 'Why'].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, stageRows))));
+    policyBox.querySelector('details').addEventListener('toggle', (e) => {
+      stagesOpen = e.target.open;
+    });
   }
 
   function renderEvidence(n) {
@@ -393,7 +398,7 @@ export function proposalView(ctx, id) {
         enqueue(e.target);
       }
     }
-  }, { rootMargin: '800px 0px' });
+  }, { rootMargin: '1000px 0px' });
   const pageObserver = new IntersectionObserver((entries) => {
     if (entries.some((e) => e.isIntersecting)) loadFiles();
   }, { rootMargin: '1200px 0px' });

@@ -757,3 +757,40 @@ fn a_client_that_goes_away_frees_its_stream_and_streams_are_capped() {
     }
     drop(dave);
 }
+
+#[test]
+fn beyond_loopback_only_when_allowed_and_then_the_cookie_is_secure() {
+    let w = world();
+    let tokens = std::sync::Arc::new(roundtable_mcp::Tokens::load(&w.tokens).expect("tokens"));
+    let open = |allow: bool| {
+        let mut config =
+            roundtable_serve::Config::new("0.0.0.0:0".parse().expect("addr"), tokens.clone());
+        config
+            .workspaces
+            .insert("demo".into(), std::sync::Arc::clone(&w.engine));
+        config.allow_non_loopback = allow;
+        config
+    };
+    let refused =
+        roundtable_serve::run(open(false), |_| panic!("bound")).expect_err("not loopback");
+    assert_eq!(refused.code(), roundtable::ErrorCode::InvalidArgument);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let config = open(true);
+    std::thread::spawn(move || {
+        let _ = roundtable_serve::run(config, move |addr| {
+            let _ = tx.send(addr);
+        });
+    });
+    let bound = rx.recv_timeout(Duration::from_secs(30)).expect("listens");
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", bound.port()).parse().expect("addr");
+    let r = request(
+        addr,
+        "POST",
+        "/api/v1/session",
+        &[],
+        Some(json!({ "token": CAROL }).to_string().as_bytes()),
+    );
+    assert_eq!(r.status, 200);
+    let cookie = r.header("set-cookie").expect("cookie");
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+}

@@ -24,6 +24,11 @@ pub(crate) const SESSION_COOKIE: &str = "rt_session";
 /// The header a cookie-authenticated write carries its CSRF token in.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 
+/// The most live sessions one token may have: signing in again past it
+/// ends that token's oldest session, so a token holder signing in in a
+/// loop cannot grow the server's memory without bound.
+pub(crate) const MAX_SESSIONS_PER_TOKEN: usize = 32;
+
 /// Why a request was not admitted.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum AuthError {
@@ -136,12 +141,16 @@ pub(crate) struct Caller {
 struct Session {
     token: String,
     csrf: String,
+    /// Its place in the order sessions were made (the oldest goes first
+    /// past the cap).
+    made: u64,
 }
 
 /// The live browser sessions of one server.
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
     live: Mutex<HashMap<String, Session>>,
+    made: std::sync::atomic::AtomicU64,
 }
 
 impl Sessions {
@@ -154,11 +163,24 @@ impl Sessions {
         let actor = tokens.actor(token).ok_or(AuthError::BadToken)?;
         let id = random_hex()?;
         let csrf = random_hex()?;
-        self.lock().insert(
+        let mut live = self.lock();
+        let mut same: Vec<(u64, String)> = live
+            .iter()
+            .filter(|(_, s)| s.token == token)
+            .map(|(id, s)| (s.made, id.clone()))
+            .collect();
+        if same.len() >= MAX_SESSIONS_PER_TOKEN {
+            same.sort();
+            for (_, old) in &same[..=same.len() - MAX_SESSIONS_PER_TOKEN] {
+                live.remove(old);
+            }
+        }
+        live.insert(
             id.clone(),
             Session {
                 token: token.to_owned(),
                 csrf: csrf.clone(),
+                made: self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             },
         );
         Ok((actor, id, csrf))
@@ -378,6 +400,33 @@ mod tests {
         };
         assert!(open.allows("https://rt.example", Some("rt.example")));
         assert!(!open.allows("https://evil.example", Some("rt.example")));
+    }
+
+    #[test]
+    fn a_token_has_a_bounded_number_of_sessions_the_oldest_ending_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokens");
+        std::fs::write(&path, "tok-carol-0123456789 human:carol\n").expect("write");
+        let tokens = Tokens::load(&path).expect("load");
+        let sessions = Sessions::default();
+        let first = sessions
+            .create(&tokens, "tok-carol-0123456789")
+            .expect("first")
+            .1;
+        for _ in 0..MAX_SESSIONS_PER_TOKEN {
+            sessions
+                .create(&tokens, "tok-carol-0123456789")
+                .expect("more");
+        }
+        assert_eq!(sessions.lock().len(), MAX_SESSIONS_PER_TOKEN);
+        assert!(matches!(
+            sessions.caller(&tokens, &first),
+            Err(AuthError::NoSession)
+        ));
+        assert!(matches!(
+            sessions.create(&tokens, "tok-nobody-0123456789"),
+            Err(AuthError::BadToken)
+        ));
     }
 
     #[test]

@@ -654,7 +654,8 @@ def test_landing_and_claims_pages_and_text_contrast(server: dict[str, Any], brow
     # Rolling back is the orchestrator's: a person sees the button disabled with the reason beside it.
     rollback = css(browser, "#transactions button[id^=rollback-]")[0]
     assert not rollback.is_enabled()
-    assert "transaction.rollback" in browser.find_element(By.ID, rollback.get_attribute("id") + "-why").text
+    why = browser.find_element(By.ID, rollback.get_attribute("aria-describedby"))
+    assert why.is_displayed() and "transaction.rollback" in why.text and "human:alice" in why.text
     screenshot(browser, "landing")
     browser.get(f"{base}/#/ws/{WS}/claims")
     table = wait_for(browser, lambda d: css(d, "#claims table"), "the claims table")[0]

@@ -42,7 +42,11 @@ export function landingView(ctx) {
   }
 
   function renderLog(log) {
-    if (!log) return fill(logBox, empty('Not reported.'));
+    if (!log) {
+      return fill(logBox, empty(ctx.workspace && ctx.workspace.landing === 'files'
+        ? 'This workspace lands changes as files, not git commits: what landed is in the transactions below.'
+        : 'The landing log is not available to you.'));
+    }
     if (log.error) return fill(logBox, errorBox(log.error));
     const commits = log.commits || [];
     fill(logBox,
@@ -53,7 +57,7 @@ export function landingView(ctx) {
   }
 
   function renderQueue(q) {
-    if (!q) return fill(queueBox, empty('Not reported.'));
+    if (!q) return fill(queueBox, empty('The queue is not available to you (queue.list is the orchestrator\'s).'));
     if (q.error) return fill(queueBox, errorBox(q.error));
     const entries = q.entries || q.items || [];
     fill(queueBox, entries.length ? table(entries, [
@@ -67,13 +71,25 @@ export function landingView(ctx) {
     ]) : empty('The queue is empty.'));
   }
 
+  // One note per tool this person is not offered, above the list; each
+  // disabled button points at it (aria-describedby).
+  function whyNotId(tool) {
+    return 'why-not-' + tool.replace(/[^a-z]+/g, '-');
+  }
+
+  function whyNotNotes() {
+    const missing = ['transaction.rollback', 'proposal.revert'].filter((t) => !tools.has(t));
+    return missing.map((t) => h('p', { class: 'why-not', id: whyNotId(t) },
+      t === 'transaction.rollback' ? 'Roll back' : 'Revert as a proposal', ' is not available to ', h('strong', {}, ctx.session.actor),
+      ': the server does not offer ', h('code', {}, t), ' to this account.'));
+  }
+
   function actionButton(label, tool, args, out, idBase) {
     const b = h('button', { type: 'button', class: 'btn btn-danger', id: idBase }, label);
     if (!tools.has(tool)) {
       b.disabled = true;
-      const why = h('span', { class: 'why-not', id: idBase + '-why' }, 'Not available to you: the server does not offer ', h('code', {}, tool), '.');
-      b.setAttribute('aria-describedby', idBase + '-why');
-      return [b, ' ', why];
+      b.setAttribute('aria-describedby', whyNotId(tool));
+      return [b];
     }
     b.addEventListener('click', async () => {
       b.disabled = true;
@@ -136,7 +152,7 @@ export function landingView(ctx) {
     });
     const moreBtn = txCursor ? h('button', { type: 'button', class: 'btn' }, 'More') : null;
     if (moreBtn) moreBtn.addEventListener('click', () => loadTx(true));
-    fill(txBox, h('ul', { class: 'txs' }, rows), moreBtn);
+    fill(txBox, whyNotNotes(), h('ul', { class: 'txs' }, rows), moreBtn);
   }
 
   async function loadTx(append) {

@@ -459,7 +459,7 @@ export function proposalView(ctx, id) {
     if (f.binary) stats.push(h('span', { class: 'badge' }, 'binary'));
     if (f.added !== undefined && f.added !== null) stats.push(h('span', { class: 'added' }, '+' + f.added));
     if (f.removed !== undefined && f.removed !== null) stats.push(h('span', { class: 'removed' }, '−' + f.removed));
-    if (f.mode) stats.push(h('span', { class: 'muted' }, 'mode ', String(f.mode)));
+    if (f.mode) stats.push(h('span', { class: 'muted file-mode' }, 'mode ', String(f.mode)));
     const body = h('div', { class: 'file-body' }, h('p', { class: 'muted' }, 'Loads when it comes into view…'));
     const sec = h('section', { class: 'file', tabindex: '-1', 'data-path': path, 'aria-label': 'File ' + path },
       h('h3', { class: 'file-head' },

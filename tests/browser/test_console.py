@@ -32,7 +32,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 REPO = Path(__file__).resolve().parents[2]
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
@@ -440,6 +440,10 @@ def test_bob_cannot_take_an_action_the_engine_does_not_allow_and_nothing_changes
     assert why.is_displayed() and "vote.cast" in why.text and "human:bob" in why.text
     assert approve.get_attribute("aria-describedby") == "why-not-vote"
 
+    # `c` (request changes or comment) opens the first reason box bob can use: not the vote's.
+    browser.find_element(By.TAG_NAME, "body").send_keys("c")
+    assert browser.switch_to.active_element.get_attribute("id") == "text-decision"
+    browser.switch_to.active_element.send_keys("\ue00c")  # Escape leaves the field
     # A security review that fails without a note: the engine refuses it; the page shows its code and message.
     browser.find_element(By.ID, "act-security-fail").click()
     err = wait_for(browser, lambda d: css(d, "#result-security .error"), "the engine's refusal")[0]
@@ -494,6 +498,42 @@ def test_agent_written_text_is_shown_as_text_with_hidden_characters_marked(
     assert XSS_IMG in code.text
     assert css(code, ".mark-ctl") and css(code, ".mark-bidi")
     screenshot(browser, "hostile-text")
+    assert console_problems(browser, base) == []
+
+
+def test_a_new_revision_arrives_live_with_the_interdiff_and_older_revisions_stay_readable(
+        server: dict[str, Any], browser: WebDriver) -> None:
+    base, api = server["base"], server["api"]
+
+    def new_file(text: str) -> str:
+        return ("diff --git a/docs/draft.md b/docs/draft.md\nnew file mode 100644\n--- /dev/null\n"
+                f"+++ b/docs/draft.md\n@@ -0,0 +1,1 @@\n+{text}\n")
+
+    pid = propose(api, "A draft", new_file("first draft"), ["file:docs/draft.md"])
+    api.tool("rob", "vote.cast", {"proposal_id": pid, "revision": 1, "vote": "approve"})
+    sign_in(browser, base, "alice")
+    browser.get(f"{base}/#/ws/{WS}/proposals/{pid}")
+    wait_for(browser, lambda d: "revision 1 of 1" in d.find_element(By.ID, "prop-meta").text, "revision 1")
+    wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if e.text == "first draft"], "the first draft")
+    assert "Only one revision" in browser.find_element(By.ID, "interdiff").text
+    browser.execute_script("window.__noReload = 7;")
+
+    # The author attaches a second revision: the page follows, rob's approval no longer counts for it.
+    api.tool("ada", "proposal.attach_patch", {"proposal_id": pid, "expected_revision": 1, "patch": new_file("second draft")})
+    wait_for(browser, lambda d: "revision 2 of 2" in d.find_element(By.ID, "prop-meta").text, "revision 2, live")
+    assert browser.execute_script("return window.__noReload") == 7
+    wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if e.text == "second draft"], "the second draft")
+    wait_for(browser, lambda d: "req-unsatisfied" in requirement_row(d, "approvals").get_attribute("class"),
+             "the approval on revision 1 not counted for revision 2")
+    # The interdiff, 1 to 2.
+    inter = wait_for(browser, lambda d: d.find_element(By.ID, "interdiff") if css(d, "#interdiff .inter-added") else False,
+                     "the interdiff")
+    assert "+second draft" in inter.find_element(By.CSS_SELECTOR, ".inter-added").text
+    assert "+first draft" in inter.find_element(By.CSS_SELECTOR, ".inter-removed").text
+    # Revision 1 stays readable.
+    Select(browser.find_element(By.ID, "diff-revision")).select_by_value("1")
+    wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if e.text == "first draft"], "revision 1's diff")
+    assert not [e for e in css(browser, "#files .line-add .code") if e.text == "second draft"]
     assert console_problems(browser, base) == []
 
 
@@ -612,6 +652,9 @@ def test_a_large_change_loads_its_files_as_they_scroll_and_keys_move_between_the
     body.send_keys("j")
     first = browser.switch_to.active_element
     assert "file" in first.get_attribute("class") and first.get_attribute("data-path") == "gen/f000.txt"
+    outline = browser.execute_script(
+        "const s = getComputedStyle(document.activeElement); return [s.outlineStyle, parseFloat(s.outlineWidth)]")
+    assert outline[0] != "none" and outline[1] >= 2, outline
     browser.find_element(By.TAG_NAME, "body").send_keys("j")
     assert browser.switch_to.active_element.get_attribute("data-path") == "gen/f001.txt"
     browser.find_element(By.TAG_NAME, "body").send_keys("k")
@@ -673,6 +716,16 @@ def test_landing_and_claims_pages_and_text_contrast(server: dict[str, Any], brow
     browser.execute_script("document.getElementById('probe').remove()")
     low = browser.execute_script(CONTRAST_JS)
     assert low == [], low
+    # Usable at 1,280 px: nothing wider than the window.
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+
+    # Signing out ends the session on the server too.
+    cookie = browser.get_cookie("rt_session")
+    assert cookie is not None
+    browser.find_element(By.ID, "sign-out").click()
+    wait_for(browser, lambda d: d.find_element(By.ID, "token"), "the sign-in form after signing out")
+    status, _, _ = api.request("GET", "/api/v1/session", headers={"Cookie": f"rt_session={cookie['value']}"})
+    assert status == 401
     assert console_problems(browser, base) == []
 
 

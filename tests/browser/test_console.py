@@ -354,6 +354,21 @@ def test_text_and_syntax_classes_units(server: dict[str, Any], browser: WebDrive
     assert out["plain"] == [['let \u00e9 = "x";', None]]
 
 
+def test_a_wrong_token_is_refused_with_the_code_and_no_session(server: dict[str, Any], browser: WebDriver) -> None:
+    base = server["base"]
+    browser.get(base + "/")
+    browser.delete_all_cookies()
+    browser.get(base + "/")
+    field = wait_for(browser, lambda d: d.find_element(By.ID, "token"), "the sign-in form")
+    field.send_keys("not-a-token-of-this-server")
+    browser.find_element(By.ID, "sign-in").click()
+    err = wait_for(browser, lambda d: css(d, "#signin-message .error"), "the refusal")[0]
+    assert err.find_element(By.CSS_SELECTOR, ".error-code").text.strip()
+    assert browser.get_cookie("rt_session") is None
+    assert css(browser, "#actor") == []
+    assert console_problems(browser, base) == []
+
+
 def test_alice_reviews_live_approves_and_sees_it_land(server: dict[str, Any], browser: WebDriver) -> None:
     base, api = server["base"], server["api"]
     sign_in(browser, base, "alice")
@@ -716,6 +731,12 @@ def test_landing_and_claims_pages_and_text_contrast(server: dict[str, Any], brow
     browser.execute_script("document.getElementById('probe').remove()")
     low = browser.execute_script(CONTRAST_JS)
     assert low == [], low
+    # Every control has a name: a label, an aria-label or its text.
+    unnamed = browser.execute_script(
+        "return [...document.querySelectorAll('input, select, textarea, button')].filter((el) => !("
+        "  (el.id && document.querySelector('label[for=\"' + el.id + '\"]')) || el.getAttribute('aria-label') ||"
+        "  (el.tagName === 'BUTTON' && el.textContent.trim()))).map((el) => el.outerHTML.slice(0, 80))")
+    assert unnamed == [], unnamed
     # Usable at 1,280 px: nothing wider than the window.
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
 

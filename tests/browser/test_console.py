@@ -134,7 +134,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     root = tmp_path_factory.mktemp("repo")
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@e"}
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     (root / "src").mkdir()
     (root / "src" / "lib.rs").write_text(LIB_RS)
     (root / "notes.md").write_text("# Notes\n\nfirst line\n")
@@ -157,6 +157,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     assert hello["workspaces"] == [WS] and hello["tokens"] == len(TOKENS), hello
     base = hello["url"].rstrip("/")
     api = Api(base)
+    # Each landing is a commit on main with roundtable's trailers.
+    api.tool("host", "workspace.configure", {"landing": {"mode": "git", "branch": "main"}})
     for agent, roles in [("ada", ["author"]), ("rob", ["reviewer"])]:
         api.tool("host", "agent.register", {"agent_id": agent, "roles": roles})
     api.tool("host", "task.create", {"task_id": "t1", "title": "Console tests"})
@@ -709,12 +711,24 @@ def test_landing_and_claims_pages_and_text_contrast(server: dict[str, Any], brow
     wait_for(browser, lambda d: css(d, f'#transactions li.tx a[href$="{landed}"]'), "the landed proposal's transaction")
     chain = wait_for(browser, lambda d: d.find_element(By.ID, "chain-state"), "the audit chain state")
     assert "intact" in chain.text
+    # The landing log: the commit of the landed proposal, its trailers naming it.
+    commit = wait_for(browser, lambda d: [c for c in css(d, "#landing-log li.commit") if landed in c.text],
+                      "the landed commit with its trailers")[0]
+    assert "Landed for the landing page" in commit.text and css(commit, "dl.trailers dt")
+    # A transaction's details: its files.
+    tx = browser.find_element(By.CSS_SELECTOR, f'#transactions li.tx:has(a[href$="{landed}"])')
+    tx.find_element(By.CSS_SELECTOR, "button.btn-quiet").click()
+    wait_for(browser, lambda d: "landed.txt" in tx.find_element(By.CSS_SELECTOR, ".tx-details").text, "the transaction's files")
     # Rolling back is the orchestrator's: a person sees the button disabled with the reason beside it.
     rollback = css(browser, "#transactions button[id^=rollback-]")[0]
     assert not rollback.is_enabled()
     why = browser.find_element(By.ID, rollback.get_attribute("aria-describedby"))
     assert why.is_displayed() and "transaction.rollback" in why.text and "human:alice" in why.text
     screenshot(browser, "landing")
+    wide = browser.execute_script(
+        "return [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth)"
+        ".map((e) => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)).slice(0, 5)")
+    assert wide == [], wide
     browser.get(f"{base}/#/ws/{WS}/claims")
     table = wait_for(browser, lambda d: css(d, "#claims table"), "the claims table")[0]
     assert "ada" in table.text and "file:claimed.txt" in table.text

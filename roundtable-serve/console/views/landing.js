@@ -57,7 +57,11 @@ export function landingView(ctx) {
   }
 
   function renderQueue(q) {
-    if (!q) return fill(queueBox, empty('The queue is not available to you (queue.list is the orchestrator\'s).'));
+    if (!q) {
+      return fill(queueBox, tools.has('queue.list') ? empty('No queue report.')
+        : h('p', { class: 'why-not' }, 'The queue is not available to ', h('strong', {}, ctx.session.actor),
+          ': the server does not offer ', h('code', {}, 'queue.list'), ' to this account.'));
+    }
     if (q.error) return fill(queueBox, errorBox(q.error));
     const entries = q.entries || q.items || [];
     fill(queueBox, entries.length ? table(entries, [
@@ -171,13 +175,15 @@ export function landingView(ctx) {
     try {
       const r = await ctx.ws.landing();
       fill(msg);
+      await ctx.tools().then((t) => {
+        tools = t;
+      }, () => {});
       renderChain(part(r.chain, 'chain'));
       renderLog(part(r.log, 'log'));
       renderQueue(part(r.queue, 'queue'));
     } catch (e) {
       fill(msg, errorBox(e, 'Could not load the landing report:'));
     }
-    await ctx.tools().catch(() => null);
     await loadTx(false);
   }
 

@@ -547,6 +547,13 @@ def test_a_new_revision_arrives_live_with_the_interdiff_and_older_revisions_stay
                      "the interdiff")
     assert "+second draft" in inter.find_element(By.CSS_SELECTOR, ".inter-added").text
     assert "+first draft" in inter.find_element(By.CSS_SELECTOR, ".inter-removed").text
+    # A check result arrives live, its output shown as text.
+    api.tool("host", "test.record", {"proposal_id": pid, "revision": 2, "name": "unit", "status": "failed",
+                                     "note_md": "FAILED test_draft\n<b>expected</b> 2 drafts"})
+    row = wait_for(browser, lambda d: [r for r in css(d, "#evidence tr") if "unit" in r.text and "failed" in r.text],
+                   "the failed check")[0]
+    out = row.find_element(By.CSS_SELECTOR, "pre.check-output")
+    assert out.text == "FAILED test_draft\n<b>expected</b> 2 drafts" and css(out, "b") == []
     # Revision 1 stays readable.
     Select(browser.find_element(By.ID, "diff-revision")).select_by_value("1")
     wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if e.text == "first draft"], "revision 1's diff")

@@ -113,6 +113,11 @@ enum Command {
         /// revert each land as one commit with trailers.
         #[arg(long)]
         git: bool,
+        /// Then leave one more change waiting on the human carol, and serve
+        /// the review console on the kept repository at ADDR:PORT (as
+        /// `roundtable serve`), printing carol's sign-in token.
+        #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:8090", conflicts_with = "json")]
+        serve: Option<std::net::SocketAddr>,
     },
     /// Serve every tool over the Model Context Protocol, for coding agents.
     ///
@@ -214,7 +219,14 @@ fn run(command: Command) -> Result<String, ToolError> {
         } => call::run(&tool, &root, &actor, &args),
         Command::Tools => tools::run(),
         Command::Errors => errors::run(),
-        Command::Demo { keep, json, git } => demo::command(keep, json, git),
+        Command::Demo {
+            serve: Some(listen),
+            git,
+            ..
+        } => demo::serve(git, listen).map(|()| String::new()),
+        Command::Demo {
+            keep, json, git, ..
+        } => demo::command(keep, json, git),
         Command::Show(args) => show::run(args),
         Command::Approve(args) => approve::run(args),
         Command::Reject(args) => reject::run(args),

@@ -22,7 +22,7 @@ use roundtable::policy::RoleNeed;
 use roundtable::session::Session;
 use roundtable::session::{
     AcquireClaim, ApplyRevision, Approve, AttachPatch, CastVote, ConfigureWorkspace,
-    CreateProposal, CreateTask, GetTransaction, LandedCommit, LandingLog, ListPhases,
+    CreateProposal, CreateTask, GetTransaction, LandedCommit, LandingLog, ListInbox, ListPhases,
     ProposalStatus, RecordSecurityReview, RegisterAgent, RequestReview, RevertProposal, Risk,
     Rollback, TransactionDetail, Validate, ValidationReport, Verdict, VoteValue,
 };
@@ -53,6 +53,20 @@ const FIRST_PATCH: &str = "\
 +    format!(\"Hello, {name}!\")
  }
  
+ pub fn shout(name: &str) -> String {
+     greet(name).to_uppercase()
+ }
++
++pub fn farewell(name: &str) -> String {
++    format!(\"Goodbye, {name}\")
++}
+";
+
+/// What `--serve` leaves for a person to review: a second function.
+const WAITING_PATCH: &str = "\
+--- a/src/lib.rs
++++ b/src/lib.rs
+@@ -5,3 +5,7 @@
  pub fn shout(name: &str) -> String {
      greet(name).to_uppercase()
  }
@@ -182,6 +196,10 @@ enum StepData {
     Log {
         commits: Vec<LandedCommit>,
     },
+    Waiting {
+        proposal: String,
+        waits_on: &'static str,
+    },
 }
 
 /// One step of the demo's result: its name and what it recorded.
@@ -234,19 +252,64 @@ fn git_init(root: &Path) -> bool {
 /// or (`json`) one JSON document with every step's data.
 pub(crate) fn command(keep: bool, json: bool, git: bool) -> Result<String, ToolError> {
     if json {
-        return crate::cli_util::to_json_sorted(&run(keep, git, &mut |_| {})?);
+        return crate::cli_util::to_json_sorted(&run(keep, git, false, &mut |_| {})?);
     }
-    let result = run(keep, git, &mut |line| crate::cli_util::print(line))?;
+    let result = run(keep, git, false, &mut |line| crate::cli_util::print(line))?;
     Ok(match result.root {
         Some(root) => format!("ok: every step checked; the repository is kept at {root}"),
         None => "ok: every step checked".to_owned(),
     })
 }
 
+/// `roundtable demo --serve ADDR`: the demo, then one more change left
+/// waiting for carol, and the review console on the kept repository
+/// (`roundtable serve`) with a fresh tokens file beside its store; returns
+/// only on an error.
+pub(crate) fn serve(git: bool, listen: std::net::SocketAddr) -> Result<(), ToolError> {
+    let result = run(true, git, true, &mut |line| crate::cli_util::print(line))?;
+    let root = result
+        .root
+        .ok_or_else(|| fail("the repository is kept for the console"))?;
+    let root = std::path::PathBuf::from(root);
+    let (carol, host) = (mint()?, mint()?);
+    let tokens = root.join(".roundtable/console-tokens");
+    write_private(
+        &tokens,
+        &format!("# roundtable demo --serve\n{carol} human:carol\n{host} orchestrator:host\n"),
+    )?;
+    crate::cli_util::print(&format!(
+        "console: sign in as human:carol with {carol} (the orchestrator's token, for the API: {host}); tokens in {}",
+        tokens.display()
+    ));
+    super::serve::serve_one(listen, tokens, "demo", root)
+}
+
+/// A fresh bearer token.
+fn mint() -> Result<String, ToolError> {
+    roundtable_serve::mint_token().map_err(io)
+}
+
+/// Write `text` to `path`, readable by its owner only (it holds tokens).
+fn write_private(path: &Path, text: &str) -> Result<(), ToolError> {
+    use std::io::Write as _;
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)
+}
+
 /// Run the demo (`land_commits`: in git landing mode, the change and its
-/// revert each land as a commit); `say` receives each readable line as it
+/// revert each land as a commit; `leave_waiting`: one more change is left
+/// waiting on carol at the end); `say` receives each readable line as it
 /// happens.
-fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo, ToolError> {
+fn run(
+    keep: bool,
+    land_commits: bool,
+    leave_waiting: bool,
+    say: &mut dyn FnMut(&str),
+) -> Result<Demo, ToolError> {
     let dir = tempfile::Builder::new()
         .prefix("roundtable-demo-")
         .tempdir()
@@ -282,6 +345,9 @@ fn run(keep: bool, land_commits: bool, say: &mut dyn FnMut(&str)) -> Result<Demo
         roll_back(&cast, root, &tid, &mut rec)?;
     }
     audit(&cast, &mut rec)?;
+    if leave_waiting {
+        wait_on_carol(&cast, &mut rec)?;
+    }
 
     drop(cast);
     drop(engine);
@@ -679,6 +745,59 @@ fn audit(cast: &Cast<'_>, rec: &mut Recorder<'_>) -> Result<(), ToolError> {
         StepData::Audit {
             events: chain.checked,
             head_digest: chain.head_digest,
+        },
+    );
+    Ok(())
+}
+
+/// alice proposes `farewell` (critical); bob and sam approve, sam passes
+/// the security review: it waits on carol's human approval, in her inbox.
+fn wait_on_carol(cast: &Cast<'_>, rec: &mut Recorder<'_>) -> Result<(), ToolError> {
+    let Cast {
+        host,
+        alice,
+        bob,
+        sam,
+        carol,
+    } = cast;
+    host.setup()
+        .create_task(CreateTask::new("say-goodbye", "Say goodbye too"))?;
+    alice.claims().acquire(
+        AcquireClaim::write(resource("file:src/lib.rs")?, 86_400).task_id("say-goodbye"),
+    )?;
+    let pid = alice
+        .proposals()
+        .create(
+            CreateProposal::patch(
+                "say-goodbye",
+                "Add farewell",
+                "`farewell` says goodbye the way `greet` says hello.",
+                WAITING_PATCH,
+            )
+            .risk(Risk::Critical)
+            .resources(["file:src/lib.rs"]),
+        )?
+        .proposal
+        .id;
+    alice.proposals().request_review(RequestReview::new(&pid))?;
+    bob.evidence()
+        .vote(CastVote::approve(&pid, 1).reason("Same shape as greet."))?;
+    sam.evidence()
+        .vote(CastVote::approve(&pid, 1).reason("No input reaches anything but format!."))?;
+    sam.evidence().security_review(
+        RecordSecurityReview::new(&pid, 1, Verdict::Pass).note_md("No security impact."),
+    )?;
+    let inbox = carol.proposals().inbox(ListInbox::all())?;
+    verify(
+        inbox.items.iter().any(|i| i.proposal.id == pid),
+        "the change waits in carol's inbox",
+    )?;
+    rec.step(
+        "waiting",
+        format!("{pid} (farewell) is approved and security-reviewed; it waits on carol's human approval"),
+        StepData::Waiting {
+            proposal: pid,
+            waits_on: "human:carol",
         },
     );
     Ok(())

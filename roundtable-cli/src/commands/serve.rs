@@ -35,6 +35,23 @@ pub(crate) struct ServeArgs {
     allow_non_loopback: bool,
 }
 
+/// Serve one workspace, `name` at `root`, with the tokens in `tokens`
+/// (`roundtable demo --serve`).
+pub(crate) fn serve_one(
+    listen: SocketAddr,
+    tokens: PathBuf,
+    name: &str,
+    root: PathBuf,
+) -> Result<(), ToolError> {
+    run(ServeArgs {
+        listen,
+        tokens,
+        workspaces: vec![format!("{name}={}", root.display())],
+        stores: Vec::new(),
+        allow_non_loopback: false,
+    })
+}
+
 /// Open every workspace, then serve until the process ends, printing
 /// `{"url", "workspaces", "tokens"}` once listening.
 pub(crate) fn run(args: ServeArgs) -> Result<(), ToolError> {

@@ -7,10 +7,16 @@
 //! and a random CSRF token it must echo in `X-CSRF-Token` on every write.
 //! A session remembers the token it was made from, so removing that token
 //! from the file ends the session at its next request.
+//!
+//! A session also ends with time ([`SessionLimits`]): when it goes unused
+//! for longer than its idle timeout (each authenticated request renews
+//! that clock), and in any case once its absolute lifetime has passed
+//! since sign-in. An ended session is refused (`401`) and forgotten.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION, COOKIE, HOST, ORIGIN};
 use hyper::{Method, StatusCode};
@@ -43,6 +49,9 @@ pub(crate) enum AuthError {
     /// A session cookie naming no live session.
     #[error("the session ended (signed out, or its token was revoked): sign in again")]
     NoSession,
+    /// A session cookie naming a session that has just timed out.
+    #[error("{0}: sign in again")]
+    Expired(Expiry),
     /// A cookie write without this session's CSRF token.
     #[error(
         "{CSRF_HEADER} is missing or is not this session's: a write from the console must carry it"
@@ -69,9 +78,10 @@ impl AuthError {
     /// for its CSRF token or origin.
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            AuthError::Missing | AuthError::BadToken | AuthError::NoSession => {
-                StatusCode::UNAUTHORIZED
-            }
+            AuthError::Missing
+            | AuthError::BadToken
+            | AuthError::NoSession
+            | AuthError::Expired(_) => StatusCode::UNAUTHORIZED,
             AuthError::Csrf { .. } | AuthError::Origin { .. } => StatusCode::FORBIDDEN,
             AuthError::Random(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -107,7 +117,7 @@ impl AuthError {
         };
         match self {
             AuthError::Missing | AuthError::BadToken => argument("Authorization"),
-            AuthError::NoSession => argument(SESSION_COOKIE),
+            AuthError::NoSession | AuthError::Expired(_) => argument(SESSION_COOKIE),
             AuthError::Csrf { actor } | AuthError::Origin { actor, .. } => forbidden(actor),
             AuthError::Random(_) => ToolError::new(message.clone(), IoDetails::default()),
         }
@@ -137,6 +147,44 @@ pub(crate) struct Caller {
     pub(crate) via: Via,
 }
 
+/// How long a browser session may live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SessionLimits {
+    /// The longest a session may go unused.
+    pub(crate) idle: Duration,
+    /// The longest a session may last from sign-in, however used.
+    pub(crate) lifetime: Duration,
+}
+
+/// Why a session timed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Expiry {
+    /// Unused for longer than the idle timeout.
+    #[error("the session went unused for longer than its idle timeout")]
+    Idle,
+    /// Older than its absolute lifetime.
+    #[error("the session is older than its lifetime")]
+    Lifetime,
+}
+
+/// Whether a session signed in at `made_at` and last used at `used_at` has
+/// timed out at `now` under `limits`; the absolute lifetime is checked
+/// first. A session is alive up to and including each limit.
+pub(crate) fn expiry(
+    limits: SessionLimits,
+    made_at: Instant,
+    used_at: Instant,
+    now: Instant,
+) -> Option<Expiry> {
+    if now.saturating_duration_since(made_at) > limits.lifetime {
+        Some(Expiry::Lifetime)
+    } else if now.saturating_duration_since(used_at) > limits.idle {
+        Some(Expiry::Idle)
+    } else {
+        None
+    }
+}
+
 #[derive(Debug)]
 struct Session {
     token: String,
@@ -144,26 +192,44 @@ struct Session {
     /// Its place in the order sessions were made (the oldest goes first
     /// past the cap).
     made: u64,
+    /// When it was signed in.
+    made_at: Instant,
+    /// When it was last used (signed in, or an authenticated request).
+    used_at: Instant,
 }
 
 /// The live browser sessions of one server.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Sessions {
     live: Mutex<HashMap<String, Session>>,
     made: std::sync::atomic::AtomicU64,
+    limits: SessionLimits,
 }
 
 impl Sessions {
-    /// Sign in with `token`: the actor, a new session id and its CSRF token.
+    /// No session yet; each will end under `limits`.
+    pub(crate) fn new(limits: SessionLimits) -> Sessions {
+        Sessions {
+            live: Mutex::new(HashMap::new()),
+            made: std::sync::atomic::AtomicU64::new(0),
+            limits,
+        }
+    }
+
+    /// Sign in with `token` at `now`: the actor, a new session id and its
+    /// CSRF token. Sessions of any token that have timed out by `now` are
+    /// forgotten first, so unused ones do not pile up.
     pub(crate) fn create(
         &self,
         tokens: &Tokens,
         token: &str,
+        now: Instant,
     ) -> Result<(Actor, String, String), AuthError> {
         let actor = tokens.actor(token).ok_or(AuthError::BadToken)?;
         let id = random_hex()?;
         let csrf = random_hex()?;
         let mut live = self.lock();
+        live.retain(|_, s| expiry(self.limits, s.made_at, s.used_at, now).is_none());
         let mut same: Vec<(u64, String)> = live
             .iter()
             .filter(|(_, s)| s.token == token)
@@ -181,6 +247,8 @@ impl Sessions {
                 token: token.to_owned(),
                 csrf: csrf.clone(),
                 made: self.made.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                made_at: now,
+                used_at: now,
             },
         );
         Ok((actor, id, csrf))
@@ -191,18 +259,26 @@ impl Sessions {
         self.lock().remove(id);
     }
 
-    /// The caller of session `id`, ending it when its token was revoked.
-    fn caller(&self, tokens: &Tokens, id: &str) -> Result<Caller, AuthError> {
+    /// The caller of session `id` at `now`, renewing its idle clock; ending
+    /// it when it has timed out or its token was revoked.
+    fn caller(&self, tokens: &Tokens, id: &str, now: Instant) -> Result<Caller, AuthError> {
         let mut live = self.lock();
-        let session = live.get(id).ok_or(AuthError::NoSession)?;
+        let session = live.get_mut(id).ok_or(AuthError::NoSession)?;
+        if let Some(why) = expiry(self.limits, session.made_at, session.used_at, now) {
+            live.remove(id);
+            return Err(AuthError::Expired(why));
+        }
         match tokens.actor(&session.token) {
-            Some(actor) => Ok(Caller {
-                actor,
-                via: Via::Cookie {
-                    id: id.to_owned(),
-                    csrf: session.csrf.clone(),
-                },
-            }),
+            Some(actor) => {
+                session.used_at = session.used_at.max(now);
+                Ok(Caller {
+                    actor,
+                    via: Via::Cookie {
+                        id: id.to_owned(),
+                        csrf: session.csrf.clone(),
+                    },
+                })
+            }
             None => {
                 live.remove(id);
                 Err(AuthError::NoSession)
@@ -215,12 +291,13 @@ impl Sessions {
     }
 }
 
-/// The caller of a request: its bearer token when it sends one (a bad one
-/// is refused even with a cookie), else its session cookie.
+/// The caller of a request at `now`: its bearer token when it sends one (a
+/// bad one is refused even with a cookie), else its session cookie.
 pub(crate) fn authenticate(
     headers: &HeaderMap,
     tokens: &Tokens,
     sessions: &Sessions,
+    now: Instant,
 ) -> Result<Caller, AuthError> {
     if headers.contains_key(AUTHORIZATION) {
         let token = bearer(headers).ok_or(AuthError::BadToken)?;
@@ -231,7 +308,7 @@ pub(crate) fn authenticate(
         });
     }
     match cookie(headers, SESSION_COOKIE) {
-        Some(id) => sessions.caller(tokens, id),
+        Some(id) => sessions.caller(tokens, id, now),
         None => Err(AuthError::Missing),
     }
 }
@@ -408,25 +485,114 @@ mod tests {
         let path = dir.path().join("tokens");
         std::fs::write(&path, "tok-carol-0123456789 human:carol\n").expect("write");
         let tokens = Tokens::load(&path).expect("load");
-        let sessions = Sessions::default();
+        let sessions = Sessions::new(LIMITS);
+        let now = Instant::now();
         let first = sessions
-            .create(&tokens, "tok-carol-0123456789")
+            .create(&tokens, "tok-carol-0123456789", now)
             .expect("first")
             .1;
         for _ in 0..MAX_SESSIONS_PER_TOKEN {
             sessions
-                .create(&tokens, "tok-carol-0123456789")
+                .create(&tokens, "tok-carol-0123456789", now)
                 .expect("more");
         }
         assert_eq!(sessions.lock().len(), MAX_SESSIONS_PER_TOKEN);
         assert!(matches!(
-            sessions.caller(&tokens, &first),
+            sessions.caller(&tokens, &first, now),
             Err(AuthError::NoSession)
         ));
         assert!(matches!(
-            sessions.create(&tokens, "tok-nobody-0123456789"),
+            sessions.create(&tokens, "tok-nobody-0123456789", now),
             Err(AuthError::BadToken)
         ));
+    }
+
+    const LIMITS: SessionLimits = SessionLimits {
+        idle: Duration::from_secs(60),
+        lifetime: Duration::from_secs(300),
+    };
+
+    fn carol() -> (tempfile::TempDir, Tokens) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokens");
+        std::fs::write(&path, "tok-carol-0123456789 human:carol\n").expect("write");
+        let tokens = Tokens::load(&path).expect("load");
+        (dir, tokens)
+    }
+
+    #[test]
+    fn expiry_checks_the_lifetime_then_the_idle_time_each_limit_inclusive() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert_eq!(expiry(LIMITS, t0, t0, t0), None);
+        assert_eq!(expiry(LIMITS, t0, t0, at(60)), None);
+        assert_eq!(expiry(LIMITS, t0, t0, at(61)), Some(Expiry::Idle));
+        assert_eq!(expiry(LIMITS, t0, at(250), at(300)), None);
+        assert_eq!(
+            expiry(LIMITS, t0, at(300), at(301)),
+            Some(Expiry::Lifetime)
+        );
+        // Both passed: the lifetime is what is said.
+        assert_eq!(expiry(LIMITS, t0, t0, at(400)), Some(Expiry::Lifetime));
+        // A clock reading before the use (another thread's) is no expiry.
+        assert_eq!(expiry(LIMITS, at(10), at(10), t0), None);
+    }
+
+    #[test]
+    fn a_session_used_in_time_lives_on_an_idle_one_ends_and_is_forgotten() {
+        let (_dir, tokens) = carol();
+        let sessions = Sessions::new(LIMITS);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let id = sessions
+            .create(&tokens, "tok-carol-0123456789", t0)
+            .expect("signed in")
+            .1;
+        // Each use within the idle timeout renews it, past the first
+        // idle deadline.
+        for s in [50, 100, 150] {
+            let caller = sessions.caller(&tokens, &id, at(s)).expect("alive");
+            assert_eq!(caller.actor.to_string(), "human:carol");
+        }
+        let err = sessions.caller(&tokens, &id, at(211)).expect_err("idle");
+        assert!(matches!(err, AuthError::Expired(Expiry::Idle)), "{err:?}");
+        assert_eq!(err.status(), StatusCode::UNAUTHORIZED);
+        // Forgotten: the next use is an unknown session.
+        assert!(matches!(
+            sessions.caller(&tokens, &id, at(212)),
+            Err(AuthError::NoSession)
+        ));
+    }
+
+    #[test]
+    fn a_session_ends_at_its_lifetime_however_used_and_sign_in_sweeps_the_dead() {
+        let (_dir, tokens) = carol();
+        let sessions = Sessions::new(LIMITS);
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let id = sessions
+            .create(&tokens, "tok-carol-0123456789", t0)
+            .expect("signed in")
+            .1;
+        for s in (30..=300).step_by(30) {
+            sessions.caller(&tokens, &id, at(s)).expect("alive");
+        }
+        assert!(matches!(
+            sessions.caller(&tokens, &id, at(301)),
+            Err(AuthError::Expired(Expiry::Lifetime))
+        ));
+        // An idle session nobody uses again goes at the next sign-in.
+        let idle = sessions
+            .create(&tokens, "tok-carol-0123456789", at(400))
+            .expect("signed in")
+            .1;
+        let fresh = sessions
+            .create(&tokens, "tok-carol-0123456789", at(461))
+            .expect("signed in")
+            .1;
+        let live = sessions.lock();
+        assert!(!live.contains_key(&idle) && live.contains_key(&fresh));
+        assert_eq!(live.len(), 1);
     }
 
     #[test]

@@ -32,7 +32,7 @@ use roundtable::{Actor, CallOptions, CancelToken, Engine, ToolError};
 use roundtable_mcp::{Tokens, Waits};
 use serde_json::{json, Value};
 
-use crate::auth::{self, AuthError, Caller, Origins, Sessions, Via};
+use crate::auth::{self, AuthError, Caller, Origins, SessionLimits, Sessions, Via};
 use crate::error::{error_body, status_of};
 use crate::query::{self, Query};
 use crate::views::{self, Reader};
@@ -95,7 +95,10 @@ pub(crate) async fn serve(
     let app = Arc::new(App {
         workspaces: config.workspaces,
         tokens: config.tokens,
-        sessions: Sessions::default(),
+        sessions: Sessions::new(SessionLimits {
+            idle: config.session_idle,
+            lifetime: config.session_lifetime,
+        }),
         origins: Origins { local, open },
         secure_cookie: open,
         heartbeat: config.heartbeat,
@@ -241,7 +244,12 @@ async fn dispatch(app: &App, request: Request<Incoming>) -> Response<Body> {
     if matches!(route, Route::Session) && request.method() == Method::POST {
         return sign_in(app, request).await;
     }
-    let caller = match auth::authenticate(request.headers(), &app.tokens, &app.sessions) {
+    let caller = match auth::authenticate(
+        request.headers(),
+        &app.tokens,
+        &app.sessions,
+        std::time::Instant::now(),
+    ) {
         Ok(caller) => caller,
         Err(e) => return auth_refusal(&e),
     };
@@ -479,7 +487,9 @@ async fn sign_in(app: &App, request: Request<Incoming>) -> Response<Body> {
             });
         }
     }
-    match app.sessions.create(&app.tokens, &form.token) {
+    match app
+        .sessions
+        .create(&app.tokens, &form.token, std::time::Instant::now()) {
         Ok((actor, id, csrf)) => {
             let via = Via::Cookie {
                 id: id.clone(),

@@ -12,7 +12,9 @@
 //!   [`roundtable_mcp::Tokens`], re-read on change), or a browser session
 //!   made from a token (`POST /api/v1/session`: an `HttpOnly;
 //!   SameSite=Strict` cookie and a CSRF token every cookie write must echo
-//!   in `X-CSRF-Token`). Revoking the token ends its sessions.
+//!   in `X-CSRF-Token`). Revoking the token ends its sessions; a session
+//!   also ends when unused for [`Config::session_idle`] or older than
+//!   [`Config::session_lifetime`].
 //! - **Errors**: `{"error": {"code", "message", "details"}}` with the
 //!   status of its code ([`status_of`]).
 //! - **Routes**: see `http.rs`; lists page with `limit` and `cursor`.
@@ -56,6 +58,14 @@ use roundtable_mcp::Tokens;
 /// configured otherwise.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
 
+/// How long a browser session may go unused before it ends, unless
+/// configured otherwise: 12 hours.
+pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 60 * 60);
+
+/// How long a browser session lasts from sign-in however it is used,
+/// unless configured otherwise: 7 days.
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
 /// What one server serves.
 #[derive(Debug)]
 pub struct Config {
@@ -76,10 +86,16 @@ pub struct Config {
     /// The most event streams and waiting tool calls one actor may have
     /// open at once (the next is `busy`).
     pub max_waits: usize,
+    /// How long a browser session may go unused: past it, the session is
+    /// refused (`401`) and forgotten. Each authenticated request renews it.
+    pub session_idle: Duration,
+    /// How long a browser session lasts from sign-in, however it is used.
+    pub session_lifetime: Duration,
 }
 
 impl Config {
-    /// No workspace yet, loopback only, the default heartbeat and limit.
+    /// No workspace yet, loopback only, the default heartbeat, limits and
+    /// session timeouts ([`SESSION_IDLE`], [`SESSION_LIFETIME`]).
     pub fn new(listen: SocketAddr, tokens: Arc<Tokens>) -> Config {
         Config {
             workspaces: BTreeMap::new(),
@@ -89,6 +105,8 @@ impl Config {
             heartbeat: HEARTBEAT,
             max_body_bytes: None,
             max_waits: roundtable_mcp::MAX_WAITS,
+            session_idle: SESSION_IDLE,
+            session_lifetime: SESSION_LIFETIME,
         }
     }
 }
@@ -147,6 +165,15 @@ pub fn run(config: Config, on_bound: impl FnOnce(SocketAddr)) -> Result<(), Serv
         .build()
         .map_err(|source| ServeError::Listen { addr, source })?;
     runtime.block_on(serve(config, on_bound))
+}
+
+/// A fresh bearer token for a tokens file: 32 random bytes from the
+/// system, hex-encoded (well past [`roundtable_mcp::MIN_TOKEN_LEN`]).
+///
+/// # Errors
+/// The system's random source failed.
+pub fn mint_token() -> std::io::Result<String> {
+    auth::random_hex().map_err(std::io::Error::other)
 }
 
 /// Run an engine call on the blocking pool.

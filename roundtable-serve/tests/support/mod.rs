@@ -82,7 +82,20 @@ fn git(dir: &std::path::Path, args: &[&str]) {
     assert!(status.success(), "git {args:?}");
 }
 
+/// [`world`] with its server's configuration changed by `tune` first.
+pub fn world_tuned(tune: impl FnOnce(&mut roundtable_serve::Config)) -> World {
+    serve_tuned(false, tune)
+}
+
 fn serve(heartbeat: Duration, max_body: Option<usize>, git_mode: bool, max_waits: usize) -> World {
+    serve_tuned(git_mode, |config| {
+        config.heartbeat = heartbeat;
+        config.max_body_bytes = max_body;
+        config.max_waits = max_waits;
+    })
+}
+
+fn serve_tuned(git_mode: bool, tune: impl FnOnce(&mut roundtable_serve::Config)) -> World {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("repo");
     std::fs::create_dir_all(root.join("src")).expect("mkdir");
@@ -129,9 +142,7 @@ fn serve(heartbeat: Duration, max_body: Option<usize>, git_mode: bool, max_waits
     let loaded = Arc::new(Tokens::load(&tokens).expect("load"));
     let mut config = roundtable_serve::Config::new("127.0.0.1:0".parse().expect("addr"), loaded);
     config.workspaces.insert("demo".into(), Arc::clone(&engine));
-    config.heartbeat = heartbeat;
-    config.max_body_bytes = max_body;
-    config.max_waits = max_waits;
+    tune(&mut config);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = roundtable_serve::run(config, move |addr| {

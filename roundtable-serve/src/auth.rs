@@ -528,10 +528,7 @@ mod tests {
         assert_eq!(expiry(LIMITS, t0, t0, at(60)), None);
         assert_eq!(expiry(LIMITS, t0, t0, at(61)), Some(Expiry::Idle));
         assert_eq!(expiry(LIMITS, t0, at(250), at(300)), None);
-        assert_eq!(
-            expiry(LIMITS, t0, at(300), at(301)),
-            Some(Expiry::Lifetime)
-        );
+        assert_eq!(expiry(LIMITS, t0, at(300), at(301)), Some(Expiry::Lifetime));
         // Both passed: the lifetime is what is said.
         assert_eq!(expiry(LIMITS, t0, t0, at(400)), Some(Expiry::Lifetime));
         // A clock reading before the use (another thread's) is no expiry.

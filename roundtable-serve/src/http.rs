@@ -489,7 +489,8 @@ async fn sign_in(app: &App, request: Request<Incoming>) -> Response<Body> {
     }
     match app
         .sessions
-        .create(&app.tokens, &form.token, std::time::Instant::now()) {
+        .create(&app.tokens, &form.token, std::time::Instant::now())
+    {
         Ok((actor, id, csrf)) => {
             let via = Via::Cookie {
                 id: id.clone(),

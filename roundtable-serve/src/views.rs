@@ -353,6 +353,7 @@ pub(crate) fn hunks(section: &str, lang: Option<Lang>) -> Vec<DiffHunk> {
     let mut out: Vec<DiffHunk> = Vec::new();
     let (mut old_left, mut new_left) = (0u32, 0u32);
     let (mut old_no, mut new_no) = (0u32, 0u32);
+    let mut sides = syntax::Sides::default();
     for raw in section.split_inclusive('\n') {
         let line = raw.strip_suffix('\n').unwrap_or(raw);
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -367,6 +368,7 @@ pub(crate) fn hunks(section: &str, lang: Option<Lang>) -> Vec<DiffHunk> {
                     lines: Vec::new(),
                 });
                 (old_left, new_left, old_no, new_no) = (ol, nl, os, ns);
+                sides = syntax::Sides::default();
             }
             continue;
         }
@@ -397,7 +399,9 @@ pub(crate) fn hunks(section: &str, lang: Option<Lang>) -> Vec<DiffHunk> {
             old_no: o,
             new_no: n,
             text: text.to_owned(),
-            classes: lang.map(|l| syntax::classes(l, text)).unwrap_or_default(),
+            classes: lang
+                .map(|l| sides.classes(l, o.is_some(), n.is_some(), text))
+                .unwrap_or_default(),
         });
     }
     out

@@ -55,9 +55,6 @@ export function hideHelp() {
   if (lastFocus && lastFocus.focus) lastFocus.focus();
 }
 
-export function helpOpen() {
-  return helpEl !== null;
-}
 
 /** Install the handler; `go(page)` navigates to 'inbox' | 'landing' | 'claims'. */
 export function install(go) {

@@ -78,13 +78,6 @@ export function flag(el) {
   if (!el.title) el.title = WARNING;
 }
 
-/** Whether `value` holds a character that would be shown as a marker. */
-export function hasHidden(value) {
-  for (const ch of String(value ?? '')) {
-    if (marker(ch.codePointAt(0), KEEP_LINES)) return true;
-  }
-  return false;
-}
 
 const FORBIDDEN_ATTR = /^(on|style$|srcdoc$|formaction$)/i;
 

@@ -29,15 +29,6 @@ export function badge(value, label) {
   return h('span', { class: ['badge', 'badge-' + v.replace(/[^a-z_]/g, '')] }, label ? label + ': ' + v : v);
 }
 
-/** A small key/value table of anything, values as text (JSON for objects). */
-export function kv(obj) {
-  const dl = h('dl', { class: 'kv' });
-  for (const [k, v] of Object.entries(obj || {})) {
-    dl.appendChild(h('dt', {}, k));
-    dl.appendChild(h('dd', {}, v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v)));
-  }
-  return dl;
-}
 
 /** A table: columns [[header, (row) => node|string]]. */
 export function table(rows, columns, caption) {
@@ -61,7 +52,7 @@ export function actorText(a) {
 }
 
 let uniq = 0;
-export function nextId(prefix) {
+function nextId(prefix) {
   uniq += 1;
   return prefix + '-' + uniq;
 }
@@ -73,9 +64,6 @@ export function labelledTextarea(label, name, placeholder) {
   return [h('div', { class: 'field' }, h('label', { for: id }, label), ta), ta];
 }
 
-export function link(href, ...children) {
-  return h('a', { href }, ...children);
-}
 
 export function route(ws, ...parts) {
   return '#/ws/' + encodeURIComponent(ws) + (parts.length ? '/' + parts.map(encodeURIComponent).join('/') : '');

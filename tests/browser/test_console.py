@@ -487,7 +487,11 @@ def test_agent_written_text_is_shown_as_text_with_hidden_characters_marked(
     pid = propose(api, title, patch, ["file:docs/xss.md"], summary=summary)
 
     sign_in(browser, base, "alice")
-    wait_for(browser, lambda d: css(d, f'#inbox-list li[data-proposal="{pid}"]'), "the proposal in the inbox")
+    item = wait_for(browser, lambda d: css(d, f'#inbox-list li[data-proposal="{pid}"]'), "the proposal in the inbox")[0]
+    # The inbox and the list of proposals in review show the title as text too.
+    wait_for(browser, lambda d: [a for a in css(d, "#open-proposals a") if XSS_SCRIPT in a.text], "the title in the list")
+    assert XSS_SCRIPT in item.text and XSS_IMG in item.text
+    assert css(browser, "img") == [] and browser.execute_script("return typeof window.__xss") == "undefined"
     browser.get(f"{base}/#/ws/{WS}/proposals/{pid}")
     heading = wait_for(browser, lambda d: d.find_element(By.ID, "prop-title") if
                        "window.__xss" in d.find_element(By.ID, "prop-title").text else False, "the title")

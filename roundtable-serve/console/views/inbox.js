@@ -51,7 +51,7 @@ export function inboxView(ctx) {
     h('p', { class: 'muted' }, 'What waits on you in ', h('code', {}, ctx.wsName), '. It updates as agents and people act.'),
     msg, list, more,
     h('h2', { class: 'spaced' }, 'In review'),
-    h('p', { class: 'muted' }, 'Every proposal in review, and who the engine says acts next.'),
+    h('p', { class: 'muted' }, 'Every proposal in review; who acts next is on its page.'),
     open);
   let cursor = null;
   let items = [];
@@ -88,7 +88,6 @@ export function inboxView(ctx) {
         ['Author', (p) => p.author || '?'],
         ['Risk', (p) => badge(p.risk)],
         ['Revision', (p) => String(p.revision ?? '?')],
-        ['Next', (p) => (Array.isArray(p.next) ? p.next.map((x) => (x.actor || '?') + ': ' + (x.action || '')).join('; ') : '—')],
         ['Updated', (p) => when(p.updated_at)],
       ]) : h('p', { class: 'muted' }, 'No proposal is in review.'));
     } catch (e) {
@@ -97,11 +96,18 @@ export function inboxView(ctx) {
   }
 
   more.addEventListener('click', () => load(true));
-  const unsubscribe = live.subscribe(() => {
-    load(false);
-    loadOpen();
-  });
+  // The inbox follows every event (a vote or a check can change what waits
+  // on this person); the list of proposals in review only changes with a
+  // proposal's own events.
+  const unsubscribe = live.subscribe(() => load(false));
+  const unsubscribeOpen = live.subscribe(() => loadOpen(), { filter: (ev) => !ev.kind || ev.kind.startsWith('proposal.') });
   load(false);
   loadOpen();
-  return { el, dispose: unsubscribe };
+  return {
+    el,
+    dispose() {
+      unsubscribe();
+      unsubscribeOpen();
+    },
+  };
 }

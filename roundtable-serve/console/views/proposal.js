@@ -403,8 +403,10 @@ export function proposalView(ctx, id) {
     if (entries.some((e) => e.isIntersecting)) loadFiles();
   }, { rootMargin: '1200px 0px' });
 
+  // null: the latest (the server's default), so the file list can load
+  // before the overview has said which revision that is.
   function revisionParam() {
-    return selectedRevision === null ? latest : selectedRevision;
+    return selectedRevision;
   }
 
   function resetFiles() {
@@ -591,7 +593,6 @@ export function proposalView(ctx, id) {
       fillRevisions(ov);
       if (before === null) {
         renderInterdiff(ov);
-        resetFiles();
       } else if (before !== latest) {
         renderInterdiff(ov);
         if (selectedRevision === null) resetFiles();
@@ -602,6 +603,9 @@ export function proposalView(ctx, id) {
   }
 
   buildActions();
+  // The files start loading at once, beside the overview (which can take
+  // longer on a large change: it validates the revision).
+  resetFiles();
   const unsubscribe = live.subscribe(() => load(), {
     filter: (ev) => !ev.data || !ev.data.proposal_id || ev.data.proposal_id === id,
   });

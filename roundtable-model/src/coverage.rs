@@ -68,42 +68,87 @@ pub fn hunk_line_changes(hunks: &[crate::diff::Hunk<'_>], before: &[u8]) -> Opti
     };
     let mut out = LineChanges::default();
     for h in hunks {
-        // 0-based index of the next old line; `-N,0` means "after line N".
-        let mut at = if h.old_lines() == 0 {
-            h.old_start() as usize
-        } else {
-            (h.old_start() as usize).checked_sub(1)?
-        };
-        // The kind of the previous line, and whether the current run of
-        // insertions recorded a point: an insertion next to a deletion is
-        // part of a replacement (the removed lines say where), not a pure
-        // addition.
-        let mut previous = LineKind::Context;
-        let mut pushed = false;
+        let mut at = first_old_index(h.old_start(), h.old_lines())?;
         for l in h.lines() {
-            match l.kind {
-                LineKind::Context | LineKind::Delete => {
-                    if !same(at, l.content) {
-                        return None;
-                    }
-                    if l.kind == LineKind::Delete {
-                        if previous == LineKind::Insert && pushed {
-                            out.insertions.pop();
-                        }
-                        out.removed.push(u32::try_from(at + 1).ok()?);
-                    }
-                    at += 1;
-                    pushed = false;
+            if l.kind != LineKind::Insert {
+                if !same(at, l.content) {
+                    return None;
                 }
-                LineKind::Insert => {
-                    if previous == LineKind::Context {
-                        out.insertions.push(u32::try_from(at).ok()?);
-                        pushed = true;
+                at += 1;
+            }
+        }
+        let one = stated_line_changes(
+            h.old_start(),
+            h.old_lines(),
+            h.lines().map(|l| l.kind),
+        )?;
+        out.removed.extend(one.removed);
+        out.insertions.extend(one.insertions);
+    }
+    Some(out)
+}
+
+/// The 0-based index of the first old line a hunk's header places it at:
+/// `-N,0` means "after line N".
+fn first_old_index(old_start: u32, old_lines: u32) -> Option<usize> {
+    if old_lines == 0 {
+        Some(old_start as usize)
+    } else {
+        (old_start as usize).checked_sub(1)
+    }
+}
+
+/// The line changes one hunk states, taken at the position its header
+/// (`-old_start,old_lines`) gives, from the kinds of its lines in order:
+/// each deleted line is a removed old line; a run of added lines after a
+/// context line (or at the hunk's start) is one insertion point, while
+/// added lines next to deleted ones replace them (the removed lines say
+/// where). Nothing is checked against the file: [`hunk_line_changes`]
+/// checks, this only reads the hunk. `None` when a line number does not
+/// fit.
+///
+/// ```
+/// use roundtable_model::coverage::stated_line_changes;
+/// use roundtable_diff::diff::LineKind::{Context, Delete, Insert};
+///
+/// // @@ -3,3 +3,4 @@: line 4 replaced, a line added after line 5.
+/// let c = stated_line_changes(3, 3, [Context, Delete, Insert, Context, Insert]).expect("fits");
+/// assert_eq!((c.removed, c.insertions), (vec![4], vec![5]));
+/// ```
+pub fn stated_line_changes(
+    old_start: u32,
+    old_lines: u32,
+    kinds: impl IntoIterator<Item = crate::diff::LineKind>,
+) -> Option<LineChanges> {
+    use crate::diff::LineKind;
+    let mut at = first_old_index(old_start, old_lines)?;
+    let mut out = LineChanges::default();
+    // The kind of the previous line, and whether the current run of
+    // insertions recorded a point: an insertion next to a deletion is
+    // part of a replacement (the removed lines say where), not a pure
+    // addition.
+    let mut previous = LineKind::Context;
+    let mut pushed = false;
+    for kind in kinds {
+        match kind {
+            LineKind::Context | LineKind::Delete => {
+                if kind == LineKind::Delete {
+                    if previous == LineKind::Insert && pushed {
+                        out.insertions.pop();
                     }
+                    out.removed.push(u32::try_from(at + 1).ok()?);
+                }
+                at += 1;
+                pushed = false;
+            }
+            LineKind::Insert => {
+                if previous == LineKind::Context {
+                    out.insertions.push(u32::try_from(at).ok()?);
+                    pushed = true;
                 }
             }
-            previous = l.kind;
         }
+        previous = kind;
     }
     Some(out)
 }
@@ -374,6 +419,34 @@ mod tests {
         assert_eq!(c.removed, [2]);
         // Not where it says: no positions to trust.
         assert_eq!(hunk_line_changes(hunks, b"z\na\nb\n"), None);
+    }
+
+    #[test]
+    fn stated_line_changes_read_the_hunk_alone() {
+        use crate::diff::LineKind::{Context, Delete, Insert};
+        // `-0,0`: an insertion before the first line.
+        let c = stated_line_changes(0, 0, [Insert, Insert]).expect("fits");
+        assert_eq!((c.removed, c.insertions), (vec![], vec![0]));
+        // `-7,0`: after line 7.
+        assert_eq!(
+            stated_line_changes(7, 0, [Insert])
+                .expect("fits")
+                .insertions,
+            [7]
+        );
+        // Added lines before a deletion replace it: no insertion point.
+        let c = stated_line_changes(2, 2, [Insert, Delete, Context]).expect("fits");
+        assert_eq!((c.removed, c.insertions), (vec![2], vec![]));
+        // Two runs, two points; a context-only hunk changes nothing.
+        let c =
+            stated_line_changes(1, 3, [Context, Insert, Context, Context, Insert]).expect("fits");
+        assert_eq!(c.insertions, [1, 3]);
+        assert_eq!(
+            stated_line_changes(5, 2, [Context, Context]),
+            Some(LineChanges::default())
+        );
+        // Line 0 of a hunk with old lines names nothing.
+        assert_eq!(stated_line_changes(0, 1, [Delete]), None);
     }
 
     #[test]

@@ -33,7 +33,7 @@ function itemEl(ctx, item) {
     h('div', { class: 'item-line' }, title, ' ', badge(p.risk, 'risk'), ' ', badge(p.status)),
     h('div', { class: 'item-line' },
       h('strong', { class: 'item-action' }, ACTION[item.action] || item.action || ''),
-      ' as ', h('span', {}, item.role || '?'),
+      ' (asked of: ', h('span', {}, item.role || '?'), ')',
       ' · revision ', String(item.revision ?? p.latest_revision ?? '?'),
       ' · by ', h('span', {}, p.author || '?'),
       ' · ', h('code', {}, p.id || ''),

@@ -128,7 +128,7 @@ export function proposalView(ctx, id) {
       if (field) field.querySelector('label').setAttribute('for', 'text-' + g.key);
       const buttons = g.buttons.map(([value, label]) => {
         const b = h('button', { type: 'button', class: ['btn', value === 'approve' || value === 'pass' || value === 'accept' || value === 'apply' ? 'btn-primary' : value === 'defer' ? '' : 'btn-danger'], id: 'act-' + g.key + '-' + value, 'aria-describedby': reasonId }, label);
-        b.addEventListener('click', () => act(g, value, textarea, resultEl, buttons));
+        b.addEventListener('click', () => act(g, value, label, textarea, resultEl, buttons));
         return b;
       });
       const fs = h('fieldset', { class: 'action', id: 'action-' + g.key },
@@ -152,7 +152,7 @@ export function proposalView(ctx, id) {
     });
   }
 
-  async function act(g, value, textarea, resultEl, buttons) {
+  async function act(g, value, label, textarea, resultEl, buttons) {
     if (!ov) return;
     const text = textarea && textarea.value.trim() ? textarea.value : null;
     resultEl.replaceChildren();
@@ -160,7 +160,7 @@ export function proposalView(ctx, id) {
     try {
       const out = await ctx.ws.call(g.tool, g.args(id, latest, value, text));
       if (textarea) textarea.value = '';
-      resultEl.replaceChildren(h('p', { class: 'ok', role: 'status' }, 'Done: ', h('code', {}, g.tool), ' ', value, describe(out)));
+      resultEl.replaceChildren(h('p', { class: 'ok', role: 'status' }, 'Done: ', label, ' — ', h('code', {}, g.tool), describe(out)));
       await load();
     } catch (e) {
       resultEl.replaceChildren(errorBox(e, 'Refused:'));

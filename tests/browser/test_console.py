@@ -491,6 +491,8 @@ def test_agent_written_text_is_shown_as_text_with_hidden_characters_marked(
     # The inbox and the list of proposals in review show the title as text too.
     wait_for(browser, lambda d: [a for a in css(d, "#open-proposals a") if XSS_SCRIPT in a.text], "the title in the list")
     assert XSS_SCRIPT in item.text and XSS_IMG in item.text
+    # Newest first: the proposal just made heads the inbox.
+    assert css(browser, "#inbox-list li")[0].get_attribute("data-proposal") == pid
     assert css(browser, "img") == [] and browser.execute_script("return typeof window.__xss") == "undefined"
     browser.get(f"{base}/#/ws/{WS}/proposals/{pid}")
     heading = wait_for(browser, lambda d: d.find_element(By.ID, "prop-title") if

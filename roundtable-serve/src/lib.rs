@@ -38,6 +38,7 @@ mod auth;
 mod console;
 mod error;
 mod http;
+mod hunk_claims;
 mod query;
 mod sse;
 pub mod syntax;

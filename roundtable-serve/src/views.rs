@@ -340,8 +340,10 @@ pub(crate) struct DiffHunk {
     new_start: u32,
     /// The enclosing symbol git names after the `@@`, if any.
     symbol: Option<String>,
-    /// An active claim on the file, if any.
+    /// The first of `claims`, if any.
     claim: Option<Value>,
+    /// The active claims that cover it ([`crate::hunk_claims`]).
+    claims: Vec<Value>,
     /// Its lines.
     lines: Vec<DiffLine>,
 }
@@ -365,6 +367,7 @@ pub(crate) fn hunks(section: &str, lang: Option<Lang>) -> Vec<DiffHunk> {
                     new_start: ns,
                     symbol,
                     claim: None,
+                    claims: Vec::new(),
                     lines: Vec::new(),
                 });
                 (old_left, new_left, old_no, new_no) = (ol, nl, os, ns);
@@ -432,12 +435,11 @@ fn file_diff(section: &Value, claims: &[Value]) -> Value {
     let old = section["old_path"].as_str().filter(|o| *o != path);
     let text = section["diff"].as_str();
     let mut hunks = text.map_or_else(Vec::new, |t| hunks(t, Lang::of_path(&path)));
-    let claim = claims
-        .iter()
-        .find(|c| covers_any(c, std::slice::from_ref(&path)))
-        .map(|c| json!({"holder": c["agent_id"], "resource": c["resource_id"], "until": c["expires_at"]}));
+    let held = crate::hunk_claims::held(claims);
     for h in &mut hunks {
-        h.claim.clone_from(&claim);
+        let kinds = h.lines.iter().map(|l| l.kind);
+        h.claims = crate::hunk_claims::shown(&held, &path, old, h.old_start, kinds);
+        h.claim = h.claims.first().cloned();
     }
     json!({
         "path": path,

@@ -84,3 +84,70 @@ fn an_idle_session_ends_and_one_in_use_lives_on_until_its_lifetime() {
     }
     panic!("the session outlived its lifetime");
 }
+
+/// Two functions ten lines apart.
+const TWO: &str = "fn first() -> u32 {\n    1\n}\n// 1\n// 2\n// 3\n// 4\n// 5\n// 6\n// 7\n// 8\n// 9\n// 10\nfn second() -> u32 {\n    2\n}\n";
+
+/// A change to each function: two hunks.
+const TWO_PATCH: &str = "--- a/src/two.rs\n+++ b/src/two.rs\n@@ -1,5 +1,5 @@\n fn first() -> u32 {\n-    1\n+    10\n }\n // 1\n // 2\n@@ -12,5 +12,5 @@\n // 9\n // 10\n fn second() -> u32 {\n-    2\n+    20\n }\n";
+
+#[test]
+fn each_hunk_shows_the_claims_that_cover_it() {
+    let w = world();
+    std::fs::write(w.dir.path().join("repo/src/two.rs"), TWO).expect("write");
+    let acquire = |token: &str, resource: &str, kind: &str, key: &str| {
+        ok(
+            &w,
+            token,
+            "claim.acquire",
+            &json!({"resource_id": resource, "type": kind, "ttl_s": 600}),
+            key,
+        )["claim"]["id"]
+            .as_str()
+            .expect("claim id")
+            .to_owned()
+    };
+    let first = acquire(ALICE, "symbol:src/two.rs#first", "write", "c1");
+    let pid = propose(&w, TWO_PATCH, "p1");
+    let hunks = |w: &World| {
+        let d = get(
+            w,
+            CAROL,
+            &format!("{WS}/proposals/{pid}/diff?path=src/two.rs"),
+        )
+        .json();
+        d["hunks"].as_array().expect("hunks").clone()
+    };
+    let ids = |hunk: &serde_json::Value| -> Vec<String> {
+        hunk["claims"]
+            .as_array()
+            .expect("claims")
+            .iter()
+            .map(|c| c["claim_id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let got = hunks(&w);
+    assert_eq!(got.len(), 2, "{got:?}");
+    // The symbol claim covers the hunk in its function, not the other.
+    assert_eq!(ids(&got[0]), vec![first.clone()]);
+    assert_eq!(got[0]["claim"]["resource"], "symbol:src/two.rs#first");
+    assert_eq!(got[0]["claim"]["holder"], "alice");
+    assert!(ids(&got[1]).is_empty());
+    assert!(got[1]["claim"].is_null());
+    // A second claim, on the other function, covers only that hunk.
+    let second = acquire(BOB, "symbol:src/two.rs#second", "review", "c2");
+    let got = hunks(&w);
+    assert_eq!(ids(&got[0]), vec![first.clone()]);
+    assert_eq!(ids(&got[1]), vec![second.clone()]);
+    // Released, a claim covers nothing any more.
+    ok(
+        &w,
+        ALICE,
+        "claim.release",
+        &json!({"claim_id": first}),
+        "r1",
+    );
+    let got = hunks(&w);
+    assert!(ids(&got[0]).is_empty() && got[0]["claim"].is_null());
+    assert_eq!(ids(&got[1]), [second]);
+}

@@ -77,11 +77,7 @@ pub fn hunk_line_changes(hunks: &[crate::diff::Hunk<'_>], before: &[u8]) -> Opti
                 at += 1;
             }
         }
-        let one = stated_line_changes(
-            h.old_start(),
-            h.old_lines(),
-            h.lines().map(|l| l.kind),
-        )?;
+        let one = stated_line_changes(h.old_start(), h.old_lines(), h.lines().map(|l| l.kind))?;
         out.removed.extend(one.removed);
         out.insertions.extend(one.insertions);
     }

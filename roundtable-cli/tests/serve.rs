@@ -121,7 +121,8 @@ fn demo_serve_leaves_a_change_in_carols_inbox_and_serves_it() {
     // The kept repository goes when the test does.
     let _cleanup = Remove(root);
     assert!(
-        said.iter().any(|l| l.contains("waits on carol's human approval")),
+        said.iter()
+            .any(|l| l.contains("waits on carol's human approval")),
         "{said:?}"
     );
     let addr = url
@@ -137,8 +138,8 @@ fn demo_serve_leaves_a_change_in_carols_inbox_and_serves_it() {
     let mut reply = String::new();
     stream.read_to_string(&mut reply).expect("read");
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
-    let body: Value = serde_json::from_str(reply.split("\r\n\r\n").nth(1).expect("body"))
-        .expect("json body");
+    let body: Value =
+        serde_json::from_str(reply.split("\r\n\r\n").nth(1).expect("body")).expect("json body");
     let items = body["items"].as_array().expect("items");
     assert_eq!(items.len(), 1, "{body}");
     assert_eq!(items[0]["proposal"]["title"], "Add farewell", "{body}");
@@ -147,7 +148,10 @@ fn demo_serve_leaves_a_change_in_carols_inbox_and_serves_it() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(tokens_file).expect("tokens").permissions().mode();
+        let mode = std::fs::metadata(tokens_file)
+            .expect("tokens")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o077, 0, "{mode:o}");
     }
 }

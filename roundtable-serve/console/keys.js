@@ -60,6 +60,12 @@ export function hideHelp() {
 export function install(go) {
   nav = go;
   document.addEventListener('keydown', (e) => {
+    if (helpEl && e.key === 'Tab') {
+      // The help is modal: its one control keeps the focus.
+      e.preventDefault();
+      helpEl.querySelector('button').focus();
+      return;
+    }
     if (e.key === 'Escape') {
       if (helpEl) {
         e.preventDefault();

@@ -393,9 +393,11 @@ def test_alice_reviews_live_approves_and_sees_it_land(server: dict[str, Any], br
     # The inbox re-renders on the vote's event: click the fresh link.
     click(browser, f'#inbox-list li[data-proposal="{pid}"] a.item-title')
     wait_for(browser, lambda d: "Greet from the library" in d.find_element(By.ID, "prop-title").text, "the proposal page")
-    row = wait_for(browser, lambda d: requirement_row(d, "human_approval"), "the human approval requirement")
-    assert "req-unsatisfied" in row.get_attribute("class") and "fail" in row.text
-    assert "req-satisfied" in requirement_row(browser, "approvals").get_attribute("class")
+    # (The page re-renders on every event: each check reads the row afresh, inside the wait.)
+    wait_for(browser, lambda d: "req-unsatisfied" in requirement_row(d, "human_approval").get_attribute("class")
+             and "fail" in requirement_row(d, "human_approval").text, "the human approval requirement failing")
+    wait_for(browser, lambda d: "req-satisfied" in requirement_row(d, "approvals").get_attribute("class"),
+             "the approvals requirement passing (rob's vote)")
 
     # The diff: the known added line, as an added line.
     added = wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if "Greetings from the browser test" in e.text],
@@ -418,9 +420,8 @@ def test_alice_reviews_live_approves_and_sees_it_land(server: dict[str, Any], br
     assert focused.get_attribute("id") == "text-human", focused.get_attribute("id")
     focused.send_keys("Read the diff: it only adds a greeting.")
     browser.find_element(By.ID, "act-human-approve").click()
-    wait_for(browser, lambda d: "req-satisfied" in requirement_row(d, "human_approval").get_attribute("class"),
-             "the human approval passing after alice approved")
-    assert "pass" in requirement_row(browser, "human_approval").text
+    wait_for(browser, lambda d: "req-satisfied" in requirement_row(d, "human_approval").get_attribute("class")
+             and "pass" in requirement_row(d, "human_approval").text, "the human approval passing after alice approved")
     st = status_of(api, pid)
     assert requirement(st, "human_approval")["status"] == "satisfied" and st["can_land"], st
     screenshot(browser, "proposal")
@@ -556,10 +557,10 @@ def test_a_new_revision_arrives_live_with_the_interdiff_and_older_revisions_stay
     # A check result arrives live, its output shown as text.
     api.tool("host", "test.record", {"proposal_id": pid, "revision": 2, "name": "unit", "status": "failed",
                                      "note_md": "FAILED test_draft\n<b>expected</b> 2 drafts"})
-    row = wait_for(browser, lambda d: [r for r in css(d, "#evidence tr") if "unit" in r.text and "failed" in r.text],
-                   "the failed check")[0]
-    out = row.find_element(By.CSS_SELECTOR, "pre.check-output")
-    assert out.text == "FAILED test_draft\n<b>expected</b> 2 drafts" and css(out, "b") == []
+    outputs = wait_for(browser, lambda d: [(o.text, len(css(o, "b"))) for r in css(d, "#evidence tr")
+                                           if "unit" in r.text and "failed" in r.text
+                                           for o in css(r, "pre.check-output")], "the failed check and its output")
+    assert outputs == [("FAILED test_draft\n<b>expected</b> 2 drafts", 0)], outputs
     # Revision 1 stays readable.
     Select(browser.find_element(By.ID, "diff-revision")).select_by_value("1")
     wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if e.text == "first draft"], "revision 1's diff")

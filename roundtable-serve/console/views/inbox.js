@@ -64,14 +64,26 @@ export function inboxView(ctx) {
     more.hidden = !cursor;
   }
 
+  // A page of the inbox examines a number of open proposals and lists
+  // what waits on this person among them, so it can hold few items, or
+  // none, and still have a next page: follow pages until there is a
+  // screenful or a few pages were read.
+  const WANT = 20;
+  const MAX_PAGES = 5;
   async function load(append) {
     const gen = ++generation;
     try {
-      const r = await ctx.ws.inbox(append && cursor ? { cursor } : {});
-      if (gen !== generation) return; // a newer load is under way
-      const page = r.items || [];
-      items = append ? items.concat(page) : page;
-      cursor = r.next_cursor || null;
+      let got = [];
+      let next = append ? cursor : null;
+      for (let pages = 0; pages < MAX_PAGES; pages++) {
+        const r = await ctx.ws.inbox(next ? { cursor: next } : {});
+        if (gen !== generation) return; // a newer load is under way
+        got = got.concat(r.items || []);
+        next = r.next_cursor || null;
+        if (!next || got.length >= WANT) break;
+      }
+      items = append ? items.concat(got) : got;
+      cursor = next;
       msg.replaceChildren();
       draw();
     } catch (e) {

@@ -9782,6 +9782,17 @@ func (x *ProposalSymbolsArgs) encode(e *encoder) {
 func (x *ProposalSymbolsArgs) encodeFields(e *encoder, start int) {
 	e.key(start, "\"proposal_id\":")
 	e.str(x.ProposalID, "proposal_id")
+	if x.Paths != nil {
+		e.key(start, "\"paths\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Paths {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Paths[i1], "paths")
+		}
+		e.buf = append(e.buf, ']')
+	}
 	if x.Revision != nil {
 		e.key(start, "\"revision\":")
 		e.int64(*x.Revision)
@@ -9795,13 +9806,26 @@ func (x *ProposalSymbolsArgs) decode(d *decoder) {
 			if !d.null() {
 				x.ProposalID = d.str()
 			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Paths = s2
+			}
 		case "revision":
 			if d.null() {
 				x.Revision = nil
 			} else {
-				p1 := new(int64)
-				(*p1) = d.int64()
-				x.Revision = p1
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.Revision = p3
 			}
 		default:
 			d.skip()

@@ -193,6 +193,10 @@ type ProposalDiffArgs struct {
 type ProposalSymbolsArgs struct {
 	// The proposal.
 	ProposalID string `json:"proposal_id"`
+	// Only these files, each named by its new or its old path; only
+	// they are parsed. A path the revision does not touch is simply
+	// absent from the result. Default: every file; at most 1000.
+	Paths []string `json:"paths,omitempty"`
 	// The revision (default: the latest).
 	Revision *int64 `json:"revision,omitempty"`
 }

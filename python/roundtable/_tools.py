@@ -486,12 +486,20 @@ class ToolMethods:
                 return
             at = page.next_cursor
 
-    def proposal_symbols(self, *, proposal_id: str, revision: Optional[int] = None) -> Symbols:
+    def proposal_symbols(
+        self,
+        *,
+        proposal_id: str,
+        paths: Optional[Sequence[str]] = None,
+        revision: Optional[int] = None,
+    ) -> Symbols:
         """The functions, methods and types a revision adds, removes, renames or modifies, computed on the content before and after the change.
 
         ``proposal.symbols``; called by: agent, human, orchestrator. Read-only.
         """
         args: Dict[str, Any] = {}
+        if paths is not None:
+            args["paths"] = list(paths)
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
@@ -1768,6 +1776,7 @@ class AsyncToolMethods:
         self,
         *,
         proposal_id: str,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> Symbols:
         """The functions, methods and types a revision adds, removes, renames or modifies, computed on the content before and after the change.
@@ -1775,6 +1784,8 @@ class AsyncToolMethods:
         ``proposal.symbols``; called by: agent, human, orchestrator. Read-only.
         """
         args: Dict[str, Any] = {}
+        if paths is not None:
+            args["paths"] = list(paths)
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision

@@ -757,7 +757,7 @@ of_proposal!(
 );
 of_proposal!(
     /// The symbols a proposal's revision touches.
-    ProposalSymbols { revision }
+    ProposalSymbols { revision, paths }
 );
 of_proposal!(
     /// The diff of a proposal's revision, a page of files at a time.
@@ -797,6 +797,18 @@ at_revision!(
     ListVotes,
     ListTests
 );
+
+impl Draft<ProposalSymbols> {
+    /// Only these files, each named by its new or its old path (only they
+    /// are parsed); a path the revision does not touch is simply absent.
+    pub fn paths<S: AsRef<str>>(self, paths: impl IntoIterator<Item = S>) -> Self {
+        self.set(|r| {
+            let paths: Vec<String> = paths.into_iter().map(|s| s.as_ref().to_owned()).collect();
+            r.paths = Some(field("paths", paths)?);
+            Ok(())
+        })
+    }
+}
 
 impl Draft<ListTests> {
     setter!(

@@ -602,6 +602,133 @@ fn proposal_symbols_of_created_and_deleted_files() {
     assert_eq!(of("old.py"), [("removed".to_owned(), "old".to_owned())]);
 }
 
+/// Declarations nested deeper than the symbol index descends: indexing
+/// it is a refusal, so a call that parses it fails.
+fn too_deep() -> String {
+    let n = roundtable::symbols::MAX_NESTING + 1;
+    format!("{}fn f() {{}}\n{}", "mod a {\n".repeat(n), "}\n".repeat(n))
+}
+
+#[cfg_attr(not(feature = "rust"), ignore = "needs the rust symbol grammar")]
+#[test]
+fn proposal_symbols_paths_parses_only_the_named_files() {
+    let deep = too_deep();
+    let base: Vec<File<'_>> = vec![
+        ("src/a.rs", b"fn one() -> u32 {\n    1\n}\n", false),
+        ("src/deep.rs", deep.as_bytes(), false),
+        ("src/old.rs", b"fn moved() -> u32 {\n    1\n}\n", false),
+    ];
+    let deep_after = deep.replace("fn f() {}", "fn f() { let _ = 2; }");
+    let after: Vec<File<'_>> = vec![
+        ("src/a.rs", b"fn one() -> u32 {\n    2\n}\n", false),
+        ("src/deep.rs", deep_after.as_bytes(), false),
+        ("src/new.rs", b"fn moved() -> u32 {\n    2\n}\n", false),
+    ];
+    let patch = git_diff(&base, &after, &["src/old.rs"]);
+    assert!(patch.contains("rename from src/old.rs"), "{patch}");
+    let w = world(&base);
+    let pid = propose(&w, &patch, "normal");
+    // Unfiltered, every file is parsed, and the deep one cannot be.
+    let err = w.refused(
+        "proposal.symbols",
+        json!({"proposal_id": pid}),
+        &w.reviewer,
+        ErrorCode::InvalidArgument,
+    );
+    assert!(err.message().contains("nest"), "{err}");
+    // Filtered to one file of the two Rust files changed in place, only
+    // that one is parsed (the deep one is not, so the call succeeds).
+    let paths = |ps: Value| -> Vec<(String, Vec<String>)> {
+        let got = w.ok(
+            "proposal.symbols",
+            json!({"proposal_id": pid, "paths": ps}),
+            &w.reviewer,
+        );
+        assert_eq!(got["revision"], 1, "{got}");
+        got["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| {
+                let names = f["symbols"]
+                    .as_array()
+                    .expect("symbols")
+                    .iter()
+                    .map(|s| str_of(&s["name"]))
+                    .collect();
+                (str_of(&f["path"]), names)
+            })
+            .collect()
+    };
+    let one = |path: &str, name: &str| vec![(path.to_owned(), vec![name.to_owned()])];
+    assert_eq!(paths(json!(["src/a.rs"])), one("src/a.rs", "one"));
+    // A renamed file is found by its new path and by its old one.
+    assert_eq!(paths(json!(["src/new.rs"])), one("src/new.rs", "moved"));
+    assert_eq!(paths(json!(["src/old.rs"])), one("src/new.rs", "moved"));
+    // A path the revision does not touch is just absent; none named, none
+    // listed.
+    assert_eq!(
+        paths(json!(["src/a.rs", "src/elsewhere.rs"])),
+        one("src/a.rs", "one")
+    );
+    assert!(paths(json!([])).is_empty());
+    // The typed API filters the same way.
+    let typed = w
+        .engine
+        .session(w.reviewer.clone())
+        .proposals()
+        .symbols(roundtable::session::ProposalSymbols::new(&pid).paths(["src/a.rs"]))
+        .expect("typed proposal.symbols");
+    let typed: Vec<&str> = typed.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(typed, ["src/a.rs"]);
+}
+
+#[test]
+fn proposal_symbols_refuses_paths_that_are_not_repository_paths() {
+    let w = world(&[]);
+    let pid = str_of(&w.create()["proposal"]["id"]);
+    for (bad, reason) in [
+        ("../x.rs", "has a `..` component"),
+        ("/etc/passwd", "is absolute"),
+        (".git/config", "enters `.git`"),
+        ("a//b.rs", "has an empty component"),
+        ("", "is empty"),
+    ] {
+        let err = w.refused(
+            "proposal.symbols",
+            json!({"proposal_id": pid, "paths": ["hello.txt", bad]}),
+            &w.reviewer,
+            ErrorCode::InvalidArgument,
+        );
+        assert_eq!(err.details()["field"], "paths[1]", "{bad}: {err}");
+        assert!(err.message().contains(reason), "{bad}: {err}");
+    }
+    for bad in [json!("hello.txt"), json!([7])] {
+        w.refused(
+            "proposal.symbols",
+            json!({"proposal_id": pid, "paths": bad}),
+            &w.reviewer,
+            ErrorCode::InvalidArgument,
+        );
+    }
+    let many: Vec<String> = (0..1001).map(|i| format!("f{i}.rs")).collect();
+    let err = w.refused(
+        "proposal.symbols",
+        json!({"proposal_id": pid, "paths": many}),
+        &w.reviewer,
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(err.details()["field"], "paths", "{err}");
+    // The typed builder refuses the same path before any call.
+    let err = w
+        .engine
+        .session(w.reviewer.clone())
+        .proposals()
+        .symbols(roundtable::session::ProposalSymbols::new(&pid).paths(["../x.rs"]))
+        .expect_err("refused");
+    assert_eq!(err.code(), ErrorCode::InvalidArgument, "{err}");
+}
+
 #[test]
 fn proposal_compare_shows_exactly_the_hunks_that_differ() {
     let a = numbered(30);

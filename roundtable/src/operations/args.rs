@@ -251,6 +251,42 @@ impl JsonSchema for ResourceId {
     }
 }
 
+/// A repository path argument (`src/a.rs`), checked as every repository
+/// path is ([`RepoPath`](crate::RepoPath)): relative, clean, never into
+/// `.git` or `.roundtable`. A refused one is `invalid_argument` naming the
+/// argument, with the path and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct PathArg(pub crate::RepoPath);
+
+impl<'de> Deserialize<'de> for PathArg {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        crate::RepoPath::from_bytes(s.as_bytes())
+            .map(PathArg)
+            .map_err(D::Error::custom)
+    }
+}
+
+impl JsonSchema for PathArg {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "PathArg".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": crate::path::MAX_PATH_BYTES,
+            "description": "A relative repository path (`src/a.rs`): `/`-separated, no `.` or `..` component, not into `.git` or `.roundtable`."
+        })
+    }
+}
+
 /// Patch text: a unified or git diff, taken byte for byte (never trimmed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]

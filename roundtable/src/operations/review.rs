@@ -3,7 +3,7 @@
 //! (`proposal.compare`), and whether it can land now and who acts next
 //! (`proposal.status`). All read-only.
 
-use super::args::{Limit, RevisionNumber};
+use super::args::{Limit, PathArg, RevisionNumber};
 use super::details::{DatabaseDetails, PreconditionFailedDetails};
 use super::next::{by_requirement, next_actors, RequirementNext, Situation};
 use super::proposals::changeset_against;
@@ -86,15 +86,29 @@ pub struct ProposalFiles {
     pub revision: Option<RevisionNumber>,
 }
 
-/// Arguments naming one revision of a proposal.
+/// The most paths one `proposal.symbols` call may name.
+const MAX_SYMBOL_PATHS: usize = 1000;
+
+/// Arguments of `proposal.symbols`: one revision of a proposal, and
+/// optionally which of its files.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(rename = "RevisionArgs")]
+#[schemars(rename = "SymbolsArgs")]
 pub struct ProposalSymbols {
     /// The proposal.
     pub proposal_id: Id,
     /// The revision (default: the latest).
     pub revision: Option<RevisionNumber>,
+    /// Only these files, each named by its new or its old path; only
+    /// they are parsed. A path the revision does not touch is simply
+    /// absent from the result. Default: every file; at most 1000.
+    pub paths: Option<Vec<PathArg>>,
+}
+
+/// Whether a file of a changeset at `path` (from `source` before a rename
+/// or copy) is one `paths` asks for (`None`: every file).
+fn wanted(paths: Option<&[PathArg]>, path: &RepoPath, source: &RepoPath) -> bool {
+    paths.is_none_or(|ps| ps.iter().any(|p| p.0 == *path || p.0 == *source))
 }
 
 /// One file of a revision.
@@ -509,6 +523,13 @@ impl Tool for ProposalSymbols {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: ProposalSymbols, (): ()) -> Result<Symbols, ToolError> {
+        let paths = args.paths.as_deref();
+        if let Some(ps) = paths.filter(|ps| ps.len() > MAX_SYMBOL_PATHS) {
+            return Err(ToolError::invalid_argument(
+                "paths",
+                format!("has {} entries; the limit is {MAX_SYMBOL_PATHS}", ps.len()),
+            ));
+        }
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let bytes = super::proposals::source_bytes(cx.tx, &revision)?;
         let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
@@ -525,6 +546,9 @@ impl Tool for ProposalSymbols {
                 | crate::changeset::Operation::Copy { from } => from.clone(),
                 _ => f.path.clone(),
             };
+            if !wanted(paths, &f.path, &source) {
+                continue;
+            }
             let Some(language) = crate::symbols::Language::for_path(&f.path) else {
                 files.push(FileSymbols {
                     path: f.path.to_string(),

@@ -39,6 +39,7 @@ mod console;
 mod error;
 mod http;
 mod hunk_claims;
+mod hunk_symbols;
 mod query;
 mod sse;
 pub mod syntax;

@@ -14,6 +14,7 @@ use roundtable::{Actor, Engine, ErrorCode, ToolError};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use crate::hunk_symbols::{changed_lines, PageSymbols};
 use crate::query::{hex, unhex, Page, Query, MAX_LIMIT};
 use crate::syntax::{self, Class, Lang};
 
@@ -338,8 +339,11 @@ pub(crate) struct DiffHunk {
     old_start: u32,
     /// Where it starts in the new file.
     new_start: u32,
-    /// The enclosing symbol git names after the `@@`, if any.
+    /// The first of `symbols`; when none, the enclosing symbol git names
+    /// after the `@@`, if any.
     symbol: Option<String>,
+    /// The symbols it changes, innermost first ([`crate::hunk_symbols`]).
+    symbols: Vec<Value>,
     /// The first of `claims`, if any.
     claim: Option<Value>,
     /// The active claims that cover it ([`crate::hunk_claims`]).
@@ -366,6 +370,7 @@ pub(crate) fn hunks(section: &str, lang: Option<Lang>) -> Vec<DiffHunk> {
                     old_start: os,
                     new_start: ns,
                     symbol,
+                    symbols: Vec::new(),
                     claim: None,
                     claims: Vec::new(),
                     lines: Vec::new(),
@@ -430,7 +435,7 @@ fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32, Option<String>)> {
 }
 
 /// One file of a diff section, as the diff route returns it.
-fn file_diff(section: &Value, claims: &[Value]) -> Value {
+fn file_diff(section: &Value, claims: &[Value], symbols: &PageSymbols) -> Value {
     let path = path_of(section);
     let old = section["old_path"].as_str().filter(|o| *o != path);
     let text = section["diff"].as_str();
@@ -440,6 +445,11 @@ fn file_diff(section: &Value, claims: &[Value]) -> Value {
         let kinds = h.lines.iter().map(|l| l.kind);
         h.claims = crate::hunk_claims::shown(&held, &path, old, h.old_start, kinds);
         h.claim = h.claims.first().cloned();
+        let changed = changed_lines(h.lines.iter().map(|l| (l.kind, l.old_no, l.new_no)));
+        h.symbols = symbols.of_hunk(&path, &changed);
+        if let Some(name) = h.symbols.first().and_then(|s| s["name"].as_str()) {
+            h.symbol = Some(name.to_owned());
+        }
     }
     json!({
         "path": path,
@@ -475,7 +485,8 @@ pub(crate) fn diff(r: &Reader<'_>, id: &str, q: &Query) -> Result<Value, ToolErr
                     s["new_path"].as_str() == Some(path) || s["old_path"].as_str() == Some(path)
                 });
                 if let Some(section) = found {
-                    let mut one = file_diff(&section, &claims);
+                    let symbols = page_symbols(r, id, &page, std::slice::from_ref(&section))?;
+                    let mut one = file_diff(&section, &claims, &symbols);
                     one["revision"] = page["revision"].clone();
                     return Ok(one);
                 }
@@ -487,9 +498,11 @@ pub(crate) fn diff(r: &Reader<'_>, id: &str, q: &Query) -> Result<Value, ToolErr
         }
         None => {
             let page = r.call("proposal.diff", paged(args, &q.page()?, DIFF_AND_INBOX_MAX))?;
-            let items: Vec<Value> = list(&page, "files")
+            let sections = list(&page, "files");
+            let symbols = page_symbols(r, id, &page, &sections)?;
+            let items: Vec<Value> = sections
                 .iter()
-                .map(|s| file_diff(s, &claims))
+                .map(|s| file_diff(s, &claims, &symbols))
                 .collect();
             Ok(json!({
                 "revision": page["revision"],
@@ -498,6 +511,31 @@ pub(crate) fn diff(r: &Reader<'_>, id: &str, q: &Query) -> Result<Value, ToolErr
                 "next_cursor": page["next_cursor"],
             }))
         }
+    }
+}
+
+/// The symbols of the files of `sections`, of diff page `page`: one
+/// `proposal.symbols` call for them. A file the symbol index refuses
+/// (`invalid_argument`: nested too deep; `unsupported_language`: its
+/// grammar not built) leaves the page without symbols, not without a diff.
+fn page_symbols(
+    r: &Reader<'_>,
+    id: &str,
+    page: &Value,
+    sections: &[Value],
+) -> Result<PageSymbols, ToolError> {
+    let args = crate::hunk_symbols::request(id, &page["revision"], sections);
+    match r.call("proposal.symbols", args) {
+        Ok(answer) => Ok(PageSymbols::of(answer)),
+        Err(e)
+            if matches!(
+                e.code(),
+                ErrorCode::InvalidArgument | ErrorCode::UnsupportedLanguage
+            ) =>
+        {
+            Ok(PageSymbols::default())
+        }
+        Err(e) => Err(e),
     }
 }
 

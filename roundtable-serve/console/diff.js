@@ -101,16 +101,35 @@ function splitRows(lines) {
   return rows;
 }
 
-/** One hunk: its header, the symbol it changes, the claim covering it, its lines. */
+// The symbols a hunk changes, as the server lists them (`symbols`:
+// {name, kind, change}, innermost first), or the one `symbol` it names.
+function symbolLabel(hk) {
+  const list = Array.isArray(hk.symbols) && hk.symbols.length ? hk.symbols : hk.symbol ? [hk.symbol] : [];
+  if (!list.length) return h('span', { class: 'hunk-symbol muted' }, 'no symbol changed');
+  return h('span', { class: 'hunk-symbol' }, list.length > 1 ? 'symbols ' : 'symbol ',
+    list.map((sy, i) => [i ? ', ' : '', typeof sy === 'string' ? h('code', {}, sy)
+      : [h('code', {}, sy.name || '?'), ' (', [sy.kind, sy.change].filter(Boolean).join(', '), ')']]));
+}
+
+/** One hunk: its header, the symbols it changes, the claims covering it, its lines. */
 export function hunk(hk, mode) {
   const label = h('div', { class: 'hunk-head' },
     h('code', { class: 'hunk-range' }, hk.header || ''),
-    hk.symbol ? h('span', { class: 'hunk-symbol' }, 'symbol ', h('code', {}, hk.symbol)) : h('span', { class: 'hunk-symbol muted' }, 'no enclosing symbol'),
-    hk.claim ? h('span', { class: 'hunk-claim' }, 'claim ', h('code', {}, typeof hk.claim === 'string' ? hk.claim : claimText(hk.claim))) : h('span', { class: 'hunk-claim muted' }, 'no claim covers it'));
+    symbolLabel(hk),
+    claimsOf(hk).length
+      ? h('span', { class: 'hunk-claim' }, claimsOf(hk).length > 1 ? 'claims ' : 'claim ',
+        claimsOf(hk).map((c, i) => [i ? ', ' : '', h('code', {}, typeof c === 'string' ? c : claimText(c))]))
+      : h('span', { class: 'hunk-claim muted' }, 'no claim covers it'));
   const lines = Array.isArray(hk.lines) ? hk.lines : [];
   const body = h('div', { class: ['hunk-lines', mode === 'split' ? 'split-mode' : 'unified-mode'] },
     mode === 'split' ? splitRows(lines) : lines.map(unifiedRow));
   return h('section', { class: 'hunk', tabindex: '-1' }, label, body);
+}
+
+// The active claims covering a hunk: `claims` (a list), or one `claim`.
+function claimsOf(hk) {
+  if (Array.isArray(hk.claims)) return hk.claims;
+  return hk.claim ? [hk.claim] : [];
 }
 
 function claimText(c) {

@@ -404,9 +404,11 @@ def test_alice_reviews_live_approves_and_sees_it_land(server: dict[str, Any], br
     assert added[0].text == KNOWN_LINE
     # Syntax classes from the server became spans (a keyword in a Rust line).
     assert css(added[0], ".syn-kw"), "no keyword class on the Rust line"
-    # Each hunk says which symbol it changes and which claim covers it.
-    head = css(browser, "#files .hunk-head")[0].text
-    assert "symbol" in head and "claim" in head, head
+    # Each hunk says which symbol it changes and which claim covers it (ada's claim on the file).
+    head = css(browser, "#files .hunk-head")[0]
+    assert head.find_element(By.CSS_SELECTOR, ".hunk-symbol").text == "symbol greet (function, added)"
+    claim = head.find_element(By.CSS_SELECTOR, ".hunk-claim").text
+    assert "file:src/lib.rs" in claim and "ada" in claim, claim
     # Side by side and back.
     browser.find_element(By.ID, "diff-mode").click()
     wait_for(browser, lambda d: css(d, "#files .row.split"), "the side-by-side diff")

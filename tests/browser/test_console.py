@@ -733,6 +733,9 @@ def test_landing_and_claims_pages_and_text_contrast(server: dict[str, Any], brow
     tx = browser.find_element(By.CSS_SELECTOR, f'#transactions li.tx:has(a[href$="{landed}"])')
     tx.find_element(By.CSS_SELECTOR, "button.btn-quiet").click()
     wait_for(browser, lambda d: "landed.txt" in tx.find_element(By.CSS_SELECTOR, ".tx-details").text, "the transaction's files")
+    details = tx.find_element(By.CSS_SELECTOR, ".tx-details").text
+    assert "Landed as commit" in details and "Roundtable-Proposal" in details and landed in details, details
+    assert "Phases" in details, details
     # Rolling back is the orchestrator's: a person sees the button disabled with the reason beside it.
     rollback = css(browser, "#transactions button[id^=rollback-]")[0]
     assert not rollback.is_enabled()

@@ -118,10 +118,12 @@ export function landingView(ctx) {
       const d = await ctx.ws.transaction(tx.id);
       const files = d.files || [];
       const phases = d.phases ? list(d.phases) : [];
-      const trailers = d.trailers || [];
+      const commit = d.commit || null; // the git commit it landed as (git mode)
+      const trailers = d.trailers || (commit && commit.trailers) || [];
       fill(box,
         files.length ? table(files, [['Path', (f) => f.path], ['Operation', (f) => f.operation], ['Before', (f) => h('code', { class: 'digest' }, f.before_digest || '—')], ['After', (f) => h('code', { class: 'digest' }, f.after_digest || '—')]], 'Files') : empty('No file.'),
-        phases.length ? table(phases, [['Phase', (p) => p.phase || p.name || '?'], ['At', (p) => when(p.at || p.created_at)], ['Detail', (p) => (p.detail ? JSON.stringify(p.detail) : '—')]], 'Phases') : null,
+        phases.length ? table(phases, [['Phase', (p) => p.phase || p.name || '?'], ['Status', (p) => (p.status ? badge(p.status) : '—')], ['At', (p) => when(p.at || p.created_at)], ['Detail', (p) => (p.detail ? JSON.stringify(p.detail) : '—')]], 'Phases') : null,
+        commit ? h('p', { class: 'tx-commit' }, 'Landed as commit ', h('code', { class: 'digest' }, commit.id || '?'), ' ', h('strong', {}, commit.summary || '')) : null,
         trailers.length ? h('dl', { class: 'trailers' }, trailers.map((t) => (Array.isArray(t) ? [h('dt', {}, t[0]), h('dd', {}, t[1])] : [h('dt', {}, t.key || '?'), h('dd', {}, t.value || '')]))) : null,
         d.transaction && d.transaction.error ? pre(JSON.stringify(d.transaction.error, null, 2)) : null);
     } catch (e) {

@@ -543,9 +543,12 @@ def test_a_new_revision_arrives_live_with_the_interdiff_and_older_revisions_stay
     browser.execute_script("window.__noReload = 7;")
 
     # The author attaches a second revision: the page follows, rob's approval no longer counts for it.
-    api.tool("ada", "proposal.attach_patch", {"proposal_id": pid, "expected_revision": 1, "patch": new_file("second draft")})
+    api.tool("ada", "proposal.attach_patch", {"proposal_id": pid, "expected_revision": 1, "patch": new_file("second draft"),
+                                              "note_md": "Second draft: <i>rewritten</i>"})
     wait_for(browser, lambda d: "revision 2 of 2" in d.find_element(By.ID, "prop-meta").text, "revision 2, live")
     assert browser.execute_script("return window.__noReload") == 7
+    wait_for(browser, lambda d: "Second draft: <i>rewritten</i>" in d.find_element(By.ID, "revision-note").text,
+             "the author's note on revision 2, as text")
     wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if e.text == "second draft"], "the second draft")
     wait_for(browser, lambda d: "req-unsatisfied" in requirement_row(d, "approvals").get_attribute("class"),
              "the approval on revision 1 not counted for revision 2")

@@ -29,6 +29,7 @@ function normalize(ov) {
     p,
     got,
     status,
+    revision: ov.revision || null, // the latest revision's record (its note_md: what changed in it)
     revisions: list(ov.revisions).length ? list(ov.revisions) : list(got.revisions),
     votes: list(ov.votes, 'votes'),
     checks: list(ov.checks, 'test_results'),
@@ -216,6 +217,9 @@ export function proposalView(ctx, id) {
         ' · updated ', when(p.updated_at),
         p.reverts ? [' · reverts ', h('a', { href: route(ctx.wsName, 'proposals', p.reverts) }, p.reverts)] : null),
       h('div', { class: 'summary', id: 'prop-summary' }, pre(p.summary_md || '')),
+      n.revision && n.revision.note_md
+        ? h('div', { class: 'summary', id: 'revision-note' }, h('h2', {}, 'What changed in revision ', String(n.revision.number ?? '')), pre(n.revision.note_md))
+        : null,
       nextBox(n));
   }
 

@@ -1018,3 +1018,57 @@ fn proposal_status_names_the_next_actor_through_a_whole_lifecycle() {
     assert!(n.is_empty(), "{status:#}");
     assert_eq!(status["proposal"]["status"], "rejected");
 }
+
+#[cfg_attr(not(feature = "rust"), ignore = "needs the rust symbol grammar")]
+#[test]
+fn proposal_symbols_of_one_path_equals_that_file_of_the_whole_answer() {
+    // Filtered, only the named files' sections are applied (against their
+    // own before-contents): each must say what the whole answer says.
+    let base: Vec<File<'_>> = vec![
+        ("src/a.rs", b"fn one() -> u32 {\n    1\n}\n", false),
+        ("src/b.rs", b"fn doomed() {}\n", false),
+        (
+            "src/old.rs",
+            b"fn moved() -> u32 {\n    1\n}\n\nfn stays() {}\n",
+            false,
+        ),
+        ("img.bin", b"\x00\x01\x02binary\x00", false),
+    ];
+    let after: Vec<File<'_>> = vec![
+        ("src/a.rs", b"fn one() -> u32 {\n    2\n}\n\nfn two() {}\n", false),
+        ("src/c.rs", b"fn fresh() {}\n", true),
+        (
+            "src/new.rs",
+            b"fn moved() -> u32 {\n    2\n}\n\nfn stays() {}\n",
+            false,
+        ),
+        ("img.bin", b"\x00\x01\x03binary\x00\xff", false),
+    ];
+    let patch = git_diff(&base, &after, &["src/b.rs", "src/old.rs"]);
+    assert!(patch.contains("rename from src/old.rs"), "{patch}");
+    assert!(patch.contains("GIT binary patch"), "{patch}");
+    let w = world(&base);
+    let pid = propose(&w, &patch, "normal");
+    let whole = w.ok("proposal.symbols", json!({"proposal_id": pid}), &w.reviewer);
+    let files = whole["files"].as_array().expect("files");
+    assert!(files.len() >= 5, "{whole:#}");
+    for file in files {
+        let path = str_of(&file["path"]);
+        let one = w.ok(
+            "proposal.symbols",
+            json!({"proposal_id": pid, "paths": [path]}),
+            &w.reviewer,
+        );
+        assert_eq!(one["files"], json!([file]), "{path}");
+    }
+    // Twice, and all named at once: the same again.
+    let all: Vec<String> = files.iter().map(|f| str_of(&f["path"])).collect();
+    for _ in 0..2 {
+        let got = w.ok(
+            "proposal.symbols",
+            json!({"proposal_id": pid, "paths": all}),
+            &w.reviewer,
+        );
+        assert_eq!(got["files"], whole["files"]);
+    }
+}

@@ -13,7 +13,7 @@ use super::{Cx, Tool, ToolError};
 use crate::diff::{FilePatch, FileStatus, Mode, Patch, TreeFile};
 use crate::engine::Engine;
 use crate::id::Id;
-use crate::model::{OperationKind, StageName};
+use crate::model::{OperationKind, RevisionFormat, StageName};
 use crate::operations::records::ProposalRecord;
 use crate::operations::records::RevisionRecord;
 use crate::store::sql::Tx;
@@ -21,7 +21,8 @@ use crate::symbols::{Symbol, SymbolKind};
 use crate::{Digest, RepoPath};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// The revision's unified diff: its changeset rendered when it was made
 /// (what lands, whatever the format submitted), or for a patch revision
@@ -48,6 +49,113 @@ fn parse_diff<'b>(engine: &crate::Engine, bytes: &'b [u8]) -> Result<Patch<'b>, 
         bytes,
         &engine.options().parse_options(),
     )?)
+}
+
+/// A revision's diff read, verified and parsed once: each file's entry
+/// (without `matches`, which come from the revision's changeset) and its
+/// section as rendered, in diff order.
+#[derive(Debug)]
+pub(crate) struct ParsedDiff {
+    files: Vec<FileEntry>,
+    sections: Vec<RenderedSection>,
+    /// What it holds, in bytes (about the diff's size).
+    size: usize,
+}
+
+/// One file's section of a parsed diff.
+#[derive(Debug)]
+struct RenderedSection {
+    old_path: Option<String>,
+    new_path: Option<String>,
+    bytes: Vec<u8>,
+}
+
+impl ParsedDiff {
+    fn of(patch: &Patch<'_>) -> ParsedDiff {
+        let files: Vec<FileEntry> = patch.files().iter().map(file_entry).collect();
+        let sections: Vec<RenderedSection> = patch
+            .files()
+            .iter()
+            .map(|f| {
+                let mut bytes = Vec::new();
+                f.render_into(&mut bytes);
+                RenderedSection {
+                    old_path: lossy(f.old_path()),
+                    new_path: lossy(f.new_path()),
+                    bytes,
+                }
+            })
+            .collect();
+        let size = sections
+            .iter()
+            .map(|s| s.bytes.len() + 2 * std::mem::size_of::<FileEntry>())
+            .sum();
+        ParsedDiff {
+            files,
+            sections,
+            size,
+        }
+    }
+}
+
+/// The most bytes of parsed diffs an engine keeps ([`DiffMemo`]).
+pub(crate) const DIFF_MEMO_BYTES: usize = 128 << 20;
+
+/// The parsed diffs of the revisions read last, most recent first, at most
+/// [`DIFF_MEMO_BYTES`] in all, so that a reviewer paging through a large
+/// revision's files and diff does not read, hash and parse all of it on
+/// every page. Keyed by the diff's digest: a stored blob never changes,
+/// so an entry is never stale (the blob's check against its digest is
+/// made when the entry is made).
+#[derive(Debug, Default)]
+pub(crate) struct DiffMemo(std::sync::Mutex<Vec<(Digest, Arc<ParsedDiff>)>>);
+
+impl DiffMemo {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Digest, Arc<ParsedDiff>)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The diff of `digest`, if kept (it becomes the most recent).
+    fn get(&self, digest: &Digest) -> Option<Arc<ParsedDiff>> {
+        let mut kept = self.lock();
+        let at = kept.iter().position(|(d, _)| d == digest)?;
+        let entry = kept.remove(at);
+        let parsed = Arc::clone(&entry.1);
+        kept.insert(0, entry);
+        Some(parsed)
+    }
+
+    /// Keep `parsed` as the diff of `digest`, dropping the least recent
+    /// past the limit (one larger than the limit is not kept).
+    fn put(&self, digest: Digest, parsed: &Arc<ParsedDiff>) {
+        if parsed.size > DIFF_MEMO_BYTES {
+            return;
+        }
+        let mut kept = self.lock();
+        kept.retain(|(d, _)| *d != digest);
+        kept.insert(0, (digest, Arc::clone(parsed)));
+        let mut total = 0usize;
+        kept.retain(|(_, p)| {
+            total = total.saturating_add(p.size);
+            total <= DIFF_MEMO_BYTES
+        });
+    }
+}
+
+/// `revision`'s diff, parsed: from the engine's [`DiffMemo`], else read
+/// from the store (checked against its digest), parsed and kept.
+fn parsed_diff(cx: &Cx<'_>, revision: &Revision) -> Result<Arc<ParsedDiff>, ToolError> {
+    let digest = revision.diff_digest.as_ref().unwrap_or(&revision.digest);
+    let memo = cx.engine.extension::<DiffMemo>();
+    if let Some(hit) = memo.get(digest) {
+        return Ok(hit);
+    }
+    let bytes = diff_bytes(cx.tx, revision)?;
+    let parsed = Arc::new(ParsedDiff::of(&parse_diff(cx.engine, &bytes)?));
+    memo.put(*digest, &parsed);
+    Ok(parsed)
 }
 
 fn load(
@@ -190,15 +298,22 @@ impl Tool for ProposalFiles {
 
     fn run(cx: &Cx<'_>, args: ProposalFiles, (): ()) -> Result<Files, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
-        let bytes = diff_bytes(cx.tx, &revision)?;
-        let patch = parse_diff(cx.engine, &bytes)?;
-        let mut files: Vec<FileEntry> = patch.files().iter().map(file_entry).collect();
+        let parsed = parsed_diff(cx, &revision)?;
+        let mut files = parsed.files.clone();
         // The hunks were matched in the file they edit: the old path (a
-        // move's source).
-        for entry in &mut files {
-            let edited = entry.old_path.as_ref().or(entry.new_path.as_ref());
-            if let Some(f) = revision.changeset.iter().find(|f| Some(&f.path) == edited) {
-                entry.matches.clone_from(&f.matches);
+        // move's source). Only an agent-format revision has any.
+        let matched: HashMap<&str, &Vec<crate::model::MatchedHunk>> = revision
+            .changeset
+            .iter()
+            .filter(|f| !f.matches.is_empty())
+            .map(|f| (f.path.as_str(), &f.matches))
+            .collect();
+        if !matched.is_empty() {
+            for entry in &mut files {
+                let edited = entry.old_path.as_ref().or(entry.new_path.as_ref());
+                if let Some(m) = edited.and_then(|p| matched.get(p.as_str())) {
+                    entry.matches.clone_from(m);
+                }
             }
         }
         Ok(Files {
@@ -270,8 +385,7 @@ impl Tool for ProposalDiff {
 
     fn run(cx: &Cx<'_>, args: ProposalDiff, (): ()) -> Result<DiffPage, ToolError> {
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
-        let bytes = diff_bytes(cx.tx, &revision)?;
-        let patch = parse_diff(cx.engine, &bytes)?;
+        let parsed = parsed_diff(cx, &revision)?;
         let limit = args.limit.map_or(20, |l| l.0) as usize;
         let start = match &args.cursor {
             None => 0,
@@ -282,30 +396,28 @@ impl Tool for ProposalDiff {
                     ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
                 })?,
         };
-        let total = patch.files().len();
-        let files = patch
-            .files()
+        let total = parsed.sections.len();
+        let files = parsed
+            .sections
             .iter()
             .enumerate()
             .skip(start)
             .take(limit)
             .map(|(i, f)| {
-                let mut out = Vec::new();
-                f.render_into(&mut out);
-                let (diff, diff_base64) = match String::from_utf8(out) {
-                    Ok(s) => (Some(s), None),
-                    Err(e) => {
+                let (diff, diff_base64) = match std::str::from_utf8(&f.bytes) {
+                    Ok(s) => (Some(s.to_owned()), None),
+                    Err(_) => {
                         use base64::Engine as _;
                         (
                             None,
-                            Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+                            Some(base64::engine::general_purpose::STANDARD.encode(&f.bytes)),
                         )
                     }
                 };
                 DiffSection {
                     index: i as u64,
-                    old_path: lossy(f.old_path()),
-                    new_path: lossy(f.new_path()),
+                    old_path: f.old_path.clone(),
+                    new_path: f.new_path.clone(),
                     diff,
                     diff_base64,
                 }
@@ -531,14 +643,54 @@ impl Tool for ProposalSymbols {
             ));
         }
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
-        let bytes = super::proposals::source_bytes(cx.tx, &revision)?;
-        let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
-        let changeset = changeset_against(
-            &tree,
-            revision.format,
-            &bytes,
-            &cx.engine.options().parse_options(),
-        )?;
+        let options = cx.engine.options().parse_options();
+        let rendered = revision.diff_digest.is_some() || revision.format == RevisionFormat::Patch;
+        let (tree, changeset) = match paths {
+            // Only the named files: their sections of the revision's diff
+            // (rendered from what lands, so it gives the same results from
+            // the same contents) against their own before-contents, so a
+            // file's symbols cost that file, not the whole revision.
+            Some(ps) if rendered => {
+                let parsed = parsed_diff(cx, &revision)?;
+                let named = |p: &Option<String>| {
+                    p.as_deref()
+                        .is_some_and(|p| ps.iter().any(|w| w.0.as_str() == p))
+                };
+                let mut sections = Vec::new();
+                let mut touched: HashSet<&str> = HashSet::new();
+                for s in parsed
+                    .sections
+                    .iter()
+                    .filter(|s| named(&s.old_path) || named(&s.new_path))
+                {
+                    sections.extend_from_slice(&s.bytes);
+                    touched.extend(s.old_path.as_deref());
+                    touched.extend(s.new_path.as_deref());
+                }
+                if sections.is_empty() {
+                    return Ok(Symbols {
+                        revision: revision.number,
+                        files: Vec::new(),
+                    });
+                }
+                let before: Vec<ChangeSummary> = revision
+                    .changeset
+                    .iter()
+                    .filter(|f| touched.contains(f.path.as_str()))
+                    .cloned()
+                    .collect();
+                let tree = before_tree(cx.engine, cx.tx, &before)?;
+                let changeset =
+                    changeset_against(&tree, RevisionFormat::Patch, &sections, &options)?;
+                (tree, changeset)
+            }
+            _ => {
+                let bytes = super::proposals::source_bytes(cx.tx, &revision)?;
+                let tree = before_tree(cx.engine, cx.tx, &revision.changeset)?;
+                let changeset = changeset_against(&tree, revision.format, &bytes, &options)?;
+                (tree, changeset)
+            }
+        };
         let mut files = Vec::new();
         for f in changeset.files() {
             let source = match &f.operation {
@@ -887,5 +1039,45 @@ impl Tool for GetProposalStatus {
             validation: Some(report),
             proposal: p,
         })
+    }
+}
+
+#[cfg(test)]
+mod memo_tests {
+    use super::*;
+
+    fn parsed(size: usize) -> Arc<ParsedDiff> {
+        Arc::new(ParsedDiff {
+            files: Vec::new(),
+            sections: Vec::new(),
+            size,
+        })
+    }
+
+    fn digest(n: u8) -> Digest {
+        Digest::of(&[n])
+    }
+
+    #[test]
+    fn the_diff_memo_keeps_the_most_recent_within_its_byte_limit() {
+        let memo = DiffMemo::default();
+        let third = DIFF_MEMO_BYTES / 3;
+        for n in 0..3 {
+            memo.put(digest(n), &parsed(third));
+        }
+        // Reading 0 makes it the most recent: 1 is now the least.
+        assert!(memo.get(&digest(0)).is_some());
+        memo.put(digest(3), &parsed(third));
+        assert!(memo.get(&digest(1)).is_none(), "the least recent went");
+        for n in [0, 2, 3] {
+            assert!(memo.get(&digest(n)).is_some(), "{n} is kept");
+        }
+        // Kept again under the same digest: one entry, not two.
+        memo.put(digest(3), &parsed(third));
+        assert_eq!(memo.lock().len(), 3);
+        // A diff over the whole limit is not kept, and evicts nothing.
+        memo.put(digest(9), &parsed(DIFF_MEMO_BYTES + 1));
+        assert!(memo.get(&digest(9)).is_none());
+        assert_eq!(memo.lock().len(), 3);
     }
 }

@@ -370,57 +370,75 @@ class Events:
 
 
 def first_screen_api(host: str, port: int, cookie: str, pid: str) -> dict:
-    """The requests views/proposal.js and app.js make before the first
-    hunk shows, in their order: session, workspaces, then tools and the
-    overview together, then the first page of files, then the diffs of the
-    files in view, PARALLEL at a time. Fresh connections, as a fresh page."""
+    """The requests app.js and views/proposal.js make before the first hunk
+    shows, in their order: session, workspaces, then side by side the tools,
+    the overview, and the files (the latest revision's first page) followed
+    by the diffs of the files in view, PARALLEL at a time (the page starts
+    the files beside the overview). Fresh connections, as a fresh page."""
     auth = {"Cookie": cookie, "Accept": "application/json"}
     out: dict[str, float] = {}
     t0 = time.perf_counter()
     main = Client(host, port, auth)
-    out["session"], st, _ = main.get("/api/v1/session")
-    out["workspaces"], st2, _ = main.get("/api/v1/workspaces")
-    side = Client(host, port, auth)
+    out["session"], _, _ = main.get("/api/v1/session")
+    out["workspaces"], _, _ = main.get("/api/v1/workspaces")
+    conns = [main] + [Client(host, port, auth) for _ in range(PARALLEL + 1)]
     res: dict[str, tuple] = {}
+    done_at: dict[str, float] = {}
 
     def fetch(name: str, c: Client, path: str) -> None:
         res[name] = c.get(path)
+        done_at[name] = time.perf_counter()
+        if res[name][1] != 200:
+            raise RuntimeError(f"{path}: {res[name][1]}")
 
-    th = threading.Thread(target=fetch, args=("tools", side, f"{API}/tools"))
-    th.start()
-    fetch("overview", main, f"{API}/proposals/{pid}")
-    th.join()
-    out["tools"], out["overview"] = res["tools"][0], res["overview"][0]
-    ov = json.loads(res["overview"][2])
-    rev = ov["proposal"]["latest_revision"]
-    out["files"], _, fb = main.get(f"{API}/proposals/{pid}/files?revision={rev}&limit={FILE_PAGE}")
-    files = json.loads(fb)["items"]
-    # The first screen: files in view (and within 1,000 px), PARALLEL at a
-    # time; the first hunk is drawn when the first text file's diff arrives.
-    conns = [main, side] + [Client(host, port, auth) for _ in range(PARALLEL - 2)]
-    first_text = next((i for i, f in enumerate(files[:PARALLEL]) if not f.get("binary")), 0)
-    diffs: list[float | None] = [None] * PARALLEL
-    done_at: list[float] = [0.0] * PARALLEL
+    def files_then_diffs() -> None:
+        fetch("files", conns[2], f"{API}/proposals/{pid}/files?limit={FILE_PAGE}")
+        files = json.loads(res["files"][2])["items"][:PARALLEL]
+        ths = [threading.Thread(target=fetch, args=(
+            f"diff{i}", conns[2 + i],
+            f"{API}/proposals/{pid}/diff?path={urlquote(f['path'])}")) for i, f in enumerate(files)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        res["_files"] = (0.0, 200, files)
 
-    def one(i: int) -> None:
-        path = files[i]["path"]
-        q = f"{API}/proposals/{pid}/diff?revision={rev}&path={urlquote(path)}"
-        diffs[i], status, _ = conns[i].get(q)
-        done_at[i] = time.perf_counter()
-        if status != 200:
-            raise RuntimeError(f"diff {path}: {status}")
-
-    ths = [threading.Thread(target=one, args=(i,)) for i in range(min(PARALLEL, len(files)))]
+    ths = [threading.Thread(target=fetch, args=("tools", conns[1], f"{API}/tools")),
+           threading.Thread(target=files_then_diffs)]
     for t in ths:
         t.start()
+    fetch("overview", main, f"{API}/proposals/{pid}")
     for t in ths:
         t.join()
-    out["diff (first file)"] = diffs[first_text] or 0.0
-    out["diffs (4 in parallel, slowest)"] = max(d or 0.0 for d in diffs)
-    out["total to first hunk"] = (done_at[first_text] - t0) * 1000
-    out["total to 4 files"] = (max(done_at) - t0) * 1000
+    files = res["_files"][2]
+    first_text = next((i for i, f in enumerate(files) if not f.get("binary")), 0)
+    diffs = [res[f"diff{i}"][0] for i in range(len(files))]
+    out["tools"], out["overview"], out["files"] = res["tools"][0], res["overview"][0], res["files"][0]
+    out["diff (first file)"] = diffs[first_text]
+    out["diffs (4 in parallel, slowest)"] = max(diffs)
+    out["total to first hunk"] = (done_at[f"diff{first_text}"] - t0) * 1000
+    out["total, overview too"] = (max(done_at.values()) - t0) * 1000
     for c in conns:
         c.close()
+    return out
+
+
+def overview_parts(host: str, port: int, token: str, pid: str) -> dict:
+    """The tools the overview route calls, each alone over the tools route
+    (as the same person), to see which one its time is."""
+    c = Client(host, port, {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    out = {}
+    for tool, args in [("proposal.get", {"proposal_id": pid}), ("proposal.status", {"proposal_id": pid}),
+                       ("proposal.files", {"proposal_id": pid}),
+                       ("vote.list", {"proposal_id": pid, "limit": 100}),
+                       ("test.list", {"proposal_id": pid, "limit": 100}),
+                       ("claim.list", {"status": "active", "limit": 100}),
+                       ("inbox.list", {"limit": 100})]:
+        ms, st, _ = c.request("POST", f"{API}/tools/{tool}", json.dumps(args).encode())
+        if st != 200:
+            raise RuntimeError(f"{tool}: {st}")
+        out[f"tool {tool}"] = ms
+    c.close()
     return out
 
 
@@ -682,6 +700,8 @@ def main() -> int:
     ap.add_argument("--compare-bin", type=Path,
                     help="an older roundtable binary to serve the same workspace beside this one")
     ap.add_argument("--browser-python", default=str(TARGET / "browser-venv" / "bin" / "python"))
+    ap.add_argument("--also-without-huge", action="store_true",
+                    help="then withdraw the 30 MB proposal and run the consoles again")
     ap.add_argument("--skip-browser", action="store_true")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--skip-idle", action="store_true")
@@ -734,6 +754,8 @@ def main() -> int:
             for label, srv in servers:
                 for k, v in first_screen_api(srv.host, srv.port, cookies[label], ids["huge"]).items():
                     fs[label]["api"].setdefault(k, []).append(v)
+                for k, v in overview_parts(srv.host, srv.port, toks["human:carol"], ids["huge"]).items():
+                    fs[label]["api"].setdefault(k, []).append(v)
                 line.append(f"{label} api {fs[label]['api']['total to first hunk'][-1]:.0f} ms")
             gitd.append(timed(["git", "diff", "--stat", "old", "new"], repo))
             gita.append(timed(["git", "apply", "--stat", str(patch)], repo))
@@ -758,6 +780,22 @@ def main() -> int:
             if not args.skip_idle:
                 log(f"{label}: idle, {args.consoles} streams for {args.idle_seconds:.0f} s")
                 report.setdefault("idle", {})[label] = idle(srv, toks, args.consoles, args.idle_seconds)
+        # 2b. The consoles again with the 30 MB proposal withdrawn (no longer
+        # open: the inbox no longer looks at it), to see what it costs them.
+        if args.also_without_huge and not args.skip_load:
+            c = Client(servers[-1][1].host, servers[-1][1].port,
+                       {"Authorization": f"Bearer {toks['agent:alice']}", "Content-Type": "application/json"})
+            _, st, body = c.request("POST", f"{API}/tools/proposal.withdraw",
+                                    json.dumps({"proposal_id": ids["huge"]}).encode(),
+                                    {"Idempotency-Key": str(uuid.uuid4())})
+            c.close()
+            if st != 200:
+                raise RuntimeError(f"proposal.withdraw: {st} {body[:300]!r}")
+            for label, srv in servers:
+                log(f"{label}: {args.consoles} consoles, the 30 MB proposal withdrawn")
+                c2 = many_consoles(srv, toks, pid, args.consoles, args.rate, args.seconds, args.groups)
+                c2["watch"] = args.watch + " (30 MB one withdrawn)"
+                report.setdefault("consoles", {})[label + ", 30 MB withdrawn"] = c2
     finally:
         for _, srv in servers:
             srv.stop()

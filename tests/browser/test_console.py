@@ -397,6 +397,9 @@ def test_alice_reviews_live_approves_and_sees_it_land(server: dict[str, Any], br
              and "fail" in requirement_row(d, "human_approval").text, "the human approval requirement failing")
     wait_for(browser, lambda d: "req-satisfied" in requirement_row(d, "approvals").get_attribute("class"),
              "the approvals requirement passing (rob's vote)")
+    # A revision without a note shows no placeholder text (the DOM turns a
+    # null child of replaceChildren into the text "null").
+    assert "null" not in browser.find_element(By.ID, "prop-summary").find_element(By.XPATH, "..").text.split()
 
     # The diff: the known added line, as an added line.
     added = wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if "Greetings from the browser test" in e.text],

@@ -6,7 +6,7 @@
 // action is offered is the server's list of this person's tools, and a
 // refused action shows the engine's code and message.
 import * as live from '../live.js';
-import { h, pre } from '../text.js';
+import { h, pre, fill } from '../text.js';
 import { errorBox, badge, section, table, empty, when, actorText, labelledTextarea, route } from '../ui.js';
 import { hunk } from '../diff.js';
 
@@ -207,7 +207,7 @@ export function proposalView(ctx, id) {
   function renderHead(n) {
     const p = n.p;
     const revs = n.revisions.length || p.latest_revision;
-    head.replaceChildren(
+    fill(head,
       h('p', { class: 'crumbs' }, h('a', { href: route(ctx.wsName, 'inbox') }, 'My inbox'), ' › ', h('code', {}, p.id || id)),
       h('h1', { id: 'prop-title', tabindex: '-1' }, p.title || '(untitled)'),
       h('p', { class: 'meta', id: 'prop-meta' },
@@ -259,7 +259,7 @@ export function proposalView(ctx, id) {
       h('th', { scope: 'row' }, s.name),
       h('td', {}, h('span', { class: ['badge', 'badge-' + s.status] }, s.status)),
       h('td', {}, (s.reasons || []).map((x) => h('p', {}, typeof x === 'object' && x ? x.message || JSON.stringify(x) : String(x))))));
-    policyBox.replaceChildren(
+    fill(policyBox,
       h('p', {}, 'Revision ', String(v.revision), ' ', v.valid ? h('span', { class: 'badge badge-satisfied' }, 'valid') : h('span', { class: 'badge badge-unsatisfied' }, 'not valid yet'),
         ' · policy ', v.policy_version === null || v.policy_version === undefined ? 'built-in default' : 'version ' + v.policy_version),
       h('table', { class: 'grid', id: 'requirements' },
@@ -281,7 +281,7 @@ export function proposalView(ctx, id) {
     const secrets = n.secrets.length ? n.secrets : n.requirements.flatMap((r) => r.findings || []);
     // Where each hunk of an agent-format change matched, per file: [{path, matches: [{hunk, line, rung}]}].
     const loose = list(n.loose).flatMap((f) => (Array.isArray(f.matches) ? f.matches.map((m) => ({ path: f.path, ...m })) : [f]));
-    evidenceBox.replaceChildren(
+    fill(evidenceBox,
       h('h3', {}, 'Votes'),
       n.votes.length ? table(n.votes, [
         ['Reviewer', (v) => v.agent_id || actorText(v.voter || v.actor)],
@@ -374,7 +374,7 @@ export function proposalView(ctx, id) {
     };
     fromSel.addEventListener('change', reload);
     toSel.addEventListener('change', reload);
-    interdiffBox.replaceChildren(
+    fill(interdiffBox,
       h('p', { class: 'muted' }, voted !== null ? 'You last voted on revision ' + voted + '.' : 'You have not voted on this proposal: comparing the last two revisions.'),
       h('div', { class: 'inline-fields' },
         h('label', { for: 'inter-from' }, 'From revision '), fromSel, ' ',

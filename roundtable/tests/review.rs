@@ -1035,7 +1035,11 @@ fn proposal_symbols_of_one_path_equals_that_file_of_the_whole_answer() {
         ("img.bin", b"\x00\x01\x02binary\x00", false),
     ];
     let after: Vec<File<'_>> = vec![
-        ("src/a.rs", b"fn one() -> u32 {\n    2\n}\n\nfn two() {}\n", false),
+        (
+            "src/a.rs",
+            b"fn one() -> u32 {\n    2\n}\n\nfn two() {}\n",
+            false,
+        ),
         ("src/c.rs", b"fn fresh() {}\n", true),
         (
             "src/new.rs",

@@ -55,8 +55,9 @@ pub(crate) fn run(
 }
 
 /// A refusal of the flag `flag` (its `field`): `io` or
-/// `invalid_argument`, the only codes a token file or a listener has.
-fn with_field(code: ErrorCode, message: String, flag: &str) -> ToolError {
+/// `invalid_argument`, the only codes a token file or a listener has
+/// (`roundtable mcp` and `roundtable serve` alike).
+pub(crate) fn with_field(code: ErrorCode, message: String, flag: &str) -> ToolError {
     let field = Some(flag.to_owned());
     match code {
         ErrorCode::Io => ToolError::new(

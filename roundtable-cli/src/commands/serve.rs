@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use roundtable::operations::details::{InvalidArgumentDetails, IoDetails};
-use roundtable::{Engine, EngineOptions, ErrorCode, ToolError};
+use roundtable::{Engine, EngineOptions, ToolError};
 use serde_json::json;
 
 /// The flags of `roundtable serve`.
@@ -66,7 +65,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), ToolError> {
         ));
     }
     let tokens = roundtable_mcp::Tokens::load(&args.tokens)
-        .map_err(|e| with_field(e.code(), e.to_string(), "--tokens"))?;
+        .map_err(|e| super::mcp::with_field(e.code(), e.to_string(), "--tokens"))?;
     let mut roots: BTreeMap<String, PathBuf> = BTreeMap::new();
     for spec in &args.workspaces {
         let (name, root) = pair(spec, "--workspace")?;
@@ -110,7 +109,7 @@ pub(crate) fn run(args: ServeArgs) -> Result<(), ToolError> {
                 .to_string(),
         );
     })
-    .map_err(|e| with_field(e.code(), e.to_string(), "--listen"))
+    .map_err(|e| super::mcp::with_field(e.code(), e.to_string(), "--listen"))
 }
 
 /// `NAME=VALUE`, both non-empty.
@@ -123,27 +122,5 @@ fn pair(spec: &str, flag: &str) -> Result<(String, String), ToolError> {
             flag,
             format!("{spec:?} is not NAME=VALUE"),
         )),
-    }
-}
-
-/// A refusal of the flag `flag`: `io` or `invalid_argument`, the only
-/// codes a token file or a listener has.
-fn with_field(code: ErrorCode, message: String, flag: &str) -> ToolError {
-    let field = Some(flag.to_owned());
-    match code {
-        ErrorCode::Io => ToolError::new(
-            message,
-            IoDetails {
-                field,
-                ..IoDetails::default()
-            },
-        ),
-        _ => ToolError::new(
-            message,
-            InvalidArgumentDetails {
-                field,
-                ..InvalidArgumentDetails::default()
-            },
-        ),
     }
 }

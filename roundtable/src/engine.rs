@@ -353,6 +353,15 @@ impl Engine {
         &self.ids
     }
 
+    /// What the advisory staleness checks (`inbox.list`'s and
+    /// `inbox.wait`'s `stale`) did with the engine's digest memo since it
+    /// opened: how many touched files they read and hashed, and how many
+    /// digests a fresh `lstat` let them reuse
+    /// ([`Workspace::meta_advisory`](crate::workspace::Workspace::meta_advisory)).
+    pub fn advisory_digest_stats(&self) -> crate::workspace::DigestMemoStats {
+        self.extension::<crate::workspace::DigestMemo>().stats()
+    }
+
     /// The engine's one value of type `T`, made (`T::default()`) on first
     /// use: state a layer above keeps for the engine's lifetime, such as
     /// the tool layer's claim queue and inbox memo.

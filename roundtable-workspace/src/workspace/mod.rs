@@ -26,6 +26,7 @@
 //! | `error` | [`WorkspaceError`], its code and details |
 //! | `kind` | what is at a path ([`SpecialKind`]), without following links |
 //! | `read` | reads ([`read`](Workspace::read), [`meta`](Workspace::meta)), links read with `readlinkat`, the [`Tree`](crate::diff::Tree) the applier reads |
+//! | `advisory` | [`meta_advisory`](Workspace::meta_advisory): digests for answers that write nothing, from a [`DigestMemo`] keyed by `lstat` (never for a write) |
 //! | `view` | what a view remembers, [`prefetch`](Workspace::prefetch), the re-check of its directories before a write |
 //! | `room` | [`check_room`](Workspace::check_room): nothing on disk stands in a result's way |
 //! | `write` | the write path: [`WriteOptions`], [`WriteMode`], the streaming patch apply, the changeset apply, [`apply_patch`] and [`apply_changeset`] |
@@ -35,6 +36,7 @@
 //! | `flush` | the durable flushes (per file, or `syncfs`) |
 //! | `leftovers` | removing what an interrupted write left |
 
+mod advisory;
 mod bare;
 mod commit;
 mod error;
@@ -50,6 +52,7 @@ mod testing;
 mod view;
 mod write;
 
+pub use advisory::{DigestMemo, DigestMemoStats};
 pub use error::apply_details;
 pub use error::WorkspaceError;
 pub(crate) use journal::Held;

@@ -9,10 +9,14 @@
 //! engine last judged it (`InboxMemo`) — its own evidence rows and
 //! stored revision bytes, and evaluates the policy (the added lines read
 //! off the stored diff's hunks); it always checks the revision's
-//! preconditions: each touched file is read and hashed once per page (one
-//! workspace view serves the page, so a file many proposals touch is read
-//! once). It runs no dry run, no claim freshness or overlap check and no
-//! coverage (no symbol parsing): those are `proposal.status`'s and
+//! preconditions, each touched file's digest taken from the engine's
+//! `DigestMemo` when a fresh `lstat` proves the file unwritten since it
+//! was hashed (git's racy-timestamp rule: a file changed within a second
+//! of its hashing is never trusted), else read and hashed, once per page
+//! (one workspace view serves the page, so a file many proposals touch
+//! is read once). That `stale` is advisory: it decides no write. It runs
+//! no dry run, no claim freshness or overlap check and no coverage (no
+//! symbol parsing): those are `proposal.status`'s and
 //! `patch.validate`'s, and `patch.apply` runs them all again. So an apply
 //! listed here may still be refused for a claim or coverage gap.
 
@@ -416,7 +420,8 @@ fn waiting_on_caller(
         return Ok(Vec::new()); // being applied: it waits on nobody
     }
     let judged = memo.judged(cx, p, shared)?;
-    let stale = stale_against(ws, &judged.revision.changeset);
+    let digests = cx.engine.extension::<crate::workspace::DigestMemo>();
+    let stale = stale_against(ws, &digests, &judged.revision.changeset);
     // Only the orchestrator and the author act on the outlook: a
     // reviewer's page does not merge anything.
     let concerned = cx.actor.kind == ActorKind::Orchestrator
@@ -487,7 +492,9 @@ struct Judged {
 /// agents and policy every page reads ([`Shared`]). So a judgement holds
 /// while the proposal's last event is the same and the agents and policy
 /// are those it was made with; the staleness of the files and a rebase's
-/// outlook are never remembered (the files change behind the store).
+/// outlook are never remembered (the files change behind the store): a
+/// page works staleness out again, from file digests the engine's
+/// `DigestMemo` holds only while each file's `lstat` is unchanged.
 #[derive(Debug, Default)]
 pub(crate) struct InboxMemo(Mutex<Memory>);
 

@@ -741,20 +741,31 @@ fn preconditions_stage(
 /// Why the stored `f` does not hold against the current files, if it does
 /// not: its path is invalid or unreadable, or its content, mode or type
 /// differ from what the revision expects.
+///
+/// Reads and hashes every file the dry run did not (never a remembered
+/// digest): what validation, and so an apply, relies on.
 fn precondition_failure(
     ws: &Workspace,
     seen: &HashMap<&str, Option<crate::FileMeta>>,
     f: &FileSummary,
 ) -> Option<Value> {
+    precondition_against(f, |path| match seen.get(path.as_str()) {
+        Some(m) => Ok(*m),
+        None => ws.meta(path),
+    })
+}
+
+/// Why the stored `f` does not hold against what `current` says is at
+/// its path now, if it does not (see [`precondition_failure`]).
+fn precondition_against(
+    f: &FileSummary,
+    current: impl FnOnce(&RepoPath) -> Result<Option<crate::FileMeta>, crate::workspace::WorkspaceError>,
+) -> Option<Value> {
     let path: RepoPath = match f.path.parse() {
         Ok(p) => p,
         Err(e) => return Some(fail(format!("{}: {e}", f.path), json!({"path": f.path}))),
     };
-    let actual = match seen.get(path.as_str()) {
-        Some(m) => Ok(*m),
-        None => ws.meta(&path),
-    };
-    let actual = match actual {
+    let actual = match current(&path) {
         Ok(m) => m,
         Err(e) => {
             let e = ToolError::from(e);
@@ -1222,13 +1233,25 @@ fn mark_superseded(ev: &Evidence, first: &mut Stage) {
 }
 
 /// Whether any stored precondition of `stored` fails against the files of
-/// `ws` (the preconditions stage alone: each touched path read and hashed
-/// once, no dry run).
-pub(crate) fn stale_against(ws: &Workspace, stored: &[FileSummary]) -> bool {
-    let seen = HashMap::new();
+/// `ws` (the preconditions stage alone, no dry run), for an ADVISORY
+/// answer only (`inbox.list`'s and `inbox.wait`'s `stale`): each touched
+/// file's digest comes from `digests` when a fresh `lstat` proves it
+/// unwritten since it was last hashed (same stat, and older than the
+/// racy-timestamp window), else it is read and hashed
+/// ([`Workspace::meta_advisory`]).
+///
+/// Never decides a write: `patch.validate`, `proposal.status` and
+/// `patch.apply` judge preconditions with [`preconditions_stage`], which
+/// reads and hashes every touched file, and the workspace checks them
+/// again by `fstat` and a read before its first write.
+pub(crate) fn stale_against(
+    ws: &Workspace,
+    digests: &crate::workspace::DigestMemo,
+    stored: &[FileSummary],
+) -> bool {
     stored
         .iter()
-        .any(|f| precondition_failure(ws, &seen, f).is_some())
+        .any(|f| precondition_against(f, |path| ws.meta_advisory(path, digests)).is_some())
 }
 
 /// The policy evaluation of the revision from the store alone: the added

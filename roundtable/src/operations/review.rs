@@ -989,6 +989,7 @@ impl Tool for GetProposalStatus {
                 actor: NextRole::Orchestrator,
                 action: NextAction::Wait,
                 candidates: Vec::new(),
+                people: None,
                 roles: Vec::new(),
                 why: format!("wait: transaction {transaction} is applying it"),
             }];

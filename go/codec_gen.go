@@ -8861,6 +8861,17 @@ func (x *ProposalDiffArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"limit\":")
 		e.int64(*x.Limit)
 	}
+	if x.Paths != nil {
+		e.key(start, "\"paths\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Paths {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Paths[i1], "paths")
+		}
+		e.buf = append(e.buf, ']')
+	}
 	if x.Revision != nil {
 		e.key(start, "\"revision\":")
 		e.int64(*x.Revision)
@@ -8878,25 +8889,38 @@ func (x *ProposalDiffArgs) decode(d *decoder) {
 			if d.null() {
 				x.Cursor = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
-				x.Cursor = p1
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Cursor = p2
 			}
 		case "limit":
 			if d.null() {
 				x.Limit = nil
 			} else {
-				p2 := new(int64)
-				(*p2) = d.int64()
-				x.Limit = p2
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.Limit = p3
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s4 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, "")
+					if !d.null() {
+						s4[len(s4)-1] = d.str()
+					}
+				}
+				x.Paths = s4
 			}
 		case "revision":
 			if d.null() {
 				x.Revision = nil
 			} else {
-				p3 := new(int64)
-				(*p3) = d.int64()
-				x.Revision = p3
+				p5 := new(int64)
+				(*p5) = d.int64()
+				x.Revision = p5
 			}
 		default:
 			d.skip()

@@ -185,6 +185,10 @@ type ProposalDiffArgs struct {
 	Cursor *string `json:"cursor,omitempty"`
 	// Files per page, 1 to 100 (default 20).
 	Limit *int64 `json:"limit,omitempty"`
+	// Only these files' sections, each named by its new or its old path
+	// (pages then count only them); a path the revision does not touch
+	// is simply absent. Default: every file; at most 1000.
+	Paths []string `json:"paths,omitempty"`
 	// The revision (default: the latest).
 	Revision *int64 `json:"revision,omitempty"`
 }

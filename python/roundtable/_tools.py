@@ -451,6 +451,7 @@ class ToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> DiffPage:
         """A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.
@@ -462,6 +463,8 @@ class ToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
+        if paths is not None:
+            args["paths"] = list(paths)
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
@@ -473,6 +476,7 @@ class ToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> Iterator[DiffSection]:
         """Every ``files`` entry of ``proposal.diff``, page after page: each page
@@ -480,7 +484,7 @@ class ToolMethods:
         """
         at = cursor
         while True:
-            page = self.proposal_diff(proposal_id=proposal_id, limit=limit, revision=revision, cursor=at)
+            page = self.proposal_diff(proposal_id=proposal_id, limit=limit, paths=paths, revision=revision, cursor=at)
             yield from page.files
             if page.next_cursor is None or not page.files:
                 return
@@ -1736,6 +1740,7 @@ class AsyncToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> DiffPage:
         """A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.
@@ -1747,6 +1752,8 @@ class AsyncToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
+        if paths is not None:
+            args["paths"] = list(paths)
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
@@ -1758,6 +1765,7 @@ class AsyncToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> AsyncIterator[DiffSection]:
         """Every ``files`` entry of ``proposal.diff``, page after page: each page
@@ -1765,7 +1773,7 @@ class AsyncToolMethods:
         """
         at = cursor
         while True:
-            page = await self.proposal_diff(proposal_id=proposal_id, limit=limit, revision=revision, cursor=at)
+            page = await self.proposal_diff(proposal_id=proposal_id, limit=limit, paths=paths, revision=revision, cursor=at)
             for item in page.files:
                 yield item
             if page.next_cursor is None or not page.files:

@@ -157,6 +157,26 @@ impl People {
         }
     }
 
+    /// The people named for `role`, sorted (`None`: every person holds it).
+    pub fn named(&self, role: PersonRole) -> Option<Vec<String>> {
+        self.holders(role).map(|ids| {
+            let mut ids = ids.to_vec();
+            ids.sort();
+            ids
+        })
+    }
+
+    /// `ids` as people read them: `human:a, human:b`, or `nobody`.
+    pub fn spell(ids: &[String]) -> String {
+        if ids.is_empty() {
+            return "nobody".into();
+        }
+        ids.iter()
+            .map(|i| format!("human:{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Whether the person `id` holds `role`.
     pub fn holds(&self, id: &str, role: PersonRole) -> bool {
         self.holders(role)

@@ -1,7 +1,7 @@
 //! Evaluating a [`Policy`] against the facts of one revision.
 
 use super::secrets::{scan_secrets, SecretFinding};
-use super::{CarryOver, Gate, PathGlob, PersonRole, Policy, RoleRule, SECURITY_ROLE};
+use super::{CarryOver, Gate, PathGlob, People, PersonRole, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
 use crate::changeset::same_change;
 use crate::model::{
@@ -747,26 +747,6 @@ fn is_approval(v: VoteValue) -> bool {
     matches!(v, VoteValue::Approve | VoteValue::ApproveWithNotes)
 }
 
-/// The people `[people]` names for `role`, sorted (`None`: every person).
-fn people_holding(policy: &Policy, role: PersonRole) -> Option<Vec<String>> {
-    policy.people.holders(role).map(|ids| {
-        let mut ids = ids.to_vec();
-        ids.sort();
-        ids
-    })
-}
-
-/// `human:a, human:b`, or `nobody`.
-fn listed(ids: &[String]) -> String {
-    if ids.is_empty() {
-        return "nobody".into();
-    }
-    ids.iter()
-        .map(|i| format!("human:{i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn plural(n: u32, one: &str, many: &str) -> String {
     if n == 1 {
         format!("{n} {one}")
@@ -988,7 +968,7 @@ fn secrets_requirement(
         None => {
             r.status = Unsatisfied;
             r.candidates = strings(&cx.eligible(&[SECURITY_ROLE]));
-            r.people = people_holding(cx.policy, PersonRole::Security);
+            r.people = cx.policy.people.named(PersonRole::Security);
             r.missing = Some(format!(
                 "{} in added lines: remove them, or have a security review pass revision {current}",
                 plural(found, "secret", "secrets")
@@ -1040,12 +1020,12 @@ fn human_approval_requirement(cx: &Context<'_, '_>) -> Requirement {
     r.reasons.extend(ignored);
     if r.evidence.is_empty() {
         r.status = Unsatisfied;
-        r.people = people_holding(cx.policy, PersonRole::Approve);
+        r.people = cx.policy.people.named(PersonRole::Approve);
         r.missing = Some(match &r.people {
             None => format!("a person's approval of revision {current}"),
             Some(ids) => format!(
                 "an approval of revision {current} by a person with the approve role ({})",
-                listed(ids)
+                People::spell(ids)
             ),
         });
     } else {
@@ -1327,10 +1307,10 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
     } else if passes.is_empty() {
         r.status = Unsatisfied;
         r.candidates = strings(&cx.eligible(&[SECURITY_ROLE]));
-        r.people = people_holding(cx.policy, PersonRole::Security);
+        r.people = cx.policy.people.named(PersonRole::Security);
         let who = match &r.people {
             None => "a person".to_owned(),
-            Some(ids) => format!("a person with the security role ({})", listed(ids)),
+            Some(ids) => format!("a person with the security role ({})", People::spell(ids)),
         };
         r.missing = Some(format!(
             "a passing security review of revision {current} by {who} or an agent with the {SECURITY_ROLE:?} role"

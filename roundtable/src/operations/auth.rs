@@ -5,7 +5,7 @@ use super::records::Agent;
 use super::{Cx, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::operations::records::AgentRecord;
-use crate::policy::PersonRole;
+use crate::policy::{People, PersonRole};
 
 /// `forbidden` unless `actor` is of one of these kinds.
 pub(crate) fn require_kind(
@@ -96,16 +96,7 @@ impl Cx<'_> {
         if policy.people.holds(self.actor.id.as_str(), role) {
             return Ok(());
         }
-        let holders = policy.people.holders(role).unwrap_or_default();
-        let listed = if holders.is_empty() {
-            "nobody".to_owned()
-        } else {
-            holders
-                .iter()
-                .map(|h| format!("human:{h}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let listed = People::spell(&policy.people.named(role).unwrap_or_default());
         Err(ToolError::new(
             format!(
                 "{} does not hold the {} role: the policy's [people] {} lists {listed}",

@@ -10,7 +10,9 @@
 //! 2. Entries whose proposal is no longer open leave it (landed by other
 //!    means, withdrawn, rejected); those that cannot land yet (the inbox
 //!    does not name the orchestrator's apply as their next step: awaiting
-//!    review, a check, their author's rebase) keep their place and wait.
+//!    review, a check, their author's rebase) keep their place and wait;
+//!    one whose check failed since it was queued (a run that recorded the
+//!    failure stopped before handing it back) goes back now.
 //! 3. The queued proposals are split into lanes (one lane unless the
 //!    policy's `lanes` is on: then proposals that share no touched path
 //!    are tested and landed independently), and each lane's first
@@ -553,6 +555,7 @@ fn round(
     // (it may have landed it and not yet said so, or be landing it).
     let theirs = runner.held_by_others(engine, true)?;
     let mut progress = external::take_failed_answers(engine, actor, policy, &theirs, out)?;
+    progress |= take_failed_checks(engine, actor, policy, &theirs, out)?;
     let (items, gone) = load_items(engine)?;
     for (entry, status) in gone {
         if theirs.contains(&entry.id) {
@@ -870,6 +873,81 @@ fn land_lane(
         out.returned.push(settled);
     }
     Ok(true)
+}
+
+/// Hand back each queued entry (not one another host holds, `theirs`)
+/// whose proposal's latest revision holds, as its latest result of one
+/// of the engine's `[checks.NAME]`, one recorded since it was queued that
+/// did not pass: a run that found it the culprit and recorded that, and
+/// stopped (a crash) before handing it back. Its inbox now asks its
+/// author for a fix (or the orchestrator for a new run), so it would never
+/// again be stacked nor leave the queue. Whether any went back.
+fn take_failed_checks(
+    engine: &Engine,
+    actor: &Actor,
+    policy: &Policy,
+    theirs: &BTreeSet<String>,
+    out: &mut QueueRun,
+) -> Result<bool, ToolError> {
+    let names: Vec<&String> = policy.checks.run_by_engine().map(|(n, _)| n).collect();
+    if names.is_empty() {
+        return Ok(false);
+    }
+    let failed: Vec<(QueueEntry, u32, String)> = engine.store().read(|tx| {
+        let mut failed = Vec::new();
+        for entry in store::queue::list(tx, Some(QueueStatus::Queued), 0, i64::MAX)? {
+            if theirs.contains(&entry.id) {
+                continue;
+            }
+            let p = Proposal::load(tx, &entry.proposal_id)?;
+            if !OPEN.contains(&p.status) {
+                continue;
+            }
+            for name in &names {
+                let latest = store::evidence::list_test_results(
+                    tx,
+                    &p.id,
+                    0,
+                    Some(p.latest_revision),
+                    Some(name.as_str()),
+                    i64::MAX,
+                )?
+                .pop();
+                let Some(t) = latest else { continue };
+                if t.status == TestStatus::Passed || t.created_at < entry.enqueued_at {
+                    continue;
+                }
+                let note = format!(
+                    "check {name} {} on this proposal ({}, recorded while it was queued):\n{}",
+                    match t.status {
+                        TestStatus::Errored => "errored",
+                        _ => "failed",
+                    },
+                    t.id,
+                    t.note_md.as_deref().unwrap_or("(no note)")
+                );
+                failed.push((entry.clone(), p.latest_revision, note));
+                break;
+            }
+        }
+        Ok::<_, ToolError>(failed)
+    })?;
+    let any = !failed.is_empty();
+    for (entry, revision, note) in failed {
+        let settled = write_cx(engine, actor, |cx| {
+            settle(
+                cx,
+                &entry,
+                Settled::Returned {
+                    reason: QueueReturnReason::CheckFailed,
+                    revision,
+                    note: &note,
+                },
+            )
+        })?;
+        out.record(settled);
+    }
+    Ok(any)
 }
 
 /// Settle the entry of a proposal that is no longer open (`status`):

@@ -38,6 +38,7 @@ mod properties;
 mod proposal_base;
 mod queue;
 mod queue_hosts;
+mod read_flights;
 mod rebase;
 mod review;
 mod state;

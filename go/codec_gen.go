@@ -6497,6 +6497,17 @@ func (x *NextActor) encodeFields(e *encoder, start int) {
 	e.buf = append(e.buf, ']')
 	e.key(start, "\"why\":")
 	e.str(x.Why, "why")
+	if x.People != nil {
+		e.key(start, "\"people\":")
+		e.buf = append(e.buf, '[')
+		for i3 := range x.People {
+			if i3 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.People[i3], "people")
+		}
+		e.buf = append(e.buf, ']')
+	}
 }
 
 func (x *NextActor) decode(d *decoder) {
@@ -6514,19 +6525,6 @@ func (x *NextActor) decode(d *decoder) {
 			if d.null() {
 				x.Candidates = nil
 			} else {
-				s3 := []string{}
-				for more := d.array(); more; more = d.next() {
-					s3 = append(s3, "")
-					if !d.null() {
-						s3[len(s3)-1] = d.str()
-					}
-				}
-				x.Candidates = s3
-			}
-		case "roles":
-			if d.null() {
-				x.Roles = nil
-			} else {
 				s4 := []string{}
 				for more := d.array(); more; more = d.next() {
 					s4 = append(s4, "")
@@ -6534,11 +6532,37 @@ func (x *NextActor) decode(d *decoder) {
 						s4[len(s4)-1] = d.str()
 					}
 				}
-				x.Roles = s4
+				x.Candidates = s4
+			}
+		case "roles":
+			if d.null() {
+				x.Roles = nil
+			} else {
+				s5 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s5 = append(s5, "")
+					if !d.null() {
+						s5[len(s5)-1] = d.str()
+					}
+				}
+				x.Roles = s5
 			}
 		case "why":
 			if !d.null() {
 				x.Why = d.str()
+			}
+		case "people":
+			if d.null() {
+				x.People = nil
+			} else {
+				s6 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s6 = append(s6, "")
+					if !d.null() {
+						s6[len(s6)-1] = d.str()
+					}
+				}
+				x.People = s6
 			}
 		default:
 			d.skip()
@@ -8837,6 +8861,17 @@ func (x *ProposalDiffArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"limit\":")
 		e.int64(*x.Limit)
 	}
+	if x.Paths != nil {
+		e.key(start, "\"paths\":")
+		e.buf = append(e.buf, '[')
+		for i1 := range x.Paths {
+			if i1 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.Paths[i1], "paths")
+		}
+		e.buf = append(e.buf, ']')
+	}
 	if x.Revision != nil {
 		e.key(start, "\"revision\":")
 		e.int64(*x.Revision)
@@ -8854,25 +8889,38 @@ func (x *ProposalDiffArgs) decode(d *decoder) {
 			if d.null() {
 				x.Cursor = nil
 			} else {
-				p1 := new(string)
-				(*p1) = d.str()
-				x.Cursor = p1
+				p2 := new(string)
+				(*p2) = d.str()
+				x.Cursor = p2
 			}
 		case "limit":
 			if d.null() {
 				x.Limit = nil
 			} else {
-				p2 := new(int64)
-				(*p2) = d.int64()
-				x.Limit = p2
+				p3 := new(int64)
+				(*p3) = d.int64()
+				x.Limit = p3
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s4 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, "")
+					if !d.null() {
+						s4[len(s4)-1] = d.str()
+					}
+				}
+				x.Paths = s4
 			}
 		case "revision":
 			if d.null() {
 				x.Revision = nil
 			} else {
-				p3 := new(int64)
-				(*p3) = d.int64()
-				x.Revision = p3
+				p5 := new(int64)
+				(*p5) = d.int64()
+				x.Revision = p5
 			}
 		default:
 			d.skip()
@@ -11212,6 +11260,17 @@ func (x *Requirement) encodeFields(e *encoder, start int) {
 		e.key(start, "\"missing\":")
 		e.str(*x.Missing, "missing")
 	}
+	if x.People != nil {
+		e.key(start, "\"people\":")
+		e.buf = append(e.buf, '[')
+		for i7 := range x.People {
+			if i7 > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			e.str(x.People[i7], "people")
+		}
+		e.buf = append(e.buf, ']')
+	}
 }
 
 func (x *Requirement) decode(d *decoder) {
@@ -11229,19 +11288,6 @@ func (x *Requirement) decode(d *decoder) {
 			if d.null() {
 				x.Evidence = nil
 			} else {
-				s7 := []string{}
-				for more := d.array(); more; more = d.next() {
-					s7 = append(s7, "")
-					if !d.null() {
-						s7[len(s7)-1] = d.str()
-					}
-				}
-				x.Evidence = s7
-			}
-		case "candidates":
-			if d.null() {
-				x.Candidates = nil
-			} else {
 				s8 := []string{}
 				for more := d.array(); more; more = d.next() {
 					s8 = append(s8, "")
@@ -11249,11 +11295,11 @@ func (x *Requirement) decode(d *decoder) {
 						s8[len(s8)-1] = d.str()
 					}
 				}
-				x.Candidates = s8
+				x.Evidence = s8
 			}
-		case "reasons":
+		case "candidates":
 			if d.null() {
-				x.Reasons = nil
+				x.Candidates = nil
 			} else {
 				s9 := []string{}
 				for more := d.array(); more; more = d.next() {
@@ -11262,11 +11308,11 @@ func (x *Requirement) decode(d *decoder) {
 						s9[len(s9)-1] = d.str()
 					}
 				}
-				x.Reasons = s9
+				x.Candidates = s9
 			}
-		case "paths":
+		case "reasons":
 			if d.null() {
-				x.Paths = nil
+				x.Reasons = nil
 			} else {
 				s10 := []string{}
 				for more := d.array(); more; more = d.next() {
@@ -11275,41 +11321,67 @@ func (x *Requirement) decode(d *decoder) {
 						s10[len(s10)-1] = d.str()
 					}
 				}
-				x.Paths = s10
+				x.Reasons = s10
+			}
+		case "paths":
+			if d.null() {
+				x.Paths = nil
+			} else {
+				s11 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s11 = append(s11, "")
+					if !d.null() {
+						s11[len(s11)-1] = d.str()
+					}
+				}
+				x.Paths = s11
 			}
 		case "findings":
 			if d.null() {
 				x.Findings = nil
 			} else {
-				s11 := []SecretFinding{}
+				s12 := []SecretFinding{}
 				for more := d.array(); more; more = d.next() {
-					s11 = append(s11, SecretFinding{})
+					s12 = append(s12, SecretFinding{})
 					if !d.null() {
-						s11[len(s11)-1].decode(d)
+						s12[len(s12)-1].decode(d)
 					}
 				}
-				x.Findings = s11
+				x.Findings = s12
 			}
 		case "carried":
 			if d.null() {
 				x.Carried = nil
 			} else {
-				s12 := []CarriedEvidence{}
+				s13 := []CarriedEvidence{}
 				for more := d.array(); more; more = d.next() {
-					s12 = append(s12, CarriedEvidence{})
+					s13 = append(s13, CarriedEvidence{})
 					if !d.null() {
-						s12[len(s12)-1].decode(d)
+						s13[len(s13)-1].decode(d)
 					}
 				}
-				x.Carried = s12
+				x.Carried = s13
 			}
 		case "missing":
 			if d.null() {
 				x.Missing = nil
 			} else {
-				p13 := new(string)
-				(*p13) = d.str()
-				x.Missing = p13
+				p14 := new(string)
+				(*p14) = d.str()
+				x.Missing = p14
+			}
+		case "people":
+			if d.null() {
+				x.People = nil
+			} else {
+				s15 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s15 = append(s15, "")
+					if !d.null() {
+						s15[len(s15)-1] = d.str()
+					}
+				}
+				x.People = s15
 			}
 		default:
 			d.skip()

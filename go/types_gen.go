@@ -1628,6 +1628,10 @@ type NextActor struct {
 	Roles []string `json:"roles"`
 	// What they are expected to do, for people.
 	Why string `json:"why"`
+	// For a person's action (a human approval, a security review): the
+	// people who can, when the policy's `[people]` table names them
+	// (person ids); absent when every person can.
+	People []string `json:"people,omitempty"`
 }
 
 // One path compared with the journal.
@@ -2146,6 +2150,10 @@ type Requirement struct {
 	Carried []CarriedEvidence `json:"carried,omitempty"`
 	// What is still needed, for people and agents, when unsatisfied.
 	Missing *string `json:"missing,omitempty"`
+	// For `security_review`, `secrets` and `human_approval`: the people
+	// who could satisfy it when the policy's `[people]` table names them
+	// (person ids, sorted); absent when every person can.
+	People []string `json:"people,omitempty"`
 }
 
 // Who can satisfy one unsatisfied requirement of the policy, and how, as

@@ -1587,6 +1587,10 @@ class NextActor(Record):
     roles: Tuple[str, ...]
     #: What they are expected to do, for people.
     why: str
+    #: For a person's action (a human approval, a security review): the
+    #: people who can, when the policy's `[people]` table names them
+    #: (person ids); absent when every person can.
+    people: Optional[Tuple[str, ...]]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     _REQUIRED = frozenset(['action', 'actor', 'candidates', 'roles', 'why'])
@@ -1600,6 +1604,10 @@ class NextActor(Record):
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["candidates"] = tuple(v["candidates"])
         v["roles"] = tuple(v["roles"])
+        if v.get("people") is not None:
+            v["people"] = tuple(v["people"])
+        else:
+            v["people"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -2457,6 +2465,10 @@ class Requirement(Record):
     carried: Optional[Tuple[CarriedEvidence, ...]]
     #: What is still needed, for people and agents, when unsatisfied.
     missing: Optional[str]
+    #: For `security_review`, `secrets` and `human_approval`: the people
+    #: who could satisfy it when the policy's `[people]` table names them
+    #: (person ids, sorted); absent when every person can.
+    people: Optional[Tuple[str, ...]]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     _REQUIRED = frozenset(['candidates', 'evidence', 'findings', 'id', 'paths', 'reasons', 'status'])
@@ -2479,6 +2491,10 @@ class Requirement(Record):
             v["carried"] = None
         if "missing" not in v:
             v["missing"] = None
+        if v.get("people") is not None:
+            v["people"] = tuple(v["people"])
+        else:
+            v["people"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4835,14 +4851,14 @@ InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ('qu
 JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_mode', 'before_mode', None), ('before_symlink', 'before_symlink', None)))
 LandedCommit._PLAN = (0, LandedCommit, (('trailers', 'trailers', (1, (1, None))), ))
 Landing._PLAN = (0, Landing, (('branch', 'branch', None), ('remote', 'remote', None)))
-NextActor._PLAN = (0, NextActor, (('candidates', 'candidates', (1, None)), ('roles', 'roles', (1, None))))
+NextActor._PLAN = (0, NextActor, (('candidates', 'candidates', (1, None)), ('roles', 'roles', (1, None)), ('people', 'people', (1, None))))
 PathReport._PLAN = (0, PathReport, ())
 Phase._PLAN = (0, Phase, ())
 PolicyActivatedData._PLAN = (0, PolicyActivatedData, (('retired_version', 'retired_version', None), ))
 PolicyDraftedData._PLAN = (0, PolicyDraftedData, ())
 PolicyRecord._PLAN = (0, PolicyRecord, (('activated_at', 'activated_at', None), ('created_at', 'created_at', None), ('created_by', 'created_by', (2,)), ('note_md', 'note_md', None), ('retired_at', 'retired_at', None), ('version', 'version', None)))
 SecretFinding._PLAN = (0, SecretFinding, ())
-Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('carried', 'carried', (1, CarriedEvidence._PLAN)), ('missing', 'missing', None)))
+Requirement._PLAN = (0, Requirement, (('evidence', 'evidence', (1, None)), ('candidates', 'candidates', (1, None)), ('reasons', 'reasons', (1, None)), ('paths', 'paths', (1, None)), ('findings', 'findings', (1, SecretFinding._PLAN)), ('carried', 'carried', (1, CarriedEvidence._PLAN)), ('missing', 'missing', None), ('people', 'people', (1, None))))
 PolicyReport._PLAN = (0, PolicyReport, (('requirements', 'requirements', (1, Requirement._PLAN)), ))
 ProposalAppliedData._PLAN = (0, ProposalAppliedData, (('from', 'from_', None), ('overridden', 'overridden', None), ('paths', 'paths', (1, None)), ('rolled_back_transaction_id', 'rolled_back_transaction_id', None), ('symbols', 'symbols', (1, None))))
 ProposalCreatedData._PLAN = (0, ProposalCreatedData, (('reverted_revision', 'reverted_revision', None), ('reverts', 'reverts', None)))

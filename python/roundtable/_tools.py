@@ -451,6 +451,7 @@ class ToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> DiffPage:
         """A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.
@@ -462,6 +463,8 @@ class ToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
+        if paths is not None:
+            args["paths"] = list(paths)
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
@@ -473,6 +476,7 @@ class ToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> Iterator[DiffSection]:
         """Every ``files`` entry of ``proposal.diff``, page after page: each page
@@ -480,7 +484,7 @@ class ToolMethods:
         """
         at = cursor
         while True:
-            page = self.proposal_diff(proposal_id=proposal_id, limit=limit, revision=revision, cursor=at)
+            page = self.proposal_diff(proposal_id=proposal_id, limit=limit, paths=paths, revision=revision, cursor=at)
             yield from page.files
             if page.next_cursor is None or not page.files:
                 return
@@ -764,7 +768,7 @@ class ToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> SecurityReviewed:
-        """Record a security review verdict on the latest revision of an open proposal (a human, or an enabled agent with the security role that is not the author).
+        """Record a security review verdict on the latest revision of an open proposal (a person holding the security role under the policy's [people] table, or an enabled agent with the security role that is not the author).
 
         ``security.review``; called by: human, agent. Changes state.
         """
@@ -808,7 +812,7 @@ class ToolMethods:
         note_md: Optional[str] = None,
         request_id: Optional[str] = None,
     ) -> Approved:
-        """Approve the latest revision of an open proposal as a person (human actors only).
+        """Approve the latest revision of an open proposal as a person (human actors holding the approve role under the policy's [people] table).
 
         ``human.approve``; called by: human. Changes state.
         """
@@ -1034,7 +1038,7 @@ class ToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> PolicyResult:
-        """Store a policy document as a new draft version (orchestrator or human). It is parsed strictly first; it takes effect only when activated.
+        """Store a policy document as a new draft version (orchestrator, or a person holding the policy role under the active policy's [people] table). It is parsed strictly first; it takes effect only when activated.
 
         ``policy.set``; called by: orchestrator, human. Changes state.
         """
@@ -1047,7 +1051,7 @@ class ToolMethods:
         return self.call_record("policy.set", args, PolicyResult)
 
     def policy_activate(self, *, version: int, idempotency_key: Optional[str] = None) -> Activated:
-        """Activate a draft policy version and retire the active one, atomically (orchestrator or human).
+        """Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role under the active policy's [people] table).
 
         ``policy.activate``; called by: orchestrator, human. Changes state (idempotent).
         """
@@ -1736,6 +1740,7 @@ class AsyncToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> DiffPage:
         """A revision as a unified diff rendered from the changeset that lands (whatever format was submitted: proposal.get include_content has the submitted text), paged by file; exact bytes, never redacted.
@@ -1747,6 +1752,8 @@ class AsyncToolMethods:
             args["cursor"] = cursor
         if limit is not None:
             args["limit"] = limit
+        if paths is not None:
+            args["paths"] = list(paths)
         args["proposal_id"] = proposal_id
         if revision is not None:
             args["revision"] = revision
@@ -1758,6 +1765,7 @@ class AsyncToolMethods:
         proposal_id: str,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
+        paths: Optional[Sequence[str]] = None,
         revision: Optional[int] = None,
     ) -> AsyncIterator[DiffSection]:
         """Every ``files`` entry of ``proposal.diff``, page after page: each page
@@ -1765,7 +1773,7 @@ class AsyncToolMethods:
         """
         at = cursor
         while True:
-            page = await self.proposal_diff(proposal_id=proposal_id, limit=limit, revision=revision, cursor=at)
+            page = await self.proposal_diff(proposal_id=proposal_id, limit=limit, paths=paths, revision=revision, cursor=at)
             for item in page.files:
                 yield item
             if page.next_cursor is None or not page.files:
@@ -2052,7 +2060,7 @@ class AsyncToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> SecurityReviewed:
-        """Record a security review verdict on the latest revision of an open proposal (a human, or an enabled agent with the security role that is not the author).
+        """Record a security review verdict on the latest revision of an open proposal (a person holding the security role under the policy's [people] table, or an enabled agent with the security role that is not the author).
 
         ``security.review``; called by: human, agent. Changes state.
         """
@@ -2096,7 +2104,7 @@ class AsyncToolMethods:
         note_md: Optional[str] = None,
         request_id: Optional[str] = None,
     ) -> Approved:
-        """Approve the latest revision of an open proposal as a person (human actors only).
+        """Approve the latest revision of an open proposal as a person (human actors holding the approve role under the policy's [people] table).
 
         ``human.approve``; called by: human. Changes state.
         """
@@ -2324,7 +2332,7 @@ class AsyncToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> PolicyResult:
-        """Store a policy document as a new draft version (orchestrator or human). It is parsed strictly first; it takes effect only when activated.
+        """Store a policy document as a new draft version (orchestrator, or a person holding the policy role under the active policy's [people] table). It is parsed strictly first; it takes effect only when activated.
 
         ``policy.set``; called by: orchestrator, human. Changes state.
         """
@@ -2342,7 +2350,7 @@ class AsyncToolMethods:
         version: int,
         idempotency_key: Optional[str] = None,
     ) -> Activated:
-        """Activate a draft policy version and retire the active one, atomically (orchestrator or human).
+        """Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role under the active policy's [people] table).
 
         ``policy.activate``; called by: orchestrator, human. Changes state (idempotent).
         """

@@ -90,6 +90,98 @@ pub struct Policy {
     /// How the landing queue tests and lands.
     #[serde(default)]
     pub queue: QueueRules,
+    /// Which people hold each role a person acts in.
+    #[serde(default)]
+    pub people: People,
+}
+
+/// A role a person (a `human:ID` actor) acts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PersonRole {
+    /// Record security reviews that count (`security.review`).
+    Security,
+    /// Give human approvals that count (`human.approve`).
+    Approve,
+    /// Store and activate policies (`policy.set`, `policy.activate`).
+    Policy,
+}
+
+impl PersonRole {
+    /// Every role, in a stable order.
+    pub const ALL: [PersonRole; 3] = [
+        PersonRole::Security,
+        PersonRole::Approve,
+        PersonRole::Policy,
+    ];
+
+    /// The stable spelling, also the `[people]` key (`security`, `approve`,
+    /// `policy`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PersonRole::Security => "security",
+            PersonRole::Approve => "approve",
+            PersonRole::Policy => "policy",
+        }
+    }
+}
+
+/// The `[people]` table: which people hold each [`PersonRole`]. A role the
+/// table leaves out is held by every person (so a policy without the table
+/// trusts every person, as before people had roles); a role it lists is
+/// held only by the ids listed (`[]`: by nobody).
+///
+/// A security review or human approval by a person who does not hold the
+/// role under the policy that judges the revision does not count, even
+/// when it was recorded under an earlier policy; the tools refuse it up
+/// front (`forbidden`, `missing_role`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
+pub struct People {
+    /// Who records security reviews (`None`: every person).
+    pub security: Option<Vec<String>>,
+    /// Who gives human approvals (`None`: every person).
+    pub approve: Option<Vec<String>>,
+    /// Who stores and activates policies (`None`: every person).
+    pub policy: Option<Vec<String>>,
+}
+
+impl People {
+    /// The people who hold `role`, when the table names them (`None`:
+    /// every person does).
+    pub fn holders(&self, role: PersonRole) -> Option<&[String]> {
+        match role {
+            PersonRole::Security => self.security.as_deref(),
+            PersonRole::Approve => self.approve.as_deref(),
+            PersonRole::Policy => self.policy.as_deref(),
+        }
+    }
+
+    /// The people named for `role`, sorted (`None`: every person holds it).
+    pub fn named(&self, role: PersonRole) -> Option<Vec<String>> {
+        self.holders(role).map(|ids| {
+            let mut ids = ids.to_vec();
+            ids.sort();
+            ids
+        })
+    }
+
+    /// `ids` as people read them: `human:a, human:b`, or `nobody`.
+    pub fn spell(ids: &[String]) -> String {
+        if ids.is_empty() {
+            return "nobody".into();
+        }
+        ids.iter()
+            .map(|i| format!("human:{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether the person `id` holds `role`.
+    pub fn holds(&self, id: &str, role: PersonRole) -> bool {
+        self.holders(role)
+            .is_none_or(|ids| ids.iter().any(|h| h == id))
+    }
 }
 
 /// The `[workspace]` table.
@@ -415,6 +507,7 @@ impl Default for Policy {
             secrets: Secrets { scan: true },
             workspace: WorkspaceRules::default(),
             queue: QueueRules::default(),
+            people: People::default(),
         }
     }
 }
@@ -872,6 +965,25 @@ impl Place<'_> {
     }
 
     /// The `[queue]` table: a batch of 1 to 100, a depth of 1 to 64.
+    /// `[people]`: each role's list of distinct person ids.
+    fn people(&self, raw: RawPeople) -> Result<People, PolicyError> {
+        let list = |role: PersonRole, ids: Option<Vec<Spanned<roundtable_base::id::Id>>>| {
+            ids.map(|ids| {
+                no_duplicates(self, &format!("people.{}", role.as_str()), &ids)?;
+                Ok(ids
+                    .into_iter()
+                    .map(|i| i.into_inner().to_string())
+                    .collect())
+            })
+            .transpose()
+        };
+        Ok(People {
+            security: list(PersonRole::Security, raw.security)?,
+            approve: list(PersonRole::Approve, raw.approve)?,
+            policy: list(PersonRole::Policy, raw.policy)?,
+        })
+    }
+
     fn queue(&self, raw: RawQueue) -> Result<QueueRules, PolicyError> {
         let d = QueueRules::default();
         let bounded = |name: &str, v: Option<Spanned<u32>>, max: u32, default: u32| {
@@ -936,6 +1048,16 @@ struct RawPolicy {
     workspace: RawWorkspace,
     #[serde(default)]
     queue: RawQueue,
+    #[serde(default)]
+    people: RawPeople,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawPeople {
+    security: Option<Vec<Spanned<roundtable_base::id::Id>>>,
+    approve: Option<Vec<Spanned<roundtable_base::id::Id>>>,
+    policy: Option<Vec<Spanned<roundtable_base::id::Id>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -1071,6 +1193,7 @@ impl Policy {
         let commands = place.check_commands(raw_checks.commands, &required, checks_span)?;
         let ignore = place.ignore_list(raw.workspace.ignore)?;
         let queue = place.queue(raw.queue)?;
+        let people = place.people(raw.people)?;
 
         Ok(Policy {
             version: POLICY_VERSION,
@@ -1088,6 +1211,7 @@ impl Policy {
             },
             workspace: WorkspaceRules { ignore },
             queue,
+            people,
         })
     }
 

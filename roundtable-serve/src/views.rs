@@ -468,33 +468,18 @@ pub(crate) fn diff(r: &Reader<'_>, id: &str, q: &Query) -> Result<Value, ToolErr
     let claims = r.all("claim.list", json!({"status": "active"}), "claims")?;
     match q.get("path") {
         Some(path) => {
-            let mut cursor: Option<String> = None;
-            loop {
-                let page = r.call(
-                    "proposal.diff",
-                    paged(
-                        args.clone(),
-                        &Page {
-                            limit: DIFF_AND_INBOX_MAX,
-                            cursor: cursor.clone(),
-                        },
-                        DIFF_AND_INBOX_MAX,
-                    ),
-                )?;
-                let found = list(&page, "files").into_iter().find(|s| {
-                    s["new_path"].as_str() == Some(path) || s["old_path"].as_str() == Some(path)
-                });
-                if let Some(section) = found {
-                    let symbols = page_symbols(r, id, &page, std::slice::from_ref(&section))?;
-                    let mut one = file_diff(&section, &claims, &symbols);
-                    one["revision"] = page["revision"].clone();
-                    return Ok(one);
-                }
-                match page["next_cursor"].as_str() {
-                    Some(next) => cursor = Some(next.to_owned()),
-                    None => return Err(ToolError::not_found("file", path)),
-                }
-            }
+            // One call: the engine picks the file's section (by its new or
+            // old path), however many files the revision has.
+            args["paths"] = json!([path]);
+            let page = r.call("proposal.diff", args)?;
+            let section = list(&page, "files")
+                .into_iter()
+                .next()
+                .ok_or_else(|| ToolError::not_found("file", path))?;
+            let symbols = page_symbols(r, id, &page, std::slice::from_ref(&section))?;
+            let mut one = file_diff(&section, &claims, &symbols);
+            one["revision"] = page["revision"].clone();
+            Ok(one)
         }
         None => {
             let page = r.call("proposal.diff", paged(args, &q.page()?, DIFF_AND_INBOX_MAX))?;

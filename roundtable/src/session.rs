@@ -761,7 +761,7 @@ of_proposal!(
 );
 of_proposal!(
     /// The diff of a proposal's revision, a page of files at a time.
-    ProposalDiff { revision, limit, cursor }
+    ProposalDiff { revision, limit, cursor, paths }
 );
 of_proposal!(
     /// Validate a proposal's revision against every gate.
@@ -801,6 +801,18 @@ at_revision!(
 impl Draft<ProposalSymbols> {
     /// Only these files, each named by its new or its old path (only they
     /// are parsed); a path the revision does not touch is simply absent.
+    pub fn paths<S: AsRef<str>>(self, paths: impl IntoIterator<Item = S>) -> Self {
+        self.set(|r| {
+            let paths: Vec<String> = paths.into_iter().map(|s| s.as_ref().to_owned()).collect();
+            r.paths = Some(field("paths", paths)?);
+            Ok(())
+        })
+    }
+}
+
+impl Draft<ProposalDiff> {
+    /// Only these files' sections, each named by its new or its old path;
+    /// a path the revision does not touch is simply absent.
     pub fn paths<S: AsRef<str>>(self, paths: impl IntoIterator<Item = S>) -> Self {
         self.set(|r| {
             let paths: Vec<String> = paths.into_iter().map(|s| s.as_ref().to_owned()).collect();

@@ -31,6 +31,7 @@ mod patch_bytes;
 mod paths_modes;
 mod peer_codex;
 mod peers_aider;
+mod people_roles;
 mod pg_faults;
 mod pg_hosts;
 mod process;

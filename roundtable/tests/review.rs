@@ -1076,3 +1076,113 @@ fn proposal_symbols_of_one_path_equals_that_file_of_the_whole_answer() {
         assert_eq!(got["files"], whole["files"]);
     }
 }
+
+#[test]
+fn proposal_diff_paths_returns_only_the_named_files_sections_paged_among_them() {
+    let base: Vec<File<'_>> = vec![
+        ("a.txt", b"a\n", false),
+        ("b.txt", b"b\n", false),
+        ("c.txt", b"c\n", false),
+        ("old.txt", b"moved\n", false),
+    ];
+    let after: Vec<File<'_>> = vec![
+        ("a.txt", b"a2\n", false),
+        ("b.txt", b"b2\n", false),
+        ("c.txt", b"c2\n", false),
+        ("new.txt", b"moved\nmore\n", false),
+    ];
+    let patch = git_diff(&base, &after, &["old.txt"]);
+    assert!(patch.contains("rename from old.txt"), "{patch}");
+    let w = world(&base);
+    let pid = propose(&w, &patch, "normal");
+    let page = |args: Value| w.ok("proposal.diff", args, &w.reviewer);
+    let sections = |got: &Value| -> Vec<(u64, String)> {
+        got["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| {
+                let path = f["new_path"]
+                    .as_str()
+                    .or(f["old_path"].as_str())
+                    .unwrap_or_default();
+                (f["index"].as_u64().expect("index"), path.to_owned())
+            })
+            .collect()
+    };
+    let all = page(json!({"proposal_id": pid}));
+    assert_eq!(all["total_files"], 4);
+    let index_of = |path: &str| {
+        sections(&all)
+            .into_iter()
+            .find(|(_, p)| p == path)
+            .map(|(i, _)| i)
+            .expect("listed")
+    };
+    // Only the named files, each keeping its index among all of them, and
+    // its exact section text.
+    let got = page(json!({"proposal_id": pid, "paths": ["c.txt", "a.txt", "elsewhere.txt"]}));
+    assert_eq!(
+        sections(&got),
+        vec![
+            (index_of("a.txt"), "a.txt".to_owned()),
+            (index_of("c.txt"), "c.txt".to_owned())
+        ]
+    );
+    assert_eq!(got["total_files"], 4);
+    assert!(got["next_cursor"].is_null());
+    let text_of = |v: &Value, path: &str| {
+        v["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .find(|f| f["new_path"] == path)
+            .map(|f| str_of(&f["diff"]))
+            .expect("section")
+    };
+    assert_eq!(text_of(&got, "a.txt"), text_of(&all, "a.txt"));
+    // A renamed file is found by its old path too.
+    let got = page(json!({"proposal_id": pid, "paths": ["old.txt"]}));
+    assert_eq!(
+        sections(&got),
+        vec![(index_of("new.txt"), "new.txt".to_owned())]
+    );
+    // Pages count only the named files.
+    let first = page(json!({"proposal_id": pid, "paths": ["a.txt", "b.txt", "c.txt"], "limit": 2}));
+    assert_eq!(sections(&first).len(), 2);
+    let cursor = first["next_cursor"].clone();
+    assert!(cursor.is_string(), "{first}");
+    let second = page(
+        json!({"proposal_id": pid, "paths": ["a.txt", "b.txt", "c.txt"], "limit": 2, "cursor": cursor}),
+    );
+    assert_eq!(
+        sections(&second),
+        vec![(index_of("c.txt"), "c.txt".to_owned())]
+    );
+    assert!(second["next_cursor"].is_null());
+    // None named: none listed. Bad paths are refused, naming the field.
+    assert!(sections(&page(json!({"proposal_id": pid, "paths": []}))).is_empty());
+    let err = w.refused(
+        "proposal.diff",
+        json!({"proposal_id": pid, "paths": ["a.txt", "../x"]}),
+        &w.reviewer,
+        ErrorCode::InvalidArgument,
+    );
+    assert_eq!(err.details()["field"], "paths[1]", "{err}");
+    let many: Vec<String> = (0..1001).map(|i| format!("f{i}.txt")).collect();
+    w.refused(
+        "proposal.diff",
+        json!({"proposal_id": pid, "paths": many}),
+        &w.reviewer,
+        ErrorCode::InvalidArgument,
+    );
+    // The typed API filters the same way.
+    let typed = w
+        .engine
+        .session(w.reviewer.clone())
+        .proposals()
+        .diff(roundtable::session::ProposalDiff::new(&pid).paths(["b.txt"]))
+        .expect("typed proposal.diff");
+    let typed: Vec<Option<&str>> = typed.files.iter().map(|f| f.new_path.as_deref()).collect();
+    assert_eq!(typed, [Some("b.txt")]);
+}

@@ -64,6 +64,10 @@ risk = ["high", "critical"]
 
 [human_approval]
 risk = ["normal", "high", "critical"]
+
+[people]
+security = ["alice"]
+approve = ["alice"]
 """
 
 LIB_RS = "pub fn one() -> u32 {\n    1\n}\n"
@@ -439,7 +443,7 @@ def test_alice_reviews_live_approves_and_sees_it_land(server: dict[str, Any], br
     assert console_problems(browser, base) == []
 
 
-def test_bob_cannot_take_an_action_the_engine_does_not_allow_and_nothing_changes(
+def test_bob_without_the_security_role_cannot_security_review_and_the_button_says_why(
         server: dict[str, Any], browser: WebDriver) -> None:
     base, api = server["base"], server["api"]
     pid = propose(api, "Risky change", NOTES_PATCH, ["file:notes.md"], risk="high")
@@ -466,11 +470,24 @@ def test_bob_cannot_take_an_action_the_engine_does_not_allow_and_nothing_changes
     browser.find_element(By.TAG_NAME, "body").send_keys("c")
     assert browser.switch_to.active_element.get_attribute("id") == "text-decision"
     browser.switch_to.active_element.send_keys("\ue00c")  # Escape leaves the field
-    # A security review that fails without a note: the engine refuses it; the page shows its code and message.
-    browser.find_element(By.ID, "act-security-fail").click()
+    # The policy names alice, not bob, for security reviews: the page shows who can, bob's pass is refused by
+    # the engine, and from then on the buttons are disabled and say why, in the engine's words.
+    hint = browser.find_element(By.ID, "who-can-security").text
+    assert "human:alice" in hint, hint
+    assert "human:alice" in requirement_row(browser, "security_review").text
+    browser.find_element(By.ID, "text-security").send_keys("Looks safe to me")
+    browser.find_element(By.ID, "act-security-pass").click()
     err = wait_for(browser, lambda d: css(d, "#result-security .error"), "the engine's refusal")[0]
-    assert "invalid_argument" in err.find_element(By.CSS_SELECTOR, ".error-code").text
-    assert "note_md" in err.text
+    assert err.find_element(By.CSS_SELECTOR, ".error-code").text == "forbidden"
+    refusal = "human:bob does not hold the security role: the policy's [people] security lists human:alice"
+    assert refusal in err.text
+    why = wait_for(browser, lambda d: d.find_element(By.ID, "why-not-security") if
+                   d.find_element(By.ID, "why-not-security").is_displayed() else False, "the reason beside the buttons")
+    assert refusal in why.text and "human:bob" in why.text
+    for verdict in ("pass", "fail"):
+        button = browser.find_element(By.ID, f"act-security-{verdict}")
+        assert not button.is_enabled()
+        assert button.get_attribute("aria-describedby") == "why-not-security"
 
     # Nothing changed: same evidence, same requirement state.
     after = status_of(api, pid)
@@ -479,6 +496,9 @@ def test_bob_cannot_take_an_action_the_engine_does_not_allow_and_nothing_changes
     assert votes == []
     screenshot(browser, "bob-refused")
     assert console_problems(browser, base) == []
+    # alice holds the role: the same review from her counts (so bob's refusal was the role, nothing else).
+    api.tool("alice", "security.review", {"proposal_id": pid, "revision": 1, "verdict": "pass"})
+    assert requirement(status_of(api, pid), "security_review")["status"] == "satisfied"
 
 
 def test_agent_written_text_is_shown_as_text_with_hidden_characters_marked(

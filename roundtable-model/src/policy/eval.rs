@@ -1,7 +1,7 @@
 //! Evaluating a [`Policy`] against the facts of one revision.
 
 use super::secrets::{scan_secrets, SecretFinding};
-use super::{CarryOver, Gate, PathGlob, Policy, RoleRule, SECURITY_ROLE};
+use super::{CarryOver, Gate, PathGlob, People, PersonRole, Policy, RoleRule, SECURITY_ROLE};
 use crate::actor::{Actor, ActorKind};
 use crate::changeset::same_change;
 use crate::model::{
@@ -158,6 +158,9 @@ pub struct ApprovalInfo<'a> {
     pub id: &'a str,
     /// The revision approved.
     pub revision: u32,
+    /// The approving person: the approval counts only while they hold the
+    /// `approve` role (`[people]`).
+    pub human_id: &'a str,
 }
 
 impl<'a> From<&'a Approval> for ApprovalInfo<'a> {
@@ -165,6 +168,7 @@ impl<'a> From<&'a Approval> for ApprovalInfo<'a> {
         ApprovalInfo {
             id: &a.id,
             revision: a.revision,
+            human_id: &a.human_id,
         }
     }
 }
@@ -329,6 +333,11 @@ pub struct Requirement {
     /// Agents that could still satisfy it: enabled, holding the role, not
     /// the author, not already counted; sorted.
     pub candidates: Vec<String>,
+    /// For `security_review`, `secrets` and `human_approval`: the people
+    /// who could satisfy it when the policy's `[people]` table names them
+    /// (person ids, sorted); absent when every person can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub people: Option<Vec<String>>,
     /// Why it applies and how the evidence was judged (carried-over and
     /// ignored votes, matched paths…).
     pub reasons: Vec<String>,
@@ -379,6 +388,7 @@ impl Requirement {
             evidence: Vec::new(),
             missing: None,
             candidates: Vec::new(),
+            people: None,
             reasons: Vec::new(),
             paths: Vec::new(),
             findings: Vec::new(),
@@ -958,6 +968,7 @@ fn secrets_requirement(
         None => {
             r.status = Unsatisfied;
             r.candidates = strings(&cx.eligible(&[SECURITY_ROLE]));
+            r.people = cx.policy.people.named(PersonRole::Security);
             r.missing = Some(format!(
                 "{} in added lines: remove them, or have a security review pass revision {current}",
                 plural(found, "secret", "secrets")
@@ -980,6 +991,8 @@ fn human_approval_requirement(cx: &Context<'_, '_>) -> Requirement {
     r.reasons = reasons;
     r.paths = paths;
     let mut carried = Vec::new();
+    let people = &cx.policy.people;
+    let mut ignored = Vec::new();
     r.evidence = cx
         .input
         .human_approvals
@@ -991,12 +1004,30 @@ fn human_approval_requirement(cx: &Context<'_, '_>) -> Requirement {
                 &mut carried,
             )
         })
+        .filter(|a| {
+            let holds = people.holds(a.human_id, PersonRole::Approve);
+            if !holds {
+                ignored.push(format!(
+                    "approval {} by human:{} does not count: [people] approve does not list them",
+                    a.id, a.human_id
+                ));
+            }
+            holds
+        })
         .map(|a| a.id.to_owned())
         .collect();
     r.reasons.extend(carried);
+    r.reasons.extend(ignored);
     if r.evidence.is_empty() {
         r.status = Unsatisfied;
-        r.missing = Some(format!("a person's approval of revision {current}"));
+        r.people = cx.policy.people.named(PersonRole::Approve);
+        r.missing = Some(match &r.people {
+            None => format!("a person's approval of revision {current}"),
+            Some(ids) => format!(
+                "an approval of revision {current} by a person with the approve role ({})",
+                People::spell(ids)
+            ),
+        });
     } else {
         r.status = Satisfied;
     }
@@ -1218,6 +1249,7 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
             f.line
         ));
     }
+    let people = &cx.policy.people;
     let mut passes = Vec::new();
     let mut fails = Vec::new();
     let mut ignored = Vec::new();
@@ -1230,7 +1262,7 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
         )
     }) {
         let counts = match rv.reviewer.kind {
-            ActorKind::Human => true,
+            ActorKind::Human => people.holds(rv.reviewer.id.as_str(), PersonRole::Security),
             ActorKind::Agent => {
                 let id = rv.reviewer.id.as_str();
                 id != input.author
@@ -1243,7 +1275,7 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
         };
         if !counts {
             ignored.push(format!(
-                "review {} by {} does not count: the reviewer is not a person or an enabled, non-author agent with the {SECURITY_ROLE:?} role",
+                "review {} by {} does not count: the reviewer is not a person with the security role or an enabled, non-author agent with the {SECURITY_ROLE:?} role",
                 rv.id, rv.reviewer
             ));
         } else if rv.verdict == Verdict::Pass {
@@ -1275,8 +1307,13 @@ fn security_requirement(cx: &Context<'_, '_>, findings: &[SecretFinding]) -> Req
     } else if passes.is_empty() {
         r.status = Unsatisfied;
         r.candidates = strings(&cx.eligible(&[SECURITY_ROLE]));
+        r.people = cx.policy.people.named(PersonRole::Security);
+        let who = match &r.people {
+            None => "a person".to_owned(),
+            Some(ids) => format!("a person with the security role ({})", People::spell(ids)),
+        };
         r.missing = Some(format!(
-            "a passing security review of revision {current} by a person or an agent with the {SECURITY_ROLE:?} role"
+            "a passing security review of revision {current} by {who} or an agent with the {SECURITY_ROLE:?} role"
         ));
     } else {
         r.status = Satisfied;

@@ -101,6 +101,10 @@ lanes = true
 
 [workspace]
 ignore = ["__pycache__/", "*.log", "!keep.log"]
+
+[people]
+security = ["carol"]
+approve = []
 "#;
 
 #[test]
@@ -168,6 +172,11 @@ fn a_complete_document_parses_to_exact_values() {
                     "!keep.log".into()
                 ])
                 .expect("valid patterns"),
+            },
+            people: People {
+                security: Some(vec!["carol".into()]),
+                approve: Some(vec![]),
+                policy: None,
             },
         }
     );
@@ -443,7 +452,7 @@ struct Fixture {
     agents: Vec<(String, Vec<String>, bool)>,
     votes: Vec<(String, u32, String, VoteValue)>,
     reviews: Vec<(String, u32, Verdict, Actor)>,
-    approvals: Vec<(String, u32)>,
+    approvals: Vec<(String, u32, String)>,
     tests: Vec<(String, u32, String, TestStatus)>,
     added: Vec<(String, u32, String)>,
     /// Each revision's change id, where it is not its changeset digest.
@@ -589,9 +598,10 @@ impl Fixture {
         let approvals: Vec<ApprovalInfo<'_>> = self
             .approvals
             .iter()
-            .map(|(id, revision)| ApprovalInfo {
+            .map(|(id, revision, human_id)| ApprovalInfo {
                 id,
                 revision: *revision,
+                human_id,
             })
             .collect();
         let tests: Vec<TestInfo<'_>> = self
@@ -879,7 +889,7 @@ fn carry_over_trivial_rebase_keeps_every_kind_of_evidence_for_the_same_change() 
         Verdict::Pass,
         Actor::agent(Id::new("sec").expect("id")),
     ));
-    f.approvals.push(("H1".into(), 1));
+    f.approvals.push(("H1".into(), 1, "carol".into()));
     f.tests
         .push(("T1".into(), 1, "unit".into(), TestStatus::Passed));
     // Revision 2 is a rebase of revision 1: other base, same change.
@@ -1185,8 +1195,8 @@ fn security_review_by_risk() {
         r.reasons,
         vec![
             "risk is high",
-            "review S1 by agent:alice does not count: the reviewer is not a person or an enabled, non-author agent with the \"security\" role",
-            "review S2 by agent:bob does not count: the reviewer is not a person or an enabled, non-author agent with the \"security\" role",
+            "review S1 by agent:alice does not count: the reviewer is not a person with the security role or an enabled, non-author agent with the \"security\" role",
+            "review S2 by agent:bob does not count: the reviewer is not a person with the security role or an enabled, non-author agent with the \"security\" role",
         ]
     );
 
@@ -1401,7 +1411,7 @@ fn human_approval_by_risk_and_path_on_the_current_revision() {
         r.missing.as_deref(),
         Some("a person's approval of revision 1")
     );
-    f.approvals.push(("H1".into(), 1));
+    f.approvals.push(("H1".into(), 1, "carol".into()));
     let report = f.eval(&Policy::default());
     assert!(report.approvable);
     assert_eq!(evidence(&report, "human_approval"), vec!["H1"]);
@@ -1414,7 +1424,7 @@ fn human_approval_by_risk_and_path_on_the_current_revision() {
     let mut f = Fixture::new();
     f.revisions[0].2 = vec![modify(".github/workflows/ci.yml", "w1", "w2")];
     f.vote("V1", 1, "bob", VoteValue::Approve);
-    f.approvals.push(("H1".into(), 1));
+    f.approvals.push(("H1".into(), 1, "carol".into()));
     assert!(f.eval(&p).approvable);
     let changeset = f.revisions[0].2.clone();
     f.revise("sha256:c1", changeset);
@@ -1622,4 +1632,101 @@ fn details(e: &PolicyError) -> serde_json::Value {
             ..
         } => json!({"line": line, "column": column, "key": key, "glob": glob}),
     }
+}
+
+#[test]
+fn people_roles_parse_strictly() {
+    let p = Policy::parse("version = 1\n[people]\nsecurity = [\"carol\"]\n").expect("valid");
+    assert!(p.people.holds("carol", PersonRole::Security));
+    assert!(!p.people.holds("dave", PersonRole::Security));
+    // A role the table leaves out is every person's.
+    assert!(p.people.holds("dave", PersonRole::Approve));
+    assert!(p.people.holds("dave", PersonRole::Policy));
+    assert_eq!(p.people.holders(PersonRole::Approve), None);
+    // An empty list: nobody.
+    let p = Policy::parse("version = 1\n[people]\napprove = []\n").expect("valid");
+    assert!(!p.people.holds("carol", PersonRole::Approve));
+
+    let e = parse_err("version = 1\n[people]\nreviewers = [\"carol\"]\n");
+    assert_eq!(e.code(), ErrorCode::InvalidPolicy);
+    assert!(e.to_string().contains("reviewers"), "{e}");
+    let e = parse_err("version = 1\n[people]\nsecurity = [\"carol\", \"carol\"]\n");
+    assert!(e.to_string().contains("people.security[1]"), "{e}");
+    assert!(e.to_string().contains("duplicate"), "{e}");
+    let e = parse_err("version = 1\n[people]\nsecurity = [\"\"]\n");
+    assert!(e.to_string().contains("people.security"), "{e}");
+    let e = parse_err("version = 1\n[people]\nsecurity = \"carol\"\n");
+    assert!(e.to_string().contains("people.security"), "{e}");
+}
+
+#[test]
+fn a_persons_review_or_approval_counts_only_while_they_hold_the_role() {
+    let p = Policy::parse(
+        "version = 1\n[human_approval]\nrisk = [\"high\"]\n[people]\nsecurity = [\"carol\"]\napprove = [\"erin\", \"carol\"]\n",
+    )
+    .expect("valid");
+    let mut f = Fixture::new();
+    f.risk = Risk::High;
+    f.vote("V1", 1, "bob", VoteValue::Approve);
+    f.reviews
+        .push(("S1".into(), 1, Verdict::Pass, human("dave")));
+    f.approvals.push(("H1".into(), 1, "dave".into()));
+    let report = f.eval(&p);
+    assert!(!report.approvable);
+    let r = req(&report, "security_review");
+    assert_eq!(r.status, Unsatisfied);
+    assert!(r.evidence.is_empty());
+    assert_eq!(r.people, Some(vec!["carol".to_owned()]));
+    assert!(
+        r.reasons
+            .iter()
+            .any(|x| x.contains("review S1 by human:dave does not count")),
+        "{:?}",
+        r.reasons
+    );
+    assert!(
+        r.missing
+            .as_deref()
+            .is_some_and(|m| m.contains("human:carol")),
+        "{r:?}"
+    );
+    let r = req(&report, "human_approval");
+    assert_eq!(r.status, Unsatisfied);
+    assert_eq!(r.people, Some(vec!["carol".to_owned(), "erin".to_owned()]));
+    assert!(
+        r.reasons
+            .iter()
+            .any(|x| x.contains("approval H1 by human:dave does not count")),
+        "{:?}",
+        r.reasons
+    );
+    assert_eq!(
+        r.missing.as_deref(),
+        Some(
+            "an approval of revision 1 by a person with the approve role (human:carol, human:erin)"
+        )
+    );
+
+    // The holders' evidence counts.
+    f.reviews
+        .push(("S2".into(), 1, Verdict::Pass, human("carol")));
+    f.approvals.push(("H2".into(), 1, "erin".into()));
+    let report = f.eval(&p);
+    assert!(report.approvable, "{report:?}");
+    assert_eq!(evidence(&report, "security_review"), vec!["S2"]);
+    assert_eq!(evidence(&report, "human_approval"), vec!["H2"]);
+    assert_eq!(req(&report, "security_review").people, None);
+
+    // Without the table every person counts, as before (and `people` is absent).
+    let open = Policy::parse("version = 1\n[human_approval]\nrisk = [\"high\"]\n").expect("valid");
+    let mut f = Fixture::new();
+    f.risk = Risk::High;
+    f.vote("V1", 1, "bob", VoteValue::Approve);
+    let report = f.eval(&open);
+    assert_eq!(req(&report, "human_approval").people, None);
+    assert_eq!(req(&report, "security_review").people, None);
+    f.reviews
+        .push(("S1".into(), 1, Verdict::Pass, human("dave")));
+    f.approvals.push(("H1".into(), 1, "dave".into()));
+    assert!(f.eval(&open).approvable);
 }

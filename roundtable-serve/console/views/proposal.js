@@ -86,6 +86,12 @@ const GROUPS = [
   },
 ];
 
+// Who the engine names for a `next` item: its agents, then the people the
+// policy's [people] table names (absent: any person).
+function whoCan(next) {
+  return [...(next.candidates || []), ...(next.people || []).map((p) => 'human:' + p)];
+}
+
 const STATUS_WORD = { satisfied: 'pass', unsatisfied: 'fail', not_applicable: 'not needed' };
 
 export function proposalView(ctx, id) {
@@ -138,15 +144,10 @@ export function proposalView(ctx, id) {
       actionsBox.appendChild(fs);
     }
     ctx.tools().then((tools) => {
-      for (const { g, textarea, buttons, whyNot, fs } of groups.values()) {
-        if (tools.has(g.tool)) continue;
-        for (const b of buttons) b.disabled = true;
-        if (textarea) textarea.disabled = true;
-        fs.classList.add('unavailable');
-        actionsBox.appendChild(fs); // what this person can do comes first
-        whyNot.hidden = false;
-        whyNot.replaceChildren('Not available to ', h('strong', {}, ctx.session.actor), ': the server does not offer ',
-          h('code', {}, g.tool), ' to this account.');
+      for (const grp of groups.values()) {
+        if (tools.has(grp.g.tool)) continue;
+        unavailable(grp, 'Not available to ', h('strong', {}, ctx.session.actor), ': the server does not offer ',
+          h('code', {}, grp.g.tool), ' to this account.');
       }
     }, (e) => {
       actionsBox.prepend(errorBox(e, 'Could not read which actions you may take:'));
@@ -158,6 +159,7 @@ export function proposalView(ctx, id) {
     const text = textarea && textarea.value.trim() ? textarea.value : null;
     resultEl.replaceChildren();
     for (const b of buttons) b.disabled = true;
+    let forbidden = false;
     try {
       const out = await ctx.ws.call(g.tool, g.args(id, latest, value, text));
       if (textarea) textarea.value = '';
@@ -165,9 +167,22 @@ export function proposalView(ctx, id) {
       await load();
     } catch (e) {
       resultEl.replaceChildren(errorBox(e, 'Refused:'));
+      forbidden = e && e.code === 'forbidden';
+      // The engine said this person may not: the buttons stay disabled and
+      // say why (their aria-describedby), in the engine's own words.
+      if (forbidden) unavailable(groups.get(g.key), h('span', {}, 'Not available to ', h('strong', {}, ctx.session.actor), ': ', e.message));
     } finally {
-      for (const b of buttons) b.disabled = false;
+      if (!forbidden) for (const b of buttons) b.disabled = false;
     }
+  }
+
+  function unavailable({ fs, buttons, textarea, whyNot }, ...why) {
+    for (const b of buttons) b.disabled = true;
+    if (textarea) textarea.disabled = true;
+    fs.classList.add('unavailable');
+    actionsBox.appendChild(fs); // what this person can do comes first
+    whyNot.hidden = false;
+    whyNot.replaceChildren(...why);
   }
 
   function describe(out) {
@@ -181,7 +196,8 @@ export function proposalView(ctx, id) {
       const needs = n.byRequirement.filter((b) => g.requirements(String(b.requirement || '')));
       hint.replaceChildren(...needs.map((b) => {
         const nx = b.next || {};
-        const who = nx.candidates && nx.candidates.length ? ' (can: ' + nx.candidates.join(', ') + ')' : '';
+        const can = whoCan(nx);
+        const who = can.length ? ' (can: ' + can.join(', ') + ')' : nx.people ? ' (no one named can)' : '';
         return h('span', { class: 'need' }, 'Needed: ', h('code', {}, b.requirement), ' by ', nx.actor || '?', who, nx.why ? ' — ' : '', nx.why || '');
       }));
     }
@@ -228,7 +244,7 @@ export function proposalView(ctx, id) {
     if (n.status.can_land) flags.push(h('span', { class: 'badge badge-satisfied' }, 'can land'));
     if (n.status.stale) flags.push(h('span', { class: 'badge badge-unsatisfied' }, 'stale: the files changed since this revision'));
     if (n.status.applying) flags.push(h('span', { class: 'badge' }, 'applying: ', n.status.applying));
-    const items = n.next.map((x) => h('li', {}, h('strong', {}, x.actor || '?'), ': ', x.action || '', x.candidates && x.candidates.length ? ' (' + x.candidates.join(', ') + ')' : '', x.why ? ' — ' + x.why : ''));
+    const items = n.next.map((x) => h('li', {}, h('strong', {}, x.actor || '?'), ': ', x.action || '', whoCan(x).length ? ' (' + whoCan(x).join(', ') + ')' : '', x.why ? ' — ' + x.why : ''));
     return h('div', { class: 'next', id: 'prop-next' },
       h('h2', {}, 'Who acts next'), flags.length ? h('p', {}, flags) : null,
       items.length ? h('ul', {}, items) : empty('Nobody: the proposal is closed or waits on nothing.'));
@@ -253,7 +269,7 @@ export function proposalView(ctx, id) {
           (r.paths || []).length ? h('p', { class: 'muted' }, 'paths: ', r.paths.join(', ')) : null,
           (r.carried || []).length ? h('p', { class: 'muted' }, 'carried: ', r.carried.map((c) => c.evidence + ' from revision ' + c.revision + ' by rule ' + c.rule).join('; ')) : null),
         h('td', {}, (r.evidence || []).length ? r.evidence.map((e) => h('code', { class: 'ev' }, e)) : '—'),
-        h('td', {}, by && by.next ? [by.next.actor || '', by.next.candidates && by.next.candidates.length ? ': ' + by.next.candidates.join(', ') : ''] : '—'));
+        h('td', {}, by && by.next ? [by.next.actor || '', whoCan(by.next).length ? ': ' + whoCan(by.next).join(', ') : ''] : '—'));
     });
     const stageRows = n.stages.map((s) => h('tr', { class: 'stage stage-' + s.status },
       h('th', { scope: 'row' }, s.name),

@@ -5,6 +5,7 @@ use super::records::Agent;
 use super::{Cx, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::operations::records::AgentRecord;
+use crate::policy::{People, PersonRole};
 
 /// `forbidden` unless `actor` is of one of these kinds.
 pub(crate) fn require_kind(
@@ -82,5 +83,31 @@ impl Cx<'_> {
             return Ok(());
         }
         self.require_author(author, tool)
+    }
+
+    /// `forbidden` (`missing_role`) when the actor is a person who does not
+    /// hold `role` under the effective policy's `[people]` table; any other
+    /// actor passes (kinds are checked by the tool's callers).
+    pub(crate) fn require_person_role(&self, role: PersonRole) -> Result<(), ToolError> {
+        if self.actor.kind != ActorKind::Human {
+            return Ok(());
+        }
+        let (_, policy) = super::policies::effective(self.tx)?;
+        if policy.people.holds(self.actor.id.as_str(), role) {
+            return Ok(());
+        }
+        let listed = People::spell(&policy.people.named(role).unwrap_or_default());
+        Err(ToolError::new(
+            format!(
+                "{} does not hold the {} role: the policy's [people] {} lists {listed}",
+                self.actor,
+                role.as_str(),
+                role.as_str()
+            ),
+            ForbiddenDetails {
+                required_role: Some(role.as_str().to_owned()),
+                ..ForbiddenDetails::new(self.actor, ForbiddenReason::MissingRole)
+            },
+        ))
     }
 }

@@ -17,6 +17,7 @@ use super::{Cx, Tool, ToolError};
 use crate::actor::ActorKind;
 use crate::id::Id;
 use crate::operations::records::ProposalRecord;
+use crate::policy::PersonRole;
 use crate::store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -300,7 +301,7 @@ pub struct SecurityReviewed {
 
 impl super::Request for RecordSecurityReview {
     const TOOL: &'static str = "security.review";
-    const DESCRIPTION: &'static str = "Record a security review verdict on the latest revision of an open proposal (a human, or an enabled agent with the security role that is not the author).";
+    const DESCRIPTION: &'static str = "Record a security review verdict on the latest revision of an open proposal (a person holding the security role under the policy's [people] table, or an enabled agent with the security role that is not the author).";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Human, ActorKind::Agent];
     type Output = SecurityReviewed;
@@ -321,7 +322,7 @@ impl Tool for RecordSecurityReview {
             Self::TOOL,
             |p| {
                 if cx.actor.kind != ActorKind::Agent {
-                    return Ok(());
+                    return cx.require_person_role(PersonRole::Security);
                 }
                 let agent = cx.enabled_agent(Self::TOOL)?;
                 if !agent.roles.iter().any(|r| r == "security") {
@@ -472,7 +473,7 @@ pub struct Approved {
 impl super::Request for Approve {
     const TOOL: &'static str = "human.approve";
     const DESCRIPTION: &'static str =
-        "Approve the latest revision of an open proposal as a person (human actors only).";
+        "Approve the latest revision of an open proposal as a person (human actors holding the approve role under the policy's [people] table).";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Human];
     type Output = Approved;
@@ -491,7 +492,7 @@ impl Tool for Approve {
             args.revision,
             OPEN,
             Self::TOOL,
-            |_| Ok(()),
+            |_| cx.require_person_role(PersonRole::Approve),
         )?;
         if let Some(request_id) = &args.request_id {
             let request = store::evidence::approval_request_target(cx.tx, request_id.as_str())?;

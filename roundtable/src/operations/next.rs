@@ -101,6 +101,11 @@ pub struct NextActor {
     pub action: NextAction,
     /// Who can (agent ids; empty when anyone of that kind can).
     pub candidates: Vec<String>,
+    /// For a person's action (a human approval, a security review): the
+    /// people who can, when the policy's `[people]` table names them
+    /// (person ids); absent when every person can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub people: Option<Vec<String>>,
     /// The roles wanted, for reviewers.
     pub roles: Vec<String>,
     /// What they are expected to do, for people.
@@ -155,6 +160,7 @@ fn next(
         actor,
         action,
         candidates,
+        people: None,
         roles,
         why,
     }
@@ -327,18 +333,33 @@ fn requirement_next(s: &Situation<'_>, r: &Requirement) -> NextActor {
             vec![],
             format!("answer the blocking votes ({})", r.evidence.join(", ")),
         ),
-        RequirementId::HumanApproval => next(R::Human, A::HumanApproval, vec![], vec![], why),
-        RequirementId::SecurityReview | RequirementId::Secrets => next(
-            R::SecurityReviewer,
-            A::SecurityReview,
-            r.candidates
-                .iter()
-                .filter(|c| !reviewed(c))
-                .cloned()
-                .collect(),
-            vec![crate::policy::SECURITY_ROLE.into()],
-            why,
-        ),
+        RequirementId::HumanApproval => NextActor {
+            people: r.people.clone(),
+            ..next(R::Human, A::HumanApproval, vec![], vec![], why)
+        },
+        RequirementId::SecurityReview | RequirementId::Secrets => NextActor {
+            people: r.people.as_ref().map(|ids| {
+                let judged = |id: &str| {
+                    s.reviews.iter().any(|review| {
+                        review.revision == current
+                            && review.reviewer.kind == ActorKind::Human
+                            && review.reviewer.id.as_str() == id
+                    })
+                };
+                ids.iter().filter(|i| !judged(i)).cloned().collect()
+            }),
+            ..next(
+                R::SecurityReviewer,
+                A::SecurityReview,
+                r.candidates
+                    .iter()
+                    .filter(|c| !reviewed(c))
+                    .cloned()
+                    .collect(),
+                vec![crate::policy::SECURITY_ROLE.into()],
+                why,
+            )
+        },
         RequirementId::Check(name) => {
             let latest = s
                 .tests
@@ -376,19 +397,27 @@ fn requirement_next(s: &Situation<'_>, r: &Requirement) -> NextActor {
 }
 
 /// Whether `n` asks `actor` to act: an agent named among an author's,
-/// reviewer's or security reviewer's candidates, any person for a human
-/// approval, any orchestrator for a check or an apply. A wait asks nobody.
+/// reviewer's or security reviewer's candidates; for a human approval,
+/// every person, or only those `[people] approve` names; for a security
+/// review, the people `[people] security` names (when it names none,
+/// people are not asked: agents with the role are); any orchestrator for
+/// a check or an apply. A wait asks nobody.
 pub(crate) fn asks(n: &NextActor, actor: &Actor) -> bool {
     if n.action == NextAction::Wait {
         return false;
     }
+    let named = |people: &Option<Vec<String>>| {
+        people
+            .as_ref()
+            .map(|ids| ids.iter().any(|i| i == actor.id.as_str()))
+    };
     match (actor.kind, n.actor) {
         (ActorKind::Agent, NextRole::Author | NextRole::Reviewer | NextRole::SecurityReviewer) => {
             n.candidates.iter().any(|c| c == actor.id.as_str())
         }
-        (ActorKind::Human, NextRole::Human) | (ActorKind::Orchestrator, NextRole::Orchestrator) => {
-            true
-        }
+        (ActorKind::Human, NextRole::Human) => named(&n.people).unwrap_or(true),
+        (ActorKind::Human, NextRole::SecurityReviewer) => named(&n.people).unwrap_or(false),
+        (ActorKind::Orchestrator, NextRole::Orchestrator) => true,
         _ => false,
     }
 }
@@ -425,6 +454,7 @@ mod tests {
             evidence: Vec::new(),
             missing: Some("missing".into()),
             candidates: candidates.iter().map(|c| (*c).to_owned()).collect(),
+            people: None,
             reasons: Vec::new(),
             paths: Vec::new(),
             findings: Vec::new(),
@@ -550,9 +580,37 @@ mod tests {
             actor: NextRole::Orchestrator,
             action: NextAction::Wait,
             candidates: Vec::new(),
+            people: None,
             roles: Vec::new(),
             why: "wait".into(),
         };
         assert!(!asks(&wait, &host));
+    }
+
+    #[test]
+    fn people_named_by_the_policy_are_asked_and_no_other_person() {
+        let carol = Actor::human(Id::new("carol").expect("id"));
+        let dave = Actor::human(Id::new("dave").expect("id"));
+        let item = |actor, action, people: Option<&[&str]>| NextActor {
+            people: people.map(|p| p.iter().map(|s| (*s).to_owned()).collect()),
+            ..next(actor, action, vec![], vec![], "why".into())
+        };
+        let approve = |people| item(NextRole::Human, NextAction::HumanApproval, people);
+        let review = |people| {
+            item(
+                NextRole::SecurityReviewer,
+                NextAction::SecurityReview,
+                people,
+            )
+        };
+        // Human approval: every person while [people] approve is absent.
+        assert!(asks(&approve(None), &carol) && asks(&approve(None), &dave));
+        assert!(asks(&approve(Some(&["carol"])), &carol));
+        assert!(!asks(&approve(Some(&["carol"])), &dave));
+        assert!(!asks(&approve(Some(&[])), &carol));
+        // Security review: people are asked only when the policy names them.
+        assert!(!asks(&review(None), &carol));
+        assert!(asks(&review(Some(&["carol"])), &carol));
+        assert!(!asks(&review(Some(&["carol"])), &dave));
     }
 }

@@ -10,7 +10,7 @@ use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
 use crate::engine::Engine;
 use crate::id::Id;
-use crate::policy::{Policy, DEFAULT_POLICY_TOML};
+use crate::policy::{PersonRole, Policy, DEFAULT_POLICY_TOML};
 use crate::store;
 use crate::store::sql::Tx;
 use schemars::JsonSchema;
@@ -145,7 +145,7 @@ pub struct PolicyResult {
 
 impl super::Request for SetPolicy {
     const TOOL: &'static str = "policy.set";
-    const DESCRIPTION: &'static str = "Store a policy document as a new draft version (orchestrator or human). It is parsed strictly first; it takes effect only when activated.";
+    const DESCRIPTION: &'static str = "Store a policy document as a new draft version (orchestrator, or a person holding the policy role under the active policy's [people] table). It is parsed strictly first; it takes effect only when activated.";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = PolicyResult;
@@ -164,6 +164,7 @@ impl Tool for SetPolicy {
     }
 
     fn run(cx: &Cx<'_>, args: SetPolicy, (): ()) -> Result<PolicyResult, ToolError> {
+        cx.require_person_role(PersonRole::Policy)?;
         let version = store::policies::next_version(cx.tx)?;
         let document = args.document.as_str();
         let digest = crate::Digest::of(document.as_bytes()).to_string();
@@ -213,7 +214,7 @@ pub struct Activated {
 
 impl super::Request for ActivatePolicy {
     const TOOL: &'static str = "policy.activate";
-    const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator or human).";
+    const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role under the active policy's [people] table).";
     const MUTATES: bool = true;
     const IDEMPOTENT: bool = true;
     const DESTRUCTIVE: bool = true;
@@ -229,6 +230,7 @@ impl Tool for ActivatePolicy {
     no_prep!();
 
     fn run(cx: &Cx<'_>, args: ActivatePolicy, (): ()) -> Result<Activated, ToolError> {
+        cx.require_person_role(PersonRole::Policy)?;
         let target = PolicyRecord::load(cx.tx, args.version.0)?;
         if target.status != PolicyStatus::Draft {
             return Err(ToolError::new(

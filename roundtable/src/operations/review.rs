@@ -195,7 +195,7 @@ pub struct ProposalFiles {
     pub revision: Option<RevisionNumber>,
 }
 
-/// The most paths one `proposal.symbols` call may name.
+/// The most paths one `proposal.symbols` or `proposal.diff` call may name.
 const MAX_SYMBOL_PATHS: usize = 1000;
 
 /// Arguments of `proposal.symbols`: one revision of a proposal, and
@@ -212,6 +212,17 @@ pub struct ProposalSymbols {
     /// they are parsed. A path the revision does not touch is simply
     /// absent from the result. Default: every file; at most 1000.
     pub paths: Option<Vec<PathArg>>,
+}
+
+/// `invalid_argument` when `paths` names more than [`MAX_SYMBOL_PATHS`].
+fn check_paths(paths: Option<&[PathArg]>) -> Result<(), ToolError> {
+    match paths.filter(|ps| ps.len() > MAX_SYMBOL_PATHS) {
+        Some(ps) => Err(ToolError::invalid_argument(
+            "paths",
+            format!("has {} entries; the limit is {MAX_SYMBOL_PATHS}", ps.len()),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Whether a file of a changeset at `path` (from `source` before a rename
@@ -339,6 +350,10 @@ pub struct ProposalDiff {
     pub limit: Option<Limit<100>>,
     /// Continue after the page that returned this `next_cursor`.
     pub cursor: Option<super::args::Cursor>,
+    /// Only these files' sections, each named by its new or its old path
+    /// (pages then count only them); a path the revision does not touch
+    /// is simply absent. Default: every file; at most 1000.
+    pub paths: Option<Vec<PathArg>>,
 }
 
 /// One file's section of the diff, exactly as stored.
@@ -397,11 +412,21 @@ impl Tool for ProposalDiff {
                     ToolError::invalid_argument("cursor", "is not a cursor this tool returned")
                 })?,
         };
-        let total = parsed.sections.len();
-        let files = parsed
+        check_paths(args.paths.as_deref())?;
+        let named = |side: &Option<String>| {
+            side.as_deref()
+                .is_some_and(|s| args.paths.iter().flatten().any(|p| p.0.as_str() == s))
+        };
+        let wanted: Vec<(usize, &_)> = parsed
             .sections
             .iter()
             .enumerate()
+            .filter(|(_, f)| args.paths.is_none() || named(&f.new_path) || named(&f.old_path))
+            .collect();
+        let total = parsed.sections.len();
+        let listed = wanted.len();
+        let files = wanted
+            .into_iter()
             .skip(start)
             .take(limit)
             .map(|(i, f)| {
@@ -429,7 +454,7 @@ impl Tool for ProposalDiff {
             revision: revision.number,
             total_files: total as u64,
             files,
-            next_cursor: (next < total).then(|| super::args::Cursor::after(next as i64)),
+            next_cursor: (next < listed).then(|| super::args::Cursor::after(next as i64)),
         })
     }
 }
@@ -637,12 +662,7 @@ impl Tool for ProposalSymbols {
 
     fn run(cx: &Cx<'_>, args: ProposalSymbols, (): ()) -> Result<Symbols, ToolError> {
         let paths = args.paths.as_deref();
-        if let Some(ps) = paths.filter(|ps| ps.len() > MAX_SYMBOL_PATHS) {
-            return Err(ToolError::invalid_argument(
-                "paths",
-                format!("has {} entries; the limit is {MAX_SYMBOL_PATHS}", ps.len()),
-            ));
-        }
+        check_paths(paths)?;
         let (_, revision) = load(cx, &args.proposal_id, args.revision)?;
         let options = cx.engine.options().parse_options();
         let rendered = revision.diff_digest.is_some() || revision.format == RevisionFormat::Patch;
@@ -1009,6 +1029,7 @@ impl Tool for GetProposalStatus {
                 actor: NextRole::Orchestrator,
                 action: NextAction::Wait,
                 candidates: Vec::new(),
+                people: None,
                 roles: Vec::new(),
                 why: format!("wait: transaction {transaction} is applying it"),
             }];

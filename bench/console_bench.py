@@ -535,10 +535,15 @@ def timed(cmd: list[str], cwd: Path) -> float:
 
 
 def console_group(host: str, port: int, tokens: list[str], pid: str, start_at: float,
-                  stop_at: float, q) -> None:
+                  stop_at: float, q, floor: bool = False) -> None:
     """Clients in one process (threads): each holds an event stream and,
     after each burst of events (debounced as live.js does), re-fetches the
-    inbox and the proposal overview. Reports (kind, when, ms, status)."""
+    inbox and the proposal overview. Reports (kind, when, ms, status).
+    With `floor`, both requests are `GET /api/v1/session` instead (the
+    token checked, no engine call): what the clients, the HTTP server and
+    the shared machine cost alone."""
+    reads = ((("inbox", "/api/v1/session"), ("overview", "/api/v1/session")) if floor else
+             (("inbox", f"{API}/inbox"), ("overview", f"{API}/proposals/{pid}")))
     results: list[tuple] = []
     lock = threading.Lock()
 
@@ -560,7 +565,7 @@ def console_group(host: str, port: int, tokens: list[str], pid: str, start_at: f
                 while (left := deadline - time.time()) > 0:
                     if ev.next_events(left) is None:
                         break
-                for kind, path in (("inbox", f"{API}/inbox"), ("overview", f"{API}/proposals/{pid}")):
+                for kind, path in reads:
                     when = time.time()
                     ms, status, _ = c.get(path)
                     if start_at <= when <= stop_at:
@@ -605,7 +610,7 @@ def writer(host: str, port: int, token: str, pid: str, rev: int, rate: float, st
 
 
 def many_consoles(srv: Server, toks: dict, pid: str, consoles: int, rate: float, seconds: float,
-                  groups: int) -> dict:
+                  groups: int, floor: bool = False) -> dict:
     rev = 1
     readers = [toks[f"human:r{i:02d}"] for i in range(consoles)]
     warm = 4.0  # streams open, first loads done
@@ -615,7 +620,7 @@ def many_consoles(srv: Server, toks: dict, pid: str, consoles: int, rate: float,
     per = (len(readers) + groups - 1) // groups
     procs = [mp.Process(target=console_group,
                         args=(srv.host, srv.port, readers[g * per:(g + 1) * per], pid, start_at,
-                              stop_at + 1.5, q))
+                              stop_at + 1.5, q, floor))
              for g in range(groups) if readers[g * per:(g + 1) * per]]
     for p in procs:
         p.start()
@@ -702,6 +707,9 @@ def main() -> int:
     ap.add_argument("--browser-python", default=str(TARGET / "browser-venv" / "bin" / "python"))
     ap.add_argument("--also-without-huge", action="store_true",
                     help="then withdraw the 30 MB proposal and run the consoles again")
+    ap.add_argument("--floor", action="store_true",
+                    help="then run the consoles again with GET /api/v1/session as both reads "
+                         "(no engine call): the floor the clients and the machine set")
     ap.add_argument("--skip-browser", action="store_true")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--skip-idle", action="store_true")
@@ -796,6 +804,15 @@ def main() -> int:
                 c2 = many_consoles(srv, toks, pid, args.consoles, args.rate, args.seconds, args.groups)
                 c2["watch"] = args.watch + " (30 MB one withdrawn)"
                 report.setdefault("consoles", {})[label + ", 30 MB withdrawn"] = c2
+        # 2c. The floor: the same clients and writer, each read a request
+        # the engine never sees.
+        if args.floor and not args.skip_load:
+            for label, srv in servers:
+                log(f"{label}: {args.consoles} consoles, floor (GET /api/v1/session)")
+                c3 = many_consoles(srv, toks, pid, args.consoles, args.rate, args.seconds, args.groups,
+                                   floor=True)
+                c3["watch"] = args.watch + " (floor: GET /session as both reads)"
+                report.setdefault("consoles", {})[label + ", floor"] = c3
     finally:
         for _, srv in servers:
             srv.stop()

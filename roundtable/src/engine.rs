@@ -362,12 +362,38 @@ impl Engine {
         self.extension::<crate::workspace::DigestMemo>().stats()
     }
 
+    /// What the reads that callers asking at once share did since the
+    /// engine opened: `proposal.status` (by proposal) and the inbox's
+    /// staleness check (by revision), each computation started after
+    /// every caller it answers asked (nothing remembered past them).
+    pub fn shared_read_stats(&self) -> SharedReadStats {
+        SharedReadStats {
+            status: self
+                .extension::<crate::operations::review::StatusFlights>()
+                .0
+                .stats(),
+            stale: self
+                .extension::<crate::operations::inbox::StaleFlights>()
+                .0
+                .stats(),
+        }
+    }
+
     /// The engine's one value of type `T`, made (`T::default()`) on first
     /// use: state a layer above keeps for the engine's lifetime, such as
     /// the tool layer's claim queue and inbox memo.
     pub(crate) fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.extensions.get_or_default()
     }
+}
+
+/// [`Engine::shared_read_stats`]: computations run and answers shared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SharedReadStats {
+    /// `proposal.status`.
+    pub status: crate::operations::flights::FlightStats,
+    /// `inbox.list`'s and `inbox.wait`'s staleness check.
+    pub stale: crate::operations::flights::FlightStats,
 }
 
 /// Values kept per engine, one per type ([`Engine::extension`]).

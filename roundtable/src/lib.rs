@@ -61,7 +61,8 @@ pub mod operations;
 pub mod registry;
 pub mod session;
 
-pub use engine::{Engine, EngineOptions};
+pub use engine::{Engine, EngineOptions, SharedReadStats};
+pub use operations::flights::FlightStats;
 pub use operations::{Request, ToolError};
 pub use roundtable_base::{
     Actor, ActorKind, CallOptions, CancelToken, Digest, DigestError, ErrorCode, Id, PathError,

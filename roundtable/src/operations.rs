@@ -91,6 +91,7 @@ mod eol {
 }
 mod error;
 pub mod evidence;
+pub(crate) mod flights;
 pub mod inbox;
 pub mod landing;
 pub mod log;

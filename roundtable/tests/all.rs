@@ -39,6 +39,7 @@ mod properties;
 mod proposal_base;
 mod queue;
 mod queue_hosts;
+mod read_flights;
 mod rebase;
 mod review;
 mod state;

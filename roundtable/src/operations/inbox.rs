@@ -12,9 +12,10 @@
 //! preconditions, each touched file's digest taken from the engine's
 //! `DigestMemo` when a fresh `lstat` proves the file unwritten since it
 //! was hashed (git's racy-timestamp rule: a file changed within a second
-//! of its hashing is never trusted), else read and hashed, once per page
-//! (one workspace view serves the page, so a file many proposals touch
-//! is read once). That `stale` is advisory: it decides no write. It runs
+//! of its hashing is never trusted), else read and hashed; pages asking
+//! about the same revision at once share one check that started after
+//! each of them asked (`StaleFlights`, in a workspace view of its own).
+//! That `stale` is advisory: it decides no write. It runs
 //! no dry run, no claim freshness or overlap check and no coverage (no
 //! symbol parsing): those are `proposal.status`'s and
 //! `patch.validate`'s, and `patch.apply` runs them all again. So an apply
@@ -108,13 +109,12 @@ impl Tool for ListInbox {
         let after = Cursor::start(args.cursor.as_ref())?;
         let mut open = store::proposals::open_proposals(cx.tx, after, u64::from(limit) + 1)?;
         let next_cursor = Cursor::page(&mut open, limit, |p| p.seq);
-        let ws = cx.engine.workspace().view();
         let shared = Shared::read(cx)?;
         let memo = cx.engine.extension::<InboxMemo>();
         memo.keep_for(&shared);
         let mut items = Vec::new();
         for p in &open {
-            items.extend(waiting_on_caller(cx, p, &ws, &shared, &memo)?);
+            items.extend(waiting_on_caller(cx, p, &shared, &memo)?);
         }
         Ok(InboxPage {
             items,
@@ -335,7 +335,6 @@ fn look(cx: &Cx<'_>, told: store::proposals::Told, limit: usize) -> Result<Look,
             "is past the end of this store's log: not a cursor of this store",
         ));
     }
-    let ws = cx.engine.workspace().view();
     let shared = Shared::read(cx)?;
     let memo = cx.engine.extension::<InboxMemo>();
     memo.keep_for(&shared);
@@ -347,7 +346,7 @@ fn look(cx: &Cx<'_>, told: store::proposals::Told, limit: usize) -> Result<Look,
         let batch = store::proposals::open_changed(cx.tx, told, done, BATCH)?;
         let full = batch.len() as u64 == BATCH;
         for p in &batch {
-            let mine = waiting_on_caller(cx, p, &ws, &shared, &memo)?;
+            let mine = waiting_on_caller(cx, p, &shared, &memo)?;
             if !items.is_empty() && items.len() + mine.len() > limit {
                 // `p` on: the next result's.
                 return Ok(Look {
@@ -408,11 +407,10 @@ fn told_of(cursor: &Cursor) -> Option<store::proposals::Told> {
 
 /// What waits on the caller of `cx` in open proposal `p` (nothing while it
 /// is being applied), by the rules of `proposal.status`'s `next`, judged
-/// with `shared`'s agents and policy against the files of `ws`.
+/// with `shared`'s agents and policy against the files now.
 fn waiting_on_caller(
     cx: &Cx<'_>,
     p: &Proposal,
-    ws: &crate::workspace::Workspace,
     shared: &Shared,
     memo: &InboxMemo,
 ) -> Result<Vec<InboxItem>, ToolError> {
@@ -420,8 +418,7 @@ fn waiting_on_caller(
         return Ok(Vec::new()); // being applied: it waits on nobody
     }
     let judged = memo.judged(cx, p, shared)?;
-    let digests = cx.engine.extension::<crate::workspace::DigestMemo>();
-    let stale = stale_against(ws, &digests, &judged.revision.changeset);
+    let stale = stale_now(cx.engine, p, &judged.revision);
     // Only the orchestrator and the author act on the outlook: a
     // reviewer's page does not merge anything.
     let concerned = cx.actor.kind == ActorKind::Orchestrator
@@ -468,6 +465,31 @@ fn waiting_on_caller(
     }
     Ok(items)
 }
+
+/// Whether `revision` of `p` is stale against the files now: an advisory
+/// answer ([`stale_against`], digests from the engine's `DigestMemo`
+/// while each file's `lstat` is unchanged). Pages asking about the same
+/// revision at once share one check that started after each of them
+/// asked ([`StaleFlights`]), run in a workspace view of its own (a view
+/// made before the check would answer from what it read earlier).
+fn stale_now(engine: &Engine, p: &Proposal, revision: &Revision) -> bool {
+    let flights = engine.extension::<StaleFlights>();
+    let key = (p.id.clone(), revision.number);
+    let shared = flights.0.share(&key, || {
+        let digests = engine.extension::<crate::workspace::DigestMemo>();
+        let ws = engine.workspace().view();
+        Ok::<_, std::convert::Infallible>(stale_against(&ws, &digests, &revision.changeset))
+    });
+    let Ok(stale) = shared;
+    *stale
+}
+
+/// The inbox's staleness checks in progress, by proposal and revision: 50
+/// consoles asking for their inbox after the same event check a proposal
+/// touching 3,000 files at most twice between them, not 50 times
+/// ([`super::flights`]; nothing is remembered once handed out).
+#[derive(Debug, Default)]
+pub(crate) struct StaleFlights(pub(crate) super::flights::Flights<(String, u32), bool>);
 
 /// What the inbox worked out for one proposal from the store alone: its
 /// latest revision, the policy's evaluation of it and the evidence

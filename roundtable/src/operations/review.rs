@@ -10,6 +10,7 @@ use super::proposals::changeset_against;
 use super::records::{FileSummary as ChangeSummary, Proposal, ProposalStatus, Revision};
 use super::validate::{gather, validate, StageStatus, ValidationReport};
 use super::{Cx, Tool, ToolError};
+use crate::actor::Actor;
 use crate::diff::{FilePatch, FileStatus, Mode, Patch, TreeFile};
 use crate::engine::Engine;
 use crate::id::Id;
@@ -933,7 +934,7 @@ impl Tool for CompareRevisions {
 pub use super::next::{NextAction, NextActor, NextRole};
 
 /// Result of `proposal.status`.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StatusReport {
     /// The proposal.
     pub proposal: Proposal,
@@ -976,8 +977,27 @@ impl super::Request for GetProposalStatus {
     const MUTATES: bool = false;
     type Output = StatusReport;
 
-    store_tool!();
+    /// Callers asking about the same proposal at once share one
+    /// validation, started after each of them asked ([`StatusFlights`]):
+    /// the answer depends on the proposal, the store and the files, never
+    /// on who asks.
+    fn execute(self, engine: &Engine, actor: &Actor) -> Result<StatusReport, ToolError> {
+        let flights = engine.extension::<StatusFlights>();
+        let id = self.proposal_id.clone();
+        flights
+            .0
+            .share(&id, || super::run_tool::<Self>(engine, actor, self))
+            .map(|report| StatusReport::clone(&report))
+    }
 }
+
+/// `proposal.status`'s computations in progress, by proposal: a burst of
+/// identical calls (every console open on a proposal asks again after
+/// each of its events) validates it at most twice, and each caller's
+/// answer is worked out after it asked ([`super::flights`]). Nothing is
+/// remembered once handed out.
+#[derive(Debug, Default)]
+pub(crate) struct StatusFlights(pub(crate) super::flights::Flights<Id, StatusReport>);
 
 impl Tool for GetProposalStatus {
     const READS_FILES: bool = true;

@@ -629,9 +629,8 @@ fn issue34_a_queue_run_sigkilled_anywhere_leaves_a_green_branch_and_lands_nothin
 /// [`issue34_a_queue_run_sigkilled_anywhere_leaves_a_green_branch_and_lands_nothing_twice`]
 /// with many more kill points (`RT_QUEUE_KILLS`, default 200): a kill
 /// between two of the run's writes is rarely hit by 30 spread ones.
-#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
-#[ignore = "slow: hundreds of queue runs; run it by name"]
+#[ignore = "slow: hundreds of queue runs; run it by name (needs the git feature)"]
 fn issue34_a_queue_run_sigkilled_at_hundreds_of_moments_recovers() {
     let runs = std::env::var("RT_QUEUE_KILLS")
         .ok()
@@ -645,9 +644,8 @@ fn issue34_a_queue_run_sigkilled_at_hundreds_of_moments_recovers() {
 /// moment between recording it and handing the culprit back, which
 /// spread kills seldom hit. The store is polled, so some kills land
 /// later. SQLite only (it reads the store's file).
-#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
-#[ignore = "slow: tens of queue runs; run it by name"]
+#[ignore = "slow: tens of queue runs; run it by name (needs the git feature)"]
 fn issue34_a_queue_run_sigkilled_once_its_culprit_failed_recovers() {
     if crate::support::server().is_some() {
         return;

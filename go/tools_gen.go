@@ -185,9 +185,8 @@ type ProposalDiffArgs struct {
 	Cursor *string `json:"cursor,omitempty"`
 	// Files per page, 1 to 100 (default 20).
 	Limit *int64 `json:"limit,omitempty"`
-	// Only these files' sections, each named by its new or its old path
-	// (pages then count only them); a path the revision does not touch
-	// is simply absent. Default: every file; at most 1000.
+	// Only these files (by new or old path), paged among them; at most
+	// 1000. Default: every file.
 	Paths []string `json:"paths,omitempty"`
 	// The revision (default: the latest).
 	Revision *int64 `json:"revision,omitempty"`
@@ -952,7 +951,7 @@ func (s *Session) DecisionRecord(ctx context.Context, args DecisionRecordArgs) (
 	return out, nil
 }
 
-// SecurityReview calls `security.review`: Record a security review verdict on the latest revision of an open proposal (a person holding the security role under the policy's [people] table, or an enabled agent with the security role that is not the author).
+// SecurityReview calls `security.review`: Record a security review verdict on the latest revision of an open proposal (a person or an enabled agent holding the security role, not the author).
 //
 // Called by: human, agent. Changes state.
 func (s *Session) SecurityReview(ctx context.Context, args SecurityReviewArgs) (*SecurityReviewed, error) {
@@ -974,7 +973,7 @@ func (s *Session) HumanRequestApproval(ctx context.Context, args HumanRequestApp
 	return out, nil
 }
 
-// HumanApprove calls `human.approve`: Approve the latest revision of an open proposal as a person (human actors holding the approve role under the policy's [people] table).
+// HumanApprove calls `human.approve`: Approve the latest revision of an open proposal (a person holding the approve role).
 //
 // Called by: human. Changes state.
 func (s *Session) HumanApprove(ctx context.Context, args HumanApproveArgs) (*Approved, error) {
@@ -1073,7 +1072,7 @@ func (s *Session) PatchValidate(ctx context.Context, args PatchValidateArgs) (*V
 	return out, nil
 }
 
-// PolicySet calls `policy.set`: Store a policy document as a new draft version (orchestrator, or a person holding the policy role under the active policy's [people] table). It is parsed strictly first; it takes effect only when activated.
+// PolicySet calls `policy.set`: Store a policy document as a new draft version (orchestrator, or a person holding the policy role). It is parsed strictly first; it takes effect only when activated.
 //
 // Called by: orchestrator, human. Changes state.
 func (s *Session) PolicySet(ctx context.Context, args PolicySetArgs) (*PolicyResult, error) {
@@ -1084,7 +1083,7 @@ func (s *Session) PolicySet(ctx context.Context, args PolicySetArgs) (*PolicyRes
 	return out, nil
 }
 
-// PolicyActivate calls `policy.activate`: Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role under the active policy's [people] table).
+// PolicyActivate calls `policy.activate`: Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role).
 //
 // Called by: orchestrator, human. Changes state. Idempotent. Destructive.
 func (s *Session) PolicyActivate(ctx context.Context, args PolicyActivateArgs) (*Activated, error) {

@@ -1628,9 +1628,8 @@ type NextActor struct {
 	Roles []string `json:"roles"`
 	// What they are expected to do, for people.
 	Why string `json:"why"`
-	// For a person's action (a human approval, a security review): the
-	// people who can, when the policy's `[people]` table names them
-	// (person ids); absent when every person can.
+	// People (ids) who can, when the policy's `[people]` names them;
+	// absent: any person.
 	People []string `json:"people,omitempty"`
 }
 
@@ -2150,9 +2149,8 @@ type Requirement struct {
 	Carried []CarriedEvidence `json:"carried,omitempty"`
 	// What is still needed, for people and agents, when unsatisfied.
 	Missing *string `json:"missing,omitempty"`
-	// For `security_review`, `secrets` and `human_approval`: the people
-	// who could satisfy it when the policy's `[people]` table names them
-	// (person ids, sorted); absent when every person can.
+	// People (ids, sorted) who could satisfy it, when the policy's
+	// `[people]` names them; absent: any person.
 	People []string `json:"people,omitempty"`
 }
 

@@ -1587,9 +1587,8 @@ class NextActor(Record):
     roles: Tuple[str, ...]
     #: What they are expected to do, for people.
     why: str
-    #: For a person's action (a human approval, a security review): the
-    #: people who can, when the policy's `[people]` table names them
-    #: (person ids); absent when every person can.
+    #: People (ids) who can, when the policy's `[people]` names them;
+    #: absent: any person.
     people: Optional[Tuple[str, ...]]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
@@ -2465,9 +2464,8 @@ class Requirement(Record):
     carried: Optional[Tuple[CarriedEvidence, ...]]
     #: What is still needed, for people and agents, when unsatisfied.
     missing: Optional[str]
-    #: For `security_review`, `secrets` and `human_approval`: the people
-    #: who could satisfy it when the policy's `[people]` table names them
-    #: (person ids, sorted); absent when every person can.
+    #: People (ids, sorted) who could satisfy it, when the policy's
+    #: `[people]` names them; absent: any person.
     people: Optional[Tuple[str, ...]]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 

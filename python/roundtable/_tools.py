@@ -768,7 +768,7 @@ class ToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> SecurityReviewed:
-        """Record a security review verdict on the latest revision of an open proposal (a person holding the security role under the policy's [people] table, or an enabled agent with the security role that is not the author).
+        """Record a security review verdict on the latest revision of an open proposal (a person or an enabled agent holding the security role, not the author).
 
         ``security.review``; called by: human, agent. Changes state.
         """
@@ -812,7 +812,7 @@ class ToolMethods:
         note_md: Optional[str] = None,
         request_id: Optional[str] = None,
     ) -> Approved:
-        """Approve the latest revision of an open proposal as a person (human actors holding the approve role under the policy's [people] table).
+        """Approve the latest revision of an open proposal (a person holding the approve role).
 
         ``human.approve``; called by: human. Changes state.
         """
@@ -1038,7 +1038,7 @@ class ToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> PolicyResult:
-        """Store a policy document as a new draft version (orchestrator, or a person holding the policy role under the active policy's [people] table). It is parsed strictly first; it takes effect only when activated.
+        """Store a policy document as a new draft version (orchestrator, or a person holding the policy role). It is parsed strictly first; it takes effect only when activated.
 
         ``policy.set``; called by: orchestrator, human. Changes state.
         """
@@ -1051,7 +1051,7 @@ class ToolMethods:
         return self.call_record("policy.set", args, PolicyResult)
 
     def policy_activate(self, *, version: int, idempotency_key: Optional[str] = None) -> Activated:
-        """Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role under the active policy's [people] table).
+        """Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role).
 
         ``policy.activate``; called by: orchestrator, human. Changes state (idempotent).
         """
@@ -2060,7 +2060,7 @@ class AsyncToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> SecurityReviewed:
-        """Record a security review verdict on the latest revision of an open proposal (a person holding the security role under the policy's [people] table, or an enabled agent with the security role that is not the author).
+        """Record a security review verdict on the latest revision of an open proposal (a person or an enabled agent holding the security role, not the author).
 
         ``security.review``; called by: human, agent. Changes state.
         """
@@ -2104,7 +2104,7 @@ class AsyncToolMethods:
         note_md: Optional[str] = None,
         request_id: Optional[str] = None,
     ) -> Approved:
-        """Approve the latest revision of an open proposal as a person (human actors holding the approve role under the policy's [people] table).
+        """Approve the latest revision of an open proposal (a person holding the approve role).
 
         ``human.approve``; called by: human. Changes state.
         """
@@ -2332,7 +2332,7 @@ class AsyncToolMethods:
         idempotency_key: Optional[str] = None,
         note_md: Optional[str] = None,
     ) -> PolicyResult:
-        """Store a policy document as a new draft version (orchestrator, or a person holding the policy role under the active policy's [people] table). It is parsed strictly first; it takes effect only when activated.
+        """Store a policy document as a new draft version (orchestrator, or a person holding the policy role). It is parsed strictly first; it takes effect only when activated.
 
         ``policy.set``; called by: orchestrator, human. Changes state.
         """
@@ -2350,7 +2350,7 @@ class AsyncToolMethods:
         version: int,
         idempotency_key: Optional[str] = None,
     ) -> Activated:
-        """Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role under the active policy's [people] table).
+        """Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role).
 
         ``policy.activate``; called by: orchestrator, human. Changes state (idempotent).
         """

@@ -420,8 +420,10 @@ mod tests {
                 .expect("json")
                 .len();
             // 208 KB for an agent before issue 32; the budget leaves room
-            // for new tools but not for the noise to come back.
-            assert!(bytes < 130_000, "{kind:?}: tools/list is {bytes} bytes");
+            // for new tools and fields but not for the noise to come back
+            // (130 KB until people's roles and `proposal.diff` `paths`,
+            // which took an agent's list to 130.1 KB).
+            assert!(bytes < 135_000, "{kind:?}: tools/list is {bytes} bytes");
         }
     }
 

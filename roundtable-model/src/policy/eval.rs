@@ -333,9 +333,8 @@ pub struct Requirement {
     /// Agents that could still satisfy it: enabled, holding the role, not
     /// the author, not already counted; sorted.
     pub candidates: Vec<String>,
-    /// For `security_review`, `secrets` and `human_approval`: the people
-    /// who could satisfy it when the policy's `[people]` table names them
-    /// (person ids, sorted); absent when every person can.
+    /// People (ids, sorted) who could satisfy it, when the policy's
+    /// `[people]` names them; absent: any person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub people: Option<Vec<String>>,
     /// Why it applies and how the evidence was judged (carried-over and

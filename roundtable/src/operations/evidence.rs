@@ -301,7 +301,7 @@ pub struct SecurityReviewed {
 
 impl super::Request for RecordSecurityReview {
     const TOOL: &'static str = "security.review";
-    const DESCRIPTION: &'static str = "Record a security review verdict on the latest revision of an open proposal (a person holding the security role under the policy's [people] table, or an enabled agent with the security role that is not the author).";
+    const DESCRIPTION: &'static str = "Record a security review verdict on the latest revision of an open proposal (a person or an enabled agent holding the security role, not the author).";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Human, ActorKind::Agent];
     type Output = SecurityReviewed;
@@ -473,7 +473,7 @@ pub struct Approved {
 impl super::Request for Approve {
     const TOOL: &'static str = "human.approve";
     const DESCRIPTION: &'static str =
-        "Approve the latest revision of an open proposal as a person (human actors holding the approve role under the policy's [people] table).";
+        "Approve the latest revision of an open proposal (a person holding the approve role).";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Human];
     type Output = Approved;

@@ -101,9 +101,8 @@ pub struct NextActor {
     pub action: NextAction,
     /// Who can (agent ids; empty when anyone of that kind can).
     pub candidates: Vec<String>,
-    /// For a person's action (a human approval, a security review): the
-    /// people who can, when the policy's `[people]` table names them
-    /// (person ids); absent when every person can.
+    /// People (ids) who can, when the policy's `[people]` names them;
+    /// absent: any person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub people: Option<Vec<String>>,
     /// The roles wanted, for reviewers.

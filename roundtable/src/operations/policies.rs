@@ -145,7 +145,7 @@ pub struct PolicyResult {
 
 impl super::Request for SetPolicy {
     const TOOL: &'static str = "policy.set";
-    const DESCRIPTION: &'static str = "Store a policy document as a new draft version (orchestrator, or a person holding the policy role under the active policy's [people] table). It is parsed strictly first; it takes effect only when activated.";
+    const DESCRIPTION: &'static str = "Store a policy document as a new draft version (orchestrator, or a person holding the policy role). It is parsed strictly first; it takes effect only when activated.";
     const MUTATES: bool = true;
     const CALLERS: &'static [ActorKind] = &[ActorKind::Orchestrator, ActorKind::Human];
     type Output = PolicyResult;
@@ -214,7 +214,7 @@ pub struct Activated {
 
 impl super::Request for ActivatePolicy {
     const TOOL: &'static str = "policy.activate";
-    const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role under the active policy's [people] table).";
+    const DESCRIPTION: &'static str = "Activate a draft policy version and retire the active one, atomically (orchestrator, or a person holding the policy role).";
     const MUTATES: bool = true;
     const IDEMPOTENT: bool = true;
     const DESTRUCTIVE: bool = true;

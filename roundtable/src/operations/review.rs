@@ -350,9 +350,8 @@ pub struct ProposalDiff {
     pub limit: Option<Limit<100>>,
     /// Continue after the page that returned this `next_cursor`.
     pub cursor: Option<super::args::Cursor>,
-    /// Only these files' sections, each named by its new or its old path
-    /// (pages then count only them); a path the revision does not touch
-    /// is simply absent. Default: every file; at most 1000.
+    /// Only these files (by new or old path), paged among them; at most
+    /// 1000. Default: every file.
     pub paths: Option<Vec<PathArg>>,
 }
 

@@ -932,19 +932,27 @@ fn take_failed_checks(
         }
         Ok::<_, ToolError>(failed)
     })?;
+    hand_back_failed(engine, actor, failed, out)
+}
+
+/// Hand back each `(entry, revision, note)` of `failed` as `check_failed`
+/// with its note, recording it in `out`; whether there was any.
+fn hand_back_failed(
+    engine: &Engine,
+    actor: &Actor,
+    failed: Vec<(QueueEntry, u32, String)>,
+    out: &mut QueueRun,
+) -> Result<bool, ToolError> {
     let any = !failed.is_empty();
     for (entry, revision, note) in failed {
-        let settled = write_cx(engine, actor, |cx| {
-            settle(
-                cx,
-                &entry,
-                Settled::Returned {
-                    reason: QueueReturnReason::CheckFailed,
-                    revision,
-                    note: &note,
-                },
-            )
-        })?;
+        let settled = return_entry(
+            engine,
+            actor,
+            &entry,
+            revision,
+            QueueReturnReason::CheckFailed,
+            &note,
+        )?;
         out.record(settled);
     }
     Ok(any)
@@ -1221,13 +1229,33 @@ fn give_back(
     reason: QueueReturnReason,
     note: &str,
 ) -> Result<QueueEntry, ToolError> {
+    return_entry(
+        engine,
+        actor,
+        &item.entry,
+        item.revision.number,
+        reason,
+        note,
+    )
+}
+
+/// Settle `entry` as returned to its author for `reason`, on `revision`,
+/// with `note`.
+fn return_entry(
+    engine: &Engine,
+    actor: &Actor,
+    entry: &QueueEntry,
+    revision: u32,
+    reason: QueueReturnReason,
+    note: &str,
+) -> Result<QueueEntry, ToolError> {
     write_cx(engine, actor, |cx| {
         settle(
             cx,
-            &item.entry,
+            entry,
             Settled::Returned {
                 reason,
-                revision: item.revision.number,
+                revision,
                 note,
             },
         )

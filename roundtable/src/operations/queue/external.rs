@@ -32,13 +32,12 @@
 //! every `queue.run` and `queue.remove`.
 
 use super::checks::CheckRun;
-use super::{settle, Files, Item, QueueRun, Settled, State};
+use super::{Files, Item, QueueRun, State};
 use crate::actor::Actor;
 use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::model::{
-    Event, EventData, EventKind, QueueCheckRequestedData, QueueEntry, QueueReturnReason,
-    QueueStatus, TestStatus,
+    Event, EventData, EventKind, QueueCheckRequestedData, QueueEntry, QueueStatus, TestStatus,
 };
 use crate::operations::next::NextAction;
 use crate::operations::records::ProposalRecord as _;
@@ -287,22 +286,7 @@ pub(super) fn take_failed_answers(
         }
         Ok::<_, ToolError>(failed)
     })?;
-    let any = !failed.is_empty();
-    for (entry, revision, note) in failed {
-        let settled = write_cx(engine, actor, |cx| {
-            settle(
-                cx,
-                &entry,
-                Settled::Returned {
-                    reason: QueueReturnReason::CheckFailed,
-                    revision,
-                    note: &note,
-                },
-            )
-        })?;
-        out.record(settled);
-    }
-    Ok(any)
+    super::hand_back_failed(engine, actor, failed, out)
 }
 
 /// "the branch" or "the branch and A, B".

@@ -10003,6 +10003,223 @@ func (x *ProposalWithdrawnData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ProvenanceFinding) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProvenanceFinding) encodeFields(e *encoder, start int) {
+	e.key(start, "\"problem\":")
+	e.str(string(x.Problem), "problem")
+	e.key(start, "\"message\":")
+	e.str(x.Message, "message")
+	if x.Commit != nil {
+		e.key(start, "\"commit\":")
+		e.str(*x.Commit, "commit")
+	}
+	if x.TransactionID != nil {
+		e.key(start, "\"transaction_id\":")
+		e.str(*x.TransactionID, "transaction_id")
+	}
+}
+
+func (x *ProvenanceFinding) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "problem":
+			if !d.null() {
+				x.Problem = ProvenanceProblem(d.str())
+			}
+		case "message":
+			if !d.null() {
+				x.Message = d.str()
+			}
+		case "commit":
+			if d.null() {
+				x.Commit = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Commit = p1
+			}
+		case "transaction_id":
+			if d.null() {
+				x.TransactionID = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.TransactionID = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProvenanceFinding) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProvenanceFinding) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProvenanceReport) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProvenanceReport) encodeFields(e *encoder, start int) {
+	e.key(start, "\"valid\":")
+	e.bool(x.Valid)
+	e.key(start, "\"branch\":")
+	e.str(x.Branch, "branch")
+	e.key(start, "\"checked\":")
+	e.int64(x.Checked)
+	e.key(start, "\"governed\":")
+	e.int64(x.Governed)
+	e.key(start, "\"truncated\":")
+	e.bool(x.Truncated)
+	e.key(start, "\"findings\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Findings {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Findings[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"log\":")
+	x.Log.encode(e)
+}
+
+func (x *ProvenanceReport) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "valid":
+			if !d.null() {
+				x.Valid = d.bool()
+			}
+		case "branch":
+			if !d.null() {
+				x.Branch = d.str()
+			}
+		case "checked":
+			if !d.null() {
+				x.Checked = d.int64()
+			}
+		case "governed":
+			if !d.null() {
+				x.Governed = d.int64()
+			}
+		case "truncated":
+			if !d.null() {
+				x.Truncated = d.bool()
+			}
+		case "findings":
+			if d.null() {
+				x.Findings = nil
+			} else {
+				s2 := []ProvenanceFinding{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, ProvenanceFinding{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Findings = s2
+			}
+		case "log":
+			if !d.null() {
+				x.Log.decode(d)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProvenanceReport) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProvenanceReport) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProvenanceVerifyArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProvenanceVerifyArgs) encodeFields(e *encoder, start int) {
+	if x.Branch != nil {
+		e.key(start, "\"branch\":")
+		e.str(*x.Branch, "branch")
+	}
+	if x.Limit != nil {
+		e.key(start, "\"limit\":")
+		e.int64(*x.Limit)
+	}
+	if x.Since != nil {
+		e.key(start, "\"since\":")
+		e.str(*x.Since, "since")
+	}
+}
+
+func (x *ProvenanceVerifyArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "branch":
+			if d.null() {
+				x.Branch = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Branch = p1
+			}
+		case "limit":
+			if d.null() {
+				x.Limit = nil
+			} else {
+				p2 := new(int64)
+				(*p2) = d.int64()
+				x.Limit = p2
+			}
+		case "since":
+			if d.null() {
+				x.Since = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.Since = p3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProvenanceVerifyArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProvenanceVerifyArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *QueueCheckRequest) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')

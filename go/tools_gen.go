@@ -623,6 +623,18 @@ type LandingSettleArgs struct {
 	StaleAfter *time.Duration `json:"stale_after_ms,omitempty"`
 }
 
+// ProvenanceVerifyArgs are the arguments of `provenance.verify`.
+type ProvenanceVerifyArgs struct {
+	// The branch (`main` or `refs/heads/main`); default: the workspace's
+	// landing branch.
+	Branch *string `json:"branch,omitempty"`
+	// At most this many commits, newest first (default and most 100000).
+	Limit *int64 `json:"limit,omitempty"`
+	// Check only the commits after this one (an id, a tag, `main~10`:
+	// what git resolves); default: the whole history.
+	Since *string `json:"since,omitempty"`
+}
+
 // EventsListArgs are the arguments of `events.list`.
 type EventsListArgs struct {
 	// Page size, 1 to 1000 (default 100).
@@ -1237,6 +1249,17 @@ func (s *Session) LandingSettle(ctx context.Context, args LandingSettleArgs) (*S
 	return out, nil
 }
 
+// ProvenanceVerify calls `provenance.verify`: Check that a branch's first-parent history (git mode) is the one roundtable governed: for every commit, the transaction its trailers name landed exactly it, its event is in the log, its note under refs/notes/agent-trace is the store's attribution record, and its Roundtable-Chain trailer is in the log; the log itself is checked as events.verify does. Lists each commit not governed and each disagreement; valid is false when anything was found.
+//
+// Called by: agent, human, orchestrator. Read-only.
+func (s *Session) ProvenanceVerify(ctx context.Context, args ProvenanceVerifyArgs) (*ProvenanceReport, error) {
+	out := new(ProvenanceReport)
+	if err := s.invoke(ctx, "provenance.verify", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EventsList calls `events.list`: Read the audit log in seq order after since_seq, optionally for one proposal.
 //
 // Called by: agent, human, orchestrator. Read-only.
@@ -1444,6 +1467,7 @@ var toolNames = []string{
 	"queue.run",
 	"landing.log",
 	"landing.settle",
+	"provenance.verify",
 	"events.list",
 	"events.wait",
 	"events.verify",

@@ -428,6 +428,38 @@ const (
 // ProposalStatuses lists every ProposalStatus, in the schema's order.
 var ProposalStatuses = []ProposalStatus{ProposalStatusPending, ProposalStatusInReview, ProposalStatusApplied, ProposalStatusRolledBack, ProposalStatusRejected, ProposalStatusWithdrawn}
 
+// What is wrong with a commit, or with the log.
+type ProvenanceProblem string
+
+// The values of ProvenanceProblem.
+const (
+	// The commit names no transaction: it was not landed by roundtable (a plain `git commit`, a merge, a push behind its back).
+	ProvenanceProblemNotGoverned ProvenanceProblem = "not_governed"
+	// It names a transaction the store does not have (forged trailers, or another store's).
+	ProvenanceProblemUnknownTransaction ProvenanceProblem = "unknown_transaction"
+	// The transaction it names landed another commit.
+	ProvenanceProblemOtherCommit ProvenanceProblem = "other_commit"
+	// The transaction it names did not land (failed, undone, or still applying).
+	ProvenanceProblemNotLanded ProvenanceProblem = "not_landed"
+	// Its transaction has no `transaction.applied` event in the log.
+	ProvenanceProblemEventMissing ProvenanceProblem = "event_missing"
+	// The commit has no note under `refs/notes/agent-trace`.
+	ProvenanceProblemNoteMissing ProvenanceProblem = "note_missing"
+	// Its note is not the store's attribution record for it (rewritten, or not a record at all).
+	ProvenanceProblemNoteDiffers ProvenanceProblem = "note_differs"
+	// The store has no attribution record for the transaction.
+	ProvenanceProblemRecordMissing ProvenanceProblem = "record_missing"
+	// Its `Roundtable-Chain` trailer is missing, malformed, or names an event the log does not hold with that digest.
+	ProvenanceProblemChainPoint ProvenanceProblem = "chain_point"
+	// A transaction the store says landed on the branch is not in its history (the branch was rewritten).
+	ProvenanceProblemLandingMissing ProvenanceProblem = "landing_missing"
+	// The audit log does not verify (`events.verify`): an event was rewritten or removed, or a record has no event.
+	ProvenanceProblemLog ProvenanceProblem = "log"
+)
+
+// ProvenanceProblems lists every ProvenanceProblem, in the schema's order.
+var ProvenanceProblems = []ProvenanceProblem{ProvenanceProblemNotGoverned, ProvenanceProblemUnknownTransaction, ProvenanceProblemOtherCommit, ProvenanceProblemNotLanded, ProvenanceProblemEventMissing, ProvenanceProblemNoteMissing, ProvenanceProblemNoteDiffers, ProvenanceProblemRecordMissing, ProvenanceProblemChainPoint, ProvenanceProblemLandingMissing, ProvenanceProblemLog}
+
 // Why the queue handed an entry back to its author.
 type QueueReturnReason string
 
@@ -1917,6 +1949,37 @@ type ProposalWithdrawnData struct {
 	To ProposalStatus `json:"to"`
 	// Why, if the author said.
 	ReasonMD *string `json:"reason_md,omitempty"`
+}
+
+// One thing `provenance.verify` found.
+type ProvenanceFinding struct {
+	// What.
+	Problem ProvenanceProblem `json:"problem"`
+	// Why, for people.
+	Message string `json:"message"`
+	// The commit (`null` for the log).
+	Commit *string `json:"commit,omitempty"`
+	// The transaction concerned, when one is named.
+	TransactionID *string `json:"transaction_id,omitempty"`
+}
+
+// Result of `provenance.verify`.
+type ProvenanceReport struct {
+	// Whether nothing was found: every commit checked was governed, and
+	// the log verifies.
+	Valid bool `json:"valid"`
+	// The branch read (`refs/heads/main`).
+	Branch string `json:"branch"`
+	// How many commits were checked.
+	Checked int64 `json:"checked"`
+	// How many of them were governed (found nothing wrong).
+	Governed int64 `json:"governed"`
+	// Whether the history goes on past `limit` (not checked).
+	Truncated bool `json:"truncated"`
+	// What was found, oldest commit first, at most 1000.
+	Findings []ProvenanceFinding `json:"findings"`
+	// The audit log's own check (`events.verify`).
+	Log ChainReport `json:"log"`
 }
 
 // A speculative state waiting for an external check's answer, as the

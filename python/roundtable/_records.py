@@ -295,6 +295,23 @@ ProposalStatus = Literal['pending', 'in_review', 'applied', 'rolled_back', 'reje
 PROPOSAL_STATUSES: Tuple[ProposalStatus, ...] = ('pending', 'in_review', 'applied', 'rolled_back', 'rejected', 'withdrawn',)
 
 
+#: What is wrong with a commit, or with the log.
+#:   ``not_governed``: The commit names no transaction: it was not landed by roundtable (a plain `git commit`, a merge, a push behind its back).
+#:   ``unknown_transaction``: It names a transaction the store does not have (forged trailers, or another store's).
+#:   ``other_commit``: The transaction it names landed another commit.
+#:   ``not_landed``: The transaction it names did not land (failed, undone, or still applying).
+#:   ``event_missing``: Its transaction has no `transaction.applied` event in the log.
+#:   ``note_missing``: The commit has no note under `refs/notes/agent-trace`.
+#:   ``note_differs``: Its note is not the store's attribution record for it (rewritten, or not a record at all).
+#:   ``record_missing``: The store has no attribution record for the transaction.
+#:   ``chain_point``: Its `Roundtable-Chain` trailer is missing, malformed, or names an event the log does not hold with that digest.
+#:   ``landing_missing``: A transaction the store says landed on the branch is not in its history (the branch was rewritten).
+#:   ``log``: The audit log does not verify (`events.verify`): an event was rewritten or removed, or a record has no event.
+ProvenanceProblem = Literal['not_governed', 'unknown_transaction', 'other_commit', 'not_landed', 'event_missing', 'note_missing', 'note_differs', 'record_missing', 'chain_point', 'landing_missing', 'log']
+#: Every value of :data:`ProvenanceProblem`, in the schema's order.
+PROVENANCE_PROBLEMS: Tuple[ProvenanceProblem, ...] = ('not_governed', 'unknown_transaction', 'other_commit', 'not_landed', 'event_missing', 'note_missing', 'note_differs', 'record_missing', 'chain_point', 'landing_missing', 'log',)
+
+
 #: Why the queue handed an entry back to its author.
 #:   ``check_failed``: A check failed (or timed out) on the state the proposal made with the proposals ahead of it, which passed without it.
 #:   ``conflict``: Its revision does not merge onto the proposals ahead of it.
@@ -711,6 +728,57 @@ class ChainHead(Record):
         v = dict(d)
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ChainReport(Record):
+    """Result of `events.verify`."""
+
+    #: Whether every check passed: each event's digest matches its content
+    #: and its predecessor, `seq` runs 1, 2, 3… without a gap, the expected
+    #: head (when given) and every head a transaction saw are in the log,
+    #: and every evidence record and transaction has its event.
+    valid: bool
+    #: How many events were checked.
+    checked: int
+    #: The last event's seq (0 for an empty log).
+    last_seq: int
+    #: The last event's digest: a commitment to the whole log.
+    head_digest: str
+    #: How many evidence records and transactions were cross-checked
+    #: against their events.
+    records_checked: int
+    #: Records with no event recording them (inserted behind roundtable's
+    #: back, or their event was removed), at most 100.
+    unrecorded: Tuple[UnrecordedRecord, ...]
+    #: Whether `expected_head` is in the log (`null` when none was given).
+    expected_head_found: Optional[bool]
+    #: The first event that does not verify, if any.
+    first_invalid_seq: Optional[int]
+    #: Why the log does not verify (the first problem found).
+    reason: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['checked', 'head_digest', 'last_seq', 'records_checked', 'unrecorded', 'valid'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ChainReport:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["unrecorded"] = tuple([UnrecordedRecord.from_dict(_i0) for _i0 in v["unrecorded"]])
+        if "expected_head_found" not in v:
+            v["expected_head_found"] = None
+        if "first_invalid_seq" not in v:
+            v["first_invalid_seq"] = None
+        if "reason" not in v:
+            v["reason"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -2156,6 +2224,39 @@ class ProposalWithdrawnData(Record):
 
 
 @dataclass(frozen=True)
+class ProvenanceFinding(Record):
+    """One thing `provenance.verify` found."""
+
+    #: What.
+    problem: ProvenanceProblem
+    #: Why, for people.
+    message: str
+    #: The commit (`null` for the log).
+    commit: Optional[str]
+    #: The transaction concerned, when one is named.
+    transaction_id: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['message', 'problem'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProvenanceFinding:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "commit" not in v:
+            v["commit"] = None
+        if "transaction_id" not in v:
+            v["transaction_id"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class QueueCheckRequest(Record):
     """A speculative state waiting for an external check's answer, as the
     orchestrator's inbox names it.
@@ -3540,57 +3641,6 @@ class Approved(Record):
 
 
 @dataclass(frozen=True)
-class ChainReport(Record):
-    """Result of `events.verify`."""
-
-    #: Whether every check passed: each event's digest matches its content
-    #: and its predecessor, `seq` runs 1, 2, 3… without a gap, the expected
-    #: head (when given) and every head a transaction saw are in the log,
-    #: and every evidence record and transaction has its event.
-    valid: bool
-    #: How many events were checked.
-    checked: int
-    #: The last event's seq (0 for an empty log).
-    last_seq: int
-    #: The last event's digest: a commitment to the whole log.
-    head_digest: str
-    #: How many evidence records and transactions were cross-checked
-    #: against their events.
-    records_checked: int
-    #: Records with no event recording them (inserted behind roundtable's
-    #: back, or their event was removed), at most 100.
-    unrecorded: Tuple[UnrecordedRecord, ...]
-    #: Whether `expected_head` is in the log (`null` when none was given).
-    expected_head_found: Optional[bool]
-    #: The first event that does not verify, if any.
-    first_invalid_seq: Optional[int]
-    #: Why the log does not verify (the first problem found).
-    reason: Optional[str]
-    raw: JSON = field(default_factory=dict, repr=False, compare=False)
-
-    _REQUIRED = frozenset(['checked', 'head_digest', 'last_seq', 'records_checked', 'unrecorded', 'valid'])
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ChainReport:
-        """Build from the JSON object (as a tool returns it); a missing
-        required key is a ``KeyError``."""
-        v = dict(d)
-        if not v.keys() >= cls._REQUIRED:
-            raise KeyError(sorted(cls._REQUIRED - v.keys()))
-        v["unrecorded"] = tuple([UnrecordedRecord.from_dict(_i0) for _i0 in v["unrecorded"]])
-        if "expected_head_found" not in v:
-            v["expected_head_found"] = None
-        if "first_invalid_seq" not in v:
-            v["first_invalid_seq"] = None
-        if "reason" not in v:
-            v["reason"] = None
-        v["raw"] = d
-        self = _new(cls)
-        _set(self, "__dict__", v)
-        return self
-
-
-@dataclass(frozen=True)
 class ClaimChanged(Record):
     """Result of the claim tools that change one claim."""
 
@@ -4070,6 +4120,44 @@ class ProposalRevised(Record):
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["proposal"] = Proposal.from_dict(v["proposal"])
         v["revision"] = Revision.from_dict(v["revision"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class ProvenanceReport(Record):
+    """Result of `provenance.verify`."""
+
+    #: Whether nothing was found: every commit checked was governed, and
+    #: the log verifies.
+    valid: bool
+    #: The branch read (`refs/heads/main`).
+    branch: str
+    #: How many commits were checked.
+    checked: int
+    #: How many of them were governed (found nothing wrong).
+    governed: int
+    #: Whether the history goes on past `limit` (not checked).
+    truncated: bool
+    #: What was found, oldest commit first, at most 1000.
+    findings: Tuple[ProvenanceFinding, ...]
+    #: The audit log's own check (`events.verify`).
+    log: ChainReport
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['branch', 'checked', 'findings', 'governed', 'log', 'truncated', 'valid'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProvenanceReport:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["findings"] = tuple([ProvenanceFinding.from_dict(_i0) for _i0 in v["findings"]])
+        v["log"] = ChainReport.from_dict(v["log"])
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4823,6 +4911,8 @@ Approval._PLAN = (0, Approval, (('note_md', 'note_md', None), ('request_id', 're
 ApprovalRequest._PLAN = (0, ApprovalRequest, (('requested_by', 'requested_by', (2,)), ('reason_md', 'reason_md', None)))
 CarriedEvidence._PLAN = (0, CarriedEvidence, ())
 ChainHead._PLAN = (0, ChainHead, ())
+UnrecordedRecord._PLAN = (0, UnrecordedRecord, ())
+ChainReport._PLAN = (0, ChainReport, (('unrecorded', 'unrecorded', (1, UnrecordedRecord._PLAN)), ('expected_head_found', 'expected_head_found', None), ('first_invalid_seq', 'first_invalid_seq', None), ('reason', 'reason', None)))
 LineSpan._PLAN = (0, LineSpan, ())
 Claim._PLAN = (0, Claim, (('released_at', 'released_at', None), ('span', 'span', LineSpan._PLAN), ('task_id', 'task_id', None)))
 ClaimAcquiredData._PLAN = (0, ClaimAcquiredData, ())
@@ -4866,6 +4956,7 @@ ProposalRevisedData._PLAN = (0, ProposalRevisedData, (('change_id', 'change_id',
 ProposalRolledBackData._PLAN = (0, ProposalRolledBackData, (('from', 'from_', None), ))
 ProposalStaleData._PLAN = (0, ProposalStaleData, (('paths', 'paths', (1, None)), ))
 ProposalWithdrawnData._PLAN = (0, ProposalWithdrawnData, (('from', 'from_', None), ('reason_md', 'reason_md', None)))
+ProvenanceFinding._PLAN = (0, ProvenanceFinding, (('commit', 'commit', None), ('transaction_id', 'transaction_id', None)))
 QueueCheckRequestedData._PLAN = (0, QueueCheckRequestedData, (('ahead', 'ahead', (1, None)), ('commit', 'commit', None), ('path', 'path', None)))
 QueueCheckedData._PLAN = (0, QueueCheckedData, (('ahead', 'ahead', (1, None)), ))
 QueueEnqueuedData._PLAN = (0, QueueEnqueuedData, ())
@@ -4891,7 +4982,6 @@ TransactionFailedData._PLAN = (0, TransactionFailedData, (('error', 'error', Err
 TransactionRecoveredData._PLAN = (0, TransactionRecoveredData, (('conflicts', 'conflicts', (1, PathReport._PLAN)), ))
 TransactionRolledBackData._PLAN = (0, TransactionRolledBackData, ())
 TransactionStartedData._PLAN = (0, TransactionStartedData, (('rollback_of', 'rollback_of', None), ))
-UnrecordedRecord._PLAN = (0, UnrecordedRecord, ())
 ValidationReport._PLAN = (0, ValidationReport, (('stages', 'stages', (1, Stage._PLAN)), ('policy', 'policy', PolicyReport._PLAN), ('policy_version', 'policy_version', None)))
 Vote._PLAN = (0, Vote, (('reason_md', 'reason_md', None), ))
 VoteCastData._PLAN = (0, VoteCastData, ())
@@ -4903,7 +4993,6 @@ AgentRegistered._PLAN = (0, AgentRegistered, (('agent', 'agent', Agent._PLAN), )
 Applied._PLAN = (0, Applied, (('transaction', 'transaction', Transaction._PLAN), ('proposal', 'proposal', Proposal._PLAN), ('released_claims', 'released_claims', (1, None)), ('validation', 'validation', ValidationReport._PLAN)))
 ApprovalRequested._PLAN = (0, ApprovalRequested, (('request', 'request', ApprovalRequest._PLAN), ))
 Approved._PLAN = (0, Approved, (('approval', 'approval', Approval._PLAN), ))
-ChainReport._PLAN = (0, ChainReport, (('unrecorded', 'unrecorded', (1, UnrecordedRecord._PLAN)), ('expected_head_found', 'expected_head_found', None), ('first_invalid_seq', 'first_invalid_seq', None), ('reason', 'reason', None)))
 ClaimChanged._PLAN = (0, ClaimChanged, (('claim', 'claim', Claim._PLAN), ))
 ClaimPage._PLAN = (0, ClaimPage, (('claims', 'claims', (1, Claim._PLAN)), ('next_cursor', 'next_cursor', None)))
 DecisionRecorded._PLAN = (0, DecisionRecorded, (('decision', 'decision', Decision._PLAN), ))
@@ -4921,6 +5010,7 @@ ProposalChanged._PLAN = (0, ProposalChanged, (('proposal', 'proposal', Proposal.
 ProposalDetail._PLAN = (0, ProposalDetail, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN), ('revisions', 'revisions', (1, RevisionEntry._PLAN)), ('content', 'content', None), ('content_base64', 'content_base64', None)))
 ProposalPage._PLAN = (0, ProposalPage, (('proposals', 'proposals', (1, Proposal._PLAN)), ('next_cursor', 'next_cursor', None)))
 ProposalRevised._PLAN = (0, ProposalRevised, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN)))
+ProvenanceReport._PLAN = (0, ProvenanceReport, (('findings', 'findings', (1, ProvenanceFinding._PLAN)), ('log', 'log', ChainReport._PLAN)))
 QueueEntryResult._PLAN = (0, QueueEntryResult, (('entry', 'entry', QueueEntry._PLAN), ))
 QueuePage._PLAN = (0, QueuePage, (('entries', 'entries', (1, QueueEntry._PLAN)), ('next_cursor', 'next_cursor', None)))
 QueueRun._PLAN = (0, QueueRun, (('landed', 'landed', (1, QueueEntry._PLAN)), ('returned', 'returned', (1, QueueEntry._PLAN)), ('removed', 'removed', (1, QueueEntry._PLAN)), ('checks', 'checks', (1, StateCheck._PLAN)), ('held_by', 'held_by', (1, None))))
@@ -4984,6 +5074,8 @@ __all__ = [
     "POLICY_STATUSES",
     "ProposalStatus",
     "PROPOSAL_STATUSES",
+    "ProvenanceProblem",
+    "PROVENANCE_PROBLEMS",
     "QueueReturnReason",
     "QUEUE_RETURN_REASONS",
     "QueueStatus",
@@ -5024,6 +5116,7 @@ __all__ = [
     "ApprovalRequest",
     "CarriedEvidence",
     "ChainHead",
+    "ChainReport",
     "Claim",
     "ClaimAcquiredData",
     "ClaimExpiredData",
@@ -5063,6 +5156,7 @@ __all__ = [
     "ProposalRolledBackData",
     "ProposalStaleData",
     "ProposalWithdrawnData",
+    "ProvenanceFinding",
     "QueueCheckRequest",
     "QueueCheckRequestedData",
     "QueueCheckedData",
@@ -5104,7 +5198,6 @@ __all__ = [
     "Applied",
     "ApprovalRequested",
     "Approved",
-    "ChainReport",
     "ClaimChanged",
     "ClaimPage",
     "DecisionRecorded",
@@ -5122,6 +5215,7 @@ __all__ = [
     "ProposalDetail",
     "ProposalPage",
     "ProposalRevised",
+    "ProvenanceReport",
     "QueueEntryResult",
     "QueuePage",
     "QueueRun",

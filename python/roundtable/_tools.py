@@ -53,6 +53,7 @@ from ._records import (
     ProposalPage,
     ProposalRevised,
     ProposalStatus,
+    ProvenanceReport,
     QueueEntry,
     QueueEntryResult,
     QueuePage,
@@ -1297,6 +1298,26 @@ class ToolMethods:
             args["stale_after_ms"] = stale_after_ms
         args["transaction_id"] = transaction_id
         return self.call_record("landing.settle", args, Settled)
+
+    def provenance_verify(
+        self,
+        *,
+        branch: Optional[str] = None,
+        limit: Optional[int] = None,
+        since: Optional[str] = None,
+    ) -> ProvenanceReport:
+        """Check that a branch's first-parent history (git mode) is the one roundtable governed: for every commit, the transaction its trailers name landed exactly it, its event is in the log, its note under refs/notes/agent-trace is the store's attribution record, and its Roundtable-Chain trailer is in the log; the log itself is checked as events.verify does. Lists each commit not governed and each disagreement; valid is false when anything was found.
+
+        ``provenance.verify``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if branch is not None:
+            args["branch"] = branch
+        if limit is not None:
+            args["limit"] = limit
+        if since is not None:
+            args["since"] = since
+        return self.call_record("provenance.verify", args, ProvenanceReport)
 
     def events_list(
         self,
@@ -2598,6 +2619,26 @@ class AsyncToolMethods:
             args["stale_after_ms"] = stale_after_ms
         args["transaction_id"] = transaction_id
         return await self.call_record("landing.settle", args, Settled)
+
+    async def provenance_verify(
+        self,
+        *,
+        branch: Optional[str] = None,
+        limit: Optional[int] = None,
+        since: Optional[str] = None,
+    ) -> ProvenanceReport:
+        """Check that a branch's first-parent history (git mode) is the one roundtable governed: for every commit, the transaction its trailers name landed exactly it, its event is in the log, its note under refs/notes/agent-trace is the store's attribution record, and its Roundtable-Chain trailer is in the log; the log itself is checked as events.verify does. Lists each commit not governed and each disagreement; valid is false when anything was found.
+
+        ``provenance.verify``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        if branch is not None:
+            args["branch"] = branch
+        if limit is not None:
+            args["limit"] = limit
+        if since is not None:
+            args["since"] = since
+        return await self.call_record("provenance.verify", args, ProvenanceReport)
 
     async def events_list(
         self,

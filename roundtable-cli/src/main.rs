@@ -15,7 +15,7 @@
 //! one module of `commands/`, and what they share is in `cli_util`.
 
 use clap::{Parser, Subcommand};
-use commands::{approve, edit, events, log, patch, reject, serve, show};
+use commands::{approve, edit, events, log, patch, reject, serve, show, verify};
 use roundtable::ToolError;
 use serde_json::json;
 use std::path::PathBuf;
@@ -185,6 +185,10 @@ enum Command {
     /// The audit log, one line per event (with --json, one JSON object per
     /// line).
     Events(events::EventsArgs),
+    /// Check that a branch's history (git mode) is the one roundtable
+    /// governed: every commit's transaction, event, note and chain point.
+    /// Exit status 1 when a commit was not governed or anything disagrees.
+    Verify(verify::VerifyArgs),
 }
 
 impl Command {
@@ -198,6 +202,7 @@ impl Command {
             Command::Status(common) | Command::Recover(common) => common,
             Command::Log(a) => a.common(),
             Command::Events(a) => a.common(),
+            Command::Verify(a) => a.common(),
             _ => return false,
         };
         !common.json
@@ -235,6 +240,7 @@ fn run(command: Command) -> Result<String, ToolError> {
         Command::Recover(common) => recover::run(&common),
         Command::Events(args) => events::run(args),
         Command::Serve(args) => serve::run(args).map(|()| String::new()),
+        Command::Verify(args) => verify::run(args).map(|(report, _)| report),
         Command::Mcp { .. } => unreachable!("main serves mcp itself"),
     }
 }
@@ -260,19 +266,37 @@ fn main() -> ExitCode {
     }
     // The human commands report a refusal as readable text unless --json.
     let readable = cli.command.readable();
+    if let Command::Verify(args) = cli.command {
+        // The report either way; exit 1 when it found anything (for CI).
+        return match commands::verify::run(args) {
+            Ok((report, valid)) => {
+                cli_util::print(&report);
+                if valid {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Err(e) => refused(&e, readable),
+        };
+    }
     match run(cli.command) {
         Ok(text) => {
             cli_util::print(&text);
             ExitCode::SUCCESS
         }
-        Err(e) if readable => {
-            eprintln!("error: {}", terminal::escape(e.message(), &[]));
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            let error = json!({"error": e.to_json()});
-            cli_util::print(&cli_util::to_json(&error).unwrap_or_else(|_| error.to_string()));
-            ExitCode::from(1)
-        }
+        Err(e) => refused(&e, readable),
     }
+}
+
+/// Report a refusal (readable text on stderr, or the error as JSON) and
+/// exit 1.
+fn refused(e: &ToolError, readable: bool) -> ExitCode {
+    if readable {
+        eprintln!("error: {}", terminal::escape(e.message(), &[]));
+    } else {
+        let error = json!({"error": e.to_json()});
+        cli_util::print(&cli_util::to_json(&error).unwrap_or_else(|_| error.to_string()));
+    }
+    ExitCode::from(1)
 }

@@ -221,9 +221,34 @@ pub fn placed_hunks<'a>(old: &'a [u8], new: &'a [u8], context: usize) -> Vec<Pla
         .collect()
 }
 
+/// The lines of `new` that the change from `old` adds or rewrites, as
+/// 1-based inclusive ranges in order (`(3, 5)`: lines 3 to 5): the lines
+/// an author wrote, in the form an Agent Trace record's `ranges` take. A
+/// pure deletion adds none.
+pub fn added_lines(old: &[u8], new: &[u8]) -> Vec<(usize, usize)> {
+    let (a, b) = (lines(old), lines(new));
+    edits(&a, &b)
+        .into_iter()
+        .filter(|e| e.side.1 > e.side.0)
+        .map(|e| (e.side.0 + 1, e.side.1))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn added_lines_are_the_new_side_of_each_edit() {
+        let old = "a\nb\nc\nd\n";
+        assert_eq!(added_lines(old.as_bytes(), old.as_bytes()), vec![]);
+        assert_eq!(
+            added_lines(old.as_bytes(), b"a\nB\nc\nd\ne\nf\n"),
+            vec![(2, 2), (5, 6)]
+        );
+        assert_eq!(added_lines(old.as_bytes(), b"a\nd\n"), vec![]);
+        assert_eq!(added_lines(b"", b"x\ny"), vec![(1, 2)]);
+    }
 
     fn clean(m: Merged) -> String {
         match m {

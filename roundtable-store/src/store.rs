@@ -29,6 +29,7 @@ pub mod queue;
 pub mod rows;
 pub mod settings;
 pub mod sql;
+pub mod traces;
 pub mod transactions;
 pub mod watch;
 
@@ -66,6 +67,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("store/v13.sql"),
     include_str!("store/v14.sql"),
     include_str!("store/v15.sql"),
+    include_str!("store/v16.sql"),
 ];
 
 /// The schema version this code writes.
@@ -371,6 +373,7 @@ pub const PG_MIGRATIONS: &[&str] = &[
     include_str!("store/pg/v3.sql"),
     include_str!("store/pg/v4.sql"),
     include_str!("store/pg/v5.sql"),
+    include_str!("store/pg/v6.sql"),
 ];
 
 /// The PostgreSQL schema version this code writes.

@@ -725,6 +725,10 @@ pub struct Plan<'a> {
     /// one built for the change (already written; nothing references it
     /// yet). The move is the commit point.
     pub landing: Option<crate::store::settings::TransactionLanding>,
+    /// The landing's attribution record (an apply's; `None` for a
+    /// rollback), kept in the store with the journal and, in git mode,
+    /// written as the landed commit's note at the commit point.
+    pub trace: Option<crate::model::trace::TraceRecord>,
     /// What the caller needs to record its result later, if the outcome
     /// cannot be recorded at once past the commit point (its idempotency
     /// key, request digest and report): kept in the `journaled` phase,
@@ -915,6 +919,7 @@ where
 struct Started {
     id: String,
     landing: Option<crate::store::settings::TransactionLanding>,
+    trace: Option<crate::model::trace::TraceRecord>,
     paths: Vec<RepoPath>,
     files: usize,
 }
@@ -989,6 +994,7 @@ impl<'a> Batch<'a> {
         self.started.push(Started {
             id: plan.id.as_str().to_owned(),
             landing: plan.landing.clone(),
+            trace: plan.trace.clone(),
             paths: plan
                 .changeset
                 .files()
@@ -1105,6 +1111,9 @@ where
             crate::store::settings::insert_transaction_landing(tx, id, landing)
                 .map_err(TransactionError::from)?;
         }
+        if let Some(trace) = &plan.trace {
+            crate::store::traces::insert(tx, id, trace).map_err(TransactionError::from)?;
+        }
         Ok::<_, E>(())
     })
 }
@@ -1188,6 +1197,15 @@ where
     .into())
 }
 
+/// What a chain's commit point did: each link's landing as it landed,
+/// how this repository's branch followed a remote's, and whether the
+/// notes were written.
+type LandedChain = (
+    Vec<crate::store::settings::TransactionLanding>,
+    Result<(), FastForwardError>,
+    Result<(), crate::landing::LandingError>,
+);
+
 /// What landing a commit leaves to say in the `write` phase's record.
 #[derive(Default)]
 struct LandNotes {
@@ -1195,6 +1213,8 @@ struct LandNotes {
     index: Value,
     /// When this repository's branch did not follow the remote's: why.
     follow: Value,
+    /// When the landed commits' notes could not be written: why.
+    notes: Value,
     /// The commit that landed (the one built for the change, or its
     /// replay onto a newer tip of the remote's branch).
     commit: Option<String>,
@@ -1227,11 +1247,12 @@ impl Batch<'_> {
                 id: &s.id,
                 landing,
                 paths: &s.paths,
+                trace: s.trace.as_ref(),
             });
         }
         let landed = git::land(env, &chain);
         drop(chain);
-        let (landed, followed) = match landed {
+        let (landed, followed, noted) = match landed {
             Ok(done) => done,
             Err(e) => {
                 self.undo("the branch moved since validation")?;
@@ -1246,6 +1267,12 @@ impl Batch<'_> {
             // repository's did not follow: the change landed all the
             // same; the next apply fetches the branch forward.
             notes.follow = json!(format!("not followed: {e}"));
+        }
+        if let Err(e) = noted {
+            // The branch moved: the change landed; its note is written
+            // by the next recovery (`provenance.verify` reports it
+            // missing until then).
+            notes.notes = json!(format!("not written: {e}"));
         }
         let paths: Vec<RepoPath> = self
             .started
@@ -1285,6 +1312,9 @@ impl Batch<'_> {
                         json!({"files": s.files, "durable": durable, "index": notes.index});
                     if !notes.follow.is_null() {
                         written["branch"] = notes.follow.clone();
+                    }
+                    if !notes.notes.is_null() {
+                        written["notes"] = notes.notes.clone();
                     }
                     if n > 1 {
                         written["batch"] = json!({"position": i + 1, "of": n});
@@ -1574,12 +1604,17 @@ pub fn finish_landed<E>(
 where
     E: From<TransactionError> + From<StoreError>,
 {
-    let (files, landing) = env.store.read(|tx| {
+    let (files, landing, trace) = env.store.read(|tx| {
         Ok::<_, TransactionError>((
             journal(tx, id)?,
             crate::store::settings::transaction_landing(tx, id)?,
+            crate::store::traces::get(tx, id)?,
         ))
     })?;
+    if let (Some(landing), Some(Ok(trace))) = (&landing, &trace) {
+        // Killed between the branch's move and the notes': the note now.
+        git::write_note(env.workspace.root(), landing, trace).map_err(landing_error(id))?;
+    }
     if let Some(landing) = landing.as_ref().filter(|l| l.remote.is_some()) {
         // Landed on the remote: this repository's branch follows it.
         git::follow_remote(env, landing).map_err(|e| match e {
@@ -1850,6 +1885,7 @@ mod tests {
                 prune_only: None,
                 modes: BTreeMap::new(),
                 landing: None,
+                trace: None,
                 request: None,
             }
         }

@@ -59,6 +59,18 @@ pub enum LandingError {
     /// still where the landing expected it: nothing landed.
     #[error("{} refused the push to {}: {}", .0.remote, .0.branch, .0.status)]
     RemoteRejected(Box<RemoteRefusal>),
+    /// The notes ref ([`crate::model::trace::NOTES_REF`]) is not at the
+    /// commit the landing's notes were built on (another writer added
+    /// notes meanwhile): the notes are built again on it.
+    #[error("{}{} moved: expected {}, found {}", if remote.is_empty() { String::new() } else { format!("{remote}: ") }, crate::model::trace::NOTES_REF, expected.as_deref().unwrap_or("no notes"), actual.as_deref().unwrap_or("no notes"))]
+    NotesMoved {
+        /// The remote whose notes they are (empty: this repository's).
+        remote: String,
+        /// The id the landing expected (`None`: no notes).
+        expected: Option<String>,
+        /// The id it holds now.
+        actual: Option<String>,
+    },
     /// A trailer or identity the caller gave cannot be written as given.
     #[error("{field}: {reason}")]
     InvalidInput {
@@ -106,9 +118,9 @@ impl LandingError {
     /// The stable code.
     pub fn code(&self) -> ErrorCode {
         match self {
-            LandingError::BranchMoved { .. } | LandingError::RemoteRejected(_) => {
-                ErrorCode::PreconditionFailed
-            }
+            LandingError::BranchMoved { .. }
+            | LandingError::NotesMoved { .. }
+            | LandingError::RemoteRejected(_) => ErrorCode::PreconditionFailed,
             LandingError::InvalidInput { .. } | LandingError::NoGit { .. } => {
                 ErrorCode::InvalidArgument
             }
@@ -514,6 +526,19 @@ pub struct LandedCommit {
     /// (`["Roundtable-Proposal", "prop-…"]`).
     #[schemars(with = "Vec<Vec<String>>")]
     pub trailers: Vec<(String, String)>,
+}
+
+/// A commit of a branch's history as `provenance.verify` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchCommit {
+    /// The commit id.
+    pub id: String,
+    /// Its first line.
+    pub summary: String,
+    /// Its trailers, as git reads them ([`trailers`]).
+    pub trailers: Vec<(String, String)>,
+    /// Its note under `refs/notes/agent-trace`, if any.
+    pub note: Option<Vec<u8>>,
 }
 
 #[cfg(test)]

@@ -106,6 +106,7 @@ pub mod review;
 pub mod setup;
 pub mod transactions;
 pub mod validate;
+pub mod verify;
 mod wait;
 pub mod workspace;
 

@@ -12,7 +12,7 @@ use crate::actor::{Actor, ActorKind};
 use crate::engine::Engine;
 use crate::operations::{
     claims, evidence, inbox, landing, log, policies, proposals, queue, rebase, revert, review,
-    setup, transactions, validate, workspace,
+    setup, transactions, validate, verify, workspace,
 };
 use crate::operations::{Request, ToolError};
 use schemars::JsonSchema;
@@ -177,6 +177,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<queue::RunQueue>(),
     spec::<landing::LandingLog>(),
     spec::<landing::SettleLanding>(),
+    spec::<verify::VerifyProvenance>(),
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),

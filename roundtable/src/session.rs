@@ -112,6 +112,9 @@ pub use crate::operations::transactions::{
     RecoveryAdvice, Rollback, RolledBack, TransactionDetail, TransactionPage,
 };
 pub use crate::operations::validate::{Validate, ValidationReport};
+pub use crate::operations::verify::{
+    ProvenanceFinding, ProvenanceProblem, ProvenanceReport, VerifyProvenance,
+};
 pub use crate::operations::workspace::{ConfigureWorkspace, GetWorkspace, WorkspaceSettings};
 
 /// One actor's handle on an engine: every call it makes is made as that
@@ -1487,6 +1490,25 @@ impl Draft<SettleLanding> {
     );
 }
 
+impl VerifyProvenance {
+    /// Verify the landing branch's whole history.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new() -> Draft<VerifyProvenance> {
+        Draft::from(VerifyProvenance::default())
+    }
+}
+
+impl Draft<VerifyProvenance> {
+    setter!(
+        /// Verify this branch instead.
+        branch: &str => branch
+    );
+    setter!(
+        /// Only the commits after this one.
+        since: &str => since
+    );
+}
+
 impl Draft<LandingLog> {
     setter!(
         /// At most this many commits (1 to 1000).
@@ -1747,6 +1769,9 @@ methods!(TransactionsApi {
     /// asking the remote (applied if its branch holds the commit, else
     /// undone), clearing an abandoned lock on the remote's branch.
     settle(SettleLanding) -> Settled;
+    /// `provenance.verify`: whether a branch's history is the one
+    /// roundtable governed.
+    verify(VerifyProvenance) -> ProvenanceReport;
 });
 
 /// [`Session::events`].

@@ -68,6 +68,22 @@ fn until_branch_moves(d: &Path, before: Option<&Vec<u8>>, child: &mut std::proce
     }
 }
 
+/// A landing commit's `Roundtable-Chain` trailer (the audit chain's head
+/// when it was planned), as git reads it.
+pub(crate) fn chain_trailer(d: &Path, commit: &str) -> String {
+    git(
+        d,
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Roundtable-Chain,valueonly)",
+            commit,
+        ],
+    )
+    .trim()
+    .to_owned()
+}
+
 fn head(d: &Path) -> String {
     git(d, &["rev-parse", "refs/heads/main"]).trim().to_owned()
 }
@@ -134,7 +150,8 @@ fn a_git_mode_apply_lands_one_commit_and_the_tree_index_and_store_agree() {
         trailers(d, &tip),
         format!(
             "Roundtable-Proposal: {pid}\nRoundtable-Revision: 1\nRoundtable-Transaction: {tid}\n\
-             Approved-by: agent:bob (revision 1, {vote})\n"
+             Roundtable-Chain: {}\nApproved-by: agent:bob (revision 1, {vote})\n",
+            chain_trailer(d, &tip)
         )
     );
     assert_eq!(

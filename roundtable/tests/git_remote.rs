@@ -398,6 +398,33 @@ fn two_engines_on_two_bare_clones_land_disjoint_changes_all_once_on_a_linear_his
             assert_eq!(touching.lines().count(), 1, "{path} landed more than once");
         }
     }
+    // Each commit's note went with it in the same push, replayed or not
+    // (the notes ref's history is linear too), and a fresh clone fetches
+    // them.
+    let landed = git(&remote, &["rev-list", "main", &format!("^{base}")]);
+    let fresh = top.path().join("fresh");
+    git(top.path(), &["clone", "-q", "remote.git", "fresh"]);
+    git(
+        &fresh,
+        &[
+            "fetch",
+            "-q",
+            "origin",
+            "refs/notes/agent-trace:refs/notes/agent-trace",
+        ],
+    );
+    for commit in landed.lines() {
+        let note: Value = serde_json::from_str(&git(
+            &fresh,
+            &["notes", "--ref", "agent-trace", "show", commit],
+        ))
+        .expect("a note is JSON");
+        assert_eq!(note["vcs"]["revision"], commit);
+    }
+    assert_eq!(
+        git(&remote, &["rev-list", "--merges", "refs/notes/agent-trace"]),
+        ""
+    );
     fsck(&remote);
     for (_, clone) in &hosts {
         fsck(clone);

@@ -184,7 +184,8 @@ fn item10_trailer_forgery_is_escaped_and_log_reads_trailers_as_git_does() {
         let tip = head(d);
         let expected = format!(
             "Roundtable-Proposal: {pid}\nRoundtable-Revision: 1\nRoundtable-Transaction: {tid}\n\
-             Approved-by: agent:bob (revision 1, {vote})\n"
+             Roundtable-Chain: {}\nApproved-by: agent:bob (revision 1, {vote})\n",
+            super::git_landing::chain_trailer(d, &tip)
         );
         // git's own parser sees exactly roundtable's trailers, and so does
         // `git log`'s.
@@ -387,7 +388,8 @@ fn item11_a_rebased_landing_names_the_carried_evidence_and_its_revision() {
         git_trailers(&body(d, &first)),
         format!(
             "Roundtable-Proposal: {pa}\nRoundtable-Revision: 1\nRoundtable-Transaction: {ta}\n\
-             Approved-by: agent:bob (revision 1, {vote_a})\nChecks: unit=passed (revision 1, {})\n",
+             Roundtable-Chain: {}\nApproved-by: agent:bob (revision 1, {vote_a})\nChecks: unit=passed (revision 1, {})\n",
+            super::git_landing::chain_trailer(d, &first),
             checks[0]
         )
     );
@@ -405,7 +407,8 @@ fn item11_a_rebased_landing_names_the_carried_evidence_and_its_revision() {
         git_trailers(&body(d, &second)),
         format!(
             "Roundtable-Proposal: {pb}\nRoundtable-Revision: 2\nRoundtable-Transaction: {tb}\n\
-             Approved-by: agent:bob (revision 1, {vote_b})\nChecks: unit=passed (revision 1, {})\n",
+             Roundtable-Chain: {}\nApproved-by: agent:bob (revision 1, {vote_b})\nChecks: unit=passed (revision 1, {})\n",
+            super::git_landing::chain_trailer(d, &second),
             checks[1]
         )
     );
@@ -549,11 +552,15 @@ fn item12_a_push_goes_through_the_remotes_receive_path() {
     assert_eq!(git(&remote, &["rev-parse", "main^"]).trim(), base);
     assert_eq!(
         std::fs::read_to_string(remote.join("pre-receive.log")).expect("pre-receive ran"),
-        format!("{base} {tip} refs/heads/main\n")
+        format!(
+            "{base} {tip} refs/heads/main\n{} {} refs/notes/agent-trace\n",
+            "0".repeat(40),
+            git(&remote, &["rev-parse", "refs/notes/agent-trace"]).trim()
+        )
     );
     assert_eq!(
         std::fs::read_to_string(remote.join("update.log")).expect("update ran"),
-        "refs/heads/main\n"
+        "refs/heads/main\nrefs/notes/agent-trace\n"
     );
     assert_eq!(git(d, &["status", "--porcelain"]), "");
 
@@ -579,9 +586,12 @@ fn item12_a_push_goes_through_the_remotes_receive_path() {
         &local,
         &remote_repo,
         &location,
-        "refs/heads/main",
-        oid(&tip),
-        oid(&sibling),
+        roundtable::landing::BranchUpdate {
+            branch: "refs/heads/main",
+            expected: oid(&tip),
+            new: oid(&sibling),
+        },
+        None,
         "t-nonff",
     )
     .expect_err("not a fast-forward");
@@ -621,9 +631,12 @@ fn item12_a_push_goes_through_the_remotes_receive_path() {
         &local,
         &remote_repo,
         &location,
-        "refs/heads/main",
-        oid(&tip),
-        oid(&bad_id),
+        roundtable::landing::BranchUpdate {
+            branch: "refs/heads/main",
+            expected: oid(&tip),
+            new: oid(&bad_id),
+        },
+        None,
         "t-fsck",
     )
     .expect_err("a malformed commit");

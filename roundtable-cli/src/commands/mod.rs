@@ -20,3 +20,4 @@ pub(crate) mod show;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod tools;
+pub(crate) mod verify;

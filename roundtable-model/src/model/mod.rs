@@ -23,6 +23,7 @@ mod queue;
 mod record_kind;
 mod role;
 mod stage;
+pub mod trace;
 mod transaction;
 
 pub use claim::{Claim, ClaimStatus};

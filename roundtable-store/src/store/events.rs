@@ -5,7 +5,7 @@
 use super::rows::FromRow as _;
 use super::EventFields;
 use crate::model::{Event, RecordKind};
-use crate::store::sql::{params, Dialect, Tx};
+use crate::store::sql::{params, Dialect, OptionalExtension as _, Tx};
 
 /// A table of evidence and the event that must record each of its rows
 /// `r` with the row's own content (an `e` of `r`'s proposal).
@@ -320,6 +320,26 @@ pub fn unrecorded(
         },
     )?;
     Ok((count, first))
+}
+
+/// The digest of event `seq` (`None`: the log has no such event).
+pub fn digest_at(conn: &Tx<'_>, seq: i64) -> crate::store::sql::Result<Option<String>> {
+    conn.query_row("SELECT digest FROM events WHERE seq = ?1", [seq], |r| {
+        r.get(0)
+    })
+    .optional()
+}
+
+/// Whether an event of `kind` names `subject`.
+pub fn names(conn: &Tx<'_>, kind: &str, subject: &str) -> crate::store::sql::Result<bool> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM events WHERE kind = ?1 AND subject = ?2 LIMIT 1",
+            params![kind, subject],
+            |r| r.get::<i64>(0),
+        )
+        .optional()?
+        .is_some())
 }
 
 #[cfg(test)]

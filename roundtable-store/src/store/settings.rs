@@ -104,3 +104,22 @@ pub fn transaction_landing(
     )
     .optional()
 }
+
+/// The apply transactions that landed on `branch` and were not undone
+/// (`applied`, or `rolled_back` by a later commit): each id and the
+/// commit that landed it, oldest first.
+pub fn landed_on(conn: &Tx<'_>, branch: &str) -> crate::store::sql::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    conn.for_each_row(
+        "SELECT l.transaction_id, l.new_id FROM transaction_landings l
+         JOIN transactions t ON t.id = l.transaction_id
+         WHERE l.branch = ?1 AND t.kind = 'apply' AND t.status IN ('applied', 'rolled_back')
+         ORDER BY t.seq",
+        params![branch],
+        |r| {
+            out.push((r.get(0)?, r.get(1)?));
+            Ok(true)
+        },
+    )?;
+    Ok(out)
+}

@@ -47,6 +47,25 @@ pub(super) struct Link<'a> {
     pub landing: &'a crate::store::settings::TransactionLanding,
     /// The paths it changes.
     pub paths: &'a [RepoPath],
+    /// Its attribution record: its commit's note.
+    pub trace: Option<&'a crate::model::trace::TraceRecord>,
+}
+
+/// Each link's note, for its commit as `current` has it: the commit and
+/// the note's bytes (its record with `vcs.revision` naming the commit).
+fn notes_of(
+    chain: &[Link<'_>],
+    current: &[crate::store::settings::TransactionLanding],
+) -> Vec<(git2::Oid, Vec<u8>)> {
+    chain
+        .iter()
+        .zip(current)
+        .filter_map(|(link, landing)| {
+            let trace = link.trace?;
+            let commit = git2::Oid::from_str(&landing.new_id).ok()?;
+            Some((commit, trace.at_commit(&landing.new_id).to_note()))
+        })
+        .collect()
 }
 
 /// The commit point of `chain` (transactions landing together, each
@@ -78,15 +97,9 @@ pub(super) struct Link<'a> {
 pub(super) fn land(
     env: super::Env<'_>,
     chain: &[Link<'_>],
-) -> Result<
-    (
-        Vec<crate::store::settings::TransactionLanding>,
-        Result<(), FastForwardError>,
-    ),
-    TransactionError,
-> {
+) -> Result<super::LandedChain, TransactionError> {
     let (Some(first), Some(last)) = (chain.first(), chain.last()) else {
-        return Ok((Vec::new(), Ok(())));
+        return Ok((Vec::new(), Ok(()), Ok(())));
     };
     let id = last.id;
     let root = env.workspace.root();
@@ -96,31 +109,31 @@ pub(super) fn land(
     let Some(remote) = &last.landing.remote else {
         crate::landing::move_branch(&repo, &last.landing.branch, old, new, "roundtable: land")
             .map_err(landing_error(id))?;
-        return Ok((current, Ok(())));
+        // Right after the branch, under the same apply lock: a crash
+        // between the two is finished by recovery, which writes the
+        // notes a landed commit lacks.
+        let notes = crate::landing::add_missing_notes(&repo, &notes_of(chain, &current)).map(drop);
+        return Ok((current, Ok(()), notes));
     };
     let branch = last.landing.branch.as_str();
     let (remote_repo, location) =
         crate::landing::open_remote(&repo, remote).map_err(landing_error(id))?;
     let (mut base, mut commit) = (old, new);
-    let mut attempt = 0;
+    let (mut attempt, mut notes_attempt) = (0, 0);
     // Hosts pushing to one remote's branch take turns (a lease in the
     // shared store, when it has hosts to share it with): a push that
     // would lose the race is replayed before it is sent, not after.
     let turn = env.store.lease(&format!("push {location} {branch}"));
-    let mut replayed_onto = |tip: git2::Oid, base: &mut git2::Oid, commit: &mut git2::Oid| {
-        let Some(next) = replay_onto(env, &repo, chain, &current, *base, tip)? else {
-            return Ok::<_, TransactionError>(false);
-        };
-        let last = next.last().map(|l| l.new_id.clone()).unwrap_or_default();
-        current = next;
-        *base = tip;
-        *commit = git2::Oid::from_str(&last).map_err(|source| {
-            landing_error(id)(LandingError::Git {
-                what: "read the new id",
-                source,
-            })
-        })?;
-        Ok(true)
+    // The notes move with the branch in the same atomic push: built on
+    // the remote's notes, for the commits as they stand.
+    let notes_update = |current: &[crate::store::settings::TransactionLanding]| {
+        let entries = notes_of(chain, current);
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let tip = crate::landing::fetch_notes(&repo, &remote_repo)?;
+        let new = crate::landing::build_notes(&repo, tip, &entries)?;
+        Ok::<_, LandingError>(Some(crate::landing::NotesUpdate { expected: tip, new }))
     };
     // The remote's branch may have moved since the commits were built.
     if let Some(tip) = crate::landing::fetch(&repo, &remote_repo, branch)
@@ -128,12 +141,31 @@ pub(super) fn land(
         .flatten()
         .filter(|&tip| tip != base)
     {
-        replayed_onto(tip, &mut base, &mut commit)?;
+        replayed_onto(env, &repo, chain, &mut current, tip, &mut base, &mut commit)?;
     }
+    let mut notes = notes_update(&current).map_err(landing_error(id))?;
     loop {
-        let pushed = crate::landing::push(&repo, &remote_repo, &location, branch, base, commit, id);
+        let pushed = crate::landing::push(
+            &repo,
+            &remote_repo,
+            &location,
+            crate::landing::BranchUpdate {
+                branch,
+                expected: base,
+                new: commit,
+            },
+            notes.as_ref(),
+            id,
+        );
         let refusal = match pushed {
             Ok(()) => break,
+            // Only the notes moved (another host's landing on another
+            // branch, or a person's note): built again on them.
+            Err(LandingError::NotesMoved { .. }) if notes_attempt < PUSH_REPLAYS => {
+                notes_attempt += 1;
+                notes = notes_update(&current).map_err(landing_error(id))?;
+                continue;
+            }
             Err(e @ LandingError::BranchMoved { .. }) if attempt < PUSH_REPLAYS => e,
             Err(e) => return Err(landing_error(id)(e)),
         };
@@ -142,12 +174,16 @@ pub(super) fn land(
             .ok()
             .flatten();
         match tip {
-            Some(tip) if replayed_onto(tip, &mut base, &mut commit)? => {}
+            Some(tip)
+                if replayed_onto(env, &repo, chain, &mut current, tip, &mut base, &mut commit)? => {
+            }
             _ => return Err(landing_error(id)(refusal)),
         }
+        notes = notes_update(&current).map_err(landing_error(id))?;
         std::thread::sleep(jitter(attempt));
     }
     drop(turn);
+    let noted = notes.map_or(Ok(()), |n| crate::landing::follow_notes(&repo, n.new));
     // The commits from `old` to `commit` are this clone's own, its files
     // written, unless they were replayed onto another host's.
     let own = commit == new;
@@ -160,7 +196,34 @@ pub(super) fn land(
         own,
         env.durable(),
     );
-    Ok((current, followed))
+    Ok((current, followed, noted))
+}
+
+/// [`replay_onto`] `tip`, and when it could be replayed, `current`,
+/// `base` and `commit` updated to the replay (whether it could).
+fn replayed_onto(
+    env: super::Env<'_>,
+    repo: &git2::Repository,
+    chain: &[Link<'_>],
+    current: &mut Vec<crate::store::settings::TransactionLanding>,
+    tip: git2::Oid,
+    base: &mut git2::Oid,
+    commit: &mut git2::Oid,
+) -> Result<bool, TransactionError> {
+    let id = chain.last().map_or("", |l| l.id);
+    let Some(next) = replay_onto(env, repo, chain, current, *base, tip)? else {
+        return Ok(false);
+    };
+    let last = next.last().map(|l| l.new_id.clone()).unwrap_or_default();
+    *current = next;
+    *base = tip;
+    *commit = git2::Oid::from_str(&last).map_err(|source| {
+        landing_error(id)(LandingError::Git {
+            what: "read the new id",
+            source,
+        })
+    })?;
+    Ok(true)
 }
 
 /// When `tip` (the remote's branch, fetched) descends from `base` and the
@@ -418,4 +481,21 @@ pub(super) fn follow_remote(
 /// `root` ([`crate::landing::clear_stale_index_lock`]).
 pub(super) fn clear_stale_index_lock(root: &Path) -> Result<(), LandingError> {
     crate::landing::open(root).and_then(|repo| crate::landing::clear_stale_index_lock(&repo))
+}
+
+/// Write the note of a landed git-mode transaction (`landing`, local:
+/// without a remote, whose atomic push carries it) when its commit has
+/// none: what a crash between the branch's move and the notes' left
+/// undone.
+pub(super) fn write_note(
+    root: &Path,
+    landing: &crate::store::settings::TransactionLanding,
+    trace: &crate::model::trace::TraceRecord,
+) -> Result<(), LandingError> {
+    if landing.remote.is_some() {
+        return Ok(());
+    }
+    let (repo, _, new) = landing_ids(root, landing)?;
+    crate::landing::add_missing_notes(&repo, &[(new, trace.at_commit(&landing.new_id).to_note())])
+        .map(drop)
 }

@@ -28,20 +28,26 @@ pub(super) struct Link<'a> {
     /// The paths it changes.
     #[allow(dead_code)]
     pub paths: &'a [RepoPath],
+    /// Its attribution record.
+    #[allow(dead_code)]
+    pub trace: Option<&'a crate::model::trace::TraceRecord>,
 }
 
 /// Refused: the commit point of a git-mode landing.
 pub(super) fn land(
     _env: super::Env<'_>,
     chain: &[Link<'_>],
-) -> Result<
-    (
-        Vec<crate::store::settings::TransactionLanding>,
-        Result<(), super::FastForwardError>,
-    ),
-    TransactionError,
-> {
+) -> Result<super::LandedChain, TransactionError> {
     Err(landing_error(chain.last().map_or("", |l| l.id))(no_git()))
+}
+
+/// Refused: writing a landed commit's note.
+pub(super) fn write_note(
+    _root: &Path,
+    _landing: &crate::store::settings::TransactionLanding,
+    _trace: &crate::model::trace::TraceRecord,
+) -> Result<(), LandingError> {
+    Err(no_git())
 }
 
 /// Refused: staging a landed commit in the index.

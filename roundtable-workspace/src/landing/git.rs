@@ -2,8 +2,9 @@
 //! reads or writes a repository through libgit2. Its items are named at
 //! [`crate::landing`].
 
-use super::{trailers, Identity, LandedCommit, LandingError, RemoteRefusal};
+use super::{trailers, BranchCommit, Identity, LandedCommit, LandingError, RemoteRefusal};
 use crate::changeset::Changeset;
+use crate::model::trace::NOTES_REF;
 use git2::{FileMode, Oid, Repository};
 use std::path::Path;
 
@@ -342,17 +343,24 @@ const MAX_REMOTE_MESSAGES: usize = 20;
 /// reason and messages; either way the remote's branch is unchanged
 /// (objects a refused push sent are quarantined and dropped by git). A
 /// refusal for another push's ref lock is retried for up to two seconds.
+/// With `notes`, the notes ref ([`NOTES_REF`]) moves in the same atomic
+/// push (both or neither), with its own lease: notes that moved while the
+/// branch did not are [`LandingError::NotesMoved`].
 /// `tag` (the transaction) marks the push's command line for
 /// [`await_push`]. Needs `git` on `PATH`.
 pub fn push(
     local: &Repository,
     remote: &Repository,
     location: &str,
-    branch: &str,
-    expected: Oid,
-    new: Oid,
+    update: BranchUpdate<'_>,
+    notes: Option<&NotesUpdate>,
     tag: &str,
 ) -> Result<(), LandingError> {
+    let BranchUpdate {
+        branch,
+        expected,
+        new,
+    } = update;
     let io = |what: &'static str| {
         move |e: std::io::Error| git(what)(git2::Error::from_str(&e.to_string()))
     };
@@ -362,8 +370,7 @@ pub fn push(
         for var in LOCAL_ENV {
             cmd.env_remove(var);
         }
-        let out = cmd
-            .env("LC_ALL", "C")
+        cmd.env("LC_ALL", "C")
             .env("LANGUAGE", "C")
             .env("GIT_TERMINAL_PROMPT", "0")
             .arg("-c")
@@ -371,9 +378,16 @@ pub fn push(
             .arg("--git-dir")
             .arg(local.path())
             .args(["send-pack", "--helper-status", "--atomic"])
-            .arg(format!("--force-with-lease={branch}:{expected}"))
-            .arg(remote.path())
-            .arg(format!("{new}:{branch}"))
+            .arg(format!("--force-with-lease={branch}:{expected}"));
+        if let Some(n) = notes {
+            let was = n.expected.map(|id| id.to_string()).unwrap_or_default();
+            cmd.arg(format!("--force-with-lease={NOTES_REF}:{was}"));
+        }
+        cmd.arg(remote.path()).arg(format!("{new}:{branch}"));
+        if let Some(n) = notes {
+            cmd.arg(format!("{}:{NOTES_REF}", n.new));
+        }
+        let out = cmd
             .stdin(std::process::Stdio::null())
             .output()
             .map_err(io("run git send-pack"))?;
@@ -413,6 +427,16 @@ pub fn push(
                 expected: expected.to_string(),
                 actual: actual.map(|id| id.to_string()),
             });
+        }
+        if let Some(n) = notes {
+            let notes_now = remote.refname_to_id(NOTES_REF).ok();
+            if notes_now != n.expected {
+                return Err(LandingError::NotesMoved {
+                    remote: location.to_owned(),
+                    expected: n.expected.map(|id| id.to_string()),
+                    actual: notes_now.map(|id| id.to_string()),
+                });
+            }
         }
         if status.contains("lock") && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -1087,4 +1111,231 @@ pub fn clear_abandoned_lock(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(io(e)),
     }
+}
+
+/// A move of a branch by compare-and-swap: `branch` (a full ref name)
+/// from `expected` to `new`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchUpdate<'a> {
+    /// The full ref name.
+    pub branch: &'a str,
+    /// Where it is expected to be.
+    pub expected: Oid,
+    /// Where it moves to.
+    pub new: Oid,
+}
+
+/// A move of the notes ref ([`NOTES_REF`]) that goes with a landing:
+/// from `expected` (`None`: it does not exist yet) to `new`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotesUpdate {
+    /// Where the ref is expected to be.
+    pub expected: Option<Oid>,
+    /// The notes commit it moves to.
+    pub new: Oid,
+}
+
+/// The notes ref's commit in `repo`, `None` when it has none.
+pub fn notes_tip(repo: &Repository) -> Option<Oid> {
+    repo.refname_to_id(NOTES_REF).ok()
+}
+
+/// The notes commit that adds `notes` (each a landed commit and its
+/// note's bytes) to the notes at `parent` (`None`: no notes yet), its only
+/// parent: each note a blob named by the commit's full id at the top of
+/// the tree, replacing the commit's note wherever the tree held it (git
+/// fans a large notes tree out into `ab/cdef…` directories; both forms
+/// are read by `git notes`). Moves no ref.
+pub fn build_notes(
+    repo: &Repository,
+    parent: Option<Oid>,
+    notes: &[(Oid, Vec<u8>)],
+) -> Result<Oid, LandingError> {
+    let parent = parent
+        .map(|id| repo.find_commit(id))
+        .transpose()
+        .map_err(git("read the notes commit"))?;
+    let base = match &parent {
+        Some(p) => p.tree().map_err(git("read the notes tree"))?,
+        None => {
+            let empty = repo
+                .treebuilder(None)
+                .and_then(|b| b.write())
+                .map_err(git("write the notes tree"))?;
+            repo.find_tree(empty).map_err(git("read the notes tree"))?
+        }
+    };
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for (commit, bytes) in notes {
+        let hex = commit.to_string();
+        let fanned = format!("{}/{}", &hex[..2], &hex[2..]);
+        if base.get_path(Path::new(&fanned)).is_ok() {
+            update.remove(fanned);
+        }
+        let blob = repo.blob(bytes).map_err(git("write a note"))?;
+        update.upsert(hex, blob, FileMode::Blob);
+    }
+    let tree = update
+        .create_updated(repo, &base)
+        .map_err(git("write the notes tree"))?;
+    let tree = repo.find_tree(tree).map_err(git("read the notes tree"))?;
+    let who = git2::Signature::now("roundtable", "roundtable@localhost")
+        .map_err(git("make a signature"))?;
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    repo.commit(
+        None,
+        &who,
+        &who,
+        "Notes added by roundtable\n",
+        &tree,
+        &parents,
+    )
+    .map_err(git("write the notes commit"))
+}
+
+/// Move the notes ref of `repo` from `expected` (`None`: absent) to
+/// `new` by compare-and-swap: [`LandingError::NotesMoved`] when it is
+/// elsewhere, and nothing changed.
+pub fn move_notes(repo: &Repository, expected: Option<Oid>, new: Oid) -> Result<(), LandingError> {
+    let moved = match expected {
+        Some(old) => repo
+            .reference_matching(NOTES_REF, new, true, old, "roundtable: notes")
+            .map(drop),
+        None => repo
+            .reference(NOTES_REF, new, false, "roundtable: notes")
+            .map(drop),
+    };
+    match moved {
+        Ok(()) => Ok(()),
+        Err(e)
+            if matches!(
+                e.code(),
+                git2::ErrorCode::Modified
+                    | git2::ErrorCode::NotFound
+                    | git2::ErrorCode::Exists
+                    | git2::ErrorCode::Locked
+            ) =>
+        {
+            Err(LandingError::NotesMoved {
+                remote: String::new(),
+                expected: expected.map(|id| id.to_string()),
+                actual: notes_tip(repo).map(|id| id.to_string()),
+            })
+        }
+        Err(e) => Err(git("move the notes ref")(e)),
+    }
+}
+
+/// Add to the notes ref of `repo` each of `notes` (a commit and its
+/// note's bytes) whose commit has no note there yet, in one notes commit
+/// moved by compare-and-swap (retried on a moved ref a few times). How
+/// many it added.
+pub fn add_missing_notes(
+    repo: &Repository,
+    notes: &[(Oid, Vec<u8>)],
+) -> Result<usize, LandingError> {
+    let mut attempt = 0;
+    loop {
+        let tip = notes_tip(repo);
+        let missing: Vec<(Oid, Vec<u8>)> = notes
+            .iter()
+            .filter(|(commit, _)| note(repo, *commit).ok().flatten().is_none())
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        let new = build_notes(repo, tip, &missing)?;
+        match move_notes(repo, tip, new) {
+            Ok(()) => return Ok(missing.len()),
+            Err(LandingError::NotesMoved { .. }) if attempt < 10 => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The note of `commit` under the notes ref of `repo` (its bytes), `None`
+/// when it has none.
+pub fn note(repo: &Repository, commit: Oid) -> Result<Option<Vec<u8>>, LandingError> {
+    match repo.find_note(Some(NOTES_REF), commit) {
+        Ok(n) => {
+            let blob = repo.find_blob(n.id()).map_err(git("read a note"))?;
+            Ok(Some(blob.content().to_vec()))
+        }
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(git("read a note")(e)),
+    }
+}
+
+/// Fetch the notes ref of `remote` into `local`'s object store: its
+/// commit, now present here (`None`: the remote has no notes).
+pub fn fetch_notes(local: &Repository, remote: &Repository) -> Result<Option<Oid>, LandingError> {
+    let Some(tip) = notes_tip(remote) else {
+        return Ok(None);
+    };
+    let known: Vec<Oid> = notes_tip(local).into_iter().collect();
+    copy_objects(remote, local, tip, &known)?;
+    Ok(Some(tip))
+}
+
+/// Bring the notes ref of `local` forward to `tip` (a notes commit it
+/// has): when it has no notes, or its notes commit is `tip`'s ancestor.
+/// Notes of its own the remote lacks are left as they are.
+pub fn follow_notes(local: &Repository, tip: Oid) -> Result<(), LandingError> {
+    let here = notes_tip(local);
+    match here {
+        Some(h) if h == tip || !contains(local, tip, h)? => Ok(()),
+        _ => match move_notes(local, here, tip) {
+            Err(LandingError::NotesMoved { .. }) => Ok(()),
+            other => other,
+        },
+    }
+}
+
+/// The first-parent history of `branch` in the repository at `root`,
+/// newest first, down to (not including) `since` (a revision git can
+/// resolve: an id, a tag, `main~10`) or the root, at most `limit`
+/// commits: each with its trailers and its note under [`NOTES_REF`].
+/// Whether more commits were left beyond `limit`.
+pub fn branch_history(
+    root: &Path,
+    branch: &str,
+    since: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<BranchCommit>, bool), LandingError> {
+    let repo = open(root)?;
+    let tip = repo.refname_to_id(branch).map_err(git("read the branch"))?;
+    let mut walk = repo.revwalk().map_err(git("walk the history"))?;
+    walk.push(tip).map_err(git("walk the history"))?;
+    walk.simplify_first_parent()
+        .map_err(git("walk the history"))?;
+    if let Some(since) = since {
+        let stop = repo
+            .revparse_single(since)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|e| LandingError::InvalidInput {
+                field: "since",
+                reason: format!("{since:?} names no commit: {}", e.message()),
+            })?;
+        walk.hide(stop.id()).map_err(git("walk the history"))?;
+    }
+    let mut out = Vec::new();
+    for oid in walk {
+        if out.len() >= limit {
+            return Ok((out, true));
+        }
+        let oid = oid.map_err(git("walk the history"))?;
+        let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
+        out.push(BranchCommit {
+            id: oid.to_string(),
+            summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
+                .into_owned(),
+            trailers: trailers(commit.message_bytes()),
+            note: note(&repo, oid)?,
+        });
+    }
+    Ok((out, false))
 }

@@ -1,7 +1,7 @@
 //! A build without the `git` feature: what the layers above read of a
 //! repository's landings is refused ([`LandingError::NoGit`]).
 
-use super::{LandedCommit, LandingError};
+use super::{BranchCommit, LandedCommit, LandingError};
 use std::path::Path;
 
 /// Refused: this build reads no repository (see the `git` feature's
@@ -13,5 +13,18 @@ pub fn landed_commits(
 ) -> Result<Vec<LandedCommit>, LandingError> {
     Err(LandingError::NoGit {
         what: "the commits landed on a branch cannot be read",
+    })
+}
+
+/// Refused: this build reads no repository (see the `git` feature's
+/// `branch_history`).
+pub fn branch_history(
+    _root: &Path,
+    _branch: &str,
+    _since: Option<&str>,
+    _limit: usize,
+) -> Result<(Vec<BranchCommit>, bool), LandingError> {
+    Err(LandingError::NoGit {
+        what: "a branch's history cannot be read",
     })
 }

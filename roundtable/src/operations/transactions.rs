@@ -25,6 +25,7 @@ use crate::claims::{overlaps, Scope};
 use crate::clock::Timestamp;
 use crate::engine::Engine;
 use crate::id::Id;
+use crate::model::trace::{Provenance, TraceRecord, WrittenFile};
 use crate::operations::claims::ClaimRecord;
 use crate::operations::records::ProposalRecord;
 use crate::operations::records::RevisionRecord;
@@ -485,15 +486,16 @@ fn start_apply(
         .transaction_id
         .clone()
         .unwrap_or_else(|| engine.ids().next("tx", engine.now().0));
+    let provenance = provenance(engine, &evidence, &report, revision, id.as_str())?;
     let (landing, changeset) = landing_form(
         engine,
         actor,
         changeset,
         &evidence,
-        &report,
-        id.as_str(),
+        &provenance,
         batch.last_landing(),
     )?;
+    let trace = trace_record(engine, provenance, &changeset, &snapshot);
     let touched = touched_files(&changeset);
     let landed_paths = changed_paths(&changeset);
     let used = used_claims(&evidence.claims, &changeset, &snapshot);
@@ -525,6 +527,7 @@ fn start_apply(
         prune_only: None,
         modes: std::collections::BTreeMap::new(),
         landing,
+        trace: Some(trace),
         // What a same-key retry needs if the outcome cannot be recorded
         // at once past the commit point.
         request: key.as_ref().map(|key| {
@@ -702,8 +705,7 @@ fn landing_form(
     actor: &Actor,
     changeset: crate::changeset::Changeset,
     evidence: &super::validate::Evidence,
-    report: &ValidationReport,
-    id: &str,
+    provenance: &Provenance,
     after: Option<&store::settings::TransactionLanding>,
 ) -> Result<
     (
@@ -722,7 +724,7 @@ fn landing_form(
         engine,
         &changeset,
         &setting,
-        &apply_message(evidence, report, id)?,
+        &apply_message(&evidence.proposal, provenance)?,
         &identity(engine, "agent", &evidence.proposal.author),
         &identity(engine, actor.kind.as_str(), actor.id.as_str()),
         after,
@@ -1416,26 +1418,23 @@ fn plan_landing(
     ))
 }
 
-/// The commit message of an applied revision: the proposal's title and
-/// summary, and trailers naming what governed it — every piece of evidence
-/// the policy evaluation in `report` counted for a requirement it found
-/// satisfied (fresh, or carried over from an earlier revision: the
-/// evaluation decides which counts, this only reads it), each with the
-/// revision it was given on and its record's id.
-fn apply_message(
+/// What governs a landing, as its commit's trailers and its attribution
+/// record name it: the proposal, its author and task, the transaction,
+/// the audit chain's head now, and every piece of evidence the policy
+/// evaluation in `report` counted for a requirement it found satisfied
+/// (fresh, or carried over from an earlier revision: the evaluation
+/// decides which counts, this only reads it), each with the revision it
+/// was given on and its record's id.
+fn provenance(
+    engine: &Engine,
     evidence: &super::validate::Evidence,
     report: &ValidationReport,
+    revision: u32,
     transaction_id: &str,
-) -> Result<String, ToolError> {
-    use crate::landing::Trailer;
+) -> Result<Provenance, ToolError> {
+    use crate::model::trace::{CountedEvidence, EvidenceKind};
     use crate::policy::RequirementStatus;
     let p = &evidence.proposal;
-    let mut trailers = vec![
-        Trailer::new("Roundtable-Proposal", p.id.as_str()),
-        Trailer::new("Roundtable-Revision", evidence.revision.number.to_string()),
-        Trailer::new("Roundtable-Transaction", transaction_id),
-    ];
-    let given = |who: String, revision: u32, id: &str| format!("{who} (revision {revision}, {id})");
     let mut named = std::collections::BTreeSet::new();
     let counted = report
         .policy
@@ -1443,33 +1442,38 @@ fn apply_message(
         .iter()
         .filter(|r| r.status == RequirementStatus::Satisfied)
         .flat_map(|r| r.evidence.iter());
+    let mut out = Vec::new();
     for id in counted {
         if !named.insert(id.as_str()) {
             continue;
         }
-        let trailer = if let Some(v) = evidence.votes.iter().find(|v| v.id == *id) {
-            Trailer::new(
-                "Approved-by",
-                given(format!("agent:{}", v.agent_id), v.revision, id),
+        let (kind, by, revision) = if let Some(v) = evidence.votes.iter().find(|v| v.id == *id) {
+            (
+                EvidenceKind::Vote,
+                format!("agent:{}", v.agent_id),
+                v.revision,
             )
         } else if let Some(r) = evidence.reviews.iter().find(|r| r.id == *id) {
-            Trailer::new(
-                "Security-Reviewed-by",
-                given(r.reviewer.to_string(), r.revision, id),
+            (
+                EvidenceKind::SecurityReview,
+                r.reviewer.to_string(),
+                r.revision,
             )
         } else if let Some(a) = evidence.approvals.iter().find(|a| a.id == *id) {
-            Trailer::new(
-                "Human-Approved-by",
-                given(format!("human:{}", a.human_id), a.revision, id),
+            (
+                EvidenceKind::HumanApproval,
+                format!("human:{}", a.human_id),
+                a.revision,
             )
         } else if let Some(t) = evidence.tests.iter().find(|t| t.id == *id) {
             let status = serde_json::to_value(t.status)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
-            Trailer::new(
-                "Checks",
-                given(format!("{}={status}", t.name), t.revision, id),
+            (
+                EvidenceKind::Check,
+                format!("{}={status}", t.name),
+                t.revision,
             )
         } else {
             // The evaluation counts only records it was given: one it
@@ -1480,9 +1484,80 @@ fn apply_message(
                 IoDetails::default(),
             ));
         };
-        trailers.push(trailer);
+        out.push(CountedEvidence {
+            kind,
+            by,
+            revision,
+            id: id.clone(),
+        });
     }
-    crate::landing::message(&p.title, &p.summary_md, &trailers).map_err(landing_refusal)
+    let (seq, digest) = engine
+        .store()
+        .read(|tx| Ok::<_, ToolError>(crate::store::chain_head(tx)?))?;
+    Ok(Provenance {
+        proposal_id: p.id.as_str().to_owned(),
+        revision,
+        transaction_id: transaction_id.to_owned(),
+        task_id: p.task_id.clone(),
+        agent_id: p.author.clone(),
+        chain: crate::model::trace::ChainPoint { seq, digest },
+        evidence: out,
+    })
+}
+
+/// The commit message of an applied revision: the proposal's title and
+/// summary, and trailers naming what governed it ([`provenance`]): the
+/// proposal, revision and transaction, the audit chain's head when it was
+/// planned (`Roundtable-Chain: SEQ DIGEST`), and each piece of evidence
+/// counted.
+fn apply_message(proposal: &Proposal, provenance: &Provenance) -> Result<String, ToolError> {
+    use crate::landing::Trailer;
+    let mut trailers = vec![
+        Trailer::new("Roundtable-Proposal", provenance.proposal_id.as_str()),
+        Trailer::new("Roundtable-Revision", provenance.revision.to_string()),
+        Trailer::new("Roundtable-Transaction", provenance.transaction_id.as_str()),
+        Trailer::new("Roundtable-Chain", provenance.chain.trailer()),
+    ];
+    for e in &provenance.evidence {
+        trailers.push(Trailer::new(e.kind.trailer_key(), e.trailer_value()));
+    }
+    crate::landing::message(&proposal.title, &proposal.summary_md, &trailers)
+        .map_err(landing_refusal)
+}
+
+/// The attribution record of a landing ([`TraceRecord::for_landing`]):
+/// the lines `changeset` (as the files will hold them) adds to each text
+/// file, against its bytes in `snapshot`, attributed to the proposal's
+/// author. A link or a binary file gets no lines.
+fn trace_record(
+    engine: &Engine,
+    provenance: Provenance,
+    changeset: &crate::changeset::Changeset,
+    snapshot: &[Before],
+) -> TraceRecord {
+    let text = |data: &[u8]| !data[..data.len().min(8000)].contains(&0);
+    let files: Vec<WrittenFile<'_>> = changeset
+        .files()
+        .iter()
+        .map(|f| {
+            let before = snapshot
+                .iter()
+                .find(|b| b.path == f.path && !b.symlink)
+                .map(|b| b.data.as_slice())
+                .filter(|d| text(d));
+            let after = f
+                .after
+                .as_ref()
+                .filter(|a| !a.symlink && text(&a.data))
+                .map(|a| a.data.as_slice());
+            WrittenFile {
+                path: f.path.as_str(),
+                before,
+                after,
+            }
+        })
+        .collect();
+    TraceRecord::for_landing(provenance, engine.now(), env!("CARGO_PKG_VERSION"), &files)
 }
 
 /// Bring every git-mode transaction that landed (its branch at the commit
@@ -1811,6 +1886,10 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
         prune_only: Some(created),
         modes,
         landing,
+        // A rollback's commit takes lines back and writes none of its
+        // own: it has no attribution record (`provenance.verify` knows
+        // it by its transaction).
+        trace: None,
         request: None,
     };
     execute(

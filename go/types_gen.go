@@ -453,12 +453,14 @@ const (
 	ProvenanceProblemChainPoint ProvenanceProblem = "chain_point"
 	// A transaction the store says landed on the branch is not in its history (the branch was rewritten).
 	ProvenanceProblemLandingMissing ProvenanceProblem = "landing_missing"
+	// The repository allows signers (`gpg.ssh.allowedSignersFile`) and the commit is not signed by one of them.
+	ProvenanceProblemSignature ProvenanceProblem = "signature"
 	// The audit log does not verify (`events.verify`): an event was rewritten or removed, or a record has no event.
 	ProvenanceProblemLog ProvenanceProblem = "log"
 )
 
 // ProvenanceProblems lists every ProvenanceProblem, in the schema's order.
-var ProvenanceProblems = []ProvenanceProblem{ProvenanceProblemNotGoverned, ProvenanceProblemUnknownTransaction, ProvenanceProblemOtherCommit, ProvenanceProblemNotLanded, ProvenanceProblemEventMissing, ProvenanceProblemNoteMissing, ProvenanceProblemNoteDiffers, ProvenanceProblemRecordMissing, ProvenanceProblemChainPoint, ProvenanceProblemLandingMissing, ProvenanceProblemLog}
+var ProvenanceProblems = []ProvenanceProblem{ProvenanceProblemNotGoverned, ProvenanceProblemUnknownTransaction, ProvenanceProblemOtherCommit, ProvenanceProblemNotLanded, ProvenanceProblemEventMissing, ProvenanceProblemNoteMissing, ProvenanceProblemNoteDiffers, ProvenanceProblemRecordMissing, ProvenanceProblemChainPoint, ProvenanceProblemLandingMissing, ProvenanceProblemSignature, ProvenanceProblemLog}
 
 // Why the queue handed an entry back to its author.
 type QueueReturnReason string

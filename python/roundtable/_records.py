@@ -306,10 +306,11 @@ PROPOSAL_STATUSES: Tuple[ProposalStatus, ...] = ('pending', 'in_review', 'applie
 #:   ``record_missing``: The store has no attribution record for the transaction.
 #:   ``chain_point``: Its `Roundtable-Chain` trailer is missing, malformed, or names an event the log does not hold with that digest.
 #:   ``landing_missing``: A transaction the store says landed on the branch is not in its history (the branch was rewritten).
+#:   ``signature``: The repository allows signers (`gpg.ssh.allowedSignersFile`) and the commit is not signed by one of them.
 #:   ``log``: The audit log does not verify (`events.verify`): an event was rewritten or removed, or a record has no event.
-ProvenanceProblem = Literal['not_governed', 'unknown_transaction', 'other_commit', 'not_landed', 'event_missing', 'note_missing', 'note_differs', 'record_missing', 'chain_point', 'landing_missing', 'log']
+ProvenanceProblem = Literal['not_governed', 'unknown_transaction', 'other_commit', 'not_landed', 'event_missing', 'note_missing', 'note_differs', 'record_missing', 'chain_point', 'landing_missing', 'signature', 'log']
 #: Every value of :data:`ProvenanceProblem`, in the schema's order.
-PROVENANCE_PROBLEMS: Tuple[ProvenanceProblem, ...] = ('not_governed', 'unknown_transaction', 'other_commit', 'not_landed', 'event_missing', 'note_missing', 'note_differs', 'record_missing', 'chain_point', 'landing_missing', 'log',)
+PROVENANCE_PROBLEMS: Tuple[ProvenanceProblem, ...] = ('not_governed', 'unknown_transaction', 'other_commit', 'not_landed', 'event_missing', 'note_missing', 'note_differs', 'record_missing', 'chain_point', 'landing_missing', 'signature', 'log',)
 
 
 #: Why the queue handed an entry back to its author.

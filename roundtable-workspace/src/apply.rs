@@ -1611,10 +1611,16 @@ where
             crate::store::traces::get(tx, id)?,
         ))
     })?;
-    if let (Some(landing), Some(Ok(trace))) = (&landing, &trace) {
-        // Killed between the branch's move and the notes': the note now.
-        git::write_note(env.workspace.root(), landing, trace).map_err(landing_error(id))?;
-    }
+    // Killed between the branch's move and the notes': the note now. It
+    // landed all the same: a note that cannot be written is recorded (and
+    // `provenance.verify` reports it missing), not a reason to leave the
+    // transaction applying.
+    let note = match (&landing, &trace) {
+        (Some(landing), Some(Ok(trace))) => git::write_note(env.workspace.root(), landing, trace)
+            .err()
+            .map(|e| json!(format!("not written: {e}"))),
+        _ => None,
+    };
     if let Some(landing) = landing.as_ref().filter(|l| l.remote.is_some()) {
         // Landed on the remote: this repository's branch follows it.
         git::follow_remote(env, landing).map_err(|e| match e {
@@ -1638,7 +1644,7 @@ where
             env.clock.now(),
             actor,
             id,
-            json!({"files": files.len(), "index": index_note, "recovered": "landed: the branch was at the new commit"}),
+            json!({"files": files.len(), "index": index_note, "notes": note, "recovered": "landed: the branch was at the new commit"}),
             Applied {
                 files: files.len(),
                 recovered: Some(true),

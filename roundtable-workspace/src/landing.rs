@@ -539,6 +539,10 @@ pub struct BranchCommit {
     pub trailers: Vec<(String, String)>,
     /// Its note under `refs/notes/agent-trace`, if any.
     pub note: Option<Vec<u8>>,
+    /// Whether it is signed by a key the repository's
+    /// `gpg.ssh.allowedSignersFile` allows (`None`: no such file is
+    /// configured, nothing was checked).
+    pub signed: Option<bool>,
 }
 
 #[cfg(test)]

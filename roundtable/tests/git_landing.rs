@@ -461,6 +461,18 @@ fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
             at_new += 1;
             assert_eq!(status, "applied", "run {run}");
             assert_eq!(tx_status.as_deref(), Some("applied"), "run {run}");
+            // The commit has its note, the store's record (written by the
+            // commit point, or by recovery when killed between the branch
+            // and the notes): the branch since `old` verifies.
+            let verified = engine
+                .call(
+                    "provenance.verify",
+                    json!({"since": old}),
+                    &super::transactions::host(),
+                )
+                .expect("provenance.verify");
+            assert_eq!(verified["valid"], true, "run {run}: {verified}");
+            assert_eq!(verified["checked"], 1, "run {run}");
             let events = engine
                 .call(
                     "events.list",
@@ -477,6 +489,12 @@ fn a_sigkilled_git_mode_apply_leaves_branch_tree_and_store_agreeing() {
         } else {
             at_old += 1;
             assert_eq!(status, "in_review", "run {run}");
+            // Nothing landed: no note either.
+            assert_eq!(
+                git(d, &["for-each-ref", "refs/notes/agent-trace"]),
+                "",
+                "run {run}"
+            );
             assert!(
                 matches!(tx_status.as_deref(), None | Some("recovered")),
                 "run {run}: {tx_status:?}"

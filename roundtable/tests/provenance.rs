@@ -386,3 +386,102 @@ fn issue36_files_mode_keeps_the_attribution_record_in_the_store() {
     );
     assert_eq!(e.details()["field"], "branch");
 }
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue36_a_host_with_an_ssh_signing_key_signs_its_landings_and_verify_checks_them() {
+    let w = git_world(&[("f.txt", "one\n")]);
+    let d = w.dir.path().to_path_buf();
+    let keys = tempfile::tempdir().expect("tempdir");
+    let key = keys.path().join("host");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "host", "-f"])
+        .arg(&key)
+        .status()
+        .expect("ssh-keygen");
+    assert!(made.success());
+    let public = std::fs::read_to_string(key.with_extension("pub")).expect("public key");
+    let allowed = keys.path().join("allowed_signers");
+    std::fs::write(
+        &allowed,
+        format!("host@example.com namespaces=\"git\" {public}"),
+    )
+    .expect("write");
+    let key_path = key.to_str().expect("utf-8");
+    let allowed_path = allowed.to_str().expect("utf-8");
+    git(&d, &["config", "gpg.format", "ssh"]);
+    git(&d, &["config", "user.signingKey", key_path]);
+    git(&d, &["config", "commit.gpgSign", "true"]);
+    git(&d, &["config", "gpg.ssh.allowedSignersFile", allowed_path]);
+    let base = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
+    land(
+        &w,
+        &w.author,
+        "f.txt",
+        &["one".to_owned()],
+        &["two".to_owned()],
+        "Two",
+    );
+    let landed = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
+    // git itself accepts the signature.
+    git(&d, &["verify-commit", &landed]);
+    // A commit a person makes without signing is reported twice over.
+    std::fs::write(d.join("f.txt"), "three\n").expect("write");
+    git(
+        &d,
+        &[
+            "-c",
+            "commit.gpgSign=false",
+            "commit",
+            "-q",
+            "-am",
+            "Unsigned",
+        ],
+    );
+    let plain = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
+    let report = verify(&w, json!({"since": base}));
+    assert_eq!(
+        problems(&report),
+        vec![
+            ("not_governed".to_owned(), plain.clone()),
+            ("signature".to_owned(), plain)
+        ],
+        "{report}"
+    );
+    fsck(&d);
+    // A signing setting roundtable cannot honour refuses the landing and
+    // changes nothing.
+    git(&d, &["config", "gpg.format", "openpgp"]);
+    git(&d, &["reset", "-q", "--hard", &landed]);
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:f.txt", "type": "write", "ttl_s": 3600}),
+        &w.author,
+    );
+    let pid = str_of(
+        &w.ok(
+            "proposal.create",
+            json!({"task_id": "t1", "title": "Four", "summary_md": "s",
+                   "patch": patch("f.txt", &["two".to_owned()], &["four".to_owned()])}),
+            &w.author,
+        )["proposal"]["id"],
+    );
+    w.ok(
+        "proposal.request_review",
+        json!({"proposal_id": pid}),
+        &w.author,
+    );
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    let e = w.refused(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+        roundtable::ErrorCode::InvalidArgument,
+    );
+    assert!(e.to_string().contains("ssh"), "{e}");
+    assert_eq!(git(&d, &["rev-parse", "HEAD"]).trim(), landed);
+}

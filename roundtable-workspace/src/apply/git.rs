@@ -8,6 +8,7 @@ use crate::store::Store;
 use crate::workspace::{Workspace, WriteOptions};
 use crate::RepoPath;
 use std::path::Path;
+use std::time::Duration;
 
 pub(super) use crate::landing::await_push;
 
@@ -496,6 +497,10 @@ pub(super) fn write_note(
         return Ok(());
     }
     let (repo, _, new) = landing_ids(root, landing)?;
+    // The killed landing may have held the notes ref's lock: under the
+    // apply lock no landing of this clone holds it, and one that stands
+    // still for as long as a ref update waits has no live writer.
+    crate::landing::clear_abandoned_lock(&repo, crate::model::trace::NOTES_REF, Duration::ZERO)?;
     crate::landing::add_missing_notes(&repo, &[(new, trace.at_commit(&landing.new_id).to_note())])
         .map(drop)
 }

@@ -95,17 +95,131 @@ pub fn build_commit(
         .create_updated(repo, &mid)
         .map_err(git("write the trees"))?;
     let tree = repo.find_tree(tree_id).map_err(git("read the new tree"))?;
-    let id = repo
-        .commit(
-            None,
-            &author.signature("author")?,
-            &committer.signature("committer")?,
-            message,
-            &tree,
-            &[&parent],
-        )
-        .map_err(git("write the commit"))?;
+    let id = write_commit(
+        repo,
+        &author.signature("author")?,
+        &committer.signature("committer")?,
+        message,
+        &tree,
+        &parent,
+    )?;
     Ok(Commit { id, tree: tree_id })
+}
+
+/// Write a commit object (one parent), signed when the repository's
+/// configuration asks for it ([`signing_key`]). Moves no ref.
+fn write_commit(
+    repo: &Repository,
+    author: &git2::Signature<'_>,
+    committer: &git2::Signature<'_>,
+    message: &str,
+    tree: &git2::Tree<'_>,
+    parent: &git2::Commit<'_>,
+) -> Result<Oid, LandingError> {
+    let Some(key) = signing_key(repo)? else {
+        return repo
+            .commit(None, author, committer, message, tree, &[parent])
+            .map_err(git("write the commit"));
+    };
+    let buffer = repo
+        .commit_create_buffer(author, committer, message, tree, &[parent])
+        .map_err(git("write the commit"))?;
+    let content = std::str::from_utf8(&buffer).map_err(|_| LandingError::InvalidInput {
+        field: "message",
+        reason: "a signed commit must be UTF-8".into(),
+    })?;
+    let signature = ssh_sign(&key, &buffer)?;
+    repo.commit_signed(content, &signature, None)
+        .map_err(git("write the signed commit"))
+}
+
+/// The SSH key landing commits are signed with: the repository's
+/// `user.signingKey` when its configuration (with the user's and the
+/// system's) sets `commit.gpgSign` and `gpg.format = ssh`, as for `git
+/// commit -S`. `None`: commits are not signed. Only SSH signing is
+/// supported: `commit.gpgSign` with another format is refused rather than
+/// silently left unsigned.
+pub fn signing_key(repo: &Repository) -> Result<Option<std::path::PathBuf>, LandingError> {
+    let config = repo.config().map_err(git("read the configuration"))?;
+    if !config.get_bool("commit.gpgsign").unwrap_or(false) {
+        return Ok(None);
+    }
+    let format = config.get_string("gpg.format").unwrap_or_default();
+    let key = config.get_path("user.signingkey").ok();
+    match (format.as_str(), key) {
+        ("ssh", Some(key)) => Ok(Some(key)),
+        ("ssh", None) => Err(LandingError::InvalidInput {
+            field: "user.signingKey",
+            reason: "commit.gpgSign is set with gpg.format ssh but user.signingKey names no key file".into(),
+        }),
+        _ => Err(LandingError::InvalidInput {
+            field: "gpg.format",
+            reason: format!(
+                "commit.gpgSign is set with gpg.format {:?}: roundtable signs landing commits with ssh keys only (gpg.format = ssh)",
+                if format.is_empty() { "openpgp" } else { &format }
+            ),
+        }),
+    }
+}
+
+/// `data` signed with the SSH key at `key` in git's namespace (`ssh-keygen
+/// -Y sign -n git`, what `git commit -S` runs): the armored signature.
+fn ssh_sign(key: &Path, data: &[u8]) -> Result<String, LandingError> {
+    use std::io::Write as _;
+    let fail = |what: String| git("sign the commit")(git2::Error::from_str(&what));
+    let mut child = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-Y", "sign", "-n", "git", "-f"])
+        .arg(key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| fail(format!("run ssh-keygen: {e}")))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| fail("no stdin".into()))?;
+    stdin
+        .write_all(data)
+        .map_err(|e| fail(format!("write to ssh-keygen: {e}")))?;
+    drop(stdin);
+    let out = child
+        .wait_with_output()
+        .map_err(|e| fail(format!("run ssh-keygen: {e}")))?;
+    let signature = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() || !signature.contains("BEGIN SSH SIGNATURE") {
+        return Err(fail(format!(
+            "ssh-keygen -Y sign with {}: {}",
+            key.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(signature)
+}
+
+/// Whether commit `id` carries a signature by a key the repository's
+/// `gpg.ssh.allowedSignersFile` allows (`git verify-commit`, with
+/// `gpg.format = ssh`); `None` when no such file is configured (nothing to
+/// check against).
+pub fn signature_allowed(repo: &Repository, id: Oid) -> Result<Option<bool>, LandingError> {
+    let config = repo.config().map_err(git("read the configuration"))?;
+    let Ok(allowed) = config.get_path("gpg.ssh.allowedsignersfile") else {
+        return Ok(None);
+    };
+    let mut cmd = std::process::Command::new("git");
+    for var in LOCAL_ENV {
+        cmd.env_remove(var);
+    }
+    let status = cmd
+        .env("LC_ALL", "C")
+        .arg("--git-dir")
+        .arg(repo.path())
+        .args(["-c", "gpg.format=ssh", "-c"])
+        .arg(format!("gpg.ssh.allowedSignersFile={}", allowed.display()))
+        .args(["verify-commit", &id.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| git("check a signature")(git2::Error::from_str(&e.to_string())))?;
+    Ok(Some(status.success()))
 }
 
 /// How long a ref update waits for another writer's lock on the ref (git's
@@ -1060,10 +1174,7 @@ pub fn replay<'p>(
             reason: "the landing's commit message is not UTF-8".into(),
         })?;
     let (author, committer) = (original.author(), original.committer());
-    let id = repo
-        .commit(None, &author, &committer, message, &tree, &[&parent])
-        .map_err(git("write the commit"))?;
-    Ok(id)
+    write_commit(repo, &author, &committer, message, &tree, &parent)
 }
 
 /// Remove the lock file on `branch` (`refs/heads/main.lock`) that a
@@ -1330,6 +1441,7 @@ pub fn branch_history(
         let oid = oid.map_err(git("walk the history"))?;
         let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
         out.push(BranchCommit {
+            signed: signature_allowed(&repo, oid)?,
             id: oid.to_string(),
             summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
                 .into_owned(),

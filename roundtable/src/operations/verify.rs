@@ -77,6 +77,9 @@ pub enum ProvenanceProblem {
     /// A transaction the store says landed on the branch is not in its
     /// history (the branch was rewritten).
     LandingMissing,
+    /// The repository allows signers (`gpg.ssh.allowedSignersFile`) and
+    /// the commit is not signed by one of them.
+    Signature,
     /// The audit log does not verify (`events.verify`): an event was
     /// rewritten or removed, or a record has no event.
     Log,
@@ -291,6 +294,27 @@ pub fn judge(commit: &BranchCommit, facts: Option<&TransactionFacts>) -> Vec<Pro
         transaction_id: id.map(str::to_owned),
         message,
     };
+    let unsigned = (commit.signed == Some(false)).then(|| {
+        finding(
+            ProvenanceProblem::Signature,
+            format!(
+                "{} is not signed by a key gpg.ssh.allowedSignersFile allows",
+                short(&commit.id)
+            ),
+        )
+    });
+    let mut found = judge_governance(commit, facts, &finding);
+    found.extend(unsigned);
+    found
+}
+
+/// [`judge`] but for the signature.
+fn judge_governance(
+    commit: &BranchCommit,
+    facts: Option<&TransactionFacts>,
+    finding: &dyn Fn(ProvenanceProblem, String) -> ProvenanceFinding,
+) -> Vec<ProvenanceFinding> {
+    let id = transaction_of(commit);
     let (Some(t), Some(f)) = (id, facts) else {
         return vec![match id {
             None => finding(
@@ -426,6 +450,7 @@ mod tests {
         BranchCommit {
             id: "c".repeat(40),
             summary: "s".into(),
+            signed: None,
             trailers: vec![
                 ("Roundtable-Transaction".into(), "tx".into()),
                 (
@@ -456,6 +481,24 @@ mod tests {
     fn a_governed_commit_has_nothing_to_report() {
         let note = record().at_commit(&"c".repeat(40)).to_note();
         assert_eq!(problems(&commit(Some(note)), Some(&facts())), vec![]);
+    }
+
+    #[test]
+    fn an_unsigned_commit_is_reported_when_signers_are_configured() {
+        let note = record().at_commit(&"c".repeat(40)).to_note();
+        let unsigned = BranchCommit {
+            signed: Some(false),
+            ..commit(Some(note.clone()))
+        };
+        assert_eq!(
+            problems(&unsigned, Some(&facts())),
+            vec![ProvenanceProblem::Signature]
+        );
+        let signed = BranchCommit {
+            signed: Some(true),
+            ..commit(Some(note))
+        };
+        assert_eq!(problems(&signed, Some(&facts())), vec![]);
     }
 
     #[test]

@@ -124,6 +124,14 @@ func (x *Agent) encodeFields(e *encoder, start int) {
 		e.key(start, "\"display_name\":")
 		e.str(*x.DisplayName, "display_name")
 	}
+	if x.ModelID != nil {
+		e.key(start, "\"model_id\":")
+		e.str(*x.ModelID, "model_id")
+	}
+	if x.SessionURL != nil {
+		e.key(start, "\"session_url\":")
+		e.str(*x.SessionURL, "session_url")
+	}
 }
 
 func (x *Agent) decode(d *decoder) {
@@ -165,6 +173,22 @@ func (x *Agent) decode(d *decoder) {
 				p3 := new(string)
 				(*p3) = d.str()
 				x.DisplayName = p3
+			}
+		case "model_id":
+			if d.null() {
+				x.ModelID = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.ModelID = p4
+			}
+		case "session_url":
+			if d.null() {
+				x.SessionURL = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.SessionURL = p5
 			}
 		default:
 			d.skip()
@@ -480,6 +504,14 @@ func (x *AgentRegisterArgs) encodeFields(e *encoder, start int) {
 		e.key(start, "\"idempotency_key\":")
 		e.str(*x.IdempotencyKey, "idempotency_key")
 	}
+	if x.ModelID != nil {
+		e.key(start, "\"model_id\":")
+		e.str(*x.ModelID, "model_id")
+	}
+	if x.SessionURL != nil {
+		e.key(start, "\"session_url\":")
+		e.str(*x.SessionURL, "session_url")
+	}
 }
 
 func (x *AgentRegisterArgs) decode(d *decoder) {
@@ -525,6 +557,22 @@ func (x *AgentRegisterArgs) decode(d *decoder) {
 				p5 := new(string)
 				(*p5) = d.str()
 				x.IdempotencyKey = p5
+			}
+		case "model_id":
+			if d.null() {
+				x.ModelID = nil
+			} else {
+				p6 := new(string)
+				(*p6) = d.str()
+				x.ModelID = p6
+			}
+		case "session_url":
+			if d.null() {
+				x.SessionURL = nil
+			} else {
+				p7 := new(string)
+				(*p7) = d.str()
+				x.SessionURL = p7
 			}
 		default:
 			d.skip()

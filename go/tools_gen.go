@@ -22,6 +22,12 @@ type AgentRegisterArgs struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// Makes a retried call return the first call's result.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+	// Its model, `provider/model` (the models.dev convention, at most
+	// 250 characters): landings' attribution records name it.
+	ModelID *string `json:"model_id,omitempty"`
+	// An `https://` (or `http://`) link to its session or conversation,
+	// at most 2000 characters: landings' attribution records name it.
+	SessionURL *string `json:"session_url,omitempty"`
 }
 
 // TaskCreateArgs are the arguments of `task.create`.

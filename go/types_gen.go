@@ -797,6 +797,12 @@ type Agent struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// A name for people.
 	DisplayName *string `json:"display_name,omitempty"`
+	// Its model, as the host registered it (`provider/model`, the
+	// models.dev convention): attribution records name it.
+	ModelID *string `json:"model_id,omitempty"`
+	// The link to its session or conversation, as the host registered
+	// it: attribution records name it.
+	SessionURL *string `json:"session_url,omitempty"`
 }
 
 // An agent's roles and enabled flag.

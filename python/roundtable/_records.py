@@ -499,6 +499,12 @@ class Agent(Record):
     updated_at: str
     #: A name for people.
     display_name: Optional[str]
+    #: Its model, as the host registered it (`provider/model`, the
+    #: models.dev convention): attribution records name it.
+    model_id: Optional[str]
+    #: The link to its session or conversation, as the host registered
+    #: it: attribution records name it.
+    session_url: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
     _REQUIRED = frozenset(['created_at', 'enabled', 'id', 'roles', 'updated_at'])
@@ -513,6 +519,10 @@ class Agent(Record):
         v["roles"] = tuple(v["roles"])
         if "display_name" not in v:
             v["display_name"] = None
+        if "model_id" not in v:
+            v["model_id"] = None
+        if "session_url" not in v:
+            v["session_url"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4904,7 +4914,7 @@ _EVENT_DATA: Dict[str, Type[Record]] = {
 }
 
 # How the extension builds each record (dependencies first).
-Agent._PLAN = (0, Agent, (('roles', 'roles', (1, None)), ('display_name', 'display_name', None)))
+Agent._PLAN = (0, Agent, (('roles', 'roles', (1, None)), ('display_name', 'display_name', None), ('model_id', 'model_id', None), ('session_url', 'session_url', None)))
 AgentAccess._PLAN = (0, AgentAccess, (('roles', 'roles', (1, None)), ))
 AgentRegisteredData._PLAN = (0, AgentRegisteredData, (('roles', 'roles', (1, None)), ))
 AgentUpdatedData._PLAN = (0, AgentUpdatedData, (('roles', 'roles', (1, None)), ('previous', 'previous', AgentAccess._PLAN)))

@@ -140,6 +140,8 @@ class ToolMethods:
         display_name: Optional[str] = None,
         enabled: Optional[bool] = None,
         idempotency_key: Optional[str] = None,
+        model_id: Optional[str] = None,
+        session_url: Optional[str] = None,
     ) -> AgentRegistered:
         """Register an agent with its roles (orchestrator only). Registering an existing agent updates its roles, enabled flag and display name.
 
@@ -153,7 +155,11 @@ class ToolMethods:
             args["enabled"] = enabled
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
+        if model_id is not None:
+            args["model_id"] = model_id
         args["roles"] = list(roles)
+        if session_url is not None:
+            args["session_url"] = session_url
         return self.call_record("agent.register", args, AgentRegistered)
 
     def task_create(
@@ -1441,6 +1447,8 @@ class AsyncToolMethods:
         display_name: Optional[str] = None,
         enabled: Optional[bool] = None,
         idempotency_key: Optional[str] = None,
+        model_id: Optional[str] = None,
+        session_url: Optional[str] = None,
     ) -> AgentRegistered:
         """Register an agent with its roles (orchestrator only). Registering an existing agent updates its roles, enabled flag and display name.
 
@@ -1454,7 +1462,11 @@ class AsyncToolMethods:
             args["enabled"] = enabled
         if idempotency_key is not None:
             args["idempotency_key"] = idempotency_key
+        if model_id is not None:
+            args["model_id"] = model_id
         args["roles"] = list(roles)
+        if session_url is not None:
+            args["session_url"] = session_url
         return await self.call_record("agent.register", args, AgentRegistered)
 
     async def task_create(

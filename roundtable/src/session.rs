@@ -367,6 +367,8 @@ impl RegisterAgent {
                 roles: Vec::new(),
                 enabled: None,
                 display_name: None,
+                model_id: None,
+                session_url: None,
                 idempotency_key: None,
             })
         })
@@ -390,6 +392,14 @@ impl Draft<RegisterAgent> {
     setter!(
         /// A name for people.
         display_name: &str => display_name
+    );
+    setter!(
+        /// Its model (`provider/model`).
+        model_id: &str => model_id
+    );
+    setter!(
+        /// A link to its session or conversation.
+        session_url: &str => session_url
     );
 }
 

@@ -148,6 +148,13 @@ fn issue36_fifty_landings_by_five_agents_have_valid_notes_and_verify_finds_what_
         .iter()
         .map(|n| w.agent(n, &["author"]))
         .collect();
+    // The host says which model agent `a` runs and where its session is.
+    w.ok(
+        "agent.register",
+        json!({"agent_id": "a", "roles": ["author"], "model_id": "anthropic/claude-opus-4-5",
+               "session_url": "https://sessions.example/a/1"}),
+        &w.host,
+    );
     let mut content: Vec<Vec<String>> = (0..FILES).map(initial).collect();
     // Ground truth, in landing order: each commit, its transaction and
     // its author.
@@ -186,10 +193,21 @@ fn issue36_fifty_landings_by_five_agents_have_valid_notes_and_verify_finds_what_
         assert_eq!(meta["transaction_id"], json!(t));
         assert_eq!(meta["agent_id"], json!(agent));
         assert_eq!(meta["evidence"][0]["by"], "agent:bob");
-        assert_eq!(
-            note["files"][0]["conversations"][0]["contributor"]["type"],
-            "ai"
-        );
+        let conversation = &note["files"][0]["conversations"][0];
+        assert_eq!(conversation["contributor"]["type"], "ai");
+        if agent == "a" {
+            assert_eq!(
+                conversation["contributor"]["model_id"],
+                "anthropic/claude-opus-4-5"
+            );
+            assert_eq!(conversation["url"], "https://sessions.example/a/1");
+        } else {
+            assert!(conversation.get("url").is_none(), "{note}");
+            assert!(
+                conversation["contributor"].get("model_id").is_none(),
+                "{note}"
+            );
+        }
         assert_eq!(
             note["files"][0]["conversations"][0]["ranges"]
                 .as_array()
@@ -337,6 +355,16 @@ fn issue36_forged_trailers_and_a_reused_transaction_are_not_governed() {
         ],
         "{report}"
     );
+    // A session link that is not one is refused by field, changing nothing.
+    for (field, value) in [("session_url", "file:///etc/passwd"), ("model_id", " ")] {
+        let e = w.refused(
+            "agent.register",
+            json!({"agent_id": "alice", "roles": ["author"], field: value}),
+            &w.host,
+            roundtable::ErrorCode::InvalidArgument,
+        );
+        assert_eq!(e.details()["field"], field);
+    }
     // Bad input changes nothing and names the field.
     let e = w.refused(
         "provenance.verify",

@@ -127,6 +127,14 @@ pub struct Agent {
     pub enabled: bool,
     /// A name for people.
     pub display_name: Option<String>,
+    /// Its model, as the host registered it (`provider/model`, the
+    /// models.dev convention): attribution records name it.
+    #[serde(default)]
+    pub model_id: Option<String>,
+    /// The link to its session or conversation, as the host registered
+    /// it: attribution records name it.
+    #[serde(default)]
+    pub session_url: Option<String>,
     /// When it was registered.
     pub created_at: Timestamp,
     /// When its roles or state last changed.

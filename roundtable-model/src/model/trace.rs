@@ -95,6 +95,10 @@ pub struct TraceFile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TraceConversation {
+    /// The author's session or conversation, when the host registered one
+    /// (`agent.register`'s `session_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Who wrote them.
     pub contributor: TraceContributor,
     /// The lines, 1-based and inclusive, in the file as the landing left
@@ -109,6 +113,18 @@ pub struct TraceContributor {
     /// `ai` for an agent.
     #[serde(rename = "type")]
     pub kind: ContributorKind,
+    /// The agent's model, when the host registered one (`provider/model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+}
+
+/// What the host registered about the author agent that a record names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Author {
+    /// Its model (`provider/model`).
+    pub model_id: Option<String>,
+    /// Its session's or conversation's link.
+    pub session_url: Option<String>,
 }
 
 /// The format's contributor types.
@@ -263,6 +279,7 @@ impl TraceRecord {
     /// lines it only removed is not listed.
     pub fn for_landing(
         provenance: Provenance,
+        author: &Author,
         started: Timestamp,
         tool_version: &str,
         files: &[WrittenFile<'_>],
@@ -282,8 +299,10 @@ impl TraceRecord {
                 (!ranges.is_empty()).then(|| TraceFile {
                     path: f.path.to_owned(),
                     conversations: vec![TraceConversation {
+                        url: author.session_url.clone(),
                         contributor: TraceContributor {
                             kind: ContributorKind::Ai,
+                            model_id: author.model_id.clone(),
                         },
                         ranges,
                     }],
@@ -387,7 +406,13 @@ mod tests {
                 after: Some(b"x\n"),
             },
         ];
-        let r = TraceRecord::for_landing(provenance(), Timestamp(0), "1.0.0", &files);
+        let r = TraceRecord::for_landing(
+            provenance(),
+            &Author::default(),
+            Timestamp(0),
+            "1.0.0",
+            &files,
+        );
         assert_eq!(r.files.len(), 1);
         assert_eq!(r.files[0].path, "a.txt");
         let ranges = &r.files[0].conversations[0].ranges;
@@ -400,7 +425,13 @@ mod tests {
         );
         assert_eq!(
             r,
-            TraceRecord::for_landing(provenance(), Timestamp(0), "1.0.0", &files)
+            TraceRecord::for_landing(
+                provenance(),
+                &Author::default(),
+                Timestamp(0),
+                "1.0.0",
+                &files
+            )
         );
         let note = r.at_commit("c0ffee");
         let back: TraceRecord = serde_json::from_slice(&note.to_note()).expect("parses");

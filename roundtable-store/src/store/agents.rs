@@ -32,35 +32,63 @@ fn roles_json(roles: &[String]) -> String {
     serde_json::to_string(roles).expect("strings serialize")
 }
 
+/// What `agent.register` sets of an agent.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentFields<'a> {
+    /// Its roles, sorted.
+    pub roles: &'a [String],
+    /// Whether it may act.
+    pub enabled: bool,
+    /// A name for people.
+    pub display_name: Option<&'a str>,
+    /// Its model (`provider/model`).
+    pub model_id: Option<&'a str>,
+    /// Its session's or conversation's link.
+    pub session_url: Option<&'a str>,
+}
+
 /// Register a new agent `id`, created and updated `now`.
 pub fn insert_agent(
     tx: &Tx<'_>,
     id: &str,
-    roles: &[String],
-    enabled: bool,
-    display_name: Option<&str>,
+    fields: AgentFields<'_>,
     now: Timestamp,
 ) -> crate::store::sql::Result<()> {
     tx.execute(
-        "INSERT INTO agents (id, roles, enabled, display_name, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-        params![id, roles_json(roles), enabled, display_name, now.0],
+        "INSERT INTO agents (id, roles, enabled, display_name, model_id, session_url, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+        params![
+            id,
+            roles_json(fields.roles),
+            fields.enabled,
+            fields.display_name,
+            fields.model_id,
+            fields.session_url,
+            now.0
+        ],
     )?;
     Ok(())
 }
 
-/// Change agent `id`'s roles, enabled flag and display name, updated `now`.
+/// Change what `agent.register` sets of agent `id`, updated `now`.
 pub fn update_agent(
     tx: &Tx<'_>,
     id: &str,
-    roles: &[String],
-    enabled: bool,
-    display_name: Option<&str>,
+    fields: AgentFields<'_>,
     now: Timestamp,
 ) -> crate::store::sql::Result<()> {
     tx.execute(
-        "UPDATE agents SET roles = ?2, enabled = ?3, display_name = ?4, updated_at = ?5 WHERE id = ?1",
-        params![id, roles_json(roles), enabled, display_name, now.0],
+        "UPDATE agents SET roles = ?2, enabled = ?3, display_name = ?4, model_id = ?5, session_url = ?6,
+         updated_at = ?7 WHERE id = ?1",
+        params![
+            id,
+            roles_json(fields.roles),
+            fields.enabled,
+            fields.display_name,
+            fields.model_id,
+            fields.session_url,
+            now.0
+        ],
     )?;
     Ok(())
 }

@@ -21,7 +21,8 @@ pub trait FromRow: Sized {
 }
 
 impl FromRow for Agent {
-    const COLUMNS: &'static str = "id, roles, enabled, display_name, created_at, updated_at";
+    const COLUMNS: &'static str =
+        "id, roles, enabled, display_name, model_id, session_url, created_at, updated_at";
 
     fn from_row(r: &Row<'_>) -> crate::store::sql::Result<Agent> {
         Ok(Agent {
@@ -29,8 +30,10 @@ impl FromRow for Agent {
             roles: json_from_sql(&r.get::<String>(1)?)?,
             enabled: r.get(2)?,
             display_name: r.get(3)?,
-            created_at: Timestamp(r.get(4)?),
-            updated_at: Timestamp(r.get(5)?),
+            model_id: r.get(4)?,
+            session_url: r.get(5)?,
+            created_at: Timestamp(r.get(6)?),
+            updated_at: Timestamp(r.get(7)?),
         })
     }
 }

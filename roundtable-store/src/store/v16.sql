@@ -12,3 +12,10 @@ CREATE TABLE trace_records (
     record         TEXT NOT NULL
 );
 CREATE TRIGGER trace_records_immutable_u BEFORE UPDATE ON trace_records BEGIN SELECT RAISE(ABORT, 'trace records are immutable'); END;
+
+-- An agent's model (models.dev convention, `provider/model`) and the link
+-- to its session or conversation, as the host registers them: an
+-- attribution record names them (the contributor's `model_id`, the
+-- conversation's `url`).
+ALTER TABLE agents ADD COLUMN model_id TEXT;
+ALTER TABLE agents ADD COLUMN session_url TEXT;

@@ -25,6 +25,14 @@ pub struct RegisterAgent {
     pub enabled: Option<bool>,
     /// A name for people.
     pub display_name: Option<Title>,
+    /// Its model, `provider/model` (the models.dev convention, at most
+    /// 250 characters): landings' attribution records name it.
+    #[schemars(length(min = 1, max = 250))]
+    pub model_id: Option<String>,
+    /// An `https://` (or `http://`) link to its session or conversation,
+    /// at most 2000 characters: landings' attribution records name it.
+    #[schemars(length(min = 1, max = 2000))]
+    pub session_url: Option<String>,
     /// Makes a retried call return the first call's result.
     pub idempotency_key: Option<Id>,
 }
@@ -73,19 +81,41 @@ impl Tool for RegisterAgent {
         }
         let enabled = args.enabled.unwrap_or(true);
         let display_name = args.display_name.as_ref().map(|t| t.as_str().to_owned());
+        let model_id = args.model_id.clone();
+        if let Some(m) = &model_id {
+            if m.trim().is_empty() || m.chars().count() > 250 || m.chars().any(char::is_control) {
+                return Err(ToolError::invalid_argument(
+                    "model_id",
+                    "must be 1 to 250 characters without control characters (provider/model)",
+                ));
+            }
+        }
+        let session_url = args.session_url.clone();
+        if let Some(u) = &session_url {
+            let scheme_ok = u.starts_with("https://") || u.starts_with("http://");
+            if !scheme_ok
+                || u.len() > 2000
+                || u.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
+                return Err(ToolError::invalid_argument(
+                    "session_url",
+                    "must be an https:// or http:// link of at most 2000 characters without spaces",
+                ));
+            }
+        }
+        let fields = store::agents::AgentFields {
+            roles: &roles,
+            enabled,
+            display_name: display_name.as_deref(),
+            model_id: model_id.as_deref(),
+            session_url: session_url.as_deref(),
+        };
         let id = args.agent_id.as_str();
         let existing = Agent::load(cx.tx, id)?;
         let created = existing.is_none();
         match &existing {
             None => {
-                store::agents::insert_agent(
-                    cx.tx,
-                    id,
-                    &roles,
-                    enabled,
-                    display_name.as_deref(),
-                    cx.now,
-                )?;
+                store::agents::insert_agent(cx.tx, id, fields, cx.now)?;
                 cx.event(
                     id,
                     None,
@@ -98,16 +128,11 @@ impl Tool for RegisterAgent {
             Some(old)
                 if old.roles == roles
                     && old.enabled == enabled
-                    && old.display_name == display_name => {}
+                    && old.display_name == display_name
+                    && old.model_id == model_id
+                    && old.session_url == session_url => {}
             Some(old) => {
-                store::agents::update_agent(
-                    cx.tx,
-                    id,
-                    &roles,
-                    enabled,
-                    display_name.as_deref(),
-                    cx.now,
-                )?;
+                store::agents::update_agent(cx.tx, id, fields, cx.now)?;
                 cx.event(
                     id,
                     None,

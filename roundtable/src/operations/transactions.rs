@@ -495,7 +495,17 @@ fn start_apply(
         &provenance,
         batch.last_landing(),
     )?;
-    let trace = trace_record(engine, provenance, &changeset, &snapshot);
+    let author = engine.store().read(|tx| {
+        Ok::<_, ToolError>(
+            <crate::model::Agent as super::records::AgentRecord>::load(tx, &provenance.agent_id)?
+                .map(|a| crate::model::trace::Author {
+                    model_id: a.model_id,
+                    session_url: a.session_url,
+                })
+                .unwrap_or_default(),
+        )
+    })?;
+    let trace = trace_record(engine, provenance, &author, &changeset, &snapshot);
     let touched = touched_files(&changeset);
     let landed_paths = changed_paths(&changeset);
     let used = used_claims(&evidence.claims, &changeset, &snapshot);
@@ -1532,6 +1542,7 @@ fn apply_message(proposal: &Proposal, provenance: &Provenance) -> Result<String,
 fn trace_record(
     engine: &Engine,
     provenance: Provenance,
+    author: &crate::model::trace::Author,
     changeset: &crate::changeset::Changeset,
     snapshot: &[Before],
 ) -> TraceRecord {
@@ -1557,7 +1568,13 @@ fn trace_record(
             }
         })
         .collect();
-    TraceRecord::for_landing(provenance, engine.now(), env!("CARGO_PKG_VERSION"), &files)
+    TraceRecord::for_landing(
+        provenance,
+        author,
+        engine.now(),
+        env!("CARGO_PKG_VERSION"),
+        &files,
+    )
 }
 
 /// Bring every git-mode transaction that landed (its branch at the commit

@@ -436,6 +436,7 @@ mod tests {
                 },
                 evidence: vec![],
             },
+            &crate::model::trace::Author::default(),
             Timestamp(0),
             "1",
             &[WrittenFile {

@@ -9,3 +9,10 @@ CREATE TABLE trace_records (
 );
 CREATE TRIGGER trace_records_immutable_u BEFORE UPDATE ON trace_records
     FOR EACH ROW EXECUTE FUNCTION roundtable_refuse('trace records are immutable');
+
+-- An agent's model (models.dev convention, `provider/model`) and the link
+-- to its session or conversation, as the host registers them: an
+-- attribution record names them (the contributor's `model_id`, the
+-- conversation's `url`).
+ALTER TABLE agents ADD COLUMN model_id TEXT;
+ALTER TABLE agents ADD COLUMN session_url TEXT;

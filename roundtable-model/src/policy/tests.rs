@@ -1652,7 +1652,10 @@ fn people_roles_parse_strictly() {
     let p = Policy::parse("version = 1\n[people]\nrevert = [\"olga\"]\n").expect("valid");
     assert!(p.people.holds("olga", PersonRole::Revert));
     assert!(!p.people.holds("carol", PersonRole::Revert));
-    assert_eq!(p.people.named(PersonRole::Revert), Some(vec!["olga".into()]));
+    assert_eq!(
+        p.people.named(PersonRole::Revert),
+        Some(vec!["olga".into()])
+    );
     let e = parse_err("version = 1\n[people]\nrevert = [\"olga\", \"olga\"]\n");
     assert!(e.to_string().contains("people.revert[1]"), "{e}");
 

@@ -123,8 +123,9 @@ pub struct UndoConflict {
 pub struct AgentReverted {
     /// The new proposal (pending).
     pub proposal: Proposal,
-    /// Its revision 1: the undo.
-    pub revision: Revision,
+    /// Its revision: 1, the undo (`proposal.get` and `proposal.diff` read
+    /// it).
+    pub revision: u32,
     /// What it reverts, newest first.
     pub reverted: Vec<RevertedLanding>,
     /// Where it leaves the current file as it is (also in the summary).
@@ -741,7 +742,7 @@ impl Tool for RevertAgent {
         }
         Ok(AgentReverted {
             proposal: Proposal::load(cx.tx, id.as_str())?,
-            revision,
+            revision: revision.number,
             reverted: prep.landed,
             conflicts: prep.conflicts,
             disabled,

@@ -360,7 +360,8 @@ impl RoleRule {
 
 /// The `[security_review]` and `[human_approval]` tables: required when the
 /// proposal's risk is listed, a touched path matches, or (with `reverts`)
-/// the proposal reverts another (`proposal.revert`).
+/// the proposal reverts another (`proposal.revert`,
+/// `proposal.revert_agent`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Gate {
@@ -368,8 +369,9 @@ pub struct Gate {
     pub risk: Vec<Risk>,
     /// Globs of paths that require it.
     pub paths: Vec<PathGlob>,
-    /// Whether every revert (a proposal made by `proposal.revert`) requires
-    /// it, whatever its risk and paths (default false).
+    /// Whether every revert (a proposal made by `proposal.revert` or
+    /// `proposal.revert_agent`) requires it, whatever its risk and paths
+    /// (default false).
     #[serde(default)]
     pub reverts: bool,
     /// Whether a revision any of whose hunks (of a Codex patch or

@@ -813,7 +813,7 @@ mod tests {
             before: file("old\n"),
             after: None,
         };
-        let undo = undo_file(None, &[deleted.clone()]);
+        let undo = undo_file(None, std::slice::from_ref(&deleted));
         assert_eq!(undo.result, file("old\n"));
         // Re-created since by someone else: left as it is, whole.
         let undo = undo_file(file("other\n").as_ref(), &[deleted]);

@@ -583,11 +583,21 @@ fn refusals_change_nothing_and_disable_freezes_the_agent() {
         &w.host,
     );
     assert_eq!(read(&w, "f.txt"), "one\ntwo\nthree\n");
-    // Undone: nothing left to revert (its inverse is in the files).
+    // Undone: nothing left to revert (its inverse is in the files), the
+    // same through the typed API.
     w.refused(
         "proposal.revert_agent",
         json!({"agent_id": "c", "since": since, "author_agent_id": "alice"}),
         &w.host,
         ErrorCode::PreconditionFailed,
     );
+    let at: roundtable::clock::Timestamp = serde_json::from_value(json!(since)).expect("a time");
+    let e = w
+        .engine
+        .session(w.host.clone())
+        .proposals()
+        .revert_agent(roundtable::session::RevertAgent::new("c", at, "alice").disable(true))
+        .expect_err("nothing to revert");
+    assert_eq!(e.code(), ErrorCode::PreconditionFailed);
+    assert_eq!(e.details()["reason"], "nothing_to_revert");
 }

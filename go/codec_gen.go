@@ -688,6 +688,97 @@ func (x *AgentRegisteredData) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *AgentReverted) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *AgentReverted) encodeFields(e *encoder, start int) {
+	e.key(start, "\"proposal\":")
+	x.Proposal.encode(e)
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"reverted\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Reverted {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Reverted[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"conflicts\":")
+	e.buf = append(e.buf, '[')
+	for i2 := range x.Conflicts {
+		if i2 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Conflicts[i2].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"disabled\":")
+	e.bool(x.Disabled)
+}
+
+func (x *AgentReverted) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "proposal":
+			if !d.null() {
+				x.Proposal.decode(d)
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "reverted":
+			if d.null() {
+				x.Reverted = nil
+			} else {
+				s3 := []RevertedLanding{}
+				for more := d.array(); more; more = d.next() {
+					s3 = append(s3, RevertedLanding{})
+					if !d.null() {
+						s3[len(s3)-1].decode(d)
+					}
+				}
+				x.Reverted = s3
+			}
+		case "conflicts":
+			if d.null() {
+				x.Conflicts = nil
+			} else {
+				s4 := []UndoConflict{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, UndoConflict{})
+					if !d.null() {
+						s4[len(s4)-1].decode(d)
+					}
+				}
+				x.Conflicts = s4
+			}
+		case "disabled":
+			if !d.null() {
+				x.Disabled = d.bool()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x AgentReverted) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *AgentReverted) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *AgentUpdatedData) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -6293,6 +6384,47 @@ func (x *LandingSettleArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *LaterLanding) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *LaterLanding) encodeFields(e *encoder, start int) {
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	e.key(start, "\"agent_id\":")
+	e.str(x.AgentID, "agent_id")
+}
+
+func (x *LaterLanding) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "agent_id":
+			if !d.null() {
+				x.AgentID = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x LaterLanding) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *LaterLanding) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *LineSpan) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -9415,6 +9547,113 @@ func (x *ProposalRequestReviewArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *ProposalRevertAgentArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProposalRevertAgentArgs) encodeFields(e *encoder, start int) {
+	e.key(start, "\"agent_id\":")
+	e.str(x.AgentID, "agent_id")
+	e.key(start, "\"since\":")
+	e.time(x.Since)
+	e.key(start, "\"author_agent_id\":")
+	e.str(x.AuthorAgentID, "author_agent_id")
+	if x.Disable != nil {
+		e.key(start, "\"disable\":")
+		e.bool(*x.Disable)
+	}
+	if x.IdempotencyKey != nil {
+		e.key(start, "\"idempotency_key\":")
+		e.str(*x.IdempotencyKey, "idempotency_key")
+	}
+	if x.Risk != nil {
+		e.key(start, "\"risk\":")
+		e.str(string(*x.Risk), "risk")
+	}
+	if x.TaskID != nil {
+		e.key(start, "\"task_id\":")
+		e.str(*x.TaskID, "task_id")
+	}
+	if x.Title != nil {
+		e.key(start, "\"title\":")
+		e.str(*x.Title, "title")
+	}
+}
+
+func (x *ProposalRevertAgentArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "agent_id":
+			if !d.null() {
+				x.AgentID = d.str()
+			}
+		case "since":
+			if !d.null() {
+				x.Since = d.time()
+			}
+		case "author_agent_id":
+			if !d.null() {
+				x.AuthorAgentID = d.str()
+			}
+		case "disable":
+			if d.null() {
+				x.Disable = nil
+			} else {
+				p1 := new(bool)
+				(*p1) = d.bool()
+				x.Disable = p1
+			}
+		case "idempotency_key":
+			if d.null() {
+				x.IdempotencyKey = nil
+			} else {
+				p2 := new(string)
+				(*p2) = d.str()
+				x.IdempotencyKey = p2
+			}
+		case "risk":
+			if d.null() {
+				x.Risk = nil
+			} else {
+				p3 := new(Risk)
+				(*p3) = Risk(d.str())
+				x.Risk = p3
+			}
+		case "task_id":
+			if d.null() {
+				x.TaskID = nil
+			} else {
+				p4 := new(string)
+				(*p4) = d.str()
+				x.TaskID = p4
+			}
+		case "title":
+			if d.null() {
+				x.Title = nil
+			} else {
+				p5 := new(string)
+				(*p5) = d.str()
+				x.Title = p5
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProposalRevertAgentArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProposalRevertAgentArgs) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *ProposalRevertArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -11702,6 +11941,59 @@ func (x RequirementNext) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *RequirementNext) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *RevertedLanding) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *RevertedLanding) encodeFields(e *encoder, start int) {
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"transaction_id\":")
+	e.str(x.TransactionID, "transaction_id")
+	e.key(start, "\"landed_at\":")
+	e.time(x.LandedAt)
+}
+
+func (x *RevertedLanding) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "transaction_id":
+			if !d.null() {
+				x.TransactionID = d.str()
+			}
+		case "landed_at":
+			if !d.null() {
+				x.LandedAt = d.time()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x RevertedLanding) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *RevertedLanding) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
@@ -14748,6 +15040,81 @@ func (x TransactionStartedData) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *TransactionStartedData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *UndoConflict) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *UndoConflict) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	e.key(start, "\"line\":")
+	e.int64(x.Line)
+	e.key(start, "\"lines\":")
+	e.int64(x.Lines)
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	e.key(start, "\"later\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Later {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Later[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *UndoConflict) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "line":
+			if !d.null() {
+				x.Line = d.int64()
+			}
+		case "lines":
+			if !d.null() {
+				x.Lines = d.int64()
+			}
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "later":
+			if d.null() {
+				x.Later = nil
+			} else {
+				s2 := []LaterLanding{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, LaterLanding{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Later = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x UndoConflict) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *UndoConflict) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

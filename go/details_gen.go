@@ -78,10 +78,12 @@ const (
 	PreconditionReasonRemoteRejected PreconditionReason = "remote_rejected"
 	// A revert: the lines around the reverted change changed, so that its inverse would not apply where the change was.
 	PreconditionReasonMoved PreconditionReason = "moved"
+	// `proposal.revert_agent`: the agent landed nothing since the time given that is still applied, or the current files already hold what its landings found.
+	PreconditionReasonNothingToRevert PreconditionReason = "nothing_to_revert"
 )
 
 // PreconditionReasons lists every PreconditionReason, in the schema's order.
-var PreconditionReasons = []PreconditionReason{PreconditionReasonRemoteRejected, PreconditionReasonMoved}
+var PreconditionReasons = []PreconditionReason{PreconditionReasonRemoteRejected, PreconditionReasonMoved, PreconditionReasonNothingToRevert}
 
 // The stage that failed, when it is not in the report.
 type RebaseStage string
@@ -639,7 +641,8 @@ type PreconditionFailedDetails struct {
 	// `receive.denyNonFastForwards`, …) while its branch was still where
 	// expected: `remote_rejected`; for a revert: `moved` when the lines
 	// around the reverted change changed, so that its inverse would not
-	// apply where the change was.
+	// apply where the change was; `nothing_to_revert` when an agent's undo
+	// finds nothing to undo.
 	Reason *PreconditionReason `json:"reason,omitempty"`
 	// For a git landing: the branch (`refs/heads/main`).
 	Ref *string `json:"ref,omitempty"`

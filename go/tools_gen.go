@@ -246,6 +246,30 @@ type ProposalRevertArgs struct {
 	Title *string `json:"title,omitempty"`
 }
 
+// ProposalRevertAgentArgs are the arguments of `proposal.revert_agent`.
+type ProposalRevertAgentArgs struct {
+	// The agent whose landed work to undo.
+	AgentID string `json:"agent_id"`
+	// Undo what it landed at or after this time (RFC 3339, as every
+	// timestamp reads back: a transaction's `finished_at`).
+	Since time.Time `json:"since"`
+	// The new proposal's author: an enabled agent other than `agent_id`
+	// (it claims, revises and asks for review like any author).
+	AuthorAgentID string `json:"author_agent_id"`
+	// Also disable `agent_id`, in the same store transaction (default
+	// false).
+	Disable *bool `json:"disable,omitempty"`
+	// Makes a retried call return the first call's result.
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+	// Its risk; never below the highest risk among the reverted
+	// proposals (a lower one is raised to it).
+	Risk *Risk `json:"risk,omitempty"`
+	// Its task (default: the newest reverted proposal's).
+	TaskID *string `json:"task_id,omitempty"`
+	// Its title (default: `Undo the work of <agent_id> since <since>`).
+	Title *string `json:"title,omitempty"`
+}
+
 // InboxListArgs are the arguments of `inbox.list`.
 type InboxListArgs struct {
 	// Continue after the page that returned this `next_cursor`.
@@ -881,6 +905,17 @@ func (s *Session) ProposalRevert(ctx context.Context, args ProposalRevertArgs) (
 	return out, nil
 }
 
+// ProposalRevertAgent calls `proposal.revert_agent`: Propose undoing what agent_id landed since `since`: one proposal (authored by author_agent_id) whose revision 1 merges the inverse of each landing onto the current files; where other agents edited its lines since, the current text is kept and reported in conflicts and the summary. Risk at least the highest reverted; a revert for the policy. disable: also disable the agent. Orchestrator, or a person with the revert role.
+//
+// Called by: orchestrator, human. Changes state.
+func (s *Session) ProposalRevertAgent(ctx context.Context, args ProposalRevertAgentArgs) (*AgentReverted, error) {
+	out := new(AgentReverted)
+	if err := s.invoke(ctx, "proposal.revert_agent", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InboxList calls `inbox.list`: What waits on the calling actor: for each open proposal, the votes to cast, security reviews, human approvals, checks to run, revisions to attach (a failed check, a stale revision: rebase or attach) and applies to make, by the rules of proposal.status's next. Pages over open proposals (keyset); a page examines up to limit proposals and lists what waits on the caller among them. Checks policy and preconditions only (no dry run, claims or coverage: proposal.status has those).
 //
 // Called by: agent, human, orchestrator. Read-only.
@@ -1439,6 +1474,7 @@ var toolNames = []string{
 	"proposal.compare",
 	"proposal.status",
 	"proposal.revert",
+	"proposal.revert_agent",
 	"inbox.list",
 	"inbox.wait",
 	"proposal.request_review",

@@ -844,6 +844,21 @@ type AgentRegisteredData struct {
 	Roles []string `json:"roles"`
 }
 
+// Result of `proposal.revert_agent`.
+type AgentReverted struct {
+	// The new proposal (pending).
+	Proposal Proposal `json:"proposal"`
+	// Its revision: 1, the undo (`proposal.get` and `proposal.diff` read
+	// it).
+	Revision int64 `json:"revision"`
+	// What it reverts, newest first.
+	Reverted []RevertedLanding `json:"reverted"`
+	// Where it leaves the current file as it is (also in the summary).
+	Conflicts []UndoConflict `json:"conflicts"`
+	// Whether the agent was disabled by this call.
+	Disabled bool `json:"disabled"`
+}
+
 // Data of `agent.updated`: the agent's roles and enabled flag, now and
 // before.
 type AgentUpdatedData struct {
@@ -1632,6 +1647,14 @@ type Landing struct {
 	Remote *string `json:"remote,omitempty"`
 }
 
+// A later landing, by another agent, of a file the undo conflicts in.
+type LaterLanding struct {
+	// Its proposal.
+	ProposalID string `json:"proposal_id"`
+	// Its author.
+	AgentID string `json:"agent_id"`
+}
+
 // A 1-based, inclusive line span.
 type LineSpan struct {
 	// The first line.
@@ -1786,7 +1809,7 @@ type Proposal struct {
 	// When its status or revision last changed.
 	UpdatedAt time.Time `json:"updated_at"`
 	// The proposal whose applied change this one reverts
-	// (`proposal.revert`), else `null`.
+	// (`proposal.revert`; `revert_agent`: the newest), else `null`.
 	Reverts *string `json:"reverts,omitempty"`
 }
 
@@ -1825,7 +1848,8 @@ type ProposalChanged struct {
 }
 
 // Data of `proposal.created` (by `proposal.create`, or by
-// `proposal.revert`, which names what it reverts).
+// `proposal.revert` or `proposal.revert_agent`, which name what they
+// revert: the latter its newest).
 type ProposalCreatedData struct {
 	// The task it is for.
 	TaskID string `json:"task_id"`
@@ -2233,6 +2257,18 @@ type RequirementNext struct {
 	Requirement string `json:"requirement"`
 	// Who can satisfy it, and how.
 	Next NextActor `json:"next"`
+}
+
+// One landing the undo reverts.
+type RevertedLanding struct {
+	// The landed proposal.
+	ProposalID string `json:"proposal_id"`
+	// The revision that landed.
+	Revision int64 `json:"revision"`
+	// The transaction that landed it.
+	TransactionID string `json:"transaction_id"`
+	// When it landed.
+	LandedAt time.Time `json:"landed_at"`
 }
 
 // Result of `proposal.request_review`.
@@ -2657,6 +2693,22 @@ type TransactionStartedData struct {
 	Files int64 `json:"files"`
 	// For a rollback: the transaction it undoes.
 	RollbackOf *string `json:"rollback_of,omitempty"`
+}
+
+// A stretch the undo leaves as the current file has it: the reverted
+// change's lines there were edited since.
+type UndoConflict struct {
+	// The file.
+	Path string `json:"path"`
+	// The stretch's first line in the current file (1-based).
+	Line int64 `json:"line"`
+	// How many lines it spans there (0: they were deleted since; the
+	// stretch is the point before `line`).
+	Lines int64 `json:"lines"`
+	// The reverted proposal whose change is not undone there.
+	ProposalID string `json:"proposal_id"`
+	// The landings by other agents of this file after it.
+	Later []LaterLanding `json:"later"`
 }
 
 // An evidence record (or transaction) that no event records.

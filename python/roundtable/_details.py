@@ -433,8 +433,9 @@ class PreconditionFailedDetails(TypedDict, total=False):
     #: `receive.denyNonFastForwards`, …) while its branch was still where
     #: expected: `remote_rejected`; for a revert: `moved` when the lines
     #: around the reverted change changed, so that its inverse would not
-    #: apply where the change was.
-    reason: Literal['remote_rejected', 'moved']
+    #: apply where the change was; `nothing_to_revert` when an agent's undo
+    #: finds nothing to undo.
+    reason: Literal['remote_rejected', 'moved', 'nothing_to_revert']
     #: For a git landing: the branch (`refs/heads/main`).
     ref: str
     #: For a git landing: the remote (`null`: this repository's own branch).

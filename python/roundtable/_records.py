@@ -1595,6 +1595,31 @@ class Landing(Record):
 
 
 @dataclass(frozen=True)
+class LaterLanding(Record):
+    """A later landing, by another agent, of a file the undo conflicts in."""
+
+    #: Its proposal.
+    proposal_id: str
+    #: Its author.
+    agent_id: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['agent_id', 'proposal_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LaterLanding:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class LineSpan(Record):
     """A 1-based, inclusive line span."""
 
@@ -1914,7 +1939,7 @@ class Proposal(Record):
     #: When its status or revision last changed.
     updated_at: str
     #: The proposal whose applied change this one reverts
-    #: (`proposal.revert`), else `null`.
+    #: (`proposal.revert`; `revert_agent`: the newest), else `null`.
     reverts: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
@@ -1997,7 +2022,8 @@ class ProposalAppliedData(Record):
 @dataclass(frozen=True)
 class ProposalCreatedData(Record):
     """Data of `proposal.created` (by `proposal.create`, or by
-    `proposal.revert`, which names what it reverts).
+    `proposal.revert` or `proposal.revert_agent`, which name what they
+    revert: the latter its newest).
     """
 
     #: The task it is for.
@@ -2634,6 +2660,35 @@ class RequirementNext(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["next"] = NextActor.from_dict(v["next"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class RevertedLanding(Record):
+    """One landing the undo reverts."""
+
+    #: The landed proposal.
+    proposal_id: str
+    #: The revision that landed.
+    revision: int
+    #: The transaction that landed it.
+    transaction_id: str
+    #: When it landed.
+    landed_at: str
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['landed_at', 'proposal_id', 'revision', 'transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RevertedLanding:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -3302,6 +3357,41 @@ class TransactionStartedData(Record):
 
 
 @dataclass(frozen=True)
+class UndoConflict(Record):
+    """A stretch the undo leaves as the current file has it: the reverted
+    change's lines there were edited since.
+    """
+
+    #: The file.
+    path: str
+    #: The stretch's first line in the current file (1-based).
+    line: int
+    #: How many lines it spans there (0: they were deleted since; the
+    #: stretch is the point before `line`).
+    lines: int
+    #: The reverted proposal whose change is not undone there.
+    proposal_id: str
+    #: The landings by other agents of this file after it.
+    later: Tuple[LaterLanding, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['later', 'line', 'lines', 'path', 'proposal_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> UndoConflict:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["later"] = tuple([LaterLanding.from_dict(_i0) for _i0 in v["later"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class UnrecordedRecord(Record):
     """An evidence record (or transaction) that no event records."""
 
@@ -3564,6 +3654,41 @@ class AgentRegistered(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["agent"] = Agent.from_dict(v["agent"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class AgentReverted(Record):
+    """Result of `proposal.revert_agent`."""
+
+    #: The new proposal (pending).
+    proposal: Proposal
+    #: Its revision: 1, the undo (`proposal.get` and `proposal.diff` read
+    #: it).
+    revision: int
+    #: What it reverts, newest first.
+    reverted: Tuple[RevertedLanding, ...]
+    #: Where it leaves the current file as it is (also in the summary).
+    conflicts: Tuple[UndoConflict, ...]
+    #: Whether the agent was disabled by this call.
+    disabled: bool
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['conflicts', 'disabled', 'proposal', 'reverted', 'revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AgentReverted:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["proposal"] = Proposal.from_dict(v["proposal"])
+        v["reverted"] = tuple([RevertedLanding.from_dict(_i0) for _i0 in v["reverted"]])
+        v["conflicts"] = tuple([UndoConflict.from_dict(_i0) for _i0 in v["conflicts"]])
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -4950,6 +5075,7 @@ InboxItem._PLAN = (0, InboxItem, (('proposal', 'proposal', Proposal._PLAN), ('qu
 JournalFile._PLAN = (0, JournalFile, (('after_digest', 'after_digest', None), ('after_executable', 'after_executable', None), ('after_symlink', 'after_symlink', None), ('before_digest', 'before_digest', None), ('before_executable', 'before_executable', None), ('before_mode', 'before_mode', None), ('before_symlink', 'before_symlink', None)))
 LandedCommit._PLAN = (0, LandedCommit, (('trailers', 'trailers', (1, (1, None))), ))
 Landing._PLAN = (0, Landing, (('branch', 'branch', None), ('remote', 'remote', None)))
+LaterLanding._PLAN = (0, LaterLanding, ())
 NextActor._PLAN = (0, NextActor, (('candidates', 'candidates', (1, None)), ('roles', 'roles', (1, None)), ('people', 'people', (1, None))))
 PathReport._PLAN = (0, PathReport, ())
 Phase._PLAN = (0, Phase, ())
@@ -4976,6 +5102,7 @@ QueueLandedData._PLAN = (0, QueueLandedData, ())
 QueueRemovedData._PLAN = (0, QueueRemovedData, ())
 QueueReturnedData._PLAN = (0, QueueReturnedData, ())
 RequirementNext._PLAN = (0, RequirementNext, (('next', 'next', NextActor._PLAN), ))
+RevertedLanding._PLAN = (0, RevertedLanding, ())
 Revision._PLAN = (0, Revision, (('changeset', 'changeset', (1, FileSummary._PLAN)), ('affected_resources', 'affected_resources', (1, None)), ('created_by', 'created_by', (2,)), ('base_git_head', 'base_git_head', None), ('change_id', 'change_id', None), ('diff_digest', 'diff_digest', None), ('note_md', 'note_md', None), ('rebased_from', 'rebased_from', None)))
 RevisionEntry._PLAN = (0, RevisionEntry, ())
 RoleNeed._PLAN = (0, RoleNeed, (('roles', 'roles', (1, None)), ('paths', 'paths', (1, None)), ('candidates', 'candidates', (1, None))))
@@ -4993,6 +5120,7 @@ TransactionFailedData._PLAN = (0, TransactionFailedData, (('error', 'error', Err
 TransactionRecoveredData._PLAN = (0, TransactionRecoveredData, (('conflicts', 'conflicts', (1, PathReport._PLAN)), ))
 TransactionRolledBackData._PLAN = (0, TransactionRolledBackData, ())
 TransactionStartedData._PLAN = (0, TransactionStartedData, (('rollback_of', 'rollback_of', None), ))
+UndoConflict._PLAN = (0, UndoConflict, (('later', 'later', (1, LaterLanding._PLAN)), ))
 ValidationReport._PLAN = (0, ValidationReport, (('stages', 'stages', (1, Stage._PLAN)), ('policy', 'policy', PolicyReport._PLAN), ('policy_version', 'policy_version', None)))
 Vote._PLAN = (0, Vote, (('reason_md', 'reason_md', None), ))
 VoteCastData._PLAN = (0, VoteCastData, ())
@@ -5001,6 +5129,7 @@ Activated._PLAN = (0, Activated, (('policy', 'policy', PolicyRecord._PLAN), ('re
 AgentDetail._PLAN = (0, AgentDetail, (('agent', 'agent', Agent._PLAN), ))
 AgentPage._PLAN = (0, AgentPage, (('agents', 'agents', (1, Agent._PLAN)), ('next_cursor', 'next_cursor', None)))
 AgentRegistered._PLAN = (0, AgentRegistered, (('agent', 'agent', Agent._PLAN), ))
+AgentReverted._PLAN = (0, AgentReverted, (('proposal', 'proposal', Proposal._PLAN), ('reverted', 'reverted', (1, RevertedLanding._PLAN)), ('conflicts', 'conflicts', (1, UndoConflict._PLAN))))
 Applied._PLAN = (0, Applied, (('transaction', 'transaction', Transaction._PLAN), ('proposal', 'proposal', Proposal._PLAN), ('released_claims', 'released_claims', (1, None)), ('validation', 'validation', ValidationReport._PLAN)))
 ApprovalRequested._PLAN = (0, ApprovalRequested, (('request', 'request', ApprovalRequest._PLAN), ))
 Approved._PLAN = (0, Approved, (('approval', 'approval', Approval._PLAN), ))
@@ -5149,6 +5278,7 @@ __all__ = [
     "JournalFile",
     "LandedCommit",
     "Landing",
+    "LaterLanding",
     "LineSpan",
     "MatchedHunk",
     "NextActor",
@@ -5178,6 +5308,7 @@ __all__ = [
     "QueueReturnedData",
     "Requirement",
     "RequirementNext",
+    "RevertedLanding",
     "Revision",
     "RevisionEntry",
     "RoleNeed",
@@ -5197,6 +5328,7 @@ __all__ = [
     "TransactionRecoveredData",
     "TransactionRolledBackData",
     "TransactionStartedData",
+    "UndoConflict",
     "UnrecordedRecord",
     "ValidationReport",
     "Vote",
@@ -5206,6 +5338,7 @@ __all__ = [
     "AgentDetail",
     "AgentPage",
     "AgentRegistered",
+    "AgentReverted",
     "Applied",
     "ApprovalRequested",
     "Approved",

@@ -21,6 +21,7 @@ from ._records import (
     AgentDetail,
     AgentPage,
     AgentRegistered,
+    AgentReverted,
     Applied,
     ApprovalRequested,
     Approved,
@@ -572,6 +573,38 @@ class ToolMethods:
         if title is not None:
             args["title"] = title
         return self.call_record("proposal.revert", args, ProposalRevised)
+
+    def proposal_revert_agent(
+        self,
+        *,
+        agent_id: str,
+        since: str,
+        author_agent_id: str,
+        disable: Optional[bool] = None,
+        idempotency_key: Optional[str] = None,
+        risk: Optional[Risk] = None,
+        task_id: Optional[str] = None,
+        title: Optional[str] = None,
+    ) -> AgentReverted:
+        """Propose undoing what agent_id landed since `since`: one proposal (authored by author_agent_id) whose revision 1 merges the inverse of each landing onto the current files; where other agents edited its lines since, the current text is kept and reported in conflicts and the summary. Risk at least the highest reverted; a revert for the policy. disable: also disable the agent. Orchestrator, or a person with the revert role.
+
+        ``proposal.revert_agent``; called by: orchestrator, human. Changes state.
+        """
+        args: Dict[str, Any] = {}
+        args["agent_id"] = agent_id
+        args["author_agent_id"] = author_agent_id
+        if disable is not None:
+            args["disable"] = disable
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        if risk is not None:
+            args["risk"] = risk
+        args["since"] = since
+        if task_id is not None:
+            args["task_id"] = task_id
+        if title is not None:
+            args["title"] = title
+        return self.call_record("proposal.revert_agent", args, AgentReverted)
 
     def inbox_list(
         self,
@@ -1888,6 +1921,38 @@ class AsyncToolMethods:
         if title is not None:
             args["title"] = title
         return await self.call_record("proposal.revert", args, ProposalRevised)
+
+    async def proposal_revert_agent(
+        self,
+        *,
+        agent_id: str,
+        since: str,
+        author_agent_id: str,
+        disable: Optional[bool] = None,
+        idempotency_key: Optional[str] = None,
+        risk: Optional[Risk] = None,
+        task_id: Optional[str] = None,
+        title: Optional[str] = None,
+    ) -> AgentReverted:
+        """Propose undoing what agent_id landed since `since`: one proposal (authored by author_agent_id) whose revision 1 merges the inverse of each landing onto the current files; where other agents edited its lines since, the current text is kept and reported in conflicts and the summary. Risk at least the highest reverted; a revert for the policy. disable: also disable the agent. Orchestrator, or a person with the revert role.
+
+        ``proposal.revert_agent``; called by: orchestrator, human. Changes state.
+        """
+        args: Dict[str, Any] = {}
+        args["agent_id"] = agent_id
+        args["author_agent_id"] = author_agent_id
+        if disable is not None:
+            args["disable"] = disable
+        if idempotency_key is not None:
+            args["idempotency_key"] = idempotency_key
+        if risk is not None:
+            args["risk"] = risk
+        args["since"] = since
+        if task_id is not None:
+            args["task_id"] = task_id
+        if title is not None:
+            args["title"] = title
+        return await self.call_record("proposal.revert_agent", args, AgentReverted)
 
     async def inbox_list(
         self,

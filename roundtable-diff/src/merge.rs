@@ -120,11 +120,38 @@ fn text(lines: &[&[u8]]) -> String {
 
 /// The change from `base` to `ours`, merged onto `theirs`.
 pub fn merge3(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
+    let resolved = merge3_keeping_theirs(base, ours, theirs);
+    if resolved.conflicts.is_empty() {
+        Merged::Clean(resolved.data)
+    } else {
+        Merged::Conflicts(resolved.conflicts)
+    }
+}
+
+/// A three-way merge whose conflicting stretches were left as `theirs`
+/// has them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The merged content: every clean stretch merged, every conflicting
+    /// one as the current file (`theirs`) holds it.
+    pub data: Vec<u8>,
+    /// The stretches left as `theirs` has them, in file order.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// [`merge3`], except that a stretch both sides changed differently is
+/// kept as `theirs` has it (and reported) instead of refusing the whole
+/// merge: what an undo needs, which must never clobber what landed since.
+pub fn merge3_keeping_theirs(base: &[u8], ours: &[u8], theirs: &[u8]) -> Resolved {
+    let clean = |data: &[u8]| Resolved {
+        data: data.to_vec(),
+        conflicts: Vec::new(),
+    };
     if ours == theirs || base == theirs {
-        return Merged::Clean(ours.to_vec());
+        return clean(ours);
     }
     if base == ours {
-        return Merged::Clean(theirs.to_vec());
+        return clean(theirs);
     }
     let (b, o, t) = (lines(base), lines(ours), lines(theirs));
     let (eo, et) = (edits(&b, &o), edits(&b, &t));
@@ -169,6 +196,7 @@ pub fn merge3(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
             if o[os..oe] == t[ts..te] {
                 out.extend_from_slice(&o[os..oe]);
             } else {
+                out.extend_from_slice(&t[ts..te]);
                 conflicts.push(Conflict {
                     base_line: start as u32 + 1,
                     theirs_line: ts as u32 + 1,
@@ -180,11 +208,41 @@ pub fn merge3(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
         }
     }
     out.extend_from_slice(&b[done..]);
-    if conflicts.is_empty() {
-        Merged::Clean(out.concat())
-    } else {
-        Merged::Conflicts(conflicts)
+    Resolved {
+        data: out.concat(),
+        conflicts,
     }
+}
+
+/// How many lines `text` holds (a last line without a newline counts).
+pub fn line_count(text: &str) -> usize {
+    lines(text.as_bytes()).len()
+}
+
+/// Lines `start..end` (0-based, end exclusive) of `from`, placed in `to`:
+/// the lines of `to` they correspond to, by a line diff of the two. A
+/// boundary inside a changed stretch widens to cover all of it, so the
+/// result always holds whatever `to` has where `from` had those lines.
+pub fn map_lines(from: &[u8], to: &[u8], start: usize, end: usize) -> (usize, usize) {
+    let (f, t) = (lines(from), lines(to));
+    let changes = edits(&f, &t);
+    let place = |p: usize, at_end: bool| -> usize {
+        let mut mapped = p;
+        for e in &changes {
+            if e.base.1 < p || (e.base.1 == p && e.base.0 < p) {
+                // Wholly before the boundary: shifts it.
+                mapped = p - e.base.1 + e.side.1;
+            } else if e.base.0 < p || (e.base.0 == p && e.base.1 == p) {
+                // Around it (or inserting right at it): take all of it.
+                return if at_end { e.side.1 } else { e.side.0 };
+            } else {
+                break;
+            }
+        }
+        mapped
+    };
+    let s = place(start, false);
+    (s, place(end, true).max(s))
 }
 
 /// One hunk of a change in its place: the lines it removes and adds, and
@@ -377,5 +435,43 @@ mod tests {
         let first = placed_hunks(b"a\n", b"Z\na\n", 3);
         assert!(first[0].before.is_empty());
         assert_eq!(text(&first[0].after), b"a\n");
+    }
+
+    #[test]
+    fn a_kept_conflict_leaves_theirs_and_merges_the_rest() {
+        // Undo: the change turned b into B and f into F; since then someone
+        // edited B into B2. Undoing (base = after, ours = before) puts f
+        // back and leaves B2 as it is, reported.
+        let after = "a\nB\nc\nd\ne\nF\ng\n";
+        let before = BASE;
+        let now = "a\nB2\nc\nd\ne\nF\ng\n";
+        let r = merge3_keeping_theirs(after.as_bytes(), before.as_bytes(), now.as_bytes());
+        assert_eq!(
+            String::from_utf8(r.data).expect("utf-8"),
+            "a\nB2\nc\nd\ne\nf\ng\n"
+        );
+        assert_eq!(r.conflicts.len(), 1);
+        assert_eq!(r.conflicts[0].theirs_line, 2);
+        assert_eq!(r.conflicts[0].theirs, "B2\n");
+        assert_eq!(line_count(&r.conflicts[0].theirs), 1);
+        // Without a conflict it is merge3.
+        let clean = merge3_keeping_theirs(BASE.as_bytes(), BASE.as_bytes(), after.as_bytes());
+        assert!(clean.conflicts.is_empty());
+        assert_eq!(clean.data, after.as_bytes());
+    }
+
+    #[test]
+    fn lines_map_across_a_diff() {
+        let from = "a\nb\nc\nd\n";
+        // Two lines inserted before c, b replaced.
+        let to = "a\nB\nx\ny\nc\nd\n";
+        assert_eq!(map_lines(from.as_bytes(), to.as_bytes(), 0, 1), (0, 1));
+        // b sits in a changed stretch: its whole replacement.
+        assert_eq!(map_lines(from.as_bytes(), to.as_bytes(), 1, 2), (1, 4));
+        assert_eq!(map_lines(from.as_bytes(), to.as_bytes(), 2, 4), (4, 6));
+        // Identical contents map to themselves.
+        assert_eq!(map_lines(from.as_bytes(), from.as_bytes(), 1, 3), (1, 3));
+        // An empty range between two lines.
+        assert_eq!(map_lines(from.as_bytes(), to.as_bytes(), 3, 3), (5, 5));
     }
 }

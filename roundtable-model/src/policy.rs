@@ -105,23 +105,27 @@ pub enum PersonRole {
     Approve,
     /// Store and activate policies (`policy.set`, `policy.activate`).
     Policy,
+    /// Propose undoing an agent's landed work (`proposal.revert_agent`).
+    Revert,
 }
 
 impl PersonRole {
     /// Every role, in a stable order.
-    pub const ALL: [PersonRole; 3] = [
+    pub const ALL: [PersonRole; 4] = [
         PersonRole::Security,
         PersonRole::Approve,
         PersonRole::Policy,
+        PersonRole::Revert,
     ];
 
     /// The stable spelling, also the `[people]` key (`security`, `approve`,
-    /// `policy`).
+    /// `policy`, `revert`).
     pub fn as_str(self) -> &'static str {
         match self {
             PersonRole::Security => "security",
             PersonRole::Approve => "approve",
             PersonRole::Policy => "policy",
+            PersonRole::Revert => "revert",
         }
     }
 }
@@ -144,6 +148,9 @@ pub struct People {
     pub approve: Option<Vec<String>>,
     /// Who stores and activates policies (`None`: every person).
     pub policy: Option<Vec<String>>,
+    /// Who proposes undoing an agent's work (`proposal.revert_agent`;
+    /// `None`: every person).
+    pub revert: Option<Vec<String>>,
 }
 
 impl People {
@@ -154,6 +161,7 @@ impl People {
             PersonRole::Security => self.security.as_deref(),
             PersonRole::Approve => self.approve.as_deref(),
             PersonRole::Policy => self.policy.as_deref(),
+            PersonRole::Revert => self.revert.as_deref(),
         }
     }
 
@@ -352,7 +360,8 @@ impl RoleRule {
 
 /// The `[security_review]` and `[human_approval]` tables: required when the
 /// proposal's risk is listed, a touched path matches, or (with `reverts`)
-/// the proposal reverts another (`proposal.revert`).
+/// the proposal reverts another (`proposal.revert`,
+/// `proposal.revert_agent`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[non_exhaustive]
 pub struct Gate {
@@ -360,8 +369,9 @@ pub struct Gate {
     pub risk: Vec<Risk>,
     /// Globs of paths that require it.
     pub paths: Vec<PathGlob>,
-    /// Whether every revert (a proposal made by `proposal.revert`) requires
-    /// it, whatever its risk and paths (default false).
+    /// Whether every revert (a proposal made by `proposal.revert` or
+    /// `proposal.revert_agent`) requires it, whatever its risk and paths
+    /// (default false).
     #[serde(default)]
     pub reverts: bool,
     /// Whether a revision any of whose hunks (of a Codex patch or
@@ -981,6 +991,7 @@ impl Place<'_> {
             security: list(PersonRole::Security, raw.security)?,
             approve: list(PersonRole::Approve, raw.approve)?,
             policy: list(PersonRole::Policy, raw.policy)?,
+            revert: list(PersonRole::Revert, raw.revert)?,
         })
     }
 
@@ -1058,6 +1069,7 @@ struct RawPeople {
     security: Option<Vec<Spanned<roundtable_base::id::Id>>>,
     approve: Option<Vec<Spanned<roundtable_base::id::Id>>>,
     policy: Option<Vec<Spanned<roundtable_base::id::Id>>>,
+    revert: Option<Vec<Spanned<roundtable_base::id::Id>>>,
 }
 
 #[derive(Deserialize, Default)]

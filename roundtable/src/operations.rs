@@ -102,6 +102,7 @@ pub mod queue;
 pub mod rebase;
 pub mod records;
 pub mod revert;
+pub mod revert_agent;
 pub mod review;
 pub mod setup;
 pub mod transactions;

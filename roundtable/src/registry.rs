@@ -11,8 +11,8 @@
 use crate::actor::{Actor, ActorKind};
 use crate::engine::Engine;
 use crate::operations::{
-    claims, evidence, inbox, landing, log, policies, proposals, queue, rebase, revert, review,
-    setup, transactions, validate, verify, workspace,
+    claims, evidence, inbox, landing, log, policies, proposals, queue, rebase, revert,
+    revert_agent, review, setup, transactions, validate, verify, workspace,
 };
 use crate::operations::{Request, ToolError};
 use schemars::JsonSchema;
@@ -143,6 +143,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<review::CompareRevisions>(),
     spec::<review::GetProposalStatus>(),
     spec::<revert::RevertProposal>(),
+    spec::<revert_agent::RevertAgent>(),
     spec::<inbox::ListInbox>(),
     spec::<inbox::WaitInbox>(),
     spec::<proposals::RequestReview>(),

@@ -99,6 +99,9 @@ pub use crate::operations::records::{
     DecisionValue, ProposalStatus, Risk, TestStatus, Verdict, VoteValue,
 };
 pub use crate::operations::revert::RevertProposal;
+pub use crate::operations::revert_agent::{
+    AgentReverted, LaterLanding, RevertAgent, RevertedLanding, UndoConflict,
+};
 pub use crate::operations::review::{
     CompareRevisions, DiffPage, Files, GetProposalStatus, Interdiff, InterdiffStatus, ProposalDiff,
     ProposalFiles, ProposalSymbols, StatusReport, Symbols,
@@ -305,6 +308,7 @@ keyed!(
     ApplyRevision,
     Rollback,
     RevertProposal,
+    RevertAgent,
 );
 
 /// A setter of an optional field decoded like its JSON.
@@ -860,6 +864,57 @@ impl Draft<RevertProposal> {
     pub fn risk(self, risk: Risk) -> Self {
         self.set(|r| {
             r.risk = Some(risk);
+            Ok(())
+        })
+    }
+}
+
+impl RevertAgent {
+    /// Undo what agent `agent_id` landed at or after `since`, as one
+    /// proposal authored by the agent `author_agent_id`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(
+        agent_id: impl AsRef<str>,
+        since: crate::clock::Timestamp,
+        author_agent_id: impl AsRef<str>,
+    ) -> Draft<RevertAgent> {
+        Draft::of(|| {
+            Ok(RevertAgent {
+                agent_id: id("agent_id", agent_id)?,
+                since,
+                author_agent_id: id("author_agent_id", author_agent_id)?,
+                task_id: None,
+                title: None,
+                risk: None,
+                disable: None,
+                idempotency_key: None,
+            })
+        })
+    }
+}
+
+impl Draft<RevertAgent> {
+    setter!(
+        /// The undo's task (default: the newest reverted proposal's).
+        task_id: &str => task_id
+    );
+    setter!(
+        /// Its title.
+        title: &str => title
+    );
+
+    /// Its risk (never below the highest reverted one).
+    pub fn risk(self, risk: Risk) -> Self {
+        self.set(|r| {
+            r.risk = Some(risk);
+            Ok(())
+        })
+    }
+
+    /// Also disable the agent, in the same store transaction.
+    pub fn disable(self, disable: bool) -> Self {
+        self.set(|r| {
+            r.disable = Some(disable);
             Ok(())
         })
     }
@@ -1685,6 +1740,9 @@ methods!(ProposalsApi {
     reject(Reject) -> Rejected;
     /// `proposal.revert`: a new proposal inverting an applied one.
     revert(RevertProposal) -> ProposalRevised;
+    /// `proposal.revert_agent`: one proposal undoing what an agent landed
+    /// since a point in time.
+    revert_agent(RevertAgent) -> AgentReverted;
     /// `inbox.list`: what waits on the caller.
     inbox(ListInbox) -> InboxPage;
     /// `inbox.wait`: block until something new waits on the caller, or

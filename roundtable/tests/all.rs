@@ -42,6 +42,7 @@ mod queue;
 mod queue_hosts;
 mod read_flights;
 mod rebase;
+mod revert_agent;
 mod review;
 mod state;
 mod status_by_requirement;

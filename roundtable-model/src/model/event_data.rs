@@ -71,7 +71,8 @@ pub struct TaskCreatedData {
 }
 
 /// Data of `proposal.created` (by `proposal.create`, or by
-/// `proposal.revert`, which names what it reverts).
+/// `proposal.revert` or `proposal.revert_agent`, which name what they
+/// revert: the latter its newest).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProposalCreatedData {
     /// The task it is for.

@@ -176,7 +176,7 @@ pub struct Proposal {
     /// The number of its newest revision (evidence is judged against it).
     pub latest_revision: u32,
     /// The proposal whose applied change this one reverts
-    /// (`proposal.revert`), else `null`.
+    /// (`proposal.revert`; `revert_agent`: the newest), else `null`.
     #[serde(default)]
     pub reverts: Option<String>,
     /// When it was created.

@@ -177,6 +177,7 @@ fn a_complete_document_parses_to_exact_values() {
                 security: Some(vec!["carol".into()]),
                 approve: Some(vec![]),
                 policy: None,
+                revert: None,
             },
         }
     );
@@ -1646,6 +1647,17 @@ fn people_roles_parse_strictly() {
     // An empty list: nobody.
     let p = Policy::parse("version = 1\n[people]\napprove = []\n").expect("valid");
     assert!(!p.people.holds("carol", PersonRole::Approve));
+    assert!(p.people.holds("carol", PersonRole::Revert));
+    // `revert`: who may ask to undo an agent's work.
+    let p = Policy::parse("version = 1\n[people]\nrevert = [\"olga\"]\n").expect("valid");
+    assert!(p.people.holds("olga", PersonRole::Revert));
+    assert!(!p.people.holds("carol", PersonRole::Revert));
+    assert_eq!(
+        p.people.named(PersonRole::Revert),
+        Some(vec!["olga".into()])
+    );
+    let e = parse_err("version = 1\n[people]\nrevert = [\"olga\", \"olga\"]\n");
+    assert!(e.to_string().contains("people.revert[1]"), "{e}");
 
     let e = parse_err("version = 1\n[people]\nreviewers = [\"carol\"]\n");
     assert_eq!(e.code(), ErrorCode::InvalidPolicy);

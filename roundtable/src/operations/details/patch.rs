@@ -331,6 +331,10 @@ pub enum PreconditionReason {
     /// A revert: the lines around the reverted change changed, so that its
     /// inverse would not apply where the change was.
     Moved,
+    /// `proposal.revert_agent`: the agent landed nothing since the time
+    /// given that is still applied, or the current files already hold
+    /// what its landings found.
+    NothingToRevert,
 }
 
 /// `precondition_failed`: what was expected, and what is there.
@@ -393,7 +397,8 @@ pub struct PreconditionFailedDetails {
     /// `receive.denyNonFastForwards`, …) while its branch was still where
     /// expected: `remote_rejected`; for a revert: `moved` when the lines
     /// around the reverted change changed, so that its inverse would not
-    /// apply where the change was.
+    /// apply where the change was; `nothing_to_revert` when an agent's undo
+    /// finds nothing to undo.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "PreconditionReason")]
     pub reason: Option<PreconditionReason>,

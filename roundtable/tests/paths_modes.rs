@@ -473,10 +473,16 @@ fn item14_a_journal_from_before_before_mode_migrates_and_rolls_back_at_gits_mode
     crate::support::store_db(dir.path()).batch(if postgres {
         "ALTER TABLE transaction_files DROP COLUMN before_mode;
          DROP TABLE queue_entries;
+         DROP TABLE trace_records;
+         ALTER TABLE agents DROP COLUMN model_id;
+         ALTER TABLE agents DROP COLUMN session_url;
          DELETE FROM roundtable_schema WHERE version >= 2;"
     } else {
         "ALTER TABLE transaction_files DROP COLUMN before_mode;
          DROP TABLE queue_entries;
+         DROP TABLE trace_records;
+         ALTER TABLE agents DROP COLUMN model_id;
+         ALTER TABLE agents DROP COLUMN session_url;
          PRAGMA user_version = 11;"
     });
     let engine = roundtable::Engine::open(dir.path(), crate::support::test_options(dir.path()))

@@ -1343,9 +1343,15 @@ fn issue34_item3_with_a_remote_a_batch_is_one_push_of_its_last_commit() {
     // One push: the remote's branch moved once, from the old tip to the
     // last commit of the batch.
     let tip = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+    // The notes of the batch's commits went in the same push.
+    let notes = git(&remote, &["rev-parse", "refs/notes/agent-trace"]);
     assert_eq!(
         std::fs::read_to_string(&log).expect("the hook ran"),
-        format!("refs/heads/main {base} {tip}\n")
+        format!(
+            "refs/heads/main {base} {tip}\nrefs/notes/agent-trace {} {}\n",
+            "0".repeat(40),
+            notes.trim()
+        )
     );
     // Six commits there, one per proposal in queue order, each its own.
     let commits: Vec<String> = git(

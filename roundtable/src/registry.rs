@@ -11,8 +11,8 @@
 use crate::actor::{Actor, ActorKind};
 use crate::engine::Engine;
 use crate::operations::{
-    claims, evidence, inbox, landing, log, policies, proposals, queue, rebase, revert, review,
-    setup, transactions, validate, workspace,
+    claims, evidence, inbox, landing, log, policies, proposals, provenance, queue, rebase, revert,
+    review, setup, transactions, validate, workspace,
 };
 use crate::operations::{Request, ToolError};
 use schemars::JsonSchema;
@@ -177,6 +177,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<queue::RunQueue>(),
     spec::<landing::LandingLog>(),
     spec::<landing::SettleLanding>(),
+    spec::<provenance::BlameFile>(),
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),

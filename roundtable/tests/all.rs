@@ -37,6 +37,7 @@ mod pg_hosts;
 mod process;
 mod properties;
 mod proposal_base;
+mod provenance_blame;
 mod queue;
 mod queue_hosts;
 mod read_flights;

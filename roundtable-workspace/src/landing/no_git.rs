@@ -15,3 +15,15 @@ pub fn landed_commits(
         what: "the commits landed on a branch cannot be read",
     })
 }
+
+/// Refused: this build reads no repository (see the `git` feature's
+/// `blame`).
+pub fn blame(
+    _root: &Path,
+    _branch: &str,
+    _path: &str,
+) -> Result<super::blame::FileAtTip, LandingError> {
+    Err(LandingError::NoGit {
+        what: "a file's lines cannot be blamed",
+    })
+}

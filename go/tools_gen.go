@@ -623,6 +623,13 @@ type LandingSettleArgs struct {
 	StaleAfter *time.Duration `json:"stale_after_ms,omitempty"`
 }
 
+// ProvenanceBlameArgs are the arguments of `provenance.blame`.
+type ProvenanceBlameArgs struct {
+	// The file, relative to the repository root, as it is at the tip of
+	// the landing branch.
+	Path string `json:"path"`
+}
+
 // EventsListArgs are the arguments of `events.list`.
 type EventsListArgs struct {
 	// Page size, 1 to 1000 (default 100).
@@ -1237,6 +1244,17 @@ func (s *Session) LandingSettle(ctx context.Context, args LandingSettleArgs) (*S
 	return out, nil
 }
 
+// ProvenanceBlame calls `provenance.blame`: Who wrote each line of a file at the tip of the landing branch (git mode): ranges of lines with their commit; for a commit roundtable landed (the store's transaction for that exact commit), the proposal, revision, transaction, author agent, task and the evidence that let it land. Other commits (plain git, copied trailers) are governed: false. Files mode: invalid_argument.
+//
+// Called by: agent, human, orchestrator. Read-only.
+func (s *Session) ProvenanceBlame(ctx context.Context, args ProvenanceBlameArgs) (*Blame, error) {
+	out := new(Blame)
+	if err := s.invoke(ctx, "provenance.blame", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EventsList calls `events.list`: Read the audit log in seq order after since_seq, optionally for one proposal.
 //
 // Called by: agent, human, orchestrator. Read-only.
@@ -1444,6 +1462,7 @@ var toolNames = []string{
 	"queue.run",
 	"landing.log",
 	"landing.settle",
+	"provenance.blame",
 	"events.list",
 	"events.wait",
 	"events.verify",

@@ -24,6 +24,7 @@ from ._records import (
     Applied,
     ApprovalRequested,
     Approved,
+    Blame,
     ChainReport,
     Claim,
     ClaimChanged,
@@ -1297,6 +1298,15 @@ class ToolMethods:
             args["stale_after_ms"] = stale_after_ms
         args["transaction_id"] = transaction_id
         return self.call_record("landing.settle", args, Settled)
+
+    def provenance_blame(self, *, path: str) -> Blame:
+        """Who wrote each line of a file at the tip of the landing branch (git mode): ranges of lines with their commit; for a commit roundtable landed (the store's transaction for that exact commit), the proposal, revision, transaction, author agent, task and the evidence that let it land. Other commits (plain git, copied trailers) are governed: false. Files mode: invalid_argument.
+
+        ``provenance.blame``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        args["path"] = path
+        return self.call_record("provenance.blame", args, Blame)
 
     def events_list(
         self,
@@ -2598,6 +2608,15 @@ class AsyncToolMethods:
             args["stale_after_ms"] = stale_after_ms
         args["transaction_id"] = transaction_id
         return await self.call_record("landing.settle", args, Settled)
+
+    async def provenance_blame(self, *, path: str) -> Blame:
+        """Who wrote each line of a file at the tip of the landing branch (git mode): ranges of lines with their commit; for a commit roundtable landed (the store's transaction for that exact commit), the proposal, revision, transaction, author agent, task and the evidence that let it land. Other commits (plain git, copied trailers) are governed: false. Files mode: invalid_argument.
+
+        ``provenance.blame``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        args["path"] = path
+        return await self.call_record("provenance.blame", args, Blame)
 
     async def events_list(
         self,

@@ -97,6 +97,8 @@ fn render(blame: &Blame) -> String {
             );
         }
     }
+    // `print` ends the output with the last line's line feed.
+    out.pop();
     out
 }
 

@@ -348,19 +348,30 @@ fn issue36_blame_attributes_every_line_of_50_landings_by_5_agents() {
     fsck(d);
 }
 
+/// Files mode (the only mode of a build without `git`): nothing is
+/// committed, so nothing to trace: `invalid_argument` on `landing.mode`,
+/// the store and the files unchanged.
+#[test]
+fn issue36_blame_refuses_files_mode_changing_nothing() {
+    let files = World::new();
+    let before = std::fs::read(files.dir.path().join("hello.txt")).expect("read");
+    for actor in [&files.host, &files.author] {
+        let e = files.refused(
+            "provenance.blame",
+            json!({"path": "hello.txt"}),
+            actor,
+            ErrorCode::InvalidArgument,
+        );
+        assert_eq!(e.details()["field"], "landing.mode", "{e}");
+        assert!(e.message().contains("git landing mode"), "{e}");
+    }
+    let after = std::fs::read(files.dir.path().join("hello.txt")).expect("read");
+    assert_eq!(before, after);
+}
+
 #[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
-fn issue36_blame_refuses_files_mode_and_bad_paths_changing_nothing() {
-    // Files mode: nothing is committed, so nothing to trace.
-    let files = World::new();
-    let e = files.refused(
-        "provenance.blame",
-        json!({"path": "hello.txt"}),
-        &files.host,
-        ErrorCode::InvalidArgument,
-    );
-    assert_eq!(e.details()["field"], "landing.mode", "{e}");
-    assert!(e.message().contains("git landing mode"), "{e}");
+fn issue36_blame_refuses_bad_paths_changing_nothing() {
     // Git mode: a path outside the repository, into .git, absent at the
     // tip, or not a file is refused; the repository and the store are as
     // they were.

@@ -128,7 +128,7 @@ fn land(
         json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
         &w.reviewer,
     );
-    if i % 7 == 0 {
+    if i.is_multiple_of(7) {
         w.ok(
             "test.record",
             json!({"proposal_id": pid, "revision": 1, "name": "unit", "status": "passed"}),

@@ -1,7 +1,7 @@
 //! Reading `git blame --porcelain` (the pure half of `provenance.blame`):
 //! which commit each line of a file comes from, and what git says of each
 //! commit (author, committer, summary). Nothing here runs git; the shell
-//! half (the `git` feature's `blame`) runs it and hands its output here.
+//! half (the `git` feature's `blame_at_tip`) runs it and hands its output here.
 //!
 //! The porcelain format: per group of lines, a header `SHA ORIG FINAL
 //! [COUNT]`; the first time a commit appears, `key value` lines about it
@@ -60,7 +60,7 @@ pub struct LineRange {
     pub commit: String,
 }
 
-/// A file blamed at the tip of a branch (the `git` feature's `blame`).
+/// A file blamed at the tip of a branch (the `git` feature's `blame_at_tip`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileBlame {
     /// The commit the branch was at: the file as blamed is its.

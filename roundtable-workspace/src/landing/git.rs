@@ -1100,7 +1100,7 @@ pub fn clear_abandoned_lock(
 ///
 /// [`FileAtTip::Missing`]: super::blame::FileAtTip::Missing
 /// [`FileAtTip::NotAFile`]: super::blame::FileAtTip::NotAFile
-pub fn blame(
+pub fn blame_at_tip(
     root: &Path,
     branch: &str,
     path: &str,

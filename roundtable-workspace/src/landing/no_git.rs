@@ -17,8 +17,8 @@ pub fn landed_commits(
 }
 
 /// Refused: this build reads no repository (see the `git` feature's
-/// `blame`).
-pub fn blame(
+/// `blame_at_tip`).
+pub fn blame_at_tip(
     _root: &Path,
     _branch: &str,
     _path: &str,

@@ -1,17 +1,18 @@
 //! `provenance.blame`: who wrote each line of a file at the tip of the
 //! landing branch (issue 36, item 2). git says which commit each line
-//! comes from (`git blame --porcelain`, [`crate::landing::blame`]); the
-//! store says what governed that commit. A commit counts as roundtable's
-//! only when the store has a transaction whose recorded landing commit
-//! (`transaction_landings.new_id`) is that very commit, landed, and the
-//! commit's own trailers name that transaction: trailers alone are text
-//! anyone can write, so a commit made with plain `git commit`, or with
-//! `Roundtable-*` trailers the store does not back, is reported as not
-//! governed, with git's author and committer and why.
+//! comes from (`git blame --porcelain`, through
+//! [`crate::landing::blame_at_tip`]); the store says what governed that
+//! commit. A commit counts as roundtable's only when the store has a
+//! transaction whose recorded landing commit (`transaction_landings.new_id`)
+//! is that very commit, landed, and the commit's own trailers name that
+//! transaction: trailers alone are text anyone can write, so a commit made
+//! with plain `git commit`, or with `Roundtable-*` trailers the store does
+//! not back, is reported as not governed, with git's author and committer,
+//! and why.
 //!
-//! The join is pure ([`attribute`], [`check_landing`],
-//! [`named_transaction`], [`evidence`]); only [`prepare`](Tool::prepare)
-//! (git) and [`run`](Tool::run) (the store's rows) read anything.
+//! The join is pure (`attribute`, `check_landing`, `named_transaction`,
+//! `evidence`, over values); only the tool's `prepare` (git) and `run` (the
+//! store's rows) read anything.
 
 use super::args::PathArg;
 use super::{Cx, Tool, ToolError};
@@ -198,7 +199,7 @@ impl Tool for BlameFile {
             ));
         };
         let path = args.path.0.as_str();
-        match crate::landing::blame(engine.root(), &branch, path)? {
+        match crate::landing::blame_at_tip(engine.root(), &branch, path)? {
             FileAtTip::Blamed(file) => Ok(Blamed { branch, file }),
             FileAtTip::Missing => Err(ToolError::not_found("file", path)),
             FileAtTip::NotAFile => Err(ToolError::invalid_argument(

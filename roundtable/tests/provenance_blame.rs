@@ -417,3 +417,47 @@ fn issue36_blame_refuses_bad_paths_changing_nothing() {
     assert_eq!(typed.code(), ErrorCode::InvalidArgument);
     fsck(d);
 }
+
+/// A rollback lands a revert commit: its lines are governed by the
+/// rollback transaction, which names the one it rolled back; the original
+/// commit's lines are gone from the tip.
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue36_blame_names_a_rollbacks_revert_commit() {
+    let w = git_world(&[]);
+    let d = w.dir.path();
+    let pid = w.approved("file:hello.txt", super::tools::PATCH);
+    let applied = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pid, "revision": 1}),
+        &w.host,
+    );
+    let tid = str_of(&applied["transaction"]["id"]);
+    let landed = w.ok("provenance.blame", json!({"path": "hello.txt"}), &w.author);
+    assert_eq!(landed["ranges"][0]["lines"], json!(["hello, world"]));
+    assert_eq!(
+        landed["commits"][0]["landing"]["transaction_id"],
+        tid.as_str()
+    );
+    assert_eq!(landed["commits"][0]["landing"]["kind"], "apply");
+    let rolled = w.ok(
+        "transaction.rollback",
+        json!({"transaction_id": tid}),
+        &w.host,
+    );
+    let rid = str_of(&rolled["transaction"]["id"]);
+    let blame = w.ok("provenance.blame", json!({"path": "hello.txt"}), &w.author);
+    assert_eq!(blame["commit"], tip(d).as_str());
+    assert_eq!(
+        blame["ranges"],
+        json!([{"start_line": 1, "end_line": 1, "commit": tip(d), "governed": true,
+                "lines": ["hello"]}])
+    );
+    let landing = &blame["commits"][0]["landing"];
+    assert_eq!(landing["transaction_id"], rid.as_str());
+    assert_eq!(landing["kind"], "rollback");
+    assert_eq!(landing["rollback_of"], tid.as_str());
+    assert_eq!(landing["proposal_id"], pid.as_str());
+    assert_eq!(landing["evidence"], json!([]));
+    fsck(d);
+}

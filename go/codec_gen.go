@@ -1198,6 +1198,267 @@ func (x *Approved) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *Blame) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *Blame) encodeFields(e *encoder, start int) {
+	e.key(start, "\"branch\":")
+	e.str(x.Branch, "branch")
+	e.key(start, "\"commit\":")
+	e.str(x.Commit, "commit")
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+	e.key(start, "\"line_count\":")
+	e.int64(x.LineCount)
+	e.key(start, "\"ranges\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Ranges {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Ranges[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	e.key(start, "\"commits\":")
+	e.buf = append(e.buf, '[')
+	for i2 := range x.Commits {
+		if i2 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Commits[i2].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *Blame) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "branch":
+			if !d.null() {
+				x.Branch = d.str()
+			}
+		case "commit":
+			if !d.null() {
+				x.Commit = d.str()
+			}
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		case "line_count":
+			if !d.null() {
+				x.LineCount = d.int64()
+			}
+		case "ranges":
+			if d.null() {
+				x.Ranges = nil
+			} else {
+				s3 := []BlameRange{}
+				for more := d.array(); more; more = d.next() {
+					s3 = append(s3, BlameRange{})
+					if !d.null() {
+						s3[len(s3)-1].decode(d)
+					}
+				}
+				x.Ranges = s3
+			}
+		case "commits":
+			if d.null() {
+				x.Commits = nil
+			} else {
+				s4 := []BlamedCommit{}
+				for more := d.array(); more; more = d.next() {
+					s4 = append(s4, BlamedCommit{})
+					if !d.null() {
+						s4[len(s4)-1].decode(d)
+					}
+				}
+				x.Commits = s4
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x Blame) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *Blame) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *BlameRange) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *BlameRange) encodeFields(e *encoder, start int) {
+	e.key(start, "\"start_line\":")
+	e.int64(x.StartLine)
+	e.key(start, "\"end_line\":")
+	e.int64(x.EndLine)
+	e.key(start, "\"commit\":")
+	e.str(x.Commit, "commit")
+	e.key(start, "\"governed\":")
+	e.bool(x.Governed)
+	e.key(start, "\"lines\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Lines {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.str(x.Lines[i1], "lines")
+	}
+	e.buf = append(e.buf, ']')
+}
+
+func (x *BlameRange) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "start_line":
+			if !d.null() {
+				x.StartLine = d.int64()
+			}
+		case "end_line":
+			if !d.null() {
+				x.EndLine = d.int64()
+			}
+		case "commit":
+			if !d.null() {
+				x.Commit = d.str()
+			}
+		case "governed":
+			if !d.null() {
+				x.Governed = d.bool()
+			}
+		case "lines":
+			if d.null() {
+				x.Lines = nil
+			} else {
+				s2 := []string{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, "")
+					if !d.null() {
+						s2[len(s2)-1] = d.str()
+					}
+				}
+				x.Lines = s2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x BlameRange) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *BlameRange) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *BlamedCommit) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *BlamedCommit) encodeFields(e *encoder, start int) {
+	e.key(start, "\"id\":")
+	e.str(x.ID, "id")
+	e.key(start, "\"author\":")
+	e.str(x.Author, "author")
+	e.key(start, "\"author_time\":")
+	e.int64(x.AuthorTime)
+	e.key(start, "\"committer\":")
+	e.str(x.Committer, "committer")
+	e.key(start, "\"summary\":")
+	e.str(x.Summary, "summary")
+	e.key(start, "\"governed\":")
+	e.bool(x.Governed)
+	if x.Landing != nil {
+		e.key(start, "\"landing\":")
+		x.Landing.encode(e)
+	}
+	if x.NotGoverned != nil {
+		e.key(start, "\"not_governed\":")
+		e.str(string(*x.NotGoverned), "not_governed")
+	}
+}
+
+func (x *BlamedCommit) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "id":
+			if !d.null() {
+				x.ID = d.str()
+			}
+		case "author":
+			if !d.null() {
+				x.Author = d.str()
+			}
+		case "author_time":
+			if !d.null() {
+				x.AuthorTime = d.int64()
+			}
+		case "committer":
+			if !d.null() {
+				x.Committer = d.str()
+			}
+		case "summary":
+			if !d.null() {
+				x.Summary = d.str()
+			}
+		case "governed":
+			if !d.null() {
+				x.Governed = d.bool()
+			}
+		case "landing":
+			if d.null() {
+				x.Landing = nil
+			} else {
+				p1 := new(Provenance)
+				(*p1).decode(d)
+				x.Landing = p1
+			}
+		case "not_governed":
+			if d.null() {
+				x.NotGoverned = nil
+			} else {
+				p2 := new(NotGoverned)
+				(*p2) = NotGoverned(d.str())
+				x.NotGoverned = p2
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x BlamedCommit) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *BlamedCommit) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *BusyDetails) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -6284,6 +6545,71 @@ func (x *Landing) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 
+func (x *LandingEvidence) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *LandingEvidence) encodeFields(e *encoder, start int) {
+	e.key(start, "\"kind\":")
+	e.str(string(x.Kind), "kind")
+	e.key(start, "\"id\":")
+	e.str(x.ID, "id")
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"by\":")
+	e.str(x.By, "by")
+	if x.Check != nil {
+		e.key(start, "\"check\":")
+		e.str(*x.Check, "check")
+	}
+}
+
+func (x *LandingEvidence) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "kind":
+			if !d.null() {
+				x.Kind = EvidenceKind(d.str())
+			}
+		case "id":
+			if !d.null() {
+				x.ID = d.str()
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "by":
+			if !d.null() {
+				x.By = d.str()
+			}
+		case "check":
+			if d.null() {
+				x.Check = nil
+			} else {
+				p1 := new(string)
+				(*p1) = d.str()
+				x.Check = p1
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x LandingEvidence) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *LandingEvidence) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
 func (x *LandingLogArgs) encode(e *encoder) {
 	start := len(e.buf)
 	e.buf = append(e.buf, '{')
@@ -10287,6 +10613,152 @@ func (x ProposalWithdrawnData) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON the library returns.
 func (x *ProposalWithdrawnData) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *Provenance) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *Provenance) encodeFields(e *encoder, start int) {
+	e.key(start, "\"proposal_id\":")
+	e.str(x.ProposalID, "proposal_id")
+	e.key(start, "\"revision\":")
+	e.int64(x.Revision)
+	e.key(start, "\"transaction_id\":")
+	e.str(x.TransactionID, "transaction_id")
+	e.key(start, "\"kind\":")
+	e.str(string(x.Kind), "kind")
+	e.key(start, "\"status\":")
+	e.str(string(x.Status), "status")
+	e.key(start, "\"author_agent\":")
+	e.str(x.AuthorAgent, "author_agent")
+	e.key(start, "\"task_id\":")
+	e.str(x.TaskID, "task_id")
+	e.key(start, "\"applied_by\":")
+	e.str(x.AppliedBy, "applied_by")
+	e.key(start, "\"evidence\":")
+	e.buf = append(e.buf, '[')
+	for i1 := range x.Evidence {
+		if i1 > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		x.Evidence[i1].encode(e)
+	}
+	e.buf = append(e.buf, ']')
+	if x.RollbackOf != nil {
+		e.key(start, "\"rollback_of\":")
+		e.str(*x.RollbackOf, "rollback_of")
+	}
+}
+
+func (x *Provenance) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "proposal_id":
+			if !d.null() {
+				x.ProposalID = d.str()
+			}
+		case "revision":
+			if !d.null() {
+				x.Revision = d.int64()
+			}
+		case "transaction_id":
+			if !d.null() {
+				x.TransactionID = d.str()
+			}
+		case "kind":
+			if !d.null() {
+				x.Kind = TransactionKind(d.str())
+			}
+		case "status":
+			if !d.null() {
+				x.Status = TransactionStatus(d.str())
+			}
+		case "author_agent":
+			if !d.null() {
+				x.AuthorAgent = d.str()
+			}
+		case "task_id":
+			if !d.null() {
+				x.TaskID = d.str()
+			}
+		case "applied_by":
+			if !d.null() {
+				x.AppliedBy = d.str()
+			}
+		case "evidence":
+			if d.null() {
+				x.Evidence = nil
+			} else {
+				s2 := []LandingEvidence{}
+				for more := d.array(); more; more = d.next() {
+					s2 = append(s2, LandingEvidence{})
+					if !d.null() {
+						s2[len(s2)-1].decode(d)
+					}
+				}
+				x.Evidence = s2
+			}
+		case "rollback_of":
+			if d.null() {
+				x.RollbackOf = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.RollbackOf = p3
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x Provenance) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *Provenance) UnmarshalJSON(data []byte) error {
+	return unmarshal(data, x.decode)
+}
+
+func (x *ProvenanceBlameArgs) encode(e *encoder) {
+	start := len(e.buf)
+	e.buf = append(e.buf, '{')
+	x.encodeFields(e, start)
+	e.buf = append(e.buf, '}')
+}
+
+func (x *ProvenanceBlameArgs) encodeFields(e *encoder, start int) {
+	e.key(start, "\"path\":")
+	e.str(x.Path, "path")
+}
+
+func (x *ProvenanceBlameArgs) decode(d *decoder) {
+	for more := d.object(); more; more = d.more() {
+		switch string(d.key) {
+		case "path":
+			if !d.null() {
+				x.Path = d.str()
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// MarshalJSON is the JSON the typed methods send.
+func (x ProvenanceBlameArgs) MarshalJSON() ([]byte, error) {
+	return marshal(x.encode)
+}
+
+// UnmarshalJSON reads the JSON the library returns.
+func (x *ProvenanceBlameArgs) UnmarshalJSON(data []byte) error {
 	return unmarshal(data, x.decode)
 }
 

@@ -544,7 +544,8 @@ type MovedPath struct {
 type NotFoundDetails struct {
 	// What kind of record was looked for (`proposal`, `revision`,
 	// `task`, `agent`, `claim`, `policy`, `transaction`, `test result`,
-	// `approval request`, `tool`).
+	// `approval request`, `tool`, `file`: a path not at the landing
+	// branch's tip).
 	Kind string `json:"kind"`
 	// The id looked for (a revision is `PROPOSAL@NUMBER`).
 	ID string `json:"id"`

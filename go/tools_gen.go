@@ -665,6 +665,13 @@ type ProvenanceVerifyArgs struct {
 	Since *string `json:"since,omitempty"`
 }
 
+// ProvenanceBlameArgs are the arguments of `provenance.blame`.
+type ProvenanceBlameArgs struct {
+	// The file, relative to the repository root, as it is at the tip of
+	// the landing branch.
+	Path string `json:"path"`
+}
+
 // EventsListArgs are the arguments of `events.list`.
 type EventsListArgs struct {
 	// Page size, 1 to 1000 (default 100).
@@ -1301,6 +1308,17 @@ func (s *Session) ProvenanceVerify(ctx context.Context, args ProvenanceVerifyArg
 	return out, nil
 }
 
+// ProvenanceBlame calls `provenance.blame`: Who wrote each line of a file at the tip of the landing branch (git mode): ranges of lines with their commit; for a commit roundtable landed (the store's transaction for that exact commit), the proposal, revision, transaction, author agent, task and the evidence that let it land. Other commits (plain git, copied trailers) are governed: false. Files mode: invalid_argument.
+//
+// Called by: agent, human, orchestrator. Read-only.
+func (s *Session) ProvenanceBlame(ctx context.Context, args ProvenanceBlameArgs) (*Blame, error) {
+	out := new(Blame)
+	if err := s.invoke(ctx, "provenance.blame", args.encode, out.decode); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EventsList calls `events.list`: Read the audit log in seq order after since_seq, optionally for one proposal.
 //
 // Called by: agent, human, orchestrator. Read-only.
@@ -1510,6 +1528,7 @@ var toolNames = []string{
 	"landing.log",
 	"landing.settle",
 	"provenance.verify",
+	"provenance.blame",
 	"events.list",
 	"events.wait",
 	"events.verify",

@@ -192,6 +192,24 @@ const (
 // EventKinds lists every EventKind, in the schema's order.
 var EventKinds = []EventKind{EventKindWorkspaceConfigured, EventKindAgentRegistered, EventKindAgentUpdated, EventKindTaskCreated, EventKindProposalCreated, EventKindProposalRevised, EventKindProposalReviewRequested, EventKindProposalWithdrawn, EventKindProposalRejected, EventKindProposalApplied, EventKindProposalStale, EventKindProposalRolledBack, EventKindVoteCast, EventKindDecisionRecorded, EventKindSecurityReviewed, EventKindHumanApprovalRequested, EventKindHumanApproved, EventKindTestRecorded, EventKindClaimAcquired, EventKindClaimRenewed, EventKindClaimReleased, EventKindClaimExpired, EventKindPolicyDrafted, EventKindPolicyActivated, EventKindTransactionStarted, EventKindTransactionApplied, EventKindTransactionFailed, EventKindTransactionRecovered, EventKindTransactionRolledBack, EventKindQueueEnqueued, EventKindQueueRemoved, EventKindQueueChecked, EventKindQueueCheckRequested, EventKindQueueLanded, EventKindQueueReturned}
 
+// The kinds of record that let a change land.
+type EvidenceKind string
+
+// The values of EvidenceKind.
+const (
+	// An approving vote (`Approved-by`).
+	EvidenceKindVote EvidenceKind = "vote"
+	// A passing security review (`Security-Reviewed-by`).
+	EvidenceKindSecurityReview EvidenceKind = "security_review"
+	// A person's approval (`Human-Approved-by`).
+	EvidenceKindHumanApproval EvidenceKind = "human_approval"
+	// A check's result (`Checks`).
+	EvidenceKindCheck EvidenceKind = "check"
+)
+
+// EvidenceKinds lists every EvidenceKind, in the schema's order.
+var EvidenceKinds = []EvidenceKind{EvidenceKindVote, EvidenceKindSecurityReview, EvidenceKindHumanApproval, EvidenceKindCheck}
+
 // Which of two compared revisions touch a file (a `FileInterdiff`'s
 // `status`).
 type InterdiffStatus string
@@ -295,6 +313,24 @@ const (
 
 // NextRoles lists every NextRole, in the schema's order.
 var NextRoles = []NextRole{NextRoleAuthor, NextRoleReviewer, NextRoleSecurityReviewer, NextRoleHuman, NextRoleOrchestrator}
+
+// Why a commit does not count as landed by roundtable.
+type NotGoverned string
+
+// The values of NotGoverned.
+const (
+	// Its message has no `Roundtable-Transaction` trailer (or more than one): made outside roundtable.
+	NotGovernedNoTransaction NotGoverned = "no_transaction"
+	// Its trailers name a transaction the store does not have, or one that landed no commit.
+	NotGovernedUnknownTransaction NotGoverned = "unknown_transaction"
+	// The transaction its trailers name landed another commit: the trailers were copied or forged.
+	NotGovernedOtherCommit NotGoverned = "other_commit"
+	// The transaction its trailers name did not land (failed or undone).
+	NotGovernedNotLanded NotGoverned = "not_landed"
+)
+
+// NotGoverneds lists every NotGoverned, in the schema's order.
+var NotGoverneds = []NotGoverned{NotGovernedNoTransaction, NotGovernedUnknownTransaction, NotGovernedOtherCommit, NotGovernedNotLanded}
 
 // What a change does to one path (a changeset operation's name, without
 // its other path). Spelled `create`, `modify`, `delete`, `rename` (to
@@ -926,6 +962,58 @@ type ApprovalRequested struct {
 type Approved struct {
 	// The approval as stored.
 	Approval Approval `json:"approval"`
+}
+
+// Result of `provenance.blame`.
+type Blame struct {
+	// The landing branch (`refs/heads/main`).
+	Branch string `json:"branch"`
+	// The commit the branch was at: the file as blamed is this commit's.
+	Commit string `json:"commit"`
+	// The file.
+	Path string `json:"path"`
+	// How many lines it has.
+	LineCount int64 `json:"line_count"`
+	// Its lines in order, consecutive lines from one commit grouped.
+	Ranges []BlameRange `json:"ranges"`
+	// Each commit a range names, once, in id order.
+	Commits []BlamedCommit `json:"commits"`
+}
+
+// Consecutive lines that come from one commit.
+type BlameRange struct {
+	// The first line (1-based).
+	StartLine int64 `json:"start_line"`
+	// The last line (inclusive).
+	EndLine int64 `json:"end_line"`
+	// The commit they come from (one of `commits`).
+	Commit string `json:"commit"`
+	// Whether roundtable landed that commit (its `governed`).
+	Governed bool `json:"governed"`
+	// The lines' text, without line feeds (invalid UTF-8 replaced).
+	Lines []string `json:"lines"`
+}
+
+// A commit lines come from: git's facts, and roundtable's when it landed
+// it.
+type BlamedCommit struct {
+	// The commit id.
+	ID string `json:"id"`
+	// git's author, `name <email>`.
+	Author string `json:"author"`
+	// The author time, seconds since the epoch.
+	AuthorTime int64 `json:"author_time"`
+	// git's committer, `name <email>`.
+	Committer string `json:"committer"`
+	// The first line of its message.
+	Summary string `json:"summary"`
+	// Whether roundtable landed it: the store holds a landed transaction
+	// whose commit is this one, and this commit's trailers name it.
+	Governed bool `json:"governed"`
+	// What governed it (`null` when it is not governed).
+	Landing *Provenance `json:"landing,omitempty"`
+	// Why it is not governed (`null` when it is).
+	NotGoverned *NotGoverned `json:"not_governed,omitempty"`
 }
 
 // A record given on an earlier revision that counts for the judged one.
@@ -1647,6 +1735,21 @@ type Landing struct {
 	Remote *string `json:"remote,omitempty"`
 }
 
+// One record that let a change land.
+type LandingEvidence struct {
+	// What kind of record.
+	Kind EvidenceKind `json:"kind"`
+	// The record's id.
+	ID string `json:"id"`
+	// The revision it was given on.
+	Revision int64 `json:"revision"`
+	// Who gave it: `agent:ID` (a vote), the reviewer (a security
+	// review), `human:ID` (an approval), who recorded it (a check).
+	By string `json:"by"`
+	// For a check: `NAME=STATUS` (`unit=passed`).
+	Check *string `json:"check,omitempty"`
+}
+
 // A later landing, by another agent, of a file the undo conflicts in.
 type LaterLanding struct {
 	// Its proposal.
@@ -1981,6 +2084,32 @@ type ProposalWithdrawnData struct {
 	To ProposalStatus `json:"to"`
 	// Why, if the author said.
 	ReasonMD *string `json:"reason_md,omitempty"`
+}
+
+// What governed a commit roundtable landed, as the store has it.
+type Provenance struct {
+	// The proposal.
+	ProposalID string `json:"proposal_id"`
+	// The revision landed (for a rollback: the one rolled back).
+	Revision int64 `json:"revision"`
+	// The transaction that landed the commit.
+	TransactionID string `json:"transaction_id"`
+	// `apply`, or `rollback` (a revert commit).
+	Kind TransactionKind `json:"kind"`
+	// The transaction's status now (`applied`, `rolled_back`, or
+	// `applying` while its outcome is being recorded).
+	Status TransactionStatus `json:"status"`
+	// The proposal's author (an agent id).
+	AuthorAgent string `json:"author_agent"`
+	// The proposal's task.
+	TaskID string `json:"task_id"`
+	// Who applied it (`orchestrator:host`).
+	AppliedBy string `json:"applied_by"`
+	// The records that let it land, as the store has them: those the
+	// policy counted, which the commit's trailers name.
+	Evidence []LandingEvidence `json:"evidence"`
+	// For a rollback: the transaction it rolled back.
+	RollbackOf *string `json:"rollback_of,omitempty"`
 }
 
 // One thing `provenance.verify` found.

@@ -335,7 +335,8 @@ class NotFoundDetails(TypedDict, total=False):
     id: str
     #: What kind of record was looked for (`proposal`, `revision`,
     #: `task`, `agent`, `claim`, `policy`, `transaction`, `test result`,
-    #: `approval request`, `tool`).
+    #: `approval request`, `tool`, `file`: a path not at the landing
+    #: branch's tip).
     kind: str
 
 class PatchDoesNotApplyDetails(TypedDict, total=False):

@@ -162,6 +162,16 @@ EventKind = Literal['workspace.configured', 'agent.registered', 'agent.updated',
 EVENT_KINDS: Tuple[EventKind, ...] = ('workspace.configured', 'agent.registered', 'agent.updated', 'task.created', 'proposal.created', 'proposal.revised', 'proposal.review_requested', 'proposal.withdrawn', 'proposal.rejected', 'proposal.applied', 'proposal.stale', 'proposal.rolled_back', 'vote.cast', 'decision.recorded', 'security.reviewed', 'human.approval_requested', 'human.approved', 'test.recorded', 'claim.acquired', 'claim.renewed', 'claim.released', 'claim.expired', 'policy.drafted', 'policy.activated', 'transaction.started', 'transaction.applied', 'transaction.failed', 'transaction.recovered', 'transaction.rolled_back', 'queue.enqueued', 'queue.removed', 'queue.checked', 'queue.check_requested', 'queue.landed', 'queue.returned',)
 
 
+#: The kinds of record that let a change land.
+#:   ``vote``: An approving vote (`Approved-by`).
+#:   ``security_review``: A passing security review (`Security-Reviewed-by`).
+#:   ``human_approval``: A person's approval (`Human-Approved-by`).
+#:   ``check``: A check's result (`Checks`).
+EvidenceKind = Literal['vote', 'security_review', 'human_approval', 'check']
+#: Every value of :data:`EvidenceKind`, in the schema's order.
+EVIDENCE_KINDS: Tuple[EvidenceKind, ...] = ('vote', 'security_review', 'human_approval', 'check',)
+
+
 #: Which of two compared revisions touch a file (a `FileInterdiff`'s
 #: `status`).
 #:   ``changed``: Both revisions touch it, differently.
@@ -218,6 +228,16 @@ NEXT_ACTIONS: Tuple[NextAction, ...] = ('request_review', 'rebase_or_attach', 'w
 NextRole = Literal['author', 'reviewer', 'security_reviewer', 'human', 'orchestrator']
 #: Every value of :data:`NextRole`, in the schema's order.
 NEXT_ROLES: Tuple[NextRole, ...] = ('author', 'reviewer', 'security_reviewer', 'human', 'orchestrator',)
+
+
+#: Why a commit does not count as landed by roundtable.
+#:   ``no_transaction``: Its message has no `Roundtable-Transaction` trailer (or more than one): made outside roundtable.
+#:   ``unknown_transaction``: Its trailers name a transaction the store does not have, or one that landed no commit.
+#:   ``other_commit``: The transaction its trailers name landed another commit: the trailers were copied or forged.
+#:   ``not_landed``: The transaction its trailers name did not land (failed or undone).
+NotGoverned = Literal['no_transaction', 'unknown_transaction', 'other_commit', 'not_landed']
+#: Every value of :data:`NotGoverned`, in the schema's order.
+NOT_GOVERNEDS: Tuple[NotGoverned, ...] = ('no_transaction', 'unknown_transaction', 'other_commit', 'not_landed',)
 
 
 #: What a change does to one path (a changeset operation's name, without
@@ -681,6 +701,84 @@ class ApprovalRequest(Record):
         v["requested_by"] = _actor(v["requested_by"])
         if "reason_md" not in v:
             v["reason_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class BlameRange(Record):
+    """Consecutive lines that come from one commit."""
+
+    #: The first line (1-based).
+    start_line: int
+    #: The last line (inclusive).
+    end_line: int
+    #: The commit they come from (one of `commits`).
+    commit: str
+    #: Whether roundtable landed that commit (its `governed`).
+    governed: bool
+    #: The lines' text, without line feeds (invalid UTF-8 replaced).
+    lines: Tuple[str, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['commit', 'end_line', 'governed', 'lines', 'start_line'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BlameRange:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["lines"] = tuple(v["lines"])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class BlamedCommit(Record):
+    """A commit lines come from: git's facts, and roundtable's when it landed
+    it.
+    """
+
+    #: The commit id.
+    id: str
+    #: git's author, `name <email>`.
+    author: str
+    #: The author time, seconds since the epoch.
+    author_time: int
+    #: git's committer, `name <email>`.
+    committer: str
+    #: The first line of its message.
+    summary: str
+    #: Whether roundtable landed it: the store holds a landed transaction
+    #: whose commit is this one, and this commit's trailers name it.
+    governed: bool
+    #: What governed it (`null` when it is not governed).
+    landing: Optional[Provenance]
+    #: Why it is not governed (`null` when it is).
+    not_governed: Optional[NotGoverned]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['author', 'author_time', 'committer', 'governed', 'id', 'summary'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BlamedCommit:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if v.get("landing") is not None:
+            v["landing"] = Provenance.from_dict(v["landing"])
+        else:
+            v["landing"] = None
+        if "not_governed" not in v:
+            v["not_governed"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -1595,6 +1693,40 @@ class Landing(Record):
 
 
 @dataclass(frozen=True)
+class LandingEvidence(Record):
+    """One record that let a change land."""
+
+    #: What kind of record.
+    kind: EvidenceKind
+    #: The record's id.
+    id: str
+    #: The revision it was given on.
+    revision: int
+    #: Who gave it: `agent:ID` (a vote), the reviewer (a security
+    #: review), `human:ID` (an approval), who recorded it (a check).
+    by: str
+    #: For a check: `NAME=STATUS` (`unit=passed`).
+    check: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['by', 'id', 'kind', 'revision'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LandingEvidence:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        if "check" not in v:
+            v["check"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class LaterLanding(Record):
     """A later landing, by another agent, of a file the undo conflicts in."""
 
@@ -2254,6 +2386,52 @@ class ProposalWithdrawnData(Record):
         v["from_"] = v.pop("from")
         if "reason_md" not in v:
             v["reason_md"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
+class Provenance(Record):
+    """What governed a commit roundtable landed, as the store has it."""
+
+    #: The proposal.
+    proposal_id: str
+    #: The revision landed (for a rollback: the one rolled back).
+    revision: int
+    #: The transaction that landed the commit.
+    transaction_id: str
+    #: `apply`, or `rollback` (a revert commit).
+    kind: TransactionKind
+    #: The transaction's status now (`applied`, `rolled_back`, or
+    #: `applying` while its outcome is being recorded).
+    status: TransactionStatus
+    #: The proposal's author (an agent id).
+    author_agent: str
+    #: The proposal's task.
+    task_id: str
+    #: Who applied it (`orchestrator:host`).
+    applied_by: str
+    #: The records that let it land, as the store has them: those the
+    #: policy counted, which the commit's trailers name.
+    evidence: Tuple[LandingEvidence, ...]
+    #: For a rollback: the transaction it rolled back.
+    rollback_of: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['applied_by', 'author_agent', 'evidence', 'kind', 'proposal_id', 'revision', 'status', 'task_id', 'transaction_id'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Provenance:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["evidence"] = tuple([LandingEvidence.from_dict(_i0) for _i0 in v["evidence"]])
+        if "rollback_of" not in v:
+            v["rollback_of"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -3777,6 +3955,41 @@ class Approved(Record):
 
 
 @dataclass(frozen=True)
+class Blame(Record):
+    """Result of `provenance.blame`."""
+
+    #: The landing branch (`refs/heads/main`).
+    branch: str
+    #: The commit the branch was at: the file as blamed is this commit's.
+    commit: str
+    #: The file.
+    path: str
+    #: How many lines it has.
+    line_count: int
+    #: Its lines in order, consecutive lines from one commit grouped.
+    ranges: Tuple[BlameRange, ...]
+    #: Each commit a range names, once, in id order.
+    commits: Tuple[BlamedCommit, ...]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['branch', 'commit', 'commits', 'line_count', 'path', 'ranges'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Blame:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["ranges"] = tuple([BlameRange.from_dict(_i0) for _i0 in v["ranges"]])
+        v["commits"] = tuple([BlamedCommit.from_dict(_i0) for _i0 in v["commits"]])
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class ClaimChanged(Record):
     """Result of the claim tools that change one claim."""
 
@@ -5045,6 +5258,10 @@ AgentRegisteredData._PLAN = (0, AgentRegisteredData, (('roles', 'roles', (1, Non
 AgentUpdatedData._PLAN = (0, AgentUpdatedData, (('roles', 'roles', (1, None)), ('previous', 'previous', AgentAccess._PLAN)))
 Approval._PLAN = (0, Approval, (('note_md', 'note_md', None), ('request_id', 'request_id', None)))
 ApprovalRequest._PLAN = (0, ApprovalRequest, (('requested_by', 'requested_by', (2,)), ('reason_md', 'reason_md', None)))
+BlameRange._PLAN = (0, BlameRange, (('lines', 'lines', (1, None)), ))
+LandingEvidence._PLAN = (0, LandingEvidence, (('check', 'check', None), ))
+Provenance._PLAN = (0, Provenance, (('evidence', 'evidence', (1, LandingEvidence._PLAN)), ('rollback_of', 'rollback_of', None)))
+BlamedCommit._PLAN = (0, BlamedCommit, (('landing', 'landing', Provenance._PLAN), ('not_governed', 'not_governed', None)))
 CarriedEvidence._PLAN = (0, CarriedEvidence, ())
 ChainHead._PLAN = (0, ChainHead, ())
 UnrecordedRecord._PLAN = (0, UnrecordedRecord, ())
@@ -5133,6 +5350,7 @@ AgentReverted._PLAN = (0, AgentReverted, (('proposal', 'proposal', Proposal._PLA
 Applied._PLAN = (0, Applied, (('transaction', 'transaction', Transaction._PLAN), ('proposal', 'proposal', Proposal._PLAN), ('released_claims', 'released_claims', (1, None)), ('validation', 'validation', ValidationReport._PLAN)))
 ApprovalRequested._PLAN = (0, ApprovalRequested, (('request', 'request', ApprovalRequest._PLAN), ))
 Approved._PLAN = (0, Approved, (('approval', 'approval', Approval._PLAN), ))
+Blame._PLAN = (0, Blame, (('ranges', 'ranges', (1, BlameRange._PLAN)), ('commits', 'commits', (1, BlamedCommit._PLAN))))
 ClaimChanged._PLAN = (0, ClaimChanged, (('claim', 'claim', Claim._PLAN), ))
 ClaimPage._PLAN = (0, ClaimPage, (('claims', 'claims', (1, Claim._PLAN)), ('next_cursor', 'next_cursor', None)))
 DecisionRecorded._PLAN = (0, DecisionRecorded, (('decision', 'decision', Decision._PLAN), ))
@@ -5190,6 +5408,8 @@ __all__ = [
     "DURABILITIES",
     "EventKind",
     "EVENT_KINDS",
+    "EvidenceKind",
+    "EVIDENCE_KINDS",
     "InterdiffStatus",
     "INTERDIFF_STATUSES",
     "LandingMode",
@@ -5200,6 +5420,8 @@ __all__ = [
     "NEXT_ACTIONS",
     "NextRole",
     "NEXT_ROLES",
+    "NotGoverned",
+    "NOT_GOVERNEDS",
     "OperationKind",
     "OPERATION_KINDS",
     "PatchFormat",
@@ -5254,6 +5476,8 @@ __all__ = [
     "AgentUpdatedData",
     "Approval",
     "ApprovalRequest",
+    "BlameRange",
+    "BlamedCommit",
     "CarriedEvidence",
     "ChainHead",
     "ChainReport",
@@ -5278,6 +5502,7 @@ __all__ = [
     "JournalFile",
     "LandedCommit",
     "Landing",
+    "LandingEvidence",
     "LaterLanding",
     "LineSpan",
     "MatchedHunk",
@@ -5297,6 +5522,7 @@ __all__ = [
     "ProposalRolledBackData",
     "ProposalStaleData",
     "ProposalWithdrawnData",
+    "Provenance",
     "ProvenanceFinding",
     "QueueCheckRequest",
     "QueueCheckRequestedData",
@@ -5342,6 +5568,7 @@ __all__ = [
     "Applied",
     "ApprovalRequested",
     "Approved",
+    "Blame",
     "ClaimChanged",
     "ClaimPage",
     "DecisionRecorded",

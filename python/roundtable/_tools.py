@@ -25,6 +25,7 @@ from ._records import (
     Applied,
     ApprovalRequested,
     Approved,
+    Blame,
     ChainReport,
     Claim,
     ClaimChanged,
@@ -1357,6 +1358,15 @@ class ToolMethods:
         if since is not None:
             args["since"] = since
         return self.call_record("provenance.verify", args, ProvenanceReport)
+
+    def provenance_blame(self, *, path: str) -> Blame:
+        """Who wrote each line of a file at the tip of the landing branch (git mode): ranges of lines with their commit; for a commit roundtable landed (the store's transaction for that exact commit), the proposal, revision, transaction, author agent, task and the evidence that let it land. Other commits (plain git, copied trailers) are governed: false. Files mode: invalid_argument.
+
+        ``provenance.blame``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        args["path"] = path
+        return self.call_record("provenance.blame", args, Blame)
 
     def events_list(
         self,
@@ -2716,6 +2726,15 @@ class AsyncToolMethods:
         if since is not None:
             args["since"] = since
         return await self.call_record("provenance.verify", args, ProvenanceReport)
+
+    async def provenance_blame(self, *, path: str) -> Blame:
+        """Who wrote each line of a file at the tip of the landing branch (git mode): ranges of lines with their commit; for a commit roundtable landed (the store's transaction for that exact commit), the proposal, revision, transaction, author agent, task and the evidence that let it land. Other commits (plain git, copied trailers) are governed: false. Files mode: invalid_argument.
+
+        ``provenance.blame``; called by: agent, human, orchestrator. Read-only.
+        """
+        args: Dict[str, Any] = {}
+        args["path"] = path
+        return await self.call_record("provenance.blame", args, Blame)
 
     async def events_list(
         self,

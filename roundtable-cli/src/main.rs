@@ -6,7 +6,7 @@
 //! status 1; a usage error exits with status 2.
 //!
 //! The human commands (`show`, `approve`, `reject`, `status`, `log`,
-//! `recover`, `events`) print readable text unless `--json`.
+//! `blame`, `recover`, `events`) print readable text unless `--json`.
 //!
 //! `init`, `call` and `tools` are the tool surface: `call` runs one tool
 //! through [`roundtable::Engine::call_json`] as the actor given by `--as`.
@@ -15,7 +15,7 @@
 //! one module of `commands/`, and what they share is in `cli_util`.
 
 use clap::{Parser, Subcommand};
-use commands::{approve, edit, events, log, patch, reject, serve, show, verify};
+use commands::{approve, blame, edit, events, log, patch, reject, serve, show, verify};
 use roundtable::ToolError;
 use serde_json::json;
 use std::path::PathBuf;
@@ -177,6 +177,12 @@ enum Command {
     /// The commits roundtable landed on the workspace's branch (git landing
     /// mode), newest first, each with the trailers naming what governed it.
     Log(log::LogArgs),
+    /// Who wrote each line of a file at the tip of the landing branch (git
+    /// landing mode), like `git blame`: the commit and, for lines
+    /// roundtable landed, the proposal and its author agent (with --json:
+    /// the transaction, task and the evidence that let it land). A line
+    /// roundtable did not land starts with `!` and names git's author.
+    Blame(blame::BlameArgs),
     /// Open the workspace — which finishes or undoes every transaction a
     /// crashed or interrupted applier left `applying` — and report what
     /// recovery could not finish (exit 1, `busy`, naming each transaction
@@ -201,6 +207,7 @@ impl Command {
             Command::Reject(a) => a.common(),
             Command::Status(common) | Command::Recover(common) => common,
             Command::Log(a) => a.common(),
+            Command::Blame(a) => a.common(),
             Command::Events(a) => a.common(),
             Command::Verify(a) => a.common(),
             _ => return false,
@@ -237,6 +244,7 @@ fn run(command: Command) -> Result<String, ToolError> {
         Command::Reject(args) => reject::run(args),
         Command::Status(common) => status::run(&common),
         Command::Log(args) => log::run(args),
+        Command::Blame(args) => blame::run(args),
         Command::Recover(common) => recover::run(&common),
         Command::Events(args) => events::run(args),
         Command::Serve(args) => serve::run(args).map(|()| String::new()),

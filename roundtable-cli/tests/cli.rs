@@ -411,6 +411,100 @@ fn demo_git_lands_the_change_and_its_revert_as_commits_and_log_shows_their_trail
 }
 
 #[test]
+fn blame_names_the_proposal_and_agent_of_landed_lines_and_marks_the_others() {
+    let (code, demo, _) = roundtable(&["demo", "--git", "--json", "--keep"], None);
+    assert_eq!(code, 0, "{demo}");
+    let root = demo["root"].as_str().expect("kept").to_owned();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    // A person's plain commit on top: its line is not roundtable's.
+    let lib = Path::new(&root).join("src/lib.rs");
+    let text = fs::read_to_string(&lib).expect("read");
+    fs::write(&lib, format!("{text}// by hand\n")).expect("write");
+    git(&["add", "src/lib.rs"]);
+    git(&[
+        "-c",
+        "user.name=Pat",
+        "-c",
+        "user.email=pat@example.com",
+        "commit",
+        "-q",
+        "-m",
+        "By hand",
+    ]);
+    let (code, json, _) = roundtable(&["blame", "src/lib.rs", "--root", &root, "--json"], None);
+    assert_eq!(code, 0, "{json}");
+    let lines = text.lines().count() + 1;
+    assert_eq!(json["line_count"], lines);
+    let governed: Vec<&Value> = json["commits"]
+        .as_array()
+        .expect("commits")
+        .iter()
+        .filter(|c| c["governed"] == true)
+        .collect();
+    assert_eq!(governed.len(), 1, "{json:#}");
+    let landing = &governed[0]["landing"];
+    assert_eq!(landing["author_agent"], "alice");
+    let kinds: Vec<&str> = landing["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["vote", "security_review", "human_approval"]);
+    let last = json["ranges"]
+        .as_array()
+        .and_then(|r| r.last())
+        .expect("a range");
+    assert_eq!(last["governed"], false);
+    assert_eq!(last["lines"], json!(["// by hand"]));
+    // Readable: one line per source line, the landed ones naming the
+    // proposal and alice, the others marked and naming git's author.
+    let out = Command::new(env!("CARGO_BIN_EXE_roundtable"))
+        .args(["blame", "src/lib.rs", "--root", &root])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), lines, "{text}");
+    let pid = landing["proposal_id"].as_str().expect("pid");
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with(' ') && r.contains(pid) && r.contains("alice")),
+        "{text}"
+    );
+    assert!(rows[lines - 1].starts_with('!'), "{text}");
+    assert!(
+        rows[lines - 1].contains("not roundtable") && rows[lines - 1].contains("git:Pat"),
+        "{text}"
+    );
+    assert!(
+        rows[lines - 1].ends_with(&format!("{lines}) // by hand")),
+        "{text}"
+    );
+    // A path that is not at the tip: refused (exit 1, not_found), nothing
+    // changed.
+    let before = snapshot(Path::new(&root));
+    let (code, err, _) = roundtable(&["blame", "nope.rs", "--root", &root, "--json"], None);
+    assert_eq!(code, 1);
+    assert_eq!(err["error"]["code"], "not_found", "{err}");
+    assert_eq!(snapshot(Path::new(&root)), before);
+    fs::remove_dir_all(&root).expect("remove the kept repository");
+}
+
+#[test]
 fn log_in_files_mode_says_nothing_is_committed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().to_str().expect("utf-8");

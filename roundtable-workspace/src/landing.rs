@@ -23,6 +23,7 @@
 
 use crate::ErrorCode;
 
+pub mod blame;
 #[cfg(feature = "git")]
 mod git;
 #[cfg(feature = "git")]

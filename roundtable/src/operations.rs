@@ -98,6 +98,7 @@ pub mod log;
 pub mod next;
 pub mod policies;
 pub mod proposals;
+pub mod provenance;
 pub mod queue;
 pub mod rebase;
 pub mod records;

@@ -11,7 +11,7 @@
 use crate::actor::{Actor, ActorKind};
 use crate::engine::Engine;
 use crate::operations::{
-    claims, evidence, inbox, landing, log, policies, proposals, queue, rebase, revert,
+    claims, evidence, inbox, landing, log, policies, proposals, provenance, queue, rebase, revert,
     revert_agent, review, setup, transactions, validate, verify, workspace,
 };
 use crate::operations::{Request, ToolError};
@@ -179,6 +179,7 @@ pub static TOOLS: &[ToolSpec] = &[
     spec::<landing::LandingLog>(),
     spec::<landing::SettleLanding>(),
     spec::<verify::VerifyProvenance>(),
+    spec::<provenance::BlameFile>(),
     spec::<log::ListEvents>(),
     spec::<log::WaitEvents>(),
     spec::<log::VerifyEvents>(),

@@ -90,6 +90,10 @@ pub use crate::operations::proposals::{
     AttachPatch, CreateProposal, GetProposal, ListProposals, ProposalChanged, ProposalDetail,
     ProposalPage, ProposalRevised, Reject, Rejected, RequestReview, ReviewRequested, Withdraw,
 };
+pub use crate::operations::provenance::{
+    Blame, BlameFile, BlameRange, BlamedCommit, EvidenceKind, LandingEvidence, NotGoverned,
+    Provenance,
+};
 pub use crate::operations::queue::{
     Enqueue, ListQueue, QueueCheckRequest, QueueEntryResult, QueuePage, QueueRun, RemoveFromQueue,
     RunQueue, StateCheck,
@@ -1529,6 +1533,21 @@ impl LandingLog {
     }
 }
 
+impl BlameFile {
+    /// Blame `path` at the tip of the landing branch.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(path: impl AsRef<str>) -> Draft<BlameFile> {
+        let path = path.as_ref().to_owned();
+        Draft::of(move || {
+            crate::RepoPath::from_bytes(path.as_bytes())
+                .map(|p| BlameFile {
+                    path: crate::operations::args::PathArg(p),
+                })
+                .map_err(|e| ToolError::invalid_argument("path", e))
+        })
+    }
+}
+
 impl SettleLanding {
     /// Settle transaction `transaction_id`, left `applying` by another
     /// clone, once it has been applying for 30 s (unless
@@ -1840,6 +1859,9 @@ methods!(TransactionsApi {
     /// `provenance.verify`: whether a branch's history is the one
     /// roundtable governed.
     verify(VerifyProvenance) -> ProvenanceReport;
+    /// `provenance.blame`: each line of a file at the branch's tip with
+    /// its commit and, for a commit roundtable landed, what governed it.
+    blame(BlameFile) -> Blame;
 });
 
 /// [`Session::events`].

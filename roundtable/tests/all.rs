@@ -38,6 +38,7 @@ mod process;
 mod properties;
 mod proposal_base;
 mod provenance;
+mod provenance_blame;
 mod queue;
 mod queue_hosts;
 mod read_flights;

@@ -4,6 +4,7 @@
 //! commands — the workspace functions) and prints the result.
 
 pub(crate) mod approve;
+pub(crate) mod blame;
 pub(crate) mod call;
 pub(crate) mod demo;
 pub(crate) mod edit;

@@ -1451,3 +1451,71 @@ pub fn branch_history(
     }
     Ok((out, false))
 }
+
+/// `path` at the tip of `branch` in the repository at `root`, blamed: git's
+/// own `git blame --porcelain` (run as a program, on the branch's commit,
+/// never the working tree; no ignore-revs file, so every line names the
+/// commit that last changed it) read by [`super::blame::parse_porcelain`],
+/// and the message of each commit a line comes from. A path the tip does
+/// not hold (or a branch with no commit) is [`FileAtTip::Missing`], a
+/// directory or submodule [`FileAtTip::NotAFile`]. Reads only; needs `git`
+/// on `PATH`.
+///
+/// [`FileAtTip::Missing`]: super::blame::FileAtTip::Missing
+/// [`FileAtTip::NotAFile`]: super::blame::FileAtTip::NotAFile
+pub fn blame_at_tip(
+    root: &Path,
+    branch: &str,
+    path: &str,
+) -> Result<super::blame::FileAtTip, LandingError> {
+    use super::blame::{parse_porcelain, FileAtTip, FileBlame};
+    let repo = open(root)?;
+    let tip = match repo.refname_to_id(branch) {
+        Ok(tip) => tip,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(FileAtTip::Missing),
+        Err(e) => return Err(git("read the branch")(e)),
+    };
+    let tree = tree_of(&repo, tip)?;
+    match tree.get_path(Path::new(path)) {
+        Ok(entry) if entry.kind() == Some(git2::ObjectType::Blob) => {}
+        Ok(_) => return Ok(FileAtTip::NotAFile),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(FileAtTip::Missing),
+        Err(e) => return Err(git("look up a path")(e)),
+    }
+    let fail = |what: String| git("blame a file")(git2::Error::from_str(&what));
+    let mut cmd = std::process::Command::new("git");
+    for var in LOCAL_ENV {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .env("LC_ALL", "C")
+        .env("LANGUAGE", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .arg("--git-dir")
+        .arg(repo.path())
+        .args(["blame", "--porcelain", "--ignore-revs-file", ""])
+        .arg(tip.to_string())
+        .arg("--")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| fail(format!("run git blame: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "git blame failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let porcelain = parse_porcelain(&out.stdout).map_err(|e| fail(e.to_string()))?;
+    let mut messages = std::collections::BTreeMap::new();
+    for id in porcelain.commits.keys() {
+        let oid = Oid::from_str(id).map_err(git("read a commit id"))?;
+        let commit = repo.find_commit(oid).map_err(git("read a commit"))?;
+        messages.insert(id.clone(), commit.message_bytes().to_vec());
+    }
+    Ok(FileAtTip::Blamed(FileBlame {
+        tip: tip.to_string(),
+        porcelain,
+        messages,
+    }))
+}

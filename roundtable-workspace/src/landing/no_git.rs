@@ -28,3 +28,15 @@ pub fn branch_history(
         what: "a branch's history cannot be read",
     })
 }
+
+/// Refused: this build reads no repository (see the `git` feature's
+/// `blame_at_tip`).
+pub fn blame_at_tip(
+    _root: &Path,
+    _branch: &str,
+    _path: &str,
+) -> Result<super::blame::FileAtTip, LandingError> {
+    Err(LandingError::NoGit {
+        what: "a file's lines cannot be blamed",
+    })
+}

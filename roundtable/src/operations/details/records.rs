@@ -20,7 +20,8 @@ pub(crate) fn code_schema(_: &mut SchemaGenerator) -> Schema {
 pub struct NotFoundDetails {
     /// What kind of record was looked for (`proposal`, `revision`,
     /// `task`, `agent`, `claim`, `policy`, `transaction`, `test result`,
-    /// `approval request`, `tool`).
+    /// `approval request`, `tool`, `file`: a path not at the landing
+    /// branch's tip).
     pub kind: String,
     /// The id looked for (a revision is `PROPOSAL@NUMBER`).
     pub id: String,

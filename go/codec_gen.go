@@ -10854,8 +10854,12 @@ func (x *ProvenanceReport) encodeFields(e *encoder, start int) {
 		x.Findings[i1].encode(e)
 	}
 	e.buf = append(e.buf, ']')
-	e.key(start, "\"log\":")
-	x.Log.encode(e)
+	e.key(start, "\"log_valid\":")
+	e.bool(x.LogValid)
+	if x.LogReason != nil {
+		e.key(start, "\"log_reason\":")
+		e.str(*x.LogReason, "log_reason")
+	}
 }
 
 func (x *ProvenanceReport) decode(d *decoder) {
@@ -10894,9 +10898,17 @@ func (x *ProvenanceReport) decode(d *decoder) {
 				}
 				x.Findings = s2
 			}
-		case "log":
+		case "log_valid":
 			if !d.null() {
-				x.Log.decode(d)
+				x.LogValid = d.bool()
+			}
+		case "log_reason":
+			if d.null() {
+				x.LogReason = nil
+			} else {
+				p3 := new(string)
+				(*p3) = d.str()
+				x.LogReason = p3
 			}
 		default:
 			d.skip()

@@ -1299,7 +1299,7 @@ func (s *Session) LandingSettle(ctx context.Context, args LandingSettleArgs) (*S
 
 // ProvenanceVerify calls `provenance.verify`: Check that a branch's first-parent history (git mode) is the one roundtable governed: for every commit, the transaction its trailers name landed exactly it, its event is in the log, its note under refs/notes/agent-trace is the store's attribution record, and its Roundtable-Chain trailer is in the log; the log itself is checked as events.verify does. Lists each commit not governed and each disagreement; valid is false when anything was found.
 //
-// Called by: agent, human, orchestrator. Read-only.
+// Called by: orchestrator, human. Read-only.
 func (s *Session) ProvenanceVerify(ctx context.Context, args ProvenanceVerifyArgs) (*ProvenanceReport, error) {
 	out := new(ProvenanceReport)
 	if err := s.invoke(ctx, "provenance.verify", args.encode, out.decode); err != nil {

@@ -2139,8 +2139,10 @@ type ProvenanceReport struct {
 	Truncated bool `json:"truncated"`
 	// What was found, oldest commit first, at most 1000.
 	Findings []ProvenanceFinding `json:"findings"`
-	// The audit log's own check (`events.verify`).
-	Log ChainReport `json:"log"`
+	// Whether the audit log verifies (`events.verify`).
+	LogValid bool `json:"log_valid"`
+	// Why it does not, when it does not.
+	LogReason *string `json:"log_reason,omitempty"`
 }
 
 // A speculative state waiting for an external check's answer, as the

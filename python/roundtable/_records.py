@@ -844,57 +844,6 @@ class ChainHead(Record):
 
 
 @dataclass(frozen=True)
-class ChainReport(Record):
-    """Result of `events.verify`."""
-
-    #: Whether every check passed: each event's digest matches its content
-    #: and its predecessor, `seq` runs 1, 2, 3… without a gap, the expected
-    #: head (when given) and every head a transaction saw are in the log,
-    #: and every evidence record and transaction has its event.
-    valid: bool
-    #: How many events were checked.
-    checked: int
-    #: The last event's seq (0 for an empty log).
-    last_seq: int
-    #: The last event's digest: a commitment to the whole log.
-    head_digest: str
-    #: How many evidence records and transactions were cross-checked
-    #: against their events.
-    records_checked: int
-    #: Records with no event recording them (inserted behind roundtable's
-    #: back, or their event was removed), at most 100.
-    unrecorded: Tuple[UnrecordedRecord, ...]
-    #: Whether `expected_head` is in the log (`null` when none was given).
-    expected_head_found: Optional[bool]
-    #: The first event that does not verify, if any.
-    first_invalid_seq: Optional[int]
-    #: Why the log does not verify (the first problem found).
-    reason: Optional[str]
-    raw: JSON = field(default_factory=dict, repr=False, compare=False)
-
-    _REQUIRED = frozenset(['checked', 'head_digest', 'last_seq', 'records_checked', 'unrecorded', 'valid'])
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ChainReport:
-        """Build from the JSON object (as a tool returns it); a missing
-        required key is a ``KeyError``."""
-        v = dict(d)
-        if not v.keys() >= cls._REQUIRED:
-            raise KeyError(sorted(cls._REQUIRED - v.keys()))
-        v["unrecorded"] = tuple([UnrecordedRecord.from_dict(_i0) for _i0 in v["unrecorded"]])
-        if "expected_head_found" not in v:
-            v["expected_head_found"] = None
-        if "first_invalid_seq" not in v:
-            v["first_invalid_seq"] = None
-        if "reason" not in v:
-            v["reason"] = None
-        v["raw"] = d
-        self = _new(cls)
-        _set(self, "__dict__", v)
-        return self
-
-
-@dataclass(frozen=True)
 class Claim(Record):
     """A claim as tools return it."""
 
@@ -3990,6 +3939,57 @@ class Blame(Record):
 
 
 @dataclass(frozen=True)
+class ChainReport(Record):
+    """Result of `events.verify`."""
+
+    #: Whether every check passed: each event's digest matches its content
+    #: and its predecessor, `seq` runs 1, 2, 3… without a gap, the expected
+    #: head (when given) and every head a transaction saw are in the log,
+    #: and every evidence record and transaction has its event.
+    valid: bool
+    #: How many events were checked.
+    checked: int
+    #: The last event's seq (0 for an empty log).
+    last_seq: int
+    #: The last event's digest: a commitment to the whole log.
+    head_digest: str
+    #: How many evidence records and transactions were cross-checked
+    #: against their events.
+    records_checked: int
+    #: Records with no event recording them (inserted behind roundtable's
+    #: back, or their event was removed), at most 100.
+    unrecorded: Tuple[UnrecordedRecord, ...]
+    #: Whether `expected_head` is in the log (`null` when none was given).
+    expected_head_found: Optional[bool]
+    #: The first event that does not verify, if any.
+    first_invalid_seq: Optional[int]
+    #: Why the log does not verify (the first problem found).
+    reason: Optional[str]
+    raw: JSON = field(default_factory=dict, repr=False, compare=False)
+
+    _REQUIRED = frozenset(['checked', 'head_digest', 'last_seq', 'records_checked', 'unrecorded', 'valid'])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ChainReport:
+        """Build from the JSON object (as a tool returns it); a missing
+        required key is a ``KeyError``."""
+        v = dict(d)
+        if not v.keys() >= cls._REQUIRED:
+            raise KeyError(sorted(cls._REQUIRED - v.keys()))
+        v["unrecorded"] = tuple([UnrecordedRecord.from_dict(_i0) for _i0 in v["unrecorded"]])
+        if "expected_head_found" not in v:
+            v["expected_head_found"] = None
+        if "first_invalid_seq" not in v:
+            v["first_invalid_seq"] = None
+        if "reason" not in v:
+            v["reason"] = None
+        v["raw"] = d
+        self = _new(cls)
+        _set(self, "__dict__", v)
+        return self
+
+
+@dataclass(frozen=True)
 class ClaimChanged(Record):
     """Result of the claim tools that change one claim."""
 
@@ -4492,11 +4492,13 @@ class ProvenanceReport(Record):
     truncated: bool
     #: What was found, oldest commit first, at most 1000.
     findings: Tuple[ProvenanceFinding, ...]
-    #: The audit log's own check (`events.verify`).
-    log: ChainReport
+    #: Whether the audit log verifies (`events.verify`).
+    log_valid: bool
+    #: Why it does not, when it does not.
+    log_reason: Optional[str]
     raw: JSON = field(default_factory=dict, repr=False, compare=False)
 
-    _REQUIRED = frozenset(['branch', 'checked', 'findings', 'governed', 'log', 'truncated', 'valid'])
+    _REQUIRED = frozenset(['branch', 'checked', 'findings', 'governed', 'log_valid', 'truncated', 'valid'])
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ProvenanceReport:
@@ -4506,7 +4508,8 @@ class ProvenanceReport(Record):
         if not v.keys() >= cls._REQUIRED:
             raise KeyError(sorted(cls._REQUIRED - v.keys()))
         v["findings"] = tuple([ProvenanceFinding.from_dict(_i0) for _i0 in v["findings"]])
-        v["log"] = ChainReport.from_dict(v["log"])
+        if "log_reason" not in v:
+            v["log_reason"] = None
         v["raw"] = d
         self = _new(cls)
         _set(self, "__dict__", v)
@@ -5264,8 +5267,6 @@ Provenance._PLAN = (0, Provenance, (('evidence', 'evidence', (1, LandingEvidence
 BlamedCommit._PLAN = (0, BlamedCommit, (('landing', 'landing', Provenance._PLAN), ('not_governed', 'not_governed', None)))
 CarriedEvidence._PLAN = (0, CarriedEvidence, ())
 ChainHead._PLAN = (0, ChainHead, ())
-UnrecordedRecord._PLAN = (0, UnrecordedRecord, ())
-ChainReport._PLAN = (0, ChainReport, (('unrecorded', 'unrecorded', (1, UnrecordedRecord._PLAN)), ('expected_head_found', 'expected_head_found', None), ('first_invalid_seq', 'first_invalid_seq', None), ('reason', 'reason', None)))
 LineSpan._PLAN = (0, LineSpan, ())
 Claim._PLAN = (0, Claim, (('released_at', 'released_at', None), ('span', 'span', LineSpan._PLAN), ('task_id', 'task_id', None)))
 ClaimAcquiredData._PLAN = (0, ClaimAcquiredData, ())
@@ -5338,6 +5339,7 @@ TransactionRecoveredData._PLAN = (0, TransactionRecoveredData, (('conflicts', 'c
 TransactionRolledBackData._PLAN = (0, TransactionRolledBackData, ())
 TransactionStartedData._PLAN = (0, TransactionStartedData, (('rollback_of', 'rollback_of', None), ))
 UndoConflict._PLAN = (0, UndoConflict, (('later', 'later', (1, LaterLanding._PLAN)), ))
+UnrecordedRecord._PLAN = (0, UnrecordedRecord, ())
 ValidationReport._PLAN = (0, ValidationReport, (('stages', 'stages', (1, Stage._PLAN)), ('policy', 'policy', PolicyReport._PLAN), ('policy_version', 'policy_version', None)))
 Vote._PLAN = (0, Vote, (('reason_md', 'reason_md', None), ))
 VoteCastData._PLAN = (0, VoteCastData, ())
@@ -5351,6 +5353,7 @@ Applied._PLAN = (0, Applied, (('transaction', 'transaction', Transaction._PLAN),
 ApprovalRequested._PLAN = (0, ApprovalRequested, (('request', 'request', ApprovalRequest._PLAN), ))
 Approved._PLAN = (0, Approved, (('approval', 'approval', Approval._PLAN), ))
 Blame._PLAN = (0, Blame, (('ranges', 'ranges', (1, BlameRange._PLAN)), ('commits', 'commits', (1, BlamedCommit._PLAN))))
+ChainReport._PLAN = (0, ChainReport, (('unrecorded', 'unrecorded', (1, UnrecordedRecord._PLAN)), ('expected_head_found', 'expected_head_found', None), ('first_invalid_seq', 'first_invalid_seq', None), ('reason', 'reason', None)))
 ClaimChanged._PLAN = (0, ClaimChanged, (('claim', 'claim', Claim._PLAN), ))
 ClaimPage._PLAN = (0, ClaimPage, (('claims', 'claims', (1, Claim._PLAN)), ('next_cursor', 'next_cursor', None)))
 DecisionRecorded._PLAN = (0, DecisionRecorded, (('decision', 'decision', Decision._PLAN), ))
@@ -5368,7 +5371,7 @@ ProposalChanged._PLAN = (0, ProposalChanged, (('proposal', 'proposal', Proposal.
 ProposalDetail._PLAN = (0, ProposalDetail, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN), ('revisions', 'revisions', (1, RevisionEntry._PLAN)), ('content', 'content', None), ('content_base64', 'content_base64', None)))
 ProposalPage._PLAN = (0, ProposalPage, (('proposals', 'proposals', (1, Proposal._PLAN)), ('next_cursor', 'next_cursor', None)))
 ProposalRevised._PLAN = (0, ProposalRevised, (('proposal', 'proposal', Proposal._PLAN), ('revision', 'revision', Revision._PLAN)))
-ProvenanceReport._PLAN = (0, ProvenanceReport, (('findings', 'findings', (1, ProvenanceFinding._PLAN)), ('log', 'log', ChainReport._PLAN)))
+ProvenanceReport._PLAN = (0, ProvenanceReport, (('findings', 'findings', (1, ProvenanceFinding._PLAN)), ('log_reason', 'log_reason', None)))
 QueueEntryResult._PLAN = (0, QueueEntryResult, (('entry', 'entry', QueueEntry._PLAN), ))
 QueuePage._PLAN = (0, QueuePage, (('entries', 'entries', (1, QueueEntry._PLAN)), ('next_cursor', 'next_cursor', None)))
 QueueRun._PLAN = (0, QueueRun, (('landed', 'landed', (1, QueueEntry._PLAN)), ('returned', 'returned', (1, QueueEntry._PLAN)), ('removed', 'removed', (1, QueueEntry._PLAN)), ('checks', 'checks', (1, StateCheck._PLAN)), ('held_by', 'held_by', (1, None))))
@@ -5480,7 +5483,6 @@ __all__ = [
     "BlamedCommit",
     "CarriedEvidence",
     "ChainHead",
-    "ChainReport",
     "Claim",
     "ClaimAcquiredData",
     "ClaimExpiredData",
@@ -5569,6 +5571,7 @@ __all__ = [
     "ApprovalRequested",
     "Approved",
     "Blame",
+    "ChainReport",
     "ClaimChanged",
     "ClaimPage",
     "DecisionRecorded",

@@ -1348,7 +1348,7 @@ class ToolMethods:
     ) -> ProvenanceReport:
         """Check that a branch's first-parent history (git mode) is the one roundtable governed: for every commit, the transaction its trailers name landed exactly it, its event is in the log, its note under refs/notes/agent-trace is the store's attribution record, and its Roundtable-Chain trailer is in the log; the log itself is checked as events.verify does. Lists each commit not governed and each disagreement; valid is false when anything was found.
 
-        ``provenance.verify``; called by: agent, human, orchestrator. Read-only.
+        ``provenance.verify``; called by: orchestrator, human. Read-only.
         """
         args: Dict[str, Any] = {}
         if branch is not None:
@@ -2716,7 +2716,7 @@ class AsyncToolMethods:
     ) -> ProvenanceReport:
         """Check that a branch's first-parent history (git mode) is the one roundtable governed: for every commit, the transaction its trailers name landed exactly it, its event is in the log, its note under refs/notes/agent-trace is the store's attribution record, and its Roundtable-Chain trailer is in the log; the log itself is checked as events.verify does. Lists each commit not governed and each disagreement; valid is false when anything was found.
 
-        ``provenance.verify``; called by: agent, human, orchestrator. Read-only.
+        ``provenance.verify``; called by: orchestrator, human. Read-only.
         """
         args: Dict[str, Any] = {}
         if branch is not None:

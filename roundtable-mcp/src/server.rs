@@ -422,8 +422,10 @@ mod tests {
             // 208 KB for an agent before issue 32; the budget leaves room
             // for new tools and fields but not for the noise to come back
             // (130 KB until people's roles and `proposal.diff` `paths`,
-            // which took an agent's list to 130.1 KB).
-            assert!(bytes < 135_000, "{kind:?}: tools/list is {bytes} bytes");
+            // which took an agent's list to 130.1 KB; 135 KB until
+            // provenance — `provenance.blame`, `provenance.verify` and
+            // `proposal.revert_agent` — took an orchestrator's to 140.0 KB).
+            assert!(bytes < 145_000, "{kind:?}: tools/list is {bytes} bytes");
         }
     }
 

@@ -68,7 +68,7 @@ fn text(report: &ProvenanceReport) -> String {
         } else {
             ""
         },
-        if report.log.valid {
+        if report.log_valid {
             "verifies"
         } else {
             "does not verify"

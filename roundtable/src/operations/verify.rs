@@ -14,7 +14,7 @@
 //! log itself is checked as `events.verify` checks it. Trailers alone
 //! prove nothing: anyone can write them.
 
-use super::log::{ChainReport, VerifyEvents};
+use super::log::VerifyEvents;
 use super::{Cx, Tool, ToolError};
 use crate::landing::BranchCommit;
 use crate::model::trace::{ChainPoint, TraceRecord};
@@ -114,14 +114,20 @@ pub struct ProvenanceReport {
     pub truncated: bool,
     /// What was found, oldest commit first, at most 1000.
     pub findings: Vec<ProvenanceFinding>,
-    /// The audit log's own check (`events.verify`).
-    pub log: ChainReport,
+    /// Whether the audit log verifies (`events.verify`).
+    pub log_valid: bool,
+    /// Why it does not, when it does not.
+    pub log_reason: Option<String>,
 }
 
 impl super::Request for VerifyProvenance {
     const TOOL: &'static str = "provenance.verify";
     const DESCRIPTION: &'static str = "Check that a branch's first-parent history (git mode) is the one roundtable governed: for every commit, the transaction its trailers name landed exactly it, its event is in the log, its note under refs/notes/agent-trace is the store's attribution record, and its Roundtable-Chain trailer is in the log; the log itself is checked as events.verify does. Lists each commit not governed and each disagreement; valid is false when anything was found.";
     const MUTATES: bool = false;
+    const CALLERS: &'static [crate::actor::ActorKind] = &[
+        crate::actor::ActorKind::Orchestrator,
+        crate::actor::ActorKind::Human,
+    ];
     type Output = ProvenanceReport;
 
     store_tool!();
@@ -234,7 +240,8 @@ impl Tool for VerifyProvenance {
             governed,
             truncated,
             findings,
-            log,
+            log_valid: log.valid,
+            log_reason: log.reason,
         })
     }
 }

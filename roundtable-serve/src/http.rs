@@ -15,6 +15,9 @@
 //! | `GET …/{ws}/inbox` | `inbox.list` |
 //! | `GET …/{ws}/proposals[/{id}[/files\|diff\|symbols\|interdiff]]` | read models |
 //! | `GET …/{ws}/transactions[/{id}]`, `…/claims`, `…/landing` | read models |
+//! | `GET …/{ws}/blame?path=` | `provenance.blame` |
+//! | `GET …/{ws}/agents`, `GET …/{ws}/agents/{id}/landings` | `agent.list`; what an agent landed |
+//! | `POST …/{ws}/agents/{id}/revert` | `proposal.revert_agent` for that agent |
 //! | `GET …/{ws}/events` | the event stream |
 
 use std::collections::BTreeMap;
@@ -164,6 +167,10 @@ enum Route {
     Transaction(String, String),
     Claims(String),
     Landing(String),
+    Blame(String),
+    Agents(String),
+    Landings(String, String),
+    RevertAgent(String, String),
     Events(String),
 }
 
@@ -172,7 +179,7 @@ impl Route {
     fn allows(&self) -> &'static [Method] {
         match self {
             Route::Session => &[Method::GET, Method::POST, Method::DELETE],
-            Route::Call(..) => &[Method::POST],
+            Route::Call(..) | Route::RevertAgent(..) => &[Method::POST],
             _ => &[Method::GET],
         }
     }
@@ -211,6 +218,10 @@ fn route(path: &str) -> Option<Route> {
             ["transactions", id] => Route::Transaction(own(ws), own(id)),
             ["claims"] => Route::Claims(own(ws)),
             ["landing"] => Route::Landing(own(ws)),
+            ["blame"] => Route::Blame(own(ws)),
+            ["agents"] => Route::Agents(own(ws)),
+            ["agents", id, "landings"] => Route::Landings(own(ws), own(id)),
+            ["agents", id, "revert"] => Route::RevertAgent(own(ws), own(id)),
             ["events"] => Route::Events(own(ws)),
             _ => return None,
         },
@@ -299,6 +310,9 @@ async fn api(
             ok(views::tools(&caller.actor))
         }
         Route::Call(ws, tool) => call(app, &ws, &tool, caller.actor, request).await,
+        Route::RevertAgent(ws, agent) => {
+            revert_agent(app, &ws, &agent, caller.actor, request).await
+        }
         Route::Events(ws) => {
             let engine = workspace(app, &ws)?;
             let last = request
@@ -346,11 +360,15 @@ fn read_view(route: Route) -> (String, View) {
         Route::Transaction(ws, id) => (ws, Box::new(move |r, _| views::transaction(r, &id))),
         Route::Claims(ws) => (ws, Box::new(|r, q| views::claims(r, q).map(paged))),
         Route::Landing(ws) => (ws, Box::new(|r, _| views::landing(r))),
+        Route::Blame(ws) => (ws, Box::new(views::blame)),
+        Route::Agents(ws) => (ws, Box::new(views::agents)),
+        Route::Landings(ws, id) => (ws, Box::new(move |r, _| views::landings(r, &id))),
         Route::Console(_)
         | Route::Session
         | Route::Workspaces
         | Route::Tools(_)
         | Route::Call(..)
+        | Route::RevertAgent(..)
         | Route::Events(_) => unreachable!("api() answers these routes itself"),
     }
 }
@@ -373,8 +391,46 @@ async fn call(
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Refusal> {
     let engine = workspace(app, ws)?;
-    let spec =
-        roundtable::registry::find(tool).ok_or_else(|| ToolError::not_found("tool", tool))?;
+    roundtable::registry::find(tool).ok_or_else(|| ToolError::not_found("tool", tool))?;
+    let (key, args) = key_and_args(app, request).await?;
+    run_tool(app, engine, tool, actor, key, args).await
+}
+
+/// `POST …/agents/{agent}/revert`: `proposal.revert_agent` with the
+/// body's arguments and `agent_id` the path's (a body naming another
+/// agent is refused). Otherwise exactly a call of the tool.
+async fn revert_agent(
+    app: &App,
+    ws: &str,
+    agent: &str,
+    actor: Actor,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Refusal> {
+    let engine = workspace(app, ws)?;
+    let (key, mut args) = key_and_args(app, request).await?;
+    let Some(fields) = args.as_object_mut() else {
+        return Err(ToolError::invalid_argument("", "the arguments must be a JSON object").into());
+    };
+    if fields
+        .get("agent_id")
+        .is_some_and(|a| a.as_str() != Some(agent))
+    {
+        return Err(ToolError::invalid_argument(
+            "agent_id",
+            "differs from the agent in the path: name the agent once, in the path",
+        )
+        .into());
+    }
+    fields.insert("agent_id".into(), Value::String(agent.to_owned()));
+    run_tool(app, engine, "proposal.revert_agent", actor, key, args).await
+}
+
+/// A tool call's `Idempotency-Key` header and its body as JSON arguments
+/// (an empty body is `{}`).
+async fn key_and_args(
+    app: &App,
+    request: Request<Incoming>,
+) -> Result<(Option<String>, Value), Refusal> {
     let key = request
         .headers()
         .get(IDEMPOTENCY_KEY)
@@ -385,13 +441,29 @@ async fn call(
         })
         .transpose()?;
     let bytes = body(request.into_body(), app.max_body).await?;
-    let mut args = if bytes.iter().all(u8::is_ascii_whitespace) {
+    let args = if bytes.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
         roundtable::json::parse_strict(&bytes).map_err(|e| {
             ToolError::invalid_argument("", format!("the body is not valid JSON: {e}"))
         })?
     };
+    Ok((key, args))
+}
+
+/// Call `tool` on `engine` as `actor` with `args`; a mutating tool must
+/// have an idempotency key (`key`, the header's), which becomes its
+/// `idempotency_key`.
+async fn run_tool(
+    app: &App,
+    engine: Arc<Engine>,
+    tool: &str,
+    actor: Actor,
+    key: Option<String>,
+    mut args: Value,
+) -> Result<Response<Body>, Refusal> {
+    let spec =
+        roundtable::registry::find(tool).ok_or_else(|| ToolError::not_found("tool", tool))?;
     if spec.mutates {
         let key = key.ok_or_else(|| {
             ToolError::invalid_argument(
@@ -633,6 +705,19 @@ mod tests {
             route("/api/v1/workspaces/a%20b/proposals/p1/diff"),
             Some(Route::Diff(ws, id)) if ws == "a b" && id == "p1"
         ));
+        assert!(matches!(
+            route("/api/v1/workspaces/demo/agents/ada/revert"),
+            Some(Route::RevertAgent(ws, a)) if ws == "demo" && a == "ada"
+        ));
+        assert!(matches!(
+            route("/api/v1/workspaces/demo/agents/ada/landings"),
+            Some(Route::Landings(ws, a)) if ws == "demo" && a == "ada"
+        ));
+        assert!(matches!(
+            route("/api/v1/workspaces/demo/blame"),
+            Some(Route::Blame(_))
+        ));
+        assert!(route("/api/v1/workspaces/demo/agents/ada").is_none());
         assert!(route("/api/v1/workspaces//tools").is_none());
         assert!(route("/api/v1/workspaces/demo/nope").is_none());
         assert!(route("/api/v2/workspaces").is_none());

@@ -551,6 +551,76 @@ pub(crate) fn transactions(r: &Reader<'_>, q: &Query) -> Result<Paged, ToolError
     Ok(Paged::of(&page, "transactions"))
 }
 
+/// Each line of a file at the landing branch's tip with what landed it
+/// (`provenance.blame` of the query's `path`; a missing path is the
+/// tool's own refusal).
+pub(crate) fn blame(r: &Reader<'_>, q: &Query) -> Result<Value, ToolError> {
+    let mut args = json!({});
+    if let Some(path) = q.get("path") {
+        args["path"] = json!(path);
+    }
+    r.call("provenance.blame", args)
+}
+
+/// Every registered agent (`agent.list`, all pages), filtered by the
+/// query's `role` and `enabled` as the tool filters.
+pub(crate) fn agents(r: &Reader<'_>, q: &Query) -> Result<Value, ToolError> {
+    let mut args = json!({});
+    if let Some(role) = q.get("role") {
+        args["role"] = json!(role);
+    }
+    match q.get("enabled") {
+        None => {}
+        Some("true") => args["enabled"] = json!(true),
+        Some("false") => args["enabled"] = json!(false),
+        Some(_) => return Err(ToolError::invalid_argument("enabled", "true or false")),
+    }
+    Ok(json!({ "agents": r.all("agent.list", args, "agents")? }))
+}
+
+/// What agent `id` landed that is still applied, oldest first: its
+/// proposals (`proposal.list` by author) joined with the applied `apply`
+/// transactions (`transaction.list`), each with the time it landed (the
+/// transaction's `finished_at`, the `since` `proposal.revert_agent`
+/// compares). The agent itself is `agent.get`'s (an unknown one is its
+/// `not_found`).
+pub(crate) fn landings(r: &Reader<'_>, id: &str) -> Result<Value, ToolError> {
+    let agent = r.call("agent.get", json!({ "agent_id": id }))?;
+    let mut titles = std::collections::BTreeMap::new();
+    for p in r.all("proposal.list", json!({ "author": id }), "proposals")? {
+        if let Some(pid) = p["id"].as_str() {
+            titles.insert(pid.to_owned(), p["title"].clone());
+        }
+    }
+    let landed: Vec<Value> = r
+        .all(
+            "transaction.list",
+            json!({ "status": "applied" }),
+            "transactions",
+        )?
+        .into_iter()
+        .filter(|t| t["kind"] == "apply")
+        .filter_map(|t| {
+            let title = titles.get(t["proposal_id"].as_str()?)?.clone();
+            let at = match &t["finished_at"] {
+                Value::Null => t["created_at"].clone(),
+                at => at.clone(),
+            };
+            Some(json!({
+                "proposal_id": t["proposal_id"],
+                "title": title,
+                "revision": t["revision"],
+                "transaction_id": t["id"],
+                "landed_at": at,
+            }))
+        })
+        .collect();
+    Ok(json!({
+        "agent": agent.get("agent").cloned().unwrap_or(agent),
+        "landings": landed,
+    }))
+}
+
 /// The most landed commits searched for a transaction's commit.
 const LANDING_LOG_MAX: u32 = 1000;
 

@@ -125,5 +125,9 @@ export function ws(name) {
     transaction: (id) => get(base + '/transactions/' + seg(id)),
     claims: (params) => get(base + '/claims', params),
     landing: () => get(base + '/landing'),
+    blame: (path) => get(base + '/blame', { path }),
+    agents: (params) => get(base + '/agents', params),
+    landings: (agent) => get(base + '/agents/' + seg(agent) + '/landings'),
+    revertAgent: (agent, args) => request('POST', base + '/agents/' + seg(agent) + '/revert', args || {}),
   };
 }

@@ -5,7 +5,8 @@
 // and the engine's refusal when an action is tried).
 //
 // Routes (hash): #/ws/{ws}/inbox, #/ws/{ws}/proposals/{id},
-// #/ws/{ws}/landing, #/ws/{ws}/claims.
+// #/ws/{ws}/landing, #/ws/{ws}/claims, #/ws/{ws}/blame/{path},
+// #/ws/{ws}/undo/{agent}.
 import * as api from './api.js';
 import * as live from './live.js';
 import * as keys from './keys.js';
@@ -16,6 +17,8 @@ import { inboxView } from './views/inbox.js';
 import { proposalView } from './views/proposal.js';
 import { landingView } from './views/landing.js';
 import { claimsView } from './views/claims.js';
+import { blameView } from './views/blame.js';
+import { undoView } from './views/undo.js';
 
 const state = {
   session: null,
@@ -64,7 +67,7 @@ function renderHeader(r) {
   who.replaceChildren();
   if (!state.session) return;
   if (r) {
-    const pages = [['inbox', 'My inbox'], ['landing', 'Landing'], ['claims', 'Claims']];
+    const pages = [['inbox', 'My inbox'], ['landing', 'Landing'], ['claims', 'Claims'], ['blame', 'Blame']];
     nav.appendChild(h('ul', {}, pages.map(([page, label]) => h('li', {},
       h('a', { href: route(r.ws, page), 'aria-current': r.page === page ? 'page' : null }, label)))));
     if (state.workspaces && state.workspaces.length > 1) {
@@ -151,6 +154,8 @@ async function render() {
     proposals: () => (r.id ? proposalView(ctx, r.id) : inboxView(ctx)),
     landing: () => landingView(ctx),
     claims: () => claimsView(ctx),
+    blame: () => blameView(ctx, r.id),
+    undo: () => (r.id ? undoView(ctx, r.id) : inboxView(ctx)),
   };
   const make = views[r.page];
   if (!make) {

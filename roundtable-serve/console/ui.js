@@ -68,3 +68,19 @@ export function labelledTextarea(label, name, placeholder) {
 export function route(ws, ...parts) {
   return '#/ws/' + encodeURIComponent(ws) + (parts.length ? '/' + parts.map(encodeURIComponent).join('/') : '');
 }
+
+/** The reason an action is not available to `actor`, in the engine's words (`why`). */
+export function notAvailable(actor, ...why) {
+  return h('span', {}, 'Not available to ', h('strong', {}, actor), ': ', ...why);
+}
+
+/**
+ * Disable `controls` and show why in `whyNot` (the element their
+ * aria-describedby names): after the engine refused this person, or when
+ * the server does not offer the tool.
+ */
+export function disableWithReason(whyNot, controls, ...why) {
+  for (const c of controls) if (c) c.disabled = true;
+  whyNot.hidden = false;
+  whyNot.replaceChildren(...why);
+}

@@ -22,6 +22,7 @@ pub(crate) const FILES: &[File] = &[
     ("live.js", include_str!("../console/live.js")),
     ("text.js", include_str!("../console/text.js")),
     ("ui.js", include_str!("../console/ui.js")),
+    ("views/blame.js", include_str!("../console/views/blame.js")),
     (
         "views/claims.js",
         include_str!("../console/views/claims.js"),
@@ -39,6 +40,7 @@ pub(crate) const FILES: &[File] = &[
         "views/signin.js",
         include_str!("../console/views/signin.js"),
     ),
+    ("views/undo.js", include_str!("../console/views/undo.js")),
 ];
 // ---- end of the console's table ----
 

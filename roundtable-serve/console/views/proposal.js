@@ -7,8 +7,9 @@
 // refused action shows the engine's code and message.
 import * as live from '../live.js';
 import { h, pre, fill } from '../text.js';
-import { errorBox, badge, section, table, empty, when, actorText, labelledTextarea, route } from '../ui.js';
+import { errorBox, badge, section, table, empty, when, actorText, labelledTextarea, route, notAvailable, disableWithReason } from '../ui.js';
 import { hunk } from '../diff.js';
+import { takeUndoReport, undoReport } from './undo.js';
 
 const MODE_KEY = 'roundtable.diff-mode';
 const FILE_PAGE = 100;
@@ -110,8 +111,13 @@ export function proposalView(ctx, id) {
   const filesBox = h('div', { class: 'files', id: 'files' });
   const diffBar = h('div', { class: 'diff-bar' });
 
+  // What proposal.revert_agent reported, when this person just made this
+  // proposal with "Undo this agent's work…" (reverted landings, conflicts).
+  const made = takeUndoReport(id);
+  const undoBox = h('div', { id: 'undo-report' }, made ? undoReport(ctx, made) : null);
+  let landed = false; // the proposal landed: its files can be blamed at the tip
   const el = h('div', { class: 'page proposal-page' },
-    head, msg,
+    head, msg, undoBox,
     h('div', { class: 'columns' },
       h('div', { class: 'col-main' },
         section('Policy', policyBox),
@@ -170,19 +176,16 @@ export function proposalView(ctx, id) {
       forbidden = e && e.code === 'forbidden';
       // The engine said this person may not: the buttons stay disabled and
       // say why (their aria-describedby), in the engine's own words.
-      if (forbidden) unavailable(groups.get(g.key), h('span', {}, 'Not available to ', h('strong', {}, ctx.session.actor), ': ', e.message));
+      if (forbidden) unavailable(groups.get(g.key), notAvailable(ctx.session.actor, e.message));
     } finally {
       if (!forbidden) for (const b of buttons) b.disabled = false;
     }
   }
 
   function unavailable({ fs, buttons, textarea, whyNot }, ...why) {
-    for (const b of buttons) b.disabled = true;
-    if (textarea) textarea.disabled = true;
+    disableWithReason(whyNot, [...buttons, textarea], ...why);
     fs.classList.add('unavailable');
     actionsBox.appendChild(fs); // what this person can do comes first
-    whyNot.hidden = false;
-    whyNot.replaceChildren(...why);
   }
 
   function describe(out) {
@@ -227,7 +230,9 @@ export function proposalView(ctx, id) {
       h('p', { class: 'crumbs' }, h('a', { href: route(ctx.wsName, 'inbox') }, 'My inbox'), ' › ', h('code', {}, p.id || id)),
       h('h1', { id: 'prop-title', tabindex: '-1' }, p.title || '(untitled)'),
       h('p', { class: 'meta', id: 'prop-meta' },
-        'by ', h('strong', {}, p.author || '?'), ' · ',
+        'by ', h('strong', {}, p.author || '?'),
+        p.author ? [' (', h('a', { href: route(ctx.wsName, 'undo', p.author), class: 'undo-link', id: 'undo-author' }, 'Undo this agent\u2019s work…'), ')'] : null,
+        ' · ',
         badge(p.risk, 'risk'), ' ', h('span', { id: 'prop-status' }, badge(p.status)), ' · revision ',
         String(p.latest_revision ?? '?'), ' of ', String(revs ?? '?'), ' · task ', h('code', {}, p.task_id || '?'),
         ' · updated ', when(p.updated_at),
@@ -483,11 +488,15 @@ export function proposalView(ctx, id) {
     if (f.removed !== undefined && f.removed !== null) stats.push(h('span', { class: 'removed' }, '−' + f.removed));
     if (f.mode) stats.push(h('span', { class: 'muted file-mode' }, 'mode ', String(f.mode)));
     const body = h('div', { class: 'file-body' }, h('p', { class: 'muted' }, 'Loads when it comes into view…'));
+    // Who wrote each line of the file now: shown once the proposal landed
+    // (a deleted file has no lines at the tip).
+    const deleted = (f.status || f.operation) === 'deleted' || (f.old_path && !f.new_path);
+    const blame = deleted ? null : h('a', { class: 'blame-link', href: route(ctx.wsName, 'blame', path), hidden: !landed, 'aria-label': 'Blame ' + path + ' at the branch tip' }, 'Blame');
     const sec = h('section', { class: 'file', tabindex: '-1', 'data-path': path, 'aria-label': 'File ' + path },
       h('h3', { class: 'file-head' },
         h('code', { class: 'file-path' }, path),
         f.old_path && f.old_path !== path ? [' ← ', h('code', {}, f.old_path)] : null,
-        ' ', badge(f.status || f.operation), ' ', stats),
+        ' ', badge(f.status || f.operation), ' ', stats, blame ? [' ', blame] : null),
       body);
     sec._body = body;
     sec._path = path;
@@ -606,6 +615,8 @@ export function proposalView(ctx, id) {
       const before = latest;
       latest = ov.p.latest_revision ?? (ov.revisions.length ? Math.max(...ov.revisions.map((r) => r.number)) : 1);
       msg.replaceChildren();
+      landed = ov.p.status === 'applied';
+      for (const a of filesBox.querySelectorAll('a.blame-link')) a.hidden = !landed;
       renderHead(ov);
       renderPolicy(ov);
       renderEvidence(ov);

@@ -51,6 +51,7 @@ TOKENS = {
     "bob": ("bob-token-Zp4Nw8Yc1Hs6Df", "human:bob"),
     "ada": ("ada-token-Jk5Rb2Vx9Qe7Lm", "agent:ada"),
     "rob": ("rob-token-Wc3Ty6Pa8Nd1Gs", "agent:rob"),
+    "cy": ("cy-token-Bn8Qd4Lw2Ze6Tk", "agent:cy"),
     "host": ("host-token-Hv7Ks2Mf5Xb9Ur", "orchestrator:host"),
 }
 
@@ -68,6 +69,7 @@ risk = ["normal", "high", "critical"]
 [people]
 security = ["alice"]
 approve = ["alice"]
+revert = ["alice"]
 """
 
 LIB_RS = "pub fn one() -> u32 {\n    1\n}\n"
@@ -163,7 +165,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     api = Api(base)
     # Each landing is a commit on main with roundtable's trailers.
     api.tool("host", "workspace.configure", {"landing": {"mode": "git", "branch": "main"}})
-    for agent, roles in [("ada", ["author"]), ("rob", ["reviewer"])]:
+    for agent, roles in [("ada", ["author"]), ("rob", ["reviewer"]), ("cy", ["author"])]:
         api.tool("host", "agent.register", {"agent_id": agent, "roles": roles})
     api.tool("host", "task.create", {"task_id": "t1", "title": "Console tests"})
     draft = api.tool("host", "policy.set", {"document": POLICY})
@@ -835,3 +837,194 @@ for (const el of document.querySelectorAll('body *')) {
 }
 return low;
 """
+
+
+# ---------------------------------------------------------------- provenance: blame and undo (issue 36)
+
+
+def create_patch(path: str, lines: list[str]) -> str:
+    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{x}\n" for x in lines))
+
+
+def replace_patch(path: str, old: list[str], new: list[str]) -> str:
+    """The whole file replaced: git's blame and the undo read the commits' files, not this patch."""
+    return (f"--- a/{path}\n+++ b/{path}\n@@ -1,{len(old)} +1,{len(new)} @@\n"
+            + "".join(f"-{x}\n" for x in old) + "".join(f"+{x}\n" for x in new))
+
+
+def land_by(api: Api, agent: str, title: str, patch: str, path: str) -> str:
+    """`agent` claims `path`, proposes `patch`; rob approves, alice approves as a person, the host lands it."""
+    api.tool(agent, "claim.acquire", {"resource_id": f"file:{path}", "type": "write", "ttl_s": 3600})
+    out = api.tool(agent, "proposal.create", {"task_id": "t1", "title": title, "summary_md": "provenance test",
+                                              "patch": patch, "risk": "normal", "affected_resources": [f"file:{path}"]})
+    pid = out["proposal"]["id"]
+    api.tool(agent, "proposal.request_review", {"proposal_id": pid})
+    api.tool("rob", "vote.cast", {"proposal_id": pid, "revision": 1, "vote": "approve"})
+    api.tool("alice", "human.approve", {"proposal_id": pid, "revision": 1, "note_md": "fine"})
+    api.tool("host", "patch.apply", {"proposal_id": pid, "revision": 1})
+    return pid
+
+
+def all_proposals(api: Api) -> list[str]:
+    ids: list[str] = []
+    args: dict[str, Any] = {"limit": 200}
+    while True:
+        page = api.tool("host", "proposal.list", args)
+        ids += [p["id"] for p in page["proposals"]]
+        if not page.get("next_cursor"):
+            return ids
+        args["cursor"] = page["next_cursor"]
+
+
+def blame_groups(driver: WebDriver) -> list[dict[str, Any]]:
+    """Each group of the blame page: its lines (number, text), governed, and its header's text."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#blame .blame-group')].map((g) => ({"
+        "  governed: g.dataset.governed === 'true',"
+        "  lines: [...g.querySelectorAll('tr.blame-line')].map((r) => [Number(r.dataset.line), r.querySelector('td').textContent]),"
+        "  proposal: (g.querySelector('a.blame-proposal') || {}).textContent || null,"
+        "  agent: (g.querySelector('.blame-agent') || {}).textContent || null,"
+        "  meta: g.querySelector('.blame-meta').textContent}))")
+
+
+def page_is_accessible(driver: WebDriver) -> None:
+    """The checks every page passes: contrast 4.5:1, a name on every control, nothing wider than 1,280 px."""
+    low = driver.execute_script(CONTRAST_JS)
+    assert low == [], low
+    unnamed = driver.execute_script(
+        "return [...document.querySelectorAll('input, select, textarea, button')].filter((el) => !("
+        "  (el.id && document.querySelector('label[for=\"' + el.id + '\"]')) || el.getAttribute('aria-label') ||"
+        "  (el.tagName === 'BUTTON' && el.textContent.trim()))).map((el) => el.outerHTML.slice(0, 80))")
+    assert unnamed == [], unnamed
+    assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+
+
+BASE = ["l1", "l2", "l3", "l4", "l5"]
+UNDO_FILE = "undo/base.txt"
+
+
+def test_alice_undoes_an_agent_since_its_second_landing_from_its_blame_line(
+        server: dict[str, Any], browser: WebDriver) -> None:
+    """cy edits lines 1, 3 and 5 of ada's file in three landings; ada then edits cy's line 5. alice opens the
+    file's blame, follows "Undo this agent's work…" on cy's line 3, picks cy's second landing and proposes the
+    undo: one new pending proposal that puts line 3 back and leaves ada's line 5 as it is, reported as a
+    conflict; the branch does not change until it is reviewed and landed."""
+    base, api, root = server["base"], server["api"], server["root"]
+    land_by(api, "ada", "Base file for undo", create_patch(UNDO_FILE, BASE), UNDO_FILE)
+    v1 = ["c1", "l2", "l3", "l4", "l5"]
+    v2 = ["c1", "l2", "c3", "l4", "l5"]
+    v3 = ["c1", "l2", "c3", "l4", "c5"]
+    v4 = ["c1", "l2", "c3", "l4", "a5"]
+    land_by(api, "cy", "cy one", replace_patch(UNDO_FILE, BASE, v1), UNDO_FILE)
+    second = land_by(api, "cy", "cy two", replace_patch(UNDO_FILE, v1, v2), UNDO_FILE)
+    third = land_by(api, "cy", "cy three", replace_patch(UNDO_FILE, v2, v3), UNDO_FILE)
+    later = land_by(api, "ada", "ada builds on cy", replace_patch(UNDO_FILE, v3, v4), UNDO_FILE)
+    before = set(all_proposals(api))
+
+    sign_in(browser, base, "alice")
+    browser.get(f"{base}/#/ws/{WS}/blame")
+    field = wait_for(browser, lambda d: d.find_element(By.ID, "blame-path"), "the path field")
+    field.send_keys(UNDO_FILE + "\n")
+    wait_for(browser, lambda d: len(blame_groups(d)) == 5, "five groups: the lines alternate between cy and ada")
+    groups = blame_groups(browser)
+    assert [(g["lines"][0][1], g["agent"]) for g in groups] == [
+        ("c1", "cy"), ("l2", "ada"), ("c3", "cy"), ("l4", "ada"), ("a5", "ada")], groups
+    assert groups[2]["proposal"] == second and groups[4]["proposal"] == later, groups
+    # From cy's line 3: undo this agent.
+    link = browser.find_element(By.CSS_SELECTOR, "#blame .blame-group:nth-child(3) a.undo-link")
+    link.send_keys("\n")  # by keyboard
+    since = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, f'#undo-since li[data-proposal="{second}"] input'),
+                     "cy's landings to pick from")
+    assert "cy two" in browser.find_element(By.ID, "undo-since").text
+    since.click()
+    plan = browser.find_element(By.ID, "undo-plan").text
+    assert "one governed proposal" in plan and "2 landings" in plan and "reviewed and landed" in plan, plan
+    Select(browser.find_element(By.ID, "undo-author")).select_by_value("ada")
+    page_is_accessible(browser)
+    screenshot(browser, "undo-agent")
+    browser.find_element(By.ID, "undo-go").click()
+
+    # The new proposal's page, with what the tool reported.
+    wait_for(browser, lambda d: "/proposals/" in d.current_url and css(d, "#undo-report"), "the new proposal's page")
+    new = browser.current_url.rsplit("/", 1)[1]
+    assert new not in before
+    conflicts = wait_for(browser, lambda d: d.find_element(By.ID, "undo-conflicts"), "the conflicts").text
+    assert UNDO_FILE in conflicts and "line 5" in conflicts and third in conflicts and "ada" in conflicts, conflicts
+    reverted = browser.find_element(By.ID, "undo-reverted").text
+    assert second in reverted and third in reverted, reverted
+    # Its diff: line 3 back, line 5 untouched.
+    wait_for(browser, lambda d: [e for e in css(d, "#files .line-add .code") if e.text == "l3"], "l3 put back")
+    assert [e.text for e in css(browser, "#files .line-del .code")] == ["c3"]
+    screenshot(browser, "undo-proposal")
+    got = api.tool("host", "proposal.get", {"proposal_id": new})["proposal"]
+    assert got["author"] == "ada" and got["status"] in ("pending", "in_review"), got
+    assert set(all_proposals(api)) == before | {new}
+    # Nothing landed: the file is as ada left it.
+    assert (root / UNDO_FILE).read_text() == "\n".join(v4) + "\n"
+    assert api.tool("host", "agent.get", {"agent_id": "cy"})["agent"]["enabled"] is True
+    assert console_problems(browser, base) == []
+
+
+def test_bob_without_the_revert_role_sees_the_engines_reason_and_nothing_changes(
+        server: dict[str, Any], browser: WebDriver) -> None:
+    base, api = server["base"], server["api"]
+    before = all_proposals(api)
+    sign_in(browser, base, "bob")
+    browser.get(f"{base}/#/ws/{WS}/undo/cy")
+    go = wait_for(browser, lambda d: d.find_element(By.ID, "undo-go"), "the undo form")
+    assert go.is_enabled()  # a person is offered the tool; the role is the engine's to check
+    go.click()
+    err = wait_for(browser, lambda d: css(d, "#undo-result .error"), "the engine's refusal")[0]
+    assert err.find_element(By.CSS_SELECTOR, ".error-code").text == "forbidden"
+    refusal = "human:bob does not hold the revert role: the policy's [people] revert lists human:alice"
+    assert refusal in err.text, err.text
+    why = wait_for(browser, lambda d: d.find_element(By.ID, "why-not-undo") if
+                   d.find_element(By.ID, "why-not-undo").is_displayed() else False, "the reason beside the button")
+    assert refusal in why.text and "human:bob" in why.text
+    go = browser.find_element(By.ID, "undo-go")
+    assert not go.is_enabled()
+    assert "why-not-undo" in go.get_attribute("aria-describedby").split()
+    screenshot(browser, "undo-refused")
+    assert all_proposals(api) == before
+    assert api.tool("host", "agent.get", {"agent_id": "cy"})["agent"]["enabled"] is True
+    assert console_problems(browser, base) == []
+
+
+def test_blame_names_each_lines_agent_and_proposal_and_marks_a_plain_git_commit(
+        server: dict[str, Any], browser: WebDriver) -> None:
+    """Lines from ada, then cy, then a plain `git commit` by a person: the blame page reached from the landed
+    proposal's file names the right agent and proposal per line and marks the plain line as not governed."""
+    base, api, root = server["base"], server["api"], server["root"]
+    path = "prov/blame.txt"
+    by_ada = land_by(api, "ada", "ada writes three lines", create_patch(path, ["a1", "a2", "a3"]), path)
+    by_cy = land_by(api, "cy", "cy adds two", replace_patch(path, ["a1", "a2", "a3"], ["a1", "a2", "a3", "c4", "c5"]), path)
+    (root / path).write_text("a1\na2\na3\nc4\nc5\nhand6\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Pat Person", "GIT_AUTHOR_EMAIL": "pat@example.invalid",
+           "GIT_COMMITTER_NAME": "Pat Person", "GIT_COMMITTER_EMAIL": "pat@example.invalid"}
+    subprocess.run(["git", "-C", str(root), "add", path], check=True, env=env)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "by hand"], check=True, env=env)
+
+    sign_in(browser, base, "alice")
+    browser.get(f"{base}/#/ws/{WS}/proposals/{by_cy}")
+    link = wait_for(browser, lambda d: [a for a in css(d, f'#files .file[data-path="{path}"] a.blame-link') if a.is_displayed()],
+                    "the Blame link beside the landed file")[0]
+    assert link.get_attribute("aria-label") == f"Blame {path} at the branch tip"
+    link.click()
+    wait_for(browser, lambda d: len(blame_groups(d)) == 3, "three groups: ada's, cy's, the plain commit's")
+    assert browser.find_element(By.ID, "blame-path").get_attribute("value") == path
+    ada, cy, plain = blame_groups(browser)
+    assert ada["lines"] == [[1, "a1"], [2, "a2"], [3, "a3"]] and ada["governed"], ada
+    assert ada["agent"] == "ada" and ada["proposal"] == by_ada, ada
+    assert "task t1" in ada["meta"] and "approving vote by agent:rob" in ada["meta"], ada
+    assert "human approval by human:alice" in ada["meta"], ada
+    assert cy["lines"] == [[4, "c4"], [5, "c5"]] and cy["agent"] == "cy" and cy["proposal"] == by_cy, cy
+    assert plain["lines"] == [[6, "hand6"]] and not plain["governed"], plain
+    assert "not governed: plain git commit by Pat Person" in plain["meta"], plain
+    assert plain["proposal"] is None and plain["agent"] is None
+    # The proposal link goes to the proposal.
+    assert browser.find_element(By.CSS_SELECTOR, "#blame .blame-group a.blame-proposal").get_attribute("href").endswith(
+        f"/proposals/{by_ada}")
+    page_is_accessible(browser)
+    screenshot(browser, "blame")
+    assert console_problems(browser, base) == []

@@ -37,9 +37,9 @@ fn patch(path: &str, old: &[String], new: &[String]) -> String {
     out
 }
 
-/// Land, as `agent`, a change of `path` from `old` to `new`, approved by
-/// bob; the transaction id.
-fn land(
+/// An approved proposal by `agent` changing `path` from `old` to `new`
+/// (claimed, reviewed, approved by bob); its id.
+fn approved(
     w: &World,
     agent: &Actor,
     path: &str,
@@ -69,6 +69,20 @@ fn land(
         json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
         &w.reviewer,
     );
+    pid
+}
+
+/// Land, as `agent`, a change of `path` from `old` to `new`, approved by
+/// bob; the transaction id.
+fn land(
+    w: &World,
+    agent: &Actor,
+    path: &str,
+    old: &[String],
+    new: &[String],
+    title: &str,
+) -> String {
+    let pid = approved(w, agent, path, old, new, title);
     let out = w.ok(
         "patch.apply",
         json!({"proposal_id": pid, "revision": 1}),
@@ -481,28 +495,13 @@ fn issue36_a_host_with_an_ssh_signing_key_signs_its_landings_and_verify_checks_t
     // changes nothing.
     git(&d, &["config", "gpg.format", "openpgp"]);
     git(&d, &["reset", "-q", "--hard", &landed]);
-    w.ok(
-        "claim.acquire",
-        json!({"resource_id": "file:f.txt", "type": "write", "ttl_s": 3600}),
+    let pid = approved(
+        &w,
         &w.author,
-    );
-    let pid = str_of(
-        &w.ok(
-            "proposal.create",
-            json!({"task_id": "t1", "title": "Four", "summary_md": "s",
-                   "patch": patch("f.txt", &["two".to_owned()], &["four".to_owned()])}),
-            &w.author,
-        )["proposal"]["id"],
-    );
-    w.ok(
-        "proposal.request_review",
-        json!({"proposal_id": pid}),
-        &w.author,
-    );
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pid, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
+        "f.txt",
+        &["two".to_owned()],
+        &["four".to_owned()],
+        "Four",
     );
     let e = w.refused(
         "patch.apply",

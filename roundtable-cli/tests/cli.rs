@@ -388,6 +388,7 @@ fn demo_git_lands_the_change_and_its_revert_as_commits_and_log_shows_their_trail
             "Roundtable-Proposal",
             "Roundtable-Revision",
             "Roundtable-Transaction",
+            "Roundtable-Chain",
             "Approved-by",
             "Approved-by",
             "Security-Reviewed-by",

@@ -494,9 +494,9 @@ fn item14_a_journal_from_before_before_mode_migrates_and_rolls_back_at_gits_mode
         db.ints("PRAGMA user_version")[0]
     };
     let expected = if postgres {
-        (roundtable::store::PG_SCHEMA_VERSION, 5)
+        (roundtable::store::PG_SCHEMA_VERSION, 6)
     } else {
-        (roundtable::store::SCHEMA_VERSION, 15)
+        (roundtable::store::SCHEMA_VERSION, 16)
     };
     assert_eq!(version, Some(expected.0));
     assert_eq!(version, Some(expected.1));

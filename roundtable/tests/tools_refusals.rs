@@ -630,8 +630,8 @@ fn every_tool_refuses_the_kinds_it_is_not_for_before_reading_its_arguments() {
     }
     // Tools limited to some kinds (agent.register, patch.apply,
     // workspace.configure, landing.log, landing.settle, the four queue
-    // tools, proposal.revert_agent, ...).
-    assert_eq!(refusals, 47);
+    // tools, proposal.revert_agent, provenance.verify, ...).
+    assert_eq!(refusals, 48);
 }
 
 #[test]

@@ -153,7 +153,11 @@ pub fn list_agents(
             Agent::COLUMNS
         ),
         params![after, role, enabled, limit as i64],
-        |r| Ok((r.get(6)?, Agent::from_row(r)?)),
+        // The rowid follows the record's columns.
+        |r| {
+            let rowid = Agent::COLUMNS.split(',').count();
+            Ok((r.get(rowid)?, Agent::from_row(r)?))
+        },
     )?;
     Ok(rows)
 }

@@ -467,6 +467,7 @@ fn undo_agent_c(w: World, git_mode: bool) {
     }
 }
 
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn undoing_one_agent_in_git_mode_keeps_every_other_agents_lines() {
     undo_agent_c(git_world(&[]), true);

@@ -292,6 +292,25 @@ def run(root: Path) -> str:
             raise AssertionError("landing.settle settled a files-mode transaction")
         except roundtable.PreconditionFailed:
             pass
+        # Provenance: blame and verify read git history (files mode has
+        # none); rex landed nothing, so there is nothing of its to undo.
+        try:
+            carol.provenance_blame(path="README.md")
+            raise AssertionError("provenance.blame blamed a file in files mode")
+        except roundtable.InvalidArgument:
+            pass
+        try:
+            carol.provenance_verify()
+            raise AssertionError("provenance.verify verified a branch in files mode")
+        except roundtable.InvalidArgument:
+            pass
+        try:
+            host.proposal_revert_agent(
+                agent_id="rex", since="2000-01-01T00:00:00.000Z", author_agent_id="ada"
+            )
+            raise AssertionError("proposal.revert_agent undid an agent that landed nothing")
+        except roundtable.PreconditionFailed:
+            pass
 
         # The audit log.
         page: roundtable.EventPage = host.events_list(proposal_id=pid, limit=100)

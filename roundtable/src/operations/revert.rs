@@ -321,33 +321,18 @@ impl Tool for RevertProposal {
             ),
         };
         let risk = args.risk.map_or(target.risk, |r| r.max(target.risk));
-        let id = cx.new_id("prop");
-        store::proposals::insert_proposal(
-            cx.tx,
-            &store::proposals::NewProposal {
-                id: id.as_str(),
+        let (id, revision) = insert_revert(
+            cx,
+            &NewRevert {
                 task_id,
                 author: &agent.id,
                 title: &title,
                 summary_md: &summary,
                 risk,
-                reverts: Some(&target.id),
-                now: cx.now,
-            },
-        )?;
-        let revision = insert_revision(cx, id.as_str(), 1, &prep.revision_made, &resources, None)?;
-        cx.event(
-            id.as_str(),
-            Some(id.as_str()),
-            crate::model::ProposalCreatedData {
-                task_id: task_id.to_owned(),
-                risk,
-                revision: 1,
-                format: revision.format,
-                digest: revision.digest,
-                files: revision.changeset.len() as u64,
-                reverts: Some(target.id.clone()),
-                reverted_revision: Some(prep.revision.number),
+                reverts: &target.id,
+                reverted_revision: prep.revision.number,
+                revision: &prep.revision_made,
+                resources: &resources,
             },
         )?;
         Ok(ProposalRevised {
@@ -355,4 +340,62 @@ impl Tool for RevertProposal {
             revision,
         })
     }
+}
+
+/// A revert proposal to store: [`insert_revert`]'s input.
+pub(super) struct NewRevert<'a> {
+    /// Its task.
+    pub task_id: &'a str,
+    /// Its author (an agent's id).
+    pub author: &'a str,
+    /// Its title.
+    pub title: &'a str,
+    /// Its summary.
+    pub summary_md: &'a str,
+    /// Its risk.
+    pub risk: Risk,
+    /// The proposal it names as reverted.
+    pub reverts: &'a str,
+    /// That proposal's revision it undoes.
+    pub reverted_revision: u32,
+    /// Its revision 1.
+    pub revision: &'a PreparedRevision,
+    /// Its declared resources.
+    pub resources: &'a [String],
+}
+
+/// Store a revert proposal (`proposal.revert`'s and
+/// `proposal.revert_agent`'s): the proposal, its revision 1 and its
+/// `proposal.created` event naming what it reverts. Its id and revision.
+pub(super) fn insert_revert(cx: &Cx<'_>, new: &NewRevert<'_>) -> Result<(Id, Revision), ToolError> {
+    let id = cx.new_id("prop");
+    store::proposals::insert_proposal(
+        cx.tx,
+        &store::proposals::NewProposal {
+            id: id.as_str(),
+            task_id: new.task_id,
+            author: new.author,
+            title: new.title,
+            summary_md: new.summary_md,
+            risk: new.risk,
+            reverts: Some(new.reverts),
+            now: cx.now,
+        },
+    )?;
+    let revision = insert_revision(cx, id.as_str(), 1, new.revision, new.resources, None)?;
+    cx.event(
+        id.as_str(),
+        Some(id.as_str()),
+        crate::model::ProposalCreatedData {
+            task_id: new.task_id.to_owned(),
+            risk: new.risk,
+            revision: 1,
+            format: revision.format,
+            digest: revision.digest,
+            files: revision.changeset.len() as u64,
+            reverts: Some(new.reverts.to_owned()),
+            reverted_revision: Some(new.reverted_revision),
+        },
+    )?;
+    Ok((id, revision))
 }

@@ -32,7 +32,7 @@ use super::args::Title;
 use super::details::{
     ConflictDetails, DatabaseDetails, PreconditionFailedDetails, PreconditionReason,
 };
-use super::proposals::{insert_revision, prepare_bytes, PreparedRevision};
+use super::proposals::{prepare_bytes, PreparedRevision};
 use super::records::{Agent, Proposal, Revision, Risk};
 use super::{Cx, Tool, ToolError};
 use crate::actor::{Actor, ActorKind};
@@ -687,60 +687,31 @@ impl Tool for RevertAgent {
                 .collect(),
         };
         let summary = summary(&agent.id, args.since, &prep.landed, &prep.conflicts);
-        let reverted_revision = mine[0].0.revision;
-        let id = cx.new_id("prop");
-        store::proposals::insert_proposal(
-            cx.tx,
-            &store::proposals::NewProposal {
-                id: id.as_str(),
+        let (id, revision) = super::revert::insert_revert(
+            cx,
+            &super::revert::NewRevert {
                 task_id,
                 author: &author.id,
                 title: &title,
                 summary_md: &summary,
                 risk,
-                reverts: Some(&newest.id),
-                now: cx.now,
-            },
-        )?;
-        let revision = insert_revision(cx, id.as_str(), 1, &prep.revision_made, &resources, None)?;
-        cx.event(
-            id.as_str(),
-            Some(id.as_str()),
-            crate::model::ProposalCreatedData {
-                task_id: task_id.to_owned(),
-                risk,
-                revision: 1,
-                format: revision.format,
-                digest: revision.digest,
-                files: revision.changeset.len() as u64,
-                reverts: Some(newest.id.clone()),
-                reverted_revision: Some(reverted_revision),
+                reverts: &newest.id,
+                reverted_revision: mine[0].0.revision,
+                revision: &prep.revision_made,
+                resources: &resources,
             },
         )?;
         let disabled = args.disable == Some(true) && agent.enabled;
         if disabled {
-            store::agents::update_agent(
-                cx.tx,
-                &agent.id,
+            super::setup::update_agent(
+                cx,
+                &agent,
                 store::agents::AgentFields {
                     roles: &agent.roles,
                     enabled: false,
                     display_name: agent.display_name.as_deref(),
                     model_id: agent.model_id.as_deref(),
                     session_url: agent.session_url.as_deref(),
-                },
-                cx.now,
-            )?;
-            cx.event(
-                &agent.id,
-                None,
-                crate::model::AgentUpdatedData {
-                    enabled: false,
-                    roles: agent.roles.clone(),
-                    previous: crate::model::AgentAccess {
-                        enabled: true,
-                        roles: agent.roles.clone(),
-                    },
                 },
             )?;
         }

@@ -59,6 +59,30 @@ impl super::Request for RegisterAgent {
     store_tool!();
 }
 
+/// Store `fields` as agent `old`'s settings, with the `agent.updated`
+/// event naming its access before and after (`agent.register` of a known
+/// agent; `proposal.revert_agent`'s `disable`).
+pub(super) fn update_agent(
+    cx: &Cx<'_>,
+    old: &Agent,
+    fields: store::agents::AgentFields<'_>,
+) -> Result<(), ToolError> {
+    store::agents::update_agent(cx.tx, &old.id, fields, cx.now)?;
+    cx.event(
+        &old.id,
+        None,
+        crate::model::AgentUpdatedData {
+            enabled: fields.enabled,
+            roles: fields.roles.to_vec(),
+            previous: crate::model::AgentAccess {
+                enabled: old.enabled,
+                roles: old.roles.clone(),
+            },
+        },
+    )?;
+    Ok(())
+}
+
 impl Tool for RegisterAgent {
     keyed!();
 
@@ -131,21 +155,7 @@ impl Tool for RegisterAgent {
                     && old.display_name == display_name
                     && old.model_id == model_id
                     && old.session_url == session_url => {}
-            Some(old) => {
-                store::agents::update_agent(cx.tx, id, fields, cx.now)?;
-                cx.event(
-                    id,
-                    None,
-                    crate::model::AgentUpdatedData {
-                        enabled,
-                        roles: roles.clone(),
-                        previous: crate::model::AgentAccess {
-                            enabled: old.enabled,
-                            roles: old.roles.clone(),
-                        },
-                    },
-                )?;
-            }
+            Some(old) => update_agent(cx, old, fields)?,
         }
         let agent = Agent::load(cx.tx, id)?.expect("the agent was just written");
         Ok(AgentRegistered { agent, created })

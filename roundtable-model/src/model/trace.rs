@@ -211,13 +211,13 @@ impl ChainPoint {
     }
 }
 
-/// A kind of evidence a landing's policy can count.
+/// The kinds of record that let a change land.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceKind {
-    /// An agent's approving vote (`Approved-by`).
+    /// An approving vote (`Approved-by`).
     Vote,
-    /// A security review (`Security-Reviewed-by`).
+    /// A passing security review (`Security-Reviewed-by`).
     SecurityReview,
     /// A person's approval (`Human-Approved-by`).
     HumanApproval,
@@ -226,6 +226,14 @@ pub enum EvidenceKind {
 }
 
 impl EvidenceKind {
+    /// Every kind.
+    pub const ALL: [EvidenceKind; 4] = [
+        EvidenceKind::Vote,
+        EvidenceKind::SecurityReview,
+        EvidenceKind::HumanApproval,
+        EvidenceKind::Check,
+    ];
+
     /// The commit trailer that names evidence of this kind.
     pub fn trailer_key(self) -> &'static str {
         match self {
@@ -234,6 +242,14 @@ impl EvidenceKind {
             EvidenceKind::HumanApproval => "Human-Approved-by",
             EvidenceKind::Check => "Checks",
         }
+    }
+
+    /// The kind a commit trailer's key names (`None`: not an evidence
+    /// trailer).
+    pub fn of_trailer_key(key: &str) -> Option<EvidenceKind> {
+        EvidenceKind::ALL
+            .into_iter()
+            .find(|k| k.trailer_key() == key)
     }
 }
 

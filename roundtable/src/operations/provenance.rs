@@ -150,19 +150,9 @@ pub struct LandingEvidence {
     pub check: Option<String>,
 }
 
-/// The kinds of record that let a change land.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EvidenceKind {
-    /// An approving vote (`Approved-by`).
-    Vote,
-    /// A passing security review (`Security-Reviewed-by`).
-    SecurityReview,
-    /// A person's approval (`Human-Approved-by`).
-    HumanApproval,
-    /// A check's result (`Checks`).
-    Check,
-}
+/// The kinds of record that let a change land (the same as an
+/// attribution record names).
+pub use crate::model::trace::EvidenceKind;
 
 impl super::Request for BlameFile {
     const TOOL: &'static str = "provenance.blame";
@@ -340,20 +330,22 @@ fn evidence(trailers: &[(String, String)], records: &Records) -> Vec<LandingEvid
         let Some(id) = crate::landing::blame::evidence_id(value) else {
             continue;
         };
-        let found = match key.as_str() {
-            "Approved-by" => records
-                .votes
-                .iter()
-                .find(|v| v.id == id)
-                .map(|v| LandingEvidence {
-                    kind: EvidenceKind::Vote,
-                    id: v.id.clone(),
-                    revision: v.revision,
-                    by: format!("agent:{}", v.agent_id),
-                    check: None,
-                }),
-            "Security-Reviewed-by" => {
-                records
+        let found =
+            match EvidenceKind::of_trailer_key(key) {
+                Some(EvidenceKind::Vote) => {
+                    records
+                        .votes
+                        .iter()
+                        .find(|v| v.id == id)
+                        .map(|v| LandingEvidence {
+                            kind: EvidenceKind::Vote,
+                            id: v.id.clone(),
+                            revision: v.revision,
+                            by: format!("agent:{}", v.agent_id),
+                            check: None,
+                        })
+                }
+                Some(EvidenceKind::SecurityReview) => records
                     .reviews
                     .iter()
                     .find(|r| r.id == id)
@@ -363,10 +355,8 @@ fn evidence(trailers: &[(String, String)], records: &Records) -> Vec<LandingEvid
                         revision: r.revision,
                         by: r.reviewer.to_string(),
                         check: None,
-                    })
-            }
-            "Human-Approved-by" => {
-                records
+                    }),
+                Some(EvidenceKind::HumanApproval) => records
                     .approvals
                     .iter()
                     .find(|a| a.id == id)
@@ -376,21 +366,22 @@ fn evidence(trailers: &[(String, String)], records: &Records) -> Vec<LandingEvid
                         revision: a.revision,
                         by: format!("human:{}", a.human_id),
                         check: None,
-                    })
-            }
-            "Checks" => records
-                .tests
-                .iter()
-                .find(|t| t.id == id)
-                .map(|t| LandingEvidence {
-                    kind: EvidenceKind::Check,
-                    id: t.id.clone(),
-                    revision: t.revision,
-                    by: t.recorded_by.to_string(),
-                    check: Some(format!("{}={}", t.name, spelling(&t.status))),
-                }),
-            _ => None,
-        };
+                    }),
+                Some(EvidenceKind::Check) => {
+                    records
+                        .tests
+                        .iter()
+                        .find(|t| t.id == id)
+                        .map(|t| LandingEvidence {
+                            kind: EvidenceKind::Check,
+                            id: t.id.clone(),
+                            revision: t.revision,
+                            by: t.recorded_by.to_string(),
+                            check: Some(format!("{}={}", t.name, spelling(&t.status))),
+                        })
+                }
+                None => None,
+            };
         out.extend(found);
     }
     out

@@ -246,13 +246,11 @@ impl Tool for VerifyProvenance {
     }
 }
 
-/// The transaction a commit's `Roundtable-Transaction` trailer names.
+/// The one transaction a commit's `Roundtable-Transaction` trailer names
+/// (blame's rule, [`super::provenance::named_transaction`]: none when the
+/// commit names none, or more than one).
 fn transaction_of(commit: &BranchCommit) -> Option<&str> {
-    commit
-        .trailers
-        .iter()
-        .find(|(k, _)| k == "Roundtable-Transaction")
-        .map(|(_, v)| v.as_str())
+    super::provenance::named_transaction(&commit.trailers).ok()
 }
 
 /// The commit's `Roundtable-Chain` trailer, read.
@@ -294,37 +292,44 @@ fn transaction_facts(
 /// transaction it names (`facts`; `None`: it names none, or one the store
 /// does not have). Empty: it was governed.
 pub fn judge(commit: &BranchCommit, facts: Option<&TransactionFacts>) -> Vec<ProvenanceFinding> {
-    let id = transaction_of(commit);
-    let finding = |problem, message: String| ProvenanceFinding {
-        problem,
-        commit: Some(commit.id.clone()),
-        transaction_id: id.map(str::to_owned),
-        message,
-    };
-    let unsigned = (commit.signed == Some(false)).then(|| {
-        finding(
+    let mut found = judge_governance(commit, facts);
+    if commit.signed == Some(false) {
+        found.push(finding(
+            commit,
             ProvenanceProblem::Signature,
             format!(
                 "{} is not signed by a key gpg.ssh.allowedSignersFile allows",
                 short(&commit.id)
             ),
-        )
-    });
-    let mut found = judge_governance(commit, facts, &finding);
-    found.extend(unsigned);
+        ));
+    }
     found
+}
+
+/// A finding about `commit` (naming the transaction it names).
+fn finding(
+    commit: &BranchCommit,
+    problem: ProvenanceProblem,
+    message: String,
+) -> ProvenanceFinding {
+    ProvenanceFinding {
+        problem,
+        commit: Some(commit.id.clone()),
+        transaction_id: transaction_of(commit).map(str::to_owned),
+        message,
+    }
 }
 
 /// [`judge`] but for the signature.
 fn judge_governance(
     commit: &BranchCommit,
     facts: Option<&TransactionFacts>,
-    finding: &dyn Fn(ProvenanceProblem, String) -> ProvenanceFinding,
 ) -> Vec<ProvenanceFinding> {
     let id = transaction_of(commit);
     let (Some(t), Some(f)) = (id, facts) else {
         return vec![match id {
             None => finding(
+                commit,
                 ProvenanceProblem::NotGoverned,
                 format!(
                     "{} ({:?}) names no roundtable transaction: it was not landed by roundtable",
@@ -333,6 +338,7 @@ fn judge_governance(
                 ),
             ),
             Some(t) => finding(
+                commit,
                 ProvenanceProblem::UnknownTransaction,
                 format!(
                     "{} names transaction {t}, which the store does not have: its trailers were written outside roundtable",
@@ -344,6 +350,7 @@ fn judge_governance(
     let mut out = Vec::new();
     if f.commit.as_deref() != Some(commit.id.as_str()) {
         out.push(finding(
+            commit,
             ProvenanceProblem::OtherCommit,
             format!(
                 "transaction {t} landed {}, not {}: this commit borrows its trailers",
@@ -358,6 +365,7 @@ fn judge_governance(
         TransactionStatus::Applied | TransactionStatus::RolledBack
     ) {
         out.push(finding(
+            commit,
             ProvenanceProblem::NotLanded,
             format!(
                 "transaction {t} is {}, yet its commit is on the branch",
@@ -367,6 +375,7 @@ fn judge_governance(
     }
     if !f.applied_event {
         out.push(finding(
+            commit,
             ProvenanceProblem::EventMissing,
             format!("the log has no transaction.applied event for {t}"),
         ));
@@ -377,6 +386,7 @@ fn judge_governance(
     match (chain_of(commit), &f.chain_digest) {
         (Some(p), Some(d)) if *d == p.digest => {}
         (Some(p), _) => out.push(finding(
+                commit,
             ProvenanceProblem::ChainPoint,
             format!(
                 "its Roundtable-Chain trailer names event {} with {}, which the log does not hold: the log or the commit was rewritten",
@@ -384,16 +394,19 @@ fn judge_governance(
             ),
         )),
         (None, _) => out.push(finding(
+                commit,
             ProvenanceProblem::ChainPoint,
             "it has no readable Roundtable-Chain trailer".to_owned(),
         )),
     }
     match (&f.record, &commit.note) {
         (None | Some(Err(_)), _) => out.push(finding(
+            commit,
             ProvenanceProblem::RecordMissing,
             format!("the store has no readable attribution record for {t}"),
         )),
         (Some(Ok(_)), None) => out.push(finding(
+            commit,
             ProvenanceProblem::NoteMissing,
             format!(
                 "{} has no note under {}",
@@ -406,6 +419,7 @@ fn judge_governance(
             let same = serde_json::from_slice::<TraceRecord>(note).is_ok_and(|n| n == expected);
             if !same {
                 out.push(finding(
+                commit,
                     ProvenanceProblem::NoteDiffers,
                     format!(
                         "the note of {} is not the store's attribution record for {t}: it was rewritten",

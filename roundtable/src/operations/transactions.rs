@@ -486,7 +486,7 @@ fn start_apply(
         .transaction_id
         .clone()
         .unwrap_or_else(|| engine.ids().next("tx", engine.now().0));
-    let provenance = provenance(engine, &evidence, &report, revision, id.as_str())?;
+    let (provenance, author) = provenance(engine, &evidence, &report, revision, id.as_str())?;
     let (landing, changeset) = landing_form(
         engine,
         actor,
@@ -495,16 +495,6 @@ fn start_apply(
         &provenance,
         batch.last_landing(),
     )?;
-    let author = engine.store().read(|tx| {
-        Ok::<_, ToolError>(
-            <crate::model::Agent as super::records::AgentRecord>::load(tx, &provenance.agent_id)?
-                .map(|a| crate::model::trace::Author {
-                    model_id: a.model_id,
-                    session_url: a.session_url,
-                })
-                .unwrap_or_default(),
-        )
-    })?;
     let trace = trace_record(engine, provenance, &author, &changeset, &snapshot);
     let touched = touched_files(&changeset);
     let landed_paths = changed_paths(&changeset);
@@ -1434,14 +1424,15 @@ fn plan_landing(
 /// evaluation in `report` counted for a requirement it found satisfied
 /// (fresh, or carried over from an earlier revision: the evaluation
 /// decides which counts, this only reads it), each with the revision it
-/// was given on and its record's id.
+/// was given on and its record's id; and what the host registered of the
+/// author agent (its model and session link), which the record names.
 fn provenance(
     engine: &Engine,
     evidence: &super::validate::Evidence,
     report: &ValidationReport,
     revision: u32,
     transaction_id: &str,
-) -> Result<Provenance, ToolError> {
+) -> Result<(Provenance, crate::model::trace::Author), ToolError> {
     use crate::model::trace::{CountedEvidence, EvidenceKind};
     use crate::policy::RequirementStatus;
     let p = &evidence.proposal;
@@ -1501,10 +1492,21 @@ fn provenance(
             id: id.clone(),
         });
     }
-    let (seq, digest) = engine
-        .store()
-        .read(|tx| Ok::<_, ToolError>(crate::store::chain_head(tx)?))?;
-    Ok(Provenance {
+    // One read: the audit chain's head now, and what the host registered
+    // of the author agent.
+    let ((seq, digest), agent) = engine.store().read(|tx| {
+        Ok::<_, ToolError>((
+            crate::store::chain_head(tx)?,
+            <crate::model::Agent as super::records::AgentRecord>::load(tx, &p.author)?,
+        ))
+    })?;
+    let author = agent
+        .map(|a| crate::model::trace::Author {
+            model_id: a.model_id,
+            session_url: a.session_url,
+        })
+        .unwrap_or_default();
+    let provenance = Provenance {
         proposal_id: p.id.as_str().to_owned(),
         revision,
         transaction_id: transaction_id.to_owned(),
@@ -1512,7 +1514,8 @@ fn provenance(
         agent_id: p.author.clone(),
         chain: crate::model::trace::ChainPoint { seq, digest },
         evidence: out,
-    })
+    };
+    Ok((provenance, author))
 }
 
 /// The commit message of an applied revision: the proposal's title and

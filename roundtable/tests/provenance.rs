@@ -7,6 +7,7 @@
 
 use super::git_landing::git_world;
 use super::landing::{fsck, git};
+use super::provenance_blame::patch;
 use super::tools::{str_of, World};
 use roundtable::Actor;
 use serde_json::{json, Value};
@@ -20,21 +21,20 @@ fn initial(f: usize) -> Vec<String> {
     (1..=LINES).map(|n| format!("f{f} line {n}")).collect()
 }
 
-/// A whole-file patch of `path` from `old` to `new` (same line count).
-fn patch(path: &str, old: &[String], new: &[String]) -> String {
-    let mut out = format!(
-        "--- a/{path}\n+++ b/{path}\n@@ -1,{} +1,{} @@\n",
-        old.len(),
-        new.len()
-    );
-    for (o, n) in old.iter().zip(new) {
-        if o == n {
-            out.push_str(&format!(" {o}\n"));
-        } else {
-            out.push_str(&format!("-{o}\n+{n}\n"));
-        }
-    }
-    out
+/// The commit `HEAD` names in the repository at `d`.
+fn head(d: &Path) -> String {
+    git(d, &["rev-parse", "HEAD"]).trim().to_owned()
+}
+
+/// A person's commit, behind roundtable's back: `path` in `d` gets
+/// `body`, then `git commit -q -am MESSAGE` runs with `config` (`-c` pairs)
+/// before it; the new commit.
+fn person_commits(d: &Path, path: &str, body: &str, config: &[&str], message: &str) -> String {
+    std::fs::write(d.join(path), body).expect("write");
+    let mut args: Vec<&str> = config.iter().flat_map(|c| ["-c", c]).collect();
+    args.extend(["commit", "-q", "-am", message]);
+    git(d, &args);
+    head(d)
 }
 
 /// An approved proposal by `agent` changing `path` from `old` to `new`
@@ -183,15 +183,12 @@ fn issue36_fifty_landings_by_five_agents_have_valid_notes_and_verify_finds_what_
         new[line] = format!("{} wrote this in change {i}", agent.id);
         let t = land(&w, agent, &path, &content[f], &new, &format!("Change {i}"));
         content[f] = new;
-        let head = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
-        landed.push((head, t, agent.id.to_string()));
+        landed.push((head(&d), t, agent.id.to_string()));
         if i == 24 {
             // A person commits behind roundtable's back, mid-history.
-            let f0 = d.join("f0.txt");
             content[0][LINES - 1] = "written with plain git commit".to_owned();
-            std::fs::write(&f0, content[0].join("\n") + "\n").expect("write");
-            git(&d, &["commit", "-q", "-am", "A plain commit"]);
-            plain = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
+            let body = content[0].join("\n") + "\n";
+            plain = person_commits(&d, "f0.txt", &body, &[], "A plain commit");
         }
     }
     fsck(&d);
@@ -335,31 +332,23 @@ fn issue36_forged_trailers_and_a_reused_transaction_are_not_governed() {
         &["two".to_owned()],
         "Two",
     );
-    let real = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
+    let real = head(&d);
     // A commit that copies the real one's trailers, and one naming a
     // transaction the store never had.
-    std::fs::write(d.join("f.txt"), "three\n").expect("write");
-    git(
+    let copy = person_commits(
         &d,
-        &[
-            "commit",
-            "-q",
-            "-am",
-            &format!("Copy\n\nRoundtable-Transaction: {t}"),
-        ],
+        "f.txt",
+        "three\n",
+        &[],
+        &format!("Copy\n\nRoundtable-Transaction: {t}"),
     );
-    let copy = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
-    std::fs::write(d.join("f.txt"), "four\n").expect("write");
-    git(
+    let forged = person_commits(
         &d,
-        &[
-            "commit",
-            "-q",
-            "-am",
-            "Forged\n\nRoundtable-Transaction: tx-never",
-        ],
+        "f.txt",
+        "four\n",
+        &[],
+        "Forged\n\nRoundtable-Transaction: tx-never",
     );
-    let forged = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
     let report = verify(&w, json!({"since": real}));
     assert_eq!(
         problems(&report),
@@ -455,7 +444,7 @@ fn issue36_a_host_with_an_ssh_signing_key_signs_its_landings_and_verify_checks_t
     git(&d, &["config", "user.signingKey", key_path]);
     git(&d, &["config", "commit.gpgSign", "true"]);
     git(&d, &["config", "gpg.ssh.allowedSignersFile", allowed_path]);
-    let base = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
+    let base = head(&d);
     land(
         &w,
         &w.author,
@@ -464,23 +453,17 @@ fn issue36_a_host_with_an_ssh_signing_key_signs_its_landings_and_verify_checks_t
         &["two".to_owned()],
         "Two",
     );
-    let landed = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
+    let landed = head(&d);
     // git itself accepts the signature.
     git(&d, &["verify-commit", &landed]);
     // A commit a person makes without signing is reported twice over.
-    std::fs::write(d.join("f.txt"), "three\n").expect("write");
-    git(
+    let plain = person_commits(
         &d,
-        &[
-            "-c",
-            "commit.gpgSign=false",
-            "commit",
-            "-q",
-            "-am",
-            "Unsigned",
-        ],
+        "f.txt",
+        "three\n",
+        &["commit.gpgSign=false"],
+        "Unsigned",
     );
-    let plain = git(&d, &["rev-parse", "HEAD"]).trim().to_owned();
     let report = verify(&w, json!({"since": base}));
     assert_eq!(
         problems(&report),
@@ -510,5 +493,5 @@ fn issue36_a_host_with_an_ssh_signing_key_signs_its_landings_and_verify_checks_t
         roundtable::ErrorCode::InvalidArgument,
     );
     assert!(e.to_string().contains("ssh"), "{e}");
-    assert_eq!(git(&d, &["rev-parse", "HEAD"]).trim(), landed);
+    assert_eq!(head(&d), landed);
 }

@@ -35,7 +35,7 @@ enum Truth {
 
 /// A patch replacing `old` by `new` (same line count) in `path`: one hunk
 /// over the whole file.
-fn patch(path: &str, old: &[String], new: &[String]) -> String {
+pub(crate) fn patch(path: &str, old: &[String], new: &[String]) -> String {
     let mut out = format!(
         "--- a/{path}\n+++ b/{path}\n@@ -1,{} +1,{} @@\n",
         old.len(),

@@ -23,20 +23,8 @@
 //!   vote, `patch.apply` pushing to the remote (applied again when another
 //!   host won the push race) — landings per second over all hosts.
 //!
-//! - **The landing queue across hosts** (issue 34): 1, 2 and 4 hosts, each
-//!   an engine on its own working-tree clone of one remote (git mode
-//!   through it), on one PostgreSQL database, `[queue] lanes = true`, a
-//!   check that takes `RT_HOSTS_QUEUE_CHECK_MS` (200) ms (`sleep`), depth
-//!   `RT_HOSTS_QUEUE_DEPTH` (4) per host. The workload: 8 agents, each
-//!   adding files in a directory of its own, `RT_HOSTS_QUEUE_PROPOSALS`
-//!   (64) approved proposals queued in turn (disjoint lanes). Each host
-//!   runs `queue.run` in a loop until the queue is empty; landings per
-//!   second over all hosts, wall clock, with each host's landings and
-//!   the states checked in all (a state checked twice would show here).
-//!   `RT_HOSTS_QUEUE_ONLY=1` runs only this part.
-//!
-//! Prints each figure and its ratio to SQLite's one host (the queue's, to
-//! PostgreSQL's one host).
+//! Prints each figure and its ratio to SQLite's one host. The landing
+//! queue across 1, 2 and 4 PostgreSQL hosts is measured by the queue bench.
 
 // A benchmark reports on stdout.
 #![allow(clippy::print_stdout)]
@@ -46,56 +34,8 @@ mod common;
 use common::*;
 use roundtable::{Actor, Engine, EngineOptions, ErrorCode};
 use serde_json::json;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .map_or(default, |v| v.parse().expect("a number"))
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "b")
-        .env("GIT_AUTHOR_EMAIL", "b@example.com")
-        .env("GIT_COMMITTER_NAME", "b")
-        .env("GIT_COMMITTER_EMAIL", "b@example.com")
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn pg_cluster(args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-cluster");
-    let out = Command::new("bash")
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("run pg-cluster");
-    assert!(
-        out.status.success(),
-        "pg-cluster {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// A bare remote with one file, in `top`.
-fn remote(top: &Path) -> PathBuf {
-    let seed = top.join("seed");
-    std::fs::create_dir_all(&seed).expect("mkdir");
-    git(&seed, &["init", "-q", "-b", "main"]);
-    std::fs::write(seed.join("README"), "bench\n").expect("write");
-    git(&seed, &["add", "-A"]);
-    git(&seed, &["commit", "-q", "-m", "base"]);
-    git(top, &["clone", "-q", "--bare", "seed", "remote.git"]);
-    top.join("remote.git")
-}
 
 struct Host {
     engine: Engine,
@@ -238,213 +178,14 @@ fn rate(
     (hosts * each) as f64 / elapsed.as_secs_f64()
 }
 
-/// What one queue measurement saw.
-struct QueueMeasured {
-    wall: Duration,
-    landed: usize,
-    per_host: Vec<usize>,
-    states_checked: usize,
-    runs: usize,
-}
-
-/// The queue across `hosts` hosts on `store` under `base`: see the module
-/// documentation.
-fn queue_hosts(
-    base: &Path,
-    hosts: usize,
-    store: &str,
-    proposals: usize,
-    check_ms: usize,
-    depth: usize,
-) -> QueueMeasured {
-    const AGENTS: usize = 8;
-    let top = tempfile::tempdir_in(base).expect("tempdir");
-    remote(top.path());
-    let engines: Vec<(Engine, Actor)> = (0..hosts)
-        .map(|k| {
-            let name = format!("q{k}");
-            git(top.path(), &["clone", "-q", "remote.git", &name]);
-            let clone = top.path().join(&name);
-            git(&clone, &["config", "user.name", "b"]);
-            git(&clone, &["config", "user.email", "b@example.com"]);
-            let engine = Engine::open(
-                &clone,
-                EngineOptions {
-                    store: Some(store.to_owned()),
-                    ..EngineOptions::default()
-                },
-            )
-            .expect("open");
-            (engine, Actor::orchestrator(id(&format!("host{k}"))))
-        })
-        .collect();
-    let (first, host) = &engines[0];
-    let reviewer = Actor::agent(id("reviewer"));
-    ok(
-        first,
-        "agent.register",
-        json!({"agent_id": "reviewer", "roles": ["reviewer"]}),
-        host,
-    );
-    let authors: Vec<Actor> = (0..AGENTS)
-        .map(|a| {
-            ok(
-                first,
-                "agent.register",
-                json!({"agent_id": format!("agent{a}"), "roles": ["author"]}),
-                host,
-            );
-            Actor::agent(id(&format!("agent{a}")))
-        })
-        .collect();
-    ok(
-        first,
-        "task.create",
-        json!({"task_id": "t", "title": "bench"}),
-        host,
-    );
-    ok(
-        first,
-        "workspace.configure",
-        json!({"landing": {"mode": "git", "branch": "main", "remote": "origin"}}),
-        host,
-    );
-    let policy = format!(
-        "version = 1\n[checks.unit]\ncommand = [\"sleep\", \"{}\"]\ntimeout_s = 60\n[queue]\nbatch_size = 8\ndepth = {depth}\nlanes = true\n",
-        check_ms as f64 / 1000.0
-    );
-    let set = ok(first, "policy.set", json!({"document": policy}), host);
-    ok(
-        first,
-        "policy.activate",
-        json!({"version": set["policy"]["version"]}),
-        host,
-    );
-    for i in 0..proposals {
-        let (a, author) = (i % AGENTS, &authors[i % AGENTS]);
-        let path = format!("agent{a}/f{i:03}.txt");
-        ok(
-            first,
-            "claim.acquire",
-            json!({"resource_id": format!("file:{path}"), "type": "write", "ttl_s": 36000}),
-            author,
-        );
-        let patch = format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+change {i}\n");
-        let pid = proposal(first, author, "t", &patch, &reviewer);
-        ok(first, "queue.enqueue", json!({"proposal_id": pid}), host);
-    }
-    let start = Instant::now();
-    let results: Vec<(usize, usize, usize)> = std::thread::scope(|s| {
-        let running: Vec<_> = engines
-            .iter()
-            .map(|(engine, host)| {
-                s.spawn(move || {
-                    let (mut landed, mut checked, mut runs) = (0, 0, 0);
-                    loop {
-                        let run = ok(engine, "queue.run", json!({}), host);
-                        runs += 1;
-                        let n = run["landed"].as_array().map_or(0, Vec::len);
-                        landed += n;
-                        checked += run["states_checked"].as_u64().unwrap_or(0) as usize;
-                        assert_eq!(run["returned"], json!([]), "{run}");
-                        if run["still_queued"] == 0 {
-                            return (landed, checked, runs);
-                        }
-                        if n == 0 {
-                            // Every lane left is another host's.
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                    }
-                })
-            })
-            .collect();
-        running
-            .into_iter()
-            .map(|h| h.join().expect("a host"))
-            .collect()
-    });
-    let wall = start.elapsed();
-    let landed = git(
-        &top.path().join("remote.git"),
-        &["rev-list", "--count", "main"],
-    )
-    .trim()
-    .parse::<usize>()
-    .expect("a count")
-        - 1;
-    assert_eq!(
-        landed, proposals,
-        "every proposal landed once on the remote"
-    );
-    QueueMeasured {
-        wall,
-        landed,
-        per_host: results.iter().map(|r| r.0).collect(),
-        states_checked: results.iter().map(|r| r.1).sum(),
-        runs: results.iter().map(|r| r.2).sum(),
-    }
-}
-
-/// The queue across 1, 2 and 4 PostgreSQL hosts, printed side by side.
-fn queue_rows(base: &Path, schema: &dyn Fn(&str) -> String) {
-    let proposals = env_usize("RT_HOSTS_QUEUE_PROPOSALS", 64);
-    let check_ms = env_usize("RT_HOSTS_QUEUE_CHECK_MS", 200);
-    let depth = env_usize("RT_HOSTS_QUEUE_DEPTH", 4);
-    println!(
-        "queue across hosts: {proposals} approved proposals of 8 agents (disjoint lanes), a {check_ms} ms check, depth {depth} per host, git mode through one remote, PostgreSQL (load {})",
-        loadavg()
-    );
-    let measured: Vec<(usize, QueueMeasured)> = [1, 2, 4]
-        .into_iter()
-        .map(|n| {
-            (
-                n,
-                queue_hosts(
-                    base,
-                    n,
-                    &schema(&format!("q{n}")),
-                    proposals,
-                    check_ms,
-                    depth,
-                ),
-            )
-        })
-        .collect();
-    let one = measured[0].1.landed as f64 / measured[0].1.wall.as_secs_f64();
-    println!(
-        "{:<8} {:>8} {:>12} {:>16} {:>15} {:>10}  per host",
-        "hosts", "wall s", "landings/s", "ratio to 1 host", "states checked", "queue.run"
-    );
-    for (n, m) in &measured {
-        let rate = m.landed as f64 / m.wall.as_secs_f64();
-        println!(
-            "{n:<8} {:>8.2} {rate:>12.2} {:>16} {:>15} {:>10}  {:?}",
-            m.wall.as_secs_f64(),
-            format!("{:.2}×", rate / one),
-            m.states_checked,
-            m.runs,
-            m.per_host
-        );
-    }
-}
-
 fn main() {
-    let base = if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm/rt-bench-hosts")
-    } else {
-        std::env::temp_dir().join("rt-bench-hosts")
-    };
+    let base = scratch_base().join("rt-bench-hosts");
     std::fs::create_dir_all(&base).expect("the scratch base");
     let creates = env_usize("RT_HOSTS_CREATES", 200);
     let landings = env_usize("RT_HOSTS_LANDINGS", 40);
     let cluster = base.join(format!("pg-{}", std::process::id()));
     let server = pg_cluster(&["start", cluster.to_str().expect("utf-8")]);
     let schema = |name: &str| format!("{server}?schema={name}");
-    if std::env::var_os("RT_HOSTS_QUEUE_ONLY").is_some() {
-        queue_rows(&base, &schema);
-        pg_cluster(&["stop", cluster.to_str().expect("utf-8")]);
-        return;
-    }
     println!(
         "hosts bench: {creates} creates and {landings} landings per host, durable commits, on {} (load {})",
         base.display(),
@@ -481,6 +222,5 @@ fn main() {
             format!("{pg4:.1} ({:.2}×)", pg4 / sqlite),
         );
     }
-    queue_rows(&base, &schema);
     pg_cluster(&["stop", cluster.to_str().expect("utf-8")]);
 }

@@ -4,7 +4,8 @@
 
 use roundtable::{Actor, Engine, Id};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 /// Where file `i` lives: three directory levels, fan-out 10, 100 files per
@@ -113,4 +114,65 @@ pub(crate) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".to_owned())
+}
+
+/// The number in environment variable `name`, or `default` when unset.
+pub(crate) fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .map_or(default, |v| v.parse().expect("a number"))
+}
+
+/// Run git in `dir` with a fixed identity; its stdout.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "b")
+        .env("GIT_AUTHOR_EMAIL", "b@example.com")
+        .env("GIT_COMMITTER_NAME", "b")
+        .env("GIT_COMMITTER_EMAIL", "b@example.com")
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Run `scripts/pg-cluster ARGS` (`start DIR` prints the server URL).
+pub(crate) fn pg_cluster(args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/pg-cluster");
+    let out = Command::new("bash")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run pg-cluster");
+    assert!(
+        out.status.success(),
+        "pg-cluster {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A bare remote with one file, in `top`.
+pub(crate) fn remote(top: &Path) -> PathBuf {
+    let seed = top.join("seed");
+    std::fs::create_dir_all(&seed).expect("mkdir");
+    git(&seed, &["init", "-q", "-b", "main"]);
+    std::fs::write(seed.join("README"), "bench\n").expect("write");
+    git(&seed, &["add", "-A"]);
+    git(&seed, &["commit", "-q", "-m", "base"]);
+    git(top, &["clone", "-q", "--bare", "seed", "remote.git"]);
+    top.join("remote.git")
+}
+
+/// Where a bench makes its scratch directories: `/dev/shm` when it
+/// exists (tmpfs, so peers compared in one run pay alike), else the
+/// temporary directory.
+pub(crate) fn scratch_base() -> PathBuf {
+    if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    }
 }

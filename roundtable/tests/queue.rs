@@ -620,6 +620,56 @@ fn issue34_in_git_mode_every_commit_on_the_branch_passes_the_check() {
     fsck(w.dir.path());
 }
 
+/// A bare repository on `main` whose one commit holds the scenario's
+/// initial files (no working tree anywhere on the engine's side), and a
+/// git-mode world on it with every change approved and queued.
+fn bare_queued_world(
+    changes: &[Change],
+    batch: u32,
+    depth: u32,
+) -> (World, Vec<String>, Vec<Actor>) {
+    let seed = tempfile::tempdir().expect("seed");
+    git(seed.path(), &["init", "-q", "-b", "main"]);
+    write_files(seed.path(), &initial_files());
+    git(seed.path(), &["add", "-A"]);
+    git(seed.path(), &["commit", "-q", "-m", "base"]);
+    let dir = tempfile::tempdir().expect("bare");
+    git(dir.path(), &["init", "-q", "--bare", "-b", "main"]);
+    let to = dir.path().to_str().expect("utf-8");
+    git(seed.path(), &["push", "-q", to, "main"]);
+    let w = World::with(dir, roundtable::EngineOptions::default());
+    w.ok(
+        "workspace.configure",
+        json!({"landing": {"mode": "git", "branch": "main", "remote": null}}),
+        &w.host,
+    );
+    queue_on(w, changes, batch, depth, false)
+}
+
+#[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
+#[test]
+fn issue34_a_bare_repository_runs_the_checks_on_its_branch_and_every_commit_passes() {
+    let (changes, culprits) = scenario_with(10, &[(1, 1)], &[(6, 1)]);
+    let (w, pids, _) = bare_queued_world(&changes, 4, 2);
+    let run = w.ok("queue.run", json!({}), &w.host);
+    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    let returned = entries_of(&run, "returned");
+    assert_eq!(proposal_ids(&returned), culprit_pids, "{run:#}");
+    // The culprit comes back with the check's own output from a state
+    // built from the branch's tree (the rename ahead of it included).
+    let note = str_of(&returned[0]["note"]);
+    assert!(note.contains("AttributeError"), "{note}");
+    let landed = every_commit_passes(w.dir.path());
+    let expected: Vec<String> = pids
+        .iter()
+        .filter(|p| !culprit_pids.contains(p))
+        .cloned()
+        .collect();
+    assert_eq!(landed, expected, "one commit per proposal, in queue order");
+    assert_eq!(run["still_queued"], 0, "{run:#}");
+    fsck(w.dir.path());
+}
+
 #[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn issue34_a_queue_run_sigkilled_anywhere_leaves_a_green_branch_and_lands_nothing_twice() {

@@ -606,6 +606,27 @@ pub fn fetch(
     Ok(Some(tip))
 }
 
+/// Write the tree of `branch`'s tip in `repo` into `dir` (an empty
+/// directory outside the repository): the files a checkout of that commit
+/// holds, links as links, executables executable. Neither the
+/// repository's index nor its working tree, if any, is touched, so this
+/// serves a bare repository too.
+pub fn checkout_into(repo: &Repository, branch: &str, dir: &Path) -> Result<(), LandingError> {
+    let tip = repo.refname_to_id(branch).map_err(git("read the branch"))?;
+    let tree = repo
+        .find_commit(tip)
+        .and_then(|c| c.tree())
+        .map_err(git("read the branch's tree"))?;
+    let mut options = git2::build::CheckoutBuilder::new();
+    options
+        .target_dir(dir)
+        .update_index(false)
+        .force()
+        .recreate_missing(true);
+    repo.checkout_tree(tree.as_object(), Some(&mut options))
+        .map_err(git("write the branch's tree"))
+}
+
 /// Whether `commit` is `tip` or one of its ancestors in `repo` (never,
 /// when `repo` does not have it).
 pub fn contains(repo: &Repository, tip: Oid, commit: Oid) -> Result<bool, LandingError> {

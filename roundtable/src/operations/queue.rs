@@ -66,7 +66,7 @@ pub use external::QueueCheckRequest;
 pub(crate) use external::{waiting as waiting_checks, why as check_why, ACTION as CHECK_ACTION};
 
 use super::args::{Cursor, Limit, Markdown, RevisionNumber, Title};
-use super::details::{ConflictDetails, ConflictReason, PreconditionFailedDetails};
+use super::details::{ConflictDetails, ConflictReason};
 use super::next::{NextAction, NextRole};
 use super::rebase::{merged_onto, stored_sides, Sides};
 use super::records::{
@@ -462,19 +462,6 @@ fn run(engine: &Engine, actor: &Actor, args: &RunQueue) -> Result<QueueRun, Tool
     let policy = engine
         .store()
         .read(|tx| super::policies::effective(tx).map(|(_, p)| p))?;
-    if !policy.checks.commands.is_empty() && engine.workspace().is_bare() {
-        return Err(ToolError::new(
-            format!(
-                "{} is a bare repository: the landing queue's checks run in a copy of a working tree; clone it with a working tree for the queue's host",
-                engine.root().display()
-            ),
-            PreconditionFailedDetails {
-                root: Some(engine.root().display().to_string()),
-                bare: Some(true),
-                ..PreconditionFailedDetails::default()
-            },
-        ));
-    }
     let runner = hosts::Runner::of(engine, actor);
     let mut out = QueueRun {
         runner: runner.id().to_owned(),
@@ -1093,6 +1080,29 @@ fn stack(
     out
 }
 
+/// What the engine's checks write each state over: a copy of the working
+/// tree's listed files, or, in a bare repository, the landing branch's
+/// tree.
+fn check_base(engine: &Engine, policy: &Policy) -> Result<checks::Base, ToolError> {
+    #[cfg(feature = "git")]
+    if engine.workspace().is_bare() {
+        let landing = engine
+            .store()
+            .read(|tx| Ok::<_, ToolError>(store::settings::landing(tx)?))?;
+        if let Some(branch) = landing.branch_ref() {
+            return Ok(checks::Base::Branch(branch));
+        }
+    }
+    let options = crate::state::StateOptions {
+        ignore: Some(&policy.workspace.ignore),
+        ..crate::state::StateOptions::default()
+    };
+    Ok(checks::Base::Listed(crate::state::listed_files(
+        engine.root(),
+        &options,
+    )?))
+}
+
 /// Run the policy's checks on every state, `depth` at once; each state's
 /// runs in the order the policy names them.
 fn check_states(
@@ -1103,11 +1113,7 @@ fn check_states(
     if policy.checks.run_by_engine().next().is_none() || states.is_empty() {
         return Ok(states.iter().map(|_| Vec::new()).collect());
     }
-    let options = crate::state::StateOptions {
-        ignore: Some(&policy.workspace.ignore),
-        ..crate::state::StateOptions::default()
-    };
-    let files = crate::state::listed_files(engine.root(), &options)?;
+    let base = check_base(engine, policy)?;
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<Option<Vec<CheckRun>>>> =
         std::sync::Mutex::new(states.iter().map(|_| None).collect());
@@ -1117,7 +1123,7 @@ fn check_states(
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(state) = states.get(i) else { return };
-                let runs = match checks::materialize(engine.root(), &files, &state.overlay) {
+                let runs = match checks::materialize(engine.root(), &base, &state.overlay) {
                     Ok(dir) => policy
                         .checks
                         .run_by_engine()

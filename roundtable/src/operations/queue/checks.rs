@@ -40,18 +40,38 @@ pub(crate) struct CheckRun {
     pub(crate) recorded: bool,
 }
 
-/// A copy of the tree at `root` (the `files` the workspace state lists)
-/// with `overlay` written over it (`None`: the path is gone), in a new
-/// temporary directory.
+/// What a speculative state is written over.
+#[derive(Debug)]
+pub(crate) enum Base {
+    /// The files the working tree's state lists (relative paths), copied.
+    Listed(Vec<Vec<u8>>),
+    /// The tree of this branch's tip (a full ref name): a bare repository
+    /// has no working tree to copy.
+    #[cfg(feature = "git")]
+    Branch(String),
+}
+
+/// A copy of `base` (the working tree at `root`, or its repository's
+/// branch) with `overlay` written over it (`None`: the path is gone), in
+/// a new temporary directory.
 pub(crate) fn materialize(
     root: &Path,
-    files: &[Vec<u8>],
+    base: &Base,
     overlay: &BTreeMap<RepoPath, Option<TreeFile>>,
 ) -> std::io::Result<tempfile::TempDir> {
     let dir = tempfile::Builder::new()
         .prefix("rt-queue-state-")
         .tempdir()?;
-    materialize_into(root, files, overlay, dir.path())?;
+    match base {
+        Base::Listed(files) => materialize_into(root, files, overlay, dir.path())?,
+        #[cfg(feature = "git")]
+        Base::Branch(branch) => {
+            crate::landing::open(root)
+                .and_then(|repo| crate::landing::checkout_into(&repo, branch, dir.path()))
+                .map_err(std::io::Error::other)?;
+            materialize_into(root, &[], overlay, dir.path())?;
+        }
+    }
     Ok(dir)
 }
 
@@ -291,7 +311,7 @@ mod tests {
                 symlink: false,
             }),
         );
-        let files = vec![b"d/a".to_vec(), b"b".to_vec()];
+        let files = Base::Listed(vec![b"d/a".to_vec(), b"b".to_vec()]);
         let state = materialize(root.path(), &files, &overlay).expect("materialize");
         assert_eq!(std::fs::read(state.path().join("d/a")).expect("a"), b"a\n");
         assert!(!state.path().join("b").exists());

@@ -155,6 +155,16 @@ impl ToolError {
         serde_json::from_value(self.details.clone()).ok()
     }
 
+    /// Why a `conflict` was refused (a rebase up to date or already
+    /// applied, a merge conflict, a proposal already queued); `None` for
+    /// another code or a conflict that names no reason.
+    pub fn conflict_reason(&self) -> Option<super::details::ConflictReason> {
+        if self.code != ErrorCode::Conflict {
+            return None;
+        }
+        serde_json::from_value(self.details.get("reason")?.clone()).ok()
+    }
+
     /// Whether the details read as the code's details type and write
     /// back unchanged (they do for every error this crate makes; an error
     /// deserialized from elsewhere may not).

@@ -845,21 +845,32 @@ fn land_lane(
             &format!(
                 "check {} {} on this proposal stacked on {}:\n{}",
                 failed.name,
-                match failed.status {
-                    TestStatus::Errored => "errored",
-                    _ => "failed",
-                },
-                if state.ahead.is_empty() {
-                    "the branch".to_owned()
-                } else {
-                    format!("the branch and {}", state.ahead.join(", "))
-                },
+                not_passed(failed.status),
+                stacked_on(&state.ahead),
                 failed.output
             ),
         )?;
         out.returned.push(settled);
     }
     Ok(true)
+}
+
+/// How a check that did not pass ended, for a note: "errored" or "failed".
+fn not_passed(status: TestStatus) -> &'static str {
+    match status {
+        TestStatus::Errored => "errored",
+        _ => "failed",
+    }
+}
+
+/// What a state was stacked on, for a note: "the branch" or "the branch
+/// and A, B" (the proposals ahead of it).
+fn stacked_on(ahead: &[String]) -> String {
+    if ahead.is_empty() {
+        "the branch".to_owned()
+    } else {
+        format!("the branch and {}", ahead.join(", "))
+    }
 }
 
 /// Hand back each queued entry (not one another host holds, `theirs`)
@@ -906,10 +917,7 @@ fn take_failed_checks(
                 }
                 let note = format!(
                     "check {name} {} on this proposal ({}, recorded while it was queued):\n{}",
-                    match t.status {
-                        TestStatus::Errored => "errored",
-                        _ => "failed",
-                    },
+                    not_passed(t.status),
                     t.id,
                     t.note_md.as_deref().unwrap_or("(no note)")
                 );
@@ -1062,7 +1070,7 @@ fn stack(
             })
             .collect()),
         // Made on these very files: the revision's own result.
-        Err(e) if e.details()["reason"] == "up_to_date" => item
+        Err(e) if e.conflict_reason() == Some(ConflictReason::UpToDate) => item
             .revision
             .changeset
             .iter()
@@ -1073,7 +1081,7 @@ fn stack(
                 Ok((path, s.ours.clone()))
             })
             .collect(),
-        Err(e) if e.details()["reason"] == "already_applied" => Ok(Vec::new()),
+        Err(e) if e.conflict_reason() == Some(ConflictReason::AlreadyApplied) => Ok(Vec::new()),
         Err(e) => Err(e),
     };
     *base = base_cell.into_inner();

@@ -523,7 +523,9 @@ pub(crate) fn rebase_outlook(
     let sides = stored_sides(cx.tx, revision).ok()?;
     let files = match merged_files(cx.engine, p, revision, &sides) {
         Ok(files) => files,
-        Err(e) if e.details()["reason"] == "merge_conflict" => return Some(O::Conflicts),
+        Err(e) if e.conflict_reason() == Some(ConflictReason::MergeConflict) => {
+            return Some(O::Conflicts)
+        }
         Err(_) => return None,
     };
     let changeset = Changeset::new(files).ok()?;

@@ -4,9 +4,9 @@
 use super::args::{Cursor, Limit, RevisionNumber};
 use super::claims::{live_write_claims, Claim};
 use super::details::{
-    ConflictDetails, IllegalTransitionDetails, IoDetails, MovedPath, PreconditionFailedDetails,
-    RebaseStage, RecordStatus, StaleClaimDetails, StaleClaimReason, ValidationFailedDetails,
-    ValidationFailedReason,
+    ConflictDetails, ConflictReason, IllegalTransitionDetails, IoDetails, MovedPath,
+    PreconditionFailedDetails, RebaseStage, RecordStatus, StaleClaimDetails, StaleClaimReason,
+    ValidationFailedDetails, ValidationFailedReason,
 };
 use super::records::{Proposal, ProposalStatus};
 use super::validate::{
@@ -33,7 +33,7 @@ use crate::resource::Resource;
 use crate::store;
 use crate::store::sql::Tx;
 use crate::workspace::Workspace;
-use crate::{ErrorCode, RepoPath};
+use crate::RepoPath;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -238,9 +238,7 @@ fn rebase_first(
     use super::rebase::RebaseProposal;
     let prep = match <RebaseProposal as Tool>::prepare(engine, actor, &rebase_request(args)) {
         Ok(prep) => prep,
-        Err(e) if e.code() == ErrorCode::Conflict && e.details()["reason"] == "up_to_date" => {
-            return Ok(None)
-        }
+        Err(e) if e.conflict_reason() == Some(ConflictReason::UpToDate) => return Ok(None),
         Err(e) => return Err(e),
     };
     let from = engine.store().read(|tx| {

@@ -272,11 +272,8 @@ pub(super) fn take_failed_answers(
                 }
                 let note = format!(
                     "external check {name} {} on this proposal stacked on {} ({}):\n{}",
-                    match t.status {
-                        TestStatus::Errored => "errored",
-                        _ => "failed",
-                    },
-                    stacked_on(&r.data.ahead),
+                    super::not_passed(t.status),
+                    super::stacked_on(&r.data.ahead),
                     r.data.state,
                     t.note_md.as_deref().unwrap_or("(no note)")
                 );
@@ -287,15 +284,6 @@ pub(super) fn take_failed_answers(
         Ok::<_, ToolError>(failed)
     })?;
     super::hand_back_failed(engine, actor, failed, out)
-}
-
-/// "the branch" or "the branch and A, B".
-fn stacked_on(ahead: &[String]) -> String {
-    if ahead.is_empty() {
-        "the branch".to_owned()
-    } else {
-        format!("the branch and {}", ahead.join(", "))
-    }
 }
 
 /// The external checks of one round: the workspace state its states were

@@ -1934,7 +1934,7 @@ type ProposalAppliedData struct {
 	Overridden *string `json:"overridden,omitempty"`
 	// The paths the landing changed, sorted (a rename: both paths).
 	// Absent from events written before landings recorded them, and
-	// from a recovery's override or a rollback's re-apply.
+	// from a recovery's override.
 	Paths []string `json:"paths,omitempty"`
 	// When a rollback re-applied the change: the rollback it undid.
 	RolledBackTransactionID *string `json:"rolled_back_transaction_id,omitempty"`
@@ -2061,16 +2061,17 @@ type ProposalRolledBackData struct {
 	To ProposalStatus `json:"to"`
 }
 
-// Data of `proposal.stale`: written by a landing (`patch.apply`) about
-// each open proposal whose latest revision touches a path the landing
-// changed, so that proposal's author is told (an `inbox.wait` on its
+// Data of `proposal.stale`: written by a landing (`patch.apply`, or a
+// rollback, which changes files too) about each open proposal whose
+// latest revision touches a path the landing changed, so that proposal's author is told (an `inbox.wait` on its
 // own proposals wakes) and no other.
 type ProposalStaleData struct {
 	// The stale proposal's latest revision.
 	Revision int64 `json:"revision"`
-	// The proposal that landed.
+	// The proposal that landed (for a rollback: the proposal whose
+	// landing it undid, or redid).
 	LandedProposalID string `json:"landed_proposal_id"`
-	// The transaction that landed it.
+	// The transaction that landed it (or the rollback).
 	TransactionID string `json:"transaction_id"`
 	// The paths both touch, sorted.
 	Paths []string `json:"paths"`

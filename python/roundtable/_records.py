@@ -2062,7 +2062,7 @@ class ProposalAppliedData(Record):
     overridden: Optional[str]
     #: The paths the landing changed, sorted (a rename: both paths).
     #: Absent from events written before landings recorded them, and
-    #: from a recovery's override or a rollback's re-apply.
+    #: from a recovery's override.
     paths: Optional[Tuple[str, ...]]
     #: When a rollback re-applied the change: the rollback it undid.
     rolled_back_transaction_id: Optional[str]
@@ -2279,17 +2279,18 @@ class ProposalRolledBackData(Record):
 
 @dataclass(frozen=True)
 class ProposalStaleData(Record):
-    """Data of `proposal.stale`: written by a landing (`patch.apply`) about
-    each open proposal whose latest revision touches a path the landing
-    changed, so that proposal's author is told (an `inbox.wait` on its
+    """Data of `proposal.stale`: written by a landing (`patch.apply`, or a
+    rollback, which changes files too) about each open proposal whose
+    latest revision touches a path the landing changed, so that proposal's author is told (an `inbox.wait` on its
     own proposals wakes) and no other.
     """
 
     #: The stale proposal's latest revision.
     revision: int
-    #: The proposal that landed.
+    #: The proposal that landed (for a rollback: the proposal whose
+    #: landing it undid, or redid).
     landed_proposal_id: str
-    #: The transaction that landed it.
+    #: The transaction that landed it (or the rollback).
     transaction_id: str
     #: The paths both touch, sorted.
     paths: Tuple[str, ...]

@@ -334,6 +334,98 @@ fn issue34_item5_a_landing_wakes_the_author_it_makes_stale_and_no_other() {
     assert!(stale.iter().all(|e| e["proposal_id"] != pc.as_str()));
 }
 
+#[test]
+fn issue34_item5_a_rollback_wakes_the_author_it_makes_stale_and_says_what_it_changed() {
+    let w = world();
+    activate_policy(
+        &w,
+        "version = 1\n[approvals]\neligible_roles = [\"reviewer\"]\n",
+    );
+    let dave = w.agent("dave", &["author"]);
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 3600}),
+        &dave,
+    );
+    let pd = in_review_by(&w, &dave, crate::tools::PATCH2);
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pd, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    let landed = w.ok(
+        "patch.apply",
+        json!({"proposal_id": pd, "revision": 1}),
+        &w.host,
+    );
+    let landed_tx = str_of(&landed["transaction"]["id"]);
+    // alice's change is made on what dave landed.
+    let pa = in_review_by(
+        &w,
+        &w.author,
+        "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hi\n+hi there\n",
+    );
+    let a0 = wait(&w, &w.author, &Value::Null, 0);
+    assert_eq!(items(&a0), []);
+    let (a1, woke, rolled) = std::thread::scope(|s| {
+        let alice = s.spawn(|| {
+            let out = wait(&w, &w.author, &a0["cursor"], 60_000);
+            (out, Instant::now())
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let rolled = w.ok(
+            "transaction.rollback",
+            json!({"transaction_id": landed_tx}),
+            &w.host,
+        );
+        let at = Instant::now();
+        let (out, woke) = alice.join().expect("alice");
+        (out, woke.saturating_duration_since(at), rolled)
+    });
+    assert_eq!(a1["timed_out"], false, "{a1:#}");
+    assert_eq!(items(&a1), [item(&pa, "rebase_or_attach")]);
+    assert!(woke < Duration::from_secs(1), "woken {woke:?} after");
+    let stale = events_of(&w, "proposal.stale");
+    let rollback_tx = str_of(&rolled["transaction"]["id"]);
+    let told: Vec<&Value> = stale
+        .iter()
+        .filter(|e| e["data"]["transaction_id"] == rollback_tx.as_str())
+        .collect();
+    assert_eq!(told.len(), 1, "{stale:#?}");
+    assert_eq!(told[0]["proposal_id"], pa.as_str());
+    assert_eq!(
+        told[0]["data"],
+        json!({"revision": 1, "landed_proposal_id": pd, "paths": ["hello.txt"],
+               "transaction_id": rollback_tx})
+    );
+    // Rolling the rollback back lands dave's change again: its event says
+    // which paths it changed, and alice, whose proposal touches them, is
+    // told, as after any landing (the event is about the paths; her inbox
+    // works out that her change is fresh again).
+    let again = w.ok(
+        "transaction.rollback",
+        json!({"transaction_id": rollback_tx}),
+        &w.host,
+    );
+    let reapplied = events_of(&w, "proposal.applied");
+    let last = reapplied.last().expect("re-applied");
+    assert_eq!(
+        last["data"]["rolled_back_transaction_id"],
+        rollback_tx.as_str()
+    );
+    assert_eq!(last["data"]["paths"], json!(["hello.txt"]));
+    let again_tx = str_of(&again["transaction"]["id"]);
+    assert!(
+        events_of(&w, "proposal.stale")
+            .iter()
+            .any(|e| e["data"]["transaction_id"] == again_tx.as_str()
+                && e["proposal_id"] == pa.as_str()),
+        "alice is told of the re-apply"
+    );
+    let a2 = w.ok("inbox.list", json!({}), &w.author);
+    assert_eq!(a2["items"], json!([]), "{a2:#}");
+}
+
 #[cfg_attr(not(feature = "python"), ignore = "needs the python symbol grammar")]
 #[test]
 fn issue34_item5_a_trivially_rebasable_approved_proposal_waits_on_the_orchestrator_not_its_author()

@@ -177,7 +177,7 @@ pub struct ProposalAppliedData {
     pub rolled_back_transaction_id: Option<String>,
     /// The paths the landing changed, sorted (a rename: both paths).
     /// Absent from events written before landings recorded them, and
-    /// from a recovery's override or a rollback's re-apply.
+    /// from a recovery's override.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
     /// The symbols the landing touched, as far as it knows them without
@@ -187,17 +187,18 @@ pub struct ProposalAppliedData {
     pub symbols: Vec<String>,
 }
 
-/// Data of `proposal.stale`: written by a landing (`patch.apply`) about
-/// each open proposal whose latest revision touches a path the landing
-/// changed, so that proposal's author is told (an `inbox.wait` on its
+/// Data of `proposal.stale`: written by a landing (`patch.apply`, or a
+/// rollback, which changes files too) about each open proposal whose
+/// latest revision touches a path the landing changed, so that proposal's author is told (an `inbox.wait` on its
 /// own proposals wakes) and no other.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProposalStaleData {
     /// The stale proposal's latest revision.
     pub revision: u32,
-    /// The proposal that landed.
+    /// The proposal that landed (for a rollback: the proposal whose
+    /// landing it undid, or redid).
     pub landed_proposal_id: String,
-    /// The transaction that landed it.
+    /// The transaction that landed it (or the rollback).
     pub transaction_id: String,
     /// The paths both touch, sorted.
     pub paths: Vec<String>,

@@ -1640,7 +1640,7 @@ pub(super) fn record_landed(cx: &Cx<'_>, transaction: &Transaction) -> Result<()
     if let Some(original) = &transaction.rollback_of {
         // A rollback's revert commit landed: its outcome.
         let original = crate::apply::load_transaction(cx.tx, original)?;
-        return rollback_outcome(cx, &original, &transaction.id);
+        return rollback_outcome(cx, &original, transaction);
     }
     let proposal = Proposal::load(cx.tx, &transaction.proposal_id)?;
     let released = landed_outcome(cx, &proposal, transaction)?;
@@ -1922,7 +1922,7 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
                 actor,
                 now,
             };
-            rollback_outcome(cx, &original, &transaction.id)?;
+            rollback_outcome(cx, &original, transaction)?;
             let out = RolledBack {
                 transaction: transaction.clone(),
             };
@@ -1936,29 +1936,42 @@ fn rollback(engine: &Engine, actor: &Actor, args: Rollback) -> Result<RolledBack
 
 /// What rolling back `original` by transaction `by` records in the
 /// rollback's outcome transaction: `original` `rolled_back` with its
-/// event, and the proposal following it.
-fn rollback_outcome(cx: &Cx<'_>, original: &Transaction, by: &str) -> Result<(), ToolError> {
+/// event, the proposal following it, and `proposal.stale` about each open
+/// proposal touching a path the rollback changed, as a landing writes.
+fn rollback_outcome(
+    cx: &Cx<'_>,
+    original: &Transaction,
+    by: &Transaction,
+) -> Result<(), ToolError> {
     store::transactions::mark_rolled_back(cx.tx, &original.id)?;
     cx.event(
         &original.id,
         Some(&original.proposal_id),
         crate::model::TransactionRolledBackData {
-            rollback_transaction_id: by.to_owned(),
+            rollback_transaction_id: by.id.clone(),
         },
     )?;
-    proposal_follows_rollback(cx, original, by)
+    let mut paths: Vec<String> = crate::apply::journal(cx.tx, &by.id)?
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    paths.sort_unstable();
+    proposal_follows_rollback(cx, original, &by.id, &paths)?;
+    tell_stale(cx, &original.proposal_id, by, &paths)
 }
 
 /// The proposal's status after `original` was rolled back by transaction
-/// `by`, with its event, in the rollback's outcome transaction: rolling
-/// back an apply makes an `applied` proposal `rolled_back`; rolling back
-/// that rollback re-applies the change, and the proposal is `applied`
-/// again. A proposal in any other status (a row older than `rolled_back`)
-/// is left as it is.
+/// `by`, which changed `paths`, with its event, in the rollback's outcome
+/// transaction: rolling back an apply makes an `applied` proposal
+/// `rolled_back`; rolling back that rollback re-applies the change, and
+/// the proposal is `applied` again (its event naming `paths`, as a
+/// landing's does). A proposal in any other status (a row older than
+/// `rolled_back`) is left as it is.
 fn proposal_follows_rollback(
     cx: &Cx<'_>,
     original: &Transaction,
     by: &str,
+    paths: &[String],
 ) -> Result<(), ToolError> {
     let (from, to) = match original.kind {
         TransactionKind::Apply => (ProposalStatus::Applied, ProposalStatus::RolledBack),
@@ -1982,7 +1995,7 @@ fn proposal_follows_rollback(
             to,
             overridden: None,
             rolled_back_transaction_id: Some(rolled_back_transaction_id),
-            paths: Vec::new(),
+            paths: paths.to_vec(),
             symbols: Vec::new(),
         }
         .into(),

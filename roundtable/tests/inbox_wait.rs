@@ -249,6 +249,24 @@ fn events_of(w: &World, kind: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A new author dave's change of `hello.txt` (`PATCH2`), claimed, in
+/// review and approved by the reviewer; its id.
+fn daves_approved_change(w: &World) -> String {
+    let dave = w.agent("dave", &["author"]);
+    w.ok(
+        "claim.acquire",
+        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 3600}),
+        &dave,
+    );
+    let pd = in_review_by(w, &dave, crate::tools::PATCH2);
+    w.ok(
+        "vote.cast",
+        json!({"proposal_id": pd, "revision": 1, "vote": "approve"}),
+        &w.reviewer,
+    );
+    pd
+}
+
 const OTHER: &str = "--- a/other.txt\n+++ b/other.txt\n@@ -1 +1 @@\n-other\n+other, changed\n";
 
 #[test]
@@ -262,21 +280,9 @@ fn issue34_item5_a_landing_wakes_the_author_it_makes_stale_and_no_other() {
         "version = 1\n[approvals]\neligible_roles = [\"reviewer\"]\n",
     );
     let carol = w.agent("carol", &["author"]);
-    let dave = w.agent("dave", &["author"]);
     let pa = in_review_by(&w, &w.author, crate::tools::PATCH);
     let pc = in_review_by(&w, &carol, OTHER);
-    // dave's change to hello.txt, approved.
-    w.ok(
-        "claim.acquire",
-        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 3600}),
-        &dave,
-    );
-    let pd = in_review_by(&w, &dave, crate::tools::PATCH2);
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pd, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
+    let pd = daves_approved_change(&w);
     // Nothing waits on either author now.
     let a0 = wait(&w, &w.author, &Value::Null, 0);
     let c0 = wait(&w, &carol, &Value::Null, 0);
@@ -341,18 +347,7 @@ fn issue34_item5_a_rollback_wakes_the_author_it_makes_stale_and_says_what_it_cha
         &w,
         "version = 1\n[approvals]\neligible_roles = [\"reviewer\"]\n",
     );
-    let dave = w.agent("dave", &["author"]);
-    w.ok(
-        "claim.acquire",
-        json!({"resource_id": "file:hello.txt", "type": "write", "ttl_s": 3600}),
-        &dave,
-    );
-    let pd = in_review_by(&w, &dave, crate::tools::PATCH2);
-    w.ok(
-        "vote.cast",
-        json!({"proposal_id": pd, "revision": 1, "vote": "approve"}),
-        &w.reviewer,
-    );
+    let pd = daves_approved_change(&w);
     let landed = w.ok(
         "patch.apply",
         json!({"proposal_id": pd, "revision": 1}),

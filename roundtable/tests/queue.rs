@@ -592,6 +592,31 @@ fn every_commit_passes(d: &Path) -> Vec<String> {
     landed
 }
 
+/// After `run`, the culprits (positions in `pids`) came back, in order,
+/// and every other proposal is one commit of `main`, in queue order, each
+/// passing the check when extracted; the returned entries.
+fn culprits_back_and_the_rest_committed(
+    w: &World,
+    run: &Value,
+    pids: &[String],
+    culprits: &[usize],
+) -> Vec<Value> {
+    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    let returned = entries_of(run, "returned");
+    assert_eq!(proposal_ids(&returned), culprit_pids, "{run:#}");
+    let expected: Vec<String> = pids
+        .iter()
+        .filter(|p| !culprit_pids.contains(p))
+        .cloned()
+        .collect();
+    assert_eq!(
+        every_commit_passes(w.dir.path()),
+        expected,
+        "one commit per proposal, in queue order"
+    );
+    returned
+}
+
 #[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn issue34_in_git_mode_every_commit_on_the_branch_passes_the_check() {
@@ -605,19 +630,7 @@ fn issue34_in_git_mode_every_commit_on_the_branch_passes_the_check() {
         27 > checked,
         "{checked} check runs for 27 landings: {run:#}"
     );
-    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
-    assert_eq!(
-        proposal_ids(&entries_of(&run, "returned")),
-        culprit_pids,
-        "{run:#}"
-    );
-    let landed = every_commit_passes(w.dir.path());
-    let expected: Vec<String> = pids
-        .iter()
-        .filter(|p| !culprit_pids.contains(p))
-        .cloned()
-        .collect();
-    assert_eq!(landed, expected, "one commit per proposal, in queue order");
+    culprits_back_and_the_rest_committed(&w, &run, &pids, &culprits);
     assert_eq!(git(w.dir.path(), &["status", "--porcelain"]), "");
     fsck(w.dir.path());
 }
@@ -654,20 +667,11 @@ fn issue34_a_bare_repository_runs_the_checks_on_its_branch_and_every_commit_pass
     let (changes, culprits) = scenario_with(10, &[(1, 1)], &[(6, 1)]);
     let (w, pids, _) = bare_queued_world(&changes, 4, 2);
     let run = w.ok("queue.run", json!({}), &w.host);
-    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
-    let returned = entries_of(&run, "returned");
-    assert_eq!(proposal_ids(&returned), culprit_pids, "{run:#}");
+    let returned = culprits_back_and_the_rest_committed(&w, &run, &pids, &culprits);
     // The culprit comes back with the check's own output from a state
     // built from the branch's tree (the rename ahead of it included).
     let note = str_of(&returned[0]["note"]);
     assert!(note.contains("AttributeError"), "{note}");
-    let landed = every_commit_passes(w.dir.path());
-    let expected: Vec<String> = pids
-        .iter()
-        .filter(|p| !culprit_pids.contains(p))
-        .cloned()
-        .collect();
-    assert_eq!(landed, expected, "one commit per proposal, in queue order");
     assert_eq!(run["still_queued"], 0, "{run:#}");
     fsck(w.dir.path());
 }

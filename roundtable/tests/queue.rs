@@ -1293,7 +1293,7 @@ fn issue34_item3_a_proposal_refused_at_apply_time_goes_back_and_the_branch_moves
 #[cfg_attr(not(feature = "git"), ignore = "needs the git feature")]
 #[test]
 fn issue34_item3_a_batch_sigkilled_anywhere_lands_all_of_it_or_none() {
-    const RUNS: usize = 16;
+    const RUNS: usize = 30;
     let (changes, _) = scenario_with(8, &[], &[]);
     let (w, pids, _) = git_queued_world(&changes, 8, 1);
     let World {

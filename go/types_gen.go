@@ -2063,8 +2063,9 @@ type ProposalRolledBackData struct {
 
 // Data of `proposal.stale`: written by a landing (`patch.apply`, or a
 // rollback, which changes files too) about each open proposal whose
-// latest revision touches a path the landing changed, so that proposal's author is told (an `inbox.wait` on its
-// own proposals wakes) and no other.
+// latest revision touches a path the landing changed, so that
+// proposal's author is told (an `inbox.wait` on its own proposals
+// wakes) and no other.
 type ProposalStaleData struct {
 	// The stale proposal's latest revision.
 	Revision int64 `json:"revision"`

@@ -2281,8 +2281,9 @@ class ProposalRolledBackData(Record):
 class ProposalStaleData(Record):
     """Data of `proposal.stale`: written by a landing (`patch.apply`, or a
     rollback, which changes files too) about each open proposal whose
-    latest revision touches a path the landing changed, so that proposal's author is told (an `inbox.wait` on its
-    own proposals wakes) and no other.
+    latest revision touches a path the landing changed, so that
+    proposal's author is told (an `inbox.wait` on its own proposals
+    wakes) and no other.
     """
 
     #: The stale proposal's latest revision.

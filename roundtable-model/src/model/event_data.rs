@@ -189,8 +189,9 @@ pub struct ProposalAppliedData {
 
 /// Data of `proposal.stale`: written by a landing (`patch.apply`, or a
 /// rollback, which changes files too) about each open proposal whose
-/// latest revision touches a path the landing changed, so that proposal's author is told (an `inbox.wait` on its
-/// own proposals wakes) and no other.
+/// latest revision touches a path the landing changed, so that
+/// proposal's author is told (an `inbox.wait` on its own proposals
+/// wakes) and no other.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ProposalStaleData {
     /// The stale proposal's latest revision.

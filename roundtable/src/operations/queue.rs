@@ -1123,7 +1123,8 @@ fn check_states(
     }
     let base = check_base(engine, policy)?;
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Vec<CheckRun>>>> =
+    type Runs = std::io::Result<Vec<CheckRun>>;
+    let results: std::sync::Mutex<Vec<Option<Runs>>> =
         std::sync::Mutex::new(states.iter().map(|_| None).collect());
     let workers = (policy.queue.depth as usize).min(states.len());
     std::thread::scope(|scope| {
@@ -1131,34 +1132,34 @@ fn check_states(
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(state) = states.get(i) else { return };
-                let runs = match checks::materialize(engine.root(), &base, &state.overlay) {
-                    Ok(dir) => policy
+                let runs = checks::materialize(engine.root(), &base, &state.overlay).map(|dir| {
+                    policy
                         .checks
                         .run_by_engine()
                         .map(|(name, c)| checks::run(name, c, dir.path()))
-                        .collect(),
-                    Err(e) => policy
-                        .checks
-                        .run_by_engine()
-                        .map(|(name, _)| CheckRun {
-                            name: name.clone(),
-                            status: TestStatus::Errored,
-                            output: format!("the state could not be materialized: {e}"),
-                            duration_ms: 0,
-                            recorded: false,
-                        })
-                        .collect(),
-                };
+                        .collect()
+                });
                 results.lock().expect("no worker panics holding it")[i] = Some(runs);
             });
         }
     });
-    Ok(results
+    // A state the engine could not write out was not checked: that is the
+    // host's failure (its disk, its temporary directory), never the
+    // proposal's, so the run stops with nothing handed back.
+    results
         .into_inner()
         .expect("no worker panicked")
         .into_iter()
-        .map(|r| r.expect("every state was checked"))
-        .collect())
+        .map(|r| {
+            r.expect("every state was checked").map_err(|e| {
+                ToolError::new(
+                    format!("a speculative state could not be written for the queue's checks: {e}"),
+                    crate::operations::details::IoDetails::default(),
+                )
+                .with_source(e)
+            })
+        })
+        .collect()
 }
 
 /// [`record_checks`]; `false` when the proposal was no longer open (another

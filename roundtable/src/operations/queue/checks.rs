@@ -83,19 +83,28 @@ pub(crate) fn materialize_into(
     dir: &Path,
 ) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt as _;
+    // A listed file that is gone by the time it is copied was removed (or
+    // renamed over) by a landing on this working tree since it was listed
+    // — another host's, sharing it: the state is the tree as it is now.
+    let gone = |r: std::io::Result<()>| match r {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    };
     for rel in files {
         let rel = Path::new(std::ffi::OsStr::from_bytes(rel));
         let to = dir.join(rel);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
         let from = root.join(rel);
-        let meta = std::fs::symlink_metadata(&from)?;
-        if meta.file_type().is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&from)?, &to)?;
-        } else {
-            std::fs::copy(&from, &to)?;
-        }
+        gone((|| {
+            let meta = std::fs::symlink_metadata(&from)?;
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            if meta.file_type().is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&from)?, &to)
+            } else {
+                std::fs::copy(&from, &to).map(drop)
+            }
+        })())?;
     }
     for (path, content) in overlay {
         let to = dir.join(path.as_str());
@@ -311,10 +320,13 @@ mod tests {
                 symlink: false,
             }),
         );
-        let files = Base::Listed(vec![b"d/a".to_vec(), b"b".to_vec()]);
+        // `gone` was listed and removed before the copy (a landing on the
+        // shared working tree): the state is the tree as it is.
+        let files = Base::Listed(vec![b"d/a".to_vec(), b"b".to_vec(), b"gone/x".to_vec()]);
         let state = materialize(root.path(), &files, &overlay).expect("materialize");
         assert_eq!(std::fs::read(state.path().join("d/a")).expect("a"), b"a\n");
         assert!(!state.path().join("b").exists());
+        assert!(!state.path().join("gone").exists());
         use std::os::unix::fs::PermissionsExt as _;
         let mode = std::fs::metadata(state.path().join("n/x.sh"))
             .expect("x")

@@ -261,6 +261,18 @@ pub(crate) fn landing_order(w: &World) -> Vec<String> {
         .collect()
 }
 
+/// The culprits' proposal ids (`culprits`: positions in `pids`), and
+/// every other proposal's, in queue order: what goes back and what lands.
+fn culprits_and_the_rest(pids: &[String], culprits: &[usize]) -> (Vec<String>, Vec<String>) {
+    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    let rest = pids
+        .iter()
+        .filter(|p| !culprit_pids.contains(p))
+        .cloned()
+        .collect();
+    (culprit_pids, rest)
+}
+
 /// Replays the landings in order from the initial files (the scripted
 /// ground truth, not the engine's) and runs the check on every
 /// intermediate tree; the final tree.
@@ -301,13 +313,8 @@ fn issue34_the_branch_never_holds_a_state_whose_checks_failed() {
     let run = w.ok("queue.run", json!({}), &w.host);
     let landed = proposal_ids(&entries_of(&run, "landed"));
     let returned = entries_of(&run, "returned");
-    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    let (culprit_pids, expected_landed) = culprits_and_the_rest(&pids, &culprits);
     assert_eq!(proposal_ids(&returned), culprit_pids, "{run:#}");
-    let expected_landed: Vec<String> = pids
-        .iter()
-        .filter(|p| !culprit_pids.contains(p))
-        .cloned()
-        .collect();
     assert_eq!(landed, expected_landed, "queue order is landing order");
     assert_eq!(run["still_queued"], 0);
     // Batches land on one check of their last state; a failing one is
@@ -601,14 +608,9 @@ fn culprits_back_and_the_rest_committed(
     pids: &[String],
     culprits: &[usize],
 ) -> Vec<Value> {
-    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
+    let (culprit_pids, expected) = culprits_and_the_rest(pids, culprits);
     let returned = entries_of(run, "returned");
     assert_eq!(proposal_ids(&returned), culprit_pids, "{run:#}");
-    let expected: Vec<String> = pids
-        .iter()
-        .filter(|p| !culprit_pids.contains(p))
-        .cloned()
-        .collect();
     assert_eq!(
         every_commit_passes(w.dir.path()),
         expected,
@@ -754,12 +756,7 @@ fn assert_queue_emptied(engine: &roundtable::Engine, host: &Actor, run: usize, r
 fn sigkilled_queue_runs(runs: usize, kill_at: KillAt) {
     let (changes, culprits) = scenario_with(6, &[(1, 1)], &[(3, 1)]);
     let (w, pids, _) = git_queued_world(&changes, 4, 2);
-    let culprit_pids: Vec<String> = culprits.iter().map(|&c| pids[c].clone()).collect();
-    let expected: Vec<String> = pids
-        .iter()
-        .filter(|p| !culprit_pids.contains(p))
-        .cloned()
-        .collect();
+    let (_, expected) = culprits_and_the_rest(&pids, &culprits);
     let World {
         dir: prepared,
         engine,
